@@ -1,0 +1,364 @@
+//! What an instance is told at start: its init.ora parameters, the cost model,
+//! the schema (catalog) and the workloads its sessions run. Plain data; the
+//! scenario loader builds it from a file and both drivers hand it to the core.
+
+/// Nanoseconds, the unit of every time in the core.
+pub type Nanos = u64;
+
+pub const NS_PER_US: u64 = 1_000;
+pub const NS_PER_MS: u64 = 1_000_000;
+pub const NS_PER_S: u64 = 1_000_000_000;
+
+/// init.ora parameters of one instance, under their Oracle names (see
+/// [`Params::NAMES`]). Defaults follow Oracle's where it has one.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Params {
+    /// `cpu_count`: CPUs in the instance's run queue model.
+    pub cpu_count: u32,
+    /// `gcs_server_processes`: LMS workers. 0 means derive from `cpu_count` as Oracle does.
+    pub gcs_server_processes: u32,
+    /// `db_writer_processes`.
+    pub db_writer_processes: u32,
+    /// `db_cache_size` in bytes (the buffer cache holds `db_cache_size / db_block_size` buffers).
+    pub db_cache_size: u64,
+    /// `db_block_size` in bytes (cluster-wide; the padded size of a shipped block).
+    pub db_block_size: u32,
+    /// `_high_priority_processes`: processes that run in the real-time class.
+    pub high_priority_processes: String,
+    /// `_os_sched_high_priority`: 0 turns the real-time class off for everyone.
+    pub os_sched_high_priority: u32,
+    /// `_fairness_threshold`: CR copies an X holder serves before it down-converts.
+    pub fairness_threshold: u32,
+    /// `log_buffer` in bytes: LGWR starts a write when a third of it is full.
+    pub log_buffer: u64,
+    /// `_lm_contiguous_res_count`: contiguous blocks that hash to the same master.
+    pub lm_contiguous_res_count: u32,
+}
+
+impl Default for Params {
+    fn default() -> Self {
+        Params {
+            cpu_count: 4,
+            gcs_server_processes: 0,
+            db_writer_processes: 1,
+            db_cache_size: 64 << 20,
+            db_block_size: 8192,
+            high_priority_processes: "LMS*|VKTM*".to_string(),
+            os_sched_high_priority: 1,
+            fairness_threshold: 4,
+            log_buffer: 16 << 20,
+            lm_contiguous_res_count: 128,
+        }
+    }
+}
+
+impl Params {
+    /// Parameter names the loader accepts, as a user writes them.
+    pub const NAMES: &'static [&'static str] = &[
+        "cpu_count",
+        "gcs_server_processes",
+        "db_writer_processes",
+        "db_cache_size",
+        "db_block_size",
+        "_high_priority_processes",
+        "_os_sched_high_priority",
+        "_fairness_threshold",
+        "log_buffer",
+        "_lm_contiguous_res_count",
+    ];
+
+    /// Parameters that may change at a phase boundary of a running instance.
+    /// Priorities are what an administrator changes online with `priocntl`;
+    /// everything else would need a restart.
+    pub const PHASE_CHANGEABLE: &'static [&'static str] =
+        &["_high_priority_processes", "_os_sched_high_priority"];
+
+    /// LMS count Oracle 11.2-19c derives from `cpu_count`.
+    pub fn lms_count(&self) -> u32 {
+        if self.gcs_server_processes > 0 {
+            return self.gcs_server_processes;
+        }
+        match self.cpu_count {
+            0..=3 => 1,
+            4..=15 => 2,
+            n => 2 + n / 32,
+        }
+    }
+
+    pub fn buffers(&self) -> usize {
+        (self.db_cache_size / u64::from(self.db_block_size.max(1))) as usize
+    }
+
+    /// Set one parameter from its text value, with the check Oracle would make.
+    pub fn set(&mut self, name: &str, value: &ParamValue) -> Result<(), String> {
+        let int = |v: &ParamValue, min: u64, max: u64| -> Result<u64, String> {
+            let n = match v {
+                ParamValue::Int(n) => *n,
+                ParamValue::Text(t) => parse_size(t)?,
+            };
+            if n < min || n > max {
+                return Err(format!("value {n} out of range {min}..={max}"));
+            }
+            Ok(n)
+        };
+        match name.to_ascii_lowercase().as_str() {
+            "cpu_count" => self.cpu_count = int(value, 1, 1024)? as u32,
+            "gcs_server_processes" => self.gcs_server_processes = int(value, 1, 100)? as u32,
+            "db_writer_processes" => self.db_writer_processes = int(value, 1, 100)? as u32,
+            "db_cache_size" => self.db_cache_size = int(value, 1 << 16, 1 << 40)?,
+            "db_block_size" => {
+                let n = int(value, 2048, 32768)?;
+                if !n.is_power_of_two() {
+                    return Err(format!("db_block_size must be a power of two, got {n}"));
+                }
+                self.db_block_size = n as u32
+            }
+            "_high_priority_processes" => match value {
+                ParamValue::Text(t) => self.high_priority_processes = t.clone(),
+                ParamValue::Int(_) => return Err("expected a pattern such as \"LMS*|VKTM*\"".into()),
+            },
+            "_os_sched_high_priority" => self.os_sched_high_priority = int(value, 0, 1)? as u32,
+            "_fairness_threshold" => self.fairness_threshold = int(value, 0, 1_000_000)? as u32,
+            "log_buffer" => self.log_buffer = int(value, 1 << 16, 1 << 32)?,
+            "_lm_contiguous_res_count" => self.lm_contiguous_res_count = int(value, 1, 1 << 20)? as u32,
+            _ => {
+                return Err(format!("unknown parameter `{name}` (known: {})", Params::NAMES.join(", ")));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the process named `process` (e.g. `LMS0`, `LGWR`) runs in the
+    /// real-time class under these parameters.
+    pub fn is_high_priority(&self, process: &str) -> bool {
+        self.os_sched_high_priority != 0
+            && self.high_priority_processes.split('|').any(|pat| glob_match(pat.trim(), process))
+    }
+}
+
+/// A parameter value as written: a number or text (sizes like `64M` are text).
+#[derive(Clone, Debug, PartialEq)]
+pub enum ParamValue {
+    Int(u64),
+    Text(String),
+}
+
+/// Parse `8192`, `64K`, `64M`, `1G` as Oracle accepts sizes.
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let (digits, mult) = match t.chars().last().map(|c| c.to_ascii_uppercase()) {
+        Some('K') => (&t[..t.len() - 1], 1u64 << 10),
+        Some('M') => (&t[..t.len() - 1], 1 << 20),
+        Some('G') => (&t[..t.len() - 1], 1 << 30),
+        _ => (t, 1),
+    };
+    digits
+        .trim()
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(mult))
+        .ok_or_else(|| format!("expected a number or a size such as 64M, got `{t}`"))
+}
+
+/// `*` matches any run of characters; the match ignores case, as Oracle's does.
+fn glob_match(pattern: &str, name: &str) -> bool {
+    fn go(p: &[u8], n: &[u8]) -> bool {
+        match p.split_first() {
+            None => n.is_empty(),
+            Some((b'*', rest)) => (0..=n.len()).any(|i| go(rest, &n[i..])),
+            Some((c, rest)) => {
+                n.first().is_some_and(|d| d.eq_ignore_ascii_case(c)) && go(rest, &n[1..])
+            }
+        }
+    }
+    go(pattern.as_bytes(), name.as_bytes())
+}
+
+/// CPU costs of the work the model does, in nanoseconds of CPU. Each is a
+/// step in the instance's run queue. Defaults and where they come from are in
+/// docs/scenarios.md.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Costs {
+    /// Parse/execute overhead of one SQL execution.
+    pub execute: Nanos,
+    /// One consistent get (a buffer visited in CR mode).
+    pub consistent_get: Nanos,
+    /// One db block get (a buffer visited in current mode).
+    pub db_block_get: Nanos,
+    /// Examining one row in a block (full scans).
+    pub row_examined: Nanos,
+    /// Changing one row or index entry, redo and undo generation included.
+    pub row_change: Nanos,
+    /// The commit call (before the log file sync wait).
+    pub commit: Nanos,
+    /// Building a CR copy: the clone.
+    pub cr_build: Nanos,
+    /// Applying one undo record while building a CR copy.
+    pub undo_apply: Nanos,
+    /// LMS handling one GCS message (lookup, forward, grant).
+    pub lms_message: Nanos,
+    /// LMS pinning a current block to ship it.
+    pub lms_pin: Nanos,
+    /// LMS sending one block.
+    pub lms_send: Nanos,
+    /// LGWR CPU for one write.
+    pub lgwr_write: Nanos,
+    /// DBWR CPU for one block written.
+    pub dbwr_write: Nanos,
+    /// Installing a received block in the buffer cache.
+    pub block_install: Nanos,
+    /// The OS time slice of the time-sharing class.
+    pub time_slice: Nanos,
+}
+
+impl Default for Costs {
+    fn default() -> Self {
+        Costs {
+            execute: 15 * NS_PER_US,
+            consistent_get: 5 * NS_PER_US,
+            db_block_get: 6 * NS_PER_US,
+            row_examined: 50,
+            row_change: 20 * NS_PER_US,
+            commit: 20 * NS_PER_US,
+            cr_build: 60 * NS_PER_US,
+            undo_apply: 5 * NS_PER_US,
+            lms_message: 20 * NS_PER_US,
+            lms_pin: 10 * NS_PER_US,
+            lms_send: 30 * NS_PER_US,
+            lgwr_write: 50 * NS_PER_US,
+            dbwr_write: 30 * NS_PER_US,
+            block_install: 10 * NS_PER_US,
+            time_slice: 10 * NS_PER_MS,
+        }
+    }
+}
+
+/// A heap table: rows `key = 1..=rows`, each with a numeric value.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TableDef {
+    pub name: String,
+    pub rows: u64,
+    pub rows_per_block: u32,
+    /// Blocks reserved above the initial high-water mark for inserts, per instance.
+    pub free_blocks_per_instance: u32,
+}
+
+/// A B-tree index on a table's key.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IndexDef {
+    pub name: String,
+    /// Position of the indexed table in [`Catalog::tables`].
+    pub table: usize,
+    pub entries_per_leaf: u32,
+    pub entries_per_branch: u32,
+    /// Blocks reserved for leaf and branch splits, per instance.
+    pub free_blocks_per_instance: u32,
+}
+
+/// The schema every instance shares (the data dictionary).
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Catalog {
+    pub tables: Vec<TableDef>,
+    pub indexes: Vec<IndexDef>,
+}
+
+/// How a step chooses its keys.
+#[derive(Clone, Debug, PartialEq)]
+pub enum KeyDist {
+    /// Every key in the range equally likely.
+    Uniform,
+    /// `share` of the accesses go to the first `fraction` of the range.
+    Hot { fraction: f64, share: f64 },
+    /// Each session walks the range in order, starting at its own offset.
+    Sequential,
+}
+
+/// Which keys a step draws from, and how.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KeySpec {
+    pub dist: KeyDist,
+    /// Inclusive key range; `None` means the table's initial rows.
+    pub range: Option<(u64, u64)>,
+}
+
+/// How a read finds its rows.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Access {
+    /// Through the index at this position of [`Catalog::indexes`].
+    Index(usize),
+    /// Every block below the high-water mark.
+    FullScan,
+}
+
+/// One step of a transaction.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Step {
+    /// `select ... where key = :k`, `rows` times with different keys (or one full scan).
+    Read { table: usize, access: Access, keys: KeySpec, rows: u32 },
+    /// `update ... set val = val + 1 where key = :k`, for `rows` keys.
+    Update { table: usize, access: Access, keys: KeySpec, rows: u32 },
+    /// `insert` of `rows` new rows with keys above the current maximum.
+    Insert { table: usize, rows: u32 },
+    Commit,
+    /// The session idles (user think time).
+    Think { time: Nanos },
+}
+
+/// A transaction shape and how often a session picks it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TxnTemplate {
+    pub name: String,
+    pub weight: u32,
+    pub steps: Vec<Step>,
+}
+
+/// Sessions running the same mix of transactions on some instances.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WorkloadSpec {
+    pub name: String,
+    /// 1-based instance numbers the sessions run on.
+    pub instances: Vec<u8>,
+    pub sessions_per_instance: u32,
+    /// Pause between two transactions of a session.
+    pub think_time: Nanos,
+    pub transactions: Vec<TxnTemplate>,
+    /// Transactions each session runs before it stops; `None` runs forever.
+    pub iterations: Option<u64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn high_priority_patterns() {
+        let mut p = Params::default();
+        assert!(p.is_high_priority("LMS0"));
+        assert!(p.is_high_priority("lms12"));
+        assert!(!p.is_high_priority("LGWR"));
+        p.set("_high_priority_processes", &ParamValue::Text("LMS*|LGWR*".into())).unwrap();
+        assert!(p.is_high_priority("LGWR"));
+        p.set("_os_sched_high_priority", &ParamValue::Int(0)).unwrap();
+        assert!(!p.is_high_priority("LMS0"));
+    }
+
+    #[test]
+    fn lms_defaults_follow_cpu_count() {
+        let mut p = Params { cpu_count: 2, ..Params::default() };
+        assert_eq!(p.lms_count(), 1);
+        p.cpu_count = 8;
+        assert_eq!(p.lms_count(), 2);
+        p.cpu_count = 64;
+        assert_eq!(p.lms_count(), 4);
+    }
+
+    #[test]
+    fn sizes_and_errors() {
+        assert_eq!(parse_size("64M"), Ok(64 << 20));
+        assert_eq!(parse_size("8192"), Ok(8192));
+        assert!(parse_size("lots").is_err());
+        let mut p = Params::default();
+        assert!(p.set("db_block_size", &ParamValue::Int(3000)).is_err());
+        assert!(p.set("no_such", &ParamValue::Int(1)).unwrap_err().contains("unknown parameter"));
+    }
+}

@@ -1,0 +1,284 @@
+//! Figures derived from statistics the way AWR and Statspack derive them
+//! (`sprepins.sql`, RAC section), and the names scenario expectations use to
+//! refer to any measured figure.
+//!
+//! A figure whose denominator is zero is `None`, as AWR prints it blank.
+
+use crate::stats::{Stat, Stats, Wait};
+
+const NS_PER_MS: f64 = 1_000_000.0;
+
+/// Lines of AWR's "Global Cache and Enqueue Services - Workload Characteristics".
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AwrLine {
+    CrReceiveMs,
+    CurrentReceiveMs,
+    CrBuildMs,
+    CrSendMs,
+    CrFlushPct,
+    CrFlushMs,
+    CurrentPinMs,
+    CurrentSendMs,
+    CurrentFlushPct,
+    CurrentFlushMs,
+}
+
+impl AwrLine {
+    pub const ALL: &'static [AwrLine] = &[
+        AwrLine::CrReceiveMs,
+        AwrLine::CurrentReceiveMs,
+        AwrLine::CrBuildMs,
+        AwrLine::CrSendMs,
+        AwrLine::CrFlushPct,
+        AwrLine::CrFlushMs,
+        AwrLine::CurrentPinMs,
+        AwrLine::CurrentSendMs,
+        AwrLine::CurrentFlushPct,
+        AwrLine::CurrentFlushMs,
+    ];
+
+    /// The label exactly as the AWR report prints it.
+    pub fn label(self) -> &'static str {
+        match self {
+            AwrLine::CrReceiveMs => "Avg global cache cr block receive time (ms)",
+            AwrLine::CurrentReceiveMs => "Avg global cache current block receive time (ms)",
+            AwrLine::CrBuildMs => "Avg global cache cr block build time (ms)",
+            AwrLine::CrSendMs => "Avg global cache cr block send time (ms)",
+            AwrLine::CrFlushPct => "Global cache log flushes for cr blocks served %",
+            AwrLine::CrFlushMs => "Avg global cache cr block flush time (ms)",
+            AwrLine::CurrentPinMs => "Avg global cache current block pin time (ms)",
+            AwrLine::CurrentSendMs => "Avg global cache current block send time (ms)",
+            AwrLine::CurrentFlushPct => "Global cache log flushes for current blocks served %",
+            AwrLine::CurrentFlushMs => "Avg global cache current block flush time (ms)",
+        }
+    }
+
+    /// AWR's formula over the activity of one interval. Flush times are per
+    /// flush, not per block served, exactly as AWR divides them.
+    pub fn eval(self, s: &Stats) -> Option<f64> {
+        use Stat::*;
+        let ms = |t: Stat, n: Stat| ratio(s.get(t) as f64 / NS_PER_MS, s.get(n));
+        let pct = |a: Stat, n: Stat| ratio(100.0 * s.get(a) as f64, s.get(n));
+        match self {
+            AwrLine::CrReceiveMs => ms(GcCrBlockReceiveTime, GcCrBlocksReceived),
+            AwrLine::CurrentReceiveMs => ms(GcCurrentBlockReceiveTime, GcCurrentBlocksReceived),
+            AwrLine::CrBuildMs => ms(GcCrBlockBuildTime, GcCrBlocksServed),
+            AwrLine::CrSendMs => ms(GcCrBlockSendTime, GcCrBlocksServed),
+            AwrLine::CrFlushPct => pct(GcCrBlocksFlushed, GcCrBlocksServed),
+            AwrLine::CrFlushMs => ms(GcCrBlockFlushTime, GcCrBlocksFlushed),
+            AwrLine::CurrentPinMs => ms(GcCurrentBlockPinTime, GcCurrentBlocksServed),
+            AwrLine::CurrentSendMs => ms(GcCurrentBlockSendTime, GcCurrentBlocksServed),
+            AwrLine::CurrentFlushPct => pct(GcCurrentBlocksFlushed, GcCurrentBlocksServed),
+            AwrLine::CurrentFlushMs => ms(GcCurrentBlockFlushTime, GcCurrentBlocksFlushed),
+        }
+    }
+}
+
+fn ratio(num: f64, den: u64) -> Option<f64> {
+    (den > 0).then(|| num / den as f64)
+}
+
+/// Which kind of received block a decomposition is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlockKind {
+    Cr,
+    Current,
+}
+
+impl BlockKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            BlockKind::Cr => "cr",
+            BlockKind::Current => "current",
+        }
+    }
+}
+
+/// One part of a received block's latency, as the deck decomposes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Part {
+    /// Request messages on their way to the master and holder, and the master's forwarding.
+    RequestSend,
+    /// The request waited for the serving LMS to get a CPU.
+    LmsCpuWait,
+    /// LMS at work: building the CR copy or pinning, and sending.
+    LmsProcessing,
+    /// LMS waited for LGWR to flush the redo covering the block.
+    LogFlush,
+    /// The block on the wire back to the requester.
+    Wire,
+}
+
+impl Part {
+    pub const ALL: &'static [Part] =
+        &[Part::RequestSend, Part::LmsCpuWait, Part::LmsProcessing, Part::LogFlush, Part::Wire];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Part::RequestSend => "request send",
+            Part::LmsCpuWait => "lms cpu wait",
+            Part::LmsProcessing => "lms processing",
+            Part::LogFlush => "log flush",
+            Part::Wire => "wire",
+        }
+    }
+
+    pub fn stat(self, kind: BlockKind) -> Stat {
+        use Stat::*;
+        match (kind, self) {
+            (BlockKind::Cr, Part::RequestSend) => DecompCrRequestSend,
+            (BlockKind::Cr, Part::LmsCpuWait) => DecompCrLmsCpuWait,
+            (BlockKind::Cr, Part::LmsProcessing) => DecompCrLmsProcessing,
+            (BlockKind::Cr, Part::LogFlush) => DecompCrLogFlush,
+            (BlockKind::Cr, Part::Wire) => DecompCrWire,
+            (BlockKind::Current, Part::RequestSend) => DecompCurRequestSend,
+            (BlockKind::Current, Part::LmsCpuWait) => DecompCurLmsCpuWait,
+            (BlockKind::Current, Part::LmsProcessing) => DecompCurLmsProcessing,
+            (BlockKind::Current, Part::LogFlush) => DecompCurLogFlush,
+            (BlockKind::Current, Part::Wire) => DecompCurWire,
+        }
+    }
+}
+
+impl BlockKind {
+    fn received(self) -> (Stat, Stat) {
+        match self {
+            BlockKind::Cr => (Stat::GcCrBlocksReceived, Stat::GcCrBlockReceiveTime),
+            BlockKind::Current => (Stat::GcCurrentBlocksReceived, Stat::GcCurrentBlockReceiveTime),
+        }
+    }
+}
+
+/// What a figure in an expectation or a report refers to.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Metric {
+    /// An AWR Workload Characteristics line.
+    Awr(AwrLine),
+    /// A raw statistic: counts as counted, times in milliseconds, bytes as bytes.
+    Stat(Stat),
+    /// A statistic per second of the interval.
+    PerSecond(Stat),
+    EventWaits(Wait),
+    EventTimeMs(Wait),
+    EventAvgMs(Wait),
+    /// Average milliseconds per received block spent in one part.
+    DecompMs(BlockKind, Part),
+    /// That part's share (0..1) of the received blocks' total receive time.
+    DecompShare(BlockKind, Part),
+}
+
+impl Metric {
+    /// Parse the text form used in scenario files:
+    /// an AWR label (`Avg global cache cr block receive time (ms)`),
+    /// `stat:<v$sysstat name>`, `rate:<v$sysstat name>`,
+    /// `waits:<event>`, `time_ms:<event>`, `avg_ms:<event>`,
+    /// `decomp_ms:<cr|current>:<part>`, `decomp_share:<cr|current>:<part>`.
+    pub fn parse(text: &str) -> Result<Metric, String> {
+        let t = text.trim();
+        if let Some(line) = AwrLine::ALL.iter().find(|l| l.label().eq_ignore_ascii_case(t)) {
+            return Ok(Metric::Awr(*line));
+        }
+        let Some((kind, rest)) = t.split_once(':') else {
+            return Err(format!(
+                "unknown metric `{t}`: use an AWR line label (e.g. `{}`) or a prefixed name such as \
+                 `stat:gc cr blocks received`, `waits:gc cr block congested`, `avg_ms:log file sync`, \
+                 `decomp_share:cr:wire`",
+                AwrLine::CrReceiveMs.label()
+            ));
+        };
+        let stat = |n: &str| Stat::from_name(n).ok_or_else(|| format!("unknown v$sysstat statistic `{}`", n.trim()));
+        let event = |n: &str| Wait::from_name(n).ok_or_else(|| format!("unknown wait event `{}`", n.trim()));
+        let decomp = |n: &str| -> Result<(BlockKind, Part), String> {
+            let (k, p) = n.split_once(':').ok_or_else(|| format!("expected `<cr|current>:<part>`, found `{n}`"))?;
+            let kind = match k.trim() {
+                "cr" => BlockKind::Cr,
+                "current" => BlockKind::Current,
+                other => return Err(format!("unknown block kind `{other}` (cr or current)")),
+            };
+            let part = Part::ALL
+                .iter()
+                .copied()
+                .find(|x| x.name().eq_ignore_ascii_case(p.trim()))
+                .ok_or_else(|| {
+                    let names: Vec<_> = Part::ALL.iter().map(|x| x.name()).collect();
+                    format!("unknown part `{}` (one of: {})", p.trim(), names.join(", "))
+                })?;
+            Ok((kind, part))
+        };
+        match kind.trim() {
+            "stat" => Ok(Metric::Stat(stat(rest)?)),
+            "rate" => Ok(Metric::PerSecond(stat(rest)?)),
+            "waits" => Ok(Metric::EventWaits(event(rest)?)),
+            "time_ms" => Ok(Metric::EventTimeMs(event(rest)?)),
+            "avg_ms" => Ok(Metric::EventAvgMs(event(rest)?)),
+            "decomp_ms" => decomp(rest).map(|(k, p)| Metric::DecompMs(k, p)),
+            "decomp_share" => decomp(rest).map(|(k, p)| Metric::DecompShare(k, p)),
+            other => Err(format!(
+                "unknown metric prefix `{other}:` (stat, rate, waits, time_ms, avg_ms, decomp_ms, decomp_share)"
+            )),
+        }
+    }
+
+    /// Evaluate over the activity `s` of an interval `elapsed_ns` long.
+    pub fn eval(self, s: &Stats, elapsed_ns: u64) -> Option<f64> {
+        match self {
+            Metric::Awr(line) => line.eval(s),
+            Metric::Stat(stat) => Some(stat_value(s, stat)),
+            Metric::PerSecond(stat) => {
+                (elapsed_ns > 0).then(|| s.get(stat) as f64 / (elapsed_ns as f64 / 1e9))
+            }
+            Metric::EventWaits(w) => Some(s.event(w).waits as f64),
+            Metric::EventTimeMs(w) => Some(s.event(w).time_ns as f64 / NS_PER_MS),
+            Metric::EventAvgMs(w) => {
+                let e = s.event(w);
+                ratio(e.time_ns as f64 / NS_PER_MS, e.waits)
+            }
+            Metric::DecompMs(kind, part) => {
+                ratio(s.get(part.stat(kind)) as f64 / NS_PER_MS, s.get(kind.received().0))
+            }
+            Metric::DecompShare(kind, part) => {
+                let total = s.get(kind.received().1);
+                (total > 0).then(|| s.get(part.stat(kind)) as f64 / total as f64)
+            }
+        }
+    }
+}
+
+/// A statistic in the unit expectations and tables use: times in ms.
+pub fn stat_value(s: &Stats, stat: Stat) -> f64 {
+    match stat.unit() {
+        crate::stats::Unit::Time => s.get(stat) as f64 / NS_PER_MS,
+        _ => s.get(stat) as f64,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flush_time_is_divided_by_flushes_not_blocks() {
+        let mut s = Stats::default();
+        s.add(Stat::GcCrBlocksServed, 100);
+        s.add(Stat::GcCrBlocksFlushed, 5);
+        s.add(Stat::GcCrBlockFlushTime, 5 * 4_380 * 1_000_000);
+        assert_eq!(AwrLine::CrFlushMs.eval(&s), Some(4380.0));
+        assert_eq!(AwrLine::CrFlushPct.eval(&s), Some(5.0));
+        assert_eq!(AwrLine::CurrentFlushMs.eval(&s), None);
+    }
+
+    #[test]
+    fn parses_every_form() {
+        assert_eq!(
+            Metric::parse("avg global cache cr block receive time (ms)"),
+            Ok(Metric::Awr(AwrLine::CrReceiveMs))
+        );
+        assert_eq!(Metric::parse("waits:gc cr block congested"), Ok(Metric::EventWaits(Wait::GcCrBlockCongested)));
+        assert_eq!(
+            Metric::parse("decomp_share:cr:wire"),
+            Ok(Metric::DecompShare(BlockKind::Cr, Part::Wire))
+        );
+        assert!(Metric::parse("stat:no such thing").unwrap_err().contains("no such thing"));
+        assert!(Metric::parse("bogus").is_err());
+    }
+}

@@ -1,0 +1,393 @@
+//! Statistics and wait events under the names a DBA reads in `v$sysstat`,
+//! `v$system_event` and `v$event_histogram`.
+//!
+//! Everything is a plain counter in an array indexed by an enum, so recording
+//! on the hot path is one add. Times are kept in nanoseconds; reports convert
+//! them the way AWR does (centiseconds in the views, milliseconds on the page).
+
+macro_rules! name_enum {
+    ($(#[$m:meta])* $vis:vis enum $ty:ident { $($var:ident => $name:literal $(: $unit:ident)?),* $(,)? }) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        #[repr(u16)]
+        $vis enum $ty { $($var),* }
+        impl $ty {
+            /// Every variant, in declaration order (the order reports use).
+            pub const ALL: &'static [$ty] = &[$($ty::$var),*];
+            pub const COUNT: usize = $ty::ALL.len();
+            /// The name as Oracle spells it.
+            pub fn name(self) -> &'static str {
+                match self { $($ty::$var => $name),* }
+            }
+            /// Look a name up, ignoring ASCII case.
+            pub fn from_name(name: &str) -> Option<$ty> {
+                $ty::ALL.iter().copied().find(|v| v.name().eq_ignore_ascii_case(name.trim()))
+            }
+        }
+    };
+}
+
+/// What a statistic counts; decides how reports and the JSON contract show it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    Count,
+    /// Kept in nanoseconds; shown in microseconds in JSON and as AWR does in text.
+    Time,
+    Bytes,
+}
+
+name_enum! {
+    /// `v$sysstat` statistics (plus a few `v$osstat` and `v$cr_block_server`
+    /// columns, and the emulator's own latency decomposition, all named so
+    /// they cannot be mistaken for an Oracle statistic).
+    pub enum Stat {
+        // Global cache: requester side.
+        GcCrBlocksReceived => "gc cr blocks received",
+        GcCrBlockReceiveTime => "gc cr block receive time",
+        GcCurrentBlocksReceived => "gc current blocks received",
+        GcCurrentBlockReceiveTime => "gc current block receive time",
+        GcLocalGrants => "gc local grants",
+        GcRemoteGrants => "gc remote grants",
+        // Global cache: server (LMS) side.
+        GcCrBlocksServed => "gc cr blocks served",
+        GcCrBlocksBuilt => "gc cr blocks built",
+        GcCrBlockBuildTime => "gc cr block build time",
+        GcCrBlocksFlushed => "gc cr blocks flushed",
+        GcCrBlockFlushTime => "gc cr block flush time",
+        GcCrBlockSendTime => "gc cr block send time",
+        GcCrLightWorks => "gc cr block light works",
+        GcCurrentBlocksServed => "gc current blocks served",
+        GcCurrentBlockPinTime => "gc current block pin time",
+        GcCurrentBlocksFlushed => "gc current blocks flushed",
+        GcCurrentBlockFlushTime => "gc current block flush time",
+        GcCurrentBlockSendTime => "gc current block send time",
+        GcsMessagesSent => "gcs messages sent",
+        GcsMsgsReceived => "gcs msgs received",
+        GcsMsgsProcessTime => "gcs msgs process time",
+        GcBlocksLost => "gc blocks lost",
+        DbwrFusionWrites => "DBWR fusion writes",
+        GcsPastImagesDiscarded => "gc past images discarded",
+        // Buffer cache and SQL.
+        SessionLogicalReads => "session logical reads",
+        ConsistentGets => "consistent gets",
+        ConsistentGetsFromCache => "consistent gets from cache",
+        DbBlockGets => "db block gets",
+        DbBlockGetsFromCache => "db block gets from cache",
+        DbBlockChanges => "db block changes",
+        ConsistentChanges => "consistent changes",
+        CrBlocksCreated => "CR blocks created",
+        UndoRecordsApplied => "data blocks consistent reads - undo records applied",
+        PhysicalReads => "physical reads",
+        PhysicalReadsCache => "physical reads cache",
+        PhysicalWrites => "physical writes",
+        DbwrCheckpointBuffersWritten => "DBWR checkpoint buffers written",
+        FreeBufferRequested => "free buffer requested",
+        FreeBufferInspected => "free buffer inspected",
+        ExecuteCount => "execute count",
+        UserCommits => "user commits",
+        TableScanBlocksGotten => "table scan blocks gotten",
+        TableScanRowsGotten => "table scan rows gotten",
+        IndexFetchByKey => "index fetch by key",
+        RowsUpdated => "rows updated",
+        RowsInserted => "rows inserted",
+        LeafNodeSplits => "leaf node splits",
+        BranchNodeSplits => "branch node splits",
+        SnapshotTooOld => "snapshot too old errors",
+        // Redo.
+        RedoEntries => "redo entries",
+        RedoSize => "redo size": Bytes,
+        RedoWrites => "redo writes",
+        RedoWriteTime => "redo write time",
+        RedoBlocksWritten => "redo blocks written",
+        RedoSynchWrites => "redo synch writes",
+        RedoSynchTime => "redo synch time",
+        // Time model and CPU.
+        DbTime => "DB time",
+        CpuUsedBySession => "CPU used by this session",
+        BackgroundCpuTime => "background cpu time",
+        OsBusyTime => "BUSY_TIME",
+        OsCpuWaitTime => "OS_CPU_WAIT_TIME",
+        // The emulator's latency decomposition of received blocks (sum over blocks).
+        DecompCrRequestSend => "fusionlab gc cr receive: request send time",
+        DecompCrLmsCpuWait => "fusionlab gc cr receive: lms cpu wait time",
+        DecompCrLmsProcessing => "fusionlab gc cr receive: lms processing time",
+        DecompCrLogFlush => "fusionlab gc cr receive: log flush time",
+        DecompCrWire => "fusionlab gc cr receive: wire time",
+        DecompCurRequestSend => "fusionlab gc current receive: request send time",
+        DecompCurLmsCpuWait => "fusionlab gc current receive: lms cpu wait time",
+        DecompCurLmsProcessing => "fusionlab gc current receive: lms processing time",
+        DecompCurLogFlush => "fusionlab gc current receive: log flush time",
+        DecompCurWire => "fusionlab gc current receive: wire time",
+        LmsCpuWaitTime => "fusionlab lms cpu wait time",
+        LgwrCpuWaitTime => "fusionlab lgwr cpu wait time",
+        ForegroundCpuWaitTime => "fusionlab foreground cpu wait time",
+    }
+}
+
+impl Stat {
+    pub fn unit(self) -> Unit {
+        use Stat::*;
+        match self {
+            RedoSize => Unit::Bytes,
+            GcCrBlockReceiveTime | GcCurrentBlockReceiveTime | GcCrBlockBuildTime
+            | GcCrBlockFlushTime | GcCrBlockSendTime | GcCurrentBlockPinTime
+            | GcCurrentBlockFlushTime | GcCurrentBlockSendTime | GcsMsgsProcessTime
+            | RedoWriteTime | RedoSynchTime | DbTime | CpuUsedBySession | BackgroundCpuTime
+            | OsBusyTime | OsCpuWaitTime | DecompCrRequestSend | DecompCrLmsCpuWait
+            | DecompCrLmsProcessing | DecompCrLogFlush | DecompCrWire | DecompCurRequestSend
+            | DecompCurLmsCpuWait | DecompCurLmsProcessing | DecompCurLogFlush
+            | DecompCurWire | LmsCpuWaitTime | LgwrCpuWaitTime | ForegroundCpuWaitTime => {
+                Unit::Time
+            }
+            _ => Unit::Count,
+        }
+    }
+}
+
+/// Oracle's wait classes, as `v$system_event.wait_class` shows them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum WaitClass {
+    Cluster,
+    Commit,
+    UserIo,
+    SystemIo,
+    Concurrency,
+    Application,
+    Configuration,
+    Other,
+}
+
+impl WaitClass {
+    pub fn name(self) -> &'static str {
+        match self {
+            WaitClass::Cluster => "Cluster",
+            WaitClass::Commit => "Commit",
+            WaitClass::UserIo => "User I/O",
+            WaitClass::SystemIo => "System I/O",
+            WaitClass::Concurrency => "Concurrency",
+            WaitClass::Application => "Application",
+            WaitClass::Configuration => "Configuration",
+            WaitClass::Other => "Other",
+        }
+    }
+}
+
+name_enum! {
+    /// Wait events under their 10g+ names (`v$system_event`).
+    pub enum Wait {
+        GcCrRequest => "gc cr request",
+        GcCurrentRequest => "gc current request",
+        GcCrBlock2Way => "gc cr block 2-way",
+        GcCrBlock3Way => "gc cr block 3-way",
+        GcCurrentBlock2Way => "gc current block 2-way",
+        GcCurrentBlock3Way => "gc current block 3-way",
+        GcCrGrant2Way => "gc cr grant 2-way",
+        GcCurrentGrant2Way => "gc current grant 2-way",
+        GcCrBlockBusy => "gc cr block busy",
+        GcCurrentBlockBusy => "gc current block busy",
+        GcCrBlockCongested => "gc cr block congested",
+        GcCurrentBlockCongested => "gc current block congested",
+        GcCrGrantBusy => "gc cr grant busy",
+        GcCurrentGrantBusy => "gc current grant busy",
+        GcCrGrantCongested => "gc cr grant congested",
+        GcCurrentGrantCongested => "gc current grant congested",
+        GcBufferBusyAcquire => "gc buffer busy acquire",
+        GcBufferBusyRelease => "gc buffer busy release",
+        GcsLogFlushSync => "gcs log flush sync",
+        LogFileSync => "log file sync",
+        LogFileParallelWrite => "log file parallel write",
+        DbFileSequentialRead => "db file sequential read",
+        DbFileScatteredRead => "db file scattered read",
+        DbFileParallelWrite => "db file parallel write",
+        BufferBusyWaits => "buffer busy waits",
+        FreeBufferWaits => "free buffer waits",
+        EnqTxRowLockContention => "enq: TX - row lock contention",
+    }
+}
+
+impl Wait {
+    pub fn class(self) -> WaitClass {
+        use Wait::*;
+        match self {
+            LogFileSync => WaitClass::Commit,
+            LogFileParallelWrite | DbFileParallelWrite => WaitClass::SystemIo,
+            DbFileSequentialRead | DbFileScatteredRead => WaitClass::UserIo,
+            BufferBusyWaits => WaitClass::Concurrency,
+            FreeBufferWaits => WaitClass::Configuration,
+            EnqTxRowLockContention => WaitClass::Application,
+            GcsLogFlushSync => WaitClass::Other,
+            _ => WaitClass::Cluster,
+        }
+    }
+
+    /// The 9i name the RAC myths deck uses for this event, if it had one
+    /// (mapping: rac-internals reference, section 2.2).
+    pub fn name_9i(self) -> &'static str {
+        use Wait::*;
+        match self {
+            GcCrRequest | GcCrBlock2Way | GcCrBlock3Way | GcCrGrant2Way | GcCrBlockBusy
+            | GcCrBlockCongested | GcCrGrantBusy | GcCrGrantCongested => "global cache cr request",
+            GcCurrentRequest | GcCurrentBlock2Way | GcCurrentBlock3Way | GcCurrentGrant2Way
+            | GcCurrentBlockCongested | GcCurrentGrantCongested => "global cache null to x",
+            GcCurrentBlockBusy | GcCurrentGrantBusy => "global cache busy",
+            GcBufferBusyAcquire => "buffer busy global CR",
+            GcBufferBusyRelease => "buffer busy global cache",
+            other => other.name(),
+        }
+    }
+}
+
+/// Number of power-of-two latency buckets: bucket `i` holds waits shorter than
+/// `2^i` microseconds (bucket 0: under 1 us), the last one holds the rest.
+pub const HISTOGRAM_BUCKETS: usize = 32;
+
+/// One `v$system_event` row plus its `v$event_histogram_micro` buckets.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EventStat {
+    pub waits: u64,
+    pub time_ns: u64,
+    pub waits_fg: u64,
+    pub time_fg_ns: u64,
+    pub max_ns: u64,
+    pub histogram: [u64; HISTOGRAM_BUCKETS],
+}
+
+impl Default for EventStat {
+    fn default() -> Self {
+        EventStat { waits: 0, time_ns: 0, waits_fg: 0, time_fg_ns: 0, max_ns: 0, histogram: [0; HISTOGRAM_BUCKETS] }
+    }
+}
+
+impl EventStat {
+    pub fn bucket_of(ns: u64) -> usize {
+        let us = ns / 1000;
+        let b = (u64::BITS - us.leading_zeros()) as usize;
+        b.min(HISTOGRAM_BUCKETS - 1)
+    }
+
+    fn record(&mut self, ns: u64, foreground: bool) {
+        self.waits += 1;
+        self.time_ns += ns;
+        if foreground {
+            self.waits_fg += 1;
+            self.time_fg_ns += ns;
+        }
+        self.max_ns = self.max_ns.max(ns);
+        self.histogram[Self::bucket_of(ns)] += 1;
+    }
+
+    /// Activity between two snapshots. `max_ns` is the later snapshot's maximum
+    /// (a cumulative maximum cannot be differenced; AWR has the same limit).
+    pub fn since(&self, earlier: &EventStat) -> EventStat {
+        let mut h = [0; HISTOGRAM_BUCKETS];
+        for (i, v) in h.iter_mut().enumerate() {
+            *v = self.histogram[i].saturating_sub(earlier.histogram[i]);
+        }
+        EventStat {
+            waits: self.waits.saturating_sub(earlier.waits),
+            time_ns: self.time_ns.saturating_sub(earlier.time_ns),
+            waits_fg: self.waits_fg.saturating_sub(earlier.waits_fg),
+            time_fg_ns: self.time_fg_ns.saturating_sub(earlier.time_fg_ns),
+            max_ns: if self.waits > earlier.waits { self.max_ns } else { 0 },
+            histogram: h,
+        }
+    }
+}
+
+/// All counters of one instance: what `v$sysstat` and `v$system_event` would
+/// show at one moment. Reports work on the difference of two of these.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Stats {
+    values: Vec<u64>,
+    events: Vec<EventStat>,
+}
+
+impl Default for Stats {
+    fn default() -> Self {
+        Stats { values: vec![0; Stat::COUNT], events: vec![EventStat::default(); Wait::COUNT] }
+    }
+}
+
+impl Stats {
+    #[inline]
+    pub fn add(&mut self, stat: Stat, v: u64) {
+        self.values[stat as usize] += v;
+    }
+    #[inline]
+    pub fn incr(&mut self, stat: Stat) {
+        self.values[stat as usize] += 1;
+    }
+    #[inline]
+    pub fn get(&self, stat: Stat) -> u64 {
+        self.values[stat as usize]
+    }
+    /// Record one completed wait; `foreground` says whether a user session waited.
+    #[inline]
+    pub fn wait(&mut self, event: Wait, ns: u64, foreground: bool) {
+        self.events[event as usize].record(ns, foreground);
+    }
+    pub fn event(&self, event: Wait) -> &EventStat {
+        &self.events[event as usize]
+    }
+    /// Activity between `earlier` and `self`.
+    pub fn since(&self, earlier: &Stats) -> Stats {
+        Stats {
+            values: self.values.iter().zip(&earlier.values).map(|(a, b)| a.saturating_sub(*b)).collect(),
+            events: self.events.iter().zip(&earlier.events).map(|(a, b)| a.since(b)).collect(),
+        }
+    }
+    /// Sum of several instances' counters (for cluster-wide figures).
+    pub fn merge(&mut self, other: &Stats) {
+        for (a, b) in self.values.iter_mut().zip(&other.values) {
+            *a += b;
+        }
+        for (a, b) in self.events.iter_mut().zip(&other.events) {
+            a.waits += b.waits;
+            a.time_ns += b.time_ns;
+            a.waits_fg += b.waits_fg;
+            a.time_fg_ns += b.time_fg_ns;
+            a.max_ns = a.max_ns.max(b.max_ns);
+            for (x, y) in a.histogram.iter_mut().zip(&b.histogram) {
+                *x += y;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_found_back() {
+        for s in Stat::ALL {
+            assert_eq!(Stat::from_name(s.name()), Some(*s));
+        }
+        for w in Wait::ALL {
+            assert_eq!(Wait::from_name(&w.name().to_uppercase()), Some(*w));
+        }
+    }
+
+    #[test]
+    fn histogram_buckets_are_powers_of_two_microseconds() {
+        assert_eq!(EventStat::bucket_of(0), 0);
+        assert_eq!(EventStat::bucket_of(999), 0);
+        assert_eq!(EventStat::bucket_of(1_000), 1);
+        assert_eq!(EventStat::bucket_of(1_999), 1);
+        assert_eq!(EventStat::bucket_of(2_000), 2);
+        assert_eq!(EventStat::bucket_of(u64::MAX), HISTOGRAM_BUCKETS - 1);
+    }
+
+    #[test]
+    fn since_subtracts_waits_and_time() {
+        let mut a = Stats::default();
+        a.wait(Wait::LogFileSync, 1_000_000, true);
+        let snap = a.clone();
+        a.wait(Wait::LogFileSync, 3_000_000, true);
+        a.add(Stat::UserCommits, 2);
+        let d = a.since(&snap);
+        assert_eq!(d.event(Wait::LogFileSync).waits, 1);
+        assert_eq!(d.event(Wait::LogFileSync).time_ns, 3_000_000);
+        assert_eq!(d.get(Stat::UserCommits), 2);
+    }
+}

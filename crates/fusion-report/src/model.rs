@@ -1,0 +1,57 @@
+//! What a run produced: per variant, per phase, per instance, the activity of
+//! the interval (a difference of two snapshots, as AWR reports one).
+
+use fusion_core::stats::Stats;
+
+/// The result of running one scenario file (all its variants).
+#[derive(Clone, Debug)]
+pub struct RunResult {
+    pub scenario: String,
+    pub title: String,
+    pub myth: Option<String>,
+    pub seed: u64,
+    /// True when the file declared variants; the text report then shows them side by side.
+    pub has_variants: bool,
+    pub variants: Vec<VariantResult>,
+    pub verdicts: Vec<Verdict>,
+}
+
+impl RunResult {
+    /// REPRODUCED when every expectation holds (and there is at least one).
+    pub fn reproduced(&self) -> bool {
+        !self.verdicts.is_empty() && self.verdicts.iter().all(|v| v.passed)
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct VariantResult {
+    pub name: String,
+    pub phases: Vec<PhaseResult>,
+}
+
+#[derive(Clone, Debug)]
+pub struct PhaseResult {
+    pub name: String,
+    /// Cluster time at the start of the phase.
+    pub start_ns: u64,
+    pub elapsed_ns: u64,
+    pub instances: Vec<InstanceResult>,
+}
+
+#[derive(Clone, Debug)]
+pub struct InstanceResult {
+    /// 1-based instance number.
+    pub id: u8,
+    pub cpu_count: u32,
+    /// Activity during the phase.
+    pub stats: Stats,
+}
+
+/// The outcome of one expectation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Verdict {
+    pub name: String,
+    pub passed: bool,
+    /// The numbers behind it, e.g. `inst1 baseline 0.41 ms -> lms-normal 38.2 ms (x93.2, need >= x10)`.
+    pub detail: String,
+}

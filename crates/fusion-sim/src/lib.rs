@@ -1,0 +1,1 @@
+//! Deterministic simulator: drives the sans-IO instances on a virtual clock.
