@@ -4,6 +4,12 @@
 //! thread: every entry point is given the current time, and the driver (the
 //! simulator or the live runtime) performs the actions it asks for.
 
+pub mod block;
 pub mod config;
+pub mod cpu;
+pub mod instance;
+pub mod layout;
+pub mod msg;
+pub mod types;
 pub mod metrics;
 pub mod stats;

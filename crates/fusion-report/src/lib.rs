@@ -1,4 +1,14 @@
-//! Reports of a run: AWR-style text, the JSON contract, and verdicts.
+//! Reports of a run: AWR-style text, the JSON contract, verdicts and the myth tour.
 
+mod fmt;
+pub mod json;
 pub mod model;
+pub mod text;
+pub mod tour;
+pub mod verdict;
+
+pub use json::to_json;
 pub use model::*;
+pub use text::{TextOptions, render};
+pub use tour::{TourRow, render_tour};
+pub use verdict::evaluate;

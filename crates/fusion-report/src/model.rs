@@ -29,6 +29,13 @@ pub struct VariantResult {
     pub phases: Vec<PhaseResult>,
 }
 
+impl VariantResult {
+    /// The phase of that name, if the run has it.
+    pub fn phase(&self, name: &str) -> Option<&PhaseResult> {
+        self.phases.iter().find(|p| p.name == name)
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct PhaseResult {
     pub name: String,
@@ -38,11 +45,30 @@ pub struct PhaseResult {
     pub instances: Vec<InstanceResult>,
 }
 
+impl PhaseResult {
+    /// The instance with that 1-based number, if it took part.
+    pub fn instance(&self, id: u8) -> Option<&InstanceResult> {
+        self.instances.iter().find(|i| i.id == id)
+    }
+
+    /// Cluster-wide activity: the sum of every instance's counters.
+    pub fn cluster_stats(&self) -> Stats {
+        let mut total = Stats::default();
+        for i in &self.instances {
+            total.merge(&i.stats);
+        }
+        total
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct InstanceResult {
     /// 1-based instance number.
     pub id: u8,
     pub cpu_count: u32,
+    /// `db_block_size` of the instance (cluster-wide in practice): the bytes a
+    /// shipped block costs on the wire, for the estimated interconnect traffic.
+    pub db_block_size: u32,
     /// Activity during the phase.
     pub stats: Stats,
 }

@@ -1,0 +1,476 @@
+//! Data blocks: real rows and index entries, the interested transaction list
+//! (ITL) and the undo that lets any holder build a consistent-read copy.
+//!
+//! Undo records travel inside the block they describe. Oracle keeps them in
+//! undo blocks that are themselves fetched through the global cache; keeping
+//! them here lets a CR copy be built by really rolling changes back without
+//! a second resource type, at the price of a bounded undo history per block
+//! (older history is trimmed, and a read that needs it gets "snapshot too old").
+
+use crate::types::{BlockAddr, Rowid, Scn, Xid};
+
+/// Undo records a block keeps before the oldest committed ones are trimmed.
+pub const UNDO_KEEP: usize = 32;
+
+/// A table row: the key column, a numeric value and the row lock (the
+/// transaction that last changed it; the lock is held while that transaction is active).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Row {
+    pub key: u64,
+    pub val: i64,
+    pub lock: Xid,
+}
+
+/// An index leaf entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LeafEntry {
+    pub key: u64,
+    pub rowid: Rowid,
+    pub lock: Xid,
+}
+
+/// What a block holds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Body {
+    /// Never formatted (free space above the high-water mark).
+    Unformatted,
+    /// Table rows by slot; `None` is a slot whose insert is not visible.
+    Table { rows: Vec<Option<Row>> },
+    /// Sorted entries, and the next leaf to the right.
+    Leaf { entries: Vec<LeafEntry>, next: Option<BlockAddr> },
+    /// Sorted separators: child `i` holds keys `>= entries[i].0` (the first covers everything below too).
+    Branch { entries: Vec<(u64, BlockAddr)> },
+}
+
+/// One entry of the interested transaction list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Itl {
+    pub xid: Xid,
+    /// Commit SCN once known here (set by commit cleanout or after a lookup).
+    pub commit: Option<Scn>,
+}
+
+/// How to undo one change.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum UndoOp {
+    /// Restore a table slot (`None`: the slot did not exist, it was an insert).
+    Row { slot: u16, before: Option<Row> },
+    /// Remove the leaf entry with this key (it was inserted).
+    EntryInsert { key: u64 },
+    /// Restore the whole body (index block splits).
+    Body(Box<Body>),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UndoRec {
+    pub xid: Xid,
+    pub op: UndoOp,
+}
+
+/// A block image: what the buffer cache, the store and the wire carry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Block {
+    pub addr: BlockAddr,
+    /// SCN of the last change.
+    pub scn: Scn,
+    pub body: Body,
+    pub itl: Vec<Itl>,
+    /// Oldest first.
+    pub undo: Vec<UndoRec>,
+    /// Highest commit SCN whose undo was trimmed: reads older than this cannot be built.
+    pub trimmed_scn: Scn,
+}
+
+/// What a reader knows about a transaction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TxState {
+    Active,
+    Committed(Scn),
+    /// Owned by another instance and not known here: someone must ask the owner.
+    Unknown,
+}
+
+/// Why a CR copy could not be built.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CrError {
+    /// These transactions' states must be looked up first.
+    Unknown(Vec<Xid>),
+    /// The undo needed was trimmed (ORA-01555).
+    SnapshotTooOld,
+}
+
+/// A consistent-read copy and the snapshots it is valid for.
+#[derive(Clone, Debug)]
+pub struct CrCopy {
+    pub image: Block,
+    pub undo_applied: u32,
+    /// Valid for snapshots in `lo..=hi`.
+    pub lo: Scn,
+    pub hi: Scn,
+    /// Holds the reader's own uncommitted changes: usable by that transaction only.
+    pub private_to: Option<Xid>,
+}
+
+impl Block {
+    pub fn new(addr: BlockAddr, body: Body) -> Block {
+        Block { addr, scn: 0, body, itl: Vec::new(), undo: Vec::new(), trimmed_scn: 0 }
+    }
+
+    fn itl_state(&self, xid: Xid) -> Option<Scn> {
+        self.itl.iter().find(|e| e.xid == xid).and_then(|e| e.commit)
+    }
+
+    /// Resolve a transaction's state: the block's own ITL first, then `lookup`.
+    pub fn state_of(&self, xid: Xid, lookup: &impl Fn(Xid) -> TxState) -> TxState {
+        match self.itl_state(xid) {
+            Some(scn) => TxState::Committed(scn),
+            None => lookup(xid),
+        }
+    }
+
+    /// Record a commit SCN learned elsewhere (commit cleanout).
+    pub fn clean_out(&mut self, xid: Xid, scn: Scn) {
+        if let Some(e) = self.itl.iter_mut().find(|e| e.xid == xid) {
+            e.commit = Some(scn);
+        }
+    }
+
+    /// Transactions with an open ITL entry whose state `lookup` cannot tell.
+    pub fn unknown_txns(&self, lookup: &impl Fn(Xid) -> TxState) -> Vec<Xid> {
+        self.itl
+            .iter()
+            .filter(|e| e.commit.is_none() && lookup(e.xid) == TxState::Unknown)
+            .map(|e| e.xid)
+            .collect()
+    }
+
+    /// Can a reader at `snapshot` use this current image as it is?
+    pub fn visible_as_is(&self, snapshot: Scn, reader: Xid, lookup: &impl Fn(Xid) -> TxState) -> Result<bool, CrError> {
+        if self.trimmed_scn > snapshot {
+            return Ok(false);
+        }
+        let mut unknown = Vec::new();
+        for e in &self.itl {
+            if e.xid == reader {
+                continue;
+            }
+            match e.commit.map(TxState::Committed).unwrap_or_else(|| lookup(e.xid)) {
+                TxState::Committed(c) if c <= snapshot => {}
+                TxState::Unknown => unknown.push(e.xid),
+                _ => return Ok(false),
+            }
+        }
+        if unknown.is_empty() { Ok(true) } else { Err(CrError::Unknown(unknown)) }
+    }
+
+    /// Build a consistent-read copy as of `snapshot` for `reader` by rolling
+    /// back, newest first, every change the reader must not see. A row is
+    /// rolled back only until its newest remaining change is visible, so the
+    /// reader's own changes survive. `horizon` is the SCN of the builder: no
+    /// change after the build can carry a lower commit SCN.
+    pub fn build_cr(
+        &self,
+        snapshot: Scn,
+        reader: Xid,
+        horizon: Scn,
+        lookup: &impl Fn(Xid) -> TxState,
+    ) -> Result<CrCopy, CrError> {
+        // Visibility of every transaction in the ITL, resolved once.
+        let mut unknown = Vec::new();
+        let mut lo = self.trimmed_scn;
+        let mut hi = horizon.max(snapshot);
+        let mut private_to = None;
+        let mut invisible: Vec<Xid> = Vec::new();
+        for e in &self.itl {
+            if e.xid == reader {
+                private_to = Some(reader);
+                continue;
+            }
+            match e.commit.map(TxState::Committed).unwrap_or_else(|| lookup(e.xid)) {
+                TxState::Committed(c) if c <= snapshot => lo = lo.max(c),
+                TxState::Committed(c) => {
+                    hi = hi.min(c - 1);
+                    invisible.push(e.xid);
+                }
+                TxState::Active => {
+                    hi = hi.min(snapshot);
+                    invisible.push(e.xid);
+                }
+                TxState::Unknown => unknown.push(e.xid),
+            }
+        }
+        if !unknown.is_empty() {
+            return Err(CrError::Unknown(unknown));
+        }
+        if self.trimmed_scn > snapshot {
+            return Err(CrError::SnapshotTooOld);
+        }
+        let mut image = Block {
+            addr: self.addr,
+            scn: self.scn,
+            body: self.body.clone(),
+            itl: Vec::new(),
+            undo: Vec::new(),
+            trimmed_scn: self.trimmed_scn,
+        };
+        let mut applied = 0;
+        // Rows (by slot) and entries (by key) whose newest change is visible.
+        let mut settled_slots: Vec<u16> = Vec::new();
+        let mut settled_keys: Vec<u64> = Vec::new();
+        for rec in self.undo.iter().rev() {
+            let hidden = invisible.contains(&rec.xid);
+            match &rec.op {
+                UndoOp::Row { slot, before } => {
+                    if settled_slots.contains(slot) {
+                        continue;
+                    }
+                    if !hidden {
+                        settled_slots.push(*slot);
+                        continue;
+                    }
+                    if let Body::Table { rows } = &mut image.body
+                        && let Some(r) = rows.get_mut(*slot as usize)
+                    {
+                        *r = *before;
+                        applied += 1;
+                    }
+                }
+                UndoOp::EntryInsert { key } => {
+                    if settled_keys.contains(key) {
+                        continue;
+                    }
+                    if !hidden {
+                        settled_keys.push(*key);
+                        continue;
+                    }
+                    if let Body::Leaf { entries, .. } = &mut image.body
+                        && let Ok(pos) = entries.binary_search_by_key(key, |e| e.key)
+                    {
+                        entries.remove(pos);
+                        applied += 1;
+                    }
+                }
+                UndoOp::Body(before) => {
+                    if hidden {
+                        image.body = (**before).clone();
+                        applied += 1;
+                        settled_slots.clear();
+                        settled_keys.clear();
+                    }
+                }
+            }
+        }
+        Ok(CrCopy { image, undo_applied: applied, lo, hi, private_to })
+    }
+
+    fn ensure_itl(&mut self, xid: Xid) {
+        if !self.itl.iter().any(|e| e.xid == xid) {
+            self.itl.push(Itl { xid, commit: None });
+        }
+    }
+
+    /// Drop the oldest undo of committed transactions beyond [`UNDO_KEEP`],
+    /// and ITL entries nothing refers to any more.
+    fn trim(&mut self) {
+        while self.undo.len() > UNDO_KEEP {
+            let xid = self.undo[0].xid;
+            let Some(c) = self.itl_state(xid) else { break };
+            self.undo.remove(0);
+            self.trimmed_scn = self.trimmed_scn.max(c);
+        }
+        if self.itl.len() > 8 {
+            let undo = &self.undo;
+            let body = &self.body;
+            let mut trimmed = self.trimmed_scn;
+            self.itl.retain(|e| {
+                let keep = e.commit.is_none()
+                    || undo.iter().any(|u| u.xid == e.xid)
+                    || body_locks(body, e.xid);
+                if !keep {
+                    trimmed = trimmed.max(e.commit.unwrap_or(0));
+                }
+                keep
+            });
+            self.trimmed_scn = trimmed;
+        }
+    }
+
+    fn record(&mut self, xid: Xid, op: UndoOp, scn: Scn) {
+        self.ensure_itl(xid);
+        self.undo.push(UndoRec { xid, op });
+        self.scn = self.scn.max(scn);
+        self.trim();
+    }
+
+    /// The row lock on a slot, if the slot holds a row.
+    pub fn row(&self, slot: u16) -> Option<&Row> {
+        match &self.body {
+            Body::Table { rows } => rows.get(slot as usize).and_then(|r| r.as_ref()),
+            _ => None,
+        }
+    }
+
+    /// Change a row's value under transaction `xid` (the caller checked the lock).
+    pub fn update_row(&mut self, slot: u16, xid: Xid, val: i64, scn: Scn) -> bool {
+        let Body::Table { rows } = &mut self.body else { return false };
+        let Some(Some(row)) = rows.get_mut(slot as usize) else { return false };
+        let before = *row;
+        row.val = val;
+        row.lock = xid;
+        self.record(xid, UndoOp::Row { slot, before: Some(before) }, scn);
+        true
+    }
+
+    /// Append a row; returns its slot.
+    pub fn insert_row(&mut self, key: u64, val: i64, xid: Xid, scn: Scn) -> Option<u16> {
+        let Body::Table { rows } = &mut self.body else { return None };
+        let slot = u16::try_from(rows.len()).ok()?;
+        rows.push(Some(Row { key, val, lock: xid }));
+        self.record(xid, UndoOp::Row { slot, before: None }, scn);
+        Some(slot)
+    }
+
+    /// Rows physically in the block (visible or not).
+    pub fn row_slots(&self) -> usize {
+        match &self.body {
+            Body::Table { rows } => rows.len(),
+            _ => 0,
+        }
+    }
+
+    /// Insert a leaf entry in key order.
+    pub fn insert_entry(&mut self, key: u64, rowid: Rowid, xid: Xid, scn: Scn) -> bool {
+        let Body::Leaf { entries, .. } = &mut self.body else { return false };
+        let pos = match entries.binary_search_by_key(&key, |e| e.key) {
+            Ok(_) => return false,
+            Err(p) => p,
+        };
+        entries.insert(pos, LeafEntry { key, rowid, lock: xid });
+        self.record(xid, UndoOp::EntryInsert { key }, scn);
+        true
+    }
+
+    /// Replace the body as one logged change (block splits), keeping the old body as undo.
+    pub fn replace_body(&mut self, body: Body, xid: Xid, scn: Scn) {
+        let before = std::mem::replace(&mut self.body, body);
+        self.record(xid, UndoOp::Body(Box::new(before)), scn);
+    }
+
+    /// Entries in a leaf or branch (for split decisions).
+    pub fn entry_count(&self) -> usize {
+        match &self.body {
+            Body::Leaf { entries, .. } => entries.len(),
+            Body::Branch { entries } => entries.len(),
+            _ => 0,
+        }
+    }
+
+    /// Index search: in a branch, the child covering `key`; in a leaf, the entry.
+    pub fn child_for(&self, key: u64) -> Option<BlockAddr> {
+        let Body::Branch { entries } = &self.body else { return None };
+        let pos = entries.partition_point(|(k, _)| *k <= key);
+        entries.get(pos.saturating_sub(1)).map(|(_, c)| *c)
+    }
+
+    pub fn leaf_lookup(&self, key: u64) -> Option<&LeafEntry> {
+        let Body::Leaf { entries, .. } = &self.body else { return None };
+        entries.binary_search_by_key(&key, |e| e.key).ok().map(|i| &entries[i])
+    }
+
+    /// Approximate encoded size (redo size accounting, wire size before padding).
+    pub fn encoded_len(&self) -> usize {
+        let body = match &self.body {
+            Body::Unformatted => 0,
+            Body::Table { rows } => rows.len() * 25,
+            Body::Leaf { entries, .. } => entries.len() * 22,
+            Body::Branch { entries } => entries.len() * 12,
+        };
+        32 + body + self.itl.len() * 24 + self.undo.len() * 32
+    }
+}
+
+fn body_locks(body: &Body, xid: Xid) -> bool {
+    match body {
+        Body::Table { rows } => rows.iter().flatten().any(|r| r.lock == xid),
+        Body::Leaf { entries, .. } => entries.iter().any(|e| e.lock == xid),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::InstId;
+
+    fn table(rows: &[(u64, i64)]) -> Block {
+        Block::new(
+            BlockAddr(7),
+            Body::Table { rows: rows.iter().map(|&(key, val)| Some(Row { key, val, lock: Xid::NONE })).collect() },
+        )
+    }
+
+    fn x(seq: u64) -> Xid {
+        Xid::new(InstId(0), seq)
+    }
+
+    #[test]
+    fn cr_rolls_back_uncommitted_and_later_commits() {
+        let mut b = table(&[(1, 10), (2, 20)]);
+        b.update_row(0, x(1), 11, 5);
+        b.clean_out(x(1), 6);
+        b.update_row(1, x(2), 21, 7); // still active
+        let lookup = |xid: Xid| if xid == x(2) { TxState::Active } else { TxState::Unknown };
+        let at5 = b.build_cr(5, Xid::NONE, 100, &lookup).unwrap();
+        assert_eq!(at5.image.row(0).unwrap().val, 10);
+        assert_eq!(at5.image.row(1).unwrap().val, 20);
+        let at6 = b.build_cr(6, Xid::NONE, 100, &lookup).unwrap();
+        assert_eq!(at6.image.row(0).unwrap().val, 11);
+        assert_eq!(at6.image.row(1).unwrap().val, 20);
+        assert_eq!(at6.hi, 6, "an active transaction bounds the copy to its snapshot");
+        assert_eq!(at6.lo, 6);
+    }
+
+    #[test]
+    fn reader_sees_its_own_changes_over_invisible_older_ones() {
+        let mut b = table(&[(1, 10)]);
+        b.update_row(0, x(1), 11, 5);
+        b.clean_out(x(1), 9); // committed after the reader's snapshot
+        b.update_row(0, x(2), 12, 10); // the reader's own change
+        let copy = b.build_cr(8, x(2), 100, &|_| TxState::Unknown).unwrap();
+        assert_eq!(copy.image.row(0).unwrap().val, 12);
+        assert_eq!(copy.private_to, Some(x(2)));
+    }
+
+    #[test]
+    fn unknown_owner_and_trimmed_undo_are_reported() {
+        let mut b = table(&[(1, 10)]);
+        let remote = Xid::new(InstId(1), 3);
+        b.update_row(0, remote, 11, 5);
+        assert_eq!(b.build_cr(4, Xid::NONE, 10, &|_| TxState::Unknown).unwrap_err(), CrError::Unknown(vec![remote]));
+        let mut b = table(&[(1, 0)]);
+        for i in 1..=(UNDO_KEEP as u64 + 5) {
+            b.update_row(0, x(i), i as i64, i * 10);
+            b.clean_out(x(i), i * 10 + 1);
+        }
+        assert!(b.trimmed_scn > 0);
+        assert_eq!(b.build_cr(3, Xid::NONE, 1000, &|_| TxState::Unknown).unwrap_err(), CrError::SnapshotTooOld);
+        let latest = b.build_cr(10_000, Xid::NONE, 20_000, &|_| TxState::Unknown).unwrap();
+        assert_eq!(latest.image.row(0).unwrap().val, UNDO_KEEP as i64 + 5);
+    }
+
+    #[test]
+    fn inserts_and_splits_roll_back() {
+        let mut leaf = Block::new(BlockAddr(3), Body::Leaf { entries: vec![], next: None });
+        let rid = Rowid { blk: BlockAddr(1), slot: 0 };
+        leaf.insert_entry(5, rid, x(1), 2);
+        leaf.clean_out(x(1), 3);
+        leaf.insert_entry(9, rid, x(2), 4);
+        leaf.replace_body(Body::Leaf { entries: vec![], next: Some(BlockAddr(4)) }, x(3), 5);
+        leaf.clean_out(x(3), 6);
+        let before_split = leaf.build_cr(5, Xid::NONE, 10, &|x2| if x2 == x(2) { TxState::Committed(4) } else { TxState::Unknown });
+        let img = before_split.unwrap().image;
+        assert_eq!(img.entry_count(), 2);
+        let old = leaf.build_cr(3, Xid::NONE, 10, &|x2| if x2 == x(2) { TxState::Committed(4) } else { TxState::Unknown });
+        assert_eq!(old.unwrap().image.leaf_lookup(9), None);
+    }
+}

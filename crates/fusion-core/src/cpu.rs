@@ -1,0 +1,292 @@
+//! The CPU run queue of one instance: `cpu_count` CPUs, a real-time class
+//! that preempts, and a time-sharing class served round-robin with a time
+//! slice. Every CPU-using step of every process (a session's logical read,
+//! an LMS build, LGWR, a CPU hog) goes through here, so a starved instance's
+//! LMS waits behind the hogs exactly as long as the schedule says.
+
+use std::collections::VecDeque;
+
+use crate::config::Nanos;
+
+/// Index of a process in the instance's process table.
+pub type ProcId = u32;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SchedClass {
+    /// Runs before any time-sharing process and preempts one if no CPU is free.
+    RealTime,
+    /// Round-robin with a time slice.
+    TimeShare,
+}
+
+/// A finished CPU step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StepDone {
+    pub proc: ProcId,
+    pub requested_at: Nanos,
+    /// When the step first got a CPU.
+    pub started_at: Nanos,
+    pub done_at: Nanos,
+    /// Time runnable but not running (before the start and after preemptions).
+    pub waited: Nanos,
+}
+
+#[derive(Clone, Debug)]
+struct Task {
+    proc: ProcId,
+    class: SchedClass,
+    remaining: Nanos,
+    requested_at: Nanos,
+    started_at: Option<Nanos>,
+    queued_at: Nanos,
+    waited: Nanos,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Cpu {
+    task: Option<Task>,
+    slice_start: Nanos,
+    /// The process whose step just finished here: if it asks for more CPU at
+    /// once (before [`Scheduler::settle`]), it keeps the CPU, as a process
+    /// that goes on working does.
+    reserved_for: Option<ProcId>,
+}
+
+/// The run queue.
+#[derive(Clone, Debug)]
+pub struct Scheduler {
+    cpus: Vec<Cpu>,
+    rt: VecDeque<Task>,
+    ts: VecDeque<Task>,
+    quantum: Nanos,
+    /// CPU time used by all steps so far (`v$osstat` BUSY_TIME).
+    pub busy: Nanos,
+}
+
+impl Scheduler {
+    pub fn new(cpu_count: u32, quantum: Nanos) -> Scheduler {
+        Scheduler {
+            cpus: vec![Cpu::default(); cpu_count.max(1) as usize],
+            rt: VecDeque::new(),
+            ts: VecDeque::new(),
+            quantum: quantum.max(1),
+            busy: 0,
+        }
+    }
+
+    pub fn cpu_count(&self) -> usize {
+        self.cpus.len()
+    }
+
+    /// Processes waiting for a CPU.
+    pub fn queued(&self) -> usize {
+        self.rt.len() + self.ts.len()
+    }
+
+    /// Ask for `demand` ns of CPU for `proc`.
+    pub fn request(&mut self, now: Nanos, proc: ProcId, class: SchedClass, demand: Nanos) {
+        let task = Task { proc, class, remaining: demand, requested_at: now, started_at: None, queued_at: now, waited: 0 };
+        if let Some(i) = self.cpus.iter().position(|c| c.reserved_for == Some(proc)) {
+            self.run_on(i, task, now);
+            return;
+        }
+        if let Some(i) = self.cpus.iter().position(|c| c.task.is_none() && c.reserved_for.is_none()) {
+            self.run_on(i, task, now);
+            return;
+        }
+        if class == SchedClass::RealTime
+            && let Some(i) = self.cpus.iter().position(|c| c.task.as_ref().is_some_and(|t| t.class == SchedClass::TimeShare))
+        {
+            let mut victim = self.take(i, now);
+            victim.queued_at = now;
+            self.ts.push_front(victim);
+            self.run_on(i, task, now);
+            return;
+        }
+        match class {
+            SchedClass::RealTime => self.rt.push_back(task),
+            SchedClass::TimeShare => self.ts.push_back(task),
+        }
+    }
+
+    /// Withdraw a process's step (a stopped CPU hog). Returns whether it was found.
+    pub fn cancel(&mut self, now: Nanos, proc: ProcId) -> bool {
+        if let Some(i) = self.cpus.iter().position(|c| c.task.as_ref().is_some_and(|t| t.proc == proc)) {
+            self.take(i, now);
+            self.dispatch(i, now);
+            return true;
+        }
+        let before = self.rt.len() + self.ts.len();
+        self.rt.retain(|t| t.proc != proc);
+        self.ts.retain(|t| t.proc != proc);
+        before != self.rt.len() + self.ts.len()
+    }
+
+    /// When the next step ends or a time slice expires.
+    pub fn next_event(&self) -> Option<Nanos> {
+        self.cpus.iter().filter_map(|c| c.task.as_ref().map(|t| self.event_time(c, t))).min()
+    }
+
+    fn event_time(&self, cpu: &Cpu, task: &Task) -> Nanos {
+        let end = cpu.slice_start.saturating_add(task.remaining);
+        match task.class {
+            SchedClass::RealTime => end,
+            SchedClass::TimeShare => end.min(cpu.slice_start.saturating_add(self.quantum)),
+        }
+    }
+
+    /// Advance to `now`: finish steps and rotate time slices. Finished steps are appended to `done`.
+    pub fn advance(&mut self, now: Nanos, done: &mut Vec<StepDone>) {
+        loop {
+            let mut progressed = false;
+            for i in 0..self.cpus.len() {
+                let Some(task) = self.cpus[i].task.as_ref() else { continue };
+                let at = self.event_time(&self.cpus[i], task);
+                if at > now {
+                    continue;
+                }
+                progressed = true;
+                let mut task = self.take(i, at);
+                if task.remaining == 0 {
+                    done.push(StepDone {
+                        proc: task.proc,
+                        requested_at: task.requested_at,
+                        started_at: task.started_at.unwrap_or(at),
+                        done_at: at,
+                        waited: task.waited,
+                    });
+                    self.cpus[i].reserved_for = Some(task.proc);
+                } else if self.ts.is_empty() {
+                    // Slice over but nobody waits: keep running.
+                    self.run_on(i, task, at);
+                } else {
+                    task.queued_at = at;
+                    self.ts.push_back(task);
+                    self.dispatch(i, at);
+                }
+            }
+            if !progressed {
+                return;
+            }
+        }
+    }
+
+    /// Hand CPUs freed by finished steps (and not taken back by their process)
+    /// to waiting processes. Call after handling the steps [`Scheduler::advance`] returned.
+    pub fn settle(&mut self, now: Nanos) {
+        for i in 0..self.cpus.len() {
+            if self.cpus[i].reserved_for.take().is_some() && self.cpus[i].task.is_none() {
+                self.dispatch(i, now);
+            }
+        }
+    }
+
+    fn take(&mut self, i: usize, now: Nanos) -> Task {
+        let cpu = &mut self.cpus[i];
+        let mut task = cpu.task.take().unwrap_or_else(|| unreachable_task());
+        let ran = now.saturating_sub(cpu.slice_start).min(task.remaining);
+        task.remaining -= ran;
+        self.busy += ran;
+        task
+    }
+
+    fn run_on(&mut self, i: usize, mut task: Task, now: Nanos) {
+        task.waited += now - task.queued_at;
+        task.started_at.get_or_insert(now);
+        self.cpus[i] = Cpu { task: Some(task), slice_start: now, reserved_for: None };
+    }
+
+    fn dispatch(&mut self, i: usize, now: Nanos) {
+        if let Some(t) = self.rt.pop_front().or_else(|| self.ts.pop_front()) {
+            self.run_on(i, t, now);
+        }
+    }
+}
+
+#[cold]
+fn unreachable_task() -> Task {
+    // `take` is only called on a CPU that runs a task.
+    Task { proc: u32::MAX, class: SchedClass::TimeShare, remaining: 0, requested_at: 0, started_at: None, queued_at: 0, waited: 0 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run_until(s: &mut Scheduler, until: Nanos) -> Vec<StepDone> {
+        let mut done = Vec::new();
+        while let Some(t) = s.next_event() {
+            if t > until {
+                break;
+            }
+            s.advance(t, &mut done);
+            s.settle(t);
+        }
+        done
+    }
+
+    const HOG: Nanos = Nanos::MAX / 4;
+
+    #[test]
+    fn idle_cpu_runs_at_once() {
+        let mut s = Scheduler::new(2, 10);
+        s.request(0, 1, SchedClass::TimeShare, 5);
+        let d = run_until(&mut s, 100);
+        assert_eq!(d, vec![StepDone { proc: 1, requested_at: 0, started_at: 0, done_at: 5, waited: 0 }]);
+    }
+
+    #[test]
+    fn time_sharing_waits_behind_hogs_real_time_does_not() {
+        // 1 CPU, 4 hogs, slice 10 ms.
+        let ms = 1_000_000;
+        let mut s = Scheduler::new(1, 10 * ms);
+        for h in 0..4 {
+            s.request(0, 100 + h, SchedClass::TimeShare, HOG);
+        }
+        s.request(ms, 1, SchedClass::TimeShare, 100_000);
+        let d = run_until(&mut s, 200 * ms);
+        let lms = d.iter().find(|x| x.proc == 1).unwrap();
+        assert!(lms.waited >= 30 * ms, "waited {} ns behind 4 hogs", lms.waited);
+
+        let mut s = Scheduler::new(1, 10 * ms);
+        for h in 0..4 {
+            s.request(0, 100 + h, SchedClass::TimeShare, HOG);
+        }
+        s.request(ms, 1, SchedClass::RealTime, 100_000);
+        let d = run_until(&mut s, 200 * ms);
+        let lms = d.iter().find(|x| x.proc == 1).unwrap();
+        assert_eq!(lms.waited, 0);
+        assert_eq!(lms.done_at, ms + 100_000);
+    }
+
+    #[test]
+    fn a_process_that_goes_on_working_keeps_its_cpu() {
+        let mut s = Scheduler::new(1, 10);
+        s.request(0, 1, SchedClass::TimeShare, 5);
+        s.request(0, 2, SchedClass::TimeShare, 5);
+        let mut done = Vec::new();
+        s.advance(5, &mut done);
+        assert_eq!(done[0].proc, 1);
+        s.request(5, 1, SchedClass::TimeShare, 3);
+        s.settle(5);
+        let mut done = Vec::new();
+        s.advance(8, &mut done);
+        assert_eq!(done[0].proc, 1, "continued without queueing behind 2");
+        s.settle(8);
+        let mut done = Vec::new();
+        s.advance(13, &mut done);
+        assert_eq!(done[0].proc, 2);
+    }
+
+    #[test]
+    fn busy_time_adds_up_and_cancel_frees_the_cpu() {
+        let mut s = Scheduler::new(1, 10);
+        s.request(0, 7, SchedClass::TimeShare, HOG);
+        s.request(0, 8, SchedClass::TimeShare, 25);
+        let d = run_until(&mut s, 100);
+        assert_eq!(d.len(), 1);
+        assert!(s.cancel(100, 7));
+        assert_eq!(s.next_event(), None);
+        assert_eq!(s.busy, 100);
+    }
+}

@@ -1,0 +1,321 @@
+//! The buffer cache: buffers of blocks in their states (current exclusive or
+//! shared, consistent-read copies, past images), dirty tracking, pins and LRU.
+
+use crate::block::Block;
+use crate::config::Nanos;
+use crate::types::{BlockAddr, Scn, Xid};
+
+pub type BufId = u32;
+const NIL: u32 = u32::MAX;
+
+/// `v$bh.status` of a buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BufState {
+    /// `xcur`: the current block, held in X mode.
+    Xcur,
+    /// `scur`: the current block, held in S mode.
+    Scur,
+    /// `cr`: a consistent-read copy valid for snapshots `lo..=hi`.
+    Cr { lo: Scn, hi: Scn, private_to: Option<Xid> },
+    /// `pi`: a past image kept after shipping a dirty block, until a write covers it.
+    Pi,
+}
+
+#[derive(Clone, Debug)]
+pub struct Buffer {
+    pub blk: BlockAddr,
+    pub state: BufState,
+    pub image: Block,
+    pub dirty: bool,
+    pub dirty_since: Nanos,
+    /// Redo byte address of this instance's last change to the block.
+    pub last_rba: u64,
+    /// Dirtied in more than one cache (shipped while dirty): its write is a fusion write.
+    pub global: bool,
+    /// Readers holding a shared pin.
+    pub pins: u16,
+    /// A session changing the block holds the exclusive pin.
+    pub xpin: bool,
+    /// LMS decided to ship it current; local changes wait (`gc buffer busy release`).
+    pub leaving: bool,
+    prev: u32,
+    next: u32,
+    chain: u32,
+}
+
+impl Buffer {
+    pub fn is_current(&self) -> bool {
+        matches!(self.state, BufState::Xcur | BufState::Scur)
+    }
+    pub fn pinned(&self) -> bool {
+        self.pins > 0 || self.xpin
+    }
+}
+
+/// Buffers indexed by slot, chained per block, on one LRU list (head = most recent).
+#[derive(Clone, Debug)]
+pub struct Cache {
+    slots: Vec<Option<Buffer>>,
+    free: Vec<u32>,
+    heads: Vec<u32>,
+    lru_head: u32,
+    lru_tail: u32,
+    used: usize,
+    pub capacity: usize,
+}
+
+/// What to do with a buffer chosen for replacement.
+pub enum Victim {
+    /// Free to reuse; if it was a current copy the master must be told.
+    Free { relinquish: Option<(BlockAddr, BufState)> },
+    /// Nothing could be replaced.
+    None,
+}
+
+impl Cache {
+    pub fn new(capacity: usize, total_blocks: u32) -> Cache {
+        Cache {
+            slots: Vec::new(),
+            free: Vec::new(),
+            heads: vec![NIL; total_blocks as usize],
+            lru_head: NIL,
+            lru_tail: NIL,
+            used: 0,
+            capacity: capacity.max(16),
+        }
+    }
+
+    pub fn used(&self) -> usize {
+        self.used
+    }
+
+    pub fn get(&self, id: BufId) -> &Buffer {
+        match self.slots.get(id as usize) {
+            Some(Some(b)) => b,
+            _ => panic!("buffer {id} is not allocated"),
+        }
+    }
+
+    pub fn get_mut(&mut self, id: BufId) -> &mut Buffer {
+        match self.slots.get_mut(id as usize) {
+            Some(Some(b)) => b,
+            _ => panic!("buffer {id} is not allocated"),
+        }
+    }
+
+    pub fn try_get(&self, id: BufId) -> Option<&Buffer> {
+        self.slots.get(id as usize).and_then(|b| b.as_ref())
+    }
+
+    /// Buffers of one block, most recently inserted first.
+    pub fn buffers_of(&self, blk: BlockAddr) -> BufIter<'_> {
+        BufIter { cache: self, at: self.heads.get(blk.idx()).copied().unwrap_or(NIL) }
+    }
+
+    /// The current (xcur or scur) buffer of a block.
+    pub fn current(&self, blk: BlockAddr) -> Option<BufId> {
+        self.buffers_of(blk).find(|&id| self.get(id).is_current())
+    }
+
+    /// Add a buffer (the caller made room first with [`Cache::victim`]).
+    pub fn insert(&mut self, blk: BlockAddr, state: BufState, image: Block) -> BufId {
+        let chain = self.heads.get(blk.idx()).copied().unwrap_or(NIL);
+        let buf = Buffer {
+            blk,
+            state,
+            image,
+            dirty: false,
+            dirty_since: 0,
+            last_rba: 0,
+            global: false,
+            pins: 0,
+            xpin: false,
+            leaving: false,
+            prev: NIL,
+            next: NIL,
+            chain,
+        };
+        let id = match self.free.pop() {
+            Some(id) => {
+                self.slots[id as usize] = Some(buf);
+                id
+            }
+            None => {
+                self.slots.push(Some(buf));
+                (self.slots.len() - 1) as u32
+            }
+        };
+        if let Some(h) = self.heads.get_mut(blk.idx()) {
+            *h = id;
+        }
+        self.used += 1;
+        self.link_head(id);
+        id
+    }
+
+    /// Remove a buffer and return its contents.
+    pub fn remove(&mut self, id: BufId) -> Buffer {
+        self.unlink(id);
+        let buf = match self.slots.get_mut(id as usize).and_then(|s| s.take()) {
+            Some(b) => b,
+            None => panic!("buffer {id} removed twice"),
+        };
+        // Unchain.
+        let head = &mut self.heads[buf.blk.idx()];
+        if *head == id {
+            *head = buf.chain;
+        } else {
+            let mut at = *head;
+            while at != NIL {
+                let next = self.slots[at as usize].as_ref().map_or(NIL, |b| b.chain);
+                if next == id {
+                    if let Some(b) = self.slots[at as usize].as_mut() {
+                        b.chain = buf.chain;
+                    }
+                    break;
+                }
+                at = next;
+            }
+        }
+        self.free.push(id);
+        self.used -= 1;
+        buf
+    }
+
+    /// Mark a buffer most recently used.
+    pub fn touch(&mut self, id: BufId) {
+        if self.lru_head != id {
+            self.unlink(id);
+            self.link_head(id);
+        }
+    }
+
+    /// Find a buffer to replace, from the cold end: CR copies and clean,
+    /// unpinned current buffers. Dirty buffers and past images are skipped
+    /// (DBWR must write them first). Returns the victim and how many were inspected.
+    pub fn victim(&mut self, busy: impl Fn(BlockAddr) -> bool) -> (Victim, u32) {
+        let mut at = self.lru_tail;
+        let mut inspected = 0;
+        while at != NIL && inspected < 4096 {
+            inspected += 1;
+            let b = self.get(at);
+            let prev = b.prev;
+            let ok = !b.pinned()
+                && !b.leaving
+                && !b.dirty
+                && !busy(b.blk)
+                && match b.state {
+                    BufState::Cr { .. } => true,
+                    BufState::Xcur | BufState::Scur => true,
+                    BufState::Pi => false,
+                };
+            if ok {
+                let buf = self.remove(at);
+                let relinquish = buf.is_current().then_some((buf.blk, buf.state));
+                return (Victim::Free { relinquish }, inspected);
+            }
+            at = prev;
+        }
+        (Victim::None, inspected)
+    }
+
+    /// Every allocated buffer (for checkers and DBWR scans), in slot order.
+    pub fn iter(&self) -> impl Iterator<Item = (BufId, &Buffer)> {
+        self.slots.iter().enumerate().filter_map(|(i, b)| b.as_ref().map(|b| (i as u32, b)))
+    }
+
+    /// Buffers from the cold end of the LRU, at most `n`.
+    pub fn coldest(&self, n: usize) -> Vec<BufId> {
+        let mut out = Vec::new();
+        let mut at = self.lru_tail;
+        while at != NIL && out.len() < n {
+            out.push(at);
+            at = self.get(at).prev;
+        }
+        out
+    }
+
+    fn unlink(&mut self, id: BufId) {
+        let (prev, next) = {
+            let b = self.get(id);
+            (b.prev, b.next)
+        };
+        if prev != NIL {
+            self.get_mut(prev).next = next;
+        } else if self.lru_head == id {
+            self.lru_head = next;
+        }
+        if next != NIL {
+            self.get_mut(next).prev = prev;
+        } else if self.lru_tail == id {
+            self.lru_tail = prev;
+        }
+        let b = self.get_mut(id);
+        b.prev = NIL;
+        b.next = NIL;
+    }
+
+    fn link_head(&mut self, id: BufId) {
+        let old = self.lru_head;
+        {
+            let b = self.get_mut(id);
+            b.prev = NIL;
+            b.next = old;
+        }
+        if old != NIL {
+            self.get_mut(old).prev = id;
+        } else {
+            self.lru_tail = id;
+        }
+        self.lru_head = id;
+    }
+}
+
+pub struct BufIter<'a> {
+    cache: &'a Cache,
+    at: u32,
+}
+
+impl Iterator for BufIter<'_> {
+    type Item = BufId;
+    fn next(&mut self) -> Option<BufId> {
+        if self.at == NIL {
+            return None;
+        }
+        let id = self.at;
+        self.at = self.cache.get(id).chain;
+        Some(id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::block::Body;
+
+    fn img(a: u32) -> Block {
+        Block::new(BlockAddr(a), Body::Table { rows: vec![] })
+    }
+
+    #[test]
+    fn chains_lru_and_victims() {
+        let mut c = Cache::new(16, 10);
+        let a = c.insert(BlockAddr(1), BufState::Xcur, img(1));
+        let b = c.insert(BlockAddr(1), BufState::Cr { lo: 0, hi: 5, private_to: None }, img(1));
+        let d = c.insert(BlockAddr(2), BufState::Scur, img(2));
+        assert_eq!(c.buffers_of(BlockAddr(1)).collect::<Vec<_>>(), vec![b, a]);
+        assert_eq!(c.current(BlockAddr(1)), Some(a));
+        c.get_mut(a).dirty = true;
+        c.touch(b);
+        // Cold end: a (dirty, skipped), then d (clean scur).
+        let (v, _) = c.victim(|_| false);
+        assert!(matches!(v, Victim::Free { relinquish: Some((BlockAddr(2), BufState::Scur)) }));
+        assert!(c.try_get(d).is_none());
+        let (v, _) = c.victim(|_| false);
+        assert!(matches!(v, Victim::Free { relinquish: None }));
+        assert_eq!(c.buffers_of(BlockAddr(1)).collect::<Vec<_>>(), vec![a]);
+        let (v, _) = c.victim(|_| false);
+        assert!(matches!(v, Victim::None));
+        assert_eq!(c.used(), 1);
+    }
+}

@@ -1,0 +1,618 @@
+//! One instance as a sans-IO state machine.
+//!
+//! Drive it like this (the simulator and the live runtime both do):
+//! 1. feed inputs: [`Instance::handle_message`], [`Instance::handle_io`],
+//!    [`Instance::handle_timeout`] when [`Instance::next_deadline`] is reached,
+//!    and [`Instance::apply`] for administrative commands (faults, parameters);
+//! 2. after each input, drain [`Instance::poll_action`] and perform every action;
+//! 3. re-arm the timer with [`Instance::next_deadline`].
+//!
+//! Time only moves through the `now` given to each input, and must not go back.
+
+mod cache;
+mod dbwr;
+mod gcs;
+mod lgwr;
+mod lms;
+mod session;
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+use std::sync::Arc;
+
+use rand_chacha::ChaCha8Rng;
+use rand_core::SeedableRng;
+use rustc_hash::FxHashMap;
+
+pub use cache::{BufState, Buffer};
+use cache::Cache;
+use dbwr::Dbwr;
+use gcs::Directory;
+use lgwr::Lgwr;
+use lms::LmsWorker;
+use session::Session;
+
+use crate::block::Block;
+use crate::config::{Catalog, Costs, Nanos, ParamValue, Params, WorkloadSpec};
+use crate::cpu::{ProcId, SchedClass, Scheduler, StepDone};
+use crate::layout::Layout;
+use crate::msg::{Action, Envelope, Io, IoResult, Msg};
+use crate::stats::{Stat, Stats};
+use crate::types::{BlockAddr, InstId, Scn, Xid};
+
+/// Everything an instance needs at start.
+#[derive(Clone, Debug)]
+pub struct InstanceConfig {
+    pub id: InstId,
+    pub instances: u8,
+    pub params: Params,
+    pub costs: Costs,
+    pub catalog: Arc<Catalog>,
+    pub layout: Arc<Layout>,
+    pub workloads: Arc<Vec<WorkloadSpec>>,
+    pub seed: u64,
+    /// Record reads and writes for the correctness checkers (tests).
+    pub record_history: bool,
+}
+
+/// Administrative commands (the admin service in the live runtime, phase
+/// boundaries in the simulator).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Command {
+    /// Change a parameter that may change online (see [`Params::PHASE_CHANGEABLE`]).
+    SetParameter { name: String, value: ParamValue },
+    /// Start `workers` CPU-bound processes busy `load_pct` of the time (0 workers stops them).
+    StressCpu { workers: u32, load_pct: u32 },
+    /// Enable exactly these workloads (by name); sessions of others finish their transaction and idle.
+    EnableWorkloads(Option<Vec<String>>),
+}
+
+/// What the checkers see: reads with their snapshot, and changes and commits.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Observation {
+    Read { xid: Xid, snapshot: Scn, table: usize, key: u64, val: Option<i64> },
+    Write { xid: Xid, table: usize, key: u64, val: i64 },
+    Commit { xid: Xid, scn: Scn },
+}
+
+/// The processes of an instance, each a user of the CPU run queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Proc {
+    Session(u32),
+    Lms(u8),
+    Lgwr,
+    Dbwr(u8),
+    Hog(u32),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Timer {
+    /// A session's think time is over.
+    SessionWake(u32),
+    /// LGWR's periodic write.
+    LgwrTimeout,
+    /// DBWR's checkpoint pass.
+    DbwrTick,
+    /// A partly-loaded CPU hog wakes up.
+    HogWake(u32, u64),
+}
+
+/// What an outstanding I/O is for.
+#[derive(Clone, Copy, Debug)]
+enum IoPurpose {
+    /// A session's read after a grant; `mode` is the lock it was granted.
+    GrantRead { blk: BlockAddr, req: u64, mode: crate::msg::Mode, scan: bool },
+    DbwrWrite { blk: BlockAddr, scn: Scn, writer: u8, started: Nanos },
+    RedoWrite { upto: u64, started: Nanos },
+}
+
+/// A transaction of this instance: its commit SCN once committed.
+#[derive(Clone, Debug, Default)]
+struct TxTable {
+    /// Indexed by transaction sequence; 0 = active (or never used).
+    commit: Vec<Scn>,
+    /// Who waits for an active transaction to end: local sessions and remote instances (token).
+    waiters: FxHashMap<u64, Vec<TxWaiter>>,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum TxWaiter {
+    Session(u32),
+    Remote(InstId, u64),
+}
+
+/// The instance.
+pub struct Instance {
+    pub id: InstId,
+    n: u8,
+    params: Params,
+    costs: Costs,
+    catalog: Arc<Catalog>,
+    layout: Arc<Layout>,
+    workloads: Arc<Vec<WorkloadSpec>>,
+    rng: ChaCha8Rng,
+    scn: Scn,
+    now: Nanos,
+    stats: Stats,
+    sched: Scheduler,
+    procs: Vec<Proc>,
+    proc_names: Vec<String>,
+    timers: BinaryHeap<Reverse<(Nanos, u64, Timer)>>,
+    timer_seq: u64,
+    actions: VecDeque<Action>,
+    done: Vec<StepDone>,
+    cache: Cache,
+    dir: Directory,
+    lms: Vec<LmsWorker>,
+    lgwr: Lgwr,
+    dbwr: Dbwr,
+    sessions: Vec<Session>,
+    txns: TxTable,
+    next_xid: u64,
+    /// Commit SCNs of other instances' transactions learned so far.
+    remote_commits: FxHashMap<Xid, Scn>,
+    io: FxHashMap<u64, IoPurpose>,
+    /// Requests this instance has outstanding, one per block.
+    inflight: FxHashMap<BlockAddr, session::Inflight>,
+    /// Sessions waiting for something to happen to a block.
+    block_waiters: FxHashMap<BlockAddr, Vec<u32>>,
+    /// LMS jobs waiting for a local pin on a block: (worker, parked job).
+    pin_waiters: FxHashMap<BlockAddr, Vec<(u8, u64)>>,
+    /// Sessions ready to go on.
+    ready: VecDeque<u32>,
+    /// Outstanding transaction lookups: token -> session.
+    tx_tokens: FxHashMap<u64, u32>,
+    next_io: u64,
+    next_req: u64,
+    next_token: u64,
+    hogs: Vec<ProcId>,
+    hog_epoch: u64,
+    hog_load: u32,
+    enabled_workloads: Option<Vec<String>>,
+    /// Per table: the block this instance inserts into, and its next free block.
+    insert_blocks: Vec<(Option<BlockAddr>, u32)>,
+    /// Per table: the next key this instance gives an inserted row.
+    next_keys: Vec<u64>,
+    history: Option<Vec<Observation>>,
+    /// Fatal protocol problems seen (a wrong message from a peer): reported, never panicked on.
+    errors: Vec<String>,
+}
+
+impl Instance {
+    pub fn new(cfg: InstanceConfig) -> Instance {
+        let InstanceConfig { id, instances, params, costs, catalog, layout, workloads, seed, record_history } = cfg;
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        rng.set_stream(u64::from(id.0) + 1);
+        let capacity = params.buffers();
+        let mut inst = Instance {
+            id,
+            n: instances,
+            sched: Scheduler::new(params.cpu_count, costs.time_slice),
+            cache: Cache::new(capacity, layout.total_blocks),
+            dir: Directory::default(),
+            lms: Vec::new(),
+            lgwr: Lgwr::default(),
+            dbwr: Dbwr::default(),
+            sessions: Vec::new(),
+            txns: TxTable::default(),
+            next_xid: 1,
+            remote_commits: FxHashMap::default(),
+            io: FxHashMap::default(),
+            inflight: FxHashMap::default(),
+            block_waiters: FxHashMap::default(),
+            pin_waiters: FxHashMap::default(),
+            ready: VecDeque::new(),
+            tx_tokens: FxHashMap::default(),
+            next_io: 1,
+            next_req: 1,
+            next_token: 1,
+            hogs: Vec::new(),
+            hog_epoch: 0,
+            hog_load: 100,
+            enabled_workloads: None,
+            insert_blocks: layout
+                .tables
+                .iter()
+                .map(|t| (None, crate::layout::Layout::free_range(t.free_base, t.free_per_instance, id).start))
+                .collect(),
+            next_keys: layout.tables.iter().map(|t| t.initial_rows + 1 + u64::from(id.0)).collect(),
+            history: record_history.then(Vec::new),
+            errors: Vec::new(),
+            params,
+            costs,
+            catalog,
+            layout,
+            workloads,
+            rng,
+            scn: 1,
+            now: 0,
+            stats: Stats::default(),
+            procs: Vec::new(),
+            proc_names: Vec::new(),
+            timers: BinaryHeap::new(),
+            timer_seq: 0,
+            actions: VecDeque::new(),
+            done: Vec::new(),
+        };
+        for i in 0..inst.params.lms_count() {
+            let proc = inst.add_proc(Proc::Lms(i as u8), format!("LMS{i}"));
+            inst.lms.push(LmsWorker::new(proc));
+        }
+        inst.lgwr.proc = inst.add_proc(Proc::Lgwr, "LGWR".into());
+        for i in 0..inst.params.db_writer_processes {
+            let proc = inst.add_proc(Proc::Dbwr(i as u8), format!("DBW{i}"));
+            inst.dbwr.writers.push(dbwr::Writer::new(proc));
+        }
+        inst.start_sessions();
+        inst.arm(lgwr::LGWR_TIMEOUT, Timer::LgwrTimeout);
+        inst.arm(dbwr::DBWR_TICK, Timer::DbwrTick);
+        inst
+    }
+
+    fn add_proc(&mut self, p: Proc, name: String) -> ProcId {
+        self.procs.push(p);
+        self.proc_names.push(name);
+        (self.procs.len() - 1) as ProcId
+    }
+
+    // ----- the driver's interface -------------------------------------------------
+
+    /// A message from another instance arrived.
+    pub fn handle_message(&mut self, now: Nanos, env: Envelope) {
+        self.advance(now);
+        if env.to != self.id || env.from.0 >= self.n || env.from == self.id {
+            self.errors.push(format!(
+                "{}: rejected a message addressed to {} from {} (cluster of {})",
+                self.id, env.to, env.from, self.n
+            ));
+            return;
+        }
+        self.observe_scn(env.scn);
+        self.on_message(env);
+        self.run_ready();
+    }
+
+    /// An I/O the instance asked for completed.
+    pub fn handle_io(&mut self, now: Nanos, id: u64, result: IoResult) {
+        self.advance(now);
+        let Some(purpose) = self.io.remove(&id) else {
+            self.errors.push(format!("{}: completion for unknown I/O {id}", self.id));
+            return;
+        };
+        match (purpose, result) {
+            (IoPurpose::GrantRead { blk, req, mode, scan }, IoResult::Read(block)) => {
+                self.stats.incr(Stat::PhysicalReads);
+                self.stats.incr(Stat::PhysicalReadsCache);
+                self.on_grant_read(blk, req, mode, *block, scan);
+            }
+            (IoPurpose::DbwrWrite { blk, scn, writer, started }, IoResult::Written) => {
+                self.on_block_written(blk, scn, writer, started)
+            }
+            (IoPurpose::RedoWrite { upto, started }, IoResult::Written) => self.on_redo_written(upto, started),
+            (p, r) => self.errors.push(format!("{}: I/O {id} ({p:?}) completed with {r:?}", self.id)),
+        }
+        self.run_ready();
+    }
+
+    /// Time reached [`Instance::next_deadline`] (calling it early is harmless).
+    pub fn handle_timeout(&mut self, now: Nanos) {
+        self.advance(now);
+        self.run_ready();
+    }
+
+    /// Apply an administrative command.
+    pub fn apply(&mut self, now: Nanos, cmd: Command) {
+        self.advance(now);
+        match cmd {
+            Command::SetParameter { name, value } => {
+                if let Err(e) = self.params.set(&name, &value) {
+                    self.errors.push(format!("{}: {e}", self.id));
+                }
+            }
+            Command::StressCpu { workers, load_pct } => self.set_hogs(workers, load_pct),
+            Command::EnableWorkloads(list) => {
+                self.enabled_workloads = list;
+                self.wake_enabled_sessions();
+            }
+        }
+        self.run_ready();
+    }
+
+    /// The next action to perform, if any.
+    pub fn poll_action(&mut self) -> Option<Action> {
+        self.actions.pop_front()
+    }
+
+    /// When [`Instance::handle_timeout`] must next be called.
+    pub fn next_deadline(&self) -> Option<Nanos> {
+        let t = self.timers.peek().map(|Reverse((t, _, _))| *t);
+        match (t, self.sched.next_event()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Counters as `v$sysstat` / `v$system_event` would show them now.
+    pub fn stats(&self) -> Stats {
+        let mut s = self.stats.clone();
+        s.add(Stat::OsBusyTime, self.sched.busy);
+        s
+    }
+
+    pub fn params(&self) -> &Params {
+        &self.params
+    }
+
+    pub fn scn(&self) -> Scn {
+        self.scn
+    }
+
+    /// Problems with peers' messages or I/O seen so far.
+    pub fn errors(&self) -> &[String] {
+        &self.errors
+    }
+
+    /// Reads, writes and commits recorded since the last call (when enabled).
+    pub fn take_history(&mut self) -> Vec<Observation> {
+        self.history.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    /// The buffers of a block in this cache (for checkers and `status`).
+    pub fn buffers_of(&self, blk: BlockAddr) -> impl Iterator<Item = &Buffer> {
+        self.cache.buffers_of(blk).map(|id| self.cache.get(id))
+    }
+
+    /// All buffers (for checkers).
+    pub fn buffers(&self) -> impl Iterator<Item = &Buffer> {
+        self.cache.iter().map(|(_, b)| b)
+    }
+
+    /// Buffers in use and the cache's capacity.
+    pub fn cache_usage(&self) -> (usize, usize) {
+        (self.cache.used(), self.cache.capacity)
+    }
+
+    /// The master's view of a block this instance masters: (X holder, S holders, PI holders).
+    pub fn directory_entry(&self, blk: BlockAddr) -> Option<(Option<InstId>, Vec<InstId>, Vec<InstId>)> {
+        self.dir.view(blk)
+    }
+
+    /// Whether a transaction of this instance has committed, and at which SCN.
+    pub fn commit_scn(&self, xid: Xid) -> Option<Scn> {
+        (xid.inst() == self.id).then(|| self.txns.commit.get(xid.seq() as usize).copied()).flatten().filter(|&s| s > 0)
+    }
+
+    pub fn lms_count(&self) -> usize {
+        self.lms.len()
+    }
+
+    /// Sessions that are not idle.
+    pub fn active_sessions(&self) -> usize {
+        self.sessions.iter().filter(|s| !s.is_idle()).count()
+    }
+
+    /// Sessions that finished their iterations (finite workloads).
+    pub fn sessions_finished(&self) -> bool {
+        self.sessions.iter().all(|s| s.finished)
+    }
+
+    // ----- internals --------------------------------------------------------------
+
+    fn observe_scn(&mut self, scn: Scn) {
+        if scn > self.scn {
+            self.scn = scn;
+        }
+    }
+
+    fn next_scn(&mut self) -> Scn {
+        self.scn += 1;
+        self.scn
+    }
+
+    fn send(&mut self, to: InstId, msg: Msg) {
+        if msg.is_gcs() {
+            self.stats.incr(Stat::GcsMessagesSent);
+        }
+        let env = Envelope { from: self.id, to, scn: self.scn, sent_at: self.now, msg };
+        self.actions.push_back(Action::Send(env));
+    }
+
+    fn start_io(&mut self, io: Io, purpose: IoPurpose) {
+        let id = self.next_io;
+        self.next_io += 1;
+        self.io.insert(id, purpose);
+        self.actions.push_back(Action::Io { id, io });
+    }
+
+    fn arm(&mut self, delay: Nanos, timer: Timer) {
+        self.timer_seq += 1;
+        self.timers.push(Reverse((self.now + delay, self.timer_seq, timer)));
+    }
+
+    fn class_of(&self, proc: ProcId) -> SchedClass {
+        let name = self.proc_names.get(proc as usize).map(String::as_str).unwrap_or("");
+        if self.params.is_high_priority(name) { SchedClass::RealTime } else { SchedClass::TimeShare }
+    }
+
+    fn cpu(&mut self, proc: ProcId, demand: Nanos) {
+        let class = self.class_of(proc);
+        self.sched.request(self.now, proc, class, demand);
+    }
+
+    /// Move time to `now`: finish CPU steps and fire timers in time order.
+    fn advance(&mut self, now: Nanos) {
+        loop {
+            let cpu_at = self.sched.next_event();
+            let timer_at = self.timers.peek().map(|Reverse((t, _, _))| *t);
+            let next = match (cpu_at, timer_at) {
+                (Some(a), Some(b)) => a.min(b),
+                (a, b) => match a.or(b) {
+                    Some(t) => t,
+                    None => break,
+                },
+            };
+            if next > now {
+                break;
+            }
+            self.now = self.now.max(next);
+            if cpu_at == Some(next) {
+                let mut done = std::mem::take(&mut self.done);
+                self.sched.advance(next, &mut done);
+                for d in done.drain(..) {
+                    self.on_step_done(d);
+                }
+                self.done = done;
+                self.sched.settle(next);
+            } else if let Some(Reverse((_, _, timer))) = self.timers.pop() {
+                self.on_timer(timer);
+            }
+            self.run_ready();
+        }
+        self.now = self.now.max(now);
+    }
+
+    fn on_step_done(&mut self, d: StepDone) {
+        let Some(&proc) = self.procs.get(d.proc as usize) else { return };
+        let ran = (d.done_at - d.requested_at).saturating_sub(d.waited);
+        self.stats.add(Stat::OsCpuWaitTime, d.waited);
+        match proc {
+            Proc::Session(s) => {
+                self.stats.add(Stat::CpuUsedBySession, ran);
+                self.stats.add(Stat::ForegroundCpuWaitTime, d.waited);
+                self.session_cpu_done(s, d);
+            }
+            Proc::Lms(w) => {
+                self.stats.add(Stat::BackgroundCpuTime, ran);
+                self.stats.add(Stat::LmsCpuWaitTime, d.waited);
+                self.lms_step_done(w, d);
+            }
+            Proc::Lgwr => {
+                self.stats.add(Stat::BackgroundCpuTime, ran);
+                self.stats.add(Stat::LgwrCpuWaitTime, d.waited);
+                self.lgwr_step_done();
+            }
+            Proc::Dbwr(w) => {
+                self.stats.add(Stat::BackgroundCpuTime, ran);
+                self.dbwr_step_done(w);
+            }
+            Proc::Hog(h) => self.hog_step_done(h),
+        }
+    }
+
+    fn on_timer(&mut self, timer: Timer) {
+        match timer {
+            Timer::SessionWake(s) => self.session_wake(s),
+            Timer::LgwrTimeout => {
+                self.lgwr_timeout();
+                self.arm(lgwr::LGWR_TIMEOUT, Timer::LgwrTimeout);
+            }
+            Timer::DbwrTick => {
+                self.dbwr_tick();
+                self.arm(dbwr::DBWR_TICK, Timer::DbwrTick);
+            }
+            Timer::HogWake(h, epoch) => {
+                if epoch == self.hog_epoch
+                    && let Some(&p) = self.hogs.get(h as usize)
+                {
+                    let on = HOG_PERIOD * Nanos::from(self.hog_load) / 100;
+                    self.cpu(p, on);
+                }
+            }
+        }
+    }
+
+    fn on_message(&mut self, env: Envelope) {
+        let from = env.from;
+        match env.msg {
+            // Replies to this instance's own requests are handled at once by the
+            // receiving foreground; requests for others go through an LMS.
+            Msg::Ship { req, kind, block, pi_kept, hops, congested } => {
+                self.on_ship(from, env.sent_at, req, kind, *block, pi_kept, hops, congested)
+            }
+            Msg::Grant { req, grant } => self.on_grant(from, env.sent_at, req, grant),
+            Msg::TxStatus { xid, token, report } => self.on_tx_status(xid, token, report),
+            msg => self.lms_enqueue(from, env.sent_at, msg),
+        }
+    }
+
+    /// Record a foreground or background wait.
+    fn wait_event(&mut self, event: crate::stats::Wait, ns: Nanos, foreground: bool) {
+        self.stats.wait(event, ns, foreground);
+    }
+
+    // ----- transactions ---------------------------------------------------------------
+
+    /// What this instance knows about a transaction right now.
+    fn tx_state(&self, xid: Xid) -> crate::block::TxState {
+        use crate::block::TxState;
+        if xid.inst() == self.id {
+            match self.txns.commit.get(xid.seq() as usize) {
+                Some(&s) if s > 0 => TxState::Committed(s),
+                _ => TxState::Active,
+            }
+        } else {
+            match self.remote_commits.get(&xid) {
+                Some(&s) => TxState::Committed(s),
+                None => TxState::Unknown,
+            }
+        }
+    }
+
+    fn new_xid(&mut self) -> Xid {
+        let x = Xid::new(self.id, self.next_xid);
+        self.next_xid += 1;
+        let seq = x.seq() as usize;
+        if self.txns.commit.len() <= seq {
+            self.txns.commit.resize(seq + 1, 0);
+        }
+        x
+    }
+
+    fn record(&mut self, o: Observation) {
+        if let Some(h) = self.history.as_mut() {
+            h.push(o);
+        }
+    }
+
+    // ----- CPU hogs ---------------------------------------------------------------------
+
+    fn set_hogs(&mut self, workers: u32, load_pct: u32) {
+        self.hog_epoch += 1;
+        for p in std::mem::take(&mut self.hogs) {
+            self.sched.cancel(self.now, p);
+        }
+        self.hog_load = load_pct.clamp(1, 100);
+        for i in 0..workers {
+            // Hog processes are created once and reused across phases.
+            let name = format!("stress{i}");
+            let proc = match self.proc_names.iter().position(|n| *n == name) {
+                Some(p) => p as ProcId,
+                None => self.add_proc(Proc::Hog(i), name),
+            };
+            self.hogs.push(proc);
+            let demand = if self.hog_load >= 100 { HOG_FOREVER } else { HOG_PERIOD * Nanos::from(self.hog_load) / 100 };
+            self.cpu(proc, demand);
+        }
+    }
+
+    fn hog_step_done(&mut self, h: u32) {
+        // A partly-loaded hog sleeps for the rest of its period.
+        if self.hogs.iter().any(|&p| self.procs.get(p as usize) == Some(&Proc::Hog(h))) {
+            let off = HOG_PERIOD * Nanos::from(100 - self.hog_load) / 100;
+            self.arm(off.max(1), Timer::HogWake(h, self.hog_epoch));
+        }
+    }
+}
+
+/// Period of a partly-loaded CPU hog (busy `load_pct` of it).
+const HOG_PERIOD: Nanos = 100 * crate::config::NS_PER_MS;
+/// Demand of a fully-loaded hog: it never finishes.
+const HOG_FOREVER: Nanos = Nanos::MAX / 4;
+
+/// Check a block image against what a reader expected (used by checkers).
+pub fn row_value(block: &Block, key: u64) -> Option<i64> {
+    match &block.body {
+        crate::block::Body::Table { rows } => rows.iter().flatten().find(|r| r.key == key).map(|r| r.val),
+        _ => None,
+    }
+}

@@ -1,0 +1,1064 @@
+//! Foreground sessions: each runs its workload's transactions step by step.
+//! A block visit is a consistent get (CR mode) or a db block get (current
+//! mode); a miss becomes a global cache request and the session waits under
+//! the placeholder event (`gc cr request`), renamed on completion to what
+//! happened (`gc cr block 2-way`, `... busy`, `... congested`, `... grant 2-way`).
+//! This is where a wait event is timed.
+
+use rand_core::Rng;
+
+use super::cache::{BufId, BufState};
+use super::lgwr::FlushWaiter;
+use super::{Instance, IoPurpose, Observation, Timer, TxWaiter};
+use crate::block::{Block, Body, CrError, TxState};
+use crate::config::{Access, KeyDist, KeySpec, Nanos, Step};
+use crate::cpu::{ProcId, StepDone};
+use crate::metrics::{BlockKind, Part};
+use crate::msg::{GrantKind, Io, Mode, Msg, ReqKind, Request, ShipKind, Timing, TxReport};
+use crate::stats::{Stat, Wait};
+use crate::types::{BlockAddr, InstId, Rowid, Scn, Xid};
+
+/// A request this instance has outstanding for a block.
+#[derive(Clone, Copy, Debug)]
+pub struct Inflight {
+    id: u64,
+    kind: ReqKind,
+    owner: u32,
+    sent: Nanos,
+    scan: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum St {
+    /// Its workload is not running (or it finished).
+    Idle,
+    Think,
+    Ready,
+    Cpu(Then),
+    /// Waiting on a block (its own request, or behind another session or a pin).
+    WaitBlock,
+    /// Waiting for a transaction: a row lock, or a lookup of its state.
+    WaitTx,
+    /// `log file sync`.
+    WaitCommit,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Then {
+    /// The execute call's overhead.
+    Exec,
+    /// Visiting a pinned buffer.
+    Visit(BufId),
+    Commit,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Purpose {
+    Read,
+    Update,
+}
+
+/// Where the current execution is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Cur {
+    /// Between executions.
+    None,
+    /// Descending an index: next visit is `blk` in CR mode.
+    Index { ix: usize, table: usize, key: u64, blk: BlockAddr, purpose: Purpose },
+    /// The row's table block: CR for reads, current for updates.
+    Table { table: usize, key: u64, rowid: Rowid, purpose: Purpose },
+    /// A full scan at block `next` of `[next, end)`.
+    Scan { table: usize, next: u32, end: u32 },
+}
+
+#[derive(Debug)]
+pub struct Session {
+    pub proc: ProcId,
+    pub workload: usize,
+    pub finished: bool,
+    /// Position among all sessions of the workload on this instance (sequential keys).
+    ordinal: u32,
+    st: St,
+    template: usize,
+    step: usize,
+    execs_left: u32,
+    in_txn: bool,
+    xid: Xid,
+    touched: Vec<BlockAddr>,
+    /// Keys for this transaction's updates, per table, ascending (a fixed lock order).
+    update_keys: Vec<(usize, Vec<u64>)>,
+    snapshot: Scn,
+    cur: Cur,
+    wait: Option<(Wait, Nanos)>,
+    iterations: u64,
+    seq_next: u64,
+    /// States learned for the next CR build (an active transaction cannot be cached).
+    hints: Vec<(Xid, TxState)>,
+    /// A block shipped unrolled (light work): build the CR copy from it.
+    raw: Option<Box<Block>>,
+    pending_lookups: u32,
+    /// When the current database call started (DB time).
+    call_start: Option<Nanos>,
+}
+
+impl Session {
+    pub fn is_idle(&self) -> bool {
+        matches!(self.st, St::Idle | St::Think)
+    }
+}
+
+enum Acq {
+    Got { buf: BufId, extra: Nanos, cpu: Nanos },
+    Wait,
+    Restart,
+}
+
+fn unit(rng: &mut impl Rng) -> f64 {
+    (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+}
+
+impl Instance {
+    pub(super) fn start_sessions(&mut self) {
+        let workloads = self.workloads.clone();
+        let me = self.id.number();
+        for (w, spec) in workloads.iter().enumerate() {
+            if !spec.instances.contains(&me) {
+                continue;
+            }
+            for n in 0..spec.sessions_per_instance {
+                let sid = self.sessions.len() as u32;
+                let proc = self.add_proc(super::Proc::Session(sid), format!("oracle{}", sid));
+                self.sessions.push(Session {
+                    proc,
+                    workload: w,
+                    finished: false,
+                    ordinal: n,
+                    st: St::Think,
+                    template: 0,
+                    step: 0,
+                    execs_left: 0,
+                    in_txn: false,
+                    xid: Xid::NONE,
+                    touched: Vec::new(),
+                    update_keys: Vec::new(),
+                    snapshot: 0,
+                    cur: Cur::None,
+                    wait: None,
+                    iterations: 0,
+                    seq_next: 0,
+                    hints: Vec::new(),
+                    raw: None,
+                    pending_lookups: 0,
+                    call_start: None,
+                });
+                // Sessions log on spread over a short interval, not in lockstep.
+                let spread = spec.think_time.max(crate::config::NS_PER_MS);
+                let delay = (unit(&mut self.rng) * spread as f64) as Nanos;
+                self.arm(delay, Timer::SessionWake(sid));
+            }
+        }
+    }
+
+    fn workload_enabled(&self, w: usize) -> bool {
+        match &self.enabled_workloads {
+            None => true,
+            Some(list) => self.workloads.get(w).is_some_and(|spec| list.iter().any(|n| *n == spec.name)),
+        }
+    }
+
+    pub(super) fn wake_enabled_sessions(&mut self) {
+        for sid in 0..self.sessions.len() as u32 {
+            let s = &self.sessions[sid as usize];
+            if s.st == St::Idle && !s.finished && self.workload_enabled(s.workload) {
+                self.set_ready(sid);
+            }
+        }
+    }
+
+    pub(super) fn session_wake(&mut self, sid: u32) {
+        if self.sessions.get(sid as usize).is_some_and(|s| s.st == St::Think) {
+            self.set_ready(sid);
+        }
+    }
+
+    fn set_ready(&mut self, sid: u32) {
+        let now = self.now;
+        let s = &mut self.sessions[sid as usize];
+        if matches!(s.st, St::Idle | St::Think) {
+            s.call_start = Some(now);
+        }
+        s.st = St::Ready;
+        self.ready.push_back(sid);
+    }
+
+    /// Begin a wait (the event may be renamed when it ends).
+    fn begin_wait(&mut self, sid: u32, event: Wait, st: St) {
+        let now = self.now;
+        let s = &mut self.sessions[sid as usize];
+        s.wait = Some((event, now));
+        s.st = st;
+    }
+
+    /// End the session's wait, recording it under `event` (or the one it began with).
+    fn end_wait(&mut self, sid: u32, event: Option<Wait>) {
+        if let Some((ev, since)) = self.sessions[sid as usize].wait.take() {
+            let took = self.now - since;
+            self.wait_event(event.unwrap_or(ev), took, true);
+        }
+    }
+
+    pub(super) fn run_ready(&mut self) {
+        while let Some(sid) = self.ready.pop_front() {
+            if self.sessions.get(sid as usize).is_some_and(|s| s.st == St::Ready) {
+                self.drive(sid);
+            }
+        }
+    }
+
+    /// Move a session forward until it has to wait for something.
+    fn drive(&mut self, sid: u32) {
+        loop {
+            if self.sessions[sid as usize].st != St::Ready {
+                return;
+            }
+            let cur = self.sessions[sid as usize].cur.clone();
+            match cur {
+                Cur::None => {
+                    if !self.next_execution(sid) {
+                        return;
+                    }
+                }
+                Cur::Index { blk, .. } => {
+                    if !self.visit(sid, blk, false) {
+                        return;
+                    }
+                }
+                Cur::Table { rowid, purpose, .. } => {
+                    if !self.visit(sid, rowid.blk, purpose == Purpose::Update) {
+                        return;
+                    }
+                }
+                Cur::Scan { next, .. } => {
+                    if !self.visit(sid, BlockAddr(next), false) {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Start the next execution, step or transaction. Returns false when the
+    /// session now waits (CPU, think time, commit) or is idle.
+    fn next_execution(&mut self, sid: u32) -> bool {
+        let w = self.sessions[sid as usize].workload;
+        let spec = self.workloads[w].clone();
+        let s = &mut self.sessions[sid as usize];
+        if !s.in_txn {
+            // A new transaction: pick its shape and draw its update keys.
+            if !self.workload_enabled(w) || spec.iterations.is_some_and(|n| self.sessions[sid as usize].iterations >= n) {
+                let finished = spec.iterations.is_some_and(|n| self.sessions[sid as usize].iterations >= n);
+                self.go_idle(sid, finished);
+                return false;
+            }
+            let total: u64 = spec.transactions.iter().map(|t| u64::from(t.weight.max(1))).sum();
+            let mut pick = self.rng.next_u64() % total.max(1);
+            let mut template = 0;
+            for (i, t) in spec.transactions.iter().enumerate() {
+                let wgt = u64::from(t.weight.max(1));
+                if pick < wgt {
+                    template = i;
+                    break;
+                }
+                pick -= wgt;
+            }
+            let mut keys: Vec<(usize, Vec<u64>)> = Vec::new();
+            if let Some(t) = spec.transactions.get(template) {
+                for step in &t.steps {
+                    if let Step::Update { table, keys: ks, rows, .. } = step {
+                        for _ in 0..*rows {
+                            let k = self.draw_key(sid, *table, ks);
+                            match keys.iter_mut().find(|(tb, _)| tb == table) {
+                                Some((_, v)) => v.push(k),
+                                None => keys.push((*table, vec![k])),
+                            }
+                        }
+                    }
+                }
+            }
+            for (_, v) in &mut keys {
+                v.sort_unstable();
+                v.reverse(); // popped from the end: ascending order
+            }
+            let s = &mut self.sessions[sid as usize];
+            s.template = template;
+            s.step = 0;
+            s.execs_left = 0;
+            s.in_txn = true;
+            s.update_keys = keys;
+            s.xid = Xid::NONE;
+            s.touched.clear();
+        }
+        let s = &self.sessions[sid as usize];
+        let steps = &spec.transactions[s.template].steps;
+        if s.execs_left == 0 {
+            // Next step.
+            let Some(step) = steps.get(s.step).cloned() else {
+                // End of the transaction: commit what it changed.
+                return self.commit(sid);
+            };
+            let s = &mut self.sessions[sid as usize];
+            s.step += 1;
+            match step {
+                Step::Commit => return self.commit(sid),
+                Step::Think { time } => {
+                    self.think(sid, time);
+                    return false;
+                }
+                Step::Read { access: Access::FullScan, .. } => s.execs_left = 1,
+                Step::Read { rows, .. } | Step::Update { rows, .. } => s.execs_left = rows.max(1),
+                Step::Insert { rows, .. } => s.execs_left = rows.max(1),
+            }
+        }
+        // One execution of the current step.
+        let s = &mut self.sessions[sid as usize];
+        s.execs_left -= 1;
+        let step = steps[s.step - 1].clone();
+        let cost = self.costs.execute;
+        self.stats.incr(Stat::ExecuteCount);
+        let cur = match step {
+            Step::Read { table, access: Access::FullScan, .. } => {
+                let t = &self.layout.tables[table];
+                Cur::Scan { table, next: t.base, end: t.base + t.initial_blocks }
+            }
+            Step::Read { table, access: Access::Index(ix), keys, .. } => {
+                let key = self.draw_key(sid, table, &keys);
+                Cur::Index { ix, table, key, blk: self.layout.indexes[ix].root, purpose: Purpose::Read }
+            }
+            Step::Update { table, access, .. } => {
+                let s = &mut self.sessions[sid as usize];
+                let key = s
+                    .update_keys
+                    .iter_mut()
+                    .find(|(tb, _)| *tb == table)
+                    .and_then(|(_, v)| v.pop())
+                    .unwrap_or(1);
+                match access {
+                    Access::Index(ix) => {
+                        Cur::Index { ix, table, key, blk: self.layout.indexes[ix].root, purpose: Purpose::Update }
+                    }
+                    Access::FullScan => match self.layout.initial_rowid(table, key) {
+                        Some(rowid) => Cur::Table { table, key, rowid, purpose: Purpose::Update },
+                        None => Cur::None,
+                    },
+                }
+            }
+            Step::Insert { table, .. } => {
+                // Inserts are not modelled yet: account the call and move on.
+                self.errors.push(format!("{}: insert into table {table} is not supported yet", self.id));
+                Cur::None
+            }
+            Step::Commit | Step::Think { .. } => Cur::None,
+        };
+        let s = &mut self.sessions[sid as usize];
+        s.cur = cur;
+        s.st = St::Cpu(Then::Exec);
+        let proc = s.proc;
+        self.cpu(proc, cost);
+        false
+    }
+
+    fn go_idle(&mut self, sid: u32, finished: bool) {
+        let now = self.now;
+        let s = &mut self.sessions[sid as usize];
+        if let Some(t) = s.call_start.take() {
+            self.stats.add(Stat::DbTime, now - t);
+        }
+        s.st = St::Idle;
+        s.finished = finished;
+    }
+
+    fn think(&mut self, sid: u32, time: Nanos) {
+        let now = self.now;
+        let s = &mut self.sessions[sid as usize];
+        if let Some(t) = s.call_start.take() {
+            self.stats.add(Stat::DbTime, now - t);
+        }
+        s.st = St::Think;
+        if time == 0 {
+            self.set_ready(sid);
+        } else {
+            self.arm(time, Timer::SessionWake(sid));
+        }
+    }
+
+    fn draw_key(&mut self, sid: u32, table: usize, spec: &KeySpec) -> u64 {
+        let rows = self.layout.tables.get(table).map_or(1, |t| t.initial_rows.max(1));
+        let (lo, hi) = spec.range.unwrap_or((1, rows));
+        let n = hi.saturating_sub(lo) + 1;
+        match spec.dist {
+            KeyDist::Uniform => lo + self.rng.next_u64() % n,
+            KeyDist::Hot { fraction, share } => {
+                let hot = ((n as f64 * fraction).ceil() as u64).clamp(1, n);
+                if unit(&mut self.rng) < share || hot == n {
+                    lo + self.rng.next_u64() % hot
+                } else {
+                    lo + hot + self.rng.next_u64() % (n - hot)
+                }
+            }
+            KeyDist::Sequential => {
+                let w = self.sessions[sid as usize].workload;
+                let per = self.workloads[w].sessions_per_instance.max(1) as u64 * u64::from(self.n);
+                let me = u64::from(self.id.0) * self.workloads[w].sessions_per_instance as u64
+                    + u64::from(self.sessions[sid as usize].ordinal);
+                let s = &mut self.sessions[sid as usize];
+                let k = lo + (me * n / per + s.seq_next) % n;
+                s.seq_next += 1;
+                k
+            }
+        }
+    }
+
+    /// Try to visit `blk`; returns true if the session can go on at once (it
+    /// never can: a visit always takes CPU), false when it waits.
+    fn visit(&mut self, sid: u32, blk: BlockAddr, current: bool) -> bool {
+        let acq = if current { self.acquire_current(sid, blk) } else { self.acquire_cr(sid, blk) };
+        match acq {
+            Acq::Got { buf, mut extra, cpu } => {
+                if matches!(self.sessions[sid as usize].cur, Cur::Scan { .. }) {
+                    // Examining the block's rows is part of a scan's work.
+                    extra += self.costs.row_examined * self.cache.get(buf).image.row_slots() as Nanos;
+                }
+                let s = &mut self.sessions[sid as usize];
+                s.st = St::Cpu(Then::Visit(buf));
+                let proc = s.proc;
+                self.cache.touch(buf);
+                self.cpu(proc, cpu + extra);
+                false
+            }
+            Acq::Wait => false,
+            Acq::Restart => {
+                // Snapshot too old: restart the statement with a new snapshot.
+                self.stats.incr(Stat::SnapshotTooOld);
+                let scn = self.scn;
+                let s = &mut self.sessions[sid as usize];
+                s.snapshot = scn;
+                true
+            }
+        }
+    }
+
+    fn lookup_with_hints(&self, sid: u32) -> impl Fn(Xid) -> TxState + '_ {
+        let hints = &self.sessions[sid as usize].hints;
+        move |x| hints.iter().find(|(h, _)| *h == x).map_or_else(|| self.tx_state(x), |(_, s)| *s)
+    }
+
+    fn acquire_cr(&mut self, sid: u32, blk: BlockAddr) -> Acq {
+        let (snapshot, reader) = {
+            let s = &self.sessions[sid as usize];
+            (s.snapshot, s.xid)
+        };
+        let get = self.costs.consistent_get;
+        // 1. The current buffer, as it is or rolled back here.
+        if let Some(cur) = self.cache.current(blk) {
+            let (as_is, built) = {
+                let img = &self.cache.get(cur).image;
+                let lookup = self.lookup_with_hints(sid);
+                match img.visible_as_is(snapshot, reader, &lookup) {
+                    Ok(false) => (Ok(false), Some(img.build_cr(snapshot, reader, self.scn, &lookup))),
+                    other => (other, None),
+                }
+            };
+            match (as_is, built) {
+                (Ok(true), _) => {
+                    self.cache.get_mut(cur).pins += 1;
+                    return Acq::Got { buf: cur, extra: 0, cpu: get };
+                }
+                (Ok(false), Some(built)) => return self.use_local_cr(sid, blk, built),
+                (Err(CrError::Unknown(xids)), _) => return self.look_up(sid, xids),
+                _ => return Acq::Restart,
+            }
+        }
+        // 2. A CR copy valid for this snapshot.
+        let found = self.cache.buffers_of(blk).find(|&id| match self.cache.get(id).state {
+            BufState::Cr { lo, hi, private_to } => {
+                lo <= snapshot && snapshot <= hi && private_to.is_none_or(|p| p == reader)
+            }
+            _ => false,
+        });
+        if let Some(id) = found {
+            self.cache.get_mut(id).pins += 1;
+            return Acq::Got { buf: id, extra: 0, cpu: get };
+        }
+        // 3. An unrolled image shipped to us (light work): roll it back here.
+        if let Some(raw) = self.sessions[sid as usize].raw.take() {
+            if raw.addr == blk {
+                let built = raw.build_cr(snapshot, reader, self.scn, &self.lookup_with_hints(sid));
+                if let Err(CrError::Unknown(_)) = &built {
+                    self.sessions[sid as usize].raw = Some(raw);
+                }
+                return self.use_local_cr(sid, blk, built);
+            }
+        }
+        // 4. Someone here already asked for it.
+        if self.inflight.contains_key(&blk) {
+            self.wait_on_block(sid, blk, Wait::GcBufferBusyAcquire);
+            return Acq::Wait;
+        }
+        let scan = matches!(self.sessions[sid as usize].cur, Cur::Scan { .. });
+        self.gc_request(sid, blk, ReqKind::Cr { snapshot, reader }, scan);
+        Acq::Wait
+    }
+
+    fn use_local_cr(&mut self, sid: u32, blk: BlockAddr, built: Result<crate::block::CrCopy, CrError>) -> Acq {
+        match built {
+            Ok(cp) => {
+                self.stats.incr(Stat::CrBlocksCreated);
+                self.stats.add(Stat::UndoRecordsApplied, u64::from(cp.undo_applied));
+                self.stats.add(Stat::ConsistentChanges, u64::from(cp.undo_applied));
+                let extra = self.costs.cr_build + self.costs.undo_apply * Nanos::from(cp.undo_applied);
+                self.make_room();
+                let state = BufState::Cr { lo: cp.lo, hi: cp.hi, private_to: cp.private_to };
+                let id = self.cache.insert(blk, state, cp.image);
+                self.cache.get_mut(id).pins += 1;
+                self.sessions[sid as usize].hints.clear();
+                Acq::Got { buf: id, extra, cpu: self.costs.consistent_get }
+            }
+            Err(CrError::Unknown(xids)) => self.look_up(sid, xids),
+            Err(CrError::SnapshotTooOld) => Acq::Restart,
+        }
+    }
+
+    /// Ask the owners of transactions whose state a CR build needs.
+    fn look_up(&mut self, sid: u32, xids: Vec<Xid>) -> Acq {
+        let mut asked = 0;
+        for x in xids {
+            if x.inst() == self.id || x.inst().0 >= self.n {
+                continue;
+            }
+            let token = self.next_token;
+            self.next_token += 1;
+            self.tx_tokens.insert(token, sid);
+            self.send(x.inst(), Msg::TxQuery { xid: x, token });
+            asked += 1;
+        }
+        if asked == 0 {
+            // Nothing could be asked (a transaction of a non-existent instance): read on.
+            return Acq::Restart;
+        }
+        self.sessions[sid as usize].pending_lookups = asked;
+        self.begin_wait(sid, Wait::GcCrBlock2Way, St::WaitTx);
+        Acq::Wait
+    }
+
+    pub(super) fn on_tx_status(&mut self, xid: Xid, token: u64, report: TxReport) {
+        let Some(sid) = self.tx_tokens.remove(&token) else { return };
+        match report {
+            TxReport::Committed(scn) => {
+                self.remote_commits.insert(xid, scn);
+            }
+            TxReport::Active => self.sessions[sid as usize].hints.push((xid, TxState::Active)),
+        }
+        let s = &mut self.sessions[sid as usize];
+        s.pending_lookups = s.pending_lookups.saturating_sub(1);
+        if s.pending_lookups == 0 && s.st == St::WaitTx {
+            self.end_wait(sid, None);
+            self.set_ready(sid);
+        }
+    }
+
+    fn acquire_current(&mut self, sid: u32, blk: BlockAddr) -> Acq {
+        if let Some(cur) = self.cache.current(blk) {
+            let b = self.cache.get(cur);
+            if b.state == BufState::Xcur {
+                if b.leaving {
+                    self.wait_on_block(sid, blk, Wait::GcBufferBusyRelease);
+                    return Acq::Wait;
+                }
+                if b.pinned() {
+                    self.wait_on_block(sid, blk, Wait::BufferBusyWaits);
+                    return Acq::Wait;
+                }
+                self.cache.get_mut(cur).xpin = true;
+                return Acq::Got { buf: cur, extra: 0, cpu: self.costs.db_block_get + self.costs.row_change };
+            }
+        }
+        if self.inflight.contains_key(&blk) {
+            self.wait_on_block(sid, blk, Wait::GcBufferBusyAcquire);
+            return Acq::Wait;
+        }
+        self.gc_request(sid, blk, ReqKind::Current { new_block: false }, false);
+        Acq::Wait
+    }
+
+    fn wait_on_block(&mut self, sid: u32, blk: BlockAddr, event: Wait) {
+        self.begin_wait(sid, event, St::WaitBlock);
+        self.block_waiters.entry(blk).or_default().push(sid);
+    }
+
+    /// Something changed about `blk`: waiting sessions try again.
+    pub(super) fn wake_block(&mut self, blk: BlockAddr) {
+        let Some(list) = self.block_waiters.remove(&blk) else { return };
+        for sid in list {
+            if self.sessions[sid as usize].st == St::WaitBlock {
+                self.end_wait(sid, None);
+                self.set_ready(sid);
+            }
+        }
+    }
+
+    fn gc_request(&mut self, sid: u32, blk: BlockAddr, kind: ReqKind, scan: bool) {
+        let id = self.next_req;
+        self.next_req += 1;
+        self.inflight.insert(blk, Inflight { id, kind, owner: sid, sent: self.now, scan });
+        let placeholder = match kind {
+            ReqKind::Cr { .. } => Wait::GcCrRequest,
+            ReqKind::Current { .. } => Wait::GcCurrentRequest,
+        };
+        self.begin_wait(sid, placeholder, St::WaitBlock);
+        let req = Request { id, blk, requester: self.id, kind, timing: Timing::default() };
+        let master = self.layout.master(blk);
+        if master == self.id {
+            self.dir_request(req);
+        } else {
+            self.send(master, Msg::Request(req));
+        }
+    }
+
+    /// A block arrived for one of our requests. The foreground that asked
+    /// installs it; the wait is renamed by what happened on the way.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn on_ship(
+        &mut self,
+        from: InstId,
+        sent_at: Nanos,
+        req: Request,
+        kind: ShipKind,
+        block: Block,
+        pi_kept: bool,
+        hops: u8,
+        congested: bool,
+    ) {
+        let blk = req.blk;
+        let Some(inf) = self.inflight.get(&blk).copied().filter(|i| i.id == req.id) else {
+            self.errors.push(format!("{}: {from} shipped {blk} for request {} we do not have", self.id, req.id));
+            return;
+        };
+        self.inflight.remove(&blk);
+        let total = self.now - inf.sent;
+        let t = req.timing;
+        let wire = self.now.saturating_sub(sent_at);
+        let lms = t.lms_proc + t.pin;
+        let request = total.saturating_sub(t.lms_wait + lms + t.flush + wire);
+        let bk = if kind == ShipKind::Current { BlockKind::Current } else { BlockKind::Cr };
+        for (part, v) in [
+            (Part::RequestSend, request),
+            (Part::LmsCpuWait, t.lms_wait),
+            (Part::LmsProcessing, lms),
+            (Part::LogFlush, t.flush),
+            (Part::Wire, wire),
+        ] {
+            self.stats.add(part.stat(bk), v);
+        }
+        let busy = t.flush > 0 || t.pin > 0;
+        let event = match (bk, congested, busy, hops) {
+            (BlockKind::Cr, true, _, _) => Wait::GcCrBlockCongested,
+            (BlockKind::Cr, _, true, _) => Wait::GcCrBlockBusy,
+            (BlockKind::Cr, _, _, 3) => Wait::GcCrBlock3Way,
+            (BlockKind::Cr, _, _, _) => Wait::GcCrBlock2Way,
+            (BlockKind::Current, true, _, _) => Wait::GcCurrentBlockCongested,
+            (BlockKind::Current, _, true, _) => Wait::GcCurrentBlockBusy,
+            (BlockKind::Current, _, _, 3) => Wait::GcCurrentBlock3Way,
+            (BlockKind::Current, _, _, _) => Wait::GcCurrentBlock2Way,
+        };
+        match bk {
+            BlockKind::Cr => {
+                self.stats.incr(Stat::GcCrBlocksReceived);
+                self.stats.add(Stat::GcCrBlockReceiveTime, total);
+            }
+            BlockKind::Current => {
+                self.stats.incr(Stat::GcCurrentBlocksReceived);
+                self.stats.add(Stat::GcCurrentBlockReceiveTime, total);
+            }
+        }
+        let owner = inf.owner;
+        if self.sessions[owner as usize].st == St::WaitBlock {
+            self.end_wait(owner, Some(event));
+            self.set_ready(owner);
+        }
+        match kind {
+            ShipKind::Cr { lo, hi, private } => {
+                let reader = match req.kind {
+                    ReqKind::Cr { reader, .. } => reader,
+                    ReqKind::Current { .. } => Xid::NONE,
+                };
+                self.make_room();
+                let private_to = private.then_some(reader);
+                self.cache.insert(blk, BufState::Cr { lo, hi, private_to }, block);
+            }
+            ShipKind::Raw => self.sessions[owner as usize].raw = Some(Box::new(block)),
+            ShipKind::Shared => {
+                self.install_current(blk, Mode::S, block, false);
+                self.installed(from, blk, req.id, Mode::S, None, false);
+            }
+            ShipKind::Current => {
+                self.install_current(blk, Mode::X, block, pi_kept);
+                self.installed(from, blk, req.id, Mode::X, Some(from), pi_kept);
+            }
+        }
+        self.wake_block(blk);
+    }
+
+    fn install_current(&mut self, blk: BlockAddr, mode: Mode, block: Block, dirty: bool) {
+        if let Some(old) = self.cache.current(blk) {
+            self.cache.remove(old);
+        }
+        self.make_room();
+        let state = if mode == Mode::X { BufState::Xcur } else { BufState::Scur };
+        let id = self.cache.insert(blk, state, block);
+        let now = self.now;
+        let b = self.cache.get_mut(id);
+        b.dirty = dirty;
+        b.global = dirty;
+        b.dirty_since = now;
+    }
+
+    /// Tell the master the transfer is complete.
+    fn installed(&mut self, _from: InstId, blk: BlockAddr, req: u64, mode: Mode, prev: Option<InstId>, pi_kept: bool) {
+        let master = self.layout.master(blk);
+        if master == self.id {
+            let me = self.id;
+            self.dir_installed(me, blk, req, mode, prev, pi_kept);
+        } else {
+            self.send(master, Msg::Installed { blk, req, mode, prev_holder: prev, pi_kept });
+        }
+    }
+
+    /// The master granted a request without a block.
+    pub(super) fn on_grant(&mut self, _from: InstId, _sent_at: Nanos, req: Request, grant: GrantKind) {
+        let Some(inf) = self.inflight.get(&req.blk).copied().filter(|i| i.id == req.id) else {
+            self.errors.push(format!("{}: grant for {} request {} we do not have", self.id, req.blk, req.id));
+            return;
+        };
+        let congested = req.timing.lms_wait > super::lms::CONGESTED_AFTER;
+        let event = match (req.kind, congested) {
+            (ReqKind::Cr { .. }, false) => Wait::GcCrGrant2Way,
+            (ReqKind::Cr { .. }, true) => Wait::GcCrGrantCongested,
+            (ReqKind::Current { .. }, false) => Wait::GcCurrentGrant2Way,
+            (ReqKind::Current { .. }, true) => Wait::GcCurrentGrantCongested,
+        };
+        if self.sessions[inf.owner as usize].st == St::WaitBlock {
+            self.end_wait(inf.owner, Some(event));
+        }
+        self.granted(inf, req, grant);
+    }
+
+    /// The local master granted a request: no message and no gc wait.
+    pub(super) fn on_local_grant(&mut self, req: Request, grant: GrantKind) {
+        let Some(inf) = self.inflight.get(&req.blk).copied().filter(|i| i.id == req.id) else { return };
+        // The placeholder wait never really happened.
+        self.sessions[inf.owner as usize].wait = None;
+        self.granted(inf, req, grant);
+    }
+
+    fn granted(&mut self, inf: Inflight, req: Request, grant: GrantKind) {
+        let blk = req.blk;
+        match grant {
+            GrantKind::Disk(mode) => {
+                let event = if inf.scan { Wait::DbFileScatteredRead } else { Wait::DbFileSequentialRead };
+                self.begin_wait(inf.owner, event, St::WaitBlock);
+                self.start_io(Io::ReadBlock { blk }, IoPurpose::GrantRead { blk, req: req.id, mode, scan: inf.scan });
+            }
+            GrantKind::Upgrade => {
+                self.inflight.remove(&blk);
+                match self.cache.current(blk) {
+                    Some(id) => self.cache.get_mut(id).state = BufState::Xcur,
+                    None => self.errors.push(format!("{}: upgrade granted for {blk} but no S copy here", self.id)),
+                }
+                let me = self.id;
+                self.installed(me, blk, req.id, Mode::X, None, false);
+                self.ready_owner(inf.owner);
+                self.wake_block(blk);
+            }
+            GrantKind::New => {
+                self.inflight.remove(&blk);
+                self.install_current(blk, Mode::X, Block::new(blk, Body::Unformatted), false);
+                let me = self.id;
+                self.installed(me, blk, req.id, Mode::X, None, false);
+                self.ready_owner(inf.owner);
+                self.wake_block(blk);
+            }
+        }
+    }
+
+    fn ready_owner(&mut self, sid: u32) {
+        if matches!(self.sessions[sid as usize].st, St::WaitBlock) {
+            self.end_wait(sid, None);
+            self.set_ready(sid);
+        }
+    }
+
+    /// A granted disk read completed.
+    pub(super) fn on_grant_read(&mut self, blk: BlockAddr, req: u64, mode: Mode, block: Block, _scan: bool) {
+        let Some(inf) = self.inflight.get(&blk).copied().filter(|i| i.id == req) else { return };
+        self.inflight.remove(&blk);
+        self.install_current(blk, mode, block, false);
+        let me = self.id;
+        self.installed(me, blk, req, mode, None, false);
+        self.ready_owner(inf.owner);
+        self.wake_block(blk);
+    }
+
+    /// Free a buffer if the cache is full.
+    pub(super) fn make_room(&mut self) {
+        self.stats.incr(Stat::FreeBufferRequested);
+        while self.cache.used() >= self.cache.capacity {
+            let inflight = &self.inflight;
+            let waiters = &self.block_waiters;
+            let (victim, inspected) = self.cache.victim(|b| inflight.contains_key(&b) || waiters.contains_key(&b));
+            self.stats.add(Stat::FreeBufferInspected, u64::from(inspected));
+            match victim {
+                super::cache::Victim::Free { relinquish: Some((blk, state)) } => {
+                    let mode = if state == BufState::Xcur { Mode::X } else { Mode::S };
+                    let master = self.layout.master(blk);
+                    if master == self.id {
+                        let me = self.id;
+                        self.dir_relinquish(me, blk, mode);
+                    } else {
+                        self.send(master, Msg::Relinquish { blk, mode });
+                    }
+                }
+                super::cache::Victim::Free { relinquish: None } => {}
+                // Everything is dirty or pinned: run over capacity until DBWR catches up.
+                super::cache::Victim::None => {
+                    self.dbwr_urgent();
+                    break;
+                }
+            }
+        }
+    }
+
+    pub(super) fn session_cpu_done(&mut self, sid: u32, _d: StepDone) {
+        let St::Cpu(then) = self.sessions[sid as usize].st else { return };
+        match then {
+            Then::Exec => {
+                let scn = self.scn;
+                let s = &mut self.sessions[sid as usize];
+                s.snapshot = scn;
+                s.st = St::Ready;
+                self.ready.push_back(sid);
+            }
+            Then::Visit(buf) => self.visit_done(sid, buf),
+            Then::Commit => self.commit_done(sid),
+        }
+    }
+
+    fn unpin(&mut self, buf: BufId) {
+        let Some(b) = self.cache.try_get(buf) else { return };
+        let blk = b.blk;
+        let b = self.cache.get_mut(buf);
+        if b.xpin {
+            b.xpin = false;
+        } else {
+            b.pins = b.pins.saturating_sub(1);
+        }
+        if !self.cache.get(buf).pinned() {
+            self.unpinned(blk);
+            self.wake_block(blk);
+        }
+    }
+
+    fn visit_done(&mut self, sid: u32, buf: BufId) {
+        let cur = self.sessions[sid as usize].cur.clone();
+        let current_mode = matches!(cur, Cur::Table { purpose: Purpose::Update, .. });
+        if current_mode {
+            self.stats.incr(Stat::DbBlockGets);
+            self.stats.incr(Stat::DbBlockGetsFromCache);
+        } else {
+            self.stats.incr(Stat::ConsistentGets);
+            self.stats.incr(Stat::ConsistentGetsFromCache);
+        }
+        self.stats.incr(Stat::SessionLogicalReads);
+        let next = match cur {
+            Cur::Index { ix, table, key, blk, purpose } => {
+                let img = &self.cache.get(buf).image;
+                match img.child_for(key) {
+                    Some(child) => Cur::Index { ix, table, key, blk: child, purpose },
+                    None => match img.leaf_lookup(key) {
+                        Some(e) => {
+                            self.stats.incr(Stat::IndexFetchByKey);
+                            Cur::Table { table, key, rowid: e.rowid, purpose }
+                        }
+                        None => {
+                            let _ = blk;
+                            if purpose == Purpose::Read {
+                                let (xid, snapshot) = (self.sessions[sid as usize].xid, self.sessions[sid as usize].snapshot);
+                                self.record(Observation::Read { xid, snapshot, table, key, val: None });
+                            }
+                            Cur::None
+                        }
+                    },
+                }
+            }
+            Cur::Table { table, key, rowid, purpose: Purpose::Read } => {
+                let val = self.cache.get(buf).image.row(rowid.slot).filter(|r| r.key == key).map(|r| r.val);
+                let (xid, snapshot) = (self.sessions[sid as usize].xid, self.sessions[sid as usize].snapshot);
+                self.record(Observation::Read { xid, snapshot, table, key, val });
+                Cur::None
+            }
+            Cur::Table { table, key, rowid, purpose: Purpose::Update } => {
+                match self.update_row(sid, buf, table, key, rowid) {
+                    Some(next) => next,
+                    None => return, // waits for a row lock; the pin is already released
+                }
+            }
+            Cur::Scan { table, next, end } => {
+                let rows = self.cache.get(buf).image.row_slots() as u64;
+                self.stats.incr(Stat::TableScanBlocksGotten);
+                self.stats.add(Stat::TableScanRowsGotten, rows);
+                if next + 1 < end { Cur::Scan { table, next: next + 1, end } } else { Cur::None }
+            }
+            Cur::None => Cur::None,
+        };
+        self.unpin(buf);
+        let s = &mut self.sessions[sid as usize];
+        s.cur = next;
+        s.st = St::Ready;
+        self.ready.push_back(sid);
+    }
+
+    /// Change a row in a current block the session holds pinned. Returns the
+    /// next cursor, or `None` when the row is locked and the session now waits.
+    fn update_row(&mut self, sid: u32, buf: BufId, table: usize, key: u64, rowid: Rowid) -> Option<Cur> {
+        let my = self.sessions[sid as usize].xid;
+        let lock = match self.cache.get(buf).image.row(rowid.slot) {
+            Some(r) if r.key == key => r.lock,
+            _ => return Some(Cur::None),
+        };
+        if !lock.is_none() && lock != my {
+            let state = self.cache.get(buf).image.state_of(lock, &|x| self.tx_state(x));
+            if !matches!(state, TxState::Committed(_)) {
+                self.unpin(buf);
+                self.wait_for_tx(sid, lock);
+                return None;
+            }
+        }
+        let xid = if my.is_none() {
+            let x = self.new_xid();
+            self.sessions[sid as usize].xid = x;
+            x
+        } else {
+            my
+        };
+        let scn = self.next_scn();
+        let old = self.cache.get(buf).image.row(rowid.slot).map_or(0, |r| r.val);
+        let val = old + 1;
+        self.cache.get_mut(buf).image.update_row(rowid.slot, xid, val, scn);
+        let rba = self.redo(xid, Some(rowid.blk), scn, 200, false);
+        let now = self.now;
+        let b = self.cache.get_mut(buf);
+        if !b.dirty {
+            b.dirty = true;
+            b.dirty_since = now;
+        }
+        b.last_rba = rba;
+        self.stats.incr(Stat::DbBlockChanges);
+        self.stats.incr(Stat::RowsUpdated);
+        let s = &mut self.sessions[sid as usize];
+        if !s.touched.contains(&rowid.blk) {
+            s.touched.push(rowid.blk);
+        }
+        self.record(Observation::Write { xid, table, key, val });
+        Some(Cur::None)
+    }
+
+    fn wait_for_tx(&mut self, sid: u32, holder: Xid) {
+        self.begin_wait(sid, Wait::EnqTxRowLockContention, St::WaitTx);
+        if holder.inst() == self.id {
+            self.txns.waiters.entry(holder.seq()).or_default().push(TxWaiter::Session(sid));
+        } else {
+            let token = self.next_token;
+            self.next_token += 1;
+            self.tx_tokens.insert(token, sid);
+            self.sessions[sid as usize].pending_lookups = 1;
+            self.send(holder.inst(), Msg::TxWait { xid: holder, token });
+        }
+    }
+
+    fn commit(&mut self, sid: u32) -> bool {
+        let s = &mut self.sessions[sid as usize];
+        s.st = St::Cpu(Then::Commit);
+        let proc = s.proc;
+        self.cpu(proc, self.costs.commit);
+        false
+    }
+
+    fn commit_done(&mut self, sid: u32) {
+        self.stats.incr(Stat::UserCommits);
+        let xid = self.sessions[sid as usize].xid;
+        if xid.is_none() {
+            // A read-only transaction has nothing to make durable.
+            self.end_txn(sid);
+            return;
+        }
+        let scn = self.next_scn();
+        if let Some(slot) = self.txns.commit.get_mut(xid.seq() as usize) {
+            *slot = scn;
+        }
+        let rba = self.redo(xid, None, scn, 100, true);
+        // Fast commit cleanout of the blocks still held here.
+        let touched = std::mem::take(&mut self.sessions[sid as usize].touched);
+        for blk in touched {
+            if let Some(id) = self.cache.current(blk) {
+                self.cache.get_mut(id).image.clean_out(xid, scn);
+            }
+        }
+        self.record(Observation::Commit { xid, scn });
+        if let Some(waiters) = self.txns.waiters.remove(&xid.seq()) {
+            for w in waiters {
+                match w {
+                    TxWaiter::Session(other) => {
+                        if self.sessions[other as usize].st == St::WaitTx {
+                            self.end_wait(other, None);
+                            self.set_ready(other);
+                        }
+                    }
+                    TxWaiter::Remote(inst, token) => {
+                        self.send(inst, Msg::TxStatus { xid, token, report: TxReport::Committed(scn) })
+                    }
+                }
+            }
+        }
+        self.stats.incr(Stat::RedoSynchWrites);
+        if self.request_flush(rba, Some(FlushWaiter::Session(sid))) {
+            self.end_txn(sid);
+        } else {
+            self.begin_wait(sid, Wait::LogFileSync, St::WaitCommit);
+        }
+    }
+
+    /// LGWR wrote the commit record.
+    pub(super) fn session_flushed(&mut self, sid: u32) {
+        if self.sessions[sid as usize].st != St::WaitCommit {
+            return;
+        }
+        if let Some((_, since)) = self.sessions[sid as usize].wait {
+            self.stats.add(Stat::RedoSynchTime, self.now - since);
+        }
+        self.end_wait(sid, None);
+        self.end_txn(sid);
+    }
+
+    fn end_txn(&mut self, sid: u32) {
+        let w = self.sessions[sid as usize].workload;
+        let think = self.workloads[w].think_time;
+        let s = &mut self.sessions[sid as usize];
+        s.in_txn = false;
+        s.xid = Xid::NONE;
+        s.cur = Cur::None;
+        s.execs_left = 0;
+        s.iterations += 1;
+        s.hints.clear();
+        let jitter = if think > 0 { (unit(&mut self.rng) * think as f64) as Nanos } else { 0 };
+        self.think(sid, think / 2 + jitter);
+    }
+}

@@ -1,0 +1,167 @@
+//! Messages between instances (the GCS protocol and transaction lookups)
+//! and the I/O the instance asks its driver to perform.
+
+use crate::block::Block;
+use crate::config::Nanos;
+use crate::types::{BlockAddr, InstId, Scn, Xid};
+
+/// A lock mode on a block resource.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    S,
+    X,
+}
+
+/// Latency of a request so far, filled in along its path so the requester
+/// can decompose its receive time the way the deck does.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Timing {
+    /// Request on the wire (every hop) and the master's own forwarding work.
+    pub request: Nanos,
+    /// Waiting for the serving LMS (its queue and the CPU run queue).
+    pub lms_wait: Nanos,
+    /// LMS processing: build or pin, and send.
+    pub lms_proc: Nanos,
+    /// Waiting for LGWR to flush redo before shipping.
+    pub flush: Nanos,
+    /// The holder waited for a local pin to be released.
+    pub pin: Nanos,
+}
+
+/// What the requester asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReqKind {
+    /// A consistent-read copy as of `snapshot` for `reader`.
+    Cr { snapshot: Scn, reader: Xid },
+    /// The current block in exclusive mode; `new_block`: a never-used block to format.
+    Current { new_block: bool },
+}
+
+/// A block request as the master sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Request {
+    /// Unique per requester.
+    pub id: u64,
+    pub blk: BlockAddr,
+    pub requester: InstId,
+    pub kind: ReqKind,
+    pub timing: Timing,
+}
+
+/// How a shipped block is to be installed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ShipKind {
+    /// A CR copy valid for snapshots `lo..=hi`.
+    Cr { lo: Scn, hi: Scn, private: bool },
+    /// The current image, unrolled: the holder could not resolve every transaction
+    /// in it without waiting (light work), so the requester builds the CR copy itself.
+    Raw,
+    /// The current block in shared mode (the sender keeps its own S copy).
+    Shared,
+    /// The current block in exclusive mode.
+    Current,
+}
+
+/// How the requester may proceed without a block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GrantKind {
+    /// Read the block from disk and hold it in this mode.
+    Disk(Mode),
+    /// You already hold it in S: you now hold X.
+    Upgrade,
+    /// A never-used block: format it in X.
+    New,
+}
+
+/// The state of a transaction as its owner reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TxReport {
+    Active,
+    Committed(Scn),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Msg {
+    /// Requester to master.
+    Request(Request),
+    /// Master to holder: serve this request from your cache.
+    Forward { req: Request, master: InstId, shared: bool },
+    /// Master to requester.
+    Grant { req: Request, grant: GrantKind },
+    /// Holder to requester. `hops`: 2 when the master served it, 3 when forwarded.
+    Ship { req: Request, kind: ShipKind, block: Box<Block>, pi_kept: bool, hops: u8, congested: bool },
+    /// Requester to master: the transfer is complete, record the new holder.
+    Installed { blk: BlockAddr, req: u64, mode: Mode, prev_holder: Option<InstId>, pi_kept: bool },
+    /// Master to an S holder: give up your shared copy.
+    Invalidate { blk: BlockAddr, req: u64 },
+    InvalidateAck { blk: BlockAddr, req: u64 },
+    /// Holder to master: I no longer hold this block (it aged out); serve the request another way.
+    NotHeld { req: Request },
+    /// Holder to master: I dropped my copy (aged out, clean).
+    Relinquish { blk: BlockAddr, mode: Mode },
+    /// Current holder to master: the block is on disk as of `scn`.
+    Written { blk: BlockAddr, scn: Scn },
+    /// Master to past-image holders: a write covered your PI, drop it.
+    DiscardPi { blk: BlockAddr, scn: Scn },
+    /// Is this transaction of yours committed?
+    TxQuery { xid: Xid, token: u64 },
+    TxStatus { xid: Xid, token: u64, report: TxReport },
+    /// Tell me when this transaction of yours ends (a row lock wait).
+    TxWait { xid: Xid, token: u64 },
+}
+
+impl Msg {
+    /// Bytes on the wire: shipped blocks are padded to the block size.
+    pub fn wire_bytes(&self, block_size: u32, message_bytes: u32) -> u64 {
+        match self {
+            Msg::Ship { .. } => u64::from(block_size) + u64::from(message_bytes),
+            _ => u64::from(message_bytes),
+        }
+    }
+
+    /// Global cache (GCS) message, as opposed to a transaction (GES-like) one.
+    pub fn is_gcs(&self) -> bool {
+        !matches!(self, Msg::TxQuery { .. } | Msg::TxStatus { .. } | Msg::TxWait { .. })
+    }
+}
+
+/// A message with the sender's SCN (Lamport clock) and send time.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Envelope {
+    pub from: InstId,
+    pub to: InstId,
+    pub scn: Scn,
+    pub sent_at: Nanos,
+    pub msg: Msg,
+}
+
+/// One change in the redo stream.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RedoRecord {
+    pub scn: Scn,
+    pub xid: Xid,
+    pub blk: Option<BlockAddr>,
+    pub bytes: u32,
+    pub commit: bool,
+}
+
+/// I/O the instance asks its driver to do; the result comes back as [`IoDone`].
+#[derive(Clone, Debug, PartialEq)]
+pub enum Io {
+    ReadBlock { blk: BlockAddr },
+    WriteBlock { block: Box<Block> },
+    WriteRedo { records: Vec<RedoRecord>, bytes: u64 },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum IoResult {
+    Read(Box<Block>),
+    Written,
+}
+
+/// What the driver must do for the instance.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Action {
+    Send(Envelope),
+    Io { id: u64, io: Io },
+}

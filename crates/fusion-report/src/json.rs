@@ -1,0 +1,244 @@
+//! The JSON contract: what machines read after a run.
+//!
+//! ```text
+//! { "scenario", "title", "myth" (string|null), "seed",
+//!   "phases": [ { "name", "elapsed_us",
+//!                 "instances": [ { "id",
+//!                                  "sysstat": { "<v$sysstat name>": number },
+//!                                  "events": { "<event>": { "waits", "time_us", "waits_fg",
+//!                                                           "time_fg_us", "max_us",
+//!                                                           "histogram_us": { "<upper bound us>": count } } },
+//!                                  "awr": { "<AWR line label>": number|null } } ] } ],
+//!   "variants": [ { "name", "phases": [...] } ]   (only when the scenario declares variants)
+//!   "verdicts": [ { "name", "passed", "detail" } ],
+//!   "reproduced": bool }
+//! ```
+//!
+//! Every statistic is present; time-valued ones (nanoseconds inside) are
+//! integer microseconds, the others as counted. Events appear only when they
+//! had waits, histogram buckets only when not empty. Bucket `i` counts waits
+//! shorter than `2^i` us, keyed by that bound; the last bucket (2^31) also
+//! holds everything longer.
+
+use fusion_core::metrics::AwrLine;
+use fusion_core::stats::{EventStat, Stat, Stats, Unit, Wait};
+use serde_json::{Map, Value, json};
+
+use crate::model::{InstanceResult, PhaseResult, RunResult, VariantResult};
+
+const NS_PER_US: u64 = 1_000;
+
+/// The run as one JSON object (see the module documentation for the contract).
+pub fn to_json(result: &RunResult) -> Value {
+    let mut o = Map::new();
+    o.insert("scenario".into(), json!(result.scenario));
+    o.insert("title".into(), json!(result.title));
+    o.insert("myth".into(), json!(result.myth));
+    o.insert("seed".into(), json!(result.seed));
+    let first = result.variants.first().map(phases).unwrap_or_default();
+    o.insert("phases".into(), Value::Array(first));
+    if result.has_variants {
+        let variants = result
+            .variants
+            .iter()
+            .map(|v| json!({ "name": v.name, "phases": phases(v) }))
+            .collect();
+        o.insert("variants".into(), Value::Array(variants));
+    }
+    let verdicts = result
+        .verdicts
+        .iter()
+        .map(|v| json!({ "name": v.name, "passed": v.passed, "detail": v.detail }))
+        .collect();
+    o.insert("verdicts".into(), Value::Array(verdicts));
+    o.insert("reproduced".into(), json!(result.reproduced()));
+    Value::Object(o)
+}
+
+fn phases(v: &VariantResult) -> Vec<Value> {
+    v.phases.iter().map(phase).collect()
+}
+
+fn phase(p: &PhaseResult) -> Value {
+    json!({
+        "name": p.name,
+        "elapsed_us": p.elapsed_ns / NS_PER_US,
+        "instances": p.instances.iter().map(instance).collect::<Vec<_>>(),
+    })
+}
+
+fn instance(i: &InstanceResult) -> Value {
+    json!({
+        "id": i.id,
+        "sysstat": sysstat(&i.stats),
+        "events": events(&i.stats),
+        "awr": awr(&i.stats),
+    })
+}
+
+fn sysstat(s: &Stats) -> Value {
+    let mut m = Map::new();
+    for &stat in Stat::ALL {
+        let v = match stat.unit() {
+            Unit::Time => s.get(stat) / NS_PER_US,
+            Unit::Count | Unit::Bytes => s.get(stat),
+        };
+        m.insert(stat.name().into(), json!(v));
+    }
+    Value::Object(m)
+}
+
+fn events(s: &Stats) -> Value {
+    let mut m = Map::new();
+    for &w in Wait::ALL {
+        let e = s.event(w);
+        if e.waits > 0 {
+            m.insert(w.name().into(), event(e));
+        }
+    }
+    Value::Object(m)
+}
+
+fn event(e: &EventStat) -> Value {
+    let mut h = Map::new();
+    for (i, &n) in e.histogram.iter().enumerate() {
+        if n > 0 {
+            h.insert((1u64 << i).to_string(), json!(n));
+        }
+    }
+    json!({
+        "waits": e.waits,
+        "time_us": e.time_ns / NS_PER_US,
+        "waits_fg": e.waits_fg,
+        "time_fg_us": e.time_fg_ns / NS_PER_US,
+        "max_us": e.max_ns / NS_PER_US,
+        "histogram_us": h,
+    })
+}
+
+fn awr(s: &Stats) -> Value {
+    let mut m = Map::new();
+    for &line in AwrLine::ALL {
+        m.insert(line.label().into(), json!(line.eval(s)));
+    }
+    Value::Object(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Verdict;
+
+    fn run(has_variants: bool) -> RunResult {
+        let mut s = Stats::default();
+        s.add(Stat::GcCrBlocksReceived, 10);
+        s.add(Stat::GcCrBlockReceiveTime, 10 * 1_500_000);
+        s.add(Stat::DbTime, 2_500_000_999);
+        s.add(Stat::RedoSize, 4096);
+        s.wait(Wait::GcCrBlock2Way, 1_500_000, true);
+        s.wait(Wait::GcCrBlock2Way, 1_700_000, true);
+        s.wait(Wait::GcCrBlock2Way, 300_000, false);
+        let phase = |name: &str| PhaseResult {
+            name: name.into(),
+            start_ns: 0,
+            elapsed_ns: 30_000_000_000,
+            instances: vec![InstanceResult {
+                id: 1,
+                cpu_count: 4,
+                db_block_size: 8192,
+                stats: s.clone(),
+            }],
+        };
+        RunResult {
+            scenario: "interconnect".into(),
+            title: "GC problems are the interconnect".into(),
+            myth: None,
+            seed: 42,
+            has_variants,
+            variants: vec![
+                VariantResult {
+                    name: "a".into(),
+                    phases: vec![phase("baseline"), phase("slow-redo")],
+                },
+                VariantResult {
+                    name: "b".into(),
+                    phases: vec![phase("baseline")],
+                },
+            ],
+            verdicts: vec![Verdict {
+                name: "e".into(),
+                passed: true,
+                detail: "d".into(),
+            }],
+        }
+    }
+
+    #[test]
+    fn contract_keys_units_and_histogram() {
+        let j = to_json(&run(false));
+        for k in [
+            "scenario",
+            "title",
+            "myth",
+            "seed",
+            "phases",
+            "verdicts",
+            "reproduced",
+        ] {
+            assert!(j.get(k).is_some(), "missing {k}");
+        }
+        assert!(j.get("variants").is_none());
+        assert_eq!(j["myth"], Value::Null);
+        assert_eq!(j["seed"], 42);
+        assert_eq!(j["reproduced"], true);
+        assert_eq!(
+            j["verdicts"][0],
+            json!({ "name": "e", "passed": true, "detail": "d" })
+        );
+        let p = &j["phases"];
+        assert_eq!(p.as_array().map(Vec::len), Some(2));
+        assert_eq!(p[0]["name"], "baseline");
+        assert_eq!(p[0]["elapsed_us"], 30_000_000);
+        let i = &p[0]["instances"][0];
+        assert_eq!(i["id"], 1);
+        let sys = i["sysstat"].as_object().expect("sysstat object");
+        assert_eq!(sys.len(), Stat::COUNT, "every statistic is present");
+        assert_eq!(sys["DB time"], 2_500_000, "time in integer microseconds");
+        assert_eq!(sys["gc cr block receive time"], 15_000);
+        assert_eq!(sys["gc cr blocks received"], 10);
+        assert_eq!(sys["redo size"], 4096, "bytes as counted");
+        let ev = i["events"].as_object().expect("events object");
+        assert_eq!(ev.len(), 1, "only events with waits");
+        let e = &ev["gc cr block 2-way"];
+        assert_eq!(e["waits"], 3);
+        assert_eq!(e["time_us"], 3_500);
+        assert_eq!(e["waits_fg"], 2);
+        assert_eq!(e["time_fg_us"], 3_200);
+        assert_eq!(e["max_us"], 1_700);
+        // 300 us is under 512 us; 1500 and 1700 us are under 2048 us.
+        assert_eq!(e["histogram_us"], json!({ "512": 1, "2048": 2 }));
+        let awr = i["awr"].as_object().expect("awr object");
+        assert_eq!(awr.len(), AwrLine::ALL.len());
+        assert_eq!(awr[AwrLine::CrReceiveMs.label()], 1.5);
+        assert_eq!(awr[AwrLine::CurrentReceiveMs.label()], Value::Null);
+    }
+
+    #[test]
+    fn variants_shape() {
+        let j = to_json(&run(true));
+        let v = j["variants"].as_array().expect("variants array");
+        assert_eq!(v.len(), 2);
+        assert_eq!(v[0]["name"], "a");
+        assert_eq!(v[1]["name"], "b");
+        assert_eq!(v[1]["phases"].as_array().map(Vec::len), Some(1));
+        assert_eq!(
+            j["phases"], v[0]["phases"],
+            "top-level phases are the first variant's"
+        );
+        let text = serde_json::to_string(&j).expect("serializes");
+        assert_eq!(
+            text,
+            serde_json::to_string(&to_json(&run(true))).expect("serializes")
+        );
+    }
+}

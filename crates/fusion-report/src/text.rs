@@ -1,0 +1,896 @@
+//! The text report: what a DBA reads after a run. Per variant, phase and
+//! instance it shows the AWR "Global Cache and Enqueue Services - Workload
+//! Characteristics" block, a Global Cache Load Profile, the Top 5 Timed
+//! Foreground Events, the emulator's decomposition of received block latency
+//! and the background waits behind it; then the variants side by side, the
+//! expectations and the verdict.
+//!
+//! The output is deterministic: same result, same bytes.
+
+use std::collections::BTreeSet;
+
+use comfy_table::{
+    CellAlignment, ContentArrangement, ContentLineStyle, LineStyle, Table, TableStyle,
+};
+use fusion_core::metrics::{AwrLine, BlockKind, Metric, Part};
+use fusion_core::stats::{Stat, Stats, Wait};
+
+use crate::fmt::grouped;
+use crate::model::{InstanceResult, PhaseResult, RunResult, VariantResult};
+
+/// What the text report shows.
+#[derive(Clone, Debug, Default)]
+pub struct TextOptions {
+    /// Print wait events under the 9i names the RAC myths deck uses
+    /// (`global cache cr request`, ...); rows that map to the same 9i name merge.
+    pub names_9i: bool,
+    /// Only these phases (by name); `None` = all.
+    pub phases: Option<Vec<String>>,
+}
+
+impl TextOptions {
+    fn shows_phase(&self, name: &str) -> bool {
+        self.phases
+            .as_ref()
+            .is_none_or(|p| p.iter().any(|x| x == name))
+    }
+}
+
+const RULE: &str = "==============================================================================";
+const THIN_RULE: &str =
+    "------------------------------------------------------------------------------";
+
+/// AWR's own table look: a dashed line under the header, columns one space apart.
+const AWR_STYLE: TableStyle = TableStyle::new()
+    .header_lines(ContentLineStyle::none().junction(' '))
+    .header_separator(LineStyle::none().fill('-').junction(' '))
+    .content_lines(ContentLineStyle::none().junction(' '));
+
+const NS_PER_MS: f64 = 1_000_000.0;
+const NS_PER_S: f64 = 1_000_000_000.0;
+
+/// Bytes AWR assumes per GCS/GES message in the estimated interconnect traffic.
+const AWR_MESSAGE_BYTES: f64 = 200.0;
+
+/// The whole report.
+pub fn render(result: &RunResult, opts: &TextOptions) -> String {
+    let mut out = Out::default();
+    header(&mut out, result);
+    for v in &result.variants {
+        variant_section(&mut out, result, v, opts);
+    }
+    if result.has_variants && result.variants.len() > 1 {
+        comparison(&mut out, result, opts);
+    }
+    verdicts(&mut out, result);
+    out.0
+}
+
+/// A string being built line by line.
+#[derive(Default)]
+struct Out(String);
+
+impl Out {
+    fn line(&mut self, s: impl AsRef<str>) {
+        self.0.push_str(s.as_ref());
+        self.0.push('\n');
+    }
+    fn blank(&mut self) {
+        self.0.push('\n');
+    }
+    fn title(&mut self, t: &str, underline: char) {
+        self.line(t);
+        self.line(underline.to_string().repeat(t.chars().count()));
+    }
+    fn table(&mut self, t: &Table) {
+        self.line(t.trim_fmt());
+    }
+}
+
+fn header(out: &mut Out, r: &RunResult) {
+    out.line(RULE);
+    out.line(format!("Fusionlab report: {}", r.scenario));
+    out.line(RULE);
+    out.line(format!("scenario: {}", r.scenario));
+    out.line(format!("title: {}", r.title));
+    if let Some(m) = &r.myth {
+        out.line(format!("myth: {m}"));
+    }
+    out.line(format!("seed: {}", r.seed));
+    let names: Vec<&str> = r.variants.iter().map(|v| v.name.as_str()).collect();
+    if r.has_variants {
+        out.line(format!("variants: {}", names.join(", ")));
+    }
+    out.blank();
+}
+
+fn variant_section(out: &mut Out, r: &RunResult, v: &VariantResult, opts: &TextOptions) {
+    if r.has_variants {
+        out.line(RULE);
+        out.line(format!("Variant: {}", v.name));
+        out.line(RULE);
+        out.blank();
+    }
+    let mut shown = 0;
+    for p in v.phases.iter().filter(|p| opts.shows_phase(&p.name)) {
+        shown += 1;
+        phase_section(out, p, opts);
+    }
+    if shown == 0 {
+        out.line("(no phase to show)");
+        out.blank();
+    }
+}
+
+fn phase_section(out: &mut Out, p: &PhaseResult, opts: &TextOptions) {
+    let start = p.start_ns as f64 / NS_PER_S;
+    let elapsed = p.elapsed_ns as f64 / NS_PER_S;
+    out.line(format!(
+        "Phase: {}   (simulated {elapsed:.3} s, from {start:.3} s to {:.3} s)",
+        p.name,
+        start + elapsed
+    ));
+    out.line(THIN_RULE);
+    out.blank();
+    if p.instances.is_empty() {
+        out.line("(no instance took part)");
+        out.blank();
+    }
+    for i in &p.instances {
+        instance_section(out, p, i, opts);
+    }
+}
+
+fn instance_section(out: &mut Out, p: &PhaseResult, i: &InstanceResult, opts: &TextOptions) {
+    out.line(format!(
+        "Instance {}   (phase {}, cpu_count {}, db_block_size {})",
+        i.id, p.name, i.cpu_count, i.db_block_size
+    ));
+    out.blank();
+    out.0.push_str(&workload_characteristics(&i.stats));
+    out.blank();
+    out.0
+        .push_str(&load_profile(&i.stats, p.elapsed_ns, i.db_block_size));
+    out.blank();
+    out.0.push_str(&top_events_table(&i.stats, opts.names_9i));
+    out.blank();
+    out.0.push_str(&decomposition(&i.stats));
+    out.blank();
+    out.0.push_str(&background(
+        &i.stats,
+        p.elapsed_ns,
+        i.cpu_count,
+        opts.names_9i,
+    ));
+    out.blank();
+}
+
+/// AWR's "Global Cache and Enqueue Services - Workload Characteristics":
+/// labels right-aligned, a colon, the value in 9 columns with one decimal
+/// (blank when its denominator is zero), lines in pairs as the deck shows them.
+pub fn workload_characteristics(s: &Stats) -> String {
+    let mut out = Out::default();
+    out.title(
+        "Global Cache and Enqueue Services - Workload Characteristics",
+        '~',
+    );
+    out.blank();
+    let width = AwrLine::ALL
+        .iter()
+        .map(|l| l.label().len())
+        .max()
+        .unwrap_or(0);
+    for (n, line) in AwrLine::ALL.iter().enumerate() {
+        if n > 0 && n % 2 == 0 {
+            out.blank();
+        }
+        let value = line
+            .eval(s)
+            .map(|v| format!("{v:>9.1}"))
+            .unwrap_or_default();
+        out.line(format!("{:>width$}:{value}", line.label()));
+    }
+    out.0
+}
+
+/// AWR's "Global Cache Load Profile", per second and per transaction.
+pub fn load_profile(s: &Stats, elapsed_ns: u64, db_block_size: u32) -> String {
+    use Stat::*;
+    let secs = elapsed_ns as f64 / NS_PER_S;
+    let txns = s.get(UserCommits) as f64;
+    let received = (s.get(GcCrBlocksReceived) + s.get(GcCurrentBlocksReceived)) as f64;
+    let served = (s.get(GcCrBlocksServed) + s.get(GcCurrentBlocksServed)) as f64;
+    let msgs_received = s.get(GcsMsgsReceived) as f64;
+    let msgs_sent = s.get(GcsMessagesSent) as f64;
+    let traffic_kb = ((received + served) * f64::from(db_block_size)
+        + (msgs_sent + msgs_received) * AWR_MESSAGE_BYTES)
+        / 1024.0;
+    let rows = [
+        ("Global Cache blocks received:", received),
+        ("Global Cache blocks served:", served),
+        ("GCS messages received:", msgs_received),
+        ("GCS messages sent:", msgs_sent),
+        ("DBWR Fusion writes:", s.get(DbwrFusionWrites) as f64),
+        ("Estd Interconnect traffic (KB):", traffic_kb),
+    ];
+    let per = |v: f64, den: f64| {
+        if den > 0.0 {
+            grouped(v / den, 2)
+        } else {
+            String::new()
+        }
+    };
+    let mut out = Out::default();
+    out.line(format!(
+        "{:<36}{:>15}  {:>15}",
+        "Global Cache Load Profile", "Per Second", "Per Transaction"
+    ));
+    out.line(format!(
+        "{:<36}{:>15}  {:>15}",
+        "~~~~~~~~~~~~~~~~~~~~~~~~~",
+        "-".repeat(15),
+        "-".repeat(15)
+    ));
+    for (label, v) in rows {
+        let line = format!("  {label:<34}{:>15}  {:>15}", per(v, secs), per(v, txns));
+        out.line(line.trim_end());
+    }
+    out.0
+}
+
+/// One row of the Top 5 table.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TopEvent {
+    pub name: String,
+    /// `None` for the CPU row.
+    pub waits: Option<u64>,
+    pub time_ns: u64,
+    pub class: &'static str,
+}
+
+/// Foreground waits and CPU by time, the largest first, at most five, rows
+/// with no time left out. With `names_9i`, events sharing a 9i name merge.
+pub fn top_events(s: &Stats, names_9i: bool) -> Vec<TopEvent> {
+    let mut rows: Vec<TopEvent> = Vec::new();
+    for &w in Wait::ALL {
+        let e = s.event(w);
+        if e.time_fg_ns == 0 {
+            continue;
+        }
+        let name = if names_9i { w.name_9i() } else { w.name() };
+        match rows.iter_mut().find(|r| r.name == name) {
+            Some(r) => {
+                r.waits = Some(r.waits.unwrap_or(0) + e.waits_fg);
+                r.time_ns += e.time_fg_ns;
+            }
+            None => rows.push(TopEvent {
+                name: name.to_string(),
+                waits: Some(e.waits_fg),
+                time_ns: e.time_fg_ns,
+                class: w.class().name(),
+            }),
+        }
+    }
+    let cpu = s.get(Stat::CpuUsedBySession);
+    if cpu > 0 {
+        let name = if names_9i { "CPU time" } else { "DB CPU" };
+        rows.push(TopEvent {
+            name: name.to_string(),
+            waits: None,
+            time_ns: cpu,
+            class: "",
+        });
+    }
+    rows.sort_by(|a, b| b.time_ns.cmp(&a.time_ns).then_with(|| a.name.cmp(&b.name)));
+    rows.truncate(5);
+    rows
+}
+
+/// Share of DB time in percent, if there was any DB time.
+fn pct_db_time(time_ns: u64, s: &Stats) -> Option<f64> {
+    let db = s.get(Stat::DbTime);
+    (db > 0).then(|| 100.0 * time_ns as f64 / db as f64)
+}
+
+fn top_events_table(s: &Stats, names_9i: bool) -> String {
+    let mut out = Out::default();
+    out.title("Top 5 Timed Foreground Events", '~');
+    let rows = top_events(s, names_9i);
+    if rows.is_empty() {
+        out.line("(no foreground wait or CPU time)");
+        return out.0;
+    }
+    let mut t = table(
+        &[
+            "Event",
+            "Waits",
+            "Time(s)",
+            "Avg wait (ms)",
+            "% DB time",
+            "Wait Class",
+        ],
+        &[1, 2, 3, 4],
+    );
+    for r in rows {
+        let avg = r
+            .waits
+            .filter(|w| *w > 0)
+            .map(|w| format!("{:.2}", r.time_ns as f64 / NS_PER_MS / w as f64))
+            .unwrap_or_default();
+        t.add_row(vec![
+            r.name.clone(),
+            r.waits.map(|w| grouped(w as f64, 0)).unwrap_or_default(),
+            grouped(r.time_ns as f64 / NS_PER_S, 2),
+            avg,
+            pct_db_time(r.time_ns, s)
+                .map(|p| format!("{p:.1}"))
+                .unwrap_or_default(),
+            r.class.to_string(),
+        ]);
+    }
+    out.table(&t);
+    out.0
+}
+
+/// The emulator's decomposition of received block latency (the deck's
+/// "GC CR latency ~= message + LMS processing + LGWR flush + wire"):
+/// average ms per received block of each part, and its share of the receive time.
+pub fn decomposition(s: &Stats) -> String {
+    let mut out = Out::default();
+    out.title(
+        "Received block latency decomposition (avg ms per block, % of receive time)",
+        '~',
+    );
+    let mut header = vec!["Block", "Received", "Avg receive"];
+    header.extend(Part::ALL.iter().map(|p| p.name()));
+    let mut t = table(&header, &(1..header.len()).collect::<Vec<_>>());
+    let mut any = false;
+    for kind in [BlockKind::Cr, BlockKind::Current] {
+        let (count, time) = match kind {
+            BlockKind::Cr => (Stat::GcCrBlocksReceived, Stat::GcCrBlockReceiveTime),
+            BlockKind::Current => (
+                Stat::GcCurrentBlocksReceived,
+                Stat::GcCurrentBlockReceiveTime,
+            ),
+        };
+        let blocks = s.get(count);
+        if blocks == 0 {
+            continue;
+        }
+        any = true;
+        let mut row = vec![
+            kind.name().to_string(),
+            grouped(blocks as f64, 0),
+            format!("{:.3}", s.get(time) as f64 / NS_PER_MS / blocks as f64),
+        ];
+        for &part in Part::ALL {
+            let ms = Metric::DecompMs(kind, part).eval(s, 0).unwrap_or(0.0);
+            let share = Metric::DecompShare(kind, part)
+                .eval(s, 0)
+                .map(|x| format!("{:>5.1}%", 100.0 * x))
+                .unwrap_or_else(|| "    -".to_string());
+            row.push(format!("{ms:.3} ({share})"));
+        }
+        t.add_row(row);
+    }
+    if any {
+        out.table(&t);
+    } else {
+        out.line("(no gc block received)");
+    }
+    out.0
+}
+
+/// The background waits behind gc latency and the CPU run queue.
+pub fn background(s: &Stats, elapsed_ns: u64, cpu_count: u32, names_9i: bool) -> String {
+    let event = |w: Wait| {
+        let e = s.event(w);
+        let name = if names_9i { w.name_9i() } else { w.name() };
+        let avg = if e.waits > 0 {
+            format!(
+                "avg {:.2} ms",
+                e.time_ns as f64 / NS_PER_MS / e.waits as f64
+            )
+        } else {
+            "avg -".to_string()
+        };
+        format!("{name} {} waits, {avg}", grouped(e.waits as f64, 0))
+    };
+    let ms = |st: Stat| format!("{} ms", grouped(s.get(st) as f64 / NS_PER_MS, 1));
+    let capacity = f64::from(cpu_count) * elapsed_ns as f64;
+    let busy = if capacity > 0.0 {
+        format!("{:.1} %", 100.0 * s.get(Stat::OsBusyTime) as f64 / capacity)
+    } else {
+        "-".to_string()
+    };
+    let mut out = Out::default();
+    out.line(format!(
+        "Background waits:  {}  |  {}",
+        event(Wait::GcsLogFlushSync),
+        event(Wait::LogFileParallelWrite)
+    ));
+    out.line(format!(
+        "CPU run queue:     LMS {}, LGWR {}, foreground {}  |  CPU busy {busy} of {cpu_count} CPUs",
+        ms(Stat::LmsCpuWaitTime),
+        ms(Stat::LgwrCpuWaitTime),
+        ms(Stat::ForegroundCpuWaitTime)
+    ));
+    out.0
+}
+
+/// The variants side by side: per phase and instance, the gc receive times and the top event.
+fn comparison(out: &mut Out, r: &RunResult, opts: &TextOptions) {
+    out.line(RULE);
+    out.line("Variants side by side");
+    out.line(RULE);
+    out.blank();
+    let mut phases: Vec<&str> = Vec::new();
+    for v in &r.variants {
+        for p in &v.phases {
+            if opts.shows_phase(&p.name) && !phases.contains(&p.name.as_str()) {
+                phases.push(&p.name);
+            }
+        }
+    }
+    let mut header = vec![
+        "Phase".to_string(),
+        "Inst".to_string(),
+        "Figure".to_string(),
+    ];
+    header.extend(r.variants.iter().map(|v| v.name.clone()));
+    let mut t = table(&header, &(3..header.len()).collect::<Vec<_>>());
+    for phase in phases {
+        let ids: BTreeSet<u8> = r
+            .variants
+            .iter()
+            .filter_map(|v| v.phase(phase))
+            .flat_map(|p| p.instances.iter().map(|i| i.id))
+            .collect();
+        let mut first_of_phase = true;
+        for id in ids {
+            // `None` stands for the top event.
+            let figures = [
+                ("cr receive (ms)", Some(AwrLine::CrReceiveMs)),
+                ("current receive (ms)", Some(AwrLine::CurrentReceiveMs)),
+                ("top event", None),
+            ];
+            for (n, (label, f)) in figures.iter().enumerate() {
+                let mut row = vec![
+                    if first_of_phase {
+                        phase.to_string()
+                    } else {
+                        String::new()
+                    },
+                    if n == 0 {
+                        id.to_string()
+                    } else {
+                        String::new()
+                    },
+                    label.to_string(),
+                ];
+                first_of_phase = false;
+                for v in &r.variants {
+                    let cell = v
+                        .phase(phase)
+                        .and_then(|p| p.instance(id))
+                        .map(|i| match f {
+                            Some(line) => awr_cell(*line, &i.stats),
+                            None => top_cell(&i.stats, opts.names_9i),
+                        })
+                        .unwrap_or_else(|| "n/a".to_string());
+                    row.push(cell);
+                }
+                t.add_row(row);
+            }
+        }
+    }
+    out.table(&t);
+    out.blank();
+}
+
+fn awr_cell(line: AwrLine, s: &Stats) -> String {
+    line.eval(s)
+        .map(|v| format!("{v:.2}"))
+        .unwrap_or_else(|| "-".to_string())
+}
+
+fn top_cell(s: &Stats, names_9i: bool) -> String {
+    match top_events(s, names_9i).first() {
+        None => "-".to_string(),
+        Some(e) => match pct_db_time(e.time_ns, s) {
+            Some(p) => format!("{} ({p:.1}% DB time)", e.name),
+            None => format!("{} ({:.2} s)", e.name, e.time_ns as f64 / NS_PER_S),
+        },
+    }
+}
+
+fn verdicts(out: &mut Out, r: &RunResult) {
+    out.line(RULE);
+    out.line("Expectations");
+    out.line(RULE);
+    out.blank();
+    if r.verdicts.is_empty() {
+        out.line("(the scenario declares no expectations: nothing was checked)");
+    } else {
+        let mut t = table(&["Expectation", "Result", "Detail"], &[]);
+        for v in &r.verdicts {
+            t.add_row(vec![
+                v.name.as_str(),
+                if v.passed { "PASS" } else { "FAIL" },
+                v.detail.as_str(),
+            ]);
+        }
+        out.table(&t);
+    }
+    out.blank();
+    out.line(if r.reproduced() {
+        "VERDICT: REPRODUCED"
+    } else {
+        "VERDICT: NOT REPRODUCED"
+    });
+}
+
+/// A table in AWR's look; the columns listed in `right` are right-aligned.
+fn table<S: ToString>(header: &[S], right: &[usize]) -> Table {
+    let mut t = Table::new();
+    t.load_style(AWR_STYLE)
+        .force_no_tty()
+        .set_content_arrangement(ContentArrangement::Disabled)
+        .set_header(header.iter().map(|h| h.to_string()).collect::<Vec<_>>());
+    for c in t.column_iter_mut() {
+        c.set_padding((0, 0));
+    }
+    for &i in right {
+        if let Some(c) = t.column_mut(i) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Verdict;
+
+    const MS: u64 = 1_000_000;
+
+    /// The deck's node 2 ("slow log writes, a hardware fault").
+    fn deck_node2() -> Stats {
+        use Stat::*;
+        let mut s = Stats::default();
+        s.add(GcCrBlocksReceived, 1_000);
+        s.add(GcCrBlockReceiveTime, 10_400 * MS);
+        s.add(GcCurrentBlocksReceived, 1_000);
+        s.add(GcCurrentBlockReceiveTime, 3_200 * MS);
+        s.add(GcCrBlocksServed, 1_000);
+        s.add(GcCrBlockBuildTime, 100 * MS);
+        s.add(GcCrBlocksFlushed, 50);
+        s.add(GcCrBlockFlushTime, 50 * 4_380 * MS);
+        s.add(GcCurrentBlocksServed, 1_000);
+        s.add(GcCurrentBlockSendTime, 100 * MS);
+        s.add(GcCurrentBlocksFlushed, 1);
+        s
+    }
+
+    #[test]
+    fn awr_block_prints_the_deck_node2_figures() {
+        let text = workload_characteristics(&deck_node2());
+        let expected = "\
+Global Cache and Enqueue Services - Workload Characteristics
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+
+         Avg global cache cr block receive time (ms):     10.4
+    Avg global cache current block receive time (ms):      3.2
+
+           Avg global cache cr block build time (ms):      0.1
+            Avg global cache cr block send time (ms):      0.0
+
+     Global cache log flushes for cr blocks served %:      5.0
+           Avg global cache cr block flush time (ms):   4380.0
+
+        Avg global cache current block pin time (ms):      0.0
+       Avg global cache current block send time (ms):      0.1
+
+Global cache log flushes for current blocks served %:      0.1
+      Avg global cache current block flush time (ms):      0.0
+";
+        assert_eq!(text, expected);
+    }
+
+    #[test]
+    fn awr_block_leaves_undefined_lines_blank() {
+        let text = workload_characteristics(&Stats::default());
+        assert!(
+            text.contains("\n         Avg global cache cr block receive time (ms):\n"),
+            "{text}"
+        );
+    }
+
+    fn waits() -> Stats {
+        let mut s = Stats::default();
+        s.add(Stat::DbTime, 10_000 * MS);
+        s.add(Stat::CpuUsedBySession, 3_000 * MS);
+        for _ in 0..100 {
+            s.wait(Wait::GcCrBlock2Way, 20 * MS, true); // 2.0 s
+            s.wait(Wait::GcCrBlockBusy, 15 * MS, true); // 1.5 s
+            s.wait(Wait::GcCurrentBlock2Way, 10 * MS, true); // 1.0 s
+            s.wait(Wait::LogFileSync, 5 * MS, true); // 0.5 s
+            s.wait(Wait::DbFileSequentialRead, 2 * MS, true); // 0.2 s
+            s.wait(Wait::GcBufferBusyAcquire, MS, true); // 0.1 s
+            s.wait(Wait::LogFileParallelWrite, 50 * MS, false); // background only
+        }
+        s.wait(Wait::FreeBufferWaits, 0, true); // a wait that took no time
+        s
+    }
+
+    #[test]
+    fn top5_orders_by_time_with_db_cpu_and_pct_of_db_time() {
+        let rows = top_events(&waits(), false);
+        let names: Vec<&str> = rows.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "DB CPU",
+                "gc cr block 2-way",
+                "gc cr block busy",
+                "gc current block 2-way",
+                "log file sync"
+            ]
+        );
+        assert_eq!(rows[0].waits, None);
+        let text = top_events_table(&waits(), false);
+        let expected = "\
+Top 5 Timed Foreground Events
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+Event                  Waits Time(s) Avg wait (ms) % DB time Wait Class
+---------------------- ----- ------- ------------- --------- ----------
+DB CPU                          3.00                    30.0
+gc cr block 2-way        100    2.00         20.00      20.0 Cluster
+gc cr block busy         100    1.50         15.00      15.0 Cluster
+gc current block 2-way   100    1.00         10.00      10.0 Cluster
+log file sync            100    0.50          5.00       5.0 Commit
+";
+        assert_eq!(text, expected);
+        // Background waits are not foreground events.
+        assert!(!text.contains("log file parallel write"));
+    }
+
+    #[test]
+    fn names_9i_merge_rows() {
+        let rows = top_events(&waits(), true);
+        let names: Vec<&str> = rows.iter().map(|r| r.name.as_str()).collect();
+        // gc cr block 2-way (2.0 s) and gc cr block busy (1.5 s) are both `global cache cr request`.
+        assert_eq!(
+            names,
+            [
+                "global cache cr request",
+                "CPU time",
+                "global cache null to x",
+                "log file sync",
+                "db file sequential read"
+            ]
+        );
+        assert_eq!(rows[0].waits, Some(200));
+        assert_eq!(rows[0].time_ns, 3_500 * MS);
+        let text = top_events_table(&waits(), true);
+        assert!(
+            text.contains("global cache cr request   200    3.50         17.50      35.0 Cluster"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn top5_without_db_time_leaves_pct_blank() {
+        let mut s = Stats::default();
+        s.wait(Wait::LogFileSync, 2 * MS, true);
+        let text = top_events_table(&s, false);
+        assert!(
+            text.contains("log file sync     1    0.00          2.00           Commit"),
+            "{text}"
+        );
+        assert_eq!(
+            top_events_table(&Stats::default(), false).lines().last(),
+            Some("(no foreground wait or CPU time)")
+        );
+    }
+
+    fn decomposed() -> Stats {
+        use Stat::*;
+        let mut s = Stats::default();
+        // 200 cr blocks at 1.0 ms: 0.1 send + 0.05 cpu wait + 0.3 processing + 0.5 flush + 0.05 wire.
+        s.add(GcCrBlocksReceived, 200);
+        s.add(GcCrBlockReceiveTime, 200 * MS);
+        s.add(DecompCrRequestSend, 200 * 100_000);
+        s.add(DecompCrLmsCpuWait, 200 * 50_000);
+        s.add(DecompCrLmsProcessing, 200 * 300_000);
+        s.add(DecompCrLogFlush, 200 * 500_000);
+        s.add(DecompCrWire, 200 * 50_000);
+        s
+    }
+
+    #[test]
+    fn decomposition_shares_sum_to_100_and_empty_rows_are_omitted() {
+        let s = decomposed();
+        let total: f64 = Part::ALL
+            .iter()
+            .filter_map(|&p| Metric::DecompShare(BlockKind::Cr, p).eval(&s, 0))
+            .sum();
+        assert!((total - 1.0).abs() < 1e-9, "{total}");
+        let text = decomposition(&s);
+        let expected = "\
+Received block latency decomposition (avg ms per block, % of receive time)
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+Block Received Avg receive   request send   lms cpu wait lms processing      log flush           wire
+----- -------- ----------- -------------- -------------- -------------- -------------- --------------
+cr         200       1.000 0.100 ( 10.0%) 0.050 (  5.0%) 0.300 ( 30.0%) 0.500 ( 50.0%) 0.050 (  5.0%)
+";
+        assert_eq!(text, expected);
+        assert!(decomposition(&Stats::default()).contains("(no gc block received)"));
+    }
+
+    #[test]
+    fn background_line_and_cpu_busy() {
+        let mut s = waits();
+        s.wait(Wait::GcsLogFlushSync, 4 * MS, false);
+        s.add(Stat::LmsCpuWaitTime, 12_340_000);
+        s.add(Stat::OsBusyTime, 6_000 * MS);
+        let text = background(&s, 2_000 * MS, 4, false);
+        assert_eq!(
+            text,
+            "Background waits:  gcs log flush sync 1 waits, avg 4.00 ms  |  log file parallel write 100 waits, avg 50.00 ms\n\
+             CPU run queue:     LMS 12.3 ms, LGWR 0.0 ms, foreground 0.0 ms  |  CPU busy 75.0 % of 4 CPUs\n"
+        );
+        assert!(background(&s, 0, 0, false).contains("CPU busy - of 0 CPUs"));
+    }
+
+    #[test]
+    fn load_profile_traffic() {
+        let mut s = Stats::default();
+        s.add(Stat::GcCrBlocksReceived, 60);
+        s.add(Stat::GcCurrentBlocksServed, 40);
+        s.add(Stat::GcsMessagesSent, 512);
+        s.add(Stat::GcsMsgsReceived, 512);
+        s.add(Stat::UserCommits, 10);
+        // (100 * 8192 + 1024 * 200) / 1024 = 1000 KB over 2 s.
+        let text = load_profile(&s, 2_000 * MS, 8192);
+        assert!(
+            text.contains("  Estd Interconnect traffic (KB):            500.00           100.00\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("  Global Cache blocks received:               30.00             6.00\n"),
+            "{text}"
+        );
+        // No elapsed time: per second is blank, per transaction still shown.
+        let served = format!(
+            "  {:<34}{:>15}  {:>15}\n",
+            "Global Cache blocks served:", "", "4.00"
+        );
+        assert!(load_profile(&s, 0, 8192).contains(&served));
+    }
+
+    fn instance(id: u8, slow: u64) -> InstanceResult {
+        let mut s = decomposed();
+        s.add(Stat::GcCrBlockReceiveTime, slow * 200 * MS);
+        s.add(Stat::DecompCrLmsCpuWait, slow * 200 * MS);
+        s.add(Stat::GcCurrentBlocksReceived, 50);
+        s.add(Stat::GcCurrentBlockReceiveTime, 50 * 2 * MS);
+        s.add(Stat::DecompCurRequestSend, 50 * 200_000);
+        s.add(Stat::DecompCurLmsProcessing, 50 * 300_000);
+        s.add(Stat::DecompCurLogFlush, 50 * 1_400_000);
+        s.add(Stat::DecompCurWire, 50 * 100_000);
+        s.add(Stat::GcCrBlocksServed, 180);
+        s.add(Stat::GcCrBlockBuildTime, 180 * 200_000);
+        s.add(Stat::GcCrBlocksFlushed, 9);
+        s.add(Stat::GcCrBlockFlushTime, 9 * 1_500_000);
+        s.add(Stat::GcCurrentBlocksServed, 60);
+        s.add(Stat::GcCurrentBlockPinTime, 60 * 100_000);
+        s.add(Stat::GcCurrentBlocksFlushed, 60);
+        s.add(Stat::GcCurrentBlockFlushTime, 60 * 1_200_000);
+        s.add(Stat::GcsMessagesSent, 700);
+        s.add(Stat::GcsMsgsReceived, 650);
+        s.add(Stat::UserCommits, 400);
+        s.add(Stat::DbTime, (6_000 + slow * 200) * MS);
+        s.add(Stat::CpuUsedBySession, 1_200 * MS);
+        s.add(Stat::OsBusyTime, 9_000 * MS);
+        s.add(Stat::LmsCpuWaitTime, slow * 200 * MS);
+        for _ in 0..200 {
+            s.wait(Wait::GcCrBlock2Way, (1 + slow) * MS, true);
+        }
+        for _ in 0..50 {
+            s.wait(Wait::GcCurrentBlockBusy, 2 * MS, true);
+            s.wait(Wait::GcsLogFlushSync, 1_400_000, false);
+        }
+        for _ in 0..400 {
+            s.wait(Wait::LogFileSync, 1_100_000, true);
+            s.wait(Wait::LogFileParallelWrite, 1_000_000, false);
+        }
+        InstanceResult {
+            id,
+            cpu_count: 4,
+            db_block_size: 8192,
+            stats: s,
+        }
+    }
+
+    fn small_run() -> RunResult {
+        let phase = |slow: u64| PhaseResult {
+            name: "starved".into(),
+            start_ns: 5_000 * MS,
+            elapsed_ns: 5_000 * MS,
+            instances: vec![instance(1, slow), instance(2, 0)],
+        };
+        RunResult {
+            scenario: "cpu-starvation".into(),
+            title: "A starved node slows the whole cluster".into(),
+            myth: Some("CPU starvation on one node only hurts that node".into()),
+            seed: 42,
+            has_variants: true,
+            variants: vec![
+                VariantResult { name: "normal-priority".into(), phases: vec![phase(20)] },
+                VariantResult { name: "rt-lms".into(), phases: vec![phase(0)] },
+            ],
+            verdicts: vec![
+                Verdict {
+                    name: "starved LMS slows gc [normal-priority]".into(),
+                    passed: true,
+                    detail: "inst1 starved: 21.00 ms  >=  5 x inst2 starved: 1.00 ms (= 5.00 ms)  -> ratio 21.0"
+                        .into(),
+                },
+                Verdict {
+                    name: "starved LMS slows gc [rt-lms]".into(),
+                    passed: false,
+                    detail: "inst1 starved: 1.00 ms  >=  5 x inst2 starved: 1.00 ms (= 5.00 ms)  -> ratio 1.0"
+                        .into(),
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn full_report_snapshot() {
+        let r = small_run();
+        let text = render(&r, &TextOptions::default());
+        assert_eq!(text, render(&r, &TextOptions::default()), "deterministic");
+        insta::assert_snapshot!(text);
+    }
+
+    #[test]
+    fn verdict_line_and_phase_filter() {
+        let mut r = small_run();
+        let text = render(&r, &TextOptions::default());
+        assert!(text.ends_with("VERDICT: NOT REPRODUCED\n"));
+        r.verdicts.retain(|v| v.passed);
+        assert!(render(&r, &TextOptions::default()).ends_with("VERDICT: REPRODUCED\n"));
+        r.verdicts.clear();
+        let text = render(&r, &TextOptions::default());
+        assert!(text.contains("(the scenario declares no expectations: nothing was checked)"));
+        assert!(text.ends_with("VERDICT: NOT REPRODUCED\n"));
+
+        let only = TextOptions {
+            names_9i: false,
+            phases: Some(vec!["baseline".into()]),
+        };
+        let text = render(&r, &only);
+        assert!(!text.contains("Phase: starved"));
+        assert!(text.contains("(no phase to show)"));
+    }
+
+    #[test]
+    fn missing_phase_or_instance_does_not_panic() {
+        let mut r = small_run();
+        r.variants[1].phases.clear();
+        r.variants[0].phases[0].instances.truncate(1);
+        let text = render(
+            &r,
+            &TextOptions {
+                names_9i: true,
+                phases: None,
+            },
+        );
+        assert!(text.contains("n/a"), "{text}");
+        r.variants.clear();
+        let _ = render(&r, &TextOptions::default());
+    }
+}
