@@ -2,7 +2,7 @@
 //! runner execute. Everything here has passed the loader's checks (names
 //! resolve, instance numbers are in range, numbers are in their ranges).
 
-use fusion_core::config::{Catalog, Costs, Nanos, Params, ParamValue, WorkloadSpec};
+use fusion_core::config::{Catalog, Costs, Nanos, ParamValue, Params, WorkloadSpec};
 use fusion_core::metrics::Metric;
 
 /// A scenario with its variants resolved. When the file has no `[[variant]]`,
@@ -59,7 +59,12 @@ pub struct NetworkModel {
 
 impl Default for NetworkModel {
     fn default() -> Self {
-        NetworkModel { latency: 50_000, jitter: 10_000, bandwidth_bps: 10_000_000_000, message_bytes: 200 }
+        NetworkModel {
+            latency: 50_000,
+            jitter: 10_000,
+            bandwidth_bps: 10_000_000_000,
+            message_bytes: 200,
+        }
     }
 }
 
@@ -75,7 +80,12 @@ pub struct StorageModel {
 
 impl Default for StorageModel {
     fn default() -> Self {
-        StorageModel { read_latency: 3_000_000, write_latency: 3_000_000, log_write_latency: 1_000_000, iops: 20_000 }
+        StorageModel {
+            read_latency: 3_000_000,
+            write_latency: 3_000_000,
+            log_write_latency: 1_000_000,
+            iops: 20_000,
+        }
     }
 }
 
@@ -116,11 +126,24 @@ pub enum Device {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Fault {
     /// `stress_cpu`: `workers` CPU-bound processes in the time-sharing class, each busy `load_pct` of the time.
-    StressCpu { instance: u8, workers: u32, load_pct: u32 },
+    StressCpu {
+        instance: u8,
+        workers: u32,
+        load_pct: u32,
+    },
     /// `disk_latency`: I/O on the device takes `latency` instead of its normal time (plus `jitter`).
-    DiskLatency { instance: u8, device: Device, latency: Nanos, jitter: Nanos },
+    DiskLatency {
+        instance: u8,
+        device: Device,
+        latency: Nanos,
+        jitter: Nanos,
+    },
     /// `latency`: extra one-way delay on the selected links.
-    NetworkLatency { target: LinkTarget, latency: Nanos, jitter: Nanos },
+    NetworkLatency {
+        target: LinkTarget,
+        latency: Nanos,
+        jitter: Nanos,
+    },
     /// `bandwidth`: the selected links run at `rate_bps`.
     Bandwidth { target: LinkTarget, rate_bps: u64 },
 }

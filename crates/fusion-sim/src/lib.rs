@@ -1,1 +1,330 @@
-//! Deterministic simulator: drives the sans-IO instances on a virtual clock.
+//! The deterministic simulator: every instance of a scenario in one process,
+//! on a virtual clock, with an in-memory interconnect and block store.
+//!
+//! Determinism: one event heap ordered by (time, sequence number), seeded
+//! ChaCha RNGs, no hash-map iteration and no wall clock. The same scenario and
+//! seed give the same result, bit for bit.
+
+pub mod checkers;
+mod net;
+mod store;
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::sync::Arc;
+
+use fusion_core::config::Nanos;
+use fusion_core::instance::{Command, Instance, InstanceConfig, Observation};
+use fusion_core::layout::Layout;
+use fusion_core::msg::{Action, Envelope, Io, IoResult};
+use fusion_core::stats::{Stat, Stats};
+use fusion_core::types::InstId;
+use fusion_report::{InstanceResult, PhaseResult, RunResult, VariantResult};
+use fusion_scenario::{Fault, LoadedScenario, Scenario};
+
+pub use checkers::{CheckReport, Checker};
+use net::Network;
+use store::Store;
+
+/// How to run.
+#[derive(Clone, Debug, Default)]
+pub struct SimOptions {
+    /// Replace the scenario's seed.
+    pub seed: Option<u64>,
+    /// Run the correctness checkers (after every event, and over the history at the end).
+    pub check: bool,
+}
+
+/// One variant's run.
+#[derive(Debug)]
+pub struct SimOutcome {
+    pub result: VariantResult,
+    /// Simulated events processed.
+    pub events: u64,
+    /// Cluster time simulated.
+    pub simulated_ns: Nanos,
+    /// Blocks shipped between instances (CR and current).
+    pub transfers: u64,
+    /// Protocol problems the instances reported (should be none).
+    pub errors: Vec<String>,
+    pub check: Option<CheckReport>,
+}
+
+enum Ev {
+    Deliver(Envelope),
+    Io { inst: u8, id: u64, result: IoResult, write: Option<Box<fusion_core::block::Block>> },
+    Wake(u8),
+}
+
+/// The simulator of one scenario variant.
+pub struct Sim {
+    now: Nanos,
+    heap: BinaryHeap<Reverse<(Nanos, u64, u32)>>,
+    slots: Vec<Option<Ev>>,
+    free: Vec<u32>,
+    seq: u64,
+    instances: Vec<Instance>,
+    armed: Vec<Option<Nanos>>,
+    net: Network,
+    store: Store,
+    events: u64,
+    checker: Option<Checker>,
+    block_size: u32,
+}
+
+impl Sim {
+    pub fn new(s: &Scenario, opts: &SimOptions) -> Sim {
+        let seed = opts.seed.unwrap_or(s.seed);
+        let n = s.instances.len() as u8;
+        let contiguous = s.instances.first().map_or(128, |p| p.lm_contiguous_res_count);
+        let catalog = Arc::new(s.catalog.clone());
+        let layout = Arc::new(Layout::new(&catalog, n, contiguous));
+        let workloads = Arc::new(s.workloads.clone());
+        let instances = s
+            .instances
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                Instance::new(InstanceConfig {
+                    id: InstId(i as u8),
+                    instances: n,
+                    params: p.clone(),
+                    costs: s.costs.clone(),
+                    catalog: catalog.clone(),
+                    layout: layout.clone(),
+                    workloads: workloads.clone(),
+                    seed,
+                    record_history: opts.check,
+                })
+            })
+            .collect();
+        let block_size = s.instances.first().map_or(8192, |p| p.db_block_size);
+        Sim {
+            now: 0,
+            heap: BinaryHeap::new(),
+            slots: Vec::new(),
+            free: Vec::new(),
+            seq: 0,
+            instances,
+            armed: vec![None; n as usize],
+            net: Network::new(s.network.clone(), n, seed),
+            store: Store::new(layout.initial_blocks(), s.storage.clone(), n, seed),
+            events: 0,
+            checker: opts.check.then(|| Checker::new(layout.clone())),
+            block_size,
+        }
+    }
+
+    fn push(&mut self, at: Nanos, ev: Ev) {
+        let slot = match self.free.pop() {
+            Some(i) => {
+                self.slots[i as usize] = Some(ev);
+                i
+            }
+            None => {
+                self.slots.push(Some(ev));
+                (self.slots.len() - 1) as u32
+            }
+        };
+        self.seq += 1;
+        self.heap.push(Reverse((at, self.seq, slot)));
+    }
+
+    /// Perform what instance `i` asked for, then re-arm its timer.
+    fn drain(&mut self, i: usize) {
+        while let Some(action) = self.instances[i].poll_action() {
+            match action {
+                Action::Send(env) => {
+                    let bytes = env.msg.wire_bytes(self.block_size, self.net.message_bytes());
+                    let at = self.net.arrival(self.now, env.from.idx(), env.to.idx(), bytes);
+                    self.push(at, Ev::Deliver(env));
+                }
+                Action::Io { id, io } => {
+                    let (at, result, write) = match io {
+                        Io::ReadBlock { blk } => {
+                            let (at, r) = self.store.read(self.now, i, blk);
+                            (at, r, None)
+                        }
+                        Io::WriteBlock { block } => (self.store.write(self.now, i), IoResult::Written, Some(block)),
+                        Io::WriteRedo { records, bytes } => {
+                            let (at, r) = self.store.write_redo(self.now, i, records, bytes);
+                            (at, r, None)
+                        }
+                    };
+                    self.push(at, Ev::Io { inst: i as u8, id, result, write });
+                }
+            }
+        }
+        if let Some(d) = self.instances[i].next_deadline()
+            && self.armed[i].is_none_or(|a| d < a)
+        {
+            self.armed[i] = Some(d);
+            self.push(d, Ev::Wake(i as u8));
+        }
+    }
+
+    /// Process events up to `until`.
+    pub fn run_until(&mut self, until: Nanos) {
+        for i in 0..self.instances.len() {
+            self.drain(i);
+        }
+        while let Some(&Reverse((at, _, slot))) = self.heap.peek() {
+            if at > until {
+                break;
+            }
+            self.heap.pop();
+            let Some(ev) = self.slots[slot as usize].take() else { continue };
+            self.free.push(slot);
+            self.now = at;
+            self.events += 1;
+            let i = match ev {
+                Ev::Deliver(env) => {
+                    let i = env.to.idx();
+                    self.instances[i].handle_message(at, env);
+                    i
+                }
+                Ev::Io { inst, id, result, write } => {
+                    if let Some(block) = write {
+                        self.store.apply(block);
+                    }
+                    self.instances[inst as usize].handle_io(at, id, result);
+                    inst as usize
+                }
+                Ev::Wake(inst) => {
+                    let i = inst as usize;
+                    if self.armed[i] == Some(at) {
+                        self.armed[i] = None;
+                    }
+                    self.instances[i].handle_timeout(at);
+                    i
+                }
+            };
+            self.drain(i);
+            if let Some(c) = self.checker.as_mut() {
+                let history: Vec<Observation> = self.instances.iter_mut().flat_map(|x| x.take_history()).collect();
+                c.after_event(&self.instances, &history);
+            }
+        }
+        self.now = self.now.max(until);
+    }
+
+    pub fn now(&self) -> Nanos {
+        self.now
+    }
+
+    pub fn instances(&self) -> &[Instance] {
+        &self.instances
+    }
+
+    /// Send a command to one instance (0-based).
+    pub fn command(&mut self, inst: usize, cmd: Command) {
+        if let Some(x) = self.instances.get_mut(inst) {
+            x.apply(self.now, cmd);
+            self.drain(inst);
+        }
+    }
+
+    fn set_faults(&mut self, faults: &[Fault]) {
+        self.net.clear_faults();
+        self.store.clear_faults();
+        let n = self.instances.len();
+        let mut stress = vec![(0u32, 100u32); n];
+        for f in faults {
+            match f {
+                Fault::StressCpu { instance, workers, load_pct } => {
+                    if let Some(s) = stress.get_mut(usize::from(*instance).saturating_sub(1)) {
+                        *s = (*workers, *load_pct);
+                    }
+                }
+                Fault::DiskLatency { instance, device, latency, jitter } => {
+                    self.store.set_fault(usize::from(*instance).saturating_sub(1), *device, *latency, *jitter)
+                }
+                Fault::NetworkLatency { target, latency, jitter } => self.net.add_latency(target, *latency, *jitter),
+                Fault::Bandwidth { target, rate_bps } => self.net.set_bandwidth(target, *rate_bps),
+            }
+        }
+        for (i, (workers, load)) in stress.into_iter().enumerate() {
+            self.command(i, Command::StressCpu { workers, load_pct: load });
+        }
+    }
+
+    pub fn store(&self) -> &store::Store {
+        &self.store
+    }
+
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+}
+
+/// Run one variant through its phases and collect each phase's activity.
+pub fn run_variant(name: &str, s: &Scenario, opts: &SimOptions) -> SimOutcome {
+    let mut sim = Sim::new(s, opts);
+    let mut phases = Vec::new();
+    for phase in &s.phases {
+        for (inst, pname, value) in &phase.parameters {
+            sim.command(
+                usize::from(*inst).saturating_sub(1),
+                Command::SetParameter { name: pname.clone(), value: value.clone() },
+            );
+        }
+        sim.set_faults(&phase.faults);
+        for i in 0..sim.instances.len() {
+            sim.command(i, Command::EnableWorkloads(phase.workloads.clone()));
+        }
+        let start = sim.now();
+        let before: Vec<Stats> = sim.instances.iter().map(Instance::stats).collect();
+        sim.run_until(start + phase.duration);
+        let instances = sim
+            .instances
+            .iter()
+            .zip(&before)
+            .map(|(x, b)| InstanceResult {
+                id: x.id.number(),
+                cpu_count: x.params().cpu_count,
+                db_block_size: x.params().db_block_size,
+                stats: x.stats().since(b),
+            })
+            .collect();
+        phases.push(PhaseResult { name: phase.name.clone(), start_ns: start, elapsed_ns: phase.duration, instances });
+    }
+    let mut errors: Vec<String> = sim.instances.iter().flat_map(|x| x.errors().iter().cloned()).collect();
+    let check = sim.checker.take().map(|mut c| {
+        let history: Vec<Observation> = sim.instances.iter_mut().flat_map(|x| x.take_history()).collect();
+        c.finish(&sim.instances, &sim.store, &history)
+    });
+    if let Some(c) = &check {
+        errors.extend(c.violations.iter().cloned());
+    }
+    let transfers = phases
+        .iter()
+        .flat_map(|p: &PhaseResult| p.instances.iter())
+        .map(|x| x.stats.get(Stat::GcCrBlocksReceived) + x.stats.get(Stat::GcCurrentBlocksReceived))
+        .sum();
+    SimOutcome {
+        result: VariantResult { name: name.to_string(), phases },
+        events: sim.events,
+        simulated_ns: sim.now,
+        transfers,
+        errors,
+        check,
+    }
+}
+
+/// Run every variant of a scenario and evaluate its expectations.
+pub fn run_scenario(loaded: &LoadedScenario, opts: &SimOptions) -> (RunResult, Vec<SimOutcome>) {
+    let outcomes: Vec<SimOutcome> = loaded.variants.iter().map(|v| run_variant(&v.name, &v.scenario, opts)).collect();
+    let variants: Vec<VariantResult> = outcomes.iter().map(|o| o.result.clone()).collect();
+    let verdicts = fusion_report::evaluate(loaded, &variants);
+    let seed = opts.seed.or_else(|| loaded.variants.first().map(|v| v.scenario.seed)).unwrap_or(0);
+    let result = RunResult {
+        scenario: loaded.name.clone(),
+        title: loaded.title.clone(),
+        myth: loaded.myth.clone(),
+        seed,
+        has_variants: loaded.has_variants,
+        variants,
+        verdicts,
+    };
+    (result, outcomes)
+}

@@ -1,0 +1,188 @@
+//! Correctness checkers, kept apart from the model they check.
+//!
+//! - Coherence (after every event): at most one instance holds a block in X,
+//!   and nobody holds it in S while someone holds it in X.
+//! - CR consistency (at the end): every consistent read returned exactly the
+//!   value committed as of its snapshot SCN (or the reader's own change).
+//! - Lost writes (at the end): the newest image of every row (a current
+//!   buffer somewhere, else the store) holds the last value written to it.
+
+use std::sync::Arc;
+
+use fusion_core::instance::{BufState, Instance, Observation};
+use fusion_core::layout::Layout;
+use fusion_core::types::{BlockAddr, Xid};
+use rustc_hash::FxHashMap;
+
+use crate::store::Store;
+
+#[derive(Clone, Debug, Default)]
+pub struct CheckReport {
+    pub events_checked: u64,
+    pub reads_checked: u64,
+    pub rows_checked: u64,
+    pub commits: u64,
+    pub violations: Vec<String>,
+}
+
+struct PendingRead {
+    table: usize,
+    key: u64,
+    snapshot: u64,
+    val: Option<i64>,
+    xid: Xid,
+}
+
+pub struct Checker {
+    layout: Arc<Layout>,
+    report: CheckReport,
+    /// Latest value each transaction wrote to each row.
+    writes: FxHashMap<Xid, Vec<(usize, u64, i64)>>,
+    commits: FxHashMap<Xid, u64>,
+    /// Last value written to each row, in event order.
+    last: FxHashMap<(usize, u64), i64>,
+    reads: Vec<PendingRead>,
+    x_holders: Vec<u8>,
+    s_holders: Vec<u8>,
+}
+
+const MAX_VIOLATIONS: usize = 20;
+
+impl Checker {
+    pub fn new(layout: Arc<Layout>) -> Checker {
+        let n = layout.total_blocks as usize;
+        Checker {
+            layout,
+            report: CheckReport::default(),
+            writes: FxHashMap::default(),
+            commits: FxHashMap::default(),
+            last: FxHashMap::default(),
+            reads: Vec::new(),
+            x_holders: vec![0; n],
+            s_holders: vec![0; n],
+        }
+    }
+
+    fn violation(&mut self, v: String) {
+        if self.report.violations.len() < MAX_VIOLATIONS {
+            self.report.violations.push(v);
+        }
+    }
+
+    fn absorb(&mut self, history: &[Observation]) {
+        for o in history {
+            match *o {
+                Observation::Write { xid, table, key, val } => {
+                    let w = self.writes.entry(xid).or_default();
+                    match w.iter_mut().find(|(t, k, _)| *t == table && *k == key) {
+                        Some(e) => e.2 = val,
+                        None => w.push((table, key, val)),
+                    }
+                    self.last.insert((table, key), val);
+                }
+                Observation::Commit { xid, scn } => {
+                    self.commits.insert(xid, scn);
+                    self.report.commits += 1;
+                }
+                Observation::Read { xid, snapshot, table, key, val } => {
+                    let own = self
+                        .writes
+                        .get(&xid)
+                        .and_then(|w| w.iter().find(|(t, k, _)| *t == table && *k == key))
+                        .map(|e| e.2);
+                    self.report.reads_checked += 1;
+                    match own {
+                        Some(v) if !xid.is_none() && !self.commits.contains_key(&xid) => {
+                            if val != Some(v) {
+                                self.violation(format!(
+                                    "CR read by {xid} of table {table} key {key} returned {val:?}, its own change was {v}"
+                                ));
+                            }
+                        }
+                        _ => self.reads.push(PendingRead { table, key, snapshot, val, xid }),
+                    }
+                }
+            }
+        }
+    }
+
+    /// Structural checks after one event.
+    pub fn after_event(&mut self, instances: &[Instance], history: &[Observation]) {
+        self.absorb(history);
+        self.report.events_checked += 1;
+        let mut touched: Vec<usize> = Vec::new();
+        for inst in instances {
+            for b in inst.buffers() {
+                let a = b.blk.idx();
+                match b.state {
+                    BufState::Xcur => self.x_holders[a] += 1,
+                    BufState::Scur => self.s_holders[a] += 1,
+                    _ => continue,
+                }
+                touched.push(a);
+            }
+        }
+        for &a in &touched {
+            let (x, s) = (self.x_holders[a], self.s_holders[a]);
+            if x > 1 || (x == 1 && s > 0) {
+                self.violation(format!(
+                    "coherence: {} held in X by {x} and in S by {s} instances at event {}",
+                    BlockAddr(a as u32),
+                    self.report.events_checked
+                ));
+            }
+        }
+        for a in touched {
+            self.x_holders[a] = 0;
+            self.s_holders[a] = 0;
+        }
+    }
+
+    /// Checks over the whole run.
+    pub fn finish(mut self, instances: &[Instance], store: &Store, history: &[Observation]) -> CheckReport {
+        self.absorb(history);
+        // Committed versions of each row: (commit scn, value), by scn.
+        let mut versions: FxHashMap<(usize, u64), Vec<(u64, i64)>> = FxHashMap::default();
+        for (xid, scn) in &self.commits {
+            for (t, k, v) in self.writes.get(xid).map(Vec::as_slice).unwrap_or(&[]) {
+                versions.entry((*t, *k)).or_default().push((*scn, *v));
+            }
+        }
+        for v in versions.values_mut() {
+            v.sort_unstable();
+        }
+        let reads = std::mem::take(&mut self.reads);
+        for r in &reads {
+            let exists = self.layout.tables.get(r.table).is_some_and(|t| r.key >= 1 && r.key <= t.initial_rows);
+            let expected = versions
+                .get(&(r.table, r.key))
+                .and_then(|v| v.iter().rev().find(|(scn, _)| *scn <= r.snapshot).map(|x| x.1))
+                .or(exists.then_some(0));
+            if r.val != expected {
+                self.violation(format!(
+                    "CR read by {} at snapshot {} of table {} key {} returned {:?}, expected {:?}",
+                    r.xid, r.snapshot, r.table, r.key, r.val, expected
+                ));
+            }
+        }
+        // The newest image of each written row holds its last written value.
+        let mut last: Vec<((usize, u64), i64)> = self.last.iter().map(|(k, v)| (*k, *v)).collect();
+        last.sort_unstable();
+        for ((table, key), want) in last {
+            self.report.rows_checked += 1;
+            let Some(rowid) = self.layout.initial_rowid(table, key) else { continue };
+            let current = instances.iter().find_map(|i| {
+                i.buffers_of(rowid.blk).find(|b| matches!(b.state, BufState::Xcur | BufState::Scur)).map(|b| (i.id, b))
+            });
+            let got = match current {
+                Some((_, b)) => b.image.row(rowid.slot).map(|r| r.val),
+                None => store.block(rowid.blk).and_then(|b| b.row(rowid.slot)).map(|r| r.val),
+            };
+            if got != Some(want) {
+                let at = current.map_or("the store".to_string(), |(i, _)| format!("{i}"));
+                self.violation(format!("lost write: table {table} key {key} holds {got:?} in {at}, last written {want}"));
+            }
+        }
+        self.report
+    }
+}

@@ -1,0 +1,132 @@
+//! The simulated shared block store: datafile blocks and one redo thread per
+//! instance, with read/write latency and an IOPS budget for the datafiles.
+
+use fusion_core::block::Block;
+use fusion_core::config::{NS_PER_S, Nanos};
+use fusion_core::msg::{IoResult, RedoRecord};
+use fusion_core::types::BlockAddr;
+use fusion_scenario::{Device, StorageModel};
+use rand_chacha::ChaCha8Rng;
+use rand_core::{Rng, SeedableRng};
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Slow {
+    latency: Nanos,
+    jitter: Nanos,
+}
+
+pub struct Store {
+    blocks: Vec<Block>,
+    /// Redo records written, per thread (kept for recovery and checks).
+    redo: Vec<Vec<RedoRecord>>,
+    redo_bytes: Vec<u64>,
+    model: StorageModel,
+    /// The array's next free I/O slot under the IOPS budget.
+    next_slot: Nanos,
+    redo_fault: Vec<Option<Slow>>,
+    data_fault: Vec<Option<Slow>>,
+    rng: ChaCha8Rng,
+}
+
+impl Store {
+    pub fn new(blocks: Vec<Block>, model: StorageModel, n: u8, seed: u64) -> Store {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        rng.set_stream(2_000);
+        let n = n as usize;
+        Store {
+            blocks,
+            redo: vec![Vec::new(); n],
+            redo_bytes: vec![0; n],
+            model,
+            next_slot: 0,
+            redo_fault: vec![None; n],
+            data_fault: vec![None; n],
+            rng,
+        }
+    }
+
+    pub fn block(&self, blk: BlockAddr) -> Option<&Block> {
+        self.blocks.get(blk.idx())
+    }
+
+    pub fn blocks(&self) -> &[Block] {
+        &self.blocks
+    }
+
+    pub fn redo_records(&self, inst: usize) -> &[RedoRecord] {
+        self.redo.get(inst).map_or(&[], |v| v.as_slice())
+    }
+
+    pub fn redo_bytes(&self, inst: usize) -> u64 {
+        self.redo_bytes.get(inst).copied().unwrap_or(0)
+    }
+
+    fn jittered(&mut self, base: Nanos, fault: Option<Slow>) -> Nanos {
+        match fault {
+            Some(f) => f.latency + if f.jitter > 0 { self.rng.next_u64() % (f.jitter + 1) } else { 0 },
+            None => base,
+        }
+    }
+
+    fn data_slot(&mut self, now: Nanos) -> Nanos {
+        if self.model.iops == 0 {
+            return now;
+        }
+        let start = now.max(self.next_slot);
+        self.next_slot = start + NS_PER_S / self.model.iops;
+        start
+    }
+
+    pub fn read(&mut self, now: Nanos, inst: usize, blk: BlockAddr) -> (Nanos, IoResult) {
+        let start = self.data_slot(now);
+        let fault = self.data_fault.get(inst).copied().flatten();
+        let took = self.jittered(self.model.read_latency, fault);
+        let block = self.blocks.get(blk.idx()).cloned().unwrap_or_else(|| {
+            Block::new(blk, fusion_core::block::Body::Unformatted)
+        });
+        (start + took, IoResult::Read(Box::new(block)))
+    }
+
+    /// When a datafile write issued now completes; the caller applies it then.
+    pub fn write(&mut self, now: Nanos, inst: usize) -> Nanos {
+        let start = self.data_slot(now);
+        let fault = self.data_fault.get(inst).copied().flatten();
+        start + self.jittered(self.model.write_latency, fault)
+    }
+
+    pub fn write_redo(&mut self, now: Nanos, inst: usize, records: Vec<RedoRecord>, bytes: u64) -> (Nanos, IoResult) {
+        let fault = self.redo_fault.get(inst).copied().flatten();
+        let took = self.jittered(self.model.log_write_latency, fault);
+        if let Some(r) = self.redo.get_mut(inst) {
+            r.extend(records);
+        }
+        if let Some(b) = self.redo_bytes.get_mut(inst) {
+            *b += bytes;
+        }
+        (now + took, IoResult::Written)
+    }
+
+    /// A datafile write completed: the block is on disk.
+    pub fn apply(&mut self, block: Box<Block>) {
+        let a = block.addr.idx();
+        // A write never goes back in time (an older write finishing late).
+        if a < self.blocks.len() && block.scn >= self.blocks[a].scn {
+            self.blocks[a] = *block;
+        }
+    }
+
+    pub fn clear_faults(&mut self) {
+        self.redo_fault.iter_mut().for_each(|f| *f = None);
+        self.data_fault.iter_mut().for_each(|f| *f = None);
+    }
+
+    pub fn set_fault(&mut self, inst: usize, device: Device, latency: Nanos, jitter: Nanos) {
+        let slot = match device {
+            Device::Redo => self.redo_fault.get_mut(inst),
+            Device::Data => self.data_fault.get_mut(inst),
+        };
+        if let Some(s) = slot {
+            *s = Some(Slow { latency, jitter });
+        }
+    }
+}
