@@ -36,8 +36,12 @@ pub enum Body {
     Unformatted,
     /// Table rows by slot; `None` is a slot whose insert is not visible.
     Table { rows: Vec<Option<Row>> },
-    /// Sorted entries, and the next leaf to the right.
-    Leaf { entries: Vec<LeafEntry>, next: Option<BlockAddr> },
+    /// Sorted entries for keys in `low..high` (`high: None` is the rightmost
+    /// leaf), and the next leaf to the right.
+    Leaf { entries: Vec<LeafEntry>, next: Option<BlockAddr>, low: u64, high: Option<u64> },
+    /// A segment header: blocks each instance has formatted above the initial
+    /// high-water mark (its run of free blocks), which full scans must read too.
+    SegHeader { used: Vec<u32> },
     /// Sorted separators: child `i` holds keys `>= entries[i].0` (the first covers everything below too).
     Branch { entries: Vec<(u64, BlockAddr)> },
 }
@@ -372,6 +376,14 @@ impl Block {
         entries.get(pos.saturating_sub(1)).map(|(_, c)| *c)
     }
 
+    /// Does this leaf cover `key` (a split may have moved it elsewhere)?
+    pub fn leaf_covers(&self, key: u64) -> bool {
+        match &self.body {
+            Body::Leaf { low, high, .. } => key >= *low && high.is_none_or(|h| key < h),
+            _ => false,
+        }
+    }
+
     pub fn leaf_lookup(&self, key: u64) -> Option<&LeafEntry> {
         let Body::Leaf { entries, .. } = &self.body else { return None };
         entries.binary_search_by_key(&key, |e| e.key).ok().map(|i| &entries[i])
@@ -383,6 +395,7 @@ impl Block {
             Body::Unformatted => 0,
             Body::Table { rows } => rows.len() * 25,
             Body::Leaf { entries, .. } => entries.len() * 22,
+            Body::SegHeader { used } => used.len() * 4,
             Body::Branch { entries } => entries.len() * 12,
         };
         32 + body + self.itl.len() * 24 + self.undo.len() * 32
@@ -460,12 +473,12 @@ mod tests {
 
     #[test]
     fn inserts_and_splits_roll_back() {
-        let mut leaf = Block::new(BlockAddr(3), Body::Leaf { entries: vec![], next: None });
+        let mut leaf = Block::new(BlockAddr(3), Body::Leaf { entries: vec![], next: None, low: 0, high: None });
         let rid = Rowid { blk: BlockAddr(1), slot: 0 };
         leaf.insert_entry(5, rid, x(1), 2);
         leaf.clean_out(x(1), 3);
         leaf.insert_entry(9, rid, x(2), 4);
-        leaf.replace_body(Body::Leaf { entries: vec![], next: Some(BlockAddr(4)) }, x(3), 5);
+        leaf.replace_body(Body::Leaf { entries: vec![], next: Some(BlockAddr(4)), low: 0, high: None }, x(3), 5);
         leaf.clean_out(x(3), 6);
         let before_split = leaf.build_cr(5, Xid::NONE, 10, &|x2| if x2 == x(2) { TxState::Committed(4) } else { TxState::Unknown });
         let img = before_split.unwrap().image;

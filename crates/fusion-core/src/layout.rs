@@ -5,11 +5,13 @@ use crate::block::{Block, Body, LeafEntry, Row};
 use crate::config::{Catalog, IndexDef, TableDef};
 use crate::types::{BlockAddr, InstId, Rowid, Xid};
 
-/// A table's blocks: `[base, base + initial)` hold the initial rows; each
-/// instance then has its own run of free blocks for inserts (like ASSM space
-/// with instance affinity), so allocating space never needs a global lock.
+/// A table's blocks: the segment header at `header`, then `[base, base +
+/// initial)` with the initial rows; each instance then has its own run of free
+/// blocks for inserts (like ASSM space with instance affinity). The header
+/// records how many of its run each instance has formatted.
 #[derive(Clone, Debug)]
 pub struct TableLayout {
+    pub header: BlockAddr,
     pub base: u32,
     pub initial_blocks: u32,
     pub free_base: u32,
@@ -50,11 +52,14 @@ impl Layout {
         for t in &catalog.tables {
             let rpb = t.rows_per_block.max(1);
             let initial_blocks = t.rows.div_ceil(u64::from(rpb)).max(1) as u32;
+            let header = BlockAddr(next);
+            next += 1;
             let base = next;
             next += initial_blocks;
             let free_base = next;
             next += t.free_blocks_per_instance * n;
             tables.push(TableLayout {
+                header,
                 base,
                 initial_blocks,
                 free_base,
@@ -114,6 +119,7 @@ impl Layout {
     pub fn initial_blocks(&self) -> Vec<Block> {
         let mut out: Vec<Block> = (0..self.total_blocks).map(|a| Block::new(BlockAddr(a), Body::Unformatted)).collect();
         for t in &self.tables {
+            out[t.header.idx()].body = Body::SegHeader { used: vec![0; usize::from(self.instances.max(1))] };
             for b in 0..t.initial_blocks {
                 let first = u64::from(b) * u64::from(t.rows_per_block) + 1;
                 let last = (first + u64::from(t.rows_per_block) - 1).min(t.initial_rows);
@@ -182,8 +188,10 @@ fn build_index(layout: &Layout, ix: &IndexLayout) -> Vec<Block> {
             .filter_map(|key| layout.initial_rowid(ix.table, key).map(|rowid| LeafEntry { key, rowid, lock: Xid::NONE }))
             .collect();
         let next = (l + 1 < n_leaves).then(|| BlockAddr(starts[0] + l + 1));
-        out.push(Block::new(BlockAddr(starts[0] + l), Body::Leaf { entries, next }));
-        firsts.push(if l == 0 { 0 } else { first });
+        let low = if l == 0 { 0 } else { first };
+        let high = (l + 1 < n_leaves).then_some(first + leaf_cap);
+        out.push(Block::new(BlockAddr(starts[0] + l), Body::Leaf { entries, next, low, high }));
+        firsts.push(low);
     }
     for lvl in 1..levels.len() {
         let per = ix.entries_per_branch as usize;

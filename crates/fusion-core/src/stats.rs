@@ -93,6 +93,7 @@ name_enum! {
         LeafNodeSplits => "leaf node splits",
         BranchNodeSplits => "branch node splits",
         SnapshotTooOld => "snapshot too old errors",
+        SpaceErrors => "unable to extend errors",
         // Redo.
         RedoEntries => "redo entries",
         RedoSize => "redo size": Bytes,

@@ -289,7 +289,7 @@ pub fn run_variant(name: &str, s: &Scenario, opts: &SimOptions) -> SimOutcome {
         phases.push(PhaseResult { name: phase.name.clone(), start_ns: start, elapsed_ns: phase.duration, instances });
     }
     let mut errors: Vec<String> = sim.instances.iter().flat_map(|x| x.errors().iter().cloned()).collect();
-    let check = sim.checker.take().map(|mut c| {
+    let check = sim.checker.take().map(|c| {
         let history: Vec<Observation> = sim.instances.iter_mut().flat_map(|x| x.take_history()).collect();
         c.finish(&sim.instances, &sim.store, &history)
     });

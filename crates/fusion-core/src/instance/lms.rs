@@ -340,7 +340,9 @@ impl Instance {
     /// Send the block to the requester.
     fn ship(&mut self, s: Box<Serve>, buf: BufId, send_time: Nanos) {
         let req = s.req;
-        let hops = if s.master == self.id { 2 } else { 3 };
+        // 2-way: the request went straight to the holder (the master was the
+        // requester or the holder itself); 3-way: a third instance forwarded it.
+        let hops = if s.master == self.id || s.master == req.requester { 2 } else { 3 };
         let (kind, block, pi_kept) = match (req.kind, s.shared) {
             (ReqKind::Cr { .. }, false) => {
                 self.stats.incr(Stat::GcCrBlocksServed);

@@ -12,6 +12,7 @@
 mod cache;
 mod dbwr;
 mod gcs;
+mod insert;
 mod lgwr;
 mod lms;
 mod session;
@@ -127,7 +128,6 @@ pub struct Instance {
     n: u8,
     params: Params,
     costs: Costs,
-    catalog: Arc<Catalog>,
     layout: Arc<Layout>,
     workloads: Arc<Vec<WorkloadSpec>>,
     rng: ChaCha8Rng,
@@ -173,6 +173,8 @@ pub struct Instance {
     insert_blocks: Vec<(Option<BlockAddr>, u32)>,
     /// Per table: the next key this instance gives an inserted row.
     next_keys: Vec<u64>,
+    /// Per index: blocks of this instance's free run used by splits.
+    index_free: Vec<u32>,
     history: Option<Vec<Observation>>,
     /// Fatal protocol problems seen (a wrong message from a peer): reported, never panicked on.
     errors: Vec<String>,
@@ -180,7 +182,7 @@ pub struct Instance {
 
 impl Instance {
     pub fn new(cfg: InstanceConfig) -> Instance {
-        let InstanceConfig { id, instances, params, costs, catalog, layout, workloads, seed, record_history } = cfg;
+        let InstanceConfig { id, instances, params, costs, catalog: _, layout, workloads, seed, record_history } = cfg;
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         rng.set_stream(u64::from(id.0) + 1);
         let capacity = params.buffers();
@@ -216,11 +218,11 @@ impl Instance {
                 .map(|t| (None, crate::layout::Layout::free_range(t.free_base, t.free_per_instance, id).start))
                 .collect(),
             next_keys: layout.tables.iter().map(|t| t.initial_rows + 1 + u64::from(id.0)).collect(),
+            index_free: vec![0; layout.indexes.len()],
             history: record_history.then(Vec::new),
             errors: Vec::new(),
             params,
             costs,
-            catalog,
             layout,
             workloads,
             rng,
@@ -568,7 +570,7 @@ impl Instance {
         x
     }
 
-    fn record(&mut self, o: Observation) {
+    pub(super) fn record(&mut self, o: Observation) {
         if let Some(h) = self.history.as_mut() {
             h.push(o);
         }

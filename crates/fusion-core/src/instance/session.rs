@@ -22,14 +22,13 @@ use crate::types::{BlockAddr, InstId, Rowid, Scn, Xid};
 #[derive(Clone, Copy, Debug)]
 pub struct Inflight {
     id: u64,
-    kind: ReqKind,
     owner: u32,
     sent: Nanos,
     scan: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum St {
+pub(super) enum St {
     /// Its workload is not running (or it finished).
     Idle,
     Think,
@@ -44,51 +43,74 @@ enum St {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Then {
+pub(super) enum Then {
     /// The execute call's overhead.
     Exec,
     /// Visiting a pinned buffer.
     Visit(BufId),
     Commit,
+    /// An index block split over several pinned buffers.
+    Split,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Purpose {
+pub(super) enum Purpose {
     Read,
     Update,
+    /// Maintaining the index for a row inserted at this rowid.
+    Insert(Rowid),
 }
 
 /// Where the current execution is.
 #[derive(Clone, Debug, PartialEq, Eq)]
-enum Cur {
+pub(super) enum Cur {
     /// Between executions.
     None,
     /// Descending an index: next visit is `blk` in CR mode.
     Index { ix: usize, table: usize, key: u64, blk: BlockAddr, purpose: Purpose },
     /// The row's table block: CR for reads, current for updates.
     Table { table: usize, key: u64, rowid: Rowid, purpose: Purpose },
-    /// A full scan at block `next` of `[next, end)`.
-    Scan { table: usize, next: u32, end: u32 },
+    /// A full scan reads the segment header first (CR) to learn its extent.
+    ScanHeader { table: usize },
+    /// A full scan at block `next` of run `run` (see `Session::scan_runs`).
+    Scan { table: usize, run: u8, next: u32 },
+    /// Insert: the instance's insert block, in current mode.
+    InsertRow { table: usize, key: u64 },
+    /// Insert: take a new block from the segment header (current mode).
+    InsertAlloc { table: usize, key: u64 },
+    /// Insert: format the new block `blk` (a new-block grant).
+    InsertNew { table: usize, key: u64, blk: BlockAddr },
+    /// Index maintenance: the leaf, in current mode.
+    IndexLeaf { ix: usize, table: usize, key: u64, rowid: Rowid, blk: BlockAddr },
+    /// Index maintenance with splits: descending in current mode from the root,
+    /// splitting every full block on the way (its parent then has room).
+    Split { ix: usize, table: usize, key: u64, rowid: Rowid, parent: Option<BlockAddr>, node: BlockAddr },
 }
 
 #[derive(Debug)]
 pub struct Session {
+    /// Block runs a full scan reads: `(first, end)`, the initial blocks and each instance's formatted run.
+    pub(super) scan_runs: Vec<(u32, u32)>,
+    /// New blocks this session holds for a split.
+    pub(super) spares: Vec<BlockAddr>,
+    /// Buffers pinned for a split's CPU step.
+    pub(super) split_pins: Vec<BufId>,
     pub proc: ProcId,
     pub workload: usize,
     pub finished: bool,
     /// Position among all sessions of the workload on this instance (sequential keys).
     ordinal: u32,
-    st: St,
+    pub(super) st: St,
     template: usize,
     step: usize,
     execs_left: u32,
     in_txn: bool,
-    xid: Xid,
-    touched: Vec<BlockAddr>,
+    pub(super) xid: Xid,
+    pub(super) touched: Vec<BlockAddr>,
     /// Keys for this transaction's updates, per table, ascending (a fixed lock order).
     update_keys: Vec<(usize, Vec<u64>)>,
-    snapshot: Scn,
-    cur: Cur,
+    pub(super) snapshot: Scn,
+    pub(super) cur: Cur,
     wait: Option<(Wait, Nanos)>,
     iterations: u64,
     seq_next: u64,
@@ -107,7 +129,7 @@ impl Session {
     }
 }
 
-enum Acq {
+pub(super) enum Acq {
     Got { buf: BufId, extra: Nanos, cpu: Nanos },
     Wait,
     Restart,
@@ -129,6 +151,9 @@ impl Instance {
                 let sid = self.sessions.len() as u32;
                 let proc = self.add_proc(super::Proc::Session(sid), format!("oracle{}", sid));
                 self.sessions.push(Session {
+                    scan_runs: Vec::new(),
+                    spares: Vec::new(),
+                    split_pins: Vec::new(),
                     proc,
                     workload: w,
                     finished: false,
@@ -238,8 +263,43 @@ impl Instance {
                         return;
                     }
                 }
+                Cur::ScanHeader { table } => {
+                    let h = self.layout.tables[table].header;
+                    if !self.visit(sid, h, false) {
+                        return;
+                    }
+                }
                 Cur::Scan { next, .. } => {
                     if !self.visit(sid, BlockAddr(next), false) {
+                        return;
+                    }
+                }
+                Cur::InsertRow { table, key } => match self.insert_blocks[table].0 {
+                    Some(blk) => {
+                        if !self.visit(sid, blk, true) {
+                            return;
+                        }
+                    }
+                    None => self.sessions[sid as usize].cur = Cur::InsertAlloc { table, key },
+                },
+                Cur::InsertAlloc { table, .. } => {
+                    let h = self.layout.tables[table].header;
+                    if !self.visit(sid, h, true) {
+                        return;
+                    }
+                }
+                Cur::InsertNew { table, key, blk } => {
+                    if !self.format_new(sid, table, key, blk) {
+                        return;
+                    }
+                }
+                Cur::IndexLeaf { blk, .. } => {
+                    if !self.visit(sid, blk, true) {
+                        return;
+                    }
+                }
+                Cur::Split { .. } => {
+                    if !self.split_step(sid) {
                         return;
                     }
                 }
@@ -326,10 +386,7 @@ impl Instance {
         let cost = self.costs.execute;
         self.stats.incr(Stat::ExecuteCount);
         let cur = match step {
-            Step::Read { table, access: Access::FullScan, .. } => {
-                let t = &self.layout.tables[table];
-                Cur::Scan { table, next: t.base, end: t.base + t.initial_blocks }
-            }
+            Step::Read { table, access: Access::FullScan, .. } => Cur::ScanHeader { table },
             Step::Read { table, access: Access::Index(ix), keys, .. } => {
                 let key = self.draw_key(sid, table, &keys);
                 Cur::Index { ix, table, key, blk: self.layout.indexes[ix].root, purpose: Purpose::Read }
@@ -353,9 +410,10 @@ impl Instance {
                 }
             }
             Step::Insert { table, .. } => {
-                // Inserts are not modelled yet: account the call and move on.
-                self.errors.push(format!("{}: insert into table {table} is not supported yet", self.id));
-                Cur::None
+                // Keys of inserted rows interleave by instance above the initial rows.
+                let key = self.next_keys[table];
+                self.next_keys[table] += u64::from(self.n);
+                Cur::InsertRow { table, key }
             }
             Step::Commit | Step::Think { .. } => Cur::None,
         };
@@ -424,7 +482,7 @@ impl Instance {
         let acq = if current { self.acquire_current(sid, blk) } else { self.acquire_cr(sid, blk) };
         match acq {
             Acq::Got { buf, mut extra, cpu } => {
-                if matches!(self.sessions[sid as usize].cur, Cur::Scan { .. }) {
+                if matches!(self.sessions[sid as usize].cur, Cur::Scan { .. } | Cur::ScanHeader { .. }) {
                     // Examining the block's rows is part of a scan's work.
                     extra += self.costs.row_examined * self.cache.get(buf).image.row_slots() as Nanos;
                 }
@@ -504,7 +562,7 @@ impl Instance {
             self.wait_on_block(sid, blk, Wait::GcBufferBusyAcquire);
             return Acq::Wait;
         }
-        let scan = matches!(self.sessions[sid as usize].cur, Cur::Scan { .. });
+        let scan = matches!(self.sessions[sid as usize].cur, Cur::Scan { .. } | Cur::ScanHeader { .. });
         self.gc_request(sid, blk, ReqKind::Cr { snapshot, reader }, scan);
         Acq::Wait
     }
@@ -566,7 +624,7 @@ impl Instance {
         }
     }
 
-    fn acquire_current(&mut self, sid: u32, blk: BlockAddr) -> Acq {
+    pub(super) fn acquire_current(&mut self, sid: u32, blk: BlockAddr) -> Acq {
         if let Some(cur) = self.cache.current(blk) {
             let b = self.cache.get(cur);
             if b.state == BufState::Xcur {
@@ -590,7 +648,7 @@ impl Instance {
         Acq::Wait
     }
 
-    fn wait_on_block(&mut self, sid: u32, blk: BlockAddr, event: Wait) {
+    pub(super) fn wait_on_block(&mut self, sid: u32, blk: BlockAddr, event: Wait) {
         self.begin_wait(sid, event, St::WaitBlock);
         self.block_waiters.entry(blk).or_default().push(sid);
     }
@@ -606,10 +664,10 @@ impl Instance {
         }
     }
 
-    fn gc_request(&mut self, sid: u32, blk: BlockAddr, kind: ReqKind, scan: bool) {
+    pub(super) fn gc_request(&mut self, sid: u32, blk: BlockAddr, kind: ReqKind, scan: bool) {
         let id = self.next_req;
         self.next_req += 1;
-        self.inflight.insert(blk, Inflight { id, kind, owner: sid, sent: self.now, scan });
+        self.inflight.insert(blk, Inflight { id, owner: sid, sent: self.now, scan });
         let placeholder = match kind {
             ReqKind::Cr { .. } => Wait::GcCrRequest,
             ReqKind::Current { .. } => Wait::GcCurrentRequest,
@@ -849,10 +907,11 @@ impl Instance {
             }
             Then::Visit(buf) => self.visit_done(sid, buf),
             Then::Commit => self.commit_done(sid),
+            Then::Split => self.split_done(sid),
         }
     }
 
-    fn unpin(&mut self, buf: BufId) {
+    pub(super) fn unpin(&mut self, buf: BufId) {
         let Some(b) = self.cache.try_get(buf) else { return };
         let blk = b.blk;
         let b = self.cache.get_mut(buf);
@@ -869,7 +928,13 @@ impl Instance {
 
     fn visit_done(&mut self, sid: u32, buf: BufId) {
         let cur = self.sessions[sid as usize].cur.clone();
-        let current_mode = matches!(cur, Cur::Table { purpose: Purpose::Update, .. });
+        let current_mode = matches!(
+            cur,
+            Cur::Table { purpose: Purpose::Update, .. }
+                | Cur::InsertRow { .. }
+                | Cur::InsertAlloc { .. }
+                | Cur::IndexLeaf { .. }
+        );
         if current_mode {
             self.stats.incr(Stat::DbBlockGets);
             self.stats.incr(Stat::DbBlockGetsFromCache);
@@ -883,6 +948,10 @@ impl Instance {
                 let img = &self.cache.get(buf).image;
                 match img.child_for(key) {
                     Some(child) => Cur::Index { ix, table, key, blk: child, purpose },
+                    None if matches!(purpose, Purpose::Insert(_)) => {
+                        let Purpose::Insert(rowid) = purpose else { unreachable!() };
+                        Cur::IndexLeaf { ix, table, key, rowid, blk }
+                    }
                     None => match img.leaf_lookup(key) {
                         Some(e) => {
                             self.stats.incr(Stat::IndexFetchByKey);
@@ -911,12 +980,39 @@ impl Instance {
                     None => return, // waits for a row lock; the pin is already released
                 }
             }
-            Cur::Scan { table, next, end } => {
+            Cur::ScanHeader { table } => {
+                let t = &self.layout.tables[table];
+                let mut runs = vec![(t.base, t.base + t.initial_blocks)];
+                if let Body::SegHeader { used } = &self.cache.get(buf).image.body {
+                    for (i, u) in used.iter().enumerate() {
+                        let r = crate::layout::Layout::free_range(t.free_base, t.free_per_instance, InstId(i as u8));
+                        if *u > 0 {
+                            runs.push((r.start, r.start + (*u).min(t.free_per_instance)));
+                        }
+                    }
+                }
+                let first = runs[0].0;
+                self.sessions[sid as usize].scan_runs = runs;
+                Cur::Scan { table, run: 0, next: first }
+            }
+            Cur::Scan { table, run, next } => {
                 let rows = self.cache.get(buf).image.row_slots() as u64;
                 self.stats.incr(Stat::TableScanBlocksGotten);
                 self.stats.add(Stat::TableScanRowsGotten, rows);
-                if next + 1 < end { Cur::Scan { table, next: next + 1, end } } else { Cur::None }
+                self.scan_rows_seen(sid, buf, table);
+                let runs = &self.sessions[sid as usize].scan_runs;
+                match runs.get(run as usize) {
+                    Some(&(_, end)) if next + 1 < end => Cur::Scan { table, run, next: next + 1 },
+                    _ => match runs.get(run as usize + 1) {
+                        Some(&(start, _)) => Cur::Scan { table, run: run + 1, next: start },
+                        None => Cur::None,
+                    },
+                }
             }
+            Cur::InsertRow { table, key } => self.insert_into_block(sid, buf, table, key),
+            Cur::InsertAlloc { table, key } => self.take_new_block(sid, buf, table, key),
+            Cur::IndexLeaf { ix, table, key, rowid, blk } => self.insert_into_leaf(sid, buf, ix, table, key, rowid, blk),
+            Cur::InsertNew { .. } | Cur::Split { .. } | Cur::Table { purpose: Purpose::Insert(_), .. } => Cur::None,
             Cur::None => Cur::None,
         };
         self.unpin(buf);
@@ -924,6 +1020,21 @@ impl Instance {
         s.cur = next;
         s.st = St::Ready;
         self.ready.push_back(sid);
+    }
+
+    /// A full scan saw these rows: let the checkers verify them (when recording).
+    fn scan_rows_seen(&mut self, sid: u32, buf: BufId, table: usize) {
+        if self.history.is_none() {
+            return;
+        }
+        let (xid, snapshot) = (self.sessions[sid as usize].xid, self.sessions[sid as usize].snapshot);
+        let rows: Vec<(u64, i64)> = match &self.cache.get(buf).image.body {
+            Body::Table { rows } => rows.iter().flatten().map(|r| (r.key, r.val)).collect(),
+            _ => Vec::new(),
+        };
+        for (key, val) in rows {
+            self.record(Observation::Read { xid, snapshot, table, key, val: Some(val) });
+        }
     }
 
     /// Change a row in a current block the session holds pinned. Returns the

@@ -1,0 +1,453 @@
+//! Inserts: a row goes into the instance's current insert block (taking a new
+//! block from the segment header when it fills), then into each index on the
+//! table. A full index block is split: the session descends from the root in
+//! current mode and splits every full block on the way, so a split always
+//! finds room in its parent. A split is a recursive transaction that commits
+//! at once (as Oracle's index splits do), with full undo so older snapshots
+//! still read the blocks as they were.
+
+use super::cache::{BufId, BufState};
+use super::session::{Acq, Cur, Purpose, St, Then};
+use super::{Instance, Observation};
+use crate::block::{Block, Body, Itl, UndoOp};
+use crate::layout::Layout;
+use crate::msg::ReqKind;
+use crate::stats::{Stat, Wait};
+use crate::types::{BlockAddr, Rowid, Scn, Xid};
+
+impl Instance {
+    /// A recursive transaction: changes that commit at once, independently of the session's.
+    fn recursive_txn(&mut self) -> (Xid, Scn) {
+        let xid = self.new_xid();
+        let scn = self.next_scn();
+        (xid, scn)
+    }
+
+    fn commit_recursive(&mut self, xid: Xid, blocks: &[BlockAddr]) {
+        let scn = self.next_scn();
+        if let Some(slot) = self.txns.commit.get_mut(xid.seq() as usize) {
+            *slot = scn;
+        }
+        for &blk in blocks {
+            if let Some(id) = self.cache.current(blk) {
+                self.cache.get_mut(id).image.clean_out(xid, scn);
+            }
+        }
+        self.redo(xid, None, scn, 100, true);
+    }
+
+    /// Mark a current buffer changed by redo at `rba`.
+    fn dirtied(&mut self, buf: BufId, rba: u64) {
+        let now = self.now;
+        let b = self.cache.get_mut(buf);
+        if !b.dirty {
+            b.dirty = true;
+            b.dirty_since = now;
+        }
+        b.last_rba = rba;
+        self.stats.incr(Stat::DbBlockChanges);
+    }
+
+    fn session_xid(&mut self, sid: u32) -> Xid {
+        let x = self.sessions[sid as usize].xid;
+        if !x.is_none() {
+            return x;
+        }
+        let x = self.new_xid();
+        self.sessions[sid as usize].xid = x;
+        x
+    }
+
+    fn touch_block(&mut self, sid: u32, blk: BlockAddr) {
+        let t = &mut self.sessions[sid as usize].touched;
+        if !t.contains(&blk) {
+            t.push(blk);
+        }
+    }
+
+    /// The first index on `table` after position `after` (`None`: from the start).
+    fn next_index(&self, table: usize, after: Option<usize>) -> Option<usize> {
+        let start = after.map_or(0, |a| a + 1);
+        (start..self.layout.indexes.len()).find(|&i| self.layout.indexes[i].table == table)
+    }
+
+    fn index_cursor(&self, ix: usize, table: usize, key: u64, rowid: Rowid) -> Cur {
+        Cur::Index { ix, table, key, blk: self.layout.indexes[ix].root, purpose: Purpose::Insert(rowid) }
+    }
+
+    /// Visit of the insert block (pinned in X): add the row.
+    pub(super) fn insert_into_block(&mut self, sid: u32, buf: BufId, table: usize, key: u64) -> Cur {
+        let per_block = self.layout.tables[table].rows_per_block as usize;
+        let b = self.cache.get(buf);
+        if !matches!(b.image.body, Body::Table { .. }) || b.image.row_slots() >= per_block {
+            self.insert_blocks[table].0 = None;
+            return Cur::InsertAlloc { table, key };
+        }
+        let blk = b.blk;
+        let xid = self.session_xid(sid);
+        let scn = self.next_scn();
+        let Some(slot) = self.cache.get_mut(buf).image.insert_row(key, 0, xid, scn) else {
+            self.insert_blocks[table].0 = None;
+            return Cur::InsertAlloc { table, key };
+        };
+        let rba = self.redo(xid, Some(blk), scn, 150, false);
+        self.dirtied(buf, rba);
+        self.stats.incr(Stat::RowsInserted);
+        self.touch_block(sid, blk);
+        self.record(Observation::Write { xid, table, key, val: 0 });
+        let rowid = Rowid { blk, slot };
+        match self.next_index(table, None) {
+            Some(ix) => self.index_cursor(ix, table, key, rowid),
+            None => Cur::None,
+        }
+    }
+
+    /// Visit of the segment header (pinned in X): take the next block of this instance's run.
+    pub(super) fn take_new_block(&mut self, sid: u32, buf: BufId, table: usize, key: u64) -> Cur {
+        let me = self.id.idx();
+        let t = self.layout.tables[table].clone();
+        let Body::SegHeader { used } = &self.cache.get(buf).image.body else {
+            self.errors.push(format!("{}: segment header of table {table} is corrupt", self.id));
+            return Cur::None;
+        };
+        let mine = used.get(me).copied().unwrap_or(u32::MAX);
+        if mine >= t.free_per_instance {
+            // ORA-01653: the table's free space for this instance is used up.
+            self.stats.incr(Stat::SpaceErrors);
+            return Cur::None;
+        }
+        let mut used = used.clone();
+        used[me] += 1;
+        let header = self.cache.get(buf).blk;
+        let (xid, scn) = self.recursive_txn();
+        self.cache.get_mut(buf).image.replace_body(Body::SegHeader { used }, xid, scn);
+        let rba = self.redo(xid, Some(header), scn, 100, false);
+        self.dirtied(buf, rba);
+        self.commit_recursive(xid, &[header]);
+        let _ = sid;
+        let blk = BlockAddr(Layout::free_range(t.free_base, t.free_per_instance, self.id).start + mine);
+        Cur::InsertNew { table, key, blk }
+    }
+
+    /// Format a never-used block for inserts; returns true when the session can go on.
+    pub(super) fn format_new(&mut self, sid: u32, table: usize, key: u64, blk: BlockAddr) -> bool {
+        if let Some(id) = self.cache.current(blk)
+            && self.cache.get(id).state == BufState::Xcur
+        {
+            if matches!(self.cache.get(id).image.body, Body::Unformatted) {
+                let (xid, scn) = self.recursive_txn();
+                self.cache.get_mut(id).image.replace_body(Body::Table { rows: Vec::new() }, xid, scn);
+                let rba = self.redo(xid, Some(blk), scn, 100, false);
+                self.dirtied(id, rba);
+                self.commit_recursive(xid, &[blk]);
+            }
+            self.insert_blocks[table].0 = Some(blk);
+            self.sessions[sid as usize].cur = Cur::InsertRow { table, key };
+            return true;
+        }
+        self.request_new(sid, blk);
+        false
+    }
+
+    fn request_new(&mut self, sid: u32, blk: BlockAddr) {
+        if self.inflight.contains_key(&blk) {
+            self.wait_on_block(sid, blk, Wait::GcBufferBusyAcquire);
+        } else {
+            self.gc_request(sid, blk, ReqKind::Current { new_block: true }, false);
+        }
+    }
+
+    /// Visit of an index leaf (pinned in X): add the entry, or start a split.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn insert_into_leaf(
+        &mut self,
+        sid: u32,
+        buf: BufId,
+        ix: usize,
+        table: usize,
+        key: u64,
+        rowid: Rowid,
+        blk: BlockAddr,
+    ) -> Cur {
+        let cap = self.layout.indexes[ix].entries_per_leaf as usize;
+        let img = &self.cache.get(buf).image;
+        if !img.leaf_covers(key) {
+            // A split moved the key since our snapshot: descend again with a fresh one.
+            self.sessions[sid as usize].snapshot = self.scn;
+            return self.index_cursor(ix, table, key, rowid);
+        }
+        if img.entry_count() >= cap {
+            let root = self.layout.indexes[ix].root;
+            return Cur::Split { ix, table, key, rowid, parent: None, node: root };
+        }
+        let xid = self.session_xid(sid);
+        let scn = self.next_scn();
+        if !self.cache.get_mut(buf).image.insert_entry(key, rowid, xid, scn) {
+            self.errors.push(format!("{}: duplicate key {key} in index {ix}", self.id));
+            return Cur::None;
+        }
+        let rba = self.redo(xid, Some(blk), scn, 120, false);
+        self.dirtied(buf, rba);
+        self.touch_block(sid, blk);
+        match self.next_index(table, Some(ix)) {
+            Some(next) => self.index_cursor(next, table, key, rowid),
+            None => Cur::None,
+        }
+    }
+
+    /// Is `blk` held here in X and free to change right now?
+    fn x_ready(&self, blk: BlockAddr) -> bool {
+        self.cache.current(blk).is_some_and(|id| {
+            let b = self.cache.get(id);
+            b.state == BufState::Xcur && !b.leaving && !b.pinned()
+        })
+    }
+
+    /// Get `blk` in X (waiting if needed). True when it is ready now.
+    fn want_x(&mut self, sid: u32, blk: BlockAddr) -> bool {
+        if self.x_ready(blk) {
+            return true;
+        }
+        match self.acquire_current(sid, blk) {
+            Acq::Got { buf, .. } => {
+                self.unpin(buf);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn capacity(&self, ix: usize, block: &Block) -> usize {
+        let l = &self.layout.indexes[ix];
+        match block.body {
+            Body::Leaf { .. } => l.entries_per_leaf as usize,
+            _ => l.entries_per_branch as usize,
+        }
+    }
+
+    /// One step of the splitting descent. True when the session can go on at once.
+    pub(super) fn split_step(&mut self, sid: u32) -> bool {
+        let Cur::Split { ix, table, key, rowid, parent, node } = self.sessions[sid as usize].cur.clone() else {
+            return true;
+        };
+        if let Some(p) = parent
+            && !self.want_x(sid, p)
+        {
+            return false;
+        }
+        if !self.want_x(sid, node) {
+            return false;
+        }
+        let Some(nbuf) = self.cache.current(node) else { return false };
+        let img = &self.cache.get(nbuf).image;
+        let full = img.entry_count() >= self.capacity(ix, img);
+        if !full {
+            let next = match img.child_for(key) {
+                Some(child) => Cur::Split { ix, table, key, rowid, parent: Some(node), node: child },
+                None => Cur::IndexLeaf { ix, table, key, rowid, blk: node },
+            };
+            self.sessions[sid as usize].cur = next;
+            return true;
+        }
+        // A full block: it needs new blocks (two for the root, which never moves).
+        let needed = if parent.is_none() { 2 } else { 1 };
+        let spares: Vec<BlockAddr> = self.sessions[sid as usize].spares.clone();
+        for &s in &spares {
+            if !self.x_ready(s) && !self.want_x(sid, s) {
+                return false;
+            }
+        }
+        if spares.len() < needed {
+            let l = &self.layout.indexes[ix];
+            let range = Layout::free_range(l.free_base, l.free_per_instance, self.id);
+            let next = range.start + self.index_free[ix];
+            if next >= range.end {
+                self.stats.incr(Stat::SpaceErrors);
+                self.sessions[sid as usize].cur = Cur::None;
+                return true;
+            }
+            let blk = BlockAddr(next);
+            if self.x_ready(blk) {
+                self.index_free[ix] += 1;
+                self.sessions[sid as usize].spares.push(blk);
+                return true;
+            }
+            self.request_new(sid, blk);
+            return false;
+        }
+        // Everything is here: pin it all and split in one step.
+        let mut pins = vec![nbuf];
+        if let Some(p) = parent
+            && let Some(id) = self.cache.current(p)
+        {
+            pins.push(id);
+        }
+        for &s in spares.iter().take(needed) {
+            if let Some(id) = self.cache.current(s) {
+                pins.push(id);
+            }
+        }
+        for &id in &pins {
+            self.cache.get_mut(id).xpin = true;
+        }
+        let s = &mut self.sessions[sid as usize];
+        s.split_pins = pins;
+        s.st = St::Cpu(Then::Split);
+        let proc = s.proc;
+        self.cpu(proc, self.costs.row_change * 4 + self.costs.db_block_get * 3);
+        false
+    }
+
+    /// The split's CPU step is over: do it, then go on descending.
+    pub(super) fn split_done(&mut self, sid: u32) {
+        let pins = std::mem::take(&mut self.sessions[sid as usize].split_pins);
+        let cur = self.sessions[sid as usize].cur.clone();
+        let next = match cur {
+            Cur::Split { ix, table, key, rowid, parent, node } => self.split(sid, ix, table, key, rowid, parent, node),
+            other => other,
+        };
+        for id in pins {
+            self.unpin(id);
+        }
+        let s = &mut self.sessions[sid as usize];
+        s.cur = next;
+        s.st = St::Ready;
+        self.ready.push_back(sid);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn split(
+        &mut self,
+        sid: u32,
+        ix: usize,
+        table: usize,
+        key: u64,
+        rowid: Rowid,
+        parent: Option<BlockAddr>,
+        node: BlockAddr,
+    ) -> Cur {
+        let restart = Cur::Split { ix, table, key, rowid, parent: None, node: self.layout.indexes[ix].root };
+        let Some(nbuf) = self.cache.current(node) else { return restart };
+        let cap = self.capacity(ix, &self.cache.get(nbuf).image);
+        let pbuf = parent.and_then(|p| self.cache.current(p));
+        // Still as we saw it? The parent must point to the node and have room.
+        if self.cache.get(nbuf).image.entry_count() < cap {
+            return restart;
+        }
+        if let Some(pb) = pbuf {
+            let pimg = &self.cache.get(pb).image;
+            let points = matches!(&pimg.body, Body::Branch { entries } if entries.iter().any(|e| e.1 == node));
+            if !points || pimg.entry_count() >= self.layout.indexes[ix].entries_per_branch as usize {
+                return restart;
+            }
+        }
+        let (xid, scn) = self.recursive_txn();
+        let spares = std::mem::take(&mut self.sessions[sid as usize].spares);
+        let mut changed = vec![node];
+        let (lower, upper, sep) = split_body(&self.cache.get(nbuf).image.body);
+        let cont = match pbuf {
+            Some(pb) => {
+                let Some(&new) = spares.first() else { return restart };
+                let (lower, upper) = link_leaves(lower, upper, new);
+                // Uncommitted entries keep their undo in the block they move to.
+                let moved = moved_undo(&self.cache.get(nbuf).image, &upper);
+                self.replace(nbuf, lower, xid, scn);
+                self.format_index_block(new, upper, moved, xid, scn);
+                let mut pbody = self.cache.get(pb).image.body.clone();
+                if let Body::Branch { entries } = &mut pbody {
+                    let pos = entries.partition_point(|e| e.0 <= sep);
+                    entries.insert(pos, (sep, new));
+                }
+                self.replace(pb, pbody, xid, scn);
+                changed.push(new);
+                changed.extend(parent);
+                self.sessions[sid as usize].spares = spares[1..].to_vec();
+                let child = if key >= sep { new } else { node };
+                Cur::Split { ix, table, key, rowid, parent, node: child }
+            }
+            None => {
+                // The root: its halves go to two new blocks; it keeps pointers to them.
+                let (Some(&a), Some(&b)) = (spares.first(), spares.get(1)) else { return restart };
+                let (lower, upper) = link_leaves(lower, upper, b);
+                let first = match &lower {
+                    Body::Branch { entries } => entries.first().map_or(0, |e| e.0),
+                    Body::Leaf { low, .. } => *low,
+                    _ => 0,
+                };
+                let moved_a = moved_undo(&self.cache.get(nbuf).image, &lower);
+                let moved_b = moved_undo(&self.cache.get(nbuf).image, &upper);
+                self.format_index_block(a, lower, moved_a, xid, scn);
+                self.format_index_block(b, upper, moved_b, xid, scn);
+                self.replace(nbuf, Body::Branch { entries: vec![(first, a), (sep, b)] }, xid, scn);
+                changed.push(a);
+                changed.push(b);
+                self.sessions[sid as usize].spares = spares[2..].to_vec();
+                Cur::Split { ix, table, key, rowid, parent: Some(node), node: if key >= sep { b } else { a } }
+            }
+        };
+        let leaf = matches!(self.cache.get(nbuf).image.body, Body::Leaf { .. });
+        self.stats.incr(if leaf { Stat::LeafNodeSplits } else { Stat::BranchNodeSplits });
+        self.commit_recursive(xid, &changed);
+        cont
+    }
+
+    fn replace(&mut self, buf: BufId, body: Body, xid: Xid, scn: Scn) {
+        let blk = self.cache.get(buf).blk;
+        self.cache.get_mut(buf).image.replace_body(body, xid, scn);
+        let rba = self.redo(xid, Some(blk), scn, self.params.db_block_size / 2, false);
+        self.dirtied(buf, rba);
+    }
+
+    fn format_index_block(&mut self, blk: BlockAddr, body: Body, moved: (Vec<Itl>, Vec<crate::block::UndoRec>), xid: Xid, scn: Scn) {
+        let Some(id) = self.cache.current(blk) else { return };
+        let img = &mut self.cache.get_mut(id).image;
+        img.body = Body::Unformatted;
+        img.itl = moved.0;
+        img.undo = moved.1;
+        self.replace(id, body, xid, scn);
+        // The split's own undo (restore "unformatted") must come before the moved
+        // entries' undo is ever reached: it is newest, so a rollback hits it first.
+    }
+}
+
+/// Split a full leaf or branch body into lower and upper halves; returns the separator.
+fn split_body(body: &Body) -> (Body, Body, u64) {
+    match body {
+        Body::Leaf { entries, next, low, high } => {
+            let mid = entries.len() / 2;
+            let sep = entries.get(mid).map_or(*low, |e| e.key);
+            (
+                Body::Leaf { entries: entries[..mid].to_vec(), next: *next, low: *low, high: Some(sep) },
+                Body::Leaf { entries: entries[mid..].to_vec(), next: *next, low: sep, high: *high },
+                sep,
+            )
+        }
+        Body::Branch { entries } => {
+            let mid = entries.len() / 2;
+            let sep = entries.get(mid).map_or(0, |e| e.0);
+            (Body::Branch { entries: entries[..mid].to_vec() }, Body::Branch { entries: entries[mid..].to_vec() }, sep)
+        }
+        other => (other.clone(), Body::Unformatted, 0),
+    }
+}
+
+/// Chain split leaves: lower -> upper (at `upper_addr`) -> the old next.
+fn link_leaves(lower: Body, upper: Body, upper_addr: BlockAddr) -> (Body, Body) {
+    match lower {
+        Body::Leaf { entries, low, high, .. } => (Body::Leaf { entries, next: Some(upper_addr), low, high }, upper),
+        other => (other, upper),
+    }
+}
+
+/// ITL entries and undo of transactions whose entries move into `body`.
+fn moved_undo(from: &Block, body: &Body) -> (Vec<Itl>, Vec<crate::block::UndoRec>) {
+    let Body::Leaf { entries, .. } = body else { return (Vec::new(), Vec::new()) };
+    let undo: Vec<_> = from
+        .undo
+        .iter()
+        .filter(|u| matches!(u.op, UndoOp::EntryInsert { key } if entries.iter().any(|e| e.key == key)))
+        .cloned()
+        .collect();
+    let itl = from.itl.iter().filter(|i| undo.iter().any(|u| u.xid == i.xid)).copied().collect();
+    (itl, undo)
+}
