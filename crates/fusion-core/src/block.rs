@@ -38,7 +38,12 @@ pub enum Body {
     Table { rows: Vec<Option<Row>> },
     /// Sorted entries for keys in `low..high` (`high: None` is the rightmost
     /// leaf), and the next leaf to the right.
-    Leaf { entries: Vec<LeafEntry>, next: Option<BlockAddr>, low: u64, high: Option<u64> },
+    Leaf {
+        entries: Vec<LeafEntry>,
+        next: Option<BlockAddr>,
+        low: u64,
+        high: Option<u64>,
+    },
     /// A segment header: blocks each instance has formatted above the initial
     /// high-water mark (its run of free blocks), which full scans must read too.
     SegHeader { used: Vec<u32> },
@@ -117,11 +122,21 @@ pub struct CrCopy {
 
 impl Block {
     pub fn new(addr: BlockAddr, body: Body) -> Block {
-        Block { addr, scn: 0, body, itl: Vec::new(), undo: Vec::new(), trimmed_scn: 0 }
+        Block {
+            addr,
+            scn: 0,
+            body,
+            itl: Vec::new(),
+            undo: Vec::new(),
+            trimmed_scn: 0,
+        }
     }
 
     fn itl_state(&self, xid: Xid) -> Option<Scn> {
-        self.itl.iter().find(|e| e.xid == xid).and_then(|e| e.commit)
+        self.itl
+            .iter()
+            .find(|e| e.xid == xid)
+            .and_then(|e| e.commit)
     }
 
     /// Resolve a transaction's state: the block's own ITL first, then `lookup`.
@@ -139,6 +154,25 @@ impl Block {
         }
     }
 
+    /// Delayed block cleanout: record every commit SCN `lookup` knows in the
+    /// ITL, then trim undo that no reader can need beyond [`UNDO_KEEP`]. Holders
+    /// do this whenever they take or give up the current block, so a block that
+    /// travels keeps a bounded history.
+    pub fn clean_out_known(&mut self, lookup: &impl Fn(Xid) -> TxState) {
+        let mut changed = false;
+        for e in &mut self.itl {
+            if e.commit.is_none()
+                && let TxState::Committed(scn) = lookup(e.xid)
+            {
+                e.commit = Some(scn);
+                changed = true;
+            }
+        }
+        if changed {
+            self.trim();
+        }
+    }
+
     /// Transactions with an open ITL entry whose state `lookup` cannot tell.
     pub fn unknown_txns(&self, lookup: &impl Fn(Xid) -> TxState) -> Vec<Xid> {
         self.itl
@@ -149,7 +183,12 @@ impl Block {
     }
 
     /// Can a reader at `snapshot` use this current image as it is?
-    pub fn visible_as_is(&self, snapshot: Scn, reader: Xid, lookup: &impl Fn(Xid) -> TxState) -> Result<bool, CrError> {
+    pub fn visible_as_is(
+        &self,
+        snapshot: Scn,
+        reader: Xid,
+        lookup: &impl Fn(Xid) -> TxState,
+    ) -> Result<bool, CrError> {
         if self.trimmed_scn > snapshot {
             return Ok(false);
         }
@@ -158,13 +197,21 @@ impl Block {
             if e.xid == reader {
                 continue;
             }
-            match e.commit.map(TxState::Committed).unwrap_or_else(|| lookup(e.xid)) {
+            match e
+                .commit
+                .map(TxState::Committed)
+                .unwrap_or_else(|| lookup(e.xid))
+            {
                 TxState::Committed(c) if c <= snapshot => {}
                 TxState::Unknown => unknown.push(e.xid),
                 _ => return Ok(false),
             }
         }
-        if unknown.is_empty() { Ok(true) } else { Err(CrError::Unknown(unknown)) }
+        if unknown.is_empty() {
+            Ok(true)
+        } else {
+            Err(CrError::Unknown(unknown))
+        }
     }
 
     /// Build a consistent-read copy as of `snapshot` for `reader` by rolling
@@ -190,7 +237,11 @@ impl Block {
                 private_to = Some(reader);
                 continue;
             }
-            match e.commit.map(TxState::Committed).unwrap_or_else(|| lookup(e.xid)) {
+            match e
+                .commit
+                .map(TxState::Committed)
+                .unwrap_or_else(|| lookup(e.xid))
+            {
                 TxState::Committed(c) if c <= snapshot => lo = lo.max(c),
                 TxState::Committed(c) => {
                     hi = hi.min(c - 1);
@@ -264,7 +315,13 @@ impl Block {
                 }
             }
         }
-        Ok(CrCopy { image, undo_applied: applied, lo, hi, private_to })
+        Ok(CrCopy {
+            image,
+            undo_applied: applied,
+            lo,
+            hi,
+            private_to,
+        })
     }
 
     fn ensure_itl(&mut self, xid: Xid) {
@@ -316,20 +373,37 @@ impl Block {
 
     /// Change a row's value under transaction `xid` (the caller checked the lock).
     pub fn update_row(&mut self, slot: u16, xid: Xid, val: i64, scn: Scn) -> bool {
-        let Body::Table { rows } = &mut self.body else { return false };
-        let Some(Some(row)) = rows.get_mut(slot as usize) else { return false };
+        let Body::Table { rows } = &mut self.body else {
+            return false;
+        };
+        let Some(Some(row)) = rows.get_mut(slot as usize) else {
+            return false;
+        };
         let before = *row;
         row.val = val;
         row.lock = xid;
-        self.record(xid, UndoOp::Row { slot, before: Some(before) }, scn);
+        self.record(
+            xid,
+            UndoOp::Row {
+                slot,
+                before: Some(before),
+            },
+            scn,
+        );
         true
     }
 
     /// Append a row; returns its slot.
     pub fn insert_row(&mut self, key: u64, val: i64, xid: Xid, scn: Scn) -> Option<u16> {
-        let Body::Table { rows } = &mut self.body else { return None };
+        let Body::Table { rows } = &mut self.body else {
+            return None;
+        };
         let slot = u16::try_from(rows.len()).ok()?;
-        rows.push(Some(Row { key, val, lock: xid }));
+        rows.push(Some(Row {
+            key,
+            val,
+            lock: xid,
+        }));
         self.record(xid, UndoOp::Row { slot, before: None }, scn);
         Some(slot)
     }
@@ -344,12 +418,21 @@ impl Block {
 
     /// Insert a leaf entry in key order.
     pub fn insert_entry(&mut self, key: u64, rowid: Rowid, xid: Xid, scn: Scn) -> bool {
-        let Body::Leaf { entries, .. } = &mut self.body else { return false };
+        let Body::Leaf { entries, .. } = &mut self.body else {
+            return false;
+        };
         let pos = match entries.binary_search_by_key(&key, |e| e.key) {
             Ok(_) => return false,
             Err(p) => p,
         };
-        entries.insert(pos, LeafEntry { key, rowid, lock: xid });
+        entries.insert(
+            pos,
+            LeafEntry {
+                key,
+                rowid,
+                lock: xid,
+            },
+        );
         self.record(xid, UndoOp::EntryInsert { key }, scn);
         true
     }
@@ -371,7 +454,9 @@ impl Block {
 
     /// Index search: in a branch, the child covering `key`; in a leaf, the entry.
     pub fn child_for(&self, key: u64) -> Option<BlockAddr> {
-        let Body::Branch { entries } = &self.body else { return None };
+        let Body::Branch { entries } = &self.body else {
+            return None;
+        };
         let pos = entries.partition_point(|(k, _)| *k <= key);
         entries.get(pos.saturating_sub(1)).map(|(_, c)| *c)
     }
@@ -385,8 +470,13 @@ impl Block {
     }
 
     pub fn leaf_lookup(&self, key: u64) -> Option<&LeafEntry> {
-        let Body::Leaf { entries, .. } = &self.body else { return None };
-        entries.binary_search_by_key(&key, |e| e.key).ok().map(|i| &entries[i])
+        let Body::Leaf { entries, .. } = &self.body else {
+            return None;
+        };
+        entries
+            .binary_search_by_key(&key, |e| e.key)
+            .ok()
+            .map(|i| &entries[i])
     }
 
     /// Approximate encoded size (redo size accounting, wire size before padding).
@@ -418,7 +508,18 @@ mod tests {
     fn table(rows: &[(u64, i64)]) -> Block {
         Block::new(
             BlockAddr(7),
-            Body::Table { rows: rows.iter().map(|&(key, val)| Some(Row { key, val, lock: Xid::NONE })).collect() },
+            Body::Table {
+                rows: rows
+                    .iter()
+                    .map(|&(key, val)| {
+                        Some(Row {
+                            key,
+                            val,
+                            lock: Xid::NONE,
+                        })
+                    })
+                    .collect(),
+            },
         )
     }
 
@@ -432,14 +533,23 @@ mod tests {
         b.update_row(0, x(1), 11, 5);
         b.clean_out(x(1), 6);
         b.update_row(1, x(2), 21, 7); // still active
-        let lookup = |xid: Xid| if xid == x(2) { TxState::Active } else { TxState::Unknown };
+        let lookup = |xid: Xid| {
+            if xid == x(2) {
+                TxState::Active
+            } else {
+                TxState::Unknown
+            }
+        };
         let at5 = b.build_cr(5, Xid::NONE, 100, &lookup).unwrap();
         assert_eq!(at5.image.row(0).unwrap().val, 10);
         assert_eq!(at5.image.row(1).unwrap().val, 20);
         let at6 = b.build_cr(6, Xid::NONE, 100, &lookup).unwrap();
         assert_eq!(at6.image.row(0).unwrap().val, 11);
         assert_eq!(at6.image.row(1).unwrap().val, 20);
-        assert_eq!(at6.hi, 6, "an active transaction bounds the copy to its snapshot");
+        assert_eq!(
+            at6.hi, 6,
+            "an active transaction bounds the copy to its snapshot"
+        );
         assert_eq!(at6.lo, 6);
     }
 
@@ -459,31 +569,73 @@ mod tests {
         let mut b = table(&[(1, 10)]);
         let remote = Xid::new(InstId(1), 3);
         b.update_row(0, remote, 11, 5);
-        assert_eq!(b.build_cr(4, Xid::NONE, 10, &|_| TxState::Unknown).unwrap_err(), CrError::Unknown(vec![remote]));
+        assert_eq!(
+            b.build_cr(4, Xid::NONE, 10, &|_| TxState::Unknown)
+                .unwrap_err(),
+            CrError::Unknown(vec![remote])
+        );
         let mut b = table(&[(1, 0)]);
         for i in 1..=(UNDO_KEEP as u64 + 5) {
             b.update_row(0, x(i), i as i64, i * 10);
             b.clean_out(x(i), i * 10 + 1);
         }
         assert!(b.trimmed_scn > 0);
-        assert_eq!(b.build_cr(3, Xid::NONE, 1000, &|_| TxState::Unknown).unwrap_err(), CrError::SnapshotTooOld);
-        let latest = b.build_cr(10_000, Xid::NONE, 20_000, &|_| TxState::Unknown).unwrap();
+        assert_eq!(
+            b.build_cr(3, Xid::NONE, 1000, &|_| TxState::Unknown)
+                .unwrap_err(),
+            CrError::SnapshotTooOld
+        );
+        let latest = b
+            .build_cr(10_000, Xid::NONE, 20_000, &|_| TxState::Unknown)
+            .unwrap();
         assert_eq!(latest.image.row(0).unwrap().val, UNDO_KEEP as i64 + 5);
     }
 
     #[test]
     fn inserts_and_splits_roll_back() {
-        let mut leaf = Block::new(BlockAddr(3), Body::Leaf { entries: vec![], next: None, low: 0, high: None });
-        let rid = Rowid { blk: BlockAddr(1), slot: 0 };
+        let mut leaf = Block::new(
+            BlockAddr(3),
+            Body::Leaf {
+                entries: vec![],
+                next: None,
+                low: 0,
+                high: None,
+            },
+        );
+        let rid = Rowid {
+            blk: BlockAddr(1),
+            slot: 0,
+        };
         leaf.insert_entry(5, rid, x(1), 2);
         leaf.clean_out(x(1), 3);
         leaf.insert_entry(9, rid, x(2), 4);
-        leaf.replace_body(Body::Leaf { entries: vec![], next: Some(BlockAddr(4)), low: 0, high: None }, x(3), 5);
+        leaf.replace_body(
+            Body::Leaf {
+                entries: vec![],
+                next: Some(BlockAddr(4)),
+                low: 0,
+                high: None,
+            },
+            x(3),
+            5,
+        );
         leaf.clean_out(x(3), 6);
-        let before_split = leaf.build_cr(5, Xid::NONE, 10, &|x2| if x2 == x(2) { TxState::Committed(4) } else { TxState::Unknown });
+        let before_split = leaf.build_cr(5, Xid::NONE, 10, &|x2| {
+            if x2 == x(2) {
+                TxState::Committed(4)
+            } else {
+                TxState::Unknown
+            }
+        });
         let img = before_split.unwrap().image;
         assert_eq!(img.entry_count(), 2);
-        let old = leaf.build_cr(3, Xid::NONE, 10, &|x2| if x2 == x(2) { TxState::Committed(4) } else { TxState::Unknown });
+        let old = leaf.build_cr(3, Xid::NONE, 10, &|x2| {
+            if x2 == x(2) {
+                TxState::Committed(4)
+            } else {
+                TxState::Unknown
+            }
+        });
         assert_eq!(old.unwrap().image.leaf_lookup(9), None);
     }
 }

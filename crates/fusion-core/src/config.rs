@@ -115,14 +115,21 @@ impl Params {
             }
             "_high_priority_processes" => match value {
                 ParamValue::Text(t) => self.high_priority_processes = t.clone(),
-                ParamValue::Int(_) => return Err("expected a pattern such as \"LMS*|VKTM*\"".into()),
+                ParamValue::Int(_) => {
+                    return Err("expected a pattern such as \"LMS*|VKTM*\"".into());
+                }
             },
             "_os_sched_high_priority" => self.os_sched_high_priority = int(value, 0, 1)? as u32,
             "_fairness_threshold" => self.fairness_threshold = int(value, 0, 1_000_000)? as u32,
             "log_buffer" => self.log_buffer = int(value, 1 << 16, 1 << 32)?,
-            "_lm_contiguous_res_count" => self.lm_contiguous_res_count = int(value, 1, 1 << 20)? as u32,
+            "_lm_contiguous_res_count" => {
+                self.lm_contiguous_res_count = int(value, 1, 1 << 20)? as u32
+            }
             _ => {
-                return Err(format!("unknown parameter `{name}` (known: {})", Params::NAMES.join(", ")));
+                return Err(format!(
+                    "unknown parameter `{name}` (known: {})",
+                    Params::NAMES.join(", ")
+                ));
             }
         }
         Ok(())
@@ -132,7 +139,10 @@ impl Params {
     /// real-time class under these parameters.
     pub fn is_high_priority(&self, process: &str) -> bool {
         self.os_sched_high_priority != 0
-            && self.high_priority_processes.split('|').any(|pat| glob_match(pat.trim(), process))
+            && self
+                .high_priority_processes
+                .split('|')
+                .any(|pat| glob_match(pat.trim(), process))
     }
 }
 
@@ -294,14 +304,29 @@ pub enum Access {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Step {
     /// `select ... where key = :k`, `rows` times with different keys (or one full scan).
-    Read { table: usize, access: Access, keys: KeySpec, rows: u32 },
+    Read {
+        table: usize,
+        access: Access,
+        keys: KeySpec,
+        rows: u32,
+    },
     /// `update ... set val = val + 1 where key = :k`, for `rows` keys.
-    Update { table: usize, access: Access, keys: KeySpec, rows: u32 },
+    Update {
+        table: usize,
+        access: Access,
+        keys: KeySpec,
+        rows: u32,
+    },
     /// `insert` of `rows` new rows with keys above the current maximum.
-    Insert { table: usize, rows: u32 },
+    Insert {
+        table: usize,
+        rows: u32,
+    },
     Commit,
     /// The session idles (user think time).
-    Think { time: Nanos },
+    Think {
+        time: Nanos,
+    },
 }
 
 /// A transaction shape and how often a session picks it.
@@ -336,15 +361,23 @@ mod tests {
         assert!(p.is_high_priority("LMS0"));
         assert!(p.is_high_priority("lms12"));
         assert!(!p.is_high_priority("LGWR"));
-        p.set("_high_priority_processes", &ParamValue::Text("LMS*|LGWR*".into())).unwrap();
+        p.set(
+            "_high_priority_processes",
+            &ParamValue::Text("LMS*|LGWR*".into()),
+        )
+        .unwrap();
         assert!(p.is_high_priority("LGWR"));
-        p.set("_os_sched_high_priority", &ParamValue::Int(0)).unwrap();
+        p.set("_os_sched_high_priority", &ParamValue::Int(0))
+            .unwrap();
         assert!(!p.is_high_priority("LMS0"));
     }
 
     #[test]
     fn lms_defaults_follow_cpu_count() {
-        let mut p = Params { cpu_count: 2, ..Params::default() };
+        let mut p = Params {
+            cpu_count: 2,
+            ..Params::default()
+        };
         assert_eq!(p.lms_count(), 1);
         p.cpu_count = 8;
         assert_eq!(p.lms_count(), 2);
@@ -359,6 +392,10 @@ mod tests {
         assert!(parse_size("lots").is_err());
         let mut p = Params::default();
         assert!(p.set("db_block_size", &ParamValue::Int(3000)).is_err());
-        assert!(p.set("no_such", &ParamValue::Int(1)).unwrap_err().contains("unknown parameter"));
+        assert!(
+            p.set("no_such", &ParamValue::Int(1))
+                .unwrap_err()
+                .contains("unknown parameter")
+        );
     }
 }

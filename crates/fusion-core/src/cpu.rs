@@ -85,17 +85,33 @@ impl Scheduler {
 
     /// Ask for `demand` ns of CPU for `proc`.
     pub fn request(&mut self, now: Nanos, proc: ProcId, class: SchedClass, demand: Nanos) {
-        let task = Task { proc, class, remaining: demand, requested_at: now, started_at: None, queued_at: now, waited: 0 };
+        let task = Task {
+            proc,
+            class,
+            remaining: demand,
+            requested_at: now,
+            started_at: None,
+            queued_at: now,
+            waited: 0,
+        };
         if let Some(i) = self.cpus.iter().position(|c| c.reserved_for == Some(proc)) {
             self.run_on(i, task, now);
             return;
         }
-        if let Some(i) = self.cpus.iter().position(|c| c.task.is_none() && c.reserved_for.is_none()) {
+        if let Some(i) = self
+            .cpus
+            .iter()
+            .position(|c| c.task.is_none() && c.reserved_for.is_none())
+        {
             self.run_on(i, task, now);
             return;
         }
         if class == SchedClass::RealTime
-            && let Some(i) = self.cpus.iter().position(|c| c.task.as_ref().is_some_and(|t| t.class == SchedClass::TimeShare))
+            && let Some(i) = self.cpus.iter().position(|c| {
+                c.task
+                    .as_ref()
+                    .is_some_and(|t| t.class == SchedClass::TimeShare)
+            })
         {
             let mut victim = self.take(i, now);
             victim.queued_at = now;
@@ -109,9 +125,46 @@ impl Scheduler {
         }
     }
 
+    /// The scheduling class of processes changed (`priocntl`, or a parameter
+    /// change): queued and running steps move to their new class at once, and
+    /// a process now real-time preempts a time-sharing one if no CPU is free.
+    pub fn reclassify(&mut self, now: Nanos, class_of: impl Fn(ProcId) -> SchedClass) {
+        for c in &mut self.cpus {
+            if let Some(t) = c.task.as_mut() {
+                t.class = class_of(t.proc);
+            }
+        }
+        let mut all: Vec<Task> = self.rt.drain(..).chain(self.ts.drain(..)).collect();
+        all.sort_by_key(|t| t.queued_at);
+        for mut t in all {
+            t.class = class_of(t.proc);
+            match t.class {
+                SchedClass::RealTime => self.rt.push_back(t),
+                SchedClass::TimeShare => self.ts.push_back(t),
+            }
+        }
+        while !self.rt.is_empty() {
+            let Some(i) = self.cpus.iter().position(|c| {
+                c.task
+                    .as_ref()
+                    .is_some_and(|t| t.class == SchedClass::TimeShare)
+            }) else {
+                break;
+            };
+            let mut victim = self.take(i, now);
+            victim.queued_at = now;
+            self.ts.push_front(victim);
+            self.dispatch(i, now);
+        }
+    }
+
     /// Withdraw a process's step (a stopped CPU hog). Returns whether it was found.
     pub fn cancel(&mut self, now: Nanos, proc: ProcId) -> bool {
-        if let Some(i) = self.cpus.iter().position(|c| c.task.as_ref().is_some_and(|t| t.proc == proc)) {
+        if let Some(i) = self
+            .cpus
+            .iter()
+            .position(|c| c.task.as_ref().is_some_and(|t| t.proc == proc))
+        {
             self.take(i, now);
             self.dispatch(i, now);
             return true;
@@ -124,7 +177,10 @@ impl Scheduler {
 
     /// When the next step ends or a time slice expires.
     pub fn next_event(&self) -> Option<Nanos> {
-        self.cpus.iter().filter_map(|c| c.task.as_ref().map(|t| self.event_time(c, t))).min()
+        self.cpus
+            .iter()
+            .filter_map(|c| c.task.as_ref().map(|t| self.event_time(c, t)))
+            .min()
     }
 
     fn event_time(&self, cpu: &Cpu, task: &Task) -> Nanos {
@@ -140,7 +196,9 @@ impl Scheduler {
         loop {
             let mut progressed = false;
             for i in 0..self.cpus.len() {
-                let Some(task) = self.cpus[i].task.as_ref() else { continue };
+                let Some(task) = self.cpus[i].task.as_ref() else {
+                    continue;
+                };
                 let at = self.event_time(&self.cpus[i], task);
                 if at > now {
                     continue;
@@ -183,7 +241,7 @@ impl Scheduler {
 
     fn take(&mut self, i: usize, now: Nanos) -> Task {
         let cpu = &mut self.cpus[i];
-        let mut task = cpu.task.take().unwrap_or_else(|| unreachable_task());
+        let mut task = cpu.task.take().unwrap_or_else(unreachable_task);
         let ran = now.saturating_sub(cpu.slice_start).min(task.remaining);
         task.remaining -= ran;
         self.busy += ran;
@@ -193,7 +251,11 @@ impl Scheduler {
     fn run_on(&mut self, i: usize, mut task: Task, now: Nanos) {
         task.waited += now - task.queued_at;
         task.started_at.get_or_insert(now);
-        self.cpus[i] = Cpu { task: Some(task), slice_start: now, reserved_for: None };
+        self.cpus[i] = Cpu {
+            task: Some(task),
+            slice_start: now,
+            reserved_for: None,
+        };
     }
 
     fn dispatch(&mut self, i: usize, now: Nanos) {
@@ -206,7 +268,15 @@ impl Scheduler {
 #[cold]
 fn unreachable_task() -> Task {
     // `take` is only called on a CPU that runs a task.
-    Task { proc: u32::MAX, class: SchedClass::TimeShare, remaining: 0, requested_at: 0, started_at: None, queued_at: 0, waited: 0 }
+    Task {
+        proc: u32::MAX,
+        class: SchedClass::TimeShare,
+        remaining: 0,
+        requested_at: 0,
+        started_at: None,
+        queued_at: 0,
+        waited: 0,
+    }
 }
 
 #[cfg(test)]
@@ -232,7 +302,16 @@ mod tests {
         let mut s = Scheduler::new(2, 10);
         s.request(0, 1, SchedClass::TimeShare, 5);
         let d = run_until(&mut s, 100);
-        assert_eq!(d, vec![StepDone { proc: 1, requested_at: 0, started_at: 0, done_at: 5, waited: 0 }]);
+        assert_eq!(
+            d,
+            vec![StepDone {
+                proc: 1,
+                requested_at: 0,
+                started_at: 0,
+                done_at: 5,
+                waited: 0
+            }]
+        );
     }
 
     #[test]
@@ -246,7 +325,11 @@ mod tests {
         s.request(ms, 1, SchedClass::TimeShare, 100_000);
         let d = run_until(&mut s, 200 * ms);
         let lms = d.iter().find(|x| x.proc == 1).unwrap();
-        assert!(lms.waited >= 30 * ms, "waited {} ns behind 4 hogs", lms.waited);
+        assert!(
+            lms.waited >= 30 * ms,
+            "waited {} ns behind 4 hogs",
+            lms.waited
+        );
 
         let mut s = Scheduler::new(1, 10 * ms);
         for h in 0..4 {

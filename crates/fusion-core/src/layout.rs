@@ -87,7 +87,13 @@ impl Layout {
                 height,
             });
         }
-        Layout { instances, tables, indexes, total_blocks: next, contiguous: contiguous.max(1) }
+        Layout {
+            instances,
+            tables,
+            indexes,
+            total_blocks: next,
+            contiguous: contiguous.max(1),
+        }
     }
 
     /// The master of a block: ranges of `_lm_contiguous_res_count` blocks hash
@@ -106,7 +112,10 @@ impl Layout {
             return None;
         }
         let i = key - 1;
-        Some(Rowid { blk: BlockAddr(t.base + (i / u64::from(t.rows_per_block)) as u32), slot: (i % u64::from(t.rows_per_block)) as u16 })
+        Some(Rowid {
+            blk: BlockAddr(t.base + (i / u64::from(t.rows_per_block)) as u32),
+            slot: (i % u64::from(t.rows_per_block)) as u16,
+        })
     }
 
     /// Free blocks of a segment reserved for `inst`.
@@ -117,13 +126,25 @@ impl Layout {
 
     /// All blocks with their initial images, in address order.
     pub fn initial_blocks(&self) -> Vec<Block> {
-        let mut out: Vec<Block> = (0..self.total_blocks).map(|a| Block::new(BlockAddr(a), Body::Unformatted)).collect();
+        let mut out: Vec<Block> = (0..self.total_blocks)
+            .map(|a| Block::new(BlockAddr(a), Body::Unformatted))
+            .collect();
         for t in &self.tables {
-            out[t.header.idx()].body = Body::SegHeader { used: vec![0; usize::from(self.instances.max(1))] };
+            out[t.header.idx()].body = Body::SegHeader {
+                used: vec![0; usize::from(self.instances.max(1))],
+            };
             for b in 0..t.initial_blocks {
                 let first = u64::from(b) * u64::from(t.rows_per_block) + 1;
                 let last = (first + u64::from(t.rows_per_block) - 1).min(t.initial_rows);
-                let rows = (first..=last).map(|key| Some(Row { key, val: 0, lock: Xid::NONE })).collect();
+                let rows = (first..=last)
+                    .map(|key| {
+                        Some(Row {
+                            key,
+                            val: 0,
+                            lock: Xid::NONE,
+                        })
+                    })
+                    .collect();
                 out[(t.base + b) as usize].body = Body::Table { rows };
             }
         }
@@ -185,22 +206,44 @@ fn build_index(layout: &Layout, ix: &IndexLayout) -> Vec<Block> {
         let first = u64::from(l) * leaf_cap + 1;
         let last = (first + leaf_cap - 1).min(rows);
         let entries = (first..=last)
-            .filter_map(|key| layout.initial_rowid(ix.table, key).map(|rowid| LeafEntry { key, rowid, lock: Xid::NONE }))
+            .filter_map(|key| {
+                layout.initial_rowid(ix.table, key).map(|rowid| LeafEntry {
+                    key,
+                    rowid,
+                    lock: Xid::NONE,
+                })
+            })
             .collect();
         let next = (l + 1 < n_leaves).then(|| BlockAddr(starts[0] + l + 1));
         let low = if l == 0 { 0 } else { first };
         let high = (l + 1 < n_leaves).then_some(first + leaf_cap);
-        out.push(Block::new(BlockAddr(starts[0] + l), Body::Leaf { entries, next, low, high }));
+        out.push(Block::new(
+            BlockAddr(starts[0] + l),
+            Body::Leaf {
+                entries,
+                next,
+                low,
+                high,
+            },
+        ));
         firsts.push(low);
     }
     for lvl in 1..levels.len() {
         let per = ix.entries_per_branch as usize;
         let mut next_firsts = Vec::new();
-        let children: Vec<(u64, BlockAddr)> =
-            firsts.iter().enumerate().map(|(i, k)| (*k, BlockAddr(starts[lvl - 1] + i as u32))).collect();
+        let children: Vec<(u64, BlockAddr)> = firsts
+            .iter()
+            .enumerate()
+            .map(|(i, k)| (*k, BlockAddr(starts[lvl - 1] + i as u32)))
+            .collect();
         for (b, chunk) in children.chunks(per.max(1)).enumerate() {
             next_firsts.push(chunk.first().map_or(0, |c| c.0));
-            out.push(Block::new(BlockAddr(starts[lvl] + b as u32), Body::Branch { entries: chunk.to_vec() }));
+            out.push(Block::new(
+                BlockAddr(starts[lvl] + b as u32),
+                Body::Branch {
+                    entries: chunk.to_vec(),
+                },
+            ));
         }
         firsts = next_firsts;
     }
@@ -209,7 +252,12 @@ fn build_index(layout: &Layout, ix: &IndexLayout) -> Vec<Block> {
 
 /// Convenience for tests and the simulator: a table definition.
 pub fn table(name: &str, rows: u64, rows_per_block: u32) -> TableDef {
-    TableDef { name: name.to_string(), rows, rows_per_block, free_blocks_per_instance: 256 }
+    TableDef {
+        name: name.to_string(),
+        rows,
+        rows_per_block,
+        free_blocks_per_instance: 256,
+    }
 }
 
 #[cfg(test)]
@@ -240,7 +288,9 @@ mod tests {
             while let Some(child) = b.child_for(key) {
                 b = &blocks[child.idx()];
             }
-            let e = b.leaf_lookup(key).unwrap_or_else(|| panic!("key {key} missing"));
+            let e = b
+                .leaf_lookup(key)
+                .unwrap_or_else(|| panic!("key {key} missing"));
             assert_eq!(Some(e.rowid), layout.initial_rowid(0, key));
             let row = blocks[e.rowid.blk.idx()].row(e.rowid.slot).unwrap();
             assert_eq!(row.key, key);

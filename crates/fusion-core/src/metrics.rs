@@ -110,8 +110,13 @@ pub enum Part {
 }
 
 impl Part {
-    pub const ALL: &'static [Part] =
-        &[Part::RequestSend, Part::LmsCpuWait, Part::LmsProcessing, Part::LogFlush, Part::Wire];
+    pub const ALL: &'static [Part] = &[
+        Part::RequestSend,
+        Part::LmsCpuWait,
+        Part::LmsProcessing,
+        Part::LogFlush,
+        Part::Wire,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -144,7 +149,10 @@ impl BlockKind {
     fn received(self) -> (Stat, Stat) {
         match self {
             BlockKind::Cr => (Stat::GcCrBlocksReceived, Stat::GcCrBlockReceiveTime),
-            BlockKind::Current => (Stat::GcCurrentBlocksReceived, Stat::GcCurrentBlockReceiveTime),
+            BlockKind::Current => (
+                Stat::GcCurrentBlocksReceived,
+                Stat::GcCurrentBlockReceiveTime,
+            ),
         }
     }
 }
@@ -175,7 +183,10 @@ impl Metric {
     /// `decomp_ms:<cr|current>:<part>`, `decomp_share:<cr|current>:<part>`.
     pub fn parse(text: &str) -> Result<Metric, String> {
         let t = text.trim();
-        if let Some(line) = AwrLine::ALL.iter().find(|l| l.label().eq_ignore_ascii_case(t)) {
+        if let Some(line) = AwrLine::ALL
+            .iter()
+            .find(|l| l.label().eq_ignore_ascii_case(t))
+        {
             return Ok(Metric::Awr(*line));
         }
         let Some((kind, rest)) = t.split_once(':') else {
@@ -186,10 +197,16 @@ impl Metric {
                 AwrLine::CrReceiveMs.label()
             ));
         };
-        let stat = |n: &str| Stat::from_name(n).ok_or_else(|| format!("unknown v$sysstat statistic `{}`", n.trim()));
-        let event = |n: &str| Wait::from_name(n).ok_or_else(|| format!("unknown wait event `{}`", n.trim()));
+        let stat = |n: &str| {
+            Stat::from_name(n).ok_or_else(|| format!("unknown v$sysstat statistic `{}`", n.trim()))
+        };
+        let event = |n: &str| {
+            Wait::from_name(n).ok_or_else(|| format!("unknown wait event `{}`", n.trim()))
+        };
         let decomp = |n: &str| -> Result<(BlockKind, Part), String> {
-            let (k, p) = n.split_once(':').ok_or_else(|| format!("expected `<cr|current>:<part>`, found `{n}`"))?;
+            let (k, p) = n
+                .split_once(':')
+                .ok_or_else(|| format!("expected `<cr|current>:<part>`, found `{n}`"))?;
             let kind = match k.trim() {
                 "cr" => BlockKind::Cr,
                 "current" => BlockKind::Current,
@@ -233,9 +250,10 @@ impl Metric {
                 let e = s.event(w);
                 ratio(e.time_ns as f64 / NS_PER_MS, e.waits)
             }
-            Metric::DecompMs(kind, part) => {
-                ratio(s.get(part.stat(kind)) as f64 / NS_PER_MS, s.get(kind.received().0))
-            }
+            Metric::DecompMs(kind, part) => ratio(
+                s.get(part.stat(kind)) as f64 / NS_PER_MS,
+                s.get(kind.received().0),
+            ),
             Metric::DecompShare(kind, part) => {
                 let total = s.get(kind.received().1);
                 (total > 0).then(|| s.get(part.stat(kind)) as f64 / total as f64)
@@ -273,12 +291,19 @@ mod tests {
             Metric::parse("avg global cache cr block receive time (ms)"),
             Ok(Metric::Awr(AwrLine::CrReceiveMs))
         );
-        assert_eq!(Metric::parse("waits:gc cr block congested"), Ok(Metric::EventWaits(Wait::GcCrBlockCongested)));
+        assert_eq!(
+            Metric::parse("waits:gc cr block congested"),
+            Ok(Metric::EventWaits(Wait::GcCrBlockCongested))
+        );
         assert_eq!(
             Metric::parse("decomp_share:cr:wire"),
             Ok(Metric::DecompShare(BlockKind::Cr, Part::Wire))
         );
-        assert!(Metric::parse("stat:no such thing").unwrap_err().contains("no such thing"));
+        assert!(
+            Metric::parse("stat:no such thing")
+                .unwrap_err()
+                .contains("no such thing")
+        );
         assert!(Metric::parse("bogus").is_err());
     }
 }

@@ -85,29 +85,76 @@ pub enum Msg {
     /// Requester to master.
     Request(Request),
     /// Master to holder: serve this request from your cache.
-    Forward { req: Request, master: InstId, shared: bool },
+    Forward {
+        req: Request,
+        master: InstId,
+        shared: bool,
+    },
     /// Master to requester.
-    Grant { req: Request, grant: GrantKind },
+    Grant {
+        req: Request,
+        grant: GrantKind,
+    },
     /// Holder to requester. `hops`: 2 when the master served it, 3 when forwarded.
-    Ship { req: Request, kind: ShipKind, block: Box<Block>, pi_kept: bool, hops: u8, congested: bool },
+    Ship {
+        req: Request,
+        kind: ShipKind,
+        block: Box<Block>,
+        pi_kept: bool,
+        hops: u8,
+        congested: bool,
+    },
     /// Requester to master: the transfer is complete, record the new holder.
-    Installed { blk: BlockAddr, req: u64, mode: Mode, prev_holder: Option<InstId>, pi_kept: bool },
+    Installed {
+        blk: BlockAddr,
+        req: u64,
+        mode: Mode,
+        prev_holder: Option<InstId>,
+        pi_kept: bool,
+    },
     /// Master to an S holder: give up your shared copy.
-    Invalidate { blk: BlockAddr, req: u64 },
-    InvalidateAck { blk: BlockAddr, req: u64 },
+    Invalidate {
+        blk: BlockAddr,
+        req: u64,
+    },
+    InvalidateAck {
+        blk: BlockAddr,
+        req: u64,
+    },
     /// Holder to master: I no longer hold this block (it aged out); serve the request another way.
-    NotHeld { req: Request },
+    NotHeld {
+        req: Request,
+    },
     /// Holder to master: I dropped my copy (aged out, clean).
-    Relinquish { blk: BlockAddr, mode: Mode },
+    Relinquish {
+        blk: BlockAddr,
+        mode: Mode,
+    },
     /// Current holder to master: the block is on disk as of `scn`.
-    Written { blk: BlockAddr, scn: Scn },
+    Written {
+        blk: BlockAddr,
+        scn: Scn,
+    },
     /// Master to past-image holders: a write covered your PI, drop it.
-    DiscardPi { blk: BlockAddr, scn: Scn },
+    DiscardPi {
+        blk: BlockAddr,
+        scn: Scn,
+    },
     /// Is this transaction of yours committed?
-    TxQuery { xid: Xid, token: u64 },
-    TxStatus { xid: Xid, token: u64, report: TxReport },
+    TxQuery {
+        xid: Xid,
+        token: u64,
+    },
+    TxStatus {
+        xid: Xid,
+        token: u64,
+        report: TxReport,
+    },
     /// Tell me when this transaction of yours ends (a row lock wait).
-    TxWait { xid: Xid, token: u64 },
+    TxWait {
+        xid: Xid,
+        token: u64,
+    },
 }
 
 impl Msg {
@@ -121,7 +168,10 @@ impl Msg {
 
     /// Global cache (GCS) message, as opposed to a transaction (GES-like) one.
     pub fn is_gcs(&self) -> bool {
-        !matches!(self, Msg::TxQuery { .. } | Msg::TxStatus { .. } | Msg::TxWait { .. })
+        !matches!(
+            self,
+            Msg::TxQuery { .. } | Msg::TxStatus { .. } | Msg::TxWait { .. }
+        )
     }
 }
 
@@ -148,9 +198,16 @@ pub struct RedoRecord {
 /// I/O the instance asks its driver to do; the result comes back as [`IoDone`].
 #[derive(Clone, Debug, PartialEq)]
 pub enum Io {
-    ReadBlock { blk: BlockAddr },
-    WriteBlock { block: Box<Block> },
-    WriteRedo { records: Vec<RedoRecord>, bytes: u64 },
+    ReadBlock {
+        blk: BlockAddr,
+    },
+    WriteBlock {
+        block: Box<Block>,
+    },
+    WriteRedo {
+        records: Vec<RedoRecord>,
+        bytes: u64,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]

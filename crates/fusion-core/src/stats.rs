@@ -130,16 +130,35 @@ impl Stat {
         use Stat::*;
         match self {
             RedoSize => Unit::Bytes,
-            GcCrBlockReceiveTime | GcCurrentBlockReceiveTime | GcCrBlockBuildTime
-            | GcCrBlockFlushTime | GcCrBlockSendTime | GcCurrentBlockPinTime
-            | GcCurrentBlockFlushTime | GcCurrentBlockSendTime | GcsMsgsProcessTime
-            | RedoWriteTime | RedoSynchTime | DbTime | CpuUsedBySession | BackgroundCpuTime
-            | OsBusyTime | OsCpuWaitTime | DecompCrRequestSend | DecompCrLmsCpuWait
-            | DecompCrLmsProcessing | DecompCrLogFlush | DecompCrWire | DecompCurRequestSend
-            | DecompCurLmsCpuWait | DecompCurLmsProcessing | DecompCurLogFlush
-            | DecompCurWire | LmsCpuWaitTime | LgwrCpuWaitTime | ForegroundCpuWaitTime => {
-                Unit::Time
-            }
+            GcCrBlockReceiveTime
+            | GcCurrentBlockReceiveTime
+            | GcCrBlockBuildTime
+            | GcCrBlockFlushTime
+            | GcCrBlockSendTime
+            | GcCurrentBlockPinTime
+            | GcCurrentBlockFlushTime
+            | GcCurrentBlockSendTime
+            | GcsMsgsProcessTime
+            | RedoWriteTime
+            | RedoSynchTime
+            | DbTime
+            | CpuUsedBySession
+            | BackgroundCpuTime
+            | OsBusyTime
+            | OsCpuWaitTime
+            | DecompCrRequestSend
+            | DecompCrLmsCpuWait
+            | DecompCrLmsProcessing
+            | DecompCrLogFlush
+            | DecompCrWire
+            | DecompCurRequestSend
+            | DecompCurLmsCpuWait
+            | DecompCurLmsProcessing
+            | DecompCurLogFlush
+            | DecompCurWire
+            | LmsCpuWaitTime
+            | LgwrCpuWaitTime
+            | ForegroundCpuWaitTime => Unit::Time,
             _ => Unit::Count,
         }
     }
@@ -228,8 +247,12 @@ impl Wait {
         match self {
             GcCrRequest | GcCrBlock2Way | GcCrBlock3Way | GcCrGrant2Way | GcCrBlockBusy
             | GcCrBlockCongested | GcCrGrantBusy | GcCrGrantCongested => "global cache cr request",
-            GcCurrentRequest | GcCurrentBlock2Way | GcCurrentBlock3Way | GcCurrentGrant2Way
-            | GcCurrentBlockCongested | GcCurrentGrantCongested => "global cache null to x",
+            GcCurrentRequest
+            | GcCurrentBlock2Way
+            | GcCurrentBlock3Way
+            | GcCurrentGrant2Way
+            | GcCurrentBlockCongested
+            | GcCurrentGrantCongested => "global cache null to x",
             GcCurrentBlockBusy | GcCurrentGrantBusy => "global cache busy",
             GcBufferBusyAcquire => "buffer busy global CR",
             GcBufferBusyRelease => "buffer busy global cache",
@@ -255,7 +278,14 @@ pub struct EventStat {
 
 impl Default for EventStat {
     fn default() -> Self {
-        EventStat { waits: 0, time_ns: 0, waits_fg: 0, time_fg_ns: 0, max_ns: 0, histogram: [0; HISTOGRAM_BUCKETS] }
+        EventStat {
+            waits: 0,
+            time_ns: 0,
+            waits_fg: 0,
+            time_fg_ns: 0,
+            max_ns: 0,
+            histogram: [0; HISTOGRAM_BUCKETS],
+        }
     }
 }
 
@@ -289,7 +319,11 @@ impl EventStat {
             time_ns: self.time_ns.saturating_sub(earlier.time_ns),
             waits_fg: self.waits_fg.saturating_sub(earlier.waits_fg),
             time_fg_ns: self.time_fg_ns.saturating_sub(earlier.time_fg_ns),
-            max_ns: if self.waits > earlier.waits { self.max_ns } else { 0 },
+            max_ns: if self.waits > earlier.waits {
+                self.max_ns
+            } else {
+                0
+            },
             histogram: h,
         }
     }
@@ -305,7 +339,10 @@ pub struct Stats {
 
 impl Default for Stats {
     fn default() -> Self {
-        Stats { values: vec![0; Stat::COUNT], events: vec![EventStat::default(); Wait::COUNT] }
+        Stats {
+            values: vec![0; Stat::COUNT],
+            events: vec![EventStat::default(); Wait::COUNT],
+        }
     }
 }
 
@@ -333,8 +370,18 @@ impl Stats {
     /// Activity between `earlier` and `self`.
     pub fn since(&self, earlier: &Stats) -> Stats {
         Stats {
-            values: self.values.iter().zip(&earlier.values).map(|(a, b)| a.saturating_sub(*b)).collect(),
-            events: self.events.iter().zip(&earlier.events).map(|(a, b)| a.since(b)).collect(),
+            values: self
+                .values
+                .iter()
+                .zip(&earlier.values)
+                .map(|(a, b)| a.saturating_sub(*b))
+                .collect(),
+            events: self
+                .events
+                .iter()
+                .zip(&earlier.events)
+                .map(|(a, b)| a.since(b))
+                .collect(),
         }
     }
     /// Sum of several instances' counters (for cluster-wide figures).

@@ -105,7 +105,9 @@ impl InstSet {
     }
     /// Members in ascending order.
     pub fn iter(self) -> impl Iterator<Item = InstId> {
-        (0..64u8).filter(move |b| self.0 & (1 << b) != 0).map(InstId)
+        (0..64u8)
+            .filter(move |b| self.0 & (1 << b) != 0)
+            .map(InstId)
     }
     pub fn first(self) -> Option<InstId> {
         (self.0 != 0).then(|| InstId(self.0.trailing_zeros() as u8))

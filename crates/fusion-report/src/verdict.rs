@@ -296,6 +296,7 @@ mod tests {
             variants: vec![],
             expectations,
             has_variants: false,
+            tour: None,
         }
     }
 

@@ -12,7 +12,7 @@ use fusion_core::metrics::Metric;
 use crate::error::{At, Problem, ScenarioError};
 use crate::model::{
     CmpOp, Device, Expectation, Fault, LinkTarget, LoadedScenario, MetricRef, NetworkModel,
-    Operand, Phase, Scenario, StorageModel, Variant,
+    Operand, Phase, Scenario, StorageModel, TourSpec, Variant,
 };
 use crate::tree::{
     self, Entry, KeyPath, Node, Origin, Span, Table, Val, format_float, parse_path, parse_value,
@@ -95,6 +95,7 @@ pub fn load_str(
     let meta = ck.meta(&root);
     let decls = ck.variant_decls(&root);
     let drafts = ck.expectations(&root);
+    let tour_draft = ck.tour(&root);
 
     // Each variant (or the file alone) as a tree, then as a scenario.
     let has_variants = !decls.is_empty();
@@ -130,6 +131,7 @@ pub fn load_str(
     ck.merge_variant_problems(per_variant, has_variants);
 
     let expectations = ck.check_expectations(drafts, &built, has_variants);
+    let tour = tour_draft.and_then(|d| ck.check_tour(d, &built, has_variants));
 
     if !ck.problems.is_empty() {
         return Err(ck.finish());
@@ -163,6 +165,7 @@ pub fn load_str(
         variants,
         expectations,
         has_variants,
+        tour,
     })
 }
 
@@ -179,6 +182,7 @@ const ROOT_KEYS: &[&str] = &[
     "phase",
     "variant",
     "expect",
+    "tour",
 ];
 const SCENARIO_KEYS: &[&str] = &["name", "title", "myth", "description", "seed"];
 /// What a variant's `set` may change.
@@ -249,6 +253,8 @@ const EXPECT_KEYS: &[&str] = &[
     "name", "metric", "phase", "instance", "variant", "op", "factor", "than", "value",
 ];
 const THAN_KEYS: &[&str] = &["metric", "phase", "instance", "variant"];
+const TOUR_KEYS: &[&str] = &["order", "measured", "label", "deck"];
+const MEASURED_KEYS: &[&str] = &["metric", "phase", "instance", "variant"];
 const MAX_INSTANCES: u8 = 16;
 /// Largest transaction weight, so the weights of a workload always sum within a u32.
 const MAX_WEIGHT: u32 = 1_000_000;
@@ -285,6 +291,14 @@ struct SideDraft {
     phase_path: KeyPath,
     instance: Option<(u8, Node, KeyPath)>,
     variant: Option<String>,
+}
+
+/// `[tour]` read, its `measured` side not yet checked against the variants.
+struct TourDraft {
+    tour: TourSpec,
+    side: SideDraft,
+    /// `measured.variant` as written, to check against the declared variants.
+    variant_ref: Option<(String, Node, KeyPath)>,
 }
 
 struct ExpectDraft {
@@ -2100,6 +2114,122 @@ impl<'a> Checker<'a> {
                 None
             }
         }
+    }
+
+    // ---- [tour] --------------------------------------------------------------
+
+    fn tour(&mut self, root: &Node) -> Option<TourDraft> {
+        let node = root.as_table()?.get("tour").map(|e| &e.node)?;
+        let before = self.problems.len();
+        let tv = self.table(node, &KeyPath::root().key("tour"), TOUR_KEYS)?;
+        let order = self
+            .req(&tv, "order")
+            .and_then(|v| self.u32_in(v, &tv.at("order"), 0, u32::MAX));
+        let label = self
+            .req(&tv, "label")
+            .and_then(|v| self.one_line(v, &tv.at("label")));
+        let deck = self
+            .req(&tv, "deck")
+            .and_then(|v| self.one_line(v, &tv.at("deck")));
+        let measured = self.req(&tv, "measured").and_then(|v| {
+            let mtv = self.table(v, &tv.at("measured"), MEASURED_KEYS)?;
+            let metric = self
+                .req(&mtv, "metric")
+                .and_then(|m| self.metric(m, &mtv.at("metric")));
+            let phase = self
+                .req(&mtv, "phase")
+                .and_then(|p| self.name(p, &mtv.at("phase")).map(|_| p));
+            let instance = match mtv.get("instance") {
+                Some(i) => self.expect_instance(i, &mtv.at("instance")),
+                None => Some(None),
+            };
+            let variant = match mtv.get("variant") {
+                Some(n) => self
+                    .name(n, &mtv.at("variant"))
+                    .map(|s| Some((s, n.clone(), mtv.at("variant")))),
+                None => Some(None),
+            };
+            let ((metric, text), phase_node, instance, variant) =
+                (metric?, phase?, instance?, variant?);
+            let mref = MetricRef {
+                metric,
+                text,
+                variant: variant.as_ref().map(|(s, _, _)| s.clone()),
+                phase: phase_str(phase_node),
+                instance: instance.as_ref().map(|(i, _)| *i),
+            };
+            let side = SideDraft {
+                phase_node: phase_node.clone(),
+                phase_path: mtv.at("phase"),
+                instance: instance.map(|(i, n)| (i, n, mtv.at("instance"))),
+                variant: mref.variant.clone(),
+            };
+            Some((mref, side, variant))
+        });
+        let (Some(order), Some(label), Some(deck), Some((measured, side, variant_ref))) =
+            (order, label, deck, measured)
+        else {
+            return None;
+        };
+        if self.problems.len() != before {
+            return None;
+        }
+        Some(TourDraft {
+            tour: TourSpec {
+                order,
+                measured,
+                label,
+                deck,
+            },
+            side,
+            variant_ref,
+        })
+    }
+
+    /// A non-empty string on one line (it goes in a table cell).
+    fn one_line(&mut self, node: &Node, path: &KeyPath) -> Option<String> {
+        let s = self.string(node, path)?;
+        if s.trim().is_empty() || s.contains('\n') {
+            self.err(node, path, "expected a non-empty string on one line");
+            return None;
+        }
+        Some(s)
+    }
+
+    /// Check `[tour].measured` against the variants: it is measured in the
+    /// variant it names, else in the first one.
+    fn check_tour(
+        &mut self,
+        d: TourDraft,
+        built: &[(String, String, Option<Scenario>)],
+        has_variants: bool,
+    ) -> Option<TourSpec> {
+        let names: Vec<String> = built.iter().map(|(n, _, _)| n.clone()).collect();
+        let variant = match &d.variant_ref {
+            Some((v, node, path)) => {
+                if !names.contains(v) {
+                    let known = if has_variants {
+                        names_list(&names)
+                    } else {
+                        format!("{} (the file has no [[variant]])", names_list(&names))
+                    };
+                    self.err(
+                        node,
+                        path,
+                        format!("unknown variant `{v}` (variants: {known})"),
+                    );
+                    return None;
+                }
+                v.clone()
+            }
+            None => names.first()?.clone(),
+        };
+        if !self.check_side(&d.side, &[&variant], built, has_variants) {
+            return None;
+        }
+        let mut tour = d.tour;
+        tour.measured.variant = Some(variant);
+        Some(tour)
     }
 
     // ---- [[expect]] --------------------------------------------------------

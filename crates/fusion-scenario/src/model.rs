@@ -20,6 +20,22 @@ pub struct LoadedScenario {
     pub expectations: Vec<Expectation>,
     /// True when the file declared variants (reports then show them side by side).
     pub has_variants: bool,
+    /// The scenario's place in the myth tour (`[tour]`), if it takes part.
+    pub tour: Option<TourSpec>,
+}
+
+/// `[tour]`: how the myth tour summarizes the scenario in one line.
+#[derive(Clone, Debug)]
+pub struct TourSpec {
+    /// Position in the tour (lower first).
+    pub order: u32,
+    /// The figure the tour shows. Its `variant` is always set (the first
+    /// variant when the file named none).
+    pub measured: MetricRef,
+    /// What the figure is, e.g. `inst1 avg gc cr receive with inst2's LMS starved`.
+    pub label: String,
+    /// What the deck measured for the same figure, as free text.
+    pub deck: String,
 }
 
 /// One runnable configuration.

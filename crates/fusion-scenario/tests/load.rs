@@ -1091,3 +1091,144 @@ mod prop {
         }
     }
 }
+
+// ---- [tour] -------------------------------------------------------------------
+
+const TOUR: &str = r#"
+[tour]
+order = 1
+measured = { metric = "Avg global cache cr block receive time (ms)", phase = "starved", instance = 1 }
+label = "inst1 avg gc cr receive with inst2's LMS starved"
+deck = "63.3 ms (node 1, deck slide 'Node1 GC workload')"
+"#;
+
+#[test]
+fn tour_section_loads() {
+    let s = ok(&format!("{MIN}{TOUR}"), &[]);
+    let t = s.tour.expect("a [tour] section");
+    assert_eq!(t.order, 1);
+    assert_eq!(t.label, "inst1 avg gc cr receive with inst2's LMS starved");
+    assert_eq!(t.deck, "63.3 ms (node 1, deck slide 'Node1 GC workload')");
+    assert_eq!(t.measured.metric, Metric::Awr(AwrLine::CrReceiveMs));
+    assert_eq!(t.measured.text, AwrLine::CrReceiveMs.label());
+    assert_eq!(t.measured.phase, "starved");
+    assert_eq!(t.measured.instance, Some(1));
+    assert_eq!(
+        t.measured.variant.as_deref(),
+        Some("mini"),
+        "without variants the only run is named after the scenario"
+    );
+    assert!(ok(MIN, &[]).tour.is_none(), "[tour] is optional");
+
+    // The full file has one too; the cluster and a --set order work.
+    let full = ok(FULL, &["tour.order=7"]);
+    let t = full.tour.expect("full.toml has a [tour]");
+    assert_eq!((t.order, t.measured.instance), (7, Some(1)));
+
+    // A header-form `measured`, the cluster, and a named variant.
+    let text = format!(
+        "{MIN}{VARIANTS}\n[tour]\norder = 0\nlabel = \"l\"\ndeck = \"d\"\n[tour.measured]\nmetric = \"waits:gc cr block congested\"\nphase = \"baseline\"\ninstance = \"all\"\nvariant = \"rt-lms\"\n"
+    );
+    let t = ok(&text, &[]).tour.expect("tour");
+    assert_eq!(t.measured.instance, None);
+    assert_eq!(t.measured.variant.as_deref(), Some("rt-lms"));
+    // Without a variant, the first one.
+    let t = ok(&text.replace("variant = \"rt-lms\"\n", ""), &[])
+        .tour
+        .expect("tour");
+    assert_eq!(t.measured.variant.as_deref(), Some("ts-lms"));
+}
+
+#[test]
+fn tour_unknown_key() {
+    let text = format!("{MIN}{TOUR}").replace("label =", "lable =");
+    let msg = err(&text, &[]);
+    let line = line_of(&text, "lable", 0);
+    assert!(
+        msg.contains(&format!(
+            "t.toml:{line}:1: `tour.lable`: unknown key `lable` (valid here: order, measured, label, deck; did you mean `label`?)"
+        )),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("`tour`: missing required key `label`"),
+        "{msg}"
+    );
+
+    let text = format!("{MIN}{TOUR}").replace("instance = 1 }", "instance = 1, node = 2 }");
+    let msg = err(&text, &[]);
+    assert_one(
+        &msg,
+        line_of(&text, "node = 2", 0),
+        line_of_col(&text, "node = 2"),
+        "tour.measured.node",
+        "unknown key `node` (valid here: metric, phase, instance, variant)",
+    );
+}
+
+#[test]
+fn tour_unknown_phase_instance_and_variant() {
+    let text = format!("{MIN}{TOUR}").replace("phase = \"starved\"", "phase = \"starvd\"");
+    let msg = err(&text, &[]);
+    assert_one(
+        &msg,
+        line_of(&text, "starvd", 0),
+        line_of_col(&text, "\"starvd\""),
+        "tour.measured.phase",
+        "unknown phase `starvd` (phases: baseline, starved)",
+    );
+
+    let text = format!("{MIN}{TOUR}").replace("instance = 1 }", "instance = 3 }");
+    let msg = err(&text, &[]);
+    assert_one(
+        &msg,
+        line_of(&text, "instance = 3", 0),
+        line_of_col(&text, "3 }"),
+        "tour.measured.instance",
+        "instance 3 is out of range 1..=2",
+    );
+
+    let text = format!("{MIN}{TOUR}").replace("instance = 1 }", "instance = 1, variant = \"x\" }");
+    let msg = err(&text, &[]);
+    assert!(
+        msg.contains("`tour.measured.variant`: unknown variant `x` (variants: mini (the file has no [[variant]]))"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn tour_bad_values() {
+    let text = format!("{MIN}{TOUR}").replace("order = 1", "order = -1");
+    let msg = err(&text, &[]);
+    assert_one(
+        &msg,
+        line_of(&text, "order = -1", 0),
+        9,
+        "tour.order",
+        "expected a non-negative integer, found -1",
+    );
+    let text = format!("{MIN}{TOUR}").replace("order = 1\n", "");
+    assert!(err(&text, &[]).contains("`tour`: missing required key `order`"));
+    let text = format!("{MIN}{TOUR}").replace("63.3 ms", "63.3\\nms");
+    let msg = err(&text, &[]);
+    assert!(
+        msg.contains("`tour.deck`: expected a non-empty string on one line"),
+        "{msg}"
+    );
+    let text = format!("{MIN}{TOUR}").replace("Avg global cache cr", "Avg global cash cr");
+    assert!(err(&text, &[]).contains("`tour.measured.metric`: unknown metric"));
+    let text = format!("{MIN}\n[tour]\norder = 1\nlabel = \"l\"\ndeck = \"d\"\nmeasured = 3\n");
+    assert!(err(&text, &[]).contains("`tour.measured`: expected a table, found 3"));
+    // A variant may not change the tour.
+    let text = format!("{MIN}{TOUR}\n[[variant]]\nname = \"v\"\nset = {{ \"tour.order\" = 2 }}\n");
+    assert!(err(&text, &[]).contains("a variant may change only the run configuration"));
+}
+
+/// 1-based column of the first occurrence of `needle` on its line.
+fn line_of_col(text: &str, needle: &str) -> usize {
+    let at = text
+        .find(needle)
+        .unwrap_or_else(|| panic!("`{needle}` not in the text"));
+    let start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+    text[start..at].chars().count() + 1
+}

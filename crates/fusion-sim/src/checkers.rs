@@ -72,7 +72,12 @@ impl Checker {
     fn absorb(&mut self, history: &[Observation]) {
         for o in history {
             match *o {
-                Observation::Write { xid, table, key, val } => {
+                Observation::Write {
+                    xid,
+                    table,
+                    key,
+                    val,
+                } => {
                     let w = self.writes.entry(xid).or_default();
                     match w.iter_mut().find(|(t, k, _)| *t == table && *k == key) {
                         Some(e) => e.2 = val,
@@ -84,7 +89,13 @@ impl Checker {
                     self.commits.insert(xid, scn);
                     self.report.commits += 1;
                 }
-                Observation::Read { xid, snapshot, table, key, val } => {
+                Observation::Read {
+                    xid,
+                    snapshot,
+                    table,
+                    key,
+                    val,
+                } => {
                     let own = self
                         .writes
                         .get(&xid)
@@ -99,7 +110,13 @@ impl Checker {
                                 ));
                             }
                         }
-                        _ => self.reads.push(PendingRead { table, key, snapshot, val, xid }),
+                        _ => self.reads.push(PendingRead {
+                            table,
+                            key,
+                            snapshot,
+                            val,
+                            xid,
+                        }),
                     }
                 }
             }
@@ -139,7 +156,12 @@ impl Checker {
     }
 
     /// Checks over the whole run.
-    pub fn finish(mut self, instances: &[Instance], store: &Store, history: &[Observation]) -> CheckReport {
+    pub fn finish(
+        mut self,
+        instances: &[Instance],
+        store: &Store,
+        history: &[Observation],
+    ) -> CheckReport {
         self.absorb(history);
         // Committed versions of each row: (commit scn, value), by scn.
         let mut versions: FxHashMap<(usize, u64), Vec<(u64, i64)>> = FxHashMap::default();
@@ -153,10 +175,19 @@ impl Checker {
         }
         let reads = std::mem::take(&mut self.reads);
         for r in &reads {
-            let exists = self.layout.tables.get(r.table).is_some_and(|t| r.key >= 1 && r.key <= t.initial_rows);
+            let exists = self
+                .layout
+                .tables
+                .get(r.table)
+                .is_some_and(|t| r.key >= 1 && r.key <= t.initial_rows);
             let expected = versions
                 .get(&(r.table, r.key))
-                .and_then(|v| v.iter().rev().find(|(scn, _)| *scn <= r.snapshot).map(|x| x.1))
+                .and_then(|v| {
+                    v.iter()
+                        .rev()
+                        .find(|(scn, _)| *scn <= r.snapshot)
+                        .map(|x| x.1)
+                })
                 .or(exists.then_some(0));
             if r.val != expected {
                 self.violation(format!(
@@ -170,17 +201,26 @@ impl Checker {
         last.sort_unstable();
         for ((table, key), want) in last {
             self.report.rows_checked += 1;
-            let Some(rowid) = self.layout.initial_rowid(table, key) else { continue };
+            let Some(rowid) = self.layout.initial_rowid(table, key) else {
+                continue;
+            };
             let current = instances.iter().find_map(|i| {
-                i.buffers_of(rowid.blk).find(|b| matches!(b.state, BufState::Xcur | BufState::Scur)).map(|b| (i.id, b))
+                i.buffers_of(rowid.blk)
+                    .find(|b| matches!(b.state, BufState::Xcur | BufState::Scur))
+                    .map(|b| (i.id, b))
             });
             let got = match current {
                 Some((_, b)) => b.image.row(rowid.slot).map(|r| r.val),
-                None => store.block(rowid.blk).and_then(|b| b.row(rowid.slot)).map(|r| r.val),
+                None => store
+                    .block(rowid.blk)
+                    .and_then(|b| b.row(rowid.slot))
+                    .map(|r| r.val),
             };
             if got != Some(want) {
                 let at = current.map_or("the store".to_string(), |(i, _)| format!("{i}"));
-                self.violation(format!("lost write: table {table} key {key} holds {got:?} in {at}, last written {want}"));
+                self.violation(format!(
+                    "lost write: table {table} key {key} holds {got:?} in {at}, last written {want}"
+                ));
             }
         }
         self.report

@@ -52,7 +52,12 @@ pub struct SimOutcome {
 
 enum Ev {
     Deliver(Envelope),
-    Io { inst: u8, id: u64, result: IoResult, write: Option<Box<fusion_core::block::Block>> },
+    Io {
+        inst: u8,
+        id: u64,
+        result: IoResult,
+        write: Option<Box<fusion_core::block::Block>>,
+    },
     Wake(u8),
 }
 
@@ -76,7 +81,10 @@ impl Sim {
     pub fn new(s: &Scenario, opts: &SimOptions) -> Sim {
         let seed = opts.seed.unwrap_or(s.seed);
         let n = s.instances.len() as u8;
-        let contiguous = s.instances.first().map_or(128, |p| p.lm_contiguous_res_count);
+        let contiguous = s
+            .instances
+            .first()
+            .map_or(128, |p| p.lm_contiguous_res_count);
         let catalog = Arc::new(s.catalog.clone());
         let layout = Arc::new(Layout::new(&catalog, n, contiguous));
         let workloads = Arc::new(s.workloads.clone());
@@ -135,8 +143,12 @@ impl Sim {
         while let Some(action) = self.instances[i].poll_action() {
             match action {
                 Action::Send(env) => {
-                    let bytes = env.msg.wire_bytes(self.block_size, self.net.message_bytes());
-                    let at = self.net.arrival(self.now, env.from.idx(), env.to.idx(), bytes);
+                    let bytes = env
+                        .msg
+                        .wire_bytes(self.block_size, self.net.message_bytes());
+                    let at = self
+                        .net
+                        .arrival(self.now, env.from.idx(), env.to.idx(), bytes);
                     self.push(at, Ev::Deliver(env));
                 }
                 Action::Io { id, io } => {
@@ -145,13 +157,25 @@ impl Sim {
                             let (at, r) = self.store.read(self.now, i, blk);
                             (at, r, None)
                         }
-                        Io::WriteBlock { block } => (self.store.write(self.now, i), IoResult::Written, Some(block)),
+                        Io::WriteBlock { block } => (
+                            self.store.write(self.now, i),
+                            IoResult::Written,
+                            Some(block),
+                        ),
                         Io::WriteRedo { records, bytes } => {
                             let (at, r) = self.store.write_redo(self.now, i, records, bytes);
                             (at, r, None)
                         }
                     };
-                    self.push(at, Ev::Io { inst: i as u8, id, result, write });
+                    self.push(
+                        at,
+                        Ev::Io {
+                            inst: i as u8,
+                            id,
+                            result,
+                            write,
+                        },
+                    );
                 }
             }
         }
@@ -173,7 +197,9 @@ impl Sim {
                 break;
             }
             self.heap.pop();
-            let Some(ev) = self.slots[slot as usize].take() else { continue };
+            let Some(ev) = self.slots[slot as usize].take() else {
+                continue;
+            };
             self.free.push(slot);
             self.now = at;
             self.events += 1;
@@ -183,9 +209,14 @@ impl Sim {
                     self.instances[i].handle_message(at, env);
                     i
                 }
-                Ev::Io { inst, id, result, write } => {
+                Ev::Io {
+                    inst,
+                    id,
+                    result,
+                    write,
+                } => {
                     if let Some(block) = write {
-                        self.store.apply(block);
+                        self.store.apply(*block);
                     }
                     self.instances[inst as usize].handle_io(at, id, result);
                     inst as usize
@@ -201,7 +232,11 @@ impl Sim {
             };
             self.drain(i);
             if let Some(c) = self.checker.as_mut() {
-                let history: Vec<Observation> = self.instances.iter_mut().flat_map(|x| x.take_history()).collect();
+                let history: Vec<Observation> = self
+                    .instances
+                    .iter_mut()
+                    .flat_map(|x| x.take_history())
+                    .collect();
                 c.after_event(&self.instances, &history);
             }
         }
@@ -231,20 +266,42 @@ impl Sim {
         let mut stress = vec![(0u32, 100u32); n];
         for f in faults {
             match f {
-                Fault::StressCpu { instance, workers, load_pct } => {
+                Fault::StressCpu {
+                    instance,
+                    workers,
+                    load_pct,
+                } => {
                     if let Some(s) = stress.get_mut(usize::from(*instance).saturating_sub(1)) {
                         *s = (*workers, *load_pct);
                     }
                 }
-                Fault::DiskLatency { instance, device, latency, jitter } => {
-                    self.store.set_fault(usize::from(*instance).saturating_sub(1), *device, *latency, *jitter)
-                }
-                Fault::NetworkLatency { target, latency, jitter } => self.net.add_latency(target, *latency, *jitter),
+                Fault::DiskLatency {
+                    instance,
+                    device,
+                    latency,
+                    jitter,
+                } => self.store.set_fault(
+                    usize::from(*instance).saturating_sub(1),
+                    *device,
+                    *latency,
+                    *jitter,
+                ),
+                Fault::NetworkLatency {
+                    target,
+                    latency,
+                    jitter,
+                } => self.net.add_latency(target, *latency, *jitter),
                 Fault::Bandwidth { target, rate_bps } => self.net.set_bandwidth(target, *rate_bps),
             }
         }
         for (i, (workers, load)) in stress.into_iter().enumerate() {
-            self.command(i, Command::StressCpu { workers, load_pct: load });
+            self.command(
+                i,
+                Command::StressCpu {
+                    workers,
+                    load_pct: load,
+                },
+            );
         }
     }
 
@@ -265,7 +322,10 @@ pub fn run_variant(name: &str, s: &Scenario, opts: &SimOptions) -> SimOutcome {
         for (inst, pname, value) in &phase.parameters {
             sim.command(
                 usize::from(*inst).saturating_sub(1),
-                Command::SetParameter { name: pname.clone(), value: value.clone() },
+                Command::SetParameter {
+                    name: pname.clone(),
+                    value: value.clone(),
+                },
             );
         }
         sim.set_faults(&phase.faults);
@@ -286,11 +346,24 @@ pub fn run_variant(name: &str, s: &Scenario, opts: &SimOptions) -> SimOutcome {
                 stats: x.stats().since(b),
             })
             .collect();
-        phases.push(PhaseResult { name: phase.name.clone(), start_ns: start, elapsed_ns: phase.duration, instances });
+        phases.push(PhaseResult {
+            name: phase.name.clone(),
+            start_ns: start,
+            elapsed_ns: phase.duration,
+            instances,
+        });
     }
-    let mut errors: Vec<String> = sim.instances.iter().flat_map(|x| x.errors().iter().cloned()).collect();
+    let mut errors: Vec<String> = sim
+        .instances
+        .iter()
+        .flat_map(|x| x.errors().iter().cloned())
+        .collect();
     let check = sim.checker.take().map(|c| {
-        let history: Vec<Observation> = sim.instances.iter_mut().flat_map(|x| x.take_history()).collect();
+        let history: Vec<Observation> = sim
+            .instances
+            .iter_mut()
+            .flat_map(|x| x.take_history())
+            .collect();
         c.finish(&sim.instances, &sim.store, &history)
     });
     if let Some(c) = &check {
@@ -302,7 +375,10 @@ pub fn run_variant(name: &str, s: &Scenario, opts: &SimOptions) -> SimOutcome {
         .map(|x| x.stats.get(Stat::GcCrBlocksReceived) + x.stats.get(Stat::GcCurrentBlocksReceived))
         .sum();
     SimOutcome {
-        result: VariantResult { name: name.to_string(), phases },
+        result: VariantResult {
+            name: name.to_string(),
+            phases,
+        },
         events: sim.events,
         simulated_ns: sim.now,
         transfers,
@@ -313,10 +389,17 @@ pub fn run_variant(name: &str, s: &Scenario, opts: &SimOptions) -> SimOutcome {
 
 /// Run every variant of a scenario and evaluate its expectations.
 pub fn run_scenario(loaded: &LoadedScenario, opts: &SimOptions) -> (RunResult, Vec<SimOutcome>) {
-    let outcomes: Vec<SimOutcome> = loaded.variants.iter().map(|v| run_variant(&v.name, &v.scenario, opts)).collect();
+    let outcomes: Vec<SimOutcome> = loaded
+        .variants
+        .iter()
+        .map(|v| run_variant(&v.name, &v.scenario, opts))
+        .collect();
     let variants: Vec<VariantResult> = outcomes.iter().map(|o| o.result.clone()).collect();
     let verdicts = fusion_report::evaluate(loaded, &variants);
-    let seed = opts.seed.or_else(|| loaded.variants.first().map(|v| v.scenario.seed)).unwrap_or(0);
+    let seed = opts
+        .seed
+        .or_else(|| loaded.variants.first().map(|v| v.scenario.seed))
+        .unwrap_or(0);
     let result = RunResult {
         scenario: loaded.name.clone(),
         title: loaded.title.clone(),

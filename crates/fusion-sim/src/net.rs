@@ -31,7 +31,12 @@ impl Network {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         rng.set_stream(1_000);
         let n = n as usize;
-        Network { model, n, links: vec![Link::default(); n * n], rng }
+        Network {
+            model,
+            n,
+            links: vec![Link::default(); n * n],
+            rng,
+        }
     }
 
     pub fn message_bytes(&self) -> u32 {
@@ -40,14 +45,21 @@ impl Network {
 
     /// When a message of `bytes` sent now from `from` to `to` arrives.
     pub fn arrival(&mut self, now: Nanos, from: usize, to: usize, bytes: u64) -> Nanos {
-        let Some(link) = self.links.get_mut(from * self.n + to) else { return now };
+        let Some(link) = self.links.get_mut(from * self.n + to) else {
+            return now;
+        };
         let rate = link.rate_bps.unwrap_or(self.model.bandwidth_bps).max(1);
         let serialize = (u128::from(bytes) * 8 * u128::from(NS_PER_S) / u128::from(rate)) as Nanos;
         let start = now.max(link.free_at);
         link.free_at = start + serialize;
         let jitter_max = self.model.jitter + link.extra_jitter;
-        let jitter = if jitter_max > 0 { self.rng.next_u64() % (jitter_max + 1) } else { 0 };
-        let at = (link.free_at + self.model.latency + link.extra_latency + jitter).max(link.last_arrival);
+        let jitter = if jitter_max > 0 {
+            self.rng.next_u64() % (jitter_max + 1)
+        } else {
+            0
+        };
+        let at = (link.free_at + self.model.latency + link.extra_latency + jitter)
+            .max(link.last_arrival);
         link.last_arrival = at;
         at
     }
@@ -71,7 +83,8 @@ impl Network {
                         from == i || to == i
                     }
                     LinkTarget::Link { from: a, to: b } => {
-                        from == usize::from(*a).saturating_sub(1) && to == usize::from(*b).saturating_sub(1)
+                        from == usize::from(*a).saturating_sub(1)
+                            && to == usize::from(*b).saturating_sub(1)
                     }
                 };
                 if hit && from != to {
@@ -99,7 +112,12 @@ mod tests {
 
     #[test]
     fn serialization_latency_and_fifo() {
-        let model = NetworkModel { latency: 1_000, jitter: 0, bandwidth_bps: 8_000_000_000, message_bytes: 200 };
+        let model = NetworkModel {
+            latency: 1_000,
+            jitter: 0,
+            bandwidth_bps: 8_000_000_000,
+            message_bytes: 200,
+        };
         let mut net = Network::new(model, 2, 1);
         // 8 KB at 8 Gb/s = 8192 ns, then 1 us latency.
         assert_eq!(net.arrival(0, 0, 1, 8192), 8_192 + 1_000);

@@ -63,7 +63,14 @@ impl Store {
 
     fn jittered(&mut self, base: Nanos, fault: Option<Slow>) -> Nanos {
         match fault {
-            Some(f) => f.latency + if f.jitter > 0 { self.rng.next_u64() % (f.jitter + 1) } else { 0 },
+            Some(f) => {
+                f.latency
+                    + if f.jitter > 0 {
+                        self.rng.next_u64() % (f.jitter + 1)
+                    } else {
+                        0
+                    }
+            }
             None => base,
         }
     }
@@ -81,9 +88,11 @@ impl Store {
         let start = self.data_slot(now);
         let fault = self.data_fault.get(inst).copied().flatten();
         let took = self.jittered(self.model.read_latency, fault);
-        let block = self.blocks.get(blk.idx()).cloned().unwrap_or_else(|| {
-            Block::new(blk, fusion_core::block::Body::Unformatted)
-        });
+        let block = self
+            .blocks
+            .get(blk.idx())
+            .cloned()
+            .unwrap_or_else(|| Block::new(blk, fusion_core::block::Body::Unformatted));
         (start + took, IoResult::Read(Box::new(block)))
     }
 
@@ -94,7 +103,13 @@ impl Store {
         start + self.jittered(self.model.write_latency, fault)
     }
 
-    pub fn write_redo(&mut self, now: Nanos, inst: usize, records: Vec<RedoRecord>, bytes: u64) -> (Nanos, IoResult) {
+    pub fn write_redo(
+        &mut self,
+        now: Nanos,
+        inst: usize,
+        records: Vec<RedoRecord>,
+        bytes: u64,
+    ) -> (Nanos, IoResult) {
         let fault = self.redo_fault.get(inst).copied().flatten();
         let took = self.jittered(self.model.log_write_latency, fault);
         if let Some(r) = self.redo.get_mut(inst) {
@@ -107,11 +122,11 @@ impl Store {
     }
 
     /// A datafile write completed: the block is on disk.
-    pub fn apply(&mut self, block: Box<Block>) {
+    pub fn apply(&mut self, block: Block) {
         let a = block.addr.idx();
         // A write never goes back in time (an older write finishing late).
         if a < self.blocks.len() && block.scn >= self.blocks[a].scn {
-            self.blocks[a] = *block;
+            self.blocks[a] = block;
         }
     }
 

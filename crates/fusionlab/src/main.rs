@@ -1,1 +1,137 @@
-fn main() {}
+//! `fusionlab`: the command line. Parses arguments and dispatches to the
+//! library's commands; maps failures to exit statuses.
+
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use fusionlab::commands::{self, RunArgs};
+use fusionlab::tour::{self, TourArgs};
+use fusionlab::{Failure, exit};
+
+/// Fusionlab: a RAC cache-fusion cluster emulator. Runs scenario files on a
+/// deterministic simulator and prints AWR-style reports and verdicts.
+///
+/// Without a command it runs the myth tour.
+#[derive(Parser)]
+#[command(name = "fusionlab", version)]
+#[command(after_help = "\
+Exit status: 0 ran (whatever the verdicts); 1 `validate` found problems (or a shipped \
+scenario does not load); 2 bad input (missing file or name, invalid scenario, bad --set, \
+unknown --phase, usage); 3 the simulator reported protocol errors or checker violations.")]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run every shipped myth scenario (those with a [tour] section) and summarize the verdicts.
+    Tour(TourCmd),
+    /// Simulate one scenario and print its report.
+    Run(RunCmd),
+    /// Load a scenario and report its problems without running it.
+    Validate(ValidateCmd),
+    /// List the shipped scenarios.
+    List,
+}
+
+#[derive(Args, Default)]
+struct TourCmd {
+    /// Show wait events under the 9i names the RAC myths deck uses.
+    #[arg(long = "9i")]
+    names_9i: bool,
+    /// Use this seed for every scenario instead of each scenario's own.
+    #[arg(long, value_name = "N")]
+    seed: Option<u64>,
+}
+
+#[derive(Args)]
+struct RunCmd {
+    /// A scenario file, or the name of a shipped scenario (see `fusionlab list`).
+    #[arg(value_name = "FILE|NAME")]
+    scenario: String,
+    /// Print the JSON report instead of the text report.
+    #[arg(long)]
+    json: bool,
+    /// Replace the scenario's seed.
+    #[arg(long, value_name = "N")]
+    seed: Option<u64>,
+    /// Override a value of the file before its variants (repeatable), e.g.
+    /// `--set phase.baseline.duration_s=5` or `--set parameters.cpu_count=8`.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    sets: Vec<String>,
+    /// Show wait events under their 9i names.
+    #[arg(long = "9i")]
+    names_9i: bool,
+    /// Show only this phase in the text report (repeatable).
+    #[arg(long = "phase", value_name = "NAME")]
+    phases: Vec<String>,
+    /// Run the correctness checkers (coherence, CR consistency, lost writes); slow.
+    #[arg(long)]
+    check: bool,
+}
+
+#[derive(Args)]
+struct ValidateCmd {
+    /// A scenario file, or the name of a shipped scenario.
+    #[arg(value_name = "FILE|NAME")]
+    scenario: String,
+    /// Override a value before checking (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    sets: Vec<String>,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let mut out = io::stdout().lock();
+    let mut err = io::stderr().lock();
+    let result = match cli.command.unwrap_or(Command::Tour(TourCmd::default())) {
+        Command::Tour(t) => tour::tour(
+            &TourArgs {
+                names_9i: t.names_9i,
+                seed: t.seed,
+            },
+            &mut out,
+            &mut err,
+        ),
+        Command::Run(r) => commands::run(
+            &RunArgs {
+                scenario: r.scenario,
+                json: r.json,
+                seed: r.seed,
+                sets: r.sets,
+                names_9i: r.names_9i,
+                phases: r.phases,
+                check: r.check,
+            },
+            &mut out,
+            &mut err,
+        ),
+        Command::Validate(v) => commands::validate(&v.scenario, &v.sets, &mut out, &mut err),
+        Command::List => commands::list(&mut out, &mut err),
+    };
+    let code = match result {
+        Ok(code) => code,
+        Err(e) => failure(&e, &mut err),
+    };
+    let _ = out.flush();
+    ExitCode::from(code)
+}
+
+/// Print an error and choose the exit status.
+fn failure(e: &anyhow::Error, err: &mut dyn Write) -> u8 {
+    if let Some(f) = e.downcast_ref::<Failure>() {
+        let _ = writeln!(err, "{f}");
+        return f.code;
+    }
+    // A closed pipe (`fusionlab tour | head`) is not an error worth a message.
+    if e.chain().any(|c| {
+        c.downcast_ref::<io::Error>()
+            .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
+    }) {
+        return exit::OK;
+    }
+    let _ = writeln!(err, "fusionlab: error: {e:#}");
+    exit::BAD_INPUT
+}

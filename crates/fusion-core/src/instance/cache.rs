@@ -7,6 +7,10 @@ use crate::types::{BlockAddr, Scn, Xid};
 
 pub type BufId = u32;
 const NIL: u32 = u32::MAX;
+/// Buffers a foreground inspects from the cold end before giving up.
+const MAX_SCAN: u32 = 256;
+/// CR copies kept per block (`_db_block_max_cr_dba`).
+pub const MAX_CR_PER_BLOCK: usize = 6;
 
 /// `v$bh.status` of a buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -16,7 +20,11 @@ pub enum BufState {
     /// `scur`: the current block, held in S mode.
     Scur,
     /// `cr`: a consistent-read copy valid for snapshots `lo..=hi`.
-    Cr { lo: Scn, hi: Scn, private_to: Option<Xid> },
+    Cr {
+        lo: Scn,
+        hi: Scn,
+        private_to: Option<Xid>,
+    },
     /// `pi`: a past image kept after shipping a dirty block, until a write covers it.
     Pi,
 }
@@ -67,7 +75,9 @@ pub struct Cache {
 /// What to do with a buffer chosen for replacement.
 pub enum Victim {
     /// Free to reuse; if it was a current copy the master must be told.
-    Free { relinquish: Option<(BlockAddr, BufState)> },
+    Free {
+        relinquish: Option<(BlockAddr, BufState)>,
+    },
     /// Nothing could be replaced.
     None,
 }
@@ -109,7 +119,10 @@ impl Cache {
 
     /// Buffers of one block, most recently inserted first.
     pub fn buffers_of(&self, blk: BlockAddr) -> BufIter<'_> {
-        BufIter { cache: self, at: self.heads.get(blk.idx()).copied().unwrap_or(NIL) }
+        BufIter {
+            cache: self,
+            at: self.heads.get(blk.idx()).copied().unwrap_or(NIL),
+        }
     }
 
     /// The current (xcur or scur) buffer of a block.
@@ -196,7 +209,7 @@ impl Cache {
     pub fn victim(&mut self, busy: impl Fn(BlockAddr) -> bool) -> (Victim, u32) {
         let mut at = self.lru_tail;
         let mut inspected = 0;
-        while at != NIL && inspected < 4096 {
+        while at != NIL && inspected < MAX_SCAN {
             inspected += 1;
             let b = self.get(at);
             let prev = b.prev;
@@ -219,9 +232,27 @@ impl Cache {
         (Victim::None, inspected)
     }
 
+    /// Drop the oldest unpinned CR copies of `blk` beyond [`MAX_CR_PER_BLOCK`] - 1,
+    /// making room for one more.
+    pub fn limit_cr(&mut self, blk: BlockAddr) {
+        let crs: Vec<BufId> = self
+            .buffers_of(blk)
+            .filter(|&id| matches!(self.get(id).state, BufState::Cr { .. }))
+            .collect();
+        // The chain is newest first: the oldest are at the end.
+        for &id in crs.iter().skip(MAX_CR_PER_BLOCK - 1) {
+            if !self.get(id).pinned() {
+                self.remove(id);
+            }
+        }
+    }
+
     /// Every allocated buffer (for checkers and DBWR scans), in slot order.
     pub fn iter(&self) -> impl Iterator<Item = (BufId, &Buffer)> {
-        self.slots.iter().enumerate().filter_map(|(i, b)| b.as_ref().map(|b| (i as u32, b)))
+        self.slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, b)| b.as_ref().map(|b| (i as u32, b)))
     }
 
     /// Buffers from the cold end of the LRU, at most `n`.
@@ -301,7 +332,15 @@ mod tests {
     fn chains_lru_and_victims() {
         let mut c = Cache::new(16, 10);
         let a = c.insert(BlockAddr(1), BufState::Xcur, img(1));
-        let b = c.insert(BlockAddr(1), BufState::Cr { lo: 0, hi: 5, private_to: None }, img(1));
+        let b = c.insert(
+            BlockAddr(1),
+            BufState::Cr {
+                lo: 0,
+                hi: 5,
+                private_to: None,
+            },
+            img(1),
+        );
         let d = c.insert(BlockAddr(2), BufState::Scur, img(2));
         assert_eq!(c.buffers_of(BlockAddr(1)).collect::<Vec<_>>(), vec![b, a]);
         assert_eq!(c.current(BlockAddr(1)), Some(a));
@@ -309,7 +348,12 @@ mod tests {
         c.touch(b);
         // Cold end: a (dirty, skipped), then d (clean scur).
         let (v, _) = c.victim(|_| false);
-        assert!(matches!(v, Victim::Free { relinquish: Some((BlockAddr(2), BufState::Scur)) }));
+        assert!(matches!(
+            v,
+            Victim::Free {
+                relinquish: Some((BlockAddr(2), BufState::Scur))
+            }
+        ));
         assert!(c.try_get(d).is_none());
         let (v, _) = c.victim(|_| false);
         assert!(matches!(v, Victim::Free { relinquish: None }));

@@ -32,7 +32,13 @@ pub struct Writer {
 
 impl Writer {
     pub fn new(proc: ProcId) -> Writer {
-        Writer { proc, batch: Vec::new(), busy: false, outstanding: 0, started: 0 }
+        Writer {
+            proc,
+            batch: Vec::new(),
+            busy: false,
+            outstanding: 0,
+            started: 0,
+        }
     }
 }
 
@@ -43,22 +49,31 @@ pub struct Dbwr {
 }
 
 impl Instance {
+    /// The cache is short of clean buffers: write now (once until the next tick).
     pub(super) fn dbwr_urgent(&mut self) {
         if !self.dbwr.urgent {
             self.dbwr.urgent = true;
-            self.dbwr_tick();
+            self.dbwr_pass(true);
         }
     }
 
     pub(super) fn dbwr_tick(&mut self) {
-        let urgent = std::mem::take(&mut self.dbwr.urgent) || self.cache.used() * 10 >= self.cache.capacity * 9;
+        let urgent = std::mem::take(&mut self.dbwr.urgent)
+            || self.cache.used() * 10 >= self.cache.capacity * 9;
+        self.dbwr_pass(urgent);
+    }
+
+    fn dbwr_pass(&mut self, urgent: bool) {
         let n = self.dbwr.writers.len().max(1);
         let now = self.now;
         let mut candidates: Vec<(Nanos, BufId)> = self
             .cache
             .iter()
             .filter(|(_, b)| {
-                b.dirty && b.state == BufState::Xcur && !b.leaving && now.saturating_sub(b.dirty_since) >= CHECKPOINT_AGE
+                b.dirty
+                    && b.state == BufState::Xcur
+                    && !b.leaving
+                    && now.saturating_sub(b.dirty_since) >= CHECKPOINT_AGE
             })
             .map(|(id, b)| (b.dirty_since, id))
             .collect();
@@ -109,7 +124,9 @@ impl Instance {
         let batch = std::mem::take(&mut self.dbwr.writers[wi].batch);
         self.dbwr.writers[wi].started = self.now;
         for blk in batch {
-            let Some(id) = self.cache.current(blk) else { continue };
+            let Some(id) = self.cache.current(blk) else {
+                continue;
+            };
             let b = self.cache.get(id);
             if !b.dirty || b.state != BufState::Xcur {
                 continue;
@@ -117,7 +134,15 @@ impl Instance {
             let block = Box::new(b.image.clone());
             let scn = block.scn;
             self.dbwr.writers[wi].outstanding += 1;
-            self.start_io(Io::WriteBlock { block }, IoPurpose::DbwrWrite { blk, scn, writer: w, started: self.now });
+            self.start_io(
+                Io::WriteBlock { block },
+                IoPurpose::DbwrWrite {
+                    blk,
+                    scn,
+                    writer: w,
+                    started: self.now,
+                },
+            );
         }
         if self.dbwr.writers[wi].outstanding == 0 {
             self.dbwr.writers[wi].busy = false;

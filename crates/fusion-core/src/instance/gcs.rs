@@ -34,7 +34,11 @@ pub struct Resource {
 
 impl Resource {
     fn idle(&self) -> bool {
-        self.x.is_none() && self.s.is_empty() && self.pi.is_empty() && self.busy.is_none() && self.queue.is_empty()
+        self.x.is_none()
+            && self.s.is_empty()
+            && self.pi.is_empty()
+            && self.busy.is_none()
+            && self.queue.is_empty()
     }
 }
 
@@ -45,7 +49,9 @@ pub struct Directory {
 
 impl Directory {
     pub fn view(&self, blk: BlockAddr) -> Option<(Option<InstId>, Vec<InstId>, Vec<InstId>)> {
-        self.res.get(&blk).map(|r| (r.x, r.s.iter().collect(), r.pi.iter().collect()))
+        self.res
+            .get(&blk)
+            .map(|r| (r.x, r.s.iter().collect(), r.pi.iter().collect()))
     }
 }
 
@@ -101,10 +107,18 @@ impl Instance {
                     let others = r.s.without(who);
                     let holds_s = r.s.contains(who);
                     if others.is_empty() {
-                        let g = if holds_s { GrantKind::Upgrade } else { GrantKind::Disk(Mode::X) };
+                        let g = if holds_s {
+                            GrantKind::Upgrade
+                        } else {
+                            GrantKind::Disk(Mode::X)
+                        };
                         self.grant(req, g);
                     } else if holds_s {
-                        self.invalidate_then(req.blk, others, AfterAcks::Grant(req, GrantKind::Upgrade));
+                        self.invalidate_then(
+                            req.blk,
+                            others,
+                            AfterAcks::Grant(req, GrantKind::Upgrade),
+                        );
                     } else {
                         let shipper = prefer(others, me).unwrap_or(who);
                         let rest = others.without(shipper);
@@ -153,7 +167,14 @@ impl Instance {
         if holder == self.id {
             self.lms_serve_here(req, shared);
         } else {
-            self.send(holder, Msg::Forward { req, master: self.id, shared });
+            self.send(
+                holder,
+                Msg::Forward {
+                    req,
+                    master: self.id,
+                    shared,
+                },
+            );
         }
     }
 
@@ -171,7 +192,15 @@ impl Instance {
     }
 
     /// The requester installed what it was sent or granted: record the new state.
-    pub(super) fn dir_installed(&mut self, from: InstId, blk: BlockAddr, req: u64, mode: Mode, prev: Option<InstId>, pi_kept: bool) {
+    pub(super) fn dir_installed(
+        &mut self,
+        from: InstId,
+        blk: BlockAddr,
+        req: u64,
+        mode: Mode,
+        prev: Option<InstId>,
+        pi_kept: bool,
+    ) {
         let r = self.res(blk);
         if let Some(p) = prev
             && p != from
@@ -205,7 +234,9 @@ impl Instance {
             if r.busy.is_some() {
                 return;
             }
-            let Some(next) = r.queue.pop_front() else { break };
+            let Some(next) = r.queue.pop_front() else {
+                break;
+            };
             self.dir_route(next);
         }
         self.gc_tidy(blk);
@@ -260,5 +291,9 @@ impl Instance {
 
 /// Pick a holder, preferring `me` (serving from the master's own cache is 2-way).
 fn prefer(set: InstSet, me: InstId) -> Option<InstId> {
-    if set.contains(me) { Some(me) } else { set.first() }
+    if set.contains(me) {
+        Some(me)
+    } else {
+        set.first()
+    }
 }

@@ -72,11 +72,23 @@ impl Instance {
     }
 
     fn index_cursor(&self, ix: usize, table: usize, key: u64, rowid: Rowid) -> Cur {
-        Cur::Index { ix, table, key, blk: self.layout.indexes[ix].root, purpose: Purpose::Insert(rowid) }
+        Cur::Index {
+            ix,
+            table,
+            key,
+            blk: self.layout.indexes[ix].root,
+            purpose: Purpose::Insert(rowid),
+        }
     }
 
     /// Visit of the insert block (pinned in X): add the row.
-    pub(super) fn insert_into_block(&mut self, sid: u32, buf: BufId, table: usize, key: u64) -> Cur {
+    pub(super) fn insert_into_block(
+        &mut self,
+        sid: u32,
+        buf: BufId,
+        table: usize,
+        key: u64,
+    ) -> Cur {
         let per_block = self.layout.tables[table].rows_per_block as usize;
         let b = self.cache.get(buf);
         if !matches!(b.image.body, Body::Table { .. }) || b.image.row_slots() >= per_block {
@@ -94,7 +106,12 @@ impl Instance {
         self.dirtied(buf, rba);
         self.stats.incr(Stat::RowsInserted);
         self.touch_block(sid, blk);
-        self.record(Observation::Write { xid, table, key, val: 0 });
+        self.record(Observation::Write {
+            xid,
+            table,
+            key,
+            val: 0,
+        });
         let rowid = Rowid { blk, slot };
         match self.next_index(table, None) {
             Some(ix) => self.index_cursor(ix, table, key, rowid),
@@ -107,7 +124,10 @@ impl Instance {
         let me = self.id.idx();
         let t = self.layout.tables[table].clone();
         let Body::SegHeader { used } = &self.cache.get(buf).image.body else {
-            self.errors.push(format!("{}: segment header of table {table} is corrupt", self.id));
+            self.errors.push(format!(
+                "{}: segment header of table {table} is corrupt",
+                self.id
+            ));
             return Cur::None;
         };
         let mine = used.get(me).copied().unwrap_or(u32::MAX);
@@ -120,12 +140,16 @@ impl Instance {
         used[me] += 1;
         let header = self.cache.get(buf).blk;
         let (xid, scn) = self.recursive_txn();
-        self.cache.get_mut(buf).image.replace_body(Body::SegHeader { used }, xid, scn);
+        self.cache
+            .get_mut(buf)
+            .image
+            .replace_body(Body::SegHeader { used }, xid, scn);
         let rba = self.redo(xid, Some(header), scn, 100, false);
         self.dirtied(buf, rba);
         self.commit_recursive(xid, &[header]);
         let _ = sid;
-        let blk = BlockAddr(Layout::free_range(t.free_base, t.free_per_instance, self.id).start + mine);
+        let blk =
+            BlockAddr(Layout::free_range(t.free_base, t.free_per_instance, self.id).start + mine);
         Cur::InsertNew { table, key, blk }
     }
 
@@ -136,7 +160,11 @@ impl Instance {
         {
             if matches!(self.cache.get(id).image.body, Body::Unformatted) {
                 let (xid, scn) = self.recursive_txn();
-                self.cache.get_mut(id).image.replace_body(Body::Table { rows: Vec::new() }, xid, scn);
+                self.cache.get_mut(id).image.replace_body(
+                    Body::Table { rows: Vec::new() },
+                    xid,
+                    scn,
+                );
                 let rba = self.redo(xid, Some(blk), scn, 100, false);
                 self.dirtied(id, rba);
                 self.commit_recursive(xid, &[blk]);
@@ -178,12 +206,25 @@ impl Instance {
         }
         if img.entry_count() >= cap {
             let root = self.layout.indexes[ix].root;
-            return Cur::Split { ix, table, key, rowid, parent: None, node: root };
+            return Cur::Split {
+                ix,
+                table,
+                key,
+                rowid,
+                parent: None,
+                node: root,
+            };
         }
         let xid = self.session_xid(sid);
         let scn = self.next_scn();
-        if !self.cache.get_mut(buf).image.insert_entry(key, rowid, xid, scn) {
-            self.errors.push(format!("{}: duplicate key {key} in index {ix}", self.id));
+        if !self
+            .cache
+            .get_mut(buf)
+            .image
+            .insert_entry(key, rowid, xid, scn)
+        {
+            self.errors
+                .push(format!("{}: duplicate key {key} in index {ix}", self.id));
             return Cur::None;
         }
         let rba = self.redo(xid, Some(blk), scn, 120, false);
@@ -227,7 +268,15 @@ impl Instance {
 
     /// One step of the splitting descent. True when the session can go on at once.
     pub(super) fn split_step(&mut self, sid: u32) -> bool {
-        let Cur::Split { ix, table, key, rowid, parent, node } = self.sessions[sid as usize].cur.clone() else {
+        let Cur::Split {
+            ix,
+            table,
+            key,
+            rowid,
+            parent,
+            node,
+        } = self.sessions[sid as usize].cur.clone()
+        else {
             return true;
         };
         if let Some(p) = parent
@@ -238,13 +287,28 @@ impl Instance {
         if !self.want_x(sid, node) {
             return false;
         }
-        let Some(nbuf) = self.cache.current(node) else { return false };
+        let Some(nbuf) = self.cache.current(node) else {
+            return false;
+        };
         let img = &self.cache.get(nbuf).image;
         let full = img.entry_count() >= self.capacity(ix, img);
         if !full {
             let next = match img.child_for(key) {
-                Some(child) => Cur::Split { ix, table, key, rowid, parent: Some(node), node: child },
-                None => Cur::IndexLeaf { ix, table, key, rowid, blk: node },
+                Some(child) => Cur::Split {
+                    ix,
+                    table,
+                    key,
+                    rowid,
+                    parent: Some(node),
+                    node: child,
+                },
+                None => Cur::IndexLeaf {
+                    ix,
+                    table,
+                    key,
+                    rowid,
+                    blk: node,
+                },
             };
             self.sessions[sid as usize].cur = next;
             return true;
@@ -294,7 +358,10 @@ impl Instance {
         s.split_pins = pins;
         s.st = St::Cpu(Then::Split);
         let proc = s.proc;
-        self.cpu(proc, self.costs.row_change * 4 + self.costs.db_block_get * 3);
+        self.cpu(
+            proc,
+            self.costs.row_change * 4 + self.costs.db_block_get * 3,
+        );
         false
     }
 
@@ -303,7 +370,14 @@ impl Instance {
         let pins = std::mem::take(&mut self.sessions[sid as usize].split_pins);
         let cur = self.sessions[sid as usize].cur.clone();
         let next = match cur {
-            Cur::Split { ix, table, key, rowid, parent, node } => self.split(sid, ix, table, key, rowid, parent, node),
+            Cur::Split {
+                ix,
+                table,
+                key,
+                rowid,
+                parent,
+                node,
+            } => self.split(sid, ix, table, key, rowid, parent, node),
             other => other,
         };
         for id in pins {
@@ -326,8 +400,17 @@ impl Instance {
         parent: Option<BlockAddr>,
         node: BlockAddr,
     ) -> Cur {
-        let restart = Cur::Split { ix, table, key, rowid, parent: None, node: self.layout.indexes[ix].root };
-        let Some(nbuf) = self.cache.current(node) else { return restart };
+        let restart = Cur::Split {
+            ix,
+            table,
+            key,
+            rowid,
+            parent: None,
+            node: self.layout.indexes[ix].root,
+        };
+        let Some(nbuf) = self.cache.current(node) else {
+            return restart;
+        };
         let cap = self.capacity(ix, &self.cache.get(nbuf).image);
         let pbuf = parent.and_then(|p| self.cache.current(p));
         // Still as we saw it? The parent must point to the node and have room.
@@ -337,7 +420,8 @@ impl Instance {
         if let Some(pb) = pbuf {
             let pimg = &self.cache.get(pb).image;
             let points = matches!(&pimg.body, Body::Branch { entries } if entries.iter().any(|e| e.1 == node));
-            if !points || pimg.entry_count() >= self.layout.indexes[ix].entries_per_branch as usize {
+            if !points || pimg.entry_count() >= self.layout.indexes[ix].entries_per_branch as usize
+            {
                 return restart;
             }
         }
@@ -347,7 +431,9 @@ impl Instance {
         let (lower, upper, sep) = split_body(&self.cache.get(nbuf).image.body);
         let cont = match pbuf {
             Some(pb) => {
-                let Some(&new) = spares.first() else { return restart };
+                let Some(&new) = spares.first() else {
+                    return restart;
+                };
                 let (lower, upper) = link_leaves(lower, upper, new);
                 // Uncommitted entries keep their undo in the block they move to.
                 let moved = moved_undo(&self.cache.get(nbuf).image, &upper);
@@ -363,11 +449,20 @@ impl Instance {
                 changed.extend(parent);
                 self.sessions[sid as usize].spares = spares[1..].to_vec();
                 let child = if key >= sep { new } else { node };
-                Cur::Split { ix, table, key, rowid, parent, node: child }
+                Cur::Split {
+                    ix,
+                    table,
+                    key,
+                    rowid,
+                    parent,
+                    node: child,
+                }
             }
             None => {
                 // The root: its halves go to two new blocks; it keeps pointers to them.
-                let (Some(&a), Some(&b)) = (spares.first(), spares.get(1)) else { return restart };
+                let (Some(&a), Some(&b)) = (spares.first(), spares.get(1)) else {
+                    return restart;
+                };
                 let (lower, upper) = link_leaves(lower, upper, b);
                 let first = match &lower {
                     Body::Branch { entries } => entries.first().map_or(0, |e| e.0),
@@ -378,15 +473,33 @@ impl Instance {
                 let moved_b = moved_undo(&self.cache.get(nbuf).image, &upper);
                 self.format_index_block(a, lower, moved_a, xid, scn);
                 self.format_index_block(b, upper, moved_b, xid, scn);
-                self.replace(nbuf, Body::Branch { entries: vec![(first, a), (sep, b)] }, xid, scn);
+                self.replace(
+                    nbuf,
+                    Body::Branch {
+                        entries: vec![(first, a), (sep, b)],
+                    },
+                    xid,
+                    scn,
+                );
                 changed.push(a);
                 changed.push(b);
                 self.sessions[sid as usize].spares = spares[2..].to_vec();
-                Cur::Split { ix, table, key, rowid, parent: Some(node), node: if key >= sep { b } else { a } }
+                Cur::Split {
+                    ix,
+                    table,
+                    key,
+                    rowid,
+                    parent: Some(node),
+                    node: if key >= sep { b } else { a },
+                }
             }
         };
         let leaf = matches!(self.cache.get(nbuf).image.body, Body::Leaf { .. });
-        self.stats.incr(if leaf { Stat::LeafNodeSplits } else { Stat::BranchNodeSplits });
+        self.stats.incr(if leaf {
+            Stat::LeafNodeSplits
+        } else {
+            Stat::BranchNodeSplits
+        });
         self.commit_recursive(xid, &changed);
         cont
     }
@@ -398,8 +511,17 @@ impl Instance {
         self.dirtied(buf, rba);
     }
 
-    fn format_index_block(&mut self, blk: BlockAddr, body: Body, moved: (Vec<Itl>, Vec<crate::block::UndoRec>), xid: Xid, scn: Scn) {
-        let Some(id) = self.cache.current(blk) else { return };
+    fn format_index_block(
+        &mut self,
+        blk: BlockAddr,
+        body: Body,
+        moved: (Vec<Itl>, Vec<crate::block::UndoRec>),
+        xid: Xid,
+        scn: Scn,
+    ) {
+        let Some(id) = self.cache.current(blk) else {
+            return;
+        };
         let img = &mut self.cache.get_mut(id).image;
         img.body = Body::Unformatted;
         img.itl = moved.0;
@@ -413,19 +535,42 @@ impl Instance {
 /// Split a full leaf or branch body into lower and upper halves; returns the separator.
 fn split_body(body: &Body) -> (Body, Body, u64) {
     match body {
-        Body::Leaf { entries, next, low, high } => {
+        Body::Leaf {
+            entries,
+            next,
+            low,
+            high,
+        } => {
             let mid = entries.len() / 2;
             let sep = entries.get(mid).map_or(*low, |e| e.key);
             (
-                Body::Leaf { entries: entries[..mid].to_vec(), next: *next, low: *low, high: Some(sep) },
-                Body::Leaf { entries: entries[mid..].to_vec(), next: *next, low: sep, high: *high },
+                Body::Leaf {
+                    entries: entries[..mid].to_vec(),
+                    next: *next,
+                    low: *low,
+                    high: Some(sep),
+                },
+                Body::Leaf {
+                    entries: entries[mid..].to_vec(),
+                    next: *next,
+                    low: sep,
+                    high: *high,
+                },
                 sep,
             )
         }
         Body::Branch { entries } => {
             let mid = entries.len() / 2;
             let sep = entries.get(mid).map_or(0, |e| e.0);
-            (Body::Branch { entries: entries[..mid].to_vec() }, Body::Branch { entries: entries[mid..].to_vec() }, sep)
+            (
+                Body::Branch {
+                    entries: entries[..mid].to_vec(),
+                },
+                Body::Branch {
+                    entries: entries[mid..].to_vec(),
+                },
+                sep,
+            )
         }
         other => (other.clone(), Body::Unformatted, 0),
     }
@@ -434,20 +579,39 @@ fn split_body(body: &Body) -> (Body, Body, u64) {
 /// Chain split leaves: lower -> upper (at `upper_addr`) -> the old next.
 fn link_leaves(lower: Body, upper: Body, upper_addr: BlockAddr) -> (Body, Body) {
     match lower {
-        Body::Leaf { entries, low, high, .. } => (Body::Leaf { entries, next: Some(upper_addr), low, high }, upper),
+        Body::Leaf {
+            entries, low, high, ..
+        } => (
+            Body::Leaf {
+                entries,
+                next: Some(upper_addr),
+                low,
+                high,
+            },
+            upper,
+        ),
         other => (other, upper),
     }
 }
 
 /// ITL entries and undo of transactions whose entries move into `body`.
 fn moved_undo(from: &Block, body: &Body) -> (Vec<Itl>, Vec<crate::block::UndoRec>) {
-    let Body::Leaf { entries, .. } = body else { return (Vec::new(), Vec::new()) };
+    let Body::Leaf { entries, .. } = body else {
+        return (Vec::new(), Vec::new());
+    };
     let undo: Vec<_> = from
         .undo
         .iter()
-        .filter(|u| matches!(u.op, UndoOp::EntryInsert { key } if entries.iter().any(|e| e.key == key)))
+        .filter(
+            |u| matches!(u.op, UndoOp::EntryInsert { key } if entries.iter().any(|e| e.key == key)),
+        )
         .cloned()
         .collect();
-    let itl = from.itl.iter().filter(|i| undo.iter().any(|u| u.xid == i.xid)).copied().collect();
+    let itl = from
+        .itl
+        .iter()
+        .filter(|i| undo.iter().any(|u| u.xid == i.xid))
+        .copied()
+        .collect();
     (itl, undo)
 }

@@ -46,9 +46,22 @@ pub struct Lgwr {
 
 impl Instance {
     /// Append one redo record; returns the address a flush must reach to cover it.
-    pub(super) fn redo(&mut self, xid: Xid, blk: Option<BlockAddr>, scn: Scn, bytes: u32, commit: bool) -> u64 {
+    pub(super) fn redo(
+        &mut self,
+        xid: Xid,
+        blk: Option<BlockAddr>,
+        scn: Scn,
+        bytes: u32,
+        commit: bool,
+    ) -> u64 {
         let g = &mut self.lgwr;
-        g.buffer.push(RedoRecord { scn, xid, blk, bytes, commit });
+        g.buffer.push(RedoRecord {
+            scn,
+            xid,
+            blk,
+            bytes,
+            commit,
+        });
         g.buffered_bytes += u64::from(bytes);
         g.next_rba += u64::from(bytes);
         self.stats.incr(Stat::RedoEntries);
@@ -91,7 +104,13 @@ impl Instance {
         let upto = self.lgwr.next_rba;
         self.stats.incr(Stat::RedoWrites);
         self.stats.add(Stat::RedoBlocksWritten, bytes.div_ceil(512));
-        self.start_io(Io::WriteRedo { records, bytes }, IoPurpose::RedoWrite { upto, started: self.now });
+        self.start_io(
+            Io::WriteRedo { records, bytes },
+            IoPurpose::RedoWrite {
+                upto,
+                started: self.now,
+            },
+        );
     }
 
     pub(super) fn on_redo_written(&mut self, upto: u64, started: Nanos) {

@@ -60,7 +60,13 @@ pub struct LmsWorker {
 
 impl LmsWorker {
     pub fn new(proc: ProcId) -> LmsWorker {
-        LmsWorker { proc, queue: VecDeque::new(), running: None, parked: FxHashMap::default(), next_park: 1 }
+        LmsWorker {
+            proc,
+            queue: VecDeque::new(),
+            running: None,
+            parked: FxHashMap::default(),
+            next_park: 1,
+        }
     }
 }
 
@@ -93,9 +99,18 @@ impl Instance {
         };
         let w = blk.map_or(0, |b| self.lms_for(b));
         let job = match msg {
-            Msg::Forward { req, master, shared } => {
-                Job::Serve(Box::new(Serve { req, master, shared, stage: Stage::Start, built: None, congested: false }))
-            }
+            Msg::Forward {
+                req,
+                master,
+                shared,
+            } => Job::Serve(Box::new(Serve {
+                req,
+                master,
+                shared,
+                stage: Stage::Start,
+                built: None,
+                congested: false,
+            })),
             msg => Job::Msg { from, msg },
         };
         self.lms[w as usize].queue.push_back((job, self.now));
@@ -105,8 +120,17 @@ impl Instance {
     /// The master (this instance) routes a request to itself as holder: serve it next.
     pub(super) fn lms_serve_here(&mut self, req: Request, shared: bool) {
         let w = self.lms_for(req.blk);
-        let serve = Serve { req, master: self.id, shared, stage: Stage::Start, built: None, congested: false };
-        self.lms[w as usize].queue.push_front((Job::Serve(Box::new(serve)), self.now));
+        let serve = Serve {
+            req,
+            master: self.id,
+            shared,
+            stage: Stage::Start,
+            built: None,
+            congested: false,
+        };
+        self.lms[w as usize]
+            .queue
+            .push_front((Job::Serve(Box::new(serve)), self.now));
         self.lms_kick(w);
     }
 
@@ -115,7 +139,9 @@ impl Instance {
         if self.lms[wi].running.is_some() {
             return;
         }
-        let Some((mut job, queued)) = self.lms[wi].queue.pop_front() else { return };
+        let Some((mut job, queued)) = self.lms[wi].queue.pop_front() else {
+            return;
+        };
         let demand = self.lms_demand(&mut job);
         self.lms[wi].running = Some((job, queued, demand));
         let proc = self.lms[wi].proc;
@@ -131,18 +157,26 @@ impl Instance {
                 Stage::Send => c.lms_send,
                 Stage::AfterPin => c.lms_pin + self.send_cost_unless_flush(s.req.blk),
                 Stage::Start => {
-                    let Some(buf) = self.cache.current(s.req.blk) else { return c.lms_message };
+                    let Some(buf) = self.cache.current(s.req.blk) else {
+                        return c.lms_message;
+                    };
                     match (s.req.kind, s.shared) {
                         (ReqKind::Cr { snapshot, reader }, false) => {
                             let b = self.cache.get(buf);
                             let scn = b.image.scn;
-                            let built = b.image.build_cr(snapshot, reader, self.scn, &|x| self.tx_state(x));
+                            let built = b
+                                .image
+                                .build_cr(snapshot, reader, self.scn, &|x| self.tx_state(x));
                             let undo = built.as_ref().map_or(0, |cp| cp.undo_applied);
                             s.built = Some((scn, built));
-                            c.cr_build + c.undo_apply * Nanos::from(undo) + self.send_cost_unless_flush(s.req.blk)
+                            c.cr_build
+                                + c.undo_apply * Nanos::from(undo)
+                                + self.send_cost_unless_flush(s.req.blk)
                         }
                         (ReqKind::Cr { .. }, true) => c.lms_send,
-                        (ReqKind::Current { .. }, _) => c.lms_pin + self.send_cost_unless_flush(s.req.blk),
+                        (ReqKind::Current { .. }, _) => {
+                            c.lms_pin + self.send_cost_unless_flush(s.req.blk)
+                        }
                     }
                 }
             },
@@ -158,8 +192,11 @@ impl Instance {
 
     pub(super) fn lms_step_done(&mut self, w: u8, d: StepDone) {
         let wi = w as usize;
-        let Some((job, queued, _demand)) = self.lms[wi].running.take() else { return };
-        let wait = d.started_at.saturating_sub(queued) + d.waited.saturating_sub(d.started_at - d.requested_at);
+        let Some((job, queued, _demand)) = self.lms[wi].running.take() else {
+            return;
+        };
+        let wait = d.started_at.saturating_sub(queued)
+            + d.waited.saturating_sub(d.started_at - d.requested_at);
         let run = (d.done_at - d.requested_at).saturating_sub(d.waited);
         self.stats.add(Stat::GcsMsgsProcessTime, run);
         match job {
@@ -190,9 +227,13 @@ impl Instance {
                 }
                 self.dir_request(req);
             }
-            Msg::Installed { blk, req, mode, prev_holder, pi_kept } => {
-                self.dir_installed(from, blk, req, mode, prev_holder, pi_kept)
-            }
+            Msg::Installed {
+                blk,
+                req,
+                mode,
+                prev_holder,
+                pi_kept,
+            } => self.dir_installed(from, blk, req, mode, prev_holder, pi_kept),
             Msg::NotHeld { req } => self.dir_not_held(from, req),
             Msg::Relinquish { blk, mode } => self.dir_relinquish(from, blk, mode),
             Msg::InvalidateAck { blk, .. } => self.dir_invalidate_ack(from, blk),
@@ -204,12 +245,20 @@ impl Instance {
                 self.send(from, Msg::TxStatus { xid, token, report });
             }
             Msg::TxWait { xid, token } => match self.tx_report(xid) {
-                TxReport::Active => self.txns.waiters.entry(xid.seq()).or_default().push(TxWaiter::Remote(from, token)),
+                TxReport::Active => self
+                    .txns
+                    .waiters
+                    .entry(xid.seq())
+                    .or_default()
+                    .push(TxWaiter::Remote(from, token)),
                 report => self.send(from, Msg::TxStatus { xid, token, report }),
             },
             other => {
                 let _ = w;
-                self.errors.push(format!("{}: LMS got an unexpected message from {from}: {other:?}", self.id));
+                self.errors.push(format!(
+                    "{}: LMS got an unexpected message from {from}: {other:?}",
+                    self.id
+                ));
             }
         }
     }
@@ -238,7 +287,10 @@ impl Instance {
                     Some((scn, b)) if scn == scn_now => b,
                     _ => self.build_for(buf, &s.req),
                 };
-                self.stats.add(Stat::GcCrBlockBuildTime, run.saturating_sub(self.costs.lms_send));
+                self.stats.add(
+                    Stat::GcCrBlockBuildTime,
+                    run.saturating_sub(self.costs.lms_send),
+                );
                 if let Ok(cp) = &built
                     && cp.undo_applied > 0
                 {
@@ -249,7 +301,6 @@ impl Instance {
                 }
                 s.built = Some((scn_now, built));
                 if self.redo_pending(self.cache.get(buf).last_rba) {
-                    self.stats.incr(Stat::GcCrBlocksFlushed);
                     self.park_for_flush(w, s, buf);
                 } else {
                     self.ship(s, buf, self.costs.lms_send.min(run));
@@ -271,7 +322,6 @@ impl Instance {
                 }
                 self.cache.get_mut(buf).leaving = true;
                 if self.redo_pending(self.cache.get(buf).last_rba) {
-                    self.stats.incr(Stat::GcCurrentBlocksFlushed);
                     self.park_for_flush(w, s, buf);
                 } else {
                     self.ship(s, buf, self.costs.lms_send.min(run));
@@ -281,8 +331,13 @@ impl Instance {
     }
 
     fn build_for(&self, buf: BufId, req: &Request) -> Result<CrCopy, CrError> {
-        let ReqKind::Cr { snapshot, reader } = req.kind else { return Err(CrError::SnapshotTooOld) };
-        self.cache.get(buf).image.build_cr(snapshot, reader, self.scn, &|x| self.tx_state(x))
+        let ReqKind::Cr { snapshot, reader } = req.kind else {
+            return Err(CrError::SnapshotTooOld);
+        };
+        self.cache
+            .get(buf)
+            .image
+            .build_cr(snapshot, reader, self.scn, &|x| self.tx_state(x))
     }
 
     fn not_held(&mut self, req: Request, master: InstId) {
@@ -310,29 +365,55 @@ impl Instance {
 
     /// LGWR made the redo durable: the parked job can send.
     pub(super) fn lms_flushed(&mut self, w: u8, job: u64) {
-        let Some((mut s, since)) = self.lms.get_mut(w as usize).and_then(|l| l.parked.remove(&job)) else { return };
+        let Some((mut s, since)) = self
+            .lms
+            .get_mut(w as usize)
+            .and_then(|l| l.parked.remove(&job))
+        else {
+            return;
+        };
         let took = self.now - since;
         self.wait_event(Wait::GcsLogFlushSync, took, false);
         s.req.timing.flush += took;
+        // Counted with its time when it completes, so an interval's average is
+        // never a time without its count (or a count without its time).
         match s.req.kind {
-            ReqKind::Cr { .. } => self.stats.add(Stat::GcCrBlockFlushTime, took),
-            ReqKind::Current { .. } => self.stats.add(Stat::GcCurrentBlockFlushTime, took),
+            ReqKind::Cr { .. } => {
+                self.stats.incr(Stat::GcCrBlocksFlushed);
+                self.stats.add(Stat::GcCrBlockFlushTime, took)
+            }
+            ReqKind::Current { .. } => {
+                self.stats.incr(Stat::GcCurrentBlocksFlushed);
+                self.stats.add(Stat::GcCurrentBlockFlushTime, took)
+            }
         }
         s.stage = Stage::Send;
-        self.lms[w as usize].queue.push_front((Job::Serve(s), self.now));
+        self.lms[w as usize]
+            .queue
+            .push_front((Job::Serve(s), self.now));
         self.lms_kick(w);
     }
 
     /// A local pin on `blk` was released: resume LMS jobs waiting for it.
     pub(super) fn unpinned(&mut self, blk: BlockAddr) {
-        let Some(list) = self.pin_waiters.remove(&blk) else { return };
+        let Some(list) = self.pin_waiters.remove(&blk) else {
+            return;
+        };
         for (w, id) in list {
-            let Some((mut s, since)) = self.lms.get_mut(w as usize).and_then(|l| l.parked.remove(&id)) else { continue };
+            let Some((mut s, since)) = self
+                .lms
+                .get_mut(w as usize)
+                .and_then(|l| l.parked.remove(&id))
+            else {
+                continue;
+            };
             let took = self.now - since;
             s.req.timing.pin += took;
             self.stats.add(Stat::GcCurrentBlockPinTime, took);
             s.stage = Stage::AfterPin;
-            self.lms[w as usize].queue.push_front((Job::Serve(s), self.now));
+            self.lms[w as usize]
+                .queue
+                .push_front((Job::Serve(s), self.now));
             self.lms_kick(w);
         }
     }
@@ -342,14 +423,22 @@ impl Instance {
         let req = s.req;
         // 2-way: the request went straight to the holder (the master was the
         // requester or the holder itself); 3-way: a third instance forwarded it.
-        let hops = if s.master == self.id || s.master == req.requester { 2 } else { 3 };
+        let hops = if s.master == self.id || s.master == req.requester {
+            2
+        } else {
+            3
+        };
         let (kind, block, pi_kept) = match (req.kind, s.shared) {
             (ReqKind::Cr { .. }, false) => {
                 self.stats.incr(Stat::GcCrBlocksServed);
                 self.stats.add(Stat::GcCrBlockSendTime, send_time);
                 match s.built {
                     Some((_, Ok(cp))) => {
-                        let kind = ShipKind::Cr { lo: cp.lo, hi: cp.hi, private: cp.private_to.is_some() };
+                        let kind = ShipKind::Cr {
+                            lo: cp.lo,
+                            hi: cp.hi,
+                            private: cp.private_to.is_some(),
+                        };
                         (kind, cp.image, false)
                     }
                     _ => (ShipKind::Raw, self.cache.get(buf).image.clone(), false),
@@ -368,7 +457,17 @@ impl Instance {
             }
         };
         let congested = s.congested;
-        self.send(req.requester, Msg::Ship { req, kind, block: Box::new(block), pi_kept, hops, congested });
+        self.send(
+            req.requester,
+            Msg::Ship {
+                req,
+                kind,
+                block: Box::new(block),
+                pi_kept,
+                hops,
+                congested,
+            },
+        );
         if matches!(req.kind, ReqKind::Current { .. }) {
             self.wake_block(req.blk);
         }
@@ -376,6 +475,25 @@ impl Instance {
 
     /// The current block leaves: keep a past image if it is dirty, else drop it.
     fn give_up_current(&mut self, buf: BufId) -> (Block, bool) {
+        // Clean out our own commits first: the next holder cannot know them.
+        let mut img = std::mem::replace(
+            &mut self.cache.get_mut(buf).image,
+            Block::new(crate::types::BlockAddr(0), crate::block::Body::Unformatted),
+        );
+        img.clean_out_known(&|x| self.tx_state(x));
+        self.cache.get_mut(buf).image = img;
+        let blk = self.cache.get(buf).blk;
+        if self.cache.get(buf).dirty {
+            // A newer past image makes an older one useless: keep one per block.
+            let old: Vec<BufId> = self
+                .cache
+                .buffers_of(blk)
+                .filter(|&id| id != buf && self.cache.get(id).state == BufState::Pi)
+                .collect();
+            for id in old {
+                self.cache.remove(id);
+            }
+        }
         let b = self.cache.get_mut(buf);
         b.leaving = false;
         if b.dirty {
@@ -392,7 +510,11 @@ impl Instance {
             let b = self.cache.get_mut(buf);
             if b.state == BufState::Scur {
                 // The copy stays readable as a CR copy of the version it holds.
-                b.state = BufState::Cr { lo: b.image.scn, hi: self.scn, private_to: None };
+                b.state = BufState::Cr {
+                    lo: b.image.scn,
+                    hi: self.scn,
+                    private_to: None,
+                };
             }
         }
         if master == self.id {

@@ -25,8 +25,8 @@ use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
 use rustc_hash::FxHashMap;
 
-pub use cache::{BufState, Buffer};
 use cache::Cache;
+pub use cache::{BufState, Buffer};
 use dbwr::Dbwr;
 use gcs::Directory;
 use lgwr::Lgwr;
@@ -71,9 +71,23 @@ pub enum Command {
 /// What the checkers see: reads with their snapshot, and changes and commits.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Observation {
-    Read { xid: Xid, snapshot: Scn, table: usize, key: u64, val: Option<i64> },
-    Write { xid: Xid, table: usize, key: u64, val: i64 },
-    Commit { xid: Xid, scn: Scn },
+    Read {
+        xid: Xid,
+        snapshot: Scn,
+        table: usize,
+        key: u64,
+        val: Option<i64>,
+    },
+    Write {
+        xid: Xid,
+        table: usize,
+        key: u64,
+        val: i64,
+    },
+    Commit {
+        xid: Xid,
+        scn: Scn,
+    },
 }
 
 /// The processes of an instance, each a user of the CPU run queue.
@@ -102,9 +116,22 @@ enum Timer {
 #[derive(Clone, Copy, Debug)]
 enum IoPurpose {
     /// A session's read after a grant; `mode` is the lock it was granted.
-    GrantRead { blk: BlockAddr, req: u64, mode: crate::msg::Mode, scan: bool },
-    DbwrWrite { blk: BlockAddr, scn: Scn, writer: u8, started: Nanos },
-    RedoWrite { upto: u64, started: Nanos },
+    GrantRead {
+        blk: BlockAddr,
+        req: u64,
+        mode: crate::msg::Mode,
+        scan: bool,
+    },
+    DbwrWrite {
+        blk: BlockAddr,
+        scn: Scn,
+        writer: u8,
+        started: Nanos,
+    },
+    RedoWrite {
+        upto: u64,
+        started: Nanos,
+    },
 }
 
 /// A transaction of this instance: its commit SCN once committed.
@@ -182,7 +209,17 @@ pub struct Instance {
 
 impl Instance {
     pub fn new(cfg: InstanceConfig) -> Instance {
-        let InstanceConfig { id, instances, params, costs, catalog: _, layout, workloads, seed, record_history } = cfg;
+        let InstanceConfig {
+            id,
+            instances,
+            params,
+            costs,
+            catalog: _,
+            layout,
+            workloads,
+            seed,
+            record_history,
+        } = cfg;
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         rng.set_stream(u64::from(id.0) + 1);
         let capacity = params.buffers();
@@ -215,9 +252,19 @@ impl Instance {
             insert_blocks: layout
                 .tables
                 .iter()
-                .map(|t| (None, crate::layout::Layout::free_range(t.free_base, t.free_per_instance, id).start))
+                .map(|t| {
+                    (
+                        None,
+                        crate::layout::Layout::free_range(t.free_base, t.free_per_instance, id)
+                            .start,
+                    )
+                })
                 .collect(),
-            next_keys: layout.tables.iter().map(|t| t.initial_rows + 1 + u64::from(id.0)).collect(),
+            next_keys: layout
+                .tables
+                .iter()
+                .map(|t| t.initial_rows + 1 + u64::from(id.0))
+                .collect(),
             index_free: vec![0; layout.indexes.len()],
             history: record_history.then(Vec::new),
             errors: Vec::new(),
@@ -278,20 +325,40 @@ impl Instance {
     pub fn handle_io(&mut self, now: Nanos, id: u64, result: IoResult) {
         self.advance(now);
         let Some(purpose) = self.io.remove(&id) else {
-            self.errors.push(format!("{}: completion for unknown I/O {id}", self.id));
+            self.errors
+                .push(format!("{}: completion for unknown I/O {id}", self.id));
             return;
         };
         match (purpose, result) {
-            (IoPurpose::GrantRead { blk, req, mode, scan }, IoResult::Read(block)) => {
+            (
+                IoPurpose::GrantRead {
+                    blk,
+                    req,
+                    mode,
+                    scan,
+                },
+                IoResult::Read(block),
+            ) => {
                 self.stats.incr(Stat::PhysicalReads);
                 self.stats.incr(Stat::PhysicalReadsCache);
                 self.on_grant_read(blk, req, mode, *block, scan);
             }
-            (IoPurpose::DbwrWrite { blk, scn, writer, started }, IoResult::Written) => {
-                self.on_block_written(blk, scn, writer, started)
+            (
+                IoPurpose::DbwrWrite {
+                    blk,
+                    scn,
+                    writer,
+                    started,
+                },
+                IoResult::Written,
+            ) => self.on_block_written(blk, scn, writer, started),
+            (IoPurpose::RedoWrite { upto, started }, IoResult::Written) => {
+                self.on_redo_written(upto, started)
             }
-            (IoPurpose::RedoWrite { upto, started }, IoResult::Written) => self.on_redo_written(upto, started),
-            (p, r) => self.errors.push(format!("{}: I/O {id} ({p:?}) completed with {r:?}", self.id)),
+            (p, r) => self.errors.push(format!(
+                "{}: I/O {id} ({p:?}) completed with {r:?}",
+                self.id
+            )),
         }
         self.run_ready();
     }
@@ -310,6 +377,16 @@ impl Instance {
                 if let Err(e) = self.params.set(&name, &value) {
                     self.errors.push(format!("{}: {e}", self.id));
                 }
+                // Priorities apply at once, to processes already waiting for a CPU too.
+                let classes: Vec<SchedClass> = (0..self.procs.len() as ProcId)
+                    .map(|p| self.class_of(p))
+                    .collect();
+                self.sched.reclassify(self.now, |p| {
+                    classes
+                        .get(p as usize)
+                        .copied()
+                        .unwrap_or(SchedClass::TimeShare)
+                });
             }
             Command::StressCpu { workers, load_pct } => self.set_hogs(workers, load_pct),
             Command::EnableWorkloads(list) => {
@@ -356,7 +433,10 @@ impl Instance {
 
     /// Reads, writes and commits recorded since the last call (when enabled).
     pub fn take_history(&mut self) -> Vec<Observation> {
-        self.history.as_mut().map(std::mem::take).unwrap_or_default()
+        self.history
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
     }
 
     /// The buffers of a block in this cache (for checkers and `status`).
@@ -375,13 +455,19 @@ impl Instance {
     }
 
     /// The master's view of a block this instance masters: (X holder, S holders, PI holders).
-    pub fn directory_entry(&self, blk: BlockAddr) -> Option<(Option<InstId>, Vec<InstId>, Vec<InstId>)> {
+    pub fn directory_entry(
+        &self,
+        blk: BlockAddr,
+    ) -> Option<(Option<InstId>, Vec<InstId>, Vec<InstId>)> {
         self.dir.view(blk)
     }
 
     /// Whether a transaction of this instance has committed, and at which SCN.
     pub fn commit_scn(&self, xid: Xid) -> Option<Scn> {
-        (xid.inst() == self.id).then(|| self.txns.commit.get(xid.seq() as usize).copied()).flatten().filter(|&s| s > 0)
+        (xid.inst() == self.id)
+            .then(|| self.txns.commit.get(xid.seq() as usize).copied())
+            .flatten()
+            .filter(|&s| s > 0)
     }
 
     pub fn lms_count(&self) -> usize {
@@ -415,7 +501,13 @@ impl Instance {
         if msg.is_gcs() {
             self.stats.incr(Stat::GcsMessagesSent);
         }
-        let env = Envelope { from: self.id, to, scn: self.scn, sent_at: self.now, msg };
+        let env = Envelope {
+            from: self.id,
+            to,
+            scn: self.scn,
+            sent_at: self.now,
+            msg,
+        };
         self.actions.push_back(Action::Send(env));
     }
 
@@ -428,12 +520,21 @@ impl Instance {
 
     fn arm(&mut self, delay: Nanos, timer: Timer) {
         self.timer_seq += 1;
-        self.timers.push(Reverse((self.now + delay, self.timer_seq, timer)));
+        self.timers
+            .push(Reverse((self.now + delay, self.timer_seq, timer)));
     }
 
     fn class_of(&self, proc: ProcId) -> SchedClass {
-        let name = self.proc_names.get(proc as usize).map(String::as_str).unwrap_or("");
-        if self.params.is_high_priority(name) { SchedClass::RealTime } else { SchedClass::TimeShare }
+        let name = self
+            .proc_names
+            .get(proc as usize)
+            .map(String::as_str)
+            .unwrap_or("");
+        if self.params.is_high_priority(name) {
+            SchedClass::RealTime
+        } else {
+            SchedClass::TimeShare
+        }
     }
 
     fn cpu(&mut self, proc: ProcId, demand: Nanos) {
@@ -474,7 +575,9 @@ impl Instance {
     }
 
     fn on_step_done(&mut self, d: StepDone) {
-        let Some(&proc) = self.procs.get(d.proc as usize) else { return };
+        let Some(&proc) = self.procs.get(d.proc as usize) else {
+            return;
+        };
         let ran = (d.done_at - d.requested_at).saturating_sub(d.waited);
         self.stats.add(Stat::OsCpuWaitTime, d.waited);
         match proc {
@@ -528,9 +631,23 @@ impl Instance {
         match env.msg {
             // Replies to this instance's own requests are handled at once by the
             // receiving foreground; requests for others go through an LMS.
-            Msg::Ship { req, kind, block, pi_kept, hops, congested } => {
-                self.on_ship(from, env.sent_at, req, kind, *block, pi_kept, hops, congested)
-            }
+            Msg::Ship {
+                req,
+                kind,
+                block,
+                pi_kept,
+                hops,
+                congested,
+            } => self.on_ship(
+                from,
+                env.sent_at,
+                req,
+                kind,
+                *block,
+                pi_kept,
+                hops,
+                congested,
+            ),
             Msg::Grant { req, grant } => self.on_grant(from, env.sent_at, req, grant),
             Msg::TxStatus { xid, token, report } => self.on_tx_status(xid, token, report),
             msg => self.lms_enqueue(from, env.sent_at, msg),
@@ -592,14 +709,22 @@ impl Instance {
                 None => self.add_proc(Proc::Hog(i), name),
             };
             self.hogs.push(proc);
-            let demand = if self.hog_load >= 100 { HOG_FOREVER } else { HOG_PERIOD * Nanos::from(self.hog_load) / 100 };
+            let demand = if self.hog_load >= 100 {
+                HOG_FOREVER
+            } else {
+                HOG_PERIOD * Nanos::from(self.hog_load) / 100
+            };
             self.cpu(proc, demand);
         }
     }
 
     fn hog_step_done(&mut self, h: u32) {
         // A partly-loaded hog sleeps for the rest of its period.
-        if self.hogs.iter().any(|&p| self.procs.get(p as usize) == Some(&Proc::Hog(h))) {
+        if self
+            .hogs
+            .iter()
+            .any(|&p| self.procs.get(p as usize) == Some(&Proc::Hog(h)))
+        {
             let off = HOG_PERIOD * Nanos::from(100 - self.hog_load) / 100;
             self.arm(off.max(1), Timer::HogWake(h, self.hog_epoch));
         }
@@ -614,7 +739,9 @@ const HOG_FOREVER: Nanos = Nanos::MAX / 4;
 /// Check a block image against what a reader expected (used by checkers).
 pub fn row_value(block: &Block, key: u64) -> Option<i64> {
     match &block.body {
-        crate::block::Body::Table { rows } => rows.iter().flatten().find(|r| r.key == key).map(|r| r.val),
+        crate::block::Body::Table { rows } => {
+            rows.iter().flatten().find(|r| r.key == key).map(|r| r.val)
+        }
         _ => None,
     }
 }

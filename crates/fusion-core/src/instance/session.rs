@@ -67,9 +67,20 @@ pub(super) enum Cur {
     /// Between executions.
     None,
     /// Descending an index: next visit is `blk` in CR mode.
-    Index { ix: usize, table: usize, key: u64, blk: BlockAddr, purpose: Purpose },
+    Index {
+        ix: usize,
+        table: usize,
+        key: u64,
+        blk: BlockAddr,
+        purpose: Purpose,
+    },
     /// The row's table block: CR for reads, current for updates.
-    Table { table: usize, key: u64, rowid: Rowid, purpose: Purpose },
+    Table {
+        table: usize,
+        key: u64,
+        rowid: Rowid,
+        purpose: Purpose,
+    },
     /// A full scan reads the segment header first (CR) to learn its extent.
     ScanHeader { table: usize },
     /// A full scan at block `next` of run `run` (see `Session::scan_runs`).
@@ -79,12 +90,29 @@ pub(super) enum Cur {
     /// Insert: take a new block from the segment header (current mode).
     InsertAlloc { table: usize, key: u64 },
     /// Insert: format the new block `blk` (a new-block grant).
-    InsertNew { table: usize, key: u64, blk: BlockAddr },
+    InsertNew {
+        table: usize,
+        key: u64,
+        blk: BlockAddr,
+    },
     /// Index maintenance: the leaf, in current mode.
-    IndexLeaf { ix: usize, table: usize, key: u64, rowid: Rowid, blk: BlockAddr },
+    IndexLeaf {
+        ix: usize,
+        table: usize,
+        key: u64,
+        rowid: Rowid,
+        blk: BlockAddr,
+    },
     /// Index maintenance with splits: descending in current mode from the root,
     /// splitting every full block on the way (its parent then has room).
-    Split { ix: usize, table: usize, key: u64, rowid: Rowid, parent: Option<BlockAddr>, node: BlockAddr },
+    Split {
+        ix: usize,
+        table: usize,
+        key: u64,
+        rowid: Rowid,
+        parent: Option<BlockAddr>,
+        node: BlockAddr,
+    },
 }
 
 #[derive(Debug)]
@@ -130,7 +158,11 @@ impl Session {
 }
 
 pub(super) enum Acq {
-    Got { buf: BufId, extra: Nanos, cpu: Nanos },
+    Got {
+        buf: BufId,
+        extra: Nanos,
+        cpu: Nanos,
+    },
     Wait,
     Restart,
 }
@@ -187,7 +219,10 @@ impl Instance {
     fn workload_enabled(&self, w: usize) -> bool {
         match &self.enabled_workloads {
             None => true,
-            Some(list) => self.workloads.get(w).is_some_and(|spec| list.iter().any(|n| *n == spec.name)),
+            Some(list) => self
+                .workloads
+                .get(w)
+                .is_some_and(|spec| list.contains(&spec.name)),
         }
     }
 
@@ -201,7 +236,11 @@ impl Instance {
     }
 
     pub(super) fn session_wake(&mut self, sid: u32) {
-        if self.sessions.get(sid as usize).is_some_and(|s| s.st == St::Think) {
+        if self
+            .sessions
+            .get(sid as usize)
+            .is_some_and(|s| s.st == St::Think)
+        {
             self.set_ready(sid);
         }
     }
@@ -234,7 +273,11 @@ impl Instance {
 
     pub(super) fn run_ready(&mut self) {
         while let Some(sid) = self.ready.pop_front() {
-            if self.sessions.get(sid as usize).is_some_and(|s| s.st == St::Ready) {
+            if self
+                .sessions
+                .get(sid as usize)
+                .is_some_and(|s| s.st == St::Ready)
+            {
                 self.drive(sid);
             }
         }
@@ -315,12 +358,22 @@ impl Instance {
         let s = &mut self.sessions[sid as usize];
         if !s.in_txn {
             // A new transaction: pick its shape and draw its update keys.
-            if !self.workload_enabled(w) || spec.iterations.is_some_and(|n| self.sessions[sid as usize].iterations >= n) {
-                let finished = spec.iterations.is_some_and(|n| self.sessions[sid as usize].iterations >= n);
+            if !self.workload_enabled(w)
+                || spec
+                    .iterations
+                    .is_some_and(|n| self.sessions[sid as usize].iterations >= n)
+            {
+                let finished = spec
+                    .iterations
+                    .is_some_and(|n| self.sessions[sid as usize].iterations >= n);
                 self.go_idle(sid, finished);
                 return false;
             }
-            let total: u64 = spec.transactions.iter().map(|t| u64::from(t.weight.max(1))).sum();
+            let total: u64 = spec
+                .transactions
+                .iter()
+                .map(|t| u64::from(t.weight.max(1)))
+                .sum();
             let mut pick = self.rng.next_u64() % total.max(1);
             let mut template = 0;
             for (i, t) in spec.transactions.iter().enumerate() {
@@ -334,7 +387,13 @@ impl Instance {
             let mut keys: Vec<(usize, Vec<u64>)> = Vec::new();
             if let Some(t) = spec.transactions.get(template) {
                 for step in &t.steps {
-                    if let Step::Update { table, keys: ks, rows, .. } = step {
+                    if let Step::Update {
+                        table,
+                        keys: ks,
+                        rows,
+                        ..
+                    } = step
+                    {
                         for _ in 0..*rows {
                             let k = self.draw_key(sid, *table, ks);
                             match keys.iter_mut().find(|(tb, _)| tb == table) {
@@ -374,7 +433,10 @@ impl Instance {
                     self.think(sid, time);
                     return false;
                 }
-                Step::Read { access: Access::FullScan, .. } => s.execs_left = 1,
+                Step::Read {
+                    access: Access::FullScan,
+                    ..
+                } => s.execs_left = 1,
                 Step::Read { rows, .. } | Step::Update { rows, .. } => s.execs_left = rows.max(1),
                 Step::Insert { rows, .. } => s.execs_left = rows.max(1),
             }
@@ -386,10 +448,25 @@ impl Instance {
         let cost = self.costs.execute;
         self.stats.incr(Stat::ExecuteCount);
         let cur = match step {
-            Step::Read { table, access: Access::FullScan, .. } => Cur::ScanHeader { table },
-            Step::Read { table, access: Access::Index(ix), keys, .. } => {
+            Step::Read {
+                table,
+                access: Access::FullScan,
+                ..
+            } => Cur::ScanHeader { table },
+            Step::Read {
+                table,
+                access: Access::Index(ix),
+                keys,
+                ..
+            } => {
                 let key = self.draw_key(sid, table, &keys);
-                Cur::Index { ix, table, key, blk: self.layout.indexes[ix].root, purpose: Purpose::Read }
+                Cur::Index {
+                    ix,
+                    table,
+                    key,
+                    blk: self.layout.indexes[ix].root,
+                    purpose: Purpose::Read,
+                }
             }
             Step::Update { table, access, .. } => {
                 let s = &mut self.sessions[sid as usize];
@@ -400,11 +477,20 @@ impl Instance {
                     .and_then(|(_, v)| v.pop())
                     .unwrap_or(1);
                 match access {
-                    Access::Index(ix) => {
-                        Cur::Index { ix, table, key, blk: self.layout.indexes[ix].root, purpose: Purpose::Update }
-                    }
+                    Access::Index(ix) => Cur::Index {
+                        ix,
+                        table,
+                        key,
+                        blk: self.layout.indexes[ix].root,
+                        purpose: Purpose::Update,
+                    },
                     Access::FullScan => match self.layout.initial_rowid(table, key) {
-                        Some(rowid) => Cur::Table { table, key, rowid, purpose: Purpose::Update },
+                        Some(rowid) => Cur::Table {
+                            table,
+                            key,
+                            rowid,
+                            purpose: Purpose::Update,
+                        },
                         None => Cur::None,
                     },
                 }
@@ -450,7 +536,11 @@ impl Instance {
     }
 
     fn draw_key(&mut self, sid: u32, table: usize, spec: &KeySpec) -> u64 {
-        let rows = self.layout.tables.get(table).map_or(1, |t| t.initial_rows.max(1));
+        let rows = self
+            .layout
+            .tables
+            .get(table)
+            .map_or(1, |t| t.initial_rows.max(1));
         let (lo, hi) = spec.range.unwrap_or((1, rows));
         let n = hi.saturating_sub(lo) + 1;
         match spec.dist {
@@ -479,12 +569,24 @@ impl Instance {
     /// Try to visit `blk`; returns true if the session can go on at once (it
     /// never can: a visit always takes CPU), false when it waits.
     fn visit(&mut self, sid: u32, blk: BlockAddr, current: bool) -> bool {
-        let acq = if current { self.acquire_current(sid, blk) } else { self.acquire_cr(sid, blk) };
+        let acq = if current {
+            self.acquire_current(sid, blk)
+        } else {
+            self.acquire_cr(sid, blk)
+        };
         match acq {
-            Acq::Got { buf, mut extra, cpu } => {
-                if matches!(self.sessions[sid as usize].cur, Cur::Scan { .. } | Cur::ScanHeader { .. }) {
+            Acq::Got {
+                buf,
+                mut extra,
+                cpu,
+            } => {
+                if matches!(
+                    self.sessions[sid as usize].cur,
+                    Cur::Scan { .. } | Cur::ScanHeader { .. }
+                ) {
                     // Examining the block's rows is part of a scan's work.
-                    extra += self.costs.row_examined * self.cache.get(buf).image.row_slots() as Nanos;
+                    extra +=
+                        self.costs.row_examined * self.cache.get(buf).image.row_slots() as Nanos;
                 }
                 let s = &mut self.sessions[sid as usize];
                 s.st = St::Cpu(Then::Visit(buf));
@@ -507,7 +609,12 @@ impl Instance {
 
     fn lookup_with_hints(&self, sid: u32) -> impl Fn(Xid) -> TxState + '_ {
         let hints = &self.sessions[sid as usize].hints;
-        move |x| hints.iter().find(|(h, _)| *h == x).map_or_else(|| self.tx_state(x), |(_, s)| *s)
+        move |x| {
+            hints
+                .iter()
+                .find(|(h, _)| *h == x)
+                .map_or_else(|| self.tx_state(x), |(_, s)| *s)
+        }
     }
 
     fn acquire_cr(&mut self, sid: u32, blk: BlockAddr) -> Acq {
@@ -522,14 +629,21 @@ impl Instance {
                 let img = &self.cache.get(cur).image;
                 let lookup = self.lookup_with_hints(sid);
                 match img.visible_as_is(snapshot, reader, &lookup) {
-                    Ok(false) => (Ok(false), Some(img.build_cr(snapshot, reader, self.scn, &lookup))),
+                    Ok(false) => (
+                        Ok(false),
+                        Some(img.build_cr(snapshot, reader, self.scn, &lookup)),
+                    ),
                     other => (other, None),
                 }
             };
             match (as_is, built) {
                 (Ok(true), _) => {
                     self.cache.get_mut(cur).pins += 1;
-                    return Acq::Got { buf: cur, extra: 0, cpu: get };
+                    return Acq::Got {
+                        buf: cur,
+                        extra: 0,
+                        cpu: get,
+                    };
                 }
                 (Ok(false), Some(built)) => return self.use_local_cr(sid, blk, built),
                 (Err(CrError::Unknown(xids)), _) => return self.look_up(sid, xids),
@@ -537,49 +651,79 @@ impl Instance {
             }
         }
         // 2. A CR copy valid for this snapshot.
-        let found = self.cache.buffers_of(blk).find(|&id| match self.cache.get(id).state {
-            BufState::Cr { lo, hi, private_to } => {
-                lo <= snapshot && snapshot <= hi && private_to.is_none_or(|p| p == reader)
-            }
-            _ => false,
-        });
+        let found = self
+            .cache
+            .buffers_of(blk)
+            .find(|&id| match self.cache.get(id).state {
+                BufState::Cr { lo, hi, private_to } => {
+                    lo <= snapshot && snapshot <= hi && private_to.is_none_or(|p| p == reader)
+                }
+                _ => false,
+            });
         if let Some(id) = found {
             self.cache.get_mut(id).pins += 1;
-            return Acq::Got { buf: id, extra: 0, cpu: get };
+            return Acq::Got {
+                buf: id,
+                extra: 0,
+                cpu: get,
+            };
         }
         // 3. An unrolled image shipped to us (light work): roll it back here.
-        if let Some(raw) = self.sessions[sid as usize].raw.take() {
-            if raw.addr == blk {
-                let built = raw.build_cr(snapshot, reader, self.scn, &self.lookup_with_hints(sid));
-                if let Err(CrError::Unknown(_)) = &built {
-                    self.sessions[sid as usize].raw = Some(raw);
-                }
-                return self.use_local_cr(sid, blk, built);
+        if self.sessions[sid as usize]
+            .raw
+            .as_ref()
+            .is_some_and(|r| r.addr == blk)
+            && let Some(raw) = self.sessions[sid as usize].raw.take()
+        {
+            let built = raw.build_cr(snapshot, reader, self.scn, &self.lookup_with_hints(sid));
+            if let Err(CrError::Unknown(_)) = &built {
+                self.sessions[sid as usize].raw = Some(raw);
             }
+            return self.use_local_cr(sid, blk, built);
         }
         // 4. Someone here already asked for it.
         if self.inflight.contains_key(&blk) {
             self.wait_on_block(sid, blk, Wait::GcBufferBusyAcquire);
             return Acq::Wait;
         }
-        let scan = matches!(self.sessions[sid as usize].cur, Cur::Scan { .. } | Cur::ScanHeader { .. });
+        let scan = matches!(
+            self.sessions[sid as usize].cur,
+            Cur::Scan { .. } | Cur::ScanHeader { .. }
+        );
         self.gc_request(sid, blk, ReqKind::Cr { snapshot, reader }, scan);
         Acq::Wait
     }
 
-    fn use_local_cr(&mut self, sid: u32, blk: BlockAddr, built: Result<crate::block::CrCopy, CrError>) -> Acq {
+    fn use_local_cr(
+        &mut self,
+        sid: u32,
+        blk: BlockAddr,
+        built: Result<crate::block::CrCopy, CrError>,
+    ) -> Acq {
         match built {
             Ok(cp) => {
                 self.stats.incr(Stat::CrBlocksCreated);
-                self.stats.add(Stat::UndoRecordsApplied, u64::from(cp.undo_applied));
-                self.stats.add(Stat::ConsistentChanges, u64::from(cp.undo_applied));
-                let extra = self.costs.cr_build + self.costs.undo_apply * Nanos::from(cp.undo_applied);
+                self.stats
+                    .add(Stat::UndoRecordsApplied, u64::from(cp.undo_applied));
+                self.stats
+                    .add(Stat::ConsistentChanges, u64::from(cp.undo_applied));
+                let extra =
+                    self.costs.cr_build + self.costs.undo_apply * Nanos::from(cp.undo_applied);
+                self.cache.limit_cr(blk);
                 self.make_room();
-                let state = BufState::Cr { lo: cp.lo, hi: cp.hi, private_to: cp.private_to };
+                let state = BufState::Cr {
+                    lo: cp.lo,
+                    hi: cp.hi,
+                    private_to: cp.private_to,
+                };
                 let id = self.cache.insert(blk, state, cp.image);
                 self.cache.get_mut(id).pins += 1;
                 self.sessions[sid as usize].hints.clear();
-                Acq::Got { buf: id, extra, cpu: self.costs.consistent_get }
+                Acq::Got {
+                    buf: id,
+                    extra,
+                    cpu: self.costs.consistent_get,
+                }
             }
             Err(CrError::Unknown(xids)) => self.look_up(sid, xids),
             Err(CrError::SnapshotTooOld) => Acq::Restart,
@@ -609,12 +753,16 @@ impl Instance {
     }
 
     pub(super) fn on_tx_status(&mut self, xid: Xid, token: u64, report: TxReport) {
-        let Some(sid) = self.tx_tokens.remove(&token) else { return };
+        let Some(sid) = self.tx_tokens.remove(&token) else {
+            return;
+        };
         match report {
             TxReport::Committed(scn) => {
                 self.remote_commits.insert(xid, scn);
             }
-            TxReport::Active => self.sessions[sid as usize].hints.push((xid, TxState::Active)),
+            TxReport::Active => self.sessions[sid as usize]
+                .hints
+                .push((xid, TxState::Active)),
         }
         let s = &mut self.sessions[sid as usize];
         s.pending_lookups = s.pending_lookups.saturating_sub(1);
@@ -637,7 +785,11 @@ impl Instance {
                     return Acq::Wait;
                 }
                 self.cache.get_mut(cur).xpin = true;
-                return Acq::Got { buf: cur, extra: 0, cpu: self.costs.db_block_get + self.costs.row_change };
+                return Acq::Got {
+                    buf: cur,
+                    extra: 0,
+                    cpu: self.costs.db_block_get + self.costs.row_change,
+                };
             }
         }
         if self.inflight.contains_key(&blk) {
@@ -655,7 +807,9 @@ impl Instance {
 
     /// Something changed about `blk`: waiting sessions try again.
     pub(super) fn wake_block(&mut self, blk: BlockAddr) {
-        let Some(list) = self.block_waiters.remove(&blk) else { return };
+        let Some(list) = self.block_waiters.remove(&blk) else {
+            return;
+        };
         for sid in list {
             if self.sessions[sid as usize].st == St::WaitBlock {
                 self.end_wait(sid, None);
@@ -667,13 +821,27 @@ impl Instance {
     pub(super) fn gc_request(&mut self, sid: u32, blk: BlockAddr, kind: ReqKind, scan: bool) {
         let id = self.next_req;
         self.next_req += 1;
-        self.inflight.insert(blk, Inflight { id, owner: sid, sent: self.now, scan });
+        self.inflight.insert(
+            blk,
+            Inflight {
+                id,
+                owner: sid,
+                sent: self.now,
+                scan,
+            },
+        );
         let placeholder = match kind {
             ReqKind::Cr { .. } => Wait::GcCrRequest,
             ReqKind::Current { .. } => Wait::GcCurrentRequest,
         };
         self.begin_wait(sid, placeholder, St::WaitBlock);
-        let req = Request { id, blk, requester: self.id, kind, timing: Timing::default() };
+        let req = Request {
+            id,
+            blk,
+            requester: self.id,
+            kind,
+            timing: Timing::default(),
+        };
         let master = self.layout.master(blk);
         if master == self.id {
             self.dir_request(req);
@@ -698,7 +866,10 @@ impl Instance {
     ) {
         let blk = req.blk;
         let Some(inf) = self.inflight.get(&blk).copied().filter(|i| i.id == req.id) else {
-            self.errors.push(format!("{}: {from} shipped {blk} for request {} we do not have", self.id, req.id));
+            self.errors.push(format!(
+                "{}: {from} shipped {blk} for request {} we do not have",
+                self.id, req.id
+            ));
             return;
         };
         self.inflight.remove(&blk);
@@ -707,7 +878,11 @@ impl Instance {
         let wire = self.now.saturating_sub(sent_at);
         let lms = t.lms_proc + t.pin;
         let request = total.saturating_sub(t.lms_wait + lms + t.flush + wire);
-        let bk = if kind == ShipKind::Current { BlockKind::Current } else { BlockKind::Cr };
+        let bk = if kind == ShipKind::Current {
+            BlockKind::Current
+        } else {
+            BlockKind::Cr
+        };
         for (part, v) in [
             (Part::RequestSend, request),
             (Part::LmsCpuWait, t.lms_wait),
@@ -749,9 +924,11 @@ impl Instance {
                     ReqKind::Cr { reader, .. } => reader,
                     ReqKind::Current { .. } => Xid::NONE,
                 };
+                self.cache.limit_cr(blk);
                 self.make_room();
                 let private_to = private.then_some(reader);
-                self.cache.insert(blk, BufState::Cr { lo, hi, private_to }, block);
+                self.cache
+                    .insert(blk, BufState::Cr { lo, hi, private_to }, block);
             }
             ShipKind::Raw => self.sessions[owner as usize].raw = Some(Box::new(block)),
             ShipKind::Shared => {
@@ -766,12 +943,17 @@ impl Instance {
         self.wake_block(blk);
     }
 
-    fn install_current(&mut self, blk: BlockAddr, mode: Mode, block: Block, dirty: bool) {
+    fn install_current(&mut self, blk: BlockAddr, mode: Mode, mut block: Block, dirty: bool) {
         if let Some(old) = self.cache.current(blk) {
             self.cache.remove(old);
         }
+        block.clean_out_known(&|x| self.tx_state(x));
         self.make_room();
-        let state = if mode == Mode::X { BufState::Xcur } else { BufState::Scur };
+        let state = if mode == Mode::X {
+            BufState::Xcur
+        } else {
+            BufState::Scur
+        };
         let id = self.cache.insert(blk, state, block);
         let now = self.now;
         let b = self.cache.get_mut(id);
@@ -781,20 +963,51 @@ impl Instance {
     }
 
     /// Tell the master the transfer is complete.
-    fn installed(&mut self, _from: InstId, blk: BlockAddr, req: u64, mode: Mode, prev: Option<InstId>, pi_kept: bool) {
+    fn installed(
+        &mut self,
+        _from: InstId,
+        blk: BlockAddr,
+        req: u64,
+        mode: Mode,
+        prev: Option<InstId>,
+        pi_kept: bool,
+    ) {
         let master = self.layout.master(blk);
         if master == self.id {
             let me = self.id;
             self.dir_installed(me, blk, req, mode, prev, pi_kept);
         } else {
-            self.send(master, Msg::Installed { blk, req, mode, prev_holder: prev, pi_kept });
+            self.send(
+                master,
+                Msg::Installed {
+                    blk,
+                    req,
+                    mode,
+                    prev_holder: prev,
+                    pi_kept,
+                },
+            );
         }
     }
 
     /// The master granted a request without a block.
-    pub(super) fn on_grant(&mut self, _from: InstId, _sent_at: Nanos, req: Request, grant: GrantKind) {
-        let Some(inf) = self.inflight.get(&req.blk).copied().filter(|i| i.id == req.id) else {
-            self.errors.push(format!("{}: grant for {} request {} we do not have", self.id, req.blk, req.id));
+    pub(super) fn on_grant(
+        &mut self,
+        _from: InstId,
+        _sent_at: Nanos,
+        req: Request,
+        grant: GrantKind,
+    ) {
+        let Some(inf) = self
+            .inflight
+            .get(&req.blk)
+            .copied()
+            .filter(|i| i.id == req.id)
+        else {
+            self.errors.push(format!(
+                "{}: grant for {} request {} we do not have",
+                self.id, req.blk, req.id
+            ));
             return;
         };
         let congested = req.timing.lms_wait > super::lms::CONGESTED_AFTER;
@@ -812,7 +1025,14 @@ impl Instance {
 
     /// The local master granted a request: no message and no gc wait.
     pub(super) fn on_local_grant(&mut self, req: Request, grant: GrantKind) {
-        let Some(inf) = self.inflight.get(&req.blk).copied().filter(|i| i.id == req.id) else { return };
+        let Some(inf) = self
+            .inflight
+            .get(&req.blk)
+            .copied()
+            .filter(|i| i.id == req.id)
+        else {
+            return;
+        };
         // The placeholder wait never really happened.
         self.sessions[inf.owner as usize].wait = None;
         self.granted(inf, req, grant);
@@ -822,15 +1042,30 @@ impl Instance {
         let blk = req.blk;
         match grant {
             GrantKind::Disk(mode) => {
-                let event = if inf.scan { Wait::DbFileScatteredRead } else { Wait::DbFileSequentialRead };
+                let event = if inf.scan {
+                    Wait::DbFileScatteredRead
+                } else {
+                    Wait::DbFileSequentialRead
+                };
                 self.begin_wait(inf.owner, event, St::WaitBlock);
-                self.start_io(Io::ReadBlock { blk }, IoPurpose::GrantRead { blk, req: req.id, mode, scan: inf.scan });
+                self.start_io(
+                    Io::ReadBlock { blk },
+                    IoPurpose::GrantRead {
+                        blk,
+                        req: req.id,
+                        mode,
+                        scan: inf.scan,
+                    },
+                );
             }
             GrantKind::Upgrade => {
                 self.inflight.remove(&blk);
                 match self.cache.current(blk) {
                     Some(id) => self.cache.get_mut(id).state = BufState::Xcur,
-                    None => self.errors.push(format!("{}: upgrade granted for {blk} but no S copy here", self.id)),
+                    None => self.errors.push(format!(
+                        "{}: upgrade granted for {blk} but no S copy here",
+                        self.id
+                    )),
                 }
                 let me = self.id;
                 self.installed(me, blk, req.id, Mode::X, None, false);
@@ -856,8 +1091,17 @@ impl Instance {
     }
 
     /// A granted disk read completed.
-    pub(super) fn on_grant_read(&mut self, blk: BlockAddr, req: u64, mode: Mode, block: Block, _scan: bool) {
-        let Some(inf) = self.inflight.get(&blk).copied().filter(|i| i.id == req) else { return };
+    pub(super) fn on_grant_read(
+        &mut self,
+        blk: BlockAddr,
+        req: u64,
+        mode: Mode,
+        block: Block,
+        _scan: bool,
+    ) {
+        let Some(inf) = self.inflight.get(&blk).copied().filter(|i| i.id == req) else {
+            return;
+        };
         self.inflight.remove(&blk);
         self.install_current(blk, mode, block, false);
         let me = self.id;
@@ -872,11 +1116,20 @@ impl Instance {
         while self.cache.used() >= self.cache.capacity {
             let inflight = &self.inflight;
             let waiters = &self.block_waiters;
-            let (victim, inspected) = self.cache.victim(|b| inflight.contains_key(&b) || waiters.contains_key(&b));
-            self.stats.add(Stat::FreeBufferInspected, u64::from(inspected));
+            let (victim, inspected) = self
+                .cache
+                .victim(|b| inflight.contains_key(&b) || waiters.contains_key(&b));
+            self.stats
+                .add(Stat::FreeBufferInspected, u64::from(inspected));
             match victim {
-                super::cache::Victim::Free { relinquish: Some((blk, state)) } => {
-                    let mode = if state == BufState::Xcur { Mode::X } else { Mode::S };
+                super::cache::Victim::Free {
+                    relinquish: Some((blk, state)),
+                } => {
+                    let mode = if state == BufState::Xcur {
+                        Mode::X
+                    } else {
+                        Mode::S
+                    };
                     let master = self.layout.master(blk);
                     if master == self.id {
                         let me = self.id;
@@ -896,7 +1149,9 @@ impl Instance {
     }
 
     pub(super) fn session_cpu_done(&mut self, sid: u32, _d: StepDone) {
-        let St::Cpu(then) = self.sessions[sid as usize].st else { return };
+        let St::Cpu(then) = self.sessions[sid as usize].st else {
+            return;
+        };
         match then {
             Then::Exec => {
                 let scn = self.scn;
@@ -912,7 +1167,9 @@ impl Instance {
     }
 
     pub(super) fn unpin(&mut self, buf: BufId) {
-        let Some(b) = self.cache.try_get(buf) else { return };
+        let Some(b) = self.cache.try_get(buf) else {
+            return;
+        };
         let blk = b.blk;
         let b = self.cache.get_mut(buf);
         if b.xpin {
@@ -930,8 +1187,10 @@ impl Instance {
         let cur = self.sessions[sid as usize].cur.clone();
         let current_mode = matches!(
             cur,
-            Cur::Table { purpose: Purpose::Update, .. }
-                | Cur::InsertRow { .. }
+            Cur::Table {
+                purpose: Purpose::Update,
+                ..
+            } | Cur::InsertRow { .. }
                 | Cur::InsertAlloc { .. }
                 | Cur::IndexLeaf { .. }
         );
@@ -944,37 +1203,96 @@ impl Instance {
         }
         self.stats.incr(Stat::SessionLogicalReads);
         let next = match cur {
-            Cur::Index { ix, table, key, blk, purpose } => {
+            Cur::Index {
+                ix,
+                table,
+                key,
+                blk,
+                purpose,
+            } => {
                 let img = &self.cache.get(buf).image;
                 match img.child_for(key) {
-                    Some(child) => Cur::Index { ix, table, key, blk: child, purpose },
+                    Some(child) => Cur::Index {
+                        ix,
+                        table,
+                        key,
+                        blk: child,
+                        purpose,
+                    },
                     None if matches!(purpose, Purpose::Insert(_)) => {
-                        let Purpose::Insert(rowid) = purpose else { unreachable!() };
-                        Cur::IndexLeaf { ix, table, key, rowid, blk }
+                        let Purpose::Insert(rowid) = purpose else {
+                            unreachable!()
+                        };
+                        Cur::IndexLeaf {
+                            ix,
+                            table,
+                            key,
+                            rowid,
+                            blk,
+                        }
                     }
                     None => match img.leaf_lookup(key) {
                         Some(e) => {
                             self.stats.incr(Stat::IndexFetchByKey);
-                            Cur::Table { table, key, rowid: e.rowid, purpose }
+                            Cur::Table {
+                                table,
+                                key,
+                                rowid: e.rowid,
+                                purpose,
+                            }
                         }
                         None => {
                             let _ = blk;
                             if purpose == Purpose::Read {
-                                let (xid, snapshot) = (self.sessions[sid as usize].xid, self.sessions[sid as usize].snapshot);
-                                self.record(Observation::Read { xid, snapshot, table, key, val: None });
+                                let (xid, snapshot) = (
+                                    self.sessions[sid as usize].xid,
+                                    self.sessions[sid as usize].snapshot,
+                                );
+                                self.record(Observation::Read {
+                                    xid,
+                                    snapshot,
+                                    table,
+                                    key,
+                                    val: None,
+                                });
                             }
                             Cur::None
                         }
                     },
                 }
             }
-            Cur::Table { table, key, rowid, purpose: Purpose::Read } => {
-                let val = self.cache.get(buf).image.row(rowid.slot).filter(|r| r.key == key).map(|r| r.val);
-                let (xid, snapshot) = (self.sessions[sid as usize].xid, self.sessions[sid as usize].snapshot);
-                self.record(Observation::Read { xid, snapshot, table, key, val });
+            Cur::Table {
+                table,
+                key,
+                rowid,
+                purpose: Purpose::Read,
+            } => {
+                let val = self
+                    .cache
+                    .get(buf)
+                    .image
+                    .row(rowid.slot)
+                    .filter(|r| r.key == key)
+                    .map(|r| r.val);
+                let (xid, snapshot) = (
+                    self.sessions[sid as usize].xid,
+                    self.sessions[sid as usize].snapshot,
+                );
+                self.record(Observation::Read {
+                    xid,
+                    snapshot,
+                    table,
+                    key,
+                    val,
+                });
                 Cur::None
             }
-            Cur::Table { table, key, rowid, purpose: Purpose::Update } => {
+            Cur::Table {
+                table,
+                key,
+                rowid,
+                purpose: Purpose::Update,
+            } => {
                 match self.update_row(sid, buf, table, key, rowid) {
                     Some(next) => next,
                     None => return, // waits for a row lock; the pin is already released
@@ -985,7 +1303,11 @@ impl Instance {
                 let mut runs = vec![(t.base, t.base + t.initial_blocks)];
                 if let Body::SegHeader { used } = &self.cache.get(buf).image.body {
                     for (i, u) in used.iter().enumerate() {
-                        let r = crate::layout::Layout::free_range(t.free_base, t.free_per_instance, InstId(i as u8));
+                        let r = crate::layout::Layout::free_range(
+                            t.free_base,
+                            t.free_per_instance,
+                            InstId(i as u8),
+                        );
                         if *u > 0 {
                             runs.push((r.start, r.start + (*u).min(t.free_per_instance)));
                         }
@@ -993,7 +1315,11 @@ impl Instance {
                 }
                 let first = runs[0].0;
                 self.sessions[sid as usize].scan_runs = runs;
-                Cur::Scan { table, run: 0, next: first }
+                Cur::Scan {
+                    table,
+                    run: 0,
+                    next: first,
+                }
             }
             Cur::Scan { table, run, next } => {
                 let rows = self.cache.get(buf).image.row_slots() as u64;
@@ -1002,17 +1328,36 @@ impl Instance {
                 self.scan_rows_seen(sid, buf, table);
                 let runs = &self.sessions[sid as usize].scan_runs;
                 match runs.get(run as usize) {
-                    Some(&(_, end)) if next + 1 < end => Cur::Scan { table, run, next: next + 1 },
+                    Some(&(_, end)) if next + 1 < end => Cur::Scan {
+                        table,
+                        run,
+                        next: next + 1,
+                    },
                     _ => match runs.get(run as usize + 1) {
-                        Some(&(start, _)) => Cur::Scan { table, run: run + 1, next: start },
+                        Some(&(start, _)) => Cur::Scan {
+                            table,
+                            run: run + 1,
+                            next: start,
+                        },
                         None => Cur::None,
                     },
                 }
             }
             Cur::InsertRow { table, key } => self.insert_into_block(sid, buf, table, key),
             Cur::InsertAlloc { table, key } => self.take_new_block(sid, buf, table, key),
-            Cur::IndexLeaf { ix, table, key, rowid, blk } => self.insert_into_leaf(sid, buf, ix, table, key, rowid, blk),
-            Cur::InsertNew { .. } | Cur::Split { .. } | Cur::Table { purpose: Purpose::Insert(_), .. } => Cur::None,
+            Cur::IndexLeaf {
+                ix,
+                table,
+                key,
+                rowid,
+                blk,
+            } => self.insert_into_leaf(sid, buf, ix, table, key, rowid, blk),
+            Cur::InsertNew { .. }
+            | Cur::Split { .. }
+            | Cur::Table {
+                purpose: Purpose::Insert(_),
+                ..
+            } => Cur::None,
             Cur::None => Cur::None,
         };
         self.unpin(buf);
@@ -1027,26 +1372,46 @@ impl Instance {
         if self.history.is_none() {
             return;
         }
-        let (xid, snapshot) = (self.sessions[sid as usize].xid, self.sessions[sid as usize].snapshot);
+        let (xid, snapshot) = (
+            self.sessions[sid as usize].xid,
+            self.sessions[sid as usize].snapshot,
+        );
         let rows: Vec<(u64, i64)> = match &self.cache.get(buf).image.body {
             Body::Table { rows } => rows.iter().flatten().map(|r| (r.key, r.val)).collect(),
             _ => Vec::new(),
         };
         for (key, val) in rows {
-            self.record(Observation::Read { xid, snapshot, table, key, val: Some(val) });
+            self.record(Observation::Read {
+                xid,
+                snapshot,
+                table,
+                key,
+                val: Some(val),
+            });
         }
     }
 
     /// Change a row in a current block the session holds pinned. Returns the
     /// next cursor, or `None` when the row is locked and the session now waits.
-    fn update_row(&mut self, sid: u32, buf: BufId, table: usize, key: u64, rowid: Rowid) -> Option<Cur> {
+    fn update_row(
+        &mut self,
+        sid: u32,
+        buf: BufId,
+        table: usize,
+        key: u64,
+        rowid: Rowid,
+    ) -> Option<Cur> {
         let my = self.sessions[sid as usize].xid;
         let lock = match self.cache.get(buf).image.row(rowid.slot) {
             Some(r) if r.key == key => r.lock,
             _ => return Some(Cur::None),
         };
         if !lock.is_none() && lock != my {
-            let state = self.cache.get(buf).image.state_of(lock, &|x| self.tx_state(x));
+            let state = self
+                .cache
+                .get(buf)
+                .image
+                .state_of(lock, &|x| self.tx_state(x));
             if !matches!(state, TxState::Committed(_)) {
                 self.unpin(buf);
                 self.wait_for_tx(sid, lock);
@@ -1061,9 +1426,23 @@ impl Instance {
             my
         };
         let scn = self.next_scn();
-        let old = self.cache.get(buf).image.row(rowid.slot).map_or(0, |r| r.val);
+        let mut img = std::mem::replace(
+            &mut self.cache.get_mut(buf).image,
+            Block::new(rowid.blk, Body::Unformatted),
+        );
+        img.clean_out_known(&|x| self.tx_state(x));
+        self.cache.get_mut(buf).image = img;
+        let old = self
+            .cache
+            .get(buf)
+            .image
+            .row(rowid.slot)
+            .map_or(0, |r| r.val);
         let val = old + 1;
-        self.cache.get_mut(buf).image.update_row(rowid.slot, xid, val, scn);
+        self.cache
+            .get_mut(buf)
+            .image
+            .update_row(rowid.slot, xid, val, scn);
         let rba = self.redo(xid, Some(rowid.blk), scn, 200, false);
         let now = self.now;
         let b = self.cache.get_mut(buf);
@@ -1078,14 +1457,23 @@ impl Instance {
         if !s.touched.contains(&rowid.blk) {
             s.touched.push(rowid.blk);
         }
-        self.record(Observation::Write { xid, table, key, val });
+        self.record(Observation::Write {
+            xid,
+            table,
+            key,
+            val,
+        });
         Some(Cur::None)
     }
 
     fn wait_for_tx(&mut self, sid: u32, holder: Xid) {
         self.begin_wait(sid, Wait::EnqTxRowLockContention, St::WaitTx);
         if holder.inst() == self.id {
-            self.txns.waiters.entry(holder.seq()).or_default().push(TxWaiter::Session(sid));
+            self.txns
+                .waiters
+                .entry(holder.seq())
+                .or_default()
+                .push(TxWaiter::Session(sid));
         } else {
             let token = self.next_token;
             self.next_token += 1;
@@ -1133,9 +1521,14 @@ impl Instance {
                             self.set_ready(other);
                         }
                     }
-                    TxWaiter::Remote(inst, token) => {
-                        self.send(inst, Msg::TxStatus { xid, token, report: TxReport::Committed(scn) })
-                    }
+                    TxWaiter::Remote(inst, token) => self.send(
+                        inst,
+                        Msg::TxStatus {
+                            xid,
+                            token,
+                            report: TxReport::Committed(scn),
+                        },
+                    ),
                 }
             }
         }
@@ -1169,7 +1562,11 @@ impl Instance {
         s.execs_left = 0;
         s.iterations += 1;
         s.hints.clear();
-        let jitter = if think > 0 { (unit(&mut self.rng) * think as f64) as Nanos } else { 0 };
+        let jitter = if think > 0 {
+            (unit(&mut self.rng) * think as f64) as Nanos
+        } else {
+            0
+        };
         self.think(sid, think / 2 + jitter);
     }
 }

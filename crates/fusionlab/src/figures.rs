@@ -1,0 +1,228 @@
+//! The compact figures of a run the tour prints, and number formatting.
+
+use comfy_table::{
+    CellAlignment, ContentArrangement, ContentLineStyle, LineStyle, Table, TableStyle,
+};
+use fusion_core::metrics::{AwrLine, Metric};
+use fusion_core::stats::{Stats, Unit};
+use fusion_report::RunResult;
+use fusion_report::text::top_events;
+use fusion_scenario::MetricRef;
+
+/// AWR's table look: a dashed line under the header, columns two spaces apart.
+const STYLE: TableStyle = TableStyle::new()
+    .header_lines(ContentLineStyle::none().junction(' '))
+    .header_separator(LineStyle::none().fill('-').junction(' '))
+    .content_lines(ContentLineStyle::none().junction(' '));
+
+/// Per variant, phase and instance, one line: gc cr and current receive
+/// times, the cr and current flush times of the blocks it served, and its top
+/// foreground wait event with its average.
+pub fn key_figures(result: &RunResult, names_9i: bool) -> String {
+    let variants = result.has_variants && result.variants.len() > 1;
+    let mut header = Vec::new();
+    if variants {
+        header.push("Variant");
+    }
+    header.extend([
+        "Phase",
+        "Inst",
+        "gc cr recv ms",
+        "gc cur recv ms",
+        "cr flush ms",
+        "cur flush ms",
+        "Top foreground wait (avg)",
+    ]);
+    let first_number = usize::from(variants) + 1;
+    let mut t = Table::new();
+    t.load_style(STYLE)
+        .force_no_tty()
+        .set_content_arrangement(ContentArrangement::Disabled)
+        .set_header(header);
+    for v in &result.variants {
+        let mut first_of_variant = true;
+        for p in &v.phases {
+            let mut first_of_phase = true;
+            for i in &p.instances {
+                let mut row = Vec::new();
+                if variants {
+                    row.push(if first_of_variant {
+                        v.name.clone()
+                    } else {
+                        String::new()
+                    });
+                }
+                row.push(if first_of_phase {
+                    p.name.clone()
+                } else {
+                    String::new()
+                });
+                row.push(i.id.to_string());
+                for line in [
+                    AwrLine::CrReceiveMs,
+                    AwrLine::CurrentReceiveMs,
+                    AwrLine::CrFlushMs,
+                    AwrLine::CurrentFlushMs,
+                ] {
+                    row.push(line.eval(&i.stats).map_or_else(|| "-".to_string(), ms));
+                }
+                row.push(top_wait(&i.stats, names_9i));
+                t.add_row(row);
+                first_of_variant = false;
+                first_of_phase = false;
+            }
+        }
+    }
+    for c in t.column_iter_mut() {
+        c.set_padding((0, 1));
+    }
+    for i in first_number..first_number + 5 {
+        if let Some(c) = t.column_mut(i) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    let text = t.trim_fmt();
+    let mut out: String = text
+        .lines()
+        .map(str::trim_end)
+        .collect::<Vec<_>>()
+        .join("\n");
+    out.push('\n');
+    out
+}
+
+/// The foreground wait event with the most time, with its average wait.
+fn top_wait(s: &Stats, names_9i: bool) -> String {
+    top_events(s, names_9i)
+        .into_iter()
+        .find_map(|e| {
+            let waits = e.waits.filter(|w| *w > 0)?;
+            let avg = e.time_ns as f64 / 1e6 / waits as f64;
+            Some(format!("{} {} ms", e.name, ms(avg)))
+        })
+        .unwrap_or_else(|| "-".to_string())
+}
+
+/// A figure in milliseconds: two decimals below 10, one above.
+pub fn ms(v: f64) -> String {
+    if v.abs() < 10.0 {
+        format!("{v:.2}")
+    } else {
+        grouped(v, 1)
+    }
+}
+
+/// A figure with its unit, as the tour prints a scenario's measured figure.
+pub fn with_unit(metric: Metric, v: f64) -> String {
+    match metric {
+        Metric::Awr(line) if line.label().ends_with('%') => format!("{v:.1} %"),
+        Metric::Awr(_) | Metric::EventTimeMs(_) | Metric::EventAvgMs(_) | Metric::DecompMs(..) => {
+            format!("{} ms", ms(v))
+        }
+        Metric::Stat(stat) => match stat.unit() {
+            Unit::Time => format!("{} ms", ms(v)),
+            Unit::Bytes => format!("{} bytes", grouped(v, 0)),
+            Unit::Count => count(v),
+        },
+        Metric::EventWaits(_) => format!("{} waits", count(v)),
+        Metric::PerSecond(_) => format!("{}/s", grouped(v, 1)),
+        Metric::DecompShare(..) => format!("{:.1} %", v * 100.0),
+    }
+}
+
+/// A figure at one place of a run: the variant, phase and instance (or the
+/// cluster, summed) `m` names. `None` when that place is not in the run or
+/// the figure has nothing to measure.
+pub fn measure(result: &RunResult, m: &MetricRef) -> Option<f64> {
+    let variant = match &m.variant {
+        Some(name) => result.variants.iter().find(|v| &v.name == name)?,
+        None => result.variants.first()?,
+    };
+    let phase = variant.phase(&m.phase)?;
+    let stats = match m.instance {
+        Some(id) => phase.instance(id)?.stats.clone(),
+        None => phase.cluster_stats(),
+    };
+    m.metric.eval(&stats, phase.elapsed_ns)
+}
+
+/// A count: whole numbers with thousands separators, others with 2 decimals.
+pub fn count(v: f64) -> String {
+    if v.fract() == 0.0 {
+        grouped(v, 0)
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// `v` with `decimals` decimals and thousands separators: `1,234.5`.
+pub fn grouped(v: f64, decimals: usize) -> String {
+    let s = format!("{v:.decimals$}");
+    let (int, frac) = match s.split_once('.') {
+        Some((i, f)) => (i, Some(f)),
+        None => (s.as_str(), None),
+    };
+    let (sign, digits) = match int.strip_prefix('-') {
+        Some(d) => ("-", d),
+        None => ("", int),
+    };
+    let mut out = String::from(sign);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if let Some(f) = frac {
+        out.push('.');
+        out.push_str(f);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fusion_core::stats::{Stat, Wait};
+
+    #[test]
+    fn numbers() {
+        assert_eq!(grouped(1_234_567.0, 0), "1,234,567");
+        assert_eq!(grouped(-4_380.04, 1), "-4,380.0");
+        assert_eq!(grouped(12.0, 2), "12.00");
+        assert_eq!(count(5_413.0), "5,413");
+        assert_eq!(count(0.5), "0.50");
+        assert_eq!(ms(0.391), "0.39");
+        assert_eq!(ms(63.34), "63.3");
+        assert_eq!(ms(4380.0), "4,380.0");
+    }
+
+    #[test]
+    fn units() {
+        let cr = Metric::Awr(AwrLine::CrReceiveMs);
+        assert_eq!(with_unit(cr, 63.3), "63.3 ms");
+        assert_eq!(with_unit(Metric::Awr(AwrLine::CrFlushPct), 5.0), "5.0 %");
+        assert_eq!(
+            with_unit(Metric::EventWaits(Wait::LogFileSync), 5413.0),
+            "5,413 waits"
+        );
+        assert_eq!(
+            with_unit(Metric::Stat(Stat::RedoSize), 4096.0),
+            "4,096 bytes"
+        );
+        assert_eq!(
+            with_unit(Metric::Stat(Stat::GcCrBlockReceiveTime), 1.5),
+            "1.50 ms"
+        );
+        assert_eq!(with_unit(Metric::Stat(Stat::UserCommits), 10.0), "10");
+        assert_eq!(
+            with_unit(Metric::PerSecond(Stat::UserCommits), 10.0),
+            "10.0/s"
+        );
+        let share = Metric::DecompShare(
+            fusion_core::metrics::BlockKind::Cr,
+            fusion_core::metrics::Part::Wire,
+        );
+        assert_eq!(with_unit(share, 0.034), "3.4 %");
+    }
+}

@@ -1,0 +1,45 @@
+//! The `fusionlab` command line as a library: the binary parses arguments
+//! and calls these; tests call them in-process.
+//!
+//! - [`shipped`]: the scenarios embedded at build time, and finding one by file or name.
+//! - [`commands`]: `run`, `validate`, `list`.
+//! - [`tour`]: the myth tour.
+//! - [`figures`]: the compact per-phase figures and number formatting the tour uses.
+
+pub mod commands;
+pub mod figures;
+pub mod shipped;
+pub mod tour;
+
+/// A failure the user caused or must know about, with the exit status it maps to.
+/// Its message is printed to stderr as is (loader messages already name
+/// file, line, column and key).
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct Failure {
+    pub code: u8,
+    pub message: String,
+}
+
+impl Failure {
+    /// Bad input: a missing file, an invalid scenario, a bad `--set` or `--phase`.
+    pub fn input(message: impl Into<String>) -> Failure {
+        Failure {
+            code: exit::BAD_INPUT,
+            message: message.into(),
+        }
+    }
+}
+
+/// Exit statuses.
+pub mod exit {
+    /// Everything ran (whatever the verdicts).
+    pub const OK: u8 = 0;
+    /// `validate`: the scenario has problems. `list`: a shipped scenario does not load.
+    pub const INVALID: u8 = 1;
+    /// Bad input: missing file or name, invalid scenario, bad `--set`, unknown `--phase`
+    /// (and command-line usage errors).
+    pub const BAD_INPUT: u8 = 2;
+    /// The simulator reported protocol errors or the checkers found violations.
+    pub const SIM_ERRORS: u8 = 3;
+}

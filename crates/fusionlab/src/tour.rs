@@ -1,0 +1,269 @@
+//! The myth tour: every shipped scenario with a `[tour]` section, in tour
+//! order, run on the simulator; a compact block per myth, then one summary
+//! line per myth next to what the deck measured.
+
+use std::io::Write;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, mpsc};
+
+use anyhow::Result;
+use fusion_report::{RunResult, TourRow, render_tour};
+use fusion_scenario::{LoadedScenario, TourSpec};
+use fusion_sim::{SimOptions, SimOutcome};
+
+use crate::commands::{report_errors, simulation_summary};
+use crate::figures::{key_figures, measure, with_unit};
+use crate::{exit, shipped};
+
+const RULE: &str = "==============================================================================";
+
+/// What `fusionlab tour` was asked.
+#[derive(Clone, Debug, Default)]
+pub struct TourArgs {
+    /// Wait events under their 9i names.
+    pub names_9i: bool,
+    /// Replace every scenario's seed.
+    pub seed: Option<u64>,
+}
+
+/// One myth after its run.
+pub struct MythRun {
+    pub loaded: LoadedScenario,
+    pub result: RunResult,
+    pub outcomes: Vec<SimOutcome>,
+}
+
+/// The shipped scenarios with a `[tour]` section, by tour order then name;
+/// and the messages of those that do not load.
+pub fn shipped_myths() -> (Vec<LoadedScenario>, Vec<String>) {
+    let mut myths = Vec::new();
+    let mut broken = Vec::new();
+    for s in shipped::all() {
+        match s.load(&[]) {
+            Ok(l) if l.tour.is_some() => myths.push(l),
+            Ok(_) => {}
+            Err(e) => broken.push(e.to_string()),
+        }
+    }
+    sort_myths(&mut myths);
+    (myths, broken)
+}
+
+/// Tour order, then name; scenarios without `[tour]` last.
+pub fn sort_myths(myths: &mut [LoadedScenario]) {
+    myths.sort_by(|a, b| {
+        let key = |s: &LoadedScenario| {
+            (
+                s.tour.as_ref().map_or(u32::MAX, |t| t.order),
+                s.name.clone(),
+            )
+        };
+        key(a).cmp(&key(b))
+    });
+}
+
+/// `fusionlab tour`: the shipped myths.
+pub fn tour(args: &TourArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8> {
+    let (myths, broken) = shipped_myths();
+    for b in &broken {
+        writeln!(err, "{b}")?;
+    }
+    let code = tour_of(myths, args, out, err)?;
+    Ok(if code == exit::OK && !broken.is_empty() {
+        exit::INVALID
+    } else {
+        code
+    })
+}
+
+/// Run these myths (in the order given) and print the tour. Exit status 0
+/// whatever the verdicts; [`exit::SIM_ERRORS`] when the simulator reported
+/// protocol errors.
+pub fn tour_of(
+    myths: Vec<LoadedScenario>,
+    args: &TourArgs,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<u8> {
+    let total = myths.len();
+    writeln!(
+        out,
+        "Fusionlab myth tour: {total} myth{}, run on the simulator",
+        if total == 1 { "" } else { "s" }
+    )?;
+    if total == 0 {
+        writeln!(out, "(no shipped scenario has a [tour] section)")?;
+    }
+    writeln!(out)?;
+    let mut runs = Vec::with_capacity(total);
+    let mut errors = 0;
+    let opts = SimOptions {
+        seed: args.seed,
+        check: false,
+    };
+    in_parallel(myths, &opts, |i, run| -> Result<()> {
+        out.write_all(myth_block(i + 1, total, &run, args).as_bytes())?;
+        out.flush()?;
+        errors += report_errors(&run.outcomes, err)?;
+        runs.push(run);
+        Ok(())
+    })?;
+    writeln!(out, "{RULE}")?;
+    writeln!(out, "Tour summary")?;
+    writeln!(out, "{RULE}")?;
+    let rows: Vec<TourRow> = runs.iter().map(tour_row).collect();
+    out.write_all(render_tour(&rows).as_bytes())?;
+    writeln!(out, "{}", seeds_line(&runs, args.seed))?;
+    Ok(if errors > 0 {
+        exit::SIM_ERRORS
+    } else {
+        exit::OK
+    })
+}
+
+/// Simulate every myth on a few threads; `each` sees the runs in the order
+/// of `myths`, each as soon as it and those before it are done.
+fn in_parallel(
+    myths: Vec<LoadedScenario>,
+    opts: &SimOptions,
+    mut each: impl FnMut(usize, MythRun) -> Result<()>,
+) -> Result<()> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(myths.len())
+        .max(1);
+    let next = AtomicUsize::new(0);
+    let slots: Vec<Mutex<Option<LoadedScenario>>> =
+        myths.into_iter().map(|m| Mutex::new(Some(m))).collect();
+    let (tx, rx) = mpsc::channel::<(usize, MythRun)>();
+    std::thread::scope(|scope| -> Result<()> {
+        for _ in 0..threads {
+            let tx = tx.clone();
+            let (next, slots) = (&next, &slots);
+            scope.spawn(move || {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(slot) = slots.get(i) else { break };
+                    let taken = slot.lock().ok().and_then(|mut s| s.take());
+                    let Some(loaded) = taken else { continue };
+                    let (result, outcomes) = fusion_sim::run_scenario(&loaded, opts);
+                    let run = MythRun {
+                        loaded,
+                        result,
+                        outcomes,
+                    };
+                    if tx.send((i, run)).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        let mut pending: Vec<Option<MythRun>> = (0..slots.len()).map(|_| None).collect();
+        let mut shown = 0;
+        for (i, run) in rx {
+            if let Some(p) = pending.get_mut(i) {
+                *p = Some(run);
+            }
+            while let Some(run) = pending.get_mut(shown).and_then(Option::take) {
+                each(shown, run)?;
+                shown += 1;
+            }
+        }
+        Ok(())
+    })
+}
+
+/// The compact block of one myth: claim and title, key figures per phase
+/// and instance, expectations with their details, the verdict.
+pub fn myth_block(n: usize, total: usize, run: &MythRun, args: &TourArgs) -> String {
+    let (l, r) = (&run.loaded, &run.result);
+    let mut s = String::new();
+    let claim = l.myth.as_deref().unwrap_or(&l.title);
+    s.push_str(&format!("{RULE}\nMyth {n} of {total}: {claim}\n{RULE}\n"));
+    s.push_str(&format!("{}: {}\n", l.name, l.title));
+    s.push_str(&simulation_summary(&run.outcomes));
+    s.push_str(&format!("seed: {}\n\n", seeds_of(run, args.seed)));
+    s.push_str(&key_figures(r, args.names_9i));
+    s.push_str("\nExpectations:\n");
+    if r.verdicts.is_empty() {
+        s.push_str("  (none declared: nothing was checked)\n");
+    }
+    for v in &r.verdicts {
+        let result = if v.passed { "PASS" } else { "FAIL" };
+        s.push_str(&format!("  {result}  {}\n", v.name));
+        for line in v.detail.lines() {
+            s.push_str(&format!("        {line}\n"));
+        }
+    }
+    let verdict = if r.reproduced() {
+        "REPRODUCED"
+    } else {
+        "NOT REPRODUCED"
+    };
+    s.push_str(&format!("\nVERDICT: {verdict}\n\n"));
+    s
+}
+
+/// The summary line of one myth: the `[tour]` figure as measured, and the deck's.
+pub fn tour_row(run: &MythRun) -> TourRow {
+    let (l, r) = (&run.loaded, &run.result);
+    let (key_figure, deck_figure) = match &l.tour {
+        Some(t) => (measured(r, t), t.deck.clone()),
+        None => ("-".to_string(), "-".to_string()),
+    };
+    TourRow {
+        myth: l.myth.clone().unwrap_or_else(|| l.title.clone()),
+        scenario: l.name.clone(),
+        reproduced: r.reproduced(),
+        key_figure,
+        deck_figure,
+    }
+}
+
+/// `63.3 ms (label)`, or why there is no figure.
+fn measured(r: &RunResult, t: &TourSpec) -> String {
+    match measure(r, &t.measured) {
+        Some(v) => format!("{} ({})", with_unit(t.measured.metric, v), t.label),
+        None => format!("n/a: nothing to measure ({})", t.label),
+    }
+}
+
+/// The seed(s) a myth ran with: `forced` (`--seed`), else each variant's
+/// own; one number when they agree, else one per variant.
+fn seeds_of(run: &MythRun, forced: Option<u64>) -> String {
+    let seeds: Vec<(&str, u64)> = run
+        .loaded
+        .variants
+        .iter()
+        .map(|v| (v.name.as_str(), forced.unwrap_or(v.scenario.seed)))
+        .collect();
+    match seeds.first() {
+        None => run.result.seed.to_string(),
+        Some((_, first)) if seeds.iter().all(|(_, s)| s == first) => first.to_string(),
+        Some(_) => seeds
+            .iter()
+            .map(|(n, s)| format!("{s} ({n})"))
+            .collect::<Vec<_>>()
+            .join(", "),
+    }
+}
+
+/// The seeds of the tour, to rerun a myth exactly.
+fn seeds_line(runs: &[MythRun], forced: Option<u64>) -> String {
+    if let Some(seed) = forced {
+        return format!("seed: {seed} for every myth (--seed)");
+    }
+    let list: Vec<String> = runs
+        .iter()
+        .map(|r| format!("{} {}", r.loaded.name, seeds_of(r, forced)))
+        .collect();
+    format!(
+        "seeds: {} (rerun one: fusionlab run NAME --seed N)",
+        if list.is_empty() {
+            "none".to_string()
+        } else {
+            list.join(", ")
+        }
+    )
+}

@@ -1,0 +1,511 @@
+//! The `fusionlab` binary as a user runs it: exit statuses, where output goes,
+//! located errors for bad files, shipped scenarios by name from any directory.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const BIN: &str = env!("CARGO_BIN_EXE_fusionlab");
+const CPU: &str = "myth-cpu-starvation";
+
+/// A tiny valid scenario the error tests break in one place each.
+const MINI: &str = r#"[scenario]
+name = "mini"
+title = "A minimal scenario"
+seed = 3
+
+[cluster]
+instances = 2
+
+[network]
+latency_us = 50
+
+[[table]]
+name = "t"
+rows = 2000
+rows_per_block = 20
+
+[[index]]
+name = "t_pk"
+table = "t"
+
+[[workload]]
+name = "w"
+instances = "all"
+sessions_per_instance = 2
+think_time_ms = 5
+
+[[workload.transaction]]
+name = "look"
+steps = [{ op = "read", table = "t", via = "t_pk", keys = "hot" }, { op = "update", table = "t", via = "t_pk", keys = "hot" }, { op = "commit" }]
+
+[[phase]]
+name = "baseline"
+duration_s = 0.2
+
+[[phase]]
+name = "starved"
+duration_s = 0.2
+
+[[phase.fault]]
+kind = "stress_cpu"
+instance = 2
+workers = 4
+
+[[expect]]
+name = "some blocks move"
+metric = "stat:gc cr blocks received"
+phase = "baseline"
+op = ">="
+value = 0
+"#;
+
+/// A directory of this test's own, away from the source tree (under
+/// `target/tmp`), so shipped scenarios must come from the binary.
+fn scratch(test: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("fusionlab-cli-{}-{test}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a scratch directory");
+    dir
+}
+
+/// Run `fusionlab args` in `dir`.
+fn fusionlab_in(dir: &Path, args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("fusionlab starts")
+}
+
+/// Run `fusionlab args` in a scratch directory (so shipped scenarios must
+/// come from the binary, not the working directory).
+fn fusionlab(test: &str, args: &[&str]) -> Output {
+    fusionlab_in(&scratch(test), args)
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[track_caller]
+fn assert_status(o: &Output, code: i32) {
+    assert_eq!(
+        o.status.code(),
+        Some(code),
+        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        o.status,
+        stdout(o),
+        stderr(o)
+    );
+    assert!(!stderr(o).contains("panicked"), "{}", stderr(o));
+}
+
+/// `--set phase.<p>.duration_s=<secs>` for every phase of a shipped scenario.
+fn short(name: &str, secs: f64) -> Vec<String> {
+    let s = fusionlab::shipped::find(name).expect("shipped");
+    let loaded = s.load(&[]).unwrap_or_else(|e| panic!("{e}"));
+    let mut out = Vec::new();
+    for p in &loaded.variants[0].scenario.phases {
+        out.push("--set".to_string());
+        out.push(format!("phase.{:?}.duration_s={secs}", p.name));
+    }
+    out
+}
+
+fn args<'a>(head: &[&'a str], tail: &'a [String]) -> Vec<&'a str> {
+    head.iter()
+        .copied()
+        .chain(tail.iter().map(String::as_str))
+        .collect()
+}
+
+/// Write `text` as `file` in the test's scratch directory; its path.
+fn write(test: &str, file: &str, text: &str) -> PathBuf {
+    let path = scratch(test).join(file);
+    std::fs::write(&path, text).expect("writable");
+    path
+}
+
+/// 1-based line of the first line containing `needle`.
+fn line_of(text: &str, needle: &str) -> usize {
+    text.lines()
+        .position(|l| l.contains(needle))
+        .map(|i| i + 1)
+        .unwrap_or_else(|| panic!("`{needle}` not in the text"))
+}
+
+// ---- tour, list, validate -----------------------------------------------------
+
+#[test]
+fn no_arguments_runs_the_tour() {
+    let o = fusionlab("tour-default", &[]);
+    assert_status(&o, 0);
+    let out = stdout(&o);
+    assert!(out.starts_with("Fusionlab myth tour: "), "{out}");
+    assert!(out.contains("Tour summary"));
+    assert!(out.contains("myths reproduced\n"));
+    assert!(out.contains("seed"), "the seeds are printed");
+    let explicit = fusionlab("tour-explicit", &["tour"]);
+    assert_status(&explicit, 0);
+    assert_eq!(stdout(&explicit), out, "`fusionlab` is `fusionlab tour`");
+}
+
+#[test]
+fn list_shows_every_shipped_scenario_aligned() {
+    let o = fusionlab("list", &["list"]);
+    assert_status(&o, 0);
+    let out = stdout(&o);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), fusionlab::shipped::all().len(), "{out}");
+    let title_at: Vec<usize> = lines
+        .iter()
+        .map(|l| {
+            let name = l.split_whitespace().next().unwrap_or_default();
+            assert!(
+                fusionlab::shipped::find(name).is_some(),
+                "`{name}` is not shipped"
+            );
+            l[name.len()..]
+                .find(|c: char| c != ' ')
+                .map(|i| i + name.len())
+                .unwrap_or(0)
+        })
+        .collect();
+    assert!(
+        title_at.windows(2).all(|w| w[0] == w[1]),
+        "titles not aligned:\n{out}"
+    );
+    for s in fusionlab::shipped::all() {
+        let title = s.load(&[]).map(|l| l.title).unwrap_or_default();
+        assert!(
+            out.contains(&format!("{}  ", s.name)) && out.contains(&title),
+            "{out}"
+        );
+    }
+}
+
+#[test]
+fn validate_ok_by_name_and_by_path() {
+    let o = fusionlab("validate-name", &["validate", CPU]);
+    assert_status(&o, 0);
+    let loaded = fusionlab::shipped::find(CPU)
+        .and_then(|s| s.load(&[]).ok())
+        .expect("loads");
+    let phases = loaded.variants[0].scenario.phases.len();
+    let out = stdout(&o);
+    assert!(
+        out.starts_with(&format!("ok: {CPU} (1 variant, {phases} phases, ")),
+        "{out}"
+    );
+    assert!(out.trim_end().ends_with(" expectations)"), "{out}");
+
+    let path = write("validate-path", "mini.toml", MINI);
+    let o = fusionlab(
+        "validate-path",
+        &["validate", path.to_str().expect("utf-8")],
+    );
+    assert_status(&o, 0);
+    assert_eq!(
+        stdout(&o),
+        "ok: mini (1 variant, 2 phases, 1 expectation)\n"
+    );
+    // A relative path, from its directory.
+    let o = fusionlab_in(&scratch("validate-path"), &["validate", "mini.toml"]);
+    assert_status(&o, 0);
+    // --set is applied before checking.
+    let o = fusionlab(
+        "validate-path",
+        &[
+            "validate",
+            path.to_str().expect("utf-8"),
+            "--set",
+            "cluster.instances=1",
+        ],
+    );
+    assert_status(&o, 1);
+    assert!(
+        stderr(&o).contains("instance 2 is out of range 1..=1"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn validate_reports_every_problem_and_exits_1() {
+    let bad = MINI
+        .replace("rows = 2000", "rows = \"many\"")
+        .replace("latency_us = 50", "latency_us = -5");
+    let o = fusionlab_in(
+        &scratch("validate-bad"),
+        &[
+            "validate",
+            &write("validate-bad", "bad.toml", &bad)
+                .display()
+                .to_string(),
+        ],
+    );
+    assert_status(&o, 1);
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!(
+            "bad.toml:{}:14: `network.latency_us`",
+            line_of(&bad, "latency_us")
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "bad.toml:{}:8: `table[0].rows`",
+            line_of(&bad, "\"many\"")
+        )),
+        "{err}"
+    );
+    assert!(err.contains(": 2 problems"), "{err}");
+    assert_eq!(stdout(&o), "");
+    // A file that does not exist is bad input, not an invalid scenario.
+    let o = fusionlab("validate-bad", &["validate", "no-such-file.toml"]);
+    assert_status(&o, 2);
+    assert!(
+        stderr(&o).contains("no-such-file.toml: no such file"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+// ---- run: bad input -------------------------------------------------------------
+
+/// `run` on `text` written to a file: status 2, and stderr's first line
+/// names `line:col` and `key` and says `words`.
+#[track_caller]
+fn run_rejects(test: &str, text: &str, line: usize, col: usize, key: &str, words: &str) {
+    let path = write(test, "bad.toml", text);
+    let o = fusionlab(test, &["run", path.to_str().expect("utf-8")]);
+    assert_status(&o, 2);
+    let err = stderr(&o);
+    let want = format!("{}:{line}:{col}: `{key}`", path.display());
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with(&want) && l.contains(words)),
+        "expected `{want}...{words}` in:\n{err}"
+    );
+    assert_eq!(stdout(&o), "", "nothing on stdout");
+}
+
+#[test]
+fn run_rejects_an_unknown_key() {
+    let text = MINI.replace("latency_us = 50", "latncy_us = 50");
+    run_rejects(
+        "unknown-key",
+        &text,
+        line_of(&text, "latncy"),
+        1,
+        "network.latncy_us",
+        "did you mean `latency_us`?",
+    );
+}
+
+#[test]
+fn run_rejects_a_wrong_type() {
+    let text = MINI.replace("workers = 4", "workers = \"four\"");
+    run_rejects(
+        "wrong-type",
+        &text,
+        line_of(&text, "\"four\""),
+        11,
+        "phase[1].fault[0].workers",
+        "expected a positive integer, found \"four\"",
+    );
+}
+
+#[test]
+fn run_rejects_an_instance_out_of_range() {
+    let text = MINI.replace("\ninstance = 2", "\ninstance = 3");
+    run_rejects(
+        "instance-range",
+        &text,
+        line_of(&text, "\ninstance = 3".trim()),
+        12,
+        "phase[1].fault[0].instance",
+        "instance 3 is out of range 1..=2",
+    );
+}
+
+#[test]
+fn run_rejects_a_negative_latency() {
+    let text = MINI.replace("latency_us = 50", "latency_us = -0.5");
+    run_rejects(
+        "negative-latency",
+        &text,
+        line_of(&text, "-0.5"),
+        14,
+        "network.latency_us",
+        "found -0.5",
+    );
+}
+
+#[test]
+fn run_rejects_malformed_toml() {
+    let text = MINI.replace("rows_per_block = 20", "rows_per_block = = 20");
+    let path = write("malformed", "bad.toml", &text);
+    let o = fusionlab("malformed", &["run", path.to_str().expect("utf-8")]);
+    assert_status(&o, 2);
+    let err = stderr(&o);
+    let want = format!("{}:{}:", path.display(), line_of(&text, "= = 20"));
+    assert!(
+        err.starts_with(&want) && err.contains("TOML syntax error"),
+        "{err}"
+    );
+}
+
+#[test]
+fn run_rejects_a_missing_file_a_bad_set_and_an_unknown_phase() {
+    let o = fusionlab("missing", &["run", "nope.toml"]);
+    assert_status(&o, 2);
+    let err = stderr(&o);
+    assert!(
+        err.contains("nope.toml: no such file, and no shipped scenario has that name"),
+        "{err}"
+    );
+    assert!(
+        err.contains(CPU),
+        "the message lists the shipped names: {err}"
+    );
+
+    let o = fusionlab("bad-set", &["run", CPU, "--set", "phase.nope.duration_s=1"]);
+    assert_status(&o, 2);
+    let err = stderr(&o);
+    assert!(err.contains("--set phase.nope.duration_s=1"), "{err}");
+    assert!(err.contains("no element named or numbered `nope`"), "{err}");
+
+    let o = fusionlab(
+        "bad-set-value",
+        &["run", CPU, "--set", "cluster.instances=many"],
+    );
+    assert_status(&o, 2);
+    assert!(stderr(&o).contains("`cluster.instances`"), "{}", stderr(&o));
+
+    let o = fusionlab("bad-set-syntax", &["run", CPU, "--set", "novalue"]);
+    assert_status(&o, 2);
+    assert!(stderr(&o).contains("expected KEY=VALUE"), "{}", stderr(&o));
+
+    let o = fusionlab("bad-phase", &["run", CPU, "--phase", "nope"]);
+    assert_status(&o, 2);
+    assert!(stderr(&o).contains("no phase `nope`"), "{}", stderr(&o));
+
+    let o = fusionlab("bad-seed", &["run", CPU, "--seed", "-1"]);
+    assert_status(&o, 2);
+}
+
+// ---- run: reports -----------------------------------------------------------------
+
+#[test]
+fn run_by_name_prints_only_json_with_json() {
+    let sets = short(CPU, 0.2);
+    let o = fusionlab("json", &args(&["run", CPU, "--json", "--seed", "9"], &sets));
+    assert_status(&o, 0);
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).expect("stdout is only JSON");
+    assert_eq!(j["scenario"], CPU);
+    assert_eq!(j["seed"], 9);
+    assert_eq!(
+        j["phases"][0]["elapsed_us"], 200_000,
+        "--set changed the durations"
+    );
+    assert!(j["verdicts"].as_array().is_some_and(|v| !v.is_empty()));
+    assert_eq!(stderr(&o), "");
+}
+
+#[test]
+fn run_text_report_shows_the_seed_and_the_set_values() {
+    let sets = short(CPU, 0.2);
+    let o = fusionlab("text", &args(&["run", CPU], &sets));
+    assert_status(&o, 0);
+    let out = stdout(&o);
+    let seed = fusionlab::shipped::find(CPU)
+        .and_then(|s| s.load(&[]).ok())
+        .expect("loads")
+        .variants[0]
+        .scenario
+        .seed;
+    assert!(out.contains(&format!("\nseed: {seed}\n")), "{out}");
+    assert!(out.contains("(simulated 0.200 s, from 0.000 s"), "{out}");
+    assert!(out.contains("VERDICT: "), "{out}");
+    assert!(
+        out.contains("simulated myth-cpu-starvation: 1.0 s of cluster time"),
+        "{out}"
+    );
+
+    let mut more = sets.clone();
+    more.extend(["--set".to_string(), "scenario.seed=4242".to_string()]);
+    let o = fusionlab("text-seed", &args(&["run", CPU], &more));
+    assert_status(&o, 0);
+    assert!(stdout(&o).contains("\nseed: 4242\n"));
+
+    let o = fusionlab(
+        "text-seed-flag",
+        &args(&["run", CPU, "--seed", "17", "--9i"], &sets),
+    );
+    assert_status(&o, 0);
+    assert!(stdout(&o).contains("\nseed: 17\n"));
+}
+
+#[test]
+fn run_phase_filter() {
+    let sets = short(CPU, 0.2);
+    let loaded = fusionlab::shipped::find(CPU)
+        .and_then(|s| s.load(&[]).ok())
+        .expect("loads");
+    let phases: Vec<&str> = loaded.variants[0]
+        .scenario
+        .phases
+        .iter()
+        .map(|p| p.name.as_str())
+        .collect();
+    let (first, last) = (phases[0], phases[phases.len() - 1]);
+    let o = fusionlab("phase", &args(&["run", CPU, "--phase", last], &sets));
+    assert_status(&o, 0);
+    let out = stdout(&o);
+    assert!(out.contains(&format!("Phase: {last} ")), "{out}");
+    assert!(!out.contains(&format!("Phase: {first} ")), "{out}");
+}
+
+#[test]
+fn run_a_file_from_its_path() {
+    let path = write("file", "mini.toml", MINI);
+    let o = fusionlab("file", &["run", path.to_str().expect("utf-8"), "--json"]);
+    assert_status(&o, 0);
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    assert_eq!(j["scenario"], "mini");
+    assert_eq!(j["seed"], 3);
+}
+
+#[test]
+fn checkers_run_clean_on_a_short_cpu_starvation_run() {
+    // 5 phases of 0.3 s: 1.5 s of cluster time.
+    let sets = short(CPU, 0.3);
+    let o = fusionlab("check", &args(&["run", CPU, "--check"], &sets));
+    assert_status(&o, 0);
+    let out = stdout(&o);
+    assert!(out.contains(&format!("checked {CPU}: ")), "{out}");
+    assert!(out.contains(": no violation\n"), "{out}");
+    assert_eq!(stderr(&o), "");
+
+    // With --json the check summary goes to stderr, stdout stays JSON.
+    let o = fusionlab(
+        "check-json",
+        &args(&["run", CPU, "--check", "--json"], &sets),
+    );
+    assert_status(&o, 0);
+    serde_json::from_slice::<serde_json::Value>(&o.stdout).expect("stdout is only JSON");
+    assert!(stderr(&o).contains("no violation"), "{}", stderr(&o));
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    assert_status(&fusionlab("usage", &["frobnicate"]), 2);
+    assert_status(&fusionlab("usage", &["run"]), 2);
+    assert_status(&fusionlab("usage", &["--help"]), 0);
+}
