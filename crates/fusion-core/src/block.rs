@@ -339,7 +339,7 @@ impl Block {
             self.undo.remove(0);
             self.trimmed_scn = self.trimmed_scn.max(c);
         }
-        if self.itl.len() > 8 {
+        if self.itl.len() > 16 {
             let undo = &self.undo;
             let body = &self.body;
             let mut trimmed = self.trimmed_scn;

@@ -61,6 +61,11 @@ pub struct Scheduler {
     quantum: Nanos,
     /// CPU time used by all steps so far (`v$osstat` BUSY_TIME).
     pub busy: Nanos,
+    /// The earliest CPU event, kept current after every change (it is asked
+    /// for far more often than the CPUs change).
+    next: Option<Nanos>,
+    /// CPUs held for the process that just finished a step there.
+    reserved: u32,
 }
 
 impl Scheduler {
@@ -71,6 +76,8 @@ impl Scheduler {
             ts: VecDeque::new(),
             quantum: quantum.max(1),
             busy: 0,
+            next: None,
+            reserved: 0,
         }
     }
 
@@ -84,7 +91,7 @@ impl Scheduler {
     }
 
     /// Ask for `demand` ns of CPU for `proc`.
-    pub fn request(&mut self, now: Nanos, proc: ProcId, class: SchedClass, demand: Nanos) {
+    fn request_inner(&mut self, now: Nanos, proc: ProcId, class: SchedClass, demand: Nanos) {
         let task = Task {
             proc,
             class,
@@ -128,7 +135,7 @@ impl Scheduler {
     /// The scheduling class of processes changed (`priocntl`, or a parameter
     /// change): queued and running steps move to their new class at once, and
     /// a process now real-time preempts a time-sharing one if no CPU is free.
-    pub fn reclassify(&mut self, now: Nanos, class_of: impl Fn(ProcId) -> SchedClass) {
+    fn reclassify_inner(&mut self, now: Nanos, class_of: impl Fn(ProcId) -> SchedClass) {
         for c in &mut self.cpus {
             if let Some(t) = c.task.as_mut() {
                 t.class = class_of(t.proc);
@@ -159,7 +166,7 @@ impl Scheduler {
     }
 
     /// Withdraw a process's step (a stopped CPU hog). Returns whether it was found.
-    pub fn cancel(&mut self, now: Nanos, proc: ProcId) -> bool {
+    fn cancel_inner(&mut self, now: Nanos, proc: ProcId) -> bool {
         if let Some(i) = self
             .cpus
             .iter()
@@ -175,12 +182,49 @@ impl Scheduler {
         before != self.rt.len() + self.ts.len()
     }
 
+    /// Ask for `demand` ns of CPU for `proc`.
+    pub fn request(&mut self, now: Nanos, proc: ProcId, class: SchedClass, demand: Nanos) {
+        self.request_inner(now, proc, class, demand);
+        self.recompute();
+    }
+
+    /// Withdraw a process's step (a stopped CPU hog). Returns whether it was found.
+    pub fn cancel(&mut self, now: Nanos, proc: ProcId) -> bool {
+        let found = self.cancel_inner(now, proc);
+        self.recompute();
+        found
+    }
+
+    /// Advance to `now`: finish steps and rotate time slices. Finished steps are appended to `done`.
+    pub fn advance(&mut self, now: Nanos, done: &mut Vec<StepDone>) {
+        self.advance_inner(now, done);
+        self.recompute();
+    }
+
+    /// Hand CPUs freed by finished steps (and not taken back by their process)
+    /// to waiting processes. Call after handling the steps [`Scheduler::advance`] returned.
+    pub fn settle(&mut self, now: Nanos) {
+        self.settle_inner(now);
+        self.recompute();
+    }
+
+    /// Move processes to a new scheduling class (see `reclassify_inner`).
+    pub fn reclassify(&mut self, now: Nanos, class_of: impl Fn(ProcId) -> SchedClass) {
+        self.reclassify_inner(now, class_of);
+        self.recompute();
+    }
+
     /// When the next step ends or a time slice expires.
     pub fn next_event(&self) -> Option<Nanos> {
-        self.cpus
+        self.next
+    }
+
+    fn recompute(&mut self) {
+        self.next = self
+            .cpus
             .iter()
             .filter_map(|c| c.task.as_ref().map(|t| self.event_time(c, t)))
-            .min()
+            .min();
     }
 
     fn event_time(&self, cpu: &Cpu, task: &Task) -> Nanos {
@@ -192,8 +236,11 @@ impl Scheduler {
     }
 
     /// Advance to `now`: finish steps and rotate time slices. Finished steps are appended to `done`.
-    pub fn advance(&mut self, now: Nanos, done: &mut Vec<StepDone>) {
+    fn advance_inner(&mut self, now: Nanos, done: &mut Vec<StepDone>) {
         loop {
+            if self.next.is_none_or(|t| t > now) {
+                return;
+            }
             let mut progressed = false;
             for i in 0..self.cpus.len() {
                 let Some(task) = self.cpus[i].task.as_ref() else {
@@ -214,6 +261,7 @@ impl Scheduler {
                         waited: task.waited,
                     });
                     self.cpus[i].reserved_for = Some(task.proc);
+                    self.reserved += 1;
                 } else if self.ts.is_empty() {
                     // Slice over but nobody waits: keep running.
                     self.run_on(i, task, at);
@@ -223,6 +271,7 @@ impl Scheduler {
                     self.dispatch(i, at);
                 }
             }
+            self.recompute();
             if !progressed {
                 return;
             }
@@ -231,7 +280,11 @@ impl Scheduler {
 
     /// Hand CPUs freed by finished steps (and not taken back by their process)
     /// to waiting processes. Call after handling the steps [`Scheduler::advance`] returned.
-    pub fn settle(&mut self, now: Nanos) {
+    fn settle_inner(&mut self, now: Nanos) {
+        if self.reserved == 0 {
+            return;
+        }
+        self.reserved = 0;
         for i in 0..self.cpus.len() {
             if self.cpus[i].reserved_for.take().is_some() && self.cpus[i].task.is_none() {
                 self.dispatch(i, now);

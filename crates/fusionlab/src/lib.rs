@@ -4,8 +4,10 @@
 //! - [`shipped`]: the scenarios embedded at build time, and finding one by file or name.
 //! - [`commands`]: `run`, `validate`, `list`.
 //! - [`tour`]: the myth tour.
+//! - [`bench`]: the simulator speed benchmark.
 //! - [`figures`]: the compact per-phase figures and number formatting the tour uses.
 
+pub mod bench;
 pub mod commands;
 pub mod figures;
 pub mod shipped;

@@ -34,6 +34,15 @@ enum Command {
     Validate(ValidateCmd),
     /// List the shipped scenarios.
     List,
+    /// Measure simulator speed: transfers and events per wall second, simulated seconds per wall second.
+    Bench(BenchCmd),
+}
+
+#[derive(Args)]
+struct BenchCmd {
+    /// Simulated seconds of the transfer-heavy benchmark.
+    #[arg(long, default_value_t = 2.0)]
+    seconds: f64,
 }
 
 #[derive(Args, Default)]
@@ -110,6 +119,11 @@ fn main() -> ExitCode {
         ),
         Command::Validate(v) => commands::validate(&v.scenario, &v.sets, &mut out, &mut err),
         Command::List => commands::list(&mut out, &mut err),
+        Command::Bench(b) => fusionlab::bench::bench(
+            &fusionlab::bench::BenchArgs { seconds: b.seconds },
+            &mut out,
+            &mut err,
+        ),
     };
     let code = match result {
         Ok(code) => code,

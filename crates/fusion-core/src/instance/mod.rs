@@ -164,6 +164,7 @@ pub struct Instance {
     sched: Scheduler,
     procs: Vec<Proc>,
     proc_names: Vec<String>,
+    classes: Vec<SchedClass>,
     timers: BinaryHeap<Reverse<(Nanos, u64, Timer)>>,
     timer_seq: u64,
     actions: VecDeque<Action>,
@@ -278,6 +279,7 @@ impl Instance {
             stats: Stats::default(),
             procs: Vec::new(),
             proc_names: Vec::new(),
+            classes: Vec::new(),
             timers: BinaryHeap::new(),
             timer_seq: 0,
             actions: VecDeque::new(),
@@ -300,6 +302,12 @@ impl Instance {
 
     fn add_proc(&mut self, p: Proc, name: String) -> ProcId {
         self.procs.push(p);
+        let class = if self.params.is_high_priority(&name) {
+            SchedClass::RealTime
+        } else {
+            SchedClass::TimeShare
+        };
+        self.classes.push(class);
         self.proc_names.push(name);
         (self.procs.len() - 1) as ProcId
     }
