@@ -476,12 +476,7 @@ impl Instance {
     /// The current block leaves: keep a past image if it is dirty, else drop it.
     fn give_up_current(&mut self, buf: BufId) -> (Block, bool) {
         // Clean out our own commits first: the next holder cannot know them.
-        let mut img = std::mem::replace(
-            &mut self.cache.get_mut(buf).image,
-            Block::new(crate::types::BlockAddr(0), crate::block::Body::Unformatted),
-        );
-        img.clean_out_known(&|x| self.tx_state(x));
-        self.cache.get_mut(buf).image = img;
+        self.clean_out_buffer(buf);
         let blk = self.cache.get(buf).blk;
         if self.cache.get(buf).dirty {
             // A newer past image makes an older one useless: keep one per block.

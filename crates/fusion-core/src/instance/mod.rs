@@ -685,6 +685,33 @@ impl Instance {
         }
     }
 
+    /// Delayed block cleanout of a buffer with what this instance knows.
+    fn clean_out_buffer(&mut self, buf: cache::BufId) {
+        let known: Vec<(Xid, Scn)> = self
+            .cache
+            .get(buf)
+            .image
+            .itl
+            .iter()
+            .filter(|e| e.commit.is_none())
+            .filter_map(|e| match self.tx_state(e.xid) {
+                crate::block::TxState::Committed(scn) => Some((e.xid, scn)),
+                _ => None,
+            })
+            .collect();
+        if !known.is_empty() {
+            let lookup = |x: Xid| {
+                known
+                    .iter()
+                    .find(|k| k.0 == x)
+                    .map_or(crate::block::TxState::Unknown, |k| {
+                        crate::block::TxState::Committed(k.1)
+                    })
+            };
+            self.cache.get_mut(buf).image.clean_out_known(&lookup);
+        }
+    }
+
     fn new_xid(&mut self) -> Xid {
         let x = Xid::new(self.id, self.next_xid);
         self.next_xid += 1;

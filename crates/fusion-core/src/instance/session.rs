@@ -1426,12 +1426,7 @@ impl Instance {
             my
         };
         let scn = self.next_scn();
-        let mut img = std::mem::replace(
-            &mut self.cache.get_mut(buf).image,
-            Block::new(rowid.blk, Body::Unformatted),
-        );
-        img.clean_out_known(&|x| self.tx_state(x));
-        self.cache.get_mut(buf).image = img;
+        self.clean_out_buffer(buf);
         let old = self
             .cache
             .get(buf)
