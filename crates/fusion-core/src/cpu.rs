@@ -263,7 +263,8 @@ impl Scheduler {
                     self.cpus[i].reserved_for = Some(task.proc);
                     self.reserved += 1;
                 } else if self.ts.is_empty() {
-                    // Slice over but nobody waits: keep running.
+                    // Slice over but nobody waits: keep running (not waiting).
+                    task.queued_at = at;
                     self.run_on(i, task, at);
                 } else {
                     task.queued_at = at;

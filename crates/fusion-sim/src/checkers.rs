@@ -139,6 +139,8 @@ impl Checker {
                 touched.push(a);
             }
         }
+        touched.sort_unstable();
+        touched.dedup();
         for &a in &touched {
             let (x, s) = (self.x_holders[a], self.s_holders[a]);
             if x > 1 || (x == 1 && s > 0) {

@@ -305,6 +305,30 @@ impl Sim {
         }
     }
 
+    /// Stop every workload and fault and let what is in flight land (blocks on
+    /// the wire, commits waiting for LGWR), so the end-of-run checks see a
+    /// cluster at rest rather than a block between two caches.
+    pub fn quiesce(&mut self) {
+        self.set_faults(&[]);
+        for i in 0..self.instances.len() {
+            self.command(i, Command::EnableWorkloads(Some(Vec::new())));
+        }
+        let limit = self.now + 60 * fusion_core::config::NS_PER_S;
+        while self.now < limit {
+            let step = self.now + 100 * fusion_core::config::NS_PER_MS;
+            self.run_until(step);
+            let busy = self.instances.iter().any(|x| !x.sessions_at_rest());
+            let on_wire = self
+                .slots
+                .iter()
+                .flatten()
+                .any(|e| matches!(e, Ev::Deliver(_)));
+            if !busy && !on_wire {
+                break;
+            }
+        }
+    }
+
     pub fn store(&self) -> &store::Store {
         &self.store
     }
@@ -353,6 +377,11 @@ pub fn run_variant(name: &str, s: &Scenario, opts: &SimOptions) -> SimOutcome {
             instances,
         });
     }
+    // What the run did, before the checkers' quiet period below.
+    let (events, simulated_ns) = (sim.events, sim.now);
+    if opts.check {
+        sim.quiesce();
+    }
     let mut errors: Vec<String> = sim
         .instances
         .iter()
@@ -379,8 +408,8 @@ pub fn run_variant(name: &str, s: &Scenario, opts: &SimOptions) -> SimOutcome {
             name: name.to_string(),
             phases,
         },
-        events: sim.events,
-        simulated_ns: sim.now,
+        events,
+        simulated_ns,
         transfers,
         errors,
         check,

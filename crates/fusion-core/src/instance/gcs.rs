@@ -25,8 +25,9 @@ pub struct Resource {
     x: Option<InstId>,
     s: InstSet,
     pi: InstSet,
-    /// The request whose transfer is in flight.
-    busy: Option<u64>,
+    /// The request whose transfer is in flight: (requester, its request id;
+    /// ids are unique per requester only).
+    busy: Option<(InstId, u64)>,
     queue: VecDeque<Request>,
     acks_pending: u32,
     after_acks: Option<AfterAcks>,
@@ -90,15 +91,15 @@ impl Instance {
                     // CR copies are served by the X holder without changing any mode.
                     self.forward(h, req, false);
                 } else if let Some(h) = prefer(r.s.without(who), me) {
-                    r.busy = Some(req.id);
+                    r.busy = Some((req.requester, req.id));
                     self.forward(h, req, true);
                 } else {
-                    r.busy = Some(req.id);
+                    r.busy = Some((req.requester, req.id));
                     self.grant(req, GrantKind::Disk(Mode::S));
                 }
             }
             ReqKind::Current { new_block } => {
-                r.busy = Some(req.id);
+                r.busy = Some((req.requester, req.id));
                 if new_block && r.x.is_none() && r.s.is_empty() {
                     self.grant(req, GrantKind::New);
                 } else if let Some(h) = r.x {
@@ -222,7 +223,7 @@ impl Instance {
             }
             Mode::S => r.s.insert(from),
         }
-        if r.busy == Some(req) {
+        if r.busy == Some((from, req)) {
             r.busy = None;
         }
         self.dir_drain(blk);
@@ -249,7 +250,7 @@ impl Instance {
             r.x = None;
         }
         r.s.remove(from);
-        if r.busy == Some(req.id) {
+        if r.busy == Some((req.requester, req.id)) {
             r.busy = None;
         }
         if r.busy.is_some() {

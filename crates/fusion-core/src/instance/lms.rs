@@ -504,10 +504,11 @@ impl Instance {
         if let Some(buf) = self.cache.current(blk) {
             let b = self.cache.get_mut(buf);
             if b.state == BufState::Scur {
-                // The copy stays readable as a CR copy of the version it holds.
+                // A reader may still hold it pinned; nobody else may use it
+                // (its valid range was never worked out): an empty range.
                 b.state = BufState::Cr {
-                    lo: b.image.scn,
-                    hi: self.scn,
+                    lo: 1,
+                    hi: 0,
                     private_to: None,
                 };
             }

@@ -483,6 +483,11 @@ impl Instance {
     }
 
     /// Sessions that are not idle.
+    /// Every session has stopped (its workload is disabled or done) and holds nothing.
+    pub fn sessions_at_rest(&self) -> bool {
+        self.sessions.iter().all(|s| s.at_rest())
+    }
+
     pub fn active_sessions(&self) -> usize {
         self.sessions.iter().filter(|s| !s.is_idle()).count()
     }
@@ -649,6 +654,7 @@ impl Instance {
             } => self.on_ship(
                 from,
                 env.sent_at,
+                env.scn,
                 req,
                 kind,
                 *block,

@@ -145,13 +145,17 @@ pub struct Session {
     /// States learned for the next CR build (an active transaction cannot be cached).
     hints: Vec<(Xid, TxState)>,
     /// A block shipped unrolled (light work): build the CR copy from it.
-    raw: Option<Box<Block>>,
+    raw: Option<(Box<Block>, Scn)>,
     pending_lookups: u32,
     /// When the current database call started (DB time).
     call_start: Option<Nanos>,
 }
 
 impl Session {
+    pub fn at_rest(&self) -> bool {
+        self.st == St::Idle
+    }
+
     pub fn is_idle(&self) -> bool {
         matches!(self.st, St::Idle | St::Think)
     }
@@ -628,7 +632,15 @@ impl Instance {
             let (as_is, built) = {
                 let img = &self.cache.get(cur).image;
                 let lookup = self.lookup_with_hints(sid);
+                // A buffer another session is changing right now (exclusive
+                // pin) is not read in place: the change lands before our read
+                // would. A CR copy taken now is exact.
+                let in_change = self.cache.get(cur).xpin;
                 match img.visible_as_is(snapshot, reader, &lookup) {
+                    Ok(true) if in_change => (
+                        Ok(false),
+                        Some(img.build_cr(snapshot, reader, self.scn, &lookup)),
+                    ),
                     Ok(false) => (
                         Ok(false),
                         Some(img.build_cr(snapshot, reader, self.scn, &lookup)),
@@ -651,12 +663,20 @@ impl Instance {
             }
         }
         // 2. A CR copy valid for this snapshot.
+        // A transaction that changed this block sees only copies built for it:
+        // a shared copy may have rolled its own change back.
+        let own = !reader.is_none() && self.sessions[sid as usize].touched.contains(&blk);
         let found = self
             .cache
             .buffers_of(blk)
             .find(|&id| match self.cache.get(id).state {
                 BufState::Cr { lo, hi, private_to } => {
-                    lo <= snapshot && snapshot <= hi && private_to.is_none_or(|p| p == reader)
+                    lo <= snapshot
+                        && snapshot <= hi
+                        && match private_to {
+                            Some(p) => p == reader,
+                            None => !own,
+                        }
                 }
                 _ => false,
             });
@@ -672,12 +692,14 @@ impl Instance {
         if self.sessions[sid as usize]
             .raw
             .as_ref()
-            .is_some_and(|r| r.addr == blk)
-            && let Some(raw) = self.sessions[sid as usize].raw.take()
+            .is_some_and(|r| r.0.addr == blk)
+            && let Some((raw, horizon)) = self.sessions[sid as usize].raw.take()
         {
-            let built = raw.build_cr(snapshot, reader, self.scn, &self.lookup_with_hints(sid));
+            // No change after the sender took the image can commit at or
+            // below its SCN then: that bounds the copy, not our own SCN.
+            let built = raw.build_cr(snapshot, reader, horizon, &self.lookup_with_hints(sid));
             if let Err(CrError::Unknown(_)) = &built {
-                self.sessions[sid as usize].raw = Some(raw);
+                self.sessions[sid as usize].raw = Some((raw, horizon));
             }
             return self.use_local_cr(sid, blk, built);
         }
@@ -857,6 +879,7 @@ impl Instance {
         &mut self,
         from: InstId,
         sent_at: Nanos,
+        sender_scn: Scn,
         req: Request,
         kind: ShipKind,
         block: Block,
@@ -930,7 +953,9 @@ impl Instance {
                 self.cache
                     .insert(blk, BufState::Cr { lo, hi, private_to }, block);
             }
-            ShipKind::Raw => self.sessions[owner as usize].raw = Some(Box::new(block)),
+            ShipKind::Raw => {
+                self.sessions[owner as usize].raw = Some((Box::new(block), sender_scn))
+            }
             ShipKind::Shared => {
                 self.install_current(blk, Mode::S, block, false);
                 self.installed(from, blk, req.id, Mode::S, None, false);
