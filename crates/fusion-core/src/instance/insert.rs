@@ -37,7 +37,7 @@ impl Instance {
     }
 
     /// Mark a current buffer changed by redo at `rba`.
-    fn dirtied(&mut self, buf: BufId, rba: u64) {
+    pub(super) fn dirtied(&mut self, buf: BufId, rba: u64) {
         let now = self.now;
         let b = self.cache.get_mut(buf);
         if !b.dirty {
@@ -48,7 +48,7 @@ impl Instance {
         self.stats.incr(Stat::DbBlockChanges);
     }
 
-    fn session_xid(&mut self, sid: u32) -> Xid {
+    pub(super) fn session_xid(&mut self, sid: u32) -> Xid {
         let x = self.sessions[sid as usize].xid;
         if !x.is_none() {
             return x;
@@ -58,7 +58,7 @@ impl Instance {
         x
     }
 
-    fn touch_block(&mut self, sid: u32, blk: BlockAddr) {
+    pub(super) fn touch_block(&mut self, sid: u32, blk: BlockAddr) {
         let t = &mut self.sessions[sid as usize].touched;
         if !t.contains(&blk) {
             t.push(blk);

@@ -1443,13 +1443,7 @@ impl Instance {
                 return None;
             }
         }
-        let xid = if my.is_none() {
-            let x = self.new_xid();
-            self.sessions[sid as usize].xid = x;
-            x
-        } else {
-            my
-        };
+        let xid = self.session_xid(sid);
         let scn = self.next_scn();
         self.clean_out_buffer(buf);
         let old = self
@@ -1464,19 +1458,9 @@ impl Instance {
             .image
             .update_row(rowid.slot, xid, val, scn);
         let rba = self.redo(xid, Some(rowid.blk), scn, 200, false);
-        let now = self.now;
-        let b = self.cache.get_mut(buf);
-        if !b.dirty {
-            b.dirty = true;
-            b.dirty_since = now;
-        }
-        b.last_rba = rba;
-        self.stats.incr(Stat::DbBlockChanges);
+        self.dirtied(buf, rba);
         self.stats.incr(Stat::RowsUpdated);
-        let s = &mut self.sessions[sid as usize];
-        if !s.touched.contains(&rowid.blk) {
-            s.touched.push(rowid.blk);
-        }
+        self.touch_block(sid, rowid.blk);
         self.record(Observation::Write {
             xid,
             table,
