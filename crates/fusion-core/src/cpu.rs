@@ -4,7 +4,8 @@
 //! an LMS build, LGWR, a CPU hog) goes through here, so a starved instance's
 //! LMS waits behind the hogs exactly as long as the schedule says.
 
-use std::collections::VecDeque;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 
 use crate::config::Nanos;
 
@@ -61,23 +62,68 @@ pub struct Scheduler {
     quantum: Nanos,
     /// CPU time used by all steps so far (`v$osstat` BUSY_TIME).
     pub busy: Nanos,
-    /// The earliest CPU event, kept current after every change (it is asked
-    /// for far more often than the CPUs change).
-    next: Option<Nanos>,
+    /// When each busy CPU's step ends or its slice expires, earliest first, so
+    /// finding the next CPU event does not walk every CPU. Entries whose
+    /// generation is not their CPU's current one are stale and skipped.
+    due: BinaryHeap<Reverse<(Nanos, u32, u32)>>,
+    /// Generation of each CPU's current task (bumped whenever it changes).
+    generation: Vec<u32>,
     /// CPUs held for the process that just finished a step there.
-    reserved: u32,
+    reserved: Vec<u32>,
+    /// CPUs with no task and no reservation (a bit per CPU), so finding a
+    /// free one does not walk every CPU.
+    idle: Bits,
+    /// CPUs running a time-sharing task (preemption candidates).
+    running_ts: Bits,
+}
+
+/// A fixed-size bit set over CPU numbers.
+#[derive(Clone, Debug)]
+struct Bits(Vec<u64>);
+
+impl Bits {
+    fn new(n: usize, on: bool) -> Bits {
+        let mut b = Bits(vec![0; n.div_ceil(64)]);
+        if on {
+            for i in 0..n {
+                b.set(i, true);
+            }
+        }
+        b
+    }
+
+    fn set(&mut self, i: usize, on: bool) {
+        let (w, m) = (i / 64, 1u64 << (i % 64));
+        if on {
+            self.0[w] |= m;
+        } else {
+            self.0[w] &= !m;
+        }
+    }
+
+    fn first(&self) -> Option<usize> {
+        self.0
+            .iter()
+            .enumerate()
+            .find(|(_, w)| **w != 0)
+            .map(|(i, w)| i * 64 + w.trailing_zeros() as usize)
+    }
 }
 
 impl Scheduler {
     pub fn new(cpu_count: u32, quantum: Nanos) -> Scheduler {
+        let n = cpu_count.max(1) as usize;
         Scheduler {
-            cpus: vec![Cpu::default(); cpu_count.max(1) as usize],
+            cpus: vec![Cpu::default(); n],
             rt: VecDeque::new(),
             ts: VecDeque::new(),
             quantum: quantum.max(1),
             busy: 0,
-            next: None,
-            reserved: 0,
+            due: BinaryHeap::new(),
+            generation: vec![0; n],
+            reserved: Vec::new(),
+            idle: Bits::new(n, true),
+            running_ts: Bits::new(n, false),
         }
     }
 
@@ -101,24 +147,20 @@ impl Scheduler {
             queued_at: now,
             waited: 0,
         };
-        if let Some(i) = self.cpus.iter().position(|c| c.reserved_for == Some(proc)) {
-            self.run_on(i, task, now);
+        if let Some(&i) = self
+            .reserved
+            .iter()
+            .find(|&&i| self.cpus[i as usize].reserved_for == Some(proc))
+        {
+            self.run_on(i as usize, task, now);
             return;
         }
-        if let Some(i) = self
-            .cpus
-            .iter()
-            .position(|c| c.task.is_none() && c.reserved_for.is_none())
-        {
+        if let Some(i) = self.idle.first() {
             self.run_on(i, task, now);
             return;
         }
         if class == SchedClass::RealTime
-            && let Some(i) = self.cpus.iter().position(|c| {
-                c.task
-                    .as_ref()
-                    .is_some_and(|t| t.class == SchedClass::TimeShare)
-            })
+            && let Some(i) = self.running_ts.first()
         {
             let mut victim = self.take(i, now);
             victim.queued_at = now;
@@ -136,10 +178,14 @@ impl Scheduler {
     /// change): queued and running steps move to their new class at once, and
     /// a process now real-time preempts a time-sharing one if no CPU is free.
     fn reclassify_inner(&mut self, now: Nanos, class_of: impl Fn(ProcId) -> SchedClass) {
-        for c in &mut self.cpus {
-            if let Some(t) = c.task.as_mut() {
+        // A class decides whether a time slice ends a step: every event time may move.
+        self.due.clear();
+        for i in 0..self.cpus.len() {
+            if let Some(t) = self.cpus[i].task.as_mut() {
                 t.class = class_of(t.proc);
             }
+            self.generation[i] += 1;
+            self.schedule_due(i);
         }
         let mut all: Vec<Task> = self.rt.drain(..).chain(self.ts.drain(..)).collect();
         all.sort_by_key(|t| t.queued_at);
@@ -150,12 +196,15 @@ impl Scheduler {
                 SchedClass::TimeShare => self.ts.push_back(t),
             }
         }
+        for i in 0..self.cpus.len() {
+            let ts = self.cpus[i]
+                .task
+                .as_ref()
+                .is_some_and(|t| t.class == SchedClass::TimeShare);
+            self.running_ts.set(i, ts);
+        }
         while !self.rt.is_empty() {
-            let Some(i) = self.cpus.iter().position(|c| {
-                c.task
-                    .as_ref()
-                    .is_some_and(|t| t.class == SchedClass::TimeShare)
-            }) else {
+            let Some(i) = self.running_ts.first() else {
                 break;
             };
             let mut victim = self.take(i, now);
@@ -216,15 +265,26 @@ impl Scheduler {
 
     /// When the next step ends or a time slice expires.
     pub fn next_event(&self) -> Option<Nanos> {
-        self.next
+        self.due.peek().map(|Reverse((t, _, _))| *t)
     }
 
+    /// Drop stale entries from the top of `due`, so `next_event` is exact.
     fn recompute(&mut self) {
-        self.next = self
-            .cpus
-            .iter()
-            .filter_map(|c| c.task.as_ref().map(|t| self.event_time(c, t)))
-            .min();
+        while let Some(&Reverse((_, cpu, generation))) = self.due.peek() {
+            if self.generation[cpu as usize] == generation && self.cpus[cpu as usize].task.is_some()
+            {
+                break;
+            }
+            self.due.pop();
+        }
+    }
+
+    /// Record when CPU `i`'s current task next needs attention.
+    fn schedule_due(&mut self, i: usize) {
+        if let Some(t) = self.cpus[i].task.as_ref() {
+            let at = self.event_time(&self.cpus[i], t);
+            self.due.push(Reverse((at, i as u32, self.generation[i])));
+        }
     }
 
     fn event_time(&self, cpu: &Cpu, task: &Task) -> Nanos {
@@ -238,43 +298,35 @@ impl Scheduler {
     /// Advance to `now`: finish steps and rotate time slices. Finished steps are appended to `done`.
     fn advance_inner(&mut self, now: Nanos, done: &mut Vec<StepDone>) {
         loop {
-            if self.next.is_none_or(|t| t > now) {
-                return;
-            }
-            let mut progressed = false;
-            for i in 0..self.cpus.len() {
-                let Some(task) = self.cpus[i].task.as_ref() else {
-                    continue;
-                };
-                let at = self.event_time(&self.cpus[i], task);
-                if at > now {
-                    continue;
-                }
-                progressed = true;
-                let mut task = self.take(i, at);
-                if task.remaining == 0 {
-                    done.push(StepDone {
-                        proc: task.proc,
-                        requested_at: task.requested_at,
-                        started_at: task.started_at.unwrap_or(at),
-                        done_at: at,
-                        waited: task.waited,
-                    });
-                    self.cpus[i].reserved_for = Some(task.proc);
-                    self.reserved += 1;
-                } else if self.ts.is_empty() {
-                    // Slice over but nobody waits: keep running (not waiting).
-                    task.queued_at = at;
-                    self.run_on(i, task, at);
-                } else {
-                    task.queued_at = at;
-                    self.ts.push_back(task);
-                    self.dispatch(i, at);
-                }
-            }
             self.recompute();
-            if !progressed {
+            let Some(&Reverse((at, cpu, _))) = self.due.peek() else {
                 return;
+            };
+            if at > now {
+                return;
+            }
+            self.due.pop();
+            let i = cpu as usize;
+            let mut task = self.take(i, at);
+            if task.remaining == 0 {
+                done.push(StepDone {
+                    proc: task.proc,
+                    requested_at: task.requested_at,
+                    started_at: task.started_at.unwrap_or(at),
+                    done_at: at,
+                    waited: task.waited,
+                });
+                self.cpus[i].reserved_for = Some(task.proc);
+                self.idle.set(i, false);
+                self.reserved.push(i as u32);
+            } else if self.ts.is_empty() {
+                // Slice over but nobody waits: keep running (not waiting).
+                task.queued_at = at;
+                self.run_on(i, task, at);
+            } else {
+                task.queued_at = at;
+                self.ts.push_back(task);
+                self.dispatch(i, at);
             }
         }
     }
@@ -282,34 +334,50 @@ impl Scheduler {
     /// Hand CPUs freed by finished steps (and not taken back by their process)
     /// to waiting processes. Call after handling the steps [`Scheduler::advance`] returned.
     fn settle_inner(&mut self, now: Nanos) {
-        if self.reserved == 0 {
+        if self.reserved.is_empty() {
             return;
         }
-        self.reserved = 0;
-        for i in 0..self.cpus.len() {
+        // In CPU order, as a walk over all CPUs would hand them out.
+        let mut held = std::mem::take(&mut self.reserved);
+        held.sort_unstable();
+        for &i in &held {
+            let i = i as usize;
             if self.cpus[i].reserved_for.take().is_some() && self.cpus[i].task.is_none() {
+                self.idle.set(i, true);
                 self.dispatch(i, now);
             }
         }
+        held.clear();
+        self.reserved = held;
     }
 
     fn take(&mut self, i: usize, now: Nanos) -> Task {
         let cpu = &mut self.cpus[i];
         let mut task = cpu.task.take().unwrap_or_else(unreachable_task);
+        self.generation[i] += 1;
+        let cpu = &mut self.cpus[i];
         let ran = now.saturating_sub(cpu.slice_start).min(task.remaining);
         task.remaining -= ran;
         self.busy += ran;
+        self.running_ts.set(i, false);
+        if cpu.reserved_for.is_none() {
+            self.idle.set(i, true);
+        }
         task
     }
 
     fn run_on(&mut self, i: usize, mut task: Task, now: Nanos) {
         task.waited += now - task.queued_at;
         task.started_at.get_or_insert(now);
+        self.idle.set(i, false);
+        self.running_ts.set(i, task.class == SchedClass::TimeShare);
         self.cpus[i] = Cpu {
             task: Some(task),
             slice_start: now,
             reserved_for: None,
         };
+        self.generation[i] += 1;
+        self.schedule_due(i);
     }
 
     fn dispatch(&mut self, i: usize, now: Nanos) {

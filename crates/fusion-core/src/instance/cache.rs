@@ -247,6 +247,29 @@ impl Cache {
         }
     }
 
+    /// A transaction changed `blk` again: CR copies built for it show its older
+    /// changes only, so none may serve it any more. A pinned copy stays for
+    /// its reader with an empty range; the others go.
+    pub fn forget_private(&mut self, blk: BlockAddr, xid: Xid) {
+        let mine: Vec<BufId> = self
+            .buffers_of(blk)
+            .filter(|&id| {
+                matches!(self.get(id).state, BufState::Cr { private_to: Some(p), .. } if p == xid)
+            })
+            .collect();
+        for id in mine {
+            if self.get(id).pinned() {
+                self.get_mut(id).state = BufState::Cr {
+                    lo: 1,
+                    hi: 0,
+                    private_to: Some(xid),
+                };
+            } else {
+                self.remove(id);
+            }
+        }
+    }
+
     /// Every allocated buffer (for checkers and DBWR scans), in slot order.
     pub fn iter(&self) -> impl Iterator<Item = (BufId, &Buffer)> {
         self.slots

@@ -58,7 +58,11 @@ impl Instance {
         x
     }
 
+    /// Session `sid` changed `blk`: remember it, and retire the CR copies that
+    /// predate the change (they would hide it from the session itself).
     pub(super) fn touch_block(&mut self, sid: u32, blk: BlockAddr) {
+        let xid = self.sessions[sid as usize].xid;
+        self.cache.forget_private(blk, xid);
         let t = &mut self.sessions[sid as usize].touched;
         if !t.contains(&blk) {
             t.push(blk);

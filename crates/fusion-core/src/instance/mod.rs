@@ -188,8 +188,8 @@ pub struct Instance {
     pin_waiters: FxHashMap<BlockAddr, Vec<(u8, u64)>>,
     /// Sessions ready to go on.
     ready: VecDeque<u32>,
-    /// Outstanding transaction lookups: token -> session.
-    tx_tokens: FxHashMap<u64, u32>,
+    /// Outstanding transaction lookups: token -> (session, our SCN when asked).
+    tx_tokens: FxHashMap<u64, (u32, Scn)>,
     next_io: u64,
     next_req: u64,
     next_token: u64,
@@ -302,13 +302,9 @@ impl Instance {
 
     fn add_proc(&mut self, p: Proc, name: String) -> ProcId {
         self.procs.push(p);
-        let class = if self.params.is_high_priority(&name) {
-            SchedClass::RealTime
-        } else {
-            SchedClass::TimeShare
-        };
-        self.classes.push(class);
         self.proc_names.push(name);
+        let class = self.class_by_name((self.procs.len() - 1) as ProcId);
+        self.classes.push(class);
         (self.procs.len() - 1) as ProcId
     }
 
@@ -386,9 +382,10 @@ impl Instance {
                     self.errors.push(format!("{}: {e}", self.id));
                 }
                 // Priorities apply at once, to processes already waiting for a CPU too.
-                let classes: Vec<SchedClass> = (0..self.procs.len() as ProcId)
-                    .map(|p| self.class_of(p))
+                self.classes = (0..self.procs.len() as ProcId)
+                    .map(|p| self.class_by_name(p))
                     .collect();
+                let classes = &self.classes;
                 self.sched.reclassify(self.now, |p| {
                     classes
                         .get(p as usize)
@@ -537,7 +534,16 @@ impl Instance {
             .push(Reverse((self.now + delay, self.timer_seq, timer)));
     }
 
+    /// The scheduling class of a process, as last worked out from the parameters.
     fn class_of(&self, proc: ProcId) -> SchedClass {
+        self.classes
+            .get(proc as usize)
+            .copied()
+            .unwrap_or(SchedClass::TimeShare)
+    }
+
+    /// The scheduling class the parameters give a process (by its name).
+    fn class_by_name(&self, proc: ProcId) -> SchedClass {
         let name = self
             .proc_names
             .get(proc as usize)

@@ -142,8 +142,10 @@ pub struct Session {
     wait: Option<(Wait, Nanos)>,
     iterations: u64,
     seq_next: u64,
-    /// States learned for the next CR build (an active transaction cannot be cached).
-    hints: Vec<(Xid, TxState)>,
+    /// Transactions their owner reported active, with our SCN when we asked:
+    /// the question carried that SCN, so a later commit gets a higher one and
+    /// the hint holds for snapshots up to it (an active state cannot be cached).
+    hints: Vec<(Xid, Scn)>,
     /// A block shipped unrolled (light work): build the CR copy from it.
     raw: Option<(Box<Block>, Scn)>,
     pending_lookups: u32,
@@ -358,7 +360,9 @@ impl Instance {
     /// session now waits (CPU, think time, commit) or is idle.
     fn next_execution(&mut self, sid: u32) -> bool {
         let w = self.sessions[sid as usize].workload;
-        let spec = self.workloads[w].clone();
+        // A handle, not a copy: the spec is shared and never changes.
+        let workloads = std::sync::Arc::clone(&self.workloads);
+        let spec = &workloads[w];
         let s = &mut self.sessions[sid as usize];
         if !s.in_txn {
             // A new transaction: pick its shape and draw its update keys.
@@ -390,7 +394,7 @@ impl Instance {
             }
             let mut keys: Vec<(usize, Vec<u64>)> = Vec::new();
             if let Some(t) = spec.transactions.get(template) {
-                for step in &t.steps {
+                for step in t.steps.iter() {
                     if let Step::Update {
                         table,
                         keys: ks,
@@ -612,12 +616,17 @@ impl Instance {
     }
 
     fn lookup_with_hints(&self, sid: u32) -> impl Fn(Xid) -> TxState + '_ {
-        let hints = &self.sessions[sid as usize].hints;
-        move |x| {
-            hints
-                .iter()
-                .find(|(h, _)| *h == x)
-                .map_or_else(|| self.tx_state(x), |(_, s)| *s)
+        let s = &self.sessions[sid as usize];
+        let (hints, snapshot) = (&s.hints, s.snapshot);
+        move |x| match self.tx_state(x) {
+            TxState::Unknown
+                if hints
+                    .iter()
+                    .any(|&(h, asked_at)| h == x && snapshot <= asked_at) =>
+            {
+                TxState::Active
+            }
+            known => known,
         }
     }
 
@@ -689,10 +698,12 @@ impl Instance {
             };
         }
         // 3. An unrolled image shipped to us (light work): roll it back here.
+        // The image only covers snapshots up to the sender's SCN when it took
+        // it: a later statement with a newer snapshot must ask again.
         if self.sessions[sid as usize]
             .raw
             .as_ref()
-            .is_some_and(|r| r.0.addr == blk)
+            .is_some_and(|r| r.0.addr == blk && snapshot <= r.1)
             && let Some((raw, horizon)) = self.sessions[sid as usize].raw.take()
         {
             // No change after the sender took the image can commit at or
@@ -761,7 +772,7 @@ impl Instance {
             }
             let token = self.next_token;
             self.next_token += 1;
-            self.tx_tokens.insert(token, sid);
+            self.tx_tokens.insert(token, (sid, self.scn));
             self.send(x.inst(), Msg::TxQuery { xid: x, token });
             asked += 1;
         }
@@ -775,16 +786,14 @@ impl Instance {
     }
 
     pub(super) fn on_tx_status(&mut self, xid: Xid, token: u64, report: TxReport) {
-        let Some(sid) = self.tx_tokens.remove(&token) else {
+        let Some((sid, asked_at)) = self.tx_tokens.remove(&token) else {
             return;
         };
         match report {
             TxReport::Committed(scn) => {
                 self.remote_commits.insert(xid, scn);
             }
-            TxReport::Active => self.sessions[sid as usize]
-                .hints
-                .push((xid, TxState::Active)),
+            TxReport::Active => self.sessions[sid as usize].hints.push((xid, asked_at)),
         }
         let s = &mut self.sessions[sid as usize];
         s.pending_lookups = s.pending_lookups.saturating_sub(1);
@@ -1481,7 +1490,7 @@ impl Instance {
         } else {
             let token = self.next_token;
             self.next_token += 1;
-            self.tx_tokens.insert(token, sid);
+            self.tx_tokens.insert(token, (sid, self.scn));
             self.sessions[sid as usize].pending_lookups = 1;
             self.send(holder.inst(), Msg::TxWait { xid: holder, token });
         }
