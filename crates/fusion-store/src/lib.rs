@@ -1,0 +1,1 @@
+//! Block store (in progress).

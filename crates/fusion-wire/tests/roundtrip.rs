@@ -1,0 +1,559 @@
+//! Round trips (core -> proto -> bytes -> proto -> core) for every message
+//! variant and for random blocks, and what malformed input from a peer gives.
+
+use fusion_core::block::{Block, Body, Itl, LeafEntry, Row, UndoOp, UndoRec};
+use fusion_core::msg::{
+    Envelope, GrantKind, Mode, Msg, RedoRecord, ReqKind, Request, ShipKind, Timing, TxReport,
+};
+use fusion_core::types::{BlockAddr, InstId, Rowid, Xid};
+use fusion_wire::{
+    BlockProblem, Codec, WireError, decode_block, encode_block, oversize_blocks, pb,
+};
+use proptest::collection::vec;
+use proptest::option;
+use proptest::prelude::*;
+use prost::Message;
+
+fn inst() -> impl Strategy<Value = InstId> {
+    (0u8..64).prop_map(InstId)
+}
+
+fn xid() -> impl Strategy<Value = Xid> {
+    prop_oneof![
+        Just(Xid::NONE),
+        (0u64..64, 0u64..(1 << 56)).prop_map(|(i, s)| Xid((i << 56) | s)),
+    ]
+}
+
+fn addr() -> impl Strategy<Value = BlockAddr> {
+    any::<u32>().prop_map(BlockAddr)
+}
+
+fn row() -> impl Strategy<Value = Row> {
+    (any::<u64>(), any::<i64>(), xid()).prop_map(|(key, val, lock)| Row { key, val, lock })
+}
+
+fn body() -> impl Strategy<Value = Body> {
+    prop_oneof![
+        Just(Body::Unformatted),
+        vec(option::of(row()), 0..20).prop_map(|rows| Body::Table { rows }),
+        (
+            vec(
+                (any::<u64>(), addr(), any::<u16>(), xid()).prop_map(|(key, blk, slot, lock)| {
+                    LeafEntry {
+                        key,
+                        rowid: Rowid { blk, slot },
+                        lock,
+                    }
+                }),
+                0..20
+            ),
+            option::of(addr()),
+            any::<u64>(),
+            option::of(any::<u64>()),
+        )
+            .prop_map(|(entries, next, low, high)| Body::Leaf {
+                entries,
+                next,
+                low,
+                high
+            }),
+        vec(any::<u32>(), 0..10).prop_map(|used| Body::SegHeader { used }),
+        vec((any::<u64>(), addr()), 0..20).prop_map(|entries| Body::Branch { entries }),
+    ]
+}
+
+fn undo() -> impl Strategy<Value = UndoRec> {
+    let op = prop_oneof![
+        (any::<u16>(), option::of(row())).prop_map(|(slot, before)| UndoOp::Row { slot, before }),
+        any::<u64>().prop_map(|key| UndoOp::EntryInsert { key }),
+        body().prop_map(|b| UndoOp::Body(Box::new(b))),
+    ];
+    (xid(), op).prop_map(|(xid, op)| UndoRec { xid, op })
+}
+
+fn block() -> impl Strategy<Value = Block> {
+    (
+        addr(),
+        any::<u64>(),
+        body(),
+        vec(
+            (xid(), option::of(any::<u64>())).prop_map(|(xid, commit)| Itl { xid, commit }),
+            0..8,
+        ),
+        vec(undo(), 0..8),
+        any::<u64>(),
+    )
+        .prop_map(|(addr, scn, body, itl, undo, trimmed_scn)| Block {
+            addr,
+            scn,
+            body,
+            itl,
+            undo,
+            trimmed_scn,
+        })
+}
+
+fn timing() -> impl Strategy<Value = Timing> {
+    (
+        any::<u64>(),
+        any::<u64>(),
+        any::<u64>(),
+        any::<u64>(),
+        any::<u64>(),
+    )
+        .prop_map(|(request, lms_wait, lms_proc, flush, pin)| Timing {
+            request,
+            lms_wait,
+            lms_proc,
+            flush,
+            pin,
+        })
+}
+
+fn mode() -> impl Strategy<Value = Mode> {
+    prop_oneof![Just(Mode::S), Just(Mode::X)]
+}
+
+fn request() -> impl Strategy<Value = Request> {
+    let kind = prop_oneof![
+        (any::<u64>(), xid()).prop_map(|(snapshot, reader)| ReqKind::Cr { snapshot, reader }),
+        any::<bool>().prop_map(|new_block| ReqKind::Current { new_block }),
+    ];
+    (any::<u64>(), addr(), inst(), kind, timing()).prop_map(|(id, blk, requester, kind, timing)| {
+        Request {
+            id,
+            blk,
+            requester,
+            kind,
+            timing,
+        }
+    })
+}
+
+fn msg() -> impl Strategy<Value = Msg> {
+    let grant = prop_oneof![
+        mode().prop_map(GrantKind::Disk),
+        Just(GrantKind::Upgrade),
+        Just(GrantKind::New),
+    ];
+    let ship_kind =
+        prop_oneof![
+            (any::<u64>(), any::<u64>(), any::<bool>())
+                .prop_map(|(lo, hi, private)| ShipKind::Cr { lo, hi, private }),
+            Just(ShipKind::Raw),
+            Just(ShipKind::Shared),
+            Just(ShipKind::Current),
+        ];
+    let report = prop_oneof![
+        Just(TxReport::Active),
+        any::<u64>().prop_map(TxReport::Committed),
+    ];
+    prop_oneof![
+        request().prop_map(Msg::Request),
+        (request(), inst(), any::<bool>()).prop_map(|(req, master, shared)| Msg::Forward {
+            req,
+            master,
+            shared
+        }),
+        (request(), grant).prop_map(|(req, grant)| Msg::Grant { req, grant }),
+        (
+            request(),
+            ship_kind,
+            block(),
+            any::<bool>(),
+            any::<u8>(),
+            any::<bool>()
+        )
+            .prop_map(|(req, kind, block, pi_kept, hops, congested)| Msg::Ship {
+                req,
+                kind,
+                block: Box::new(block),
+                pi_kept,
+                hops,
+                congested
+            }),
+        (
+            addr(),
+            any::<u64>(),
+            mode(),
+            option::of(inst()),
+            any::<bool>()
+        )
+            .prop_map(|(blk, req, mode, prev_holder, pi_kept)| Msg::Installed {
+                blk,
+                req,
+                mode,
+                prev_holder,
+                pi_kept
+            }),
+        (addr(), any::<u64>()).prop_map(|(blk, req)| Msg::Invalidate { blk, req }),
+        (addr(), any::<u64>()).prop_map(|(blk, req)| Msg::InvalidateAck { blk, req }),
+        request().prop_map(|req| Msg::NotHeld { req }),
+        (addr(), mode()).prop_map(|(blk, mode)| Msg::Relinquish { blk, mode }),
+        (addr(), any::<u64>()).prop_map(|(blk, scn)| Msg::Written { blk, scn }),
+        (addr(), any::<u64>()).prop_map(|(blk, scn)| Msg::DiscardPi { blk, scn }),
+        (xid(), any::<u64>()).prop_map(|(xid, token)| Msg::TxQuery { xid, token }),
+        (xid(), any::<u64>(), report).prop_map(|(xid, token, report)| Msg::TxStatus {
+            xid,
+            token,
+            report
+        }),
+        (xid(), any::<u64>()).prop_map(|(xid, token)| Msg::TxWait { xid, token }),
+    ]
+}
+
+fn envelope() -> impl Strategy<Value = Envelope> {
+    (inst(), inst(), any::<u64>(), any::<u64>(), msg()).prop_map(|(from, to, scn, sent_at, msg)| {
+        Envelope {
+            from,
+            to,
+            scn,
+            sent_at,
+            msg,
+        }
+    })
+}
+
+/// Core -> proto -> bytes -> proto -> core with `codec`.
+fn through_bytes(codec: &Codec, env: &Envelope) -> Result<Envelope, WireError> {
+    let bytes = codec.encode_envelope(env).encode_to_vec();
+    let back = pb::Envelope::decode(bytes.as_slice()).expect("prost decodes its own encoding");
+    codec.decode_envelope(back)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn every_msg_round_trips(env in envelope()) {
+        prop_assert_eq!(&through_bytes(&Codec::UNPADDED, &env).unwrap(), &env);
+        // Padded to a block size, as a live cluster sends it.
+        let padded = Codec { block_size: 8192, ..Codec::UNPADDED };
+        prop_assert_eq!(&through_bytes(&padded, &env).unwrap(), &env);
+        // And through the From/TryFrom impls.
+        let via: pb::Msg = (&env.msg).into();
+        let via = pb::Msg::decode(via.encode_to_vec().as_slice()).unwrap();
+        prop_assert_eq!(Msg::try_from(via).unwrap(), env.msg);
+    }
+
+    #[test]
+    fn blocks_round_trip_padded_and_unpadded(b in block(), size in prop_oneof![Just(0u32), Just(2048), Just(8192)]) {
+        let bytes = encode_block(&b, size);
+        if size > 0 && bytes.len() != size as usize {
+            prop_assert!(bytes.len() > size as usize, "only an oversize image is unpadded");
+        }
+        prop_assert_eq!(decode_block(&bytes).unwrap(), b);
+    }
+
+    #[test]
+    fn redo_records_round_trip(scn in any::<u64>(), x in xid(), blk in option::of(addr()), bytes in any::<u32>(), commit in any::<bool>()) {
+        let r = RedoRecord { scn, xid: x, blk, bytes, commit };
+        let p: pb::RedoRecord = (&r).into();
+        let p = pb::RedoRecord::decode(p.encode_to_vec().as_slice()).unwrap();
+        prop_assert_eq!(RedoRecord::try_from(p).unwrap(), r);
+    }
+
+    /// Any prefix of an image, and any single corrupted byte, is an error, not a panic.
+    #[test]
+    fn damaged_blocks_are_rejected(b in block(), cut in any::<prop::sample::Index>(), flip in any::<prop::sample::Index>(), bit in 0u8..8) {
+        let bytes = encode_block(&b, 0);
+        let at = cut.index(bytes.len());
+        prop_assert!(decode_block(&bytes[..at]).is_err());
+        let mut bad = bytes.clone();
+        let i = flip.index(bad.len());
+        bad[i] ^= 1 << bit;
+        prop_assert!(decode_block(&bad).is_err());
+    }
+
+    /// Random bytes from a peer never panic the decoders.
+    #[test]
+    fn garbage_never_panics(bytes in vec(any::<u8>(), 0..512)) {
+        let _ = decode_block(&bytes);
+        if let Ok(env) = pb::Envelope::decode(bytes.as_slice()) {
+            let _ = Envelope::try_from(env);
+        }
+    }
+}
+
+fn sample_block() -> Block {
+    let mut b = Block::new(
+        BlockAddr(9),
+        Body::Table {
+            rows: vec![Some(Row {
+                key: 1,
+                val: -5,
+                lock: Xid::NONE,
+            })],
+        },
+    );
+    b.update_row(0, Xid::new(InstId(1), 3), 7, 42);
+    b
+}
+
+fn sample_request() -> Request {
+    Request {
+        id: 1,
+        blk: BlockAddr(9),
+        requester: InstId(1),
+        kind: ReqKind::Cr {
+            snapshot: 10,
+            reader: Xid::NONE,
+        },
+        timing: Timing::default(),
+    }
+}
+
+fn sample_envelope(msg: Msg) -> pb::Envelope {
+    Codec::UNPADDED.encode_envelope(&Envelope {
+        from: InstId(0),
+        to: InstId(1),
+        scn: 5,
+        sent_at: 6,
+        msg,
+    })
+}
+
+fn decode_err(env: pb::Envelope) -> WireError {
+    Codec::new(8192, 4, 1000)
+        .decode_envelope(env)
+        .expect_err("malformed envelope must be rejected")
+}
+
+#[test]
+fn padded_block_fills_the_block_size() {
+    let b = sample_block();
+    let bytes = encode_block(&b, 8192);
+    assert_eq!(bytes.len(), 8192);
+    assert_eq!(decode_block(&bytes).unwrap(), b);
+}
+
+#[test]
+fn oversize_block_is_sent_unpadded_and_counted() {
+    let rows = (0..1000)
+        .map(|k| {
+            Some(Row {
+                key: u64::MAX - k,
+                val: i64::MIN,
+                lock: Xid::new(InstId(3), 1 << 50),
+            })
+        })
+        .collect();
+    let b = Block::new(BlockAddr(1), Body::Table { rows });
+    let before = oversize_blocks();
+    let bytes = encode_block(&b, 2048);
+    assert!(bytes.len() > 2048);
+    assert!(oversize_blocks() > before);
+    assert_eq!(decode_block(&bytes).unwrap(), b);
+}
+
+#[test]
+fn truncated_block_names_the_field() {
+    let bytes = encode_block(&sample_block(), 0);
+    let e = decode_block(&bytes[..5]).unwrap_err();
+    assert_eq!(e.field, "header");
+    assert!(matches!(e.problem, BlockProblem::Truncated { .. }));
+    let e = decode_block(&bytes[..bytes.len() - 1]).unwrap_err();
+    assert_eq!(e.field, "payload");
+    assert!(e.to_string().contains("payload"), "{e}");
+    assert!(e.to_string().contains("truncated"), "{e}");
+
+    // Inside a message, the error names the message field and the block field.
+    let mut env = sample_envelope(Msg::Ship {
+        req: sample_request(),
+        kind: ShipKind::Current,
+        block: Box::new(sample_block()),
+        pi_kept: false,
+        hops: 2,
+        congested: false,
+    });
+    if let Some(pb::msg::Kind::Ship(s)) = env.msg.as_mut().and_then(|m| m.kind.as_mut()) {
+        s.block.truncate(20);
+    }
+    let e = decode_err(env);
+    assert_eq!(e.field(), "Ship.block");
+    assert!(e.to_string().contains("Ship.block"), "{e}");
+}
+
+#[test]
+fn corrupt_padding_and_checksum_are_rejected() {
+    let mut bytes = encode_block(&sample_block(), 8192);
+    bytes[8000] = 1;
+    assert_eq!(
+        decode_block(&bytes).unwrap_err().problem,
+        BlockProblem::NonZeroPadding
+    );
+    let mut bytes = encode_block(&sample_block(), 0);
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0x40;
+    assert!(matches!(
+        decode_block(&bytes).unwrap_err().problem,
+        BlockProblem::Checksum { .. }
+    ));
+    let mut bytes = encode_block(&sample_block(), 0);
+    bytes[3] = 99;
+    assert_eq!(
+        decode_block(&bytes).unwrap_err().problem,
+        BlockProblem::UnsupportedVersion(99)
+    );
+    assert_eq!(
+        decode_block(&[0; 64]).unwrap_err().problem,
+        BlockProblem::BadMagic
+    );
+}
+
+#[test]
+fn missing_oneofs_name_the_field() {
+    let mut env = sample_envelope(Msg::Request(sample_request()));
+    env.msg = None;
+    assert_eq!(decode_err(env).to_string(), "missing field `Envelope.msg`");
+
+    let mut env = sample_envelope(Msg::Request(sample_request()));
+    env.msg = Some(pb::Msg { kind: None });
+    assert_eq!(decode_err(env).field(), "Msg.kind");
+
+    let mut env = sample_envelope(Msg::Request(sample_request()));
+    if let Some(pb::msg::Kind::Request(r)) = env.msg.as_mut().and_then(|m| m.kind.as_mut()) {
+        r.kind = None;
+    }
+    assert_eq!(decode_err(env).field(), "Request.kind");
+
+    let mut env = sample_envelope(Msg::Ship {
+        req: sample_request(),
+        kind: ShipKind::Raw,
+        block: Box::new(sample_block()),
+        pi_kept: true,
+        hops: 3,
+        congested: true,
+    });
+    if let Some(pb::msg::Kind::Ship(s)) = env.msg.as_mut().and_then(|m| m.kind.as_mut()) {
+        s.kind = None;
+    }
+    assert_eq!(decode_err(env).field(), "Ship.kind");
+
+    let mut env = sample_envelope(Msg::TxStatus {
+        xid: Xid::new(InstId(2), 4),
+        token: 1,
+        report: TxReport::Committed(3),
+    });
+    if let Some(pb::msg::Kind::TxStatus(s)) = env.msg.as_mut().and_then(|m| m.kind.as_mut()) {
+        s.report = None;
+    }
+    assert_eq!(decode_err(env).field(), "TxStatus.report");
+}
+
+#[test]
+fn bad_enum_values_name_the_field() {
+    let mut env = sample_envelope(Msg::Installed {
+        blk: BlockAddr(3),
+        req: 1,
+        mode: Mode::X,
+        prev_holder: None,
+        pi_kept: false,
+    });
+    if let Some(pb::msg::Kind::Installed(i)) = env.msg.as_mut().and_then(|m| m.kind.as_mut()) {
+        i.mode = 7;
+    }
+    let e = decode_err(env);
+    assert_eq!(
+        e,
+        WireError::BadEnum {
+            field: "Installed.mode",
+            value: 7
+        }
+    );
+    assert!(e.to_string().contains("Installed.mode"));
+
+    // UNSPECIFIED (an unset field) is refused too.
+    let mut env = sample_envelope(Msg::Grant {
+        req: sample_request(),
+        grant: GrantKind::New,
+    });
+    if let Some(pb::msg::Kind::Grant(g)) = env.msg.as_mut().and_then(|m| m.kind.as_mut()) {
+        g.grant = 0;
+    }
+    assert_eq!(decode_err(env).field(), "Grant.grant");
+}
+
+#[test]
+fn out_of_range_ids_name_the_field() {
+    // Four instances: inst ids 0..4.
+    let mut env = sample_envelope(Msg::Request(sample_request()));
+    env.from = 4;
+    let e = decode_err(env);
+    assert_eq!(e.field(), "Envelope.from");
+    assert!(e.to_string().contains("below 4"), "{e}");
+
+    // Beyond any cluster, even with no limits given.
+    let mut env = sample_envelope(Msg::Request(sample_request()));
+    env.to = 300;
+    assert_eq!(Envelope::try_from(env).unwrap_err().field(), "Envelope.to");
+
+    let mut env = sample_envelope(Msg::Request(sample_request()));
+    if let Some(pb::msg::Kind::Request(r)) = env.msg.as_mut().and_then(|m| m.kind.as_mut()) {
+        r.requester = 9;
+    }
+    assert_eq!(decode_err(env).field(), "Request.requester");
+
+    let mut env = sample_envelope(Msg::Written {
+        blk: BlockAddr(3),
+        scn: 1,
+    });
+    if let Some(pb::msg::Kind::Written(w)) = env.msg.as_mut().and_then(|m| m.kind.as_mut()) {
+        w.blk = 1000;
+    }
+    assert_eq!(decode_err(env).field(), "Written.blk");
+
+    let env = sample_envelope(Msg::TxQuery {
+        xid: Xid::new(InstId(5), 1),
+        token: 1,
+    });
+    assert_eq!(decode_err(env).field(), "TxQuery.xid");
+
+    let env = sample_envelope(Msg::Ship {
+        req: sample_request(),
+        kind: ShipKind::Shared,
+        block: Box::new(sample_block()),
+        pi_kept: false,
+        hops: 2,
+        congested: false,
+    });
+    let mut env2 = env.clone();
+    if let Some(pb::msg::Kind::Ship(s)) = env2.msg.as_mut().and_then(|m| m.kind.as_mut()) {
+        s.hops = 256;
+    }
+    assert_eq!(decode_err(env2).field(), "Ship.hops");
+    // A block whose ITL names an instance outside the cluster.
+    let mut b = sample_block();
+    b.itl.push(Itl {
+        xid: Xid::new(InstId(7), 1),
+        commit: None,
+    });
+    let mut env3 = env;
+    if let Some(pb::msg::Kind::Ship(s)) = env3.msg.as_mut().and_then(|m| m.kind.as_mut()) {
+        s.block = encode_block(&b, 8192);
+    }
+    assert_eq!(decode_err(env3).field(), "Block.itl.xid");
+}
+
+#[test]
+fn hello_is_checked() {
+    let codec = Codec::new(8192, 4, 1000);
+    let hello = pb::Hello::new(InstId(2), "secret");
+    assert_eq!(codec.check_hello(&hello, "secret").unwrap(), InstId(2));
+    assert_eq!(
+        codec.check_hello(&hello, "other").unwrap_err().field(),
+        "Hello.cluster_token"
+    );
+    let mut old = hello.clone();
+    old.protocol_version = 0;
+    assert_eq!(
+        codec.check_hello(&old, "secret").unwrap_err().field(),
+        "Hello.protocol_version"
+    );
+    let far = pb::Hello::new(InstId(4), "secret");
+    assert_eq!(
+        codec.check_hello(&far, "secret").unwrap_err().field(),
+        "Hello.instance"
+    );
+}
