@@ -1,1 +1,36 @@
-//! Block store (in progress).
+//! The block store of Fusionlab's live cluster: the shared disk that RAC
+//! instances see, as one process serving gRPC `BlockStore`
+//! (`fusion_wire::pb`).
+//!
+//! It holds the datafile blocks and one redo thread per instance in real
+//! files under a data directory ([`Disk`]: pread/pwrite, `sync_data` before
+//! any write or flush is acknowledged), so what an instance was told is
+//! written survives that instance, or the store, being killed, and a store
+//! reopened on the same directory serves it again. On top of the real I/O
+//! it adds the scenario's modeled storage latency ([`LatencyModel`], the
+//! simulator's `StorageModel`) and `disk_latency` faults, so a live run and a
+//! simulated one see the same storage.
+//!
+//! - Server: [`serve`] (on a `TcpListener` the caller binds; TCP_NODELAY on
+//!   every connection; every call must carry the shared token in metadata
+//!   `x-fusionlab-token`) or [`spawn`] for a background task.
+//! - Client: [`StoreClient`], with a deadline on every call and errors that
+//!   name the store, the call, and timeout vs refused; [`StoreClient::io`]
+//!   performs an instance's `Action::Io` directly.
+//! - Loading: [`StoreClient::format`] then [`StoreClient::load_images`] with
+//!   `fusion_core::layout::Layout::initial_blocks()`.
+
+mod client;
+mod disk;
+mod error;
+mod latency;
+mod server;
+
+pub use client::{ClientError, ClientErrorKind, StoreClient, StoreInfo};
+pub use disk::{Disk, Geometry, MAX_BLOCK_SIZE, MAX_TOTAL_BLOCKS, MIN_BLOCK_SIZE};
+pub use error::StoreError;
+pub use latency::{Device, LatencyModel};
+pub use server::{
+    AuthedStore, MAX_MESSAGE_BYTES, StoreConfig, StoreHandle, StoreService, TokenCheck, serve,
+    spawn,
+};

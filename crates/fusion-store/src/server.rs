@@ -1,0 +1,407 @@
+//! The gRPC `BlockStore` service over [`Disk`], with modeled latency and a
+//! token check on every call.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use fusion_core::types::BlockAddr;
+use fusion_wire::pb::block_store_server::{BlockStore, BlockStoreServer};
+use fusion_wire::{TOKEN_METADATA, constant_time_eq, pb};
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use tokio_stream::StreamExt;
+use tokio_stream::wrappers::TcpListenerStream;
+use tonic::service::interceptor::InterceptedService;
+use tonic::{Request, Response, Status};
+
+use crate::disk::{Disk, Geometry};
+use crate::error::StoreError;
+use crate::latency::{Delay, Device, Latency, LatencyModel};
+
+/// Largest gRPC message either side accepts: a batch of blocks (tonic's
+/// default of 4 MiB is 512 blocks of 8 KiB).
+pub const MAX_MESSAGE_BYTES: usize = 64 << 20;
+
+/// How to run a store.
+#[derive(Clone, Debug)]
+pub struct StoreConfig {
+    /// Directory of the datafile and redo threads (created by Format).
+    pub dir: PathBuf,
+    /// Shared secret every call must carry in `x-fusionlab-token`.
+    pub token: String,
+    pub latency: LatencyModel,
+    /// Seed of the jitter of disk faults.
+    pub seed: u64,
+}
+
+impl StoreConfig {
+    pub fn new(dir: impl Into<PathBuf>, token: impl Into<String>) -> StoreConfig {
+        StoreConfig {
+            dir: dir.into(),
+            token: token.into(),
+            latency: LatencyModel::ZERO,
+            seed: 0,
+        }
+    }
+}
+
+struct Shared {
+    dir: PathBuf,
+    disk: RwLock<Option<Arc<Disk>>>,
+    latency: Latency,
+    /// Format replaces the files: one at a time.
+    formatting: tokio::sync::Mutex<()>,
+}
+
+/// The `BlockStore` service. Cheap to clone.
+#[derive(Clone)]
+pub struct StoreService {
+    inner: Arc<Shared>,
+}
+
+/// The service wrapped with its token check, ready for a tonic `Server`.
+pub type AuthedStore = InterceptedService<BlockStoreServer<StoreService>, TokenCheck>;
+
+/// Rejects a call without the right `x-fusionlab-token` (Unauthenticated).
+#[derive(Clone)]
+pub struct TokenCheck {
+    token: Arc<str>,
+}
+
+impl tonic::service::Interceptor for TokenCheck {
+    fn call(&mut self, req: Request<()>) -> Result<Request<()>, Status> {
+        match req.metadata().get(TOKEN_METADATA) {
+            Some(v) if constant_time_eq(v.as_bytes(), self.token.as_bytes()) => Ok(req),
+            Some(_) => Err(Status::unauthenticated(format!(
+                "wrong {TOKEN_METADATA} for this block store"
+            ))),
+            None => Err(Status::unauthenticated(format!(
+                "missing {TOKEN_METADATA} metadata"
+            ))),
+        }
+    }
+}
+
+impl StoreService {
+    /// Open the store in `config.dir` if it was formatted; otherwise every
+    /// call but Format fails with FailedPrecondition until it is.
+    pub fn open(config: &StoreConfig) -> Result<StoreService, StoreError> {
+        let disk = Disk::open_existing(&config.dir)?.map(Arc::new);
+        Ok(StoreService {
+            inner: Arc::new(Shared {
+                dir: config.dir.clone(),
+                disk: RwLock::new(disk),
+                latency: Latency::new(config.latency, config.seed),
+                formatting: tokio::sync::Mutex::new(()),
+            }),
+        })
+    }
+
+    /// The service with the token check and message limits.
+    pub fn into_server(self, token: &str) -> AuthedStore {
+        let server = BlockStoreServer::new(self)
+            .max_decoding_message_size(MAX_MESSAGE_BYTES)
+            .max_encoding_message_size(MAX_MESSAGE_BYTES);
+        InterceptedService::new(
+            server,
+            TokenCheck {
+                token: Arc::from(token),
+            },
+        )
+    }
+
+    fn disk(&self) -> Result<Arc<Disk>, Status> {
+        self.inner
+            .disk
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+            .ok_or_else(|| StoreError::NotFormatted.into())
+    }
+}
+
+/// Run blocking file I/O off the async threads.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, StoreError> + Send + 'static,
+) -> Result<T, Status> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| Status::internal(format!("store I/O task failed: {e}")))?
+        .map_err(Status::from)
+}
+
+/// Modeled latency around a real I/O: wait for the IOPS slot, do it, then
+/// add the model's (or a fault's) latency on top.
+async fn modeled<T>(
+    delay: Delay,
+    io: impl Future<Output = Result<T, Status>>,
+) -> Result<T, Status> {
+    if let Some(start) = delay.start {
+        tokio::time::sleep_until(start.into()).await;
+    }
+    let out = io.await?;
+    if !delay.extra.is_zero() {
+        tokio::time::sleep(delay.extra).await;
+    }
+    Ok(out)
+}
+
+#[tonic::async_trait]
+impl BlockStore for StoreService {
+    async fn format(
+        &self,
+        req: Request<pb::FormatRequest>,
+    ) -> Result<Response<pb::FormatResponse>, Status> {
+        let g = req
+            .into_inner()
+            .geometry
+            .ok_or_else(|| Status::invalid_argument("missing field `FormatRequest.geometry`"))?;
+        let geometry = Geometry::try_from(g)?;
+        let _one = self.inner.formatting.lock().await;
+        // Calls in flight keep the old files open; the cluster formats the
+        // store before it starts.
+        *self.inner.disk.write().unwrap_or_else(|p| p.into_inner()) = None;
+        let dir = self.inner.dir.clone();
+        let disk = blocking(move || Disk::format(&dir, geometry)).await?;
+        *self.inner.disk.write().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(disk));
+        Ok(Response::new(pb::FormatResponse {}))
+    }
+
+    async fn info(
+        &self,
+        _req: Request<pb::InfoRequest>,
+    ) -> Result<Response<pb::InfoResponse>, Status> {
+        let disk = self.disk()?;
+        Ok(Response::new(pb::InfoResponse {
+            geometry: Some(disk.geometry().into()),
+            overflow_writes: disk.overflow_writes(),
+        }))
+    }
+
+    async fn read_blocks(
+        &self,
+        req: Request<pb::ReadBlocksRequest>,
+    ) -> Result<Response<pb::ReadBlocksResponse>, Status> {
+        let req = req.into_inner();
+        let disk = self.disk()?;
+        let inst = disk.check_instance(req.instance)?;
+        let most = MAX_MESSAGE_BYTES / disk.geometry().block_size as usize / 2;
+        if req.blks.len() > most {
+            return Err(Status::invalid_argument(format!(
+                "ReadBlocksRequest.blks: {} blocks, at most {most} per call",
+                req.blks.len()
+            )));
+        }
+        let delay = self.inner.latency.data(inst, false);
+        let blocks = modeled(
+            delay,
+            blocking(move || {
+                req.blks
+                    .iter()
+                    .map(|&b| disk.read_block(BlockAddr(b)).map(|(bytes, _)| bytes))
+                    .collect::<Result<Vec<_>, _>>()
+            }),
+        )
+        .await?;
+        Ok(Response::new(pb::ReadBlocksResponse { blocks }))
+    }
+
+    async fn write_blocks(
+        &self,
+        req: Request<pb::WriteBlocksRequest>,
+    ) -> Result<Response<pb::WriteBlocksResponse>, Status> {
+        let req = req.into_inner();
+        let disk = self.disk()?;
+        let inst = disk.check_instance(req.instance)?;
+        let codec = *disk.codec();
+        let blocks = req
+            .blocks
+            .iter()
+            .map(|b| codec.decode_block("WriteBlocksRequest.blocks", b))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| Status::invalid_argument(e.to_string()))?;
+        let initial = req.initial;
+        let delay = if initial {
+            Delay::NONE
+        } else {
+            self.inner.latency.data(inst, true)
+        };
+        let applied = modeled(delay, blocking(move || disk.write_blocks(&blocks, initial))).await?;
+        Ok(Response::new(pb::WriteBlocksResponse { applied }))
+    }
+
+    async fn append_redo(
+        &self,
+        req: Request<pb::AppendRedoRequest>,
+    ) -> Result<Response<pb::AppendRedoResponse>, Status> {
+        let req = req.into_inner();
+        let disk = self.disk()?;
+        let inst = disk.check_instance(req.instance)?;
+        let codec = *disk.codec();
+        let records = req
+            .records
+            .into_iter()
+            .map(|r| codec.decode_redo(r))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| Status::invalid_argument(e.to_string()))?;
+        let (bytes, sync) = (req.bytes, req.sync);
+        let delay = self.inner.latency.redo(inst);
+        let thread_bytes = modeled(
+            delay,
+            blocking(move || disk.append_redo(inst, &records, bytes, sync)),
+        )
+        .await?;
+        Ok(Response::new(pb::AppendRedoResponse { thread_bytes }))
+    }
+
+    async fn flush_redo(
+        &self,
+        req: Request<pb::FlushRedoRequest>,
+    ) -> Result<Response<pb::FlushRedoResponse>, Status> {
+        let disk = self.disk()?;
+        let inst = disk.check_instance(req.into_inner().instance)?;
+        blocking(move || disk.flush_redo(inst)).await?;
+        Ok(Response::new(pb::FlushRedoResponse {}))
+    }
+
+    async fn read_redo(
+        &self,
+        req: Request<pb::ReadRedoRequest>,
+    ) -> Result<Response<pb::ReadRedoResponse>, Status> {
+        let disk = self.disk()?;
+        let inst = disk.check_instance(req.into_inner().instance)?;
+        let codec = *disk.codec();
+        let (records, thread_bytes) = blocking(move || disk.read_redo(inst)).await?;
+        Ok(Response::new(pb::ReadRedoResponse {
+            records: records.iter().map(|r| codec.encode_redo(r)).collect(),
+            thread_bytes,
+        }))
+    }
+
+    async fn set_fault(
+        &self,
+        req: Request<pb::SetFaultRequest>,
+    ) -> Result<Response<pb::SetFaultResponse>, Status> {
+        let req = req.into_inner();
+        let disk = self.disk()?;
+        let inst = disk.check_instance(req.instance)?;
+        let device = match pb::Device::try_from(req.device) {
+            Ok(pb::Device::Redo) => Device::Redo,
+            Ok(pb::Device::Data) => Device::Data,
+            _ => {
+                return Err(Status::invalid_argument(format!(
+                    "field `SetFaultRequest.device` has unknown enum value {}",
+                    req.device
+                )));
+            }
+        };
+        self.inner
+            .latency
+            .set_fault(inst, device, req.latency, req.jitter);
+        Ok(Response::new(pb::SetFaultResponse {}))
+    }
+
+    async fn clear_faults(
+        &self,
+        _req: Request<pb::ClearFaultsRequest>,
+    ) -> Result<Response<pb::ClearFaultsResponse>, Status> {
+        self.inner.latency.clear_faults();
+        Ok(Response::new(pb::ClearFaultsResponse {}))
+    }
+}
+
+/// Serve the block store on `listener` until `shutdown` completes.
+///
+/// Accepted connections get TCP_NODELAY: tonic's own `tcp_nodelay` does not
+/// apply to `serve_with_incoming`, and without it a block-sized answer waits
+/// for Nagle and delayed ACK (about 40 ms).
+pub async fn serve(
+    listener: TcpListener,
+    config: StoreConfig,
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<(), StoreError> {
+    let service = StoreService::open(&config)?;
+    serve_service(listener, service, &config.token, shutdown).await
+}
+
+async fn serve_service(
+    listener: TcpListener,
+    service: StoreService,
+    token: &str,
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<(), StoreError> {
+    let incoming = TcpListenerStream::new(listener).map(|conn| {
+        conn.inspect(|s| {
+            // Best effort: a socket that refuses it still works, only slower.
+            let _ = s.set_nodelay(true);
+        })
+    });
+    tonic::transport::Server::builder()
+        .add_service(service.into_server(token))
+        .serve_with_incoming_shutdown(incoming, shutdown)
+        .await?;
+    Ok(())
+}
+
+/// A store served on a background task (tests, examples, an in-process
+/// cluster).
+pub struct StoreHandle {
+    addr: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    task: JoinHandle<Result<(), StoreError>>,
+}
+
+impl StoreHandle {
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Stop accepting, let calls in flight finish (at most `grace`), then
+    /// stop. Connections that stay open (a client still alive) are cut.
+    pub async fn shutdown(mut self, grace: Duration) -> Result<(), StoreError> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        match tokio::time::timeout(grace, &mut self.task).await {
+            Ok(Ok(r)) => r,
+            Ok(Err(_)) => Ok(()), // aborted or panicked: nothing left to wait for
+            Err(_) => {
+                self.task.abort();
+                Ok(())
+            }
+        }
+    }
+}
+
+impl Drop for StoreHandle {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Serve the store on `listener` on a background task.
+pub fn spawn(listener: TcpListener, config: StoreConfig) -> Result<StoreHandle, StoreError> {
+    let addr = listener.local_addr().map_err(|source| StoreError::Io {
+        path: config.dir.clone(),
+        what: "listener address for store",
+        source,
+    })?;
+    // Open before spawning so a bad directory is reported to the caller.
+    let service = StoreService::open(&config)?;
+    let (tx, rx) = oneshot::channel();
+    let task = tokio::spawn(async move {
+        serve_service(listener, service, &config.token, async {
+            let _ = rx.await;
+        })
+        .await
+    });
+    Ok(StoreHandle {
+        addr,
+        stop: Some(tx),
+        task,
+    })
+}
