@@ -26,6 +26,8 @@ const LOAD_BATCH_BYTES: usize = 4 << 20;
 /// What went wrong with a call.
 #[derive(Debug, Error)]
 pub enum ClientErrorKind {
+    /// The deadline passed. A write may still have been applied: the store
+    /// finishes an I/O it started, so its outcome is unknown.
     #[error("timed out after {0:?}")]
     Timeout(Duration),
     #[error("connection refused (is the store running?)")]

@@ -415,9 +415,15 @@ impl Disk {
         if scn != SCN_UNKNOWN {
             return Ok(scn);
         }
-        let (_, b) = self.read_slot(blk)?;
-        cell.store(b.scn, Ordering::Release);
-        Ok(b.scn)
+        let scn = match self.read_slot(blk) {
+            Ok((_, b)) => b.scn,
+            // A torn slot (the store died mid-write) must not block every
+            // later write of the block: any image replaces it.
+            Err(StoreError::Corrupt { .. }) => 0,
+            Err(e) => return Err(e),
+        };
+        cell.store(scn, Ordering::Release);
+        Ok(scn)
     }
 
     /// Write images (decoded and checked by the caller) and make them

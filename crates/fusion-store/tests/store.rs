@@ -63,7 +63,7 @@ async fn loaded(dir: &std::path::Path) -> (StoreHandle, StoreClient, Layout) {
 
 fn changed(mut b: Block, val: i64, scn: u64) -> Block {
     if b.row(0).is_some() {
-        b.update_row(0, Xid::new(InstId(1), val as u64 + 1), val, scn);
+        b.update_row(0, Xid::new(InstId(0), val as u64 + 1), val, scn);
     } else {
         b.scn = scn;
     }
@@ -411,4 +411,48 @@ async fn a_block_read_round_trip_is_fast_on_loopback() {
     assert!(p50 < Duration::from_millis(20), "p50 {p50:?}");
     drop(c);
     h.shutdown(Duration::from_secs(1)).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_torn_slot_is_reported_and_a_write_repairs_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = Geometry {
+        block_size: 8192,
+        total_blocks: 4,
+        instances: 1,
+    };
+    let disk = Disk::format(dir.path(), g).unwrap();
+    let b = changed(
+        Block::new(
+            BlockAddr(2),
+            Body::Table {
+                rows: vec![Some(Row {
+                    key: 1,
+                    val: 1,
+                    lock: Xid::NONE,
+                })],
+            },
+        ),
+        0,
+        30,
+    );
+    disk.write_blocks(std::slice::from_ref(&b), false).unwrap();
+    drop(disk);
+    // Damage the image inside its slot, as a torn write would.
+    let path = dir.path().join("datafile.dbf");
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[2 * 8192 + 20] ^= 0xff;
+    std::fs::write(&path, &bytes).unwrap();
+
+    let disk = Disk::open(dir.path()).unwrap();
+    let e = disk.read_block(BlockAddr(2)).unwrap_err();
+    assert!(e.to_string().contains("block 2"), "{e}");
+    assert!(e.to_string().contains("checksum"), "{e}");
+    let older = changed(b.clone(), 5, 10);
+    assert_eq!(
+        disk.write_blocks(std::slice::from_ref(&older), false)
+            .unwrap(),
+        vec![true]
+    );
+    assert_eq!(disk.read_block(BlockAddr(2)).unwrap().1, older);
 }
