@@ -367,6 +367,14 @@ impl Stats {
     pub fn event(&self, event: Wait) -> &EventStat {
         &self.events[event as usize]
     }
+    /// Set a counter (rebuilding a snapshot that crossed the wire).
+    pub fn set(&mut self, stat: Stat, v: u64) {
+        self.values[stat as usize] = v;
+    }
+    /// Set an event's row (rebuilding a snapshot that crossed the wire).
+    pub fn set_event(&mut self, event: Wait, e: EventStat) {
+        self.events[event as usize] = e;
+    }
     /// Activity between `earlier` and `self`.
     pub fn since(&self, earlier: &Stats) -> Stats {
         Stats {

@@ -15,6 +15,7 @@
 mod error;
 mod load;
 pub mod model;
+mod plan;
 mod tree;
 
 pub use error::{At, Problem, ScenarioError};

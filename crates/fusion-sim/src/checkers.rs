@@ -9,6 +9,7 @@
 
 use std::sync::Arc;
 
+use fusion_core::block::Block;
 use fusion_core::instance::{BufState, Instance, Observation};
 use fusion_core::layout::Layout;
 use fusion_core::types::{BlockAddr, Xid};
@@ -39,8 +40,9 @@ pub struct Checker {
     /// Latest value each transaction wrote to each row.
     writes: FxHashMap<Xid, Vec<(usize, u64, i64)>>,
     commits: FxHashMap<Xid, u64>,
-    /// Last value written to each row, in event order.
-    last: FxHashMap<(usize, u64), i64>,
+    /// Last value written to each row, in the order the history arrived,
+    /// and by whom.
+    last: FxHashMap<(usize, u64), (i64, Xid)>,
     reads: Vec<PendingRead>,
     x_holders: Vec<u8>,
     s_holders: Vec<u8>,
@@ -83,7 +85,7 @@ impl Checker {
                         Some(e) => e.2 = val,
                         None => w.push((table, key, val)),
                     }
-                    self.last.insert((table, key), val);
+                    self.last.insert((table, key), (val, xid));
                 }
                 Observation::Commit { xid, scn } => {
                     self.commits.insert(xid, scn);
@@ -157,12 +159,34 @@ impl Checker {
         }
     }
 
-    /// Checks over the whole run.
+    /// Checks over the whole run of the simulator.
     pub fn finish(
-        mut self,
+        self,
         instances: &[Instance],
         store: &Store,
         history: &[Observation],
+    ) -> CheckReport {
+        self.finish_with(history, |blk| {
+            let current = instances.iter().find_map(|i| {
+                i.buffers_of(blk)
+                    .find(|b| matches!(b.state, BufState::Xcur | BufState::Scur))
+                    .map(|b| (b.image.clone(), i.id.to_string()))
+            });
+            current.or_else(|| {
+                store
+                    .block(blk)
+                    .map(|b| (b.clone(), "the store".to_string()))
+            })
+        })
+    }
+
+    /// Checks over the whole run, wherever it ran: `newest(blk)` gives the
+    /// newest image of a block (a current buffer somewhere, else the store's)
+    /// and where it is.
+    pub fn finish_with(
+        mut self,
+        history: &[Observation],
+        newest: impl Fn(BlockAddr) -> Option<(Block, String)>,
     ) -> CheckReport {
         self.absorb(history);
         // Committed versions of each row: (commit scn, value), by scn.
@@ -198,28 +222,41 @@ impl Checker {
                 ));
             }
         }
-        // The newest image of each written row holds its last written value.
-        let mut last: Vec<((usize, u64), i64)> = self.last.iter().map(|(k, v)| (*k, *v)).collect();
+        // The newest image of each written row holds its last written value:
+        // that of the committed writer with the highest commit SCN (row locks
+        // order writers, and a later writer commits later). The live runtime's
+        // history comes instance by instance, not in one global order, so
+        // arrival order only decides for a writer that never committed.
+        let mut newest_commit: FxHashMap<(usize, u64), (u64, i64)> = FxHashMap::default();
+        for (xid, scn) in &self.commits {
+            for (t, k, v) in self.writes.get(xid).map(Vec::as_slice).unwrap_or(&[]) {
+                let e = newest_commit.entry((*t, *k)).or_insert((*scn, *v));
+                if *scn > e.0 {
+                    *e = (*scn, *v);
+                }
+            }
+        }
+        let mut last: Vec<((usize, u64), i64)> = self
+            .last
+            .iter()
+            .map(|(k, (v, xid))| match newest_commit.get(k) {
+                Some((_, committed)) if self.commits.contains_key(xid) => (*k, *committed),
+                _ => (*k, *v),
+            })
+            .collect();
         last.sort_unstable();
         for ((table, key), want) in last {
             self.report.rows_checked += 1;
             let Some(rowid) = self.layout.initial_rowid(table, key) else {
                 continue;
             };
-            let current = instances.iter().find_map(|i| {
-                i.buffers_of(rowid.blk)
-                    .find(|b| matches!(b.state, BufState::Xcur | BufState::Scur))
-                    .map(|b| (i.id, b))
-            });
-            let got = match current {
-                Some((_, b)) => b.image.row(rowid.slot).map(|r| r.val),
-                None => store
-                    .block(rowid.blk)
-                    .and_then(|b| b.row(rowid.slot))
-                    .map(|r| r.val),
-            };
+            let image = newest(rowid.blk);
+            let got = image
+                .as_ref()
+                .and_then(|(b, _)| b.row(rowid.slot))
+                .map(|r| r.val);
             if got != Some(want) {
-                let at = current.map_or("the store".to_string(), |(i, _)| format!("{i}"));
+                let at = image.map_or("nowhere".to_string(), |(_, at)| at);
                 self.violation(format!(
                     "lost write: table {table} key {key} holds {got:?} in {at}, last written {want}"
                 ));

@@ -213,6 +213,7 @@ impl StoreClient {
     pub async fn format(&self, geometry: Geometry) -> Result<(), ClientError> {
         let msg = pb::FormatRequest {
             geometry: Some(geometry.into()),
+            model: None,
         };
         self.call("Format", msg, |mut c, r| async move { c.format(r).await })
             .await

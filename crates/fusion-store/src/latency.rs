@@ -47,6 +47,7 @@ struct Slow {
 }
 
 struct State {
+    model: LatencyModel,
     /// The array's next free I/O slot under the IOPS budget.
     next_slot: Instant,
     redo_fault: Vec<Option<Slow>>,
@@ -56,7 +57,6 @@ struct State {
 
 /// The model plus the faults in force; shared by every call.
 pub struct Latency {
-    model: LatencyModel,
     state: Mutex<State>,
 }
 
@@ -79,8 +79,8 @@ impl Latency {
     pub fn new(model: LatencyModel, seed: u64) -> Latency {
         let n = fusion_wire::MAX_INSTANCES as usize;
         Latency {
-            model,
             state: Mutex::new(State {
+                model,
                 next_slot: Instant::now(),
                 redo_fault: vec![None; n],
                 data_fault: vec![None; n],
@@ -94,16 +94,21 @@ impl Latency {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Replace the model (a scenario brings its own storage with `Format`).
+    pub fn set_model(&self, model: LatencyModel) {
+        self.state().model = model;
+    }
+
     /// A datafile read or write by instance `inst`.
     pub fn data(&self, inst: usize, write: bool) -> Delay {
-        let base = if write {
-            self.model.write_latency
-        } else {
-            self.model.read_latency
-        };
         let mut s = self.state();
+        let base = if write {
+            s.model.write_latency
+        } else {
+            s.model.read_latency
+        };
         // iops 0 means unbounded: no slot to wait for.
-        let start = NS_PER_S.checked_div(self.model.iops).and_then(|gap| {
+        let start = NS_PER_S.checked_div(s.model.iops).and_then(|gap| {
             let now = Instant::now();
             let start = now.max(s.next_slot);
             s.next_slot = start + Duration::from_nanos(gap);
@@ -121,7 +126,8 @@ impl Latency {
     pub fn redo(&self, inst: usize) -> Delay {
         let mut s = self.state();
         let fault = s.redo_fault.get(inst).copied().flatten();
-        let took = jittered(&mut s.rng, self.model.log_write_latency, fault);
+        let base = s.model.log_write_latency;
+        let took = jittered(&mut s.rng, base, fault);
         Delay {
             start: None,
             extra: Duration::from_nanos(took),

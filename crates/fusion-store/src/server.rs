@@ -156,10 +156,18 @@ impl BlockStore for StoreService {
         &self,
         req: Request<pb::FormatRequest>,
     ) -> Result<Response<pb::FormatResponse>, Status> {
+        let req = req.into_inner();
         let g = req
-            .into_inner()
             .geometry
             .ok_or_else(|| Status::invalid_argument("missing field `FormatRequest.geometry`"))?;
+        if let Some(m) = req.model {
+            self.inner.latency.set_model(LatencyModel {
+                read_latency: m.read_latency,
+                write_latency: m.write_latency,
+                log_write_latency: m.log_write_latency,
+                iops: m.iops,
+            });
+        }
         let geometry = Geometry::try_from(g)?;
         let _one = self.inner.formatting.lock().await;
         // Calls in flight keep the old files open; the cluster formats the

@@ -5,11 +5,13 @@
 //! - [`commands`]: `run`, `validate`, `list`.
 //! - [`tour`]: the myth tour.
 //! - [`bench`]: the simulator speed benchmark.
+//! - [`live`]: the live cluster (`store`, `instance`, `up`, `status`, `down`, `run --live`).
 //! - [`figures`]: the compact per-phase figures and number formatting the tour uses.
 
 pub mod bench;
 pub mod commands;
 pub mod figures;
+pub mod live;
 pub mod shipped;
 pub mod tour;
 
@@ -44,4 +46,6 @@ pub mod exit {
     pub const BAD_INPUT: u8 = 2;
     /// The simulator reported protocol errors or the checkers found violations.
     pub const SIM_ERRORS: u8 = 3;
+    /// A live cluster failed: an instance or the store died or did not answer.
+    pub const LIVE_FAILED: u8 = 4;
 }

@@ -18,7 +18,8 @@ use fusionlab::{Failure, exit};
 #[command(after_help = "\
 Exit status: 0 ran (whatever the verdicts); 1 `validate` found problems (or a shipped \
 scenario does not load); 2 bad input (missing file or name, invalid scenario, bad --set, \
-unknown --phase, usage); 3 the simulator reported protocol errors or checker violations.")]
+unknown --phase, usage); 3 the simulator reported protocol errors or checker violations; \
+4 a live cluster failed (an instance or the store died or did not answer).")]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
@@ -36,6 +37,73 @@ enum Command {
     List,
     /// Measure simulator speed: transfers and events per wall second, simulated seconds per wall second.
     Bench(BenchCmd),
+    /// Start a local live cluster (a block store and N instance processes on loopback) and return.
+    Up(UpCmd),
+    /// Show each instance of a live cluster: alive, buffers, LMS, what sessions wait on.
+    Status(ClusterArg),
+    /// Stop a live cluster started by `up`.
+    Down(ClusterArg),
+    /// Serve the block store (a process of a live cluster; the token comes from FUSIONLAB_TOKEN).
+    Store(StoreCmd),
+    /// Serve one instance (a process of a live cluster; the token comes from FUSIONLAB_TOKEN).
+    Instance(InstanceCmd),
+}
+
+#[derive(Args)]
+struct UpCmd {
+    /// Instance processes to start.
+    #[arg(long, default_value_t = 3)]
+    instances: u8,
+    /// Directory for the cluster file, the store's files and the logs.
+    #[arg(long, default_value = fusionlab::live::DEFAULT_DIR)]
+    dir: std::path::PathBuf,
+    /// First port (store; then interconnect and admin of inst1, inst2, ...); 0 picks free ports.
+    #[arg(long, default_value_t = 0)]
+    base_port: u16,
+}
+
+#[derive(Args)]
+struct ClusterArg {
+    /// The cluster file (default: the one `up` wrote).
+    #[arg(long, value_name = "FILE")]
+    cluster: Option<std::path::PathBuf>,
+}
+
+impl ClusterArg {
+    fn file(&self) -> std::path::PathBuf {
+        self.cluster.clone().unwrap_or_else(|| {
+            fusionlab::live::cluster_file(std::path::Path::new(fusionlab::live::DEFAULT_DIR))
+        })
+    }
+}
+
+#[derive(Args)]
+struct StoreCmd {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:7000")]
+    listen: String,
+    /// Directory of the datafile and redo threads.
+    #[arg(long)]
+    dir: std::path::PathBuf,
+    /// Write the address listened on to this file (for `up`).
+    #[arg(long, value_name = "FILE")]
+    addr_file: Option<std::path::PathBuf>,
+}
+
+#[derive(Args)]
+struct InstanceCmd {
+    /// Instance number (1-based).
+    #[arg(long)]
+    id: u8,
+    /// Address of the interconnect server.
+    #[arg(long)]
+    interconnect: String,
+    /// Address of the admin server (keep it on loopback unless the network is private).
+    #[arg(long, default_value = "127.0.0.1:0")]
+    admin: String,
+    /// Write the addresses listened on to this file (for `up`).
+    #[arg(long, value_name = "FILE")]
+    addr_file: Option<std::path::PathBuf>,
 }
 
 #[derive(Args)]
@@ -79,6 +147,12 @@ struct RunCmd {
     /// Run the correctness checkers (coherence, CR consistency, lost writes); slow.
     #[arg(long)]
     check: bool,
+    /// Run on a live cluster of processes instead of the simulator (in real time).
+    #[arg(long)]
+    live: bool,
+    /// With --live: use this running cluster (a file `up` wrote) instead of starting one.
+    #[arg(long, value_name = "FILE", requires = "live")]
+    cluster: Option<std::path::PathBuf>,
 }
 
 #[derive(Args)]
@@ -104,8 +178,8 @@ fn main() -> ExitCode {
             &mut out,
             &mut err,
         ),
-        Command::Run(r) => commands::run(
-            &RunArgs {
+        Command::Run(r) => {
+            let args = RunArgs {
                 scenario: r.scenario,
                 json: r.json,
                 seed: r.seed,
@@ -113,8 +187,24 @@ fn main() -> ExitCode {
                 names_9i: r.names_9i,
                 phases: r.phases,
                 check: r.check,
-            },
-            &mut out,
+            };
+            if r.live {
+                fusionlab::live::run_live(&args, r.cluster.as_deref(), &mut out, &mut err)
+            } else {
+                commands::run(&args, &mut out, &mut err)
+            }
+        }
+        Command::Up(u) => fusionlab::live::up(u.instances, &u.dir, u.base_port, &mut out),
+        Command::Status(c) => fusionlab::live::status(&c.file(), &mut out),
+        Command::Down(c) => fusionlab::live::down(&c.file(), &mut out),
+        Command::Store(s) => {
+            fusionlab::live::store(&s.listen, &s.dir, s.addr_file.as_deref(), &mut err)
+        }
+        Command::Instance(i) => fusionlab::live::instance(
+            i.id,
+            &i.interconnect,
+            &i.admin,
+            i.addr_file.as_deref(),
             &mut err,
         ),
         Command::Validate(v) => commands::validate(&v.scenario, &v.sets, &mut out, &mut err),

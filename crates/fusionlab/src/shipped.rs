@@ -76,6 +76,17 @@ pub fn resolve(arg: &str) -> Result<Source<'_>, Failure> {
 }
 
 impl Source<'_> {
+    /// The scenario's text and how messages name it (the live runtime sends
+    /// the text to every instance, which loads it with the same overrides).
+    pub fn text(&self) -> Result<(String, String), Failure> {
+        match self {
+            Source::File(p) => std::fs::read_to_string(p)
+                .map(|t| (t, p.display().to_string()))
+                .map_err(|e| Failure::input(format!("{}: {e}", p.display()))),
+            Source::Shipped(s) => Ok((s.text.to_string(), s.label())),
+        }
+    }
+
     pub fn load(&self, overrides: &[String]) -> Result<LoadedScenario, ScenarioError> {
         match self {
             Source::File(p) => fusion_scenario::load_file(p, overrides),

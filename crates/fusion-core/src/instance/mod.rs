@@ -489,6 +489,19 @@ impl Instance {
         self.sessions.iter().filter(|s| !s.is_idle()).count()
     }
 
+    /// What sessions wait on right now: (event, sessions), by event.
+    pub fn current_waits(&self) -> Vec<(crate::stats::Wait, u32)> {
+        let mut out: Vec<(crate::stats::Wait, u32)> = Vec::new();
+        for w in self.sessions.iter().filter_map(|s| s.waiting_on()) {
+            match out.iter_mut().find(|(e, _)| *e == w) {
+                Some((_, n)) => *n += 1,
+                None => out.push((w, 1)),
+            }
+        }
+        out.sort();
+        out
+    }
+
     /// Sessions that finished their iterations (finite workloads).
     pub fn sessions_finished(&self) -> bool {
         self.sessions.iter().all(|s| s.finished)

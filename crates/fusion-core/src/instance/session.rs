@@ -154,6 +154,11 @@ pub struct Session {
 }
 
 impl Session {
+    /// The event this session is waiting on, if it waits.
+    pub fn waiting_on(&self) -> Option<Wait> {
+        self.wait.map(|(w, _)| w)
+    }
+
     pub fn at_rest(&self) -> bool {
         self.st == St::Idle
     }

@@ -1,0 +1,125 @@
+//! Calling an instance's admin service with the cluster token and a deadline,
+//! with errors that say which instance and which call.
+
+use std::time::Duration;
+
+use fusion_wire::TOKEN_METADATA;
+use tonic::metadata::{Ascii, MetadataValue};
+use tonic::transport::{Channel, Endpoint};
+
+use crate::pb;
+use crate::pb::admin_client::AdminClient;
+
+#[derive(Clone)]
+pub struct Admin {
+    client: AdminClient<Channel>,
+    token: MetadataValue<Ascii>,
+    /// `instN at ADDRESS`, for messages.
+    pub who: String,
+}
+
+impl Admin {
+    /// A lazily connected client (the first call connects).
+    pub fn new(name: &str, address: &str, token: &str) -> Result<Admin, String> {
+        let channel = Endpoint::from_shared(format!("http://{address}"))
+            .map_err(|e| format!("{name}: bad admin address {address:?}: {e}"))?
+            .tcp_nodelay(true)
+            .connect_timeout(Duration::from_secs(2))
+            .connect_lazy();
+        let token = token
+            .parse()
+            .map_err(|_| "the cluster token is not valid metadata".to_string())?;
+        Ok(Admin {
+            client: AdminClient::new(channel)
+                .max_decoding_message_size(256 << 20)
+                .max_encoding_message_size(256 << 20),
+            token,
+            who: format!("{name} at {address}"),
+        })
+    }
+
+    fn req<T>(&self, msg: T, timeout: Duration) -> tonic::Request<T> {
+        let mut r = tonic::Request::new(msg);
+        r.metadata_mut().insert(TOKEN_METADATA, self.token.clone());
+        r.set_timeout(timeout);
+        r
+    }
+
+    fn fail(&self, call: &str) -> impl Fn(tonic::Status) -> String + '_ {
+        let call = call.to_string();
+        move |s| {
+            let why = match s.code() {
+                tonic::Code::Unavailable => format!("not reachable ({})", s.message()),
+                tonic::Code::DeadlineExceeded | tonic::Code::Cancelled => {
+                    "no answer in time".to_string()
+                }
+                _ => s.message().to_string(),
+            };
+            format!("{}: {call}: {why}", self.who)
+        }
+    }
+
+    pub async fn load(&self, r: pb::LoadRequest) -> Result<pb::LoadResponse, String> {
+        let mut c = self.client.clone();
+        c.load(self.req(r, Duration::from_secs(60)))
+            .await
+            .map(|r| r.into_inner())
+            .map_err(self.fail("load"))
+    }
+
+    pub async fn begin_phase(&self, index: u32) -> Result<(), String> {
+        let mut c = self.client.clone();
+        c.begin_phase(self.req(pb::PhaseRequest { index }, Duration::from_secs(10)))
+            .await
+            .map(|_| ())
+            .map_err(self.fail("begin phase"))
+    }
+
+    pub async fn quiesce(&self) -> Result<(), String> {
+        let mut c = self.client.clone();
+        c.quiesce(self.req(pb::Empty {}, Duration::from_secs(10)))
+            .await
+            .map(|_| ())
+            .map_err(self.fail("quiesce"))
+    }
+
+    pub async fn stats(&self) -> Result<pb::StatsResponse, String> {
+        let mut c = self.client.clone();
+        c.stats(self.req(pb::Empty {}, Duration::from_secs(10)))
+            .await
+            .map(|r| r.into_inner())
+            .map_err(self.fail("stats"))
+    }
+
+    pub async fn status(&self, timeout: Duration) -> Result<pb::StatusResponse, String> {
+        let mut c = self.client.clone();
+        c.status(self.req(pb::Empty {}, timeout))
+            .await
+            .map(|r| r.into_inner())
+            .map_err(self.fail("status"))
+    }
+
+    pub async fn history(&self) -> Result<pb::HistoryResponse, String> {
+        let mut c = self.client.clone();
+        c.history(self.req(pb::Empty {}, Duration::from_secs(60)))
+            .await
+            .map(|r| r.into_inner())
+            .map_err(self.fail("history"))
+    }
+
+    pub async fn images(&self) -> Result<pb::ImagesResponse, String> {
+        let mut c = self.client.clone();
+        c.images(self.req(pb::Empty {}, Duration::from_secs(60)))
+            .await
+            .map(|r| r.into_inner())
+            .map_err(self.fail("images"))
+    }
+
+    pub async fn shutdown(&self) -> Result<(), String> {
+        let mut c = self.client.clone();
+        c.shutdown(self.req(pb::Empty {}, Duration::from_secs(3)))
+            .await
+            .map(|_| ())
+            .map_err(self.fail("shutdown"))
+    }
+}

@@ -1,0 +1,221 @@
+//! The instance host: one OS thread that owns the core state machine and
+//! drives it in real time — the live counterpart of the simulator's event
+//! loop, and the only place the live runtime calls into the protocol.
+//!
+//! Why a thread and not a tokio task: modeled CPU steps and timers are tens
+//! of microseconds, and tokio's timer wheel has a 1 ms resolution. A thread
+//! blocked in `recv_timeout` wakes within the kernel's timer slack (about 50
+//! µs), so a modeled step of 20 µs costs about that, not a millisecond.
+//! Networking and store I/O stay on tokio; they reach the host through one
+//! channel and leave it through [`Outputs`].
+
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use fusion_core::block::Block;
+use fusion_core::config::Nanos;
+use fusion_core::instance::{BufState, Command, Instance, Observation};
+use fusion_core::msg::{Envelope, Io, IoResult};
+use fusion_core::stats::{Stats, Wait};
+use fusion_core::types::InstId;
+
+use crate::clock::Clock;
+
+/// What reaches the instance from outside.
+pub enum Input {
+    /// A message from a peer (already decoded and checked).
+    Envelope(Envelope),
+    /// A store request finished (or failed: the message says how).
+    IoDone {
+        id: u64,
+        result: Result<IoResult, String>,
+    },
+    /// Something went wrong outside the state machine (a lost peer, a bad
+    /// frame): kept for `status` and the runner.
+    Problem(String),
+    Query(Query),
+    Stop,
+}
+
+/// Questions and orders from the admin service, answered on the host thread.
+pub enum Query {
+    Commands(Vec<Command>, tokio::sync::oneshot::Sender<()>),
+    Stats(tokio::sync::oneshot::Sender<(Stats, Nanos)>),
+    Status(tokio::sync::oneshot::Sender<HostStatus>),
+    History(tokio::sync::oneshot::Sender<Vec<Observation>>),
+    Images(tokio::sync::oneshot::Sender<Vec<Block>>),
+}
+
+/// A summary of the instance for `fusionlab status`.
+#[derive(Clone, Debug, Default)]
+pub struct HostStatus {
+    pub buffers_used: usize,
+    pub buffers: usize,
+    pub lms: usize,
+    pub active_sessions: usize,
+    pub at_rest: bool,
+    pub waits: Vec<(Wait, u32)>,
+    pub errors: Vec<String>,
+    pub io_in_flight: usize,
+}
+
+/// Where the host sends what the instance asks for.
+pub trait Outputs: Send + 'static {
+    /// Send a message to a peer.
+    fn send(&mut self, env: Envelope);
+    /// Start a store request; its completion comes back as [`Input::IoDone`].
+    fn io(&mut self, id: u64, io: Io);
+}
+
+/// Problems kept for `status` (the first ones; later ones are counted).
+const MAX_PROBLEMS: usize = 50;
+
+struct Host<O: Outputs> {
+    inst: Instance,
+    clock: Clock,
+    out: O,
+    problems: Vec<String>,
+    dropped_problems: usize,
+    io_in_flight: usize,
+}
+
+/// Start the host thread for `inst`.
+pub fn spawn<O: Outputs>(
+    mut inst: Instance,
+    clock: Clock,
+    out: O,
+    rx: Receiver<Input>,
+) -> std::io::Result<JoinHandle<()>> {
+    // Nothing runs before the runner starts the first phase (the peers may
+    // not even be loaded yet).
+    inst.apply(clock.now(), Command::EnableWorkloads(Some(Vec::new())));
+    let name = format!("{}-host", inst.id);
+    let mut host = Host {
+        inst,
+        clock,
+        out,
+        problems: Vec::new(),
+        dropped_problems: 0,
+        io_in_flight: 0,
+    };
+    host.drain();
+    std::thread::Builder::new()
+        .name(name)
+        .spawn(move || host.run(rx))
+}
+
+impl<O: Outputs> Host<O> {
+    fn run(&mut self, rx: Receiver<Input>) {
+        loop {
+            let input = match self.inst.next_deadline() {
+                None => rx.recv().ok(),
+                Some(at) => {
+                    let now = self.clock.now();
+                    if at <= now {
+                        self.inst.handle_timeout(now);
+                        self.drain();
+                        continue;
+                    }
+                    match rx.recv_timeout(Duration::from_nanos(at - now)) {
+                        Ok(i) => Some(i),
+                        Err(RecvTimeoutError::Timeout) => continue,
+                        Err(RecvTimeoutError::Disconnected) => None,
+                    }
+                }
+            };
+            let Some(input) = input else { return };
+            let now = self.clock.now();
+            match input {
+                Input::Envelope(env) => self.inst.handle_message(now, env),
+                Input::IoDone { id, result } => {
+                    self.io_in_flight = self.io_in_flight.saturating_sub(1);
+                    match result {
+                        Ok(r) => self.inst.handle_io(now, id, r),
+                        // The request stays unanswered: what waited on it
+                        // waits on, and the runner stops the run with this.
+                        Err(e) => self.problem(e),
+                    }
+                }
+                Input::Problem(p) => self.problem(p),
+                Input::Query(q) => self.answer(now, q),
+                Input::Stop => return,
+            }
+            self.drain();
+        }
+    }
+
+    fn problem(&mut self, p: String) {
+        if self.problems.len() < MAX_PROBLEMS {
+            self.problems.push(p);
+        } else {
+            self.dropped_problems += 1;
+        }
+    }
+
+    fn answer(&mut self, now: Nanos, q: Query) {
+        // A reply nobody waits for any more (the caller timed out) is dropped.
+        match q {
+            Query::Commands(cmds, reply) => {
+                for c in cmds {
+                    self.inst.apply(now, c);
+                }
+                let _ = reply.send(());
+            }
+            Query::Stats(reply) => {
+                let _ = reply.send((self.inst.stats(), now));
+            }
+            Query::Status(reply) => {
+                let (used, cap) = self.inst.cache_usage();
+                let mut errors: Vec<String> = self.inst.errors().to_vec();
+                errors.extend(self.problems.iter().cloned());
+                if self.dropped_problems > 0 {
+                    errors.push(format!("... and {} more", self.dropped_problems));
+                }
+                let _ = reply.send(HostStatus {
+                    buffers_used: used,
+                    buffers: cap,
+                    lms: self.inst.lms_count(),
+                    active_sessions: self.inst.active_sessions(),
+                    at_rest: self.inst.sessions_at_rest(),
+                    waits: self.inst.current_waits(),
+                    errors,
+                    io_in_flight: self.io_in_flight,
+                });
+            }
+            Query::History(reply) => {
+                let _ = reply.send(self.inst.take_history());
+            }
+            Query::Images(reply) => {
+                let images = self
+                    .inst
+                    .buffers()
+                    .filter(|b| matches!(b.state, BufState::Xcur | BufState::Scur))
+                    .map(|b| b.image.clone())
+                    .collect();
+                let _ = reply.send(images);
+            }
+        }
+    }
+
+    /// Perform everything the instance asked for.
+    fn drain(&mut self) {
+        while let Some(a) = self.inst.poll_action() {
+            match a {
+                fusion_core::msg::Action::Send(env) => self.out.send(env),
+                fusion_core::msg::Action::Io { id, io } => {
+                    self.io_in_flight += 1;
+                    self.out.io(id, io);
+                }
+            }
+        }
+    }
+}
+
+/// The sending half the rest of the process uses to reach the host.
+pub type HostSender = Sender<Input>;
+
+/// Instance id of a 0-based index, for messages.
+pub fn inst_name(i: usize) -> String {
+    InstId(i as u8).to_string()
+}

@@ -1,0 +1,58 @@
+//! The live runtime: instance processes that drive the same sans-IO core as
+//! the simulator, over gRPC, sharing a block store process; the launcher of a
+//! local cluster (`fusionlab up/status/down`) and the live scenario runner
+//! (`fusionlab run --live`). See docs/live-cluster.md.
+
+pub mod admin_client;
+pub mod clock;
+pub mod cluster;
+pub mod host;
+pub mod links;
+pub mod process;
+pub mod runner;
+
+/// Most instances a cluster may have (the wire protocol's limit).
+pub const MAX_INSTANCES: u32 = fusion_wire::MAX_INSTANCES;
+mod stats_codec;
+pub mod store_client;
+
+/// Generated admin service types (proto/admin.proto).
+pub mod pb {
+    tonic::include_proto!("fusionlab.admin.v1");
+}
+
+/// Check the shared token of an admin or store call.
+pub fn check_token(
+    req: &tonic::Request<()>,
+    token: &str,
+) -> Result<tonic::Request<()>, tonic::Status> {
+    let given = req
+        .metadata()
+        .get(fusion_wire::TOKEN_METADATA)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if fusion_wire::constant_time_eq(given.as_bytes(), token.as_bytes()) {
+        Ok(tonic::Request::from_parts(
+            req.metadata().clone(),
+            req.extensions().clone(),
+            (),
+        ))
+    } else {
+        Err(tonic::Status::unauthenticated(
+            "missing or wrong cluster token (x-fusionlab-token)",
+        ))
+    }
+}
+
+/// Accepted connections with Nagle off: with `serve_with_incoming`, tonic
+/// does not set TCP_NODELAY itself, and small messages would wait 40 ms.
+pub fn nodelay(
+    incoming: tokio_stream::wrappers::TcpListenerStream,
+) -> impl tokio_stream::Stream<Item = std::io::Result<tokio::net::TcpStream>> {
+    use tokio_stream::StreamExt;
+    incoming.map(|s| {
+        s.inspect(|s| {
+            let _ = s.set_nodelay(true);
+        })
+    })
+}

@@ -1,0 +1,509 @@
+//! An instance process: the interconnect and admin servers around one
+//! [`host`](crate::host). `fusionlab instance` runs this.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use fusion_core::block::Block;
+use fusion_core::instance::{Command, Instance, Observation};
+use fusion_core::msg::{Envelope, Io};
+use fusion_core::types::InstId;
+use fusion_scenario::{Fault, Scenario};
+use fusion_wire::Codec;
+use fusion_wire::pb::interconnect_server::InterconnectServer;
+use tokio::net::TcpListener;
+use tokio::sync::{Notify, mpsc, oneshot};
+use tokio_stream::wrappers::TcpListenerStream;
+use tonic::{Request, Response, Status};
+
+use crate::clock::Clock;
+use crate::host::{self, HostSender, Input, Query};
+use crate::links::{self, InterconnectService, LinkFault, LinkHandle, LinkSpec, Wiring};
+use crate::pb;
+use crate::pb::admin_server::{Admin, AdminServer};
+use crate::stats_codec;
+use crate::store_client::Store;
+
+/// How long an admin call waits for the host thread.
+const HOST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What `fusionlab instance` is given.
+#[derive(Clone, Debug)]
+pub struct InstanceOptions {
+    /// 0-based instance id.
+    pub id: InstId,
+    pub token: String,
+}
+
+struct Loaded {
+    host: HostSender,
+    thread: Option<std::thread::JoinHandle<()>>,
+    scenario: Scenario,
+    name: String,
+    links: Vec<Option<LinkHandle>>,
+    received: Arc<Vec<AtomicU64>>,
+    codec: Codec,
+}
+
+struct State {
+    opts: InstanceOptions,
+    wiring: Arc<Mutex<Option<Wiring>>>,
+    loaded: tokio::sync::Mutex<Option<Loaded>>,
+    shutdown: Notify,
+}
+
+/// Serve an instance on the two listeners until `Shutdown` is called.
+pub async fn serve(
+    opts: InstanceOptions,
+    interconnect: TcpListener,
+    admin: TcpListener,
+) -> Result<(), String> {
+    let wiring = Arc::new(Mutex::new(None));
+    let state = Arc::new(State {
+        opts: opts.clone(),
+        wiring: wiring.clone(),
+        loaded: tokio::sync::Mutex::new(None),
+        shutdown: Notify::new(),
+    });
+    let ic = InterconnectService {
+        me: opts.id,
+        token: opts.token.clone(),
+        wiring,
+    };
+    let token = opts.token.clone();
+    let check = move |req: Request<()>| crate::check_token(&req, &token);
+    let admin_svc = tonic::service::interceptor::InterceptedService::new(
+        AdminServer::new(AdminService(state.clone()))
+            .max_decoding_message_size(256 << 20)
+            .max_encoding_message_size(256 << 20),
+        check,
+    );
+    let stop = state.clone();
+    let ic_server = tonic::transport::Server::builder()
+        .tcp_nodelay(true)
+        .add_service(InterconnectServer::new(ic).max_decoding_message_size(64 << 20))
+        .serve_with_incoming(crate::nodelay(TcpListenerStream::new(interconnect)));
+    let admin_server = tonic::transport::Server::builder()
+        .add_service(admin_svc)
+        .serve_with_incoming_shutdown(TcpListenerStream::new(admin), async move {
+            stop.shutdown.notified().await
+        });
+    tokio::select! {
+        r = ic_server => r.map_err(|e| format!("{}: interconnect server: {e}", opts.id))?,
+        r = admin_server => r.map_err(|e| format!("{}: admin server: {e}", opts.id))?,
+    }
+    // Stop the host thread before the process ends.
+    if let Some(l) = state.loaded.lock().await.take() {
+        stop_host(l).await;
+    }
+    Ok(())
+}
+
+async fn stop_host(mut l: Loaded) {
+    let _ = l.host.send(Input::Stop);
+    if let Some(t) = l.thread.take() {
+        let _ = tokio::task::spawn_blocking(move || t.join()).await;
+    }
+}
+
+/// The host's way out: links, the store, problems back to itself.
+struct LiveOutputs {
+    me: InstId,
+    links: Vec<Option<mpsc::UnboundedSender<Envelope>>>,
+    store: Store,
+    host: HostSender,
+    rt: tokio::runtime::Handle,
+}
+
+impl host::Outputs for LiveOutputs {
+    fn send(&mut self, env: Envelope) {
+        let to = env.to;
+        let sent = self
+            .links
+            .get(to.idx())
+            .and_then(Option::as_ref)
+            .is_some_and(|tx| tx.send(env).is_ok());
+        if !sent {
+            let _ = self.host.send(Input::Problem(format!(
+                "{}: no interconnect to {to}: a message was dropped",
+                self.me
+            )));
+        }
+    }
+
+    fn io(&mut self, id: u64, io: Io) {
+        let store = self.store.clone();
+        let host = self.host.clone();
+        self.rt.spawn(async move {
+            let result = store.perform(io).await;
+            let _ = host.send(Input::IoDone { id, result });
+        });
+    }
+}
+
+struct AdminService(Arc<State>);
+
+impl AdminService {
+    /// Ask the host thread something and wait for the answer.
+    async fn ask<T>(&self, make: impl FnOnce(oneshot::Sender<T>) -> Query) -> Result<T, Status> {
+        let host = {
+            let l = self.0.loaded.lock().await;
+            l.as_ref()
+                .map(|l| l.host.clone())
+                .ok_or_else(|| Status::failed_precondition("no scenario loaded"))?
+        };
+        let (tx, rx) = oneshot::channel();
+        host.send(Input::Query(make(tx)))
+            .map_err(|_| Status::unavailable("the instance host has stopped"))?;
+        tokio::time::timeout(HOST_TIMEOUT, rx)
+            .await
+            .map_err(|_| Status::deadline_exceeded("the instance host did not answer in 10 s"))?
+            .map_err(|_| Status::unavailable("the instance host has stopped"))
+    }
+
+    async fn load(&self, r: pb::LoadRequest) -> Result<pb::LoadResponse, String> {
+        let me = self.0.opts.id;
+        let loaded = fusion_scenario::load_str(&r.scenario_text, &r.label, &r.overrides)
+            .map_err(|e| e.to_string())?;
+        let scenario = loaded
+            .variants
+            .into_iter()
+            .find(|v| v.name == r.variant)
+            .map(|v| v.scenario)
+            .ok_or_else(|| format!("{}: no variant {:?}", r.label, r.variant))?;
+        let n = scenario.instances.len();
+        if me.idx() >= n {
+            return Err(format!("{me} is not in this scenario's cluster of {n}"));
+        }
+        if r.peers.len() != n {
+            return Err(format!(
+                "the scenario has {n} instances but {} interconnect addresses were given",
+                r.peers.len()
+            ));
+        }
+        let layout = scenario.layout();
+        let cfg = scenario
+            .instance_configs(&layout, r.seed, r.record_history)
+            .swap_remove(me.idx());
+        let codec = Codec::new(scenario.block_size(), n as u8, layout.total_blocks);
+        let clock = Clock::new(r.epoch_ns);
+        let store = Store::new(&r.store, &self.0.opts.token, codec, me)?;
+
+        // A previous scenario's host and links go first.
+        if let Some(old) = self.0.loaded.lock().await.take() {
+            if let Ok(mut w) = self.0.wiring.lock() {
+                *w = None;
+            }
+            stop_host(old).await;
+        }
+        let (host_tx, host_rx) = std::sync::mpsc::channel();
+        let mut senders = Vec::new();
+        let mut receivers = Vec::new();
+        for i in 0..n {
+            if i == me.idx() {
+                senders.push(None);
+                receivers.push(None);
+            } else {
+                let (tx, rx) = mpsc::unbounded_channel();
+                senders.push(Some(tx));
+                receivers.push(Some(rx));
+            }
+        }
+        let outputs = LiveOutputs {
+            me,
+            links: senders,
+            store,
+            host: host_tx.clone(),
+            rt: tokio::runtime::Handle::current(),
+        };
+        let thread = host::spawn(Instance::new(cfg), clock, outputs, host_rx)
+            .map_err(|e| format!("{me}: could not start the host thread: {e}"))?;
+        let received: Arc<Vec<AtomicU64>> = Arc::new((0..n).map(|_| AtomicU64::new(0)).collect());
+        if let Ok(mut w) = self.0.wiring.lock() {
+            *w = Some(Wiring {
+                host: host_tx.clone(),
+                codec,
+                received: received.clone(),
+            });
+        }
+        let mut tasks = tokio::task::JoinSet::new();
+        for (i, rx) in receivers.into_iter().enumerate() {
+            let Some(rx) = rx else { continue };
+            let spec = LinkSpec {
+                me,
+                peer: InstId(i as u8),
+                address: r.peers[i].clone(),
+                token: self.0.opts.token.clone(),
+                codec,
+                clock,
+                seed: r.seed ^ ((me.idx() as u64) << 32 | i as u64),
+            };
+            let host = host_tx.clone();
+            tasks.spawn(async move { (i, links::open(spec, rx, host).await) });
+        }
+        let mut links: Vec<Option<LinkHandle>> = (0..n).map(|_| None).collect();
+        let mut failed = Vec::new();
+        while let Some(j) = tasks.join_next().await {
+            match j {
+                Ok((i, Ok(h))) => links[i] = Some(h),
+                Ok((_, Err(e))) => failed.push(e),
+                Err(e) => failed.push(format!("{me}: link task failed: {e}")),
+            }
+        }
+        let blocks = layout.total_blocks;
+        *self.0.loaded.lock().await = Some(Loaded {
+            host: host_tx,
+            thread: Some(thread),
+            scenario,
+            name: format!("{} / {}", loaded.name, r.variant),
+            links,
+            received,
+            codec,
+        });
+        if !failed.is_empty() {
+            return Err(failed.join("; "));
+        }
+        Ok(pb::LoadResponse {
+            instances: n as u32,
+            blocks,
+        })
+    }
+
+    /// Set every outbound link's fault for a phase (none: clear them).
+    async fn set_link_faults(&self, faults: &[Fault]) {
+        let me = self.0.opts.id.idx();
+        let l = self.0.loaded.lock().await;
+        let Some(l) = l.as_ref() else { return };
+        for (peer, link) in l.links.iter().enumerate() {
+            let Some(link) = link else { continue };
+            let mut f = LinkFault::default();
+            for fault in faults {
+                match fault {
+                    Fault::NetworkLatency {
+                        target,
+                        latency,
+                        jitter,
+                    } if target.covers(me, peer) => {
+                        f.latency += latency;
+                        f.jitter += jitter;
+                    }
+                    Fault::Bandwidth { target, rate_bps } if target.covers(me, peer) => {
+                        f.rate_bps = *rate_bps;
+                    }
+                    _ => {}
+                }
+            }
+            if let Ok(mut g) = link.fault.lock() {
+                *g = f;
+            }
+        }
+    }
+}
+
+#[tonic::async_trait]
+impl Admin for AdminService {
+    async fn load(
+        &self,
+        req: Request<pb::LoadRequest>,
+    ) -> Result<Response<pb::LoadResponse>, Status> {
+        AdminService::load(self, req.into_inner())
+            .await
+            .map(Response::new)
+            .map_err(Status::failed_precondition)
+    }
+
+    async fn begin_phase(
+        &self,
+        req: Request<pb::PhaseRequest>,
+    ) -> Result<Response<pb::Empty>, Status> {
+        let index = req.into_inner().index as usize;
+        let me = self.0.opts.id.idx();
+        let phase = {
+            let l = self.0.loaded.lock().await;
+            let l = l
+                .as_ref()
+                .ok_or_else(|| Status::failed_precondition("no scenario loaded"))?;
+            l.scenario
+                .phases
+                .get(index)
+                .cloned()
+                .ok_or_else(|| Status::out_of_range(format!("no phase {index}")))?
+        };
+        self.set_link_faults(&phase.faults).await;
+        let cmds = phase.commands_for(me);
+        self.ask(|tx| Query::Commands(cmds, tx)).await?;
+        Ok(Response::new(pb::Empty {}))
+    }
+
+    async fn quiesce(&self, _: Request<pb::Empty>) -> Result<Response<pb::Empty>, Status> {
+        self.set_link_faults(&[]).await;
+        let cmds = vec![
+            Command::StressCpu {
+                workers: 0,
+                load_pct: 100,
+            },
+            Command::EnableWorkloads(Some(Vec::new())),
+        ];
+        self.ask(|tx| Query::Commands(cmds, tx)).await?;
+        Ok(Response::new(pb::Empty {}))
+    }
+
+    async fn stats(&self, _: Request<pb::Empty>) -> Result<Response<pb::StatsResponse>, Status> {
+        let (stats, now) = self.ask(Query::Stats).await?;
+        Ok(Response::new(stats_codec::encode(&stats, now)))
+    }
+
+    async fn status(&self, _: Request<pb::Empty>) -> Result<Response<pb::StatusResponse>, Status> {
+        let me = self.0.opts.id;
+        let mut out = pb::StatusResponse {
+            instance: u32::from(me.0),
+            pid: std::process::id(),
+            ..Default::default()
+        };
+        let (name, links) = {
+            let l = self.0.loaded.lock().await;
+            match l.as_ref() {
+                None => return Ok(Response::new(out)),
+                Some(l) => (
+                    l.name.clone(),
+                    l.links
+                        .iter()
+                        .enumerate()
+                        .filter_map(|(i, h)| {
+                            h.as_ref().map(|h| pb::LinkState {
+                                peer: i as u32,
+                                address: h.address.clone(),
+                                up: h.state.up.load(Ordering::Relaxed),
+                                sent: h.state.sent.load(Ordering::Relaxed),
+                                received: l
+                                    .received
+                                    .get(i)
+                                    .map_or(0, |c| c.load(Ordering::Relaxed)),
+                            })
+                        })
+                        .collect::<Vec<_>>(),
+                ),
+            }
+        };
+        let s = self.ask(Query::Status).await?;
+        out.loaded = true;
+        out.scenario = name;
+        out.buffers_used = s.buffers_used as u32;
+        out.buffers = s.buffers as u32;
+        out.lms = s.lms as u32;
+        out.active_sessions = s.active_sessions as u32;
+        out.at_rest = s.at_rest;
+        out.waits = s
+            .waits
+            .iter()
+            .map(|(w, n)| pb::WaitNow {
+                event: w.name().to_string(),
+                sessions: *n,
+            })
+            .collect();
+        out.errors = s.errors;
+        out.links = links;
+        out.io_in_flight = s.io_in_flight as u64;
+        Ok(Response::new(out))
+    }
+
+    async fn history(
+        &self,
+        _: Request<pb::Empty>,
+    ) -> Result<Response<pb::HistoryResponse>, Status> {
+        let obs = self.ask(Query::History).await?;
+        Ok(Response::new(pb::HistoryResponse {
+            observations: obs.iter().map(encode_observation).collect(),
+        }))
+    }
+
+    async fn images(&self, _: Request<pb::Empty>) -> Result<Response<pb::ImagesResponse>, Status> {
+        let codec = {
+            let l = self.0.loaded.lock().await;
+            l.as_ref()
+                .map(|l| l.codec)
+                .ok_or_else(|| Status::failed_precondition("no scenario loaded"))?
+        };
+        let images: Vec<Block> = self.ask(Query::Images).await?;
+        Ok(Response::new(pb::ImagesResponse {
+            blocks: images.iter().map(|b| codec.encode_block(b)).collect(),
+        }))
+    }
+
+    async fn shutdown(&self, _: Request<pb::Empty>) -> Result<Response<pb::Empty>, Status> {
+        // Answer first, then stop serving.
+        let s = self.0.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            s.shutdown.notify_one();
+        });
+        Ok(Response::new(pb::Empty {}))
+    }
+}
+
+pub fn encode_observation(o: &Observation) -> pb::Observation {
+    match *o {
+        Observation::Read {
+            xid,
+            snapshot,
+            table,
+            key,
+            val,
+        } => pb::Observation {
+            kind: 0,
+            xid: xid.0,
+            snapshot,
+            table: table as u32,
+            key,
+            has_val: val.is_some(),
+            val: val.unwrap_or(0),
+        },
+        Observation::Write {
+            xid,
+            table,
+            key,
+            val,
+        } => pb::Observation {
+            kind: 1,
+            xid: xid.0,
+            table: table as u32,
+            key,
+            has_val: true,
+            val,
+            ..Default::default()
+        },
+        Observation::Commit { xid, scn } => pb::Observation {
+            kind: 2,
+            xid: xid.0,
+            snapshot: scn,
+            ..Default::default()
+        },
+    }
+}
+
+/// Rebuild an observation; `from` names the sender for messages.
+pub fn decode_observation(o: &pb::Observation, from: &str) -> Result<Observation, String> {
+    use fusion_core::types::Xid;
+    let xid = Xid(o.xid);
+    Ok(match o.kind {
+        0 => Observation::Read {
+            xid,
+            snapshot: o.snapshot,
+            table: o.table as usize,
+            key: o.key,
+            val: o.has_val.then_some(o.val),
+        },
+        1 => Observation::Write {
+            xid,
+            table: o.table as usize,
+            key: o.key,
+            val: o.val,
+        },
+        2 => Observation::Commit {
+            xid,
+            scn: o.snapshot,
+        },
+        k => return Err(format!("{from}: unknown observation kind {k}")),
+    })
+}

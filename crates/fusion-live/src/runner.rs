@@ -1,0 +1,313 @@
+//! Running a scenario on a live cluster: the same phases, faults,
+//! statistics, report and verdicts as the simulator, in real time.
+//!
+//! The runner drives the cluster through the admin services: it formats the
+//! store with the scenario's initial blocks, loads the variant into every
+//! instance, starts each phase everywhere at once, snapshots the counters at
+//! its edges, and watches the instances while the phase runs: a dead
+//! instance or a problem one reports stops the run with a message naming it.
+
+use std::time::Duration;
+
+use fusion_core::block::Block;
+use fusion_core::instance::Observation;
+use fusion_core::stats::Stats;
+use fusion_core::types::BlockAddr;
+use fusion_report::{InstanceResult, PhaseResult, RunResult, VariantResult};
+use fusion_scenario::{LoadedScenario, Scenario};
+use fusion_sim::{CheckReport, Checker};
+use fusion_wire::Codec;
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::admin_client::Admin;
+use crate::clock::monotonic_ns;
+use crate::cluster::ClusterFile;
+use crate::pb;
+use crate::process::decode_observation;
+use crate::stats_codec;
+use crate::store_client::Store;
+
+/// How often a running phase looks at every instance.
+const WATCH_EVERY: Duration = Duration::from_millis(250);
+/// Longest the end-of-run quiesce may take.
+const QUIESCE_LIMIT: Duration = Duration::from_secs(60);
+
+/// What to run, and how.
+pub struct LiveRun<'a> {
+    pub cluster: &'a ClusterFile,
+    /// The scenario file's text and name (instances load the same text).
+    pub text: &'a str,
+    pub label: &'a str,
+    pub overrides: &'a [String],
+    pub seed: Option<u64>,
+    /// Record every read and write and check them at the end (tests).
+    pub check: bool,
+    /// Draw a progress bar per phase (on stderr).
+    pub progress: bool,
+}
+
+/// One variant's live run.
+#[derive(Debug)]
+pub struct LiveOutcome {
+    pub result: VariantResult,
+    pub transfers: u64,
+    pub check: Option<CheckReport>,
+}
+
+/// Run every variant of `loaded` on the cluster and evaluate its expectations.
+pub async fn run(
+    loaded: &LoadedScenario,
+    r: &LiveRun<'_>,
+) -> Result<(RunResult, Vec<LiveOutcome>), String> {
+    let mut outcomes = Vec::new();
+    for v in &loaded.variants {
+        outcomes.push(run_variant(&v.name, &v.scenario, r).await?);
+    }
+    let variants: Vec<VariantResult> = outcomes.iter().map(|o| o.result.clone()).collect();
+    let verdicts = fusion_report::evaluate(loaded, &variants);
+    let seed = r
+        .seed
+        .or_else(|| loaded.variants.first().map(|v| v.scenario.seed))
+        .unwrap_or(0);
+    Ok((
+        RunResult {
+            scenario: loaded.name.clone(),
+            title: loaded.title.clone(),
+            myth: loaded.myth.clone(),
+            seed,
+            has_variants: loaded.has_variants,
+            variants,
+            verdicts,
+        },
+        outcomes,
+    ))
+}
+
+/// Call every admin at once; the first error wins.
+async fn on_all<T, F, Fut>(admins: &[Admin], f: F) -> Result<Vec<T>, String>
+where
+    F: Fn(Admin) -> Fut,
+    Fut: std::future::Future<Output = Result<T, String>> + Send + 'static,
+    T: Send + 'static,
+{
+    let mut set = tokio::task::JoinSet::new();
+    for (i, a) in admins.iter().enumerate() {
+        let fut = f(a.clone());
+        set.spawn(async move { (i, fut.await) });
+    }
+    let mut out: Vec<Option<T>> = (0..admins.len()).map(|_| None).collect();
+    let mut errors = Vec::new();
+    while let Some(j) = set.join_next().await {
+        match j {
+            Ok((i, Ok(v))) => out[i] = Some(v),
+            Ok((_, Err(e))) => errors.push(e),
+            Err(e) => errors.push(format!("admin call failed: {e}")),
+        }
+    }
+    if !errors.is_empty() {
+        errors.sort();
+        return Err(errors.join("\n"));
+    }
+    Ok(out.into_iter().flatten().collect())
+}
+
+async fn snapshot(admins: &[Admin]) -> Result<Vec<(Stats, u64)>, String> {
+    let raw = on_all(admins, |a| async move {
+        a.stats().await.map(|s| (a.who.clone(), s))
+    })
+    .await?;
+    raw.iter()
+        .map(|(who, s)| stats_codec::decode(s, who).map(|st| (st, s.now_ns)))
+        .collect()
+}
+
+/// Look at every instance once: a dead one or one with problems stops the run.
+async fn watch(admins: &[Admin]) -> Result<Vec<pb::StatusResponse>, String> {
+    let st = on_all(
+        admins,
+        |a| async move { a.status(Duration::from_secs(3)).await },
+    )
+    .await?;
+    let problems: Vec<String> = st.iter().flat_map(|s| s.errors.iter().cloned()).collect();
+    if !problems.is_empty() {
+        return Err(problems.join("\n"));
+    }
+    Ok(st)
+}
+
+async fn run_variant(name: &str, s: &Scenario, r: &LiveRun<'_>) -> Result<LiveOutcome, String> {
+    let n = s.instances.len();
+    if r.cluster.instances.len() < n {
+        return Err(format!(
+            "the scenario needs {n} instances; the cluster has {}",
+            r.cluster.instances.len()
+        ));
+    }
+    let members = &r.cluster.instances[..n];
+    let admins: Vec<Admin> = members
+        .iter()
+        .map(|m| Admin::new(&format!("inst{}", m.id), &m.admin, &r.cluster.token))
+        .collect::<Result<_, _>>()?;
+    let layout = s.layout();
+    let codec = Codec::new(s.block_size(), n as u8, layout.total_blocks);
+    let store = Store::new(
+        &r.cluster.store.address,
+        &r.cluster.token,
+        codec,
+        fusion_core::types::InstId(0),
+    )?;
+    store
+        .format(s.block_size(), layout.total_blocks, n as u32, &s.storage)
+        .await?;
+    store.load_initial(&layout.initial_blocks()).await?;
+
+    let seed = r.seed.unwrap_or(s.seed);
+    let epoch = monotonic_ns();
+    let peers: Vec<String> = members.iter().map(|m| m.interconnect.clone()).collect();
+    let load = pb::LoadRequest {
+        scenario_text: r.text.to_string(),
+        label: r.label.to_string(),
+        overrides: r.overrides.to_vec(),
+        variant: name.to_string(),
+        seed,
+        record_history: r.check,
+        peers,
+        store: r.cluster.store.address.clone(),
+        epoch_ns: epoch,
+    };
+    on_all(&admins, |a| {
+        let l = load.clone();
+        async move { a.load(l).await }
+    })
+    .await?;
+
+    let mut phases = Vec::new();
+    let mut history: Vec<Observation> = Vec::new();
+    for (k, phase) in s.phases.iter().enumerate() {
+        store.set_faults(&phase.faults).await?;
+        on_all(&admins, |a| async move { a.begin_phase(k as u32).await }).await?;
+        let before = snapshot(&admins).await?;
+        let bar = r
+            .progress
+            .then(|| phase_bar(name, &phase.name, phase.duration));
+        let start = tokio::time::Instant::now();
+        let end = start + Duration::from_nanos(phase.duration);
+        while tokio::time::Instant::now() < end {
+            let left = end - tokio::time::Instant::now();
+            tokio::time::sleep(left.min(WATCH_EVERY)).await;
+            if let Some(b) = &bar {
+                b.set_position(start.elapsed().as_millis() as u64);
+            }
+            if let Err(e) = watch(&admins).await {
+                if let Some(b) = &bar {
+                    b.abandon();
+                }
+                return Err(format!(
+                    "the run stopped in phase {:?} of {name}:\n{e}",
+                    phase.name
+                ));
+            }
+        }
+        let after = snapshot(&admins).await?;
+        if let Some(b) = bar {
+            b.finish();
+        }
+        let start_ns = before.first().map_or(0, |(_, t)| *t);
+        let end_ns = after.first().map_or(0, |(_, t)| *t);
+        phases.push(PhaseResult {
+            name: phase.name.clone(),
+            start_ns,
+            elapsed_ns: end_ns.saturating_sub(start_ns),
+            instances: after
+                .iter()
+                .zip(&before)
+                .enumerate()
+                .map(|(i, ((a, _), (b, _)))| InstanceResult {
+                    id: (i + 1) as u8,
+                    cpu_count: s.instances[i].cpu_count,
+                    db_block_size: s.instances[i].db_block_size,
+                    stats: a.since(b),
+                })
+                .collect(),
+        });
+    }
+    store.set_faults(&[]).await?;
+
+    let check = if r.check {
+        on_all(&admins, |a| async move { a.quiesce().await }).await?;
+        let limit = tokio::time::Instant::now() + QUIESCE_LIMIT;
+        loop {
+            let st = watch(&admins).await?;
+            if st.iter().all(|x| x.at_rest && x.io_in_flight == 0) {
+                break;
+            }
+            if tokio::time::Instant::now() > limit {
+                return Err(format!(
+                    "the cluster did not come to rest within {} s after the run",
+                    QUIESCE_LIMIT.as_secs()
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        for (a, h) in admins
+            .iter()
+            .zip(on_all(&admins, |a| async move { a.history().await }).await?)
+        {
+            for o in &h.observations {
+                history.push(decode_observation(o, &a.who)?);
+            }
+        }
+        let mut newest: Vec<Option<(Block, String)>> = store
+            .read_all(layout.total_blocks)
+            .await?
+            .into_iter()
+            .map(|b| Some((b, "the store".to_string())))
+            .collect();
+        for (i, imgs) in on_all(&admins, |a| async move { a.images().await })
+            .await?
+            .iter()
+            .enumerate()
+        {
+            for bytes in &imgs.blocks {
+                let b = codec
+                    .decode_block("ImagesResponse.blocks", bytes)
+                    .map_err(|e| format!("inst{}: {e}", i + 1))?;
+                if let Some(slot) = newest.get_mut(b.addr.idx()) {
+                    *slot = Some((b, format!("inst{}", i + 1)));
+                }
+            }
+        }
+        let checker = Checker::new(layout.clone());
+        Some(checker.finish_with(&history, |blk: BlockAddr| {
+            newest.get(blk.idx()).cloned().flatten()
+        }))
+    } else {
+        None
+    };
+    let transfers = phases
+        .iter()
+        .flat_map(|p| p.instances.iter())
+        .map(|x| {
+            x.stats.get(fusion_core::stats::Stat::GcCrBlocksReceived)
+                + x.stats
+                    .get(fusion_core::stats::Stat::GcCurrentBlocksReceived)
+        })
+        .sum();
+    Ok(LiveOutcome {
+        result: VariantResult {
+            name: name.to_string(),
+            phases,
+        },
+        transfers,
+        check,
+    })
+}
+
+fn phase_bar(variant: &str, phase: &str, duration_ns: u64) -> ProgressBar {
+    let b = ProgressBar::new(duration_ns / 1_000_000);
+    if let Ok(style) = ProgressStyle::with_template("{prefix:>28} [{bar:40}] {pos}/{len} ms") {
+        b.set_style(style.progress_chars("=> "));
+    }
+    b.set_prefix(format!("{variant}: {phase}"));
+    b
+}

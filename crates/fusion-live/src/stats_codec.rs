@@ -1,0 +1,98 @@
+//! Statistics over the admin service, by the names a DBA reads (the same
+//! names as the JSON contract), so a snapshot survives a change in the order
+//! of the enums between two builds — and an unknown name is an error, not a
+//! silently wrong counter.
+
+use fusion_core::stats::{EventStat, HISTOGRAM_BUCKETS, Stat, Stats, Wait};
+
+use crate::pb;
+
+pub fn encode(stats: &Stats, now_ns: u64) -> pb::StatsResponse {
+    let sysstat = Stat::ALL
+        .iter()
+        .map(|&s| (s.name().to_string(), stats.get(s)))
+        .collect();
+    let events = Wait::ALL
+        .iter()
+        .map(|&w| {
+            let e = stats.event(w);
+            pb::EventRow {
+                name: w.name().to_string(),
+                waits: e.waits,
+                time_ns: e.time_ns,
+                waits_fg: e.waits_fg,
+                time_fg_ns: e.time_fg_ns,
+                max_ns: e.max_ns,
+                histogram: e.histogram.to_vec(),
+            }
+        })
+        .collect();
+    pb::StatsResponse {
+        sysstat,
+        events,
+        now_ns,
+    }
+}
+
+/// Rebuild a snapshot; `from` names the sender for messages.
+pub fn decode(r: &pb::StatsResponse, from: &str) -> Result<Stats, String> {
+    let mut stats = Stats::default();
+    for (name, v) in &r.sysstat {
+        let s = Stat::from_name(name)
+            .ok_or_else(|| format!("{from}: unknown statistic {name:?} in a stats snapshot"))?;
+        stats.set(s, *v);
+    }
+    for row in &r.events {
+        let w = Wait::from_name(&row.name).ok_or_else(|| {
+            format!(
+                "{from}: unknown wait event {:?} in a stats snapshot",
+                row.name
+            )
+        })?;
+        if row.histogram.len() != HISTOGRAM_BUCKETS {
+            return Err(format!(
+                "{from}: event {:?} has {} histogram buckets, expected {HISTOGRAM_BUCKETS}",
+                row.name,
+                row.histogram.len()
+            ));
+        }
+        let mut histogram = [0; HISTOGRAM_BUCKETS];
+        histogram.copy_from_slice(&row.histogram);
+        stats.set_event(
+            w,
+            EventStat {
+                waits: row.waits,
+                time_ns: row.time_ns,
+                waits_fg: row.waits_fg,
+                time_fg_ns: row.time_fg_ns,
+                max_ns: row.max_ns,
+                histogram,
+            },
+        );
+    }
+    Ok(stats)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_and_unknown_names() {
+        let mut s = Stats::default();
+        s.add(Stat::GcCrBlocksReceived, 42);
+        s.wait(Wait::GcCrBlock2Way, 1_500, true);
+        let wire = encode(&s, 7);
+        assert_eq!(decode(&wire, "inst1").unwrap(), s);
+        let mut bad = wire.clone();
+        bad.sysstat.insert("no such statistic".into(), 1);
+        let e = decode(&bad, "inst1").unwrap_err();
+        assert!(
+            e.contains("inst1") && e.contains("no such statistic"),
+            "{e}"
+        );
+        let mut bad = wire;
+        bad.events[0].histogram.pop();
+        assert!(decode(&bad, "inst2").unwrap_err().contains("histogram"));
+    }
+}

@@ -1,0 +1,245 @@
+//! The instance side of the block store: the I/O the core asks for, as
+//! store calls with a deadline each, and their results back to the host.
+
+use std::time::Duration;
+
+use fusion_core::msg::{Io, IoResult};
+use fusion_core::types::InstId;
+use fusion_wire::pb::block_store_client::BlockStoreClient;
+use fusion_wire::pb::{AppendRedoRequest, ReadBlocksRequest, WriteBlocksRequest};
+use fusion_wire::{Codec, TOKEN_METADATA};
+use tonic::metadata::MetadataValue;
+use tonic::transport::{Channel, Endpoint};
+
+/// Longest a store call may take before the instance reports it (modeled
+/// latencies of slow-disk faults stay far below this).
+pub const IO_TIMEOUT: Duration = Duration::from_secs(10);
+
+#[derive(Clone)]
+pub struct Store {
+    client: BlockStoreClient<Channel>,
+    token: MetadataValue<tonic::metadata::Ascii>,
+    address: String,
+    codec: Codec,
+    me: InstId,
+}
+
+impl Store {
+    /// A lazily connected client: the first call connects.
+    pub fn new(address: &str, token: &str, codec: Codec, me: InstId) -> Result<Store, String> {
+        let channel = Endpoint::from_shared(format!("http://{address}"))
+            .map_err(|e| format!("bad store address {address:?}: {e}"))?
+            .tcp_nodelay(true)
+            .connect_timeout(Duration::from_secs(2))
+            .connect_lazy();
+        let token = token
+            .parse()
+            .map_err(|_| "the cluster token is not valid metadata".to_string())?;
+        Ok(Store {
+            client: BlockStoreClient::new(channel).max_decoding_message_size(64 << 20),
+            token,
+            address: address.to_string(),
+            codec,
+            me,
+        })
+    }
+
+    fn request<T>(&self, msg: T) -> tonic::Request<T> {
+        let mut r = tonic::Request::new(msg);
+        r.metadata_mut().insert(TOKEN_METADATA, self.token.clone());
+        r.set_timeout(IO_TIMEOUT);
+        r
+    }
+
+    /// Perform one I/O of the core.
+    pub async fn perform(&self, io: Io) -> Result<IoResult, String> {
+        let mut c = self.client.clone();
+        let me = u32::from(self.me.0);
+        let what = match &io {
+            Io::ReadBlock { blk } => format!("read of {blk}"),
+            Io::WriteBlock { block } => format!("write of {}", block.addr),
+            Io::WriteRedo { records, .. } => format!("redo write of {} records", records.len()),
+        };
+        let fail = |s: tonic::Status| {
+            format!(
+                "{}: store at {}: {what} failed: {} ({:?})",
+                self.me,
+                self.address,
+                s.message(),
+                s.code()
+            )
+        };
+        match io {
+            Io::ReadBlock { blk } => {
+                let r = c
+                    .read_blocks(self.request(ReadBlocksRequest {
+                        instance: me,
+                        blks: vec![blk.0],
+                    }))
+                    .await
+                    .map_err(fail)?
+                    .into_inner();
+                let bytes = r
+                    .blocks
+                    .first()
+                    .ok_or_else(|| format!("{}: store returned no image for {blk}", self.me))?;
+                let block = self
+                    .codec
+                    .decode_block("ReadBlocksResponse.blocks", bytes)
+                    .map_err(|e| format!("{}: store sent a bad image of {blk}: {e}", self.me))?;
+                Ok(IoResult::Read(Box::new(block)))
+            }
+            Io::WriteBlock { block } => {
+                c.write_blocks(self.request(WriteBlocksRequest {
+                    instance: me,
+                    blocks: vec![self.codec.encode_block(&block)],
+                    initial: false,
+                }))
+                .await
+                .map_err(fail)?;
+                Ok(IoResult::Written)
+            }
+            Io::WriteRedo { records, bytes } => {
+                c.append_redo(self.request(AppendRedoRequest {
+                    instance: me,
+                    records: records.iter().map(|r| self.codec.encode_redo(r)).collect(),
+                    bytes,
+                    sync: true,
+                }))
+                .await
+                .map_err(fail)?;
+                Ok(IoResult::Written)
+            }
+        }
+    }
+}
+
+impl Store {
+    /// Erase the store and give it the geometry of a scenario.
+    pub async fn format(
+        &self,
+        block_size: u32,
+        total_blocks: u32,
+        instances: u32,
+        model: &fusion_scenario::StorageModel,
+    ) -> Result<(), String> {
+        let mut c = self.client.clone();
+        c.format(self.request(fusion_wire::pb::FormatRequest {
+            geometry: Some(fusion_wire::pb::Geometry {
+                block_size,
+                total_blocks,
+                instances,
+            }),
+            model: Some(fusion_wire::pb::StorageModel {
+                read_latency: model.read_latency,
+                write_latency: model.write_latency,
+                log_write_latency: model.log_write_latency,
+                iops: model.iops,
+            }),
+        }))
+        .await
+        .map_err(|s| format!("store at {}: format: {}", self.address, s.message()))?;
+        Ok(())
+    }
+
+    /// Write the initial images of every block (no modeled latency).
+    pub async fn load_initial(&self, blocks: &[fusion_core::block::Block]) -> Result<(), String> {
+        for chunk in blocks.chunks(256) {
+            let mut c = self.client.clone();
+            c.write_blocks(self.request(WriteBlocksRequest {
+                instance: 0,
+                blocks: chunk.iter().map(|b| self.codec.encode_block(b)).collect(),
+                initial: true,
+            }))
+            .await
+            .map_err(|s| {
+                format!(
+                    "store at {}: loading initial blocks: {}",
+                    self.address,
+                    s.message()
+                )
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Every block, in address order (for the end-of-run checks).
+    pub async fn read_all(&self, total: u32) -> Result<Vec<fusion_core::block::Block>, String> {
+        let mut out = Vec::with_capacity(total as usize);
+        let all: Vec<u32> = (0..total).collect();
+        for chunk in all.chunks(256) {
+            let mut c = self.client.clone();
+            let r = c
+                .read_blocks(self.request(ReadBlocksRequest {
+                    instance: 0,
+                    blks: chunk.to_vec(),
+                }))
+                .await
+                .map_err(|s| format!("store at {}: reading blocks: {}", self.address, s.message()))?
+                .into_inner();
+            for bytes in &r.blocks {
+                out.push(
+                    self.codec
+                        .decode_block("ReadBlocksResponse.blocks", bytes)
+                        .map_err(|e| format!("store at {}: {e}", self.address))?,
+                );
+            }
+        }
+        Ok(out)
+    }
+
+    /// Redo records of one instance's thread, as durably written.
+    pub async fn read_redo(&self, inst: u32) -> Result<Vec<fusion_core::msg::RedoRecord>, String> {
+        let mut c = self.client.clone();
+        let r = c
+            .read_redo(self.request(fusion_wire::pb::ReadRedoRequest { instance: inst }))
+            .await
+            .map_err(|s| {
+                format!(
+                    "store at {}: reading redo of thread {}: {}",
+                    self.address,
+                    inst + 1,
+                    s.message()
+                )
+            })?
+            .into_inner();
+        r.records
+            .into_iter()
+            .map(|x| self.codec.decode_redo(x).map_err(|e| e.to_string()))
+            .collect()
+    }
+
+    /// Apply a phase's disk faults (clearing the previous phase's).
+    pub async fn set_faults(&self, faults: &[fusion_scenario::Fault]) -> Result<(), String> {
+        use fusion_wire::pb::{ClearFaultsRequest, Device, SetFaultRequest};
+        let mut c = self.client.clone();
+        let err =
+            |s: tonic::Status| format!("store at {}: disk fault: {}", self.address, s.message());
+        c.clear_faults(self.request(ClearFaultsRequest {}))
+            .await
+            .map_err(err)?;
+        for f in faults {
+            if let fusion_scenario::Fault::DiskLatency {
+                instance,
+                device,
+                latency,
+                jitter,
+            } = f
+            {
+                let device = match device {
+                    fusion_scenario::Device::Redo => Device::Redo,
+                    fusion_scenario::Device::Data => Device::Data,
+                };
+                c.set_fault(self.request(SetFaultRequest {
+                    instance: u32::from(instance.saturating_sub(1)),
+                    device: device as i32,
+                    latency: *latency,
+                    jitter: *jitter,
+                }))
+                .await
+                .map_err(err)?;
+            }
+        }
+        Ok(())
+    }
+}

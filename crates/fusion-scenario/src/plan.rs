@@ -1,0 +1,108 @@
+//! What a scenario means for each instance, worked out once for both drivers
+//! (the simulator and the live runtime), so a phase cannot start differently
+//! in the two.
+
+use std::sync::Arc;
+
+use fusion_core::instance::{Command, InstanceConfig};
+use fusion_core::layout::Layout;
+use fusion_core::types::InstId;
+
+use crate::model::{Fault, LinkTarget, Phase, Scenario};
+
+impl Scenario {
+    /// The block layout every instance and the store share.
+    pub fn layout(&self) -> Arc<Layout> {
+        let n = self.instances.len() as u8;
+        let contiguous = self
+            .instances
+            .first()
+            .map_or(128, |p| p.lm_contiguous_res_count);
+        Arc::new(Layout::new(&self.catalog, n, contiguous))
+    }
+
+    /// The start-up configuration of every instance (index 0 is instance 1).
+    pub fn instance_configs(
+        &self,
+        layout: &Arc<Layout>,
+        seed: u64,
+        record_history: bool,
+    ) -> Vec<InstanceConfig> {
+        let n = self.instances.len() as u8;
+        let catalog = Arc::new(self.catalog.clone());
+        let workloads = Arc::new(self.workloads.clone());
+        self.instances
+            .iter()
+            .enumerate()
+            .map(|(i, p)| InstanceConfig {
+                id: InstId(i as u8),
+                instances: n,
+                params: p.clone(),
+                costs: self.costs.clone(),
+                catalog: catalog.clone(),
+                layout: layout.clone(),
+                workloads: workloads.clone(),
+                seed,
+                record_history,
+            })
+            .collect()
+    }
+
+    /// The database block size (the wire pads shipped blocks to it).
+    pub fn block_size(&self) -> u32 {
+        self.instances.first().map_or(8192, |p| p.db_block_size)
+    }
+}
+
+impl Phase {
+    /// The commands instance `idx` (0-based) gets when this phase starts: its
+    /// parameter changes, its CPU stress (none stops an earlier one) and the
+    /// phase's workloads. Interconnect and disk faults are the drivers' (they
+    /// own the links and the store).
+    pub fn commands_for(&self, idx: usize) -> Vec<Command> {
+        let mut out: Vec<Command> = self
+            .parameters
+            .iter()
+            .filter(|(inst, _, _)| usize::from(*inst).saturating_sub(1) == idx)
+            .map(|(_, name, value)| Command::SetParameter {
+                name: name.clone(),
+                value: value.clone(),
+            })
+            .collect();
+        let (workers, load_pct) = self
+            .faults
+            .iter()
+            .rev()
+            .find_map(|f| match f {
+                Fault::StressCpu {
+                    instance,
+                    workers,
+                    load_pct,
+                } if usize::from(*instance).saturating_sub(1) == idx => Some((*workers, *load_pct)),
+                _ => None,
+            })
+            .unwrap_or((0, 100));
+        out.push(Command::StressCpu { workers, load_pct });
+        out.push(Command::EnableWorkloads(self.workloads.clone()));
+        out
+    }
+}
+
+impl LinkTarget {
+    /// Whether the link `from -> to` (0-based) is one of the target's.
+    pub fn covers(&self, from: usize, to: usize) -> bool {
+        if from == to {
+            return false;
+        }
+        match self {
+            LinkTarget::All => true,
+            LinkTarget::Instance(i) => {
+                let i = usize::from(*i).saturating_sub(1);
+                from == i || to == i
+            }
+            LinkTarget::Link { from: a, to: b } => {
+                from == usize::from(*a).saturating_sub(1) && to == usize::from(*b).saturating_sub(1)
+            }
+        }
+    }
+}
