@@ -19,7 +19,8 @@ pub struct Admin {
 }
 
 impl Admin {
-    /// A lazily connected client (the first call connects).
+    /// A lazily connected client (the first call connects). Call it inside a
+    /// tokio runtime (the channel's connection task needs one).
     pub fn new(name: &str, address: &str, token: &str) -> Result<Admin, String> {
         let channel = Endpoint::from_shared(format!("http://{address}"))
             .map_err(|e| format!("{name}: bad admin address {address:?}: {e}"))?

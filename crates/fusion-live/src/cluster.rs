@@ -243,11 +243,17 @@ fn kill_all(children: &mut [(String, Child, PathBuf)]) {
     }
 }
 
-/// Whether a process is alive (signal 0).
+/// Whether a process is alive. A child of ours that exited is reaped here
+/// (a zombie still answers signal 0); anyone else's is asked with signal 0.
 pub fn alive(pid: u32) -> bool {
-    pid != 0
-        && rustix::process::Pid::from_raw(pid as i32)
-            .is_some_and(|p| rustix::process::test_kill_process(p).is_ok())
+    let Some(p) = rustix::process::Pid::from_raw(pid as i32) else {
+        return false;
+    };
+    match rustix::process::waitpid(Some(p), rustix::process::WaitOptions::NOHANG) {
+        Ok(Some(_)) => false,
+        Ok(None) => true,
+        Err(_) => rustix::process::test_kill_process(p).is_ok(),
+    }
 }
 
 /// Stop a process: SIGTERM, then SIGKILL if it is still there after `grace`.

@@ -121,18 +121,48 @@ async fn snapshot(admins: &[Admin]) -> Result<Vec<(Stats, u64)>, String> {
         .collect()
 }
 
-/// Look at every instance once: a dead one or one with problems stops the run.
+/// Look at every instance once: a dead one or one with problems stops the
+/// run, with what the others were waiting on (what was in flight).
 async fn watch(admins: &[Admin]) -> Result<Vec<pb::StatusResponse>, String> {
-    let st = on_all(
-        admins,
-        |a| async move { a.status(Duration::from_secs(3)).await },
-    )
-    .await?;
-    let problems: Vec<String> = st.iter().flat_map(|s| s.errors.iter().cloned()).collect();
-    if !problems.is_empty() {
-        return Err(problems.join("\n"));
+    let mut set = tokio::task::JoinSet::new();
+    for (i, a) in admins.iter().enumerate() {
+        let a = a.clone();
+        set.spawn(async move { (i, a.status(Duration::from_secs(3)).await) });
     }
-    Ok(st)
+    let mut got: Vec<Option<Result<pb::StatusResponse, String>>> =
+        (0..admins.len()).map(|_| None).collect();
+    while let Some(j) = set.join_next().await {
+        match j {
+            Ok((i, r)) => got[i] = Some(r),
+            Err(e) => return Err(format!("status call failed: {e}")),
+        }
+    }
+    let mut lines = Vec::new();
+    for r in got.iter().flatten() {
+        match r {
+            Err(e) => lines.push(e.clone()),
+            Ok(s) => lines.extend(s.errors.iter().cloned()),
+        }
+    }
+    if lines.is_empty() {
+        return Ok(got.into_iter().flatten().flatten().collect());
+    }
+    // Every message to a dead peer reports the same loss: once is enough.
+    let mut seen = std::collections::BTreeSet::new();
+    lines.retain(|l| seen.insert(l.clone()));
+    for (i, r) in got.iter().enumerate() {
+        if let Some(Ok(s)) = r
+            && !s.waits.is_empty()
+        {
+            let waits: Vec<String> = s
+                .waits
+                .iter()
+                .map(|w| format!("{} ({} sessions)", w.event, w.sessions))
+                .collect();
+            lines.push(format!("in flight on inst{}: {}", i + 1, waits.join(", ")));
+        }
+    }
+    Err(lines.join("\n"))
 }
 
 async fn run_variant(name: &str, s: &Scenario, r: &LiveRun<'_>) -> Result<LiveOutcome, String> {

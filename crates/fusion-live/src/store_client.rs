@@ -25,7 +25,8 @@ pub struct Store {
 }
 
 impl Store {
-    /// A lazily connected client: the first call connects.
+    /// A lazily connected client: the first call connects. Call it inside a
+    /// tokio runtime (the channel's connection task needs one).
     pub fn new(address: &str, token: &str, codec: Codec, me: InstId) -> Result<Store, String> {
         let channel = Endpoint::from_shared(format!("http://{address}"))
             .map_err(|e| format!("bad store address {address:?}: {e}"))?

@@ -1,0 +1,269 @@
+//! The live cluster as real processes on loopback: the `fusionlab` binary
+//! started as a block store and instance processes, a scenario run against
+//! them, and what must hold afterwards.
+//!
+//! - data: every committed change present, every CR read consistent (the
+//!   same checkers as the simulator, over the instances' histories);
+//! - statistics that must agree across instances (blocks served = received);
+//! - a killed instance ends the run with an error naming it, and the store
+//!   keeps every redo record it acknowledged.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use fusion_core::stats::Stat;
+use fusion_core::types::InstId;
+use fusion_live::admin_client::Admin;
+use fusion_live::cluster::{self, ClusterFile, UpOptions};
+use fusion_live::runner::{self, LiveRun};
+
+const EXE: &str = env!("CARGO_BIN_EXE_fusionlab");
+
+fn scenario_path() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/live/hot_rows.toml")
+}
+
+/// A cluster that is stopped when the test ends, whatever happens.
+struct Cluster(ClusterFile);
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for m in &self.0.instances {
+            cluster::stop(m.pid, Duration::from_secs(2));
+        }
+        cluster::stop(self.0.store.pid, Duration::from_secs(2));
+    }
+}
+
+fn up(dir: &Path, instances: u8) -> Cluster {
+    Cluster(
+        cluster::up(&UpOptions {
+            instances,
+            dir: dir.to_path_buf(),
+            base_port: 0,
+            exe: EXE.into(),
+        })
+        .expect("cluster starts"),
+    )
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+#[test]
+fn three_instances_keep_data_correct_and_agree_on_transfers() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let c = up(dir.path(), 3);
+    let text = std::fs::read_to_string(scenario_path()).expect("scenario");
+    let loaded = fusion_scenario::load_str(&text, "hot_rows.toml", &[]).expect("loads");
+    let rt = rt();
+    let (result, outcomes) = rt
+        .block_on(runner::run(
+            &loaded,
+            &LiveRun {
+                cluster: &c.0,
+                text: &text,
+                label: "hot_rows.toml",
+                overrides: &[],
+                seed: None,
+                check: true,
+                progress: false,
+            },
+        ))
+        .expect("the live run completes");
+
+    // Data: the simulator's checkers over the live histories.
+    let check = outcomes[0].check.as_ref().expect("checked");
+    assert!(check.violations.is_empty(), "{:#?}", check.violations);
+    assert!(check.commits > 100, "too little work: {check:?}");
+    assert!(check.reads_checked > 100, "too little work: {check:?}");
+    assert!(outcomes[0].transfers > 100, "blocks hardly crossed");
+
+    // The report has every phase and instance, with cluster traffic.
+    let v = &result.variants[0];
+    assert_eq!(v.phases.len(), 2);
+    for p in &v.phases {
+        assert_eq!(p.instances.len(), 3);
+        assert!(p.elapsed_ns > 500_000_000, "{} lasted {} ns", p.name, p.elapsed_ns);
+    }
+    for id in 1..=3u8 {
+        let s = &v.phases[0].instance(id).expect("instance").stats;
+        assert!(s.get(Stat::GcCrBlocksReceived) > 0, "inst{id} received no CR block");
+        assert!(s.get(Stat::GcCurrentBlocksReceived) > 0, "inst{id} received no current block");
+    }
+    // The slow redo of instance 3 shows as its flush time, not the others'.
+    let slow = v.phase("slow-redo-inst3").expect("phase");
+    let flush = |id: u8| {
+        let s = &slow.instance(id).expect("instance").stats;
+        s.event(fusion_core::stats::Wait::GcsLogFlushSync).time_ns as f64
+            / s.event(fusion_core::stats::Wait::GcsLogFlushSync).waits.max(1) as f64
+    };
+    assert!(flush(3) > 5.0 * flush(1).max(1.0), "inst3 {} ns vs inst1 {} ns", flush(3), flush(1));
+
+    // After the quiesce nothing is on the wire: whatever one instance served,
+    // another received, for both kinds of block.
+    let totals = rt.block_on(async {
+        let mut out = Vec::new();
+        for m in &c.0.instances {
+            let a = Admin::new(&format!("inst{}", m.id), &m.admin, &c.0.token).expect("admin");
+            out.push(a.stats().await.expect("stats"));
+        }
+        out
+    });
+    let sum = |name: &str| -> u64 {
+        totals
+            .iter()
+            .map(|s| s.sysstat.get(name).copied().unwrap_or(0))
+            .sum()
+    };
+    assert_eq!(sum("gc cr blocks served"), sum("gc cr blocks received"));
+    assert_eq!(sum("gc current blocks served"), sum("gc current blocks received"));
+    assert!(sum("gc cr blocks served") > 0);
+}
+
+#[test]
+fn a_killed_instance_stops_the_run_with_its_name_and_the_store_keeps_acknowledged_redo() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let c = up(dir.path(), 3);
+    let text = std::fs::read_to_string(scenario_path()).expect("scenario");
+    let overrides = vec!["phase.run.duration_s=30".to_string()];
+    let loaded = fusion_scenario::load_str(&text, "hot_rows.toml", &overrides).expect("loads");
+    let rt = rt();
+    let victim = c.0.instances[1].clone();
+    let started = Instant::now();
+    let (outcome, redo_before) = rt.block_on(async {
+        let run = LiveRun {
+            cluster: &c.0,
+            text: &text,
+            label: "hot_rows.toml",
+            overrides: &overrides,
+            seed: None,
+            check: false,
+            progress: false,
+        };
+        let killer = async {
+            tokio::time::sleep(Duration::from_millis(1500)).await;
+            // Commits inst2 acknowledged so far: each ended a `log file
+            // sync` wait once LGWR's write was durable in the store.
+            let a = Admin::new("inst2", &victim.admin, &c.0.token).expect("admin");
+            let s = a.stats().await.expect("stats before the kill");
+            let acked = s
+                .events
+                .iter()
+                .find(|e| e.name == "log file sync")
+                .map_or(0, |e| e.waits);
+            let _ = Command::new("kill").arg("-9").arg(victim.pid.to_string()).status();
+            acked
+        };
+        tokio::join!(runner::run(&loaded, &run), killer)
+    });
+    let err = outcome.expect_err("the run cannot finish without inst2");
+    assert!(err.contains("inst2"), "the error does not name inst2: {err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(25),
+        "the run took {:?} to notice",
+        started.elapsed()
+    );
+
+    // The store still has inst2's redo: at least every write acknowledged
+    // before the kill, readable (no torn record).
+    let _in_runtime = rt.enter();
+    let layout_codec = fusion_wire::Codec::new(8192, 3, u32::MAX);
+    let store = fusion_live::store_client::Store::new(
+        &c.0.store.address,
+        &c.0.token,
+        layout_codec,
+        InstId(0),
+    )
+    .expect("store client");
+    let records = rt
+        .block_on(store.read_redo(1))
+        .expect("inst2's redo thread reads back");
+    assert!(redo_before > 0, "inst2 acknowledged no commit before the kill");
+    let commits = records.iter().filter(|r| r.commit).count() as u64;
+    assert!(
+        commits >= redo_before,
+        "inst2 acknowledged {redo_before} commits but its redo thread holds {commits} commit records"
+    );
+}
+
+#[test]
+fn up_status_down_from_the_command_line() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path().join("c");
+    let out = Command::new(EXE)
+        .args(["up", "--instances", "2", "--dir"])
+        .arg(&d)
+        .output()
+        .expect("runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let file = d.join("cluster.toml");
+    let c = Cluster(ClusterFile::read(&file).expect("cluster file"));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("inst2") && text.contains(&c.0.store.address), "{text}");
+
+    let st = Command::new(EXE)
+        .args(["status", "--cluster"])
+        .arg(&file)
+        .output()
+        .expect("runs");
+    let text = String::from_utf8_lossy(&st.stdout);
+    assert!(st.status.success(), "{text}");
+    assert!(text.contains("inst1") && text.contains("inst2") && text.contains("yes"), "{text}");
+
+    // A second `up` on the same directory refuses.
+    let again = Command::new(EXE)
+        .args(["up", "--instances", "2", "--dir"])
+        .arg(&d)
+        .output()
+        .expect("runs");
+    assert_eq!(again.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("already up"));
+
+    let down = Command::new(EXE)
+        .args(["down", "--cluster"])
+        .arg(&file)
+        .output()
+        .expect("runs");
+    assert!(down.status.success(), "{}", String::from_utf8_lossy(&down.stderr));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while c.0.instances.iter().any(|m| cluster::alive(m.pid)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(c.0.instances.iter().all(|m| !cluster::alive(m.pid)), "instances still running");
+    assert!(!file.exists(), "down leaves the cluster file");
+
+    // Status of a cluster that is gone says so.
+    std::fs::write(&file, toml::to_string(&c.0).expect("toml")).expect("write");
+    let st = Command::new(EXE)
+        .args(["status", "--cluster"])
+        .arg(&file)
+        .output()
+        .expect("runs");
+    assert_eq!(st.status.code(), Some(4));
+    assert!(String::from_utf8_lossy(&st.stdout).contains("NO"));
+}
+
+#[test]
+fn run_live_from_the_command_line_prints_the_json_contract() {
+    let out = Command::new(EXE)
+        .args(["run", "--live", "--json", "--set", "phase.run.duration_s=1"])
+        .arg(scenario_path())
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    assert_eq!(v["scenario"], "live-hot-rows");
+    let phases = v["phases"].as_array().expect("phases");
+    assert_eq!(phases.len(), 2);
+    let inst = &phases[0]["instances"][0];
+    assert!(inst["sysstat"]["gc cr blocks received"].as_u64().is_some());
+    assert!(inst["events"]["gc cr block 2-way"]["waits"].as_u64().is_some());
+}
