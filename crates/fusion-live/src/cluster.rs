@@ -16,7 +16,9 @@ pub const TOKEN_ENV: &str = "FUSIONLAB_TOKEN";
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct ClusterFile {
-    /// Shared secret: the admin, store and interconnect services reject calls without it.
+    /// Shared secret: the admin, store and interconnect services reject calls
+    /// without it. Empty: taken from FUSIONLAB_TOKEN (which also overrides it).
+    #[serde(default)]
     pub token: String,
     /// Where the store keeps its files and the processes their logs.
     pub dir: PathBuf,
@@ -49,8 +51,21 @@ impl ClusterFile {
     pub fn read(path: &Path) -> Result<ClusterFile, String> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("{}: cannot read the cluster file: {e}", path.display()))?;
-        let c: ClusterFile =
+        let mut c: ClusterFile =
             toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        // A file shared in a repository (cluster/cluster.toml) leaves the
+        // token to the environment, like the processes it describes.
+        if let Ok(t) = std::env::var(TOKEN_ENV)
+            && !t.is_empty()
+        {
+            c.token = t;
+        }
+        if c.token.is_empty() {
+            return Err(format!(
+                "{}: no token: set `token` in the file or {TOKEN_ENV} in the environment",
+                path.display()
+            ));
+        }
         for (i, m) in c.instances.iter().enumerate() {
             if usize::from(m.id) != i + 1 {
                 return Err(format!(

@@ -165,6 +165,31 @@ async fn watch(admins: &[Admin]) -> Result<Vec<pb::StatusResponse>, String> {
     Err(lines.join("\n"))
 }
 
+/// How long a cluster may take to come up (containers start in any order).
+const READY_LIMIT: Duration = Duration::from_secs(30);
+
+/// Wait until every instance answers (the store is retried at format).
+async fn wait_ready(admins: &[Admin]) -> Result<(), String> {
+    let limit = tokio::time::Instant::now() + READY_LIMIT;
+    loop {
+        match on_all(
+            admins,
+            |a| async move { a.status(Duration::from_secs(2)).await },
+        )
+        .await
+        {
+            Ok(_) => return Ok(()),
+            Err(e) if tokio::time::Instant::now() > limit => {
+                return Err(format!(
+                    "the cluster did not answer within {} s:\n{e}",
+                    READY_LIMIT.as_secs()
+                ));
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
+    }
+}
+
 async fn run_variant(name: &str, s: &Scenario, r: &LiveRun<'_>) -> Result<LiveOutcome, String> {
     let n = s.instances.len();
     if r.cluster.instances.len() < n {
@@ -178,6 +203,7 @@ async fn run_variant(name: &str, s: &Scenario, r: &LiveRun<'_>) -> Result<LiveOu
         .iter()
         .map(|m| Admin::new(&format!("inst{}", m.id), &m.admin, &r.cluster.token))
         .collect::<Result<_, _>>()?;
+    wait_ready(&admins).await?;
     let layout = s.layout();
     let codec = Codec::new(s.block_size(), n as u8, layout.total_blocks);
     let store = Store::new(
@@ -186,9 +212,16 @@ async fn run_variant(name: &str, s: &Scenario, r: &LiveRun<'_>) -> Result<LiveOu
         codec,
         fusion_core::types::InstId(0),
     )?;
-    store
+    let limit = tokio::time::Instant::now() + READY_LIMIT;
+    while let Err(e) = store
         .format(s.block_size(), layout.total_blocks, n as u32, &s.storage)
-        .await?;
+        .await
+    {
+        if tokio::time::Instant::now() > limit {
+            return Err(e);
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     store.load_initial(&layout.initial_blocks()).await?;
 
     let seed = r.seed.unwrap_or(s.seed);

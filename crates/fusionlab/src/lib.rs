@@ -9,6 +9,7 @@
 //! - [`figures`]: the compact per-phase figures and number formatting the tour uses.
 
 pub mod bench;
+pub mod cli;
 pub mod commands;
 pub mod figures;
 pub mod live;

@@ -90,21 +90,39 @@ fn three_instances_keep_data_correct_and_agree_on_transfers() {
     assert_eq!(v.phases.len(), 2);
     for p in &v.phases {
         assert_eq!(p.instances.len(), 3);
-        assert!(p.elapsed_ns > 500_000_000, "{} lasted {} ns", p.name, p.elapsed_ns);
+        assert!(
+            p.elapsed_ns > 500_000_000,
+            "{} lasted {} ns",
+            p.name,
+            p.elapsed_ns
+        );
     }
     for id in 1..=3u8 {
         let s = &v.phases[0].instance(id).expect("instance").stats;
-        assert!(s.get(Stat::GcCrBlocksReceived) > 0, "inst{id} received no CR block");
-        assert!(s.get(Stat::GcCurrentBlocksReceived) > 0, "inst{id} received no current block");
+        assert!(
+            s.get(Stat::GcCrBlocksReceived) > 0,
+            "inst{id} received no CR block"
+        );
+        assert!(
+            s.get(Stat::GcCurrentBlocksReceived) > 0,
+            "inst{id} received no current block"
+        );
     }
     // The slow redo of instance 3 shows as its flush time, not the others'.
     let slow = v.phase("slow-redo-inst3").expect("phase");
     let flush = |id: u8| {
         let s = &slow.instance(id).expect("instance").stats;
         s.event(fusion_core::stats::Wait::GcsLogFlushSync).time_ns as f64
-            / s.event(fusion_core::stats::Wait::GcsLogFlushSync).waits.max(1) as f64
+            / s.event(fusion_core::stats::Wait::GcsLogFlushSync)
+                .waits
+                .max(1) as f64
     };
-    assert!(flush(3) > 5.0 * flush(1).max(1.0), "inst3 {} ns vs inst1 {} ns", flush(3), flush(1));
+    assert!(
+        flush(3) > 5.0 * flush(1).max(1.0),
+        "inst3 {} ns vs inst1 {} ns",
+        flush(3),
+        flush(1)
+    );
 
     // After the quiesce nothing is on the wire: whatever one instance served,
     // another received, for both kinds of block.
@@ -123,7 +141,10 @@ fn three_instances_keep_data_correct_and_agree_on_transfers() {
             .sum()
     };
     assert_eq!(sum("gc cr blocks served"), sum("gc cr blocks received"));
-    assert_eq!(sum("gc current blocks served"), sum("gc current blocks received"));
+    assert_eq!(
+        sum("gc current blocks served"),
+        sum("gc current blocks received")
+    );
     assert!(sum("gc cr blocks served") > 0);
 }
 
@@ -158,13 +179,19 @@ fn a_killed_instance_stops_the_run_with_its_name_and_the_store_keeps_acknowledge
                 .iter()
                 .find(|e| e.name == "log file sync")
                 .map_or(0, |e| e.waits);
-            let _ = Command::new("kill").arg("-9").arg(victim.pid.to_string()).status();
+            let _ = Command::new("kill")
+                .arg("-9")
+                .arg(victim.pid.to_string())
+                .status();
             acked
         };
         tokio::join!(runner::run(&loaded, &run), killer)
     });
     let err = outcome.expect_err("the run cannot finish without inst2");
-    assert!(err.contains("inst2"), "the error does not name inst2: {err}");
+    assert!(
+        err.contains("inst2"),
+        "the error does not name inst2: {err}"
+    );
     assert!(
         started.elapsed() < Duration::from_secs(25),
         "the run took {:?} to notice",
@@ -185,7 +212,10 @@ fn a_killed_instance_stops_the_run_with_its_name_and_the_store_keeps_acknowledge
     let records = rt
         .block_on(store.read_redo(1))
         .expect("inst2's redo thread reads back");
-    assert!(redo_before > 0, "inst2 acknowledged no commit before the kill");
+    assert!(
+        redo_before > 0,
+        "inst2 acknowledged no commit before the kill"
+    );
     let commits = records.iter().filter(|r| r.commit).count() as u64;
     assert!(
         commits >= redo_before,
@@ -202,11 +232,18 @@ fn up_status_down_from_the_command_line() {
         .arg(&d)
         .output()
         .expect("runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let file = d.join("cluster.toml");
     let c = Cluster(ClusterFile::read(&file).expect("cluster file"));
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("inst2") && text.contains(&c.0.store.address), "{text}");
+    assert!(
+        text.contains("inst2") && text.contains(&c.0.store.address),
+        "{text}"
+    );
 
     let st = Command::new(EXE)
         .args(["status", "--cluster"])
@@ -215,7 +252,10 @@ fn up_status_down_from_the_command_line() {
         .expect("runs");
     let text = String::from_utf8_lossy(&st.stdout);
     assert!(st.status.success(), "{text}");
-    assert!(text.contains("inst1") && text.contains("inst2") && text.contains("yes"), "{text}");
+    assert!(
+        text.contains("inst1") && text.contains("inst2") && text.contains("yes"),
+        "{text}"
+    );
 
     // A second `up` on the same directory refuses.
     let again = Command::new(EXE)
@@ -231,12 +271,19 @@ fn up_status_down_from_the_command_line() {
         .arg(&file)
         .output()
         .expect("runs");
-    assert!(down.status.success(), "{}", String::from_utf8_lossy(&down.stderr));
+    assert!(
+        down.status.success(),
+        "{}",
+        String::from_utf8_lossy(&down.stderr)
+    );
     let deadline = Instant::now() + Duration::from_secs(5);
     while c.0.instances.iter().any(|m| cluster::alive(m.pid)) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
     }
-    assert!(c.0.instances.iter().all(|m| !cluster::alive(m.pid)), "instances still running");
+    assert!(
+        c.0.instances.iter().all(|m| !cluster::alive(m.pid)),
+        "instances still running"
+    );
     assert!(!file.exists(), "down leaves the cluster file");
 
     // Status of a cluster that is gone says so.
@@ -265,5 +312,9 @@ fn run_live_from_the_command_line_prints_the_json_contract() {
     assert_eq!(phases.len(), 2);
     let inst = &phases[0]["instances"][0];
     assert!(inst["sysstat"]["gc cr blocks received"].as_u64().is_some());
-    assert!(inst["events"]["gc cr block 2-way"]["waits"].as_u64().is_some());
+    assert!(
+        inst["events"]["gc cr block 2-way"]["waits"]
+            .as_u64()
+            .is_some()
+    );
 }

@@ -1,0 +1,208 @@
+//! The command line's grammar (clap) and its dispatch to the commands. In
+//! the library so tests can parse a command line exactly as the binary does
+//! (the docker-compose file's commands are checked against it).
+
+use std::io::Write;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::commands::{self, RunArgs};
+use crate::tour::{self, TourArgs};
+
+/// Fusionlab: a RAC cache-fusion cluster emulator. Runs scenario files on a
+/// deterministic simulator and prints AWR-style reports and verdicts.
+///
+/// Without a command it runs the myth tour.
+#[derive(Parser)]
+#[command(name = "fusionlab", version)]
+#[command(after_help = "\
+Exit status: 0 ran (whatever the verdicts); 1 `validate` found problems (or a shipped \
+scenario does not load); 2 bad input (missing file or name, invalid scenario, bad --set, \
+unknown --phase, usage); 3 the simulator reported protocol errors or checker violations; \
+4 a live cluster failed (an instance or the store died or did not answer).")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Run every shipped myth scenario (those with a [tour] section) and summarize the verdicts.
+    Tour(TourCmd),
+    /// Simulate one scenario and print its report.
+    Run(RunCmd),
+    /// Load a scenario and report its problems without running it.
+    Validate(ValidateCmd),
+    /// List the shipped scenarios.
+    List,
+    /// Measure simulator speed: transfers and events per wall second, simulated seconds per wall second.
+    Bench(BenchCmd),
+    /// Start a local live cluster (a block store and N instance processes on loopback) and return.
+    Up(UpCmd),
+    /// Show each instance of a live cluster: alive, buffers, LMS, what sessions wait on.
+    Status(ClusterArg),
+    /// Stop a live cluster started by `up`.
+    Down(ClusterArg),
+    /// Serve the block store (a process of a live cluster; the token comes from FUSIONLAB_TOKEN).
+    Store(StoreCmd),
+    /// Serve one instance (a process of a live cluster; the token comes from FUSIONLAB_TOKEN).
+    Instance(InstanceCmd),
+}
+
+#[derive(Args)]
+pub struct UpCmd {
+    /// Instance processes to start.
+    #[arg(long, default_value_t = 3)]
+    pub instances: u8,
+    /// Directory for the cluster file, the store's files and the logs.
+    #[arg(long, default_value = crate::live::DEFAULT_DIR)]
+    pub dir: std::path::PathBuf,
+    /// First port (store; then interconnect and admin of inst1, inst2, ...); 0 picks free ports.
+    #[arg(long, default_value_t = 0)]
+    pub base_port: u16,
+}
+
+#[derive(Args)]
+pub struct ClusterArg {
+    /// The cluster file (default: the one `up` wrote).
+    #[arg(long, value_name = "FILE")]
+    pub cluster: Option<std::path::PathBuf>,
+}
+
+impl ClusterArg {
+    fn file(&self) -> std::path::PathBuf {
+        self.cluster.clone().unwrap_or_else(|| {
+            crate::live::cluster_file(std::path::Path::new(crate::live::DEFAULT_DIR))
+        })
+    }
+}
+
+#[derive(Args)]
+pub struct StoreCmd {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:7000")]
+    pub listen: String,
+    /// Directory of the datafile and redo threads.
+    #[arg(long)]
+    pub dir: std::path::PathBuf,
+    /// Write the address listened on to this file (for `up`).
+    #[arg(long, value_name = "FILE")]
+    pub addr_file: Option<std::path::PathBuf>,
+}
+
+#[derive(Args)]
+pub struct InstanceCmd {
+    /// Instance number (1-based).
+    #[arg(long, env = "FUSIONLAB_INSTANCE_ID")]
+    pub id: u8,
+    /// Address of the interconnect server.
+    #[arg(long)]
+    pub interconnect: String,
+    /// Address of the admin server (keep it on loopback unless the network is private).
+    #[arg(long, default_value = "127.0.0.1:0")]
+    pub admin: String,
+    /// Write the addresses listened on to this file (for `up`).
+    #[arg(long, value_name = "FILE")]
+    pub addr_file: Option<std::path::PathBuf>,
+}
+
+#[derive(Args)]
+pub struct BenchCmd {
+    /// Simulated seconds of the transfer-heavy benchmark.
+    #[arg(long, default_value_t = 2.0)]
+    pub seconds: f64,
+}
+
+#[derive(Args, Default)]
+pub struct TourCmd {
+    /// Show wait events under the 9i names the RAC myths deck uses.
+    #[arg(long = "9i")]
+    pub names_9i: bool,
+    /// Use this seed for every scenario instead of each scenario's own.
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+}
+
+#[derive(Args)]
+pub struct RunCmd {
+    /// A scenario file, or the name of a shipped scenario (see `fusionlab list`).
+    #[arg(value_name = "FILE|NAME")]
+    pub scenario: String,
+    /// Print the JSON report instead of the text report.
+    #[arg(long)]
+    pub json: bool,
+    /// Replace the scenario's seed.
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// Override a value of the file before its variants (repeatable), e.g.
+    /// `--set phase.baseline.duration_s=5` or `--set parameters.cpu_count=8`.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+    /// Show wait events under their 9i names.
+    #[arg(long = "9i")]
+    pub names_9i: bool,
+    /// Show only this phase in the text report (repeatable).
+    #[arg(long = "phase", value_name = "NAME")]
+    pub phases: Vec<String>,
+    /// Run the correctness checkers (coherence, CR consistency, lost writes); slow.
+    #[arg(long)]
+    pub check: bool,
+    /// Run on a live cluster of processes instead of the simulator (in real time).
+    #[arg(long)]
+    pub live: bool,
+    /// With --live: use this running cluster (a file `up` wrote) instead of starting one.
+    #[arg(long, value_name = "FILE", requires = "live")]
+    pub cluster: Option<std::path::PathBuf>,
+}
+
+#[derive(Args)]
+pub struct ValidateCmd {
+    /// A scenario file, or the name of a shipped scenario.
+    #[arg(value_name = "FILE|NAME")]
+    pub scenario: String,
+    /// Override a value before checking (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+}
+
+/// Run what the command line asked for.
+pub fn dispatch(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Result<u8> {
+    match cli.command.unwrap_or(Command::Tour(TourCmd::default())) {
+        Command::Tour(t) => tour::tour(
+            &TourArgs {
+                names_9i: t.names_9i,
+                seed: t.seed,
+            },
+            out,
+            err,
+        ),
+        Command::Run(r) => {
+            let args = RunArgs {
+                scenario: r.scenario,
+                json: r.json,
+                seed: r.seed,
+                sets: r.sets,
+                names_9i: r.names_9i,
+                phases: r.phases,
+                check: r.check,
+            };
+            if r.live {
+                crate::live::run_live(&args, r.cluster.as_deref(), out, err)
+            } else {
+                commands::run(&args, out, err)
+            }
+        }
+        Command::Up(u) => crate::live::up(u.instances, &u.dir, u.base_port, out),
+        Command::Status(c) => crate::live::status(&c.file(), out),
+        Command::Down(c) => crate::live::down(&c.file(), out),
+        Command::Store(s) => crate::live::store(&s.listen, &s.dir, s.addr_file.as_deref(), err),
+        Command::Instance(i) => {
+            crate::live::instance(i.id, &i.interconnect, &i.admin, i.addr_file.as_deref(), err)
+        }
+        Command::Validate(v) => commands::validate(&v.scenario, &v.sets, out, err),
+        Command::List => commands::list(out, err),
+        Command::Bench(b) => {
+            crate::bench::bench(&crate::bench::BenchArgs { seconds: b.seconds }, out, err)
+        }
+    }
+}
