@@ -140,6 +140,12 @@ impl Sim {
 
     /// Perform what instance `i` asked for, then re-arm its timer.
     fn drain(&mut self, i: usize) {
+        self.perform(i);
+        self.rearm(i, None);
+    }
+
+    /// Perform the actions instance `i` asked for.
+    fn perform(&mut self, i: usize) {
         while let Some(action) = self.instances[i].poll_action() {
             match action {
                 Action::Send(env) => {
@@ -179,12 +185,26 @@ impl Sim {
                 }
             }
         }
-        if let Some(d) = self.instances[i].next_deadline()
-            && self.armed[i].is_none_or(|a| d < a)
-        {
-            self.armed[i] = Some(d);
-            self.push(d, Ev::Wake(i as u8));
+    }
+
+    /// Re-arm instance `i`'s timer. With `direct: Some(until)`, a wake-up that
+    /// would be the very next event popped (strictly before everything in the
+    /// heap, and not past `until`) is returned instead of pushed: the caller
+    /// processes it at once, in exactly the order the heap would have given.
+    fn rearm(&mut self, i: usize, direct: Option<Nanos>) -> Option<Nanos> {
+        let d = self.instances[i].next_deadline()?;
+        if self.armed[i].is_some_and(|a| d >= a) {
+            return None;
         }
+        self.armed[i] = Some(d);
+        if let Some(until) = direct
+            && d <= until
+            && self.heap.peek().is_none_or(|Reverse((top, _, _))| d < *top)
+        {
+            return Some(d);
+        }
+        self.push(d, Ev::Wake(i as u8));
+        None
     }
 
     /// Process events up to `until`.
@@ -192,15 +212,26 @@ impl Sim {
         for i in 0..self.instances.len() {
             self.drain(i);
         }
-        while let Some(&Reverse((at, _, slot))) = self.heap.peek() {
-            if at > until {
-                break;
-            }
-            self.heap.pop();
-            let Some(ev) = self.slots[slot as usize].take() else {
-                continue;
+        // A wake-up that is due before anything in the heap skips the heap.
+        let mut direct: Option<(Nanos, usize)> = None;
+        loop {
+            let (at, ev) = match direct.take() {
+                Some((at, i)) => (at, Ev::Wake(i as u8)),
+                None => {
+                    let Some(&Reverse((at, _, slot))) = self.heap.peek() else {
+                        break;
+                    };
+                    if at > until {
+                        break;
+                    }
+                    self.heap.pop();
+                    let Some(ev) = self.slots[slot as usize].take() else {
+                        continue;
+                    };
+                    self.free.push(slot);
+                    (at, ev)
+                }
             };
-            self.free.push(slot);
             self.now = at;
             self.events += 1;
             let i = match ev {
@@ -230,7 +261,8 @@ impl Sim {
                     i
                 }
             };
-            self.drain(i);
+            self.perform(i);
+            direct = self.rearm(i, Some(until)).map(|d| (d, i));
             if let Some(c) = self.checker.as_mut() {
                 let history: Vec<Observation> = self
                     .instances
