@@ -231,7 +231,7 @@ impl Block {
         let mut lo = self.trimmed_scn;
         let mut hi = horizon.max(snapshot);
         let mut private_to = None;
-        let mut invisible: Vec<Xid> = Vec::new();
+        let mut invisible = XidSet::default();
         for e in &self.itl {
             if e.xid == reader {
                 private_to = Some(reader);
@@ -245,11 +245,11 @@ impl Block {
                 TxState::Committed(c) if c <= snapshot => lo = lo.max(c),
                 TxState::Committed(c) => {
                     hi = hi.min(c - 1);
-                    invisible.push(e.xid);
+                    invisible.insert(e.xid);
                 }
                 TxState::Active => {
                     hi = hi.min(snapshot);
-                    invisible.push(e.xid);
+                    invisible.insert(e.xid);
                 }
                 TxState::Unknown => unknown.push(e.xid),
             }
@@ -260,6 +260,7 @@ impl Block {
         if self.trimmed_scn > snapshot {
             return Err(CrError::SnapshotTooOld);
         }
+        invisible.seal();
         let mut image = Block {
             addr: self.addr,
             scn: self.scn,
@@ -270,17 +271,17 @@ impl Block {
         };
         let mut applied = 0;
         // Rows (by slot) and entries (by key) whose newest change is visible.
-        let mut settled_slots: Vec<u16> = Vec::new();
+        let mut settled_slots = SlotSet::default();
         let mut settled_keys: Vec<u64> = Vec::new();
         for rec in self.undo.iter().rev() {
-            let hidden = invisible.contains(&rec.xid);
+            let hidden = invisible.contains(rec.xid);
             match &rec.op {
                 UndoOp::Row { slot, before } => {
-                    if settled_slots.contains(slot) {
+                    if settled_slots.contains(*slot) {
                         continue;
                     }
                     if !hidden {
-                        settled_slots.push(*slot);
+                        settled_slots.insert(*slot);
                         continue;
                     }
                     if let Body::Table { rows } = &mut image.body
@@ -340,13 +341,26 @@ impl Block {
             self.trimmed_scn = self.trimmed_scn.max(c);
         }
         if self.itl.len() > 16 {
-            let undo = &self.undo;
-            let body = &self.body;
+            // Transactions the undo or a lock in the body still refers to,
+            // collected once (not scanned again for every ITL entry).
+            let mut referenced = XidSet::default();
+            for u in &self.undo {
+                referenced.insert(u.xid);
+            }
+            match &self.body {
+                Body::Table { rows } => rows
+                    .iter()
+                    .flatten()
+                    .for_each(|r| referenced.insert(r.lock)),
+                Body::Leaf { entries, .. } => {
+                    entries.iter().for_each(|e| referenced.insert(e.lock))
+                }
+                _ => {}
+            }
+            referenced.seal();
             let mut trimmed = self.trimmed_scn;
             self.itl.retain(|e| {
-                let keep = e.commit.is_none()
-                    || undo.iter().any(|u| u.xid == e.xid)
-                    || body_locks(body, e.xid);
+                let keep = e.commit.is_none() || referenced.contains(e.xid);
                 if !keep {
                     trimmed = trimmed.max(e.commit.unwrap_or(0));
                 }
@@ -492,11 +506,101 @@ impl Block {
     }
 }
 
-fn body_locks(body: &Body, xid: Xid) -> bool {
-    match body {
-        Body::Table { rows } => rows.iter().flatten().any(|r| r.lock == xid),
-        Body::Leaf { entries, .. } => entries.iter().any(|e| e.lock == xid),
-        _ => false,
+/// A set of transaction ids for the per-block loops above: filled, then
+/// sorted once ([`XidSet::seal`]) and searched; inline (no allocation) for the
+/// few dozen an ITL and its undo hold, spilling to a Vec beyond.
+struct XidSet {
+    inline: [u64; XidSet::INLINE],
+    len: usize,
+    spill: Vec<u64>,
+}
+
+impl Default for XidSet {
+    fn default() -> XidSet {
+        XidSet {
+            inline: [0; XidSet::INLINE],
+            len: 0,
+            spill: Vec::new(),
+        }
+    }
+}
+
+impl XidSet {
+    const INLINE: usize = 64;
+
+    fn insert(&mut self, x: Xid) {
+        if self.len < XidSet::INLINE {
+            self.inline[self.len] = x.0;
+        } else {
+            if self.spill.is_empty() {
+                self.spill.extend_from_slice(&self.inline);
+            }
+            self.spill.push(x.0);
+        }
+        self.len += 1;
+    }
+
+    fn items_mut(&mut self) -> &mut [u64] {
+        if self.len <= XidSet::INLINE {
+            &mut self.inline[..self.len]
+        } else {
+            &mut self.spill
+        }
+    }
+
+    /// Sort, so [`XidSet::contains`] can search.
+    fn seal(&mut self) {
+        self.items_mut().sort_unstable();
+    }
+
+    /// Only valid after [`XidSet::seal`].
+    fn contains(&self, x: Xid) -> bool {
+        let items = if self.len <= XidSet::INLINE {
+            &self.inline[..self.len]
+        } else {
+            &self.spill[..]
+        };
+        items.binary_search(&x.0).is_ok()
+    }
+}
+
+/// Table slots as a bit set: inline for the first 256, spilling beyond.
+#[derive(Default)]
+struct SlotSet {
+    low: [u64; 4],
+    high: Vec<u64>,
+}
+
+impl SlotSet {
+    fn word(&self, slot: u16) -> Option<&u64> {
+        let w = usize::from(slot / 64);
+        if w < 4 {
+            self.low.get(w)
+        } else {
+            self.high.get(w - 4)
+        }
+    }
+
+    fn contains(&self, slot: u16) -> bool {
+        self.word(slot).is_some_and(|w| w & (1 << (slot % 64)) != 0)
+    }
+
+    fn insert(&mut self, slot: u16) {
+        let w = usize::from(slot / 64);
+        let word = if w < 4 {
+            &mut self.low[w]
+        } else {
+            if self.high.len() <= w - 4 {
+                self.high.resize(w - 3, 0);
+            }
+            &mut self.high[w - 4]
+        };
+        *word |= 1 << (slot % 64);
+    }
+
+    fn clear(&mut self) {
+        self.low = [0; 4];
+        self.high.clear();
     }
 }
 
