@@ -506,61 +506,92 @@ impl Block {
     }
 }
 
-/// A set of transaction ids for the per-block loops above: filled, then
-/// sorted once ([`XidSet::seal`]) and searched; inline (no allocation) for the
-/// few dozen an ITL and its undo hold, spilling to a Vec beyond.
+/// A set of transaction ids for the per-block loops above: an open-addressing
+/// table on the stack (no allocation, no sorting) for the few dozen an ITL
+/// and its undo hold, spilling to a sorted Vec beyond. Fill it, call
+/// [`XidSet::seal`], then ask [`XidSet::contains`].
 struct XidSet {
-    inline: [u64; XidSet::INLINE],
+    /// Zero marks an empty slot; `Xid::NONE` itself is `has_none`.
+    table: [u64; XidSet::SLOTS],
     len: usize,
-    spill: Vec<u64>,
+    has_none: bool,
+    spill: Option<Vec<u64>>,
 }
 
 impl Default for XidSet {
     fn default() -> XidSet {
         XidSet {
-            inline: [0; XidSet::INLINE],
+            table: [0; XidSet::SLOTS],
             len: 0,
-            spill: Vec::new(),
+            has_none: false,
+            spill: None,
         }
     }
 }
 
 impl XidSet {
-    const INLINE: usize = 64;
+    const SLOTS: usize = 256;
+    /// At most half full, so probes stay short.
+    const MAX: usize = XidSet::SLOTS / 2;
+
+    fn home(x: u64) -> usize {
+        (x.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as usize
+    }
 
     fn insert(&mut self, x: Xid) {
-        if self.len < XidSet::INLINE {
-            self.inline[self.len] = x.0;
-        } else {
-            if self.spill.is_empty() {
-                self.spill.extend_from_slice(&self.inline);
+        let x = x.0;
+        if x == 0 {
+            self.has_none = true;
+            return;
+        }
+        if let Some(v) = self.spill.as_mut() {
+            v.push(x);
+            return;
+        }
+        if self.len == XidSet::MAX {
+            let mut v: Vec<u64> = self.table.iter().copied().filter(|&t| t != 0).collect();
+            v.push(x);
+            self.spill = Some(v);
+            return;
+        }
+        let mut i = XidSet::home(x);
+        loop {
+            match self.table[i] {
+                0 => {
+                    self.table[i] = x;
+                    self.len += 1;
+                    return;
+                }
+                t if t == x => return,
+                _ => i = (i + 1) % XidSet::SLOTS,
             }
-            self.spill.push(x.0);
-        }
-        self.len += 1;
-    }
-
-    fn items_mut(&mut self) -> &mut [u64] {
-        if self.len <= XidSet::INLINE {
-            &mut self.inline[..self.len]
-        } else {
-            &mut self.spill
         }
     }
 
-    /// Sort, so [`XidSet::contains`] can search.
+    /// Ready the set for [`XidSet::contains`].
     fn seal(&mut self) {
-        self.items_mut().sort_unstable();
+        if let Some(v) = self.spill.as_mut() {
+            v.sort_unstable();
+        }
     }
 
     /// Only valid after [`XidSet::seal`].
     fn contains(&self, x: Xid) -> bool {
-        let items = if self.len <= XidSet::INLINE {
-            &self.inline[..self.len]
-        } else {
-            &self.spill[..]
-        };
-        items.binary_search(&x.0).is_ok()
+        let x = x.0;
+        if x == 0 {
+            return self.has_none;
+        }
+        if let Some(v) = &self.spill {
+            return v.binary_search(&x).is_ok();
+        }
+        let mut i = XidSet::home(x);
+        loop {
+            match self.table[i] {
+                0 => return false,
+                t if t == x => return true,
+                _ => i = (i + 1) % XidSet::SLOTS,
+            }
+        }
     }
 }
 
