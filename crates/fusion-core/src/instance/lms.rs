@@ -492,8 +492,9 @@ impl Instance {
         let b = self.cache.get_mut(buf);
         b.leaving = false;
         if b.dirty {
-            b.state = BufState::Pi;
-            (b.image.clone(), true)
+            let image = b.image.clone();
+            self.cache.set_state(buf, BufState::Pi);
+            (image, true)
         } else {
             (self.cache.remove(buf).image, false)
         }
@@ -501,17 +502,19 @@ impl Instance {
 
     /// The master asks this instance to drop its shared copy.
     pub(super) fn invalidate_local(&mut self, master: InstId, blk: BlockAddr, req: u64) {
-        if let Some(buf) = self.cache.current(blk) {
-            let b = self.cache.get_mut(buf);
-            if b.state == BufState::Scur {
-                // A reader may still hold it pinned; nobody else may use it
-                // (its valid range was never worked out): an empty range.
-                b.state = BufState::Cr {
+        if let Some(buf) = self.cache.current(blk)
+            && self.cache.get(buf).state == BufState::Scur
+        {
+            // A reader may still hold it pinned; nobody else may use it
+            // (its valid range was never worked out): an empty range.
+            self.cache.set_state(
+                buf,
+                BufState::Cr {
                     lo: 1,
                     hi: 0,
                     private_to: None,
-                };
-            }
+                },
+            );
         }
         if master == self.id {
             let me = self.id;
