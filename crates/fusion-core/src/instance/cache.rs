@@ -281,15 +281,20 @@ impl Cache {
     /// Drop the oldest unpinned CR copies of `blk` beyond [`MAX_CR_PER_BLOCK`] - 1,
     /// making room for one more.
     pub fn limit_cr(&mut self, blk: BlockAddr) {
-        let crs: Vec<BufId> = self
-            .buffers_of(blk)
-            .filter(|&id| matches!(self.get(id).state, BufState::Cr { .. }))
-            .collect();
-        // The chain is newest first: the oldest are at the end.
-        for &id in crs.iter().skip(MAX_CR_PER_BLOCK - 1) {
-            if !self.get(id).pinned() {
-                self.remove(id);
+        // The chain is newest first: the oldest are at the end. Walked in
+        // place (the next link is read before a copy is removed).
+        let mut at = self.heads.get(blk.idx()).copied().unwrap_or(NIL);
+        let mut seen = 0;
+        while at != NIL {
+            let b = self.get(at);
+            let next = b.chain;
+            if matches!(b.state, BufState::Cr { .. }) {
+                if seen >= MAX_CR_PER_BLOCK - 1 && !b.pinned() {
+                    self.remove(at);
+                }
+                seen += 1;
             }
+            at = next;
         }
     }
 
@@ -297,25 +302,25 @@ impl Cache {
     /// changes only, so none may serve it any more. A pinned copy stays for
     /// its reader with an empty range; the others go.
     pub fn forget_private(&mut self, blk: BlockAddr, xid: Xid) {
-        let mine: Vec<BufId> = self
-            .buffers_of(blk)
-            .filter(|&id| {
-                matches!(self.get(id).state, BufState::Cr { private_to: Some(p), .. } if p == xid)
-            })
-            .collect();
-        for id in mine {
-            if self.get(id).pinned() {
-                self.set_state(
-                    id,
-                    BufState::Cr {
-                        lo: 1,
-                        hi: 0,
-                        private_to: Some(xid),
-                    },
-                );
-            } else {
-                self.remove(id);
+        let mut at = self.heads.get(blk.idx()).copied().unwrap_or(NIL);
+        while at != NIL {
+            let b = self.get(at);
+            let next = b.chain;
+            if matches!(b.state, BufState::Cr { private_to: Some(p), .. } if p == xid) {
+                if b.pinned() {
+                    self.set_state(
+                        at,
+                        BufState::Cr {
+                            lo: 1,
+                            hi: 0,
+                            private_to: Some(xid),
+                        },
+                    );
+                } else {
+                    self.remove(at);
+                }
             }
+            at = next;
         }
     }
 
