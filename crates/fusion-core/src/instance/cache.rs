@@ -298,6 +298,23 @@ impl Cache {
         }
     }
 
+    /// Remove the buffers of `blk` that `doomed` picks (walking the chain in
+    /// place, no list first); returns how many went.
+    pub fn remove_where(&mut self, blk: BlockAddr, doomed: impl Fn(BufId, &Buffer) -> bool) -> u64 {
+        let mut at = self.heads.get(blk.idx()).copied().unwrap_or(NIL);
+        let mut removed = 0;
+        while at != NIL {
+            let b = self.get(at);
+            let next = b.chain;
+            if doomed(at, b) {
+                self.remove(at);
+                removed += 1;
+            }
+            at = next;
+        }
+        removed
+    }
+
     /// A transaction changed `blk` again: CR copies built for it show its older
     /// changes only, so none may serve it any more. A pinned copy stays for
     /// its reader with an empty range; the others go.

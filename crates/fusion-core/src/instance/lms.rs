@@ -480,14 +480,8 @@ impl Instance {
         let blk = self.cache.get(buf).blk;
         if self.cache.get(buf).dirty {
             // A newer past image makes an older one useless: keep one per block.
-            let old: Vec<BufId> = self
-                .cache
-                .buffers_of(blk)
-                .filter(|&id| id != buf && self.cache.get(id).state == BufState::Pi)
-                .collect();
-            for id in old {
-                self.cache.remove(id);
-            }
+            self.cache
+                .remove_where(blk, |id, b| id != buf && b.state == BufState::Pi);
         }
         let b = self.cache.get_mut(buf);
         b.leaving = false;
@@ -527,17 +521,9 @@ impl Instance {
 
     /// A write covered our past images of `blk`.
     pub(super) fn discard_pi(&mut self, blk: BlockAddr, scn: crate::types::Scn) {
-        let pis: Vec<BufId> = self
+        let n = self
             .cache
-            .buffers_of(blk)
-            .filter(|&id| {
-                let b = self.cache.get(id);
-                b.state == BufState::Pi && b.image.scn <= scn
-            })
-            .collect();
-        for id in pis {
-            self.cache.remove(id);
-            self.stats.incr(Stat::GcsPastImagesDiscarded);
-        }
+            .remove_where(blk, |_, b| b.state == BufState::Pi && b.image.scn <= scn);
+        self.stats.add(Stat::GcsPastImagesDiscarded, n);
     }
 }
