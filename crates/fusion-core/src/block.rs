@@ -231,7 +231,7 @@ impl Block {
         let mut lo = self.trimmed_scn;
         let mut hi = horizon.max(snapshot);
         let mut private_to = None;
-        let mut invisible: Vec<Xid> = Vec::new();
+        let mut invisible = XidSet::default();
         for e in &self.itl {
             if e.xid == reader {
                 private_to = Some(reader);
@@ -245,11 +245,11 @@ impl Block {
                 TxState::Committed(c) if c <= snapshot => lo = lo.max(c),
                 TxState::Committed(c) => {
                     hi = hi.min(c - 1);
-                    invisible.push(e.xid);
+                    invisible.insert(e.xid);
                 }
                 TxState::Active => {
                     hi = hi.min(snapshot);
-                    invisible.push(e.xid);
+                    invisible.insert(e.xid);
                 }
                 TxState::Unknown => unknown.push(e.xid),
             }
@@ -260,6 +260,7 @@ impl Block {
         if self.trimmed_scn > snapshot {
             return Err(CrError::SnapshotTooOld);
         }
+        invisible.seal();
         let mut image = Block {
             addr: self.addr,
             scn: self.scn,
@@ -270,17 +271,17 @@ impl Block {
         };
         let mut applied = 0;
         // Rows (by slot) and entries (by key) whose newest change is visible.
-        let mut settled_slots: Vec<u16> = Vec::new();
+        let mut settled_slots = SlotSet::default();
         let mut settled_keys: Vec<u64> = Vec::new();
         for rec in self.undo.iter().rev() {
-            let hidden = invisible.contains(&rec.xid);
+            let hidden = invisible.contains(rec.xid);
             match &rec.op {
                 UndoOp::Row { slot, before } => {
-                    if settled_slots.contains(slot) {
+                    if settled_slots.contains(*slot) {
                         continue;
                     }
                     if !hidden {
-                        settled_slots.push(*slot);
+                        settled_slots.insert(*slot);
                         continue;
                     }
                     if let Body::Table { rows } = &mut image.body
@@ -340,13 +341,26 @@ impl Block {
             self.trimmed_scn = self.trimmed_scn.max(c);
         }
         if self.itl.len() > 16 {
-            let undo = &self.undo;
-            let body = &self.body;
+            // Transactions the undo or a lock in the body still refers to,
+            // collected once (not scanned again for every ITL entry).
+            let mut referenced = XidSet::default();
+            for u in &self.undo {
+                referenced.insert(u.xid);
+            }
+            match &self.body {
+                Body::Table { rows } => rows
+                    .iter()
+                    .flatten()
+                    .for_each(|r| referenced.insert(r.lock)),
+                Body::Leaf { entries, .. } => {
+                    entries.iter().for_each(|e| referenced.insert(e.lock))
+                }
+                _ => {}
+            }
+            referenced.seal();
             let mut trimmed = self.trimmed_scn;
             self.itl.retain(|e| {
-                let keep = e.commit.is_none()
-                    || undo.iter().any(|u| u.xid == e.xid)
-                    || body_locks(body, e.xid);
+                let keep = e.commit.is_none() || referenced.contains(e.xid);
                 if !keep {
                     trimmed = trimmed.max(e.commit.unwrap_or(0));
                 }
@@ -492,11 +506,132 @@ impl Block {
     }
 }
 
-fn body_locks(body: &Body, xid: Xid) -> bool {
-    match body {
-        Body::Table { rows } => rows.iter().flatten().any(|r| r.lock == xid),
-        Body::Leaf { entries, .. } => entries.iter().any(|e| e.lock == xid),
-        _ => false,
+/// A set of transaction ids for the per-block loops above: an open-addressing
+/// table on the stack (no allocation, no sorting) for the few dozen an ITL
+/// and its undo hold, spilling to a sorted Vec beyond. Fill it, call
+/// [`XidSet::seal`], then ask [`XidSet::contains`].
+struct XidSet {
+    /// Zero marks an empty slot; `Xid::NONE` itself is `has_none`.
+    table: [u64; XidSet::SLOTS],
+    len: usize,
+    has_none: bool,
+    spill: Option<Vec<u64>>,
+}
+
+impl Default for XidSet {
+    fn default() -> XidSet {
+        XidSet {
+            table: [0; XidSet::SLOTS],
+            len: 0,
+            has_none: false,
+            spill: None,
+        }
+    }
+}
+
+impl XidSet {
+    const SLOTS: usize = 256;
+    /// At most half full, so probes stay short.
+    const MAX: usize = XidSet::SLOTS / 2;
+
+    fn home(x: u64) -> usize {
+        (x.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as usize
+    }
+
+    fn insert(&mut self, x: Xid) {
+        let x = x.0;
+        if x == 0 {
+            self.has_none = true;
+            return;
+        }
+        if let Some(v) = self.spill.as_mut() {
+            v.push(x);
+            return;
+        }
+        if self.len == XidSet::MAX {
+            let mut v: Vec<u64> = self.table.iter().copied().filter(|&t| t != 0).collect();
+            v.push(x);
+            self.spill = Some(v);
+            return;
+        }
+        let mut i = XidSet::home(x);
+        loop {
+            match self.table[i] {
+                0 => {
+                    self.table[i] = x;
+                    self.len += 1;
+                    return;
+                }
+                t if t == x => return,
+                _ => i = (i + 1) % XidSet::SLOTS,
+            }
+        }
+    }
+
+    /// Ready the set for [`XidSet::contains`].
+    fn seal(&mut self) {
+        if let Some(v) = self.spill.as_mut() {
+            v.sort_unstable();
+        }
+    }
+
+    /// Only valid after [`XidSet::seal`].
+    fn contains(&self, x: Xid) -> bool {
+        let x = x.0;
+        if x == 0 {
+            return self.has_none;
+        }
+        if let Some(v) = &self.spill {
+            return v.binary_search(&x).is_ok();
+        }
+        let mut i = XidSet::home(x);
+        loop {
+            match self.table[i] {
+                0 => return false,
+                t if t == x => return true,
+                _ => i = (i + 1) % XidSet::SLOTS,
+            }
+        }
+    }
+}
+
+/// Table slots as a bit set: inline for the first 256, spilling beyond.
+#[derive(Default)]
+struct SlotSet {
+    low: [u64; 4],
+    high: Vec<u64>,
+}
+
+impl SlotSet {
+    fn word(&self, slot: u16) -> Option<&u64> {
+        let w = usize::from(slot / 64);
+        if w < 4 {
+            self.low.get(w)
+        } else {
+            self.high.get(w - 4)
+        }
+    }
+
+    fn contains(&self, slot: u16) -> bool {
+        self.word(slot).is_some_and(|w| w & (1 << (slot % 64)) != 0)
+    }
+
+    fn insert(&mut self, slot: u16) {
+        let w = usize::from(slot / 64);
+        let word = if w < 4 {
+            &mut self.low[w]
+        } else {
+            if self.high.len() <= w - 4 {
+                self.high.resize(w - 3, 0);
+            }
+            &mut self.high[w - 4]
+        };
+        *word |= 1 << (slot % 64);
+    }
+
+    fn clear(&mut self) {
+        self.low = [0; 4];
+        self.high.clear();
     }
 }
 

@@ -1,9 +1,10 @@
 //! The deterministic simulator: every instance of a scenario in one process,
 //! on a virtual clock, with an in-memory interconnect and block store.
 //!
-//! Determinism: one event heap ordered by (time, sequence number), seeded
-//! ChaCha RNGs, no hash-map iteration and no wall clock. The same scenario and
-//! seed give the same result, bit for bit.
+//! Determinism: one event order by (time, sequence number) (kept in a near
+//! and a far heap, see `Sim::peek`), seeded ChaCha RNGs, no hash-map
+//! iteration and no wall clock. The same scenario and seed give the same
+//! result, bit for bit.
 
 pub mod checkers;
 mod net;
@@ -23,6 +24,9 @@ use fusion_report::{InstanceResult, PhaseResult, RunResult, VariantResult};
 use fusion_scenario::{Fault, LoadedScenario, Scenario};
 
 pub use checkers::{CheckReport, Checker};
+
+/// Events further ahead than this when pushed go to the far heap.
+const FAR: Nanos = fusion_core::config::NS_PER_MS;
 use net::Network;
 use store::Store;
 
@@ -64,7 +68,12 @@ enum Ev {
 /// The simulator of one scenario variant.
 pub struct Sim {
     now: Nanos,
+    /// Events, ordered by (time, sequence number), in two heaps: `heap` for
+    /// the near future and `far` for events more than [`FAR`] ahead when
+    /// pushed (timer wake-ups, mostly stale ones), so the busy heap stays
+    /// shallow. The next event is the smaller of the two tops.
     heap: BinaryHeap<Reverse<(Nanos, u64, u32)>>,
+    far: BinaryHeap<Reverse<(Nanos, u64, u32)>>,
     slots: Vec<Option<Ev>>,
     free: Vec<u32>,
     seq: u64,
@@ -110,6 +119,7 @@ impl Sim {
         Sim {
             now: 0,
             heap: BinaryHeap::new(),
+            far: BinaryHeap::new(),
             slots: Vec::new(),
             free: Vec::new(),
             seq: 0,
@@ -135,11 +145,43 @@ impl Sim {
             }
         };
         self.seq += 1;
-        self.heap.push(Reverse((at, self.seq, slot)));
+        let heap = if at > self.now.saturating_add(FAR) {
+            &mut self.far
+        } else {
+            &mut self.heap
+        };
+        heap.push(Reverse((at, self.seq, slot)));
+    }
+
+    /// The next event: (time, sequence number, slot).
+    fn peek(&self) -> Option<(Nanos, u64, u32)> {
+        match (self.heap.peek(), self.far.peek()) {
+            (Some(&Reverse(a)), Some(&Reverse(b))) => Some(a.min(b)),
+            (a, b) => a.or(b).map(|&Reverse(e)| e),
+        }
+    }
+
+    /// Remove the next event (the one [`Sim::peek`] returned).
+    fn pop(&mut self) {
+        let near_first = match (self.heap.peek(), self.far.peek()) {
+            (Some(a), Some(b)) => a >= b, // Reverse: greater is earlier
+            (a, _) => a.is_some(),
+        };
+        if near_first {
+            self.heap.pop();
+        } else {
+            self.far.pop();
+        }
     }
 
     /// Perform what instance `i` asked for, then re-arm its timer.
     fn drain(&mut self, i: usize) {
+        self.perform(i);
+        self.rearm(i, None);
+    }
+
+    /// Perform the actions instance `i` asked for.
+    fn perform(&mut self, i: usize) {
         while let Some(action) = self.instances[i].poll_action() {
             match action {
                 Action::Send(env) => {
@@ -179,12 +221,26 @@ impl Sim {
                 }
             }
         }
-        if let Some(d) = self.instances[i].next_deadline()
-            && self.armed[i].is_none_or(|a| d < a)
-        {
-            self.armed[i] = Some(d);
-            self.push(d, Ev::Wake(i as u8));
+    }
+
+    /// Re-arm instance `i`'s timer. With `direct: Some(until)`, a wake-up that
+    /// would be the very next event popped (strictly before everything in the
+    /// heap, and not past `until`) is returned instead of pushed: the caller
+    /// processes it at once, in exactly the order the heap would have given.
+    fn rearm(&mut self, i: usize, direct: Option<Nanos>) -> Option<Nanos> {
+        let d = self.instances[i].next_deadline()?;
+        if self.armed[i].is_some_and(|a| d >= a) {
+            return None;
         }
+        self.armed[i] = Some(d);
+        if let Some(until) = direct
+            && d <= until
+            && self.peek().is_none_or(|(top, _, _)| d < top)
+        {
+            return Some(d);
+        }
+        self.push(d, Ev::Wake(i as u8));
+        None
     }
 
     /// Process events up to `until`.
@@ -192,15 +248,26 @@ impl Sim {
         for i in 0..self.instances.len() {
             self.drain(i);
         }
-        while let Some(&Reverse((at, _, slot))) = self.heap.peek() {
-            if at > until {
-                break;
-            }
-            self.heap.pop();
-            let Some(ev) = self.slots[slot as usize].take() else {
-                continue;
+        // A wake-up that is due before anything in the heap skips the heap.
+        let mut direct: Option<(Nanos, usize)> = None;
+        loop {
+            let (at, ev) = match direct.take() {
+                Some((at, i)) => (at, Ev::Wake(i as u8)),
+                None => {
+                    let Some((at, _, slot)) = self.peek() else {
+                        break;
+                    };
+                    if at > until {
+                        break;
+                    }
+                    self.pop();
+                    let Some(ev) = self.slots[slot as usize].take() else {
+                        continue;
+                    };
+                    self.free.push(slot);
+                    (at, ev)
+                }
             };
-            self.free.push(slot);
             self.now = at;
             self.events += 1;
             let i = match ev {
@@ -230,7 +297,8 @@ impl Sim {
                     i
                 }
             };
-            self.drain(i);
+            self.perform(i);
+            direct = self.rearm(i, Some(until)).map(|d| (d, i));
             if let Some(c) = self.checker.as_mut() {
                 let history: Vec<Observation> = self
                     .instances

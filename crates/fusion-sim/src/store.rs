@@ -17,8 +17,9 @@ struct Slow {
 
 pub struct Store {
     blocks: Vec<Block>,
-    /// Redo records written, per thread (kept for recovery and checks).
-    redo: Vec<Vec<RedoRecord>>,
+    /// Redo records written, per thread (kept for recovery and checks), as
+    /// the batches LGWR wrote them (kept whole: no copy into one growing Vec).
+    redo: Vec<Vec<Vec<RedoRecord>>>,
     redo_bytes: Vec<u64>,
     model: StorageModel,
     /// The array's next free I/O slot under the IOPS budget.
@@ -53,8 +54,9 @@ impl Store {
         &self.blocks
     }
 
-    pub fn redo_records(&self, inst: usize) -> &[RedoRecord] {
-        self.redo.get(inst).map_or(&[], |v| v.as_slice())
+    /// Every redo record thread `inst` wrote, oldest first.
+    pub fn redo_records(&self, inst: usize) -> impl Iterator<Item = &RedoRecord> {
+        self.redo.get(inst).into_iter().flatten().flatten()
     }
 
     pub fn redo_bytes(&self, inst: usize) -> u64 {
@@ -112,8 +114,10 @@ impl Store {
     ) -> (Nanos, IoResult) {
         let fault = self.redo_fault.get(inst).copied().flatten();
         let took = self.jittered(self.model.log_write_latency, fault);
-        if let Some(r) = self.redo.get_mut(inst) {
-            r.extend(records);
+        if let Some(r) = self.redo.get_mut(inst)
+            && !records.is_empty()
+        {
+            r.push(records);
         }
         if let Some(b) = self.redo_bytes.get_mut(inst) {
             *b += bytes;

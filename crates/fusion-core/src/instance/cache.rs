@@ -32,6 +32,8 @@ pub enum BufState {
 #[derive(Clone, Debug)]
 pub struct Buffer {
     pub blk: BlockAddr,
+    /// Read freely; change it only through [`Cache::set_state`] (it keeps the
+    /// per-block current-buffer index right).
     pub state: BufState,
     pub image: Block,
     pub dirty: bool,
@@ -66,6 +68,9 @@ pub struct Cache {
     slots: Vec<Option<Buffer>>,
     free: Vec<u32>,
     heads: Vec<u32>,
+    /// Per block, its current (xcur or scur) buffer, so finding it does not
+    /// walk the block's chain of CR copies and past images.
+    currents: Vec<u32>,
     lru_head: u32,
     lru_tail: u32,
     used: usize,
@@ -88,6 +93,7 @@ impl Cache {
             slots: Vec::new(),
             free: Vec::new(),
             heads: vec![NIL; total_blocks as usize],
+            currents: vec![NIL; total_blocks as usize],
             lru_head: NIL,
             lru_tail: NIL,
             used: 0,
@@ -127,7 +133,38 @@ impl Cache {
 
     /// The current (xcur or scur) buffer of a block.
     pub fn current(&self, blk: BlockAddr) -> Option<BufId> {
+        let found = match self.currents.get(blk.idx()) {
+            Some(&id) if id != NIL => Some(id),
+            Some(_) => None,
+            // A block outside the layout has no index entry (and no chain).
+            None => self.scan_current(blk),
+        };
+        debug_assert_eq!(found, self.scan_current(blk));
+        found
+    }
+
+    /// The first current buffer on the block's chain (most recently inserted first).
+    fn scan_current(&self, blk: BlockAddr) -> Option<BufId> {
         self.buffers_of(blk).find(|&id| self.get(id).is_current())
+    }
+
+    /// Bring the current-buffer index of `blk` up to date after a change.
+    fn reindex_current(&mut self, blk: BlockAddr) {
+        let found = self.scan_current(blk).unwrap_or(NIL);
+        if let Some(c) = self.currents.get_mut(blk.idx()) {
+            *c = found;
+        }
+    }
+
+    /// Change a buffer's state.
+    pub fn set_state(&mut self, id: BufId, state: BufState) {
+        let b = self.get_mut(id);
+        let was_current = b.is_current();
+        b.state = state;
+        let blk = b.blk;
+        if was_current != b.is_current() {
+            self.reindex_current(blk);
+        }
     }
 
     /// Add a buffer (the caller made room first with [`Cache::victim`]).
@@ -161,6 +198,12 @@ impl Cache {
         if let Some(h) = self.heads.get_mut(blk.idx()) {
             *h = id;
         }
+        if matches!(state, BufState::Xcur | BufState::Scur)
+            && let Some(c) = self.currents.get_mut(blk.idx())
+        {
+            // The newest current buffer is the one the chain finds first.
+            *c = id;
+        }
         self.used += 1;
         self.link_head(id);
         id
@@ -189,6 +232,9 @@ impl Cache {
                 }
                 at = next;
             }
+        }
+        if self.currents.get(buf.blk.idx()) == Some(&id) {
+            self.reindex_current(buf.blk);
         }
         self.free.push(id);
         self.used -= 1;
@@ -235,38 +281,63 @@ impl Cache {
     /// Drop the oldest unpinned CR copies of `blk` beyond [`MAX_CR_PER_BLOCK`] - 1,
     /// making room for one more.
     pub fn limit_cr(&mut self, blk: BlockAddr) {
-        let crs: Vec<BufId> = self
-            .buffers_of(blk)
-            .filter(|&id| matches!(self.get(id).state, BufState::Cr { .. }))
-            .collect();
-        // The chain is newest first: the oldest are at the end.
-        for &id in crs.iter().skip(MAX_CR_PER_BLOCK - 1) {
-            if !self.get(id).pinned() {
-                self.remove(id);
+        // The chain is newest first: the oldest are at the end. Walked in
+        // place (the next link is read before a copy is removed).
+        let mut at = self.heads.get(blk.idx()).copied().unwrap_or(NIL);
+        let mut seen = 0;
+        while at != NIL {
+            let b = self.get(at);
+            let next = b.chain;
+            if matches!(b.state, BufState::Cr { .. }) {
+                if seen >= MAX_CR_PER_BLOCK - 1 && !b.pinned() {
+                    self.remove(at);
+                }
+                seen += 1;
             }
+            at = next;
         }
+    }
+
+    /// Remove the buffers of `blk` that `doomed` picks (walking the chain in
+    /// place, no list first); returns how many went.
+    pub fn remove_where(&mut self, blk: BlockAddr, doomed: impl Fn(BufId, &Buffer) -> bool) -> u64 {
+        let mut at = self.heads.get(blk.idx()).copied().unwrap_or(NIL);
+        let mut removed = 0;
+        while at != NIL {
+            let b = self.get(at);
+            let next = b.chain;
+            if doomed(at, b) {
+                self.remove(at);
+                removed += 1;
+            }
+            at = next;
+        }
+        removed
     }
 
     /// A transaction changed `blk` again: CR copies built for it show its older
     /// changes only, so none may serve it any more. A pinned copy stays for
     /// its reader with an empty range; the others go.
     pub fn forget_private(&mut self, blk: BlockAddr, xid: Xid) {
-        let mine: Vec<BufId> = self
-            .buffers_of(blk)
-            .filter(|&id| {
-                matches!(self.get(id).state, BufState::Cr { private_to: Some(p), .. } if p == xid)
-            })
-            .collect();
-        for id in mine {
-            if self.get(id).pinned() {
-                self.get_mut(id).state = BufState::Cr {
-                    lo: 1,
-                    hi: 0,
-                    private_to: Some(xid),
-                };
-            } else {
-                self.remove(id);
+        let mut at = self.heads.get(blk.idx()).copied().unwrap_or(NIL);
+        while at != NIL {
+            let b = self.get(at);
+            let next = b.chain;
+            if matches!(b.state, BufState::Cr { private_to: Some(p), .. } if p == xid) {
+                if b.pinned() {
+                    self.set_state(
+                        at,
+                        BufState::Cr {
+                            lo: 1,
+                            hi: 0,
+                            private_to: Some(xid),
+                        },
+                    );
+                } else {
+                    self.remove(at);
+                }
             }
+            at = next;
         }
     }
 

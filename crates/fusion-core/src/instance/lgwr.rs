@@ -99,7 +99,9 @@ impl Instance {
 
     /// LGWR got its CPU: write everything buffered.
     pub(super) fn lgwr_step_done(&mut self) {
-        let records = std::mem::take(&mut self.lgwr.buffer);
+        // The next batch is likely about as big: no regrowing from empty.
+        let capacity = self.lgwr.buffer.len();
+        let records = std::mem::replace(&mut self.lgwr.buffer, Vec::with_capacity(capacity));
         let bytes = std::mem::take(&mut self.lgwr.buffered_bytes);
         let upto = self.lgwr.next_rba;
         self.stats.incr(Stat::RedoWrites);

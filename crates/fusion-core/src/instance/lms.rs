@@ -480,20 +480,15 @@ impl Instance {
         let blk = self.cache.get(buf).blk;
         if self.cache.get(buf).dirty {
             // A newer past image makes an older one useless: keep one per block.
-            let old: Vec<BufId> = self
-                .cache
-                .buffers_of(blk)
-                .filter(|&id| id != buf && self.cache.get(id).state == BufState::Pi)
-                .collect();
-            for id in old {
-                self.cache.remove(id);
-            }
+            self.cache
+                .remove_where(blk, |id, b| id != buf && b.state == BufState::Pi);
         }
         let b = self.cache.get_mut(buf);
         b.leaving = false;
         if b.dirty {
-            b.state = BufState::Pi;
-            (b.image.clone(), true)
+            let image = b.image.clone();
+            self.cache.set_state(buf, BufState::Pi);
+            (image, true)
         } else {
             (self.cache.remove(buf).image, false)
         }
@@ -501,17 +496,19 @@ impl Instance {
 
     /// The master asks this instance to drop its shared copy.
     pub(super) fn invalidate_local(&mut self, master: InstId, blk: BlockAddr, req: u64) {
-        if let Some(buf) = self.cache.current(blk) {
-            let b = self.cache.get_mut(buf);
-            if b.state == BufState::Scur {
-                // A reader may still hold it pinned; nobody else may use it
-                // (its valid range was never worked out): an empty range.
-                b.state = BufState::Cr {
+        if let Some(buf) = self.cache.current(blk)
+            && self.cache.get(buf).state == BufState::Scur
+        {
+            // A reader may still hold it pinned; nobody else may use it
+            // (its valid range was never worked out): an empty range.
+            self.cache.set_state(
+                buf,
+                BufState::Cr {
                     lo: 1,
                     hi: 0,
                     private_to: None,
-                };
-            }
+                },
+            );
         }
         if master == self.id {
             let me = self.id;
@@ -524,17 +521,9 @@ impl Instance {
 
     /// A write covered our past images of `blk`.
     pub(super) fn discard_pi(&mut self, blk: BlockAddr, scn: crate::types::Scn) {
-        let pis: Vec<BufId> = self
+        let n = self
             .cache
-            .buffers_of(blk)
-            .filter(|&id| {
-                let b = self.cache.get(id);
-                b.state == BufState::Pi && b.image.scn <= scn
-            })
-            .collect();
-        for id in pis {
-            self.cache.remove(id);
-            self.stats.incr(Stat::GcsPastImagesDiscarded);
-        }
+            .remove_where(blk, |_, b| b.state == BufState::Pi && b.image.scn <= scn);
+        self.stats.add(Stat::GcsPastImagesDiscarded, n);
     }
 }

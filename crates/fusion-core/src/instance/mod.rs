@@ -696,45 +696,17 @@ impl Instance {
 
     /// What this instance knows about a transaction right now.
     fn tx_state(&self, xid: Xid) -> crate::block::TxState {
-        use crate::block::TxState;
-        if xid.inst() == self.id {
-            match self.txns.commit.get(xid.seq() as usize) {
-                Some(&s) if s > 0 => TxState::Committed(s),
-                _ => TxState::Active,
-            }
-        } else {
-            match self.remote_commits.get(&xid) {
-                Some(&s) => TxState::Committed(s),
-                None => TxState::Unknown,
-            }
-        }
+        tx_state_in(self.id, &self.txns, &self.remote_commits, xid)
     }
 
     /// Delayed block cleanout of a buffer with what this instance knows.
     fn clean_out_buffer(&mut self, buf: cache::BufId) {
-        let known: Vec<(Xid, Scn)> = self
-            .cache
-            .get(buf)
+        // Disjoint borrows: the buffer changes, the transaction tables are read.
+        let (id, txns, remote) = (self.id, &self.txns, &self.remote_commits);
+        self.cache
+            .get_mut(buf)
             .image
-            .itl
-            .iter()
-            .filter(|e| e.commit.is_none())
-            .filter_map(|e| match self.tx_state(e.xid) {
-                crate::block::TxState::Committed(scn) => Some((e.xid, scn)),
-                _ => None,
-            })
-            .collect();
-        if !known.is_empty() {
-            let lookup = |x: Xid| {
-                known
-                    .iter()
-                    .find(|k| k.0 == x)
-                    .map_or(crate::block::TxState::Unknown, |k| {
-                        crate::block::TxState::Committed(k.1)
-                    })
-            };
-            self.cache.get_mut(buf).image.clean_out_known(&lookup);
-        }
+            .clean_out_known(&|x| tx_state_in(id, txns, remote, x));
     }
 
     fn new_xid(&mut self) -> Xid {
@@ -787,6 +759,28 @@ impl Instance {
         {
             let off = HOG_PERIOD * Nanos::from(100 - self.hog_load) / 100;
             self.arm(off.max(1), Timer::HogWake(h, self.hog_epoch));
+        }
+    }
+}
+
+/// What instance `id` knows about a transaction, from its own transaction
+/// table and the commits of other instances it has learned.
+fn tx_state_in(
+    id: InstId,
+    txns: &TxTable,
+    remote_commits: &FxHashMap<Xid, Scn>,
+    xid: Xid,
+) -> crate::block::TxState {
+    use crate::block::TxState;
+    if xid.inst() == id {
+        match txns.commit.get(xid.seq() as usize) {
+            Some(&s) if s > 0 => TxState::Committed(s),
+            _ => TxState::Active,
+        }
+    } else {
+        match remote_commits.get(&xid) {
+            Some(&s) => TxState::Committed(s),
+            None => TxState::Unknown,
         }
     }
 }

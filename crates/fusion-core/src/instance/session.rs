@@ -1100,7 +1100,7 @@ impl Instance {
             GrantKind::Upgrade => {
                 self.inflight.remove(&blk);
                 match self.cache.current(blk) {
-                    Some(id) => self.cache.get_mut(id).state = BufState::Xcur,
+                    Some(id) => self.cache.set_state(id, BufState::Xcur),
                     None => self.errors.push(format!(
                         "{}: upgrade granted for {blk} but no S copy here",
                         self.id
