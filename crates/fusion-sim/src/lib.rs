@@ -12,14 +12,11 @@ mod store;
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::sync::Arc;
 
 use fusion_core::config::Nanos;
-use fusion_core::instance::{Command, Instance, InstanceConfig, Observation};
-use fusion_core::layout::Layout;
+use fusion_core::instance::{Command, Instance, Observation};
 use fusion_core::msg::{Action, Envelope, Io, IoResult};
 use fusion_core::stats::{Stat, Stats};
-use fusion_core::types::InstId;
 use fusion_report::{InstanceResult, PhaseResult, RunResult, VariantResult};
 use fusion_scenario::{Fault, LoadedScenario, Scenario};
 
@@ -90,32 +87,13 @@ impl Sim {
     pub fn new(s: &Scenario, opts: &SimOptions) -> Sim {
         let seed = opts.seed.unwrap_or(s.seed);
         let n = s.instances.len() as u8;
-        let contiguous = s
-            .instances
-            .first()
-            .map_or(128, |p| p.lm_contiguous_res_count);
-        let catalog = Arc::new(s.catalog.clone());
-        let layout = Arc::new(Layout::new(&catalog, n, contiguous));
-        let workloads = Arc::new(s.workloads.clone());
+        let layout = s.layout();
         let instances = s
-            .instances
-            .iter()
-            .enumerate()
-            .map(|(i, p)| {
-                Instance::new(InstanceConfig {
-                    id: InstId(i as u8),
-                    instances: n,
-                    params: p.clone(),
-                    costs: s.costs.clone(),
-                    catalog: catalog.clone(),
-                    layout: layout.clone(),
-                    workloads: workloads.clone(),
-                    seed,
-                    record_history: opts.check,
-                })
-            })
+            .instance_configs(&layout, seed, opts.check)
+            .into_iter()
+            .map(Instance::new)
             .collect();
-        let block_size = s.instances.first().map_or(8192, |p| p.db_block_size);
+        let block_size = s.block_size();
         Sim {
             now: 0,
             heap: BinaryHeap::new(),
@@ -327,22 +305,13 @@ impl Sim {
         }
     }
 
+    /// The interconnect and store faults of a phase (replacing the previous
+    /// phase's). CPU stress is an instance command (`Phase::commands_for`).
     fn set_faults(&mut self, faults: &[Fault]) {
         self.net.clear_faults();
         self.store.clear_faults();
-        let n = self.instances.len();
-        let mut stress = vec![(0u32, 100u32); n];
         for f in faults {
             match f {
-                Fault::StressCpu {
-                    instance,
-                    workers,
-                    load_pct,
-                } => {
-                    if let Some(s) = stress.get_mut(usize::from(*instance).saturating_sub(1)) {
-                        *s = (*workers, *load_pct);
-                    }
-                }
                 Fault::DiskLatency {
                     instance,
                     device,
@@ -360,16 +329,8 @@ impl Sim {
                     jitter,
                 } => self.net.add_latency(target, *latency, *jitter),
                 Fault::Bandwidth { target, rate_bps } => self.net.set_bandwidth(target, *rate_bps),
+                Fault::StressCpu { .. } => {}
             }
-        }
-        for (i, (workers, load)) in stress.into_iter().enumerate() {
-            self.command(
-                i,
-                Command::StressCpu {
-                    workers,
-                    load_pct: load,
-                },
-            );
         }
     }
 
@@ -379,6 +340,13 @@ impl Sim {
     pub fn quiesce(&mut self) {
         self.set_faults(&[]);
         for i in 0..self.instances.len() {
+            self.command(
+                i,
+                Command::StressCpu {
+                    workers: 0,
+                    load_pct: 100,
+                },
+            );
             self.command(i, Command::EnableWorkloads(Some(Vec::new())));
         }
         let limit = self.now + 60 * fusion_core::config::NS_PER_S;
@@ -411,18 +379,12 @@ pub fn run_variant(name: &str, s: &Scenario, opts: &SimOptions) -> SimOutcome {
     let mut sim = Sim::new(s, opts);
     let mut phases = Vec::new();
     for phase in &s.phases {
-        for (inst, pname, value) in &phase.parameters {
-            sim.command(
-                usize::from(*inst).saturating_sub(1),
-                Command::SetParameter {
-                    name: pname.clone(),
-                    value: value.clone(),
-                },
-            );
-        }
+        // The same start of phase as the live runtime's.
         sim.set_faults(&phase.faults);
         for i in 0..sim.instances.len() {
-            sim.command(i, Command::EnableWorkloads(phase.workloads.clone()));
+            for cmd in phase.commands_for(i) {
+                sim.command(i, cmd);
+            }
         }
         let start = sim.now();
         let before: Vec<Stats> = sim.instances.iter().map(Instance::stats).collect();
