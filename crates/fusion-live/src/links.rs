@@ -212,6 +212,7 @@ async fn try_connect(
 #[derive(Clone)]
 pub struct Wiring {
     pub host: HostSender,
+    pub clock: Clock,
     pub codec: Codec,
     /// Messages received, per peer.
     pub received: Arc<Vec<AtomicU64>>,
@@ -283,7 +284,8 @@ impl Interconnect for InterconnectService {
                             if let Some(c) = wiring.received.get(from.idx()) {
                                 c.fetch_add(1, Ordering::Relaxed);
                             }
-                            if wiring.host.send(Input::Envelope(env)).is_err() {
+                            let arrived = wiring.clock.now();
+                            if wiring.host.send(Input::Envelope(env, arrived)).is_err() {
                                 return; // the host was replaced or stopped
                             }
                             continue;

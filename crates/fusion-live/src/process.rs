@@ -223,6 +223,7 @@ impl AdminService {
         if let Ok(mut w) = self.0.wiring.lock() {
             *w = Some(Wiring {
                 host: host_tx.clone(),
+                clock,
                 codec,
                 received: received.clone(),
             });
@@ -405,6 +406,7 @@ impl Admin for AdminService {
         out.errors = s.errors;
         out.links = links;
         out.io_in_flight = s.io_in_flight as u64;
+        out.progress = s.progress;
         Ok(Response::new(out))
     }
 

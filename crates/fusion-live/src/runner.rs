@@ -29,6 +29,10 @@ use crate::store_client::Store;
 
 /// How often a running phase looks at every instance.
 const WATCH_EVERY: Duration = Duration::from_millis(250);
+/// Longest a running cluster may go without any progress (no logical read,
+/// commit or message anywhere) while sessions are active before the run is
+/// declared hung.
+const STALL_LIMIT: Duration = Duration::from_secs(20);
 /// Longest the end-of-run quiesce may take.
 const QUIESCE_LIMIT: Duration = Duration::from_secs(60);
 
@@ -255,13 +259,41 @@ async fn run_variant(name: &str, s: &Scenario, r: &LiveRun<'_>) -> Result<LiveOu
             .then(|| phase_bar(name, &phase.name, phase.duration));
         let start = tokio::time::Instant::now();
         let end = start + Duration::from_nanos(phase.duration);
+        let mut last_progress = (0u64, tokio::time::Instant::now());
         while tokio::time::Instant::now() < end {
             let left = end - tokio::time::Instant::now();
             tokio::time::sleep(left.min(WATCH_EVERY)).await;
             if let Some(b) = &bar {
                 b.set_position(start.elapsed().as_millis() as u64);
             }
-            if let Err(e) = watch(&admins).await {
+            let watched = watch(&admins).await.and_then(|st| {
+                let progress: u64 = st.iter().map(|s| s.progress).sum();
+                let active = st.iter().any(|s| s.active_sessions > 0);
+                if progress != last_progress.0 || !active {
+                    last_progress = (progress, tokio::time::Instant::now());
+                    return Ok(());
+                }
+                if last_progress.1.elapsed() < STALL_LIMIT {
+                    return Ok(());
+                }
+                let waits: Vec<String> = st
+                    .iter()
+                    .map(|s| {
+                        let w: Vec<String> = s
+                            .waits
+                            .iter()
+                            .map(|w| format!("{} ({} sessions)", w.event, w.sessions))
+                            .collect();
+                        format!("in flight on inst{}: {}", s.instance + 1, w.join(", "))
+                    })
+                    .collect();
+                Err(format!(
+                    "no progress anywhere for {} s while sessions are active (hung):\n{}",
+                    STALL_LIMIT.as_secs(),
+                    waits.join("\n")
+                ))
+            });
+            if let Err(e) = watched {
                 if let Some(b) = &bar {
                     b.abandon();
                 }

@@ -10,8 +10,11 @@ use fusionlab::{Failure, exit};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let mut out = io::stdout().lock();
-    let mut err = io::stderr().lock();
+    // Unlocked handles: long-running commands (`instance`, `store`) have
+    // other threads that may print (a panic message); holding the lock here
+    // for the whole run would block them forever.
+    let mut out = io::stdout();
+    let mut err = io::stderr();
     let result = dispatch(cli, &mut out, &mut err);
     let code = match result {
         Ok(code) => code,
