@@ -116,6 +116,14 @@ impl Admin {
             .map_err(self.fail("images"))
     }
 
+    pub async fn transfers(&self, reset: bool) -> Result<pb::TransfersResponse, String> {
+        let mut c = self.client.clone();
+        c.transfers(self.req(pb::TransfersRequest { reset }, Duration::from_secs(10)))
+            .await
+            .map(|r| r.into_inner())
+            .map_err(self.fail("transfers"))
+    }
+
     pub async fn shutdown(&self) -> Result<(), String> {
         let mut c = self.client.clone();
         c.shutdown(self.req(pb::Empty {}, Duration::from_secs(3)))

@@ -45,6 +45,8 @@ pub enum Query {
     Stats(tokio::sync::oneshot::Sender<(Stats, Nanos)>),
     Status(tokio::sync::oneshot::Sender<HostStatus>),
     History(tokio::sync::oneshot::Sender<Vec<Observation>>),
+    /// Transfer round trips (cr, current), optionally reset after reading.
+    Transfers(bool, tokio::sync::oneshot::Sender<[TransferStats; 2]>),
     Images(tokio::sync::oneshot::Sender<Vec<Block>>),
 }
 
@@ -60,6 +62,93 @@ pub struct HostStatus {
     pub errors: Vec<String>,
     pub io_in_flight: usize,
     pub progress: u64,
+}
+
+/// Percentiles of one kind of transfer round trip, in microseconds.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TransferStats {
+    pub count: u64,
+    pub p50_us: u64,
+    pub p90_us: u64,
+    pub p99_us: u64,
+    pub max_us: u64,
+    pub mean_us: f64,
+}
+
+/// Round trips of this instance's block requests, timed at the process
+/// boundary (request handed to the interconnect, block back from it). The
+/// model times the same requests inside (`gc cr block receive time`); this
+/// is what the live runtime's own plumbing adds, for `bench --live`.
+struct TransferClock {
+    /// Request id -> (sent at, current?).
+    pending: std::collections::HashMap<u64, (Nanos, bool)>,
+    hist: [hdrhistogram::Histogram<u64>; 2],
+}
+
+impl TransferClock {
+    fn new() -> TransferClock {
+        let h = || {
+            // 1 us .. 60 s, 3 significant digits.
+            hdrhistogram::Histogram::new_with_bounds(1, 60_000_000, 3)
+                .expect("constant histogram bounds are valid")
+        };
+        TransferClock {
+            pending: std::collections::HashMap::new(),
+            hist: [h(), h()],
+        }
+    }
+
+    fn sent(&mut self, me: InstId, env: &Envelope, now: Nanos) {
+        use fusion_core::msg::{Msg, ReqKind};
+        let req = match &env.msg {
+            Msg::Request(r) => r,
+            Msg::Forward { req, .. } => req,
+            _ => return,
+        };
+        if req.requester == me {
+            let current = matches!(req.kind, ReqKind::Current { .. });
+            self.pending.entry(req.id).or_insert((now, current));
+        }
+    }
+
+    fn arrived(&mut self, me: InstId, env: &Envelope, at: Nanos) {
+        use fusion_core::msg::Msg;
+        let (req, shipped) = match &env.msg {
+            Msg::Ship { req, .. } => (req, true),
+            // A grant ends the request without a block: not a transfer.
+            Msg::Grant { req, .. } => (req, false),
+            _ => return,
+        };
+        if req.requester != me {
+            return;
+        }
+        if let Some((sent, current)) = self.pending.remove(&req.id)
+            && shipped
+        {
+            let us = (at.saturating_sub(sent) / 1_000).max(1);
+            let _ = self.hist[usize::from(current)].record(us);
+        }
+    }
+
+    fn read(&mut self, reset: bool) -> [TransferStats; 2] {
+        let out = [0, 1].map(|k| {
+            let h = &self.hist[k];
+            TransferStats {
+                count: h.len(),
+                p50_us: h.value_at_quantile(0.50),
+                p90_us: h.value_at_quantile(0.90),
+                p99_us: h.value_at_quantile(0.99),
+                max_us: h.max(),
+                mean_us: h.mean(),
+            }
+        });
+        if reset {
+            for h in &mut self.hist {
+                h.reset();
+            }
+        }
+        out
+    }
 }
 
 /// Where the host sends what the instance asks for.
@@ -80,6 +169,7 @@ struct Host<O: Outputs> {
     problems: Vec<String>,
     dropped_problems: usize,
     io_in_flight: usize,
+    transfers: TransferClock,
 }
 
 /// Start the host thread for `inst`.
@@ -100,6 +190,7 @@ pub fn spawn<O: Outputs>(
         problems: Vec::new(),
         dropped_problems: 0,
         io_in_flight: 0,
+        transfers: TransferClock::new(),
     };
     host.drain();
     std::thread::Builder::new().name(name).spawn(move || {
@@ -139,6 +230,7 @@ impl<O: Outputs> Host<O> {
                     // receiving host's, not the interconnect's. Shifting the
                     // send time by it keeps it out of the wire share of the
                     // latency decomposition (it stays in the receive time).
+                    self.transfers.arrived(self.inst.id, &env, arrived);
                     env.sent_at = env
                         .sent_at
                         .saturating_add(now.saturating_sub(arrived))
@@ -204,6 +296,9 @@ impl<O: Outputs> Host<O> {
             Query::History(reply) => {
                 let _ = reply.send(self.inst.take_history());
             }
+            Query::Transfers(reset, reply) => {
+                let _ = reply.send(self.transfers.read(reset));
+            }
             Query::Images(reply) => {
                 let images = self
                     .inst
@@ -227,7 +322,10 @@ impl<O: Outputs> Host<O> {
     fn drain(&mut self) {
         while let Some(a) = self.inst.poll_action() {
             match a {
-                fusion_core::msg::Action::Send(env) => self.out.send(env),
+                fusion_core::msg::Action::Send(env) => {
+                    self.transfers.sent(self.inst.id, &env, self.clock.now());
+                    self.out.send(env)
+                }
                 fusion_core::msg::Action::Io { id, io } => {
                     self.io_in_flight += 1;
                     self.out.io(id, io);

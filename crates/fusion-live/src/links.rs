@@ -5,8 +5,8 @@
 //! Interconnect faults of a phase (extra latency, jitter, a bandwidth cap) are
 //! applied here, on the sending side, to the real messages.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use fusion_core::config::Nanos;
@@ -46,8 +46,100 @@ pub struct LinkState {
 /// A link's controls, held by the admin service (faults, `status`).
 pub struct LinkHandle {
     pub fault: Arc<Mutex<LinkFault>>,
+    /// A fault is set: every message goes through the delaying writer.
+    pub faulted: Arc<AtomicBool>,
     pub state: Arc<LinkState>,
     pub address: String,
+}
+
+impl LinkHandle {
+    pub fn set_fault(&self, f: LinkFault) {
+        if let Ok(mut g) = self.fault.lock() {
+            *g = f;
+        }
+        self.faulted
+            .store(f != LinkFault::default(), Ordering::Release);
+    }
+}
+
+/// The host's end of a link. A healthy, unfaulted link takes the host
+/// thread's frames straight onto the gRPC stream (one thread hop less per
+/// message); while a fault delays messages, or before the stream is up,
+/// they queue for the writer task, and the direct path waits until that
+/// queue is empty, so messages never overtake each other.
+#[derive(Clone)]
+pub struct LinkSender {
+    codec: Codec,
+    direct: Arc<OnceLock<mpsc::Sender<Frame>>>,
+    delayed: mpsc::UnboundedSender<Envelope>,
+    /// Envelopes given to the writer and not yet on the stream.
+    queued: Arc<AtomicUsize>,
+    faulted: Arc<AtomicBool>,
+    state: Arc<LinkState>,
+}
+
+/// The writer's end of a link, until [`open`] connects it.
+pub struct LinkReceiver {
+    direct: Arc<OnceLock<mpsc::Sender<Frame>>>,
+    delayed: mpsc::UnboundedReceiver<Envelope>,
+    queued: Arc<AtomicUsize>,
+    faulted: Arc<AtomicBool>,
+    state: Arc<LinkState>,
+}
+
+/// A link's two ends, before it is connected.
+pub fn channel(codec: Codec) -> (LinkSender, LinkReceiver) {
+    let direct = Arc::new(OnceLock::new());
+    let (tx, rx) = mpsc::unbounded_channel();
+    let queued = Arc::new(AtomicUsize::new(0));
+    let faulted = Arc::new(AtomicBool::new(false));
+    let state = Arc::new(LinkState::default());
+    (
+        LinkSender {
+            codec,
+            direct: direct.clone(),
+            delayed: tx,
+            queued: queued.clone(),
+            faulted: faulted.clone(),
+            state: state.clone(),
+        },
+        LinkReceiver {
+            direct,
+            delayed: rx,
+            queued,
+            faulted,
+            state,
+        },
+    )
+}
+
+impl LinkSender {
+    /// Send (or queue) one message; false when the link is gone.
+    pub fn send(&self, env: Envelope) -> bool {
+        if self.queued.load(Ordering::Acquire) == 0
+            && !self.faulted.load(Ordering::Acquire)
+            && let Some(frames) = self.direct.get()
+        {
+            let frame = Frame {
+                kind: Some(frame::Kind::Envelope(self.codec.encode_envelope(&env))),
+            };
+            match frames.try_send(frame) {
+                Ok(()) => {
+                    self.state.sent.fetch_add(1, Ordering::Relaxed);
+                    return true;
+                }
+                // The stream is backed up: queue behind it instead of blocking the host.
+                Err(mpsc::error::TrySendError::Full(_)) => {}
+                Err(mpsc::error::TrySendError::Closed(_)) => return false,
+            }
+        }
+        self.queued.fetch_add(1, Ordering::AcqRel);
+        if self.delayed.send(env).is_err() {
+            self.queued.fetch_sub(1, Ordering::AcqRel);
+            return false;
+        }
+        true
+    }
 }
 
 /// Who a link joins and how it talks.
@@ -66,13 +158,20 @@ pub struct LinkSpec {
 /// How long a link keeps trying to reach a peer that is not up or not loaded yet.
 pub const CONNECT_PATIENCE: Duration = Duration::from_secs(15);
 
-/// Open the link `me -> peer` and start its writer, which sends what arrives
-/// on `rx` (messages queued before the stream is up wait for it, in order).
+/// Connect the link `me -> peer` and start its writer, which sends what the
+/// host queued (before the stream was up, or while a fault delays it).
 pub async fn open(
     spec: LinkSpec,
-    mut rx: mpsc::UnboundedReceiver<Envelope>,
+    rx: LinkReceiver,
     host: HostSender,
 ) -> Result<LinkHandle, String> {
+    let LinkReceiver {
+        direct,
+        delayed: mut rx,
+        queued,
+        faulted,
+        state,
+    } = rx;
     let LinkSpec {
         me,
         peer,
@@ -83,9 +182,9 @@ pub async fn open(
         seed,
     } = spec;
     let fault = Arc::new(Mutex::new(LinkFault::default()));
-    let state = Arc::new(LinkState::default());
     let (frames, mut responses) = connect(me, peer, &address, &token).await?;
     state.up.store(true, Ordering::Relaxed);
+    let _ = direct.set(frames.clone());
 
     // Writer: delay by the phase's fault, keep order, encode, send.
     let (w_fault, w_state, w_host, w_addr) =
@@ -116,7 +215,9 @@ pub async fn open(
             let frame = Frame {
                 kind: Some(frame::Kind::Envelope(codec.encode_envelope(&env))),
             };
-            if frames.send(frame).await.is_err() {
+            let lost = frames.send(frame).await.is_err();
+            queued.fetch_sub(1, Ordering::AcqRel);
+            if lost {
                 w_state.up.store(false, Ordering::Relaxed);
                 let _ = w_host.send(Input::Problem(format!(
                     "{me}: interconnect to {peer} ({w_addr}) lost after {} messages; \
@@ -148,6 +249,7 @@ pub async fn open(
     });
     Ok(LinkHandle {
         fault,
+        faulted,
         state,
         address,
     })

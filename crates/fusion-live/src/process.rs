@@ -13,7 +13,7 @@ use fusion_scenario::{Fault, Scenario};
 use fusion_wire::Codec;
 use fusion_wire::pb::interconnect_server::InterconnectServer;
 use tokio::net::TcpListener;
-use tokio::sync::{Notify, mpsc, oneshot};
+use tokio::sync::{Notify, oneshot};
 use tokio_stream::wrappers::TcpListenerStream;
 use tonic::{Request, Response, Status};
 
@@ -110,7 +110,7 @@ async fn stop_host(mut l: Loaded) {
 /// The host's way out: links, the store, problems back to itself.
 struct LiveOutputs {
     me: InstId,
-    links: Vec<Option<mpsc::UnboundedSender<Envelope>>>,
+    links: Vec<Option<links::LinkSender>>,
     store: Store,
     host: HostSender,
     rt: tokio::runtime::Handle,
@@ -123,7 +123,7 @@ impl host::Outputs for LiveOutputs {
             .links
             .get(to.idx())
             .and_then(Option::as_ref)
-            .is_some_and(|tx| tx.send(env).is_ok());
+            .is_some_and(|tx| tx.send(env));
         if !sent {
             let _ = self.host.send(Input::Problem(format!(
                 "{}: no interconnect to {to}: a message was dropped",
@@ -205,7 +205,7 @@ impl AdminService {
                 senders.push(None);
                 receivers.push(None);
             } else {
-                let (tx, rx) = mpsc::unbounded_channel();
+                let (tx, rx) = links::channel(codec);
                 senders.push(Some(tx));
                 receivers.push(Some(rx));
             }
@@ -295,9 +295,7 @@ impl AdminService {
                     _ => {}
                 }
             }
-            if let Ok(mut g) = link.fault.lock() {
-                *g = f;
-            }
+            link.set_fault(f);
         }
     }
 }
@@ -431,6 +429,28 @@ impl Admin for AdminService {
         Ok(Response::new(pb::ImagesResponse {
             blocks: images.iter().map(|b| codec.encode_block(b)).collect(),
         }))
+    }
+
+    async fn transfers(
+        &self,
+        req: Request<pb::TransfersRequest>,
+    ) -> Result<Response<pb::TransfersResponse>, Status> {
+        let reset = req.into_inner().reset;
+        let t = self.ask(|tx| Query::Transfers(reset, tx)).await?;
+        let kinds = ["cr", "current"]
+            .iter()
+            .zip(t)
+            .map(|(k, s)| pb::TransferLatency {
+                kind: k.to_string(),
+                count: s.count,
+                p50_us: s.p50_us,
+                p90_us: s.p90_us,
+                p99_us: s.p99_us,
+                max_us: s.max_us,
+                mean_us: s.mean_us,
+            })
+            .collect();
+        Ok(Response::new(pb::TransfersResponse { kinds }))
     }
 
     async fn shutdown(&self, _: Request<pb::Empty>) -> Result<Response<pb::Empty>, Status> {

@@ -47,6 +47,9 @@ pub enum Command {
     Store(StoreCmd),
     /// Serve one instance (a process of a live cluster; the token comes from FUSIONLAB_TOKEN).
     Instance(InstanceCmd),
+    /// The raw TCP side of `bench --live` (an 8 KB echo server).
+    #[command(hide = true)]
+    BenchEcho(BenchEchoCmd),
 }
 
 #[derive(Args)]
@@ -108,9 +111,21 @@ pub struct InstanceCmd {
 
 #[derive(Args)]
 pub struct BenchCmd {
-    /// Simulated seconds of the transfer-heavy benchmark.
+    /// Simulated seconds of the transfer-heavy benchmark (with --live: wall seconds per measurement).
     #[arg(long, default_value_t = 2.0)]
     pub seconds: f64,
+    /// Measure the live runtime instead: a 2-way CR transfer between two
+    /// instance processes against a raw TCP ping-pong, at 1 and 32 requesters.
+    #[arg(long)]
+    pub live: bool,
+}
+
+#[derive(Args)]
+pub struct BenchEchoCmd {
+    #[arg(long, default_value = "127.0.0.1:0")]
+    pub listen: String,
+    #[arg(long, value_name = "FILE")]
+    pub addr_file: Option<std::path::PathBuf>,
 }
 
 #[derive(Args, Default)]
@@ -201,8 +216,10 @@ pub fn dispatch(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::R
         }
         Command::Validate(v) => commands::validate(&v.scenario, &v.sets, out, err),
         Command::List => commands::list(out, err),
+        Command::Bench(b) if b.live => crate::live_bench::bench_live(b.seconds, out, err),
         Command::Bench(b) => {
             crate::bench::bench(&crate::bench::BenchArgs { seconds: b.seconds }, out, err)
         }
+        Command::BenchEcho(e) => crate::live_bench::echo(&e.listen, e.addr_file.as_deref()),
     }
 }

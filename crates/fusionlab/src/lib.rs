@@ -13,6 +13,7 @@ pub mod cli;
 pub mod commands;
 pub mod figures;
 pub mod live;
+pub mod live_bench;
 pub mod shipped;
 pub mod tour;
 

@@ -87,7 +87,7 @@ fn three_instances_keep_data_correct_and_agree_on_transfers() {
 
     // The report has every phase and instance, with cluster traffic.
     let v = &result.variants[0];
-    assert_eq!(v.phases.len(), 2);
+    assert_eq!(v.phases.len(), 3);
     for p in &v.phases {
         assert_eq!(p.instances.len(), 3);
         assert!(
@@ -108,6 +108,26 @@ fn three_instances_keep_data_correct_and_agree_on_transfers() {
             "inst{id} received no current block"
         );
     }
+    // Delay on instance 1's links (2 ms each way, applied by the senders to
+    // the real messages) shows as wire time on both sides of those links.
+    let slow_link = v.phase("slow-link-inst1").expect("phase");
+    let wire_ms = |p: &fusion_report::PhaseResult, id: u8| {
+        let s = &p.instance(id).expect("instance").stats;
+        s.get(Stat::DecompCrWire) as f64 / 1e6 / s.get(Stat::GcCrBlocksReceived).max(1) as f64
+    };
+    for id in [1u8, 2] {
+        assert!(
+            wire_ms(slow_link, id) > 1.5,
+            "inst{id} cr wire {:.3} ms with 2 ms added on inst1's links",
+            wire_ms(slow_link, id)
+        );
+    }
+    assert!(
+        wire_ms(&v.phases[0], 1) < 1.0,
+        "inst1 cr wire {:.3} ms without a fault",
+        wire_ms(&v.phases[0], 1)
+    );
+
     // The slow redo of instance 3 shows as its flush time, not the others'.
     let slow = v.phase("slow-redo-inst3").expect("phase");
     let flush = |id: u8| {
@@ -309,7 +329,7 @@ fn run_live_from_the_command_line_prints_the_json_contract() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
     assert_eq!(v["scenario"], "live-hot-rows");
     let phases = v["phases"].as_array().expect("phases");
-    assert_eq!(phases.len(), 2);
+    assert_eq!(phases.len(), 3);
     let inst = &phases[0]["instances"][0];
     assert!(inst["sysstat"]["gc cr blocks received"].as_u64().is_some());
     assert!(
