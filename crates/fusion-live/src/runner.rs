@@ -125,6 +125,53 @@ async fn snapshot(admins: &[Admin]) -> Result<Vec<(Stats, u64)>, String> {
         .collect()
 }
 
+/// Notices a hung cluster: sessions active, yet no instance has done any
+/// work (logical reads, commits, messages) for `limit`.
+struct StallWatch {
+    limit: Duration,
+    progress: u64,
+    since: std::time::Instant,
+}
+
+impl StallWatch {
+    fn new(limit: Duration) -> StallWatch {
+        StallWatch {
+            limit,
+            progress: 0,
+            since: std::time::Instant::now(),
+        }
+    }
+
+    fn check(&mut self, st: &[pb::StatusResponse], now: std::time::Instant) -> Result<(), String> {
+        let progress: u64 = st.iter().map(|s| s.progress).sum();
+        let active = st.iter().any(|s| s.active_sessions > 0);
+        if progress != self.progress || !active {
+            self.progress = progress;
+            self.since = now;
+            return Ok(());
+        }
+        if now.duration_since(self.since) < self.limit {
+            return Ok(());
+        }
+        let waits: Vec<String> = st
+            .iter()
+            .map(|s| {
+                let w: Vec<String> = s
+                    .waits
+                    .iter()
+                    .map(|w| format!("{} ({} sessions)", w.event, w.sessions))
+                    .collect();
+                format!("in flight on inst{}: {}", s.instance + 1, w.join(", "))
+            })
+            .collect();
+        Err(format!(
+            "no progress anywhere for {} s while sessions are active (hung):\n{}",
+            self.limit.as_secs(),
+            waits.join("\n")
+        ))
+    }
+}
+
 /// Look at every instance once: a dead one or one with problems stops the
 /// run, with what the others were waiting on (what was in flight).
 async fn watch(admins: &[Admin]) -> Result<Vec<pb::StatusResponse>, String> {
@@ -259,40 +306,16 @@ async fn run_variant(name: &str, s: &Scenario, r: &LiveRun<'_>) -> Result<LiveOu
             .then(|| phase_bar(name, &phase.name, phase.duration));
         let start = tokio::time::Instant::now();
         let end = start + Duration::from_nanos(phase.duration);
-        let mut last_progress = (0u64, tokio::time::Instant::now());
+        let mut stall = StallWatch::new(STALL_LIMIT);
         while tokio::time::Instant::now() < end {
             let left = end - tokio::time::Instant::now();
             tokio::time::sleep(left.min(WATCH_EVERY)).await;
             if let Some(b) = &bar {
                 b.set_position(start.elapsed().as_millis() as u64);
             }
-            let watched = watch(&admins).await.and_then(|st| {
-                let progress: u64 = st.iter().map(|s| s.progress).sum();
-                let active = st.iter().any(|s| s.active_sessions > 0);
-                if progress != last_progress.0 || !active {
-                    last_progress = (progress, tokio::time::Instant::now());
-                    return Ok(());
-                }
-                if last_progress.1.elapsed() < STALL_LIMIT {
-                    return Ok(());
-                }
-                let waits: Vec<String> = st
-                    .iter()
-                    .map(|s| {
-                        let w: Vec<String> = s
-                            .waits
-                            .iter()
-                            .map(|w| format!("{} ({} sessions)", w.event, w.sessions))
-                            .collect();
-                        format!("in flight on inst{}: {}", s.instance + 1, w.join(", "))
-                    })
-                    .collect();
-                Err(format!(
-                    "no progress anywhere for {} s while sessions are active (hung):\n{}",
-                    STALL_LIMIT.as_secs(),
-                    waits.join("\n")
-                ))
-            });
+            let watched = watch(&admins)
+                .await
+                .and_then(|st| stall.check(&st, std::time::Instant::now()));
             if let Err(e) = watched {
                 if let Some(b) = &bar {
                     b.abandon();
@@ -405,4 +428,61 @@ fn phase_bar(variant: &str, phase: &str, duration_ns: u64) -> ProgressBar {
     }
     b.set_prefix(format!("{variant}: {phase}"));
     b
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(inst: u32, progress: u64, active: u32) -> pb::StatusResponse {
+        pb::StatusResponse {
+            instance: inst,
+            progress,
+            active_sessions: active,
+            waits: vec![pb::WaitNow {
+                event: "gc cr request".into(),
+                sessions: active,
+            }],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_cluster_without_progress_is_hung_only_after_the_limit() {
+        let t0 = std::time::Instant::now();
+        let mut w = StallWatch::new(Duration::from_secs(20));
+        let st = [status(0, 100, 4), status(1, 50, 4)];
+        assert!(w.check(&st, t0).is_ok());
+        assert!(w.check(&st, t0 + Duration::from_secs(19)).is_ok());
+        let e = w.check(&st, t0 + Duration::from_secs(21)).unwrap_err();
+        assert!(
+            e.contains("hung") && e.contains("inst2: gc cr request (4 sessions)"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn progress_or_idle_sessions_reset_the_watch() {
+        let t0 = std::time::Instant::now();
+        let mut w = StallWatch::new(Duration::from_secs(20));
+        assert!(w.check(&[status(0, 100, 4)], t0).is_ok());
+        // Work happened: the clock starts again.
+        assert!(
+            w.check(&[status(0, 101, 4)], t0 + Duration::from_secs(15))
+                .is_ok()
+        );
+        assert!(
+            w.check(&[status(0, 101, 4)], t0 + Duration::from_secs(30))
+                .is_ok()
+        );
+        // Nobody active (think time, a disabled workload): never hung.
+        assert!(
+            w.check(&[status(0, 101, 0)], t0 + Duration::from_secs(60))
+                .is_ok()
+        );
+        assert!(
+            w.check(&[status(0, 101, 0)], t0 + Duration::from_secs(120))
+                .is_ok()
+        );
+    }
 }
