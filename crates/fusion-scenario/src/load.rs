@@ -1073,7 +1073,7 @@ impl<'a> Checker<'a> {
         let storage = top("storage").map(|c| self.storage(c)).unwrap_or_default();
         let catalog = self.catalog(top("table"), top("index"));
         let workloads = top("workload")
-            .map(|w| self.workloads(w, n, &catalog))
+            .map(|w| self.workloads(w, n, &catalog, &costs))
             .unwrap_or_default();
         let phases = match top("phase") {
             Some(p) => self.phases(p, n, &workloads),
@@ -1476,7 +1476,13 @@ impl<'a> Checker<'a> {
         cat
     }
 
-    fn workloads(&mut self, node: &Node, n: Option<u8>, cat: &Catalog) -> Vec<WorkloadSpec> {
+    fn workloads(
+        &mut self,
+        node: &Node,
+        n: Option<u8>,
+        cat: &Catalog,
+        costs: &Costs,
+    ) -> Vec<WorkloadSpec> {
         let mut out = Vec::new();
         let mut seen = Vec::new();
         for (item, path) in self.tables(node, &KeyPath::root().key("workload"), "workload") {
@@ -1495,6 +1501,18 @@ impl<'a> Checker<'a> {
                 .req(&tv, "sessions_per_instance")
                 .and_then(|v| self.u32_in(v, &tv.at("sessions_per_instance"), 1, u32::MAX));
             let think_time = self.opt_duration(&tv, "think_time_ms", NS_PER_MS, false, 0);
+            // A session that neither thinks nor pays for its calls and block
+            // visits would run forever at one instant: the simulator would
+            // never reach the end of the phase, a live instance would spin.
+            if think_time == 0 && costs.execute == 0 && costs.consistent_get == 0 {
+                let at = tv.get("think_time_ms").unwrap_or(item);
+                self.err(
+                    at,
+                    &tv.at("think_time_ms"),
+                    "sessions would run without time passing: with think_time_ms = 0, \
+                     give costs.execute_us or costs.consistent_get_us a value above 0",
+                );
+            }
             let iterations = tv
                 .get("iterations")
                 .and_then(|v| self.int(v, &tv.at("iterations"), 1, i64::MAX))

@@ -1232,3 +1232,23 @@ fn line_of_col(text: &str, needle: &str) -> usize {
     let start = text[..at].rfind('\n').map_or(0, |i| i + 1);
     text[start..at].chars().count() + 1
 }
+
+#[test]
+fn sessions_that_never_let_time_pass_are_refused() {
+    // No think time and free calls and visits: the workload's sessions would
+    // loop at one instant (the simulator would never finish the phase).
+    let text = MIN.replace(
+        "sessions_per_instance = 2\n",
+        "sessions_per_instance = 2\nthink_time_ms = 0\n",
+    ) + "\n[costs]\nexecute_us = 0\nconsistent_get_us = 0\n";
+    let msg = err(&text, &[]);
+    let line = line_of(&text, "think_time_ms = 0", 0);
+    assert!(
+        msg.contains(&format!("t.toml:{line}:")) && msg.contains("workload[0].think_time_ms"),
+        "{msg}"
+    );
+    assert!(msg.contains("without time passing"), "{msg}");
+    // Either a think time or a cost lets time pass.
+    ok(&text, &["workload.w.think_time_ms=1"]);
+    ok(&text, &["costs.consistent_get_us=1"]);
+}
