@@ -116,7 +116,13 @@ pub fn instance(
         .into());
     }
     let token = token_from_env()?;
-    let rt = runtime()?;
+    // One thread for the network and the admin service: the HTTP/2 tasks of
+    // a message then hand it to each other without waking another thread
+    // (the host thread runs the instance beside it).
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
     rt.block_on(async {
         let ic = bind(interconnect, "interconnect").await?;
         let ad = bind(admin, "admin").await?;
