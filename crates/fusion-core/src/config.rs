@@ -265,11 +265,38 @@ pub struct IndexDef {
     pub free_blocks_per_instance: u32,
 }
 
+/// A sequence (`create sequence ... cache n | nocache, order | noorder`).
+/// Its dictionary row lives in SEQ$, a real block (see `Layout::seq_block`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SequenceDef {
+    pub name: String,
+    /// Values an instance takes per SEQ$ update; 0 is NOCACHE.
+    pub cache: u32,
+    /// One order across the cluster (through the SV enqueue when cached).
+    pub order: bool,
+    pub start: i64,
+    pub increment: i64,
+}
+
+impl SequenceDef {
+    /// Values one SEQ$ update allocates.
+    pub fn batch(&self) -> u64 {
+        u64::from(self.cache.max(1))
+    }
+
+    /// The value of the `n`-th allocation (1-based) of this sequence.
+    pub fn value(&self, n: u64) -> i64 {
+        self.start
+            .saturating_add((n.saturating_sub(1) as i64).saturating_mul(self.increment))
+    }
+}
+
 /// The schema every instance shares (the data dictionary).
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct Catalog {
     pub tables: Vec<TableDef>,
     pub indexes: Vec<IndexDef>,
+    pub sequences: Vec<SequenceDef>,
 }
 
 /// How a step chooses its keys.
@@ -321,6 +348,17 @@ pub enum Step {
     Insert {
         table: usize,
         rows: u32,
+    },
+    /// `select seq.nextval from dual`, `rows` times.
+    NextVal {
+        sequence: usize,
+        rows: u32,
+    },
+    /// `insert ... values (seq.nextval, ...)`: `rows` rows keyed by the sequence.
+    InsertSeq {
+        table: usize,
+        rows: u32,
+        sequence: usize,
     },
     Commit,
     /// The session idles (user think time).

@@ -42,6 +42,11 @@ pub struct Layout {
     pub indexes: Vec<IndexLayout>,
     pub total_blocks: u32,
     pub contiguous: u32,
+    /// SEQ$, the dictionary block holding one row per sequence (key: the
+    /// sequence's position + 1, value: values allocated so far). Placed after
+    /// every segment so schemas without sequences keep their addresses.
+    pub seq_block: Option<BlockAddr>,
+    pub sequences: usize,
 }
 
 impl Layout {
@@ -87,12 +92,19 @@ impl Layout {
                 height,
             });
         }
+        let sequences = catalog.sequences.len();
+        let seq_block = (sequences > 0).then(|| {
+            next += 1;
+            BlockAddr(next - 1)
+        });
         Layout {
             instances,
             tables,
             indexes,
             total_blocks: next,
             contiguous: contiguous.max(1),
+            seq_block,
+            sequences,
         }
     }
 
@@ -102,6 +114,17 @@ impl Layout {
         let bucket = u64::from(blk.0 / self.contiguous);
         let h = bucket.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29) ^ 0x5851_F42D_4C95_7F2D;
         let h = h.wrapping_mul(0xD6E8_FEB8_6659_FD93);
+        InstId(((h >> 32) % u64::from(self.instances.max(1))) as u8)
+    }
+
+    /// The master of a global enqueue resource: a fixed hash of its name, so
+    /// every instance computes the same (resources spread like blocks).
+    pub fn ges_master(&self, res: crate::msg::ResName) -> InstId {
+        let key = (res.kind as u64) << 32 | u64::from(res.id);
+        let h = key
+            .wrapping_add(0x2545_F491_4F6C_DD1D)
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let h = (h ^ (h >> 31)).wrapping_mul(0xD6E8_FEB8_6659_FD93);
         InstId(((h >> 32) % u64::from(self.instances.max(1))) as u8)
     }
 
@@ -153,6 +176,18 @@ impl Layout {
                 let a = blk.addr.idx();
                 out[a] = blk;
             }
+        }
+        if let Some(b) = self.seq_block {
+            let rows = (1..=self.sequences as u64)
+                .map(|key| {
+                    Some(Row {
+                        key,
+                        val: 0,
+                        lock: Xid::NONE,
+                    })
+                })
+                .collect();
+            out[b.idx()].body = Body::Table { rows };
         }
         out
     }
@@ -266,6 +301,7 @@ mod tests {
 
     fn catalog() -> Catalog {
         Catalog {
+            sequences: Vec::new(),
             tables: vec![table("t", 1000, 10)],
             indexes: vec![IndexDef {
                 name: "t_pk".into(),

@@ -11,6 +11,7 @@ const NS_PER_MS: f64 = 1_000_000.0;
 /// Lines of AWR's "Global Cache and Enqueue Services - Workload Characteristics".
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AwrLine {
+    EnqueueGetMs,
     CrReceiveMs,
     CurrentReceiveMs,
     CrBuildMs,
@@ -25,6 +26,7 @@ pub enum AwrLine {
 
 impl AwrLine {
     pub const ALL: &'static [AwrLine] = &[
+        AwrLine::EnqueueGetMs,
         AwrLine::CrReceiveMs,
         AwrLine::CurrentReceiveMs,
         AwrLine::CrBuildMs,
@@ -40,6 +42,7 @@ impl AwrLine {
     /// The label exactly as the AWR report prints it.
     pub fn label(self) -> &'static str {
         match self {
+            AwrLine::EnqueueGetMs => "Avg global enqueue get time (ms)",
             AwrLine::CrReceiveMs => "Avg global cache cr block receive time (ms)",
             AwrLine::CurrentReceiveMs => "Avg global cache current block receive time (ms)",
             AwrLine::CrBuildMs => "Avg global cache cr block build time (ms)",
@@ -60,6 +63,10 @@ impl AwrLine {
         let ms = |t: Stat, n: Stat| ratio(s.get(t) as f64 / NS_PER_MS, s.get(n));
         let pct = |a: Stat, n: Stat| ratio(100.0 * s.get(a) as f64, s.get(n));
         match self {
+            AwrLine::EnqueueGetMs => ratio(
+                s.get(GlobalEnqueueGetTime) as f64 / NS_PER_MS,
+                s.get(GlobalEnqueueGetsSync) + s.get(GlobalEnqueueGetsAsync),
+            ),
             AwrLine::CrReceiveMs => ms(GcCrBlockReceiveTime, GcCrBlocksReceived),
             AwrLine::CurrentReceiveMs => ms(GcCurrentBlockReceiveTime, GcCurrentBlocksReceived),
             AwrLine::CrBuildMs => ms(GcCrBlockBuildTime, GcCrBlocksServed),

@@ -80,6 +80,68 @@ pub enum TxReport {
     Committed(Scn),
 }
 
+/// What a global enqueue protects (a resource of the global enqueue
+/// service, GES, as opposed to a block of the global cache service).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum EnqKind {
+    /// A dictionary (row) cache entry: here the `dc_sequences` row of a sequence.
+    RowCache,
+    /// `SQ`: serializes refills of a sequence's instance cache.
+    Sq,
+    /// `SV`: an ORDER sequence's cluster-wide cached range (in the lock value block).
+    Sv,
+}
+
+/// A global enqueue resource: its kind and an id (the sequence number here).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ResName {
+    pub kind: EnqKind,
+    pub id: u32,
+}
+
+/// Lock modes of a global enqueue, weakest first (Oracle's NL, SS, SX, S, SSX, X).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum LockMode {
+    Nl,
+    Ss,
+    Sx,
+    S,
+    Ssx,
+    X,
+}
+
+impl LockMode {
+    /// Whether two holders may hold these modes at the same time (the DLM matrix).
+    pub fn compatible(self, other: LockMode) -> bool {
+        use LockMode::*;
+        match (self, other) {
+            (Nl, _) | (_, Nl) => true,
+            (Ss, X) | (X, Ss) => false,
+            (Ss, _) | (_, Ss) => true,
+            (Sx, Sx) => true,
+            (S, S) => true,
+            _ => false,
+        }
+    }
+
+    /// Whether holding `self` is enough for a user that needs `need`.
+    pub fn covers(self, need: LockMode) -> bool {
+        use LockMode::*;
+        matches!(
+            (self, need),
+            (_, Nl) | (X, _) | (Ssx, Ss | Sx | S | Ssx) | (S, Ss | S) | (Sx, Ss | Sx) | (Ss, Ss)
+        )
+    }
+}
+
+/// The lock value block of a resource: a sequence range `(lo, hi]` in
+/// allocation counts (SV), carried by grants and down-conversions.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Lvb {
+    pub lo: u64,
+    pub hi: u64,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum Msg {
     /// Requester to master.
@@ -155,6 +217,30 @@ pub enum Msg {
         xid: Xid,
         token: u64,
     },
+    /// Requester to a resource's master: convert my lock on `res` to `mode`.
+    EnqConvert {
+        res: ResName,
+        mode: LockMode,
+        token: u64,
+    },
+    /// Master to requester: you now hold `mode`; `lvb` is the resource's value block.
+    EnqGrant {
+        res: ResName,
+        mode: LockMode,
+        token: u64,
+        lvb: Lvb,
+    },
+    /// Master to a holder (a blocking AST): someone waits for `mode`; down-convert when free.
+    EnqBast {
+        res: ResName,
+        mode: LockMode,
+    },
+    /// Holder to master: I now hold `mode`; a value block if I held it in X.
+    EnqDown {
+        res: ResName,
+        mode: LockMode,
+        lvb: Option<Lvb>,
+    },
 }
 
 impl Msg {
@@ -171,6 +257,17 @@ impl Msg {
         !matches!(
             self,
             Msg::TxQuery { .. } | Msg::TxStatus { .. } | Msg::TxWait { .. }
+        ) && !self.is_ges()
+    }
+
+    /// Global enqueue service (GES) message.
+    pub fn is_ges(&self) -> bool {
+        matches!(
+            self,
+            Msg::EnqConvert { .. }
+                | Msg::EnqGrant { .. }
+                | Msg::EnqBast { .. }
+                | Msg::EnqDown { .. }
         )
     }
 }

@@ -122,6 +122,19 @@ name_enum! {
         LmsCpuWaitTime => "fusionlab lms cpu wait time",
         LgwrCpuWaitTime => "fusionlab lgwr cpu wait time",
         ForegroundCpuWaitTime => "fusionlab foreground cpu wait time",
+        // Global enqueue service (GES).
+        GlobalEnqueueGetsSync => "global enqueue gets sync",
+        GlobalEnqueueGetsAsync => "global enqueue gets async",
+        GlobalEnqueueGetTime => "global enqueue get time",
+        GlobalEnqueueReleases => "global enqueue releases",
+        GesMessagesSent => "ges messages sent",
+        // Sequences (`v$rowcache` dc_sequences and the emulator's own counts).
+        RowCacheGets => "fusionlab dc_sequences gets",
+        RowCacheGetMisses => "fusionlab dc_sequences getmisses",
+        SeqValuesHandedOut => "fusionlab sequence values handed out",
+        SeqValuesAllocated => "fusionlab sequence values allocated",
+        SeqValuesOutOfOrder => "fusionlab sequence values out of order",
+        SeqValuesDuplicated => "fusionlab sequence values duplicated",
     }
 }
 
@@ -158,7 +171,8 @@ impl Stat {
             | DecompCurWire
             | LmsCpuWaitTime
             | LgwrCpuWaitTime
-            | ForegroundCpuWaitTime => Unit::Time,
+            | ForegroundCpuWaitTime
+            | GlobalEnqueueGetTime => Unit::Time,
             _ => Unit::Count,
         }
     }
@@ -222,6 +236,9 @@ name_enum! {
         BufferBusyWaits => "buffer busy waits",
         FreeBufferWaits => "free buffer waits",
         EnqTxRowLockContention => "enq: TX - row lock contention",
+        RowCacheLock => "row cache lock",
+        DfsLockHandle => "DFS lock handle",
+        EnqSqContention => "enq: SQ - contention",
     }
 }
 
@@ -235,7 +252,9 @@ impl Wait {
             BufferBusyWaits => WaitClass::Concurrency,
             FreeBufferWaits => WaitClass::Configuration,
             EnqTxRowLockContention => WaitClass::Application,
-            GcsLogFlushSync => WaitClass::Other,
+            RowCacheLock => WaitClass::Concurrency,
+            EnqSqContention => WaitClass::Configuration,
+            GcsLogFlushSync | DfsLockHandle => WaitClass::Other,
             _ => WaitClass::Cluster,
         }
     }

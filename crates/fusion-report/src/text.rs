@@ -180,8 +180,9 @@ pub fn workload_characteristics(s: &Stats) -> String {
         .map(|l| l.label().len())
         .max()
         .unwrap_or(0);
+    // The enqueue line stands alone, then the cache lines in pairs.
     for (n, line) in AwrLine::ALL.iter().enumerate() {
-        if n > 0 && n % 2 == 0 {
+        if n == 1 || (n > 1 && n % 2 == 1) {
             out.blank();
         }
         let value = line
@@ -579,6 +580,8 @@ mod tests {
         let expected = "\
 Global Cache and Enqueue Services - Workload Characteristics
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+
+                    Avg global enqueue get time (ms):
 
          Avg global cache cr block receive time (ms):     10.4
     Avg global cache current block receive time (ms):      3.2

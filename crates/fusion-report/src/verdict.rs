@@ -199,6 +199,7 @@ fn nothing_because(metric: Metric) -> String {
     let kind = |k: BlockKind| k.name();
     match metric {
         Metric::Awr(line) => match line {
+            AwrLine::EnqueueGetMs => "no global enqueue gets".into(),
             AwrLine::CrReceiveMs => "no gc cr blocks received".into(),
             AwrLine::CurrentReceiveMs => "no gc current blocks received".into(),
             AwrLine::CrBuildMs | AwrLine::CrSendMs | AwrLine::CrFlushPct => {

@@ -5,7 +5,7 @@ use std::rc::Rc;
 
 use fusion_core::config::{
     Access, Catalog, Costs, IndexDef, KeyDist, KeySpec, NS_PER_MS, NS_PER_S, NS_PER_US, Nanos,
-    ParamValue, Params, Step, TableDef, TxnTemplate, WorkloadSpec,
+    ParamValue, Params, SequenceDef, Step, TableDef, TxnTemplate, WorkloadSpec,
 };
 use fusion_core::metrics::Metric;
 
@@ -178,6 +178,7 @@ const ROOT_KEYS: &[&str] = &[
     "storage",
     "table",
     "index",
+    "sequence",
     "workload",
     "phase",
     "variant",
@@ -194,6 +195,7 @@ const VARIANT_SETTABLE: &[&str] = &[
     "storage",
     "table",
     "index",
+    "sequence",
     "workload",
     "phase",
     "scenario.seed",
@@ -236,6 +238,7 @@ const INDEX_KEYS: &[&str] = &[
     "entries_per_branch",
     "free_blocks_per_instance",
 ];
+const SEQUENCE_KEYS: &[&str] = &["name", "cache", "order", "start", "increment"];
 const WORKLOAD_KEYS: &[&str] = &[
     "name",
     "instances",
@@ -245,7 +248,7 @@ const WORKLOAD_KEYS: &[&str] = &[
     "transaction",
 ];
 const TXN_KEYS: &[&str] = &["name", "weight", "steps"];
-const OPS: &[&str] = &["read", "update", "insert", "commit", "think"];
+const OPS: &[&str] = &["read", "update", "insert", "nextval", "commit", "think"];
 const PHASE_KEYS: &[&str] = &["name", "duration_s", "workloads", "parameters", "fault"];
 const FAULT_KINDS: &[&str] = &["stress_cpu", "disk_latency", "latency", "bandwidth"];
 const VARIANT_KEYS: &[&str] = &["name", "description", "set"];
@@ -1071,7 +1074,10 @@ impl<'a> Checker<'a> {
         let costs = top("costs").map(|c| self.costs(c)).unwrap_or_default();
         let network = top("network").map(|c| self.network(c)).unwrap_or_default();
         let storage = top("storage").map(|c| self.storage(c)).unwrap_or_default();
-        let catalog = self.catalog(top("table"), top("index"));
+        let mut catalog = self.catalog(top("table"), top("index"));
+        if let Some(node) = top("sequence") {
+            catalog.sequences = self.sequences(node);
+        }
         let workloads = top("workload")
             .map(|w| self.workloads(w, n, &catalog, &costs))
             .unwrap_or_default();
@@ -1476,6 +1482,74 @@ impl<'a> Checker<'a> {
         cat
     }
 
+    /// `[[sequence]]`: `cache` is an integer >= 2 or "nocache" (default 20, as
+    /// Oracle's), `order` a boolean (default false), `start` and `increment`
+    /// positive integers (default 1): values key inserted rows.
+    fn sequences(&mut self, node: &Node) -> Vec<SequenceDef> {
+        let mut out = Vec::new();
+        let mut seen = Vec::new();
+        for (item, path) in self.tables(node, &KeyPath::root().key("sequence"), "sequence") {
+            let Some(tv) = self.table(item, &path, SEQUENCE_KEYS) else {
+                continue;
+            };
+            let name = self.req(&tv, "name").and_then(|n| {
+                let name = self.name(n, &tv.at("name"))?;
+                self.unique(&mut seen, &name, n, &tv.at("name"), "sequence");
+                Some(name)
+            });
+            let cache = match tv.get("cache") {
+                None => 20,
+                Some(n) => match &n.val {
+                    Val::Str(s) if s.eq_ignore_ascii_case("nocache") => 0,
+                    Val::Int(_) => self
+                        .u32_in(n, &tv.at("cache"), 2, 1_000_000_000)
+                        .unwrap_or(20),
+                    _ => {
+                        self.err(
+                            n,
+                            &tv.at("cache"),
+                            format!(
+                                "expected an integer in 2..=1000000000 or \"nocache\", found {}",
+                                n.describe()
+                            ),
+                        );
+                        20
+                    }
+                },
+            };
+            let order = match tv.get("order") {
+                None => false,
+                Some(n) => match n.val {
+                    Val::Bool(b) => b,
+                    _ => {
+                        self.err(
+                            n,
+                            &tv.at("order"),
+                            format!("expected true or false, found {}", n.describe()),
+                        );
+                        false
+                    }
+                },
+            };
+            let start = tv
+                .get("start")
+                .and_then(|n| self.int(n, &tv.at("start"), 1, i64::from(u32::MAX)))
+                .unwrap_or(1);
+            let increment = tv
+                .get("increment")
+                .and_then(|n| self.int(n, &tv.at("increment"), 1, 1_000_000))
+                .unwrap_or(1);
+            out.push(SequenceDef {
+                name: name.unwrap_or_default(),
+                cache,
+                order,
+                start,
+                increment,
+            });
+        }
+        out
+    }
+
     fn workloads(
         &mut self,
         node: &Node,
@@ -1620,6 +1694,24 @@ impl<'a> Checker<'a> {
         })
     }
 
+    /// A sequence named by a step.
+    fn sequence_ref(&mut self, node: &Node, path: &KeyPath, cat: &Catalog) -> Option<usize> {
+        let name = self.string(node, path)?;
+        let pos = cat.sequences.iter().position(|s| s.name == name);
+        if pos.is_none() {
+            let names: Vec<String> = cat.sequences.iter().map(|s| s.name.clone()).collect();
+            self.err(
+                node,
+                path,
+                format!(
+                    "unknown sequence `{name}` (sequences: {})",
+                    names_list(&names)
+                ),
+            );
+        }
+        pos
+    }
+
     fn step(&mut self, node: &Node, path: &KeyPath, cat: &Catalog) -> Option<Step> {
         let t = node.as_table()?;
         let Some(op_entry) = t.get("op") else {
@@ -1633,7 +1725,8 @@ impl<'a> Checker<'a> {
         let op = self.string(&op_entry.node, &path.key("op"))?;
         let allowed: &[&str] = match op.as_str() {
             "read" | "update" => &["op", "table", "via", "keys", "rows"],
-            "insert" => &["op", "table", "rows"],
+            "insert" => &["op", "table", "rows", "key"],
+            "nextval" => &["op", "sequence", "rows"],
             "commit" => &["op"],
             "think" => &["op", "ms"],
             _ => {
@@ -1662,6 +1755,11 @@ impl<'a> Checker<'a> {
             _ => {}
         }
         let rows = self.opt_u32(&tv, "rows", 1, u32::MAX, 1);
+        if op == "nextval" {
+            let n = self.req(&tv, "sequence")?;
+            let sequence = self.sequence_ref(n, &tv.at("sequence"), cat)?;
+            return Some(Step::NextVal { sequence, rows });
+        }
         let table_node = self.req(&tv, "table")?;
         let table_name = self.string(table_node, &tv.at("table"))?;
         let Some(table) = cat.tables.iter().position(|t| t.name == table_name) else {
@@ -1677,7 +1775,19 @@ impl<'a> Checker<'a> {
             return None;
         };
         if op == "insert" {
-            return Some(Step::Insert { table, rows });
+            // `key = { sequence = "s" }`: the new rows are keyed by `s.nextval`.
+            let Some(key) = tv.get("key") else {
+                return Some(Step::Insert { table, rows });
+            };
+            let kp = tv.at("key");
+            let kt = self.table(key, &kp, &["sequence"])?;
+            let n = self.req(&kt, "sequence")?;
+            let sequence = self.sequence_ref(n, &kt.at("sequence"), cat)?;
+            return Some(Step::InsertSeq {
+                table,
+                rows,
+                sequence,
+            });
         }
         let via_node = self.req(&tv, "via")?;
         let via = self.string(via_node, &tv.at("via"))?;

@@ -1252,3 +1252,100 @@ fn sessions_that_never_let_time_pass_are_refused() {
     ok(&text, &["workload.w.think_time_ms=1"]);
     ok(&text, &["costs.consistent_get_us=1"]);
 }
+
+const SEQ: &str = r#"
+[[sequence]]
+name = "s"
+cache = "nocache"
+start = 10
+
+[[sequence]]
+name = "o"
+cache = 1000
+order = true
+"#;
+
+fn with_sequences(steps: &str) -> String {
+    MIN.replace(
+        "steps = [{ op = \"read\", table = \"t\", via = \"t_pk\" }, { op = \"commit\" }]",
+        steps,
+    ) + SEQ
+}
+
+#[test]
+fn sequences_and_their_steps_load() {
+    let text = with_sequences(
+        "steps = [{ op = \"nextval\", sequence = \"o\", rows = 2 }, { op = \"insert\", table = \"t\", key = { sequence = \"s\" } }]",
+    );
+    let s = ok(&text, &[]);
+    let s = &s.variants[0].scenario;
+    let seqs = &s.catalog.sequences;
+    assert_eq!(seqs.len(), 2);
+    assert_eq!(
+        (seqs[0].cache, seqs[0].order, seqs[0].start),
+        (0, false, 10)
+    );
+    assert_eq!(
+        (seqs[1].cache, seqs[1].order, seqs[1].increment),
+        (1000, true, 1)
+    );
+    let steps = &s.workloads[0].transactions[0].steps;
+    assert_eq!(
+        steps[0],
+        Step::NextVal {
+            sequence: 1,
+            rows: 2
+        }
+    );
+    assert_eq!(
+        steps[1],
+        Step::InsertSeq {
+            table: 0,
+            rows: 1,
+            sequence: 0
+        }
+    );
+    // A variant or --set may change a sequence.
+    let s = ok(&text, &["sequence.s.cache=20"]);
+    assert_eq!(s.variants[0].scenario.catalog.sequences[0].cache, 20);
+}
+
+#[test]
+fn bad_sequences_point_at_the_key() {
+    let text = with_sequences("steps = [{ op = \"nextval\", sequence = \"nope\" }]");
+    let msg = err(&text, &[]);
+    let line = line_of(&text, "sequence = \"nope\"", 0);
+    let col = text
+        .lines()
+        .nth(line - 1)
+        .unwrap()
+        .find("\"nope\"")
+        .unwrap()
+        + 1;
+    assert_one(
+        &msg,
+        line,
+        col,
+        "workload[0].transaction[0].steps[0].sequence",
+        "unknown sequence `nope` (sequences: s, o)",
+    );
+    let text = with_sequences("steps = [{ op = \"commit\" }]").replace("cache = 1000", "cache = 1");
+    let msg = err(&text, &[]);
+    assert_one(
+        &msg,
+        line_of(&text, "cache = 1", 0),
+        9,
+        "sequence[1].cache",
+        "expected an integer in 2..=",
+    );
+    let text =
+        with_sequences("steps = [{ op = \"commit\" }]").replace("order = true", "order = \"yes\"");
+    let msg = err(&text, &[]);
+    assert_one(
+        &msg,
+        line_of(&text, "order = ", 0),
+        9,
+        "sequence[1].order",
+        "expected true or false",
+    );
+}

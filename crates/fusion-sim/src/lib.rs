@@ -81,6 +81,8 @@ pub struct Sim {
     events: u64,
     checker: Option<Checker>,
     block_size: u32,
+    /// Sequence values in the order instances handed them out: (time, instance, sequence, value).
+    nextvals: Option<Vec<(Nanos, usize, u32, i64)>>,
 }
 
 impl Sim {
@@ -108,6 +110,7 @@ impl Sim {
             events: 0,
             checker: opts.check.then(|| Checker::new(layout.clone())),
             block_size,
+            nextvals: None,
         }
     }
 
@@ -276,6 +279,11 @@ impl Sim {
                 }
             };
             self.perform(i);
+            if let Some(log) = self.nextvals.as_mut() {
+                for (seq, v) in self.instances[i].take_nextvals() {
+                    log.push((at, i, seq, v));
+                }
+            }
             direct = self.rearm(i, Some(until)).map(|d| (d, i));
             if let Some(c) = self.checker.as_mut() {
                 let history: Vec<Observation> = self
@@ -291,6 +299,20 @@ impl Sim {
 
     pub fn now(&self) -> Nanos {
         self.now
+    }
+
+    /// Keep every sequence value handed out, in the cluster's event order
+    /// (for property tests: uniqueness, order, gaps).
+    pub fn log_nextvals(&mut self) {
+        for x in &mut self.instances {
+            x.log_nextvals(true);
+        }
+        self.nextvals = Some(Vec::new());
+    }
+
+    /// The values logged so far: (time, instance 0-based, sequence, value).
+    pub fn nextvals(&self) -> &[(Nanos, usize, u32, i64)] {
+        self.nextvals.as_deref().unwrap_or(&[])
     }
 
     pub fn instances(&self) -> &[Instance] {

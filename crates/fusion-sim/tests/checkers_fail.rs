@@ -38,6 +38,7 @@ const ROWS_PER_BLOCK: u32 = 10;
 
 fn catalog() -> Catalog {
     Catalog {
+        sequences: Vec::new(),
         tables: vec![TableDef {
             name: "t".into(),
             rows: ROWS,

@@ -94,6 +94,7 @@ fn scenario(instances: u8, seed: u64) -> Scenario {
         },
         storage: StorageModel::default(),
         catalog: Catalog {
+            sequences: Vec::new(),
             tables: vec![TableDef {
                 name: "t".into(),
                 rows: 3_000,

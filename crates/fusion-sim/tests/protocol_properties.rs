@@ -113,6 +113,7 @@ fn scenario(c: &Config) -> Scenario {
         ..Params::default()
     };
     let catalog = Catalog {
+        sequences: Vec::new(),
         tables: vec![TableDef {
             name: "t".into(),
             rows: c.rows,

@@ -20,6 +20,7 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 
 fn layout() -> Layout {
     let catalog = Catalog {
+        sequences: Vec::new(),
         tables: vec![table("t", 2000, 50)],
         indexes: vec![IndexDef {
             name: "t_pk".into(),

@@ -4,7 +4,8 @@
 
 use fusion_core::block::{Block, Body};
 use fusion_core::msg::{
-    Envelope, GrantKind, Mode, Msg, RedoRecord, ReqKind, Request, ShipKind, Timing, TxReport,
+    EnqKind, Envelope, GrantKind, LockMode, Lvb, Mode, Msg, RedoRecord, ReqKind, Request, ResName,
+    ShipKind, Timing, TxReport,
 };
 use fusion_core::types::{BlockAddr, InstId, Xid};
 use thiserror::Error;
@@ -308,6 +309,31 @@ impl Codec {
                 xid: xid.0,
                 token: *token,
             }),
+            Msg::EnqConvert { res, mode, token } => K::EnqConvert(pb::EnqConvert {
+                res: Some(res_pb(*res)),
+                mode: lock_mode_pb(*mode) as i32,
+                token: *token,
+            }),
+            Msg::EnqGrant {
+                res,
+                mode,
+                token,
+                lvb,
+            } => K::EnqGrant(pb::EnqGrant {
+                res: Some(res_pb(*res)),
+                mode: lock_mode_pb(*mode) as i32,
+                token: *token,
+                lvb: Some(lvb_pb(*lvb)),
+            }),
+            Msg::EnqBast { res, mode } => K::EnqBast(pb::EnqBast {
+                res: Some(res_pb(*res)),
+                mode: lock_mode_pb(*mode) as i32,
+            }),
+            Msg::EnqDown { res, mode, lvb } => K::EnqDown(pb::EnqDown {
+                res: Some(res_pb(*res)),
+                mode: lock_mode_pb(*mode) as i32,
+                lvb: lvb.map(lvb_pb),
+            }),
         };
         pb::Msg { kind: Some(kind) }
     }
@@ -395,6 +421,26 @@ impl Codec {
                 xid: l.xid("TxWait.xid", w.xid)?,
                 token: w.token,
             },
+            K::EnqConvert(c) => Msg::EnqConvert {
+                res: res_core("EnqConvert.res", c.res)?,
+                mode: lock_mode_core("EnqConvert.mode", c.mode)?,
+                token: c.token,
+            },
+            K::EnqGrant(g) => Msg::EnqGrant {
+                res: res_core("EnqGrant.res", g.res)?,
+                mode: lock_mode_core("EnqGrant.mode", g.mode)?,
+                token: g.token,
+                lvb: lvb_core(g.lvb.ok_or(missing("EnqGrant.lvb"))?),
+            },
+            K::EnqBast(b) => Msg::EnqBast {
+                res: res_core("EnqBast.res", b.res)?,
+                mode: lock_mode_core("EnqBast.mode", b.mode)?,
+            },
+            K::EnqDown(d) => Msg::EnqDown {
+                res: res_core("EnqDown.res", d.res)?,
+                mode: lock_mode_core("EnqDown.mode", d.mode)?,
+                lvb: d.lvb.map(lvb_core),
+            },
         })
     }
 
@@ -481,6 +527,65 @@ fn request_pb(r: &Request) -> pb::Request {
             pin: r.timing.pin,
         }),
     }
+}
+
+fn res_pb(r: ResName) -> pb::ResName {
+    let kind = match r.kind {
+        EnqKind::RowCache => pb::EnqKind::RowCache,
+        EnqKind::Sq => pb::EnqKind::Sq,
+        EnqKind::Sv => pb::EnqKind::Sv,
+    };
+    pb::ResName {
+        kind: kind as i32,
+        id: r.id,
+    }
+}
+
+fn res_core(field: &'static str, r: Option<pb::ResName>) -> Result<ResName, WireError> {
+    let r = r.ok_or(missing(field))?;
+    let kind = match pb::EnqKind::try_from(r.kind) {
+        Ok(pb::EnqKind::RowCache) => EnqKind::RowCache,
+        Ok(pb::EnqKind::Sq) => EnqKind::Sq,
+        Ok(pb::EnqKind::Sv) => EnqKind::Sv,
+        _ => {
+            return Err(WireError::BadEnum {
+                field,
+                value: r.kind,
+            });
+        }
+    };
+    Ok(ResName { kind, id: r.id })
+}
+
+fn lock_mode_pb(m: LockMode) -> pb::LockMode {
+    match m {
+        LockMode::Nl => pb::LockMode::Nl,
+        LockMode::Ss => pb::LockMode::Ss,
+        LockMode::Sx => pb::LockMode::Sx,
+        LockMode::S => pb::LockMode::S,
+        LockMode::Ssx => pb::LockMode::Ssx,
+        LockMode::X => pb::LockMode::X,
+    }
+}
+
+fn lock_mode_core(field: &'static str, v: i32) -> Result<LockMode, WireError> {
+    Ok(match pb::LockMode::try_from(v) {
+        Ok(pb::LockMode::Nl) => LockMode::Nl,
+        Ok(pb::LockMode::Ss) => LockMode::Ss,
+        Ok(pb::LockMode::Sx) => LockMode::Sx,
+        Ok(pb::LockMode::S) => LockMode::S,
+        Ok(pb::LockMode::Ssx) => LockMode::Ssx,
+        Ok(pb::LockMode::X) => LockMode::X,
+        _ => return Err(WireError::BadEnum { field, value: v }),
+    })
+}
+
+fn lvb_pb(l: Lvb) -> pb::Lvb {
+    pb::Lvb { lo: l.lo, hi: l.hi }
+}
+
+fn lvb_core(l: pb::Lvb) -> Lvb {
+    Lvb { lo: l.lo, hi: l.hi }
 }
 
 fn mode_pb(m: Mode) -> pb::Mode {

@@ -3,7 +3,8 @@
 
 use fusion_core::block::{Block, Body, Itl, LeafEntry, Row, UndoOp, UndoRec};
 use fusion_core::msg::{
-    Envelope, GrantKind, Mode, Msg, RedoRecord, ReqKind, Request, ShipKind, Timing, TxReport,
+    EnqKind, Envelope, GrantKind, LockMode, Lvb, Mode, Msg, RedoRecord, ReqKind, Request, ResName,
+    ShipKind, Timing, TxReport,
 };
 use fusion_core::types::{BlockAddr, InstId, Rowid, Xid};
 use fusion_wire::{
@@ -131,6 +132,55 @@ fn request() -> impl Strategy<Value = Request> {
     })
 }
 
+fn res_name() -> impl Strategy<Value = ResName> {
+    let kind = prop_oneof![
+        Just(EnqKind::RowCache),
+        Just(EnqKind::Sq),
+        Just(EnqKind::Sv)
+    ];
+    (kind, any::<u32>()).prop_map(|(kind, id)| ResName { kind, id })
+}
+
+fn lock_mode() -> impl Strategy<Value = LockMode> {
+    prop_oneof![
+        Just(LockMode::Nl),
+        Just(LockMode::Ss),
+        Just(LockMode::Sx),
+        Just(LockMode::S),
+        Just(LockMode::Ssx),
+        Just(LockMode::X),
+    ]
+}
+
+fn lvb() -> impl Strategy<Value = Lvb> {
+    (any::<u64>(), any::<u64>()).prop_map(|(lo, hi)| Lvb { lo, hi })
+}
+
+/// The global enqueue messages.
+fn ges_msg() -> impl Strategy<Value = Msg> {
+    prop_oneof![
+        (res_name(), lock_mode(), any::<u64>()).prop_map(|(res, mode, token)| Msg::EnqConvert {
+            res,
+            mode,
+            token
+        }),
+        (res_name(), lock_mode(), any::<u64>(), lvb()).prop_map(|(res, mode, token, lvb)| {
+            Msg::EnqGrant {
+                res,
+                mode,
+                token,
+                lvb,
+            }
+        }),
+        (res_name(), lock_mode()).prop_map(|(res, mode)| Msg::EnqBast { res, mode }),
+        (res_name(), lock_mode(), option::of(lvb())).prop_map(|(res, mode, lvb)| Msg::EnqDown {
+            res,
+            mode,
+            lvb
+        }),
+    ]
+}
+
 fn msg() -> impl Strategy<Value = Msg> {
     let grant = prop_oneof![
         mode().prop_map(GrantKind::Disk),
@@ -200,6 +250,7 @@ fn msg() -> impl Strategy<Value = Msg> {
             report
         }),
         (xid(), any::<u64>()).prop_map(|(xid, token)| Msg::TxWait { xid, token }),
+        ges_msg(),
     ]
 }
 
@@ -473,6 +524,44 @@ fn bad_enum_values_name_the_field() {
         g.grant = 0;
     }
     assert_eq!(decode_err(env).field(), "Grant.grant");
+
+    // Global enqueues: a lock mode or resource kind out of range, a missing resource.
+    let mut env = sample_envelope(Msg::EnqConvert {
+        res: ResName {
+            kind: EnqKind::Sv,
+            id: 1,
+        },
+        mode: LockMode::X,
+        token: 1,
+    });
+    if let Some(pb::msg::Kind::EnqConvert(c)) = env.msg.as_mut().and_then(|m| m.kind.as_mut()) {
+        c.mode = 9;
+    }
+    assert_eq!(decode_err(env).field(), "EnqConvert.mode");
+    let mut env = sample_envelope(Msg::EnqBast {
+        res: ResName {
+            kind: EnqKind::RowCache,
+            id: 1,
+        },
+        mode: LockMode::X,
+    });
+    if let Some(pb::msg::Kind::EnqBast(b)) = env.msg.as_mut().and_then(|m| m.kind.as_mut()) {
+        b.res = Some(pb::ResName { kind: 0, id: 1 });
+    }
+    assert_eq!(decode_err(env).field(), "EnqBast.res");
+    let mut env = sample_envelope(Msg::EnqGrant {
+        res: ResName {
+            kind: EnqKind::Sq,
+            id: 1,
+        },
+        mode: LockMode::X,
+        token: 1,
+        lvb: Lvb::default(),
+    });
+    if let Some(pb::msg::Kind::EnqGrant(g)) = env.msg.as_mut().and_then(|m| m.kind.as_mut()) {
+        g.lvb = None;
+    }
+    assert_eq!(decode_err(env).field(), "EnqGrant.lvb");
 }
 
 #[test]

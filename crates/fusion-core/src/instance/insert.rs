@@ -17,13 +17,14 @@ use crate::types::{BlockAddr, Rowid, Scn, Xid};
 
 impl Instance {
     /// A recursive transaction: changes that commit at once, independently of the session's.
-    fn recursive_txn(&mut self) -> (Xid, Scn) {
+    pub(super) fn recursive_txn(&mut self) -> (Xid, Scn) {
         let xid = self.new_xid();
         let scn = self.next_scn();
         (xid, scn)
     }
 
-    fn commit_recursive(&mut self, xid: Xid, blocks: &[BlockAddr]) {
+    /// Commit a recursive transaction; returns the commit record's redo address.
+    pub(super) fn commit_recursive(&mut self, xid: Xid, blocks: &[BlockAddr]) -> u64 {
         let scn = self.next_scn();
         if let Some(slot) = self.txns.commit.get_mut(xid.seq() as usize) {
             *slot = scn;
@@ -33,7 +34,7 @@ impl Instance {
                 self.cache.get_mut(id).image.clean_out(xid, scn);
             }
         }
-        self.redo(xid, None, scn, 100, true);
+        self.redo(xid, None, scn, 100, true)
     }
 
     /// Mark a current buffer changed by redo at `rba`.

@@ -12,9 +12,11 @@
 mod cache;
 mod dbwr;
 mod gcs;
+mod ges;
 mod insert;
 mod lgwr;
 mod lms;
+mod sequence;
 mod session;
 
 use std::cmp::Reverse;
@@ -34,7 +36,7 @@ use lms::LmsWorker;
 use session::Session;
 
 use crate::block::Block;
-use crate::config::{Catalog, Costs, Nanos, ParamValue, Params, WorkloadSpec};
+use crate::config::{Catalog, Costs, Nanos, ParamValue, Params, SequenceDef, WorkloadSpec};
 use crate::cpu::{ProcId, SchedClass, Scheduler, StepDone};
 use crate::layout::Layout;
 use crate::msg::{Action, Envelope, Io, IoResult, Msg};
@@ -204,6 +206,13 @@ pub struct Instance {
     /// Per index: blocks of this instance's free run used by splits.
     index_free: Vec<u32>,
     history: Option<Vec<Observation>>,
+    /// The global enqueue service: resources mastered here and this instance's locks.
+    ges: ges::Ges,
+    seqs: Vec<SequenceDef>,
+    /// Per sequence: this instance's cached allocation numbers `(lo, hi]` (CACHE NOORDER).
+    seq_cache: Vec<(u64, u64)>,
+    /// Values handed out since the driver last asked, when it asked to see them.
+    nextvals: Option<Vec<(u32, i64)>>,
     /// Fatal protocol problems seen (a wrong message from a peer): reported, never panicked on.
     errors: Vec<String>,
 }
@@ -215,7 +224,7 @@ impl Instance {
             instances,
             params,
             costs,
-            catalog: _,
+            catalog,
             layout,
             workloads,
             seed,
@@ -268,6 +277,10 @@ impl Instance {
                 .collect(),
             index_free: vec![0; layout.indexes.len()],
             history: record_history.then(Vec::new),
+            ges: ges::Ges::default(),
+            seqs: catalog.sequences.clone(),
+            seq_cache: vec![(0, 0); catalog.sequences.len()],
+            nextvals: None,
             errors: Vec::new(),
             params,
             costs,
@@ -444,6 +457,28 @@ impl Instance {
             .unwrap_or_default()
     }
 
+    /// Keep the sequence values handed out for [`Instance::take_nextvals`]
+    /// (the simulator checks them; off by default so nothing grows unread).
+    pub fn log_nextvals(&mut self, on: bool) {
+        self.nextvals = on.then(Vec::new);
+    }
+
+    /// Sequence values handed out since the last call: (sequence, value), in order.
+    pub fn take_nextvals(&mut self) -> Vec<(u32, i64)> {
+        self.nextvals
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    /// The master's view of a global enqueue this instance masters: holders and queue length.
+    pub fn enqueue_entry(
+        &self,
+        res: crate::msg::ResName,
+    ) -> Option<(Vec<(InstId, crate::msg::LockMode)>, usize)> {
+        self.ges.view(res)
+    }
+
     /// The buffers of a block in this cache (for checkers and `status`).
     pub fn buffers_of(&self, blk: BlockAddr) -> impl Iterator<Item = &Buffer> {
         self.cache.buffers_of(blk).map(|id| self.cache.get(id))
@@ -523,6 +558,8 @@ impl Instance {
     fn send(&mut self, to: InstId, msg: Msg) {
         if msg.is_gcs() {
             self.stats.incr(Stat::GcsMessagesSent);
+        } else if msg.is_ges() {
+            self.stats.incr(Stat::GesMessagesSent);
         }
         let env = Envelope {
             from: self.id,
@@ -683,6 +720,25 @@ impl Instance {
             ),
             Msg::Grant { req, grant } => self.on_grant(from, env.sent_at, req, grant),
             Msg::TxStatus { xid, token, report } => self.on_tx_status(xid, token, report),
+            // Global enqueues are LMD's work, not LMS's; it is not charged CPU here.
+            Msg::EnqConvert { res, mode, token } => {
+                if self.layout.ges_master(res) == self.id {
+                    self.ges_master_convert(from, res, mode, token);
+                } else {
+                    self.errors.push(format!(
+                        "{}: {from} asked a non-master for {res:?}",
+                        self.id
+                    ));
+                }
+            }
+            Msg::EnqDown { res, mode, lvb } => self.ges_master_down(from, res, mode, lvb),
+            Msg::EnqGrant {
+                res,
+                mode,
+                token,
+                lvb,
+            } => self.on_enq_grant(res, mode, token, lvb),
+            Msg::EnqBast { res, .. } => self.on_enq_bast(res),
             msg => self.lms_enqueue(from, env.sent_at, msg),
         }
     }

@@ -40,6 +40,8 @@ pub(super) enum St {
     WaitTx,
     /// `log file sync`.
     WaitCommit,
+    /// A global enqueue (`row cache lock`, `DFS lock handle`, `enq: SQ - contention`).
+    WaitEnq,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -112,6 +114,12 @@ pub(super) enum Cur {
         rowid: Rowid,
         parent: Option<BlockAddr>,
         node: BlockAddr,
+    },
+    /// A `nextval` (see sequence.rs); `insert`: then insert a row keyed by it into this table.
+    Seq {
+        seq: usize,
+        step: super::sequence::SeqStep,
+        insert: Option<usize>,
     },
 }
 
@@ -282,6 +290,17 @@ impl Instance {
         }
     }
 
+    /// Begin a wait for something outside the session (a global enqueue).
+    pub(super) fn begin_session_wait(&mut self, sid: u32, event: Wait, st: St) {
+        self.begin_wait(sid, event, st);
+    }
+
+    /// End such a wait and make the session ready.
+    pub(super) fn end_session_wait(&mut self, sid: u32) {
+        self.end_wait(sid, None);
+        self.set_ready(sid);
+    }
+
     pub(super) fn run_ready(&mut self) {
         while let Some(sid) = self.ready.pop_front() {
             if self
@@ -354,6 +373,11 @@ impl Instance {
                 }
                 Cur::Split { .. } => {
                     if !self.split_step(sid) {
+                        return;
+                    }
+                }
+                Cur::Seq { seq, step, insert } => {
+                    if !self.seq_step(sid, seq, step, insert) {
                         return;
                     }
                 }
@@ -451,7 +475,9 @@ impl Instance {
                     ..
                 } => s.execs_left = 1,
                 Step::Read { rows, .. } | Step::Update { rows, .. } => s.execs_left = rows.max(1),
-                Step::Insert { rows, .. } => s.execs_left = rows.max(1),
+                Step::Insert { rows, .. }
+                | Step::NextVal { rows, .. }
+                | Step::InsertSeq { rows, .. } => s.execs_left = rows.max(1),
             }
         }
         // One execution of the current step.
@@ -514,6 +540,18 @@ impl Instance {
                 self.next_keys[table] += u64::from(self.n);
                 Cur::InsertRow { table, key }
             }
+            Step::NextVal { sequence, .. } => Cur::Seq {
+                seq: sequence,
+                step: super::sequence::SeqStep::Start,
+                insert: None,
+            },
+            Step::InsertSeq {
+                table, sequence, ..
+            } => Cur::Seq {
+                seq: sequence,
+                step: super::sequence::SeqStep::Start,
+                insert: Some(table),
+            },
             Step::Commit | Step::Think { .. } => Cur::None,
         };
         let s = &mut self.sessions[sid as usize];
@@ -581,7 +619,7 @@ impl Instance {
 
     /// Try to visit `blk`; returns true if the session can go on at once (it
     /// never can: a visit always takes CPU), false when it waits.
-    fn visit(&mut self, sid: u32, blk: BlockAddr, current: bool) -> bool {
+    pub(super) fn visit(&mut self, sid: u32, blk: BlockAddr, current: bool) -> bool {
         let acq = if current {
             self.acquire_current(sid, blk)
         } else {
@@ -600,6 +638,10 @@ impl Instance {
                     // Examining the block's rows is part of a scan's work.
                     extra +=
                         self.costs.row_examined * self.cache.get(buf).image.row_slots() as Nanos;
+                }
+                if matches!(self.sessions[sid as usize].cur, Cur::Seq { .. }) {
+                    // The recursive `update seq$`: its execute call, the change and its commit.
+                    extra += self.costs.execute + self.costs.row_change + self.costs.commit;
                 }
                 let s = &mut self.sessions[sid as usize];
                 s.st = St::Cpu(Then::Visit(buf));
@@ -1232,6 +1274,7 @@ impl Instance {
             } | Cur::InsertRow { .. }
                 | Cur::InsertAlloc { .. }
                 | Cur::IndexLeaf { .. }
+                | Cur::Seq { .. }
         );
         if current_mode {
             self.stats.incr(Stat::DbBlockGets);
@@ -1391,6 +1434,7 @@ impl Instance {
                 rowid,
                 blk,
             } => self.insert_into_leaf(sid, buf, ix, table, key, rowid, blk),
+            Cur::Seq { seq, insert, .. } => self.seq_updated(sid, buf, seq, insert),
             Cur::InsertNew { .. }
             | Cur::Split { .. }
             | Cur::Table {

@@ -1,0 +1,218 @@
+//! Sequences: `nextval` as Oracle does it in RAC.
+//!
+//! A sequence's dictionary row is a row of SEQ$ (`Layout::seq_block`), a
+//! real block that moves between instances through cache fusion. Its value
+//! counts the values allocated so far. Every allocation is a recursive
+//! `update seq$` transaction that commits at once, done while holding the
+//! sequence's row cache lock (a global enqueue, waited on as `row cache lock`):
+//!
+//! - NOCACHE: one allocation per `nextval`, so the row cache lock and the
+//!   SEQ$ block travel between instances that share the sequence.
+//! - CACHE n NOORDER: an allocation takes n values into this instance's own
+//!   cache (refills serialized by the SQ enqueue). Instances hand out
+//!   interleaved ranges; values cached when the run stops are gaps.
+//! - CACHE n ORDER: the cached range lives in the SV enqueue's lock value
+//!   block, so every `nextval` takes SV in X (waited on as `DFS lock handle`)
+//!   and values follow one order across the cluster.
+
+use super::session::Cur;
+use super::{Instance, cache::BufId};
+use crate::config::SequenceDef;
+use crate::msg::{EnqKind, LockMode, Lvb, ResName};
+use crate::stats::{Stat, Wait};
+
+/// Where a `nextval` is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum SeqStep {
+    /// Decide by the sequence's kind.
+    Start,
+    /// CACHE NOORDER: holding SQ, about to refill (unless another session did).
+    HaveSq,
+    /// CACHE ORDER: holding SV.
+    HaveSv,
+    /// Holding the row cache lock: `update seq$` on the SEQ$ block (current mode).
+    Update,
+}
+
+fn res(kind: EnqKind, seq: usize) -> ResName {
+    ResName {
+        kind,
+        id: seq as u32,
+    }
+}
+
+impl Instance {
+    fn seq_def(&self, seq: usize) -> Option<&SequenceDef> {
+        self.seqs.get(seq)
+    }
+
+    /// Advance a `nextval`. True when the session can go on at once.
+    pub(super) fn seq_step(
+        &mut self,
+        sid: u32,
+        seq: usize,
+        step: SeqStep,
+        insert: Option<usize>,
+    ) -> bool {
+        let Some(def) = self.seq_def(seq) else {
+            self.sessions[sid as usize].cur = Cur::None;
+            return true;
+        };
+        let (cache, order) = (def.cache, def.order);
+        let set = |me: &mut Instance, step: SeqStep| {
+            me.sessions[sid as usize].cur = Cur::Seq { seq, step, insert };
+        };
+        match step {
+            SeqStep::Start if cache == 0 => {
+                set(self, SeqStep::Update);
+                self.enq_get(
+                    sid,
+                    res(EnqKind::RowCache, seq),
+                    LockMode::X,
+                    Wait::RowCacheLock,
+                )
+            }
+            SeqStep::Start if order => {
+                set(self, SeqStep::HaveSv);
+                self.enq_get(sid, res(EnqKind::Sv, seq), LockMode::X, Wait::DfsLockHandle)
+            }
+            SeqStep::Start => {
+                if let Some(n) = self.take_cached(seq) {
+                    self.seq_deliver(sid, seq, n, insert);
+                    return true;
+                }
+                set(self, SeqStep::HaveSq);
+                self.enq_get(
+                    sid,
+                    res(EnqKind::Sq, seq),
+                    LockMode::X,
+                    Wait::EnqSqContention,
+                )
+            }
+            SeqStep::HaveSq => {
+                // Another session may have refilled the cache while this one queued.
+                if let Some(n) = self.take_cached(seq) {
+                    self.enq_release(res(EnqKind::Sq, seq), None);
+                    self.seq_deliver(sid, seq, n, insert);
+                    return true;
+                }
+                set(self, SeqStep::Update);
+                self.enq_get(
+                    sid,
+                    res(EnqKind::RowCache, seq),
+                    LockMode::X,
+                    Wait::RowCacheLock,
+                )
+            }
+            SeqStep::HaveSv => {
+                let r = res(EnqKind::Sv, seq);
+                let lvb = self.ges.locks.get(&r).map(|l| l.lvb).unwrap_or_default();
+                if lvb.lo < lvb.hi {
+                    let n = lvb.lo + 1;
+                    self.enq_release(r, Some(Lvb { lo: n, hi: lvb.hi }));
+                    self.seq_deliver(sid, seq, n, insert);
+                    return true;
+                }
+                set(self, SeqStep::Update);
+                self.enq_get(
+                    sid,
+                    res(EnqKind::RowCache, seq),
+                    LockMode::X,
+                    Wait::RowCacheLock,
+                )
+            }
+            SeqStep::Update => match self.layout.seq_block {
+                Some(blk) => self.visit(sid, blk, true),
+                None => {
+                    self.sessions[sid as usize].cur = Cur::None;
+                    true
+                }
+            },
+        }
+    }
+
+    /// The next value of this instance's cache (CACHE NOORDER), if any.
+    fn take_cached(&mut self, seq: usize) -> Option<u64> {
+        let c = self.seq_cache.get_mut(seq)?;
+        (c.0 < c.1).then(|| {
+            c.0 += 1;
+            c.0
+        })
+    }
+
+    /// The session holds the SEQ$ block in current mode and the row cache
+    /// lock: allocate, commit the recursive transaction, release the locks.
+    pub(super) fn seq_updated(
+        &mut self,
+        sid: u32,
+        buf: BufId,
+        seq: usize,
+        insert: Option<usize>,
+    ) -> Cur {
+        let Some(def) = self.seq_def(seq) else {
+            return Cur::None;
+        };
+        let (batch, cache, order) = (def.batch(), def.cache, def.order);
+        let slot = seq as u16;
+        let blk = self.cache.get(buf).blk;
+        let (xid, scn) = self.recursive_txn();
+        self.clean_out_buffer(buf);
+        let old = match self.cache.get(buf).image.row(slot) {
+            Some(r) if r.key == seq as u64 + 1 => r.val.max(0) as u64,
+            _ => {
+                self.errors
+                    .push(format!("{}: SEQ$ has no row for sequence {seq}", self.id));
+                return Cur::None;
+            }
+        };
+        let new = old + batch;
+        self.cache
+            .get_mut(buf)
+            .image
+            .update_row(slot, xid, new as i64, scn);
+        let rba = self.redo(xid, Some(blk), scn, 200, false);
+        self.dirtied(buf, rba);
+        self.stats.incr(Stat::RowsUpdated);
+        self.stats.add(Stat::SeqValuesAllocated, batch);
+        // The commit posts LGWR without waiting for it (no `log file sync`),
+        // so the redo is usually on disk when another instance asks for SEQ$.
+        let rba = self.commit_recursive(xid, &[blk]);
+        self.request_flush(rba, None);
+        self.enq_release(res(EnqKind::RowCache, seq), None);
+        let n = old + 1;
+        if cache > 0 && order {
+            self.enq_release(res(EnqKind::Sv, seq), Some(Lvb { lo: n, hi: new }));
+        } else if cache > 0 {
+            if let Some(c) = self.seq_cache.get_mut(seq) {
+                // Whatever was left of the old range is abandoned: a gap.
+                *c = (n, new);
+            }
+            self.enq_release(res(EnqKind::Sq, seq), None);
+        }
+        self.seq_value(sid, seq, n, insert)
+    }
+
+    /// Hand value number `n` out (no CPU step: part of the execute call).
+    fn seq_deliver(&mut self, sid: u32, seq: usize, n: u64, insert: Option<usize>) {
+        let next = self.seq_value(sid, seq, n, insert);
+        self.sessions[sid as usize].cur = next;
+    }
+
+    fn seq_value(&mut self, _sid: u32, seq: usize, n: u64, insert: Option<usize>) -> Cur {
+        let Some(def) = self.seq_def(seq) else {
+            return Cur::None;
+        };
+        let value = def.value(n);
+        self.stats.incr(Stat::SeqValuesHandedOut);
+        if let Some(log) = self.nextvals.as_mut() {
+            log.push((seq as u32, value));
+        }
+        match insert {
+            Some(table) => Cur::InsertRow {
+                table,
+                key: value.max(1) as u64,
+            },
+            None => Cur::None,
+        }
+    }
+}
