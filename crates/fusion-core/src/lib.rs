@@ -12,4 +12,5 @@ pub mod layout;
 pub mod metrics;
 pub mod msg;
 pub mod stats;
+pub mod tkprof;
 pub mod types;

@@ -354,6 +354,8 @@ impl EventStat {
 pub struct Stats {
     values: Vec<u64>,
     events: Vec<EventStat>,
+    /// Per-statement figures (tkprof), in the instance's statement order.
+    pub statements: Vec<crate::tkprof::StmtStat>,
 }
 
 impl Default for Stats {
@@ -361,6 +363,7 @@ impl Default for Stats {
         Stats {
             values: vec![0; Stat::COUNT],
             events: vec![EventStat::default(); Wait::COUNT],
+            statements: Vec::new(),
         }
     }
 }
@@ -409,6 +412,16 @@ impl Stats {
                 .zip(&earlier.events)
                 .map(|(a, b)| a.since(b))
                 .collect(),
+            statements: self
+                .statements
+                .iter()
+                .map(
+                    |a| match earlier.statements.iter().find(|b| b.sql == a.sql) {
+                        Some(b) => a.since(b),
+                        None => a.clone(),
+                    },
+                )
+                .collect(),
         }
     }
     /// Sum of several instances' counters (for cluster-wide figures).
@@ -424,6 +437,13 @@ impl Stats {
             a.max_ns = a.max_ns.max(b.max_ns);
             for (x, y) in a.histogram.iter_mut().zip(&b.histogram) {
                 *x += y;
+            }
+        }
+        // Statements by their text: the same SQL on several instances is one line.
+        for st in &other.statements {
+            match self.statements.iter_mut().find(|x| x.sql == st.sql) {
+                Some(x) => x.merge(st),
+                None => self.statements.push(st.clone()),
             }
         }
     }

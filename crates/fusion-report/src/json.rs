@@ -8,7 +8,12 @@
 //!                                  "events": { "<event>": { "waits", "time_us", "waits_fg",
 //!                                                           "time_fg_us", "max_us",
 //!                                                           "histogram_us": { "<upper bound us>": count } } },
-//!                                  "awr": { "<AWR line label>": number|null } } ] } ],
+//!                                  "awr": { "<AWR line label>": number|null },
+//!                                  "statements": [ { "sql", "recursive",
+//!                                                    "parse"|"execute"|"fetch": { "count", "cpu_us", "elapsed_us",
+//!                                                                                 "disk", "query", "current", "rows" },
+//!                                                    "waits": { "<event>": { "times_waited", "max_wait_us",
+//!                                                                            "total_waited_us" } } } ] } ] } ],
 //!   "variants": [ { "name", "phases": [...] } ]   (only when the scenario declares variants)
 //!   "verdicts": [ { "name", "passed", "detail" } ],
 //!   "reproduced": bool }
@@ -73,7 +78,43 @@ fn instance(i: &InstanceResult) -> Value {
         "sysstat": sysstat(&i.stats),
         "events": events(&i.stats),
         "awr": awr(&i.stats),
+        "statements": statements(&i.stats),
     })
+}
+
+/// tkprof's figures per statement that ran (CPU, elapsed and gets are all
+/// charged to execute).
+fn statements(s: &Stats) -> Value {
+    let call = |count: u64, cpu: u64, ela: u64, disk: u64, q: u64, c: u64, rows: u64| {
+        json!({ "count": count, "cpu_us": cpu / NS_PER_US, "elapsed_us": ela / NS_PER_US,
+                "disk": disk, "query": q, "current": c, "rows": rows })
+    };
+    let list = s
+        .statements
+        .iter()
+        .filter(|x| !x.is_empty())
+        .map(|st| {
+            let mut waits = Map::new();
+            for (&w, e) in Wait::ALL.iter().zip(&st.waits) {
+                if e.waits > 0 {
+                    waits.insert(
+                        w.name().into(),
+                        json!({ "times_waited": e.waits, "max_wait_us": e.max_ns / NS_PER_US,
+                                "total_waited_us": e.time_ns / NS_PER_US }),
+                    );
+                }
+            }
+            json!({
+                "sql": st.sql,
+                "recursive": st.recursive,
+                "parse": call(st.parses, 0, 0, 0, 0, 0, 0),
+                "execute": call(st.executions, st.cpu_ns, st.elapsed_ns, st.disk, st.query, st.current, st.rows),
+                "fetch": call(st.fetches, 0, 0, 0, 0, 0, 0),
+                "waits": waits,
+            })
+        })
+        .collect();
+    Value::Array(list)
 }
 
 fn sysstat(s: &Stats) -> Value {
@@ -138,6 +179,12 @@ mod tests {
         s.wait(Wait::GcCrBlock2Way, 1_500_000, true);
         s.wait(Wait::GcCrBlock2Way, 1_700_000, true);
         s.wait(Wait::GcCrBlock2Way, 300_000, false);
+        let mut st = fusion_core::tkprof::StmtStat::new("update seq$".into(), true);
+        st.parses = 2;
+        st.executions = 2;
+        st.elapsed_ns = 3_000_000;
+        st.wait(Wait::GcCurrentBlock2Way, 1_000_000);
+        s.statements.push(st);
         let phase = |name: &str| PhaseResult {
             name: name.into(),
             start_ns: 0,
@@ -221,6 +268,15 @@ mod tests {
         assert_eq!(awr.len(), AwrLine::ALL.len());
         assert_eq!(awr[AwrLine::CrReceiveMs.label()], 1.5);
         assert_eq!(awr[AwrLine::CurrentReceiveMs.label()], Value::Null);
+        let st = &i["statements"][0];
+        assert_eq!(st["sql"], "update seq$");
+        assert_eq!(st["recursive"], true);
+        assert_eq!(st["parse"]["count"], 2);
+        assert_eq!(st["execute"]["elapsed_us"], 3_000);
+        assert_eq!(
+            st["waits"]["gc current block 2-way"],
+            json!({ "times_waited": 1, "max_wait_us": 1_000, "total_waited_us": 1_000 })
+        );
     }
 
     #[test]

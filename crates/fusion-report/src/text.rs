@@ -163,6 +163,89 @@ fn instance_section(out: &mut Out, p: &PhaseResult, i: &InstanceResult, opts: &T
         opts.names_9i,
     ));
     out.blank();
+    let tk = tkprof(&i.stats, opts.names_9i);
+    if !tk.is_empty() {
+        out.0.push_str(&tk);
+    }
+}
+
+/// tkprof's per-statement tables: the call lines (CPU, elapsed and gets are
+/// charged to Execute; the model has no separate parse or fetch work), then
+/// "Elapsed times include waiting on following events" (seconds).
+pub fn tkprof(s: &Stats, names_9i: bool) -> String {
+    let mut out = Out::default();
+    let secs = |ns: u64| format!("{:.2}", ns as f64 / NS_PER_S);
+    let rule = "------- ------  -------- ---------- ---------- ---------- ----------  ----------";
+    for st in s.statements.iter().filter(|x| !x.is_empty()) {
+        out.line(&st.sql);
+        if st.recursive {
+            out.line("(recursive)");
+        }
+        out.blank();
+        out.line(
+            "call     count       cpu    elapsed       disk      query    current        rows",
+        );
+        out.line(rule);
+        let row =
+            |name: &str, count: u64, cpu: u64, ela: u64, disk: u64, q: u64, c: u64, rows: u64| {
+                format!(
+                    "{name:<7} {count:>6}  {:>8} {:>10} {disk:>10} {q:>10} {c:>10}  {rows:>10}",
+                    secs(cpu),
+                    secs(ela)
+                )
+            };
+        out.line(row("Parse", st.parses, 0, 0, 0, 0, 0, 0));
+        out.line(row(
+            "Execute",
+            st.executions,
+            st.cpu_ns,
+            st.elapsed_ns,
+            st.disk,
+            st.query,
+            st.current,
+            st.rows,
+        ));
+        out.line(row("Fetch", st.fetches, 0, 0, 0, 0, 0, 0));
+        out.line(rule);
+        out.line(row(
+            "total",
+            st.parses + st.executions + st.fetches,
+            st.cpu_ns,
+            st.elapsed_ns,
+            st.disk,
+            st.query,
+            st.current,
+            st.rows,
+        ));
+        let mut waits: Vec<(Wait, &fusion_core::tkprof::StmtWait)> = Wait::ALL
+            .iter()
+            .zip(&st.waits)
+            .filter(|(_, w)| w.waits > 0)
+            .map(|(e, w)| (*e, w))
+            .collect();
+        waits.sort_by(|a, b| b.1.time_ns.cmp(&a.1.time_ns).then(a.0.cmp(&b.0)));
+        if !waits.is_empty() {
+            out.blank();
+            out.line("Elapsed times include waiting on following events:");
+            out.line(
+                "  Event waited on                             Times   Max. Wait  Total Waited",
+            );
+            out.line(
+                "  ----------------------------------------   Waited  ----------  ------------",
+            );
+            for (e, w) in waits {
+                let name = if names_9i { e.name_9i() } else { e.name() };
+                out.line(format!(
+                    "  {name:<40} {:>8}  {:>10}  {:>12}",
+                    w.waits,
+                    secs(w.max_ns),
+                    secs(w.time_ns)
+                ));
+            }
+        }
+        out.blank();
+    }
+    out.0
 }
 
 /// AWR's "Global Cache and Enqueue Services - Workload Characteristics":
@@ -895,5 +978,44 @@ cr         200       1.000 0.100 ( 10.0%) 0.050 (  5.0%) 0.300 ( 30.0%) 0.500 ( 
         assert!(text.contains("n/a"), "{text}");
         r.variants.clear();
         let _ = render(&r, &TextOptions::default());
+    }
+
+    #[test]
+    fn tkprof_prints_calls_and_waits_per_statement() {
+        let mut s = Stats::default();
+        let mut st = fusion_core::tkprof::StmtStat::new("INSERT INTO T1".into(), false);
+        st.parses = 1;
+        st.executions = 10_000;
+        st.rows = 10_000;
+        st.cpu_ns = 8_020 * MS;
+        st.elapsed_ns = 81_230 * MS;
+        st.current = 27_191;
+        st.wait(Wait::RowCacheLock, 2_930 * MS);
+        st.wait(Wait::RowCacheLock, MS);
+        s.statements.push(st);
+        s.statements
+            .push(fusion_core::tkprof::StmtStat::new("unused".into(), true));
+        let text = tkprof(&s, false);
+        assert!(text.starts_with("INSERT INTO T1\n"), "{text}");
+        assert!(
+            !text.contains("unused"),
+            "statements that never ran are left out"
+        );
+        assert!(
+            text.contains(
+                "Execute  10000      8.02      81.23          0          0      27191       10000"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("total    10001      8.02      81.23"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "  row cache lock                                  2        2.93          2.93"
+            ),
+            "{text}"
+        );
     }
 }

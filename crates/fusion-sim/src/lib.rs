@@ -83,6 +83,19 @@ pub struct Sim {
     block_size: u32,
     /// Sequence values in the order instances handed them out: (time, instance, sequence, value).
     nextvals: Option<Vec<(Nanos, usize, u32, i64)>>,
+    /// Order and uniqueness of sequence values across the cluster (when sequences exist).
+    seq_order: Option<SeqOrder>,
+}
+
+/// What only a view of the whole cluster can tell about sequence values: a
+/// value lower than one already handed out elsewhere (out of order), or one
+/// handed out twice. Counted on the instance that handed it out.
+#[derive(Default)]
+struct SeqOrder {
+    highest: rustc_hash::FxHashMap<u32, i64>,
+    seen: rustc_hash::FxHashSet<(u32, i64)>,
+    /// Per instance: (out of order, duplicated).
+    counts: Vec<(u64, u64)>,
 }
 
 impl Sim {
@@ -96,6 +109,12 @@ impl Sim {
             .map(Instance::new)
             .collect();
         let block_size = s.block_size();
+        let mut instances: Vec<Instance> = instances;
+        if !s.catalog.sequences.is_empty() {
+            for x in &mut instances {
+                x.log_nextvals(true);
+            }
+        }
         Sim {
             now: 0,
             heap: BinaryHeap::new(),
@@ -111,6 +130,10 @@ impl Sim {
             checker: opts.check.then(|| Checker::new(layout.clone())),
             block_size,
             nextvals: None,
+            seq_order: (!s.catalog.sequences.is_empty()).then(|| SeqOrder {
+                counts: vec![(0, 0); n as usize],
+                ..SeqOrder::default()
+            }),
         }
     }
 
@@ -279,9 +302,21 @@ impl Sim {
                 }
             };
             self.perform(i);
-            if let Some(log) = self.nextvals.as_mut() {
+            if self.nextvals.is_some() || self.seq_order.is_some() {
                 for (seq, v) in self.instances[i].take_nextvals() {
-                    log.push((at, i, seq, v));
+                    if let Some(o) = self.seq_order.as_mut() {
+                        let high = o.highest.entry(seq).or_insert(i64::MIN);
+                        if v < *high {
+                            o.counts[i].0 += 1;
+                        }
+                        *high = (*high).max(v);
+                        if !o.seen.insert((seq, v)) {
+                            o.counts[i].1 += 1;
+                        }
+                    }
+                    if let Some(log) = self.nextvals.as_mut() {
+                        log.push((at, i, seq, v));
+                    }
                 }
             }
             direct = self.rearm(i, Some(until)).map(|d| (d, i));
@@ -304,10 +339,17 @@ impl Sim {
     /// Keep every sequence value handed out, in the cluster's event order
     /// (for property tests: uniqueness, order, gaps).
     pub fn log_nextvals(&mut self) {
-        for x in &mut self.instances {
-            x.log_nextvals(true);
-        }
         self.nextvals = Some(Vec::new());
+    }
+
+    /// An instance's statistics with the cluster-wide sequence checks added.
+    pub fn stats_of(&self, i: usize) -> Stats {
+        let mut st = self.instances[i].stats();
+        if let Some((ooo, dup)) = self.seq_order.as_ref().and_then(|o| o.counts.get(i)) {
+            st.add(fusion_core::stats::Stat::SeqValuesOutOfOrder, *ooo);
+            st.add(fusion_core::stats::Stat::SeqValuesDuplicated, *dup);
+        }
+        st
     }
 
     /// The values logged so far: (time, instance 0-based, sequence, value).
@@ -409,17 +451,18 @@ pub fn run_variant(name: &str, s: &Scenario, opts: &SimOptions) -> SimOutcome {
             }
         }
         let start = sim.now();
-        let before: Vec<Stats> = sim.instances.iter().map(Instance::stats).collect();
+        let before: Vec<Stats> = (0..sim.instances.len()).map(|i| sim.stats_of(i)).collect();
         sim.run_until(start + phase.duration);
         let instances = sim
             .instances
             .iter()
+            .enumerate()
             .zip(&before)
-            .map(|(x, b)| InstanceResult {
+            .map(|((i, x), b)| InstanceResult {
                 id: x.id.number(),
                 cpu_count: x.params().cpu_count,
                 db_block_size: x.params().db_block_size,
-                stats: x.stats().since(b),
+                stats: sim.stats_of(i).since(b),
             })
             .collect();
         phases.push(PhaseResult {

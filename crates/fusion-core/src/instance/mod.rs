@@ -213,6 +213,10 @@ pub struct Instance {
     seq_cache: Vec<(u64, u64)>,
     /// Values handed out since the driver last asked, when it asked to see them.
     nextvals: Option<Vec<(u32, i64)>>,
+    /// Statement of each workload step (`[workload][transaction][step]`), an
+    /// index into `stats.statements`; and the recursive `update seq$`.
+    stmt_ids: Vec<Vec<Vec<Option<usize>>>>,
+    update_seq_stmt: Option<usize>,
     /// Fatal protocol problems seen (a wrong message from a peer): reported, never panicked on.
     errors: Vec<String>,
 }
@@ -281,6 +285,8 @@ impl Instance {
             seqs: catalog.sequences.clone(),
             seq_cache: vec![(0, 0); catalog.sequences.len()],
             nextvals: None,
+            stmt_ids: Vec::new(),
+            update_seq_stmt: None,
             errors: Vec::new(),
             params,
             costs,
@@ -307,6 +313,7 @@ impl Instance {
             let proc = inst.add_proc(Proc::Dbwr(i as u8), format!("DBW{i}"));
             inst.dbwr.writers.push(dbwr::Writer::new(proc));
         }
+        inst.register_statements(&catalog);
         inst.start_sessions();
         inst.arm(lgwr::LGWR_TIMEOUT, Timer::LgwrTimeout);
         inst.arm(dbwr::DBWR_TICK, Timer::DbwrTick);
@@ -652,6 +659,9 @@ impl Instance {
         match proc {
             Proc::Session(s) => {
                 self.stats.add(Stat::CpuUsedBySession, ran);
+                if let Some(st) = self.stmt_target(s) {
+                    self.stats.statements[st].cpu_ns += ran;
+                }
                 self.stats.add(Stat::ForegroundCpuWaitTime, d.waited);
                 self.session_cpu_done(s, d);
             }
@@ -778,6 +788,47 @@ impl Instance {
     pub(super) fn record(&mut self, o: Observation) {
         if let Some(h) = self.history.as_mut() {
             h.push(o);
+        }
+    }
+
+    // ----- statements (tkprof) ------------------------------------------------------
+
+    fn register_statements(&mut self, catalog: &Catalog) {
+        let find_or_add = |stats: &mut Stats, sql: String, recursive: bool| -> usize {
+            match stats.statements.iter().position(|s| s.sql == sql) {
+                Some(i) => i,
+                None => {
+                    stats
+                        .statements
+                        .push(crate::tkprof::StmtStat::new(sql, recursive));
+                    stats.statements.len() - 1
+                }
+            }
+        };
+        let workloads = Arc::clone(&self.workloads);
+        self.stmt_ids = workloads
+            .iter()
+            .map(|w| {
+                w.transactions
+                    .iter()
+                    .map(|t| {
+                        t.steps
+                            .iter()
+                            .map(|st| {
+                                crate::tkprof::sql_of(st, catalog)
+                                    .map(|sql| find_or_add(&mut self.stats, sql, false))
+                            })
+                            .collect()
+                    })
+                    .collect()
+            })
+            .collect();
+        if !catalog.sequences.is_empty() {
+            self.update_seq_stmt = Some(find_or_add(
+                &mut self.stats,
+                crate::tkprof::UPDATE_SEQ.to_string(),
+                true,
+            ));
         }
     }
 

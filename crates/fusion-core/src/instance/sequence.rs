@@ -122,7 +122,17 @@ impl Instance {
                 )
             }
             SeqStep::Update => match self.layout.seq_block {
-                Some(blk) => self.visit(sid, blk, true),
+                Some(blk) => {
+                    if self.sessions[sid as usize].rec_start.is_none() {
+                        // The recursive statement starts: parsed and executed each time.
+                        self.sessions[sid as usize].rec_start = Some(self.now);
+                        if let Some(st) = self.update_seq_stmt {
+                            self.stats.statements[st].parses += 1;
+                            self.stats.statements[st].executions += 1;
+                        }
+                    }
+                    self.visit(sid, blk, true)
+                }
                 None => {
                     self.sessions[sid as usize].cur = Cur::None;
                     true
@@ -162,6 +172,7 @@ impl Instance {
             _ => {
                 self.errors
                     .push(format!("{}: SEQ$ has no row for sequence {seq}", self.id));
+                self.sessions[sid as usize].rec_start = None;
                 return Cur::None;
             }
         };
@@ -179,6 +190,13 @@ impl Instance {
         let rba = self.commit_recursive(xid, &[blk]);
         self.request_flush(rba, None);
         self.enq_release(res(EnqKind::RowCache, seq), None);
+        let now = self.now;
+        if let Some(t) = self.sessions[sid as usize].rec_start.take()
+            && let Some(st) = self.update_seq_stmt
+        {
+            self.stats.statements[st].elapsed_ns += now - t;
+            self.stats.statements[st].rows += 1;
+        }
         let n = old + 1;
         if cache > 0 && order {
             self.enq_release(res(EnqKind::Sv, seq), Some(Lvb { lo: n, hi: new }));

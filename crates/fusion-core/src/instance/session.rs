@@ -159,6 +159,11 @@ pub struct Session {
     pending_lookups: u32,
     /// When the current database call started (DB time).
     call_start: Option<Nanos>,
+    /// The statement being executed (tkprof) and when its execution began.
+    stmt: Option<usize>,
+    exec_start: Nanos,
+    /// When the recursive `update seq$` began, while it runs.
+    pub(super) rec_start: Option<Nanos>,
 }
 
 impl Session {
@@ -226,6 +231,9 @@ impl Instance {
                     raw: None,
                     pending_lookups: 0,
                     call_start: None,
+                    stmt: None,
+                    exec_start: 0,
+                    rec_start: None,
                 });
                 // Sessions log on spread over a short interval, not in lockstep.
                 let spread = spec.think_time.max(crate::config::NS_PER_MS);
@@ -286,7 +294,30 @@ impl Instance {
     fn end_wait(&mut self, sid: u32, event: Option<Wait>) {
         if let Some((ev, since)) = self.sessions[sid as usize].wait.take() {
             let took = self.now - since;
-            self.wait_event(event.unwrap_or(ev), took, true);
+            let ev = event.unwrap_or(ev);
+            self.wait_event(ev, took, true);
+            if let Some(st) = self.stmt_target(sid) {
+                self.stats.statements[st].wait(ev, took);
+            }
+        }
+    }
+
+    /// The statement a session's work is charged to: the recursive one while it runs.
+    pub(super) fn stmt_target(&self, sid: u32) -> Option<usize> {
+        let s = self.sessions.get(sid as usize)?;
+        if s.rec_start.is_some() {
+            return self.update_seq_stmt;
+        }
+        s.stmt
+    }
+
+    /// The session's current execution ends: charge its elapsed time.
+    fn stmt_close(&mut self, sid: u32) {
+        let now = self.now;
+        let s = &mut self.sessions[sid as usize];
+        if let Some(st) = s.stmt.take() {
+            let took = now - s.exec_start;
+            self.stats.statements[st].elapsed_ns += took;
         }
     }
 
@@ -464,6 +495,11 @@ impl Instance {
             };
             let s = &mut self.sessions[sid as usize];
             s.step += 1;
+            let (tpl, at) = (s.template, s.step - 1);
+            if let Some(st) = self.stmt_id(w, tpl, at) {
+                self.stats.statements[st].parses += 1;
+            }
+            let s = &mut self.sessions[sid as usize];
             match step {
                 Step::Commit => return self.commit(sid),
                 Step::Think { time } => {
@@ -481,9 +517,20 @@ impl Instance {
             }
         }
         // One execution of the current step.
+        self.stmt_close(sid);
+        let now = self.now;
         let s = &mut self.sessions[sid as usize];
         s.execs_left -= 1;
         let step = steps[s.step - 1].clone();
+        let (tpl, at) = (s.template, s.step - 1);
+        let st = self.stmt_id(w, tpl, at);
+        let s = &mut self.sessions[sid as usize];
+        s.stmt = st;
+        s.exec_start = now;
+        if let Some(st) = st {
+            self.stats.statements[st].executions += 1;
+            self.stats.statements[st].rows += 1;
+        }
         let cost = self.costs.execute;
         self.stats.incr(Stat::ExecuteCount);
         let cur = match step {
@@ -562,7 +609,17 @@ impl Instance {
         false
     }
 
+    fn stmt_id(&self, w: usize, template: usize, step: usize) -> Option<usize> {
+        self.stmt_ids
+            .get(w)
+            .and_then(|t| t.get(template))
+            .and_then(|s| s.get(step))
+            .copied()
+            .flatten()
+    }
+
     fn go_idle(&mut self, sid: u32, finished: bool) {
+        self.stmt_close(sid);
         let now = self.now;
         let s = &mut self.sessions[sid as usize];
         if let Some(t) = s.call_start.take() {
@@ -573,6 +630,7 @@ impl Instance {
     }
 
     fn think(&mut self, sid: u32, time: Nanos) {
+        self.stmt_close(sid);
         let now = self.now;
         let s = &mut self.sessions[sid as usize];
         if let Some(t) = s.call_start.take() {
@@ -1283,6 +1341,14 @@ impl Instance {
             self.stats.incr(Stat::ConsistentGets);
             self.stats.incr(Stat::ConsistentGetsFromCache);
         }
+        if let Some(st) = self.stmt_target(sid) {
+            let x = &mut self.stats.statements[st];
+            if current_mode {
+                x.current += 1;
+            } else {
+                x.query += 1;
+            }
+        }
         self.stats.incr(Stat::SessionLogicalReads);
         let next = match cur {
             Cur::Index {
@@ -1546,6 +1612,7 @@ impl Instance {
     }
 
     fn commit(&mut self, sid: u32) -> bool {
+        self.stmt_close(sid);
         let s = &mut self.sessions[sid as usize];
         s.st = St::Cpu(Then::Commit);
         let proc = s.proc;
