@@ -263,6 +263,9 @@ pub struct IndexDef {
     pub entries_per_branch: u32,
     /// Blocks reserved for leaf and branch splits, per instance.
     pub free_blocks_per_instance: u32,
+    /// A reverse key index (`create index ... reverse`): entries are ordered
+    /// by the key's bytes reversed, so consecutive keys land in different leaves.
+    pub reverse: bool,
 }
 
 /// A sequence (`create sequence ... cache n | nocache, order | noorder`).

@@ -90,9 +90,13 @@ pub enum EnqKind {
     Sq,
     /// `SV`: an ORDER sequence's cluster-wide cached range (in the lock value block).
     Sv,
+    /// Serializes the block splits of one index (the id is the index's
+    /// position): Oracle's waiters on a split queue on the splitting
+    /// transaction's TX enqueue, `enq: TX - index contention`.
+    IndexSplit,
 }
 
-/// A global enqueue resource: its kind and an id (the sequence number here).
+/// A global enqueue resource: its kind and an id (the sequence's or index's position).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ResName {
     pub kind: EnqKind,

@@ -239,6 +239,7 @@ name_enum! {
         RowCacheLock => "row cache lock",
         DfsLockHandle => "DFS lock handle",
         EnqSqContention => "enq: SQ - contention",
+        EnqTxIndexContention => "enq: TX - index contention",
     }
 }
 
@@ -252,7 +253,7 @@ impl Wait {
             BufferBusyWaits => WaitClass::Concurrency,
             FreeBufferWaits => WaitClass::Configuration,
             EnqTxRowLockContention => WaitClass::Application,
-            RowCacheLock => WaitClass::Concurrency,
+            RowCacheLock | EnqTxIndexContention => WaitClass::Concurrency,
             EnqSqContention => WaitClass::Configuration,
             GcsLogFlushSync | DfsLockHandle => WaitClass::Other,
             _ => WaitClass::Cluster,

@@ -126,6 +126,7 @@ fn scenario(c: &Config) -> Scenario {
             entries_per_leaf: c.entries_per_leaf,
             entries_per_branch: c.entries_per_branch,
             free_blocks_per_instance: 4,
+            reverse: false,
         }],
     };
     let read = Step::Read {

@@ -534,6 +534,7 @@ fn res_pb(r: ResName) -> pb::ResName {
         EnqKind::RowCache => pb::EnqKind::RowCache,
         EnqKind::Sq => pb::EnqKind::Sq,
         EnqKind::Sv => pb::EnqKind::Sv,
+        EnqKind::IndexSplit => pb::EnqKind::IndexSplit,
     };
     pb::ResName {
         kind: kind as i32,
@@ -547,6 +548,7 @@ fn res_core(field: &'static str, r: Option<pb::ResName>) -> Result<ResName, Wire
         Ok(pb::EnqKind::RowCache) => EnqKind::RowCache,
         Ok(pb::EnqKind::Sq) => EnqKind::Sq,
         Ok(pb::EnqKind::Sv) => EnqKind::Sv,
+        Ok(pb::EnqKind::IndexSplit) => EnqKind::IndexSplit,
         _ => {
             return Err(WireError::BadEnum {
                 field,

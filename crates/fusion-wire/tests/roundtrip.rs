@@ -136,7 +136,8 @@ fn res_name() -> impl Strategy<Value = ResName> {
     let kind = prop_oneof![
         Just(EnqKind::RowCache),
         Just(EnqKind::Sq),
-        Just(EnqKind::Sv)
+        Just(EnqKind::Sv),
+        Just(EnqKind::IndexSplit)
     ];
     (kind, any::<u32>()).prop_map(|(kind, id)| ResName { kind, id })
 }
