@@ -173,13 +173,7 @@ fn scenario(c: &Config) -> Scenario {
         transactions.push(TxnTemplate {
             name: "insert".into(),
             weight: c.insert_weight,
-            steps: vec![
-                Step::Insert {
-                    table: 0,
-                    rows: 3,
-                },
-                Step::Commit,
-            ],
+            steps: vec![Step::Insert { table: 0, rows: 3 }, Step::Commit],
         });
     }
     let workload = WorkloadSpec {
