@@ -33,6 +33,11 @@ pub struct Params {
     pub log_buffer: u64,
     /// `_lm_contiguous_res_count`: contiguous blocks that hash to the same master.
     pub lm_contiguous_res_count: u32,
+    /// `max_commit_propagation_delay` in centiseconds: 0 (the 10.2+
+    /// behaviour) broadcasts every commit's SCN to the other instances and
+    /// the commit waits for their acknowledgements; above 0 (8i-10.1, whose
+    /// default was 700) SCNs travel only on other messages (Lamport).
+    pub max_commit_propagation_delay: u32,
 }
 
 impl Default for Params {
@@ -48,6 +53,7 @@ impl Default for Params {
             fairness_threshold: 4,
             log_buffer: 16 << 20,
             lm_contiguous_res_count: 128,
+            max_commit_propagation_delay: 0,
         }
     }
 }
@@ -65,6 +71,7 @@ impl Params {
         "_fairness_threshold",
         "log_buffer",
         "_lm_contiguous_res_count",
+        "max_commit_propagation_delay",
     ];
 
     /// Parameters that may change at a phase boundary of a running instance.
@@ -83,6 +90,11 @@ impl Params {
             4..=15 => 2,
             n => 2 + n / 32,
         }
+    }
+
+    /// Commits broadcast their SCN (broadcast on commit, BOC).
+    pub fn broadcast_on_commit(&self) -> bool {
+        self.max_commit_propagation_delay == 0
     }
 
     pub fn buffers(&self) -> usize {
@@ -124,6 +136,9 @@ impl Params {
             "log_buffer" => self.log_buffer = int(value, 1 << 16, 1 << 32)?,
             "_lm_contiguous_res_count" => {
                 self.lm_contiguous_res_count = int(value, 1, 1 << 20)? as u32
+            }
+            "max_commit_propagation_delay" => {
+                self.max_commit_propagation_delay = int(value, 0, 90_000)? as u32
             }
             _ => {
                 return Err(format!(

@@ -245,6 +245,15 @@ pub enum Msg {
         mode: LockMode,
         lvb: Option<Lvb>,
     },
+    /// Broadcast on commit: LGWR's batch `seq` holds commits up to the
+    /// envelope's SCN; apply it and acknowledge (LMS to LMS).
+    ScnBroadcast {
+        seq: u64,
+    },
+    /// The receiver has applied broadcast `seq`.
+    ScnAck {
+        seq: u64,
+    },
 }
 
 impl Msg {

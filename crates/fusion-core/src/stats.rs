@@ -239,6 +239,7 @@ name_enum! {
         RowCacheLock => "row cache lock",
         DfsLockHandle => "DFS lock handle",
         EnqSqContention => "enq: SQ - contention",
+        WaitForScnAck => "wait for scn ack",
         EnqTxIndexContention => "enq: TX - index contention",
     }
 }
@@ -255,7 +256,7 @@ impl Wait {
             EnqTxRowLockContention => WaitClass::Application,
             RowCacheLock | EnqTxIndexContention => WaitClass::Concurrency,
             EnqSqContention => WaitClass::Configuration,
-            GcsLogFlushSync | DfsLockHandle => WaitClass::Other,
+            GcsLogFlushSync | DfsLockHandle | WaitForScnAck => WaitClass::Other,
             _ => WaitClass::Cluster,
         }
     }

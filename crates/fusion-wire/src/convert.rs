@@ -334,6 +334,8 @@ impl Codec {
                 mode: lock_mode_pb(*mode) as i32,
                 lvb: lvb.map(lvb_pb),
             }),
+            Msg::ScnBroadcast { seq } => K::ScnBroadcast(pb::ScnBroadcast { seq: *seq }),
+            Msg::ScnAck { seq } => K::ScnAck(pb::ScnAck { seq: *seq }),
         };
         pb::Msg { kind: Some(kind) }
     }
@@ -441,6 +443,8 @@ impl Codec {
                 mode: lock_mode_core("EnqDown.mode", d.mode)?,
                 lvb: d.lvb.map(lvb_core),
             },
+            K::ScnBroadcast(b) => Msg::ScnBroadcast { seq: b.seq },
+            K::ScnAck(a) => Msg::ScnAck { seq: a.seq },
         })
     }
 

@@ -179,6 +179,8 @@ fn ges_msg() -> impl Strategy<Value = Msg> {
             mode,
             lvb
         }),
+        any::<u64>().prop_map(|seq| Msg::ScnBroadcast { seq }),
+        any::<u64>().prop_map(|seq| Msg::ScnAck { seq }),
     ]
 }
 
