@@ -159,6 +159,7 @@ fn full_file_round_trips() {
     let uniform = KeySpec {
         dist: KeyDist::Uniform,
         range: None,
+        org: None,
     };
     assert_eq!(
         w.transactions[0].steps,
@@ -191,7 +192,8 @@ fn full_file_round_trips() {
                         fraction: 0.01,
                         share: 0.9
                     },
-                    range: None
+                    range: None,
+                    org: None
                 },
                 rows: 2
             },
@@ -200,7 +202,8 @@ fn full_file_round_trips() {
                 access: Access::Index(0),
                 keys: KeySpec {
                     dist: KeyDist::Sequential,
-                    range: Some((1, 500))
+                    range: Some((1, 500)),
+                    org: None
                 },
                 rows: 1
             },
@@ -227,7 +230,8 @@ fn full_file_round_trips() {
                     fraction: 0.01,
                     share: 0.9
                 },
-                range: None
+                range: None,
+                org: None
             },
             rows: 1
         }]
