@@ -115,17 +115,23 @@ impl BitmapShape {
         ((i / chunks) as i64 + 1, (i % chunks) as u32)
     }
 
-    /// The `i`-th piece in index order, with the rows of its chunk that hold
-    /// its value initially (`value_of` gives a row's initial value).
-    fn piece(&self, i: u64, value_of: &impl Fn(u64) -> i64) -> Piece {
+    /// The `i`-th piece in index order, with the rows of its chunk that
+    /// hold its value initially: row `k` starts with value
+    /// `config::initial_value(k, distinct)`, so they are every
+    /// `distinct`-th key from the first one holding it.
+    fn piece(&self, i: u64) -> Piece {
         let (value, chunk) = self.nth(i);
         let per = u64::from(self.rows_per_piece.max(1));
         let lo = u64::from(chunk) * per + 1;
         let hi = (lo + per - 1).min(self.rows);
+        let d = u64::from(self.distinct.max(1));
+        // The first key >= lo whose value is `value`: (k - 1) % d == value - 1.
+        let want = (value as u64).saturating_sub(1) % d;
+        let first = lo + (want + d - (lo - 1) % d) % d;
         Piece {
             value,
             chunk,
-            bits: (lo..=hi).filter(|&k| value_of(k) == value).collect(),
+            bits: (first..=hi).step_by(d as usize).collect(),
             lock: Xid::NONE,
         }
     }
@@ -133,7 +139,7 @@ impl BitmapShape {
 
 /// Build a bitmap index bottom-up at `root` (root first, then the levels
 /// below it top-down, then the leaves), as `layout::build_index` lays out a B-tree.
-pub fn build(root: BlockAddr, shape: &BitmapShape, value_of: &impl Fn(u64) -> i64) -> Vec<Block> {
+pub fn build(root: BlockAddr, shape: &BitmapShape) -> Vec<Block> {
     let leaves = shape.leaves();
     let per_leaf = u64::from(shape.per_leaf.max(1));
     let branch = shape.per_branch.max(2);
@@ -157,7 +163,7 @@ pub fn build(root: BlockAddr, shape: &BitmapShape, value_of: &impl Fn(u64) -> i6
     for l in 0..leaves {
         let from = u64::from(l) * per_leaf;
         let to = (from + per_leaf).min(total);
-        let pieces: Vec<Piece> = (from..to).map(|i| shape.piece(i, value_of)).collect();
+        let pieces: Vec<Piece> = (from..to).map(|i| shape.piece(i)).collect();
         let low = if l == 0 {
             0
         } else {
@@ -227,6 +233,25 @@ mod tests {
     use super::*;
     use crate::config::initial_value;
 
+    #[test]
+    fn pieces_hold_exactly_the_rows_of_their_value() {
+        let shape = BitmapShape {
+            rows: 103,
+            distinct: 7,
+            rows_per_piece: 10,
+            per_leaf: 5,
+            per_branch: 4,
+        };
+        for i in 0..shape.pieces() {
+            let p = shape.piece(i);
+            let lo = u64::from(p.chunk) * 10 + 1;
+            let want: Vec<u64> = (lo..=(lo + 9).min(103))
+                .filter(|&k| initial_value(k, 7) == p.value)
+                .collect();
+            assert_eq!(p.bits, want, "piece {i}");
+        }
+    }
+
     /// Blocks sorted by address from `root`, which comes first.
     fn descend(blocks: &[Block], root: BlockAddr, at: u64) -> (usize, &Block) {
         let base = root.idx();
@@ -253,7 +278,7 @@ mod tests {
             per_leaf: 8,
             per_branch: 250,
         };
-        let blocks = sorted(build(BlockAddr(10), &shape, &|k| initial_value(k, 50)));
+        let blocks = sorted(build(BlockAddr(10), &shape));
         assert_eq!(blocks.len() as u32, shape.blocks_and_height().0);
         for v in 1..=50 {
             let (visits, leaf) = descend(&blocks, BlockAddr(10), piece_at(v, 0));
@@ -272,7 +297,7 @@ mod tests {
             per_leaf: 4,
             per_branch: 4,
         };
-        let blocks = sorted(build(BlockAddr(0), &shape, &|k| initial_value(k, 2)));
+        let blocks = sorted(build(BlockAddr(0), &shape));
         let (_, leaf) = descend(&blocks, BlockAddr(0), piece_at(1, 0));
         let (rows, read, more) = count_in(leaf, 1);
         assert_eq!((rows, read), (20, 4));

@@ -82,8 +82,14 @@ pub enum UndoOp {
     Body(Box<Body>),
     /// Restore a leaf entry whose value changed (index on key and value).
     Entry { before: LeafEntry },
-    /// Restore a bitmap piece (a bit was set or cleared in it).
-    Piece { before: Box<Piece> },
+    /// Undo one bit of a bitmap piece: the bit of row `key` in the piece
+    /// at `at` was `was`, and the piece was locked by `lock`.
+    Bit {
+        at: u64,
+        key: u64,
+        was: bool,
+        lock: Xid,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -347,18 +353,21 @@ impl Block {
                         applied += 1;
                     }
                 }
-                UndoOp::Piece { before } => {
-                    if settled_pieces.contains(&before.at()) {
+                // A piece's lock serializes the transactions changing it,
+                // so once one change is visible every older one is too.
+                UndoOp::Bit { at, key, was, lock } => {
+                    if settled_pieces.contains(at) {
                         continue;
                     }
                     if !hidden {
-                        settled_pieces.push(before.at());
+                        settled_pieces.push(*at);
                         continue;
                     }
                     if let Body::Bitmap { pieces, .. } = &mut image.body
-                        && let Ok(pos) = pieces.binary_search_by_key(&before.at(), Piece::at)
+                        && let Ok(pos) = pieces.binary_search_by_key(at, Piece::at)
                     {
-                        pieces[pos] = (**before).clone();
+                        pieces[pos].set(*key, *was);
+                        pieces[pos].lock = *lock;
                         applied += 1;
                     }
                 }
@@ -539,10 +548,11 @@ impl Block {
         let Ok(pos) = pieces.binary_search_by_key(&at, Piece::at) else {
             return false;
         };
-        let before = Box::new(pieces[pos].clone());
+        let was = pieces[pos].bits.binary_search(&key).is_ok();
+        let lock = pieces[pos].lock;
         pieces[pos].set(key, on);
         pieces[pos].lock = xid;
-        self.record(xid, UndoOp::Piece { before }, scn);
+        self.record(xid, UndoOp::Bit { at, key, was, lock }, scn);
         true
     }
 

@@ -347,8 +347,7 @@ impl Layout {
                         per_leaf: ix.entries_per_leaf,
                         per_branch: ix.entries_per_branch,
                     };
-                    let value_of = |k: u64| t.map_or(0, |t| t.initial_value(k));
-                    bitmap::build(ix.root, &shape, &value_of)
+                    bitmap::build(ix.root, &shape)
                 }
             };
             for blk in blocks {

@@ -281,7 +281,7 @@ const EXPECT_KEYS: &[&str] = &[
     "name", "metric", "phase", "instance", "variant", "op", "factor", "than", "value",
 ];
 const THAN_KEYS: &[&str] = &["metric", "phase", "instance", "variant"];
-const TOUR_KEYS: &[&str] = &["order", "measured", "label", "deck"];
+const TOUR_KEYS: &[&str] = &["order", "measured", "versus", "label", "deck"];
 const MEASURED_KEYS: &[&str] = &["metric", "phase", "instance", "variant"];
 const MAX_INSTANCES: u8 = 16;
 /// Largest transaction weight, so the weights of a workload always sum within a u32.
@@ -314,6 +314,7 @@ struct SetItem {
 
 /// One side of an expectation, kept with the nodes it came from so the
 /// checks against the variants can point at them.
+#[derive(Clone)]
 struct SideDraft {
     phase_node: Node,
     phase_path: KeyPath,
@@ -326,6 +327,16 @@ struct TourDraft {
     tour: TourSpec,
     side: SideDraft,
     /// `measured.variant` as written, to check against the declared variants.
+    variant_ref: Option<(String, Node, KeyPath)>,
+    /// `versus`: the figures shown beside it, each checked the same way.
+    versus: Vec<TourSide>,
+}
+
+/// One figure of `[tour]` as read: what it measures, where, and the variant named.
+#[derive(Clone)]
+struct TourSide {
+    mref: MetricRef,
+    side: SideDraft,
     variant_ref: Option<(String, Node, KeyPath)>,
 }
 
@@ -2597,43 +2608,26 @@ impl<'a> Checker<'a> {
         let deck = self
             .req(&tv, "deck")
             .and_then(|v| self.one_line(v, &tv.at("deck")));
-        let measured = self.req(&tv, "measured").and_then(|v| {
-            let mtv = self.table(v, &tv.at("measured"), MEASURED_KEYS)?;
-            let metric = self
-                .req(&mtv, "metric")
-                .and_then(|m| self.metric(m, &mtv.at("metric")));
-            let phase = self
-                .req(&mtv, "phase")
-                .and_then(|p| self.name(p, &mtv.at("phase")).map(|_| p));
-            let instance = match mtv.get("instance") {
-                Some(i) => self.expect_instance(i, &mtv.at("instance")),
-                None => Some(None),
-            };
-            let variant = match mtv.get("variant") {
-                Some(n) => self
-                    .name(n, &mtv.at("variant"))
-                    .map(|s| Some((s, n.clone(), mtv.at("variant")))),
-                None => Some(None),
-            };
-            let ((metric, text), phase_node, instance, variant) =
-                (metric?, phase?, instance?, variant?);
-            let mref = MetricRef {
-                metric,
-                text,
-                variant: variant.as_ref().map(|(s, _, _)| s.clone()),
-                phase: phase_str(phase_node),
-                instance: instance.as_ref().map(|(i, _)| *i),
-            };
-            let side = SideDraft {
-                phase_node: phase_node.clone(),
-                phase_path: mtv.at("phase"),
-                instance: instance.map(|(i, n)| (i, n, mtv.at("instance"))),
-                variant: mref.variant.clone(),
-            };
-            Some((mref, side, variant))
-        });
-        let (Some(order), Some(label), Some(deck), Some((measured, side, variant_ref))) =
-            (order, label, deck, measured)
+        let measured = self
+            .req(&tv, "measured")
+            .and_then(|v| self.tour_side(v, &tv.at("measured"), None));
+        let mut versus = Vec::new();
+        if let (Some(v), Some(base)) = (tv.get("versus"), measured.as_ref()) {
+            let list = self.tables(v, &tv.at("versus"), "tour.versus");
+            if list.is_empty() {
+                self.err(
+                    v,
+                    &tv.at("versus"),
+                    "expected a list of figures such as [{ variant = \"other\" }]",
+                );
+            }
+            for (item, path) in list {
+                if let Some(side) = self.tour_side(item, &path, Some(base)) {
+                    versus.push(side);
+                }
+            }
+        }
+        let (Some(order), Some(label), Some(deck), Some(measured)) = (order, label, deck, measured)
         else {
             return None;
         };
@@ -2643,11 +2637,65 @@ impl<'a> Checker<'a> {
         Some(TourDraft {
             tour: TourSpec {
                 order,
-                measured,
+                measured: measured.mref,
+                versus: Vec::new(),
                 label,
                 deck,
             },
-            side,
+            side: measured.side,
+            variant_ref: measured.variant_ref,
+            versus,
+        })
+    }
+
+    /// A figure of `[tour]`: `metric`, `phase`, `instance`, `variant`. The
+    /// first (`measured`) needs a metric and a phase; a `versus` figure takes
+    /// what it leaves out from `base`.
+    fn tour_side(&mut self, v: &Node, path: &KeyPath, base: Option<&TourSide>) -> Option<TourSide> {
+        let mtv = self.table(v, path, MEASURED_KEYS)?;
+        let metric = match (mtv.get("metric"), base) {
+            (Some(m), _) => self.metric(m, &mtv.at("metric")),
+            (None, Some(b)) => Some((b.mref.metric, b.mref.text.clone())),
+            (None, None) => self.req(&mtv, "metric").and(None),
+        };
+        let phase = match (mtv.get("phase"), base) {
+            (Some(p), _) => self
+                .name(p, &mtv.at("phase"))
+                .map(|_| (p.clone(), mtv.at("phase"))),
+            (None, Some(b)) => Some((b.side.phase_node.clone(), b.side.phase_path.clone())),
+            (None, None) => self.req(&mtv, "phase").and(None),
+        };
+        let instance = match (mtv.get("instance"), base) {
+            (Some(i), _) => self
+                .expect_instance(i, &mtv.at("instance"))
+                .map(|o| o.map(|(n, node)| (n, node, mtv.at("instance")))),
+            (None, Some(b)) => Some(b.side.instance.clone()),
+            (None, None) => Some(None),
+        };
+        let variant_ref = match (mtv.get("variant"), base) {
+            (Some(n), _) => self
+                .name(n, &mtv.at("variant"))
+                .map(|s| Some((s, n.clone(), mtv.at("variant")))),
+            (None, Some(b)) => Some(b.variant_ref.clone()),
+            (None, None) => Some(None),
+        };
+        let ((metric, text), (phase_node, phase_path), instance, variant_ref) =
+            (metric?, phase?, instance?, variant_ref?);
+        let variant = variant_ref.as_ref().map(|(s, _, _)| s.clone());
+        Some(TourSide {
+            mref: MetricRef {
+                metric,
+                text,
+                variant: variant.clone(),
+                phase: phase_str(&phase_node),
+                instance: instance.as_ref().map(|(i, _, _)| *i),
+            },
+            side: SideDraft {
+                phase_node,
+                phase_path,
+                instance,
+                variant,
+            },
             variant_ref,
         })
     }
@@ -2670,8 +2718,31 @@ impl<'a> Checker<'a> {
         built: &[(String, String, Option<Scenario>)],
         has_variants: bool,
     ) -> Option<TourSpec> {
+        let mut versus = Vec::new();
+        for v in &d.versus {
+            let mut mref = v.mref.clone();
+            mref.variant =
+                Some(self.check_tour_side(&v.side, &v.variant_ref, built, has_variants)?);
+            versus.push(mref);
+        }
+        let variant = self.check_tour_side(&d.side, &d.variant_ref, built, has_variants)?;
+        let mut tour = d.tour;
+        tour.measured.variant = Some(variant);
+        tour.versus = versus;
+        Some(tour)
+    }
+
+    /// Check one `[tour]` figure against the variants; the variant it is
+    /// measured in (the one it names, else the first).
+    fn check_tour_side(
+        &mut self,
+        side: &SideDraft,
+        variant_ref: &Option<(String, Node, KeyPath)>,
+        built: &[(String, String, Option<Scenario>)],
+        has_variants: bool,
+    ) -> Option<String> {
         let names: Vec<String> = built.iter().map(|(n, _, _)| n.clone()).collect();
-        let variant = match &d.variant_ref {
+        let variant = match variant_ref {
             Some((v, node, path)) => {
                 if !names.contains(v) {
                     let known = if has_variants {
@@ -2690,12 +2761,10 @@ impl<'a> Checker<'a> {
             }
             None => names.first()?.clone(),
         };
-        if !self.check_side(&d.side, &[&variant], built, has_variants) {
+        if !self.check_side(side, &[&variant], built, has_variants) {
             return None;
         }
-        let mut tour = d.tour;
-        tour.measured.variant = Some(variant);
-        Some(tour)
+        Some(variant)
     }
 
     // ---- [[expect]] --------------------------------------------------------

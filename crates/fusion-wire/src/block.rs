@@ -148,9 +148,12 @@ pub fn encode_block_into(block: &Block, block_size: u32, out: &mut Vec<u8>) -> b
                 out.push(3);
                 put_entry(out, before);
             }
-            UndoOp::Piece { before } => {
+            UndoOp::Bit { at, key, was, lock } => {
                 out.push(4);
-                put_piece(out, before);
+                put(out, *at);
+                put(out, *key);
+                out.push(u8::from(*was));
+                put(out, lock.0);
             }
         }
     }
@@ -251,8 +254,11 @@ pub fn decode_block(bytes: &[u8]) -> Result<Block, BlockError> {
             },
             2 => UndoOp::Body(Box::new(r.body("undo.op.body")?)),
             3 => UndoOp::Entry { before: r.entry()? },
-            4 => UndoOp::Piece {
-                before: Box::new(r.piece()?),
+            4 => UndoOp::Bit {
+                at: r.var("undo.op.at")?,
+                key: r.var("undo.op.key")?,
+                was: r.flag("undo.op.was")?,
+                lock: Xid(r.var("undo.op.lock")?),
             },
             t => return Err(err("undo.op", BlockProblem::BadTag(t))),
         };

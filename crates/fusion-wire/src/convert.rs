@@ -134,8 +134,8 @@ impl Limits {
                     self.blk("Block.undo.before.rowid.blk", before.rowid.blk.0)?;
                     self.xid("Block.undo.before.lock", before.lock.0)?;
                 }
-                fusion_core::block::UndoOp::Piece { before } => {
-                    self.xid("Block.undo.before.lock", before.lock.0)?;
+                fusion_core::block::UndoOp::Bit { lock, .. } => {
+                    self.xid("Block.undo.lock", lock.0)?;
                 }
                 _ => {}
             }

@@ -99,9 +99,8 @@ fn undo() -> impl Strategy<Value = UndoRec> {
         any::<u64>().prop_map(|key| UndoOp::EntryInsert { key }),
         body().prop_map(|b| UndoOp::Body(Box::new(b))),
         entry().prop_map(|before| UndoOp::Entry { before }),
-        piece().prop_map(|p| UndoOp::Piece {
-            before: Box::new(p)
-        }),
+        (any::<u64>(), any::<u64>(), any::<bool>(), xid())
+            .prop_map(|(at, key, was, lock)| UndoOp::Bit { at, key, was, lock }),
     ];
     (xid(), op).prop_map(|(xid, op)| UndoRec { xid, op })
 }
