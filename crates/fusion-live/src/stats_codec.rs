@@ -4,6 +4,7 @@
 //! silently wrong counter.
 
 use fusion_core::stats::{EventStat, HISTOGRAM_BUCKETS, Stat, Stats, Wait};
+use fusion_core::tkprof::{StmtStat, StmtWait};
 
 use crate::pb;
 
@@ -27,11 +28,68 @@ pub fn encode(stats: &Stats, now_ns: u64) -> pb::StatsResponse {
             }
         })
         .collect();
+    let statements = stats.statements.iter().map(encode_statement).collect();
     pb::StatsResponse {
         sysstat,
         events,
         now_ns,
+        statements,
     }
+}
+
+fn encode_statement(st: &StmtStat) -> pb::StatementRow {
+    pb::StatementRow {
+        sql: st.sql.clone(),
+        recursive: st.recursive,
+        parses: st.parses,
+        executions: st.executions,
+        fetches: st.fetches,
+        cpu_ns: st.cpu_ns,
+        elapsed_ns: st.elapsed_ns,
+        disk: st.disk,
+        query: st.query,
+        current: st.current,
+        rows: st.rows,
+        waits: Wait::ALL
+            .iter()
+            .filter_map(|&w| {
+                let x = st.waits.get(w as usize).copied().unwrap_or_default();
+                (x.waits > 0).then(|| pb::StatementWait {
+                    event: w.name().to_string(),
+                    waits: x.waits,
+                    time_ns: x.time_ns,
+                    max_ns: x.max_ns,
+                })
+            })
+            .collect(),
+    }
+}
+
+fn decode_statement(r: &pb::StatementRow, from: &str) -> Result<StmtStat, String> {
+    let mut st = StmtStat::new(r.sql.clone(), r.recursive);
+    st.parses = r.parses;
+    st.executions = r.executions;
+    st.fetches = r.fetches;
+    st.cpu_ns = r.cpu_ns;
+    st.elapsed_ns = r.elapsed_ns;
+    st.disk = r.disk;
+    st.query = r.query;
+    st.current = r.current;
+    st.rows = r.rows;
+    for w in &r.waits {
+        let e = Wait::from_name(&w.event).ok_or_else(|| {
+            format!(
+                "{from}: unknown wait event {:?} in statement {:?}",
+                w.event, r.sql
+            )
+        })?;
+        st.waits[e as usize] = StmtWait {
+            waits: w.waits,
+            time_ns: w.time_ns,
+            max_ns: w.max_ns,
+        };
+    }
+    Ok(st)
 }
 
 /// Rebuild a snapshot; `from` names the sender for messages.
@@ -70,6 +128,11 @@ pub fn decode(r: &pb::StatsResponse, from: &str) -> Result<Stats, String> {
             },
         );
     }
+    stats.statements = r
+        .statements
+        .iter()
+        .map(|st| decode_statement(st, from))
+        .collect::<Result<_, _>>()?;
     Ok(stats)
 }
 
@@ -82,6 +145,12 @@ mod tests {
         let mut s = Stats::default();
         s.add(Stat::GcCrBlocksReceived, 42);
         s.wait(Wait::GcCrBlock2Way, 1_500, true);
+        let mut st = StmtStat::new("SELECT VAL FROM T WHERE KEY = :B1".into(), false);
+        st.executions = 3;
+        st.query = 9;
+        st.cpu_ns = 90_000;
+        st.wait(Wait::GcCrBlock2Way, 1_500);
+        s.statements.push(st);
         let wire = encode(&s, 7);
         assert_eq!(decode(&wire, "inst1").unwrap(), s);
         let mut bad = wire.clone();
