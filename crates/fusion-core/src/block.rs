@@ -834,6 +834,46 @@ mod tests {
     }
 
     #[test]
+    fn an_entry_value_change_rolls_back() {
+        let rid = Rowid {
+            blk: BlockAddr(1),
+            slot: 0,
+        };
+        let mut leaf = Block::new(
+            BlockAddr(3),
+            Body::Leaf {
+                entries: vec![LeafEntry {
+                    key: 4,
+                    rowid: rid,
+                    lock: Xid::NONE,
+                    val: 10,
+                }],
+                next: None,
+                low: 0,
+                high: None,
+            },
+        );
+        assert!(leaf.update_entry(4, 11, x(1), 5));
+        leaf.clean_out(x(1), 6);
+        assert!(leaf.update_entry(4, 12, x(2), 7)); // still active
+        assert!(!leaf.update_entry(5, 1, x(2), 7), "no entry for key 5");
+        let lookup = |xid: Xid| {
+            if xid == x(2) {
+                TxState::Active
+            } else {
+                TxState::Unknown
+            }
+        };
+        let at = |scn| leaf.build_cr(scn, Xid::NONE, 100, &lookup).unwrap().image;
+        assert_eq!(at(5).leaf_lookup(4).map(|e| e.val), Some(10));
+        assert_eq!(at(6).leaf_lookup(4).map(|e| e.val), Some(11));
+        assert_eq!(
+            leaf.leaf_lookup(4).map(|e| (e.val, e.lock)),
+            Some((12, x(2)))
+        );
+    }
+
+    #[test]
     fn inserts_and_splits_roll_back() {
         let mut leaf = Block::new(
             BlockAddr(3),
