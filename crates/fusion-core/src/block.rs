@@ -21,13 +21,17 @@ pub struct Row {
     pub lock: Xid,
 }
 
-/// An index leaf entry.
+/// An index leaf entry. `val` is the row's value in an index on (key,
+/// value) and 0 in an index on the key alone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LeafEntry {
     pub key: u64,
     pub rowid: Rowid,
     pub lock: Xid,
+    pub val: i64,
 }
+
+pub use crate::bitmap::Piece;
 
 /// What a block holds.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -49,6 +53,14 @@ pub enum Body {
     SegHeader { used: Vec<u32> },
     /// Sorted separators: child `i` holds keys `>= entries[i].0` (the first covers everything below too).
     Branch { entries: Vec<(u64, BlockAddr)> },
+    /// A bitmap index leaf: pieces sorted by `Piece::at` (value, then key
+    /// range), covering `low..high` (`high: None` for the rightmost leaf).
+    Bitmap {
+        pieces: Vec<Piece>,
+        next: Option<BlockAddr>,
+        low: u64,
+        high: Option<u64>,
+    },
 }
 
 /// One entry of the interested transaction list.
@@ -68,6 +80,16 @@ pub enum UndoOp {
     EntryInsert { key: u64 },
     /// Restore the whole body (index block splits).
     Body(Box<Body>),
+    /// Restore a leaf entry whose value changed (index on key and value).
+    Entry { before: LeafEntry },
+    /// Undo one bit of a bitmap piece: the bit of row `key` in the piece
+    /// at `at` was `was`, and the piece was locked by `lock`.
+    Bit {
+        at: u64,
+        key: u64,
+        was: bool,
+        lock: Xid,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -273,6 +295,7 @@ impl Block {
         // Rows (by slot) and entries (by key) whose newest change is visible.
         let mut settled_slots = SlotSet::default();
         let mut settled_keys: Vec<u64> = Vec::new();
+        let mut settled_pieces: Vec<u64> = Vec::new();
         for rec in self.undo.iter().rev() {
             let hidden = invisible.contains(rec.xid);
             match &rec.op {
@@ -312,6 +335,40 @@ impl Block {
                         applied += 1;
                         settled_slots.clear();
                         settled_keys.clear();
+                        settled_pieces.clear();
+                    }
+                }
+                UndoOp::Entry { before } => {
+                    if settled_keys.contains(&before.key) {
+                        continue;
+                    }
+                    if !hidden {
+                        settled_keys.push(before.key);
+                        continue;
+                    }
+                    if let Body::Leaf { entries, .. } = &mut image.body
+                        && let Ok(pos) = entries.binary_search_by_key(&before.key, |e| e.key)
+                    {
+                        entries[pos] = *before;
+                        applied += 1;
+                    }
+                }
+                // A piece's lock serializes the transactions changing it,
+                // so once one change is visible every older one is too.
+                UndoOp::Bit { at, key, was, lock } => {
+                    if settled_pieces.contains(at) {
+                        continue;
+                    }
+                    if !hidden {
+                        settled_pieces.push(*at);
+                        continue;
+                    }
+                    if let Body::Bitmap { pieces, .. } = &mut image.body
+                        && let Ok(pos) = pieces.binary_search_by_key(at, Piece::at)
+                    {
+                        pieces[pos].set(*key, *was);
+                        pieces[pos].lock = *lock;
+                        applied += 1;
                     }
                 }
             }
@@ -354,6 +411,9 @@ impl Block {
                     .for_each(|r| referenced.insert(r.lock)),
                 Body::Leaf { entries, .. } => {
                     entries.iter().for_each(|e| referenced.insert(e.lock))
+                }
+                Body::Bitmap { pieces, .. } => {
+                    pieces.iter().for_each(|p| referenced.insert(p.lock))
                 }
                 _ => {}
             }
@@ -445,9 +505,54 @@ impl Block {
                 key,
                 rowid,
                 lock: xid,
+                val: 0,
             },
         );
         self.record(xid, UndoOp::EntryInsert { key }, scn);
+        true
+    }
+
+    /// Change the value of the entry for `key` (an index on key and value:
+    /// the key leads, so the entry keeps its place). False if there is none.
+    pub fn update_entry(&mut self, key: u64, val: i64, xid: Xid, scn: Scn) -> bool {
+        let Body::Leaf { entries, .. } = &mut self.body else {
+            return false;
+        };
+        let Ok(pos) = entries.binary_search_by_key(&key, |e| e.key) else {
+            return false;
+        };
+        let before = entries[pos];
+        entries[pos].val = val;
+        entries[pos].lock = xid;
+        self.record(xid, UndoOp::Entry { before }, scn);
+        true
+    }
+
+    /// The bitmap piece at `at` (see `Piece::at`), if this leaf holds it.
+    pub fn piece(&self, at: u64) -> Option<&Piece> {
+        let Body::Bitmap { pieces, .. } = &self.body else {
+            return None;
+        };
+        pieces
+            .binary_search_by_key(&at, Piece::at)
+            .ok()
+            .map(|i| &pieces[i])
+    }
+
+    /// Set (`on`) or clear the bit of row `key` in the piece at `at`, under
+    /// `xid`, which then holds the piece locked. False if there is no such piece.
+    pub fn change_piece(&mut self, at: u64, key: u64, on: bool, xid: Xid, scn: Scn) -> bool {
+        let Body::Bitmap { pieces, .. } = &mut self.body else {
+            return false;
+        };
+        let Ok(pos) = pieces.binary_search_by_key(&at, Piece::at) else {
+            return false;
+        };
+        let was = pieces[pos].bits.binary_search(&key).is_ok();
+        let lock = pieces[pos].lock;
+        pieces[pos].set(key, on);
+        pieces[pos].lock = xid;
+        self.record(xid, UndoOp::Bit { at, key, was, lock }, scn);
         true
     }
 
@@ -467,6 +572,7 @@ impl Block {
     }
 
     /// Index search: in a branch, the child covering `key`; in a leaf, the entry.
+    /// (Bitmap indexes descend by `Piece::at` keys the same way.)
     pub fn child_for(&self, key: u64) -> Option<BlockAddr> {
         let Body::Branch { entries } = &self.body else {
             return None;
@@ -501,6 +607,7 @@ impl Block {
             Body::Leaf { entries, .. } => entries.len() * 22,
             Body::SegHeader { used } => used.len() * 4,
             Body::Branch { entries } => entries.len() * 12,
+            Body::Bitmap { pieces, .. } => pieces.iter().map(Piece::encoded_len).sum(),
         };
         32 + body + self.itl.len() * 24 + self.undo.len() * 32
     }
@@ -724,6 +831,46 @@ mod tests {
             .build_cr(10_000, Xid::NONE, 20_000, &|_| TxState::Unknown)
             .unwrap();
         assert_eq!(latest.image.row(0).unwrap().val, UNDO_KEEP as i64 + 5);
+    }
+
+    #[test]
+    fn an_entry_value_change_rolls_back() {
+        let rid = Rowid {
+            blk: BlockAddr(1),
+            slot: 0,
+        };
+        let mut leaf = Block::new(
+            BlockAddr(3),
+            Body::Leaf {
+                entries: vec![LeafEntry {
+                    key: 4,
+                    rowid: rid,
+                    lock: Xid::NONE,
+                    val: 10,
+                }],
+                next: None,
+                low: 0,
+                high: None,
+            },
+        );
+        assert!(leaf.update_entry(4, 11, x(1), 5));
+        leaf.clean_out(x(1), 6);
+        assert!(leaf.update_entry(4, 12, x(2), 7)); // still active
+        assert!(!leaf.update_entry(5, 1, x(2), 7), "no entry for key 5");
+        let lookup = |xid: Xid| {
+            if xid == x(2) {
+                TxState::Active
+            } else {
+                TxState::Unknown
+            }
+        };
+        let at = |scn| leaf.build_cr(scn, Xid::NONE, 100, &lookup).unwrap().image;
+        assert_eq!(at(5).leaf_lookup(4).map(|e| e.val), Some(10));
+        assert_eq!(at(6).leaf_lookup(4).map(|e| e.val), Some(11));
+        assert_eq!(
+            leaf.leaf_lookup(4).map(|e| (e.val, e.lock)),
+            Some((12, x(2)))
+        );
     }
 
     #[test]

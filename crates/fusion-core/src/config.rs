@@ -232,6 +232,9 @@ pub struct Costs {
     pub dbwr_write: Nanos,
     /// Installing a received block in the buffer cache.
     pub block_install: Nanos,
+    /// Reading or rewriting one bitmap piece of a bitmap index (counting
+    /// its bits, or changing one bit).
+    pub bitmap_piece: Nanos,
     /// The OS time slice of the time-sharing class.
     pub time_slice: Nanos,
 }
@@ -253,12 +256,18 @@ impl Default for Costs {
             lgwr_write: 50 * NS_PER_US,
             dbwr_write: 30 * NS_PER_US,
             block_install: 10 * NS_PER_US,
+            bitmap_piece: 2 * NS_PER_US,
             time_slice: 10 * NS_PER_MS,
         }
     }
 }
 
 /// A heap table: rows `key = 1..=rows`, each with a numeric value.
+///
+/// Rows belong to organisations `1..=orgs`, interleaved by key (row `k`
+/// belongs to `org_of(k)`), so without partitioning every block holds rows of
+/// every organisation. Partitioned by organisation, each organisation's rows
+/// are a segment of their own.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TableDef {
     pub name: String,
@@ -266,6 +275,52 @@ pub struct TableDef {
     pub rows_per_block: u32,
     /// Blocks reserved above the initial high-water mark for inserts, per instance.
     pub free_blocks_per_instance: u32,
+    /// Organisations the rows belong to (the `org` column); 1 = one organisation.
+    pub orgs: u32,
+    /// Partitioned by `org`: one segment per organisation.
+    pub partition_by_org: bool,
+    /// The value column's domain: 0 = it starts at 0 and counts up; `n` =
+    /// values `1..=n`, row `k` starting at `value_of(k)`, an update moving a
+    /// row to the next value (mod n), as a status column does.
+    pub distinct_values: u32,
+}
+
+impl TableDef {
+    /// The organisation of row `key`.
+    pub fn org_of(&self, key: u64) -> u32 {
+        org_of(key, self.orgs)
+    }
+
+    /// The initial value of row `key`.
+    pub fn initial_value(&self, key: u64) -> i64 {
+        initial_value(key, self.distinct_values)
+    }
+}
+
+/// The organisation of row `key` among `orgs`, interleaved: 1, 2, ..., orgs, 1, ...
+pub fn org_of(key: u64, orgs: u32) -> u32 {
+    let n = u64::from(orgs.max(1));
+    (key.saturating_sub(1) % n) as u32 + 1
+}
+
+/// The initial value of row `key` with `distinct` values (0: every row starts at 0).
+pub fn initial_value(key: u64, distinct: u32) -> i64 {
+    if distinct == 0 {
+        0
+    } else {
+        (key.saturating_sub(1) % u64::from(distinct)) as i64 + 1
+    }
+}
+
+/// The kind of an index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum IndexKind {
+    /// A B-tree on the key (and the value too when `IndexDef::includes_value`).
+    #[default]
+    BTree,
+    /// A bitmap index on the value column: per value, bitmap pieces each
+    /// covering `IndexDef::rows_per_piece` consecutive keys.
+    Bitmap,
 }
 
 /// A B-tree index on a table's key.
@@ -281,6 +336,14 @@ pub struct IndexDef {
     /// A reverse key index (`create index ... reverse`): entries are ordered
     /// by the key's bytes reversed, so consecutive keys land in different leaves.
     pub reverse: bool,
+    pub kind: IndexKind,
+    /// Local to the table's partitions: one index segment per organisation.
+    pub local: bool,
+    /// A B-tree on (key, value): an update of the value changes the entry.
+    pub includes_value: bool,
+    /// Bitmap indexes: consecutive keys one bitmap piece covers (a piece
+    /// locks all of them while a transaction changes one).
+    pub rows_per_piece: u32,
 }
 
 /// A sequence (`create sequence ... cache n | nocache, order | noorder`).
@@ -334,6 +397,8 @@ pub struct KeySpec {
     pub dist: KeyDist,
     /// Inclusive key range; `None` means the table's initial rows.
     pub range: Option<(u64, u64)>,
+    /// Only rows of this organisation (`where org = :b2`); `None`: any row.
+    pub org: Option<u32>,
 }
 
 /// How a read finds its rows.
@@ -365,6 +430,14 @@ pub enum Step {
     /// `insert` of `rows` new rows with keys above the current maximum.
     Insert {
         table: usize,
+        rows: u32,
+    },
+    /// `select count(*) ... where val = :v` through a bitmap index, `rows`
+    /// times; `values` draws `v` from the value domain.
+    Count {
+        table: usize,
+        index: usize,
+        values: KeySpec,
         rows: u32,
     },
     /// `select seq.nextval from dual`, `rows` times.

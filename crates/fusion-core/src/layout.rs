@@ -1,8 +1,9 @@
 //! Where every segment lives in the block address space, who masters each
 //! block, and the initial images the store is loaded with.
 
+use crate::bitmap::{self, BitmapShape};
 use crate::block::{Block, Body, LeafEntry, Row};
-use crate::config::{Catalog, IndexDef, TableDef};
+use crate::config::{Catalog, IndexDef, IndexKind, TableDef, org_of};
 use crate::types::{BlockAddr, InstId, Rowid, Xid};
 
 /// A table's blocks: the segment header at `header`, then `[base, base +
@@ -18,6 +19,51 @@ pub struct TableLayout {
     pub free_per_instance: u32,
     pub rows_per_block: u32,
     pub initial_rows: u64,
+    /// Organisations of the rows (`TableDef::orgs`).
+    pub orgs: u32,
+    /// The value column's domain (`TableDef::distinct_values`).
+    pub distinct_values: u32,
+    /// Partitioned by organisation: partition `p` holds organisation `p + 1`
+    /// (the fields above then describe partition 1; partitions have no free
+    /// blocks for inserts). Empty for a table that is not partitioned.
+    pub parts: Vec<Partition>,
+}
+
+/// One partition of a table: a segment of its own.
+#[derive(Clone, Debug)]
+pub struct Partition {
+    pub header: BlockAddr,
+    pub base: u32,
+    pub initial_blocks: u32,
+    pub rows: u64,
+}
+
+impl TableLayout {
+    /// The initial value of row `key`.
+    pub fn initial_value(&self, key: u64) -> i64 {
+        crate::config::initial_value(key, self.distinct_values)
+    }
+
+    /// The value an update gives a row that holds `old` (see `TableDef::updated_value`).
+    pub fn updated_value(&self, old: i64) -> i64 {
+        if self.distinct_values == 0 {
+            old + 1
+        } else {
+            old.rem_euclid(i64::from(self.distinct_values)) + 1
+        }
+    }
+
+    /// Block runs holding the initial rows: the table, or each partition.
+    pub fn initial_runs(&self) -> Vec<(u32, u32)> {
+        if self.parts.is_empty() {
+            vec![(self.base, self.base + self.initial_blocks)]
+        } else {
+            self.parts
+                .iter()
+                .map(|p| (p.base, p.base + p.initial_blocks))
+                .collect()
+        }
+    }
 }
 
 /// An index's blocks: the root at `root` (it never moves), then the initial
@@ -34,6 +80,14 @@ pub struct IndexLayout {
     pub height: u32,
     /// A reverse key index: see [`IndexLayout::entry_key`].
     pub reverse: bool,
+    pub kind: IndexKind,
+    /// A B-tree on (key, value): updates of the value change the entry.
+    pub includes_value: bool,
+    /// Bitmap indexes: keys per bitmap piece.
+    pub rows_per_piece: u32,
+    /// A local index: the root of each partition's index segment (the
+    /// fields above describe partition 1's). Empty for a global index.
+    pub part_roots: Vec<BlockAddr>,
 }
 
 impl IndexLayout {
@@ -43,6 +97,11 @@ impl IndexLayout {
     /// their last byte lie far apart. Its own inverse.
     pub fn entry_key(&self, key: u64) -> u64 {
         if self.reverse { key.swap_bytes() } else { key }
+    }
+
+    /// Whether an update of a row's value changes this index.
+    pub fn maintained_on_update(&self) -> bool {
+        self.includes_value || self.kind == IndexKind::Bitmap
     }
 }
 
@@ -68,41 +127,104 @@ impl Layout {
         let mut tables = Vec::new();
         for t in &catalog.tables {
             let rpb = t.rows_per_block.max(1);
-            let initial_blocks = t.rows.div_ceil(u64::from(rpb)).max(1) as u32;
-            let header = BlockAddr(next);
-            next += 1;
-            let base = next;
-            next += initial_blocks;
-            let free_base = next;
-            next += t.free_blocks_per_instance * n;
-            tables.push(TableLayout {
-                header,
-                base,
-                initial_blocks,
-                free_base,
-                free_per_instance: t.free_blocks_per_instance,
-                rows_per_block: rpb,
-                initial_rows: t.rows,
-            });
+            let mut parts = Vec::new();
+            if t.partition_by_org && t.orgs > 1 {
+                for p in 0..t.orgs {
+                    let rows = part_rows(t.rows, t.orgs, p);
+                    let initial_blocks = rows.div_ceil(u64::from(rpb)).max(1) as u32;
+                    parts.push(Partition {
+                        header: BlockAddr(next),
+                        base: next + 1,
+                        initial_blocks,
+                        rows,
+                    });
+                    next += 1 + initial_blocks;
+                }
+            }
+            let layout = match parts.first() {
+                Some(p1) => TableLayout {
+                    header: p1.header,
+                    base: p1.base,
+                    initial_blocks: p1.initial_blocks,
+                    free_base: next,
+                    free_per_instance: 0,
+                    rows_per_block: rpb,
+                    initial_rows: t.rows,
+                    orgs: t.orgs,
+                    distinct_values: t.distinct_values,
+                    parts,
+                },
+                None => {
+                    let initial_blocks = t.rows.div_ceil(u64::from(rpb)).max(1) as u32;
+                    let header = BlockAddr(next);
+                    next += 1;
+                    let base = next;
+                    next += initial_blocks;
+                    let free_base = next;
+                    next += t.free_blocks_per_instance * n;
+                    TableLayout {
+                        header,
+                        base,
+                        initial_blocks,
+                        free_base,
+                        free_per_instance: t.free_blocks_per_instance,
+                        rows_per_block: rpb,
+                        initial_rows: t.rows,
+                        orgs: t.orgs.max(1),
+                        distinct_values: t.distinct_values,
+                        parts: Vec::new(),
+                    }
+                }
+            };
+            tables.push(layout);
         }
         let mut indexes = Vec::new();
         for ix in &catalog.indexes {
-            let rows = catalog.tables.get(ix.table).map_or(0, |t| t.rows);
-            let (blocks, height) = index_shape(rows, ix);
-            let base = next;
-            next += blocks;
+            let table = catalog.tables.get(ix.table);
+            let rows = table.map_or(0, |t| t.rows);
+            let local = ix.local && tables.get(ix.table).is_some_and(|t| !t.parts.is_empty());
+            // One segment per partition for a local index, else one; a
+            // segment's initial blocks, then (global B-trees only) free
+            // blocks for splits.
+            let segments: Vec<u64> = match tables.get(ix.table) {
+                Some(t) if local => t.parts.iter().map(|p| p.rows).collect(),
+                _ => vec![rows],
+            };
+            let mut roots = Vec::new();
+            let mut first = (0, 0);
+            for seg_rows in segments {
+                let (blocks, height) = match ix.kind {
+                    IndexKind::BTree => index_shape(seg_rows, ix),
+                    IndexKind::Bitmap => bitmap_shape(table, ix).blocks_and_height(),
+                };
+                if roots.is_empty() {
+                    first = (blocks, height);
+                }
+                roots.push(BlockAddr(next));
+                next += blocks;
+            }
+            let splits = ix.kind == IndexKind::BTree && !local;
+            let free_per_instance = if splits {
+                ix.free_blocks_per_instance
+            } else {
+                0
+            };
             let free_base = next;
-            next += ix.free_blocks_per_instance * n;
+            next += free_per_instance * n;
             indexes.push(IndexLayout {
                 table: ix.table,
-                root: BlockAddr(base),
-                initial_blocks: blocks,
+                root: roots[0],
+                initial_blocks: first.0,
                 free_base,
-                free_per_instance: ix.free_blocks_per_instance,
+                free_per_instance,
                 entries_per_leaf: ix.entries_per_leaf.max(4),
                 entries_per_branch: ix.entries_per_branch.max(4),
-                height,
+                height: first.1,
                 reverse: ix.reverse,
+                kind: ix.kind,
+                includes_value: ix.includes_value,
+                rows_per_piece: ix.rows_per_piece.max(1),
+                part_roots: if local { roots } else { Vec::new() },
             });
         }
         let sequences = catalog.sequences.len();
@@ -141,17 +263,38 @@ impl Layout {
         InstId(((h >> 32) % u64::from(self.instances.max(1))) as u8)
     }
 
-    /// The block and slot of an initial row (keys `1..=rows`).
+    /// The block and slot of an initial row (keys `1..=rows`). In a
+    /// partitioned table a row is the `(key - 1) / orgs`-th of its
+    /// organisation's partition.
     pub fn initial_rowid(&self, table: usize, key: u64) -> Option<Rowid> {
         let t = self.tables.get(table)?;
         if key == 0 || key > t.initial_rows {
             return None;
         }
-        let i = key - 1;
+        let (base, i) = if t.parts.is_empty() {
+            (t.base, key - 1)
+        } else {
+            let p = t.parts.get(org_of(key, t.orgs) as usize - 1)?;
+            (p.base, (key - 1) / u64::from(t.orgs))
+        };
         Some(Rowid {
-            blk: BlockAddr(t.base + (i / u64::from(t.rows_per_block)) as u32),
+            blk: BlockAddr(base + (i / u64::from(t.rows_per_block)) as u32),
             slot: (i % u64::from(t.rows_per_block)) as u16,
         })
+    }
+
+    /// The root to descend from to find `key` in index `ix`: a local index
+    /// has one per partition, chosen by the key's organisation.
+    pub fn index_root(&self, ix: usize, key: u64) -> BlockAddr {
+        let l = &self.indexes[ix];
+        if l.part_roots.is_empty() {
+            return l.root;
+        }
+        let orgs = self.tables.get(l.table).map_or(1, |t| t.orgs);
+        l.part_roots
+            .get(org_of(key, orgs) as usize - 1)
+            .copied()
+            .unwrap_or(l.root)
     }
 
     /// Free blocks of a segment reserved for `inst`.
@@ -165,27 +308,60 @@ impl Layout {
         let mut out: Vec<Block> = (0..self.total_blocks)
             .map(|a| Block::new(BlockAddr(a), Body::Unformatted))
             .collect();
-        for t in &self.tables {
-            out[t.header.idx()].body = Body::SegHeader {
-                used: vec![0; usize::from(self.instances.max(1))],
+        for (ti, t) in self.tables.iter().enumerate() {
+            let headers: Vec<BlockAddr> = if t.parts.is_empty() {
+                vec![t.header]
+            } else {
+                t.parts.iter().map(|p| p.header).collect()
             };
-            for b in 0..t.initial_blocks {
-                let first = u64::from(b) * u64::from(t.rows_per_block) + 1;
-                let last = (first + u64::from(t.rows_per_block) - 1).min(t.initial_rows);
-                let rows = (first..=last)
-                    .map(|key| {
-                        Some(Row {
-                            key,
-                            val: 0,
-                            lock: Xid::NONE,
-                        })
-                    })
-                    .collect();
-                out[(t.base + b) as usize].body = Body::Table { rows };
+            for h in headers {
+                out[h.idx()].body = Body::SegHeader {
+                    used: vec![0; usize::from(self.instances.max(1))],
+                };
+            }
+            // Every initial row in its block, slots in key order.
+            for key in 1..=t.initial_rows {
+                let Some(rowid) = self.initial_rowid(ti, key) else {
+                    continue;
+                };
+                let row = Row {
+                    key,
+                    val: t.initial_value(key),
+                    lock: Xid::NONE,
+                };
+                let body = &mut out[rowid.blk.idx()].body;
+                if !matches!(body, Body::Table { .. }) {
+                    *body = Body::Table { rows: Vec::new() };
+                }
+                if let Body::Table { rows } = body {
+                    rows.push(Some(row));
+                }
+            }
+            for (first, end) in t.initial_runs() {
+                for a in first..end {
+                    let body = &mut out[a as usize].body;
+                    if matches!(body, Body::Unformatted) {
+                        *body = Body::Table { rows: Vec::new() };
+                    }
+                }
             }
         }
         for ix in &self.indexes {
-            for blk in build_index(self, ix) {
+            let blocks = match ix.kind {
+                IndexKind::BTree => build_index(self, ix),
+                IndexKind::Bitmap => {
+                    let t = self.tables.get(ix.table);
+                    let shape = BitmapShape {
+                        rows: t.map_or(0, |t| t.initial_rows),
+                        distinct: t.map_or(1, |t| t.distinct_values.max(1)),
+                        rows_per_piece: ix.rows_per_piece,
+                        per_leaf: ix.entries_per_leaf,
+                        per_branch: ix.entries_per_branch,
+                    };
+                    bitmap::build(ix.root, &shape)
+                }
+            };
+            for blk in blocks {
                 let a = blk.addr.idx();
                 out[a] = blk;
             }
@@ -226,12 +402,54 @@ fn index_shape(rows: u64, ix: &IndexDef) -> (u32, u32) {
     (blocks as u32, height)
 }
 
-/// Build an index bottom-up: the root at the segment's first block, then
-/// upper levels, then leaves.
+/// The rows of partition `p` (organisation `p + 1`) among keys `1..=rows`.
+fn part_rows(rows: u64, orgs: u32, p: u32) -> u64 {
+    let (orgs, p) = (u64::from(orgs.max(1)), u64::from(p));
+    if rows <= p {
+        0
+    } else {
+        (rows - p).div_ceil(orgs)
+    }
+}
+
+/// The shape of a bitmap index on `table`.
+fn bitmap_shape(table: Option<&TableDef>, ix: &IndexDef) -> BitmapShape {
+    BitmapShape {
+        rows: table.map_or(0, |t| t.rows),
+        distinct: table.map_or(1, |t| t.distinct_values.max(1)),
+        rows_per_piece: ix.rows_per_piece.max(1),
+        per_leaf: ix.entries_per_leaf.max(4),
+        per_branch: ix.entries_per_branch.max(4),
+    }
+}
+
+/// Build a B-tree index: a global one over every key of its table, a local
+/// one per partition over that organisation's keys.
 fn build_index(layout: &Layout, ix: &IndexLayout) -> Vec<Block> {
-    let rows = layout.tables.get(ix.table).map_or(0, |t| t.initial_rows);
+    let Some(t) = layout.tables.get(ix.table) else {
+        return Vec::new();
+    };
+    if ix.part_roots.is_empty() {
+        let keys: Vec<u64> = (1..=t.initial_rows).collect();
+        return build_btree(layout, ix, ix.root, &keys);
+    }
+    let orgs = u64::from(t.orgs.max(1));
+    let mut out = Vec::new();
+    for (p, &root) in ix.part_roots.iter().enumerate() {
+        let keys: Vec<u64> = (p as u64 + 1..=t.initial_rows)
+            .step_by(orgs as usize)
+            .collect();
+        out.extend(build_btree(layout, ix, root, &keys));
+    }
+    out
+}
+
+/// Build one B-tree segment over `keys` (ascending) bottom-up: the root at
+/// `root`, then upper levels, then leaves.
+fn build_btree(layout: &Layout, ix: &IndexLayout, root: BlockAddr, keys: &[u64]) -> Vec<Block> {
     let leaf_cap = u64::from(ix.entries_per_leaf);
-    let n_leaves = rows.div_ceil(leaf_cap).max(1) as u32;
+    let n_leaves = (keys.len() as u64).div_ceil(leaf_cap).max(1) as u32;
+    let table = layout.tables.get(ix.table);
     // Levels from the leaves up, each a list of (first key, block index within level).
     let mut levels: Vec<u32> = vec![n_leaves];
     while *levels.last().unwrap_or(&1) > 1 {
@@ -243,7 +461,7 @@ fn build_index(layout: &Layout, ix: &IndexLayout) -> Vec<Block> {
     }
     // Addresses: root first, then levels top-down.
     let mut starts = vec![0u32; levels.len()];
-    let mut a = ix.root.0;
+    let mut a = root.0;
     for lvl in (0..levels.len()).rev() {
         starts[lvl] = a;
         a += levels[lvl];
@@ -251,36 +469,38 @@ fn build_index(layout: &Layout, ix: &IndexLayout) -> Vec<Block> {
     let mut out = Vec::new();
     let mut firsts: Vec<u64> = Vec::new();
     // Entry keys in index order, cut into full leaves; a leaf covers from its
-    // first key up to the next leaf's first key.
-    let mut keys: Vec<u64> = (1..=rows).map(|k| ix.entry_key(k)).collect();
+    // first key up to the next leaf's first key. A reverse key index orders
+    // the reversed keys.
+    let mut keys: Vec<u64> = keys.iter().map(|&k| ix.entry_key(k)).collect();
     if ix.reverse {
         keys.sort_unstable();
     }
-    let chunks: Vec<&[u64]> = keys.chunks(leaf_cap.max(1) as usize).collect();
     for l in 0..n_leaves {
-        let chunk = chunks.get(l as usize).copied().unwrap_or(&[]);
-        let entries = chunk
+        let from = (u64::from(l) * leaf_cap) as usize;
+        let to = (from + leaf_cap as usize).min(keys.len());
+        let entries = keys[from.min(to)..to]
             .iter()
             .filter_map(|&key| {
+                // The table key of an entry key (reversing is its own inverse).
+                let row_key = ix.entry_key(key);
                 layout
-                    .initial_rowid(ix.table, ix.entry_key(key))
+                    .initial_rowid(ix.table, row_key)
                     .map(|rowid| LeafEntry {
                         key,
                         rowid,
                         lock: Xid::NONE,
+                        val: if ix.includes_value {
+                            table.map_or(0, |t| t.initial_value(row_key))
+                        } else {
+                            0
+                        },
                     })
             })
             .collect();
-        let first_of = |l: u32| {
-            chunks
-                .get(l as usize)
-                .and_then(|c| c.first())
-                .copied()
-                .unwrap_or(0)
-        };
         let next = (l + 1 < n_leaves).then(|| BlockAddr(starts[0] + l + 1));
-        let low = if l == 0 { 0 } else { first_of(l) };
-        let high = (l + 1 < n_leaves).then(|| first_of(l + 1));
+        let first = keys.get(from).copied().unwrap_or(0);
+        let low = if l == 0 { 0 } else { first };
+        let high = (l + 1 < n_leaves).then(|| keys.get(to).copied().unwrap_or(u64::MAX));
         out.push(Block::new(
             BlockAddr(starts[0] + l),
             Body::Leaf {
@@ -321,6 +541,25 @@ pub fn table(name: &str, rows: u64, rows_per_block: u32) -> TableDef {
         rows,
         rows_per_block,
         free_blocks_per_instance: 256,
+        orgs: 1,
+        partition_by_org: false,
+        distinct_values: 0,
+    }
+}
+
+/// Convenience for tests: a B-tree index on a table's key.
+pub fn btree(name: &str, table: usize, entries_per_leaf: u32, entries_per_branch: u32) -> IndexDef {
+    IndexDef {
+        name: name.to_string(),
+        table,
+        entries_per_leaf,
+        entries_per_branch,
+        free_blocks_per_instance: 64,
+        reverse: false,
+        kind: IndexKind::BTree,
+        local: false,
+        includes_value: false,
+        rows_per_piece: 1,
     }
 }
 
@@ -333,14 +572,101 @@ mod tests {
             sequences: Vec::new(),
             tables: vec![table("t", 1000, 10)],
             indexes: vec![IndexDef {
-                name: "t_pk".into(),
-                table: 0,
-                entries_per_leaf: 20,
-                entries_per_branch: 8,
                 free_blocks_per_instance: 4,
                 reverse: false,
+                ..btree("t_pk", 0, 20, 8)
             }],
         }
+    }
+
+    /// A table of two organisations partitioned by org, with a global and a
+    /// local index on (key, value).
+    fn partitioned() -> Catalog {
+        Catalog {
+            sequences: Vec::new(),
+            tables: vec![TableDef {
+                orgs: 2,
+                partition_by_org: true,
+                distinct_values: 7,
+                ..table("t", 1001, 10)
+            }],
+            indexes: vec![
+                IndexDef {
+                    includes_value: true,
+                    ..btree("t_global", 0, 20, 8)
+                },
+                IndexDef {
+                    includes_value: true,
+                    local: true,
+                    ..btree("t_local", 0, 20, 8)
+                },
+            ],
+        }
+    }
+
+    /// Follow index `ix` from its root to `key`'s leaf entry.
+    fn find(layout: &Layout, blocks: &[Block], ix: usize, key: u64) -> LeafEntry {
+        let mut b = &blocks[layout.index_root(ix, key).idx()];
+        while let Some(child) = b.child_for(key) {
+            b = &blocks[child.idx()];
+        }
+        *b.leaf_lookup(key)
+            .unwrap_or_else(|| panic!("key {key} missing from index {ix}"))
+    }
+
+    #[test]
+    fn partitions_keep_each_organisation_in_its_own_blocks() {
+        let cat = partitioned();
+        let layout = Layout::new(&cat, 2, 128);
+        let blocks = layout.initial_blocks();
+        let t = &layout.tables[0];
+        assert_eq!(t.parts.len(), 2);
+        assert_eq!((t.parts[0].rows, t.parts[1].rows), (501, 500));
+        let run = |p: usize| t.parts[p].base..t.parts[p].base + t.parts[p].initial_blocks;
+        for key in 1..=1001u64 {
+            let rowid = layout.initial_rowid(0, key).unwrap();
+            let org = cat.tables[0].org_of(key) as usize;
+            assert!(run(org - 1).contains(&rowid.blk.0), "key {key}");
+            let row = blocks[rowid.blk.idx()].row(rowid.slot).unwrap();
+            assert_eq!((row.key, row.val), (key, cat.tables[0].initial_value(key)));
+            for ix in [0, 1] {
+                let e = find(&layout, &blocks, ix, key);
+                assert_eq!((e.rowid, e.val), (rowid, row.val), "index {ix} key {key}");
+            }
+        }
+        // The local index's segments hold one organisation each; the global one both.
+        let l = &layout.indexes[1];
+        assert_eq!(l.part_roots.len(), 2);
+        assert!(layout.indexes[0].part_roots.is_empty());
+        let leaf_of = |ix: usize, key: u64| {
+            let mut b = &blocks[layout.index_root(ix, key).idx()];
+            while let Some(child) = b.child_for(key) {
+                b = &blocks[child.idx()];
+            }
+            b.addr
+        };
+        assert_eq!(
+            leaf_of(0, 1),
+            leaf_of(0, 2),
+            "global: both orgs share a leaf"
+        );
+        assert_ne!(leaf_of(1, 1), leaf_of(1, 2), "local: each org its own");
+    }
+
+    #[test]
+    fn unpartitioned_rows_of_both_orgs_share_blocks() {
+        let mut cat = partitioned();
+        cat.tables[0].partition_by_org = false;
+        let layout = Layout::new(&cat, 2, 128);
+        assert!(layout.tables[0].parts.is_empty());
+        assert!(
+            layout.indexes[1].part_roots.is_empty(),
+            "no partitions, no local index"
+        );
+        assert_eq!(
+            layout.initial_rowid(0, 1).unwrap().blk,
+            layout.initial_rowid(0, 2).unwrap().blk
+        );
     }
 
     #[test]

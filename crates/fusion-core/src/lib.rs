@@ -4,6 +4,7 @@
 //! thread: every entry point is given the current time, and the driver (the
 //! simulator or the live runtime) performs the actions it asks for.
 
+pub mod bitmap;
 pub mod block;
 pub mod config;
 pub mod cpu;

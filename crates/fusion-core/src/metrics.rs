@@ -4,7 +4,8 @@
 //!
 //! A figure whose denominator is zero is `None`, as AWR prints it blank.
 
-use crate::stats::{Stat, Stats, Wait};
+use crate::stats::{Stat, Stats, Wait, WaitClass};
+use crate::tkprof::StmtStat;
 
 const NS_PER_MS: f64 = 1_000_000.0;
 
@@ -180,6 +181,80 @@ pub enum Metric {
     DecompMs(BlockKind, Part),
     /// That part's share (0..1) of the received blocks' total receive time.
     DecompShare(BlockKind, Part),
+    /// A tkprof column summed over the user's statements (recursive ones
+    /// left out): `sql:<column>`.
+    Sql(SqlColumn),
+    /// The same per execution of those statements: `sql_per_exec:<column>`.
+    SqlPerExec(SqlColumn),
+    /// Foreground time waited in one wait class, in ms: `class_ms:<class>`.
+    ClassTimeMs(WaitClass),
+}
+
+/// A column of tkprof's call table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SqlColumn {
+    /// Executions (tkprof's Execute count).
+    Count,
+    /// CPU, ms.
+    Cpu,
+    /// Elapsed, ms.
+    Elapsed,
+    Disk,
+    /// Consistent gets.
+    Query,
+    /// Current-mode gets.
+    Current,
+    Rows,
+}
+
+impl SqlColumn {
+    pub const ALL: &'static [SqlColumn] = &[
+        SqlColumn::Count,
+        SqlColumn::Cpu,
+        SqlColumn::Elapsed,
+        SqlColumn::Disk,
+        SqlColumn::Query,
+        SqlColumn::Current,
+        SqlColumn::Rows,
+    ];
+
+    /// The column's heading in tkprof.
+    pub fn name(self) -> &'static str {
+        match self {
+            SqlColumn::Count => "count",
+            SqlColumn::Cpu => "cpu",
+            SqlColumn::Elapsed => "elapsed",
+            SqlColumn::Disk => "disk",
+            SqlColumn::Query => "query",
+            SqlColumn::Current => "current",
+            SqlColumn::Rows => "rows",
+        }
+    }
+
+    /// Whether the column is a time (ms).
+    pub fn is_time(self) -> bool {
+        matches!(self, SqlColumn::Cpu | SqlColumn::Elapsed)
+    }
+
+    fn of(self, st: &StmtStat) -> f64 {
+        match self {
+            SqlColumn::Count => st.executions as f64,
+            SqlColumn::Cpu => st.cpu_ns as f64 / NS_PER_MS,
+            SqlColumn::Elapsed => st.elapsed_ns as f64 / NS_PER_MS,
+            SqlColumn::Disk => st.disk as f64,
+            SqlColumn::Query => st.query as f64,
+            SqlColumn::Current => st.current as f64,
+            SqlColumn::Rows => st.rows as f64,
+        }
+    }
+
+    /// The column summed over the user's (non-recursive) statements, and their executions.
+    fn user_total(self, s: &Stats) -> (f64, u64) {
+        s.statements
+            .iter()
+            .filter(|st| !st.recursive)
+            .fold((0.0, 0), |(v, n), st| (v + self.of(st), n + st.executions))
+    }
 }
 
 impl Metric {
@@ -187,7 +262,8 @@ impl Metric {
     /// an AWR label (`Avg global cache cr block receive time (ms)`),
     /// `stat:<v$sysstat name>`, `rate:<v$sysstat name>`,
     /// `waits:<event>`, `time_ms:<event>`, `avg_ms:<event>`,
-    /// `decomp_ms:<cr|current>:<part>`, `decomp_share:<cr|current>:<part>`.
+    /// `decomp_ms:<cr|current>:<part>`, `decomp_share:<cr|current>:<part>`,
+    /// `sql:<column>`, `sql_per_exec:<column>`, `class_ms:<wait class>`.
     pub fn parse(text: &str) -> Result<Metric, String> {
         let t = text.trim();
         if let Some(line) = AwrLine::ALL
@@ -229,7 +305,38 @@ impl Metric {
                 })?;
             Ok((kind, part))
         };
+        let column = |n: &str| {
+            SqlColumn::ALL
+                .iter()
+                .copied()
+                .find(|c| c.name().eq_ignore_ascii_case(n.trim()))
+                .ok_or_else(|| {
+                    let names: Vec<_> = SqlColumn::ALL.iter().map(|c| c.name()).collect();
+                    format!(
+                        "unknown tkprof column `{}` (one of: {})",
+                        n.trim(),
+                        names.join(", ")
+                    )
+                })
+        };
+        let class = |n: &str| {
+            WaitClass::ALL
+                .iter()
+                .copied()
+                .find(|c| c.name().eq_ignore_ascii_case(n.trim()))
+                .ok_or_else(|| {
+                    let names: Vec<_> = WaitClass::ALL.iter().map(|c| c.name()).collect();
+                    format!(
+                        "unknown wait class `{}` (one of: {})",
+                        n.trim(),
+                        names.join(", ")
+                    )
+                })
+        };
         match kind.trim() {
+            "sql" => Ok(Metric::Sql(column(rest)?)),
+            "sql_per_exec" => Ok(Metric::SqlPerExec(column(rest)?)),
+            "class_ms" => Ok(Metric::ClassTimeMs(class(rest)?)),
             "stat" => Ok(Metric::Stat(stat(rest)?)),
             "rate" => Ok(Metric::PerSecond(stat(rest)?)),
             "waits" => Ok(Metric::EventWaits(event(rest)?)),
@@ -238,7 +345,7 @@ impl Metric {
             "decomp_ms" => decomp(rest).map(|(k, p)| Metric::DecompMs(k, p)),
             "decomp_share" => decomp(rest).map(|(k, p)| Metric::DecompShare(k, p)),
             other => Err(format!(
-                "unknown metric prefix `{other}:` (stat, rate, waits, time_ms, avg_ms, decomp_ms, decomp_share)"
+                "unknown metric prefix `{other}:` (stat, rate, waits, time_ms, avg_ms, decomp_ms, decomp_share, sql, sql_per_exec, class_ms)"
             )),
         }
     }
@@ -265,6 +372,19 @@ impl Metric {
                 let total = s.get(kind.received().1);
                 (total > 0).then(|| s.get(part.stat(kind)) as f64 / total as f64)
             }
+            Metric::Sql(c) => Some(c.user_total(s).0),
+            Metric::SqlPerExec(c) => {
+                let (v, n) = c.user_total(s);
+                ratio(v, n)
+            }
+            Metric::ClassTimeMs(class) => Some(
+                Wait::ALL
+                    .iter()
+                    .filter(|w| w.class() == class)
+                    .map(|&w| s.event(w).time_fg_ns)
+                    .sum::<u64>() as f64
+                    / NS_PER_MS,
+            ),
         }
     }
 }
@@ -312,5 +432,36 @@ mod tests {
                 .contains("no such thing")
         );
         assert!(Metric::parse("bogus").is_err());
+        assert_eq!(
+            Metric::parse("sql_per_exec:query"),
+            Ok(Metric::SqlPerExec(SqlColumn::Query))
+        );
+        assert_eq!(
+            Metric::parse("class_ms:cluster"),
+            Ok(Metric::ClassTimeMs(WaitClass::Cluster))
+        );
+        assert!(Metric::parse("sql:gets").unwrap_err().contains("query"));
+    }
+
+    #[test]
+    fn sql_figures_leave_recursive_statements_out() {
+        let mut s = Stats::default();
+        let mut user = StmtStat::new("SELECT".into(), false);
+        user.executions = 4;
+        user.query = 124;
+        user.cpu_ns = 2_000_000;
+        let mut rec = StmtStat::new("update seq$".into(), true);
+        rec.executions = 4;
+        rec.query = 1000;
+        s.statements = vec![user, rec];
+        assert_eq!(Metric::SqlPerExec(SqlColumn::Query).eval(&s, 0), Some(31.0));
+        assert_eq!(Metric::SqlPerExec(SqlColumn::Cpu).eval(&s, 0), Some(0.5));
+        assert_eq!(Metric::Sql(SqlColumn::Count).eval(&s, 0), Some(4.0));
+        s.wait(Wait::GcCrBlock2Way, 2_000_000, true);
+        s.wait(Wait::LogFileSync, 5_000_000, true);
+        assert_eq!(
+            Metric::ClassTimeMs(WaitClass::Cluster).eval(&s, 0),
+            Some(2.0)
+        );
     }
 }

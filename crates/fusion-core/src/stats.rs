@@ -135,6 +135,7 @@ name_enum! {
         SeqValuesAllocated => "fusionlab sequence values allocated",
         SeqValuesOutOfOrder => "fusionlab sequence values out of order",
         SeqValuesDuplicated => "fusionlab sequence values duplicated",
+        BitmapPiecesChanged => "fusionlab bitmap pieces changed",
     }
 }
 
@@ -192,6 +193,17 @@ pub enum WaitClass {
 }
 
 impl WaitClass {
+    pub const ALL: &'static [WaitClass] = &[
+        WaitClass::Cluster,
+        WaitClass::Commit,
+        WaitClass::UserIo,
+        WaitClass::SystemIo,
+        WaitClass::Concurrency,
+        WaitClass::Application,
+        WaitClass::Configuration,
+        WaitClass::Other,
+    ];
+
     pub fn name(self) -> &'static str {
         match self {
             WaitClass::Cluster => "Cluster",
@@ -268,15 +280,21 @@ impl Wait {
         match self {
             GcCrRequest | GcCrBlock2Way | GcCrBlock3Way | GcCrGrant2Way | GcCrBlockBusy
             | GcCrBlockCongested | GcCrGrantBusy | GcCrGrantCongested => "global cache cr request",
+            // 9i named a current request by the lock conversion it waited
+            // for, whatever delayed the block on the way: a holder's log
+            // flush before shipping (10g's `busy`) is inside `null to x`.
             GcCurrentRequest
             | GcCurrentBlock2Way
             | GcCurrentBlock3Way
-            | GcCurrentGrant2Way
-            | GcCurrentBlockCongested
-            | GcCurrentGrantCongested => "global cache null to x",
-            GcCurrentBlockBusy | GcCurrentGrantBusy => "global cache busy",
+            | GcCurrentBlockBusy
+            | GcCurrentBlockCongested => "global cache null to x",
+            // Nobody held it: the master grants the first open in X.
+            GcCurrentGrant2Way | GcCurrentGrantCongested => "global cache open x",
+            GcCurrentGrantBusy => "global cache busy",
             GcBufferBusyAcquire => "buffer busy global CR",
             GcBufferBusyRelease => "buffer busy global cache",
+            // 9i had one `enqueue` event for every enqueue type.
+            EnqTxRowLockContention | EnqSqContention => "enqueue",
             other => other.name(),
         }
     }

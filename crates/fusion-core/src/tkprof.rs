@@ -140,15 +140,36 @@ pub fn sql_of(step: &crate::config::Step, cat: &crate::config::Catalog) -> Optio
             .map_or("?", |x| x.name.as_str())
             .to_uppercase()
     };
+    // A batch for one organisation binds it as a second variable.
+    let org = |k: &crate::config::KeySpec| {
+        if k.org.is_some() {
+            "ORG = :B2 AND "
+        } else {
+            ""
+        }
+    };
     Some(match step {
         Step::Read {
             table: t,
             access: Access::FullScan,
             ..
         } => format!("SELECT COUNT(*) FROM {}", table(*t)),
-        Step::Read { table: t, .. } => format!("SELECT VAL FROM {} WHERE KEY = :B1", table(*t)),
-        Step::Update { table: t, .. } => {
-            format!("UPDATE {} SET VAL = VAL + 1 WHERE KEY = :B1", table(*t))
+        Step::Read { table: t, keys, .. } => {
+            format!("SELECT VAL FROM {} WHERE {}KEY = :B1", table(*t), org(keys))
+        }
+        Step::Update { table: t, keys, .. } => {
+            let set = match cat.tables.get(*t) {
+                Some(d) if d.distinct_values > 0 => "MOD(VAL, :B3) + 1",
+                _ => "VAL + 1",
+            };
+            format!(
+                "UPDATE {} SET VAL = {set} WHERE {}KEY = :B1",
+                table(*t),
+                org(keys)
+            )
+        }
+        Step::Count { table: t, .. } => {
+            format!("SELECT COUNT(*) FROM {} WHERE VAL = :B1", table(*t))
         }
         Step::Insert { table: t, .. } => format!("INSERT INTO {} VALUES (:B1, 0)", table(*t)),
         Step::InsertSeq {

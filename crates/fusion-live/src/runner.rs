@@ -299,8 +299,11 @@ async fn run_variant(name: &str, s: &Scenario, r: &LiveRun<'_>) -> Result<LiveOu
     let mut history: Vec<Observation> = Vec::new();
     for (k, phase) in s.phases.iter().enumerate() {
         store.set_faults(&phase.faults).await?;
-        on_all(&admins, |a| async move { a.begin_phase(k as u32).await }).await?;
+        // The counters before the phase's own commands, as the simulator
+        // takes them: what a command sets off at once (a session's first
+        // execution when its workload starts) belongs to the phase it starts.
         let before = snapshot(&admins).await?;
+        on_all(&admins, |a| async move { a.begin_phase(k as u32).await }).await?;
         let bar = r
             .progress
             .then(|| phase_bar(name, &phase.name, phase.duration));

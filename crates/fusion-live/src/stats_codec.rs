@@ -28,11 +28,12 @@ pub fn encode(stats: &Stats, now_ns: u64) -> pb::StatsResponse {
             }
         })
         .collect();
+    let statements = stats.statements.iter().map(encode_statement).collect();
     pb::StatsResponse {
         sysstat,
         events,
         now_ns,
-        statements: stats.statements.iter().map(encode_statement).collect(),
+        statements,
     }
 }
 
@@ -52,7 +53,7 @@ fn encode_statement(st: &StmtStat) -> pb::StatementRow {
         waits: Wait::ALL
             .iter()
             .filter_map(|&w| {
-                let x = st.waits.get(w as usize)?;
+                let x = st.waits.get(w as usize).copied().unwrap_or_default();
                 (x.waits > 0).then(|| pb::StatementWait {
                     event: w.name().to_string(),
                     waits: x.waits,
@@ -76,19 +77,17 @@ fn decode_statement(r: &pb::StatementRow, from: &str) -> Result<StmtStat, String
     st.current = r.current;
     st.rows = r.rows;
     for w in &r.waits {
-        let event = Wait::from_name(&w.event).ok_or_else(|| {
+        let e = Wait::from_name(&w.event).ok_or_else(|| {
             format!(
                 "{from}: unknown wait event {:?} in statement {:?}",
                 w.event, r.sql
             )
         })?;
-        if let Some(slot) = st.waits.get_mut(event as usize) {
-            *slot = StmtWait {
-                waits: w.waits,
-                time_ns: w.time_ns,
-                max_ns: w.max_ns,
-            };
-        }
+        st.waits[e as usize] = StmtWait {
+            waits: w.waits,
+            time_ns: w.time_ns,
+            max_ns: w.max_ns,
+        };
     }
     Ok(st)
 }
@@ -146,10 +145,11 @@ mod tests {
         let mut s = Stats::default();
         s.add(Stat::GcCrBlocksReceived, 42);
         s.wait(Wait::GcCrBlock2Way, 1_500, true);
-        let mut st = StmtStat::new("update seq$ set ...".into(), true);
+        let mut st = StmtStat::new("SELECT VAL FROM T WHERE KEY = :B1".into(), false);
         st.executions = 3;
-        st.current = 3;
-        st.wait(Wait::GcCurrentBlock2Way, 900);
+        st.query = 9;
+        st.cpu_ns = 90_000;
+        st.wait(Wait::GcCrBlock2Way, 1_500);
         s.statements.push(st);
         let wire = encode(&s, 7);
         assert_eq!(decode(&wire, "inst1").unwrap(), s);
@@ -160,15 +160,8 @@ mod tests {
             e.contains("inst1") && e.contains("no such statistic"),
             "{e}"
         );
-        let mut bad = wire.clone();
+        let mut bad = wire;
         bad.events[0].histogram.pop();
         assert!(decode(&bad, "inst2").unwrap_err().contains("histogram"));
-        let mut bad = wire;
-        bad.statements[0].waits[0].event = "gc nonsense".into();
-        let e = decode(&bad, "inst2").unwrap_err();
-        assert!(
-            e.contains("gc nonsense") && e.contains("update seq$"),
-            "{e}"
-        );
     }
 }

@@ -8,6 +8,8 @@ use fusion_core::stats::Unit;
 pub(crate) enum Shown {
     /// Milliseconds.
     Ms,
+    /// Milliseconds to the microsecond (a statement's figures per execution).
+    FineMs,
     /// Already a percentage (AWR `... %` lines).
     Pct,
     /// A 0..1 share, shown as a percentage.
@@ -38,6 +40,9 @@ impl Shown {
             Metric::EventWaits(_) => Shown::Count,
             Metric::EventTimeMs(_) | Metric::EventAvgMs(_) | Metric::DecompMs(..) => Shown::Ms,
             Metric::DecompShare(..) => Shown::Share,
+            Metric::ClassTimeMs(_) => Shown::Ms,
+            Metric::Sql(c) | Metric::SqlPerExec(c) if c.is_time() => Shown::FineMs,
+            Metric::Sql(_) | Metric::SqlPerExec(_) => Shown::Count,
         }
     }
 
@@ -45,6 +50,7 @@ impl Shown {
     pub(crate) fn show(self, v: f64) -> String {
         match self {
             Shown::Ms => format!("{v:.2} ms"),
+            Shown::FineMs => format!("{v:.3} ms"),
             Shown::Pct => format!("{v:.2} %"),
             Shown::Share => format!("{:.2} %", v * 100.0),
             Shown::Count => count(v),

@@ -217,13 +217,20 @@ pub fn tkprof(s: &Stats, names_9i: bool) -> String {
             st.current,
             st.rows,
         ));
-        let mut waits: Vec<(Wait, &fusion_core::tkprof::StmtWait)> = Wait::ALL
-            .iter()
-            .zip(&st.waits)
-            .filter(|(_, w)| w.waits > 0)
-            .map(|(e, w)| (*e, w))
-            .collect();
-        waits.sort_by(|a, b| b.1.time_ns.cmp(&a.1.time_ns).then(a.0.cmp(&b.0)));
+        // Events by the name shown: 9i names merge several 10g events.
+        let mut waits: Vec<(&str, fusion_core::tkprof::StmtWait)> = Vec::new();
+        for (e, w) in Wait::ALL.iter().zip(&st.waits).filter(|(_, w)| w.waits > 0) {
+            let name = if names_9i { e.name_9i() } else { e.name() };
+            match waits.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, x)) => {
+                    x.waits += w.waits;
+                    x.time_ns += w.time_ns;
+                    x.max_ns = x.max_ns.max(w.max_ns);
+                }
+                None => waits.push((name, *w)),
+            }
+        }
+        waits.sort_by(|a, b| b.1.time_ns.cmp(&a.1.time_ns).then(a.0.cmp(b.0)));
         if !waits.is_empty() {
             out.blank();
             out.line("Elapsed times include waiting on following events:");
@@ -233,8 +240,7 @@ pub fn tkprof(s: &Stats, names_9i: bool) -> String {
             out.line(
                 "  ----------------------------------------   Waited  ----------  ------------",
             );
-            for (e, w) in waits {
-                let name = if names_9i { e.name_9i() } else { e.name() };
+            for (name, w) in waits {
                 out.line(format!(
                     "  {name:<40} {:>8}  {:>10}  {:>12}",
                     w.waits,

@@ -11,21 +11,32 @@ pub struct TourRow {
     /// The scenario that tested it.
     pub scenario: String,
     pub reproduced: bool,
-    /// The figure that decided, as measured, e.g. `inst1 gc cr receive 38.2 ms vs 0.4 ms`.
+    /// What the key figure is, e.g. `inst1 avg gc cr block receive, inst2's LMS starved`.
+    pub label: String,
+    /// The key figure as measured, e.g. `38.2 ms`, or `0.670 ms vs 0.030 ms`.
     pub key_figure: String,
     /// What the deck measured for the same figure.
     pub deck_figure: String,
 }
 
-/// One table: Myth | Verdict | Measured | Deck, then a count of myths reproduced.
+/// One table: # | Myth (scenario) | Verdict | Key figure | Measured | Deck,
+/// then a count of myths reproduced.
 pub fn render_tour(rows: &[TourRow]) -> String {
     let mut t = Table::new();
     t.load_style(ASCII_FULL_CONDENSED)
         .force_no_tty()
         .set_content_arrangement(ContentArrangement::Disabled)
-        .set_header(vec!["Myth", "Verdict", "Measured", "Deck"]);
-    for r in rows {
+        .set_header(vec![
+            "#",
+            "Myth (scenario)",
+            "Verdict",
+            "Key figure",
+            "Measured",
+            "Deck",
+        ]);
+    for (i, r) in rows.iter().enumerate() {
         t.add_row(vec![
+            (i + 1).to_string(),
             format!("{} ({})", r.myth, r.scenario),
             if r.reproduced {
                 "REPRODUCED"
@@ -33,6 +44,7 @@ pub fn render_tour(rows: &[TourRow]) -> String {
                 "NOT REPRODUCED"
             }
             .to_string(),
+            r.label.clone(),
             r.key_figure.clone(),
             r.deck_figure.clone(),
         ]);
@@ -56,22 +68,26 @@ mod tests {
                 myth: "GC problems are the interconnect".into(),
                 scenario: "interconnect".into(),
                 reproduced: true,
-                key_figure: "inst2 cr flush 4,212.0 ms".into(),
+                label: "inst2 cr flush".into(),
+                key_figure: "4,212.0 ms".into(),
                 deck_figure: "node 2 cr flush 4380.0 ms".into(),
             },
             TourRow {
                 myth: "NOCACHE sequences are fine in RAC".into(),
                 scenario: "nocache-seq".into(),
                 reproduced: false,
-                key_figure: "row cache lock 12 waits".into(),
+                label: "row cache lock".into(),
+                key_figure: "12 waits".into(),
                 deck_figure: "row cache lock 5,413 waits / 62.86 s".into(),
             },
         ];
         let text = render_tour(&rows);
         let lines: Vec<&str> = text.lines().collect();
-        assert!(lines[1].starts_with("| Myth"), "{text}");
+        assert!(lines[1].starts_with("| # | Myth (scenario)"), "{text}");
         assert!(
-            text.contains("| GC problems are the interconnect (interconnect) | REPRODUCED     |"),
+            text.contains(
+                "| 1 | GC problems are the interconnect (interconnect) | REPRODUCED     | inst2 cr flush | 4,212.0 ms |"
+            ),
             "{text}"
         );
         assert!(text.contains("NOT REPRODUCED"));

@@ -215,7 +215,12 @@ fn nothing_because(metric: Metric) -> String {
         Metric::EventAvgMs(w) => format!("no `{}` waits", w.name()),
         Metric::DecompMs(k, _) => format!("no gc {} blocks received", kind(k)),
         Metric::DecompShare(k, _) => format!("no gc {} block receive time", kind(k)),
-        Metric::Stat(_) | Metric::EventWaits(_) | Metric::EventTimeMs(_) => "no data".into(),
+        Metric::SqlPerExec(_) => "no execution of a user statement".into(),
+        Metric::Stat(_)
+        | Metric::EventWaits(_)
+        | Metric::EventTimeMs(_)
+        | Metric::Sql(_)
+        | Metric::ClassTimeMs(_) => "no data".into(),
     }
 }
 

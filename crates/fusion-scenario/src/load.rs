@@ -4,8 +4,8 @@ use std::path::Path;
 use std::rc::Rc;
 
 use fusion_core::config::{
-    Access, Catalog, Costs, IndexDef, KeyDist, KeySpec, NS_PER_MS, NS_PER_S, NS_PER_US, Nanos,
-    ParamValue, Params, SequenceDef, Step, TableDef, TxnTemplate, WorkloadSpec,
+    Access, Catalog, Costs, IndexDef, IndexKind, KeyDist, KeySpec, NS_PER_MS, NS_PER_S, NS_PER_US,
+    Nanos, ParamValue, Params, SequenceDef, Step, TableDef, TxnTemplate, WorkloadSpec,
 };
 use fusion_core::metrics::Metric;
 
@@ -215,6 +215,7 @@ const COST_KEYS: &[&str] = &[
     "lgwr_write_us",
     "dbwr_write_us",
     "block_install_us",
+    "bitmap_piece_us",
     "time_slice_ms",
 ];
 const NETWORK_KEYS: &[&str] = &[
@@ -230,7 +231,15 @@ const STORAGE_KEYS: &[&str] = &[
     "log_write_latency_ms",
     "iops",
 ];
-const TABLE_KEYS: &[&str] = &["name", "rows", "rows_per_block", "free_blocks_per_instance"];
+const TABLE_KEYS: &[&str] = &[
+    "name",
+    "rows",
+    "rows_per_block",
+    "free_blocks_per_instance",
+    "orgs",
+    "partition_by",
+    "distinct_values",
+];
 const INDEX_KEYS: &[&str] = &[
     "name",
     "table",
@@ -238,7 +247,21 @@ const INDEX_KEYS: &[&str] = &[
     "entries_per_branch",
     "free_blocks_per_instance",
     "reverse",
+    "kind",
+    "local",
+    "columns",
+    "rows_per_piece",
 ];
+/// Organisations a table may have.
+const MAX_ORGS: u32 = 1000;
+
+/// What `[[index]]` says about an index's kind.
+struct IndexShape {
+    kind: IndexKind,
+    local: bool,
+    includes_value: bool,
+    rows_per_piece: u32,
+}
 const SEQUENCE_KEYS: &[&str] = &["name", "cache", "order", "start", "increment"];
 const WORKLOAD_KEYS: &[&str] = &[
     "name",
@@ -249,7 +272,9 @@ const WORKLOAD_KEYS: &[&str] = &[
     "transaction",
 ];
 const TXN_KEYS: &[&str] = &["name", "weight", "steps"];
-const OPS: &[&str] = &["read", "update", "insert", "nextval", "commit", "think"];
+const OPS: &[&str] = &[
+    "read", "update", "insert", "nextval", "count", "commit", "think",
+];
 const PHASE_KEYS: &[&str] = &["name", "duration_s", "workloads", "parameters", "fault"];
 const FAULT_KINDS: &[&str] = &["stress_cpu", "disk_latency", "latency", "bandwidth"];
 const VARIANT_KEYS: &[&str] = &["name", "description", "set"];
@@ -257,7 +282,7 @@ const EXPECT_KEYS: &[&str] = &[
     "name", "metric", "phase", "instance", "variant", "op", "factor", "than", "value",
 ];
 const THAN_KEYS: &[&str] = &["metric", "phase", "instance", "variant"];
-const TOUR_KEYS: &[&str] = &["order", "measured", "label", "deck"];
+const TOUR_KEYS: &[&str] = &["order", "measured", "versus", "label", "deck"];
 const MEASURED_KEYS: &[&str] = &["metric", "phase", "instance", "variant"];
 const MAX_INSTANCES: u8 = 16;
 /// Largest transaction weight, so the weights of a workload always sum within a u32.
@@ -290,6 +315,7 @@ struct SetItem {
 
 /// One side of an expectation, kept with the nodes it came from so the
 /// checks against the variants can point at them.
+#[derive(Clone)]
 struct SideDraft {
     phase_node: Node,
     phase_path: KeyPath,
@@ -302,6 +328,16 @@ struct TourDraft {
     tour: TourSpec,
     side: SideDraft,
     /// `measured.variant` as written, to check against the declared variants.
+    variant_ref: Option<(String, Node, KeyPath)>,
+    /// `versus`: the figures shown beside it, each checked the same way.
+    versus: Vec<TourSide>,
+}
+
+/// One figure of `[tour]` as read: what it measures, where, and the variant named.
+#[derive(Clone)]
+struct TourSide {
+    mref: MetricRef,
+    side: SideDraft,
     variant_ref: Option<(String, Node, KeyPath)>,
 }
 
@@ -1312,6 +1348,7 @@ impl<'a> Checker<'a> {
             lgwr_write: us(self, "lgwr_write_us", d.lgwr_write),
             dbwr_write: us(self, "dbwr_write_us", d.dbwr_write),
             block_install: us(self, "block_install_us", d.block_install),
+            bitmap_piece: us(self, "bitmap_piece_us", d.bitmap_piece),
             time_slice: self.opt_duration(&tv, "time_slice_ms", NS_PER_MS, true, d.time_slice),
         }
     }
@@ -1420,6 +1457,30 @@ impl<'a> Checker<'a> {
                 let rpb = self
                     .req(&tv, "rows_per_block")
                     .and_then(|v| self.u32_in(v, &tv.at("rows_per_block"), 1, 1000));
+                let orgs = self.opt_u32(&tv, "orgs", 1, MAX_ORGS, 1);
+                let partition_by_org = match tv.get("partition_by") {
+                    None => false,
+                    Some(v) => match self.string(v, &tv.at("partition_by")).as_deref() {
+                        Some("org") if orgs >= 2 => true,
+                        Some("org") => {
+                            self.err(
+                                v,
+                                &tv.at("partition_by"),
+                                "partitioning by org needs `orgs` >= 2 on the table",
+                            );
+                            false
+                        }
+                        Some(other) => {
+                            self.err(
+                                v,
+                                &tv.at("partition_by"),
+                                format!("unknown partitioning column `{other}` (tables are partitioned by \"org\")"),
+                            );
+                            false
+                        }
+                        None => false,
+                    },
+                };
                 cat.tables.push(TableDef {
                     name: name.unwrap_or_default(),
                     rows: rows.map_or(1, |r| r as u64),
@@ -1431,6 +1492,9 @@ impl<'a> Checker<'a> {
                         u32::MAX,
                         256,
                     ),
+                    orgs,
+                    partition_by_org,
+                    distinct_values: self.opt_u32(&tv, "distinct_values", 1, u32::MAX, 0),
                 });
             }
         }
@@ -1465,6 +1529,8 @@ impl<'a> Checker<'a> {
                     }
                     pos
                 });
+                let def = table.and_then(|t| cat.tables.get(t));
+                let shape = self.index_shape(&tv, def);
                 cat.indexes.push(IndexDef {
                     name: name.unwrap_or_default(),
                     table: table.unwrap_or(usize::MAX),
@@ -1477,11 +1543,31 @@ impl<'a> Checker<'a> {
                         u32::MAX,
                         64,
                     ),
-                    reverse: self.opt_bool(&tv, "reverse", false),
+                    reverse: self.reverse_flag(&tv, &shape),
+                    kind: shape.kind,
+                    local: shape.local,
+                    includes_value: shape.includes_value,
+                    rows_per_piece: shape.rows_per_piece,
                 });
             }
         }
         cat
+    }
+
+    /// `reverse`: a reverse key index, for a plain B-tree on the key only.
+    fn reverse_flag(&mut self, tv: &Tv, shape: &IndexShape) -> bool {
+        let reverse = self.opt_bool(tv, "reverse", false);
+        if reverse
+            && (shape.kind != IndexKind::BTree || shape.local || shape.includes_value)
+            && let Some(n) = tv.get("reverse")
+        {
+            self.err(
+                n,
+                &tv.at("reverse"),
+                "a reverse key index is a global B-tree on the key only (not bitmap, local or on [\"key\", \"val\"])",
+            );
+        }
+        reverse
     }
 
     /// An optional boolean key of a table.
@@ -1500,6 +1586,115 @@ impl<'a> Checker<'a> {
                 default
             }
         }
+    }
+
+    /// The kind of an index and what goes with it: `kind` ("btree" or
+    /// "bitmap"), `local` (partitioned tables only), `columns` (["key"] or
+    /// ["key", "val"] for a B-tree, ["val"] for a bitmap index), `rows_per_piece`
+    /// (bitmap only; default: the whole table, one piece per value).
+    fn index_shape(&mut self, tv: &Tv, table: Option<&TableDef>) -> IndexShape {
+        let mut shape = IndexShape {
+            kind: IndexKind::BTree,
+            local: false,
+            includes_value: false,
+            rows_per_piece: table.map_or(1, |t| t.rows.min(u64::from(u32::MAX)) as u32),
+        };
+        if let Some(k) = tv.get("kind") {
+            match self.string(k, &tv.at("kind")).as_deref() {
+                Some("btree") => {}
+                Some("bitmap") => shape.kind = IndexKind::Bitmap,
+                Some(other) => self.err(
+                    k,
+                    &tv.at("kind"),
+                    format!("unknown index kind `{other}` (\"btree\" or \"bitmap\")"),
+                ),
+                None => {}
+            }
+        }
+        let bitmap = shape.kind == IndexKind::Bitmap;
+        if let Some(l) = tv.get("local") {
+            match l.val {
+                Val::Bool(b) => shape.local = b,
+                _ => self.err(
+                    l,
+                    &tv.at("local"),
+                    format!("expected true or false, found {}", l.describe()),
+                ),
+            }
+            if shape.local && !table.is_some_and(|t| t.partition_by_org) {
+                self.err(
+                    l,
+                    &tv.at("local"),
+                    "a local index needs a partitioned table (partition_by = \"org\")",
+                );
+            }
+        }
+        if let Some(c) = tv.get("columns") {
+            let cols: Option<Vec<String>> = match &c.val {
+                Val::Array(items) => items
+                    .iter()
+                    .map(|i| match &i.val {
+                        Val::Str(s) => Some(s.clone()),
+                        _ => None,
+                    })
+                    .collect(),
+                _ => None,
+            };
+            let cols: Vec<&str> = cols.iter().flatten().map(String::as_str).collect();
+            match (bitmap, cols.as_slice()) {
+                (false, ["key"]) | (true, ["val"]) => {}
+                (false, ["key", "val"]) => shape.includes_value = true,
+                _ => self.err(
+                    c,
+                    &tv.at("columns"),
+                    format!(
+                        "expected {}, found {}",
+                        if bitmap {
+                            "[\"val\"] (a bitmap index is on the value column)"
+                        } else {
+                            "[\"key\"] or [\"key\", \"val\"]"
+                        },
+                        describe_deep(c)
+                    ),
+                ),
+            }
+        }
+        if let Some(r) = tv.get("rows_per_piece") {
+            if bitmap {
+                if let Some(n) = self.u32_in(r, &tv.at("rows_per_piece"), 1, u32::MAX) {
+                    shape.rows_per_piece = n;
+                }
+            } else {
+                self.err(
+                    r,
+                    &tv.at("rows_per_piece"),
+                    "`rows_per_piece` applies only to kind = \"bitmap\"",
+                );
+            }
+        }
+        if bitmap {
+            let at = tv.get("kind").unwrap_or(tv.node);
+            match table {
+                Some(t) if t.distinct_values == 0 => self.err(
+                    at,
+                    &tv.at("kind"),
+                    format!(
+                        "a bitmap index is on the value column: give table `{}` `distinct_values`",
+                        t.name
+                    ),
+                ),
+                Some(t) if t.partition_by_org => self.err(
+                    at,
+                    &tv.at("kind"),
+                    format!(
+                        "bitmap indexes on a partitioned table (`{}`) are not modelled",
+                        t.name
+                    ),
+                ),
+                _ => {}
+            }
+        }
+        shape
     }
 
     /// `[[sequence]]`: `cache` is an integer >= 2 or "nocache" (default 20, as
@@ -1693,6 +1888,7 @@ impl<'a> Checker<'a> {
                     steps.push(x);
                 }
             }
+            self.check_bitmap_updates(s, &tv.at("steps"), &steps, cat);
         }
         Some(TxnTemplate {
             name,
@@ -1731,7 +1927,8 @@ impl<'a> Checker<'a> {
         };
         let op = self.string(&op_entry.node, &path.key("op"))?;
         let allowed: &[&str] = match op.as_str() {
-            "read" | "update" => &["op", "table", "via", "keys", "rows"],
+            "read" | "update" => &["op", "table", "via", "keys", "rows", "org"],
+            "count" => &["op", "table", "via", "values", "rows"],
             "insert" => &["op", "table", "rows", "key"],
             "nextval" => &["op", "sequence", "rows"],
             "commit" => &["op"],
@@ -1781,7 +1978,30 @@ impl<'a> Checker<'a> {
             );
             return None;
         };
+        if op == "count" {
+            return self.count_step(&tv, table, rows, cat);
+        }
         if op == "insert" {
+            let t = &cat.tables[table];
+            let bitmap = cat
+                .indexes
+                .iter()
+                .any(|i| i.table == table && i.kind == IndexKind::Bitmap);
+            if t.partition_by_org || bitmap {
+                self.err(
+                    table_node,
+                    &tv.at("table"),
+                    format!(
+                        "inserts into `{table_name}` are not modelled: it is {}",
+                        if bitmap {
+                            "indexed by a bitmap index"
+                        } else {
+                            "partitioned"
+                        }
+                    ),
+                );
+                return None;
+            }
             // `key = { sequence = "s" }`: the new rows are keyed by `s.nextval`.
             let Some(key) = tv.get("key") else {
                 return Some(Step::Insert { table, rows });
@@ -1828,6 +2048,18 @@ impl<'a> Checker<'a> {
             Access::FullScan
         } else {
             match cat.indexes.iter().position(|i| i.name == via) {
+                Some(i)
+                    if cat
+                        .indexes
+                        .get(i)
+                        .is_some_and(|x| x.table == table && x.kind == IndexKind::Bitmap) =>
+                {
+                    self.err(via_node, &tv.at("via"), format!(
+                        "`{via}` is a bitmap index: it answers `count` steps; a {op} goes through a B-tree (indexes on `{table_name}`: {}) or a full scan",
+                        names_list(&on_table)
+                    ));
+                    return None;
+                }
                 Some(i) if cat.indexes.get(i).is_some_and(|x| x.table == table) => Access::Index(i),
                 // The index names an unknown table, which is reported there.
                 Some(i)
@@ -1859,13 +2091,36 @@ impl<'a> Checker<'a> {
                 }
             }
         };
-        let keys = match tv.get("keys") {
+        let mut keys = match tv.get("keys") {
             Some(k) => self.key_spec(k, &tv.at("keys"))?,
             None => KeySpec {
                 dist: KeyDist::Uniform,
                 range: None,
+                org: None,
             },
         };
+        if let Some(o) = tv.get("org") {
+            let orgs = cat.tables[table].orgs;
+            if orgs < 2 {
+                self.err(
+                    o,
+                    &tv.at("org"),
+                    format!(
+                        "table `{table_name}` has one organisation: give it `orgs` to filter on org"
+                    ),
+                );
+                return None;
+            }
+            if access == Access::FullScan {
+                self.err(
+                    o,
+                    &tv.at("org"),
+                    "`org` does not apply to a full scan (it reads every row once)",
+                );
+                return None;
+            }
+            keys.org = Some(self.u32_in(o, &tv.at("org"), 1, orgs)?);
+        }
         Some(match op.as_str() {
             "read" => Step::Read {
                 table,
@@ -1882,6 +2137,108 @@ impl<'a> Checker<'a> {
         })
     }
 
+    /// `{ op = "count", table, via = <bitmap index>, values, rows }`:
+    /// `select count(*) ... where val = :v`, `v` drawn from the table's
+    /// values (`values` is a key distribution over `1..=distinct_values`).
+    fn count_step(&mut self, tv: &Tv, table: usize, rows: u32, cat: &Catalog) -> Option<Step> {
+        let t = &cat.tables[table];
+        let via_node = self.req(tv, "via")?;
+        let via = self.string(via_node, &tv.at("via"))?;
+        let bitmaps: Vec<String> = cat
+            .indexes
+            .iter()
+            .filter(|i| i.table == table && i.kind == IndexKind::Bitmap)
+            .map(|i| i.name.clone())
+            .collect();
+        let Some(index) = cat
+            .indexes
+            .iter()
+            .position(|i| i.name == via && i.table == table && i.kind == IndexKind::Bitmap)
+        else {
+            self.err(
+                via_node,
+                &tv.at("via"),
+                format!(
+                    "a count goes through a bitmap index on `{}` (bitmap indexes: {})",
+                    t.name,
+                    names_list(&bitmaps)
+                ),
+            );
+            return None;
+        };
+        let values = match tv.get("values") {
+            Some(v) => {
+                let spec = self.key_spec(v, &tv.at("values"))?;
+                if let Some((_, hi)) = spec.range
+                    && hi > u64::from(t.distinct_values)
+                {
+                    self.err(
+                        v,
+                        &tv.at("values"),
+                        format!(
+                            "values go up to {} on `{}` (its distinct_values), range ends at {hi}",
+                            t.distinct_values, t.name
+                        ),
+                    );
+                    return None;
+                }
+                spec
+            }
+            None => KeySpec {
+                dist: KeyDist::Uniform,
+                range: None,
+                org: None,
+            },
+        };
+        Some(Step::Count {
+            table,
+            index,
+            values,
+            rows,
+        })
+    }
+
+    /// Two sessions updating rows of a table with a bitmap index, several
+    /// rows per transaction, can each hold a piece the other needs; Oracle
+    /// detects the deadlock (ORA-00060), the model does not.
+    fn check_bitmap_updates(
+        &mut self,
+        steps_node: &Node,
+        path: &KeyPath,
+        steps: &[Step],
+        cat: &Catalog,
+    ) {
+        for (t, def) in cat.tables.iter().enumerate() {
+            if !cat
+                .indexes
+                .iter()
+                .any(|i| i.table == t && i.kind == IndexKind::Bitmap)
+            {
+                continue;
+            }
+            let rows: u64 = steps
+                .iter()
+                .map(|s| match s {
+                    Step::Update { table, rows, .. } if *table == t => u64::from(*rows),
+                    _ => 0,
+                })
+                .sum();
+            if rows > 1 {
+                self.err(
+                    steps_node,
+                    path,
+                    format!(
+                        "a transaction updates {rows} rows of `{}`, which has a bitmap index: \
+                         one row per transaction (a bitmap piece locks many rows, and two \
+                         transactions holding pieces the other needs would deadlock; the model \
+                         has no deadlock detection)",
+                        def.name
+                    ),
+                );
+            }
+        }
+    }
+
     fn key_spec(&mut self, node: &Node, path: &KeyPath) -> Option<KeySpec> {
         const DISTS: &[&str] = &["uniform", "sequential", "hot"];
         let dist_of = |name: &str| match name {
@@ -1895,7 +2252,11 @@ impl<'a> Checker<'a> {
         };
         match &node.val {
             Val::Str(s) => match dist_of(s) {
-                Some(dist) => Some(KeySpec { dist, range: None }),
+                Some(dist) => Some(KeySpec {
+                    dist,
+                    range: None,
+                    org: None,
+                }),
                 None => {
                     self.err(
                         node,
@@ -1956,7 +2317,11 @@ impl<'a> Checker<'a> {
                     range = self.key_range(r, &tv.at("range"));
                     ok &= range.is_some();
                 }
-                ok.then_some(KeySpec { dist, range })
+                ok.then_some(KeySpec {
+                    dist,
+                    range,
+                    org: None,
+                })
             }
             _ => {
                 self.err(node, path, format!(
@@ -2266,43 +2631,26 @@ impl<'a> Checker<'a> {
         let deck = self
             .req(&tv, "deck")
             .and_then(|v| self.one_line(v, &tv.at("deck")));
-        let measured = self.req(&tv, "measured").and_then(|v| {
-            let mtv = self.table(v, &tv.at("measured"), MEASURED_KEYS)?;
-            let metric = self
-                .req(&mtv, "metric")
-                .and_then(|m| self.metric(m, &mtv.at("metric")));
-            let phase = self
-                .req(&mtv, "phase")
-                .and_then(|p| self.name(p, &mtv.at("phase")).map(|_| p));
-            let instance = match mtv.get("instance") {
-                Some(i) => self.expect_instance(i, &mtv.at("instance")),
-                None => Some(None),
-            };
-            let variant = match mtv.get("variant") {
-                Some(n) => self
-                    .name(n, &mtv.at("variant"))
-                    .map(|s| Some((s, n.clone(), mtv.at("variant")))),
-                None => Some(None),
-            };
-            let ((metric, text), phase_node, instance, variant) =
-                (metric?, phase?, instance?, variant?);
-            let mref = MetricRef {
-                metric,
-                text,
-                variant: variant.as_ref().map(|(s, _, _)| s.clone()),
-                phase: phase_str(phase_node),
-                instance: instance.as_ref().map(|(i, _)| *i),
-            };
-            let side = SideDraft {
-                phase_node: phase_node.clone(),
-                phase_path: mtv.at("phase"),
-                instance: instance.map(|(i, n)| (i, n, mtv.at("instance"))),
-                variant: mref.variant.clone(),
-            };
-            Some((mref, side, variant))
-        });
-        let (Some(order), Some(label), Some(deck), Some((measured, side, variant_ref))) =
-            (order, label, deck, measured)
+        let measured = self
+            .req(&tv, "measured")
+            .and_then(|v| self.tour_side(v, &tv.at("measured"), None));
+        let mut versus = Vec::new();
+        if let (Some(v), Some(base)) = (tv.get("versus"), measured.as_ref()) {
+            let list = self.tables(v, &tv.at("versus"), "tour.versus");
+            if list.is_empty() {
+                self.err(
+                    v,
+                    &tv.at("versus"),
+                    "expected a list of figures such as [{ variant = \"other\" }]",
+                );
+            }
+            for (item, path) in list {
+                if let Some(side) = self.tour_side(item, &path, Some(base)) {
+                    versus.push(side);
+                }
+            }
+        }
+        let (Some(order), Some(label), Some(deck), Some(measured)) = (order, label, deck, measured)
         else {
             return None;
         };
@@ -2312,11 +2660,65 @@ impl<'a> Checker<'a> {
         Some(TourDraft {
             tour: TourSpec {
                 order,
-                measured,
+                measured: measured.mref,
+                versus: Vec::new(),
                 label,
                 deck,
             },
-            side,
+            side: measured.side,
+            variant_ref: measured.variant_ref,
+            versus,
+        })
+    }
+
+    /// A figure of `[tour]`: `metric`, `phase`, `instance`, `variant`. The
+    /// first (`measured`) needs a metric and a phase; a `versus` figure takes
+    /// what it leaves out from `base`.
+    fn tour_side(&mut self, v: &Node, path: &KeyPath, base: Option<&TourSide>) -> Option<TourSide> {
+        let mtv = self.table(v, path, MEASURED_KEYS)?;
+        let metric = match (mtv.get("metric"), base) {
+            (Some(m), _) => self.metric(m, &mtv.at("metric")),
+            (None, Some(b)) => Some((b.mref.metric, b.mref.text.clone())),
+            (None, None) => self.req(&mtv, "metric").and(None),
+        };
+        let phase = match (mtv.get("phase"), base) {
+            (Some(p), _) => self
+                .name(p, &mtv.at("phase"))
+                .map(|_| (p.clone(), mtv.at("phase"))),
+            (None, Some(b)) => Some((b.side.phase_node.clone(), b.side.phase_path.clone())),
+            (None, None) => self.req(&mtv, "phase").and(None),
+        };
+        let instance = match (mtv.get("instance"), base) {
+            (Some(i), _) => self
+                .expect_instance(i, &mtv.at("instance"))
+                .map(|o| o.map(|(n, node)| (n, node, mtv.at("instance")))),
+            (None, Some(b)) => Some(b.side.instance.clone()),
+            (None, None) => Some(None),
+        };
+        let variant_ref = match (mtv.get("variant"), base) {
+            (Some(n), _) => self
+                .name(n, &mtv.at("variant"))
+                .map(|s| Some((s, n.clone(), mtv.at("variant")))),
+            (None, Some(b)) => Some(b.variant_ref.clone()),
+            (None, None) => Some(None),
+        };
+        let ((metric, text), (phase_node, phase_path), instance, variant_ref) =
+            (metric?, phase?, instance?, variant_ref?);
+        let variant = variant_ref.as_ref().map(|(s, _, _)| s.clone());
+        Some(TourSide {
+            mref: MetricRef {
+                metric,
+                text,
+                variant: variant.clone(),
+                phase: phase_str(&phase_node),
+                instance: instance.as_ref().map(|(i, _, _)| *i),
+            },
+            side: SideDraft {
+                phase_node,
+                phase_path,
+                instance,
+                variant,
+            },
             variant_ref,
         })
     }
@@ -2339,8 +2741,31 @@ impl<'a> Checker<'a> {
         built: &[(String, String, Option<Scenario>)],
         has_variants: bool,
     ) -> Option<TourSpec> {
+        let mut versus = Vec::new();
+        for v in &d.versus {
+            let mut mref = v.mref.clone();
+            mref.variant =
+                Some(self.check_tour_side(&v.side, &v.variant_ref, built, has_variants)?);
+            versus.push(mref);
+        }
+        let variant = self.check_tour_side(&d.side, &d.variant_ref, built, has_variants)?;
+        let mut tour = d.tour;
+        tour.measured.variant = Some(variant);
+        tour.versus = versus;
+        Some(tour)
+    }
+
+    /// Check one `[tour]` figure against the variants; the variant it is
+    /// measured in (the one it names, else the first).
+    fn check_tour_side(
+        &mut self,
+        side: &SideDraft,
+        variant_ref: &Option<(String, Node, KeyPath)>,
+        built: &[(String, String, Option<Scenario>)],
+        has_variants: bool,
+    ) -> Option<String> {
         let names: Vec<String> = built.iter().map(|(n, _, _)| n.clone()).collect();
-        let variant = match &d.variant_ref {
+        let variant = match variant_ref {
             Some((v, node, path)) => {
                 if !names.contains(v) {
                     let known = if has_variants {
@@ -2359,12 +2784,10 @@ impl<'a> Checker<'a> {
             }
             None => names.first()?.clone(),
         };
-        if !self.check_side(&d.side, &[&variant], built, has_variants) {
+        if !self.check_side(side, &[&variant], built, has_variants) {
             return None;
         }
-        let mut tour = d.tour;
-        tour.measured.variant = Some(variant);
-        Some(tour)
+        Some(variant)
     }
 
     // ---- [[expect]] --------------------------------------------------------

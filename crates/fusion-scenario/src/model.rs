@@ -32,6 +32,9 @@ pub struct TourSpec {
     /// The figure the tour shows. Its `variant` is always set (the first
     /// variant when the file named none).
     pub measured: MetricRef,
+    /// Figures shown beside it, e.g. the same one in another variant
+    /// (`versus = [{ variant = "index" }]`); each has its variant set.
+    pub versus: Vec<MetricRef>,
     /// What the figure is, e.g. `inst1 avg gc cr receive with inst2's LMS starved`.
     pub label: String,
     /// What the deck measured for the same figure, as free text.

@@ -159,6 +159,7 @@ fn full_file_round_trips() {
     let uniform = KeySpec {
         dist: KeyDist::Uniform,
         range: None,
+        org: None,
     };
     assert_eq!(
         w.transactions[0].steps,
@@ -191,7 +192,8 @@ fn full_file_round_trips() {
                         fraction: 0.01,
                         share: 0.9
                     },
-                    range: None
+                    range: None,
+                    org: None
                 },
                 rows: 2
             },
@@ -200,7 +202,8 @@ fn full_file_round_trips() {
                 access: Access::Index(0),
                 keys: KeySpec {
                     dist: KeyDist::Sequential,
-                    range: Some((1, 500))
+                    range: Some((1, 500)),
+                    org: None
                 },
                 rows: 1
             },
@@ -227,7 +230,8 @@ fn full_file_round_trips() {
                     fraction: 0.01,
                     share: 0.9
                 },
-                range: None
+                range: None,
+                org: None
             },
             rows: 1
         }]
@@ -1146,7 +1150,7 @@ fn tour_unknown_key() {
     let line = line_of(&text, "lable", 0);
     assert!(
         msg.contains(&format!(
-            "t.toml:{line}:1: `tour.lable`: unknown key `lable` (valid here: order, measured, label, deck; did you mean `label`?)"
+            "t.toml:{line}:1: `tour.lable`: unknown key `lable` (valid here: order, measured, versus, label, deck; did you mean `label`?)"
         )),
         "{msg}"
     );
@@ -1380,6 +1384,211 @@ fn a_reverse_key_index_loads_and_a_bad_flag_points_at_the_key() {
     assert!(
         msg.contains("`index[0].reversed`: unknown key `reversed`")
             && msg.contains("did you mean `reverse`?"),
+        "{msg}"
+    );
+}
+
+// ---- organisations, partitions, index kinds, counts, tour versus -----------
+
+/// MIN with a table of two organisations, partitioned, its index local and
+/// on (key, value); a bitmap-indexed table; steps by organisation and a count.
+const ORGS: &str = r#"[scenario]
+name = "orgs"
+title = "Organisations and bitmaps"
+
+[cluster]
+instances = 2
+
+[[table]]
+name = "t"
+rows = 1000
+rows_per_block = 10
+orgs = 2
+partition_by = "org"
+
+[[index]]
+name = "t_kv"
+table = "t"
+columns = ["key", "val"]
+local = true
+
+[[table]]
+name = "s"
+rows = 1000
+rows_per_block = 10
+distinct_values = 4
+
+[[index]]
+name = "s_pk"
+table = "s"
+
+[[index]]
+name = "s_bm"
+table = "s"
+kind = "bitmap"
+rows_per_piece = 100
+
+[[workload]]
+name = "w"
+instances = [1, 2]
+sessions_per_instance = 2
+
+[[workload.transaction]]
+name = "batch"
+steps = [
+  { op = "read", table = "t", via = "t_kv", org = 2 },
+  { op = "update", table = "t", via = "t_kv", org = 2, rows = 3 },
+  { op = "count", table = "s", via = "s_bm", values = { dist = "uniform", range = [1, 4] } },
+  { op = "update", table = "s", via = "s_pk" },
+  { op = "commit" },
+]
+
+[[phase]]
+name = "run"
+duration_s = 1
+"#;
+
+#[test]
+fn organisations_partitions_and_index_kinds_load() {
+    use fusion_core::config::IndexKind;
+    let s = ok(ORGS, &[]);
+    let c = &s.variants[0].scenario.catalog;
+    assert_eq!((c.tables[0].orgs, c.tables[0].partition_by_org), (2, true));
+    assert_eq!(c.tables[1].distinct_values, 4);
+    let kv = &c.indexes[0];
+    assert!(kv.local && kv.includes_value && kv.kind == IndexKind::BTree);
+    let bm = &c.indexes[2];
+    assert_eq!((bm.kind, bm.rows_per_piece), (IndexKind::Bitmap, 100));
+    let steps = &s.variants[0].scenario.workloads[0].transactions[0].steps;
+    assert!(matches!(&steps[1], Step::Update { keys, rows: 3, .. } if keys.org == Some(2)));
+    assert!(matches!(
+        &steps[2],
+        Step::Count { table: 1, index: 2, values, rows: 1 } if values.range == Some((1, 4))
+    ));
+    // A bitmap's pieces cover the whole table unless told otherwise.
+    let s = ok(&ORGS.replace("rows_per_piece = 100\n", ""), &[]);
+    assert_eq!(
+        s.variants[0].scenario.catalog.indexes[2].rows_per_piece,
+        1000
+    );
+}
+
+#[test]
+fn organisation_and_partition_mistakes() {
+    let text = ORGS.replace("orgs = 2\n", "");
+    let msg = err(&text, &[]);
+    assert!(
+        msg.contains("`table[0].partition_by`: partitioning by org needs `orgs` >= 2"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("`index[0].local`: a local index needs a partitioned table"),
+        "{msg}"
+    );
+    let text = ORGS.replace("partition_by = \"org\"", "partition_by = \"region\"");
+    assert!(err(&text, &[]).contains("unknown partitioning column `region`"));
+    let msg = err(ORGS, &["workload.w.transaction.batch.steps.0.org=3"]);
+    assert!(
+        msg.contains("`workload[0].transaction[0].steps[0].org`"),
+        "{msg}"
+    );
+    assert!(msg.contains("1..=2"), "{msg}");
+    let msg = err(ORGS, &["workload.w.transaction.batch.steps.3.org=1"]);
+    assert!(msg.contains("table `s` has one organisation"), "{msg}");
+    let text = ORGS.replace(
+        "{ op = \"commit\" },",
+        "{ op = \"insert\", table = \"t\" },\n  { op = \"commit\" },",
+    );
+    let msg = err(&text, &[]);
+    assert!(
+        msg.contains("inserts into `t` are not modelled: it is partitioned"),
+        "{msg}"
+    );
+    let msg = err(ORGS, &["index.t_kv.columns=[\"val\"]"]);
+    assert!(
+        msg.contains("expected [\"key\"] or [\"key\", \"val\"]"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn bitmap_mistakes() {
+    let text = ORGS.replace("distinct_values = 4\n", "");
+    let msg = err(&text, &[]);
+    assert!(
+        msg.contains("a bitmap index is on the value column: give table `s` `distinct_values`"),
+        "{msg}"
+    );
+    let msg = err(ORGS, &["workload.w.transaction.batch.steps.3.via=\"s_bm\""]);
+    assert!(
+        msg.contains("`s_bm` is a bitmap index: it answers `count` steps"),
+        "{msg}"
+    );
+    let msg = err(ORGS, &["workload.w.transaction.batch.steps.2.via=\"s_pk\""]);
+    assert!(
+        msg.contains("a count goes through a bitmap index on `s` (bitmap indexes: s_bm)"),
+        "{msg}"
+    );
+    let msg = err(
+        ORGS,
+        &["workload.w.transaction.batch.steps.2.values.range=[1, 9]"],
+    );
+    assert!(msg.contains("values go up to 4 on `s`"), "{msg}");
+    let msg = err(ORGS, &["workload.w.transaction.batch.steps.3.rows=2"]);
+    assert!(
+        msg.contains(
+            "a transaction updates 2 rows of `s`, which has a bitmap index: one row per transaction"
+        ),
+        "{msg}"
+    );
+    let text = ORGS.replace(
+        "{ op = \"commit\" },",
+        "{ op = \"insert\", table = \"s\" },\n  { op = \"commit\" },",
+    );
+    assert!(
+        err(&text, &[])
+            .contains("inserts into `s` are not modelled: it is indexed by a bitmap index")
+    );
+    let msg = err(ORGS, &["index.s_pk.rows_per_piece=5"]);
+    assert!(
+        msg.contains("`rows_per_piece` applies only to kind = \"bitmap\""),
+        "{msg}"
+    );
+    let msg = err(ORGS, &["index.s_bm.kind=\"hash\""]);
+    assert!(msg.contains("unknown index kind `hash`"), "{msg}");
+}
+
+#[test]
+fn tour_versus_figures_default_to_the_measured_one() {
+    let text = format!(
+        "{MIN}{VARIANTS}\n[tour]\norder = 0\nlabel = \"l\"\ndeck = \"d\"\nmeasured = {{ metric = \"waits:gc cr block congested\", phase = \"starved\", instance = 1, variant = \"ts-lms\" }}\nversus = [{{ variant = \"rt-lms\" }}, {{ phase = \"baseline\", instance = \"all\" }}]\n"
+    );
+    let t = ok(&text, &[]).tour.expect("tour");
+    assert_eq!(t.versus.len(), 2);
+    let (a, b) = (&t.versus[0], &t.versus[1]);
+    assert_eq!(
+        (a.variant.as_deref(), a.phase.as_str(), a.instance),
+        (Some("rt-lms"), "starved", Some(1))
+    );
+    assert_eq!(
+        (b.variant.as_deref(), b.phase.as_str(), b.instance),
+        (Some("ts-lms"), "baseline", None)
+    );
+    assert_eq!(a.metric, t.measured.metric);
+    let msg = err(
+        &text.replace("variant = \"rt-lms\"", "variant = \"nope\""),
+        &[],
+    );
+    assert!(
+        msg.contains("`tour.versus[0].variant`: unknown variant `nope`"),
+        "{msg}"
+    );
+    let msg = err(
+        &text.replace("phase = \"baseline\"", "phase = \"later\""),
+        &[],
+    );
+    assert!(
+        msg.contains("`tour.versus[1].phase`: unknown phase `later`"),
         "{msg}"
     );
 }

@@ -444,6 +444,11 @@ pub fn run_variant(name: &str, s: &Scenario, opts: &SimOptions) -> SimOutcome {
     let mut sim = Sim::new(s, opts);
     let mut phases = Vec::new();
     for phase in &s.phases {
+        // The counters before the phase's own commands: what a command sets
+        // off at once (a session woken by its workload starting counts its
+        // first execution) belongs to the phase it starts.
+        let start = sim.now();
+        let before: Vec<Stats> = (0..sim.instances.len()).map(|i| sim.stats_of(i)).collect();
         // The same start of phase as the live runtime's.
         sim.set_faults(&phase.faults);
         for i in 0..sim.instances.len() {
@@ -451,8 +456,6 @@ pub fn run_variant(name: &str, s: &Scenario, opts: &SimOptions) -> SimOutcome {
                 sim.command(i, cmd);
             }
         }
-        let start = sim.now();
-        let before: Vec<Stats> = (0..sim.instances.len()).map(|i| sim.stats_of(i)).collect();
         sim.run_until(start + phase.duration);
         let instances = sim
             .instances

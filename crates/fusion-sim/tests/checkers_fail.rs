@@ -21,8 +21,8 @@ use std::sync::Arc;
 
 use fusion_core::block::Block;
 use fusion_core::config::{
-    Access, Catalog, Costs, IndexDef, KeyDist, KeySpec, NS_PER_MS, NS_PER_US, Nanos, Params, Step,
-    TableDef, TxnTemplate, WorkloadSpec,
+    Access, Catalog, Costs, IndexDef, IndexKind, KeyDist, KeySpec, NS_PER_MS, NS_PER_US, Nanos,
+    Params, Step, TableDef, TxnTemplate, WorkloadSpec,
 };
 use fusion_core::instance::{BufState, Instance, InstanceConfig, Observation};
 use fusion_core::layout::Layout;
@@ -44,6 +44,9 @@ fn catalog() -> Catalog {
             rows: ROWS,
             rows_per_block: ROWS_PER_BLOCK,
             free_blocks_per_instance: 2,
+            orgs: 1,
+            partition_by_org: false,
+            distinct_values: 0,
         }],
         indexes: vec![IndexDef {
             name: "t_pk".into(),
@@ -52,6 +55,10 @@ fn catalog() -> Catalog {
             entries_per_branch: 32,
             free_blocks_per_instance: 2,
             reverse: false,
+            kind: IndexKind::BTree,
+            local: false,
+            includes_value: false,
+            rows_per_piece: 1,
         }],
     }
 }
@@ -71,6 +78,7 @@ fn workload(instances: u8, sessions: u32) -> WorkloadSpec {
     let keys = KeySpec {
         dist: KeyDist::Uniform,
         range: None,
+        org: None,
     };
     WorkloadSpec {
         name: "w".into(),

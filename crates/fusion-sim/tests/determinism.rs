@@ -6,8 +6,8 @@
 //! CPU hogs.
 
 use fusion_core::config::{
-    Access, Catalog, Costs, IndexDef, KeyDist, KeySpec, NS_PER_MS, NS_PER_US, ParamValue, Params,
-    Step, TableDef, TxnTemplate, WorkloadSpec,
+    Access, Catalog, Costs, IndexDef, IndexKind, KeyDist, KeySpec, NS_PER_MS, NS_PER_US,
+    ParamValue, Params, Step, TableDef, TxnTemplate, WorkloadSpec,
 };
 use fusion_scenario::{Device, Fault, LinkTarget, NetworkModel, Phase, Scenario, StorageModel};
 use fusion_sim::{SimOptions, SimOutcome, run_variant};
@@ -25,14 +25,17 @@ fn scenario(instances: u8, seed: u64) -> Scenario {
             share: 0.7,
         },
         range: None,
+        org: None,
     };
     let uniform = KeySpec {
         dist: KeyDist::Uniform,
         range: None,
+        org: None,
     };
     let seq = KeySpec {
         dist: KeyDist::Sequential,
         range: None,
+        org: None,
     };
     let workload = WorkloadSpec {
         name: "oltp".into(),
@@ -100,6 +103,9 @@ fn scenario(instances: u8, seed: u64) -> Scenario {
                 rows: 3_000,
                 rows_per_block: 30,
                 free_blocks_per_instance: 4,
+                orgs: 1,
+                partition_by_org: false,
+                distinct_values: 0,
             }],
             indexes: vec![IndexDef {
                 name: "t_pk".into(),
@@ -108,6 +114,10 @@ fn scenario(instances: u8, seed: u64) -> Scenario {
                 entries_per_branch: 16,
                 free_blocks_per_instance: 4,
                 reverse: false,
+                kind: IndexKind::BTree,
+                local: false,
+                includes_value: false,
+                rows_per_piece: 1,
             }],
         },
         workloads: vec![workload],

@@ -14,7 +14,7 @@
 //!   simulator's index check), with no other checker violation.
 
 use fusion_core::config::{
-    Catalog, Costs, IndexDef, NS_PER_MS, Params, SequenceDef, Step, TableDef, TxnTemplate,
+    Catalog, Costs, IndexDef, IndexKind, NS_PER_MS, Params, SequenceDef, Step, TableDef, TxnTemplate,
     WorkloadSpec,
 };
 use fusion_core::stats::{Stat, Wait};
@@ -35,6 +35,9 @@ fn scenario(instances: u8, reverse: bool) -> Scenario {
             rows: 1,
             rows_per_block: 20,
             free_blocks_per_instance: 2_000,
+            orgs: 1,
+            partition_by_org: false,
+            distinct_values: 0,
         }],
         indexes: vec![IndexDef {
             name: "t_pk".into(),
@@ -43,6 +46,10 @@ fn scenario(instances: u8, reverse: bool) -> Scenario {
             entries_per_branch: 8,
             free_blocks_per_instance: 2_000,
             reverse,
+            kind: IndexKind::BTree,
+            local: false,
+            includes_value: false,
+            rows_per_piece: 1,
         }],
         // ORDER: consecutive values go to different instances, the worst case
         // for the right-hand leaf.

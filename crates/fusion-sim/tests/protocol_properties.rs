@@ -24,8 +24,8 @@
 //! test does not depend on the file format.
 
 use fusion_core::config::{
-    Access, Catalog, Costs, IndexDef, KeyDist, KeySpec, NS_PER_MS, NS_PER_US, ParamValue, Params,
-    Step, TableDef, TxnTemplate, WorkloadSpec,
+    Access, Catalog, Costs, IndexDef, IndexKind, KeyDist, KeySpec, NS_PER_MS, NS_PER_US,
+    ParamValue, Params, Step, TableDef, TxnTemplate, WorkloadSpec,
 };
 use fusion_scenario::{Device, Fault, LinkTarget, NetworkModel, Phase, Scenario, StorageModel};
 use fusion_sim::{SimOptions, SimOutcome, run_variant};
@@ -108,7 +108,11 @@ fn keys(dist: &Dist) -> KeySpec {
         Dist::Hot { fraction, share } => KeyDist::Hot { fraction, share },
         Dist::Sequential => KeyDist::Sequential,
     };
-    KeySpec { dist, range: None }
+    KeySpec {
+        dist,
+        range: None,
+        org: None,
+    }
 }
 
 fn scenario(c: &Config) -> Scenario {
@@ -126,6 +130,9 @@ fn scenario(c: &Config) -> Scenario {
             rows: c.rows,
             rows_per_block: c.rows_per_block,
             free_blocks_per_instance: free_blocks(c),
+            orgs: 1,
+            partition_by_org: false,
+            distinct_values: 0,
         }],
         indexes: vec![IndexDef {
             name: "t_pk".into(),
@@ -134,6 +141,10 @@ fn scenario(c: &Config) -> Scenario {
             entries_per_branch: c.entries_per_branch,
             free_blocks_per_instance: free_blocks(c),
             reverse: false,
+            kind: IndexKind::BTree,
+            local: false,
+            includes_value: false,
+            rows_per_piece: 1,
         }],
     };
     let read = Step::Read {

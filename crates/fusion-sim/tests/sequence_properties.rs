@@ -90,6 +90,9 @@ fn scenario(c: &Config) -> Scenario {
             rows: 1,
             rows_per_block: 20,
             free_blocks_per_instance: 64,
+            orgs: 1,
+            partition_by_org: false,
+            distinct_values: 0,
         }],
         indexes: Vec::new(),
         sequences: vec![SequenceDef {

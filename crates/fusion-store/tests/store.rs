@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use fusion_core::block::{Block, Body, Row};
-use fusion_core::config::{Catalog, IndexDef};
+use fusion_core::config::{Catalog, IndexDef, IndexKind};
 use fusion_core::layout::{Layout, table};
 use fusion_core::msg::{Io, IoResult, RedoRecord};
 use fusion_core::types::{BlockAddr, InstId, Xid};
@@ -29,6 +29,10 @@ fn layout() -> Layout {
             entries_per_branch: 50,
             free_blocks_per_instance: 4,
             reverse: false,
+            kind: IndexKind::BTree,
+            local: false,
+            includes_value: false,
+            rows_per_piece: 1,
         }],
     };
     Layout::new(&catalog, 3, 128)

@@ -23,14 +23,15 @@
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use fusion_core::block::{Block, Body, Itl, LeafEntry, Row, UndoOp, UndoRec};
+use fusion_core::block::{Block, Body, Itl, LeafEntry, Piece, Row, UndoOp, UndoRec};
 use fusion_core::types::{BlockAddr, Rowid, Xid};
 use thiserror::Error;
 
 use crate::crc::crc32;
 
 /// Version byte written after the magic; decoding refuses any other.
-pub const BLOCK_FORMAT_VERSION: u8 = 1;
+/// 2: leaf entries carry a value; bitmap leaves and their undo.
+pub const BLOCK_FORMAT_VERSION: u8 = 2;
 /// Bytes before the payload: magic, version, length, checksum.
 pub const BLOCK_HEADER_LEN: usize = 12;
 const MAGIC: &[u8; 3] = b"FLB";
@@ -143,6 +144,17 @@ pub fn encode_block_into(block: &Block, block_size: u32, out: &mut Vec<u8>) -> b
                 out.push(2);
                 put_body(out, b);
             }
+            UndoOp::Entry { before } => {
+                out.push(3);
+                put_entry(out, before);
+            }
+            UndoOp::Bit { at, key, was, lock } => {
+                out.push(4);
+                put(out, *at);
+                put(out, *key);
+                out.push(u8::from(*was));
+                put(out, lock.0);
+            }
         }
     }
     // A payload over 4 GiB cannot come from a real block; saturate rather
@@ -241,6 +253,13 @@ pub fn decode_block(bytes: &[u8]) -> Result<Block, BlockError> {
                 key: r.var("undo.op.key")?,
             },
             2 => UndoOp::Body(Box::new(r.body("undo.op.body")?)),
+            3 => UndoOp::Entry { before: r.entry()? },
+            4 => UndoOp::Bit {
+                at: r.var("undo.op.at")?,
+                key: r.var("undo.op.key")?,
+                was: r.flag("undo.op.was")?,
+                lock: Xid(r.var("undo.op.lock")?),
+            },
             t => return Err(err("undo.op", BlockProblem::BadTag(t))),
         };
         undo.push(UndoRec { xid, op });
@@ -300,6 +319,28 @@ fn put_opt_row(out: &mut Vec<u8>, r: Option<&Row>) {
     }
 }
 
+fn put_entry(out: &mut Vec<u8>, e: &LeafEntry) {
+    put(out, e.key);
+    put(out, u64::from(e.rowid.blk.0));
+    put(out, u64::from(e.rowid.slot));
+    put(out, e.lock.0);
+    put(out, zigzag(e.val));
+}
+
+/// A piece: value, chunk, lock, then its set bits as gaps between keys
+/// (small varints for a dense bitmap, as Oracle compresses runs).
+fn put_piece(out: &mut Vec<u8>, p: &Piece) {
+    put(out, zigzag(p.value));
+    put(out, u64::from(p.chunk));
+    put(out, p.lock.0);
+    put(out, p.bits.len() as u64);
+    let mut prev = 0;
+    for &k in &p.bits {
+        put(out, k.wrapping_sub(prev));
+        prev = k;
+    }
+}
+
 fn put_body(out: &mut Vec<u8>, body: &Body) {
     match body {
         Body::Unformatted => out.push(0),
@@ -319,10 +360,22 @@ fn put_body(out: &mut Vec<u8>, body: &Body) {
             out.push(2);
             put(out, entries.len() as u64);
             for e in entries {
-                put(out, e.key);
-                put(out, u64::from(e.rowid.blk.0));
-                put(out, u64::from(e.rowid.slot));
-                put(out, e.lock.0);
+                put_entry(out, e);
+            }
+            put_opt(out, next.map(|b| u64::from(b.0)));
+            put(out, *low);
+            put_opt(out, *high);
+        }
+        Body::Bitmap {
+            pieces,
+            next,
+            low,
+            high,
+        } => {
+            out.push(5);
+            put(out, pieces.len() as u64);
+            for p in pieces {
+                put_piece(out, p);
             }
             put_opt(out, next.map(|b| u64::from(b.0)));
             put(out, *low);
@@ -452,6 +505,47 @@ impl Reader<'_> {
         })
     }
 
+    fn entry(&mut self) -> Result<LeafEntry, BlockError> {
+        Ok(LeafEntry {
+            key: self.var("entry.key")?,
+            rowid: Rowid {
+                blk: self.addr("entry.rowid.blk")?,
+                slot: self.u16("entry.rowid.slot")?,
+            },
+            lock: Xid(self.var("entry.lock")?),
+            val: unzigzag(self.var("entry.val")?),
+        })
+    }
+
+    fn piece(&mut self) -> Result<Piece, BlockError> {
+        let value = unzigzag(self.var("piece.value")?);
+        let chunk = self.small("piece.chunk")?;
+        let lock = Xid(self.var("piece.lock")?);
+        let n = self.count("piece.bits")?;
+        let mut bits = Vec::with_capacity(n);
+        let mut prev = 0u64;
+        for _ in 0..n {
+            prev = prev.wrapping_add(self.var("piece.bits")?);
+            bits.push(prev);
+        }
+        Ok(Piece {
+            value,
+            chunk,
+            bits,
+            lock,
+        })
+    }
+
+    /// A leaf's right neighbour.
+    fn next(&mut self, field: &'static str) -> Result<Option<BlockAddr>, BlockError> {
+        match self.opt_var(field)? {
+            None => Ok(None),
+            Some(v) => u32::try_from(v)
+                .map(|a| Some(BlockAddr(a)))
+                .map_err(|_| err(field, BlockProblem::OutOfRange(v))),
+        }
+    }
+
     fn body(&mut self, field: &'static str) -> Result<Body, BlockError> {
         Ok(match self.byte(field)? {
             0 => Body::Unformatted,
@@ -467,26 +561,24 @@ impl Reader<'_> {
                 let n = self.count("body.entries")?;
                 let mut entries = Vec::with_capacity(n);
                 for _ in 0..n {
-                    entries.push(LeafEntry {
-                        key: self.var("body.entries.key")?,
-                        rowid: Rowid {
-                            blk: self.addr("body.entries.rowid.blk")?,
-                            slot: self.u16("body.entries.rowid.slot")?,
-                        },
-                        lock: Xid(self.var("body.entries.lock")?),
-                    });
+                    entries.push(self.entry()?);
                 }
-                let next = match self.opt_var("body.next")? {
-                    None => None,
-                    Some(v) => {
-                        Some(BlockAddr(u32::try_from(v).map_err(|_| {
-                            err("body.next", BlockProblem::OutOfRange(v))
-                        })?))
-                    }
-                };
                 Body::Leaf {
                     entries,
-                    next,
+                    next: self.next("body.next")?,
+                    low: self.var("body.low")?,
+                    high: self.opt_var("body.high")?,
+                }
+            }
+            5 => {
+                let n = self.count("body.pieces")?;
+                let mut pieces = Vec::with_capacity(n);
+                for _ in 0..n {
+                    pieces.push(self.piece()?);
+                }
+                Body::Bitmap {
+                    pieces,
+                    next: self.next("body.next")?,
                     low: self.var("body.low")?,
                     high: self.opt_var("body.high")?,
                 }

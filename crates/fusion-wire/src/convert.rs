@@ -130,6 +130,13 @@ impl Limits {
                     self.xid("Block.undo.before.lock", r.lock.0)?;
                 }
                 fusion_core::block::UndoOp::Body(body) => self.check_body(body)?,
+                fusion_core::block::UndoOp::Entry { before } => {
+                    self.blk("Block.undo.before.rowid.blk", before.rowid.blk.0)?;
+                    self.xid("Block.undo.before.lock", before.lock.0)?;
+                }
+                fusion_core::block::UndoOp::Bit { lock, .. } => {
+                    self.xid("Block.undo.lock", lock.0)?;
+                }
                 _ => {}
             }
         }
@@ -156,6 +163,14 @@ impl Limits {
             Body::Branch { entries } => {
                 for (_, c) in entries {
                     self.blk("Block.branch.child", c.0)?;
+                }
+            }
+            Body::Bitmap { pieces, next, .. } => {
+                for p in pieces {
+                    self.xid("Block.pieces.lock", p.lock.0)?;
+                }
+                if let Some(n) = next {
+                    self.blk("Block.next", n.0)?;
                 }
             }
         }

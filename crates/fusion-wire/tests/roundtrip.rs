@@ -1,7 +1,7 @@
 //! Round trips (core -> proto -> bytes -> proto -> core) for every message
 //! variant and for random blocks, and what malformed input from a peer gives.
 
-use fusion_core::block::{Block, Body, Itl, LeafEntry, Row, UndoOp, UndoRec};
+use fusion_core::block::{Block, Body, Itl, LeafEntry, Piece, Row, UndoOp, UndoRec};
 use fusion_core::msg::{
     EnqKind, Envelope, GrantKind, LockMode, Lvb, Mode, Msg, RedoRecord, ReqKind, Request, ResName,
     ShipKind, Timing, TxReport,
@@ -34,21 +34,50 @@ fn row() -> impl Strategy<Value = Row> {
     (any::<u64>(), any::<i64>(), xid()).prop_map(|(key, val, lock)| Row { key, val, lock })
 }
 
+fn entry() -> impl Strategy<Value = LeafEntry> {
+    (any::<u64>(), addr(), any::<u16>(), xid(), any::<i64>()).prop_map(
+        |(key, blk, slot, lock, val)| LeafEntry {
+            key,
+            rowid: Rowid { blk, slot },
+            lock,
+            val,
+        },
+    )
+}
+
+fn piece() -> impl Strategy<Value = Piece> {
+    (any::<i64>(), any::<u32>(), xid(), vec(any::<u64>(), 0..20)).prop_map(
+        |(value, chunk, lock, mut bits)| {
+            bits.sort_unstable();
+            bits.dedup();
+            Piece {
+                value,
+                chunk,
+                bits,
+                lock,
+            }
+        },
+    )
+}
+
 fn body() -> impl Strategy<Value = Body> {
     prop_oneof![
         Just(Body::Unformatted),
         vec(option::of(row()), 0..20).prop_map(|rows| Body::Table { rows }),
         (
-            vec(
-                (any::<u64>(), addr(), any::<u16>(), xid()).prop_map(|(key, blk, slot, lock)| {
-                    LeafEntry {
-                        key,
-                        rowid: Rowid { blk, slot },
-                        lock,
-                    }
-                }),
-                0..20
-            ),
+            vec(piece(), 0..8),
+            option::of(addr()),
+            any::<u64>(),
+            option::of(any::<u64>()),
+        )
+            .prop_map(|(pieces, next, low, high)| Body::Bitmap {
+                pieces,
+                next,
+                low,
+                high
+            }),
+        (
+            vec(entry(), 0..20),
             option::of(addr()),
             any::<u64>(),
             option::of(any::<u64>()),
@@ -69,6 +98,9 @@ fn undo() -> impl Strategy<Value = UndoRec> {
         (any::<u16>(), option::of(row())).prop_map(|(slot, before)| UndoOp::Row { slot, before }),
         any::<u64>().prop_map(|key| UndoOp::EntryInsert { key }),
         body().prop_map(|b| UndoOp::Body(Box::new(b))),
+        entry().prop_map(|before| UndoOp::Entry { before }),
+        (any::<u64>(), any::<u64>(), any::<bool>(), xid())
+            .prop_map(|(at, key, was, lock)| UndoOp::Bit { at, key, was, lock }),
     ];
     (xid(), op).prop_map(|(xid, op)| UndoRec { xid, op })
 }

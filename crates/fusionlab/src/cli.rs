@@ -136,6 +136,13 @@ pub struct TourCmd {
     /// Use this seed for every scenario instead of each scenario's own.
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
+    /// Run the tour on a live cluster of processes instead of the simulator
+    /// (in real time: several minutes).
+    #[arg(long)]
+    pub live: bool,
+    /// With --live: use this running cluster (a file `up` wrote) instead of starting one.
+    #[arg(long, value_name = "FILE", requires = "live")]
+    pub cluster: Option<std::path::PathBuf>,
 }
 
 #[derive(Args)]
@@ -183,14 +190,17 @@ pub struct ValidateCmd {
 /// Run what the command line asked for.
 pub fn dispatch(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Result<u8> {
     match cli.command.unwrap_or(Command::Tour(TourCmd::default())) {
-        Command::Tour(t) => tour::tour(
-            &TourArgs {
+        Command::Tour(t) => {
+            let args = TourArgs {
                 names_9i: t.names_9i,
                 seed: t.seed,
-            },
-            out,
-            err,
-        ),
+            };
+            if t.live {
+                crate::live_tour::tour_live(&args, t.cluster.as_deref(), out, err)
+            } else {
+                tour::tour(&args, out, err)
+            }
+        }
         Command::Run(r) => {
             let args = RunArgs {
                 scenario: r.scenario,

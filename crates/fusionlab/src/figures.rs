@@ -3,7 +3,7 @@
 use comfy_table::{
     CellAlignment, ContentArrangement, ContentLineStyle, LineStyle, Table, TableStyle,
 };
-use fusion_core::metrics::{AwrLine, Metric};
+use fusion_core::metrics::{AwrLine, Metric, SqlColumn};
 use fusion_core::stats::{Stats, Unit};
 use fusion_report::RunResult;
 use fusion_report::text::top_events;
@@ -127,6 +127,24 @@ pub fn with_unit(metric: Metric, v: f64) -> String {
         Metric::EventWaits(_) => format!("{} waits", count(v)),
         Metric::PerSecond(_) => format!("{}/s", grouped(v, 1)),
         Metric::DecompShare(..) => format!("{:.1} %", v * 100.0),
+        Metric::ClassTimeMs(_) => format!("{} ms", ms(v)),
+        Metric::Sql(c) | Metric::SqlPerExec(c) => match c {
+            _ if c.is_time() => format!("{} ms", fine_ms(v)),
+            SqlColumn::Query | SqlColumn::Current => format!("{} gets", count(v)),
+            SqlColumn::Disk => format!("{} reads", count(v)),
+            SqlColumn::Rows => format!("{} rows", count(v)),
+            _ => format!("{} executions", count(v)),
+        },
+    }
+}
+
+/// Milliseconds with three decimals below 1 ms (a statement's CPU per
+/// execution is tens of microseconds), as [`ms`] above.
+fn fine_ms(v: f64) -> String {
+    if v.abs() < 1.0 {
+        format!("{v:.3}")
+    } else {
+        ms(v)
     }
 }
 
@@ -224,5 +242,20 @@ mod tests {
             fusion_core::metrics::Part::Wire,
         );
         assert_eq!(with_unit(share, 0.034), "3.4 %");
+        assert_eq!(
+            with_unit(Metric::SqlPerExec(SqlColumn::Cpu), 0.67),
+            "0.670 ms"
+        );
+        assert_eq!(
+            with_unit(Metric::SqlPerExec(SqlColumn::Query), 31.0),
+            "31 gets"
+        );
+        assert_eq!(
+            with_unit(
+                Metric::ClassTimeMs(fusion_core::stats::WaitClass::Cluster),
+                1234.5
+            ),
+            "1,234.5 ms"
+        );
     }
 }

@@ -14,6 +14,7 @@ pub mod commands;
 pub mod figures;
 pub mod live;
 pub mod live_bench;
+pub mod live_tour;
 pub mod shipped;
 pub mod tour;
 

@@ -26,7 +26,7 @@ pub fn cluster_file(dir: &Path) -> PathBuf {
     dir.join("cluster.toml")
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime> {
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -298,7 +298,7 @@ pub fn down(file: &Path, out: &mut dyn Write) -> Result<u8> {
     Ok(exit::OK)
 }
 
-fn stop_cluster(c: &ClusterFile) {
+pub(crate) fn stop_cluster(c: &ClusterFile) {
     if let Ok(rt) = runtime() {
         rt.block_on(async {
             for m in &c.instances {
@@ -316,6 +316,38 @@ fn stop_cluster(c: &ClusterFile) {
     if c.store.pid != 0 {
         cluster::stop(c.store.pid, Duration::from_secs(3));
     }
+}
+
+/// The cluster a live command runs on: the one `file` describes, or one of
+/// `needed` instances started here (returned with its directory, for the
+/// caller to stop and clean up).
+pub(crate) fn cluster_for(
+    file: Option<&Path>,
+    needed: usize,
+    what: &str,
+    err: &mut dyn Write,
+) -> Result<(ClusterFile, Option<(ClusterFile, PathBuf)>)> {
+    if let Some(f) = file {
+        return Ok((ClusterFile::read(f).map_err(Failure::input)?, None));
+    }
+    let dir = std::env::temp_dir().join(format!("fusionlab-live-{}", std::process::id()));
+    let exe = std::env::current_exe().context("cannot find this program's path")?;
+    writeln!(
+        err,
+        "starting a local cluster of {needed} instances in {}",
+        dir.display()
+    )?;
+    let c = cluster::up(&UpOptions {
+        instances: needed as u8,
+        dir: dir.clone(),
+        base_port: 0,
+        exe,
+    })
+    .map_err(|e| Failure {
+        code: exit::LIVE_FAILED,
+        message: format!("{what}: {e}"),
+    })?;
+    Ok((c.clone(), Some((c, dir))))
 }
 
 /// `fusionlab run --live`: run a scenario on a cluster (its own, or `--cluster FILE`).
@@ -337,29 +369,7 @@ pub fn run_live(
         .max()
         .unwrap_or(1);
     // Our own cluster unless one is given; stopped whatever happens.
-    let (c, own) = match cluster {
-        Some(f) => (ClusterFile::read(f).map_err(Failure::input)?, None),
-        None => {
-            let dir = std::env::temp_dir().join(format!("fusionlab-live-{}", std::process::id()));
-            let exe = std::env::current_exe().context("cannot find this program's path")?;
-            writeln!(
-                err,
-                "starting a local cluster of {needed} instances in {}",
-                dir.display()
-            )?;
-            let c = cluster::up(&UpOptions {
-                instances: needed as u8,
-                dir: dir.clone(),
-                base_port: 0,
-                exe,
-            })
-            .map_err(|e| Failure {
-                code: exit::LIVE_FAILED,
-                message: format!("fusionlab run --live: {e}"),
-            })?;
-            (c.clone(), Some((c, dir)))
-        }
-    };
+    let (c, own) = cluster_for(cluster, needed, "fusionlab run --live", err)?;
     let rt = runtime()?;
     let result = rt.block_on(runner::run(
         &loaded,

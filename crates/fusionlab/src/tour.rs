@@ -1,6 +1,7 @@
 //! The myth tour: every shipped scenario with a `[tour]` section, in tour
-//! order, run on the simulator; a compact block per myth, then one summary
-//! line per myth next to what the deck measured.
+//! order, run on the simulator (or, with `--live`, on a live cluster: see
+//! `live::tour_live`); a compact block per myth, then one table with a line
+//! per myth: its verdict and key figure next to what the deck measured.
 
 use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -11,7 +12,7 @@ use fusion_report::{RunResult, TourRow, render_tour};
 use fusion_scenario::{LoadedScenario, TourSpec};
 use fusion_sim::{SimOptions, SimOutcome};
 
-use crate::commands::{report_errors, simulation_summary};
+use crate::commands::simulation_summary;
 use crate::figures::{key_figures, measure, with_unit};
 use crate::{exit, shipped};
 
@@ -30,7 +31,38 @@ pub struct TourArgs {
 pub struct MythRun {
     pub loaded: LoadedScenario,
     pub result: RunResult,
-    pub outcomes: Vec<SimOutcome>,
+    /// What ran, a line per variant: simulated time and events, or live transfers.
+    pub summary: String,
+    /// Protocol errors and check violations, as `fusionlab: NAME: what: detail`.
+    pub errors: Vec<String>,
+}
+
+impl MythRun {
+    /// A myth simulated: its result and what the simulator reported.
+    pub fn simulated(
+        loaded: LoadedScenario,
+        result: RunResult,
+        outcomes: &[SimOutcome],
+    ) -> MythRun {
+        let mut errors = Vec::new();
+        for o in outcomes {
+            let violations: &[String] = o.check.as_ref().map_or(&[], |c| &c.violations);
+            for e in &o.errors {
+                let what = if violations.contains(e) {
+                    "check violation"
+                } else {
+                    "protocol error"
+                };
+                errors.push(format!("fusionlab: {}: {what}: {e}", o.result.name));
+            }
+        }
+        MythRun {
+            loaded,
+            result,
+            summary: simulation_summary(outcomes),
+            errors,
+        }
+    }
 }
 
 /// The shipped scenarios with a `[tour]` section, by tour order then name;
@@ -86,15 +118,7 @@ pub fn tour_of(
     err: &mut dyn Write,
 ) -> Result<u8> {
     let total = myths.len();
-    writeln!(
-        out,
-        "Fusionlab myth tour: {total} myth{}, run on the simulator",
-        if total == 1 { "" } else { "s" }
-    )?;
-    if total == 0 {
-        writeln!(out, "(no shipped scenario has a [tour] section)")?;
-    }
-    writeln!(out)?;
+    tour_header(total, "on the simulator", out)?;
     let mut runs = Vec::with_capacity(total);
     let mut errors = 0;
     let opts = SimOptions {
@@ -102,23 +126,58 @@ pub fn tour_of(
         check: false,
     };
     in_parallel(myths, &opts, |i, run| -> Result<()> {
-        out.write_all(myth_block(i + 1, total, &run, args).as_bytes())?;
-        out.flush()?;
-        errors += report_errors(&run.outcomes, err)?;
+        errors += show_run(i, total, &run, args, out, err)?;
         runs.push(run);
         Ok(())
     })?;
-    writeln!(out, "{RULE}")?;
-    writeln!(out, "Tour summary")?;
-    writeln!(out, "{RULE}")?;
-    let rows: Vec<TourRow> = runs.iter().map(tour_row).collect();
-    out.write_all(render_tour(&rows).as_bytes())?;
-    writeln!(out, "{}", seeds_line(&runs, args.seed))?;
+    tour_summary(&runs, args.seed, out)?;
     Ok(if errors > 0 {
         exit::SIM_ERRORS
     } else {
         exit::OK
     })
+}
+
+/// The tour's first lines.
+pub fn tour_header(total: usize, on: &str, out: &mut dyn Write) -> Result<()> {
+    writeln!(
+        out,
+        "Fusionlab myth tour: {total} myth{}, run {on}",
+        if total == 1 { "" } else { "s" }
+    )?;
+    if total == 0 {
+        writeln!(out, "(no shipped scenario has a [tour] section)")?;
+    }
+    writeln!(out)?;
+    Ok(())
+}
+
+/// Print myth `i`'s block (and its errors on `err`); the number of errors.
+pub fn show_run(
+    i: usize,
+    total: usize,
+    run: &MythRun,
+    args: &TourArgs,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<usize> {
+    out.write_all(myth_block(i + 1, total, run, args).as_bytes())?;
+    out.flush()?;
+    for e in &run.errors {
+        writeln!(err, "{e}")?;
+    }
+    Ok(run.errors.len())
+}
+
+/// The summary table and the seeds.
+pub fn tour_summary(runs: &[MythRun], seed: Option<u64>, out: &mut dyn Write) -> Result<()> {
+    writeln!(out, "{RULE}")?;
+    writeln!(out, "Tour summary")?;
+    writeln!(out, "{RULE}")?;
+    let rows: Vec<TourRow> = runs.iter().map(tour_row).collect();
+    out.write_all(render_tour(&rows).as_bytes())?;
+    writeln!(out, "{}", seeds_line(runs, seed))?;
+    Ok(())
 }
 
 /// Simulate every myth on a few threads; `each` sees the runs in the order
@@ -147,11 +206,7 @@ fn in_parallel(
                     let taken = slot.lock().ok().and_then(|mut s| s.take());
                     let Some(loaded) = taken else { continue };
                     let (result, outcomes) = fusion_sim::run_scenario(&loaded, opts);
-                    let run = MythRun {
-                        loaded,
-                        result,
-                        outcomes,
-                    };
+                    let run = MythRun::simulated(loaded, result, &outcomes);
                     if tx.send((i, run)).is_err() {
                         break;
                     }
@@ -182,7 +237,7 @@ pub fn myth_block(n: usize, total: usize, run: &MythRun, args: &TourArgs) -> Str
     let claim = l.myth.as_deref().unwrap_or(&l.title);
     s.push_str(&format!("{RULE}\nMyth {n} of {total}: {claim}\n{RULE}\n"));
     s.push_str(&format!("{}: {}\n", l.name, l.title));
-    s.push_str(&simulation_summary(&run.outcomes));
+    s.push_str(&run.summary);
     s.push_str(&format!("seed: {}\n\n", seeds_of(run, args.seed)));
     s.push_str(&key_figures(r, args.names_9i));
     s.push_str("\nExpectations:\n");
@@ -208,25 +263,31 @@ pub fn myth_block(n: usize, total: usize, run: &MythRun, args: &TourArgs) -> Str
 /// The summary line of one myth: the `[tour]` figure as measured, and the deck's.
 pub fn tour_row(run: &MythRun) -> TourRow {
     let (l, r) = (&run.loaded, &run.result);
-    let (key_figure, deck_figure) = match &l.tour {
-        Some(t) => (measured(r, t), t.deck.clone()),
-        None => ("-".to_string(), "-".to_string()),
+    let (label, key_figure, deck_figure) = match &l.tour {
+        Some(t) => (t.label.clone(), measured(r, t), t.deck.clone()),
+        None => ("-".to_string(), "-".to_string(), "-".to_string()),
     };
     TourRow {
         myth: l.myth.clone().unwrap_or_else(|| l.title.clone()),
         scenario: l.name.clone(),
         reproduced: r.reproduced(),
+        label,
         key_figure,
         deck_figure,
     }
 }
 
-/// `63.3 ms (label)`, or why there is no figure.
+/// `63.3 ms`, or `0.670 ms vs 0.030 ms` with `versus` figures; `n/a` for a
+/// figure with nothing to measure.
 fn measured(r: &RunResult, t: &TourSpec) -> String {
-    match measure(r, &t.measured) {
-        Some(v) => format!("{} ({})", with_unit(t.measured.metric, v), t.label),
-        None => format!("n/a: nothing to measure ({})", t.label),
-    }
+    std::iter::once(&t.measured)
+        .chain(&t.versus)
+        .map(|m| match measure(r, m) {
+            Some(v) => with_unit(m.metric, v),
+            None => "n/a".to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(" vs ")
 }
 
 /// The seed(s) a myth ran with: `forced` (`--seed`), else each variant's

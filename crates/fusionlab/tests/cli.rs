@@ -508,4 +508,16 @@ fn usage_errors_exit_2() {
     assert_status(&fusionlab("usage", &["frobnicate"]), 2);
     assert_status(&fusionlab("usage", &["run"]), 2);
     assert_status(&fusionlab("usage", &["--help"]), 0);
+    // --cluster only with --live; a live tour on a cluster file that is not there.
+    assert_status(&fusionlab("usage", &["tour", "--cluster", "c.toml"]), 2);
+    let o = fusionlab(
+        "tour-live-missing",
+        &["tour", "--live", "--cluster", "no-such-cluster.toml"],
+    );
+    assert_status(&o, 2);
+    assert!(
+        stderr(&o).contains("no-such-cluster.toml"),
+        "{}",
+        stderr(&o)
+    );
 }

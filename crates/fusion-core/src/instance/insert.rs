@@ -80,10 +80,15 @@ impl Instance {
         }
     }
 
-    /// The first index on `table` after position `after` (`None`: from the start).
+    /// The first B-tree index on `table` after position `after` (`None`:
+    /// from the start). Bitmap indexes take no inserts: the loader refuses
+    /// inserts into a table that has one.
     fn next_index(&self, table: usize, after: Option<usize>) -> Option<usize> {
         let start = after.map_or(0, |a| a + 1);
-        (start..self.layout.indexes.len()).find(|&i| self.layout.indexes[i].table == table)
+        (start..self.layout.indexes.len()).find(|&i| {
+            let l = &self.layout.indexes[i];
+            l.table == table && l.kind == crate::config::IndexKind::BTree
+        })
     }
 
     fn index_cursor(&self, ix: usize, table: usize, key: u64, rowid: Rowid) -> Cur {
@@ -91,7 +96,7 @@ impl Instance {
             ix,
             table,
             key,
-            blk: self.layout.indexes[ix].root,
+            blk: self.layout.index_root(ix, key),
             purpose: Purpose::Insert(rowid),
         }
     }

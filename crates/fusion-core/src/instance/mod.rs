@@ -16,6 +16,7 @@ mod ges;
 mod insert;
 mod lgwr;
 mod lms;
+mod maintain;
 mod sequence;
 mod session;
 

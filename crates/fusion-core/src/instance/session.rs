@@ -61,6 +61,12 @@ pub(super) enum Purpose {
     Update,
     /// Maintaining the index for a row inserted at this rowid.
     Insert(Rowid),
+    /// `count(*) where val = value` through a bitmap index (maintain.rs).
+    Count {
+        value: i64,
+    },
+    /// The next change of an update to an index on the value (maintain.rs).
+    Maintain,
 }
 
 /// Where the current execution is.
@@ -115,6 +121,8 @@ pub(super) enum Cur {
         parent: Option<BlockAddr>,
         node: BlockAddr,
     },
+    /// An update's index change: the leaf, in current mode (maintain.rs).
+    MaintLeaf { table: usize, blk: BlockAddr },
     /// A `nextval` (see sequence.rs); `insert`: then insert a row keyed by it into this table.
     Seq {
         seq: usize,
@@ -131,6 +139,8 @@ pub struct Session {
     pub(super) spares: Vec<BlockAddr>,
     /// Buffers pinned for a split's CPU step.
     pub(super) split_pins: Vec<BufId>,
+    /// Index changes the current update still has to make (maintain.rs).
+    pub(super) maint: Vec<super::maintain::Target>,
     pub proc: ProcId,
     pub workload: usize,
     pub finished: bool,
@@ -210,6 +220,7 @@ impl Instance {
                     scan_runs: Vec::new(),
                     spares: Vec::new(),
                     split_pins: Vec::new(),
+                    maint: Vec::new(),
                     proc,
                     workload: w,
                     finished: false,
@@ -397,7 +408,7 @@ impl Instance {
                         return;
                     }
                 }
-                Cur::IndexLeaf { blk, .. } => {
+                Cur::IndexLeaf { blk, .. } | Cur::MaintLeaf { blk, .. } => {
                     if !self.visit(sid, blk, true) {
                         return;
                     }
@@ -513,7 +524,8 @@ impl Instance {
                 Step::Read { rows, .. } | Step::Update { rows, .. } => s.execs_left = rows.max(1),
                 Step::Insert { rows, .. }
                 | Step::NextVal { rows, .. }
-                | Step::InsertSeq { rows, .. } => s.execs_left = rows.max(1),
+                | Step::InsertSeq { rows, .. }
+                | Step::Count { rows, .. } => s.execs_left = rows.max(1),
             }
         }
         // One execution of the current step.
@@ -550,8 +562,25 @@ impl Instance {
                     ix,
                     table,
                     key,
-                    blk: self.layout.indexes[ix].root,
+                    blk: self.layout.index_root(ix, key),
                     purpose: Purpose::Read,
+                }
+            }
+            Step::Count {
+                table,
+                index,
+                values,
+                ..
+            } => {
+                let distinct = self.layout.tables[table].distinct_values.max(1);
+                let domain = values.range.unwrap_or((1, u64::from(distinct)));
+                let value = self.draw_in(sid, &values, domain) as i64;
+                Cur::Index {
+                    ix: index,
+                    table,
+                    key: crate::bitmap::piece_at(value, 0),
+                    blk: self.layout.indexes[index].root,
+                    purpose: Purpose::Count { value },
                 }
             }
             Step::Update { table, access, .. } => {
@@ -567,7 +596,7 @@ impl Instance {
                         ix,
                         table,
                         key,
-                        blk: self.layout.indexes[ix].root,
+                        blk: self.layout.index_root(ix, key),
                         purpose: Purpose::Update,
                     },
                     Access::FullScan => match self.layout.initial_rowid(table, key) {
@@ -644,13 +673,32 @@ impl Instance {
         }
     }
 
+    /// A row key for a step: from the spec's range (the table's initial
+    /// rows by default), among the rows of one organisation if it names one.
     fn draw_key(&mut self, sid: u32, table: usize, spec: &KeySpec) -> u64 {
-        let rows = self
-            .layout
-            .tables
-            .get(table)
-            .map_or(1, |t| t.initial_rows.max(1));
+        let (rows, orgs) = self.layout.tables.get(table).map_or((1, 1), |t| {
+            (t.initial_rows.max(1), u64::from(t.orgs.max(1)))
+        });
         let (lo, hi) = spec.range.unwrap_or((1, rows));
+        match spec.org.map(u64::from) {
+            Some(org) if orgs > 1 && org <= orgs => {
+                // The organisation's keys are org, org + orgs, ...: draw the
+                // position among those in the range, then the key.
+                let first = lo.saturating_sub(org).div_ceil(orgs);
+                let last = hi.saturating_sub(org) / orgs;
+                if hi < org || first > last {
+                    return lo;
+                }
+                let j = self.draw_in(sid, spec, (first, last));
+                org + orgs * j
+            }
+            _ => self.draw_in(sid, spec, (lo, hi)),
+        }
+    }
+
+    /// A number from `lo..=hi` with the spec's distribution (the caller
+    /// turns the spec's range into `lo..=hi`).
+    fn draw_in(&mut self, sid: u32, spec: &KeySpec, (lo, hi): (u64, u64)) -> u64 {
         let n = hi.saturating_sub(lo) + 1;
         match spec.dist {
             KeyDist::Uniform => lo + self.rng.next_u64() % n,
@@ -697,6 +745,7 @@ impl Instance {
                     extra +=
                         self.costs.row_examined * self.cache.get(buf).image.row_slots() as Nanos;
                 }
+                extra += self.bitmap_work(sid, buf);
                 if matches!(self.sessions[sid as usize].cur, Cur::Seq { .. }) {
                     // The recursive `update seq$`: its execute call, the change and its commit.
                     extra += self.costs.execute + self.costs.row_change + self.costs.commit;
@@ -1332,6 +1381,7 @@ impl Instance {
             } | Cur::InsertRow { .. }
                 | Cur::InsertAlloc { .. }
                 | Cur::IndexLeaf { .. }
+                | Cur::MaintLeaf { .. }
                 | Cur::Seq { .. }
         );
         if current_mode {
@@ -1379,6 +1429,9 @@ impl Instance {
                             rowid,
                             blk,
                         }
+                    }
+                    None if matches!(purpose, Purpose::Count { .. } | Purpose::Maintain) => {
+                        self.leaf_reached(buf, ix, table, key, blk, purpose)
                     }
                     None => match img.leaf_lookup(ekey) {
                         Some(e) => {
@@ -1449,7 +1502,10 @@ impl Instance {
             }
             Cur::ScanHeader { table } => {
                 let t = &self.layout.tables[table];
-                let mut runs = vec![(t.base, t.base + t.initial_blocks)];
+                // Every partition's initial blocks (a partitioned table's
+                // other segment headers are not read again; nothing is
+                // inserted into its partitions, so they say nothing new).
+                let mut runs = t.initial_runs();
                 if let Body::SegHeader { used } = &self.cache.get(buf).image.body {
                     for (i, u) in used.iter().enumerate() {
                         let r = crate::layout::Layout::free_range(
@@ -1457,8 +1513,9 @@ impl Instance {
                             t.free_per_instance,
                             InstId(i as u8),
                         );
-                        if *u > 0 {
-                            runs.push((r.start, r.start + (*u).min(t.free_per_instance)));
+                        let used = (*u).min(t.free_per_instance);
+                        if used > 0 {
+                            runs.push((r.start, r.start + used));
                         }
                     }
                 }
@@ -1502,10 +1559,14 @@ impl Instance {
                 blk,
             } => self.insert_into_leaf(sid, buf, ix, table, key, rowid, blk),
             Cur::Seq { seq, insert, .. } => self.seq_updated(sid, buf, seq, insert),
+            Cur::MaintLeaf { table, .. } => match self.maintain_leaf(sid, buf, table) {
+                Some(next) => next,
+                None => return, // waits for a piece's lock; the pin is already released
+            },
             Cur::InsertNew { .. }
             | Cur::Split { .. }
             | Cur::Table {
-                purpose: Purpose::Insert(_),
+                purpose: Purpose::Insert(_) | Purpose::Count { .. } | Purpose::Maintain,
                 ..
             } => Cur::None,
             Cur::None => Cur::None,
@@ -1577,7 +1638,7 @@ impl Instance {
             .image
             .row(rowid.slot)
             .map_or(0, |r| r.val);
-        let val = old + 1;
+        let val = self.layout.tables[table].updated_value(old);
         self.cache
             .get_mut(buf)
             .image
@@ -1592,10 +1653,16 @@ impl Instance {
             key,
             val,
         });
-        Some(Cur::None)
+        // Indexes on the value change with the row (maintain.rs).
+        let targets = self.maintenance(table, key, old, val);
+        if targets.is_empty() {
+            return Some(Cur::None);
+        }
+        self.sessions[sid as usize].maint = targets;
+        Some(self.next_maintenance(sid, table))
     }
 
-    fn wait_for_tx(&mut self, sid: u32, holder: Xid) {
+    pub(super) fn wait_for_tx(&mut self, sid: u32, holder: Xid) {
         self.begin_wait(sid, Wait::EnqTxRowLockContention, St::WaitTx);
         if holder.inst() == self.id {
             self.txns

@@ -1,0 +1,204 @@
+//! Index work beyond the B-tree lookup of session.rs: keeping indexes on the
+//! value column in step with an update, and answering `count(*) where val =
+//! :v` from a bitmap index.
+//!
+//! An update that changes a row's value must change every index that holds
+//! the value: the entry of a B-tree on (key, value) (same key, so the entry
+//! stays in its leaf), and in a bitmap index the piece of the old value (its
+//! bit cleared) and the piece of the new one (its bit set). Each change is a
+//! descent to the leaf in CR mode and a visit of the leaf in current mode,
+//! like an insert's; a piece another active transaction holds makes the
+//! session wait on `enq: TX - row lock contention`, as for a row lock.
+//! Pieces are taken in index order, the same for everybody, so two
+//! one-row transactions cannot deadlock (the loader refuses several rows per
+//! transaction on a table with a bitmap index).
+
+use super::Instance;
+use super::cache::BufId;
+use super::session::{Cur, Purpose};
+use crate::bitmap::{chunk_of, count_in, piece_at};
+use crate::block::{Body, TxState};
+use crate::config::{IndexKind, Nanos};
+use crate::stats::Stat;
+use crate::types::{BlockAddr, Xid};
+
+/// One index change an update still has to make.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Target {
+    pub ix: usize,
+    /// Where in the index: the entry's key, or the piece's `Piece::at`.
+    pub at: u64,
+    /// The row the change is for.
+    pub key: u64,
+    pub change: Change,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Change {
+    /// Give the (key, value) entry this value.
+    Entry(i64),
+    /// Set or clear the row's bit in a bitmap piece.
+    Bit(bool),
+}
+
+impl Instance {
+    /// The index changes an update of row `key` from `old` to `new` needs,
+    /// in the order they are made.
+    pub(super) fn maintenance(&self, table: usize, key: u64, old: i64, new: i64) -> Vec<Target> {
+        let mut out = Vec::new();
+        for (ix, l) in self.layout.indexes.iter().enumerate() {
+            if l.table != table || !l.maintained_on_update() || old == new {
+                continue;
+            }
+            match l.kind {
+                IndexKind::BTree => out.push(Target {
+                    ix,
+                    at: key,
+                    key,
+                    change: Change::Entry(new),
+                }),
+                IndexKind::Bitmap => {
+                    let chunk = chunk_of(key, l.rows_per_piece);
+                    let mut pair = [
+                        Target {
+                            ix,
+                            at: piece_at(old, chunk),
+                            key,
+                            change: Change::Bit(false),
+                        },
+                        Target {
+                            ix,
+                            at: piece_at(new, chunk),
+                            key,
+                            change: Change::Bit(true),
+                        },
+                    ];
+                    pair.sort_by_key(|t| t.at);
+                    out.extend(pair);
+                }
+            }
+        }
+        out
+    }
+
+    /// Begin the next pending index change of session `sid`, or finish.
+    pub(super) fn next_maintenance(&mut self, sid: u32, table: usize) -> Cur {
+        let s = &mut self.sessions[sid as usize];
+        let Some(t) = s.maint.first().copied() else {
+            return Cur::None;
+        };
+        let root = match self.layout.indexes[t.ix].kind {
+            IndexKind::BTree => self.layout.index_root(t.ix, t.key),
+            IndexKind::Bitmap => self.layout.indexes[t.ix].root,
+        };
+        Cur::Index {
+            ix: t.ix,
+            table,
+            key: t.at,
+            blk: root,
+            purpose: Purpose::Maintain,
+        }
+    }
+
+    /// A descent for a count or a change reached its leaf `blk`.
+    pub(super) fn leaf_reached(
+        &mut self,
+        buf: BufId,
+        ix: usize,
+        table: usize,
+        key: u64,
+        blk: BlockAddr,
+        purpose: Purpose,
+    ) -> Cur {
+        match purpose {
+            Purpose::Count { value } => {
+                let (_, _, more) = count_in(&self.cache.get(buf).image, value);
+                match more {
+                    // The value's pieces go on in the next leaf.
+                    Some(next) => Cur::Index {
+                        ix,
+                        table,
+                        key,
+                        blk: next,
+                        purpose,
+                    },
+                    None => Cur::None,
+                }
+            }
+            _ => Cur::MaintLeaf { table, blk },
+        }
+    }
+
+    /// CPU a visit of `buf` costs beyond the get itself: the pieces a count
+    /// reads, or the piece a change rewrites.
+    pub(super) fn bitmap_work(&self, sid: u32, buf: BufId) -> Nanos {
+        let img = &self.cache.get(buf).image;
+        if !matches!(img.body, Body::Bitmap { .. }) {
+            return 0;
+        }
+        match &self.sessions[sid as usize].cur {
+            Cur::Index {
+                purpose: Purpose::Count { value },
+                ..
+            } => self.costs.bitmap_piece * Nanos::from(count_in(img, *value).1),
+            Cur::MaintLeaf { .. } => self.costs.bitmap_piece,
+            _ => 0,
+        }
+    }
+
+    /// The leaf of the next change is pinned in current mode: make the
+    /// change, or wait for the transaction holding it. `None` when the session waits.
+    pub(super) fn maintain_leaf(&mut self, sid: u32, buf: BufId, table: usize) -> Option<Cur> {
+        let Some(t) = self.sessions[sid as usize].maint.first().copied() else {
+            return Some(Cur::None);
+        };
+        let blk = self.cache.get(buf).blk;
+        let img = &self.cache.get(buf).image;
+        let holder = match t.change {
+            Change::Entry(_) => {
+                if !img.leaf_covers(t.at) {
+                    // A split moved the entry since the descent: descend again.
+                    self.sessions[sid as usize].snapshot = self.scn;
+                    return Some(self.next_maintenance(sid, table));
+                }
+                img.leaf_lookup(t.at).map(|e| e.lock)
+            }
+            Change::Bit(_) => img.piece(t.at).map(|p| p.lock),
+        };
+        let Some(holder) = holder else {
+            self.errors.push(format!(
+                "{}: index {} has nothing at {} for key {}",
+                self.id, t.ix, t.at, t.key
+            ));
+            self.sessions[sid as usize].maint.clear();
+            return Some(Cur::None);
+        };
+        let my = self.sessions[sid as usize].xid;
+        if !holder.is_none() && holder != my {
+            let state = img.state_of(holder, &|x| self.tx_state(x));
+            if !matches!(state, TxState::Committed(_)) {
+                self.unpin(buf);
+                self.wait_for_tx(sid, holder);
+                return None;
+            }
+        }
+        let xid: Xid = self.session_xid(sid);
+        let scn = self.next_scn();
+        self.clean_out_buffer(buf);
+        let image = &mut self.cache.get_mut(buf).image;
+        let done = match t.change {
+            Change::Entry(val) => image.update_entry(t.at, val, xid, scn),
+            Change::Bit(on) => image.change_piece(t.at, t.key, on, xid, scn),
+        };
+        if done {
+            let rba = self.redo(xid, Some(blk), scn, 150, false);
+            self.dirtied(buf, rba);
+            self.touch_block(sid, blk);
+            if matches!(t.change, Change::Bit(_)) {
+                self.stats.incr(Stat::BitmapPiecesChanged);
+            }
+        }
+        self.sessions[sid as usize].maint.remove(0);
+        Some(self.next_maintenance(sid, table))
+    }
+}
