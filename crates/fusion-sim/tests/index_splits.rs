@@ -14,8 +14,8 @@
 //!   simulator's index check), with no other checker violation.
 
 use fusion_core::config::{
-    Catalog, Costs, IndexDef, IndexKind, NS_PER_MS, Params, SequenceDef, Step, TableDef, TxnTemplate,
-    WorkloadSpec,
+    Catalog, Costs, IndexDef, IndexKind, NS_PER_MS, Params, SequenceDef, Step, TableDef,
+    TxnTemplate, WorkloadSpec,
 };
 use fusion_core::stats::{Stat, Wait};
 use fusion_scenario::{NetworkModel, Phase, Scenario, StorageModel};
