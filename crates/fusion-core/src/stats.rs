@@ -135,6 +135,30 @@ name_enum! {
         SeqValuesAllocated => "fusionlab sequence values allocated",
         SeqValuesOutOfOrder => "fusionlab sequence values out of order",
         SeqValuesDuplicated => "fusionlab sequence values duplicated",
+        // Parallel execution (v$sysstat, v$pq_sysstat) and the table-queue bytes
+        // Oracle does not count per instance pair (the deck measured them with dtrace).
+        QueriesParallelized => "queries parallelized",
+        DfoTreesParallelized => "DFO trees parallelized",
+        ParallelOpsNotDowngraded => "Parallel operations not downgraded",
+        ParallelOpsDowngradedToSerial => "Parallel operations downgraded to serial",
+        ParallelOpsDowngraded75To99 => "Parallel operations downgraded 75 to 99 pct",
+        ParallelOpsDowngraded50To75 => "Parallel operations downgraded 50 to 75 pct",
+        ParallelOpsDowngraded25To50 => "Parallel operations downgraded 25 to 50 pct",
+        ParallelOpsDowngraded1To25 => "Parallel operations downgraded 1 to 25 pct",
+        PxLocalMessagesSent => "PX local messages sent",
+        PxLocalMessagesRecv => "PX local messages recv'd",
+        PxRemoteMessagesSent => "PX remote messages sent",
+        PxRemoteMessagesRecv => "PX remote messages recv'd",
+        PhysicalReadsDirect => "physical reads direct",
+        PhysicalReadIoRequests => "physical read IO requests",
+        ConsistentGetsDirect => "consistent gets direct",
+        PxRemoteBytesSent => "fusionlab PX remote bytes sent": Bytes,
+        PxRemoteBytesReceived => "fusionlab PX remote bytes received": Bytes,
+        PxLocalBytesSent => "fusionlab PX local bytes sent": Bytes,
+        PxServersStarted => "fusionlab PX servers started",
+        PxStatementsQueued => "fusionlab PX statements queued",
+        PxStatementsCompleted => "fusionlab PX statements completed",
+        PxStatementElapsedTime => "fusionlab PX statement elapsed time",
     }
 }
 
@@ -142,7 +166,7 @@ impl Stat {
     pub fn unit(self) -> Unit {
         use Stat::*;
         match self {
-            RedoSize => Unit::Bytes,
+            RedoSize | PxRemoteBytesSent | PxRemoteBytesReceived | PxLocalBytesSent => Unit::Bytes,
             GcCrBlockReceiveTime
             | GcCurrentBlockReceiveTime
             | GcCrBlockBuildTime
@@ -172,7 +196,8 @@ impl Stat {
             | LmsCpuWaitTime
             | LgwrCpuWaitTime
             | ForegroundCpuWaitTime
-            | GlobalEnqueueGetTime => Unit::Time,
+            | GlobalEnqueueGetTime
+            | PxStatementElapsedTime => Unit::Time,
             _ => Unit::Count,
         }
     }
@@ -188,7 +213,10 @@ pub enum WaitClass {
     Concurrency,
     Application,
     Configuration,
+    Scheduler,
     Other,
+    /// Waits for work to arrive (AWR leaves them out of the Top 5).
+    Idle,
 }
 
 impl WaitClass {
@@ -201,7 +229,9 @@ impl WaitClass {
             WaitClass::Concurrency => "Concurrency",
             WaitClass::Application => "Application",
             WaitClass::Configuration => "Configuration",
+            WaitClass::Scheduler => "Scheduler",
             WaitClass::Other => "Other",
+            WaitClass::Idle => "Idle",
         }
     }
 }
@@ -239,6 +269,14 @@ name_enum! {
         RowCacheLock => "row cache lock",
         DfsLockHandle => "DFS lock handle",
         EnqSqContention => "enq: SQ - contention",
+        DirectPathRead => "direct path read",
+        EnqPsContention => "enq: PS - contention",
+        PxDeqJoinAck => "PX Deq: Join ACK",
+        PxDeqExecuteReply => "PX Deq: Execute Reply",
+        PxDeqExecutionMsg => "PX Deq: Execution Msg",
+        PxDeqTableQNormal => "PX Deq: Table Q Normal",
+        PxDeqCreditSendBlkd => "PX Deq Credit: send blkd",
+        ResmgrPqQueued => "resmgr:pq queued",
     }
 }
 
@@ -248,7 +286,12 @@ impl Wait {
         match self {
             LogFileSync => WaitClass::Commit,
             LogFileParallelWrite | DbFileParallelWrite => WaitClass::SystemIo,
-            DbFileSequentialRead | DbFileScatteredRead => WaitClass::UserIo,
+            DbFileSequentialRead | DbFileScatteredRead | DirectPathRead => WaitClass::UserIo,
+            PxDeqJoinAck | PxDeqExecuteReply | PxDeqExecutionMsg | PxDeqTableQNormal => {
+                WaitClass::Idle
+            }
+            PxDeqCreditSendBlkd | EnqPsContention => WaitClass::Other,
+            ResmgrPqQueued => WaitClass::Scheduler,
             BufferBusyWaits => WaitClass::Concurrency,
             FreeBufferWaits => WaitClass::Configuration,
             EnqTxRowLockContention => WaitClass::Application,
@@ -356,6 +399,8 @@ pub struct Stats {
     events: Vec<EventStat>,
     /// Per-statement figures (tkprof), in the instance's statement order.
     pub statements: Vec<crate::tkprof::StmtStat>,
+    /// Parallel executions: QC and slave rows, statements, bytes per instance pair.
+    pub px: crate::px::PxView,
 }
 
 impl Default for Stats {
@@ -364,6 +409,7 @@ impl Default for Stats {
             values: vec![0; Stat::COUNT],
             events: vec![EventStat::default(); Wait::COUNT],
             statements: Vec::new(),
+            px: crate::px::PxView::default(),
         }
     }
 }
@@ -422,6 +468,7 @@ impl Stats {
                     },
                 )
                 .collect(),
+            px: self.px.since(&earlier.px),
         }
     }
     /// Sum of several instances' counters (for cluster-wide figures).
@@ -446,6 +493,7 @@ impl Stats {
                 None => self.statements.push(st.clone()),
             }
         }
+        self.px.merge(&other.px);
     }
 }
 

@@ -19,6 +19,8 @@ use crate::tree::{
     set_path, split_assignment,
 };
 
+mod px;
+
 /// Read and validate a scenario file. `overrides` are `KEY=VALUE` texts from
 /// the command line (`--set`); they apply to the file before its variants.
 pub fn load_file(path: &Path, overrides: &[String]) -> Result<LoadedScenario, ScenarioError> {
@@ -179,6 +181,7 @@ const ROOT_KEYS: &[&str] = &[
     "table",
     "index",
     "sequence",
+    "query",
     "workload",
     "phase",
     "variant",
@@ -196,6 +199,7 @@ const VARIANT_SETTABLE: &[&str] = &[
     "table",
     "index",
     "sequence",
+    "query",
     "workload",
     "phase",
     "scenario.seed",
@@ -216,6 +220,11 @@ const COST_KEYS: &[&str] = &[
     "dbwr_write_us",
     "block_install_us",
     "time_slice_ms",
+    "px_row_send_us",
+    "px_row_receive_us",
+    "px_message_local_us",
+    "px_message_remote_us",
+    "px_server_start_ms",
 ];
 const NETWORK_KEYS: &[&str] = &[
     "latency_us",
@@ -248,7 +257,15 @@ const WORKLOAD_KEYS: &[&str] = &[
     "transaction",
 ];
 const TXN_KEYS: &[&str] = &["name", "weight", "steps"];
-const OPS: &[&str] = &["read", "update", "insert", "nextval", "commit", "think"];
+const OPS: &[&str] = &[
+    "read",
+    "update",
+    "insert",
+    "nextval",
+    "commit",
+    "think",
+    "parallel_query",
+];
 const PHASE_KEYS: &[&str] = &["name", "duration_s", "workloads", "parameters", "fault"];
 const FAULT_KINDS: &[&str] = &["stress_cpu", "disk_latency", "latency", "bandwidth"];
 const VARIANT_KEYS: &[&str] = &["name", "description", "set"];
@@ -1078,9 +1095,13 @@ impl<'a> Checker<'a> {
         if let Some(node) = top("sequence") {
             catalog.sequences = self.sequences(node);
         }
-        let workloads = top("workload")
-            .map(|w| self.workloads(w, n, &catalog, &costs))
+        let queries = top("query")
+            .map(|q| self.queries(q, &catalog))
             .unwrap_or_default();
+        let workloads = top("workload")
+            .map(|w| self.workloads(w, n, &catalog, &costs, &queries))
+            .unwrap_or_default();
+        self.check_query_tables(&queries, &workloads, &catalog);
         let phases = match top("phase") {
             Some(p) => self.phases(p, n, &workloads),
             None => {
@@ -1094,6 +1115,9 @@ impl<'a> Checker<'a> {
                 Vec::new()
             }
         };
+        if self.problems.len() == before {
+            self.check_px_params(&instances, &phases);
+        }
         if phases.is_empty() && self.problems.len() == before {
             self.push(
                 &None,
@@ -1207,6 +1231,8 @@ impl<'a> Checker<'a> {
         let value = match &e.node.val {
             Val::Int(v) if *v >= 0 => ParamValue::Int(*v as u64),
             Val::Str(s) => ParamValue::Text(s.clone()),
+            // `parallel_force_local = true` as TOML writes a boolean.
+            Val::Bool(b) => ParamValue::Text(if *b { "TRUE" } else { "FALSE" }.to_string()),
             _ => {
                 let what = if matches!(e.node.val, Val::Int(_)) {
                     "a non-negative integer"
@@ -1312,6 +1338,17 @@ impl<'a> Checker<'a> {
             dbwr_write: us(self, "dbwr_write_us", d.dbwr_write),
             block_install: us(self, "block_install_us", d.block_install),
             time_slice: self.opt_duration(&tv, "time_slice_ms", NS_PER_MS, true, d.time_slice),
+            px_row_send: us(self, "px_row_send_us", d.px_row_send),
+            px_row_receive: us(self, "px_row_receive_us", d.px_row_receive),
+            px_message_local: us(self, "px_message_local_us", d.px_message_local),
+            px_message_remote: us(self, "px_message_remote_us", d.px_message_remote),
+            px_server_start: self.opt_duration(
+                &tv,
+                "px_server_start_ms",
+                NS_PER_MS,
+                false,
+                d.px_server_start,
+            ),
         }
     }
 
@@ -1556,6 +1593,7 @@ impl<'a> Checker<'a> {
         n: Option<u8>,
         cat: &Catalog,
         costs: &Costs,
+        queries: &[px::QueryDraft],
     ) -> Vec<WorkloadSpec> {
         let mut out = Vec::new();
         let mut seen = Vec::new();
@@ -1603,7 +1641,7 @@ impl<'a> Checker<'a> {
                     );
                 }
                 for (i, (txn, tpath)) in list.into_iter().enumerate() {
-                    if let Some(x) = self.transaction(txn, &tpath, i, cat, &mut seen_txn) {
+                    if let Some(x) = self.transaction(txn, &tpath, i, cat, queries, &mut seen_txn) {
                         transactions.push(x);
                     }
                 }
@@ -1661,6 +1699,7 @@ impl<'a> Checker<'a> {
         path: &KeyPath,
         index: usize,
         cat: &Catalog,
+        queries: &[px::QueryDraft],
         seen: &mut Vec<(String, Node)>,
     ) -> Option<TxnTemplate> {
         let tv = self.table(node, path, TXN_KEYS)?;
@@ -1682,7 +1721,7 @@ impl<'a> Checker<'a> {
                 self.err(s, &tv.at("steps"), "a transaction needs at least one step");
             }
             for (step, spath) in list {
-                if let Some(x) = self.step(step, &spath, cat) {
+                if let Some(x) = self.step(step, &spath, cat, queries) {
                     steps.push(x);
                 }
             }
@@ -1712,7 +1751,13 @@ impl<'a> Checker<'a> {
         pos
     }
 
-    fn step(&mut self, node: &Node, path: &KeyPath, cat: &Catalog) -> Option<Step> {
+    fn step(
+        &mut self,
+        node: &Node,
+        path: &KeyPath,
+        cat: &Catalog,
+        queries: &[px::QueryDraft],
+    ) -> Option<Step> {
         let t = node.as_table()?;
         let Some(op_entry) = t.get("op") else {
             self.err(
@@ -1729,6 +1774,7 @@ impl<'a> Checker<'a> {
             "nextval" => &["op", "sequence", "rows"],
             "commit" => &["op"],
             "think" => &["op", "ms"],
+            "parallel_query" => &["op", "query"],
             _ => {
                 self.err(
                     &op_entry.node,
@@ -1752,6 +1798,7 @@ impl<'a> Checker<'a> {
                     .duration(ms, &tv.at("ms"), NS_PER_MS, false)
                     .map(|time| Step::Think { time });
             }
+            "parallel_query" => return self.parallel_query_step(&tv, queries),
             _ => {}
         }
         let rows = self.opt_u32(&tv, "rows", 1, u32::MAX, 1);

@@ -52,7 +52,7 @@ impl WireError {
     }
 }
 
-fn missing(field: &'static str) -> WireError {
+pub(crate) fn missing(field: &'static str) -> WireError {
     WireError::Missing { field }
 }
 
@@ -334,6 +334,7 @@ impl Codec {
                 mode: lock_mode_pb(*mode) as i32,
                 lvb: lvb.map(lvb_pb),
             }),
+            Msg::Px(m) => K::Px(self.encode_px(m)),
         };
         pb::Msg { kind: Some(kind) }
     }
@@ -441,6 +442,7 @@ impl Codec {
                 mode: lock_mode_core("EnqDown.mode", d.mode)?,
                 lvb: d.lvb.map(lvb_core),
             },
+            K::Px(p) => Msg::Px(self.decode_px(p)?),
         })
     }
 
@@ -534,6 +536,7 @@ fn res_pb(r: ResName) -> pb::ResName {
         EnqKind::RowCache => pb::EnqKind::RowCache,
         EnqKind::Sq => pb::EnqKind::Sq,
         EnqKind::Sv => pb::EnqKind::Sv,
+        EnqKind::Ps => pb::EnqKind::Ps,
     };
     pb::ResName {
         kind: kind as i32,
@@ -547,6 +550,7 @@ fn res_core(field: &'static str, r: Option<pb::ResName>) -> Result<ResName, Wire
         Ok(pb::EnqKind::RowCache) => EnqKind::RowCache,
         Ok(pb::EnqKind::Sq) => EnqKind::Sq,
         Ok(pb::EnqKind::Sv) => EnqKind::Sv,
+        Ok(pb::EnqKind::Ps) => EnqKind::Ps,
         _ => {
             return Err(WireError::BadEnum {
                 field,

@@ -1,0 +1,166 @@
+//! Parallel execution in the reports: per statement, the QC's figures, then
+//! a `gv$px_session`-style listing of the QC and its slaves (instance, name,
+//! server set, requested and actual DOP) with the table-queue bytes each sent
+//! and received across the interconnect, the deck's "PQ allocation" tables
+//! with its dtrace-measured SIZE column; then bytes per instance pair.
+
+use fusion_core::px::{PxSessionRow, PxView};
+use serde_json::{Value, json};
+
+use crate::fmt::count;
+
+const NS_PER_MS: f64 = 1_000_000.0;
+
+/// The text block for a phase (cluster-wide, like a `gv$` view); empty when
+/// no parallel statement ended in it.
+pub fn text(view: &PxView) -> String {
+    if view.queries.is_empty() && view.sessions.is_empty() {
+        return String::new();
+    }
+    let mut out = String::new();
+    let title =
+        "Parallel execution (gv$px_session; bytes = table-queue buffers across the interconnect)";
+    out.push_str(title);
+    out.push('\n');
+    out.push_str(&"~".repeat(title.len()));
+    out.push('\n');
+    let mut queries = view.queries.clone();
+    queries.sort_by_key(|q| (q.qc_inst, q.exec));
+    for q in &queries {
+        let slaves: Vec<String> = q
+            .slaves
+            .iter()
+            .map(|(i, n)| format!("inst{i} {n}"))
+            .collect();
+        let placed = if q.dop <= 1 {
+            "ran serially in the QC".to_string()
+        } else {
+            format!(
+                "{} server set{}, slaves on {}",
+                q.sets,
+                if q.sets == 1 { "" } else { "s" },
+                slaves.join(", ")
+            )
+        };
+        out.push_str(&format!(
+            "\nStatement {} ({}): QC inst{} sid {}, requested DOP {}, DOP {}, {placed}\n",
+            q.query, q.plan, q.qc_inst, q.qc_sid, q.requested_dop, q.dop
+        ));
+        let leaves = if q.leaves > 0 {
+            format!(", {} index leaves", count(q.leaves as f64))
+        } else {
+            String::new()
+        };
+        out.push_str(&format!(
+            "  elapsed {:.2} ms, queued {:.2} ms, {} result rows{leaves}\n\n",
+            q.elapsed_ns as f64 / NS_PER_MS,
+            q.queued_ns as f64 / NS_PER_MS,
+            count(q.result_rows as f64)
+        ));
+        let mut rows: Vec<&PxSessionRow> = view
+            .sessions
+            .iter()
+            .filter(|s| s.qc_inst == q.qc_inst && s.exec == q.exec)
+            .collect();
+        rows.sort_by(|a, b| {
+            (a.set != 0, a.inst, a.set, &a.name).cmp(&(b.set != 0, b.inst, b.set, &b.name))
+        });
+        out.push_str(
+            "INST  QC/Slave    Set  QC SID  Req DOP   DOP         Rows   Sent across   Rcvd across\n",
+        );
+        out.push_str(
+            "----  ----------  ---  ------  -------  ----  -----------  ------------  ------------\n",
+        );
+        for s in rows {
+            let (name, set, req, dop) = if s.set == 0 {
+                (
+                    "QC".to_string(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                )
+            } else {
+                (
+                    format!(" - {}", s.name),
+                    s.set.to_string(),
+                    s.requested_dop.to_string(),
+                    s.dop.to_string(),
+                )
+            };
+            out.push_str(&format!(
+                "{:<4}  {:<10}  {:>3}  {:>6}  {:>7}  {:>4}  {:>11}  {:>12}  {:>12}\n",
+                s.inst,
+                name,
+                set,
+                s.qc_sid,
+                req,
+                dop,
+                count(s.rows as f64),
+                count(s.bytes_sent_remote as f64),
+                count(s.bytes_recv_remote as f64)
+            ));
+        }
+    }
+    if !view.pairs.is_empty() {
+        let pairs: Vec<String> = view
+            .pairs
+            .iter()
+            .map(|p| {
+                format!(
+                    "inst{} -> inst{} {} bytes ({} buffers)",
+                    p.from,
+                    p.to,
+                    count(p.bytes as f64),
+                    count(p.buffers as f64)
+                )
+            })
+            .collect();
+        out.push_str(&format!(
+            "\nTable-queue traffic by instance pair: {}\n",
+            pairs.join("; ")
+        ));
+    }
+    out
+}
+
+/// The JSON of a phase's parallel execution (present only when there was some).
+pub fn json(view: &PxView) -> Value {
+    let statements: Vec<Value> = view
+        .queries
+        .iter()
+        .map(|q| {
+            let slaves: serde_json::Map<String, Value> = q
+                .slaves
+                .iter()
+                .map(|(i, n)| (i.to_string(), json!(n)))
+                .collect();
+            json!({
+                "query": q.query, "plan": q.plan, "qc_instance": q.qc_inst, "qc_sid": q.qc_sid,
+                "requested_dop": q.requested_dop, "dop": q.dop, "server_sets": q.sets,
+                "slaves": slaves, "queued_us": q.queued_ns / 1_000,
+                "elapsed_us": q.elapsed_ns / 1_000, "result_rows": q.result_rows,
+                "index_leaves": q.leaves,
+            })
+        })
+        .collect();
+    let sessions: Vec<Value> = view
+        .sessions
+        .iter()
+        .map(|s| {
+            json!({
+                "query": s.query, "qc_instance": s.qc_inst, "qc_sid": s.qc_sid,
+                "instance": s.inst, "name": s.name, "server_set": s.set,
+                "requested_dop": s.requested_dop, "dop": s.dop, "rows": s.rows,
+                "bytes_sent_remote": s.bytes_sent_remote,
+                "bytes_received_remote": s.bytes_recv_remote,
+                "bytes_sent_local": s.bytes_sent_local,
+            })
+        })
+        .collect();
+    let pairs: Vec<Value> = view
+        .pairs
+        .iter()
+        .map(|p| json!({ "from": p.from, "to": p.to, "bytes": p.bytes, "buffers": p.buffers }))
+        .collect();
+    json!({ "statements": statements, "sessions": sessions, "pairs": pairs })
+}
