@@ -277,10 +277,10 @@ impl Default for Costs {
             dbwr_write: 30 * NS_PER_US,
             block_install: 10 * NS_PER_US,
             time_slice: 10 * NS_PER_MS,
-            px_row_send: 500,
-            px_row_receive: NS_PER_US,
-            px_message_local: 10 * NS_PER_US,
-            px_message_remote: 50 * NS_PER_US,
+            px_row_send: 100,
+            px_row_receive: 250,
+            px_message_local: 5 * NS_PER_US,
+            px_message_remote: 20 * NS_PER_US,
             px_server_start: 5 * NS_PER_MS,
         }
     }

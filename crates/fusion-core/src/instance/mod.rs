@@ -142,6 +142,7 @@ enum IoPurpose {
     /// A PX slave's (or serial execution's) scan read.
     PxRead {
         worker: usize,
+        seq: u64,
     },
 }
 
@@ -392,8 +393,8 @@ impl Instance {
             (IoPurpose::RedoWrite { upto, started }, IoResult::Written) => {
                 self.on_redo_written(upto, started)
             }
-            (IoPurpose::PxRead { worker }, IoResult::ReadMany(blocks)) => {
-                self.px_read_done(worker, blocks)
+            (IoPurpose::PxRead { worker, seq }, IoResult::ReadMany(blocks)) => {
+                self.px_read_done(worker, seq, blocks)
             }
             (p, r) => self.errors.push(format!(
                 "{}: I/O {id} ({p:?}) completed with {r:?}",

@@ -29,6 +29,9 @@ pub const TQ_CREDITS: u32 = 3;
 /// Block-range granules a scan is cut into, per slave (Oracle's
 /// `_px_min_granules_per_slave`).
 pub const GRANULES_PER_SLAVE: u32 = 13;
+/// Direct path reads a slave keeps in flight (they are asynchronous);
+/// buffered reads (in-memory parallel execution) are one at a time.
+pub const DIRECT_READ_DEPTH: usize = 4;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Host {
@@ -94,7 +97,11 @@ pub(super) struct Worker {
     st: WSt,
     pub(super) wait: Option<(Wait, Nanos)>,
     after: After,
+    /// Reads not issued yet, in scan order.
     reads: VecDeque<Read>,
+    /// Reads issued, in scan order, with their blocks once they arrived.
+    inflight: VecDeque<(u64, Read, Option<Vec<Block>>)>,
+    next_read: u64,
     nsides: u8,
     cur_side: u8,
     bufs: Vec<TqBuf>,
@@ -146,6 +153,8 @@ impl Worker {
             wait: None,
             after: After::Continue,
             reads: VecDeque::new(),
+            inflight: VecDeque::new(),
+            next_read: 0,
             nsides: q.tables.len() as u8,
             cur_side: 0,
             bufs: vec![TqBuf::default(); consumers],
@@ -333,27 +342,48 @@ impl Instance {
     /// A producer's (or the serial execution's) next move. True to go on at once.
     fn px_producer_next(&mut self, w: usize) -> bool {
         let buffered = self.px_policy() == DegreePolicy::Auto;
-        let Some(wk) = self.worker(w) else {
-            return false;
-        };
-        if let Some(r) = wk.reads.front().copied()
-            && r.side == wk.cur_side
-        {
-            wk.reads.pop_front();
-            wk.st = WSt::Reading;
-            let ev = match (buffered, r.count) {
-                (false, _) => Wait::DirectPathRead,
-                (true, 1) => Wait::DbFileSequentialRead,
-                (true, _) => Wait::DbFileScatteredRead,
+        let depth = if buffered { 1 } else { DIRECT_READ_DEPTH };
+        // Keep the reads in flight topped up.
+        loop {
+            let Some(wk) = self.worker(w) else {
+                return false;
             };
-            self.px_worker_begin_wait(w, ev);
+            if wk.inflight.len() >= depth {
+                break;
+            }
+            let Some(r) = wk.reads.pop_front() else { break };
+            let seq = wk.next_read;
+            wk.next_read += 1;
+            wk.inflight.push_back((seq, r, None));
             self.start_io(
                 Io::ReadBlocks {
                     first: BlockAddr(r.first),
                     count: r.count,
                 },
-                super::IoPurpose::PxRead { worker: w },
+                super::IoPurpose::PxRead { worker: w, seq },
             );
+        }
+        let Some(wk) = self.worker(w) else {
+            return false;
+        };
+        if let Some((_, r, data)) = wk.inflight.front()
+            && r.side == wk.cur_side
+        {
+            if data.is_none() {
+                // The next blocks to process are still on their way.
+                let ev = match (buffered, r.count) {
+                    (false, _) => Wait::DirectPathRead,
+                    (true, 1) => Wait::DbFileSequentialRead,
+                    (true, _) => Wait::DbFileScatteredRead,
+                };
+                wk.st = WSt::Reading;
+                self.px_worker_begin_wait(w, ev);
+                return false;
+            }
+            let Some((_, _, Some(blocks))) = wk.inflight.pop_front() else {
+                return false;
+            };
+            self.px_scan_blocks(w, blocks);
             return false;
         }
         if wk.cur_side < wk.nsides {
@@ -535,8 +565,7 @@ impl Instance {
     }
 
     /// A read of worker `w` completed.
-    pub(super) fn px_read_done(&mut self, w: usize, blocks: Vec<Block>) {
-        self.px_worker_end_wait(w);
+    pub(super) fn px_read_done(&mut self, w: usize, seq: u64, blocks: Vec<Block>) {
         let buffered = self.px_policy() == DegreePolicy::Auto;
         let n = blocks.len() as u64;
         self.stats.add(Stat::PhysicalReads, n);
@@ -549,6 +578,28 @@ impl Instance {
             },
             n,
         );
+        let Some(wk) = self.worker(w) else { return };
+        let Some(slot) = wk.inflight.iter_mut().find(|(s, _, _)| *s == seq) else {
+            self.errors.push(format!(
+                "{}: read {seq} of a PX worker never issued",
+                self.id
+            ));
+            return;
+        };
+        slot.2 = Some(blocks);
+        let front_ready = wk.inflight.front().is_some_and(|f| f.0 == seq);
+        if wk.st == WSt::Reading && front_ready {
+            wk.st = WSt::Ready;
+            self.px_worker_end_wait(w);
+            self.px.kick.push_back(w);
+        }
+    }
+
+    /// Process the blocks of a read: project their rows, aggregate them or
+    /// route them into the table queue, and spend the CPU it takes.
+    fn px_scan_blocks(&mut self, w: usize, blocks: Vec<Block>) {
+        let buffered = self.px_policy() == DegreePolicy::Auto;
+        let n = blocks.len() as u64;
         self.stats.add(Stat::ConsistentGets, n);
         if !buffered {
             self.stats.add(Stat::ConsistentGetsDirect, n);

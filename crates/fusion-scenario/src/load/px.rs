@@ -21,9 +21,12 @@ pub(super) const QUERY_KEYS: &[&str] = &[
 ];
 
 /// A query read from the file, with the node of its table list for messages.
+/// `query` is `None` when it had errors (already reported): steps naming it
+/// then do not report it again.
 pub(super) struct QueryDraft {
-    pub(super) query: PxQuery,
-    tables_node: Node,
+    name: String,
+    query: Option<PxQuery>,
+    tables_node: Option<Node>,
     tables_path: KeyPath,
 }
 
@@ -99,24 +102,26 @@ impl Checker<'_> {
                 .and_then(|n| self.int(n, &tv.at("group_by_mod"), 1, i64::MAX))
                 .map_or(100, |v| v as u64);
             let entries_per_leaf = self.opt_u32(&tv, "entries_per_leaf", 4, 100_000, 250);
-            if let (Some(name), Some(plan), Some(tables), Some(degree), Some(tn)) =
-                (name, plan, tables, degree, tables_node)
-            {
-                out.push(QueryDraft {
-                    query: PxQuery {
-                        name,
-                        plan,
-                        tables,
-                        degree,
-                        instances,
-                        distribution,
-                        group_mod,
-                        entries_per_leaf,
-                    },
-                    tables_node: tn.clone(),
-                    tables_path: tv.at("tables"),
-                });
-            }
+            let Some(name) = name else { continue };
+            let query = match (plan, tables, degree) {
+                (Some(plan), Some(tables), Some(degree)) => Some(PxQuery {
+                    name: name.clone(),
+                    plan,
+                    tables,
+                    degree,
+                    instances,
+                    distribution,
+                    group_mod,
+                    entries_per_leaf,
+                }),
+                _ => None,
+            };
+            out.push(QueryDraft {
+                name,
+                query,
+                tables_node: tables_node.cloned(),
+                tables_path: tv.at("tables"),
+            });
         }
         out
     }
@@ -202,10 +207,10 @@ impl Checker<'_> {
     pub(super) fn parallel_query_step(&mut self, tv: &Tv, queries: &[QueryDraft]) -> Option<Step> {
         let n = self.req(tv, "query")?;
         let name = self.string(n, &tv.at("query"))?;
-        match queries.iter().find(|q| q.query.name == name) {
-            Some(q) => Some(Step::ParallelQuery(Box::new(q.query.clone()))),
+        match queries.iter().find(|q| q.name == name) {
+            Some(q) => q.query.clone().map(|q| Step::ParallelQuery(Box::new(q))),
             None => {
-                let names: Vec<String> = queries.iter().map(|q| q.query.name.clone()).collect();
+                let names: Vec<String> = queries.iter().map(|q| q.name.clone()).collect();
                 self.err(
                     n,
                     &tv.at("query"),
@@ -226,7 +231,10 @@ impl Checker<'_> {
         cat: &Catalog,
     ) {
         for q in queries {
-            for &t in &q.query.tables {
+            let (Some(query), Some(node)) = (&q.query, &q.tables_node) else {
+                continue;
+            };
+            for &t in &query.tables {
                 let writer = workloads.iter().find_map(|w| {
                     w.transactions.iter().find_map(|x| {
                         x.steps.iter().find_map(|s| match s {
@@ -244,7 +252,7 @@ impl Checker<'_> {
                 if let Some((w, x)) = writer {
                     let tname = cat.tables.get(t).map_or("?", |x| x.name.as_str());
                     self.err(
-                        &q.tables_node,
+                        node,
                         &q.tables_path,
                         format!(
                             "table `{tname}` is changed by workload `{w}` (transaction `{x}`): parallel query reads tables with direct reads, which is modeled only for tables no workload changes"
