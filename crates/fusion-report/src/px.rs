@@ -164,3 +164,82 @@ pub fn json(view: &PxView) -> Value {
         .collect();
     json!({ "statements": statements, "sessions": sessions, "pairs": pairs })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fusion_core::px::{PxQueryRow, PxSessionRow};
+
+    fn row(inst: u8, name: &str, set: u8, sent: u64, recv: u64) -> PxSessionRow {
+        PxSessionRow {
+            qc_inst: 1,
+            qc_sid: 4,
+            exec: 1,
+            query: "sql1".into(),
+            inst,
+            name: name.into(),
+            set,
+            requested_dop: 16,
+            dop: 16,
+            rows: 12_000,
+            bytes_sent_remote: sent,
+            bytes_recv_remote: recv,
+            bytes_sent_local: 0,
+        }
+    }
+
+    fn view() -> PxView {
+        let mut v = PxView {
+            sessions: vec![
+                row(2, "p000", 1, 2148, 0),
+                row(1, "p000", 1, 0, 0),
+                row(1, "QC", 0, 0, 2148),
+            ],
+            queries: vec![PxQueryRow {
+                qc_inst: 1,
+                qc_sid: 4,
+                exec: 1,
+                query: "sql1".into(),
+                plan: "scan_aggregate",
+                requested_dop: 16,
+                dop: 16,
+                sets: 1,
+                slaves: vec![(1, 1), (2, 1)],
+                queued_ns: 0,
+                elapsed_ns: 25_910_000,
+                result_rows: 1,
+                leaves: 0,
+            }],
+            pairs: Vec::new(),
+        };
+        v.add_pair(2, 1, 2148, 1);
+        v
+    }
+
+    #[test]
+    fn px_session_listing_qc_first_then_by_instance() {
+        let t = text(&view());
+        let lines: Vec<&str> = t.lines().collect();
+        let head = lines
+            .iter()
+            .position(|l| l.starts_with("INST  QC/Slave"))
+            .expect("a header");
+        assert!(lines[head + 2].starts_with("1     QC "), "{t}");
+        assert!(lines[head + 3].starts_with("1      - p000"), "{t}");
+        assert!(lines[head + 4].starts_with("2      - p000"), "{t}");
+        assert!(lines[head + 4].ends_with("2,148             0"), "{t}");
+        assert!(t.contains("requested DOP 16, DOP 16, 1 server set, slaves on inst1 1, inst2 1"));
+        assert!(t.contains("elapsed 25.91 ms"));
+        assert!(t.contains("inst2 -> inst1 2,148 bytes (1 buffers)"));
+        assert_eq!(text(&PxView::default()), "");
+    }
+
+    #[test]
+    fn json_rows() {
+        let j = json(&view());
+        assert_eq!(j["statements"][0]["dop"], 16);
+        assert_eq!(j["statements"][0]["slaves"]["2"], 1);
+        assert_eq!(j["sessions"][0]["bytes_sent_remote"], 2148);
+        assert_eq!(j["pairs"][0]["from"], 2);
+    }
+}
