@@ -1233,6 +1233,10 @@ impl<'a> Checker<'a> {
             Val::Str(s) => ParamValue::Text(s.clone()),
             // `parallel_force_local = true` as TOML writes a boolean.
             Val::Bool(b) => ParamValue::Text(if *b { "TRUE" } else { "FALSE" }.to_string()),
+            // Seconds with decimals (a scaled-down scenario's threshold).
+            Val::Float(f) if *name == "parallel_min_time_threshold" => {
+                ParamValue::Text(format_float(*f))
+            }
             _ => {
                 let what = if matches!(e.node.val, Val::Int(_)) {
                     "a non-negative integer"

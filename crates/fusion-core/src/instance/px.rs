@@ -527,7 +527,7 @@ impl Instance {
         };
         let width = output_width(qc.query.plan);
         if qc.st != QcSt::Running
-            || batch.values.len() % width != 0
+            || !batch.values.len().is_multiple_of(width)
             || u32::from(batch.from.idx) >= qc.dop
         {
             self.errors.push(format!(

@@ -773,7 +773,7 @@ impl Instance {
         };
         let Some(wk) = self.worker(w) else { return };
         if wk.role != Role::Consumer
-            || b.values.len() % SCAN_WIDTH != 0
+            || !b.values.len().is_multiple_of(SCAN_WIDTH)
             || b.side >= wk.nsides
             || u32::from(b.from.idx) >= wk.dop
             || b.from.set != 0

@@ -34,7 +34,7 @@ pub fn number_bytes(v: i64) -> u32 {
         return 1;
     }
     let mut m = v.unsigned_abs();
-    while m % 100 == 0 {
+    while m.is_multiple_of(100) {
         m /= 100;
     }
     let mut pairs = 0;
