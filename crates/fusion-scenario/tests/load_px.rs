@@ -247,7 +247,10 @@ fn parallel_parameters_are_checked() {
     let msg = err(&text);
     assert!(msg.contains("must be the same on every instance"), "{msg}");
     // Seconds with decimals for the threshold (and only there).
-    let text = PX.replace("cpu_count = 4", "cpu_count = 4\nparallel_min_time_threshold = 0.5");
+    let text = PX.replace(
+        "cpu_count = 4",
+        "cpu_count = 4\nparallel_min_time_threshold = 0.5",
+    );
     let p = &ok(&text).variants[0].scenario.instances[0].px;
     assert_eq!(p.min_time_threshold(), 500_000_000);
     let text = PX.replace("cpu_count = 4", "cpu_count = 4\nparallel_max_servers = 1.5");

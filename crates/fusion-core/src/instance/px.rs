@@ -618,7 +618,6 @@ impl Instance {
             Role::Serial,
             &query,
             1,
-            self.now,
         ));
         if let Some(h) = self.px.hosted.get_mut(&exec) {
             h.workers.push(w);
@@ -812,7 +811,6 @@ impl Instance {
                 role,
                 &query,
                 dop,
-                self.now,
             ));
             self.px.servers[server].worker = Some(w);
             if start {

@@ -134,7 +134,6 @@ impl Worker {
         role: Role,
         q: &PxQuery,
         dop: u32,
-        _now: Nanos,
     ) -> Worker {
         let consumers = if role == Role::Producer && q.plan.sets() == 2 {
             dop as usize
@@ -411,7 +410,7 @@ impl Instance {
             return false;
         }
         wk.finished = true;
-        let (role, feeds, plan, rows) = (wk.role, wk.feeds_consumers(), wk.plan, wk.rows);
+        let (role, feeds, plan) = (wk.role, wk.feeds_consumers(), wk.plan);
         if feeds {
             wk.st = WSt::Done;
             return false;
@@ -421,7 +420,6 @@ impl Instance {
             let mut fin = Final::new(plan, 1);
             fin.apply(0, &out);
             wk.fin = Some(fin);
-            let _ = rows;
             let cost =
                 work.rows * self.costs.px_row_receive + work.compares * self.costs.row_examined;
             self.px_worker_cpu(w, cost, After::SerialDone);
