@@ -35,6 +35,11 @@ pub struct Params {
     pub lm_contiguous_res_count: u32,
     /// Parallel execution: `parallel_*`, `instance_groups`, `db_file_multiblock_read_count`.
     pub px: crate::px::PxParams,
+    /// `max_commit_propagation_delay` in centiseconds: 0 (the 10.2+
+    /// behaviour) broadcasts every commit's SCN to the other instances and
+    /// the commit waits for their acknowledgements; above 0 (8i-10.1, whose
+    /// default was 700) SCNs travel only on other messages (Lamport).
+    pub max_commit_propagation_delay: u32,
 }
 
 impl Default for Params {
@@ -51,6 +56,7 @@ impl Default for Params {
             log_buffer: 16 << 20,
             lm_contiguous_res_count: 128,
             px: crate::px::PxParams::default(),
+            max_commit_propagation_delay: 0,
         }
     }
 }
@@ -81,6 +87,7 @@ impl Params {
         "parallel_instance_group",
         "parallel_execution_message_size",
         "db_file_multiblock_read_count",
+        "max_commit_propagation_delay",
     ];
 
     /// Parameters that may change at a phase boundary of a running instance.
@@ -110,6 +117,11 @@ impl Params {
             4..=15 => 2,
             n => 2 + n / 32,
         }
+    }
+
+    /// Commits broadcast their SCN (broadcast on commit, BOC).
+    pub fn broadcast_on_commit(&self) -> bool {
+        self.max_commit_propagation_delay == 0
     }
 
     pub fn buffers(&self) -> usize {
@@ -153,6 +165,9 @@ impl Params {
                 self.lm_contiguous_res_count = int(value, 1, 1 << 20)? as u32
             }
             n if crate::px::PxParams::NAMES.contains(&n) => self.px.set(n, value)?,
+            "max_commit_propagation_delay" => {
+                self.max_commit_propagation_delay = int(value, 0, 90_000)? as u32
+            }
             _ => {
                 return Err(format!(
                     "unknown parameter `{name}` (known: {})",
@@ -306,6 +321,9 @@ pub struct IndexDef {
     pub entries_per_branch: u32,
     /// Blocks reserved for leaf and branch splits, per instance.
     pub free_blocks_per_instance: u32,
+    /// A reverse key index (`create index ... reverse`): entries are ordered
+    /// by the key's bytes reversed, so consecutive keys land in different leaves.
+    pub reverse: bool,
 }
 
 /// A sequence (`create sequence ... cache n | nocache, order | noorder`).

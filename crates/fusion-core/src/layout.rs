@@ -32,6 +32,18 @@ pub struct IndexLayout {
     pub entries_per_leaf: u32,
     pub entries_per_branch: u32,
     pub height: u32,
+    /// A reverse key index: see [`IndexLayout::entry_key`].
+    pub reverse: bool,
+}
+
+impl IndexLayout {
+    /// The key an index entry holds for table key `key`: the key itself, or
+    /// for a reverse key index its eight bytes in reverse order (as Oracle
+    /// reverses the bytes of the key column), so keys that differ only in
+    /// their last byte lie far apart. Its own inverse.
+    pub fn entry_key(&self, key: u64) -> u64 {
+        if self.reverse { key.swap_bytes() } else { key }
+    }
 }
 
 /// The physical layout of the whole schema.
@@ -90,6 +102,7 @@ impl Layout {
                 entries_per_leaf: ix.entries_per_leaf.max(4),
                 entries_per_branch: ix.entries_per_branch.max(4),
                 height,
+                reverse: ix.reverse,
             });
         }
         let sequences = catalog.sequences.len();
@@ -237,21 +250,37 @@ fn build_index(layout: &Layout, ix: &IndexLayout) -> Vec<Block> {
     }
     let mut out = Vec::new();
     let mut firsts: Vec<u64> = Vec::new();
+    // Entry keys in index order, cut into full leaves; a leaf covers from its
+    // first key up to the next leaf's first key.
+    let mut keys: Vec<u64> = (1..=rows).map(|k| ix.entry_key(k)).collect();
+    if ix.reverse {
+        keys.sort_unstable();
+    }
+    let chunks: Vec<&[u64]> = keys.chunks(leaf_cap.max(1) as usize).collect();
     for l in 0..n_leaves {
-        let first = u64::from(l) * leaf_cap + 1;
-        let last = (first + leaf_cap - 1).min(rows);
-        let entries = (first..=last)
-            .filter_map(|key| {
-                layout.initial_rowid(ix.table, key).map(|rowid| LeafEntry {
-                    key,
-                    rowid,
-                    lock: Xid::NONE,
-                })
+        let chunk = chunks.get(l as usize).copied().unwrap_or(&[]);
+        let entries = chunk
+            .iter()
+            .filter_map(|&key| {
+                layout
+                    .initial_rowid(ix.table, ix.entry_key(key))
+                    .map(|rowid| LeafEntry {
+                        key,
+                        rowid,
+                        lock: Xid::NONE,
+                    })
             })
             .collect();
+        let first_of = |l: u32| {
+            chunks
+                .get(l as usize)
+                .and_then(|c| c.first())
+                .copied()
+                .unwrap_or(0)
+        };
         let next = (l + 1 < n_leaves).then(|| BlockAddr(starts[0] + l + 1));
-        let low = if l == 0 { 0 } else { first };
-        let high = (l + 1 < n_leaves).then_some(first + leaf_cap);
+        let low = if l == 0 { 0 } else { first_of(l) };
+        let high = (l + 1 < n_leaves).then(|| first_of(l + 1));
         out.push(Block::new(
             BlockAddr(starts[0] + l),
             Body::Leaf {
@@ -309,6 +338,7 @@ mod tests {
                 entries_per_leaf: 20,
                 entries_per_branch: 8,
                 free_blocks_per_instance: 4,
+                reverse: false,
             }],
         }
     }
@@ -331,6 +361,40 @@ mod tests {
             let row = blocks[e.rowid.blk.idx()].row(e.rowid.slot).unwrap();
             assert_eq!(row.key, key);
         }
+    }
+
+    #[test]
+    fn a_reverse_key_index_finds_every_row_and_spreads_consecutive_keys() {
+        let mut cat = catalog();
+        cat.indexes[0].reverse = true;
+        let layout = Layout::new(&cat, 2, 128);
+        let blocks = layout.initial_blocks();
+        let ix = &layout.indexes[0];
+        let leaf_of = |key: u64| {
+            let ekey = ix.entry_key(key);
+            let mut b = &blocks[ix.root.idx()];
+            while let Some(child) = b.child_for(ekey) {
+                b = &blocks[child.idx()];
+            }
+            assert!(b.leaf_covers(ekey), "key {key}");
+            let e = b
+                .leaf_lookup(ekey)
+                .unwrap_or_else(|| panic!("key {key} missing"));
+            assert_eq!(Some(e.rowid), layout.initial_rowid(0, key));
+            b.addr
+        };
+        for key in 1..=1000u64 {
+            leaf_of(key);
+        }
+        // Consecutive keys differ in their last byte, the first of the entry
+        // key: 256 of them spread over every leaf (50), not over 13 in a row.
+        let mut leaves: Vec<BlockAddr> = (500..756).map(leaf_of).collect();
+        leaves.sort_unstable();
+        leaves.dedup();
+        assert_eq!(leaves.len(), 50);
+        let plain = Layout::new(&catalog(), 2, 128);
+        assert_eq!(plain.indexes[0].entry_key(505), 505);
+        assert_eq!(ix.entry_key(ix.entry_key(505)), 505);
     }
 
     #[test]

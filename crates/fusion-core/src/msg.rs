@@ -92,9 +92,13 @@ pub enum EnqKind {
     Sv,
     /// `PS`: parallel slave synchronization; a QC holds it while it allocates slaves.
     Ps,
+    /// Serializes the block splits of one index (the id is the index's
+    /// position): Oracle's waiters on a split queue on the splitting
+    /// transaction's TX enqueue, `enq: TX - index contention`.
+    IndexSplit,
 }
 
-/// A global enqueue resource: its kind and an id (the sequence number here).
+/// A global enqueue resource: its kind and an id (the sequence's or index's position).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ResName {
     pub kind: EnqKind,
@@ -245,6 +249,15 @@ pub enum Msg {
     },
     /// Parallel execution: slave allocation, table-queue buffers, credits.
     Px(crate::px::PxMsg),
+    /// Broadcast on commit: LGWR's batch `seq` holds commits up to the
+    /// envelope's SCN; apply it and acknowledge (LMS to LMS).
+    ScnBroadcast {
+        seq: u64,
+    },
+    /// The receiver has applied broadcast `seq`.
+    ScnAck {
+        seq: u64,
+    },
 }
 
 impl Msg {

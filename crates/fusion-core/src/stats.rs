@@ -277,6 +277,8 @@ name_enum! {
         PxDeqTableQNormal => "PX Deq: Table Q Normal",
         PxDeqCreditSendBlkd => "PX Deq Credit: send blkd",
         ResmgrPqQueued => "resmgr:pq queued",
+        WaitForScnAck => "wait for scn ack",
+        EnqTxIndexContention => "enq: TX - index contention",
     }
 }
 
@@ -295,9 +297,9 @@ impl Wait {
             BufferBusyWaits => WaitClass::Concurrency,
             FreeBufferWaits => WaitClass::Configuration,
             EnqTxRowLockContention => WaitClass::Application,
-            RowCacheLock => WaitClass::Concurrency,
+            RowCacheLock | EnqTxIndexContention => WaitClass::Concurrency,
             EnqSqContention => WaitClass::Configuration,
-            GcsLogFlushSync | DfsLockHandle => WaitClass::Other,
+            GcsLogFlushSync | DfsLockHandle | WaitForScnAck => WaitClass::Other,
             _ => WaitClass::Cluster,
         }
     }

@@ -5,6 +5,7 @@
 
 use fusion_core::px::{PxPair, PxPlan, PxQueryRow, PxSessionRow, PxView};
 use fusion_core::stats::{EventStat, HISTOGRAM_BUCKETS, Stat, Stats, Wait};
+use fusion_core::tkprof::{StmtStat, StmtWait};
 
 use crate::pb;
 
@@ -36,6 +37,7 @@ pub fn encode(stats: &Stats, now_ns: u64) -> pb::StatsResponse {
         px_sessions,
         px_queries,
         px_pairs,
+        statements: stats.statements.iter().map(encode_statement).collect(),
     }
 }
 
@@ -162,6 +164,63 @@ fn decode_px(r: &pb::StatsResponse, from: &str) -> Result<PxView, String> {
     Ok(v)
 }
 
+fn encode_statement(st: &StmtStat) -> pb::StatementRow {
+    pb::StatementRow {
+        sql: st.sql.clone(),
+        recursive: st.recursive,
+        parses: st.parses,
+        executions: st.executions,
+        fetches: st.fetches,
+        cpu_ns: st.cpu_ns,
+        elapsed_ns: st.elapsed_ns,
+        disk: st.disk,
+        query: st.query,
+        current: st.current,
+        rows: st.rows,
+        waits: Wait::ALL
+            .iter()
+            .filter_map(|&w| {
+                let x = st.waits.get(w as usize)?;
+                (x.waits > 0).then(|| pb::StatementWait {
+                    event: w.name().to_string(),
+                    waits: x.waits,
+                    time_ns: x.time_ns,
+                    max_ns: x.max_ns,
+                })
+            })
+            .collect(),
+    }
+}
+
+fn decode_statement(r: &pb::StatementRow, from: &str) -> Result<StmtStat, String> {
+    let mut st = StmtStat::new(r.sql.clone(), r.recursive);
+    st.parses = r.parses;
+    st.executions = r.executions;
+    st.fetches = r.fetches;
+    st.cpu_ns = r.cpu_ns;
+    st.elapsed_ns = r.elapsed_ns;
+    st.disk = r.disk;
+    st.query = r.query;
+    st.current = r.current;
+    st.rows = r.rows;
+    for w in &r.waits {
+        let event = Wait::from_name(&w.event).ok_or_else(|| {
+            format!(
+                "{from}: unknown wait event {:?} in statement {:?}",
+                w.event, r.sql
+            )
+        })?;
+        if let Some(slot) = st.waits.get_mut(event as usize) {
+            *slot = StmtWait {
+                waits: w.waits,
+                time_ns: w.time_ns,
+                max_ns: w.max_ns,
+            };
+        }
+    }
+    Ok(st)
+}
+
 /// Rebuild a snapshot; `from` names the sender for messages.
 pub fn decode(r: &pb::StatsResponse, from: &str) -> Result<Stats, String> {
     let mut stats = Stats::default();
@@ -199,6 +258,11 @@ pub fn decode(r: &pb::StatsResponse, from: &str) -> Result<Stats, String> {
         );
     }
     stats.px = decode_px(r, from)?;
+    stats.statements = r
+        .statements
+        .iter()
+        .map(|st| decode_statement(st, from))
+        .collect::<Result<_, _>>()?;
     Ok(stats)
 }
 
@@ -227,6 +291,11 @@ mod tests {
             bytes_recv_remote: 0,
             bytes_sent_local: 0,
         });
+        let mut st = StmtStat::new("update seq$ set ...".into(), true);
+        st.executions = 3;
+        st.current = 3;
+        st.wait(Wait::GcCurrentBlock2Way, 900);
+        s.statements.push(st);
         let wire = encode(&s, 7);
         assert_eq!(decode(&wire, "inst1").unwrap(), s);
         let mut bad = wire.clone();
@@ -236,8 +305,15 @@ mod tests {
             e.contains("inst1") && e.contains("no such statistic"),
             "{e}"
         );
-        let mut bad = wire;
+        let mut bad = wire.clone();
         bad.events[0].histogram.pop();
         assert!(decode(&bad, "inst2").unwrap_err().contains("histogram"));
+        let mut bad = wire;
+        bad.statements[0].waits[0].event = "gc nonsense".into();
+        let e = decode(&bad, "inst2").unwrap_err();
+        assert!(
+            e.contains("gc nonsense") && e.contains("update seq$"),
+            "{e}"
+        );
     }
 }

@@ -246,6 +246,7 @@ const INDEX_KEYS: &[&str] = &[
     "entries_per_leaf",
     "entries_per_branch",
     "free_blocks_per_instance",
+    "reverse",
 ];
 const SEQUENCE_KEYS: &[&str] = &["name", "cache", "order", "start", "increment"];
 const WORKLOAD_KEYS: &[&str] = &[
@@ -1517,10 +1518,29 @@ impl<'a> Checker<'a> {
                         u32::MAX,
                         64,
                     ),
+                    reverse: self.opt_bool(&tv, "reverse", false),
                 });
             }
         }
         cat
+    }
+
+    /// An optional boolean key of a table.
+    fn opt_bool(&mut self, tv: &Tv, key: &str, default: bool) -> bool {
+        let Some(n) = tv.get(key) else {
+            return default;
+        };
+        match n.val {
+            Val::Bool(b) => b,
+            _ => {
+                self.err(
+                    n,
+                    &tv.at(key),
+                    format!("expected true or false, found {}", n.describe()),
+                );
+                default
+            }
+        }
     }
 
     /// `[[sequence]]`: `cache` is an integer >= 2 or "nocache" (default 20, as
@@ -1558,20 +1578,7 @@ impl<'a> Checker<'a> {
                     }
                 },
             };
-            let order = match tv.get("order") {
-                None => false,
-                Some(n) => match n.val {
-                    Val::Bool(b) => b,
-                    _ => {
-                        self.err(
-                            n,
-                            &tv.at("order"),
-                            format!("expected true or false, found {}", n.describe()),
-                        );
-                        false
-                    }
-                },
-            };
+            let order = self.opt_bool(&tv, "order", false);
             let start = tv
                 .get("start")
                 .and_then(|n| self.int(n, &tv.at("start"), 1, i64::from(u32::MAX)))

@@ -7,6 +7,7 @@
 //! result, bit for bit.
 
 pub mod checkers;
+mod index_check;
 mod net;
 mod store;
 

@@ -335,6 +335,8 @@ impl Codec {
                 lvb: lvb.map(lvb_pb),
             }),
             Msg::Px(m) => K::Px(self.encode_px(m)),
+            Msg::ScnBroadcast { seq } => K::ScnBroadcast(pb::ScnBroadcast { seq: *seq }),
+            Msg::ScnAck { seq } => K::ScnAck(pb::ScnAck { seq: *seq }),
         };
         pb::Msg { kind: Some(kind) }
     }
@@ -443,6 +445,8 @@ impl Codec {
                 lvb: d.lvb.map(lvb_core),
             },
             K::Px(p) => Msg::Px(self.decode_px(p)?),
+            K::ScnBroadcast(b) => Msg::ScnBroadcast { seq: b.seq },
+            K::ScnAck(a) => Msg::ScnAck { seq: a.seq },
         })
     }
 
@@ -537,6 +541,7 @@ fn res_pb(r: ResName) -> pb::ResName {
         EnqKind::Sq => pb::EnqKind::Sq,
         EnqKind::Sv => pb::EnqKind::Sv,
         EnqKind::Ps => pb::EnqKind::Ps,
+        EnqKind::IndexSplit => pb::EnqKind::IndexSplit,
     };
     pb::ResName {
         kind: kind as i32,
@@ -551,6 +556,7 @@ fn res_core(field: &'static str, r: Option<pb::ResName>) -> Result<ResName, Wire
         Ok(pb::EnqKind::Sq) => EnqKind::Sq,
         Ok(pb::EnqKind::Sv) => EnqKind::Sv,
         Ok(pb::EnqKind::Ps) => EnqKind::Ps,
+        Ok(pb::EnqKind::IndexSplit) => EnqKind::IndexSplit,
         _ => {
             return Err(WireError::BadEnum {
                 field,

@@ -1383,8 +1383,9 @@ impl Instance {
                 blk,
                 purpose,
             } => {
+                let ekey = self.layout.indexes[ix].entry_key(key);
                 let img = &self.cache.get(buf).image;
-                match img.child_for(key) {
+                match img.child_for(ekey) {
                     Some(child) => Cur::Index {
                         ix,
                         table,
@@ -1404,7 +1405,7 @@ impl Instance {
                             blk,
                         }
                     }
-                    None => match img.leaf_lookup(key) {
+                    None => match img.leaf_lookup(ekey) {
                         Some(e) => {
                             self.stats.incr(Stat::IndexFetchByKey);
                             Cur::Table {
