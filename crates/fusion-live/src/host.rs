@@ -191,8 +191,10 @@ pub fn spawn<O: Outputs>(
 ) -> std::io::Result<JoinHandle<()>> {
     let timer = DeadlineTimer::new()?;
     // Nothing runs before the runner starts the first phase (the peers may
-    // not even be loaded yet).
-    inst.apply(clock.now(), Command::EnableWorkloads(Some(Vec::new())));
+    // not even be loaded yet). At the instance's own time 0: applied at the
+    // clock's time, the sessions' first wake-ups (due just after 0) would run
+    // before the command, with every workload still enabled.
+    inst.apply(0, Command::EnableWorkloads(Some(Vec::new())));
     let mut host = Host {
         inst,
         clock,

@@ -572,6 +572,12 @@ impl Driver {
                             let b = self.store[blk.idx()].clone();
                             (self.now + NS_PER_MS, IoResult::Read(Box::new(b)), None)
                         }
+                        Io::ReadBlocks { first, count } => {
+                            let blocks = (first.idx()..first.idx() + count as usize)
+                                .map(|a| self.store[a].clone())
+                                .collect();
+                            (self.now + NS_PER_MS, IoResult::ReadMany(blocks), None)
+                        }
                         Io::WriteBlock { block } => {
                             (self.now + NS_PER_MS, IoResult::Written, Some(block))
                         }
