@@ -83,3 +83,40 @@ fn keys_types_and_units() {
     }
     assert_eq!(j["reproduced"], result.reproduced());
 }
+
+/// A phase where parallel statements ended has an additive `px` object; the
+/// other phases (and scenarios without parallel query) do not.
+#[test]
+fn parallel_execution_is_an_additive_key() {
+    let loaded = shipped_short("myth-inter-instance-pq", 0.2, &[]);
+    let (result, _) = run_scenario(&loaded, &SimOptions::default());
+    let j = to_json(&result);
+    let sql2 = &j["variants"][0]["phases"][1];
+    assert_eq!(sql2["name"], "sql2");
+    let st = &sql2["px"]["statements"][0];
+    assert_eq!(st["query"], "sql2");
+    assert_eq!(st["dop"], 16);
+    assert_eq!(st["slaves"]["1"], 16);
+    assert_eq!(st["slaves"]["2"], 16);
+    let sessions = sql2["px"]["sessions"].as_array().expect("sessions");
+    assert_eq!(sessions.len(), 33, "the QC and 32 slaves");
+    let across: u64 = sessions
+        .iter()
+        .map(|s| s["bytes_sent_remote"].as_u64().expect("bytes"))
+        .sum();
+    let sysstat: u64 = sql2["instances"]
+        .as_array()
+        .expect("instances")
+        .iter()
+        .map(|i| {
+            i["sysstat"]["fusionlab PX remote bytes sent"]
+                .as_u64()
+                .expect("a count")
+        })
+        .sum();
+    assert_eq!(across, sysstat, "per-slave bytes add up to the statistics");
+    let plain = shipped_short(CPU_STARVATION, 0.2, &[]);
+    let (result, _) = run_scenario(&plain, &SimOptions::default());
+    let j = to_json(&result);
+    assert!(j["phases"][0].get("px").is_none());
+}

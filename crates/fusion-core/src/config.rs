@@ -33,6 +33,13 @@ pub struct Params {
     pub log_buffer: u64,
     /// `_lm_contiguous_res_count`: contiguous blocks that hash to the same master.
     pub lm_contiguous_res_count: u32,
+    /// Parallel execution: `parallel_*`, `instance_groups`, `db_file_multiblock_read_count`.
+    pub px: crate::px::PxParams,
+    /// `max_commit_propagation_delay` in centiseconds: 0 (the 10.2+
+    /// behaviour) broadcasts every commit's SCN to the other instances and
+    /// the commit waits for their acknowledgements; above 0 (8i-10.1, whose
+    /// default was 700) SCNs travel only on other messages (Lamport).
+    pub max_commit_propagation_delay: u32,
 }
 
 impl Default for Params {
@@ -48,6 +55,8 @@ impl Default for Params {
             fairness_threshold: 4,
             log_buffer: 16 << 20,
             lm_contiguous_res_count: 128,
+            px: crate::px::PxParams::default(),
+            max_commit_propagation_delay: 0,
         }
     }
 }
@@ -65,13 +74,38 @@ impl Params {
         "_fairness_threshold",
         "log_buffer",
         "_lm_contiguous_res_count",
+        // Parallel execution (crate::px::PxParams::NAMES).
+        "parallel_threads_per_cpu",
+        "parallel_max_servers",
+        "parallel_min_servers",
+        "parallel_servers_target",
+        "parallel_degree_policy",
+        "parallel_degree_limit",
+        "parallel_min_time_threshold",
+        "parallel_force_local",
+        "instance_groups",
+        "parallel_instance_group",
+        "parallel_execution_message_size",
+        "db_file_multiblock_read_count",
+        "max_commit_propagation_delay",
     ];
 
     /// Parameters that may change at a phase boundary of a running instance.
     /// Priorities are what an administrator changes online with `priocntl`;
+    /// the parallel ones are dynamic (`alter system`) in Oracle too;
     /// everything else would need a restart.
-    pub const PHASE_CHANGEABLE: &'static [&'static str] =
-        &["_high_priority_processes", "_os_sched_high_priority"];
+    pub const PHASE_CHANGEABLE: &'static [&'static str] = &[
+        "_high_priority_processes",
+        "_os_sched_high_priority",
+        "parallel_max_servers",
+        "parallel_servers_target",
+        "parallel_degree_policy",
+        "parallel_degree_limit",
+        "parallel_min_time_threshold",
+        "parallel_force_local",
+        "parallel_instance_group",
+        "db_file_multiblock_read_count",
+    ];
 
     /// LMS count Oracle 11.2-19c derives from `cpu_count`.
     pub fn lms_count(&self) -> u32 {
@@ -83,6 +117,11 @@ impl Params {
             4..=15 => 2,
             n => 2 + n / 32,
         }
+    }
+
+    /// Commits broadcast their SCN (broadcast on commit, BOC).
+    pub fn broadcast_on_commit(&self) -> bool {
+        self.max_commit_propagation_delay == 0
     }
 
     pub fn buffers(&self) -> usize {
@@ -124,6 +163,10 @@ impl Params {
             "log_buffer" => self.log_buffer = int(value, 1 << 16, 1 << 32)?,
             "_lm_contiguous_res_count" => {
                 self.lm_contiguous_res_count = int(value, 1, 1 << 20)? as u32
+            }
+            n if crate::px::PxParams::NAMES.contains(&n) => self.px.set(n, value)?,
+            "max_commit_propagation_delay" => {
+                self.max_commit_propagation_delay = int(value, 0, 90_000)? as u32
             }
             _ => {
                 return Err(format!(
@@ -222,6 +265,16 @@ pub struct Costs {
     pub bitmap_piece: Nanos,
     /// The OS time slice of the time-sharing class.
     pub time_slice: Nanos,
+    /// A PX producer hashing or ranging one row and copying it into a table-queue buffer.
+    pub px_row_send: Nanos,
+    /// A PX consumer or QC taking one row from a buffer (hash build or probe, group, sort input).
+    pub px_row_receive: Nanos,
+    /// Passing one table-queue buffer to a process of the same instance (each end).
+    pub px_message_local: Nanos,
+    /// Sending or receiving one table-queue buffer over the interconnect (each end).
+    pub px_message_remote: Nanos,
+    /// Starting a PX server process beyond `parallel_min_servers`.
+    pub px_server_start: Nanos,
 }
 
 impl Default for Costs {
@@ -243,6 +296,11 @@ impl Default for Costs {
             block_install: 10 * NS_PER_US,
             bitmap_piece: 2 * NS_PER_US,
             time_slice: 10 * NS_PER_MS,
+            px_row_send: 100,
+            px_row_receive: 250,
+            px_message_local: 5 * NS_PER_US,
+            px_message_remote: 20 * NS_PER_US,
+            px_server_start: 5 * NS_PER_MS,
         }
     }
 }
@@ -318,6 +376,9 @@ pub struct IndexDef {
     pub entries_per_branch: u32,
     /// Blocks reserved for leaf and branch splits, per instance.
     pub free_blocks_per_instance: u32,
+    /// A reverse key index (`create index ... reverse`): entries are ordered
+    /// by the key's bytes reversed, so consecutive keys land in different leaves.
+    pub reverse: bool,
     pub kind: IndexKind,
     /// Local to the table's partitions: one index segment per organisation.
     pub local: bool,
@@ -433,6 +494,8 @@ pub enum Step {
         rows: u32,
         sequence: usize,
     },
+    /// A parallel statement; the executing session is its query coordinator.
+    ParallelQuery(Box<crate::px::PxQuery>),
     Commit,
     /// The session idles (user think time).
     Think {

@@ -78,6 +78,8 @@ pub struct IndexLayout {
     pub entries_per_leaf: u32,
     pub entries_per_branch: u32,
     pub height: u32,
+    /// A reverse key index: see [`IndexLayout::entry_key`].
+    pub reverse: bool,
     pub kind: IndexKind,
     /// A B-tree on (key, value): updates of the value change the entry.
     pub includes_value: bool,
@@ -89,6 +91,14 @@ pub struct IndexLayout {
 }
 
 impl IndexLayout {
+    /// The key an index entry holds for table key `key`: the key itself, or
+    /// for a reverse key index its eight bytes in reverse order (as Oracle
+    /// reverses the bytes of the key column), so keys that differ only in
+    /// their last byte lie far apart. Its own inverse.
+    pub fn entry_key(&self, key: u64) -> u64 {
+        if self.reverse { key.swap_bytes() } else { key }
+    }
+
     /// Whether an update of a row's value changes this index.
     pub fn maintained_on_update(&self) -> bool {
         self.includes_value || self.kind == IndexKind::Bitmap
@@ -210,6 +220,7 @@ impl Layout {
                 entries_per_leaf: ix.entries_per_leaf.max(4),
                 entries_per_branch: ix.entries_per_branch.max(4),
                 height: first.1,
+                reverse: ix.reverse,
                 kind: ix.kind,
                 includes_value: ix.includes_value,
                 rows_per_piece: ix.rows_per_piece.max(1),
@@ -457,22 +468,33 @@ fn build_btree(layout: &Layout, ix: &IndexLayout, root: BlockAddr, keys: &[u64])
     }
     let mut out = Vec::new();
     let mut firsts: Vec<u64> = Vec::new();
+    // Entry keys in index order, cut into full leaves; a leaf covers from its
+    // first key up to the next leaf's first key. A reverse key index orders
+    // the reversed keys.
+    let mut keys: Vec<u64> = keys.iter().map(|&k| ix.entry_key(k)).collect();
+    if ix.reverse {
+        keys.sort_unstable();
+    }
     for l in 0..n_leaves {
         let from = (u64::from(l) * leaf_cap) as usize;
         let to = (from + leaf_cap as usize).min(keys.len());
         let entries = keys[from.min(to)..to]
             .iter()
             .filter_map(|&key| {
-                layout.initial_rowid(ix.table, key).map(|rowid| LeafEntry {
-                    key,
-                    rowid,
-                    lock: Xid::NONE,
-                    val: if ix.includes_value {
-                        table.map_or(0, |t| t.initial_value(key))
-                    } else {
-                        0
-                    },
-                })
+                // The table key of an entry key (reversing is its own inverse).
+                let row_key = ix.entry_key(key);
+                layout
+                    .initial_rowid(ix.table, row_key)
+                    .map(|rowid| LeafEntry {
+                        key,
+                        rowid,
+                        lock: Xid::NONE,
+                        val: if ix.includes_value {
+                            table.map_or(0, |t| t.initial_value(row_key))
+                        } else {
+                            0
+                        },
+                    })
             })
             .collect();
         let next = (l + 1 < n_leaves).then(|| BlockAddr(starts[0] + l + 1));
@@ -533,6 +555,7 @@ pub fn btree(name: &str, table: usize, entries_per_leaf: u32, entries_per_branch
         entries_per_leaf,
         entries_per_branch,
         free_blocks_per_instance: 64,
+        reverse: false,
         kind: IndexKind::BTree,
         local: false,
         includes_value: false,
@@ -550,6 +573,7 @@ mod tests {
             tables: vec![table("t", 1000, 10)],
             indexes: vec![IndexDef {
                 free_blocks_per_instance: 4,
+                reverse: false,
                 ..btree("t_pk", 0, 20, 8)
             }],
         }
@@ -663,6 +687,40 @@ mod tests {
             let row = blocks[e.rowid.blk.idx()].row(e.rowid.slot).unwrap();
             assert_eq!(row.key, key);
         }
+    }
+
+    #[test]
+    fn a_reverse_key_index_finds_every_row_and_spreads_consecutive_keys() {
+        let mut cat = catalog();
+        cat.indexes[0].reverse = true;
+        let layout = Layout::new(&cat, 2, 128);
+        let blocks = layout.initial_blocks();
+        let ix = &layout.indexes[0];
+        let leaf_of = |key: u64| {
+            let ekey = ix.entry_key(key);
+            let mut b = &blocks[ix.root.idx()];
+            while let Some(child) = b.child_for(ekey) {
+                b = &blocks[child.idx()];
+            }
+            assert!(b.leaf_covers(ekey), "key {key}");
+            let e = b
+                .leaf_lookup(ekey)
+                .unwrap_or_else(|| panic!("key {key} missing"));
+            assert_eq!(Some(e.rowid), layout.initial_rowid(0, key));
+            b.addr
+        };
+        for key in 1..=1000u64 {
+            leaf_of(key);
+        }
+        // Consecutive keys differ in their last byte, the first of the entry
+        // key: 256 of them spread over every leaf (50), not over 13 in a row.
+        let mut leaves: Vec<BlockAddr> = (500..756).map(leaf_of).collect();
+        leaves.sort_unstable();
+        leaves.dedup();
+        assert_eq!(leaves.len(), 50);
+        let plain = Layout::new(&catalog(), 2, 128);
+        assert_eq!(plain.indexes[0].entry_key(505), 505);
+        assert_eq!(ix.entry_key(ix.entry_key(505)), 505);
     }
 
     #[test]

@@ -12,6 +12,7 @@ pub mod instance;
 pub mod layout;
 pub mod metrics;
 pub mod msg;
+pub mod px;
 pub mod stats;
 pub mod tkprof;
 pub mod types;

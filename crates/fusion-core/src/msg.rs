@@ -90,9 +90,15 @@ pub enum EnqKind {
     Sq,
     /// `SV`: an ORDER sequence's cluster-wide cached range (in the lock value block).
     Sv,
+    /// `PS`: parallel slave synchronization; a QC holds it while it allocates slaves.
+    Ps,
+    /// Serializes the block splits of one index (the id is the index's
+    /// position): Oracle's waiters on a split queue on the splitting
+    /// transaction's TX enqueue, `enq: TX - index contention`.
+    IndexSplit,
 }
 
-/// A global enqueue resource: its kind and an id (the sequence number here).
+/// A global enqueue resource: its kind and an id (the sequence's or index's position).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ResName {
     pub kind: EnqKind,
@@ -241,6 +247,17 @@ pub enum Msg {
         mode: LockMode,
         lvb: Option<Lvb>,
     },
+    /// Parallel execution: slave allocation, table-queue buffers, credits.
+    Px(crate::px::PxMsg),
+    /// Broadcast on commit: LGWR's batch `seq` holds commits up to the
+    /// envelope's SCN; apply it and acknowledge (LMS to LMS).
+    ScnBroadcast {
+        seq: u64,
+    },
+    /// The receiver has applied broadcast `seq`.
+    ScnAck {
+        seq: u64,
+    },
 }
 
 impl Msg {
@@ -248,6 +265,7 @@ impl Msg {
     pub fn wire_bytes(&self, block_size: u32, message_bytes: u32) -> u64 {
         match self {
             Msg::Ship { .. } => u64::from(block_size) + u64::from(message_bytes),
+            Msg::Px(m) => m.wire_bytes(message_bytes),
             _ => u64::from(message_bytes),
         }
     }
@@ -256,7 +274,7 @@ impl Msg {
     pub fn is_gcs(&self) -> bool {
         !matches!(
             self,
-            Msg::TxQuery { .. } | Msg::TxStatus { .. } | Msg::TxWait { .. }
+            Msg::TxQuery { .. } | Msg::TxStatus { .. } | Msg::TxWait { .. } | Msg::Px(_)
         ) && !self.is_ges()
     }
 
@@ -298,6 +316,12 @@ pub enum Io {
     ReadBlock {
         blk: BlockAddr,
     },
+    /// One multiblock read of `count` contiguous blocks (one I/O, as
+    /// `db file scattered read` and `direct path read` are).
+    ReadBlocks {
+        first: BlockAddr,
+        count: u32,
+    },
     WriteBlock {
         block: Box<Block>,
     },
@@ -310,6 +334,8 @@ pub enum Io {
 #[derive(Clone, Debug, PartialEq)]
 pub enum IoResult {
     Read(Box<Block>),
+    /// The blocks of a multiblock read, in address order.
+    ReadMany(Vec<Block>),
     Written,
 }
 

@@ -136,6 +136,30 @@ name_enum! {
         SeqValuesOutOfOrder => "fusionlab sequence values out of order",
         SeqValuesDuplicated => "fusionlab sequence values duplicated",
         BitmapPiecesChanged => "fusionlab bitmap pieces changed",
+        // Parallel execution (v$sysstat, v$pq_sysstat) and the table-queue bytes
+        // Oracle does not count per instance pair (the deck measured them with dtrace).
+        QueriesParallelized => "queries parallelized",
+        DfoTreesParallelized => "DFO trees parallelized",
+        ParallelOpsNotDowngraded => "Parallel operations not downgraded",
+        ParallelOpsDowngradedToSerial => "Parallel operations downgraded to serial",
+        ParallelOpsDowngraded75To99 => "Parallel operations downgraded 75 to 99 pct",
+        ParallelOpsDowngraded50To75 => "Parallel operations downgraded 50 to 75 pct",
+        ParallelOpsDowngraded25To50 => "Parallel operations downgraded 25 to 50 pct",
+        ParallelOpsDowngraded1To25 => "Parallel operations downgraded 1 to 25 pct",
+        PxLocalMessagesSent => "PX local messages sent",
+        PxLocalMessagesRecv => "PX local messages recv'd",
+        PxRemoteMessagesSent => "PX remote messages sent",
+        PxRemoteMessagesRecv => "PX remote messages recv'd",
+        PhysicalReadsDirect => "physical reads direct",
+        PhysicalReadIoRequests => "physical read IO requests",
+        ConsistentGetsDirect => "consistent gets direct",
+        PxRemoteBytesSent => "fusionlab PX remote bytes sent": Bytes,
+        PxRemoteBytesReceived => "fusionlab PX remote bytes received": Bytes,
+        PxLocalBytesSent => "fusionlab PX local bytes sent": Bytes,
+        PxServersStarted => "fusionlab PX servers started",
+        PxStatementsQueued => "fusionlab PX statements queued",
+        PxStatementsCompleted => "fusionlab PX statements completed",
+        PxStatementElapsedTime => "fusionlab PX statement elapsed time",
     }
 }
 
@@ -143,7 +167,7 @@ impl Stat {
     pub fn unit(self) -> Unit {
         use Stat::*;
         match self {
-            RedoSize => Unit::Bytes,
+            RedoSize | PxRemoteBytesSent | PxRemoteBytesReceived | PxLocalBytesSent => Unit::Bytes,
             GcCrBlockReceiveTime
             | GcCurrentBlockReceiveTime
             | GcCrBlockBuildTime
@@ -173,7 +197,8 @@ impl Stat {
             | LmsCpuWaitTime
             | LgwrCpuWaitTime
             | ForegroundCpuWaitTime
-            | GlobalEnqueueGetTime => Unit::Time,
+            | GlobalEnqueueGetTime
+            | PxStatementElapsedTime => Unit::Time,
             _ => Unit::Count,
         }
     }
@@ -189,7 +214,10 @@ pub enum WaitClass {
     Concurrency,
     Application,
     Configuration,
+    Scheduler,
     Other,
+    /// Waits for work to arrive (AWR leaves them out of the Top 5).
+    Idle,
 }
 
 impl WaitClass {
@@ -213,7 +241,9 @@ impl WaitClass {
             WaitClass::Concurrency => "Concurrency",
             WaitClass::Application => "Application",
             WaitClass::Configuration => "Configuration",
+            WaitClass::Scheduler => "Scheduler",
             WaitClass::Other => "Other",
+            WaitClass::Idle => "Idle",
         }
     }
 }
@@ -251,6 +281,16 @@ name_enum! {
         RowCacheLock => "row cache lock",
         DfsLockHandle => "DFS lock handle",
         EnqSqContention => "enq: SQ - contention",
+        DirectPathRead => "direct path read",
+        EnqPsContention => "enq: PS - contention",
+        PxDeqJoinAck => "PX Deq: Join ACK",
+        PxDeqExecuteReply => "PX Deq: Execute Reply",
+        PxDeqExecutionMsg => "PX Deq: Execution Msg",
+        PxDeqTableQNormal => "PX Deq: Table Q Normal",
+        PxDeqCreditSendBlkd => "PX Deq Credit: send blkd",
+        ResmgrPqQueued => "resmgr:pq queued",
+        WaitForScnAck => "wait for scn ack",
+        EnqTxIndexContention => "enq: TX - index contention",
     }
 }
 
@@ -260,13 +300,18 @@ impl Wait {
         match self {
             LogFileSync => WaitClass::Commit,
             LogFileParallelWrite | DbFileParallelWrite => WaitClass::SystemIo,
-            DbFileSequentialRead | DbFileScatteredRead => WaitClass::UserIo,
+            DbFileSequentialRead | DbFileScatteredRead | DirectPathRead => WaitClass::UserIo,
+            PxDeqJoinAck | PxDeqExecuteReply | PxDeqExecutionMsg | PxDeqTableQNormal => {
+                WaitClass::Idle
+            }
+            PxDeqCreditSendBlkd | EnqPsContention => WaitClass::Other,
+            ResmgrPqQueued => WaitClass::Scheduler,
             BufferBusyWaits => WaitClass::Concurrency,
             FreeBufferWaits => WaitClass::Configuration,
             EnqTxRowLockContention => WaitClass::Application,
-            RowCacheLock => WaitClass::Concurrency,
+            RowCacheLock | EnqTxIndexContention => WaitClass::Concurrency,
             EnqSqContention => WaitClass::Configuration,
-            GcsLogFlushSync | DfsLockHandle => WaitClass::Other,
+            GcsLogFlushSync | DfsLockHandle | WaitForScnAck => WaitClass::Other,
             _ => WaitClass::Cluster,
         }
     }
@@ -374,6 +419,8 @@ pub struct Stats {
     events: Vec<EventStat>,
     /// Per-statement figures (tkprof), in the instance's statement order.
     pub statements: Vec<crate::tkprof::StmtStat>,
+    /// Parallel executions: QC and slave rows, statements, bytes per instance pair.
+    pub px: crate::px::PxView,
 }
 
 impl Default for Stats {
@@ -382,6 +429,7 @@ impl Default for Stats {
             values: vec![0; Stat::COUNT],
             events: vec![EventStat::default(); Wait::COUNT],
             statements: Vec::new(),
+            px: crate::px::PxView::default(),
         }
     }
 }
@@ -440,6 +488,7 @@ impl Stats {
                     },
                 )
                 .collect(),
+            px: self.px.since(&earlier.px),
         }
     }
     /// Sum of several instances' counters (for cluster-wide figures).
@@ -464,6 +513,7 @@ impl Stats {
                 None => self.statements.push(st.clone()),
             }
         }
+        self.px.merge(&other.px);
     }
 }
 

@@ -182,6 +182,7 @@ pub fn sql_of(step: &crate::config::Step, cat: &crate::config::Catalog) -> Optio
             seq(*s)
         ),
         Step::NextVal { sequence: s, .. } => format!("SELECT {}.NEXTVAL FROM DUAL", seq(*s)),
+        Step::ParallelQuery(q) => q.sql(cat),
         Step::Commit | Step::Think { .. } => return None,
     })
 }

@@ -1,17 +1,17 @@
-//! The instance host: one OS thread that owns the core state machine and
-//! drives it in real time — the live counterpart of the simulator's event
-//! loop, and the only place the live runtime calls into the protocol.
+//! The instance host: the task that owns the core state machine and drives
+//! it in real time — the live counterpart of the simulator's event loop, and
+//! the only place the live runtime calls into the protocol.
 //!
-//! Why a thread and not a tokio task: modeled CPU steps and timers are tens
-//! of microseconds, and tokio's timer wheel has a 1 ms resolution. A thread
-//! blocked in `recv_timeout` wakes within the kernel's timer slack (about 50
-//! µs), so a modeled step of 20 µs costs about that, not a millisecond.
-//! Networking and store I/O stay on tokio; they reach the host through one
-//! channel and leave it through [`Outputs`].
+//! It runs on the instance process's one tokio thread, beside the HTTP/2
+//! tasks of the interconnect and the admin service: a message that arrives
+//! wakes that thread once (as a raw socket would) and reaches the instance
+//! without waking another thread; a message the instance sends goes onto
+//! its stream on the same thread. Modeled CPU steps and timers are tens of
+//! microseconds, finer than tokio's 1 ms timer wheel, so the host waits for
+//! its next deadline on a timerfd ([`DeadlineTimer`]).
 
-use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
-use std::thread::JoinHandle;
-use std::time::Duration;
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
+use tokio::task::JoinHandle;
 
 use fusion_core::block::Block;
 use fusion_core::config::Nanos;
@@ -21,6 +21,7 @@ use fusion_core::stats::{Stats, Wait};
 use fusion_core::types::InstId;
 
 use crate::clock::Clock;
+use crate::deadline::{DeadlineTimer, absolute};
 
 /// What reaches the instance from outside.
 pub enum Input {
@@ -170,19 +171,30 @@ struct Host<O: Outputs> {
     dropped_problems: usize,
     io_in_flight: usize,
     transfers: TransferClock,
+    lag_reported: bool,
 }
 
-/// Start the host thread for `inst`.
+/// Inputs handled in a row before the host lets the network tasks run.
+const INPUT_BATCH: usize = 64;
+/// Real time the host spends on due steps before it lets the network run.
+const TURN: Nanos = 200_000;
+/// How far behind real time a host may fall before it says so.
+const MAX_LAG: Nanos = 2_000_000_000;
+
+/// Start the host task for `inst` on the current tokio runtime (which must
+/// have I/O enabled).
 pub fn spawn<O: Outputs>(
     mut inst: Instance,
     clock: Clock,
     out: O,
-    rx: Receiver<Input>,
+    rx: UnboundedReceiver<Input>,
 ) -> std::io::Result<JoinHandle<()>> {
+    let timer = DeadlineTimer::new()?;
     // Nothing runs before the runner starts the first phase (the peers may
-    // not even be loaded yet).
-    inst.apply(clock.now(), Command::EnableWorkloads(Some(Vec::new())));
-    let name = format!("{}-host", inst.id);
+    // not even be loaded yet). At the instance's own time 0: applied at the
+    // clock's time, the sessions' first wake-ups (due just after 0) would run
+    // before the command, with every workload still enabled.
+    inst.apply(0, Command::EnableWorkloads(Some(Vec::new())));
     let mut host = Host {
         inst,
         clock,
@@ -191,67 +203,140 @@ pub fn spawn<O: Outputs>(
         dropped_problems: 0,
         io_in_flight: 0,
         transfers: TransferClock::new(),
+        lag_reported: false,
     };
     host.drain();
-    std::thread::Builder::new().name(name).spawn(move || {
-        // Wake at the deadline, not up to 50 µs later (the default slack):
-        // a late wake-up lets several modeled steps end at once and ship
-        // their blocks in a burst.
-        let _ = rustix::thread::set_current_timer_slack(std::num::NonZeroU64::new(1_000));
-        host.run(rx)
-    })
+    Ok(tokio::spawn(async move { host.run(rx, timer).await }))
 }
 
 impl<O: Outputs> Host<O> {
-    fn run(&mut self, rx: Receiver<Input>) {
+    async fn run(&mut self, mut rx: UnboundedReceiver<Input>, mut timer: DeadlineTimer) {
         loop {
-            let input = match self.inst.next_deadline() {
-                None => rx.recv().ok(),
+            // Everything that has arrived, up to a batch.
+            for _ in 0..INPUT_BATCH {
+                match rx.try_recv() {
+                    Ok(input) => {
+                        if !self.input(input) {
+                            return;
+                        }
+                    }
+                    Err(tokio::sync::mpsc::error::TryRecvError::Empty) => break,
+                    Err(tokio::sync::mpsc::error::TryRecvError::Disconnected) => return,
+                }
+            }
+            self.catch_up();
+            match self.inst.next_deadline() {
+                // More is due already (the host is behind, or more input
+                // waits): let the network tasks run first, then go on.
+                Some(at) if at <= self.clock.now() => tokio::task::yield_now().await,
+                _ if !rx.is_empty() => tokio::task::yield_now().await,
                 Some(at) => {
-                    let now = self.clock.now();
-                    if at <= now {
-                        self.inst.handle_timeout(now);
-                        self.drain();
+                    if let Err(e) = timer.arm(absolute(self.clock.epoch(), at)) {
+                        self.problem(format!("{}: cannot arm the host timer: {e}", self.inst.id));
+                        tokio::task::yield_now().await;
                         continue;
                     }
-                    match rx.recv_timeout(Duration::from_nanos(at - now)) {
-                        Ok(i) => Some(i),
-                        Err(RecvTimeoutError::Timeout) => continue,
-                        Err(RecvTimeoutError::Disconnected) => None,
+                    tokio::select! {
+                        input = rx.recv() => match input {
+                            Some(input) => {
+                                if !self.input(input) {
+                                    return;
+                                }
+                            }
+                            None => return,
+                        },
+                        r = timer.expired() => {
+                            if let Err(e) = r {
+                                self.problem(format!("{}: host timer failed: {e}", self.inst.id));
+                                tokio::task::yield_now().await;
+                            }
+                        }
                     }
                 }
-            };
-            let Some(input) = input else { return };
-            let now = self.clock.now();
-            match input {
-                Input::Envelope(mut env, arrived) => {
-                    // The wire is the network, up to this process: the time the
-                    // message then waited for this thread to wake is the
-                    // receiving host's, not the interconnect's. Shifting the
-                    // send time by it keeps it out of the wire share of the
-                    // latency decomposition (it stays in the receive time).
-                    self.transfers.arrived(self.inst.id, &env, arrived);
-                    env.sent_at = env
-                        .sent_at
-                        .saturating_add(now.saturating_sub(arrived))
-                        .min(now);
-                    self.inst.handle_message(now, env)
-                }
-                Input::IoDone { id, result } => {
-                    self.io_in_flight = self.io_in_flight.saturating_sub(1);
-                    match result {
-                        Ok(r) => self.inst.handle_io(now, id, r),
-                        // The request stays unanswered: what waited on it
-                        // waits on, and the runner stops the run with this.
-                        Err(e) => self.problem(e),
+                None => match rx.recv().await {
+                    Some(input) => {
+                        if !self.input(input) {
+                            return;
+                        }
                     }
-                }
-                Input::Problem(p) => self.problem(p),
-                Input::Query(q) => self.answer(now, q),
-                Input::Stop => return,
+                    None => return,
+                },
             }
-            self.drain();
         }
+    }
+
+    /// Run the instance's due steps and timers in time order, for at most
+    /// [`TURN`] of real time, so the network and the admin service get the
+    /// thread back even when the model asks for more than this process can
+    /// run in real time. Such a host falls behind: its model time lags the
+    /// clock, and past [`MAX_LAG`] that is reported (the run then stops with
+    /// it, instead of hanging or reporting time-dilated figures).
+    fn catch_up(&mut self) {
+        let start = self.clock.now();
+        let mut now = start;
+        while let Some(at) = self.inst.next_deadline() {
+            if at > now {
+                return;
+            }
+            self.inst.handle_timeout(at);
+            self.drain();
+            now = self.clock.now();
+            if now.saturating_sub(start) >= TURN {
+                let lag = now.saturating_sub(at);
+                if lag > MAX_LAG && !self.lag_reported {
+                    self.lag_reported = true;
+                    self.problem(format!(
+                        "{}: the instance runs {} ms behind real time: its workload asks for \
+                         more modeled steps than this process can run (zero-cost loops, \
+                         too many sessions or CPUs for this machine)",
+                        self.inst.id,
+                        lag / 1_000_000
+                    ));
+                }
+                return;
+            }
+        }
+    }
+
+    /// The instance's time for an input: the clock, or the next deadline
+    /// when the host is behind (time never runs past work not yet done).
+    fn model_now(&self) -> Nanos {
+        let now = self.clock.now();
+        self.inst.next_deadline().map_or(now, |at| at.min(now))
+    }
+
+    /// Handle one input; false when the host must stop.
+    fn input(&mut self, input: Input) -> bool {
+        let now = self.model_now();
+        match input {
+            Input::Envelope(mut env, arrived) => {
+                // The wire is the network, up to this process: the time the
+                // message then waited for this task to run is the receiving
+                // host's, not the interconnect's. Shifting the send time by
+                // it keeps it out of the wire share of the latency
+                // decomposition (it stays in the receive time).
+                self.transfers.arrived(self.inst.id, &env, arrived);
+                env.sent_at = env
+                    .sent_at
+                    .saturating_add(now.saturating_sub(arrived))
+                    .min(now);
+                self.inst.handle_message(now, env)
+            }
+            Input::IoDone { id, result } => {
+                self.io_in_flight = self.io_in_flight.saturating_sub(1);
+                match result {
+                    Ok(r) => self.inst.handle_io(now, id, r),
+                    // The request stays unanswered: what waited on it
+                    // waits on, and the runner stops the run with this.
+                    Err(e) => self.problem(e),
+                }
+            }
+            Input::Problem(p) => self.problem(p),
+            Input::Query(q) => self.answer(now, q),
+            Input::Stop => return false,
+        }
+        self.drain();
+        true
     }
 
     fn problem(&mut self, p: String) {
@@ -336,7 +421,7 @@ impl<O: Outputs> Host<O> {
 }
 
 /// The sending half the rest of the process uses to reach the host.
-pub type HostSender = Sender<Input>;
+pub type HostSender = UnboundedSender<Input>;
 
 /// Instance id of a 0-based index, for messages.
 pub fn inst_name(i: usize) -> String {

@@ -62,9 +62,9 @@ impl LinkHandle {
     }
 }
 
-/// The host's end of a link. A healthy, unfaulted link takes the host
-/// thread's frames straight onto the gRPC stream (one thread hop less per
-/// message); while a fault delays messages, or before the stream is up,
+/// The host's end of a link. A healthy, unfaulted link takes the host's
+/// frames straight onto the gRPC stream (no task hop per message); while a
+/// fault delays messages, or before the stream is up,
 /// they queue for the writer task, and the direct path waits until that
 /// queue is empty, so messages never overtake each other.
 #[derive(Clone)]

@@ -25,7 +25,7 @@ use crate::pb::admin_server::{Admin, AdminServer};
 use crate::stats_codec;
 use crate::store_client::Store;
 
-/// How long an admin call waits for the host thread.
+/// How long an admin call waits for the instance host.
 const HOST_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What `fusionlab instance` is given.
@@ -38,7 +38,7 @@ pub struct InstanceOptions {
 
 struct Loaded {
     host: HostSender,
-    thread: Option<std::thread::JoinHandle<()>>,
+    task: Option<tokio::task::JoinHandle<()>>,
     scenario: Scenario,
     name: String,
     links: Vec<Option<LinkHandle>>,
@@ -93,7 +93,7 @@ pub async fn serve(
         r = ic_server => r.map_err(|e| format!("{}: interconnect server: {e}", opts.id))?,
         r = admin_server => r.map_err(|e| format!("{}: admin server: {e}", opts.id))?,
     }
-    // Stop the host thread before the process ends.
+    // Stop the instance host before the process ends.
     if let Some(l) = state.loaded.lock().await.take() {
         stop_host(l).await;
     }
@@ -102,8 +102,8 @@ pub async fn serve(
 
 async fn stop_host(mut l: Loaded) {
     let _ = l.host.send(Input::Stop);
-    if let Some(t) = l.thread.take() {
-        let _ = tokio::task::spawn_blocking(move || t.join()).await;
+    if let Some(t) = l.task.take() {
+        let _ = t.await;
     }
 }
 
@@ -145,7 +145,7 @@ impl host::Outputs for LiveOutputs {
 struct AdminService(Arc<State>);
 
 impl AdminService {
-    /// Ask the host thread something and wait for the answer.
+    /// Ask the instance host something and wait for the answer.
     async fn ask<T>(&self, make: impl FnOnce(oneshot::Sender<T>) -> Query) -> Result<T, Status> {
         let host = {
             let l = self.0.loaded.lock().await;
@@ -197,7 +197,7 @@ impl AdminService {
             }
             stop_host(old).await;
         }
-        let (host_tx, host_rx) = std::sync::mpsc::channel();
+        let (host_tx, host_rx) = tokio::sync::mpsc::unbounded_channel();
         let mut senders = Vec::new();
         let mut receivers = Vec::new();
         for i in 0..n {
@@ -217,8 +217,8 @@ impl AdminService {
             host: host_tx.clone(),
             rt: tokio::runtime::Handle::current(),
         };
-        let thread = host::spawn(Instance::new(cfg), clock, outputs, host_rx)
-            .map_err(|e| format!("{me}: could not start the host thread: {e}"))?;
+        let task = host::spawn(Instance::new(cfg), clock, outputs, host_rx)
+            .map_err(|e| format!("{me}: could not start the instance host: {e}"))?;
         let received: Arc<Vec<AtomicU64>> = Arc::new((0..n).map(|_| AtomicU64::new(0)).collect());
         if let Ok(mut w) = self.0.wiring.lock() {
             *w = Some(Wiring {
@@ -255,7 +255,7 @@ impl AdminService {
         let blocks = layout.total_blocks;
         *self.0.loaded.lock().await = Some(Loaded {
             host: host_tx,
-            thread: Some(thread),
+            task: Some(task),
             scenario,
             name: format!("{} / {}", loaded.name, r.variant),
             links,

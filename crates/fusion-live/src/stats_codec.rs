@@ -3,6 +3,7 @@
 //! of the enums between two builds — and an unknown name is an error, not a
 //! silently wrong counter.
 
+use fusion_core::px::{PxPair, PxPlan, PxQueryRow, PxSessionRow, PxView};
 use fusion_core::stats::{EventStat, HISTOGRAM_BUCKETS, Stat, Stats, Wait};
 use fusion_core::tkprof::{StmtStat, StmtWait};
 
@@ -29,12 +30,139 @@ pub fn encode(stats: &Stats, now_ns: u64) -> pb::StatsResponse {
         })
         .collect();
     let statements = stats.statements.iter().map(encode_statement).collect();
+    let (px_sessions, px_queries, px_pairs) = encode_px(&stats.px);
     pb::StatsResponse {
         sysstat,
         events,
         now_ns,
         statements,
+        px_sessions,
+        px_queries,
+        px_pairs,
     }
+}
+
+fn encode_px(v: &PxView) -> (Vec<pb::PxSessionRow>, Vec<pb::PxQueryRow>, Vec<pb::PxPair>) {
+    let sessions = v
+        .sessions
+        .iter()
+        .map(|s| pb::PxSessionRow {
+            qc_inst: u32::from(s.qc_inst),
+            qc_sid: s.qc_sid,
+            exec: s.exec,
+            query: s.query.clone(),
+            inst: u32::from(s.inst),
+            name: s.name.clone(),
+            set: u32::from(s.set),
+            requested_dop: s.requested_dop,
+            dop: s.dop,
+            rows: s.rows,
+            bytes_sent_remote: s.bytes_sent_remote,
+            bytes_recv_remote: s.bytes_recv_remote,
+            bytes_sent_local: s.bytes_sent_local,
+        })
+        .collect();
+    let queries = v
+        .queries
+        .iter()
+        .map(|q| pb::PxQueryRow {
+            qc_inst: u32::from(q.qc_inst),
+            qc_sid: q.qc_sid,
+            exec: q.exec,
+            query: q.query.clone(),
+            plan: q.plan.to_string(),
+            requested_dop: q.requested_dop,
+            dop: q.dop,
+            sets: u32::from(q.sets),
+            slaves: q
+                .slaves
+                .iter()
+                .map(|&(inst, count)| pb::PxSlaves {
+                    inst: u32::from(inst),
+                    count,
+                })
+                .collect(),
+            queued_ns: q.queued_ns,
+            elapsed_ns: q.elapsed_ns,
+            result_rows: q.result_rows,
+            leaves: q.leaves,
+        })
+        .collect();
+    let pairs = v
+        .pairs
+        .iter()
+        .map(|p| pb::PxPair {
+            from: u32::from(p.from),
+            to: u32::from(p.to),
+            bytes: p.bytes,
+            buffers: p.buffers,
+        })
+        .collect();
+    (sessions, queries, pairs)
+}
+
+/// An instance number (1-based) from a peer's snapshot.
+fn inst(v: u32, what: &str, from: &str) -> Result<u8, String> {
+    u8::try_from(v)
+        .ok()
+        .filter(|&i| i >= 1)
+        .ok_or_else(|| format!("{from}: {what} {v} is not an instance number"))
+}
+
+fn decode_px(r: &pb::StatsResponse, from: &str) -> Result<PxView, String> {
+    let mut v = PxView::default();
+    for s in &r.px_sessions {
+        v.sessions.push(PxSessionRow {
+            qc_inst: inst(s.qc_inst, "px_sessions.qc_inst", from)?,
+            qc_sid: s.qc_sid,
+            exec: s.exec,
+            query: s.query.clone(),
+            inst: inst(s.inst, "px_sessions.inst", from)?,
+            name: s.name.clone(),
+            set: u8::try_from(s.set)
+                .map_err(|_| format!("{from}: px_sessions.set {} out of range", s.set))?,
+            requested_dop: s.requested_dop,
+            dop: s.dop,
+            rows: s.rows,
+            bytes_sent_remote: s.bytes_sent_remote,
+            bytes_recv_remote: s.bytes_recv_remote,
+            bytes_sent_local: s.bytes_sent_local,
+        });
+    }
+    for q in &r.px_queries {
+        let plan = PxPlan::from_name(&q.plan)
+            .ok_or_else(|| format!("{from}: unknown plan {:?} in px_queries", q.plan))?;
+        let mut slaves = Vec::new();
+        for s in &q.slaves {
+            slaves.push((inst(s.inst, "px_queries.slaves.inst", from)?, s.count));
+        }
+        v.queries.push(PxQueryRow {
+            qc_inst: inst(q.qc_inst, "px_queries.qc_inst", from)?,
+            qc_sid: q.qc_sid,
+            exec: q.exec,
+            query: q.query.clone(),
+            plan: plan.name(),
+            requested_dop: q.requested_dop,
+            dop: q.dop,
+            sets: u8::try_from(q.sets)
+                .map_err(|_| format!("{from}: px_queries.sets {} out of range", q.sets))?,
+            slaves,
+            queued_ns: q.queued_ns,
+            elapsed_ns: q.elapsed_ns,
+            result_rows: q.result_rows,
+            leaves: q.leaves,
+        });
+    }
+    for p in &r.px_pairs {
+        let pair = PxPair {
+            from: inst(p.from, "px_pairs.from", from)?,
+            to: inst(p.to, "px_pairs.to", from)?,
+            bytes: p.bytes,
+            buffers: p.buffers,
+        };
+        v.add_pair(pair.from, pair.to, pair.bytes, pair.buffers);
+    }
+    Ok(v)
 }
 
 fn encode_statement(st: &StmtStat) -> pb::StatementRow {
@@ -128,6 +256,7 @@ pub fn decode(r: &pb::StatsResponse, from: &str) -> Result<Stats, String> {
             },
         );
     }
+    stats.px = decode_px(r, from)?;
     stats.statements = r
         .statements
         .iter()
@@ -145,6 +274,22 @@ mod tests {
         let mut s = Stats::default();
         s.add(Stat::GcCrBlocksReceived, 42);
         s.wait(Wait::GcCrBlock2Way, 1_500, true);
+        s.px.add_pair(2, 1, 2148, 1);
+        s.px.sessions.push(PxSessionRow {
+            qc_inst: 1,
+            qc_sid: 0,
+            exec: 1,
+            query: "sql1".into(),
+            inst: 2,
+            name: "p000".into(),
+            set: 1,
+            requested_dop: 16,
+            dop: 16,
+            rows: 10,
+            bytes_sent_remote: 2148,
+            bytes_recv_remote: 0,
+            bytes_sent_local: 0,
+        });
         let mut st = StmtStat::new("SELECT VAL FROM T WHERE KEY = :B1".into(), false);
         st.executions = 3;
         st.query = 9;

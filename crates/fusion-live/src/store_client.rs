@@ -58,6 +58,7 @@ impl Store {
         let me = u32::from(self.me.0);
         let what = match &io {
             Io::ReadBlock { blk } => format!("read of {blk}"),
+            Io::ReadBlocks { first, count } => format!("read of {count} blocks from {first}"),
             Io::WriteBlock { block } => format!("write of {}", block.addr),
             Io::WriteRedo { records, .. } => format!("redo write of {} records", records.len()),
         };
@@ -89,6 +90,42 @@ impl Store {
                     .decode_block("ReadBlocksResponse.blocks", bytes)
                     .map_err(|e| format!("{}: store sent a bad image of {blk}: {e}", self.me))?;
                 Ok(IoResult::Read(Box::new(block)))
+            }
+            Io::ReadBlocks { first, count } => {
+                // One call is one I/O at the store, as one multiblock read.
+                let blks: Vec<u32> = (first.0..first.0.saturating_add(count)).collect();
+                let r = c
+                    .read_blocks(self.request(ReadBlocksRequest {
+                        instance: me,
+                        blks: blks.clone(),
+                    }))
+                    .await
+                    .map_err(fail)?
+                    .into_inner();
+                if r.blocks.len() != blks.len() {
+                    return Err(format!(
+                        "{}: store returned {} images for {count} blocks from {first}",
+                        self.me,
+                        r.blocks.len()
+                    ));
+                }
+                let mut out = Vec::with_capacity(blks.len());
+                for (bytes, want) in r.blocks.iter().zip(&blks) {
+                    let block = self
+                        .codec
+                        .decode_block("ReadBlocksResponse.blocks", bytes)
+                        .map_err(|e| {
+                            format!("{}: store sent a bad image of dba {want}: {e}", self.me)
+                        })?;
+                    if block.addr.0 != *want {
+                        return Err(format!(
+                            "{}: store sent dba {} for dba {want}",
+                            self.me, block.addr.0
+                        ));
+                    }
+                    out.push(block);
+                }
+                Ok(IoResult::ReadMany(out))
             }
             Io::WriteBlock { block } => {
                 c.write_blocks(self.request(WriteBlocksRequest {

@@ -14,6 +14,12 @@
 //!                                                                                 "disk", "query", "current", "rows" },
 //!                                                    "waits": { "<event>": { "times_waited", "max_wait_us",
 //!                                                                            "total_waited_us" } } } ] } ] } ],
+//!   (a phase with parallel statements also has "px": { "statements": [ { "query", "plan",
+//!    "qc_instance", "qc_sid", "requested_dop", "dop", "server_sets", "slaves": { "<inst>": n },
+//!    "queued_us", "elapsed_us", "result_rows", "index_leaves" } ], "sessions": [ { "query",
+//!    "qc_instance", "qc_sid", "instance", "name", "server_set", "requested_dop", "dop", "rows",
+//!    "bytes_sent_remote", "bytes_received_remote", "bytes_sent_local" } ],
+//!    "pairs": [ { "from", "to", "bytes", "buffers" } ] })
 //!   "variants": [ { "name", "phases": [...] } ]   (only when the scenario declares variants)
 //!   "verdicts": [ { "name", "passed", "detail" } ],
 //!   "reproduced": bool }
@@ -65,11 +71,18 @@ fn phases(v: &VariantResult) -> Vec<Value> {
 }
 
 fn phase(p: &PhaseResult) -> Value {
-    json!({
+    let mut v = json!({
         "name": p.name,
         "elapsed_us": p.elapsed_ns / NS_PER_US,
         "instances": p.instances.iter().map(instance).collect::<Vec<_>>(),
-    })
+    });
+    let px = p.cluster_stats().px;
+    if !px.is_empty()
+        && let Some(o) = v.as_object_mut()
+    {
+        o.insert("px".into(), crate::px::json(&px));
+    }
+    v
 }
 
 fn instance(i: &InstanceResult) -> Value {

@@ -3,6 +3,7 @@
 mod fmt;
 pub mod json;
 pub mod model;
+pub mod px;
 pub mod text;
 pub mod tour;
 pub mod verdict;

@@ -136,6 +136,11 @@ fn phase_section(out: &mut Out, p: &PhaseResult, opts: &TextOptions) {
         out.line("(no instance took part)");
         out.blank();
     }
+    let px = crate::px::text(&p.cluster_stats().px);
+    if !px.is_empty() {
+        out.0.push_str(&px);
+        out.blank();
+    }
     for i in &p.instances {
         instance_section(out, p, i, opts);
     }
@@ -344,7 +349,8 @@ pub fn top_events(s: &Stats, names_9i: bool) -> Vec<TopEvent> {
     let mut rows: Vec<TopEvent> = Vec::new();
     for &w in Wait::ALL {
         let e = s.event(w);
-        if e.time_fg_ns == 0 {
+        // AWR leaves idle waits (waiting for work, e.g. `PX Deq: ...`) out.
+        if e.time_fg_ns == 0 || w.class() == fusion_core::stats::WaitClass::Idle {
             continue;
         }
         let name = if names_9i { w.name_9i() } else { w.name() };

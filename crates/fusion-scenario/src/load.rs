@@ -19,6 +19,8 @@ use crate::tree::{
     set_path, split_assignment,
 };
 
+mod px;
+
 /// Read and validate a scenario file. `overrides` are `KEY=VALUE` texts from
 /// the command line (`--set`); they apply to the file before its variants.
 pub fn load_file(path: &Path, overrides: &[String]) -> Result<LoadedScenario, ScenarioError> {
@@ -179,6 +181,7 @@ const ROOT_KEYS: &[&str] = &[
     "table",
     "index",
     "sequence",
+    "query",
     "workload",
     "phase",
     "variant",
@@ -196,6 +199,7 @@ const VARIANT_SETTABLE: &[&str] = &[
     "table",
     "index",
     "sequence",
+    "query",
     "workload",
     "phase",
     "scenario.seed",
@@ -217,6 +221,11 @@ const COST_KEYS: &[&str] = &[
     "block_install_us",
     "bitmap_piece_us",
     "time_slice_ms",
+    "px_row_send_us",
+    "px_row_receive_us",
+    "px_message_local_us",
+    "px_message_remote_us",
+    "px_server_start_ms",
 ];
 const NETWORK_KEYS: &[&str] = &[
     "latency_us",
@@ -246,6 +255,7 @@ const INDEX_KEYS: &[&str] = &[
     "entries_per_leaf",
     "entries_per_branch",
     "free_blocks_per_instance",
+    "reverse",
     "kind",
     "local",
     "columns",
@@ -272,7 +282,14 @@ const WORKLOAD_KEYS: &[&str] = &[
 ];
 const TXN_KEYS: &[&str] = &["name", "weight", "steps"];
 const OPS: &[&str] = &[
-    "read", "update", "insert", "nextval", "count", "commit", "think",
+    "read",
+    "update",
+    "insert",
+    "nextval",
+    "count",
+    "commit",
+    "think",
+    "parallel_query",
 ];
 const PHASE_KEYS: &[&str] = &["name", "duration_s", "workloads", "parameters", "fault"];
 const FAULT_KINDS: &[&str] = &["stress_cpu", "disk_latency", "latency", "bandwidth"];
@@ -1114,9 +1131,13 @@ impl<'a> Checker<'a> {
         if let Some(node) = top("sequence") {
             catalog.sequences = self.sequences(node);
         }
-        let workloads = top("workload")
-            .map(|w| self.workloads(w, n, &catalog, &costs))
+        let queries = top("query")
+            .map(|q| self.queries(q, &catalog))
             .unwrap_or_default();
+        let workloads = top("workload")
+            .map(|w| self.workloads(w, n, &catalog, &costs, &queries))
+            .unwrap_or_default();
+        self.check_query_tables(&queries, &workloads, &catalog);
         let phases = match top("phase") {
             Some(p) => self.phases(p, n, &workloads),
             None => {
@@ -1130,6 +1151,9 @@ impl<'a> Checker<'a> {
                 Vec::new()
             }
         };
+        if self.problems.len() == before {
+            self.check_px_params(&instances, &phases);
+        }
         if phases.is_empty() && self.problems.len() == before {
             self.push(
                 &None,
@@ -1243,6 +1267,12 @@ impl<'a> Checker<'a> {
         let value = match &e.node.val {
             Val::Int(v) if *v >= 0 => ParamValue::Int(*v as u64),
             Val::Str(s) => ParamValue::Text(s.clone()),
+            // `parallel_force_local = true` as TOML writes a boolean.
+            Val::Bool(b) => ParamValue::Text(if *b { "TRUE" } else { "FALSE" }.to_string()),
+            // Seconds with decimals (a scaled-down scenario's threshold).
+            Val::Float(f) if *name == "parallel_min_time_threshold" => {
+                ParamValue::Text(format_float(*f))
+            }
             _ => {
                 let what = if matches!(e.node.val, Val::Int(_)) {
                     "a non-negative integer"
@@ -1349,6 +1379,17 @@ impl<'a> Checker<'a> {
             block_install: us(self, "block_install_us", d.block_install),
             bitmap_piece: us(self, "bitmap_piece_us", d.bitmap_piece),
             time_slice: self.opt_duration(&tv, "time_slice_ms", NS_PER_MS, true, d.time_slice),
+            px_row_send: us(self, "px_row_send_us", d.px_row_send),
+            px_row_receive: us(self, "px_row_receive_us", d.px_row_receive),
+            px_message_local: us(self, "px_message_local_us", d.px_message_local),
+            px_message_remote: us(self, "px_message_remote_us", d.px_message_remote),
+            px_server_start: self.opt_duration(
+                &tv,
+                "px_server_start_ms",
+                NS_PER_MS,
+                false,
+                d.px_server_start,
+            ),
         }
     }
 
@@ -1542,6 +1583,7 @@ impl<'a> Checker<'a> {
                         u32::MAX,
                         64,
                     ),
+                    reverse: self.reverse_flag(&tv, &shape),
                     kind: shape.kind,
                     local: shape.local,
                     includes_value: shape.includes_value,
@@ -1550,6 +1592,40 @@ impl<'a> Checker<'a> {
             }
         }
         cat
+    }
+
+    /// `reverse`: a reverse key index, for a plain B-tree on the key only.
+    fn reverse_flag(&mut self, tv: &Tv, shape: &IndexShape) -> bool {
+        let reverse = self.opt_bool(tv, "reverse", false);
+        if reverse
+            && (shape.kind != IndexKind::BTree || shape.local || shape.includes_value)
+            && let Some(n) = tv.get("reverse")
+        {
+            self.err(
+                n,
+                &tv.at("reverse"),
+                "a reverse key index is a global B-tree on the key only (not bitmap, local or on [\"key\", \"val\"])",
+            );
+        }
+        reverse
+    }
+
+    /// An optional boolean key of a table.
+    fn opt_bool(&mut self, tv: &Tv, key: &str, default: bool) -> bool {
+        let Some(n) = tv.get(key) else {
+            return default;
+        };
+        match n.val {
+            Val::Bool(b) => b,
+            _ => {
+                self.err(
+                    n,
+                    &tv.at(key),
+                    format!("expected true or false, found {}", n.describe()),
+                );
+                default
+            }
+        }
     }
 
     /// The kind of an index and what goes with it: `kind` ("btree" or
@@ -1696,20 +1772,7 @@ impl<'a> Checker<'a> {
                     }
                 },
             };
-            let order = match tv.get("order") {
-                None => false,
-                Some(n) => match n.val {
-                    Val::Bool(b) => b,
-                    _ => {
-                        self.err(
-                            n,
-                            &tv.at("order"),
-                            format!("expected true or false, found {}", n.describe()),
-                        );
-                        false
-                    }
-                },
-            };
+            let order = self.opt_bool(&tv, "order", false);
             let start = tv
                 .get("start")
                 .and_then(|n| self.int(n, &tv.at("start"), 1, i64::from(u32::MAX)))
@@ -1735,6 +1798,7 @@ impl<'a> Checker<'a> {
         n: Option<u8>,
         cat: &Catalog,
         costs: &Costs,
+        queries: &[px::QueryDraft],
     ) -> Vec<WorkloadSpec> {
         let mut out = Vec::new();
         let mut seen = Vec::new();
@@ -1782,7 +1846,7 @@ impl<'a> Checker<'a> {
                     );
                 }
                 for (i, (txn, tpath)) in list.into_iter().enumerate() {
-                    if let Some(x) = self.transaction(txn, &tpath, i, cat, &mut seen_txn) {
+                    if let Some(x) = self.transaction(txn, &tpath, i, cat, queries, &mut seen_txn) {
                         transactions.push(x);
                     }
                 }
@@ -1840,6 +1904,7 @@ impl<'a> Checker<'a> {
         path: &KeyPath,
         index: usize,
         cat: &Catalog,
+        queries: &[px::QueryDraft],
         seen: &mut Vec<(String, Node)>,
     ) -> Option<TxnTemplate> {
         let tv = self.table(node, path, TXN_KEYS)?;
@@ -1861,7 +1926,7 @@ impl<'a> Checker<'a> {
                 self.err(s, &tv.at("steps"), "a transaction needs at least one step");
             }
             for (step, spath) in list {
-                if let Some(x) = self.step(step, &spath, cat) {
+                if let Some(x) = self.step(step, &spath, cat, queries) {
                     steps.push(x);
                 }
             }
@@ -1892,7 +1957,13 @@ impl<'a> Checker<'a> {
         pos
     }
 
-    fn step(&mut self, node: &Node, path: &KeyPath, cat: &Catalog) -> Option<Step> {
+    fn step(
+        &mut self,
+        node: &Node,
+        path: &KeyPath,
+        cat: &Catalog,
+        queries: &[px::QueryDraft],
+    ) -> Option<Step> {
         let t = node.as_table()?;
         let Some(op_entry) = t.get("op") else {
             self.err(
@@ -1910,6 +1981,7 @@ impl<'a> Checker<'a> {
             "nextval" => &["op", "sequence", "rows"],
             "commit" => &["op"],
             "think" => &["op", "ms"],
+            "parallel_query" => &["op", "query"],
             _ => {
                 self.err(
                     &op_entry.node,
@@ -1933,6 +2005,7 @@ impl<'a> Checker<'a> {
                     .duration(ms, &tv.at("ms"), NS_PER_MS, false)
                     .map(|time| Step::Think { time });
             }
+            "parallel_query" => return self.parallel_query_step(&tv, queries),
             _ => {}
         }
         let rows = self.opt_u32(&tv, "rows", 1, u32::MAX, 1);

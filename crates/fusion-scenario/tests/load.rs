@@ -1354,6 +1354,40 @@ fn bad_sequences_point_at_the_key() {
     );
 }
 
+#[test]
+fn a_reverse_key_index_loads_and_a_bad_flag_points_at_the_key() {
+    let s = ok(MIN, &[]);
+    assert!(!s.variants[0].scenario.catalog.indexes[0].reverse);
+    let text = MIN.replace(
+        "table = \"t\"\n\n[[workload]]",
+        "table = \"t\"\nreverse = true\n\n[[workload]]",
+    );
+    let s = ok(&text, &[]);
+    assert!(s.variants[0].scenario.catalog.indexes[0].reverse);
+    // A variant or --set may turn it on or off.
+    let s = ok(MIN, &["index.t_pk.reverse=true"]);
+    assert!(s.variants[0].scenario.catalog.indexes[0].reverse);
+    let text = text.replace("reverse = true", "reverse = 1");
+    let msg = err(&text, &[]);
+    assert_one(
+        &msg,
+        line_of(&text, "reverse = 1", 0),
+        11,
+        "index[0].reverse",
+        "expected true or false, found",
+    );
+    let text = MIN.replace(
+        "table = \"t\"\n\n[[workload]]",
+        "table = \"t\"\nreversed = true\n\n[[workload]]",
+    );
+    let msg = err(&text, &[]);
+    assert!(
+        msg.contains("`index[0].reversed`: unknown key `reversed`")
+            && msg.contains("did you mean `reverse`?"),
+        "{msg}"
+    );
+}
+
 // ---- organisations, partitions, index kinds, counts, tour versus -----------
 
 /// MIN with a table of two organisations, partitioned, its index local and

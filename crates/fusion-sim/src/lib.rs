@@ -7,6 +7,7 @@
 //! result, bit for bit.
 
 pub mod checkers;
+mod index_check;
 mod net;
 mod store;
 
@@ -203,6 +204,10 @@ impl Sim {
                             let (at, r) = self.store.read(self.now, i, blk);
                             (at, r, None)
                         }
+                        Io::ReadBlocks { first, count } => {
+                            let (at, r) = self.store.read_many(self.now, i, first, count);
+                            (at, r, None)
+                        }
                         Io::WriteBlock { block } => (
                             self.store.write(self.now, i),
                             IoResult::Written,
@@ -359,6 +364,23 @@ impl Sim {
 
     pub fn instances(&self) -> &[Instance] {
         &self.instances
+    }
+
+    /// Keep every parallel statement's result (for property tests).
+    pub fn log_px_results(&mut self) {
+        for x in &mut self.instances {
+            x.log_px_results(true);
+        }
+    }
+
+    /// Results of the parallel statements that ended since the last call:
+    /// (QC's instance 0-based, result).
+    pub fn take_px_results(&mut self) -> Vec<(usize, fusion_core::px::PxResult)> {
+        let mut out = Vec::new();
+        for (i, x) in self.instances.iter_mut().enumerate() {
+            out.extend(x.take_px_results().into_iter().map(|r| (i, r)));
+        }
+        out
     }
 
     /// Send a command to one instance (0-based).

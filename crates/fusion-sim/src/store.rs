@@ -98,6 +98,27 @@ impl Store {
         (start + took, IoResult::Read(Box::new(block)))
     }
 
+    /// A multiblock read: one I/O under the IOPS budget for `count` contiguous blocks.
+    pub fn read_many(
+        &mut self,
+        now: Nanos,
+        inst: usize,
+        first: BlockAddr,
+        count: u32,
+    ) -> (Nanos, IoResult) {
+        let start = self.data_slot(now);
+        let fault = self.data_fault.get(inst).copied().flatten();
+        let took = self.jittered(self.model.read_latency, fault);
+        let blocks = (first.0..first.0.saturating_add(count))
+            .map(|a| {
+                self.blocks.get(a as usize).cloned().unwrap_or_else(|| {
+                    Block::new(BlockAddr(a), fusion_core::block::Body::Unformatted)
+                })
+            })
+            .collect();
+        (start + took, IoResult::ReadMany(blocks))
+    }
+
     /// When a datafile write issued now completes; the caller applies it then.
     pub fn write(&mut self, now: Nanos, inst: usize) -> Nanos {
         let start = self.data_slot(now);

@@ -113,6 +113,7 @@ fn scenario(instances: u8, seed: u64) -> Scenario {
                 entries_per_leaf: 32,
                 entries_per_branch: 16,
                 free_blocks_per_instance: 4,
+                reverse: false,
                 kind: IndexKind::BTree,
                 local: false,
                 includes_value: false,

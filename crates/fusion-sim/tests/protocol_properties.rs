@@ -9,6 +9,10 @@
 //! - every CR read saw exactly the committed values as of its snapshot (or its
 //!   own change);
 //! - no committed update lost (the newest image holds the last written value);
+//! - with inserts in the mix (rows keyed above the table's, from every
+//!   instance, so the index grows at its right-hand edge and instances split
+//!   the same blocks), every index a valid B-tree holding each committed key
+//!   once;
 //!
 //! and must have done real work (commits and checked reads), so a property
 //! cannot pass vacuously.
@@ -89,6 +93,9 @@ struct Config {
     in_txn_think_us: u64,
     /// A read step after the updates, inside the transaction (reads its own changes).
     read_after_update: bool,
+    /// Weight of an insert transaction (0: none, and the layout of the
+    /// configurations before inserts were added).
+    insert_weight: u32,
     fault: FaultSpec,
     /// Phase lengths: a clean warm-up, then the fault phase.
     warm_ms: u64,
@@ -122,7 +129,7 @@ fn scenario(c: &Config) -> Scenario {
             name: "t".into(),
             rows: c.rows,
             rows_per_block: c.rows_per_block,
-            free_blocks_per_instance: 4,
+            free_blocks_per_instance: free_blocks(c),
             orgs: 1,
             partition_by_org: false,
             distinct_values: 0,
@@ -132,7 +139,8 @@ fn scenario(c: &Config) -> Scenario {
             table: 0,
             entries_per_leaf: c.entries_per_leaf,
             entries_per_branch: c.entries_per_branch,
-            free_blocks_per_instance: 4,
+            free_blocks_per_instance: free_blocks(c),
+            reverse: false,
             kind: IndexKind::BTree,
             local: false,
             includes_value: false,
@@ -160,23 +168,31 @@ fn scenario(c: &Config) -> Scenario {
         update_steps.push(read.clone());
     }
     update_steps.push(Step::Commit);
+    let mut transactions = vec![
+        TxnTemplate {
+            name: "lookup".into(),
+            weight: c.read_weight,
+            steps: vec![read, Step::Commit],
+        },
+        TxnTemplate {
+            name: "update".into(),
+            weight: c.update_weight,
+            steps: update_steps,
+        },
+    ];
+    if c.insert_weight > 0 {
+        transactions.push(TxnTemplate {
+            name: "insert".into(),
+            weight: c.insert_weight,
+            steps: vec![Step::Insert { table: 0, rows: 3 }, Step::Commit],
+        });
+    }
     let workload = WorkloadSpec {
         name: "oltp".into(),
         instances: (1..=c.instances).collect(),
         sessions_per_instance: c.sessions,
         think_time: c.think_us * NS_PER_US,
-        transactions: vec![
-            TxnTemplate {
-                name: "lookup".into(),
-                weight: c.read_weight,
-                steps: vec![read, Step::Commit],
-            },
-            TxnTemplate {
-                name: "update".into(),
-                weight: c.update_weight,
-                steps: update_steps,
-            },
-        ],
+        transactions,
         iterations: None,
     };
     let mut parameters = Vec::new();
@@ -263,6 +279,12 @@ fn scenario(c: &Config) -> Scenario {
     }
 }
 
+/// Free blocks per instance above each segment: room for every insert and
+/// split a run can make when it inserts, the old small figure otherwise.
+fn free_blocks(c: &Config) -> u32 {
+    if c.insert_weight > 0 { 2_000 } else { 4 }
+}
+
 /// Long enough for every session to finish its transaction (locks held over
 /// think time, slow redo) and for every transfer to land.
 const QUIESCE_MS: u64 = 300;
@@ -293,6 +315,9 @@ fn problems(o: &SimOutcome) -> Vec<String> {
             }
             if check.events_checked == 0 {
                 p.push("vacuous: no event was checked".into());
+            }
+            if check.index_entries_checked == 0 {
+                p.push("vacuous: no index entry was checked".into());
             }
         }
     }
@@ -355,6 +380,7 @@ prop_compose! {
         rows_updated in 1u32..=3,
         in_txn_think_us in prop_oneof![3 => Just(0u64), 1 => 0u64..=2_000],
         read_after_update in any::<bool>(),
+        insert_weight in prop_oneof![1 => Just(0u32), 1 => 1u32..=4],
         fault in fault(instances),
         warm_ms in 200u64..=600,
         fault_ms in 300u64..=1_200,
@@ -362,7 +388,8 @@ prop_compose! {
         Config {
             seed, instances, cpu_count, lms, buffers, rows, rows_per_block, entries_per_leaf,
             entries_per_branch, sessions, think_us, dist, read_weight, update_weight, rows_read,
-            rows_updated, in_txn_think_us, read_after_update, fault, warm_ms, fault_ms,
+            rows_updated, in_txn_think_us, read_after_update, insert_weight, fault, warm_ms,
+            fault_ms,
         }
     }
 }
@@ -409,6 +436,7 @@ fn base() -> Config {
         rows_updated: 2,
         in_txn_think_us: 0,
         read_after_update: true,
+        insert_weight: 0,
         fault: FaultSpec::None,
         warm_ms: 300,
         fault_ms: 700,
@@ -458,6 +486,19 @@ fn fixed_slow_interconnect_and_locks_held_over_think_time() {
         instances: 4,
         dist: Dist::Uniform,
         rows: 600,
+        ..base()
+    });
+}
+
+/// Inserts from three instances at the index's right-hand edge, while other
+/// sessions read and update: splits of the same blocks by several instances.
+#[test]
+fn fixed_inserts_from_every_instance_split_the_same_blocks() {
+    assert_holds(&Config {
+        insert_weight: 3,
+        entries_per_leaf: 8,
+        entries_per_branch: 8,
+        buffers: 400,
         ..base()
     });
 }
@@ -557,6 +598,7 @@ fn small(instances: u8) -> Config {
         rows_updated: 2,
         in_txn_think_us: 0,
         read_after_update: false,
+        insert_weight: 0,
         fault: FaultSpec::None,
         warm_ms: 100,
         fault_ms: 150,
@@ -734,6 +776,7 @@ fn bug_stale_active_hint_used_for_a_newer_snapshot() {
         rows_updated: 2,
         in_txn_think_us: 1474,
         read_after_update: true,
+        insert_weight: 0,
         fault: FaultSpec::None,
         warm_ms: 517,
         fault_ms: 361,

@@ -455,6 +455,12 @@ impl StoreClient {
             Io::ReadBlock { blk } => {
                 Ok(IoResult::Read(Box::new(self.read_block(inst, blk).await?)))
             }
+            Io::ReadBlocks { first, count } => {
+                let blks: Vec<BlockAddr> = (first.0..first.0.saturating_add(count))
+                    .map(BlockAddr)
+                    .collect();
+                Ok(IoResult::ReadMany(self.read_blocks(inst, &blks).await?))
+            }
             Io::WriteBlock { block } => {
                 self.write_blocks(inst, std::slice::from_ref(&*block))
                     .await?;

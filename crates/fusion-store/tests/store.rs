@@ -28,6 +28,7 @@ fn layout() -> Layout {
             entries_per_leaf: 100,
             entries_per_branch: 50,
             free_blocks_per_instance: 4,
+            reverse: false,
             kind: IndexKind::BTree,
             local: false,
             includes_value: false,

@@ -52,7 +52,7 @@ impl WireError {
     }
 }
 
-fn missing(field: &'static str) -> WireError {
+pub(crate) fn missing(field: &'static str) -> WireError {
     WireError::Missing { field }
 }
 
@@ -349,6 +349,9 @@ impl Codec {
                 mode: lock_mode_pb(*mode) as i32,
                 lvb: lvb.map(lvb_pb),
             }),
+            Msg::Px(m) => K::Px(self.encode_px(m)),
+            Msg::ScnBroadcast { seq } => K::ScnBroadcast(pb::ScnBroadcast { seq: *seq }),
+            Msg::ScnAck { seq } => K::ScnAck(pb::ScnAck { seq: *seq }),
         };
         pb::Msg { kind: Some(kind) }
     }
@@ -456,6 +459,9 @@ impl Codec {
                 mode: lock_mode_core("EnqDown.mode", d.mode)?,
                 lvb: d.lvb.map(lvb_core),
             },
+            K::Px(p) => Msg::Px(self.decode_px(p)?),
+            K::ScnBroadcast(b) => Msg::ScnBroadcast { seq: b.seq },
+            K::ScnAck(a) => Msg::ScnAck { seq: a.seq },
         })
     }
 
@@ -549,6 +555,8 @@ fn res_pb(r: ResName) -> pb::ResName {
         EnqKind::RowCache => pb::EnqKind::RowCache,
         EnqKind::Sq => pb::EnqKind::Sq,
         EnqKind::Sv => pb::EnqKind::Sv,
+        EnqKind::Ps => pb::EnqKind::Ps,
+        EnqKind::IndexSplit => pb::EnqKind::IndexSplit,
     };
     pb::ResName {
         kind: kind as i32,
@@ -562,6 +570,8 @@ fn res_core(field: &'static str, r: Option<pb::ResName>) -> Result<ResName, Wire
         Ok(pb::EnqKind::RowCache) => EnqKind::RowCache,
         Ok(pb::EnqKind::Sq) => EnqKind::Sq,
         Ok(pb::EnqKind::Sv) => EnqKind::Sv,
+        Ok(pb::EnqKind::Ps) => EnqKind::Ps,
+        Ok(pb::EnqKind::IndexSplit) => EnqKind::IndexSplit,
         _ => {
             return Err(WireError::BadEnum {
                 field,

@@ -15,6 +15,7 @@
 
 mod block;
 mod convert;
+mod convert_px;
 mod crc;
 
 /// Generated protobuf types, clients (`*_client`) and servers (`*_server`)

@@ -168,7 +168,8 @@ fn res_name() -> impl Strategy<Value = ResName> {
     let kind = prop_oneof![
         Just(EnqKind::RowCache),
         Just(EnqKind::Sq),
-        Just(EnqKind::Sv)
+        Just(EnqKind::Sv),
+        Just(EnqKind::IndexSplit)
     ];
     (kind, any::<u32>()).prop_map(|(kind, id)| ResName { kind, id })
 }
@@ -210,6 +211,8 @@ fn ges_msg() -> impl Strategy<Value = Msg> {
             mode,
             lvb
         }),
+        any::<u64>().prop_map(|seq| Msg::ScnBroadcast { seq }),
+        any::<u64>().prop_map(|seq| Msg::ScnAck { seq }),
     ]
 }
 

@@ -102,11 +102,12 @@ pub fn simulation_summary(outcomes: &[SimOutcome]) -> String {
                 n => format!("{n} VIOLATIONS"),
             };
             s.push_str(&format!(
-                "checked {}: {} events (coherence), {} consistent reads, {} rows, {} commits: {verdict}\n",
+                "checked {}: {} events (coherence), {} consistent reads, {} rows, {} index entries, {} commits: {verdict}\n",
                 o.result.name,
                 grouped(c.events_checked as f64, 0),
                 grouped(c.reads_checked as f64, 0),
                 grouped(c.rows_checked as f64, 0),
+                grouped(c.index_entries_checked as f64, 0),
                 grouped(c.commits as f64, 0),
             ));
         }

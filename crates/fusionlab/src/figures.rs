@@ -91,6 +91,54 @@ pub fn key_figures(result: &RunResult, names_9i: bool) -> String {
     out
 }
 
+/// One line per parallel statement of the run: where it ran, how long it
+/// took, the table-queue bytes that crossed the interconnect. Empty when
+/// the run had none.
+pub fn px_figures(result: &RunResult) -> String {
+    let mut out = String::new();
+    for v in &result.variants {
+        for p in &v.phases {
+            let px = p.cluster_stats().px;
+            for q in &px.queries {
+                let across: u64 = px
+                    .sessions
+                    .iter()
+                    .filter(|s| s.qc_inst == q.qc_inst && s.exec == q.exec)
+                    .map(|s| s.bytes_sent_remote)
+                    .sum();
+                let on: Vec<String> = q
+                    .slaves
+                    .iter()
+                    .map(|(i, n)| format!("inst{i} {n}"))
+                    .collect();
+                let place = if on.is_empty() {
+                    "serial".to_string()
+                } else {
+                    on.join(" + ")
+                };
+                let variant = if result.has_variants {
+                    format!("{} ", v.name)
+                } else {
+                    String::new()
+                };
+                out.push_str(&format!(
+                    "  {variant}{}: {} DOP {} (requested {}), slaves {place}, {} ms, {} bytes across\n",
+                    p.name,
+                    q.query,
+                    q.dop,
+                    q.requested_dop,
+                    ms(q.elapsed_ns as f64 / 1e6),
+                    grouped(across as f64, 0)
+                ));
+            }
+        }
+    }
+    if out.is_empty() {
+        return out;
+    }
+    format!("\nParallel statements:\n{out}")
+}
+
 /// The foreground wait event with the most time, with its average wait.
 fn top_wait(s: &Stats, names_9i: bool) -> String {
     top_events(s, names_9i)

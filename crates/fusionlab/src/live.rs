@@ -418,10 +418,11 @@ pub fn run_live(
         if let Some(c) = &o.check {
             writeln!(
                 err,
-                "checked {}: {} consistent reads, {} rows, {} commits: {} violations",
+                "checked {}: {} consistent reads, {} rows, {} index entries, {} commits: {} violations",
                 o.result.name,
                 c.reads_checked,
                 c.rows_checked,
+                c.index_entries_checked,
                 c.commits,
                 c.violations.len()
             )?;

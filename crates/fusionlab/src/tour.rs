@@ -13,7 +13,7 @@ use fusion_scenario::{LoadedScenario, TourSpec};
 use fusion_sim::{SimOptions, SimOutcome};
 
 use crate::commands::simulation_summary;
-use crate::figures::{key_figures, measure, with_unit};
+use crate::figures::{key_figures, measure, px_figures, with_unit};
 use crate::{exit, shipped};
 
 const RULE: &str = "==============================================================================";
@@ -240,6 +240,7 @@ pub fn myth_block(n: usize, total: usize, run: &MythRun, args: &TourArgs) -> Str
     s.push_str(&run.summary);
     s.push_str(&format!("seed: {}\n\n", seeds_of(run, args.seed)));
     s.push_str(&key_figures(r, args.names_9i));
+    s.push_str(&px_figures(r));
     s.push_str("\nExpectations:\n");
     if r.verdicts.is_empty() {
         s.push_str("  (none declared: nothing was checked)\n");

@@ -346,3 +346,44 @@ fn run_live_from_the_command_line_prints_the_json_contract() {
             .is_some()
     );
 }
+
+#[test]
+fn an_instance_that_cannot_keep_up_with_real_time_says_so() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let c = up(dir.path(), 2);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/live/overload.toml");
+    let text = std::fs::read_to_string(path).expect("scenario");
+    let loaded = fusion_scenario::load_str(&text, "overload.toml", &[]).expect("loads");
+    let started = Instant::now();
+    let outcome = rt().block_on(runner::run(
+        &loaded,
+        &LiveRun {
+            cluster: &c.0,
+            text: &text,
+            label: "overload.toml",
+            overrides: &[],
+            seed: None,
+            check: false,
+            progress: false,
+        },
+    ));
+    let err = outcome.expect_err("an instance far behind real time cannot finish the run");
+    assert!(
+        err.contains("inst1") && err.contains("behind real time"),
+        "unexpected error: {err}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(25),
+        "the run took {:?} to stop",
+        started.elapsed()
+    );
+    // Its admin service still answers: the host gives the thread back.
+    let inst1 = &c.0.instances[0];
+    let status = rt().block_on(async {
+        Admin::new("inst1", &inst1.admin, &c.0.token)
+            .expect("admin")
+            .status(Duration::from_secs(5))
+            .await
+    });
+    assert!(status.is_ok(), "inst1 does not answer: {status:?}");
+}

@@ -1,5 +1,6 @@
 //! The global enqueue service (GES): locks on resources that are not blocks
-//! (a dictionary cache row, a sequence's SQ and SV enqueues).
+//! (a dictionary cache row, a sequence's SQ and SV enqueues, an index's
+//! split enqueue).
 //!
 //! Each resource has a master (`Layout::ges_master`). The master keeps the
 //! granted modes and a first-come-first-served queue of conversions; when the
@@ -133,6 +134,14 @@ impl Instance {
             self.enq_convert(res, mode);
         }
         false
+    }
+
+    /// Whether session `sid` is the local user of `res` now.
+    pub(super) fn enq_holds(&self, sid: u32, res: ResName) -> bool {
+        self.ges
+            .locks
+            .get(&res)
+            .is_some_and(|l| l.user == Some(sid))
     }
 
     /// The user of `res` is done with it; `lvb` replaces the value block.

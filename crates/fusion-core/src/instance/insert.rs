@@ -5,13 +5,23 @@
 //! finds room in its parent. A split is a recursive transaction that commits
 //! at once (as Oracle's index splits do), with full undo so older snapshots
 //! still read the blocks as they were.
+//!
+//! Splits of one index are serialized across the cluster by the index's
+//! split enqueue (`EnqKind::IndexSplit`), taken in X when a session finds its
+//! leaf full and held until its entry is in. Without it two instances
+//! splitting the same right-hand leaf take each other's blocks away for ever:
+//! the descent needs the parent, the node and the new blocks in X at once,
+//! and gives each one up while it fetches the next. A session that has to
+//! wait for the enqueue waits on `enq: TX - index contention` (Oracle's
+//! waiters queue on the splitting transaction's TX) and then descends again
+//! the ordinary way, since the split it waited for has usually made room.
 
 use super::cache::{BufId, BufState};
 use super::session::{Acq, Cur, Purpose, St, Then};
 use super::{Instance, Observation};
 use crate::block::{Block, Body, Itl, UndoOp};
 use crate::layout::Layout;
-use crate::msg::ReqKind;
+use crate::msg::{EnqKind, LockMode, ReqKind, ResName};
 use crate::stats::{Stat, Wait};
 use crate::types::{BlockAddr, Rowid, Scn, Xid};
 
@@ -208,8 +218,9 @@ impl Instance {
         blk: BlockAddr,
     ) -> Cur {
         let cap = self.layout.indexes[ix].entries_per_leaf as usize;
+        let ekey = self.layout.indexes[ix].entry_key(key);
         let img = &self.cache.get(buf).image;
-        if !img.leaf_covers(key) {
+        if !img.leaf_covers(ekey) {
             // A split moved the key since our snapshot: descend again with a fresh one.
             self.sessions[sid as usize].snapshot = self.scn;
             return self.index_cursor(ix, table, key, rowid);
@@ -227,12 +238,13 @@ impl Instance {
         }
         let xid = self.session_xid(sid);
         let scn = self.next_scn();
-        if !self
+        let inserted = self
             .cache
             .get_mut(buf)
             .image
-            .insert_entry(key, rowid, xid, scn)
-        {
+            .insert_entry(ekey, rowid, xid, scn);
+        self.split_unlock(sid, ix);
+        if !inserted {
             self.errors
                 .push(format!("{}: duplicate key {key} in index {ix}", self.id));
             return Cur::None;
@@ -276,6 +288,14 @@ impl Instance {
         }
     }
 
+    /// Let go of the index's split enqueue if this session holds it.
+    fn split_unlock(&mut self, sid: u32, ix: usize) {
+        let res = split_res(ix);
+        if self.enq_holds(sid, res) {
+            self.enq_release(res, None);
+        }
+    }
+
     /// One step of the splitting descent. True when the session can go on at once.
     pub(super) fn split_step(&mut self, sid: u32) -> bool {
         let Cur::Split {
@@ -289,6 +309,16 @@ impl Instance {
         else {
             return true;
         };
+        let res = split_res(ix);
+        if !self.enq_holds(sid, res) {
+            // If it has to wait, the session resumes with an ordinary descent.
+            let again = self.index_cursor(ix, table, key, rowid);
+            let split = std::mem::replace(&mut self.sessions[sid as usize].cur, again);
+            if !self.enq_get(sid, res, LockMode::X, Wait::EnqTxIndexContention) {
+                return false;
+            }
+            self.sessions[sid as usize].cur = split;
+        }
         if let Some(p) = parent
             && !self.want_x(sid, p)
         {
@@ -303,7 +333,7 @@ impl Instance {
         let img = &self.cache.get(nbuf).image;
         let full = img.entry_count() >= self.capacity(ix, img);
         if !full {
-            let next = match img.child_for(key) {
+            let next = match img.child_for(self.layout.indexes[ix].entry_key(key)) {
                 Some(child) => Cur::Split {
                     ix,
                     table,
@@ -337,6 +367,7 @@ impl Instance {
             let next = range.start + self.index_free[ix];
             if next >= range.end {
                 self.stats.incr(Stat::SpaceErrors);
+                self.split_unlock(sid, ix);
                 self.sessions[sid as usize].cur = Cur::None;
                 return true;
             }
@@ -436,6 +467,7 @@ impl Instance {
             }
         }
         let (xid, scn) = self.recursive_txn();
+        let ekey = self.layout.indexes[ix].entry_key(key);
         let spares = std::mem::take(&mut self.sessions[sid as usize].spares);
         let mut changed = vec![node];
         let (lower, upper, sep) = split_body(&self.cache.get(nbuf).image.body);
@@ -458,7 +490,7 @@ impl Instance {
                 changed.push(new);
                 changed.extend(parent);
                 self.sessions[sid as usize].spares = spares[1..].to_vec();
-                let child = if key >= sep { new } else { node };
+                let child = if ekey >= sep { new } else { node };
                 Cur::Split {
                     ix,
                     table,
@@ -500,7 +532,7 @@ impl Instance {
                     key,
                     rowid,
                     parent: Some(node),
-                    node: if key >= sep { b } else { a },
+                    node: if ekey >= sep { b } else { a },
                 }
             }
         };
@@ -539,6 +571,14 @@ impl Instance {
         self.replace(id, body, xid, scn);
         // The split's own undo (restore "unformatted") must come before the moved
         // entries' undo is ever reached: it is newest, so a rollback hits it first.
+    }
+}
+
+/// The enqueue that serializes the splits of index `ix`.
+fn split_res(ix: usize) -> ResName {
+    ResName {
+        kind: EnqKind::IndexSplit,
+        id: ix as u32,
     }
 }
 

@@ -253,6 +253,10 @@ impl Instance {
                     .push(TxWaiter::Remote(from, token)),
                 report => self.send(from, Msg::TxStatus { xid, token, report }),
             },
+            // Broadcast on commit: the SCN was applied when the message
+            // arrived (every envelope carries one); LMS acknowledges it.
+            Msg::ScnBroadcast { seq } => self.send(from, Msg::ScnAck { seq }),
+            Msg::ScnAck { seq } => self.on_scn_ack(seq),
             other => {
                 let _ = w;
                 self.errors.push(format!(

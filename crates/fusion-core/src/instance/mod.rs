@@ -17,6 +17,9 @@ mod insert;
 mod lgwr;
 mod lms;
 mod maintain;
+mod px;
+mod px_alloc;
+mod px_slave;
 mod sequence;
 mod session;
 
@@ -101,6 +104,8 @@ enum Proc {
     Lgwr,
     Dbwr(u8),
     Hog(u32),
+    /// A PX server (`P000`, ...), by its index in the instance's pool.
+    PxServer(u32),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -134,6 +139,11 @@ enum IoPurpose {
     RedoWrite {
         upto: u64,
         started: Nanos,
+    },
+    /// A PX slave's (or serial execution's) scan read.
+    PxRead {
+        worker: usize,
+        seq: u64,
     },
 }
 
@@ -220,6 +230,8 @@ pub struct Instance {
     update_seq_stmt: Option<usize>,
     /// Fatal protocol problems seen (a wrong message from a peer): reported, never panicked on.
     errors: Vec<String>,
+    /// Parallel execution: PX servers, hosted slaves, coordinated statements.
+    px: px::PxState,
 }
 
 impl Instance {
@@ -289,6 +301,7 @@ impl Instance {
             stmt_ids: Vec::new(),
             update_seq_stmt: None,
             errors: Vec::new(),
+            px: px::PxState::default(),
             params,
             costs,
             layout,
@@ -314,6 +327,7 @@ impl Instance {
             let proc = inst.add_proc(Proc::Dbwr(i as u8), format!("DBW{i}"));
             inst.dbwr.writers.push(dbwr::Writer::new(proc));
         }
+        inst.px_prestart();
         inst.register_statements(&catalog);
         inst.start_sessions();
         inst.arm(lgwr::LGWR_TIMEOUT, Timer::LgwrTimeout);
@@ -379,6 +393,9 @@ impl Instance {
             ) => self.on_block_written(blk, scn, writer, started),
             (IoPurpose::RedoWrite { upto, started }, IoResult::Written) => {
                 self.on_redo_written(upto, started)
+            }
+            (IoPurpose::PxRead { worker, seq }, IoResult::ReadMany(blocks)) => {
+                self.px_read_done(worker, seq, blocks)
             }
             (p, r) => self.errors.push(format!(
                 "{}: I/O {id} ({p:?}) completed with {r:?}",
@@ -681,6 +698,11 @@ impl Instance {
                 self.dbwr_step_done(w);
             }
             Proc::Hog(h) => self.hog_step_done(h),
+            Proc::PxServer(i) => {
+                self.stats.add(Stat::CpuUsedBySession, ran);
+                self.stats.add(Stat::ForegroundCpuWaitTime, d.waited);
+                self.px_server_step_done(i, d);
+            }
         }
     }
 
@@ -750,6 +772,7 @@ impl Instance {
                 lvb,
             } => self.on_enq_grant(res, mode, token, lvb),
             Msg::EnqBast { res, .. } => self.on_enq_bast(res),
+            Msg::Px(m) => self.on_px(from, m),
             msg => self.lms_enqueue(from, env.sent_at, msg),
         }
     }

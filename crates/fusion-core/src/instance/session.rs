@@ -42,6 +42,8 @@ pub(super) enum St {
     WaitCommit,
     /// A global enqueue (`row cache lock`, `DFS lock handle`, `enq: SQ - contention`).
     WaitEnq,
+    /// Coordinating a parallel statement (waiting for its slaves or running it serially).
+    WaitPx,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,6 +55,8 @@ pub(super) enum Then {
     Commit,
     /// An index block split over several pinned buffers.
     Split,
+    /// Parallel execution work of the QC (merging a buffer, or running serially).
+    Px,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -129,6 +133,8 @@ pub(super) enum Cur {
         step: super::sequence::SeqStep,
         insert: Option<usize>,
     },
+    /// Coordinating the parallel statement of this workload step (see px.rs).
+    Px { qref: crate::px::QueryRef },
 }
 
 #[derive(Debug)]
@@ -294,7 +300,7 @@ impl Instance {
     }
 
     /// Begin a wait (the event may be renamed when it ends).
-    fn begin_wait(&mut self, sid: u32, event: Wait, st: St) {
+    pub(super) fn begin_wait(&mut self, sid: u32, event: Wait, st: St) {
         let now = self.now;
         let s = &mut self.sessions[sid as usize];
         s.wait = Some((event, now));
@@ -302,7 +308,7 @@ impl Instance {
     }
 
     /// End the session's wait, recording it under `event` (or the one it began with).
-    fn end_wait(&mut self, sid: u32, event: Option<Wait>) {
+    pub(super) fn end_wait(&mut self, sid: u32, event: Option<Wait>) {
         if let Some((ev, since)) = self.sessions[sid as usize].wait.take() {
             let took = self.now - since;
             let ev = event.unwrap_or(ev);
@@ -344,13 +350,18 @@ impl Instance {
     }
 
     pub(super) fn run_ready(&mut self) {
-        while let Some(sid) = self.ready.pop_front() {
-            if self
-                .sessions
-                .get(sid as usize)
-                .is_some_and(|s| s.st == St::Ready)
-            {
-                self.drive(sid);
+        loop {
+            while let Some(sid) = self.ready.pop_front() {
+                if self
+                    .sessions
+                    .get(sid as usize)
+                    .is_some_and(|s| s.st == St::Ready)
+                {
+                    self.drive(sid);
+                }
+            }
+            if !self.px_run() {
+                break;
             }
         }
     }
@@ -420,6 +431,11 @@ impl Instance {
                 }
                 Cur::Seq { seq, step, insert } => {
                     if !self.seq_step(sid, seq, step, insert) {
+                        return;
+                    }
+                }
+                Cur::Px { qref } => {
+                    if !self.px_qc_step(sid, qref) {
                         return;
                     }
                 }
@@ -526,6 +542,7 @@ impl Instance {
                 | Step::NextVal { rows, .. }
                 | Step::InsertSeq { rows, .. }
                 | Step::Count { rows, .. } => s.execs_left = rows.max(1),
+                Step::ParallelQuery(_) => s.execs_left = 1,
             }
         }
         // One execution of the current step.
@@ -627,6 +644,13 @@ impl Instance {
                 seq: sequence,
                 step: super::sequence::SeqStep::Start,
                 insert: Some(table),
+            },
+            Step::ParallelQuery(_) => Cur::Px {
+                qref: crate::px::QueryRef {
+                    workload: w as u32,
+                    txn: tpl as u32,
+                    step: at as u32,
+                },
             },
             Step::Commit | Step::Think { .. } => Cur::None,
         };
@@ -1351,6 +1375,7 @@ impl Instance {
             Then::Visit(buf) => self.visit_done(sid, buf),
             Then::Commit => self.commit_done(sid),
             Then::Split => self.split_done(sid),
+            Then::Px => self.px_qc_cpu_done(sid),
         }
     }
 
@@ -1408,8 +1433,9 @@ impl Instance {
                 blk,
                 purpose,
             } => {
+                let ekey = self.layout.indexes[ix].entry_key(key);
                 let img = &self.cache.get(buf).image;
-                match img.child_for(key) {
+                match img.child_for(ekey) {
                     Some(child) => Cur::Index {
                         ix,
                         table,
@@ -1432,7 +1458,7 @@ impl Instance {
                     None if matches!(purpose, Purpose::Count { .. } | Purpose::Maintain) => {
                         self.leaf_reached(buf, ix, table, key, blk, purpose)
                     }
-                    None => match img.leaf_lookup(key) {
+                    None => match img.leaf_lookup(ekey) {
                         Some(e) => {
                             self.stats.incr(Stat::IndexFetchByKey);
                             Cur::Table {
@@ -1564,6 +1590,7 @@ impl Instance {
             },
             Cur::InsertNew { .. }
             | Cur::Split { .. }
+            | Cur::Px { .. }
             | Cur::Table {
                 purpose: Purpose::Insert(_) | Purpose::Count { .. } | Purpose::Maintain,
                 ..

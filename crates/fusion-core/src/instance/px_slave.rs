@@ -1,0 +1,821 @@
+//! A PX slave at work (or the QC running a statement serially): producers
+//! read their granules (`direct path read`, or buffered reads under
+//! `parallel_degree_policy = AUTO`, which is in-memory parallel execution),
+//! project the rows and put them into one table-queue buffer per consumer;
+//! a full buffer is sent when the consumer has a credit for it (else `PX Deq
+//! Credit: send blkd`). Consumers take buffers in arrival order (waiting on
+//! `PX Deq: Table Q Normal`), hold the probe side of a join until the build
+//! side is complete, and send their output to the QC when every producer has
+//! sent its last buffer. A buffer to a process of the same instance costs CPU;
+//! one to another instance also crosses the interconnect as a message of
+//! `parallel_execution_message_size` bytes.
+
+use std::collections::VecDeque;
+
+use super::Instance;
+use super::session::St;
+use crate::block::Block;
+use crate::config::Nanos;
+use crate::cpu::ProcId;
+use crate::msg::Io;
+use crate::px::rows::{self, BUFFER_HEADER, Final, Route, SCAN_WIDTH, Stage, row_bytes};
+use crate::px::{Batch, DegreePolicy, Dest, ExecId, PxMsg, PxPlan, PxQuery, SlaveId};
+use crate::stats::{Stat, Wait, WaitClass};
+use crate::types::{BlockAddr, InstId};
+
+/// Buffers a producer may have outstanding to one consumer before it waits
+/// for a credit.
+pub const TQ_CREDITS: u32 = 3;
+/// Block-range granules a scan is cut into, per slave (Oracle's
+/// `_px_min_granules_per_slave`).
+pub const GRANULES_PER_SLAVE: u32 = 13;
+/// Direct path reads a slave keeps in flight (they are asynchronous);
+/// buffered reads (in-memory parallel execution) are one at a time.
+pub const DIRECT_READ_DEPTH: usize = 4;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Host {
+    /// A PX server (its index in the pool).
+    Server(usize),
+    /// The QC session itself (serial execution).
+    Qc(u32),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Role {
+    /// Scans; with two sets sends rows to the consumers, with one set
+    /// aggregates and sends the QC its partial result.
+    Producer,
+    Consumer,
+    /// Everything, alone, in the QC.
+    Serial,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum WSt {
+    /// Started, waiting for `Execute`.
+    Idle,
+    /// Has something to do (or to find out).
+    Ready,
+    Reading,
+    Cpu,
+    Done,
+}
+
+/// What to do when the current CPU step ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum After {
+    Continue,
+    /// Return a credit to this producer (on that instance).
+    Credit(u16, InstId),
+    /// The serial execution is complete.
+    SerialDone,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Read {
+    side: u8,
+    first: u32,
+    count: u32,
+}
+
+#[derive(Clone, Debug, Default)]
+struct TqBuf {
+    values: Vec<i64>,
+    bytes: u32,
+}
+
+#[derive(Debug)]
+pub(super) struct Worker {
+    pub(super) exec: ExecId,
+    pub(super) me: SlaveId,
+    pub(super) host: Host,
+    proc: ProcId,
+    role: Role,
+    plan: PxPlan,
+    dop: u32,
+    st: WSt,
+    pub(super) wait: Option<(Wait, Nanos)>,
+    after: After,
+    /// Reads not issued yet, in scan order.
+    reads: VecDeque<Read>,
+    /// Reads issued, in scan order, with their blocks once they arrived.
+    inflight: VecDeque<(u64, Read, Option<Vec<Block>>)>,
+    next_read: u64,
+    nsides: u8,
+    cur_side: u8,
+    bufs: Vec<TqBuf>,
+    outq: VecDeque<Batch>,
+    credits: Vec<u32>,
+    rr: usize,
+    stage: Stage,
+    inbox: VecDeque<(Box<Batch>, bool)>,
+    parked: VecDeque<(Box<Batch>, bool)>,
+    eofs: [u32; 2],
+    finished: bool,
+    /// The serial execution's merged result, until the QC takes it.
+    fin: Option<Final>,
+    /// Rows read (producers) or received (consumers).
+    pub(super) rows: u64,
+    pub(super) sent_remote: u64,
+    pub(super) recv_remote: u64,
+    pub(super) sent_local: u64,
+    /// Time not spent in idle waits (DB time).
+    pub(super) db_ns: u64,
+}
+
+impl Worker {
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn new(
+        exec: ExecId,
+        me: SlaveId,
+        host: Host,
+        proc: ProcId,
+        role: Role,
+        q: &PxQuery,
+        dop: u32,
+    ) -> Worker {
+        let consumers = if role == Role::Producer && q.plan.sets() == 2 {
+            dop as usize
+        } else {
+            1
+        };
+        Worker {
+            exec,
+            me,
+            host,
+            proc,
+            role,
+            plan: q.plan,
+            dop,
+            st: WSt::Idle,
+            wait: None,
+            after: After::Continue,
+            reads: VecDeque::new(),
+            inflight: VecDeque::new(),
+            next_read: 0,
+            nsides: q.tables.len() as u8,
+            cur_side: 0,
+            bufs: vec![TqBuf::default(); consumers],
+            outq: VecDeque::new(),
+            credits: vec![TQ_CREDITS; consumers],
+            rr: me.idx as usize,
+            stage: Stage::new(q),
+            inbox: VecDeque::new(),
+            parked: VecDeque::new(),
+            eofs: [0; 2],
+            finished: false,
+            fin: None,
+            rows: 0,
+            sent_remote: 0,
+            recv_remote: 0,
+            sent_local: 0,
+            db_ns: 0,
+        }
+    }
+
+    /// Does this producer send rows to a consumer set (two-set plans)?
+    fn feeds_consumers(&self) -> bool {
+        self.role == Role::Producer && self.plan.sets() == 2
+    }
+}
+
+impl Instance {
+    fn worker(&mut self, w: usize) -> Option<&mut Worker> {
+        self.px.workers.get_mut(w).and_then(Option::as_mut)
+    }
+
+    /// Begin a wait of worker `w` (the session's own wait when it is the QC).
+    pub(super) fn px_worker_begin_wait(&mut self, w: usize, ev: Wait) {
+        let now = self.now;
+        let Some(wk) = self.worker(w) else { return };
+        match wk.host {
+            Host::Qc(sid) => self.begin_session_wait(sid, ev, St::WaitPx),
+            Host::Server(_) => {
+                if wk.wait.is_none() {
+                    wk.wait = Some((ev, now));
+                }
+            }
+        }
+    }
+
+    fn px_worker_end_wait(&mut self, w: usize) {
+        let now = self.now;
+        let Some(wk) = self.worker(w) else { return };
+        match wk.host {
+            Host::Qc(sid) => {
+                if self.sessions[sid as usize].st == St::WaitPx {
+                    self.end_wait(sid, None);
+                }
+            }
+            Host::Server(_) => {
+                if let Some((ev, since)) = wk.wait.take() {
+                    let took = now - since;
+                    if ev.class() != WaitClass::Idle {
+                        wk.db_ns += took;
+                    }
+                    self.wait_event(ev, took, true);
+                }
+            }
+        }
+    }
+
+    /// Ask for CPU for worker `w`.
+    fn px_worker_cpu(&mut self, w: usize, demand: Nanos, after: After) {
+        let Some(wk) = self.worker(w) else { return };
+        wk.st = WSt::Cpu;
+        wk.after = after;
+        let (proc, host) = (wk.proc, wk.host);
+        if let Host::Qc(sid) = host {
+            self.sessions[sid as usize].st = St::Cpu(super::session::Then::Px);
+        }
+        self.cpu(proc, demand.max(1));
+    }
+
+    /// `Execute` arrived: the worker's granules, then off it goes.
+    pub(super) fn px_worker_start(&mut self, w: usize) {
+        self.px_worker_end_wait(w);
+        let Some(wk) = self.px.workers.get(w).and_then(Option::as_ref) else {
+            return;
+        };
+        let (exec, me, role, dop) = (wk.exec, wk.me, wk.role, wk.dop);
+        let Some(h) = self.px.hosted.get(&exec) else {
+            return;
+        };
+        let mut reads = VecDeque::new();
+        if role != Role::Consumer {
+            let mbrc = self.params.px.multiblock_read_count.max(1);
+            for (side, &t) in h.query.tables.iter().enumerate() {
+                let Some(tl) = self.layout.tables.get(t) else {
+                    continue;
+                };
+                let blocks = tl.initial_blocks;
+                let granule = if role == Role::Serial {
+                    blocks.max(1)
+                } else {
+                    blocks.div_ceil(dop * GRANULES_PER_SLAVE).max(1)
+                };
+                let granules = blocks.div_ceil(granule);
+                let mut k = u32::from(me.idx);
+                while k < granules {
+                    let start = k * granule;
+                    let len = granule.min(blocks - start);
+                    let mut off = 0;
+                    while off < len {
+                        let count = mbrc.min(len - off);
+                        reads.push_back(Read {
+                            side: side as u8,
+                            first: tl.base + start + off,
+                            count,
+                        });
+                        off += count;
+                    }
+                    k += if role == Role::Serial { 1 } else { dop };
+                }
+            }
+        }
+        if let Some(wk) = self.worker(w) {
+            wk.reads = reads;
+            wk.st = WSt::Ready;
+        }
+        self.px.kick.push_back(w);
+    }
+
+    /// Run the workers that have something to do. True when any did.
+    pub(super) fn px_run(&mut self) -> bool {
+        let mut any = false;
+        while let Some(w) = self.px.kick.pop_front() {
+            any = true;
+            self.px_worker_next(w);
+        }
+        any
+    }
+
+    fn px_worker_next(&mut self, w: usize) {
+        loop {
+            let Some(wk) = self.worker(w) else { return };
+            if wk.st != WSt::Ready {
+                return;
+            }
+            // 1. Buffers ready to go, in order.
+            if let Some(b) = wk.outq.front() {
+                if let Dest::Slave(to) = b.to {
+                    let c = to.idx as usize;
+                    if wk.credits.get(c).copied().unwrap_or(0) == 0 {
+                        if wk.wait.is_none() {
+                            self.px_worker_begin_wait(w, Wait::PxDeqCreditSendBlkd);
+                        }
+                        return;
+                    }
+                    wk.credits[c] -= 1;
+                }
+                let Some(b) = wk.outq.pop_front() else { return };
+                self.px_worker_end_wait_if(w, Wait::PxDeqCreditSendBlkd);
+                self.px_transmit(w, b);
+                continue;
+            }
+            match wk.role {
+                Role::Consumer => {
+                    if !self.px_consumer_next(w) {
+                        return;
+                    }
+                }
+                Role::Producer | Role::Serial => {
+                    if !self.px_producer_next(w) {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    fn px_worker_end_wait_if(&mut self, w: usize, ev: Wait) {
+        if self
+            .worker(w)
+            .is_some_and(|wk| wk.wait.is_some_and(|(e, _)| e == ev))
+        {
+            self.px_worker_end_wait(w);
+        }
+    }
+
+    /// A producer's (or the serial execution's) next move. True to go on at once.
+    fn px_producer_next(&mut self, w: usize) -> bool {
+        let buffered = self.px_policy() == DegreePolicy::Auto;
+        let depth = if buffered { 1 } else { DIRECT_READ_DEPTH };
+        // Keep the reads in flight topped up.
+        loop {
+            let Some(wk) = self.worker(w) else {
+                return false;
+            };
+            if wk.inflight.len() >= depth {
+                break;
+            }
+            let Some(r) = wk.reads.pop_front() else { break };
+            let seq = wk.next_read;
+            wk.next_read += 1;
+            wk.inflight.push_back((seq, r, None));
+            self.start_io(
+                Io::ReadBlocks {
+                    first: BlockAddr(r.first),
+                    count: r.count,
+                },
+                super::IoPurpose::PxRead { worker: w, seq },
+            );
+        }
+        let Some(wk) = self.worker(w) else {
+            return false;
+        };
+        if let Some((_, r, data)) = wk.inflight.front()
+            && r.side == wk.cur_side
+        {
+            if data.is_none() {
+                // The next blocks to process are still on their way.
+                let ev = match (buffered, r.count) {
+                    (false, _) => Wait::DirectPathRead,
+                    (true, 1) => Wait::DbFileSequentialRead,
+                    (true, _) => Wait::DbFileScatteredRead,
+                };
+                wk.st = WSt::Reading;
+                self.px_worker_begin_wait(w, ev);
+                return false;
+            }
+            let Some((_, _, Some(blocks))) = wk.inflight.pop_front() else {
+                return false;
+            };
+            self.px_scan_blocks(w, blocks);
+            return false;
+        }
+        if wk.cur_side < wk.nsides {
+            // The side is scanned: its last buffers go out, marked as the end.
+            let side = wk.cur_side;
+            wk.cur_side += 1;
+            if !wk.feeds_consumers() {
+                return true;
+            }
+            let bufs: Vec<TqBuf> = wk.bufs.iter_mut().map(std::mem::take).collect();
+            let n = bufs.len() as u64;
+            for (c, buf) in bufs.into_iter().enumerate() {
+                let to = Dest::Slave(SlaveId {
+                    set: 1,
+                    idx: c as u16,
+                });
+                self.px_queue_buffer(w, to, side, buf.values, true);
+            }
+            let cost = self.px_send_cost(w, n);
+            self.px_worker_cpu(w, cost, After::Continue);
+            return false;
+        }
+        if wk.finished {
+            wk.st = WSt::Done;
+            return false;
+        }
+        wk.finished = true;
+        let (role, feeds, plan) = (wk.role, wk.feeds_consumers(), wk.plan);
+        if feeds {
+            wk.st = WSt::Done;
+            return false;
+        }
+        let (out, width, work) = wk.stage.finish();
+        if role == Role::Serial {
+            let mut fin = Final::new(plan, 1);
+            fin.apply(0, &out);
+            wk.fin = Some(fin);
+            let cost =
+                work.rows * self.costs.px_row_receive + work.compares * self.costs.row_examined;
+            self.px_worker_cpu(w, cost, After::SerialDone);
+            return false;
+        }
+        // One set: the partial result goes to the QC.
+        let n = self.px_output_to_qc(w, out, width);
+        let cost = work.rows * self.costs.px_row_send + self.px_send_cost(w, n);
+        self.px_worker_cpu(w, cost, After::Continue);
+        false
+    }
+
+    /// A consumer's next move. True to go on at once.
+    fn px_consumer_next(&mut self, w: usize) -> bool {
+        let Some(wk) = self.worker(w) else {
+            return false;
+        };
+        let producers = wk.dop;
+        if let Some((b, remote)) = wk.inbox.pop_front() {
+            if wk.plan == PxPlan::HashJoinGroupBy && b.side == 1 && wk.eofs[0] < producers {
+                // The probe side waits until the hash table is built.
+                wk.parked.push_back((b, remote));
+                return true;
+            }
+            let work = wk.stage.apply(b.side, &b.values);
+            wk.rows += work.rows;
+            if b.eof {
+                wk.eofs[b.side.min(1) as usize] += 1;
+                if b.side == 0 && wk.eofs[0] == producers {
+                    while let Some(x) = wk.parked.pop_back() {
+                        wk.inbox.push_front(x);
+                    }
+                }
+            }
+            let producer = b.from.idx;
+            let from_inst = self
+                .px
+                .hosted
+                .get(&b.exec)
+                .and_then(|h| h.placement.get(usize::from(producer)).copied())
+                .unwrap_or(self.id);
+            self.px_worker_end_wait_if(w, Wait::PxDeqTableQNormal);
+            let msg = if remote {
+                self.costs.px_message_remote
+            } else {
+                self.costs.px_message_local
+            };
+            let cost = work.rows * self.costs.px_row_receive + msg;
+            self.px_worker_cpu(w, cost, After::Credit(producer, from_inst));
+            return false;
+        }
+        let complete = (0..wk.nsides as usize).all(|s| wk.eofs[s] >= producers);
+        if complete && wk.parked.is_empty() && !wk.finished {
+            wk.finished = true;
+            let (out, width, work) = wk.stage.finish();
+            let n = self.px_output_to_qc(w, out, width);
+            let cost = work.rows * self.costs.px_row_send
+                + work.compares * self.costs.row_examined
+                + self.px_send_cost(w, n);
+            self.px_worker_end_wait_if(w, Wait::PxDeqTableQNormal);
+            self.px_worker_cpu(w, cost, After::Continue);
+            return false;
+        }
+        if wk.finished {
+            wk.st = WSt::Done;
+            self.px_worker_end_wait_if(w, Wait::PxDeqTableQNormal);
+            return false;
+        }
+        if wk.wait.is_none() {
+            self.px_worker_begin_wait(w, Wait::PxDeqTableQNormal);
+        }
+        false
+    }
+
+    /// CPU a producer spends handing `n` buffers to its table queue.
+    fn px_send_cost(&self, w: usize, n: u64) -> Nanos {
+        let Some(wk) = self.px.workers.get(w).and_then(Option::as_ref) else {
+            return 0;
+        };
+        // Each buffer costs by where it goes; what is queued last tells.
+        let remote = wk
+            .outq
+            .iter()
+            .rev()
+            .take(n as usize)
+            .filter(|b| self.px_dest_inst(b) != Some(self.id))
+            .count() as u64;
+        remote * self.costs.px_message_remote + (n - remote.min(n)) * self.costs.px_message_local
+    }
+
+    /// The instance a buffer goes to.
+    fn px_dest_inst(&self, b: &Batch) -> Option<InstId> {
+        match b.to {
+            Dest::Qc => Some(b.exec.qc),
+            Dest::Slave(s) => {
+                let h = self.px.hosted.get(&b.exec)?;
+                h.placement
+                    .get(usize::from(s.set) * h.dop as usize + usize::from(s.idx))
+                    .copied()
+            }
+        }
+    }
+
+    /// Queue one buffer (possibly only an end marker) for sending.
+    fn px_queue_buffer(&mut self, w: usize, to: Dest, side: u8, values: Vec<i64>, eof: bool) {
+        let size = self.params.px.message_size;
+        let Some(wk) = self.worker(w) else { return };
+        let b = Batch {
+            exec: wk.exec,
+            from: wk.me,
+            to,
+            side,
+            values,
+            eof,
+            bytes: size,
+        };
+        wk.outq.push_back(b);
+    }
+
+    /// Cut a stage's output into buffers for the QC; the last is marked.
+    fn px_output_to_qc(&mut self, w: usize, out: Vec<i64>, width: usize) -> u64 {
+        let cap = self.params.px.message_size - BUFFER_HEADER;
+        let mut batches: Vec<Vec<i64>> = Vec::new();
+        let mut cur: Vec<i64> = Vec::new();
+        let mut used = 0;
+        for r in out.chunks_exact(width.max(1)) {
+            let rb = row_bytes(r);
+            if used + rb > cap && !cur.is_empty() {
+                batches.push(std::mem::take(&mut cur));
+                used = 0;
+            }
+            cur.extend_from_slice(r);
+            used += rb;
+        }
+        batches.push(cur);
+        let n = batches.len();
+        for (i, v) in batches.into_iter().enumerate() {
+            self.px_queue_buffer(w, Dest::Qc, 0, v, i + 1 == n);
+        }
+        n as u64
+    }
+
+    /// A read of worker `w` completed.
+    pub(super) fn px_read_done(&mut self, w: usize, seq: u64, blocks: Vec<Block>) {
+        let buffered = self.px_policy() == DegreePolicy::Auto;
+        let n = blocks.len() as u64;
+        self.stats.add(Stat::PhysicalReads, n);
+        self.stats.incr(Stat::PhysicalReadIoRequests);
+        self.stats.add(
+            if buffered {
+                Stat::PhysicalReadsCache
+            } else {
+                Stat::PhysicalReadsDirect
+            },
+            n,
+        );
+        let Some(wk) = self.worker(w) else { return };
+        let Some(slot) = wk.inflight.iter_mut().find(|(s, _, _)| *s == seq) else {
+            self.errors.push(format!(
+                "{}: read {seq} of a PX worker never issued",
+                self.id
+            ));
+            return;
+        };
+        slot.2 = Some(blocks);
+        let front_ready = wk.inflight.front().is_some_and(|f| f.0 == seq);
+        if wk.st == WSt::Reading && front_ready {
+            wk.st = WSt::Ready;
+            self.px_worker_end_wait(w);
+            self.px.kick.push_back(w);
+        }
+    }
+
+    /// Process the blocks of a read: project their rows, aggregate them or
+    /// route them into the table queue, and spend the CPU it takes.
+    fn px_scan_blocks(&mut self, w: usize, blocks: Vec<Block>) {
+        let buffered = self.px_policy() == DegreePolicy::Auto;
+        let n = blocks.len() as u64;
+        self.stats.add(Stat::ConsistentGets, n);
+        if !buffered {
+            self.stats.add(Stat::ConsistentGetsDirect, n);
+        }
+        self.stats.add(Stat::SessionLogicalReads, n);
+        self.stats.add(Stat::TableScanBlocksGotten, n);
+        let Some(wk) = self.px.workers.get(w).and_then(Option::as_ref) else {
+            return;
+        };
+        let (plan, side, exec) = (wk.plan, wk.cur_side, wk.exec);
+        let mut values = Vec::new();
+        let mut rows = 0;
+        for b in &blocks {
+            rows += rows::project(plan, b, &mut values);
+        }
+        self.stats.add(Stat::TableScanRowsGotten, rows);
+        let per_block = self.costs.consistent_get * n + self.costs.row_examined * rows;
+        let feeds = wk.feeds_consumers();
+        if !feeds {
+            let Some(wk) = self.worker(w) else { return };
+            let work = wk.stage.apply(side, &values);
+            wk.rows += rows;
+            let cost = per_block + work.rows * self.costs.px_row_receive;
+            self.px_worker_cpu(w, cost, After::Continue);
+            return;
+        }
+        // Route each row into its consumer's buffer; full buffers are queued.
+        let (lo, hi) = self
+            .px
+            .hosted
+            .get(&exec)
+            .and_then(|h| h.query.tables.first())
+            .and_then(|&t| self.layout.tables.get(t))
+            .map_or((1, 1), |t| (1, t.initial_rows.max(1) as i64));
+        let q = self.px.hosted.get(&exec).map(|h| h.query.clone());
+        let Some(q) = q else { return };
+        let cap = self.params.px.message_size - BUFFER_HEADER;
+        let mut full: Vec<(usize, Vec<i64>)> = Vec::new();
+        let Some(wk) = self.worker(w) else { return };
+        wk.rows += rows;
+        let n_cons = wk.bufs.len();
+        for r in values.chunks_exact(SCAN_WIDTH) {
+            let rb = row_bytes(r);
+            let targets = match rows::route(&q, side, r[0], n_cons, &mut wk.rr, (lo, hi)) {
+                Route::One(c) => c..c + 1,
+                Route::All => 0..n_cons,
+            };
+            for c in targets {
+                let buf = &mut wk.bufs[c];
+                if buf.bytes + rb > cap && !buf.values.is_empty() {
+                    full.push((c, std::mem::take(&mut buf.values)));
+                    buf.bytes = 0;
+                }
+                buf.values.extend_from_slice(r);
+                buf.bytes += rb;
+            }
+        }
+        let msgs = full.len() as u64;
+        for (c, v) in full {
+            self.px_queue_buffer(
+                w,
+                Dest::Slave(SlaveId {
+                    set: 1,
+                    idx: c as u16,
+                }),
+                side,
+                v,
+                false,
+            );
+        }
+        let cost = per_block + rows * self.costs.px_row_send + self.px_send_cost(w, msgs);
+        self.px_worker_cpu(w, cost, After::Continue);
+    }
+
+    /// Worker `w`'s CPU step ended.
+    pub(super) fn px_worker_cpu_done(&mut self, w: usize) {
+        let Some(wk) = self.worker(w) else { return };
+        let after = std::mem::replace(&mut wk.after, After::Continue);
+        wk.st = WSt::Ready;
+        let (host, exec, consumer, rows) = (wk.host, wk.exec, wk.me.idx, wk.rows);
+        let fin = if after == After::SerialDone {
+            wk.fin.take()
+        } else {
+            None
+        };
+        if let Host::Qc(sid) = host {
+            self.sessions[sid as usize].st = St::WaitPx;
+        }
+        match after {
+            After::Continue => {}
+            After::Credit(producer, inst) => {
+                if inst == self.id {
+                    self.px_credit(exec, producer, consumer);
+                } else {
+                    self.stats.incr(Stat::PxRemoteMessagesSent);
+                    self.send(
+                        inst,
+                        crate::msg::Msg::Px(PxMsg::Credit {
+                            exec,
+                            producer,
+                            consumer,
+                        }),
+                    );
+                }
+            }
+            After::SerialDone => {
+                if let (Host::Qc(sid), Some(fin)) = (host, fin) {
+                    self.px_qc_serial_done(sid, fin, rows);
+                }
+                return;
+            }
+        }
+        self.px.kick.push_back(w);
+    }
+
+    /// Send one buffer: to a process here, or over the interconnect.
+    fn px_transmit(&mut self, w: usize, b: Batch) {
+        let Some(to) = self.px_dest_inst(&b) else {
+            self.errors.push(format!(
+                "{}: buffer for an unplaced slave {:?}",
+                self.id, b.to
+            ));
+            return;
+        };
+        let bytes = if b.values.is_empty() {
+            0
+        } else {
+            u64::from(b.bytes)
+        };
+        let me = self.id;
+        let Some(wk) = self.worker(w) else { return };
+        if to == me {
+            wk.sent_local += bytes;
+            self.stats.incr(Stat::PxLocalMessagesSent);
+            self.stats.add(Stat::PxLocalBytesSent, bytes);
+            self.px_receive(Box::new(b), false);
+        } else {
+            wk.sent_remote += bytes;
+            self.stats.incr(Stat::PxRemoteMessagesSent);
+            self.stats.add(Stat::PxRemoteBytesSent, bytes);
+            self.stats
+                .px
+                .add_pair(me.number(), to.number(), bytes, u64::from(bytes > 0));
+            self.send(to, crate::msg::Msg::Px(PxMsg::Batch(Box::new(b))));
+        }
+    }
+
+    /// A buffer arrived for a process of this instance.
+    pub(super) fn px_receive(&mut self, b: Box<Batch>, remote: bool) {
+        let bytes = if b.values.is_empty() {
+            0
+        } else {
+            u64::from(b.bytes)
+        };
+        if remote {
+            self.stats.incr(Stat::PxRemoteMessagesRecv);
+            self.stats.add(Stat::PxRemoteBytesReceived, bytes);
+        } else {
+            self.stats.incr(Stat::PxLocalMessagesRecv);
+        }
+        let to = match b.to {
+            Dest::Qc => return self.px_qc_receive(b, remote),
+            Dest::Slave(s) => s,
+        };
+        let Some(&w) = self.px.by_slave.get(&(b.exec, to)) else {
+            self.errors.push(format!(
+                "{}: table-queue buffer for unknown slave {to:?} of {:?}",
+                self.id, b.exec
+            ));
+            return;
+        };
+        let Some(wk) = self.worker(w) else { return };
+        if wk.role != Role::Consumer
+            || !b.values.len().is_multiple_of(SCAN_WIDTH)
+            || b.side >= wk.nsides
+            || u32::from(b.from.idx) >= wk.dop
+            || b.from.set != 0
+        {
+            self.errors.push(format!(
+                "{}: bad table-queue buffer for {to:?} of {:?}",
+                self.id, b.exec
+            ));
+            return;
+        }
+        if remote {
+            wk.recv_remote += bytes;
+        }
+        wk.inbox.push_back((b, remote));
+        if wk.st == WSt::Ready {
+            self.px.kick.push_back(w);
+        }
+    }
+
+    /// A consumer gave a producer of this instance a buffer back.
+    pub(super) fn px_credit(&mut self, exec: ExecId, producer: u16, consumer: u16) {
+        // A credit can arrive after the statement ended (the release came first).
+        let Some(&w) = self.px.by_slave.get(&(
+            exec,
+            SlaveId {
+                set: 0,
+                idx: producer,
+            },
+        )) else {
+            return;
+        };
+        let Some(wk) = self.worker(w) else { return };
+        match wk.credits.get_mut(usize::from(consumer)) {
+            Some(c) => *c += 1,
+            None => {
+                self.errors.push(format!(
+                    "{}: credit from unknown consumer {consumer}",
+                    self.id
+                ));
+                return;
+            }
+        }
+        if wk.st == WSt::Ready {
+            self.px.kick.push_back(w);
+        }
+    }
+}

@@ -1,0 +1,25 @@
+//! Parallel execution: the statements (`query`), what their plans compute
+//! row by row (`rows`), the parameters (`params`), the messages between
+//! instances (`msg`) and what the reports show (`view`). The coordinator and
+//! the slaves themselves run inside the instance (`instance/px*.rs`).
+
+pub mod msg;
+pub mod params;
+pub mod query;
+pub mod rows;
+pub mod view;
+
+pub use msg::{Batch, Dest, ExecId, PxMsg, QueryRef, SlaveId};
+pub use params::{DegreeLimit, DegreePolicy, PxParams};
+pub use query::{Degree, JoinDistribution, PxPlan, PxQuery};
+pub use view::{PxPair, PxQueryRow, PxSessionRow, PxView};
+
+/// The result of one execution, kept for the property tests when asked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PxResult {
+    pub query: String,
+    pub dop: u32,
+    /// 1-based instances that ran a slave.
+    pub instances: Vec<u8>,
+    pub rows: Vec<Vec<i64>>,
+}
