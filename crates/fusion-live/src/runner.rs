@@ -353,9 +353,12 @@ async fn run_variant(name: &str, s: &Scenario, r: &LiveRun<'_>) -> Result<LiveOu
         });
     }
     store.set_faults(&[]).await?;
+    // Stop the workloads and faults of the last phase: the cluster may run
+    // another variant or scenario next (the live tour does), which should
+    // not start with this one's sessions and CPU hogs still busy.
+    on_all(&admins, |a| async move { a.quiesce().await }).await?;
 
     let check = if r.check {
-        on_all(&admins, |a| async move { a.quiesce().await }).await?;
         let limit = tokio::time::Instant::now() + QUIESCE_LIMIT;
         loop {
             let st = watch(&admins).await?;

@@ -1,7 +1,8 @@
 //! `fusionlab tour --live`: the myth tour on a live cluster. The same myths
-//! as the simulator's tour, one after the other on one cluster (started here
-//! with as many instances as the largest myth needs, or `--cluster FILE`),
-//! each variant's phases in real time; the same blocks and summary table.
+//! as the simulator's tour, one after the other, each as `run --live` runs
+//! it: on a fresh local cluster of the instances it needs (or on the
+//! cluster `--cluster FILE` names), each variant's phases in real time; the
+//! same blocks and summary table.
 
 use std::io::Write;
 use std::path::Path;
@@ -13,9 +14,9 @@ use crate::live::{cluster_for, runtime, stop_cluster};
 use crate::tour::{MythRun, TourArgs, shipped_myths, show_run, tour_header, tour_summary};
 use crate::{exit, shipped};
 
-/// Run every shipped myth live. A myth the cluster is too small for is left
-/// out with a message; a live failure stops the tour (the summary shows the
-/// myths that ran).
+/// Run every shipped myth live. A myth the given cluster is too small for is
+/// left out with a message; a live failure stops the tour (the summary shows
+/// the myths that ran).
 pub fn tour_live(
     args: &TourArgs,
     cluster: Option<&Path>,
@@ -33,14 +34,17 @@ pub fn tour_live(
             .max()
             .unwrap_or(1)
     };
-    let needed = myths.iter().map(needs).max().unwrap_or(1);
-    let (c, own) = cluster_for(cluster, needed, "fusionlab tour --live", err)?;
+    let given = match cluster {
+        Some(f) => Some(cluster_for(Some(f), 0, "fusionlab tour --live", err)?.0),
+        None => None,
+    };
     let total = myths.len();
     tour_header(total, "on a live cluster, in real time", out)?;
-    let rt = runtime()?;
     let (mut runs, mut skipped, mut failed) = (Vec::new(), 0, None);
     for (i, loaded) in myths.into_iter().enumerate() {
-        if needs(&loaded) > c.instances.len() {
+        if let Some(c) = &given
+            && needs(&loaded) > c.instances.len()
+        {
             writeln!(
                 err,
                 "fusionlab tour --live: {} cannot run on this cluster: it needs {} instances, the cluster has {}",
@@ -54,7 +58,13 @@ pub fn tour_live(
         let Some(source) = shipped::find(&loaded.name) else {
             continue;
         };
+        // A fresh cluster per myth unless one was given, as `run --live`.
+        let (c, own) = match &given {
+            Some(c) => (c.clone(), None),
+            None => cluster_for(None, needs(&loaded), "fusionlab tour --live", err)?,
+        };
         let label = source.label();
+        let rt = runtime()?;
         let ran = rt.block_on(runner::run(
             &loaded,
             &LiveRun {
@@ -67,6 +77,15 @@ pub fn tour_live(
                 progress: true,
             },
         ));
+        drop(rt);
+        if let Some((c, dir)) = own {
+            stop_cluster(&c);
+            if ran.is_ok() {
+                let _ = std::fs::remove_dir_all(dir);
+            } else {
+                writeln!(err, "logs of the cluster kept in {}", dir.display())?;
+            }
+        }
         match ran {
             Ok((result, outcomes)) => {
                 let summary = outcomes
@@ -93,16 +112,7 @@ pub fn tour_live(
             }
         }
     }
-    drop(rt);
     tour_summary(&runs, args.seed, out)?;
-    if let Some((c, dir)) = own {
-        stop_cluster(&c);
-        if failed.is_none() {
-            let _ = std::fs::remove_dir_all(dir);
-        } else {
-            writeln!(err, "logs of the cluster kept in {}", dir.display())?;
-        }
-    }
     if let Some(f) = failed {
         writeln!(err, "{f}")?;
         return Ok(exit::LIVE_FAILED);
