@@ -164,6 +164,12 @@ name_enum! {
 }
 
 impl Stat {
+    /// Counted by the simulator, which sees every instance's calls in one
+    /// order; a live cluster has no such observer and leaves them at 0.
+    pub fn simulator_only(self) -> bool {
+        matches!(self, Stat::SeqValuesOutOfOrder | Stat::SeqValuesDuplicated)
+    }
+
     pub fn unit(self) -> Unit {
         use Stat::*;
         match self {

@@ -8,7 +8,9 @@ use std::io::Write;
 use std::path::Path;
 
 use anyhow::Result;
+use fusion_core::metrics::Metric;
 use fusion_live::runner::{self, LiveRun};
+use fusion_scenario::{LoadedScenario, Operand};
 
 use crate::live::{cluster_for, runtime, stop_cluster};
 use crate::tour::{MythRun, TourArgs, shipped_myths, show_run, tour_header, tour_summary};
@@ -27,7 +29,7 @@ pub fn tour_live(
     for b in &broken {
         writeln!(err, "{b}")?;
     }
-    let needs = |m: &fusion_scenario::LoadedScenario| {
+    let needs = |m: &LoadedScenario| {
         m.variants
             .iter()
             .map(|v| v.scenario.instances.len())
@@ -58,6 +60,13 @@ pub fn tour_live(
         let Some(source) = shipped::find(&loaded.name) else {
             continue;
         };
+        for stat in simulator_only(&loaded) {
+            writeln!(
+                err,
+                "fusionlab tour --live: note: {} checks `{stat}`, which only the simulator counts; live it stays 0 and those expectations cannot hold",
+                loaded.name
+            )?;
+        }
         // A fresh cluster per myth unless one was given, as `run --live`.
         let (c, own) = match &given {
             Some(c) => (c.clone(), None),
@@ -122,4 +131,25 @@ pub fn tour_live(
     } else {
         exit::OK
     })
+}
+
+/// Statistics a myth's expectations read that a live cluster cannot count.
+fn simulator_only(loaded: &LoadedScenario) -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = Vec::new();
+    let sides = loaded.expectations.iter().flat_map(|e| {
+        let right = match &e.right {
+            Operand::Metric(m) => Some(m.metric),
+            _ => None,
+        };
+        std::iter::once(e.left.metric).chain(right)
+    });
+    for m in sides {
+        if let Metric::Stat(s) | Metric::PerSecond(s) = m
+            && s.simulator_only()
+            && !out.contains(&s.name())
+        {
+            out.push(s.name());
+        }
+    }
+    out
 }
