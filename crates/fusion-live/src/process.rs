@@ -11,7 +11,6 @@ use fusion_core::msg::{Envelope, Io};
 use fusion_core::types::InstId;
 use fusion_scenario::{Fault, Scenario};
 use fusion_wire::Codec;
-use fusion_wire::pb::interconnect_server::InterconnectServer;
 use tokio::net::TcpListener;
 use tokio::sync::{Notify, oneshot};
 use tokio_stream::wrappers::TcpListenerStream;
@@ -80,13 +79,10 @@ pub async fn serve(
         check,
     );
     let stop = state.clone();
-    let ic_server = tonic::transport::Server::builder()
-        .tcp_nodelay(true)
-        .add_service(InterconnectServer::new(ic).max_decoding_message_size(64 << 20))
-        .serve_with_incoming(crate::nodelay(TcpListenerStream::new(interconnect)));
+    let ic_server = ic.serve(interconnect);
     let admin_server = tonic::transport::Server::builder()
         .add_service(admin_svc)
-        .serve_with_incoming_shutdown(TcpListenerStream::new(admin), async move {
+        .serve_with_incoming_shutdown(crate::nodelay(TcpListenerStream::new(admin)), async move {
             stop.shutdown.notified().await
         });
     tokio::select! {
@@ -129,6 +125,12 @@ impl host::Outputs for LiveOutputs {
                 "{}: no interconnect to {to}: a message was dropped",
                 self.me
             )));
+        }
+    }
+
+    fn flush(&mut self) {
+        for l in self.links.iter().flatten() {
+            l.flush();
         }
     }
 
@@ -226,6 +228,7 @@ impl AdminService {
                 clock,
                 codec,
                 received: received.clone(),
+                run: r.epoch_ns,
             });
         }
         let mut tasks = tokio::task::JoinSet::new();
@@ -239,6 +242,7 @@ impl AdminService {
                 codec,
                 clock,
                 seed: r.seed ^ ((me.idx() as u64) << 32 | i as u64),
+                run: r.epoch_ns,
             };
             let host = host_tx.clone();
             tasks.spawn(async move { (i, links::open(spec, rx, host).await) });

@@ -2,7 +2,8 @@
 //!
 //! The live runtime drives the same sans-IO `fusion_core::instance::Instance`
 //! as the simulator, but over real processes: its `Action::Send` envelopes go
-//! to peers over the gRPC service `Interconnect`, and its `Action::Io`
+//! to peers as length-prefixed protobuf frames on plain TCP connections
+//! ([`framing`]), and its `Action::Io`
 //! requests go to the block store process over `BlockStore`. This crate holds
 //! the one definition of both (`proto/fusion.proto`, compiled by `build.rs`
 //! with protox, so no system `protoc` is needed), lossless conversions
@@ -17,6 +18,7 @@ mod block;
 mod convert;
 mod convert_px;
 mod crc;
+pub mod framing;
 
 /// Generated protobuf types, clients (`*_client`) and servers (`*_server`)
 /// of package `fusionlab.v1`.
@@ -33,18 +35,20 @@ pub use convert::{Codec, Limits, MAX_INSTANCES, WireError};
 pub use crc::crc32;
 
 /// Version of this protocol, exchanged in `Hello`; peers must agree.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// gRPC metadata key carrying the shared token on every block-store call.
 pub const TOKEN_METADATA: &str = "x-fusionlab-token";
 
 impl pb::Hello {
-    /// The first frame an instance sends on an interconnect stream.
-    pub fn new(instance: fusion_core::types::InstId, cluster_token: &str) -> pb::Hello {
+    /// The first frame an instance sends on an interconnect connection,
+    /// loaded for `run`.
+    pub fn new(instance: fusion_core::types::InstId, cluster_token: &str, run: u64) -> pb::Hello {
         pb::Hello {
             instance: u32::from(instance.0),
             cluster_token: cluster_token.to_string(),
             protocol_version: PROTOCOL_VERSION,
+            run,
         }
     }
 }

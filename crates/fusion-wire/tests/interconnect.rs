@@ -1,19 +1,18 @@
-//! The generated Interconnect service over a real loopback stream: Hello
-//! first, then envelopes in order, each decoded back to the core message.
-
-use std::pin::Pin;
+//! Interconnect framing over a real loopback connection: Hello first, then
+//! envelopes in order, each decoded back to the core message; refusals and
+//! bad frames are errors that say what was wrong.
 
 use fusion_core::block::{Block, Body};
 use fusion_core::msg::{Envelope, Msg, ReqKind, Request, ShipKind, Timing};
 use fusion_core::types::{BlockAddr, InstId};
-use fusion_wire::pb::interconnect_client::InterconnectClient;
-use fusion_wire::pb::interconnect_server::{Interconnect, InterconnectServer};
+use fusion_wire::framing::{
+    MAX_FRAME, decode_frame, encode_frame, envelope_frame, frame_codec, hello_frame, refusal_frame,
+};
 use fusion_wire::{Codec, pb};
-use tokio::net::TcpListener;
-use tokio::sync::mpsc;
-use tokio_stream::wrappers::{ReceiverStream, TcpListenerStream};
-use tokio_stream::{Stream, StreamExt};
-use tonic::{Request as GrpcRequest, Response, Status, Streaming};
+use tokio::io::AsyncWriteExt;
+use tokio::net::{TcpListener, TcpStream};
+use tokio_stream::StreamExt;
+use tokio_util::codec::FramedRead;
 
 const TOKEN: &str = "cluster-secret";
 
@@ -21,59 +20,52 @@ fn codec() -> Codec {
     Codec::new(8192, 2, 100)
 }
 
-/// Instance 2 (id 1): answers Hello, then echoes every envelope back to its sender.
-struct Peer;
+async fn write(s: &mut (impl AsyncWriteExt + Unpin), f: &pb::Frame) {
+    let mut buf = Vec::new();
+    encode_frame(f, &mut buf);
+    s.write_all(&buf).await.unwrap();
+}
 
-type Frames = Pin<Box<dyn Stream<Item = Result<pb::Frame, Status>> + Send>>;
-
-#[tonic::async_trait]
-impl Interconnect for Peer {
-    type ExchangeStream = Frames;
-
-    async fn exchange(
-        &self,
-        req: GrpcRequest<Streaming<pb::Frame>>,
-    ) -> Result<Response<Frames>, Status> {
-        let mut inbound = req.into_inner();
-        let first = inbound
-            .message()
-            .await?
-            .ok_or_else(|| Status::invalid_argument("stream closed before Hello"))?;
-        let Some(pb::frame::Kind::Hello(hello)) = first.kind else {
-            return Err(Status::invalid_argument("first frame must be Hello"));
-        };
-        let from = codec()
-            .check_hello(&hello, TOKEN)
-            .map_err(|e| Status::unauthenticated(e.to_string()))?;
-        let (tx, rx) = mpsc::channel(16);
-        tx.send(Ok(pb::Frame {
-            kind: Some(pb::frame::Kind::Hello(pb::Hello::new(InstId(1), TOKEN))),
-        }))
-        .await
-        .map_err(|_| Status::internal("closed"))?;
-        tokio::spawn(async move {
-            while let Ok(Some(frame)) = inbound.message().await {
-                let Some(pb::frame::Kind::Envelope(env)) = frame.kind else {
-                    break;
+/// Instance 2 (id 1): answers Hello (or refuses it), then echoes every
+/// envelope back to its sender.
+async fn serve() -> std::net::SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((s, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let (r, mut w) = s.into_split();
+                let mut frames = FramedRead::new(r, frame_codec());
+                let Some(Ok(first)) = frames.next().await else {
+                    return;
                 };
-                let reply = match codec().decode_envelope(env) {
-                    Ok(mut env) => {
-                        assert_eq!(env.from, from);
-                        env.to = env.from;
-                        env.from = InstId(1);
-                        Ok(pb::Frame {
-                            kind: Some(pb::frame::Kind::Envelope(codec().encode_envelope(&env))),
-                        })
-                    }
-                    Err(e) => Err(Status::invalid_argument(e.to_string())),
+                let Ok(pb::Frame {
+                    kind: Some(pb::frame::Kind::Hello(hello)),
+                }) = decode_frame(&first)
+                else {
+                    return;
                 };
-                if tx.send(reply).await.is_err() {
-                    break;
+                if let Err(e) = codec().check_hello(&hello, TOKEN) {
+                    write(&mut w, &refusal_frame(e.to_string())).await;
+                    return;
                 }
-            }
-        });
-        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
-    }
+                write(&mut w, &hello_frame(pb::Hello::new(InstId(1), TOKEN, 7))).await;
+                while let Some(Ok(body)) = frames.next().await {
+                    let Ok(pb::Frame {
+                        kind: Some(pb::frame::Kind::Envelope(env)),
+                    }) = decode_frame(&body)
+                    else {
+                        return;
+                    };
+                    let mut env = codec().decode_envelope(env).unwrap();
+                    env.to = env.from;
+                    env.from = InstId(1);
+                    write(&mut w, &envelope_frame(codec().encode_envelope(&env))).await;
+                }
+            });
+        }
+    });
+    addr
 }
 
 fn ship(i: u64) -> Envelope {
@@ -101,47 +93,27 @@ fn ship(i: u64) -> Envelope {
     }
 }
 
-async fn serve() -> std::net::SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let incoming = TcpListenerStream::new(listener).map(|c| {
-        c.inspect(|s| {
-            let _ = s.set_nodelay(true);
-        })
-    });
-    tokio::spawn(
-        tonic::transport::Server::builder()
-            .add_service(InterconnectServer::new(Peer))
-            .serve_with_incoming(incoming),
-    );
-    addr
-}
-
 #[tokio::test]
-async fn envelopes_cross_a_stream_in_order() {
+async fn envelopes_cross_a_connection_in_order() {
     let addr = serve().await;
-    let mut client = InterconnectClient::connect(format!("http://{addr}"))
-        .await
-        .unwrap();
-    let frames = (0..50u64).map(|i| pb::Frame {
-        kind: Some(if i == 0 {
-            pb::frame::Kind::Hello(pb::Hello::new(InstId(0), TOKEN))
-        } else {
-            pb::frame::Kind::Envelope(codec().encode_envelope(&ship(i)))
-        }),
-    });
-    let mut back = client
-        .exchange(tokio_stream::iter(frames))
-        .await
-        .unwrap()
-        .into_inner();
-    let hello = back.message().await.unwrap().unwrap();
+    let s = TcpStream::connect(addr).await.unwrap();
+    s.set_nodelay(true).unwrap();
+    let (r, mut w) = s.into_split();
+    // Everything at once: frames are split and joined by TCP at will.
+    let mut all = Vec::new();
+    encode_frame(&hello_frame(pb::Hello::new(InstId(0), TOKEN, 7)), &mut all);
+    for i in 1..50u64 {
+        encode_frame(&envelope_frame(codec().encode_envelope(&ship(i))), &mut all);
+    }
+    w.write_all(&all).await.unwrap();
+    let mut back = FramedRead::new(r, frame_codec());
+    let hello = decode_frame(&back.next().await.unwrap().unwrap()).unwrap();
     let Some(pb::frame::Kind::Hello(h)) = hello.kind else {
         panic!("peer answers Hello first");
     };
     assert_eq!(codec().check_hello(&h, TOKEN).unwrap(), InstId(1));
     for i in 1..50u64 {
-        let f = back.message().await.unwrap().unwrap();
+        let f = decode_frame(&back.next().await.unwrap().unwrap()).unwrap();
         let Some(pb::frame::Kind::Envelope(env)) = f.kind else {
             panic!("envelope expected");
         };
@@ -157,18 +129,38 @@ async fn envelopes_cross_a_stream_in_order() {
 }
 
 #[tokio::test]
-async fn a_wrong_cluster_token_is_refused() {
+async fn a_wrong_cluster_token_is_refused_with_the_reason() {
     let addr = serve().await;
-    let mut client = InterconnectClient::connect(format!("http://{addr}"))
+    let s = TcpStream::connect(addr).await.unwrap();
+    let (r, mut w) = s.into_split();
+    write(&mut w, &hello_frame(pb::Hello::new(InstId(0), "other", 7))).await;
+    let mut back = FramedRead::new(r, frame_codec());
+    let f = decode_frame(&back.next().await.unwrap().unwrap()).unwrap();
+    let Some(pb::frame::Kind::Refusal(refusal)) = f.kind else {
+        panic!("a refusal expected, got {f:?}");
+    };
+    assert!(
+        refusal.reason.contains("Hello.cluster_token"),
+        "{}",
+        refusal.reason
+    );
+    assert!(
+        back.next().await.is_none(),
+        "the callee closes after refusing"
+    );
+}
+
+#[tokio::test]
+async fn an_oversized_or_garbled_frame_is_an_error_not_a_panic() {
+    let (mut a, b) = tokio::io::duplex(1 << 16);
+    let mut frames = FramedRead::new(b, frame_codec());
+    a.write_all(&((MAX_FRAME as u32) + 1).to_be_bytes())
         .await
         .unwrap();
-    let hello = pb::Frame {
-        kind: Some(pb::frame::Kind::Hello(pb::Hello::new(InstId(0), "other"))),
-    };
-    let status = client
-        .exchange(tokio_stream::iter(vec![hello]))
-        .await
-        .unwrap_err();
-    assert_eq!(status.code(), tonic::Code::Unauthenticated);
-    assert!(status.message().contains("Hello.cluster_token"));
+    let e = frames.next().await.unwrap().unwrap_err();
+    assert!(e.to_string().contains("frame size too big"), "{e}");
+
+    let e = decode_frame(&[0xff, 0xff, 0xff]).unwrap_err();
+    assert_eq!(e.field(), "Frame");
+    assert!(e.to_string().contains("not a protobuf Frame"), "{e}");
 }

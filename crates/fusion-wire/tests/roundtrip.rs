@@ -663,7 +663,7 @@ fn out_of_range_ids_name_the_field() {
 #[test]
 fn hello_is_checked() {
     let codec = Codec::new(8192, 4, 1000);
-    let hello = pb::Hello::new(InstId(2), "secret");
+    let hello = pb::Hello::new(InstId(2), "secret", 1);
     assert_eq!(codec.check_hello(&hello, "secret").unwrap(), InstId(2));
     assert_eq!(
         codec.check_hello(&hello, "other").unwrap_err().field(),
@@ -675,7 +675,7 @@ fn hello_is_checked() {
         codec.check_hello(&old, "secret").unwrap_err().field(),
         "Hello.protocol_version"
     );
-    let far = pb::Hello::new(InstId(4), "secret");
+    let far = pb::Hello::new(InstId(4), "secret", 1);
     assert_eq!(
         codec.check_hello(&far, "secret").unwrap_err().field(),
         "Hello.instance"

@@ -118,6 +118,10 @@ pub struct BenchCmd {
     /// instance processes against a raw TCP ping-pong, at 1 and 32 requesters.
     #[arg(long)]
     pub live: bool,
+    /// With --live: rounds of (raw, live) measurements, alternated so that
+    /// the machine's background load falls on both alike; medians are reported.
+    #[arg(long, default_value_t = 3, requires = "live")]
+    pub rounds: u32,
 }
 
 #[derive(Args)]
@@ -226,7 +230,7 @@ pub fn dispatch(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::R
         }
         Command::Validate(v) => commands::validate(&v.scenario, &v.sets, out, err),
         Command::List => commands::list(out, err),
-        Command::Bench(b) if b.live => crate::live_bench::bench_live(b.seconds, out, err),
+        Command::Bench(b) if b.live => crate::live_bench::bench_live(b.seconds, b.rounds, out, err),
         Command::Bench(b) => {
             crate::bench::bench(&crate::bench::BenchArgs { seconds: b.seconds }, out, err)
         }

@@ -10,7 +10,7 @@ use fusion_report::text::top_events;
 use fusion_scenario::MetricRef;
 
 /// AWR's table look: a dashed line under the header, columns two spaces apart.
-const STYLE: TableStyle = TableStyle::new()
+pub const STYLE: TableStyle = TableStyle::new()
     .header_lines(ContentLineStyle::none().junction(' '))
     .header_separator(LineStyle::none().fill('-').junction(' '))
     .content_lines(ContentLineStyle::none().junction(' '));

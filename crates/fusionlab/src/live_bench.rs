@@ -2,7 +2,10 @@
 //! transfer of an 8 KB block between two instance processes, with every
 //! modeled cost zero, against a raw TCP ping-pong of the same sizes (a 200
 //! byte request, an 8 KB answer) between two processes on loopback, at 1 and
-//! at 32 concurrent requesters, in the same run.
+//! at 32 concurrent requesters, in the same run. Raw and live measurements
+//! alternate over several rounds: a shared machine's load comes and goes
+//! (and an idle virtual CPU wakes slowly), so a raw figure is only
+//! comparable with a live one taken next to it.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -159,9 +162,18 @@ async fn live(c: &cluster::ClusterFile, k: u32, secs: f64) -> Result<Figures, St
     })
 }
 
-pub fn bench_live(secs: f64, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8> {
+/// The median of some values (the upper one of an even count).
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
+}
+
+pub fn bench_live(secs: f64, rounds: u32, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8> {
     if !(secs > 0.0 && secs <= 600.0) {
         return Err(Failure::input(format!("--seconds must be in (0, 600], got {secs}")).into());
+    }
+    if !(1..=20).contains(&rounds) {
+        return Err(Failure::input(format!("--rounds must be in 1..=20, got {rounds}")).into());
     }
     let exe = std::env::current_exe().context("cannot find this program's path")?;
     let dir = std::env::temp_dir().join(format!("fusionlab-bench-{}", std::process::id()));
@@ -188,92 +200,150 @@ pub fn bench_live(secs: f64, out: &mut dyn Write, err: &mut dyn Write) -> Result
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    writeln!(
-        err,
-        "raw TCP ping-pong ({REQUEST_BYTES} B request, {BLOCK_BYTES} B answer)..."
-    )?;
-    let mut raws = Vec::new();
-    for k in CONCURRENCY {
-        raws.push(raw(&addr, k, secs));
-    }
-    let _ = echo.kill();
-    let _ = echo.wait();
-    let raws: Vec<Figures> = raws.into_iter().collect::<Result<_>>()?;
 
     // Live side: two instance processes and a store.
-    writeln!(err, "live 2-way CR transfers (all modeled costs zero)...")?;
     let c = cluster::up(&UpOptions {
         instances: 2,
         dir: dir.join("cluster"),
         base_port: 0,
         exe,
     })
-    .map_err(|e| Failure {
-        code: exit::LIVE_FAILED,
-        message: format!("bench --live: {e}"),
+    .map_err(|e| {
+        let _ = echo.kill();
+        Failure {
+            code: exit::LIVE_FAILED,
+            message: format!("bench --live: {e}"),
+        }
     })?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
-    let lives: Vec<Result<Figures, String>> = CONCURRENCY
-        .iter()
-        .map(|&k| rt.block_on(live(&c, k, secs)))
-        .collect();
+    // measured[k] = one (raw, live) pair per round at CONCURRENCY[k].
+    let mut measured: Vec<Vec<(Figures, Figures)>> = vec![Vec::new(); CONCURRENCY.len()];
+    let mut failure = None;
+    'rounds: for round in 1..=rounds {
+        for (k, &n) in CONCURRENCY.iter().enumerate() {
+            writeln!(
+                err,
+                "round {round}/{rounds}, {n} requester(s): raw TCP ping-pong \
+                 ({REQUEST_BYTES} B request, {BLOCK_BYTES} B answer), then live 2-way CR \
+                 transfers (all modeled costs zero)..."
+            )?;
+            let r = match raw(&addr, n, secs) {
+                Ok(r) => r,
+                Err(e) => {
+                    failure = Some(format!("raw ping-pong: {e}"));
+                    break 'rounds;
+                }
+            };
+            match rt.block_on(live(&c, n, secs)) {
+                Ok(l) => measured[k].push((r, l)),
+                Err(e) => {
+                    failure = Some(e);
+                    break 'rounds;
+                }
+            }
+        }
+    }
     drop(rt);
+    let _ = echo.kill();
+    let _ = echo.wait();
     for m in &c.instances {
         cluster::stop(m.pid, Duration::from_secs(3));
     }
     cluster::stop(c.store.pid, Duration::from_secs(3));
     let _ = std::fs::remove_dir_all(&dir);
-    let lives: Vec<Figures> = lives
-        .into_iter()
-        .collect::<Result<_, String>>()
-        .map_err(|e| Failure {
+    if let Some(e) = failure {
+        return Err(Failure {
             code: exit::LIVE_FAILED,
             message: format!("bench --live: {e}"),
-        })?;
+        }
+        .into());
+    }
 
     writeln!(
         out,
-        "Live transfer cost vs raw TCP on this machine ({secs} s per measurement; compare ratios)"
+        "Live transfer cost vs raw TCP on this machine ({secs} s per measurement, {rounds} \
+         alternating rounds; compare ratios)"
     )?;
-    writeln!(
-        out,
-        "{:>11} {:>10} {:>10} {:>12} {:>10} {:>10} {:>12} {:>9} {:>11}",
-        "requesters",
-        "raw p50",
-        "raw p99",
-        "raw rt/s",
-        "live p50",
-        "live p99",
-        "live xfer/s",
-        "p50 x",
-        "xfer/s %"
-    )?;
-    for ((k, r), l) in CONCURRENCY.iter().zip(&raws).zip(&lives) {
+    let mut table = comfy_table::Table::new();
+    table
+        .load_style(crate::figures::STYLE)
+        .force_no_tty()
+        .set_header(vec![
+            "requesters",
+            "round",
+            "raw p50",
+            "raw p99",
+            "raw rt/s",
+            "live p50",
+            "live p99",
+            "live xfer/s",
+            "p50 x",
+            "xfer/s %",
+        ]);
+    let row = |n: u32, round: String, r: &Figures, l: &Figures| {
+        vec![
+            n.to_string(),
+            round,
+            format!("{}us", r.p50_us),
+            format!("{}us", r.p99_us),
+            format!("{:.0}", r.per_s),
+            format!("{}us", l.p50_us),
+            format!("{}us", l.p99_us),
+            format!("{:.0}", l.per_s),
+            format!("{:.2}", l.p50_us as f64 / r.p50_us.max(1) as f64),
+            format!("{:.0}%", 100.0 * l.per_s / r.per_s.max(1e-9)),
+        ]
+    };
+    let mut summary = Vec::new();
+    for (k, &n) in CONCURRENCY.iter().enumerate() {
+        let pairs = &measured[k];
+        for (i, (r, l)) in pairs.iter().enumerate() {
+            table.add_row(row(n, (i + 1).to_string(), r, l));
+        }
+        let p50x = median(
+            pairs
+                .iter()
+                .map(|(r, l)| l.p50_us as f64 / r.p50_us.max(1) as f64)
+                .collect(),
+        );
+        let share = median(
+            pairs
+                .iter()
+                .map(|(r, l)| l.per_s / r.per_s.max(1e-9))
+                .collect(),
+        );
+        summary.push((n, p50x, share));
+    }
+    for (i, c) in table.column_iter_mut().enumerate() {
+        if i != 1 {
+            c.set_cell_alignment(comfy_table::CellAlignment::Right);
+        }
+    }
+    writeln!(out, "{table}")?;
+    for (n, p50x, share) in &summary {
         writeln!(
             out,
-            "{:>11} {:>8}us {:>8}us {:>12.0} {:>8}us {:>8}us {:>12.0} {:>9.2} {:>10.0}%",
-            k,
-            r.p50_us,
-            r.p99_us,
-            r.per_s,
-            l.p50_us,
-            l.p99_us,
-            l.per_s,
-            l.p50_us as f64 / r.p50_us.max(1) as f64,
-            100.0 * l.per_s / r.per_s.max(1e-9),
+            "{n:>2} requester(s), median over the rounds: live p50 {p50x:.2}x raw, live \
+             transfers/s {:.0}% of raw round trips/s",
+            100.0 * share
         )?;
     }
     writeln!(
         out,
         "targets: live p50 <= 2x raw p50; live transfers/s at 32 requesters >= 50% of raw round trips/s"
     )?;
+    let counts: Vec<String> = CONCURRENCY
+        .iter()
+        .zip(&measured)
+        .map(|(n, p)| format!("{} at {n}", p.iter().map(|(_, l)| l.count).sum::<u64>()))
+        .collect();
     writeln!(
         out,
-        "(live: {} and {} CR round trips timed at instance 1's process boundary)",
-        lives[0].count, lives[1].count
+        "(live: {} CR round trips timed at instance 1's process boundary)",
+        counts.join(" and ")
     )?;
     Ok(exit::OK)
 }
