@@ -527,6 +527,9 @@ impl InterconnectService {
                 None => return,
                 Some(Err(e)) => break format!("{me}: bad frame from {from}: {e}"),
             };
+            // Off the network now: decoding is this process's work, as is
+            // any wait for the host (see `host::Input::Envelope`).
+            let arrived = wiring.clock.now();
             let env = match decode_frame(&body) {
                 Ok(pb::Frame {
                     kind: Some(frame::Kind::Envelope(e)),
@@ -543,7 +546,6 @@ impl InterconnectService {
                     if let Some(c) = wiring.received.get(from.idx()) {
                         c.fetch_add(1, Ordering::Relaxed);
                     }
-                    let arrived = wiring.clock.now();
                     if wiring.host.send(Input::Envelope(env, arrived)).is_err() {
                         return; // the host was replaced or stopped
                     }
