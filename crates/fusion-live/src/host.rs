@@ -174,6 +174,8 @@ struct Host<O: Outputs> {
     io_in_flight: usize,
     transfers: TransferClock,
     lag_reported: bool,
+    /// Messages were sent since the last flush.
+    unflushed: bool,
 }
 
 /// Inputs handled in a row before the host lets the network tasks run.
@@ -211,6 +213,7 @@ pub fn spawn<O: Outputs>(
         io_in_flight: 0,
         transfers: TransferClock::new(),
         lag_reported: false,
+        unflushed: false,
     };
     host.drain();
     Ok(tokio::spawn(async move { host.run(rx, timer).await }))
@@ -233,7 +236,7 @@ impl<O: Outputs> Host<O> {
             }
             self.catch_up();
             // One write per link for everything this turn sent.
-            self.out.flush();
+            self.flush();
             match self.inst.next_deadline() {
                 // More is due already (the host is behind, or more input
                 // waits) or due in a moment: let the network tasks run
@@ -284,12 +287,19 @@ impl<O: Outputs> Host<O> {
     fn catch_up(&mut self) {
         let start = self.clock.now();
         let mut now = start;
+        // The first message of a turn leaves at once (a lone answer should
+        // not wait for unrelated steps); the rest go in one write at the end.
+        let mut first = !self.unflushed;
         while let Some(at) = self.inst.next_deadline() {
             if at > now {
                 return;
             }
             self.inst.handle_timeout(at);
             self.drain();
+            if first && self.unflushed {
+                first = false;
+                self.flush();
+            }
             now = self.clock.now();
             if now.saturating_sub(start) >= TURN {
                 let lag = now.saturating_sub(at);
@@ -413,12 +423,21 @@ impl<O: Outputs> Host<O> {
         s.get(Stat::SessionLogicalReads) + s.get(Stat::UserCommits) + s.get(Stat::GcsMsgsReceived)
     }
 
+    /// Put what was sent on the wire.
+    fn flush(&mut self) {
+        if self.unflushed {
+            self.unflushed = false;
+            self.out.flush();
+        }
+    }
+
     /// Perform everything the instance asked for.
     fn drain(&mut self) {
         while let Some(a) = self.inst.poll_action() {
             match a {
                 fusion_core::msg::Action::Send(env) => {
                     self.transfers.sent(self.inst.id, &env, self.clock.now());
+                    self.unflushed = true;
                     self.out.send(env)
                 }
                 fusion_core::msg::Action::Io { id, io } => {
