@@ -387,3 +387,55 @@ fn an_instance_that_cannot_keep_up_with_real_time_says_so() {
     });
     assert!(status.is_ok(), "inst1 does not answer: {status:?}");
 }
+
+/// One cluster, several loads: two variants of one scenario, then the same
+/// scenario again. Every load replaces each instance's host and links while
+/// its peers may still be on the previous load; no instance may die or take
+/// a link from the previous load for one of the new.
+#[test]
+fn one_cluster_runs_variants_and_scenarios_back_to_back() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let c = up(&dir.path().join("c"), 3);
+    let text = std::fs::read_to_string(scenario_path()).expect("scenario")
+        + "\n[[variant]]\nname = \"one-lms\"\n\n[[variant]]\nname = \"two-lms\"\n\
+           set = { \"parameters.gcs_server_processes\" = 2 }\n";
+    let overrides = vec!["phase.run.duration_s=0.5".to_string()];
+    let loaded = fusion_scenario::load_str(&text, "hot_rows+variants.toml", &overrides)
+        .expect("scenario with variants loads");
+    assert_eq!(loaded.variants.len(), 2);
+    let rt = rt();
+    for round in 0..2 {
+        let run = LiveRun {
+            cluster: &c.0,
+            text: &text,
+            label: "hot_rows+variants.toml",
+            overrides: &overrides,
+            seed: None,
+            check: false,
+            progress: false,
+        };
+        let (result, _) = rt
+            .block_on(runner::run(&loaded, &run))
+            .unwrap_or_else(|e| panic!("round {round}: {e}"));
+        assert_eq!(result.variants.len(), 2, "round {round}");
+        for v in &result.variants {
+            let received: u64 = v
+                .phases
+                .iter()
+                .flat_map(|p| p.instances.iter())
+                .map(|i| {
+                    i.stats.get(Stat::GcCrBlocksReceived)
+                        + i.stats.get(Stat::GcCurrentBlocksReceived)
+                })
+                .sum();
+            assert!(
+                received > 0,
+                "round {round}, variant {}: no block crossed",
+                v.name
+            );
+        }
+        for (i, m) in c.0.instances.iter().enumerate() {
+            assert!(cluster::alive(m.pid), "round {round}: inst{} died", i + 1);
+        }
+    }
+}
