@@ -439,3 +439,77 @@ fn one_cluster_runs_variants_and_scenarios_back_to_back() {
         }
     }
 }
+
+/// What a stranger on the interconnect port gets: a refusal that says why
+/// (wrong token; right token but another run), nothing at all for garbage,
+/// and the instance carries on.
+#[test]
+fn the_interconnect_refuses_strangers_and_survives_garbage() {
+    use std::io::{Read, Write};
+
+    use fusion_wire::framing::{decode_frame, encode_frame, hello_frame};
+    use fusion_wire::pb;
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let c = up(&dir.path().join("c"), 3);
+    let file = dir.path().join("cluster.toml");
+    std::fs::write(&file, toml::to_string(&c.0).expect("toml")).expect("write");
+    let out = Command::new(EXE)
+        .args(["run", "--live", "--cluster"])
+        .arg(&file)
+        .args(["--set", "phase.run.duration_s=0.3"])
+        .arg(scenario_path())
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ic = &c.0.instances[0].interconnect;
+    let refusal = |hello: pb::Hello| -> String {
+        let mut s = std::net::TcpStream::connect(ic).expect("connects");
+        s.set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("timeout");
+        let mut buf = Vec::new();
+        encode_frame(&hello_frame(hello), &mut buf);
+        s.write_all(&buf).expect("writes");
+        let mut len = [0u8; 4];
+        s.read_exact(&mut len).expect("an answer");
+        let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
+        s.read_exact(&mut body).expect("the whole answer");
+        match decode_frame(&body).expect("a frame").kind {
+            Some(pb::frame::Kind::Refusal(r)) => r.reason,
+            other => panic!("a refusal expected, got {other:?}"),
+        }
+    };
+    let why = refusal(pb::Hello::new(InstId(1), "not-the-token", 1));
+    assert!(why.contains("Hello.cluster_token"), "{why}");
+    let why = refusal(pb::Hello::new(InstId(1), &c.0.token, 1));
+    assert!(why.contains("not loaded for run 1"), "{why}");
+
+    // A length no frame may have: the connection is dropped unanswered.
+    let mut s = std::net::TcpStream::connect(ic).expect("connects");
+    s.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    s.write_all(&[0xff; 16]).expect("writes");
+    let mut b = [0u8; 8];
+    // Closed with our garbage unread: a reset or an end of stream.
+    match s.read(&mut b) {
+        Ok(0) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
+        other => panic!("the connection should be dropped, got {other:?}"),
+    }
+    assert_eq!(s.read(&mut b).expect("closed, not timed out"), 0);
+
+    let st = Command::new(EXE)
+        .args(["status", "--cluster"])
+        .arg(&file)
+        .output()
+        .expect("runs");
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stdout)
+    );
+}
