@@ -120,7 +120,7 @@ pub struct BenchCmd {
     pub live: bool,
     /// With --live: rounds of (raw, live) measurements, alternated so that
     /// the machine's background load falls on both alike; medians are reported.
-    #[arg(long, default_value_t = 3, requires = "live")]
+    #[arg(long, default_value_t = 5, requires = "live")]
     pub rounds: u32,
 }
 
