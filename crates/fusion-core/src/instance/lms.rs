@@ -490,7 +490,10 @@ impl Instance {
         let b = self.cache.get_mut(buf);
         b.leaving = false;
         if b.dirty {
-            let image = b.image.clone();
+            // The copy stays as the past image; the original, whose vectors
+            // have room to grow, travels to the next holder, which changes it.
+            let copy = b.image.clone();
+            let image = std::mem::replace(&mut b.image, copy);
             self.cache.set_state(buf, BufState::Pi);
             (image, true)
         } else {
