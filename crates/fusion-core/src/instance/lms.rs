@@ -150,7 +150,7 @@ impl Instance {
 
     /// CPU a job needs. A CR copy is built here so its real undo count is charged.
     fn lms_demand(&mut self, job: &mut Job) -> Nanos {
-        let c = self.costs.clone();
+        let c = &self.costs;
         match job {
             Job::Msg { .. } => c.lms_message,
             Job::Serve(s) => match s.stage {
