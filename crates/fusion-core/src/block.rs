@@ -429,10 +429,11 @@ impl Block {
         let mut keep: u128 = 0;
         for (i, e) in itl.iter().enumerate() {
             // An entry is referenced when its transaction is (its first entry's bit).
-            let refd = index
-                .find(itl, e.xid)
-                .is_some_and(|j| referenced & (1 << j) != 0);
-            if e.commit.is_none() || refd {
+            if e.commit.is_none()
+                || index
+                    .find(itl, e.xid)
+                    .is_some_and(|j| referenced & (1 << j) != 0)
+            {
                 keep |= 1 << i;
             }
         }
