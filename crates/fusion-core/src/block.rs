@@ -253,7 +253,7 @@ impl Block {
         let mut lo = self.trimmed_scn;
         let mut hi = horizon.max(snapshot);
         let mut private_to = None;
-        let mut invisible = XidSet::default();
+        let mut invisible = XidSet::<64>::default();
         for e in &self.itl {
             if e.xid == reader {
                 private_to = Some(reader);
@@ -405,67 +405,30 @@ impl Block {
     /// Drop ITL entries of committed transactions that neither the undo nor a
     /// lock in the body refers to any more.
     fn trim_itl(&mut self) {
-        // Which entries are referenced, by ITL position: a bit per entry
-        // (no allocation, nothing to sort, nothing big to clear).
-        let Some(index) = ItlIndex::new(&self.itl) else {
-            return self.trim_itl_large();
-        };
-        let itl = &self.itl;
-        let mut referenced: u128 = 0;
-        let mut note = |x: Xid| {
-            if let Some(i) = index.find(itl, x) {
-                referenced |= 1 << i;
-            }
-        };
+        // Only committed entries can go (often there are none: the other
+        // instance's transactions stay open here until their commit is learned).
+        if self.itl.iter().all(|e| e.commit.is_none()) {
+            return;
+        }
+        // Transactions the undo or a lock in the body still refers to,
+        // collected once (not scanned again for every ITL entry).
+        let mut referenced = XidSet::<128>::default();
         for u in &self.undo {
-            note(u.xid);
+            referenced.insert(u.xid);
         }
         match &self.body {
-            Body::Table { rows } => rows.iter().flatten().for_each(|r| note(r.lock)),
-            Body::Leaf { entries, .. } => entries.iter().for_each(|e| note(e.lock)),
-            Body::Bitmap { pieces, .. } => pieces.iter().for_each(|p| note(p.lock)),
+            Body::Table { rows } => rows
+                .iter()
+                .flatten()
+                .for_each(|r| referenced.insert(r.lock)),
+            Body::Leaf { entries, .. } => entries.iter().for_each(|e| referenced.insert(e.lock)),
+            Body::Bitmap { pieces, .. } => pieces.iter().for_each(|p| referenced.insert(p.lock)),
             _ => {}
         }
-        let mut keep: u128 = 0;
-        for (i, e) in itl.iter().enumerate() {
-            // An entry is referenced when its transaction is (its first entry's bit).
-            if e.commit.is_none()
-                || index
-                    .find(itl, e.xid)
-                    .is_some_and(|j| referenced & (1 << j) != 0)
-            {
-                keep |= 1 << i;
-            }
-        }
-        let mut trimmed = self.trimmed_scn;
-        let mut i = 0;
-        self.itl.retain(|e| {
-            let kept = keep & (1 << i) != 0;
-            i += 1;
-            if !kept {
-                trimmed = trimmed.max(e.commit.unwrap_or(0));
-            }
-            kept
-        });
-        self.trimmed_scn = trimmed;
-    }
-
-    /// [`Block::trim_itl`] for an ITL too long for [`ItlIndex`].
-    #[cold]
-    fn trim_itl_large(&mut self) {
-        // Transactions the undo or a lock in the body still refers to.
-        let mut referenced: Vec<Xid> = self.undo.iter().map(|u| u.xid).collect();
-        match &self.body {
-            Body::Table { rows } => referenced.extend(rows.iter().flatten().map(|r| r.lock)),
-            Body::Leaf { entries, .. } => referenced.extend(entries.iter().map(|e| e.lock)),
-            Body::Bitmap { pieces, .. } => referenced.extend(pieces.iter().map(|p| p.lock)),
-            _ => {}
-        }
-        referenced.sort_unstable_by_key(|x| x.0);
+        referenced.seal();
         let mut trimmed = self.trimmed_scn;
         self.itl.retain(|e| {
-            let keep =
-                e.commit.is_none() || referenced.binary_search_by_key(&e.xid.0, |x| x.0).is_ok();
+            let keep = e.commit.is_none() || referenced.contains(e.xid);
             if !keep {
                 trimmed = trimmed.max(e.commit.unwrap_or(0));
             }
@@ -704,22 +667,22 @@ fn search_entries(entries: &[LeafEntry], key: u64) -> Result<usize, usize> {
 }
 
 /// A set of transaction ids for the per-block loops above: an open-addressing
-/// table on the stack (no allocation, no sorting, and small enough that
-/// clearing it is cheap) for the few dozen ITL entries of a block, spilling
-/// to a sorted Vec beyond. Fill it, call
-/// [`XidSet::seal`], then ask [`XidSet::contains`].
-struct XidSet {
+/// table of `N` slots (a power of two) on the stack (no allocation, no
+/// sorting, and small enough that clearing it is cheap), spilling to a
+/// sorted Vec beyond `N / 2`. Fill it, call [`XidSet::seal`], then ask
+/// [`XidSet::contains`].
+struct XidSet<const N: usize> {
     /// Zero marks an empty slot; `Xid::NONE` itself is `has_none`.
-    table: [u64; XidSet::SLOTS],
+    table: [u64; N],
     len: usize,
     has_none: bool,
     spill: Option<Vec<u64>>,
 }
 
-impl Default for XidSet {
-    fn default() -> XidSet {
+impl<const N: usize> Default for XidSet<N> {
+    fn default() -> XidSet<N> {
         XidSet {
-            table: [0; XidSet::SLOTS],
+            table: [0; N],
             len: 0,
             has_none: false,
             spill: None,
@@ -727,14 +690,13 @@ impl Default for XidSet {
     }
 }
 
-impl XidSet {
-    const SLOTS: usize = 64;
+impl<const N: usize> XidSet<N> {
     /// At most half full, so probes stay short.
-    const MAX: usize = XidSet::SLOTS / 2;
+    const MAX: usize = N / 2;
 
     fn home(x: u64) -> usize {
-        // The top bits of a Fibonacci hash: log2(SLOTS) of them.
-        (x.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - XidSet::SLOTS.trailing_zeros())) as usize
+        // The top bits of a Fibonacci hash: log2(N) of them.
+        (x.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - N.trailing_zeros())) as usize
     }
 
     fn insert(&mut self, x: Xid) {
@@ -747,13 +709,13 @@ impl XidSet {
             v.push(x);
             return;
         }
-        if self.len == XidSet::MAX {
+        if self.len == Self::MAX {
             let mut v: Vec<u64> = self.table.iter().copied().filter(|&t| t != 0).collect();
             v.push(x);
             self.spill = Some(v);
             return;
         }
-        let mut i = XidSet::home(x);
+        let mut i = Self::home(x);
         loop {
             match self.table[i] {
                 0 => {
@@ -762,7 +724,7 @@ impl XidSet {
                     return;
                 }
                 t if t == x => return,
-                _ => i = (i + 1) % XidSet::SLOTS,
+                _ => i = (i + 1) % N,
             }
         }
     }
@@ -783,66 +745,12 @@ impl XidSet {
         if let Some(v) = &self.spill {
             return v.binary_search(&x).is_ok();
         }
-        let mut i = XidSet::home(x);
+        let mut i = Self::home(x);
         loop {
             match self.table[i] {
                 0 => return false,
                 t if t == x => return true,
-                _ => i = (i + 1) % XidSet::SLOTS,
-            }
-        }
-    }
-}
-
-/// ITL positions by transaction, for ITLs of up to [`ItlIndex::MAX`]
-/// entries: an open-addressing table of one-byte positions on the stack.
-struct ItlIndex {
-    /// Position + 1 of an entry; 0 marks an empty slot.
-    table: [u8; ItlIndex::SLOTS],
-}
-
-impl ItlIndex {
-    const SLOTS: usize = 256;
-    /// At most half full, so probes stay short; positions fit a `u128` mask.
-    const MAX: usize = 128;
-
-    fn home(x: Xid) -> usize {
-        (x.0.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as usize
-    }
-
-    /// The index of `itl`, or `None` if it is too long.
-    fn new(itl: &[Itl]) -> Option<ItlIndex> {
-        if itl.len() > ItlIndex::MAX {
-            return None;
-        }
-        let mut index = ItlIndex {
-            table: [0; ItlIndex::SLOTS],
-        };
-        for (pos, e) in itl.iter().enumerate() {
-            let mut i = ItlIndex::home(e.xid);
-            loop {
-                match index.table[i] {
-                    0 => {
-                        index.table[i] = pos as u8 + 1;
-                        break;
-                    }
-                    // A repeated transaction keeps its first position.
-                    p if itl[usize::from(p - 1)].xid == e.xid => break,
-                    _ => i = (i + 1) % ItlIndex::SLOTS,
-                }
-            }
-        }
-        Some(index)
-    }
-
-    /// The first position of `x` in `itl` (the slice the index was built from).
-    fn find(&self, itl: &[Itl], x: Xid) -> Option<usize> {
-        let mut i = ItlIndex::home(x);
-        loop {
-            match self.table[i] {
-                0 => return None,
-                p if itl[usize::from(p - 1)].xid == x => return Some(usize::from(p - 1)),
-                _ => i = (i + 1) % ItlIndex::SLOTS,
+                _ => i = (i + 1) % N,
             }
         }
     }
@@ -1019,8 +927,17 @@ mod tests {
         );
     }
 
+    impl Block {
+        fn body_locks(&self) -> Vec<Xid> {
+            match &self.body {
+                Body::Table { rows } => rows.iter().flatten().map(|r| r.lock).collect(),
+                _ => Vec::new(),
+            }
+        }
+    }
+
     #[test]
-    fn itl_trim_by_index_agrees_with_the_general_one() {
+    fn itl_trim_keeps_open_and_referenced_entries() {
         // A table block whose ITL, undo and row locks overlap in many ways.
         for seed in 0..200u64 {
             let mut r = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
@@ -1038,7 +955,8 @@ mod tests {
                     commit: (next(4) != 0).then_some(i as u64),
                 })
                 .collect();
-            b.undo = (0..next(40))
+            // Up to 90 undo records: sometimes more transactions than the set holds inline.
+            b.undo = (0..next(90))
                 .map(|_| UndoRec {
                     xid: x(1 + next(150)),
                     op: UndoOp::EntryInsert { key: 0 },
@@ -1053,10 +971,25 @@ mod tests {
                     };
                 }
             }
-            let mut general = b.clone();
-            general.trim_itl_large();
+            // The plain definition: keep open entries and those referenced.
+            let mut plain = b.clone();
+            let referenced: Vec<Xid> = plain
+                .undo
+                .iter()
+                .map(|u| u.xid)
+                .chain(plain.body_locks())
+                .collect();
+            let mut trimmed = plain.trimmed_scn;
+            plain.itl.retain(|e| {
+                let keep = e.commit.is_none() || referenced.contains(&e.xid);
+                if !keep {
+                    trimmed = trimmed.max(e.commit.unwrap_or(0));
+                }
+                keep
+            });
+            plain.trimmed_scn = trimmed;
             b.trim_itl();
-            assert_eq!(b, general, "seed {seed}");
+            assert_eq!(b, plain, "seed {seed}");
         }
     }
 
