@@ -405,8 +405,7 @@ impl Block {
     /// Drop ITL entries of committed transactions that neither the undo nor a
     /// lock in the body refers to any more.
     fn trim_itl(&mut self) {
-        // Only committed entries can go (often there are none: the other
-        // instance's transactions stay open here until their commit is learned).
+        // Only committed entries can go: nothing to collect if there are none.
         if self.itl.iter().all(|e| e.commit.is_none()) {
             return;
         }
