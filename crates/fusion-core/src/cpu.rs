@@ -4,8 +4,7 @@
 //! an LMS build, LGWR, a CPU hog) goes through here, so a starved instance's
 //! LMS waits behind the hogs exactly as long as the schedule says.
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 
 use crate::config::Nanos;
 
@@ -62,10 +61,12 @@ pub struct Scheduler {
     quantum: Nanos,
     /// CPU time used by all steps so far (`v$osstat` BUSY_TIME).
     pub busy: Nanos,
-    /// When each busy CPU's step ends or its slice expires, earliest first, so
-    /// finding the next CPU event does not walk every CPU. Entries whose
-    /// generation is not their CPU's current one are stale and skipped.
-    due: BinaryHeap<Reverse<(Nanos, u32, u32)>>,
+    /// When each busy CPU's step ends or its slice expires, as (time, CPU,
+    /// generation), sorted latest first so the earliest is at the end: at
+    /// most a few dozen entries (one per CPU and the odd stale one), where a
+    /// sorted vector is cheaper than a heap. Entries whose generation is not
+    /// their CPU's current one are stale and skipped.
+    due: Vec<(Nanos, u32, u32)>,
     /// Generation of each CPU's current task (bumped whenever it changes).
     generation: Vec<u32>,
     /// CPUs held for the process that just finished a step there.
@@ -119,7 +120,7 @@ impl Scheduler {
             ts: VecDeque::new(),
             quantum: quantum.max(1),
             busy: 0,
-            due: BinaryHeap::new(),
+            due: Vec::new(),
             generation: vec![0; n],
             reserved: Vec::new(),
             idle: Bits::new(n, true),
@@ -265,12 +266,12 @@ impl Scheduler {
 
     /// When the next step ends or a time slice expires.
     pub fn next_event(&self) -> Option<Nanos> {
-        self.due.peek().map(|Reverse((t, _, _))| *t)
+        self.due.last().map(|(t, _, _)| *t)
     }
 
     /// Drop stale entries from the top of `due`, so `next_event` is exact.
     fn recompute(&mut self) {
-        while let Some(&Reverse((_, cpu, generation))) = self.due.peek() {
+        while let Some(&(_, cpu, generation)) = self.due.last() {
             if self.generation[cpu as usize] == generation && self.cpus[cpu as usize].task.is_some()
             {
                 break;
@@ -283,7 +284,9 @@ impl Scheduler {
     fn schedule_due(&mut self, i: usize) {
         if let Some(t) = self.cpus[i].task.as_ref() {
             let at = self.event_time(&self.cpus[i], t);
-            self.due.push(Reverse((at, i as u32, self.generation[i])));
+            let key = (at, i as u32, self.generation[i]);
+            let pos = self.due.partition_point(|e| *e > key);
+            self.due.insert(pos, key);
         }
     }
 
@@ -299,7 +302,7 @@ impl Scheduler {
     fn advance_inner(&mut self, now: Nanos, done: &mut Vec<StepDone>) {
         loop {
             self.recompute();
-            let Some(&Reverse((at, cpu, _))) = self.due.peek() else {
+            let Some(&(at, cpu, _)) = self.due.last() else {
                 return;
             };
             if at > now {

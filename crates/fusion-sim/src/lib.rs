@@ -260,8 +260,10 @@ impl Sim {
         // A wake-up that is due before anything in the heap skips the heap.
         let mut direct: Option<(Nanos, usize)> = None;
         loop {
-            let (at, ev) = match direct.take() {
-                Some((at, i)) => (at, Ev::Wake(i as u8)),
+            // The event is taken out of its slot only where it is handled, so
+            // a message is not copied through temporaries on the way.
+            let (at, slot) = match direct.take() {
+                Some((at, i)) => (at, Err(i)),
                 None => {
                     let Some((at, _, slot)) = self.peek() else {
                         break;
@@ -270,41 +272,38 @@ impl Sim {
                         break;
                     }
                     self.pop();
-                    let Some(ev) = self.slots[slot as usize].take() else {
+                    if self.slots[slot as usize].is_none() {
                         continue;
-                    };
+                    }
                     self.free.push(slot);
-                    (at, ev)
+                    (at, Ok(slot as usize))
                 }
             };
             self.now = at;
             self.events += 1;
-            let i = match ev {
-                Ev::Deliver(env) => {
-                    let i = env.to.idx();
-                    self.instances[i].handle_message(at, env);
-                    i
-                }
-                Ev::Io {
-                    inst,
-                    id,
-                    result,
-                    write,
-                } => {
-                    if let Some(block) = write {
-                        self.store.apply(*block);
+            let i = match slot {
+                Err(i) => self.wake(at, i),
+                Ok(slot) => match self.slots[slot].take() {
+                    Some(Ev::Deliver(env)) => {
+                        let i = env.to.idx();
+                        self.instances[i].handle_message(at, env);
+                        i
                     }
-                    self.instances[inst as usize].handle_io(at, id, result);
-                    inst as usize
-                }
-                Ev::Wake(inst) => {
-                    let i = inst as usize;
-                    if self.armed[i] == Some(at) {
-                        self.armed[i] = None;
+                    Some(Ev::Io {
+                        inst,
+                        id,
+                        result,
+                        write,
+                    }) => {
+                        if let Some(block) = write {
+                            self.store.apply(*block);
+                        }
+                        self.instances[inst as usize].handle_io(at, id, result);
+                        inst as usize
                     }
-                    self.instances[i].handle_timeout(at);
-                    i
-                }
+                    Some(Ev::Wake(inst)) => self.wake(at, inst as usize),
+                    None => continue,
+                },
             };
             self.perform(i);
             if self.nextvals.is_some() || self.seq_order.is_some() {
@@ -335,6 +334,15 @@ impl Sim {
             }
         }
         self.now = self.now.max(until);
+    }
+
+    /// Instance `i`'s timer fired at `at`.
+    fn wake(&mut self, at: Nanos, i: usize) -> usize {
+        if self.armed[i] == Some(at) {
+            self.armed[i] = None;
+        }
+        self.instances[i].handle_timeout(at);
+        i
     }
 
     pub fn now(&self) -> Nanos {

@@ -74,6 +74,9 @@ pub struct Cache {
     lru_head: u32,
     lru_tail: u32,
     used: usize,
+    /// Buffers that are CR copies private to a transaction, so that
+    /// [`Cache::forget_private`] walks no chain when there are none.
+    private_crs: usize,
     pub capacity: usize,
 }
 
@@ -97,6 +100,7 @@ impl Cache {
             lru_head: NIL,
             lru_tail: NIL,
             used: 0,
+            private_crs: 0,
             capacity: capacity.max(16),
         }
     }
@@ -160,7 +164,11 @@ impl Cache {
     pub fn set_state(&mut self, id: BufId, state: BufState) {
         let b = self.get_mut(id);
         let was_current = b.is_current();
+        let was_private = is_private(b.state);
         b.state = state;
+        self.private_crs =
+            self.private_crs + usize::from(is_private(state)) - usize::from(was_private);
+        let b = self.get(id);
         let blk = b.blk;
         if was_current != b.is_current() {
             self.reindex_current(blk);
@@ -205,6 +213,7 @@ impl Cache {
             *c = id;
         }
         self.used += 1;
+        self.private_crs += usize::from(is_private(state));
         self.link_head(id);
         id
     }
@@ -238,6 +247,7 @@ impl Cache {
         }
         self.free.push(id);
         self.used -= 1;
+        self.private_crs -= usize::from(is_private(buf.state));
         buf
     }
 
@@ -319,6 +329,9 @@ impl Cache {
     /// changes only, so none may serve it any more. A pinned copy stays for
     /// its reader with an empty range; the others go.
     pub fn forget_private(&mut self, blk: BlockAddr, xid: Xid) {
+        if self.private_crs == 0 {
+            return;
+        }
         let mut at = self.heads.get(blk.idx()).copied().unwrap_or(NIL);
         while at != NIL {
             let b = self.get(at);
@@ -394,6 +407,16 @@ impl Cache {
         }
         self.lru_head = id;
     }
+}
+
+fn is_private(state: BufState) -> bool {
+    matches!(
+        state,
+        BufState::Cr {
+            private_to: Some(_),
+            ..
+        }
+    )
 }
 
 pub struct BufIter<'a> {

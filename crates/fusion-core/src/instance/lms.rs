@@ -150,7 +150,7 @@ impl Instance {
 
     /// CPU a job needs. A CR copy is built here so its real undo count is charged.
     fn lms_demand(&mut self, job: &mut Job) -> Nanos {
-        let c = self.costs.clone();
+        let c = &self.costs;
         match job {
             Job::Msg { .. } => c.lms_message,
             Job::Serve(s) => match s.stage {
@@ -490,7 +490,10 @@ impl Instance {
         let b = self.cache.get_mut(buf);
         b.leaving = false;
         if b.dirty {
-            let image = b.image.clone();
+            // The copy stays as the past image; the original, whose vectors
+            // have room to grow, travels to the next holder, which changes it.
+            let copy = b.image.clone();
+            let image = std::mem::replace(&mut b.image, copy);
             self.cache.set_state(buf, BufState::Pi);
             (image, true)
         } else {

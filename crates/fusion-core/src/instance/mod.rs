@@ -441,11 +441,15 @@ impl Instance {
     }
 
     /// The next action to perform, if any.
+    // Called for every event by the driver, from another crate.
+    #[inline]
     pub fn poll_action(&mut self) -> Option<Action> {
         self.actions.pop_front()
     }
 
     /// When [`Instance::handle_timeout`] must next be called.
+    // Called for every event by the driver, from another crate.
+    #[inline]
     pub fn next_deadline(&self) -> Option<Nanos> {
         let t = self.timers.peek().map(|Reverse((t, _, _))| *t);
         match (t, self.sched.next_event()) {

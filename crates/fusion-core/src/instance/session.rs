@@ -516,7 +516,7 @@ impl Instance {
         let steps = &spec.transactions[s.template].steps;
         if s.execs_left == 0 {
             // Next step.
-            let Some(step) = steps.get(s.step).cloned() else {
+            let Some(step) = steps.get(s.step) else {
                 // End of the transaction: commit what it changed.
                 return self.commit(sid);
             };
@@ -530,18 +530,20 @@ impl Instance {
             match step {
                 Step::Commit => return self.commit(sid),
                 Step::Think { time } => {
-                    self.think(sid, time);
+                    self.think(sid, *time);
                     return false;
                 }
                 Step::Read {
                     access: Access::FullScan,
                     ..
                 } => s.execs_left = 1,
-                Step::Read { rows, .. } | Step::Update { rows, .. } => s.execs_left = rows.max(1),
+                Step::Read { rows, .. } | Step::Update { rows, .. } => {
+                    s.execs_left = (*rows).max(1)
+                }
                 Step::Insert { rows, .. }
                 | Step::NextVal { rows, .. }
                 | Step::InsertSeq { rows, .. }
-                | Step::Count { rows, .. } => s.execs_left = rows.max(1),
+                | Step::Count { rows, .. } => s.execs_left = (*rows).max(1),
                 Step::ParallelQuery(_) => s.execs_left = 1,
             }
         }
@@ -550,7 +552,8 @@ impl Instance {
         let now = self.now;
         let s = &mut self.sessions[sid as usize];
         s.execs_left -= 1;
-        let step = steps[s.step - 1].clone();
+        // Borrowed from the shared spec (the local handle), not cloned.
+        let step = &steps[s.step - 1];
         let (tpl, at) = (s.template, s.step - 1);
         let st = self.stmt_id(w, tpl, at);
         let s = &mut self.sessions[sid as usize];
@@ -562,7 +565,7 @@ impl Instance {
         }
         let cost = self.costs.execute;
         self.stats.incr(Stat::ExecuteCount);
-        let cur = match step {
+        let cur = match *step {
             Step::Read {
                 table,
                 access: Access::FullScan,
@@ -571,10 +574,10 @@ impl Instance {
             Step::Read {
                 table,
                 access: Access::Index(ix),
-                keys,
+                ref keys,
                 ..
             } => {
-                let key = self.draw_key(sid, table, &keys);
+                let key = self.draw_key(sid, table, keys);
                 Cur::Index {
                     ix,
                     table,
@@ -586,12 +589,12 @@ impl Instance {
             Step::Count {
                 table,
                 index,
-                values,
+                ref values,
                 ..
             } => {
                 let distinct = self.layout.tables[table].distinct_values.max(1);
                 let domain = values.range.unwrap_or((1, u64::from(distinct)));
-                let value = self.draw_in(sid, &values, domain) as i64;
+                let value = self.draw_in(sid, values, domain) as i64;
                 Cur::Index {
                     ix: index,
                     table,
@@ -600,7 +603,9 @@ impl Instance {
                     purpose: Purpose::Count { value },
                 }
             }
-            Step::Update { table, access, .. } => {
+            Step::Update {
+                table, ref access, ..
+            } => {
                 let s = &mut self.sessions[sid as usize];
                 let key = s
                     .update_keys
@@ -608,7 +613,7 @@ impl Instance {
                     .find(|(tb, _)| *tb == table)
                     .and_then(|(_, v)| v.pop())
                     .unwrap_or(1);
-                match access {
+                match *access {
                     Access::Index(ix) => Cur::Index {
                         ix,
                         table,
