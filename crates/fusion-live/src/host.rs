@@ -25,9 +25,10 @@ use crate::deadline::{DeadlineTimer, absolute};
 
 /// What reaches the instance from outside.
 pub enum Input {
-    /// A message from a peer (already decoded and checked), and when this
-    /// process received it from the network.
-    Envelope(Envelope, Nanos),
+    /// A message from a peer (already decoded and checked), when its last
+    /// bytes reached this host's socket (the kernel's receive timestamp),
+    /// and when this process read them.
+    Envelope(Envelope, Nanos, Nanos),
     /// A store request finished (or failed: the message says how).
     IoDone {
         id: u64,
@@ -174,14 +175,17 @@ struct Host<O: Outputs> {
     io_in_flight: usize,
     transfers: TransferClock,
     lag_reported: bool,
-    /// Messages were sent since the last flush.
-    unflushed: bool,
+    /// When the oldest message not yet written was sent.
+    unflushed_since: Option<Nanos>,
 }
 
 /// Inputs handled in a row before the host lets the network tasks run.
 const INPUT_BATCH: usize = 64;
 /// Real time the host spends on due steps before it lets the network run.
 const TURN: Nanos = 200_000;
+/// The longest a sent message waits in its link's buffer for more to join
+/// it in one write, while the host runs a long turn.
+const FLUSH_WITHIN: Nanos = 30_000;
 /// How far behind real time a host may fall before it says so.
 const MAX_LAG: Nanos = 2_000_000_000;
 /// A deadline this close is waited for by yielding to the network tasks
@@ -213,7 +217,7 @@ pub fn spawn<O: Outputs>(
         io_in_flight: 0,
         transfers: TransferClock::new(),
         lag_reported: false,
-        unflushed: false,
+        unflushed_since: None,
     };
     host.drain();
     Ok(tokio::spawn(async move { host.run(rx, timer).await }))
@@ -288,19 +292,23 @@ impl<O: Outputs> Host<O> {
         let start = self.clock.now();
         let mut now = start;
         // The first message of a turn leaves at once (a lone answer should
-        // not wait for unrelated steps); the rest go in one write at the end.
-        let mut first = !self.unflushed;
+        // not wait for unrelated steps); later ones are written together,
+        // but none waits longer than FLUSH_WITHIN (that wait would count
+        // as wire time in the latency decomposition).
+        let mut first = self.unflushed_since.is_none();
         while let Some(at) = self.inst.next_deadline() {
             if at > now {
                 return;
             }
             self.inst.handle_timeout(at);
             self.drain();
-            if first && self.unflushed {
+            now = self.clock.now();
+            if let Some(since) = self.unflushed_since
+                && (first || now.saturating_sub(since) >= FLUSH_WITHIN)
+            {
                 first = false;
                 self.flush();
             }
-            now = self.clock.now();
             if now.saturating_sub(start) >= TURN {
                 let lag = now.saturating_sub(at);
                 if lag > MAX_LAG && !self.lag_reported {
@@ -329,13 +337,16 @@ impl<O: Outputs> Host<O> {
     fn input(&mut self, input: Input) -> bool {
         let now = self.model_now();
         match input {
-            Input::Envelope(mut env, arrived) => {
-                // The wire is the network, up to this process: the time the
-                // message then waited for this task to run is the receiving
-                // host's, not the interconnect's. Shifting the send time by
-                // it keeps it out of the wire share of the latency
-                // decomposition (it stays in the receive time).
-                self.transfers.arrived(self.inst.id, &env, arrived);
+            Input::Envelope(mut env, arrived, read) => {
+                // The benchmark's round trips end when the process has the
+                // block, as the raw ping-pong's do.
+                self.transfers.arrived(self.inst.id, &env, read);
+                // The wire is the network, up to this host's socket: the
+                // time the message then waited for this process to wake,
+                // read it and run this task is the receiving host's, not
+                // the interconnect's. Shifting the send time by it keeps it
+                // out of the wire share of the latency decomposition (it
+                // stays in the receive time).
                 env.sent_at = env
                     .sent_at
                     .saturating_add(now.saturating_sub(arrived))
@@ -425,8 +436,7 @@ impl<O: Outputs> Host<O> {
 
     /// Put what was sent on the wire.
     fn flush(&mut self) {
-        if self.unflushed {
-            self.unflushed = false;
+        if self.unflushed_since.take().is_some() {
             self.out.flush();
         }
     }
@@ -435,9 +445,19 @@ impl<O: Outputs> Host<O> {
     fn drain(&mut self) {
         while let Some(a) = self.inst.poll_action() {
             match a {
-                fusion_core::msg::Action::Send(env) => {
-                    self.transfers.sent(self.inst.id, &env, self.clock.now());
-                    self.unflushed = true;
+                fusion_core::msg::Action::Send(mut env) => {
+                    let now = self.clock.now();
+                    // The model stamps a message with the step's due time;
+                    // this host ran the step when it could (a timer wakes
+                    // late, a busy turn delays it). That delay is this
+                    // process's, not the network's: the message leaves now,
+                    // and the latency decomposition keeps the delay out of
+                    // its wire share (as the receiving side does with its own).
+                    env.sent_at = env.sent_at.max(now);
+                    self.transfers.sent(self.inst.id, &env, now);
+                    if self.unflushed_since.is_none() {
+                        self.unflushed_since = Some(now);
+                    }
                     self.out.send(env)
                 }
                 fusion_core::msg::Action::Io { id, io } => {

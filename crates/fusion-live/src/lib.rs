@@ -11,6 +11,7 @@ pub mod host;
 pub mod links;
 pub mod process;
 pub mod runner;
+mod rx_stamp;
 
 /// Most instances a cluster may have (the wire protocol's limit).
 pub const MAX_INSTANCES: u32 = fusion_wire::MAX_INSTANCES;

@@ -31,8 +31,7 @@ use rand_core::{Rng, SeedableRng};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, mpsc};
-use tokio_stream::StreamExt;
-use tokio_util::codec::FramedRead;
+use tokio_util::codec::Decoder;
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
@@ -79,8 +78,12 @@ struct Shared {
     codec: Codec,
     /// The connection, once it is up.
     stream: OnceLock<Arc<TcpStream>>,
+    /// Messages the host sent since the last flush, encoded when it
+    /// flushes (so that they carry the time they really leave).
+    unsent: Mutex<Vec<Envelope>>,
     /// Encoded frames not yet written, in order.
     out: Mutex<BytesMut>,
+    clock: Clock,
     /// The writer task has bytes to push once the socket takes them again.
     wake: Notify,
     /// Envelopes in the delay line (before the connection is up, or while a
@@ -103,6 +106,7 @@ impl Shared {
         let Ok(mut out) = self.out.lock() else {
             return Ok(());
         };
+        self.encode_unsent(&mut out);
         while !out.is_empty() {
             match stream.try_write(&out) {
                 Ok(n) => out.advance(n),
@@ -116,10 +120,37 @@ impl Shared {
         Ok(())
     }
 
+    /// Encode the held messages into `out`, stamped with the time they
+    /// leave: a message waited here while its host ran other steps, and
+    /// that wait is the sender's, not the network's (it stays in the
+    /// receive time, outside the decomposition's wire share).
+    fn encode_unsent(&self, out: &mut BytesMut) {
+        if let Ok(mut unsent) = self.unsent.lock()
+            && !unsent.is_empty()
+        {
+            let now = self.clock.now();
+            for mut env in unsent.drain(..) {
+                env.sent_at = env.sent_at.max(now);
+                encode_frame(&envelope_frame(self.codec.encode_envelope(&env)), out);
+            }
+        }
+    }
+
+    /// Encode a message for the next write, after any held ones, with the
+    /// time it was sent (a fault's delay is wire time: it stays in).
     fn append(&self, env: &Envelope) {
         let frame = envelope_frame(self.codec.encode_envelope(env));
         if let Ok(mut out) = self.out.lock() {
+            self.encode_unsent(&mut out);
             encode_frame(&frame, &mut *out);
+        }
+        self.state.sent.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Keep a message for the next flush, which stamps and encodes it.
+    fn hold(&self, env: Envelope) {
+        if let Ok(mut unsent) = self.unsent.lock() {
+            unsent.push(env);
         }
         self.state.sent.fetch_add(1, Ordering::Relaxed);
     }
@@ -142,11 +173,13 @@ pub struct LinkReceiver {
 }
 
 /// A link's two ends, before it is connected.
-pub fn channel(codec: Codec) -> (LinkSender, LinkReceiver) {
+pub fn channel(codec: Codec, clock: Clock) -> (LinkSender, LinkReceiver) {
     let shared = Arc::new(Shared {
         codec,
         stream: OnceLock::new(),
+        unsent: Mutex::new(Vec::new()),
         out: Mutex::new(BytesMut::with_capacity(64 << 10)),
+        clock,
         wake: Notify::new(),
         queued: AtomicUsize::new(0),
         faulted: Arc::new(AtomicBool::new(false)),
@@ -178,7 +211,7 @@ impl LinkSender {
             if !s.state.up.load(Ordering::Relaxed) {
                 return false;
             }
-            s.append(&env);
+            s.hold(env);
             return true;
         }
         s.queued.fetch_add(1, Ordering::AcqRel);
@@ -515,21 +548,47 @@ impl InterconnectService {
         {
             return;
         }
-        // Keep the write half: dropping it would shut the connection down,
-        // which the peer's watcher takes for this instance going away.
-        let (r, _keep_open) = conn.into_split();
-        let mut frames = FramedRead::with_capacity(r, framing::frame_codec(), 64 << 10);
+        // When the kernel received what the process reads: without the
+        // timestamps (not Linux?) arrival is when the frame is read.
+        let stamps = crate::rx_stamp::enable(std::os::fd::AsFd::as_fd(&conn)).is_ok();
+        let mut codec = framing::frame_codec();
+        let mut buf = BytesMut::with_capacity(64 << 10);
+        let mut scratch = vec![0u8; 64 << 10];
+        // (at the socket, read by this process) of the last bytes read.
+        let mut times: (Nanos, Nanos) = (0, 0);
         let problem = loop {
-            let body = match frames.next().await {
-                Some(Ok(b)) => b,
-                // The peer went away: its own links report it, and ours to
-                // it fail on the next send.
-                None => return,
-                Some(Err(e)) => break format!("{me}: bad frame from {from}: {e}"),
+            let body = match codec.decode(&mut buf) {
+                Ok(Some(b)) => b,
+                Ok(None) => {
+                    // Nothing whole buffered: read more (the connection
+                    // ending here is the peer going away: its own links
+                    // report it, and ours to it fail on the next send).
+                    if conn.readable().await.is_err() {
+                        return;
+                    }
+                    let read = conn.try_io(tokio::io::Interest::READABLE, || {
+                        crate::rx_stamp::recv(std::os::fd::AsFd::as_fd(&conn), &mut scratch)
+                    });
+                    match read {
+                        Ok((0, _)) => return,
+                        Ok((n, stamp)) => {
+                            buf.extend_from_slice(&scratch[..n]);
+                            let now = wiring.clock.now();
+                            let at_socket = match stamp {
+                                Some(t) if stamps => now.saturating_sub(
+                                    crate::rx_stamp::realtime_ns().saturating_sub(t),
+                                ),
+                                _ => now,
+                            };
+                            times = (at_socket, now);
+                        }
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                        Err(_) => return,
+                    }
+                    continue;
+                }
+                Err(e) => break format!("{me}: bad frame from {from}: {e}"),
             };
-            // Off the network now: decoding is this process's work, as is
-            // any wait for the host (see `host::Input::Envelope`).
-            let arrived = wiring.clock.now();
             let env = match decode_frame(&body) {
                 Ok(pb::Frame {
                     kind: Some(frame::Kind::Envelope(e)),
@@ -546,7 +605,12 @@ impl InterconnectService {
                     if let Some(c) = wiring.received.get(from.idx()) {
                         c.fetch_add(1, Ordering::Relaxed);
                     }
-                    if wiring.host.send(Input::Envelope(env, arrived)).is_err() {
+                    let (at_socket, read) = times;
+                    if wiring
+                        .host
+                        .send(Input::Envelope(env, at_socket, read))
+                        .is_err()
+                    {
                         return; // the host was replaced or stopped
                     }
                 }

@@ -207,7 +207,7 @@ impl AdminService {
                 senders.push(None);
                 receivers.push(None);
             } else {
-                let (tx, rx) = links::channel(codec);
+                let (tx, rx) = links::channel(codec, clock);
                 senders.push(Some(tx));
                 receivers.push(Some(rx));
             }
