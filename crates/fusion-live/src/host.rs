@@ -177,6 +177,24 @@ struct Host<O: Outputs> {
     lag_reported: bool,
     /// When the oldest message not yet written was sent.
     unflushed_since: Option<Nanos>,
+    net: ModeledNetwork,
+    /// Messages that arrived before the scenario's network would have
+    /// delivered them, by (delivery time, arrival order).
+    held: std::collections::BTreeMap<(Nanos, u64), Envelope>,
+    held_seq: u64,
+    /// Per peer, the last delivery time given (a link never reorders).
+    last_release: Vec<Nanos>,
+}
+
+/// The scenario's interconnect (`[network]` latency and jitter), which the
+/// live cluster adds to the real one, as the store adds the scenario's disk
+/// latencies to its real I/O: a message is delivered no earlier than its
+/// send time plus the modeled latency and jitter. The link's rate is the
+/// real one (a bandwidth fault caps it on the sending side).
+pub struct ModeledNetwork {
+    pub latency: Nanos,
+    pub jitter: Nanos,
+    pub rng: rand_chacha::ChaCha8Rng,
 }
 
 /// Inputs handled in a row before the host lets the network tasks run.
@@ -201,6 +219,7 @@ pub fn spawn<O: Outputs>(
     clock: Clock,
     out: O,
     rx: UnboundedReceiver<Input>,
+    net: ModeledNetwork,
 ) -> std::io::Result<JoinHandle<()>> {
     let timer = DeadlineTimer::new()?;
     // Nothing runs before the runner starts the first phase (the peers may
@@ -218,6 +237,10 @@ pub fn spawn<O: Outputs>(
         transfers: TransferClock::new(),
         lag_reported: false,
         unflushed_since: None,
+        net,
+        held: std::collections::BTreeMap::new(),
+        held_seq: 0,
+        last_release: Vec::new(),
     };
     host.drain();
     Ok(tokio::spawn(async move { host.run(rx, timer).await }))
@@ -241,7 +264,7 @@ impl<O: Outputs> Host<O> {
             self.catch_up();
             // One write per link for everything this turn sent.
             self.flush();
-            match self.inst.next_deadline() {
+            match self.next_due() {
                 // More is due already (the host is behind, or more input
                 // waits) or due in a moment: let the network tasks run
                 // first, then go on.
@@ -296,11 +319,18 @@ impl<O: Outputs> Host<O> {
         // but none waits longer than FLUSH_WITHIN (that wait would count
         // as wire time in the latency decomposition).
         let mut first = self.unflushed_since.is_none();
-        while let Some(at) = self.inst.next_deadline() {
+        while let Some(at) = self.next_due() {
             if at > now {
                 return;
             }
-            self.inst.handle_timeout(at);
+            match self.held.first_key_value() {
+                Some((&(due, _), _)) if due == at => {
+                    if let Some((_, env)) = self.held.pop_first() {
+                        self.inst.handle_message(at, env);
+                    }
+                }
+                _ => self.inst.handle_timeout(at),
+            }
             self.drain();
             now = self.clock.now();
             if let Some(since) = self.unflushed_since
@@ -330,7 +360,17 @@ impl<O: Outputs> Host<O> {
     /// when the host is behind (time never runs past work not yet done).
     fn model_now(&self) -> Nanos {
         let now = self.clock.now();
-        self.inst.next_deadline().map_or(now, |at| at.min(now))
+        self.next_due().map_or(now, |at| at.min(now))
+    }
+
+    /// The earliest of the instance's next deadline and the next held
+    /// message's delivery.
+    fn next_due(&self) -> Option<Nanos> {
+        let held = self.held.keys().next().map(|&(at, _)| at);
+        match (self.inst.next_deadline(), held) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// Handle one input; false when the host must stop.
@@ -351,7 +391,11 @@ impl<O: Outputs> Host<O> {
                     .sent_at
                     .saturating_add(now.saturating_sub(arrived))
                     .min(now);
-                self.inst.handle_message(now, env)
+                if self.net.latency == 0 && self.net.jitter == 0 {
+                    self.inst.handle_message(now, env)
+                } else {
+                    self.hold(env);
+                }
             }
             Input::IoDone { id, result } => {
                 self.io_in_flight = self.io_in_flight.saturating_sub(1);
@@ -368,6 +412,25 @@ impl<O: Outputs> Host<O> {
         }
         self.drain();
         true
+    }
+
+    /// Keep a message until the scenario's network would deliver it (its
+    /// modeled latency and jitter after it was sent, in the peer's order).
+    fn hold(&mut self, env: Envelope) {
+        use rand_core::Rng;
+        let jitter = if self.net.jitter > 0 {
+            self.net.rng.next_u64() % (self.net.jitter + 1)
+        } else {
+            0
+        };
+        let peer = env.from.idx();
+        if self.last_release.len() <= peer {
+            self.last_release.resize(peer + 1, 0);
+        }
+        let release = (env.sent_at + self.net.latency + jitter).max(self.last_release[peer]);
+        self.last_release[peer] = release;
+        self.held_seq += 1;
+        self.held.insert((release, self.held_seq), env);
     }
 
     fn problem(&mut self, p: String) {

@@ -11,6 +11,7 @@ use fusion_core::msg::{Envelope, Io};
 use fusion_core::types::InstId;
 use fusion_scenario::{Fault, Scenario};
 use fusion_wire::Codec;
+use rand_core::SeedableRng;
 use tokio::net::TcpListener;
 use tokio::sync::{Notify, oneshot};
 use tokio_stream::wrappers::TcpListenerStream;
@@ -219,7 +220,14 @@ impl AdminService {
             host: host_tx.clone(),
             rt: tokio::runtime::Handle::current(),
         };
-        let task = host::spawn(Instance::new(cfg), clock, outputs, host_rx)
+        let net = host::ModeledNetwork {
+            latency: scenario.network.latency,
+            jitter: scenario.network.jitter,
+            rng: rand_chacha::ChaCha8Rng::seed_from_u64(
+                r.seed ^ 0x6e65_7477_6f72_6b00 ^ me.idx() as u64,
+            ),
+        };
+        let task = host::spawn(Instance::new(cfg), clock, outputs, host_rx, net)
             .map_err(|e| format!("{me}: could not start the instance host: {e}"))?;
         let received: Arc<Vec<AtomicU64>> = Arc::new((0..n).map(|_| AtomicU64::new(0)).collect());
         if let Ok(mut w) = self.0.wiring.lock() {

@@ -115,6 +115,15 @@ fn three_instances_keep_data_correct_and_agree_on_transfers() {
         let s = &p.instance(id).expect("instance").stats;
         s.get(Stat::DecompCrWire) as f64 / 1e6 / s.get(Stat::GcCrBlocksReceived).max(1) as f64
     };
+    // The scenario's own interconnect (the default 50 us one way, 10 us of
+    // jitter) is added to the real loopback: no block arrives sooner.
+    for id in 1..=3u8 {
+        let w = wire_ms(&v.phases[0], id);
+        assert!(
+            (0.05..1.0).contains(&w),
+            "inst{id} cr wire {w:.3} ms with the scenario's 50 us latency"
+        );
+    }
     // Every block inst1 receives crossed a slowed link; inst2 and inst3
     // receive from inst1 (slowed) and from each other (not).
     assert!(
