@@ -48,6 +48,15 @@ fn up(dir: &Path, instances: u8) -> Cluster {
     )
 }
 
+/// `fusionlab status --cluster FILE`.
+fn status(file: &Path) -> std::process::Output {
+    Command::new(EXE)
+        .args(["status", "--cluster"])
+        .arg(file)
+        .output()
+        .expect("runs")
+}
+
 fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -282,11 +291,7 @@ fn up_status_down_from_the_command_line() {
         "{text}"
     );
 
-    let st = Command::new(EXE)
-        .args(["status", "--cluster"])
-        .arg(&file)
-        .output()
-        .expect("runs");
+    let st = status(&file);
     let text = String::from_utf8_lossy(&st.stdout);
     assert!(st.status.success(), "{text}");
     assert!(
@@ -325,11 +330,7 @@ fn up_status_down_from_the_command_line() {
 
     // Status of a cluster that is gone says so.
     std::fs::write(&file, toml::to_string(&c.0).expect("toml")).expect("write");
-    let st = Command::new(EXE)
-        .args(["status", "--cluster"])
-        .arg(&file)
-        .output()
-        .expect("runs");
+    let st = status(&file);
     assert_eq!(st.status.code(), Some(4));
     assert!(String::from_utf8_lossy(&st.stdout).contains("NO"));
 }
@@ -511,11 +512,7 @@ fn the_interconnect_refuses_strangers_and_survives_garbage() {
     }
     assert_eq!(s.read(&mut b).expect("closed, not timed out"), 0);
 
-    let st = Command::new(EXE)
-        .args(["status", "--cluster"])
-        .arg(&file)
-        .output()
-        .expect("runs");
+    let st = status(&file);
     assert!(
         st.status.success(),
         "{}",
