@@ -391,12 +391,16 @@ impl Block {
     /// Drop the oldest undo of committed transactions beyond [`UNDO_KEEP`],
     /// and ITL entries nothing refers to any more.
     fn trim(&mut self) {
-        while self.undo.len() > UNDO_KEEP {
-            let xid = self.undo[0].xid;
-            let Some(c) = self.itl_state(xid) else { break };
-            self.undo.remove(0);
+        // Count first, then shift the rest down once.
+        let mut drop = 0;
+        while self.undo.len() - drop > UNDO_KEEP {
+            let Some(c) = self.itl_state(self.undo[drop].xid) else {
+                break;
+            };
             self.trimmed_scn = self.trimmed_scn.max(c);
+            drop += 1;
         }
+        self.undo.drain(..drop);
         if self.itl.len() > 16 {
             self.trim_itl();
         }
@@ -405,6 +409,58 @@ impl Block {
     /// Drop ITL entries of committed transactions that neither the undo nor a
     /// lock in the body refers to any more.
     fn trim_itl(&mut self) {
+        if self.itl.len() > 64 {
+            return self.trim_itl_large();
+        }
+        // Only committed entries can go, so only they are indexed (by
+        // position); each reference marks the entry it keeps as a bit.
+        let mut committed = 0u64;
+        let mut index = XidIndex::default();
+        for (i, e) in self.itl.iter().enumerate() {
+            if e.commit.is_some() {
+                committed |= 1 << i;
+                // A repeated xid (never made here) takes the general path.
+                if !index.insert(e.xid, i as u8) {
+                    return self.trim_itl_large();
+                }
+            }
+        }
+        if committed == 0 {
+            return;
+        }
+        let mut marked = 0u64;
+        // Consecutive undo records mostly share a transaction: look each run up once.
+        let mut last = None;
+        for u in &self.undo {
+            if last != Some(u.xid) {
+                last = Some(u.xid);
+                marked |= index.bit(u.xid);
+            }
+        }
+        if marked == committed {
+            return;
+        }
+        match &self.body {
+            Body::Table { rows } => rows
+                .iter()
+                .flatten()
+                .for_each(|r| marked |= index.bit(r.lock)),
+            Body::Leaf { entries, .. } => entries.iter().for_each(|e| marked |= index.bit(e.lock)),
+            Body::Bitmap { pieces, .. } => pieces.iter().for_each(|p| marked |= index.bit(p.lock)),
+            _ => {}
+        }
+        // Usually one entry or none goes: remove them one by one, the last first.
+        let mut doomed = committed & !marked;
+        while doomed != 0 {
+            let i = 63 - doomed.leading_zeros() as usize;
+            doomed &= !(1 << i);
+            let e = self.itl.remove(i);
+            self.trimmed_scn = self.trimmed_scn.max(e.commit.unwrap_or(0));
+        }
+    }
+
+    /// [`Block::trim_itl`] for an ITL too long for its position bits.
+    fn trim_itl_large(&mut self) {
         // Only committed entries can go: nothing to collect if there are none.
         if self.itl.iter().all(|e| e.commit.is_none()) {
             return;
@@ -662,6 +718,67 @@ fn search_entries(entries: &[LeafEntry], key: u64) -> Result<usize, usize> {
     match entries[lo..=hi].binary_search_by_key(&key, |e| e.key) {
         Ok(i) => Ok(lo + i),
         Err(i) => Err(lo + i),
+    }
+}
+
+/// ITL positions (up to 64) by transaction id, for [`Block::trim_itl`]:
+/// an open-addressing table of 128 slots, at most half full.
+struct XidIndex {
+    /// Zero marks an empty slot; `Xid::NONE`'s position is `none`.
+    keys: [u64; 128],
+    pos: [u8; 128],
+    none: Option<u8>,
+}
+
+impl Default for XidIndex {
+    fn default() -> XidIndex {
+        XidIndex {
+            keys: [0; 128],
+            pos: [0; 128],
+            none: None,
+        }
+    }
+}
+
+impl XidIndex {
+    fn home(x: u64) -> usize {
+        (x.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 57) as usize
+    }
+
+    /// Index `x` at `pos`; false if it is there already.
+    fn insert(&mut self, x: Xid, pos: u8) -> bool {
+        let x = x.0;
+        if x == 0 {
+            return self.none.replace(pos).is_none();
+        }
+        let mut i = Self::home(x);
+        loop {
+            match self.keys[i] {
+                0 => {
+                    self.keys[i] = x;
+                    self.pos[i] = pos;
+                    return true;
+                }
+                k if k == x => return false,
+                _ => i = (i + 1) % 128,
+            }
+        }
+    }
+
+    /// The position of `x` as a bit (0 if not indexed).
+    fn bit(&self, x: Xid) -> u64 {
+        let x = x.0;
+        if x == 0 {
+            return self.none.map_or(0, |p| 1 << p);
+        }
+        let mut i = Self::home(x);
+        loop {
+            match self.keys[i] {
+                k if k == x => return 1 << self.pos[i],
+                0 => return 0,
+                _ => i = (i + 1) % 128,
+            }
+        }
     }
 }
 
@@ -950,7 +1067,12 @@ mod tests {
             let mut b = table(&[(1, 1); 20]);
             b.itl = (0..n_itl)
                 .map(|i| Itl {
-                    xid: x(1 + next(150)),
+                    // Repeated xids and `Xid::NONE` too.
+                    xid: if next(10) == 0 {
+                        Xid::NONE
+                    } else {
+                        x(1 + next(150))
+                    },
                     commit: (next(4) != 0).then_some(i as u64),
                 })
                 .collect();
