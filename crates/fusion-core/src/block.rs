@@ -253,7 +253,7 @@ impl Block {
         let mut lo = self.trimmed_scn;
         let mut hi = horizon.max(snapshot);
         let mut private_to = None;
-        let mut invisible = XidSet::<64>::default();
+        let mut invisible = FewXids::default();
         for e in &self.itl {
             if e.xid == reader {
                 private_to = Some(reader);
@@ -291,6 +291,16 @@ impl Block {
             undo: Vec::new(),
             trimmed_scn: self.trimmed_scn,
         };
+        // Every change is visible (the common case): nothing to roll back.
+        if invisible.is_empty() {
+            return Ok(CrCopy {
+                image,
+                undo_applied: 0,
+                lo,
+                hi,
+                private_to,
+            });
+        }
         let mut applied = 0;
         // Rows (by slot) and entries (by key) whose newest change is visible.
         let mut settled_slots = SlotSet::default();
@@ -718,6 +728,50 @@ fn search_entries(entries: &[LeafEntry], key: u64) -> Result<usize, usize> {
     match entries[lo..=hi].binary_search_by_key(&key, |e| e.key) {
         Ok(i) => Ok(lo + i),
         Err(i) => Err(lo + i),
+    }
+}
+
+/// The transactions a CR build must hide: mostly none or a few, kept inline
+/// (no table to clear); beyond eight they move to an [`XidSet`].
+#[derive(Default)]
+struct FewXids {
+    len: usize,
+    few: [u64; 8],
+    many: Option<XidSet<64>>,
+}
+
+impl FewXids {
+    fn insert(&mut self, x: Xid) {
+        if let Some(m) = self.many.as_mut() {
+            m.insert(x);
+        } else if self.len < self.few.len() {
+            self.few[self.len] = x.0;
+            self.len += 1;
+        } else {
+            let mut m = XidSet::default();
+            self.few.iter().for_each(|&f| m.insert(Xid(f)));
+            m.insert(x);
+            self.many = Some(m);
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Ready the set for [`FewXids::contains`].
+    fn seal(&mut self) {
+        if let Some(m) = self.many.as_mut() {
+            m.seal();
+        }
+    }
+
+    /// Only valid after [`FewXids::seal`].
+    fn contains(&self, x: Xid) -> bool {
+        match &self.many {
+            Some(m) => m.contains(x),
+            None => self.few[..self.len].contains(&x.0),
+        }
     }
 }
 
