@@ -450,14 +450,19 @@ impl Block {
         if marked == committed {
             return;
         }
-        match &self.body {
-            Body::Table { rows } => rows
-                .iter()
-                .flatten()
-                .for_each(|r| marked |= index.bit(r.lock)),
-            Body::Leaf { entries, .. } => entries.iter().for_each(|e| marked |= index.bit(e.lock)),
-            Body::Bitmap { pieces, .. } => pieces.iter().for_each(|p| marked |= index.bit(p.lock)),
-            _ => {}
+        // Stop as soon as every committed entry is kept.
+        let mut mark = |lock: Xid| {
+            marked |= index.bit(lock);
+            marked != committed
+        };
+        let all_kept = match &self.body {
+            Body::Table { rows } => !rows.iter().flatten().all(|r| mark(r.lock)),
+            Body::Leaf { entries, .. } => !entries.iter().all(|e| mark(e.lock)),
+            Body::Bitmap { pieces, .. } => !pieces.iter().all(|p| mark(p.lock)),
+            _ => false,
+        };
+        if all_kept {
+            return;
         }
         // Usually one entry or none goes: remove them one by one, the last first.
         let mut doomed = committed & !marked;
