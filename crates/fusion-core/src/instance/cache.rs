@@ -220,35 +220,53 @@ impl Cache {
 
     /// Remove a buffer and return its contents.
     pub fn remove(&mut self, id: BufId) -> Buffer {
-        self.unlink(id);
-        let buf = match self.slots.get_mut(id as usize).and_then(|s| s.take()) {
+        self.detach(id);
+        match self.slots.get_mut(id as usize).and_then(|s| s.take()) {
             Some(b) => b,
             None => panic!("buffer {id} removed twice"),
+        }
+    }
+
+    /// Remove a buffer, dropping its contents where they are (a buffer is
+    /// large: not copied out only to be dropped).
+    fn discard(&mut self, id: BufId) {
+        self.detach(id);
+        if let Some(s) = self.slots.get_mut(id as usize) {
+            *s = None;
+        }
+    }
+
+    /// Take a buffer off the LRU list and its block's chain, and free its id
+    /// (the caller empties the slot).
+    fn detach(&mut self, id: BufId) {
+        self.unlink(id);
+        let (blk, chain, private) = {
+            let b = self.get(id);
+            (b.blk, b.chain, is_private(b.state))
         };
         // Unchain.
-        let head = &mut self.heads[buf.blk.idx()];
+        let head = &mut self.heads[blk.idx()];
         if *head == id {
-            *head = buf.chain;
+            *head = chain;
         } else {
             let mut at = *head;
             while at != NIL {
                 let next = self.slots[at as usize].as_ref().map_or(NIL, |b| b.chain);
                 if next == id {
                     if let Some(b) = self.slots[at as usize].as_mut() {
-                        b.chain = buf.chain;
+                        b.chain = chain;
                     }
                     break;
                 }
                 at = next;
             }
         }
-        if self.currents.get(buf.blk.idx()) == Some(&id) {
-            self.reindex_current(buf.blk);
+        if self.currents.get(blk.idx()) == Some(&id) {
+            self.reindex_current(blk);
         }
         self.free.push(id);
         self.used -= 1;
-        self.private_crs -= usize::from(is_private(buf.state));
-        buf
+        self.private_crs -= usize::from(private);
     }
 
     /// Mark a buffer most recently used.
@@ -279,8 +297,8 @@ impl Cache {
                     BufState::Pi => false,
                 };
             if ok {
-                let buf = self.remove(at);
-                let relinquish = buf.is_current().then_some((buf.blk, buf.state));
+                let relinquish = b.is_current().then_some((b.blk, b.state));
+                self.discard(at);
                 return (Victim::Free { relinquish }, inspected);
             }
             at = prev;
@@ -300,7 +318,7 @@ impl Cache {
             let next = b.chain;
             if matches!(b.state, BufState::Cr { .. }) {
                 if seen >= MAX_CR_PER_BLOCK - 1 && !b.pinned() {
-                    self.remove(at);
+                    self.discard(at);
                 }
                 seen += 1;
             }
@@ -317,7 +335,7 @@ impl Cache {
             let b = self.get(at);
             let next = b.chain;
             if doomed(at, b) {
-                self.remove(at);
+                self.discard(at);
                 removed += 1;
             }
             at = next;
@@ -347,7 +365,7 @@ impl Cache {
                         },
                     );
                 } else {
-                    self.remove(at);
+                    self.discard(at);
                 }
             }
             at = next;
