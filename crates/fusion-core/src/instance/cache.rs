@@ -48,10 +48,21 @@ pub struct Buffer {
     pub xpin: bool,
     /// LMS decided to ship it current; local changes wait (`gc buffer busy release`).
     pub leaving: bool,
-    prev: u32,
-    next: u32,
     chain: u32,
 }
+
+/// A buffer's neighbours on the LRU list, kept apart from the buffers so
+/// that moving one touches two plain words, not three whole buffers.
+#[derive(Clone, Copy, Debug)]
+struct Link {
+    prev: u32,
+    next: u32,
+}
+
+const UNLINKED: Link = Link {
+    prev: NIL,
+    next: NIL,
+};
 
 impl Buffer {
     pub fn is_current(&self) -> bool {
@@ -66,6 +77,8 @@ impl Buffer {
 #[derive(Clone, Debug)]
 pub struct Cache {
     slots: Vec<Option<Buffer>>,
+    /// The LRU links of each slot.
+    links: Vec<Link>,
     free: Vec<u32>,
     heads: Vec<u32>,
     /// Per block, its current (xcur or scur) buffer, so finding it does not
@@ -94,6 +107,7 @@ impl Cache {
     pub fn new(capacity: usize, total_blocks: u32) -> Cache {
         Cache {
             slots: Vec::new(),
+            links: Vec::new(),
             free: Vec::new(),
             heads: vec![NIL; total_blocks as usize],
             currents: vec![NIL; total_blocks as usize],
@@ -189,8 +203,6 @@ impl Cache {
             pins: 0,
             xpin: false,
             leaving: false,
-            prev: NIL,
-            next: NIL,
             chain,
         };
         let id = match self.free.pop() {
@@ -200,6 +212,7 @@ impl Cache {
             }
             None => {
                 self.slots.push(Some(buf));
+                self.links.push(UNLINKED);
                 (self.slots.len() - 1) as u32
             }
         };
@@ -286,7 +299,7 @@ impl Cache {
         while at != NIL && inspected < MAX_SCAN {
             inspected += 1;
             let b = self.get(at);
-            let prev = b.prev;
+            let prev = self.links[at as usize].prev;
             let ok = !b.pinned()
                 && !b.leaving
                 && !b.dirty
@@ -386,40 +399,35 @@ impl Cache {
         let mut at = self.lru_tail;
         while at != NIL && out.len() < n {
             out.push(at);
-            at = self.get(at).prev;
+            at = self.links[at as usize].prev;
         }
         out
     }
 
     fn unlink(&mut self, id: BufId) {
-        let (prev, next) = {
-            let b = self.get(id);
-            (b.prev, b.next)
-        };
+        debug_assert!(self.try_get(id).is_some(), "buffer {id} is not allocated");
+        let Link { prev, next } = self.links[id as usize];
         if prev != NIL {
-            self.get_mut(prev).next = next;
+            self.links[prev as usize].next = next;
         } else if self.lru_head == id {
             self.lru_head = next;
         }
         if next != NIL {
-            self.get_mut(next).prev = prev;
+            self.links[next as usize].prev = prev;
         } else if self.lru_tail == id {
             self.lru_tail = prev;
         }
-        let b = self.get_mut(id);
-        b.prev = NIL;
-        b.next = NIL;
+        self.links[id as usize] = UNLINKED;
     }
 
     fn link_head(&mut self, id: BufId) {
         let old = self.lru_head;
-        {
-            let b = self.get_mut(id);
-            b.prev = NIL;
-            b.next = old;
-        }
+        self.links[id as usize] = Link {
+            prev: NIL,
+            next: old,
+        };
         if old != NIL {
-            self.get_mut(old).prev = id;
+            self.links[old as usize].prev = id;
         } else {
             self.lru_tail = id;
         }
