@@ -410,7 +410,10 @@ impl Block {
             self.trimmed_scn = self.trimmed_scn.max(c);
             drop += 1;
         }
-        self.undo.drain(..drop);
+        // An empty drain still costs its drop: most records trim nothing.
+        if drop > 0 {
+            self.undo.drain(..drop);
+        }
         if self.itl.len() > 16 {
             self.trim_itl();
         }
