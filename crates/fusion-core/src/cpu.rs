@@ -151,11 +151,13 @@ impl Scheduler {
             queued_at: now,
             waited: 0,
         };
-        if let Some(&i) = self
+        if let Some(k) = self
             .reserved
             .iter()
-            .find(|&&i| self.cpus[i as usize].reserved_for == Some(proc))
+            .position(|&i| self.cpus[i as usize].reserved_for == Some(proc))
         {
+            // Taken back: nothing for `settle` to hand out here.
+            let i = self.reserved.swap_remove(k);
             self.run_on(i as usize, task, now);
             return;
         }
@@ -403,12 +405,17 @@ impl Scheduler {
         task.started_at.get_or_insert(now);
         self.idle.set(i, false);
         self.running_ts.set(i, task.class == SchedClass::TimeShare);
-        self.cpus[i] = Cpu {
-            task: Some(task),
+        let cpu = Cpu {
+            task: None,
             slice_start: now,
             reserved_for: None,
         };
-        self.schedule_due(i);
+        let at = self.event_time(&cpu, &task);
+        self.cpus[i] = Cpu {
+            task: Some(task),
+            ..cpu
+        };
+        self.set_due(i, at);
     }
 
     fn dispatch(&mut self, i: usize, now: Nanos) {
