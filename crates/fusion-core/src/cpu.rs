@@ -61,14 +61,16 @@ pub struct Scheduler {
     quantum: Nanos,
     /// CPU time used by all steps so far (`v$osstat` BUSY_TIME).
     pub busy: Nanos,
-    /// When each busy CPU's step ends or its slice expires, as (time, CPU,
-    /// generation), sorted latest first so the earliest is at the end: at
-    /// most a few dozen entries (one per CPU and the odd stale one), where a
-    /// sorted vector is cheaper than a heap. Entries whose generation is not
-    /// their CPU's current one are stale and skipped.
-    due: Vec<(Nanos, u32, u32)>,
-    /// Generation of each CPU's current task (bumped whenever it changes).
-    generation: Vec<u32>,
+    /// When each CPU's step ends or its slice expires (`Nanos::MAX` if idle).
+    due: Vec<Nanos>,
+    /// The earliest of `due` as (time, CPU), ties to the lowest CPU, or
+    /// [`NO_DUE`]. Kept up to date at once when an event moves earlier;
+    /// when the earliest one moves later, `next_stale` defers the scan of
+    /// `due` to when it is read (mostly once per finished step). While
+    /// stale, `next` is still no later than any event, so an event before
+    /// it is the earliest.
+    next: (Nanos, u32),
+    next_stale: bool,
     /// CPUs held for the process that just finished a step there.
     reserved: Vec<u32>,
     /// CPUs with no task and no reservation (a bit per CPU), so finding a
@@ -120,8 +122,9 @@ impl Scheduler {
             ts: VecDeque::new(),
             quantum: quantum.max(1),
             busy: 0,
-            due: Vec::new(),
-            generation: vec![0; n],
+            due: vec![Nanos::MAX; n],
+            next: NO_DUE,
+            next_stale: false,
             reserved: Vec::new(),
             idle: Bits::new(n, true),
             running_ts: Bits::new(n, false),
@@ -148,11 +151,13 @@ impl Scheduler {
             queued_at: now,
             waited: 0,
         };
-        if let Some(&i) = self
+        if let Some(k) = self
             .reserved
             .iter()
-            .find(|&&i| self.cpus[i as usize].reserved_for == Some(proc))
+            .position(|&i| self.cpus[i as usize].reserved_for == Some(proc))
         {
+            // Taken back: nothing for `settle` to hand out here.
+            let i = self.reserved.swap_remove(k);
             self.run_on(i as usize, task, now);
             return;
         }
@@ -180,13 +185,11 @@ impl Scheduler {
     /// a process now real-time preempts a time-sharing one if no CPU is free.
     fn reclassify_inner(&mut self, now: Nanos, class_of: impl Fn(ProcId) -> SchedClass) {
         // A class decides whether a time slice ends a step: every event time may move.
-        self.due.clear();
         for i in 0..self.cpus.len() {
             if let Some(t) = self.cpus[i].task.as_mut() {
                 t.class = class_of(t.proc);
+                self.schedule_due(i);
             }
-            self.generation[i] += 1;
-            self.schedule_due(i);
         }
         let mut all: Vec<Task> = self.rt.drain(..).chain(self.ts.drain(..)).collect();
         all.sort_by_key(|t| t.queued_at);
@@ -224,6 +227,9 @@ impl Scheduler {
         {
             self.take(i, now);
             self.dispatch(i, now);
+            if self.cpus[i].task.is_none() {
+                self.clear_due(i);
+            }
             return true;
         }
         let before = self.rt.len() + self.ts.len();
@@ -235,59 +241,85 @@ impl Scheduler {
     /// Ask for `demand` ns of CPU for `proc`.
     pub fn request(&mut self, now: Nanos, proc: ProcId, class: SchedClass, demand: Nanos) {
         self.request_inner(now, proc, class, demand);
-        self.recompute();
+        self.find_next();
     }
 
     /// Withdraw a process's step (a stopped CPU hog). Returns whether it was found.
     pub fn cancel(&mut self, now: Nanos, proc: ProcId) -> bool {
         let found = self.cancel_inner(now, proc);
-        self.recompute();
+        self.find_next();
         found
     }
 
     /// Advance to `now`: finish steps and rotate time slices. Finished steps are appended to `done`.
     pub fn advance(&mut self, now: Nanos, done: &mut Vec<StepDone>) {
         self.advance_inner(now, done);
-        self.recompute();
     }
 
     /// Hand CPUs freed by finished steps (and not taken back by their process)
     /// to waiting processes. Call after handling the steps [`Scheduler::advance`] returned.
     pub fn settle(&mut self, now: Nanos) {
         self.settle_inner(now);
-        self.recompute();
+        self.find_next();
     }
 
     /// Move processes to a new scheduling class (see `reclassify_inner`).
     pub fn reclassify(&mut self, now: Nanos, class_of: impl Fn(ProcId) -> SchedClass) {
         self.reclassify_inner(now, class_of);
-        self.recompute();
+        self.find_next();
     }
 
     /// When the next step ends or a time slice expires.
     pub fn next_event(&self) -> Option<Nanos> {
-        self.due.last().map(|(t, _, _)| *t)
-    }
-
-    /// Drop stale entries from the top of `due`, so `next_event` is exact.
-    fn recompute(&mut self) {
-        while let Some(&(_, cpu, generation)) = self.due.last() {
-            if self.generation[cpu as usize] == generation && self.cpus[cpu as usize].task.is_some()
-            {
-                break;
-            }
-            self.due.pop();
-        }
+        (self.next.1 != NO_DUE.1).then_some(self.next.0)
     }
 
     /// Record when CPU `i`'s current task next needs attention.
     fn schedule_due(&mut self, i: usize) {
         if let Some(t) = self.cpus[i].task.as_ref() {
             let at = self.event_time(&self.cpus[i], t);
-            let key = (at, i as u32, self.generation[i]);
-            let pos = self.due.partition_point(|e| *e > key);
-            self.due.insert(pos, key);
+            self.set_due(i, at);
         }
+    }
+
+    /// CPU `i`'s next event is now at `at`.
+    fn set_due(&mut self, i: usize, at: Nanos) {
+        self.due[i] = at;
+        if (at, i as u32) < self.next {
+            self.next = (at, i as u32);
+            self.next_stale = false;
+        } else if self.next.1 == i as u32 {
+            self.next_stale = true;
+        }
+    }
+
+    /// CPU `i` has no event any more.
+    fn clear_due(&mut self, i: usize) {
+        self.due[i] = Nanos::MAX;
+        if self.next.1 == i as u32 {
+            self.next_stale = true;
+        }
+    }
+
+    /// Make `next` exact again after the earliest event moved later.
+    fn find_next(&mut self) {
+        if !self.next_stale {
+            return;
+        }
+        self.next_stale = false;
+        let mut next = NO_DUE;
+        for (i, &at) in self.due.iter().enumerate() {
+            if at < next.0 {
+                next = (at, i as u32);
+            }
+        }
+        if next == NO_DUE {
+            // Only idle CPUs, or steps due at `Nanos::MAX` (which `due` cannot tell apart).
+            if let Some(i) = self.cpus.iter().position(|c| c.task.is_some()) {
+                next = (Nanos::MAX, i as u32);
+            }
+        }
+        self.next = next;
     }
 
     fn event_time(&self, cpu: &Cpu, task: &Task) -> Nanos {
@@ -301,14 +333,11 @@ impl Scheduler {
     /// Advance to `now`: finish steps and rotate time slices. Finished steps are appended to `done`.
     fn advance_inner(&mut self, now: Nanos, done: &mut Vec<StepDone>) {
         loop {
-            self.recompute();
-            let Some(&(at, cpu, _)) = self.due.last() else {
-                return;
-            };
-            if at > now {
+            self.find_next();
+            let (at, cpu) = self.next;
+            if at > now || cpu == NO_DUE.1 {
                 return;
             }
-            self.due.pop();
             let i = cpu as usize;
             let mut task = self.take(i, at);
             if task.remaining == 0 {
@@ -319,6 +348,7 @@ impl Scheduler {
                     done_at: at,
                     waited: task.waited,
                 });
+                self.clear_due(i);
                 self.cpus[i].reserved_for = Some(task.proc);
                 self.idle.set(i, false);
                 self.reserved.push(i as u32);
@@ -354,10 +384,11 @@ impl Scheduler {
         self.reserved = held;
     }
 
+    /// Take CPU `i`'s task off it. Its `due` entry is left to the caller,
+    /// which mostly puts another task there at once.
     fn take(&mut self, i: usize, now: Nanos) -> Task {
         let cpu = &mut self.cpus[i];
         let mut task = cpu.task.take().unwrap_or_else(unreachable_task);
-        self.generation[i] += 1;
         let cpu = &mut self.cpus[i];
         let ran = now.saturating_sub(cpu.slice_start).min(task.remaining);
         task.remaining -= ran;
@@ -374,13 +405,17 @@ impl Scheduler {
         task.started_at.get_or_insert(now);
         self.idle.set(i, false);
         self.running_ts.set(i, task.class == SchedClass::TimeShare);
-        self.cpus[i] = Cpu {
-            task: Some(task),
+        let cpu = Cpu {
+            task: None,
             slice_start: now,
             reserved_for: None,
         };
-        self.generation[i] += 1;
-        self.schedule_due(i);
+        let at = self.event_time(&cpu, &task);
+        self.cpus[i] = Cpu {
+            task: Some(task),
+            ..cpu
+        };
+        self.set_due(i, at);
     }
 
     fn dispatch(&mut self, i: usize, now: Nanos) {
@@ -389,6 +424,10 @@ impl Scheduler {
         }
     }
 }
+
+/// `Scheduler::next` when no CPU is busy; even an event at `Nanos::MAX` sorts
+/// before it.
+const NO_DUE: (Nanos, u32) = (Nanos::MAX, u32::MAX);
 
 #[cold]
 fn unreachable_task() -> Task {
