@@ -186,8 +186,20 @@ impl Scheduler {
     fn reclassify_inner(&mut self, now: Nanos, class_of: impl Fn(ProcId) -> SchedClass) {
         // A class decides whether a time slice ends a step: every event time may move.
         for i in 0..self.cpus.len() {
-            if let Some(t) = self.cpus[i].task.as_mut() {
-                t.class = class_of(t.proc);
+            let Some(t) = self.cpus[i].task.as_mut() else {
+                continue;
+            };
+            t.class = class_of(t.proc);
+            let overdue = t.class == SchedClass::TimeShare
+                && self.cpus[i].slice_start.saturating_add(self.quantum) < now;
+            if overdue {
+                // A step that ran real-time past a whole slice becomes
+                // time-sharing now: its slice starts now, not in the past
+                // (an event before `now` would go back in time).
+                let mut t = self.take(i, now);
+                t.queued_at = now;
+                self.run_on(i, t, now);
+            } else {
                 self.schedule_due(i);
             }
         }
@@ -523,6 +535,30 @@ mod tests {
         let mut done = Vec::new();
         s.advance(13, &mut done);
         assert_eq!(done[0].proc, 2);
+    }
+
+    #[test]
+    fn a_long_real_time_step_made_time_sharing_gets_a_slice_from_now() {
+        // A real-time step has run 50 ns (five slices) when the class changes;
+        // another process queued since 40 must not be served "at 10".
+        let mut s = Scheduler::new(1, 10);
+        s.request(0, 1, SchedClass::RealTime, 100);
+        s.request(40, 2, SchedClass::TimeShare, 5);
+        s.reclassify(50, |_| SchedClass::TimeShare);
+        assert_eq!(
+            s.next_event(),
+            Some(60),
+            "the slice ends a quantum after the change"
+        );
+        let d = run_until(&mut s, 1_000);
+        let two = d.iter().find(|x| x.proc == 2).unwrap();
+        assert_eq!((two.started_at, two.waited), (60, 20));
+        let one = d.iter().find(|x| x.proc == 1).unwrap();
+        assert_eq!(
+            one.done_at, 105,
+            "100 ns of work plus the 5 ns it waited for 2"
+        );
+        assert_eq!(s.busy, 105);
     }
 
     #[test]
