@@ -73,8 +73,9 @@ pub(super) enum Purpose {
     Maintain,
 }
 
-/// Where the current execution is.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Where the current execution is. `Copy`: read on every step, so a copy is a
+/// plain move rather than a per-variant clone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Cur {
     /// Between executions.
     None,
@@ -369,82 +370,67 @@ impl Instance {
     /// Move a session forward until it has to wait for something.
     fn drive(&mut self, sid: u32) {
         loop {
-            if self.sessions[sid as usize].st != St::Ready {
+            let s = &self.sessions[sid as usize];
+            if s.st != St::Ready {
                 return;
             }
-            let cur = self.sessions[sid as usize].cur.clone();
-            match cur {
-                Cur::None => {
-                    if !self.next_execution(sid) {
-                        return;
-                    }
-                }
-                Cur::Index { blk, .. } => {
-                    if !self.visit(sid, blk, false) {
-                        return;
-                    }
-                }
+            // The common block visits stay here; the rest is out of line so
+            // this loop keeps a small frame and no hoisted set-up of rare paths.
+            let go_on = match s.cur {
+                Cur::Index { blk, .. } => self.visit(sid, blk, false),
                 Cur::Table { rowid, purpose, .. } => {
-                    if !self.visit(sid, rowid.blk, purpose == Purpose::Update) {
-                        return;
-                    }
+                    self.visit(sid, rowid.blk, purpose == Purpose::Update)
                 }
-                Cur::ScanHeader { table } => {
-                    let h = self.layout.tables[table].header;
-                    if !self.visit(sid, h, false) {
-                        return;
-                    }
-                }
-                Cur::Scan { next, .. } => {
-                    if !self.visit(sid, BlockAddr(next), false) {
-                        return;
-                    }
-                }
-                Cur::InsertRow { table, key } => match self.insert_blocks[table].0 {
-                    Some(blk) => {
-                        if !self.visit(sid, blk, true) {
-                            return;
-                        }
-                    }
-                    None => self.sessions[sid as usize].cur = Cur::InsertAlloc { table, key },
-                },
-                Cur::InsertAlloc { table, .. } => {
-                    let h = self.layout.tables[table].header;
-                    if !self.visit(sid, h, true) {
-                        return;
-                    }
-                }
-                Cur::InsertNew { table, key, blk } => {
-                    if !self.format_new(sid, table, key, blk) {
-                        return;
-                    }
-                }
+                Cur::Scan { next, .. } => self.visit(sid, BlockAddr(next), false),
                 Cur::IndexLeaf { blk, .. } | Cur::MaintLeaf { blk, .. } => {
-                    if !self.visit(sid, blk, true) {
-                        return;
-                    }
+                    self.visit(sid, blk, true)
                 }
-                Cur::Split { .. } => {
-                    if !self.split_step(sid) {
-                        return;
-                    }
-                }
-                Cur::Seq { seq, step, insert } => {
-                    if !self.seq_step(sid, seq, step, insert) {
-                        return;
-                    }
-                }
-                Cur::Px { qref } => {
-                    if !self.px_qc_step(sid, qref) {
-                        return;
-                    }
-                }
+                Cur::None => self.next_execution(sid),
+                cur => self.drive_other(sid, cur),
+            };
+            if !go_on {
+                return;
             }
+        }
+    }
+
+    /// The less common steps of [`Instance::drive`]; true when the session goes on at once.
+    #[inline(never)]
+    fn drive_other(&mut self, sid: u32, cur: Cur) -> bool {
+        match cur {
+            Cur::ScanHeader { table } => {
+                let h = self.layout.tables[table].header;
+                self.visit(sid, h, false)
+            }
+            Cur::InsertRow { table, key } => match self.insert_blocks[table].0 {
+                Some(blk) => self.visit(sid, blk, true),
+                None => {
+                    self.sessions[sid as usize].cur = Cur::InsertAlloc { table, key };
+                    true
+                }
+            },
+            Cur::InsertAlloc { table, .. } => {
+                let h = self.layout.tables[table].header;
+                self.visit(sid, h, true)
+            }
+            Cur::InsertNew { table, key, blk } => self.format_new(sid, table, key, blk),
+            Cur::Split { .. } => self.split_step(sid),
+            Cur::Seq { seq, step, insert } => self.seq_step(sid, seq, step, insert),
+            Cur::Px { qref } => self.px_qc_step(sid, qref),
+            // Handled in `drive`; the same here.
+            Cur::Index { blk, .. } => self.visit(sid, blk, false),
+            Cur::Scan { next, .. } => self.visit(sid, BlockAddr(next), false),
+            Cur::Table { rowid, purpose, .. } => {
+                self.visit(sid, rowid.blk, purpose == Purpose::Update)
+            }
+            Cur::IndexLeaf { blk, .. } | Cur::MaintLeaf { blk, .. } => self.visit(sid, blk, true),
+            Cur::None => self.next_execution(sid),
         }
     }
 
     /// Start the next execution, step or transaction. Returns false when the
     /// session now waits (CPU, think time, commit) or is idle.
+    #[inline(never)]
     fn next_execution(&mut self, sid: u32) -> bool {
         let w = self.sessions[sid as usize].workload;
         // A handle, not a copy: the spec is shared and never changes.
@@ -1402,7 +1388,7 @@ impl Instance {
     }
 
     fn visit_done(&mut self, sid: u32, buf: BufId) {
-        let cur = self.sessions[sid as usize].cur.clone();
+        let cur = self.sessions[sid as usize].cur;
         let current_mode = matches!(
             cur,
             Cur::Table {
