@@ -350,7 +350,16 @@ impl Instance {
         self.set_ready(sid);
     }
 
+    // Called after every event; most find nothing to run, so that check is inlined.
+    #[inline]
     pub(super) fn run_ready(&mut self) {
+        if self.ready.is_empty() && self.px.kick.is_empty() {
+            return;
+        }
+        self.run_ready_slow();
+    }
+
+    fn run_ready_slow(&mut self) {
         loop {
             while let Some(sid) = self.ready.pop_front() {
                 if self
@@ -807,38 +816,37 @@ impl Instance {
         let get = self.costs.consistent_get;
         // 1. The current buffer, as it is or rolled back here.
         if let Some(cur) = self.cache.current(blk) {
-            let (as_is, built) = {
-                let img = &self.cache.get(cur).image;
-                let lookup = self.lookup_with_hints(sid);
-                // A buffer another session is changing right now (exclusive
-                // pin) is not read in place: the change lands before our read
-                // would. A CR copy taken now is exact.
-                let in_change = self.cache.get(cur).xpin;
-                match img.visible_as_is(snapshot, reader, &lookup) {
-                    Ok(true) if in_change => (
-                        Ok(false),
-                        Some(img.build_cr(snapshot, reader, self.scn, &lookup)),
-                    ),
-                    Ok(false) => (
-                        Ok(false),
-                        Some(img.build_cr(snapshot, reader, self.scn, &lookup)),
-                    ),
-                    other => (other, None),
-                }
+            // A buffer another session is changing right now (exclusive
+            // pin) is not read in place: the change lands before our read
+            // would. A CR copy taken now is exact.
+            let as_is = {
+                let b = self.cache.get(cur);
+                b.image
+                    .visible_as_is(snapshot, reader, &self.lookup_with_hints(sid))
+                    .map(|v| v && !b.xpin)
             };
-            match (as_is, built) {
-                (Ok(true), _) => {
+            // The copy, when needed, goes straight to its use (not through a tuple).
+            return match as_is {
+                Ok(true) => {
                     self.cache.get_mut(cur).pins += 1;
-                    return Acq::Got {
+                    Acq::Got {
                         buf: cur,
                         extra: 0,
                         cpu: get,
-                    };
+                    }
                 }
-                (Ok(false), Some(built)) => return self.use_local_cr(sid, blk, built),
-                (Err(CrError::Unknown(xids)), _) => return self.look_up(sid, xids),
-                _ => return Acq::Restart,
-            }
+                Ok(false) => {
+                    let built = self.cache.get(cur).image.build_cr(
+                        snapshot,
+                        reader,
+                        self.scn,
+                        &self.lookup_with_hints(sid),
+                    );
+                    self.use_local_cr(sid, blk, built)
+                }
+                Err(CrError::Unknown(xids)) => self.look_up(sid, xids),
+                Err(CrError::SnapshotTooOld) => Acq::Restart,
+            };
         }
         // 2. A CR copy valid for this snapshot.
         // A transaction that changed this block sees only copies built for it:
