@@ -359,6 +359,7 @@ impl Instance {
         self.run_ready_slow();
     }
 
+    #[inline(never)]
     fn run_ready_slow(&mut self) {
         loop {
             while let Some(sid) = self.ready.pop_front() {
@@ -1015,6 +1016,11 @@ impl Instance {
 
     /// Something changed about `blk`: waiting sessions try again.
     pub(super) fn wake_block(&mut self, blk: BlockAddr) {
+        // Called on every unpin; usually nobody waits at all, and a miss
+        // would still hash and probe.
+        if self.block_waiters.is_empty() {
+            return;
+        }
         let Some(list) = self.block_waiters.remove(&blk) else {
             return;
         };
