@@ -421,8 +421,9 @@ impl EventStat {
 /// show at one moment. Reports work on the difference of two of these.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Stats {
-    values: Vec<u64>,
-    events: Vec<EventStat>,
+    // Fixed-size arrays: an index by the enum needs no bounds check.
+    values: Box<[u64; Stat::COUNT]>,
+    events: Box<[EventStat; Wait::COUNT]>,
     /// Per-statement figures (tkprof), in the instance's statement order.
     pub statements: Vec<crate::tkprof::StmtStat>,
     /// Parallel executions: QC and slave rows, statements, bytes per instance pair.
@@ -432,8 +433,8 @@ pub struct Stats {
 impl Default for Stats {
     fn default() -> Self {
         Stats {
-            values: vec![0; Stat::COUNT],
-            events: vec![EventStat::default(); Wait::COUNT],
+            values: Box::new([0; Stat::COUNT]),
+            events: Box::new(std::array::from_fn(|_| EventStat::default())),
             statements: Vec::new(),
             px: crate::px::PxView::default(),
         }
@@ -472,18 +473,12 @@ impl Stats {
     /// Activity between `earlier` and `self`.
     pub fn since(&self, earlier: &Stats) -> Stats {
         Stats {
-            values: self
-                .values
-                .iter()
-                .zip(&earlier.values)
-                .map(|(a, b)| a.saturating_sub(*b))
-                .collect(),
-            events: self
-                .events
-                .iter()
-                .zip(&earlier.events)
-                .map(|(a, b)| a.since(b))
-                .collect(),
+            values: Box::new(std::array::from_fn(|i| {
+                self.values[i].saturating_sub(earlier.values[i])
+            })),
+            events: Box::new(std::array::from_fn(|i| {
+                self.events[i].since(&earlier.events[i])
+            })),
             statements: self
                 .statements
                 .iter()
@@ -499,10 +494,10 @@ impl Stats {
     }
     /// Sum of several instances' counters (for cluster-wide figures).
     pub fn merge(&mut self, other: &Stats) {
-        for (a, b) in self.values.iter_mut().zip(&other.values) {
+        for (a, b) in self.values.iter_mut().zip(other.values.iter()) {
             *a += b;
         }
-        for (a, b) in self.events.iter_mut().zip(&other.events) {
+        for (a, b) in self.events.iter_mut().zip(other.events.iter()) {
             a.waits += b.waits;
             a.time_ns += b.time_ns;
             a.waits_fg += b.waits_fg;

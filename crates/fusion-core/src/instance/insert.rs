@@ -305,7 +305,7 @@ impl Instance {
             rowid,
             parent,
             node,
-        } = self.sessions[sid as usize].cur.clone()
+        } = self.sessions[sid as usize].cur
         else {
             return true;
         };
@@ -409,7 +409,7 @@ impl Instance {
     /// The split's CPU step is over: do it, then go on descending.
     pub(super) fn split_done(&mut self, sid: u32) {
         let pins = std::mem::take(&mut self.sessions[sid as usize].split_pins);
-        let cur = self.sessions[sid as usize].cur.clone();
+        let cur = self.sessions[sid as usize].cur;
         let next = match cur {
             Cur::Split {
                 ix,

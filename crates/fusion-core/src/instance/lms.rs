@@ -400,6 +400,10 @@ impl Instance {
 
     /// A local pin on `blk` was released: resume LMS jobs waiting for it.
     pub(super) fn unpinned(&mut self, blk: BlockAddr) {
+        // Called on every last unpin; usually no LMS job waits at all.
+        if self.pin_waiters.is_empty() {
+            return;
+        }
         let Some(list) = self.pin_waiters.remove(&blk) else {
             return;
         };

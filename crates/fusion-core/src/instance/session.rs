@@ -73,8 +73,9 @@ pub(super) enum Purpose {
     Maintain,
 }
 
-/// Where the current execution is.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Where the current execution is. `Copy`: read on every step, so a copy is a
+/// plain move rather than a per-variant clone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Cur {
     /// Between executions.
     None,
@@ -349,7 +350,17 @@ impl Instance {
         self.set_ready(sid);
     }
 
+    // Called after every event; most find nothing to run, so that check is inlined.
+    #[inline]
     pub(super) fn run_ready(&mut self) {
+        if self.ready.is_empty() && self.px.kick.is_empty() {
+            return;
+        }
+        self.run_ready_slow();
+    }
+
+    #[inline(never)]
+    fn run_ready_slow(&mut self) {
         loop {
             while let Some(sid) = self.ready.pop_front() {
                 if self
@@ -369,82 +380,67 @@ impl Instance {
     /// Move a session forward until it has to wait for something.
     fn drive(&mut self, sid: u32) {
         loop {
-            if self.sessions[sid as usize].st != St::Ready {
+            let s = &self.sessions[sid as usize];
+            if s.st != St::Ready {
                 return;
             }
-            let cur = self.sessions[sid as usize].cur.clone();
-            match cur {
-                Cur::None => {
-                    if !self.next_execution(sid) {
-                        return;
-                    }
-                }
-                Cur::Index { blk, .. } => {
-                    if !self.visit(sid, blk, false) {
-                        return;
-                    }
-                }
+            // The common block visits stay here; the rest is out of line so
+            // this loop keeps a small frame and no hoisted set-up of rare paths.
+            let go_on = match s.cur {
+                Cur::Index { blk, .. } => self.visit(sid, blk, false),
                 Cur::Table { rowid, purpose, .. } => {
-                    if !self.visit(sid, rowid.blk, purpose == Purpose::Update) {
-                        return;
-                    }
+                    self.visit(sid, rowid.blk, purpose == Purpose::Update)
                 }
-                Cur::ScanHeader { table } => {
-                    let h = self.layout.tables[table].header;
-                    if !self.visit(sid, h, false) {
-                        return;
-                    }
-                }
-                Cur::Scan { next, .. } => {
-                    if !self.visit(sid, BlockAddr(next), false) {
-                        return;
-                    }
-                }
-                Cur::InsertRow { table, key } => match self.insert_blocks[table].0 {
-                    Some(blk) => {
-                        if !self.visit(sid, blk, true) {
-                            return;
-                        }
-                    }
-                    None => self.sessions[sid as usize].cur = Cur::InsertAlloc { table, key },
-                },
-                Cur::InsertAlloc { table, .. } => {
-                    let h = self.layout.tables[table].header;
-                    if !self.visit(sid, h, true) {
-                        return;
-                    }
-                }
-                Cur::InsertNew { table, key, blk } => {
-                    if !self.format_new(sid, table, key, blk) {
-                        return;
-                    }
-                }
+                Cur::Scan { next, .. } => self.visit(sid, BlockAddr(next), false),
                 Cur::IndexLeaf { blk, .. } | Cur::MaintLeaf { blk, .. } => {
-                    if !self.visit(sid, blk, true) {
-                        return;
-                    }
+                    self.visit(sid, blk, true)
                 }
-                Cur::Split { .. } => {
-                    if !self.split_step(sid) {
-                        return;
-                    }
-                }
-                Cur::Seq { seq, step, insert } => {
-                    if !self.seq_step(sid, seq, step, insert) {
-                        return;
-                    }
-                }
-                Cur::Px { qref } => {
-                    if !self.px_qc_step(sid, qref) {
-                        return;
-                    }
-                }
+                Cur::None => self.next_execution(sid),
+                cur => self.drive_other(sid, cur),
+            };
+            if !go_on {
+                return;
             }
+        }
+    }
+
+    /// The less common steps of [`Instance::drive`]; true when the session goes on at once.
+    #[inline(never)]
+    fn drive_other(&mut self, sid: u32, cur: Cur) -> bool {
+        match cur {
+            Cur::ScanHeader { table } => {
+                let h = self.layout.tables[table].header;
+                self.visit(sid, h, false)
+            }
+            Cur::InsertRow { table, key } => match self.insert_blocks[table].0 {
+                Some(blk) => self.visit(sid, blk, true),
+                None => {
+                    self.sessions[sid as usize].cur = Cur::InsertAlloc { table, key };
+                    true
+                }
+            },
+            Cur::InsertAlloc { table, .. } => {
+                let h = self.layout.tables[table].header;
+                self.visit(sid, h, true)
+            }
+            Cur::InsertNew { table, key, blk } => self.format_new(sid, table, key, blk),
+            Cur::Split { .. } => self.split_step(sid),
+            Cur::Seq { seq, step, insert } => self.seq_step(sid, seq, step, insert),
+            Cur::Px { qref } => self.px_qc_step(sid, qref),
+            // Handled in `drive`; the same here.
+            Cur::Index { blk, .. } => self.visit(sid, blk, false),
+            Cur::Scan { next, .. } => self.visit(sid, BlockAddr(next), false),
+            Cur::Table { rowid, purpose, .. } => {
+                self.visit(sid, rowid.blk, purpose == Purpose::Update)
+            }
+            Cur::IndexLeaf { blk, .. } | Cur::MaintLeaf { blk, .. } => self.visit(sid, blk, true),
+            Cur::None => self.next_execution(sid),
         }
     }
 
     /// Start the next execution, step or transaction. Returns false when the
     /// session now waits (CPU, think time, commit) or is idle.
+    #[inline(never)]
     fn next_execution(&mut self, sid: u32) -> bool {
         let w = self.sessions[sid as usize].workload;
         // A handle, not a copy: the spec is shared and never changes.
@@ -821,38 +817,37 @@ impl Instance {
         let get = self.costs.consistent_get;
         // 1. The current buffer, as it is or rolled back here.
         if let Some(cur) = self.cache.current(blk) {
-            let (as_is, built) = {
-                let img = &self.cache.get(cur).image;
-                let lookup = self.lookup_with_hints(sid);
-                // A buffer another session is changing right now (exclusive
-                // pin) is not read in place: the change lands before our read
-                // would. A CR copy taken now is exact.
-                let in_change = self.cache.get(cur).xpin;
-                match img.visible_as_is(snapshot, reader, &lookup) {
-                    Ok(true) if in_change => (
-                        Ok(false),
-                        Some(img.build_cr(snapshot, reader, self.scn, &lookup)),
-                    ),
-                    Ok(false) => (
-                        Ok(false),
-                        Some(img.build_cr(snapshot, reader, self.scn, &lookup)),
-                    ),
-                    other => (other, None),
-                }
+            // A buffer another session is changing right now (exclusive
+            // pin) is not read in place: the change lands before our read
+            // would. A CR copy taken now is exact.
+            let as_is = {
+                let b = self.cache.get(cur);
+                b.image
+                    .visible_as_is(snapshot, reader, &self.lookup_with_hints(sid))
+                    .map(|v| v && !b.xpin)
             };
-            match (as_is, built) {
-                (Ok(true), _) => {
+            // The copy, when needed, goes straight to its use (not through a tuple).
+            return match as_is {
+                Ok(true) => {
                     self.cache.get_mut(cur).pins += 1;
-                    return Acq::Got {
+                    Acq::Got {
                         buf: cur,
                         extra: 0,
                         cpu: get,
-                    };
+                    }
                 }
-                (Ok(false), Some(built)) => return self.use_local_cr(sid, blk, built),
-                (Err(CrError::Unknown(xids)), _) => return self.look_up(sid, xids),
-                _ => return Acq::Restart,
-            }
+                Ok(false) => {
+                    let built = self.cache.get(cur).image.build_cr(
+                        snapshot,
+                        reader,
+                        self.scn,
+                        &self.lookup_with_hints(sid),
+                    );
+                    self.use_local_cr(sid, blk, built)
+                }
+                Err(CrError::Unknown(xids)) => self.look_up(sid, xids),
+                Err(CrError::SnapshotTooOld) => Acq::Restart,
+            };
         }
         // 2. A CR copy valid for this snapshot.
         // A transaction that changed this block sees only copies built for it:
@@ -1021,6 +1016,11 @@ impl Instance {
 
     /// Something changed about `blk`: waiting sessions try again.
     pub(super) fn wake_block(&mut self, blk: BlockAddr) {
+        // Called on every unpin; usually nobody waits at all, and a miss
+        // would still hash and probe.
+        if self.block_waiters.is_empty() {
+            return;
+        }
         let Some(list) = self.block_waiters.remove(&blk) else {
             return;
         };
@@ -1402,7 +1402,7 @@ impl Instance {
     }
 
     fn visit_done(&mut self, sid: u32, buf: BufId) {
-        let cur = self.sessions[sid as usize].cur.clone();
+        let cur = self.sessions[sid as usize].cur;
         let current_mode = matches!(
             cur,
             Cur::Table {
