@@ -1,10 +1,9 @@
 //! The deterministic simulator: every instance of a scenario in one process,
 //! on a virtual clock, with an in-memory interconnect and block store.
 //!
-//! Determinism: one event order by (time, sequence number) (kept in a near
-//! and a far heap, see `Sim::peek`), seeded ChaCha RNGs, no hash-map
-//! iteration and no wall clock. The same scenario and seed give the same
-//! result, bit for bit.
+//! Determinism: one event order by (time, sequence number) (see `Queue`),
+//! seeded ChaCha RNGs, no hash-map iteration and no wall clock. The same
+//! scenario and seed give the same result, bit for bit.
 
 pub mod checkers;
 mod index_check;
@@ -23,7 +22,7 @@ use fusion_scenario::{Fault, LoadedScenario, Scenario};
 
 pub use checkers::{CheckReport, Checker};
 
-/// Events further ahead than this when pushed go to the far heap.
+/// Events further ahead than this when pushed go to `Queue::far`.
 const FAR: Nanos = fusion_core::config::NS_PER_MS;
 use net::Network;
 use store::Store;
@@ -63,7 +62,7 @@ enum Ev {
     },
 }
 
-/// A queue entry in one integer, so the heaps compare one `u128`: the time in
+/// A queue entry in one integer, so the queue compares one `u128`: the time in
 /// the high word, then the sequence number, then what the event is (a slot,
 /// or [`WAKE`] and an instance). Sequence numbers are unique, so the order is
 /// exactly (time, sequence number).
@@ -295,8 +294,8 @@ impl Sim {
 
     /// Re-arm instance `i`'s timer. With `direct: Some(until)`, a wake-up that
     /// would be the very next event popped (strictly before everything in the
-    /// heap, and not past `until`) is returned instead of pushed: the caller
-    /// processes it at once, in exactly the order the heap would have given.
+    /// queue, and not past `until`) is returned instead of pushed: the caller
+    /// processes it at once, in exactly the order the queue would have given.
     fn rearm(&mut self, i: usize, direct: Option<Nanos>) -> Option<Nanos> {
         let d = self.instances[i].next_deadline()?;
         if self.armed[i].is_some_and(|a| d >= a) {
@@ -318,7 +317,7 @@ impl Sim {
         for i in 0..self.instances.len() {
             self.drain(i);
         }
-        // A wake-up that is due before anything in the heap skips the heap.
+        // A wake-up that is due before anything queued skips the queue.
         let mut direct: Option<(Nanos, usize)> = None;
         loop {
             let (at, payload) = match direct.take() {
