@@ -1,10 +1,9 @@
 //! The deterministic simulator: every instance of a scenario in one process,
 //! on a virtual clock, with an in-memory interconnect and block store.
 //!
-//! Determinism: one event order by (time, sequence number) (kept in a near
-//! and a far heap, see `Sim::peek`), seeded ChaCha RNGs, no hash-map
-//! iteration and no wall clock. The same scenario and seed give the same
-//! result, bit for bit.
+//! Determinism: one event order by (time, sequence number) (see `Queue`),
+//! seeded ChaCha RNGs, no hash-map iteration and no wall clock. The same
+//! scenario and seed give the same result, bit for bit.
 
 pub mod checkers;
 mod index_check;
@@ -23,7 +22,7 @@ use fusion_scenario::{Fault, LoadedScenario, Scenario};
 
 pub use checkers::{CheckReport, Checker};
 
-/// Events further ahead than this when pushed go to the far heap.
+/// Events further ahead than this when pushed go to `Queue::far`.
 const FAR: Nanos = fusion_core::config::NS_PER_MS;
 use net::Network;
 use store::Store;
@@ -52,6 +51,7 @@ pub struct SimOutcome {
     pub check: Option<CheckReport>,
 }
 
+/// An event with a payload, kept in a slot (wake-ups are in the key alone).
 enum Ev {
     Deliver(Envelope),
     Io {
@@ -60,21 +60,118 @@ enum Ev {
         result: IoResult,
         write: Option<Box<fusion_core::block::Block>>,
     },
-    Wake(u8),
+}
+
+/// A queue entry in one integer, so the queue compares one `u128`: the time in
+/// the high word, then the sequence number, then what the event is (a slot,
+/// or [`WAKE`] and an instance). Sequence numbers are unique, so the order is
+/// exactly (time, sequence number).
+type Key = u128;
+/// Bits of the low word below the sequence number.
+const SEQ_SHIFT: u32 = 24;
+/// Marks a wake-up; the instance is in the bits below.
+const WAKE: u64 = 1 << (SEQ_SHIFT - 1);
+const PAYLOAD: u64 = (1 << SEQ_SHIFT) - 1;
+
+fn key_time(k: Key) -> Nanos {
+    (k >> 64) as Nanos
+}
+
+/// The events not yet processed, ordered by (time, sequence number), in two
+/// parts: `near`, sorted latest first, for the near future, and the heap
+/// `far` for events more than [`FAR`] ahead when pushed (timer wake-ups,
+/// mostly stale ones). The next event is the earlier of `near`'s last and
+/// `far`'s top. A new near event is usually among the next few (a CPU step
+/// ending, a message landing), so it is inserted by a short walk from the
+/// end, and taking the next one is a `Vec::pop`: cheaper than a heap's
+/// sifts at these sizes (tens of events).
+#[derive(Default)]
+struct Queue {
+    near: Vec<Key>,
+    far: BinaryHeap<Reverse<Key>>,
+    slots: Vec<Option<Ev>>,
+    free: Vec<u32>,
+    seq: u64,
+}
+
+impl Queue {
+    fn push_key(&mut self, now: Nanos, at: Nanos, payload: u64) {
+        self.seq += 1;
+        let key = (Key::from(at) << 64) | Key::from((self.seq << SEQ_SHIFT) | payload);
+        if at > now.saturating_add(FAR) {
+            self.far.push(Reverse(key));
+            return;
+        }
+        let pos = self
+            .near
+            .iter()
+            .rposition(|&k| k > key)
+            .map_or(0, |p| p + 1);
+        self.near.insert(pos, key);
+    }
+
+    fn push(&mut self, now: Nanos, at: Nanos, ev: Ev) {
+        // A freed slot is always empty: writing it needs no drop of the old value.
+        let slot = match self.free.pop() {
+            Some(i) if self.slots.get(i as usize).is_some_and(Option::is_none) => {
+                self.slots[i as usize] = Some(ev);
+                u64::from(i)
+            }
+            _ => {
+                assert!(
+                    (self.slots.len() as u64) < WAKE,
+                    "too many events in flight"
+                );
+                self.slots.push(Some(ev));
+                (self.slots.len() - 1) as u64
+            }
+        };
+        self.push_key(now, at, slot);
+    }
+
+    fn push_wake(&mut self, now: Nanos, at: Nanos, inst: usize) {
+        self.push_key(now, at, WAKE | inst as u64);
+    }
+
+    /// The next event's key.
+    fn peek(&self) -> Option<Key> {
+        match (self.near.last(), self.far.peek()) {
+            (Some(&a), Some(&Reverse(b))) => Some(a.min(b)),
+            (Some(&a), None) => Some(a),
+            (None, b) => b.map(|&Reverse(b)| b),
+        }
+    }
+
+    /// Remove and return the next event's key if it is not after `until`.
+    fn pop_until(&mut self, until: Nanos) -> Option<Key> {
+        let (key, far) = match (self.near.last(), self.far.peek()) {
+            (Some(&a), Some(&Reverse(b))) => {
+                if a < b {
+                    (a, false)
+                } else {
+                    (b, true)
+                }
+            }
+            (Some(&a), None) => (a, false),
+            (None, Some(&Reverse(b))) => (b, true),
+            (None, None) => return None,
+        };
+        if key_time(key) > until {
+            return None;
+        }
+        if far {
+            self.far.pop();
+        } else {
+            self.near.pop();
+        }
+        Some(key)
+    }
 }
 
 /// The simulator of one scenario variant.
 pub struct Sim {
     now: Nanos,
-    /// Events, ordered by (time, sequence number), in two heaps: `heap` for
-    /// the near future and `far` for events more than [`FAR`] ahead when
-    /// pushed (timer wake-ups, mostly stale ones), so the busy heap stays
-    /// shallow. The next event is the smaller of the two tops.
-    heap: BinaryHeap<Reverse<(Nanos, u64, u32)>>,
-    far: BinaryHeap<Reverse<(Nanos, u64, u32)>>,
-    slots: Vec<Option<Ev>>,
-    free: Vec<u32>,
-    seq: u64,
+    queue: Queue,
     instances: Vec<Instance>,
     armed: Vec<Option<Nanos>>,
     net: Network,
@@ -118,11 +215,7 @@ impl Sim {
         }
         Sim {
             now: 0,
-            heap: BinaryHeap::new(),
-            far: BinaryHeap::new(),
-            slots: Vec::new(),
-            free: Vec::new(),
-            seq: 0,
+            queue: Queue::default(),
             instances,
             armed: vec![None; n as usize],
             net: Network::new(s.network.clone(), n, seed),
@@ -138,47 +231,6 @@ impl Sim {
         }
     }
 
-    fn push(&mut self, at: Nanos, ev: Ev) {
-        let slot = match self.free.pop() {
-            Some(i) => {
-                self.slots[i as usize] = Some(ev);
-                i
-            }
-            None => {
-                self.slots.push(Some(ev));
-                (self.slots.len() - 1) as u32
-            }
-        };
-        self.seq += 1;
-        let heap = if at > self.now.saturating_add(FAR) {
-            &mut self.far
-        } else {
-            &mut self.heap
-        };
-        heap.push(Reverse((at, self.seq, slot)));
-    }
-
-    /// The next event: (time, sequence number, slot).
-    fn peek(&self) -> Option<(Nanos, u64, u32)> {
-        match (self.heap.peek(), self.far.peek()) {
-            (Some(&Reverse(a)), Some(&Reverse(b))) => Some(a.min(b)),
-            (a, b) => a.or(b).map(|&Reverse(e)| e),
-        }
-    }
-
-    /// Remove the next event (the one [`Sim::peek`] returned).
-    fn pop(&mut self) {
-        let near_first = match (self.heap.peek(), self.far.peek()) {
-            (Some(a), Some(b)) => a >= b, // Reverse: greater is earlier
-            (a, _) => a.is_some(),
-        };
-        if near_first {
-            self.heap.pop();
-        } else {
-            self.far.pop();
-        }
-    }
-
     /// Perform what instance `i` asked for, then re-arm its timer.
     fn drain(&mut self, i: usize) {
         self.perform(i);
@@ -186,56 +238,64 @@ impl Sim {
     }
 
     /// Perform the actions instance `i` asked for.
+    // Inline: most events ask for nothing, and that check costs less than a call.
+    #[inline(always)]
     fn perform(&mut self, i: usize) {
-        while let Some(action) = self.instances[i].poll_action() {
-            match action {
-                Action::Send(env) => {
-                    let bytes = env
-                        .msg
-                        .wire_bytes(self.block_size, self.net.message_bytes());
-                    let at = self
-                        .net
-                        .arrival(self.now, env.from.idx(), env.to.idx(), bytes);
-                    self.push(at, Ev::Deliver(env));
-                }
-                Action::Io { id, io } => {
-                    let (at, result, write) = match io {
-                        Io::ReadBlock { blk } => {
-                            let (at, r) = self.store.read(self.now, i, blk);
-                            (at, r, None)
-                        }
-                        Io::ReadBlocks { first, count } => {
-                            let (at, r) = self.store.read_many(self.now, i, first, count);
-                            (at, r, None)
-                        }
-                        Io::WriteBlock { block } => (
-                            self.store.write(self.now, i),
-                            IoResult::Written,
-                            Some(block),
-                        ),
-                        Io::WriteRedo { records, bytes } => {
-                            let (at, r) = self.store.write_redo(self.now, i, records, bytes);
-                            (at, r, None)
-                        }
-                    };
-                    self.push(
-                        at,
-                        Ev::Io {
-                            inst: i as u8,
-                            id,
-                            result,
-                            write,
-                        },
-                    );
-                }
+        while let Some(action) = self.instances.get_mut(i).and_then(Instance::poll_action) {
+            self.perform_one(i, action);
+        }
+    }
+
+    #[inline(never)]
+    fn perform_one(&mut self, i: usize, action: Action) {
+        match action {
+            Action::Send(env) => {
+                let bytes = env
+                    .msg
+                    .wire_bytes(self.block_size, self.net.message_bytes());
+                let at = self
+                    .net
+                    .arrival(self.now, env.from.idx(), env.to.idx(), bytes);
+                self.queue.push(self.now, at, Ev::Deliver(env));
+            }
+            Action::Io { id, io } => {
+                let (at, result, write) = match io {
+                    Io::ReadBlock { blk } => {
+                        let (at, r) = self.store.read(self.now, i, blk);
+                        (at, r, None)
+                    }
+                    Io::ReadBlocks { first, count } => {
+                        let (at, r) = self.store.read_many(self.now, i, first, count);
+                        (at, r, None)
+                    }
+                    Io::WriteBlock { block } => (
+                        self.store.write(self.now, i),
+                        IoResult::Written,
+                        Some(block),
+                    ),
+                    Io::WriteRedo { records, bytes } => {
+                        let (at, r) = self.store.write_redo(self.now, i, records, bytes);
+                        (at, r, None)
+                    }
+                };
+                self.queue.push(
+                    self.now,
+                    at,
+                    Ev::Io {
+                        inst: i as u8,
+                        id,
+                        result,
+                        write,
+                    },
+                );
             }
         }
     }
 
     /// Re-arm instance `i`'s timer. With `direct: Some(until)`, a wake-up that
     /// would be the very next event popped (strictly before everything in the
-    /// heap, and not past `until`) is returned instead of pushed: the caller
-    /// processes it at once, in exactly the order the heap would have given.
+    /// queue, and not past `until`) is returned instead of pushed: the caller
+    /// processes it at once, in exactly the order the queue would have given.
     fn rearm(&mut self, i: usize, direct: Option<Nanos>) -> Option<Nanos> {
         let d = self.instances[i].next_deadline()?;
         if self.armed[i].is_some_and(|a| d >= a) {
@@ -244,11 +304,11 @@ impl Sim {
         self.armed[i] = Some(d);
         if let Some(until) = direct
             && d <= until
-            && self.peek().is_none_or(|(top, _, _)| d < top)
+            && self.queue.peek().is_none_or(|top| d < key_time(top))
         {
             return Some(d);
         }
-        self.push(d, Ev::Wake(i as u8));
+        self.queue.push_wake(self.now, d, i);
         None
     }
 
@@ -257,53 +317,51 @@ impl Sim {
         for i in 0..self.instances.len() {
             self.drain(i);
         }
-        // A wake-up that is due before anything in the heap skips the heap.
+        // A wake-up that is due before anything queued skips the queue.
         let mut direct: Option<(Nanos, usize)> = None;
         loop {
-            // The event is taken out of its slot only where it is handled, so
-            // a message is not copied through temporaries on the way.
-            let (at, slot) = match direct.take() {
-                Some((at, i)) => (at, Err(i)),
+            let (at, payload) = match direct.take() {
+                Some((at, i)) => (at, WAKE | i as u64),
                 None => {
-                    let Some((at, _, slot)) = self.peek() else {
+                    let Some(key) = self.queue.pop_until(until) else {
                         break;
                     };
-                    if at > until {
-                        break;
-                    }
-                    self.pop();
-                    if self.slots[slot as usize].is_none() {
-                        continue;
-                    }
-                    self.free.push(slot);
-                    (at, Ok(slot as usize))
+                    (key_time(key), key as u64 & PAYLOAD)
                 }
+            };
+            // The event is taken out of its slot only here, so a message is not
+            // copied through temporaries on the way.
+            let ev = if payload & WAKE != 0 {
+                None
+            } else {
+                let slot = payload as usize;
+                let Some(ev) = self.queue.slots.get_mut(slot).and_then(Option::take) else {
+                    continue;
+                };
+                self.queue.free.push(slot as u32);
+                Some(ev)
             };
             self.now = at;
             self.events += 1;
-            let i = match slot {
-                Err(i) => self.wake(at, i),
-                Ok(slot) => match self.slots[slot].take() {
-                    Some(Ev::Deliver(env)) => {
-                        let i = env.to.idx();
-                        self.instances[i].handle_message(at, env);
-                        i
+            let i = match ev {
+                None => self.wake(at, (payload & !WAKE) as usize),
+                Some(Ev::Deliver(env)) => {
+                    let i = env.to.idx();
+                    self.instances[i].handle_message(at, env);
+                    i
+                }
+                Some(Ev::Io {
+                    inst,
+                    id,
+                    result,
+                    write,
+                }) => {
+                    if let Some(block) = write {
+                        self.store.apply(*block);
                     }
-                    Some(Ev::Io {
-                        inst,
-                        id,
-                        result,
-                        write,
-                    }) => {
-                        if let Some(block) = write {
-                            self.store.apply(*block);
-                        }
-                        self.instances[inst as usize].handle_io(at, id, result);
-                        inst as usize
-                    }
-                    Some(Ev::Wake(inst)) => self.wake(at, inst as usize),
-                    None => continue,
-                },
+                    self.instances[inst as usize].handle_io(at, id, result);
+                    inst as usize
+                }
             };
             self.perform(i);
             if self.nextvals.is_some() || self.seq_order.is_some() {
@@ -449,6 +507,7 @@ impl Sim {
             self.run_until(step);
             let busy = self.instances.iter().any(|x| !x.sessions_at_rest());
             let on_wire = self
+                .queue
                 .slots
                 .iter()
                 .flatten()

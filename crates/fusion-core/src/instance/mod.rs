@@ -657,12 +657,15 @@ impl Instance {
             }
             self.now = self.now.max(next);
             if cpu_at == Some(next) {
-                let mut done = std::mem::take(&mut self.done);
-                self.sched.advance(next, &mut done);
-                for d in done.drain(..) {
+                self.sched.advance(next, &mut self.done);
+                // Read in place: handling a step never adds to `done` (only
+                // `Scheduler::advance` does), so no take-and-put-back.
+                let mut k = 0;
+                while let Some(&d) = self.done.get(k) {
+                    k += 1;
                     self.on_step_done(d);
                 }
-                self.done = done;
+                self.done.clear();
                 self.sched.settle(next);
             } else if let Some(Reverse((_, _, timer))) = self.timers.pop() {
                 self.on_timer(timer);
