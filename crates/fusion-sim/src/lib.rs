@@ -64,14 +64,21 @@ enum Ev {
 
 /// A queue entry in one integer, so the queue compares one `u128`: the time in
 /// the high word, then the sequence number, then what the event is (a slot,
-/// or [`WAKE`] and an instance). Sequence numbers are unique, so the order is
-/// exactly (time, sequence number).
+/// or [`WAKE`] and an instance). Sequence numbers are unique among queued
+/// events, so the order is exactly (time, sequence number).
 type Key = u128;
 /// Bits of the low word below the sequence number.
-const SEQ_SHIFT: u32 = 24;
+const SEQ_SHIFT: u32 = 32;
 /// Marks a wake-up; the instance is in the bits below.
 const WAKE: u64 = 1 << (SEQ_SHIFT - 1);
 const PAYLOAD: u64 = (1 << SEQ_SHIFT) - 1;
+/// The highest sequence number; past it the queued events are renumbered
+/// (see [`Queue::renumber`]), every few billion events.
+const SEQ_MAX: u64 = (1 << (64 - SEQ_SHIFT)) - 1;
+/// Near events kept in the sorted vector at most: a scenario with very many
+/// events in flight sends the rest to the heap instead of paying a long
+/// insertion each (the order is the same either way).
+const NEAR_MAX: usize = 512;
 
 fn key_time(k: Key) -> Nanos {
     (k >> 64) as Nanos
@@ -85,20 +92,37 @@ fn key_time(k: Key) -> Nanos {
 /// ending, a message landing), so it is inserted by a short walk from the
 /// end, and taking the next one is a `Vec::pop`: cheaper than a heap's
 /// sifts at these sizes (tens of events).
-#[derive(Default)]
 struct Queue {
     near: Vec<Key>,
     far: BinaryHeap<Reverse<Key>>,
     slots: Vec<Option<Ev>>,
     free: Vec<u32>,
     seq: u64,
+    /// [`SEQ_MAX`], lowered by tests to see renumbering happen.
+    seq_max: u64,
+}
+
+impl Default for Queue {
+    fn default() -> Queue {
+        Queue {
+            near: Vec::new(),
+            far: BinaryHeap::new(),
+            slots: Vec::new(),
+            free: Vec::new(),
+            seq: 0,
+            seq_max: SEQ_MAX,
+        }
+    }
 }
 
 impl Queue {
     fn push_key(&mut self, now: Nanos, at: Nanos, payload: u64) {
+        if self.seq >= self.seq_max {
+            self.renumber();
+        }
         self.seq += 1;
         let key = (Key::from(at) << 64) | Key::from((self.seq << SEQ_SHIFT) | payload);
-        if at > now.saturating_add(FAR) {
+        if at > now.saturating_add(FAR) || self.near.len() >= NEAR_MAX {
             self.far.push(Reverse(key));
             return;
         }
@@ -118,10 +142,8 @@ impl Queue {
                 u64::from(i)
             }
             _ => {
-                assert!(
-                    (self.slots.len() as u64) < WAKE,
-                    "too many events in flight"
-                );
+                // Slot numbers below WAKE: two billion events in flight would
+                // need hundreds of gigabytes first.
                 self.slots.push(Some(ev));
                 (self.slots.len() - 1) as u64
             }
@@ -131,6 +153,24 @@ impl Queue {
 
     fn push_wake(&mut self, now: Nanos, at: Nanos, inst: usize) {
         self.push_key(now, at, WAKE | inst as u64);
+    }
+
+    /// Give the queued events sequence numbers 1, 2, ... in their order, so
+    /// numbering can go on: only their relative order ever mattered, and
+    /// every later event still gets a higher number than all of them.
+    #[cold]
+    fn renumber(&mut self) {
+        let mut keys: Vec<Key> = self.near.drain(..).collect();
+        keys.extend(self.far.drain().map(|Reverse(k)| k));
+        keys.sort_unstable();
+        for (n, k) in keys.iter_mut().enumerate() {
+            let low = ((n as u64 + 1) << SEQ_SHIFT) | (*k as u64 & PAYLOAD);
+            *k = (*k >> 64 << 64) | Key::from(low);
+        }
+        // Which part holds an event does not change the order (the next
+        // event is the earlier of the two tops): all go to the heap.
+        self.far = keys.into_iter().map(Reverse).collect();
+        self.seq = self.far.len() as u64;
     }
 
     /// The next event's key.
@@ -626,4 +666,54 @@ pub fn run_scenario(loaded: &LoadedScenario, opts: &SimOptions) -> (RunResult, V
         verdicts,
     };
     (result, outcomes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Pop every event up to `until`, as (time, payload).
+    fn drain(q: &mut Queue, until: Nanos) -> Vec<(Nanos, u64)> {
+        std::iter::from_fn(|| q.pop_until(until))
+            .map(|k| (key_time(k), k as u64 & PAYLOAD))
+            .collect()
+    }
+
+    #[test]
+    fn events_come_out_by_time_then_push_order_across_renumbering_and_overflow() {
+        // Pseudo-random times, many ties, some far ahead; push in waves with
+        // pops in between. The expected order is (time, push order).
+        let mut q = Queue {
+            seq_max: 2_000,
+            ..Queue::default()
+        };
+        let mut expected: Vec<(Nanos, u64, u64)> = Vec::new();
+        let mut got = Vec::new();
+        let (mut x, mut now, mut order) = (7u64, 0, 0u64);
+        for wave in 0..50u64 {
+            // The first wave overflows the near vector.
+            let n = if wave == 0 {
+                NEAR_MAX as u64 + 100
+            } else {
+                64 + wave * 3
+            };
+            for _ in 0..n {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let at = now + (x >> 33) % 50 + if x % 7 == 0 { 2 * FAR } else { 0 };
+                let payload = order % WAKE;
+                q.push_key(now, at, payload);
+                expected.push((at, order, payload));
+                order += 1;
+            }
+            now += 20;
+            got.extend(drain(&mut q, now));
+        }
+        got.extend(drain(&mut q, Nanos::MAX));
+        assert!(order > 3 * q.seq_max, "numbering ran out and was renewed");
+        expected.sort();
+        let expected: Vec<(Nanos, u64)> = expected.into_iter().map(|(t, _, p)| (t, p)).collect();
+        assert_eq!(got, expected);
+    }
 }
