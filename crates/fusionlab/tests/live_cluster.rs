@@ -48,13 +48,23 @@ fn up(dir: &Path, instances: u8) -> Cluster {
     )
 }
 
+/// Run the `fusionlab` binary with these arguments.
+fn fusionlab<S: AsRef<std::ffi::OsStr>>(args: impl IntoIterator<Item = S>) -> std::process::Output {
+    Command::new(EXE).args(args).output().expect("runs")
+}
+
+/// The command succeeded; its stderr says why if not.
+fn assert_ok(out: &std::process::Output) {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// `fusionlab status --cluster FILE`.
 fn status(file: &Path) -> std::process::Output {
-    Command::new(EXE)
-        .args(["status", "--cluster"])
-        .arg(file)
-        .output()
-        .expect("runs")
+    fusionlab([Path::new("status"), Path::new("--cluster"), file])
 }
 
 fn rt() -> tokio::runtime::Runtime {
@@ -273,16 +283,9 @@ fn a_killed_instance_stops_the_run_with_its_name_and_the_store_keeps_acknowledge
 fn up_status_down_from_the_command_line() {
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path().join("c");
-    let out = Command::new(EXE)
-        .args(["up", "--instances", "2", "--dir"])
-        .arg(&d)
-        .output()
-        .expect("runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let up_args = ["up", "--instances", "2", "--dir"].map(Path::new);
+    let out = fusionlab(up_args.iter().copied().chain([d.as_path()]));
+    assert_ok(&out);
     let file = d.join("cluster.toml");
     let c = Cluster(ClusterFile::read(&file).expect("cluster file"));
     let text = String::from_utf8_lossy(&out.stdout);
@@ -300,24 +303,15 @@ fn up_status_down_from_the_command_line() {
     );
 
     // A second `up` on the same directory refuses.
-    let again = Command::new(EXE)
-        .args(["up", "--instances", "2", "--dir"])
-        .arg(&d)
-        .output()
-        .expect("runs");
+    let again = fusionlab(up_args.iter().copied().chain([d.as_path()]));
     assert_eq!(again.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&again.stderr).contains("already up"));
 
-    let down = Command::new(EXE)
-        .args(["down", "--cluster"])
-        .arg(&file)
-        .output()
-        .expect("runs");
-    assert!(
-        down.status.success(),
-        "{}",
-        String::from_utf8_lossy(&down.stderr)
-    );
+    assert_ok(&fusionlab([
+        Path::new("down"),
+        Path::new("--cluster"),
+        &file,
+    ]));
     let deadline = Instant::now() + Duration::from_secs(5);
     while c.0.instances.iter().any(|m| cluster::alive(m.pid)) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
@@ -464,18 +458,15 @@ fn the_interconnect_refuses_strangers_and_survives_garbage() {
     let c = up(&dir.path().join("c"), 3);
     let file = dir.path().join("cluster.toml");
     std::fs::write(&file, toml::to_string(&c.0).expect("toml")).expect("write");
-    let out = Command::new(EXE)
-        .args(["run", "--live", "--cluster"])
-        .arg(&file)
-        .args(["--set", "phase.run.duration_s=0.3"])
-        .arg(scenario_path())
-        .output()
-        .expect("runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&fusionlab([
+        Path::new("run"),
+        Path::new("--live"),
+        Path::new("--cluster"),
+        &file,
+        Path::new("--set"),
+        Path::new("phase.run.duration_s=0.3"),
+        &scenario_path(),
+    ]));
     let ic = &c.0.instances[0].interconnect;
     let refusal = |hello: pb::Hello| -> String {
         let mut s = std::net::TcpStream::connect(ic).expect("connects");
