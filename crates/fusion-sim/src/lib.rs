@@ -184,25 +184,12 @@ impl Queue {
 
     /// Remove and return the next event's key if it is not after `until`.
     fn pop_until(&mut self, until: Nanos) -> Option<Key> {
-        let (key, far) = match (self.near.last(), self.far.peek()) {
-            (Some(&a), Some(&Reverse(b))) => {
-                if a < b {
-                    (a, false)
-                } else {
-                    (b, true)
-                }
-            }
-            (Some(&a), None) => (a, false),
-            (None, Some(&Reverse(b))) => (b, true),
-            (None, None) => return None,
-        };
-        if key_time(key) > until {
-            return None;
-        }
-        if far {
-            self.far.pop();
-        } else {
+        let key = self.peek().filter(|&k| key_time(k) <= until)?;
+        // Keys are unique: the next one is on top of the part that holds it.
+        if self.near.last() == Some(&key) {
             self.near.pop();
+        } else {
+            self.far.pop();
         }
         Some(key)
     }
