@@ -67,6 +67,18 @@ fn status(file: &Path) -> std::process::Output {
     fusionlab([Path::new("status"), Path::new("--cluster"), file])
 }
 
+/// Held by the tests that read real timings and by the one that overloads
+/// a CPU on purpose, so that on a small machine the overload does not land
+/// in the middle of another test's measured phase (a fault applied late).
+static TIMING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn timing_lock() -> std::sync::MutexGuard<'static, ()> {
+    // A failed test must not fail the others through a poisoned lock.
+    TIMING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -77,6 +89,7 @@ fn rt() -> tokio::runtime::Runtime {
 
 #[test]
 fn three_instances_keep_data_correct_and_agree_on_transfers() {
+    let _timing = timing_lock();
     let dir = tempfile::tempdir().expect("tempdir");
     let c = up(dir.path(), 3);
     let text = std::fs::read_to_string(scenario_path()).expect("scenario");
@@ -353,6 +366,7 @@ fn run_live_from_the_command_line_prints_the_json_contract() {
 
 #[test]
 fn an_instance_that_cannot_keep_up_with_real_time_says_so() {
+    let _timing = timing_lock();
     let dir = tempfile::tempdir().expect("tempdir");
     let c = up(dir.path(), 2);
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/live/overload.toml");
