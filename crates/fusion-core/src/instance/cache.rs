@@ -385,6 +385,79 @@ impl Cache {
         }
     }
 
+    /// The current block leaves for another instance: a dirty one stays as
+    /// this cache's only past image (the image travels, the copy stays);
+    /// a clean one is dropped. Returns the image and whether a PI was kept.
+    pub fn give_up_current(&mut self, id: BufId) -> (Block, bool) {
+        let blk = self.get(id).blk;
+        if self.get(id).dirty {
+            // A newer past image makes an older one useless: keep one per block.
+            self.remove_where(blk, |other, b| other != id && b.state == BufState::Pi);
+        }
+        let b = self.get_mut(id);
+        b.leaving = false;
+        if b.dirty {
+            // The original, whose vectors have room to grow, travels to the
+            // next holder, which changes it.
+            let copy = b.image.clone();
+            let image = std::mem::replace(&mut b.image, copy);
+            self.set_state(id, BufState::Pi);
+            (image, true)
+        } else {
+            (self.remove(id).image, false)
+        }
+    }
+
+    /// The master invalidates this cache's shared copy of `blk`.
+    pub fn invalidate_shared(&mut self, blk: BlockAddr) {
+        if let Some(id) = self.current(blk)
+            && self.get(id).state == BufState::Scur
+        {
+            // A reader may still hold it pinned; nobody else may use it
+            // (its valid range was never worked out): an empty range.
+            self.set_state(
+                id,
+                BufState::Cr {
+                    lo: 1,
+                    hi: 0,
+                    private_to: None,
+                },
+            );
+        }
+    }
+
+    /// A write at `scn` covered the past images of `blk`: drop them. Returns how many.
+    pub fn discard_past_images(&mut self, blk: BlockAddr, scn: Scn) -> u64 {
+        self.remove_where(blk, |_, b| b.state == BufState::Pi && b.image.scn <= scn)
+    }
+
+    /// Dirty current buffers DBWR may write, with when they were dirtied:
+    /// those dirty for `age` or longer (the checkpoint), and with `cold`, the
+    /// coldest `cold` buffers whatever their age (sorted as 0, written first).
+    pub fn write_candidates(
+        &self,
+        now: Nanos,
+        age: Nanos,
+        cold: Option<usize>,
+    ) -> Vec<(Nanos, BufId)> {
+        let writable = |b: &Buffer| b.dirty && b.state == BufState::Xcur && !b.leaving;
+        let mut candidates: Vec<(Nanos, BufId)> = self
+            .iter()
+            .filter(|(_, b)| writable(b) && now.saturating_sub(b.dirty_since) >= age)
+            .map(|(id, b)| (b.dirty_since, id))
+            .collect();
+        if let Some(n) = cold {
+            for id in self.coldest(n) {
+                if writable(self.get(id)) {
+                    candidates.push((0, id));
+                }
+            }
+        }
+        candidates.sort_unstable();
+        candidates.dedup_by_key(|c| c.1);
+        candidates
+    }
+
     /// Every allocated buffer (for checkers and DBWR scans), in slot order.
     pub fn iter(&self) -> impl Iterator<Item = (BufId, &Buffer)> {
         self.slots

@@ -3,26 +3,25 @@
 //! buffers, from the cold end of the LRU. A block is written only once the
 //! redo covering it is on disk. When the write completes the master is told,
 //! so it can have past images of the block elsewhere discarded.
+//!
+//! `Dbwr` owns the writers and their batches. The instance hands it the
+//! candidate buffers and says which redo is on disk; DBWR answers with the
+//! writers to run and the redo it waits for (instance/route.rs).
 
-use super::cache::{BufId, BufState};
-use super::lgwr::FlushWaiter;
-use super::{Instance, IoPurpose};
 use crate::config::{NS_PER_MS, NS_PER_S, Nanos};
 use crate::cpu::ProcId;
-use crate::msg::{Io, Msg};
-use crate::stats::{Stat, Wait};
-use crate::types::{BlockAddr, Scn};
+use crate::types::BlockAddr;
 
 /// How often DBWR looks for work.
 pub const DBWR_TICK: Nanos = 200 * NS_PER_MS;
 /// Dirty buffers older than this are written (the checkpoint target).
-const CHECKPOINT_AGE: Nanos = 2 * NS_PER_S;
+pub const CHECKPOINT_AGE: Nanos = 2 * NS_PER_S;
 /// Buffers one writer writes per pass.
-const BATCH: usize = 64;
+pub const BATCH: usize = 64;
 
 #[derive(Debug)]
-pub struct Writer {
-    pub proc: ProcId,
+struct Writer {
+    proc: ProcId,
     /// Blocks chosen for the write in progress (waiting for CPU).
     batch: Vec<BlockAddr>,
     busy: bool,
@@ -30,155 +29,123 @@ pub struct Writer {
     started: Nanos,
 }
 
-impl Writer {
-    pub fn new(proc: ProcId) -> Writer {
-        Writer {
-            proc,
-            batch: Vec::new(),
-            busy: false,
-            outstanding: 0,
-            started: 0,
-        }
-    }
+/// A writer with a batch that now wants its CPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StartWriter {
+    pub proc: ProcId,
+    pub blocks: usize,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Dbwr {
-    pub writers: Vec<Writer>,
+    writers: Vec<Writer>,
     urgent: bool,
 }
 
-impl Instance {
-    /// The cache is short of clean buffers: write now (once until the next tick).
-    pub(super) fn dbwr_urgent(&mut self) {
-        if !self.dbwr.urgent {
-            self.dbwr.urgent = true;
-            self.dbwr_pass(true);
+impl Dbwr {
+    pub fn new(procs: impl IntoIterator<Item = ProcId>) -> Dbwr {
+        Dbwr {
+            writers: procs
+                .into_iter()
+                .map(|proc| Writer {
+                    proc,
+                    batch: Vec::new(),
+                    busy: false,
+                    outstanding: 0,
+                    started: 0,
+                })
+                .collect(),
+            urgent: false,
         }
     }
 
-    pub(super) fn dbwr_tick(&mut self) {
-        let urgent = std::mem::take(&mut self.dbwr.urgent)
-            || self.cache.used() * 10 >= self.cache.capacity * 9;
-        self.dbwr_pass(urgent);
+    /// Writers a pass spreads work over (at least one, even with none configured).
+    pub fn writer_slots(&self) -> usize {
+        self.writers.len().max(1)
     }
 
-    fn dbwr_pass(&mut self, urgent: bool) {
-        let n = self.dbwr.writers.len().max(1);
-        let now = self.now;
-        let mut candidates: Vec<(Nanos, BufId)> = self
-            .cache
-            .iter()
-            .filter(|(_, b)| {
-                b.dirty
-                    && b.state == BufState::Xcur
-                    && !b.leaving
-                    && now.saturating_sub(b.dirty_since) >= CHECKPOINT_AGE
-            })
-            .map(|(id, b)| (b.dirty_since, id))
-            .collect();
-        if urgent {
-            for id in self.cache.coldest(BATCH * n) {
-                let b = self.cache.get(id);
-                if b.dirty && b.state == BufState::Xcur && !b.leaving {
-                    candidates.push((0, id));
-                }
-            }
-        }
-        candidates.sort_unstable();
-        candidates.dedup_by_key(|c| c.1);
+    /// The cache is short of clean buffers: true when a pass should run now
+    /// (once until the next tick).
+    pub fn urgent(&mut self) -> bool {
+        !std::mem::replace(&mut self.urgent, true)
+    }
+
+    /// The periodic tick: whether this pass is urgent.
+    pub fn tick(&mut self, cache_nearly_full: bool) -> bool {
+        std::mem::take(&mut self.urgent) || cache_nearly_full
+    }
+
+    /// One pass over candidate buffers, oldest first: `(block, redo address of
+    /// its last change)`. A block whose redo is still in memory waits for the
+    /// next pass; returns the redo address that must be flushed for it (0: none).
+    pub fn pass(
+        &mut self,
+        candidates: impl IntoIterator<Item = (BlockAddr, u64)>,
+        redo_pending: impl Fn(u64) -> bool,
+    ) -> u64 {
+        let slots = self.writer_slots();
         let mut flush_to = 0;
-        for (_, id) in candidates {
-            let (blk, rba) = {
-                let b = self.cache.get(id);
-                (b.blk, b.last_rba)
-            };
-            let w = blk.idx() % n;
-            if self.dbwr.writers[w].busy || self.dbwr.writers[w].batch.len() >= BATCH {
+        for (blk, rba) in candidates {
+            let writer = &mut self.writers[blk.idx() % slots];
+            if writer.busy || writer.batch.len() >= BATCH {
                 continue;
             }
-            if self.redo_pending(rba) {
+            if redo_pending(rba) {
                 // Write-ahead: the redo must be on disk first; write it next pass.
                 flush_to = flush_to.max(rba);
                 continue;
             }
-            self.dbwr.writers[w].batch.push(blk);
+            writer.batch.push(blk);
         }
-        if flush_to > 0 {
-            self.request_flush(flush_to, Some(FlushWaiter::Dbwr));
-        }
-        for w in 0..self.dbwr.writers.len() {
-            let writer = &mut self.dbwr.writers[w];
-            if !writer.busy && !writer.batch.is_empty() {
-                writer.busy = true;
-                let cost = self.costs.dbwr_write * writer.batch.len() as Nanos;
-                let proc = writer.proc;
-                self.cpu(proc, cost);
-            }
-        }
+        flush_to
     }
 
-    /// A writer got its CPU: issue its writes.
-    pub(super) fn dbwr_step_done(&mut self, w: u8) {
-        let wi = w as usize;
-        let batch = std::mem::take(&mut self.dbwr.writers[wi].batch);
-        self.dbwr.writers[wi].started = self.now;
-        for blk in batch {
-            let Some(id) = self.cache.current(blk) else {
-                continue;
-            };
-            let b = self.cache.get(id);
-            if !b.dirty || b.state != BufState::Xcur {
-                continue;
-            }
-            let block = Box::new(b.image.clone());
-            let scn = block.scn;
-            self.dbwr.writers[wi].outstanding += 1;
-            self.start_io(
-                Io::WriteBlock { block },
-                IoPurpose::DbwrWrite {
-                    blk,
-                    scn,
-                    writer: w,
-                    started: self.now,
-                },
-            );
-        }
-        if self.dbwr.writers[wi].outstanding == 0 {
-            self.dbwr.writers[wi].busy = false;
-        }
-    }
-
-    pub(super) fn on_block_written(&mut self, blk: BlockAddr, scn: Scn, w: u8, started: Nanos) {
-        self.stats.incr(Stat::PhysicalWrites);
-        self.stats.incr(Stat::DbwrCheckpointBuffersWritten);
-        if let Some(id) = self.cache.current(blk) {
-            let b = self.cache.get_mut(id);
-            if b.image.scn == scn {
-                b.dirty = false;
-                if b.global {
-                    b.global = false;
-                    self.stats.incr(Stat::DbwrFusionWrites);
+    /// The writers that have a batch and are idle, now marked busy: each wants its CPU.
+    pub fn start_writers(&mut self) -> Vec<StartWriter> {
+        self.writers
+            .iter_mut()
+            .filter(|w| !w.busy && !w.batch.is_empty())
+            .map(|w| {
+                w.busy = true;
+                StartWriter {
+                    proc: w.proc,
+                    blocks: w.batch.len(),
                 }
-            }
+            })
+            .collect()
+    }
+
+    /// Writer `w` got its CPU: the blocks to write now.
+    pub fn take_batch(&mut self, w: u8, now: Nanos) -> Vec<BlockAddr> {
+        let writer = &mut self.writers[usize::from(w)];
+        debug_assert!(writer.busy, "DBW{w} ran without a batch");
+        writer.started = now;
+        std::mem::take(&mut writer.batch)
+    }
+
+    /// One write of writer `w`'s batch was issued.
+    pub fn write_issued(&mut self, w: u8) {
+        self.writers[usize::from(w)].outstanding += 1;
+    }
+
+    /// Writer `w` issued its batch (some blocks may have gone meanwhile).
+    pub fn batch_issued(&mut self, w: u8) {
+        let writer = &mut self.writers[usize::from(w)];
+        if writer.outstanding == 0 {
+            writer.busy = false;
         }
-        // Our own past images of the block are now obsolete too.
-        self.discard_pi(blk, scn);
-        let master = self.layout.master(blk);
-        if master == self.id {
-            let me = self.id;
-            self.dir_written(me, blk, scn);
-        } else {
-            self.send(master, Msg::Written { blk, scn });
+    }
+
+    /// One of writer `w`'s writes completed. When it was the last, returns how
+    /// long the batch took (`db file parallel write`).
+    pub fn written(&mut self, w: u8, started: Nanos, now: Nanos) -> Option<Nanos> {
+        let writer = self.writers.get_mut(usize::from(w))?;
+        debug_assert!(writer.outstanding > 0, "DBW{w}: a write completed twice");
+        writer.outstanding = writer.outstanding.saturating_sub(1);
+        if writer.outstanding > 0 {
+            return None;
         }
-        let wi = w as usize;
-        if let Some(writer) = self.dbwr.writers.get_mut(wi) {
-            writer.outstanding = writer.outstanding.saturating_sub(1);
-            if writer.outstanding == 0 {
-                writer.busy = false;
-                let took = self.now - writer.started.max(started.min(writer.started));
-                self.wait_event(Wait::DbFileParallelWrite, took, false);
-            }
-        }
+        writer.busy = false;
+        Some(now - writer.started.max(started.min(writer.started)))
     }
 }

@@ -3,15 +3,39 @@
 //! the X holder, the S holders and the past-image holders, and it serializes
 //! mode changes: while one transfer of a block is in flight, later requests
 //! for it queue here.
+//!
+//! `Directory` owns that state and answers each input with a [`Route`]: what
+//! must happen next (forward to a holder, grant, invalidate S holders). It
+//! sends nothing itself; the instance routes the answer (instance/route.rs).
 
 use std::collections::VecDeque;
 
 use rustc_hash::FxHashMap;
 
-use super::Instance;
-use crate::msg::{GrantKind, Mode, Msg, ReqKind, Request};
-use crate::stats::Stat;
-use crate::types::{BlockAddr, InstId, InstSet, Scn};
+use crate::msg::{GrantKind, Mode, ReqKind, Request};
+use crate::types::{BlockAddr, InstId, InstSet};
+
+/// What the master decided for a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Route {
+    /// Ask `holder`'s LMS to serve it: a CR copy, the shared image
+    /// (`shared`: from an S holder), or the current block.
+    Forward {
+        holder: InstId,
+        req: Request,
+        shared: bool,
+    },
+    /// No cache can ship it: the requester reads it from disk, formats a new
+    /// block, or upgrades its S copy.
+    Grant { req: Request, grant: GrantKind },
+    /// First these S holders must drop their copies; the directory routes the
+    /// request again once every one has acknowledged.
+    Invalidate {
+        holders: InstSet,
+        blk: BlockAddr,
+        req_id: u64,
+    },
+}
 
 /// What to do once every S holder has acknowledged its invalidation.
 #[derive(Clone, Copy, Debug)]
@@ -21,7 +45,7 @@ enum AfterAcks {
 }
 
 #[derive(Debug, Default)]
-pub struct Resource {
+struct Resource {
     x: Option<InstId>,
     s: InstSet,
     pi: InstSet,
@@ -41,44 +65,75 @@ impl Resource {
             && self.busy.is_none()
             && self.queue.is_empty()
     }
+
+    /// The coherence rule the directory keeps: an X holder excludes every S holder.
+    fn assert_coherent(&self, blk: BlockAddr) {
+        if let Some(x) = self.x {
+            debug_assert!(
+                self.s.is_empty(),
+                "{blk:?}: X holder {x} beside S holders {:?}",
+                self.s
+            );
+        }
+    }
 }
 
-#[derive(Debug, Default)]
+/// What the master of a block did with the next queued request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Drained {
+    /// Route it (and ask again).
+    Route(Route),
+    /// A transfer is in flight: the rest of the queue waits for it.
+    Busy,
+    /// Nothing queued.
+    Empty,
+}
+
+/// The blocks this instance masters.
+#[derive(Debug)]
 pub struct Directory {
+    /// This instance: serving from the master's own cache is preferred (2-way).
+    me: InstId,
     res: FxHashMap<BlockAddr, Resource>,
 }
 
 impl Directory {
+    pub fn new(me: InstId) -> Directory {
+        Directory {
+            me,
+            res: FxHashMap::default(),
+        }
+    }
+
+    /// (X holder, S holders, PI holders) of a block, for checkers and `status`.
     pub fn view(&self, blk: BlockAddr) -> Option<(Option<InstId>, Vec<InstId>, Vec<InstId>)> {
         self.res
             .get(&blk)
             .map(|r| (r.x, r.s.iter().collect(), r.pi.iter().collect()))
     }
-}
 
-impl Instance {
     fn res(&mut self, blk: BlockAddr) -> &mut Resource {
-        self.dir.res.entry(blk).or_default()
+        self.res.entry(blk).or_default()
     }
 
-    fn gc_tidy(&mut self, blk: BlockAddr) {
-        if self.dir.res.get(&blk).is_some_and(Resource::idle) {
-            self.dir.res.remove(&blk);
+    fn tidy(&mut self, blk: BlockAddr) {
+        if self.res.get(&blk).is_some_and(Resource::idle) {
+            self.res.remove(&blk);
         }
     }
 
-    /// A block request reached its master (this instance).
-    pub(super) fn dir_request(&mut self, req: Request) {
+    /// A block request reached its master. `None`: it queues behind a transfer.
+    pub fn request(&mut self, req: Request) -> Option<Route> {
         let r = self.res(req.blk);
         if r.busy.is_some() {
             r.queue.push_back(req);
-            return;
+            return None;
         }
-        self.dir_route(req);
+        Some(self.route(req))
     }
 
-    fn dir_route(&mut self, req: Request) {
-        let me = self.id;
+    fn route(&mut self, req: Request) -> Route {
+        let me = self.me;
         let who = req.requester;
         let r = self.res(req.blk);
         if r.x == Some(who) {
@@ -89,21 +144,33 @@ impl Instance {
             ReqKind::Cr { .. } => {
                 if let Some(h) = r.x {
                     // CR copies are served by the X holder without changing any mode.
-                    self.forward(h, req, false);
+                    Route::Forward {
+                        holder: h,
+                        req,
+                        shared: false,
+                    }
                 } else if let Some(h) = prefer(r.s.without(who), me) {
                     r.busy = Some((req.requester, req.id));
-                    self.forward(h, req, true);
+                    Route::Forward {
+                        holder: h,
+                        req,
+                        shared: true,
+                    }
                 } else {
                     r.busy = Some((req.requester, req.id));
-                    self.grant(req, GrantKind::Disk(Mode::S));
+                    self.grant(req, GrantKind::Disk(Mode::S))
                 }
             }
             ReqKind::Current { new_block } => {
                 r.busy = Some((req.requester, req.id));
                 if new_block && r.x.is_none() && r.s.is_empty() {
-                    self.grant(req, GrantKind::New);
+                    self.grant(req, GrantKind::New)
                 } else if let Some(h) = r.x {
-                    self.forward(h, req, false);
+                    Route::Forward {
+                        holder: h,
+                        req,
+                        shared: false,
+                    }
                 } else {
                     let others = r.s.without(who);
                     let holds_s = r.s.contains(who);
@@ -113,20 +180,24 @@ impl Instance {
                         } else {
                             GrantKind::Disk(Mode::X)
                         };
-                        self.grant(req, g);
+                        self.grant(req, g)
                     } else if holds_s {
                         self.invalidate_then(
                             req.blk,
                             others,
                             AfterAcks::Grant(req, GrantKind::Upgrade),
-                        );
+                        )
                     } else {
                         let shipper = prefer(others, me).unwrap_or(who);
                         let rest = others.without(shipper);
                         if rest.is_empty() {
-                            self.forward(shipper, req, false);
+                            Route::Forward {
+                                holder: shipper,
+                                req,
+                                shared: false,
+                            }
                         } else {
-                            self.invalidate_then(req.blk, rest, AfterAcks::Forward(shipper, req));
+                            self.invalidate_then(req.blk, rest, AfterAcks::Forward(shipper, req))
                         }
                     }
                 }
@@ -134,66 +205,52 @@ impl Instance {
         }
     }
 
-    fn invalidate_then(&mut self, blk: BlockAddr, holders: InstSet, then: AfterAcks) {
+    fn invalidate_then(&mut self, blk: BlockAddr, holders: InstSet, then: AfterAcks) -> Route {
         let req_id = match then {
             AfterAcks::Grant(r, _) | AfterAcks::Forward(_, r) => r.id,
         };
         let r = self.res(blk);
         r.acks_pending = holders.len();
         r.after_acks = Some(then);
-        for h in holders.iter() {
-            if h == self.id {
-                self.invalidate_local(h, blk, req_id);
-            } else {
-                self.send(h, Msg::Invalidate { blk, req: req_id });
-            }
+        Route::Invalidate {
+            holders,
+            blk,
+            req_id,
         }
     }
 
-    pub(super) fn dir_invalidate_ack(&mut self, from: InstId, blk: BlockAddr) {
+    /// An S holder dropped its copy. Once all have, the waiting request goes on.
+    pub fn invalidate_ack(&mut self, from: InstId, blk: BlockAddr) -> Option<Route> {
         let r = self.res(blk);
         r.s.remove(from);
+        debug_assert!(
+            r.acks_pending > 0,
+            "{blk:?}: an acknowledgement nobody asked for"
+        );
         r.acks_pending = r.acks_pending.saturating_sub(1);
-        if r.acks_pending == 0
-            && let Some(then) = r.after_acks.take()
-        {
-            match then {
-                AfterAcks::Grant(req, g) => self.grant(req, g),
-                AfterAcks::Forward(h, req) => self.forward(h, req, false),
-            }
+        if r.acks_pending > 0 {
+            return None;
+        }
+        match r.after_acks.take()? {
+            AfterAcks::Grant(req, g) => Some(self.grant(req, g)),
+            AfterAcks::Forward(h, req) => Some(Route::Forward {
+                holder: h,
+                req,
+                shared: false,
+            }),
         }
     }
 
-    fn forward(&mut self, holder: InstId, req: Request, shared: bool) {
-        if holder == self.id {
-            self.lms_serve_here(req, shared);
-        } else {
-            self.send(
-                holder,
-                Msg::Forward {
-                    req,
-                    master: self.id,
-                    shared,
-                },
-            );
-        }
-    }
-
-    fn grant(&mut self, req: Request, grant: GrantKind) {
+    fn grant(&mut self, req: Request, grant: GrantKind) -> Route {
         if let GrantKind::Disk(Mode::S) = grant {
             self.res(req.blk).s.insert(req.requester);
         }
-        if req.requester == self.id {
-            self.stats.incr(Stat::GcLocalGrants);
-            self.on_local_grant(req, grant);
-        } else {
-            self.stats.incr(Stat::GcRemoteGrants);
-            self.send(req.requester, Msg::Grant { req, grant });
-        }
+        Route::Grant { req, grant }
     }
 
-    /// The requester installed what it was sent or granted: record the new state.
-    pub(super) fn dir_installed(
+    /// The requester installed what it was sent or granted: record the new
+    /// state. Then call [`Directory::next_queued`] until it stops routing.
+    pub fn installed(
         &mut self,
         from: InstId,
         blk: BlockAddr,
@@ -226,25 +283,27 @@ impl Instance {
         if r.busy == Some((from, req)) {
             r.busy = None;
         }
-        self.dir_drain(blk);
+        r.assert_coherent(blk);
     }
 
-    fn dir_drain(&mut self, blk: BlockAddr) {
-        loop {
-            let r = self.res(blk);
-            if r.busy.is_some() {
-                return;
-            }
-            let Some(next) = r.queue.pop_front() else {
-                break;
-            };
-            self.dir_route(next);
+    /// The next request queued on `blk`, routed, unless a transfer is in flight.
+    /// Asked one at a time: routing one may change what the next one finds.
+    pub fn next_queued(&mut self, blk: BlockAddr) -> Drained {
+        let r = self.res(blk);
+        if r.busy.is_some() {
+            return Drained::Busy;
         }
-        self.gc_tidy(blk);
+        match r.queue.pop_front() {
+            Some(next) => Drained::Route(self.route(next)),
+            None => {
+                self.tidy(blk);
+                Drained::Empty
+            }
+        }
     }
 
     /// The holder a request was forwarded to no longer has the block.
-    pub(super) fn dir_not_held(&mut self, from: InstId, req: Request) {
+    pub fn not_held(&mut self, from: InstId, req: Request) -> Option<Route> {
         let r = self.res(req.blk);
         if r.x == Some(from) {
             r.x = None;
@@ -255,38 +314,29 @@ impl Instance {
         }
         if r.busy.is_some() {
             r.queue.push_front(req);
+            None
         } else {
-            self.dir_route(req);
+            Some(self.route(req))
         }
     }
 
     /// A holder aged its copy out.
-    pub(super) fn dir_relinquish(&mut self, from: InstId, blk: BlockAddr, mode: Mode) {
+    pub fn relinquish(&mut self, from: InstId, blk: BlockAddr, mode: Mode) {
         let r = self.res(blk);
         match mode {
             Mode::X if r.x == Some(from) => r.x = None,
             _ => r.s.remove(from),
         }
-        self.gc_tidy(blk);
+        self.tidy(blk);
     }
 
-    /// The current holder wrote the block: past images up to `scn` are obsolete.
-    pub(super) fn dir_written(&mut self, from: InstId, blk: BlockAddr, scn: Scn) {
-        let pis = {
-            let r = self.res(blk);
-            let p = r.pi;
-            r.pi = InstSet::default();
-            p
-        };
-        for h in pis.iter() {
-            if h == self.id {
-                self.discard_pi(blk, scn);
-            } else if h != from {
-                // The writer drops its own past images when its write completes.
-                self.send(h, Msg::DiscardPi { blk, scn });
-            }
-        }
-        self.gc_tidy(blk);
+    /// The current holder wrote the block: returns the instances whose past
+    /// images up to the write's SCN are now obsolete.
+    pub fn written(&mut self, blk: BlockAddr) -> InstSet {
+        let r = self.res(blk);
+        let holders = std::mem::take(&mut r.pi);
+        self.tidy(blk);
+        holders
     }
 }
 

@@ -223,8 +223,7 @@ impl Instance {
     pub(super) fn on_enq_grant(&mut self, res: ResName, mode: LockMode, token: u64, lvb: Lvb) {
         let now = self.now;
         let Some(lk) = self.ges.locks.get_mut(&res) else {
-            self.errors
-                .push(format!("{}: grant of {res:?} never asked for", self.id));
+            self.error(format!("grant of {res:?} never asked for"));
             return;
         };
         match lk.pending {
@@ -236,10 +235,7 @@ impl Instance {
                 self.stats.add(Stat::GlobalEnqueueGetTime, now - since);
             }
             _ => {
-                self.errors.push(format!(
-                    "{}: grant of {res:?} with unknown token {token}",
-                    self.id
-                ));
+                self.error(format!("grant of {res:?} with unknown token {token}"));
                 return;
             }
         }

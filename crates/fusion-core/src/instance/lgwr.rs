@@ -9,16 +9,18 @@
 //! sync` ends only when the redo is on disk *and* every instance has
 //! acknowledged the SCN. So another instance's queries see the commit at
 //! once, and a starved LMS anywhere stretches everyone's commits.
+//!
+//! `Lgwr` owns the log buffer, the flush waiters and the broadcasts; it asks
+//! for its CPU and releases waiters by answering, and the instance acts on
+//! the answers (instance/route.rs).
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
-use super::{Instance, IoPurpose};
 use crate::config::{NS_PER_S, Nanos};
 use crate::cpu::ProcId;
-use crate::msg::{Io, RedoRecord};
-use crate::stats::{Stat, Wait};
-use crate::types::{BlockAddr, Scn, Xid};
+use crate::msg::RedoRecord;
+use crate::stats::{Stat, Stats, Wait};
 
 /// LGWR writes at least this often when there is redo to write.
 pub const LGWR_TIMEOUT: Nanos = 3 * NS_PER_S;
@@ -34,15 +36,35 @@ pub enum FlushWaiter {
     Dbwr,
 }
 
-#[derive(Debug, Default)]
+/// What a flush request found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flush {
+    /// The redo is on disk already; nobody was queued.
+    Durable,
+    /// Queued; `start_write`: LGWR was idle and now wants its CPU to write.
+    Queued { start_write: bool },
+}
+
+/// One group write, taken from the log buffer when LGWR gets its CPU.
+#[derive(Debug)]
+pub struct GroupWrite {
+    pub records: Vec<RedoRecord>,
+    pub bytes: u64,
+    /// The redo address the write reaches.
+    pub upto: u64,
+    /// It carries commits and the SCN must be broadcast: the broadcast's number.
+    pub broadcast: Option<u64>,
+}
+
+#[derive(Debug)]
 pub struct Lgwr {
-    pub proc: ProcId,
+    proc: ProcId,
     buffer: Vec<RedoRecord>,
     buffered_bytes: u64,
     /// Redo byte address after the last record appended.
-    pub next_rba: u64,
+    next_rba: u64,
     /// Everything below this is on disk.
-    pub flushed: u64,
+    flushed: u64,
     /// A write is in progress (or LGWR is getting a CPU to start one).
     busy: bool,
     /// Highest address someone is waiting for.
@@ -54,7 +76,7 @@ pub struct Lgwr {
     /// Commit broadcasts not yet acknowledged by every instance, oldest first.
     broadcasts: VecDeque<Broadcast>,
     /// Commits in redo below this are known to every instance.
-    pub acked: u64,
+    acked: u64,
     broadcast_seq: u64,
     /// Committers whose redo is on disk, waiting for the SCN acknowledgements.
     ack_waiters: BinaryHeap<Reverse<(u64, u32)>>,
@@ -72,168 +94,183 @@ struct Broadcast {
     written_at: Option<Nanos>,
 }
 
-impl Instance {
-    /// Append one redo record; returns the address a flush must reach to cover it.
-    pub(super) fn redo(
-        &mut self,
-        xid: Xid,
-        blk: Option<BlockAddr>,
-        scn: Scn,
-        bytes: u32,
-        commit: bool,
-    ) -> u64 {
-        let g = &mut self.lgwr;
-        g.buffer.push(RedoRecord {
-            scn,
-            xid,
-            blk,
-            bytes,
-            commit,
-        });
-        g.buffered_bytes += u64::from(bytes);
-        g.next_rba += u64::from(bytes);
-        g.buffered_commit |= commit;
-        self.stats.incr(Stat::RedoEntries);
-        self.stats.add(Stat::RedoSize, u64::from(bytes));
-        let rba = self.lgwr.next_rba;
-        // LGWR writes when a third of the log buffer is full.
-        if self.lgwr.buffered_bytes >= self.params.log_buffer / 3 {
-            self.request_flush(rba, None);
+impl Lgwr {
+    pub fn new(proc: ProcId) -> Lgwr {
+        Lgwr {
+            proc,
+            buffer: Vec::new(),
+            buffered_bytes: 0,
+            next_rba: 0,
+            flushed: 0,
+            busy: false,
+            wanted: 0,
+            waiters: BinaryHeap::new(),
+            seq: 0,
+            buffered_commit: false,
+            broadcasts: VecDeque::new(),
+            acked: 0,
+            broadcast_seq: 0,
+            ack_waiters: BinaryHeap::new(),
         }
-        rba
     }
 
-    /// Make sure redo up to `rba` gets written; `waiter` is told when it is.
-    /// Returns true when it already is on disk (nobody is queued then).
-    pub(super) fn request_flush(&mut self, rba: u64, waiter: Option<FlushWaiter>) -> bool {
-        if rba <= self.lgwr.flushed {
-            return true;
+    pub fn proc(&self) -> ProcId {
+        self.proc
+    }
+
+    /// Is the redo covering this change still only in memory?
+    #[inline]
+    pub fn redo_pending(&self, rba: u64) -> bool {
+        rba > self.flushed
+    }
+
+    /// Append one redo record. Returns the address a flush must reach to cover
+    /// it, and whether the log buffer is a third full (LGWR should write now).
+    pub fn append(
+        &mut self,
+        record: RedoRecord,
+        log_buffer: u64,
+        stats: &mut Stats,
+    ) -> (u64, bool) {
+        let bytes = u64::from(record.bytes);
+        self.buffered_commit |= record.commit;
+        self.buffer.push(record);
+        self.buffered_bytes += bytes;
+        self.next_rba += bytes;
+        stats.incr(Stat::RedoEntries);
+        stats.add(Stat::RedoSize, bytes);
+        (self.next_rba, self.buffered_bytes >= log_buffer / 3)
+    }
+
+    /// Make sure redo up to `rba` gets written; `waiter` is released by
+    /// [`Lgwr::next_released`] when it is.
+    pub fn request_flush(&mut self, rba: u64, waiter: Option<FlushWaiter>) -> Flush {
+        if rba <= self.flushed {
+            return Flush::Durable;
         }
         if let Some(w) = waiter {
-            self.lgwr.seq += 1;
-            self.lgwr.waiters.push(Reverse((rba, self.lgwr.seq, w)));
+            self.seq += 1;
+            self.waiters.push(Reverse((rba, self.seq, w)));
         }
-        self.lgwr.wanted = self.lgwr.wanted.max(rba);
-        self.lgwr_kick();
+        self.wanted = self.wanted.max(rba);
+        Flush::Queued {
+            start_write: self.want_cpu(),
+        }
+    }
+
+    /// Whether LGWR, idle with redo wanted on disk, now asks for its CPU.
+    fn want_cpu(&mut self) -> bool {
+        if !self.busy && self.wanted > self.flushed {
+            self.busy = true;
+            return true;
+        }
         false
     }
 
-    fn lgwr_kick(&mut self) {
-        if !self.lgwr.busy && self.lgwr.wanted > self.lgwr.flushed {
-            self.lgwr.busy = true;
-            let cost = self.costs.lgwr_write;
-            self.cpu(self.lgwr.proc, cost);
-        }
-    }
-
-    /// LGWR got its CPU: write everything buffered.
-    pub(super) fn lgwr_step_done(&mut self) {
+    /// LGWR got its CPU: take everything buffered as one write. `broadcast`:
+    /// commits must be broadcast to `others` instances before they count.
+    pub fn take_write(&mut self, broadcast: bool, others: u32, stats: &mut Stats) -> GroupWrite {
+        debug_assert!(self.busy, "LGWR wrote without having asked for its CPU");
         // The next batch is likely about as big: no regrowing from empty.
-        let capacity = self.lgwr.buffer.len();
-        let records = std::mem::replace(&mut self.lgwr.buffer, Vec::with_capacity(capacity));
-        let bytes = std::mem::take(&mut self.lgwr.buffered_bytes);
-        let upto = self.lgwr.next_rba;
-        if std::mem::take(&mut self.lgwr.buffered_commit) {
-            self.broadcast_commits(upto);
+        let capacity = self.buffer.len();
+        let records = std::mem::replace(&mut self.buffer, Vec::with_capacity(capacity));
+        let bytes = std::mem::take(&mut self.buffered_bytes);
+        let upto = self.next_rba;
+        let mut announced = None;
+        if std::mem::take(&mut self.buffered_commit) {
+            if broadcast && others > 0 {
+                self.broadcast_seq += 1;
+                self.broadcasts.push_back(Broadcast {
+                    seq: self.broadcast_seq,
+                    upto,
+                    pending: others,
+                    written_at: None,
+                });
+                announced = Some(self.broadcast_seq);
+            } else {
+                self.acked = self.acked.max(upto);
+            }
         }
-        self.stats.incr(Stat::RedoWrites);
-        self.stats.add(Stat::RedoBlocksWritten, bytes.div_ceil(512));
-        self.start_io(
-            Io::WriteRedo { records, bytes },
-            IoPurpose::RedoWrite {
-                upto,
-                started: self.now,
-            },
-        );
+        stats.incr(Stat::RedoWrites);
+        stats.add(Stat::RedoBlocksWritten, bytes.div_ceil(512));
+        GroupWrite {
+            records,
+            bytes,
+            upto,
+            broadcast: announced,
+        }
     }
 
-    pub(super) fn on_redo_written(&mut self, upto: u64, started: Nanos) {
-        let took = self.now - started;
-        self.stats.add(Stat::RedoWriteTime, took);
-        self.wait_event(Wait::LogFileParallelWrite, took, false);
-        self.lgwr.flushed = self.lgwr.flushed.max(upto);
-        self.lgwr.busy = false;
-        let now = self.now;
-        for b in self.lgwr.broadcasts.iter_mut() {
+    /// The write of redo up to `upto` completed. Then take the released
+    /// waiters with [`Lgwr::next_released`], and call [`Lgwr::resume`].
+    pub fn written(&mut self, upto: u64, took: Nanos, now: Nanos, stats: &mut Stats) {
+        stats.add(Stat::RedoWriteTime, took);
+        stats.wait(Wait::LogFileParallelWrite, took, false);
+        self.flushed = self.flushed.max(upto);
+        self.busy = false;
+        for b in self.broadcasts.iter_mut() {
             if b.upto <= upto && b.written_at.is_none() {
                 b.written_at = Some(now);
             }
         }
-        while let Some(Reverse((rba, _, w))) = self.lgwr.waiters.peek().copied() {
-            if rba > self.lgwr.flushed {
-                break;
+    }
+
+    /// The next waiter whose redo is on disk (and, for a committer, known to
+    /// every instance). One at a time: releasing one may queue others.
+    pub fn next_released(&mut self) -> Option<FlushWaiter> {
+        while let Some(Reverse((rba, _, w))) = self.waiters.peek().copied() {
+            if rba > self.flushed {
+                return None;
             }
-            self.lgwr.waiters.pop();
+            self.waiters.pop();
             match w {
                 // Broadcast on commit: the other instances must know the SCN too.
-                FlushWaiter::Session(s) if rba > self.lgwr.acked => {
-                    self.lgwr.ack_waiters.push(Reverse((rba, s)))
+                FlushWaiter::Session(s) if rba > self.acked => {
+                    self.ack_waiters.push(Reverse((rba, s)))
                 }
-                FlushWaiter::Session(s) => self.session_flushed(s),
-                FlushWaiter::Lms(worker, job) => self.lms_flushed(worker, job),
                 FlushWaiter::Dbwr => {}
+                w => return Some(w),
             }
         }
-        self.lgwr_kick();
+        None
     }
 
-    /// Send the SCN of a write that carries commits to every other instance.
-    fn broadcast_commits(&mut self, upto: u64) {
-        if !self.params.broadcast_on_commit() || self.n < 2 {
-            self.lgwr.acked = self.lgwr.acked.max(upto);
-            return;
-        }
-        self.lgwr.broadcast_seq += 1;
-        let seq = self.lgwr.broadcast_seq;
-        self.lgwr.broadcasts.push_back(Broadcast {
-            seq,
-            upto,
-            pending: u32::from(self.n) - 1,
-            written_at: None,
-        });
-        for i in 0..self.n {
-            let to = crate::types::InstId(i);
-            if to != self.id {
-                self.send(to, crate::msg::Msg::ScnBroadcast { seq });
-            }
-        }
+    /// After a write's waiters are released: write again if more is wanted.
+    pub fn resume(&mut self) -> bool {
+        self.want_cpu()
     }
 
-    /// An instance acknowledged broadcast `seq` (LMS passes it on). Commits
-    /// are released in broadcast order.
-    pub(super) fn on_scn_ack(&mut self, seq: u64) {
-        if let Some(b) = self.lgwr.broadcasts.iter_mut().find(|b| b.seq == seq) {
+    /// An instance acknowledged broadcast `seq`. Commits are released in
+    /// broadcast order; take the committers with [`Lgwr::next_acked`].
+    pub fn scn_ack(&mut self, seq: u64, now: Nanos, stats: &mut Stats) {
+        if let Some(b) = self.broadcasts.iter_mut().find(|b| b.seq == seq) {
             b.pending = b.pending.saturating_sub(1);
         }
-        while self.lgwr.broadcasts.front().is_some_and(|b| b.pending == 0) {
-            let Some(b) = self.lgwr.broadcasts.pop_front() else {
+        while self.broadcasts.front().is_some_and(|b| b.pending == 0) {
+            let Some(b) = self.broadcasts.pop_front() else {
                 break;
             };
-            self.lgwr.acked = self.lgwr.acked.max(b.upto);
+            self.acked = self.acked.max(b.upto);
             // The time commits waited for acknowledgements after the write.
             if let Some(at) = b.written_at {
-                self.wait_event(Wait::WaitForScnAck, self.now.saturating_sub(at), false);
+                stats.wait(Wait::WaitForScnAck, now.saturating_sub(at), false);
             }
-        }
-        let ready = self.lgwr.acked.min(self.lgwr.flushed);
-        while let Some(Reverse((rba, s))) = self.lgwr.ack_waiters.peek().copied() {
-            if rba > ready {
-                break;
-            }
-            self.lgwr.ack_waiters.pop();
-            self.session_flushed(s);
         }
     }
 
-    pub(super) fn lgwr_timeout(&mut self) {
-        if self.lgwr.next_rba > self.lgwr.flushed {
-            let rba = self.lgwr.next_rba;
-            self.request_flush(rba, None);
+    /// The next committer whose redo is on disk and acknowledged by everyone.
+    pub fn next_acked(&mut self) -> Option<u32> {
+        let ready = self.acked.min(self.flushed);
+        let Reverse((rba, s)) = self.ack_waiters.peek().copied()?;
+        if rba > ready {
+            return None;
         }
+        self.ack_waiters.pop();
+        Some(s)
     }
 
-    /// Is the redo covering this change still only in memory?
-    pub(super) fn redo_pending(&self, rba: u64) -> bool {
-        rba > self.lgwr.flushed
+    /// LGWR's timeout: the address to flush to when redo is waiting.
+    pub fn timeout(&self) -> Option<u64> {
+        (self.next_rba > self.flushed).then_some(self.next_rba)
     }
 }

@@ -20,7 +20,9 @@ mod maintain;
 mod px;
 mod px_alloc;
 mod px_slave;
+mod route;
 mod sequence;
+mod serve;
 mod session;
 
 use std::cmp::Reverse;
@@ -36,7 +38,7 @@ pub use cache::{BufState, Buffer};
 use dbwr::Dbwr;
 use gcs::Directory;
 use lgwr::Lgwr;
-use lms::LmsWorker;
+use lms::Lms;
 use session::Session;
 
 use crate::block::Block;
@@ -184,7 +186,7 @@ pub struct Instance {
     done: Vec<StepDone>,
     cache: Cache,
     dir: Directory,
-    lms: Vec<LmsWorker>,
+    lms: Lms,
     lgwr: Lgwr,
     dbwr: Dbwr,
     sessions: Vec<Session>,
@@ -197,8 +199,6 @@ pub struct Instance {
     inflight: FxHashMap<BlockAddr, session::Inflight>,
     /// Sessions waiting for something to happen to a block.
     block_waiters: FxHashMap<BlockAddr, Vec<u32>>,
-    /// LMS jobs waiting for a local pin on a block: (worker, parked job).
-    pin_waiters: FxHashMap<BlockAddr, Vec<(u8, u64)>>,
     /// Sessions ready to go on.
     ready: VecDeque<u32>,
     /// Outstanding transaction lookups: token -> (session, our SCN when asked).
@@ -255,10 +255,10 @@ impl Instance {
             n: instances,
             sched: Scheduler::new(params.cpu_count, costs.time_slice),
             cache: Cache::new(capacity, layout.total_blocks),
-            dir: Directory::default(),
-            lms: Vec::new(),
-            lgwr: Lgwr::default(),
-            dbwr: Dbwr::default(),
+            dir: Directory::new(id),
+            lms: Lms::new([]),
+            lgwr: Lgwr::new(0),
+            dbwr: Dbwr::new([]),
             sessions: Vec::new(),
             txns: TxTable::default(),
             next_xid: 1,
@@ -266,7 +266,6 @@ impl Instance {
             io: FxHashMap::default(),
             inflight: FxHashMap::default(),
             block_waiters: FxHashMap::default(),
-            pin_waiters: FxHashMap::default(),
             ready: VecDeque::new(),
             tx_tokens: FxHashMap::default(),
             next_io: 1,
@@ -318,15 +317,15 @@ impl Instance {
             actions: VecDeque::new(),
             done: Vec::new(),
         };
-        for i in 0..inst.params.lms_count() {
-            let proc = inst.add_proc(Proc::Lms(i as u8), format!("LMS{i}"));
-            inst.lms.push(LmsWorker::new(proc));
-        }
-        inst.lgwr.proc = inst.add_proc(Proc::Lgwr, "LGWR".into());
-        for i in 0..inst.params.db_writer_processes {
-            let proc = inst.add_proc(Proc::Dbwr(i as u8), format!("DBW{i}"));
-            inst.dbwr.writers.push(dbwr::Writer::new(proc));
-        }
+        let lms: Vec<ProcId> = (0..inst.params.lms_count())
+            .map(|i| inst.add_proc(Proc::Lms(i as u8), format!("LMS{i}")))
+            .collect();
+        inst.lms = Lms::new(lms);
+        inst.lgwr = Lgwr::new(inst.add_proc(Proc::Lgwr, "LGWR".into()));
+        let writers: Vec<ProcId> = (0..inst.params.db_writer_processes)
+            .map(|i| inst.add_proc(Proc::Dbwr(i as u8), format!("DBW{i}")))
+            .collect();
+        inst.dbwr = Dbwr::new(writers);
         inst.px_prestart();
         inst.register_statements(&catalog);
         inst.start_sessions();
@@ -349,9 +348,9 @@ impl Instance {
     pub fn handle_message(&mut self, now: Nanos, env: Envelope) {
         self.advance(now);
         if env.to != self.id || env.from.0 >= self.n || env.from == self.id {
-            self.errors.push(format!(
-                "{}: rejected a message addressed to {} from {} (cluster of {})",
-                self.id, env.to, env.from, self.n
+            self.error(format!(
+                "rejected a message addressed to {} from {} (cluster of {})",
+                env.to, env.from, self.n
             ));
             return;
         }
@@ -397,10 +396,7 @@ impl Instance {
             (IoPurpose::PxRead { worker, seq }, IoResult::ReadMany(blocks)) => {
                 self.px_read_done(worker, seq, blocks)
             }
-            (p, r) => self.errors.push(format!(
-                "{}: I/O {id} ({p:?}) completed with {r:?}",
-                self.id
-            )),
+            (p, r) => self.error(format!("I/O {id} ({p:?}) completed with {r:?}")),
         }
         self.run_ready();
     }
@@ -417,7 +413,7 @@ impl Instance {
         match cmd {
             Command::SetParameter { name, value } => {
                 if let Err(e) = self.params.set(&name, &value) {
-                    self.errors.push(format!("{}: {e}", self.id));
+                    self.error(e.to_string());
                 }
                 // Priorities apply at once, to processes already waiting for a CPU too.
                 self.classes = (0..self.procs.len() as ProcId)
@@ -540,7 +536,7 @@ impl Instance {
     }
 
     pub fn lms_count(&self) -> usize {
-        self.lms.len()
+        self.lms.count()
     }
 
     /// Sessions that are not idle.
@@ -642,6 +638,13 @@ impl Instance {
 
     /// Move time to `now`: finish CPU steps and fire timers in time order.
     fn advance(&mut self, now: Nanos) {
+        // A driver that goes back in time would reorder what already happened.
+        assert!(
+            now >= self.now,
+            "{}: the driver moved time back from {} ns to {now} ns",
+            self.id,
+            self.now
+        );
         loop {
             let cpu_at = self.sched.next_event();
             let timer_at = self.timers.peek().map(|Reverse((t, _, _))| *t);
@@ -655,7 +658,12 @@ impl Instance {
             if next > now {
                 break;
             }
-            self.now = self.now.max(next);
+            debug_assert!(
+                next >= self.now,
+                "{}: an event at {next} ns is in the past",
+                self.id
+            );
+            self.now = next;
             if cpu_at == Some(next) {
                 self.sched.advance(next, &mut self.done);
                 // Read in place: handling a step never adds to `done` (only
@@ -672,7 +680,7 @@ impl Instance {
             }
             self.run_ready();
         }
-        self.now = self.now.max(now);
+        self.now = now;
     }
 
     fn on_step_done(&mut self, d: StepDone) {
@@ -765,10 +773,7 @@ impl Instance {
                 if self.layout.ges_master(res) == self.id {
                     self.ges_master_convert(from, res, mode, token);
                 } else {
-                    self.errors.push(format!(
-                        "{}: {from} asked a non-master for {res:?}",
-                        self.id
-                    ));
+                    self.error(format!("{from} asked a non-master for {res:?}"));
                 }
             }
             Msg::EnqDown { res, mode, lvb } => self.ges_master_down(from, res, mode, lvb),
@@ -781,6 +786,21 @@ impl Instance {
             Msg::EnqBast { res, .. } => self.on_enq_bast(res),
             Msg::Px(m) => self.on_px(from, m),
             msg => self.lms_enqueue(from, env.sent_at, msg),
+        }
+    }
+
+    /// Record a problem with a peer's message or an I/O (reported by the
+    /// driver, never panicked on). Kept up to [`ERRORS_KEPT`]: a peer that
+    /// sends garbage for ever must not grow the instance without bound.
+    pub(super) fn error(&mut self, problem: String) {
+        match self.errors.len() {
+            n if n + 1 < ERRORS_KEPT => self.errors.push(format!("{}: {problem}", self.id)),
+            n if n + 1 == ERRORS_KEPT => self.errors.push(format!(
+                "{}: more problems followed; only the first {} are kept",
+                self.id,
+                ERRORS_KEPT - 1
+            )),
+            _ => {}
         }
     }
 
@@ -922,6 +942,9 @@ fn tx_state_in(
         }
     }
 }
+
+/// Problems an instance keeps for its driver (the last one says more followed).
+pub const ERRORS_KEPT: usize = 1000;
 
 /// Period of a partly-loaded CPU hog (busy `load_pct` of it).
 const HOG_PERIOD: Nanos = 100 * crate::config::NS_PER_MS;

@@ -220,9 +220,8 @@ impl Instance {
     pub(super) fn px_qc_step(&mut self, sid: u32, qref: QueryRef) -> bool {
         if !self.px.qcs.contains_key(&sid) {
             let Some(query) = self.px_query(qref) else {
-                self.errors.push(format!(
-                    "{}: session {sid} runs a parallel query that is not in its workload",
-                    self.id
+                self.error(format!(
+                    "session {sid} runs a parallel query that is not in its workload"
                 ));
                 self.sessions[sid as usize].cur = Cur::None;
                 return true;
@@ -516,9 +515,9 @@ impl Instance {
     /// A buffer for the QC arrived (from this instance or another).
     pub(super) fn px_qc_receive(&mut self, batch: Box<Batch>, remote: bool) {
         let Some(sid) = self.px_qc_of(batch.exec) else {
-            self.errors.push(format!(
-                "{}: table-queue buffer for unknown execution {:?}",
-                self.id, batch.exec
+            self.error(format!(
+                "table-queue buffer for unknown execution {:?}",
+                batch.exec
             ));
             return;
         };
@@ -530,9 +529,9 @@ impl Instance {
             || !batch.values.len().is_multiple_of(width)
             || u32::from(batch.from.idx) >= qc.dop
         {
-            self.errors.push(format!(
-                "{}: bad table-queue buffer for the QC of {:?} from {:?}",
-                self.id, batch.exec, batch.from
+            self.error(format!(
+                "bad table-queue buffer for the QC of {:?} from {:?}",
+                batch.exec, batch.from
             ));
             return;
         }
@@ -751,9 +750,8 @@ impl Instance {
         placement: Vec<InstId>,
     ) {
         let Some(query) = self.px_query(qref) else {
-            self.errors.push(format!(
-                "{}: start of {exec:?} names no parallel query ({qref:?})",
-                self.id
+            self.error(format!(
+                "start of {exec:?} names no parallel query ({qref:?})"
             ));
             return;
         };
@@ -763,9 +761,8 @@ impl Instance {
             || placement.iter().any(|i| i.0 >= self.n)
             || self.px.hosted.contains_key(&exec)
         {
-            self.errors.push(format!(
-                "{}: bad start of {exec:?} (dop {dop}, {} slaves placed)",
-                self.id,
+            self.error(format!(
+                "bad start of {exec:?} (dop {dop}, {} slaves placed)",
                 placement.len()
             ));
             return;

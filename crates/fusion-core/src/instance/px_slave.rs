@@ -578,10 +578,7 @@ impl Instance {
         );
         let Some(wk) = self.worker(w) else { return };
         let Some(slot) = wk.inflight.iter_mut().find(|(s, _, _)| *s == seq) else {
-            self.errors.push(format!(
-                "{}: read {seq} of a PX worker never issued",
-                self.id
-            ));
+            self.error(format!("read {seq} of a PX worker never issued"));
             return;
         };
         slot.2 = Some(blocks);
@@ -716,10 +713,7 @@ impl Instance {
     /// Send one buffer: to a process here, or over the interconnect.
     fn px_transmit(&mut self, w: usize, b: Batch) {
         let Some(to) = self.px_dest_inst(&b) else {
-            self.errors.push(format!(
-                "{}: buffer for an unplaced slave {:?}",
-                self.id, b.to
-            ));
+            self.error(format!("buffer for an unplaced slave {:?}", b.to));
             return;
         };
         let bytes = if b.values.is_empty() {
@@ -763,9 +757,9 @@ impl Instance {
             Dest::Slave(s) => s,
         };
         let Some(&w) = self.px.by_slave.get(&(b.exec, to)) else {
-            self.errors.push(format!(
-                "{}: table-queue buffer for unknown slave {to:?} of {:?}",
-                self.id, b.exec
+            self.error(format!(
+                "table-queue buffer for unknown slave {to:?} of {:?}",
+                b.exec
             ));
             return;
         };
@@ -776,10 +770,7 @@ impl Instance {
             || u32::from(b.from.idx) >= wk.dop
             || b.from.set != 0
         {
-            self.errors.push(format!(
-                "{}: bad table-queue buffer for {to:?} of {:?}",
-                self.id, b.exec
-            ));
+            self.error(format!("bad table-queue buffer for {to:?} of {:?}", b.exec));
             return;
         }
         if remote {
@@ -807,10 +798,7 @@ impl Instance {
         match wk.credits.get_mut(usize::from(consumer)) {
             Some(c) => *c += 1,
             None => {
-                self.errors.push(format!(
-                    "{}: credit from unknown consumer {consumer}",
-                    self.id
-                ));
+                self.error(format!("credit from unknown consumer {consumer}"));
                 return;
             }
         }

@@ -1,0 +1,313 @@
+//! The instance as a router: the directory's, LGWR's and DBWR's answers
+//! turned into messages, I/O, CPU requests and calls on other components.
+//! No state lives here; every decision was taken by the component that owns
+//! the state (gcs.rs, lgwr.rs, dbwr.rs), and the holder's side of a transfer
+//! is routed in serve.rs.
+
+use super::gcs::{Drained, Route};
+use super::lgwr::{Flush, FlushWaiter};
+use super::{Instance, IoPurpose, dbwr};
+use crate::config::Nanos;
+use crate::msg::{GrantKind, Io, Mode, Msg, RedoRecord, Request};
+use crate::stats::{Stat, Wait};
+use crate::types::{BlockAddr, InstId, Scn, Xid};
+
+impl Instance {
+    // ----- the directory (this instance as master) ---------------------------------
+
+    /// A block request reached its master (this instance).
+    pub(super) fn dir_request(&mut self, req: Request) {
+        if let Some(route) = self.dir.request(req) {
+            self.follow(route);
+        }
+    }
+
+    /// Carry out what the directory decided.
+    fn follow(&mut self, route: Route) {
+        match route {
+            Route::Forward {
+                holder,
+                req,
+                shared,
+            } => {
+                if holder == self.id {
+                    self.lms_serve_here(req, shared);
+                } else {
+                    let master = self.id;
+                    self.send(
+                        holder,
+                        Msg::Forward {
+                            req,
+                            master,
+                            shared,
+                        },
+                    );
+                }
+            }
+            Route::Grant { req, grant } => self.grant(req, grant),
+            Route::Invalidate {
+                holders,
+                blk,
+                req_id,
+            } => {
+                for h in holders.iter() {
+                    if h == self.id {
+                        self.invalidate_local(h, blk, req_id);
+                    } else {
+                        self.send(h, Msg::Invalidate { blk, req: req_id });
+                    }
+                }
+            }
+        }
+    }
+
+    fn grant(&mut self, req: Request, grant: GrantKind) {
+        if req.requester == self.id {
+            self.stats.incr(Stat::GcLocalGrants);
+            self.on_local_grant(req, grant);
+        } else {
+            self.stats.incr(Stat::GcRemoteGrants);
+            self.send(req.requester, Msg::Grant { req, grant });
+        }
+    }
+
+    pub(super) fn dir_invalidate_ack(&mut self, from: InstId, blk: BlockAddr) {
+        if let Some(route) = self.dir.invalidate_ack(from, blk) {
+            self.follow(route);
+        }
+    }
+
+    /// The requester installed what it was sent or granted: requests queued
+    /// behind the transfer go on, one by one.
+    pub(super) fn dir_installed(
+        &mut self,
+        from: InstId,
+        blk: BlockAddr,
+        req: u64,
+        mode: Mode,
+        prev: Option<InstId>,
+        pi_kept: bool,
+    ) {
+        self.dir.installed(from, blk, req, mode, prev, pi_kept);
+        while let Drained::Route(route) = self.dir.next_queued(blk) {
+            self.follow(route);
+        }
+    }
+
+    /// The holder a request was forwarded to no longer has the block.
+    pub(super) fn dir_not_held(&mut self, from: InstId, req: Request) {
+        if let Some(route) = self.dir.not_held(from, req) {
+            self.follow(route);
+        }
+    }
+
+    /// A holder aged its copy out.
+    pub(super) fn dir_relinquish(&mut self, from: InstId, blk: BlockAddr, mode: Mode) {
+        self.dir.relinquish(from, blk, mode);
+    }
+
+    /// The current holder wrote the block: past images up to `scn` are obsolete.
+    pub(super) fn dir_written(&mut self, from: InstId, blk: BlockAddr, scn: Scn) {
+        for h in self.dir.written(blk).iter() {
+            if h == self.id {
+                self.discard_pi(blk, scn);
+            } else if h != from {
+                // The writer drops its own past images when its write completes.
+                self.send(h, Msg::DiscardPi { blk, scn });
+            }
+        }
+    }
+
+    // ----- LGWR --------------------------------------------------------------------
+
+    /// Append one redo record; returns the address a flush must reach to cover it.
+    pub(super) fn redo(
+        &mut self,
+        xid: Xid,
+        blk: Option<BlockAddr>,
+        scn: Scn,
+        bytes: u32,
+        commit: bool,
+    ) -> u64 {
+        let record = RedoRecord {
+            scn,
+            xid,
+            blk,
+            bytes,
+            commit,
+        };
+        let (rba, write_now) = self
+            .lgwr
+            .append(record, self.params.log_buffer, &mut self.stats);
+        if write_now {
+            self.request_flush(rba, None);
+        }
+        rba
+    }
+
+    /// Make sure redo up to `rba` gets written; `waiter` is told when it is.
+    /// Returns true when it already is on disk (nobody is queued then).
+    pub(super) fn request_flush(&mut self, rba: u64, waiter: Option<FlushWaiter>) -> bool {
+        match self.lgwr.request_flush(rba, waiter) {
+            Flush::Durable => true,
+            Flush::Queued { start_write } => {
+                if start_write {
+                    self.lgwr_run();
+                }
+                false
+            }
+        }
+    }
+
+    fn lgwr_run(&mut self) {
+        let (proc, cost) = (self.lgwr.proc(), self.costs.lgwr_write);
+        self.cpu(proc, cost);
+    }
+
+    /// LGWR got its CPU: write everything buffered, and broadcast the SCN of
+    /// a write that carries commits.
+    pub(super) fn lgwr_step_done(&mut self) {
+        let broadcast = self.params.broadcast_on_commit();
+        let others = u32::from(self.n).saturating_sub(1);
+        let write = self.lgwr.take_write(broadcast, others, &mut self.stats);
+        if let Some(seq) = write.broadcast {
+            for i in 0..self.n {
+                let to = InstId(i);
+                if to != self.id {
+                    self.send(to, Msg::ScnBroadcast { seq });
+                }
+            }
+        }
+        let started = self.now;
+        self.start_io(
+            Io::WriteRedo {
+                records: write.records,
+                bytes: write.bytes,
+            },
+            IoPurpose::RedoWrite {
+                upto: write.upto,
+                started,
+            },
+        );
+    }
+
+    pub(super) fn on_redo_written(&mut self, upto: u64, started: Nanos) {
+        let took = self.now - started;
+        self.lgwr.written(upto, took, self.now, &mut self.stats);
+        while let Some(waiter) = self.lgwr.next_released() {
+            match waiter {
+                FlushWaiter::Session(s) => self.session_flushed(s),
+                FlushWaiter::Lms(worker, job) => self.lms_flushed(worker, job),
+                FlushWaiter::Dbwr => {}
+            }
+        }
+        if self.lgwr.resume() {
+            self.lgwr_run();
+        }
+    }
+
+    /// An instance acknowledged broadcast `seq` (LMS passes it on).
+    pub(super) fn on_scn_ack(&mut self, seq: u64) {
+        self.lgwr.scn_ack(seq, self.now, &mut self.stats);
+        while let Some(s) = self.lgwr.next_acked() {
+            self.session_flushed(s);
+        }
+    }
+
+    pub(super) fn lgwr_timeout(&mut self) {
+        if let Some(rba) = self.lgwr.timeout() {
+            self.request_flush(rba, None);
+        }
+    }
+
+    // ----- DBWR ----------------------------------------------------------------------
+
+    /// The cache is short of clean buffers: write now (once until the next tick).
+    pub(super) fn dbwr_urgent(&mut self) {
+        if self.dbwr.urgent() {
+            self.dbwr_pass(true);
+        }
+    }
+
+    pub(super) fn dbwr_tick(&mut self) {
+        let nearly_full = self.cache.used() * 10 >= self.cache.capacity * 9;
+        let urgent = self.dbwr.tick(nearly_full);
+        self.dbwr_pass(urgent);
+    }
+
+    fn dbwr_pass(&mut self, urgent: bool) {
+        let cold = urgent.then(|| dbwr::BATCH * self.dbwr.writer_slots());
+        let candidates = self
+            .cache
+            .write_candidates(self.now, dbwr::CHECKPOINT_AGE, cold);
+        let cache = &self.cache;
+        let lgwr = &self.lgwr;
+        let flush_to = self.dbwr.pass(
+            candidates.into_iter().map(|(_, id)| {
+                let b = cache.get(id);
+                (b.blk, b.last_rba)
+            }),
+            |rba| lgwr.redo_pending(rba),
+        );
+        if flush_to > 0 {
+            self.request_flush(flush_to, Some(FlushWaiter::Dbwr));
+        }
+        for start in self.dbwr.start_writers() {
+            let cost = self.costs.dbwr_write * start.blocks as Nanos;
+            self.cpu(start.proc, cost);
+        }
+    }
+
+    /// A writer got its CPU: issue its writes.
+    pub(super) fn dbwr_step_done(&mut self, w: u8) {
+        for blk in self.dbwr.take_batch(w, self.now) {
+            let Some(id) = self.cache.current(blk) else {
+                continue;
+            };
+            let b = self.cache.get(id);
+            if !b.dirty || b.state != super::BufState::Xcur {
+                continue;
+            }
+            let block = Box::new(b.image.clone());
+            let scn = block.scn;
+            self.dbwr.write_issued(w);
+            self.start_io(
+                Io::WriteBlock { block },
+                IoPurpose::DbwrWrite {
+                    blk,
+                    scn,
+                    writer: w,
+                    started: self.now,
+                },
+            );
+        }
+        self.dbwr.batch_issued(w);
+    }
+
+    pub(super) fn on_block_written(&mut self, blk: BlockAddr, scn: Scn, w: u8, started: Nanos) {
+        self.stats.incr(Stat::PhysicalWrites);
+        self.stats.incr(Stat::DbwrCheckpointBuffersWritten);
+        if let Some(id) = self.cache.current(blk) {
+            let b = self.cache.get_mut(id);
+            if b.image.scn == scn {
+                b.dirty = false;
+                if b.global {
+                    b.global = false;
+                    self.stats.incr(Stat::DbwrFusionWrites);
+                }
+            }
+        }
+        // Our own past images of the block are now obsolete too.
+        self.discard_pi(blk, scn);
+        let master = self.layout.master(blk);
+        if master == self.id {
+            let me = self.id;
+            self.dir_written(me, blk, scn);
+        } else {
+            self.send(master, Msg::Written { blk, scn });
+        }
+        if let Some(took) = self.dbwr.written(w, started, self.now) {
+            self.wait_event(Wait::DbFileParallelWrite, took, false);
+        }
+    }
+}

@@ -1,0 +1,432 @@
+//! The holder's side of a transfer, as the instance routes it: what an LMS
+//! job costs, what serving a forwarded request decides, and shipping the
+//! block. This is where blocks are shipped (`Instance::ship`).
+//!
+//! The state lives in components: the jobs in `Lms`, the buffers in `Cache`,
+//! the redo in `Lgwr`; this file only moves decisions between them.
+
+use super::Instance;
+use super::cache::{BufId, BufState};
+use super::lgwr::FlushWaiter;
+use super::lms::{CONGESTED_AFTER, Job, Serve, Stage};
+use crate::block::{Block, CrCopy, CrError, TxState};
+use crate::config::Nanos;
+use crate::cpu::StepDone;
+use crate::msg::{Msg, ReqKind, Request, ShipKind, TxReport};
+use crate::stats::{Stat, Wait};
+use crate::types::{BlockAddr, InstId, Scn, Xid};
+
+impl Instance {
+    /// A message for LMS arrived.
+    pub(super) fn lms_enqueue(&mut self, from: InstId, sent_at: Nanos, mut msg: Msg) {
+        self.stats.incr(Stat::GcsMsgsReceived);
+        let wire = self.now.saturating_sub(sent_at);
+        let blk = match &mut msg {
+            Msg::Request(r) => {
+                r.timing.request += wire;
+                Some(r.blk)
+            }
+            Msg::Forward { req, .. } => {
+                req.timing.request += wire;
+                Some(req.blk)
+            }
+            Msg::Installed { blk, .. }
+            | Msg::Invalidate { blk, .. }
+            | Msg::InvalidateAck { blk, .. }
+            | Msg::Relinquish { blk, .. }
+            | Msg::Written { blk, .. }
+            | Msg::DiscardPi { blk, .. } => Some(*blk),
+            Msg::NotHeld { req } => Some(req.blk),
+            _ => None,
+        };
+        let w = blk.map_or(0, |b| self.lms.worker_for(b));
+        let job = match msg {
+            Msg::Forward {
+                req,
+                master,
+                shared,
+            } => Job::Serve(Box::new(Serve::new(req, master, shared))),
+            msg => Job::Msg { from, msg },
+        };
+        if let Err(full) = self.lms.enqueue(w, job, self.now) {
+            self.error(format!(
+                "LMS{} queue full ({} jobs): dropped a message from {from}",
+                full.worker,
+                super::lms::QUEUE_LIMIT
+            ));
+            return;
+        }
+        self.lms_kick(w);
+    }
+
+    /// The master (this instance) routes a request to itself as holder: serve it next.
+    pub(super) fn lms_serve_here(&mut self, req: Request, shared: bool) {
+        let w = self.lms.worker_for(req.blk);
+        let me = self.id;
+        self.lms.enqueue_front(
+            w,
+            Job::Serve(Box::new(Serve::new(req, me, shared))),
+            self.now,
+        );
+        self.lms_kick(w);
+    }
+
+    /// An idle worker takes its next job and asks for the CPU it needs.
+    fn lms_kick(&mut self, w: u8) {
+        let Some(job) = self.lms.start_next(w) else {
+            return;
+        };
+        // Disjoint borrows: the job keeps the CR copy it builds; the rest is read.
+        let view = HolderView {
+            cache: &self.cache,
+            costs: &self.costs,
+            lgwr: &self.lgwr,
+            scn: self.scn,
+        };
+        let (id, txns, remote) = (self.id, &self.txns, &self.remote_commits);
+        let demand = view.job_demand(job, &|x| super::tx_state_in(id, txns, remote, x));
+        let proc = self.lms.proc(w);
+        self.cpu(proc, demand);
+    }
+
+    pub(super) fn lms_step_done(&mut self, w: u8, d: StepDone) {
+        let Some((job, queued)) = self.lms.finish(w) else {
+            return;
+        };
+        let wait = d.started_at.saturating_sub(queued)
+            + d.waited.saturating_sub(d.started_at - d.requested_at);
+        let run = (d.done_at - d.requested_at).saturating_sub(d.waited);
+        self.stats.add(Stat::GcsMsgsProcessTime, run);
+        match job {
+            Job::Msg { from, msg } => self.lms_message(from, msg, wait, run),
+            Job::Serve(mut s) => {
+                s.req.timing.lms_wait += wait;
+                s.req.timing.lms_proc += run;
+                if s.stage == Stage::Start && wait > CONGESTED_AFTER {
+                    s.congested = true;
+                }
+                self.serve(w, s, run);
+            }
+        }
+        self.lms_kick(w);
+    }
+
+    fn lms_message(&mut self, from: InstId, msg: Msg, wait: Nanos, run: Nanos) {
+        match msg {
+            Msg::Request(mut req) => {
+                // The master's own work counts as request time if it forwards,
+                // and as LMS time if it serves the block itself.
+                let holder_here = self.cache.current(req.blk).is_some();
+                if holder_here {
+                    req.timing.lms_wait += wait;
+                    req.timing.lms_proc += run;
+                } else {
+                    req.timing.request += wait + run;
+                }
+                self.dir_request(req);
+            }
+            Msg::Installed {
+                blk,
+                req,
+                mode,
+                prev_holder,
+                pi_kept,
+            } => self.dir_installed(from, blk, req, mode, prev_holder, pi_kept),
+            Msg::NotHeld { req } => self.dir_not_held(from, req),
+            Msg::Relinquish { blk, mode } => self.dir_relinquish(from, blk, mode),
+            Msg::InvalidateAck { blk, .. } => self.dir_invalidate_ack(from, blk),
+            Msg::Invalidate { blk, req } => self.invalidate_local(from, blk, req),
+            Msg::Written { blk, scn } => self.dir_written(from, blk, scn),
+            Msg::DiscardPi { blk, scn } => self.discard_pi(blk, scn),
+            Msg::TxQuery { xid, token } => {
+                let report = self.tx_report(xid);
+                self.send(from, Msg::TxStatus { xid, token, report });
+            }
+            Msg::TxWait { xid, token } => match self.tx_report(xid) {
+                TxReport::Active => self
+                    .txns
+                    .waiters
+                    .entry(xid.seq())
+                    .or_default()
+                    .push(super::TxWaiter::Remote(from, token)),
+                report => self.send(from, Msg::TxStatus { xid, token, report }),
+            },
+            // Broadcast on commit: the SCN was applied when the message
+            // arrived (every envelope carries one); LMS acknowledges it.
+            Msg::ScnBroadcast { seq } => self.send(from, Msg::ScnAck { seq }),
+            Msg::ScnAck { seq } => self.on_scn_ack(seq),
+            other => self.error(format!(
+                "LMS got an unexpected message from {from}: {other:?}"
+            )),
+        }
+    }
+
+    fn tx_report(&self, xid: Xid) -> TxReport {
+        match self.tx_state(xid) {
+            crate::block::TxState::Committed(s) => TxReport::Committed(s),
+            _ => TxReport::Active,
+        }
+    }
+
+    fn serve(&mut self, w: u8, mut s: Box<Serve>, run: Nanos) {
+        let blk = s.req.blk;
+        let Some(buf) = self.cache.current(blk) else {
+            self.not_held(s.req, s.master);
+            return;
+        };
+        if s.stage == Stage::Send {
+            self.ship(s, buf, run);
+            return;
+        }
+        match (s.req.kind, s.shared) {
+            (ReqKind::Cr { .. }, false) => {
+                let scn_now = self.cache.get(buf).image.scn;
+                let built = match s.built.take() {
+                    Some((scn, b)) if scn == scn_now => b,
+                    _ => self.build_for(buf, &s.req),
+                };
+                self.stats.add(
+                    Stat::GcCrBlockBuildTime,
+                    run.saturating_sub(self.costs.lms_send),
+                );
+                if let Ok(cp) = &built
+                    && cp.undo_applied > 0
+                {
+                    self.stats.incr(Stat::GcCrBlocksBuilt);
+                }
+                if built.is_err() {
+                    self.stats.incr(Stat::GcCrLightWorks);
+                }
+                s.built = Some((scn_now, built));
+                if self.lgwr.redo_pending(self.cache.get(buf).last_rba) {
+                    self.park_for_flush(w, s, buf);
+                } else {
+                    self.ship(s, buf, self.costs.lms_send.min(run));
+                }
+            }
+            (ReqKind::Cr { .. }, true) => {
+                if self.cache.get(buf).state != BufState::Scur {
+                    self.not_held(s.req, s.master);
+                    return;
+                }
+                self.ship(s, buf, run);
+            }
+            (ReqKind::Current { .. }, _) => {
+                if self.cache.get(buf).pinned() {
+                    let id = self.lms.park(w, s, self.now);
+                    self.lms.wait_for_pin(blk, w, id);
+                    return;
+                }
+                self.cache.get_mut(buf).leaving = true;
+                if self.lgwr.redo_pending(self.cache.get(buf).last_rba) {
+                    self.park_for_flush(w, s, buf);
+                } else {
+                    self.ship(s, buf, self.costs.lms_send.min(run));
+                }
+            }
+        }
+    }
+
+    fn build_for(&self, buf: BufId, req: &Request) -> Result<CrCopy, CrError> {
+        let ReqKind::Cr { snapshot, reader } = req.kind else {
+            return Err(CrError::SnapshotTooOld);
+        };
+        self.cache
+            .get(buf)
+            .image
+            .build_cr(snapshot, reader, self.scn, &|x| self.tx_state(x))
+    }
+
+    fn not_held(&mut self, req: Request, master: InstId) {
+        if master == self.id {
+            let me = self.id;
+            self.dir_not_held(me, req);
+        } else {
+            self.send(master, Msg::NotHeld { req });
+        }
+    }
+
+    fn park_for_flush(&mut self, w: u8, s: Box<Serve>, buf: BufId) {
+        let rba = self.cache.get(buf).last_rba;
+        let id = self.lms.park(w, s, self.now);
+        self.request_flush(rba, Some(FlushWaiter::Lms(w, id)));
+    }
+
+    /// LGWR made the redo durable: the parked job can send.
+    pub(super) fn lms_flushed(&mut self, w: u8, job: u64) {
+        let Some((mut s, since)) = self.lms.unpark(w, job) else {
+            return;
+        };
+        let took = self.now - since;
+        self.wait_event(Wait::GcsLogFlushSync, took, false);
+        s.req.timing.flush += took;
+        // Counted with its time when it completes, so an interval's average is
+        // never a time without its count (or a count without its time).
+        match s.req.kind {
+            ReqKind::Cr { .. } => {
+                self.stats.incr(Stat::GcCrBlocksFlushed);
+                self.stats.add(Stat::GcCrBlockFlushTime, took)
+            }
+            ReqKind::Current { .. } => {
+                self.stats.incr(Stat::GcCurrentBlocksFlushed);
+                self.stats.add(Stat::GcCurrentBlockFlushTime, took)
+            }
+        }
+        s.stage = Stage::Send;
+        self.lms.enqueue_front(w, Job::Serve(s), self.now);
+        self.lms_kick(w);
+    }
+
+    /// A local pin on `blk` was released: resume LMS jobs waiting for it.
+    #[inline]
+    pub(super) fn unpinned(&mut self, blk: BlockAddr) {
+        let Some(list) = self.lms.pin_released(blk) else {
+            return;
+        };
+        for (w, id) in list {
+            let Some((mut s, since)) = self.lms.unpark(w, id) else {
+                continue;
+            };
+            let took = self.now - since;
+            s.req.timing.pin += took;
+            self.stats.add(Stat::GcCurrentBlockPinTime, took);
+            s.stage = Stage::AfterPin;
+            self.lms.enqueue_front(w, Job::Serve(s), self.now);
+            self.lms_kick(w);
+        }
+    }
+
+    /// Send the block to the requester.
+    fn ship(&mut self, s: Box<Serve>, buf: BufId, send_time: Nanos) {
+        let req = s.req;
+        // 2-way: the request went straight to the holder (the master was the
+        // requester or the holder itself); 3-way: a third instance forwarded it.
+        let hops = if s.master == self.id || s.master == req.requester {
+            2
+        } else {
+            3
+        };
+        let (kind, block, pi_kept) = match (req.kind, s.shared) {
+            (ReqKind::Cr { .. }, false) => {
+                self.stats.incr(Stat::GcCrBlocksServed);
+                self.stats.add(Stat::GcCrBlockSendTime, send_time);
+                match s.built {
+                    Some((_, Ok(cp))) => {
+                        let kind = ShipKind::Cr {
+                            lo: cp.lo,
+                            hi: cp.hi,
+                            private: cp.private_to.is_some(),
+                        };
+                        (kind, cp.image, false)
+                    }
+                    _ => (ShipKind::Raw, self.cache.get(buf).image.clone(), false),
+                }
+            }
+            (ReqKind::Cr { .. }, true) => {
+                self.stats.incr(Stat::GcCrBlocksServed);
+                self.stats.add(Stat::GcCrBlockSendTime, send_time);
+                (ShipKind::Shared, self.cache.get(buf).image.clone(), false)
+            }
+            (ReqKind::Current { .. }, _) => {
+                self.stats.incr(Stat::GcCurrentBlocksServed);
+                self.stats.add(Stat::GcCurrentBlockSendTime, send_time);
+                let (block, pi) = self.give_up_current(buf);
+                (ShipKind::Current, block, pi)
+            }
+        };
+        let congested = s.congested;
+        self.send(
+            req.requester,
+            Msg::Ship {
+                req,
+                kind,
+                block: Box::new(block),
+                pi_kept,
+                hops,
+                congested,
+            },
+        );
+        if matches!(req.kind, ReqKind::Current { .. }) {
+            self.wake_block(req.blk);
+        }
+    }
+
+    /// The current block leaves: keep a past image if it is dirty, else drop it.
+    fn give_up_current(&mut self, buf: BufId) -> (Block, bool) {
+        // Clean out our own commits first: the next holder cannot know them.
+        self.clean_out_buffer(buf);
+        self.cache.give_up_current(buf)
+    }
+
+    /// The master asks this instance to drop its shared copy.
+    pub(super) fn invalidate_local(&mut self, master: InstId, blk: BlockAddr, req: u64) {
+        self.cache.invalidate_shared(blk);
+        if master == self.id {
+            let me = self.id;
+            self.dir_invalidate_ack(me, blk);
+        } else {
+            self.send(master, Msg::InvalidateAck { blk, req });
+        }
+        self.wake_block(blk);
+    }
+
+    /// A write covered our past images of `blk`.
+    pub(super) fn discard_pi(&mut self, blk: BlockAddr, scn: Scn) {
+        let discarded = self.cache.discard_past_images(blk, scn);
+        self.stats.add(Stat::GcsPastImagesDiscarded, discarded);
+    }
+}
+
+/// What an LMS job's CPU demand depends on, read from the components that own it.
+struct HolderView<'a> {
+    cache: &'a super::cache::Cache,
+    costs: &'a crate::config::Costs,
+    lgwr: &'a super::lgwr::Lgwr,
+    scn: Scn,
+}
+
+impl HolderView<'_> {
+    /// CPU a job needs. A CR copy is built here, when the job starts, so its
+    /// real undo count is charged.
+    fn job_demand(&self, job: &mut Job, tx: &impl Fn(Xid) -> TxState) -> Nanos {
+        let c = self.costs;
+        let s = match job {
+            Job::Msg { .. } => return c.lms_message,
+            Job::Serve(s) => s,
+        };
+        match s.stage {
+            Stage::Send => c.lms_send,
+            Stage::AfterPin => c.lms_pin + self.send_cost_unless_flush(s.req.blk),
+            Stage::Start => {
+                let Some(buf) = self.cache.current(s.req.blk) else {
+                    return c.lms_message;
+                };
+                match (s.req.kind, s.shared) {
+                    (ReqKind::Cr { snapshot, reader }, false) => {
+                        let b = self.cache.get(buf);
+                        let scn = b.image.scn;
+                        let built = b.image.build_cr(snapshot, reader, self.scn, tx);
+                        let undo = built.as_ref().map_or(0, |cp| cp.undo_applied);
+                        s.built = Some((scn, built));
+                        c.cr_build
+                            + c.undo_apply * Nanos::from(undo)
+                            + self.send_cost_unless_flush(s.req.blk)
+                    }
+                    (ReqKind::Cr { .. }, true) => c.lms_send,
+                    (ReqKind::Current { .. }, _) => {
+                        c.lms_pin + self.send_cost_unless_flush(s.req.blk)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Sending is charged with the job unless the block must wait for a flush
+    /// first (then it is a step of its own after the flush).
+    fn send_cost_unless_flush(&self, blk: BlockAddr) -> Nanos {
+        match self.cache.current(blk) {
+            Some(b) if self.lgwr.redo_pending(self.cache.get(b).last_rba) => 0,
+            _ => self.costs.lms_send,
+        }
+    }
+}
