@@ -12,16 +12,18 @@
 //! Inside an instance a lock has one user at a time; other local sessions
 //! queue behind it. Every conversion the master grants is timed from request
 //! to grant as `global enqueue get time` (AWR's "Avg global enqueue get time").
+//!
+//! `Ges` owns both sides (the resources mastered here and this instance's
+//! locks) and answers with decisions; the instance sends the messages and
+//! wakes the sessions (instance/route.rs).
 
 use std::collections::VecDeque;
 
 use rustc_hash::FxHashMap;
 
-use super::Instance;
-use super::session::St;
 use crate::config::Nanos;
-use crate::msg::{LockMode, Lvb, Msg, ResName};
-use crate::stats::{Stat, Wait};
+use crate::msg::{LockMode, Lvb, ResName};
+use crate::stats::{Stat, Stats};
 use crate::types::InstId;
 
 /// The master's record of one resource.
@@ -50,20 +52,35 @@ impl MasterRes {
             self.granted.push((who, mode));
         }
     }
+
+    /// Holders that block the head of the queue and were not asked yet: they are asked now.
+    fn blockers_to_ask(&mut self) -> Vec<InstId> {
+        let Some(&(who, mode, _)) = self.queue.front() else {
+            return Vec::new();
+        };
+        let blockers: Vec<InstId> = self
+            .granted
+            .iter()
+            .filter(|&&(i, m)| i != who && !m.compatible(mode) && !self.basted.contains(&i))
+            .map(|&(i, _)| i)
+            .collect();
+        self.basted.extend(blockers.iter().copied());
+        blockers
+    }
 }
 
 /// This instance's own lock on a resource.
 #[derive(Debug)]
-pub(super) struct LocalLock {
-    pub(super) mode: LockMode,
+struct LocalLock {
+    mode: LockMode,
     /// The session using the lock now.
     user: Option<u32>,
     /// A conversion sent to the master: (mode, token, when).
     pending: Option<(LockMode, u64, Nanos)>,
     /// The master asked for the lock back: give it up when the user releases it.
     bast: bool,
-    pub(super) lvb: Lvb,
-    /// Local sessions waiting for the lock: (session, mode, event).
+    lvb: Lvb,
+    /// Local sessions waiting for the lock: (session, mode).
     waiters: VecDeque<(u32, LockMode)>,
 }
 
@@ -80,213 +97,230 @@ impl Default for LocalLock {
     }
 }
 
-#[derive(Debug, Default)]
+/// What a session's request for a lock found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Get {
+    /// The session uses the lock now.
+    Held,
+    /// It waits; `convert`: the instance must first ask the master for this mode.
+    Wait { convert: Option<LockMode> },
+}
+
+/// What the local lock does next, once its user or the master let it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HandOn {
+    Nothing,
+    /// This waiting session uses the lock now.
+    Resume(u32),
+    /// Ask the master for this mode for the next waiter.
+    Convert(LockMode),
+}
+
+/// A grant the master gives: (to, mode, token, value block).
+pub type MasterGrant = (InstId, LockMode, u64, Lvb);
+
+#[derive(Debug)]
 pub struct Ges {
+    me: InstId,
     master: FxHashMap<ResName, MasterRes>,
-    pub(super) locks: FxHashMap<ResName, LocalLock>,
+    locks: FxHashMap<ResName, LocalLock>,
     next_token: u64,
 }
 
 impl Ges {
+    pub fn new(me: InstId) -> Ges {
+        Ges {
+            me,
+            master: FxHashMap::default(),
+            locks: FxHashMap::default(),
+            next_token: 0,
+        }
+    }
+
     /// The master's view of a resource: (holder, mode) pairs and queued conversions.
     pub fn view(&self, res: ResName) -> Option<(Vec<(InstId, LockMode)>, usize)> {
         self.master
             .get(&res)
             .map(|r| (r.granted.clone(), r.queue.len()))
     }
-}
 
-impl Instance {
-    /// Session `sid` wants `res` in `mode`. True when it holds it now; false
-    /// when it waits (timed as `event`) and will be made ready once it does.
-    pub(super) fn enq_get(&mut self, sid: u32, res: ResName, mode: LockMode, event: Wait) -> bool {
-        let me = self.id;
-        let master = self.layout.ges_master(res);
-        let lk = self.ges.locks.entry(res).or_default();
+    /// The value block of this instance's lock on `res` (default when none).
+    pub fn value(&self, res: ResName) -> Lvb {
+        self.locks.get(&res).map(|l| l.lvb).unwrap_or_default()
+    }
+
+    // ----- this instance's locks -----------------------------------------------------
+
+    /// Session `sid` wants `res` in `mode`; `master` masters `res`.
+    pub fn get(
+        &mut self,
+        sid: u32,
+        res: ResName,
+        mode: LockMode,
+        master: InstId,
+        stats: &mut Stats,
+    ) -> Get {
+        let me = self.me;
+        let lk = self.locks.entry(res).or_default();
         if lk.user == Some(sid) {
-            return true;
+            return Get::Held;
         }
         if lk.user.is_none() && lk.waiters.is_empty() && !lk.bast {
             if lk.mode.covers(mode) {
                 lk.user = Some(sid);
-                return true;
+                return Get::Held;
             }
             // Mastered here and free: granted without a message or a wait.
             if master == me && lk.pending.is_none() {
-                let r = self.ges.master.entry(res).or_default();
+                let r = self.master.entry(res).or_default();
                 if r.queue.is_empty() && r.fits(me, mode) {
                     r.set(me, mode);
                     let lvb = r.lvb;
-                    let lk = self.ges.locks.entry(res).or_default();
+                    let lk = self.locks.entry(res).or_default();
                     lk.mode = mode;
                     lk.lvb = lvb;
                     lk.user = Some(sid);
-                    self.stats.incr(Stat::GlobalEnqueueGetsSync);
-                    return true;
+                    stats.incr(Stat::GlobalEnqueueGetsSync);
+                    return Get::Held;
                 }
             }
         }
-        let lk = self.ges.locks.entry(res).or_default();
+        let lk = self.locks.entry(res).or_default();
         lk.waiters.push_back((sid, mode));
         let idle = lk.user.is_none() && lk.pending.is_none();
-        self.begin_enq_wait(sid, event);
-        if idle {
-            self.enq_convert(res, mode);
+        Get::Wait {
+            convert: idle.then_some(mode),
         }
-        false
     }
 
     /// Whether session `sid` is the local user of `res` now.
-    pub(super) fn enq_holds(&self, sid: u32, res: ResName) -> bool {
-        self.ges
-            .locks
-            .get(&res)
-            .is_some_and(|l| l.user == Some(sid))
+    pub fn holds(&self, sid: u32, res: ResName) -> bool {
+        self.locks.get(&res).is_some_and(|l| l.user == Some(sid))
     }
 
     /// The user of `res` is done with it; `lvb` replaces the value block.
-    pub(super) fn enq_release(&mut self, res: ResName, lvb: Option<Lvb>) {
-        let Some(lk) = self.ges.locks.get_mut(&res) else {
-            return;
-        };
+    /// Returns whether the master asked for the lock meanwhile (down-convert now).
+    pub fn release(&mut self, res: ResName, lvb: Option<Lvb>) -> Option<bool> {
+        let lk = self.locks.get_mut(&res)?;
         lk.user = None;
         if let Some(v) = lvb {
             lk.lvb = v;
         }
-        if lk.bast {
-            self.enq_down(res);
-        }
-        self.enq_hand_on(res);
+        Some(lk.bast)
     }
 
-    /// Give the lock to the next local waiter, or ask the master for the mode it needs.
-    fn enq_hand_on(&mut self, res: ResName) {
-        let Some(lk) = self.ges.locks.get_mut(&res) else {
-            return;
+    /// Who gets the lock next: a local waiter, or the master is asked.
+    pub fn hand_on(&mut self, res: ResName) -> HandOn {
+        let Some(lk) = self.locks.get_mut(&res) else {
+            return HandOn::Nothing;
         };
         if lk.user.is_some() || lk.bast {
-            return;
+            return HandOn::Nothing;
         }
         let Some(&(sid, want)) = lk.waiters.front() else {
-            return;
+            return HandOn::Nothing;
         };
         if lk.mode.covers(want) {
             lk.waiters.pop_front();
             lk.user = Some(sid);
-            self.end_enq_wait(sid);
+            HandOn::Resume(sid)
         } else if lk.pending.is_none() {
-            self.enq_convert(res, want);
+            HandOn::Convert(want)
+        } else {
+            HandOn::Nothing
         }
     }
 
-    /// Send a conversion request to the master (or handle it here).
-    fn enq_convert(&mut self, res: ResName, mode: LockMode) {
-        self.ges.next_token += 1;
-        let token = self.ges.next_token;
-        let now = self.now;
-        if let Some(lk) = self.ges.locks.get_mut(&res) {
+    /// A conversion to `mode` is sent to the master now: its token.
+    pub fn start_convert(&mut self, res: ResName, mode: LockMode, now: Nanos) -> u64 {
+        self.next_token += 1;
+        let token = self.next_token;
+        if let Some(lk) = self.locks.get_mut(&res) {
             lk.pending = Some((mode, token, now));
         }
-        let master = self.layout.ges_master(res);
-        if master == self.id {
-            self.ges_master_convert(self.id, res, mode, token);
-        } else {
-            self.send(master, Msg::EnqConvert { res, mode, token });
-        }
+        token
     }
 
-    /// Down-convert to NL and hand the value block back to the master.
-    fn enq_down(&mut self, res: ResName) {
-        let Some(lk) = self.ges.locks.get_mut(&res) else {
-            return;
-        };
+    /// Down-convert to NL: returns the value block to hand back (an X holder's),
+    /// or `None` when this instance holds no lock on `res`.
+    pub fn down(&mut self, res: ResName, stats: &mut Stats) -> Option<Option<Lvb>> {
+        let lk = self.locks.get_mut(&res)?;
         let lvb = (lk.mode == LockMode::X).then_some(lk.lvb);
         lk.mode = LockMode::Nl;
         lk.bast = false;
-        self.stats.incr(Stat::GlobalEnqueueReleases);
-        let master = self.layout.ges_master(res);
-        if master == self.id {
-            self.ges_master_down(self.id, res, LockMode::Nl, lvb);
-        } else {
-            self.send(
-                master,
-                Msg::EnqDown {
-                    res,
-                    mode: LockMode::Nl,
-                    lvb,
-                },
-            );
-        }
+        stats.incr(Stat::GlobalEnqueueReleases);
+        Some(lvb)
     }
 
     /// The master granted this instance's conversion.
-    pub(super) fn on_enq_grant(&mut self, res: ResName, mode: LockMode, token: u64, lvb: Lvb) {
-        let now = self.now;
-        let Some(lk) = self.ges.locks.get_mut(&res) else {
-            self.error(format!("grant of {res:?} never asked for"));
-            return;
+    pub fn granted(
+        &mut self,
+        res: ResName,
+        mode: LockMode,
+        token: u64,
+        lvb: Lvb,
+        now: Nanos,
+        stats: &mut Stats,
+    ) -> Result<(), String> {
+        let Some(lk) = self.locks.get_mut(&res) else {
+            return Err(format!("grant of {res:?} never asked for"));
         };
         match lk.pending {
             Some((_, t, since)) if t == token => {
                 lk.pending = None;
                 lk.mode = mode;
                 lk.lvb = lvb;
-                self.stats.incr(Stat::GlobalEnqueueGetsSync);
-                self.stats.add(Stat::GlobalEnqueueGetTime, now - since);
+                stats.incr(Stat::GlobalEnqueueGetsSync);
+                stats.add(Stat::GlobalEnqueueGetTime, now - since);
+                Ok(())
             }
-            _ => {
-                self.error(format!("grant of {res:?} with unknown token {token}"));
-                return;
-            }
+            _ => Err(format!("grant of {res:?} with unknown token {token}")),
         }
-        self.enq_hand_on(res);
     }
 
     /// The master wants this instance's lock on `res` for someone else.
-    pub(super) fn on_enq_bast(&mut self, res: ResName) {
-        let Some(lk) = self.ges.locks.get_mut(&res) else {
-            return;
+    /// Returns whether to down-convert now (nobody uses it).
+    pub fn bast(&mut self, res: ResName) -> bool {
+        let Some(lk) = self.locks.get_mut(&res) else {
+            return false;
         };
         if lk.mode == LockMode::Nl {
-            return;
+            return false;
         }
         lk.bast = true;
-        if lk.user.is_none() {
-            self.enq_down(res);
-            self.enq_hand_on(res);
-        }
+        lk.user.is_none()
     }
 
     // ----- the master's side ------------------------------------------------------------
 
-    /// A conversion request reached the master (this instance).
-    pub(super) fn ges_master_convert(
+    /// A conversion request reached the master (this instance): granted at
+    /// once, or `None`: queued (then ask [`Ges::master_blockers`]).
+    pub fn master_convert(
         &mut self,
         from: InstId,
         res: ResName,
         mode: LockMode,
         token: u64,
-    ) {
-        let r = self.ges.master.entry(res).or_default();
+    ) -> Option<MasterGrant> {
+        let r = self.master.entry(res).or_default();
         if r.queue.is_empty() && r.fits(from, mode) {
             r.set(from, mode);
-            let lvb = r.lvb;
-            self.ges_grant(from, res, mode, token, lvb);
-        } else {
-            r.queue.push_back((from, mode, token));
-            self.ges_bast_blockers(res);
+            return Some((from, mode, token, r.lvb));
         }
+        r.queue.push_back((from, mode, token));
+        None
     }
 
-    /// A holder down-converted: record it and grant what now fits.
-    pub(super) fn ges_master_down(
+    /// A holder down-converted: record it; returns the queued conversions that
+    /// now fit, granted (deliver them, then ask [`Ges::master_blockers`]).
+    pub fn master_down(
         &mut self,
         from: InstId,
         res: ResName,
         mode: LockMode,
         lvb: Option<Lvb>,
-    ) {
-        let r = self.ges.master.entry(res).or_default();
+    ) -> Vec<MasterGrant> {
+        let r = self.master.entry(res).or_default();
         r.set(from, mode);
         r.basted.retain(|&i| i != from);
         if let Some(v) = lvb {
@@ -301,66 +335,15 @@ impl Instance {
             r.set(who, m);
             grants.push((who, m, token, r.lvb));
         }
-        for (who, m, token, lvb) in grants {
-            self.ges_grant(who, res, m, token, lvb);
-        }
-        self.ges_bast_blockers(res);
+        grants
     }
 
-    /// Ask every holder that blocks the head of the queue to down-convert.
-    fn ges_bast_blockers(&mut self, res: ResName) {
-        let Some(r) = self.ges.master.get_mut(&res) else {
-            return;
-        };
-        let Some(&(who, mode, _)) = r.queue.front() else {
-            return;
-        };
-        let blockers: Vec<InstId> = r
-            .granted
-            .iter()
-            .filter(|&&(i, m)| i != who && !m.compatible(mode) && !r.basted.contains(&i))
-            .map(|&(i, _)| i)
-            .collect();
-        r.basted.extend(blockers.iter().copied());
-        for holder in blockers {
-            if holder == self.id {
-                self.on_enq_bast(res);
-            } else {
-                self.send(holder, Msg::EnqBast { res, mode });
-            }
-        }
-    }
-
-    fn ges_grant(&mut self, to: InstId, res: ResName, mode: LockMode, token: u64, lvb: Lvb) {
-        if to == self.id {
-            self.on_enq_grant(res, mode, token, lvb);
-        } else {
-            self.send(
-                to,
-                Msg::EnqGrant {
-                    res,
-                    mode,
-                    token,
-                    lvb,
-                },
-            );
-        }
-    }
-
-    // ----- waits --------------------------------------------------------------------------
-
-    fn begin_enq_wait(&mut self, sid: u32, event: Wait) {
-        self.begin_session_wait(sid, event, St::WaitEnq);
-    }
-
-    fn end_enq_wait(&mut self, sid: u32) {
-        if self
-            .sessions
-            .get(sid as usize)
-            .is_some_and(|s| s.st == St::WaitEnq)
-        {
-            self.end_session_wait(sid);
-        }
+    /// The holders that block the head of `res`'s queue and were not asked
+    /// yet, with the mode it waits for: each gets a blocking AST now.
+    pub fn master_blockers(&mut self, res: ResName) -> Option<(LockMode, Vec<InstId>)> {
+        let r = self.master.get_mut(&res)?;
+        let &(_, mode, _) = r.queue.front()?;
+        Some((mode, r.blockers_to_ask()))
     }
 }
 

@@ -293,7 +293,7 @@ impl Instance {
                 .collect(),
             index_free: vec![0; layout.indexes.len()],
             history: record_history.then(Vec::new),
-            ges: ges::Ges::default(),
+            ges: ges::Ges::new(id),
             seqs: catalog.sequences.clone(),
             seq_cache: vec![(0, 0); catalog.sequences.len()],
             nextvals: None,

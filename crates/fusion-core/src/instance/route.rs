@@ -5,10 +5,12 @@
 //! is routed in serve.rs.
 
 use super::gcs::{Drained, Route};
+use super::ges::{Get, HandOn};
 use super::lgwr::{Flush, FlushWaiter};
+use super::session::St;
 use super::{Instance, IoPurpose, dbwr};
 use crate::config::Nanos;
-use crate::msg::{GrantKind, Io, Mode, Msg, RedoRecord, Request};
+use crate::msg::{GrantKind, Io, LockMode, Lvb, Mode, Msg, RedoRecord, Request, ResName};
 use crate::stats::{Stat, Wait};
 use crate::types::{BlockAddr, InstId, Scn, Xid};
 
@@ -308,6 +310,162 @@ impl Instance {
         }
         if let Some(took) = self.dbwr.written(w, started, self.now) {
             self.wait_event(Wait::DbFileParallelWrite, took, false);
+        }
+    }
+
+    // ----- GES: this instance's locks ----------------------------------------------
+
+    /// Session `sid` wants `res` in `mode`. True when it holds it now; false
+    /// when it waits (timed as `event`) and will be made ready once it does.
+    pub(super) fn enq_get(&mut self, sid: u32, res: ResName, mode: LockMode, event: Wait) -> bool {
+        let master = self.layout.ges_master(res);
+        match self.ges.get(sid, res, mode, master, &mut self.stats) {
+            Get::Held => true,
+            Get::Wait { convert } => {
+                self.begin_session_wait(sid, event, St::WaitEnq);
+                if let Some(mode) = convert {
+                    self.enq_convert(res, mode);
+                }
+                false
+            }
+        }
+    }
+
+    /// Whether session `sid` is the local user of `res` now.
+    pub(super) fn enq_holds(&self, sid: u32, res: ResName) -> bool {
+        self.ges.holds(sid, res)
+    }
+
+    /// The user of `res` is done with it; `lvb` replaces the value block.
+    pub(super) fn enq_release(&mut self, res: ResName, lvb: Option<Lvb>) {
+        let Some(asked_back) = self.ges.release(res, lvb) else {
+            return;
+        };
+        if asked_back {
+            self.enq_down(res);
+        }
+        self.enq_hand_on(res);
+    }
+
+    /// Give the lock to the next local waiter, or ask the master for the mode it needs.
+    fn enq_hand_on(&mut self, res: ResName) {
+        match self.ges.hand_on(res) {
+            HandOn::Nothing => {}
+            HandOn::Resume(sid) => {
+                if self
+                    .sessions
+                    .get(sid as usize)
+                    .is_some_and(|s| s.st == St::WaitEnq)
+                {
+                    self.end_session_wait(sid);
+                }
+            }
+            HandOn::Convert(mode) => self.enq_convert(res, mode),
+        }
+    }
+
+    /// Send a conversion request to the master (or handle it here).
+    fn enq_convert(&mut self, res: ResName, mode: LockMode) {
+        let token = self.ges.start_convert(res, mode, self.now);
+        let master = self.layout.ges_master(res);
+        if master == self.id {
+            self.ges_master_convert(self.id, res, mode, token);
+        } else {
+            self.send(master, Msg::EnqConvert { res, mode, token });
+        }
+    }
+
+    /// Down-convert to NL and hand the value block back to the master.
+    fn enq_down(&mut self, res: ResName) {
+        let Some(lvb) = self.ges.down(res, &mut self.stats) else {
+            return;
+        };
+        let master = self.layout.ges_master(res);
+        if master == self.id {
+            self.ges_master_down(self.id, res, LockMode::Nl, lvb);
+        } else {
+            let mode = LockMode::Nl;
+            self.send(master, Msg::EnqDown { res, mode, lvb });
+        }
+    }
+
+    /// The master granted this instance's conversion.
+    pub(super) fn on_enq_grant(&mut self, res: ResName, mode: LockMode, token: u64, lvb: Lvb) {
+        if let Err(problem) = self
+            .ges
+            .granted(res, mode, token, lvb, self.now, &mut self.stats)
+        {
+            self.error(problem);
+            return;
+        }
+        self.enq_hand_on(res);
+    }
+
+    /// The master wants this instance's lock on `res` for someone else.
+    pub(super) fn on_enq_bast(&mut self, res: ResName) {
+        if self.ges.bast(res) {
+            self.enq_down(res);
+            self.enq_hand_on(res);
+        }
+    }
+
+    // ----- GES: this instance as master ------------------------------------------------
+
+    /// A conversion request reached the master (this instance).
+    pub(super) fn ges_master_convert(
+        &mut self,
+        from: InstId,
+        res: ResName,
+        mode: LockMode,
+        token: u64,
+    ) {
+        match self.ges.master_convert(from, res, mode, token) {
+            Some(grant) => self.ges_grant(res, grant),
+            None => self.ges_bast_blockers(res),
+        }
+    }
+
+    /// A holder down-converted: grant what now fits, then ask who still blocks.
+    pub(super) fn ges_master_down(
+        &mut self,
+        from: InstId,
+        res: ResName,
+        mode: LockMode,
+        lvb: Option<Lvb>,
+    ) {
+        for grant in self.ges.master_down(from, res, mode, lvb) {
+            self.ges_grant(res, grant);
+        }
+        self.ges_bast_blockers(res);
+    }
+
+    /// Ask every holder that blocks the head of the queue to down-convert.
+    fn ges_bast_blockers(&mut self, res: ResName) {
+        let Some((mode, blockers)) = self.ges.master_blockers(res) else {
+            return;
+        };
+        for holder in blockers {
+            if holder == self.id {
+                self.on_enq_bast(res);
+            } else {
+                self.send(holder, Msg::EnqBast { res, mode });
+            }
+        }
+    }
+
+    fn ges_grant(&mut self, res: ResName, (to, mode, token, lvb): super::ges::MasterGrant) {
+        if to == self.id {
+            self.on_enq_grant(res, mode, token, lvb);
+        } else {
+            self.send(
+                to,
+                Msg::EnqGrant {
+                    res,
+                    mode,
+                    token,
+                    lvb,
+                },
+            );
         }
     }
 }

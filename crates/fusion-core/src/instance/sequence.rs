@@ -106,7 +106,7 @@ impl Instance {
             }
             SeqStep::HaveSv => {
                 let r = res(EnqKind::Sv, seq);
-                let lvb = self.ges.locks.get(&r).map(|l| l.lvb).unwrap_or_default();
+                let lvb = self.ges.value(r);
                 if lvb.lo < lvb.hi {
                     let n = lvb.lo + 1;
                     self.enq_release(r, Some(Lvb { lo: n, hi: lvb.hi }));
