@@ -13,6 +13,7 @@ mod cache;
 mod dbwr;
 mod gcs;
 mod ges;
+mod hogs;
 mod insert;
 mod lgwr;
 mod lms;
@@ -206,9 +207,7 @@ pub struct Instance {
     next_io: u64,
     next_req: u64,
     next_token: u64,
-    hogs: Vec<ProcId>,
-    hog_epoch: u64,
-    hog_load: u32,
+    hogs: hogs::CpuHogs,
     enabled_workloads: Option<Vec<String>>,
     /// Per table: the block this instance inserts into, and its next free block.
     insert_blocks: Vec<(Option<BlockAddr>, u32)>,
@@ -271,9 +270,7 @@ impl Instance {
             next_io: 1,
             next_req: 1,
             next_token: 1,
-            hogs: Vec::new(),
-            hog_epoch: 0,
-            hog_load: 100,
+            hogs: hogs::CpuHogs::default(),
             enabled_workloads: None,
             insert_blocks: layout
                 .tables
@@ -733,11 +730,9 @@ impl Instance {
                 self.arm(dbwr::DBWR_TICK, Timer::DbwrTick);
             }
             Timer::HogWake(h, epoch) => {
-                if epoch == self.hog_epoch
-                    && let Some(&p) = self.hogs.get(h as usize)
-                {
-                    let on = HOG_PERIOD * Nanos::from(self.hog_load) / 100;
-                    self.cpu(p, on);
+                if let Some(p) = self.hogs.wakes(h, epoch) {
+                    let busy = self.hogs.busy_time();
+                    self.cpu(p, busy);
                 }
             }
         }
@@ -886,11 +881,9 @@ impl Instance {
     // ----- CPU hogs ---------------------------------------------------------------------
 
     fn set_hogs(&mut self, workers: u32, load_pct: u32) {
-        self.hog_epoch += 1;
-        for p in std::mem::take(&mut self.hogs) {
+        for p in self.hogs.restart(load_pct) {
             self.sched.cancel(self.now, p);
         }
-        self.hog_load = load_pct.clamp(1, 100);
         for i in 0..workers {
             // Hog processes are created once and reused across phases.
             let name = format!("stress{i}");
@@ -898,25 +891,22 @@ impl Instance {
                 Some(p) => p as ProcId,
                 None => self.add_proc(Proc::Hog(i), name),
             };
-            self.hogs.push(proc);
-            let demand = if self.hog_load >= 100 {
-                HOG_FOREVER
-            } else {
-                HOG_PERIOD * Nanos::from(self.hog_load) / 100
-            };
+            let demand = self.hogs.add(proc);
             self.cpu(proc, demand);
         }
     }
 
     fn hog_step_done(&mut self, h: u32) {
         // A partly-loaded hog sleeps for the rest of its period.
+        let procs = &self.procs;
         if self
             .hogs
+            .procs()
             .iter()
-            .any(|&p| self.procs.get(p as usize) == Some(&Proc::Hog(h)))
+            .any(|&p| procs.get(p as usize) == Some(&Proc::Hog(h)))
         {
-            let off = HOG_PERIOD * Nanos::from(100 - self.hog_load) / 100;
-            self.arm(off.max(1), Timer::HogWake(h, self.hog_epoch));
+            let (sleep, epoch) = (self.hogs.sleep_time(), self.hogs.epoch());
+            self.arm(sleep, Timer::HogWake(h, epoch));
         }
     }
 }
@@ -945,11 +935,6 @@ fn tx_state_in(
 
 /// Problems an instance keeps for its driver (the last one says more followed).
 pub const ERRORS_KEPT: usize = 1000;
-
-/// Period of a partly-loaded CPU hog (busy `load_pct` of it).
-const HOG_PERIOD: Nanos = 100 * crate::config::NS_PER_MS;
-/// Demand of a fully-loaded hog: it never finishes.
-const HOG_FOREVER: Nanos = Nanos::MAX / 4;
 
 /// Check a block image against what a reader expected (used by checkers).
 pub fn row_value(block: &Block, key: u64) -> Option<i64> {
