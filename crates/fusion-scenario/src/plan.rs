@@ -13,12 +13,12 @@ use crate::model::{Fault, LinkTarget, Phase, Scenario};
 impl Scenario {
     /// The block layout every instance and the store share.
     pub fn layout(&self) -> Arc<Layout> {
-        let n = self.instances.len() as u8;
+        let instance_count = self.instances.len() as u8;
         let contiguous = self
             .instances
             .first()
             .map_or(128, |p| p.lm_contiguous_res_count);
-        Arc::new(Layout::new(&self.catalog, n, contiguous))
+        Arc::new(Layout::new(&self.catalog, instance_count, contiguous))
     }
 
     /// The start-up configuration of every instance (index 0 is instance 1).
@@ -28,7 +28,7 @@ impl Scenario {
         seed: u64,
         record_history: bool,
     ) -> Vec<InstanceConfig> {
-        let n = self.instances.len() as u8;
+        let instance_count = self.instances.len() as u8;
         let catalog = Arc::new(self.catalog.clone());
         let workloads = Arc::new(self.workloads.clone());
         self.instances
@@ -36,7 +36,7 @@ impl Scenario {
             .enumerate()
             .map(|(i, p)| InstanceConfig {
                 id: InstId(i as u8),
-                instances: n,
+                instances: instance_count,
                 params: p.clone(),
                 costs: self.costs.clone(),
                 catalog: catalog.clone(),

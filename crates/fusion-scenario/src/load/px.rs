@@ -5,7 +5,8 @@
 use fusion_core::config::{Catalog, Params, Step, WorkloadSpec};
 use fusion_core::px::{Degree, JoinDistribution, PxPlan, PxQuery};
 
-use super::{Checker, Tv, names_list, quoted_list, suggest};
+use super::problems::{Validator, names_list, quoted_list, suggest};
+use super::read::TableView;
 use crate::model::Phase;
 use crate::tree::{KeyPath, Node, Origin, Val};
 
@@ -30,100 +31,128 @@ pub(super) struct QueryDraft {
     tables_path: KeyPath,
 }
 
-impl Checker<'_> {
+impl Validator<'_> {
     /// `[[query]]`: parallel statements workloads run with `parallel_query` steps.
-    pub(super) fn queries(&mut self, node: &Node, cat: &Catalog) -> Vec<QueryDraft> {
+    pub(super) fn queries(&mut self, node: &Node, catalog: &Catalog) -> Vec<QueryDraft> {
         let mut out = Vec::new();
         let mut seen = Vec::new();
         for (item, path) in self.tables(node, &KeyPath::root().key("query"), "query") {
-            let Some(tv) = self.table(item, &path, QUERY_KEYS) else {
+            let Some(query) = self.table(item, &path, QUERY_KEYS) else {
                 continue;
             };
-            let name = self.req(&tv, "name").and_then(|n| {
-                let name = self.name(n, &tv.at("name"))?;
-                self.unique(&mut seen, &name, n, &tv.at("name"), "query");
-                Some(name)
-            });
-            let plan = self.req(&tv, "plan").and_then(|n| {
-                let s = self.string(n, &tv.at("plan"))?;
-                let p = PxPlan::from_name(&s);
-                if p.is_none() {
-                    self.err(
-                        n,
-                        &tv.at("plan"),
-                        format!(
-                            "unknown plan `{s}` (one of: {}){}",
-                            quoted_list(PxPlan::NAMES),
-                            suggest(&s, PxPlan::NAMES)
-                        ),
-                    );
-                }
-                p
-            });
-            let tables_node = self.req(&tv, "tables");
-            let tables = match (tables_node, plan) {
-                (Some(n), Some(p)) => self.query_tables(n, &tv.at("tables"), p, cat),
-                _ => None,
-            };
-            let (degree, instances) = self.query_degree(&tv);
-            let only = |ck: &mut Self, key: &str, wanted: PxPlan| {
-                if let (Some(e), Some(p)) = (tv.entry(key), plan)
-                    && p != wanted
-                {
-                    ck.err_key(
-                        e,
-                        &tv.at(key),
-                        format!("`{key}` applies to plan \"{}\" only", wanted.name()),
-                    );
-                }
-            };
-            only(self, "distribution", PxPlan::HashJoinGroupBy);
-            only(self, "group_by_mod", PxPlan::HashJoinGroupBy);
-            only(self, "entries_per_leaf", PxPlan::IndexBuild);
-            let distribution = match tv.get("distribution") {
-                None => JoinDistribution::Hash,
-                Some(n) => {
-                    match self.string(n, &tv.at("distribution")).as_deref() {
-                        Some("hash") | None => JoinDistribution::Hash,
-                        Some("broadcast") => JoinDistribution::Broadcast,
-                        Some(other) => {
-                            self.err(
-                            n,
-                            &tv.at("distribution"),
-                            format!("unknown distribution `{other}` (one of: \"hash\", \"broadcast\")"),
-                        );
-                            JoinDistribution::Hash
-                        }
-                    }
-                }
-            };
-            let group_mod = tv
-                .get("group_by_mod")
-                .and_then(|n| self.int(n, &tv.at("group_by_mod"), 1, i64::MAX))
-                .map_or(100, |v| v as u64);
-            let entries_per_leaf = self.opt_u32(&tv, "entries_per_leaf", 4, 100_000, 250);
-            let Some(name) = name else { continue };
-            let query = match (plan, tables, degree) {
-                (Some(plan), Some(tables), Some(degree)) => Some(PxQuery {
-                    name: name.clone(),
-                    plan,
-                    tables,
-                    degree,
-                    instances,
-                    distribution,
-                    group_mod,
-                    entries_per_leaf,
-                }),
-                _ => None,
-            };
-            out.push(QueryDraft {
-                name,
-                query,
-                tables_node: tables_node.cloned(),
-                tables_path: tv.at("tables"),
-            });
+            if let Some(draft) = self.query_draft(&query, &mut seen, catalog) {
+                out.push(draft);
+            }
         }
         out
+    }
+
+    /// One `[[query]]`; `None` only when it has no usable name.
+    fn query_draft(
+        &mut self,
+        query: &TableView,
+        seen: &mut Vec<(String, Node)>,
+        catalog: &Catalog,
+    ) -> Option<QueryDraft> {
+        let name = self.req(query, "name").and_then(|node| {
+            let name = self.name(node, &query.at("name"))?;
+            self.unique(seen, &name, node, &query.at("name"), "query");
+            Some(name)
+        });
+        let plan = self
+            .req(query, "plan")
+            .and_then(|node| self.plan(node, &query.at("plan")));
+        let tables_node = self.req(query, "tables");
+        let tables = match (tables_node, plan) {
+            (Some(node), Some(p)) => self.query_tables(node, &query.at("tables"), p, catalog),
+            _ => None,
+        };
+        let (degree, instances) = self.query_degree(query);
+        if let Some(plan) = plan {
+            self.check_plan_keys(query, plan);
+        }
+        let distribution = self.join_distribution(query);
+        let group_mod = query
+            .get("group_by_mod")
+            .and_then(|node| self.int(node, &query.at("group_by_mod"), 1, i64::MAX))
+            .map_or(100, |v| v as u64);
+        let entries_per_leaf = self.opt_u32(query, "entries_per_leaf", 4, 100_000, 250);
+        let name = name?;
+        let px_query = match (plan, tables, degree) {
+            (Some(plan), Some(tables), Some(degree)) => Some(PxQuery {
+                name: name.clone(),
+                plan,
+                tables,
+                degree,
+                instances,
+                distribution,
+                group_mod,
+                entries_per_leaf,
+            }),
+            _ => None,
+        };
+        Some(QueryDraft {
+            name,
+            query: px_query,
+            tables_node: tables_node.cloned(),
+            tables_path: query.at("tables"),
+        })
+    }
+
+    /// `plan`: one of `PxPlan::NAMES`.
+    fn plan(&mut self, node: &Node, path: &KeyPath) -> Option<PxPlan> {
+        let s = self.string(node, path)?;
+        let plan = PxPlan::from_name(&s);
+        if plan.is_none() {
+            self.err(
+                node,
+                path,
+                format!(
+                    "unknown plan `{s}` (one of: {}){}",
+                    quoted_list(PxPlan::NAMES),
+                    suggest(&s, PxPlan::NAMES)
+                ),
+            );
+        }
+        plan
+    }
+
+    /// Keys that tune one plan only.
+    fn check_plan_keys(&mut self, query: &TableView, plan: PxPlan) {
+        for (key, wanted) in [
+            ("distribution", PxPlan::HashJoinGroupBy),
+            ("group_by_mod", PxPlan::HashJoinGroupBy),
+            ("entries_per_leaf", PxPlan::IndexBuild),
+        ] {
+            if let Some(e) = query.entry(key)
+                && plan != wanted
+            {
+                self.err_key(
+                    e,
+                    &query.at(key),
+                    format!("`{key}` applies to plan \"{}\" only", wanted.name()),
+                );
+            }
+        }
+    }
+
+    /// `distribution`: "hash" (the default) or "broadcast".
+    fn join_distribution(&mut self, query: &TableView) -> JoinDistribution {
+        let Some(node) = query.get("distribution") else {
+            return JoinDistribution::Hash;
+        };
+        match self.string(node, &query.at("distribution")).as_deref() {
+            Some("hash") | None => JoinDistribution::Hash,
+            Some("broadcast") => JoinDistribution::Broadcast,
+            Some(other) => {
+                self.err(
+                    node,
+                    &query.at("distribution"),
+                    format!("unknown distribution `{other}` (one of: \"hash\", \"broadcast\")"),
+                );
+                JoinDistribution::Hash
+            }
+        }
     }
 
     fn query_tables(
@@ -131,7 +160,7 @@ impl Checker<'_> {
         node: &Node,
         path: &KeyPath,
         plan: PxPlan,
-        cat: &Catalog,
+        catalog: &Catalog,
     ) -> Option<Vec<usize>> {
         let Val::Array(items) = &node.val else {
             self.err(
@@ -155,18 +184,21 @@ impl Checker<'_> {
             );
             return None;
         }
-        let names: Vec<String> = cat.tables.iter().map(|t| t.name.clone()).collect();
+        let names: Vec<String> = catalog.tables.iter().map(|t| t.name.clone()).collect();
         let mut out = Vec::new();
         for (i, item) in items.iter().enumerate() {
-            let p = path.index(i);
-            let t = self.string(item, &p)?;
-            match cat.tables.iter().position(|x| x.name == t) {
+            let item_path = path.index(i);
+            let table_name = self.string(item, &item_path)?;
+            match catalog.tables.iter().position(|t| t.name == table_name) {
                 Some(pos) => out.push(pos),
                 None => {
                     self.err(
                         item,
-                        &p,
-                        format!("unknown table `{t}` (tables: {})", names_list(&names)),
+                        &item_path,
+                        format!(
+                            "unknown table `{table_name}` (tables: {})",
+                            names_list(&names)
+                        ),
                     );
                     return None;
                 }
@@ -176,27 +208,29 @@ impl Checker<'_> {
     }
 
     /// `degree`: a number (the hint's degree) or "default"; `instances` with a number only.
-    fn query_degree(&mut self, tv: &Tv) -> (Option<Degree>, u32) {
-        let degree = self.req(tv, "degree").and_then(|n| match &n.val {
+    fn query_degree(&mut self, query: &TableView) -> (Option<Degree>, u32) {
+        let degree = self.req(query, "degree").and_then(|node| match &node.val {
             Val::Str(s) if s == "default" => Some(Degree::Default),
-            Val::Int(_) => self.u32_in(n, &tv.at("degree"), 1, 4096).map(Degree::Fixed),
+            Val::Int(_) => self
+                .u32_in(node, &query.at("degree"), 1, 4096)
+                .map(Degree::Fixed),
             _ => {
                 self.err(
-                    n,
-                    &tv.at("degree"),
+                    node,
+                    &query.at("degree"),
                     format!(
                         "expected a degree 1..=4096 or \"default\", found {}",
-                        n.describe()
+                        node.describe()
                     ),
                 );
                 None
             }
         });
-        let instances = self.opt_u32(tv, "instances", 1, 64, 1);
-        if let (Some(Degree::Default), Some(e)) = (degree, tv.entry("instances")) {
+        let instances = self.opt_u32(query, "instances", 1, 64, 1);
+        if let (Some(Degree::Default), Some(e)) = (degree, query.entry("instances")) {
             self.err_key(
                 e,
-                &tv.at("instances"),
+                &query.at("instances"),
                 "`instances` multiplies a numeric degree; it does not apply to \"default\"",
             );
         }
@@ -204,16 +238,20 @@ impl Checker<'_> {
     }
 
     /// A `parallel_query` step.
-    pub(super) fn parallel_query_step(&mut self, tv: &Tv, queries: &[QueryDraft]) -> Option<Step> {
-        let n = self.req(tv, "query")?;
-        let name = self.string(n, &tv.at("query"))?;
+    pub(super) fn parallel_query_step(
+        &mut self,
+        step: &TableView,
+        queries: &[QueryDraft],
+    ) -> Option<Step> {
+        let node = self.req(step, "query")?;
+        let name = self.string(node, &step.at("query"))?;
         match queries.iter().find(|q| q.name == name) {
             Some(q) => q.query.clone().map(|q| Step::ParallelQuery(Box::new(q))),
             None => {
                 let names: Vec<String> = queries.iter().map(|q| q.name.clone()).collect();
                 self.err(
-                    n,
-                    &tv.at("query"),
+                    node,
+                    &step.at("query"),
                     format!("unknown query `{name}` (queries: {})", names_list(&names)),
                 );
                 None
@@ -228,7 +266,7 @@ impl Checker<'_> {
         &mut self,
         queries: &[QueryDraft],
         workloads: &[WorkloadSpec],
-        cat: &Catalog,
+        catalog: &Catalog,
     ) {
         for q in queries {
             let (Some(query), Some(node)) = (&q.query, &q.tables_node) else {
@@ -250,7 +288,7 @@ impl Checker<'_> {
                     })
                 });
                 if let Some((w, x)) = writer {
-                    let tname = cat.tables.get(t).map_or("?", |x| x.name.as_str());
+                    let tname = catalog.tables.get(t).map_or("?", |x| x.name.as_str());
                     self.err(
                         node,
                         &q.tables_path,
@@ -290,9 +328,9 @@ impl Checker<'_> {
             );
         }
         let mut running: Vec<Params> = instances.to_vec();
-        for (k, ph) in phases.iter().enumerate() {
-            for (inst, name, value) in &ph.parameters {
-                let idx = usize::from(*inst).saturating_sub(1);
+        for (phase_index, phase) in phases.iter().enumerate() {
+            for (instance, name, value) in &phase.parameters {
+                let idx = usize::from(*instance).saturating_sub(1);
                 if let Some(p) = running.get_mut(idx) {
                     let _ = p.set(name, value);
                 }
@@ -305,12 +343,12 @@ impl Checker<'_> {
                         Some(
                             &KeyPath::root()
                                 .key("phase")
-                                .index(k)
+                                .index(phase_index)
                                 .key("parameters")
                                 .key(name),
                         ),
                         None,
-                        format!("phase `{}`, instance {}: {msg}", ph.name, i + 1),
+                        format!("phase `{}`, instance {}: {msg}", phase.name, i + 1),
                     );
                 }
             }
