@@ -4,8 +4,7 @@
 //!
 //! A figure whose denominator is zero is `None`, as AWR prints it blank.
 
-use crate::stats::{Stat, Stats, Wait, WaitClass};
-use crate::tkprof::StmtStat;
+use crate::stats::{Stat, Stats, StmtStat, Wait, WaitClass};
 
 const NS_PER_MS: f64 = 1_000_000.0;
 
