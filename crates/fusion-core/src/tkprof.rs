@@ -5,6 +5,9 @@
 
 pub use crate::stats::{StmtStat, StmtWait};
 
+use crate::config::Catalog;
+use crate::px::{Degree, JoinDistribution, PxPlan, PxQuery};
+
 /// The recursive statement of a sequence allocation, as Oracle's trace shows it.
 pub const UPDATE_SEQ: &str = "update seq$ set increment$=:2,minvalue=:3,maxvalue=:4,cycle#=:5,order$=:6,cache=:7,highwater=:8,audit$=:9,flags=:10 where obj#=:1";
 
@@ -68,4 +71,63 @@ pub fn sql_of(step: &crate::config::Step, cat: &crate::config::Catalog) -> Optio
         Step::ParallelQuery(q) => q.sql(cat),
         Step::Commit | Step::Think { .. } => return None,
     })
+}
+
+// Here rather than in `px::query`: naming a statement needs the catalog, and
+// `px` must not depend on `config`, which holds its queries in workload steps.
+impl PxQuery {
+    /// The statement's text, as a trace shows it.
+    pub fn sql(&self, cat: &Catalog) -> String {
+        let t = |i: usize| {
+            self.tables
+                .get(i)
+                .and_then(|&x| cat.tables.get(x))
+                .map_or("?".to_string(), |x| x.name.to_uppercase())
+        };
+        let hint = |i: usize| match self.degree {
+            Degree::Fixed(n) if self.instances > 1 => {
+                format!("PARALLEL({}, {n}, {})", t(i), self.instances)
+            }
+            Degree::Fixed(n) => format!("PARALLEL({}, {n})", t(i)),
+            Degree::Default => format!("PARALLEL({})", t(i)),
+        };
+        match self.plan {
+            PxPlan::ScanAggregate => format!(
+                "SELECT /*+ {} */ COUNT(*), SUM(KEY), MIN(KEY), MAX(KEY), SUM(VAL), MAX(VAL) FROM {}",
+                hint(0),
+                t(0)
+            ),
+            PxPlan::HashJoinGroupBy => {
+                let dist = match self.distribution {
+                    JoinDistribution::Hash => "HASH HASH",
+                    JoinDistribution::Broadcast => "BROADCAST NONE",
+                };
+                format!(
+                    "SELECT /*+ {} {} PQ_DISTRIBUTE({} {dist}) */ MOD({a}.KEY, {m}), COUNT(*), SUM({a}.KEY), SUM({a}.VAL + {b}.VAL), MAX({b}.KEY) FROM {a}, {b} WHERE {a}.KEY = {b}.KEY GROUP BY MOD({a}.KEY, {m})",
+                    hint(0),
+                    hint(1),
+                    t(1),
+                    a = t(0),
+                    b = t(1),
+                    m = self.group_mod
+                )
+            }
+            PxPlan::Sort => format!(
+                "SELECT /*+ {} */ KEY, VAL FROM {} ORDER BY KEY",
+                hint(0),
+                t(0)
+            ),
+            PxPlan::IndexBuild => {
+                let degree = match self.degree {
+                    Degree::Fixed(n) => format!("PARALLEL {n}"),
+                    Degree::Default => "PARALLEL".to_string(),
+                };
+                format!(
+                    "CREATE INDEX {} ON {} (KEY) {degree}",
+                    self.name.to_uppercase(),
+                    t(0)
+                )
+            }
+        }
+    }
 }
