@@ -84,8 +84,9 @@ impl BitmapShape {
         let lo = u64::from(chunk) * per + 1;
         let hi = (lo + per - 1).min(self.rows);
         let d = u64::from(self.distinct.max(1));
+        assert!(value >= 1, "piece {i} has value {value}: values start at 1");
         // The first key >= lo whose value is `value`: (k - 1) % d == value - 1.
-        let want = (value as u64).saturating_sub(1) % d;
+        let want = (value as u64 - 1) % d;
         let first = lo + (want + d - (lo - 1) % d) % d;
         Piece {
             value,

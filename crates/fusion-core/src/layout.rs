@@ -291,10 +291,9 @@ impl Layout {
             return l.root;
         }
         let orgs = self.tables.get(l.table).map_or(1, |t| t.orgs);
-        l.part_roots
-            .get(org_of(key, orgs) as usize - 1)
-            .copied()
-            .unwrap_or(l.root)
+        // A local index has a root per partition, one per organisation, and
+        // every key has an organisation: no fallback to a global root.
+        l.part_roots[org_of(key, orgs) as usize - 1]
     }
 
     /// Free blocks of a segment reserved for `inst`.
@@ -321,9 +320,9 @@ impl Layout {
             }
             // Every initial row in its block, slots in key order.
             for key in 1..=t.initial_rows {
-                let Some(rowid) = self.initial_rowid(ti, key) else {
-                    continue;
-                };
+                let rowid = self
+                    .initial_rowid(ti, key)
+                    .expect("every initial key has a row");
                 let row = Row {
                     key,
                     val: t.initial_value(key),
@@ -478,29 +477,30 @@ fn build_btree(layout: &Layout, ix: &IndexLayout, root: BlockAddr, keys: &[u64])
     for l in 0..n_leaves {
         let from = (u64::from(l) * leaf_cap) as usize;
         let to = (from + leaf_cap as usize).min(keys.len());
-        let entries = keys[from.min(to)..to]
+        let entries = keys[from..to]
             .iter()
-            .filter_map(|&key| {
+            .map(|&key| {
                 // The table key of an entry key (reversing is its own inverse).
                 let row_key = ix.entry_key(key);
-                layout
+                let rowid = layout
                     .initial_rowid(ix.table, row_key)
-                    .map(|rowid| LeafEntry {
-                        key,
-                        rowid,
-                        lock: Xid::NONE,
-                        val: if ix.includes_value {
-                            table.map_or(0, |t| t.initial_value(row_key))
-                        } else {
-                            0
-                        },
-                    })
+                    .expect("every initial key has a row");
+                LeafEntry {
+                    key,
+                    rowid,
+                    lock: Xid::NONE,
+                    val: if ix.includes_value {
+                        table.map_or(0, |t| t.initial_value(row_key))
+                    } else {
+                        0
+                    },
+                }
             })
             .collect();
         let next = (l + 1 < n_leaves).then(|| BlockAddr(starts[0] + l + 1));
         let first = keys.get(from).copied().unwrap_or(0);
         let low = if l == 0 { 0 } else { first };
-        let high = (l + 1 < n_leaves).then(|| keys.get(to).copied().unwrap_or(u64::MAX));
+        let high = (l + 1 < n_leaves).then(|| keys[to]);
         out.push(Block::new(
             BlockAddr(starts[0] + l),
             Body::Leaf {

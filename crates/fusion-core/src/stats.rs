@@ -417,7 +417,7 @@ impl StmtStat {
     }
 
     /// Activity since `earlier` (the same statement); the maximum wait is the
-    /// later one's, as with `v$system_event`.
+    /// later one's, as with `v$system_event`. Saturating, as `Stats::since`.
     pub fn since(&self, earlier: &StmtStat) -> StmtStat {
         let d = |a: u64, b: u64| a.saturating_sub(b);
         StmtStat {
@@ -590,7 +590,10 @@ impl Stats {
     pub fn set_event(&mut self, event: Wait, e: EventStat) {
         self.events[event as usize] = e;
     }
-    /// Activity between `earlier` and `self`.
+    /// Activity between `earlier` and `self`. Counters only grow, but a live
+    /// cluster's snapshots come from other processes (one restarted since
+    /// `earlier` starts again from zero), so differences saturate rather
+    /// than assert.
     pub fn since(&self, earlier: &Stats) -> Stats {
         Stats {
             values: Box::new(std::array::from_fn(|i| {

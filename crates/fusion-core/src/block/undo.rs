@@ -196,6 +196,13 @@ impl Block {
         if self.trimmed_scn > snapshot {
             return Err(CrError::SnapshotTooOld);
         }
+        // Every bound above is on its own side of the snapshot, so the copy
+        // is valid at least for the snapshot it was built for.
+        debug_assert!(
+            lo <= snapshot && snapshot <= hi,
+            "{} CR copy for {snapshot} valid for {lo}..={hi}",
+            self.addr
+        );
         invisible.seal();
         let mut image = Block {
             addr: self.addr,
@@ -386,8 +393,9 @@ impl Block {
         while doomed != 0 {
             let i = 63 - doomed.leading_zeros() as usize;
             doomed &= !(1 << i);
-            let e = self.itl.remove(i);
-            self.trimmed_scn = self.trimmed_scn.max(e.commit.unwrap_or(0));
+            let commit = self.itl.remove(i).commit;
+            let commit = commit.expect("only committed ITL entries are marked doomed");
+            self.trimmed_scn = self.trimmed_scn.max(commit);
         }
     }
 
@@ -414,12 +422,12 @@ impl Block {
         }
         referenced.seal();
         let mut trimmed = self.trimmed_scn;
-        self.itl.retain(|e| {
-            let keep = e.commit.is_none() || referenced.contains(e.xid);
-            if !keep {
-                trimmed = trimmed.max(e.commit.unwrap_or(0));
+        self.itl.retain(|e| match e.commit {
+            Some(commit) if !referenced.contains(e.xid) => {
+                trimmed = trimmed.max(commit);
+                false
             }
-            keep
+            _ => true,
         });
         self.trimmed_scn = trimmed;
     }

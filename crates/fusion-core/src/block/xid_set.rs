@@ -75,6 +75,8 @@ impl XidIndex {
 
     /// Index `x` at `pos`; false if it is there already.
     pub(super) fn insert(&mut self, x: Xid, pos: u8) -> bool {
+        // Positions are bits of a u64, which also keeps the table half empty.
+        debug_assert!(pos < 64, "ITL position {pos} indexed");
         let x = x.0;
         if x == 0 {
             return self.none.replace(pos).is_none();
