@@ -88,10 +88,10 @@ pub struct Scheduler {
 struct Bits(Vec<u64>);
 
 impl Bits {
-    fn new(n: usize, on: bool) -> Bits {
-        let mut b = Bits(vec![0; n.div_ceil(64)]);
+    fn new(len: usize, on: bool) -> Bits {
+        let mut b = Bits(vec![0; len.div_ceil(64)]);
         if on {
-            for i in 0..n {
+            for i in 0..len {
                 b.set(i, true);
             }
         }
@@ -118,19 +118,19 @@ impl Bits {
 
 impl Scheduler {
     pub fn new(cpu_count: u32, quantum: Nanos) -> Scheduler {
-        let n = cpu_count.max(1) as usize;
+        let cpus = cpu_count.max(1) as usize;
         Scheduler {
-            cpus: vec![Cpu::default(); n],
+            cpus: vec![Cpu::default(); cpus],
             rt: VecDeque::new(),
             ts: VecDeque::new(),
             quantum: quantum.max(1),
             busy: 0,
-            due: vec![Nanos::MAX; n],
+            due: vec![Nanos::MAX; cpus],
             next: NO_DUE,
             next_stale: false,
             reserved: Vec::new(),
-            idle: Bits::new(n, true),
-            running_ts: Bits::new(n, false),
+            idle: Bits::new(cpus, true),
+            running_ts: Bits::new(cpus, false),
             clock: 0,
         }
     }

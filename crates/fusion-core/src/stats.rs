@@ -115,11 +115,11 @@ name_enum! {
         DecompCrLmsProcessing => "fusionlab gc cr receive: lms processing time",
         DecompCrLogFlush => "fusionlab gc cr receive: log flush time",
         DecompCrWire => "fusionlab gc cr receive: wire time",
-        DecompCurRequestSend => "fusionlab gc current receive: request send time",
-        DecompCurLmsCpuWait => "fusionlab gc current receive: lms cpu wait time",
-        DecompCurLmsProcessing => "fusionlab gc current receive: lms processing time",
-        DecompCurLogFlush => "fusionlab gc current receive: log flush time",
-        DecompCurWire => "fusionlab gc current receive: wire time",
+        DecompCurrentRequestSend => "fusionlab gc current receive: request send time",
+        DecompCurrentLmsCpuWait => "fusionlab gc current receive: lms cpu wait time",
+        DecompCurrentLmsProcessing => "fusionlab gc current receive: lms processing time",
+        DecompCurrentLogFlush => "fusionlab gc current receive: log flush time",
+        DecompCurrentWire => "fusionlab gc current receive: wire time",
         LmsCpuWaitTime => "fusionlab lms cpu wait time",
         LgwrCpuWaitTime => "fusionlab lgwr cpu wait time",
         ForegroundCpuWaitTime => "fusionlab foreground cpu wait time",
@@ -196,11 +196,11 @@ impl Stat {
             | DecompCrLmsProcessing
             | DecompCrLogFlush
             | DecompCrWire
-            | DecompCurRequestSend
-            | DecompCurLmsCpuWait
-            | DecompCurLmsProcessing
-            | DecompCurLogFlush
-            | DecompCurWire
+            | DecompCurrentRequestSend
+            | DecompCurrentLmsCpuWait
+            | DecompCurrentLmsProcessing
+            | DecompCurrentLogFlush
+            | DecompCurrentWire
             | LmsCpuWaitTime
             | LgwrCpuWaitTime
             | ForegroundCpuWaitTime

@@ -326,29 +326,29 @@ impl Block {
 /// eight or so, each a likely miss); a gallop from the guess then bounds a
 /// binary search, so an uneven leaf costs at most about twice the probes.
 fn search_entries(entries: &[LeafEntry], key: u64) -> Result<usize, usize> {
-    let n = entries.len();
-    if n < 8 {
+    let len = entries.len();
+    if len < 8 {
         return entries.binary_search_by_key(&key, |e| e.key);
     }
-    let (first, last) = (entries[0].key, entries[n - 1].key);
+    let (first, last) = (entries[0].key, entries[len - 1].key);
     if key <= first {
         return if key == first { Ok(0) } else { Err(0) };
     }
     if key >= last {
-        return if key == last { Ok(n - 1) } else { Err(n) };
+        return if key == last { Ok(len - 1) } else { Err(len) };
     }
-    // first < key < last, so 0 <= guess < n - 1.
-    let guess = (u128::from(key - first) * (n as u128 - 1) / u128::from(last - first)) as usize;
+    // first < key < last, so 0 <= guess < len - 1.
+    let guess = (u128::from(key - first) * (len as u128 - 1) / u128::from(last - first)) as usize;
     let g = entries[guess].key;
     if g == key {
         return Ok(guess);
     }
     let (lo, hi) = if g < key {
-        // Everything before `lo` is below the key; entries[n - 1] is above it.
+        // Everything before `lo` is below the key; entries[len - 1] is above it.
         let (mut lo, mut p, mut step) = (guess + 1, guess + 1, 1);
         while entries[p].key < key {
             lo = p + 1;
-            p = (p + step).min(n - 1);
+            p = (p + step).min(len - 1);
             step *= 2;
         }
         (lo, p)

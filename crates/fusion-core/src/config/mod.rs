@@ -220,12 +220,12 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
 
 /// `*` matches any run of characters; the match ignores case, as Oracle's does.
 fn glob_match(pattern: &str, name: &str) -> bool {
-    fn go(p: &[u8], n: &[u8]) -> bool {
-        match p.split_first() {
-            None => n.is_empty(),
-            Some((b'*', rest)) => (0..=n.len()).any(|i| go(rest, &n[i..])),
+    fn go(pattern: &[u8], name: &[u8]) -> bool {
+        match pattern.split_first() {
+            None => name.is_empty(),
+            Some((b'*', rest)) => (0..=name.len()).any(|i| go(rest, &name[i..])),
             Some((c, rest)) => {
-                n.first().is_some_and(|d| d.eq_ignore_ascii_case(c)) && go(rest, &n[1..])
+                name.first().is_some_and(|d| d.eq_ignore_ascii_case(c)) && go(rest, &name[1..])
             }
         }
     }
@@ -413,10 +413,10 @@ impl SequenceDef {
         u64::from(self.cache.max(1))
     }
 
-    /// The value of the `n`-th allocation (1-based) of this sequence.
-    pub fn value(&self, n: u64) -> i64 {
+    /// The value of the `allocation`-th allocation (1-based) of this sequence.
+    pub fn value(&self, allocation: u64) -> i64 {
         self.start
-            .saturating_add((n.saturating_sub(1) as i64).saturating_mul(self.increment))
+            .saturating_add((allocation.saturating_sub(1) as i64).saturating_mul(self.increment))
     }
 }
 
