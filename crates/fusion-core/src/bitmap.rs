@@ -8,56 +8,15 @@
 //! serializes, and why a query (`count(*) where col = :v`) needs only the
 //! bitmap and never the table.
 //!
-//! The pieces live in the leaves of a B-tree ordered by [`Piece::at`]
+//! The pieces (`block::Piece`) live in the leaves of a B-tree ordered by [`Piece::at`]
 //! (value, then chunk); branches hold the same separators as a B-tree's.
+
+// `Piece` and its key are the block body's data; this module is the index
+// logic over them (re-exported so `bitmap::piece_at` keeps working).
+pub use crate::block::{Piece, piece_at};
 
 use crate::block::{Block, Body};
 use crate::types::{BlockAddr, Xid};
-
-/// One bitmap piece: the rows of chunk `chunk` whose value is `value`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Piece {
-    pub value: i64,
-    pub chunk: u32,
-    /// Keys of the rows whose bit is set, ascending (the compressed bitmap).
-    pub bits: Vec<u64>,
-    /// The transaction that last changed the piece; held while it is active.
-    pub lock: Xid,
-}
-
-impl Piece {
-    /// The piece's position in the index: value, then chunk.
-    pub fn at(&self) -> u64 {
-        piece_at(self.value, self.chunk)
-    }
-
-    /// Rows whose bit is set.
-    pub fn count(&self) -> u64 {
-        self.bits.len() as u64
-    }
-
-    /// Set or clear the bit of row `key`.
-    pub fn set(&mut self, key: u64, on: bool) {
-        match (self.bits.binary_search(&key), on) {
-            (Err(pos), true) => self.bits.insert(pos, key),
-            (Ok(pos), false) => {
-                self.bits.remove(pos);
-            }
-            _ => {}
-        }
-    }
-
-    /// Approximate encoded size (a compressed bitmap: a few bytes per set bit).
-    pub fn encoded_len(&self) -> usize {
-        16 + self.bits.len() * 2
-    }
-}
-
-/// The index key of the piece of `value` for `chunk`: value in the high 32
-/// bits, chunk in the low 32 (values are `1..=distinct`, both fit).
-pub fn piece_at(value: i64, chunk: u32) -> u64 {
-    ((value.clamp(0, i64::from(u32::MAX)) as u64) << 32) | u64::from(chunk)
-}
 
 /// The chunk row `key` falls in, with `rows_per_piece` keys per chunk.
 pub fn chunk_of(key: u64, rows_per_piece: u32) -> u32 {
@@ -125,8 +84,9 @@ impl BitmapShape {
         let lo = u64::from(chunk) * per + 1;
         let hi = (lo + per - 1).min(self.rows);
         let d = u64::from(self.distinct.max(1));
+        assert!(value >= 1, "piece {i} has value {value}: values start at 1");
         // The first key >= lo whose value is `value`: (k - 1) % d == value - 1.
-        let want = (value as u64).saturating_sub(1) % d;
+        let want = (value as u64 - 1) % d;
         let first = lo + (want + d - (lo - 1) % d) % d;
         Piece {
             value,

@@ -78,6 +78,9 @@ pub struct Scheduler {
     idle: Bits,
     /// CPUs running a time-sharing task (preemption candidates).
     running_ts: Bits,
+    /// The latest time the run queue has reached. Time never goes back: a
+    /// step's start, slice and end are all measured from it.
+    clock: Nanos,
 }
 
 /// A fixed-size bit set over CPU numbers.
@@ -85,10 +88,10 @@ pub struct Scheduler {
 struct Bits(Vec<u64>);
 
 impl Bits {
-    fn new(n: usize, on: bool) -> Bits {
-        let mut b = Bits(vec![0; n.div_ceil(64)]);
+    fn new(len: usize, on: bool) -> Bits {
+        let mut b = Bits(vec![0; len.div_ceil(64)]);
         if on {
-            for i in 0..n {
+            for i in 0..len {
                 b.set(i, true);
             }
         }
@@ -115,19 +118,20 @@ impl Bits {
 
 impl Scheduler {
     pub fn new(cpu_count: u32, quantum: Nanos) -> Scheduler {
-        let n = cpu_count.max(1) as usize;
+        let cpus = cpu_count.max(1) as usize;
         Scheduler {
-            cpus: vec![Cpu::default(); n],
+            cpus: vec![Cpu::default(); cpus],
             rt: VecDeque::new(),
             ts: VecDeque::new(),
             quantum: quantum.max(1),
             busy: 0,
-            due: vec![Nanos::MAX; n],
+            due: vec![Nanos::MAX; cpus],
             next: NO_DUE,
             next_stale: false,
             reserved: Vec::new(),
-            idle: Bits::new(n, true),
-            running_ts: Bits::new(n, false),
+            idle: Bits::new(cpus, true),
+            running_ts: Bits::new(cpus, false),
+            clock: 0,
         }
     }
 
@@ -252,12 +256,14 @@ impl Scheduler {
 
     /// Ask for `demand` ns of CPU for `proc`.
     pub fn request(&mut self, now: Nanos, proc: ProcId, class: SchedClass, demand: Nanos) {
+        self.tick(now);
         self.request_inner(now, proc, class, demand);
         self.find_next();
     }
 
     /// Withdraw a process's step (a stopped CPU hog). Returns whether it was found.
     pub fn cancel(&mut self, now: Nanos, proc: ProcId) -> bool {
+        self.tick(now);
         let found = self.cancel_inner(now, proc);
         self.find_next();
         found
@@ -265,20 +271,37 @@ impl Scheduler {
 
     /// Advance to `now`: finish steps and rotate time slices. Finished steps are appended to `done`.
     pub fn advance(&mut self, now: Nanos, done: &mut Vec<StepDone>) {
+        // The clock moves with each event handled (a call that handles none
+        // changes nothing, whatever its `now`).
         self.advance_inner(now, done);
     }
 
     /// Hand CPUs freed by finished steps (and not taken back by their process)
     /// to waiting processes. Call after handling the steps [`Scheduler::advance`] returned.
     pub fn settle(&mut self, now: Nanos) {
+        // Not ticked (this follows `advance` at the same time, on every
+        // event): a CPU handed out here is due no earlier than the clock,
+        // which `set_due` asserts.
         self.settle_inner(now);
         self.find_next();
     }
 
     /// Move processes to a new scheduling class (see `reclassify_inner`).
     pub fn reclassify(&mut self, now: Nanos, class_of: impl Fn(ProcId) -> SchedClass) {
+        self.tick(now);
         self.reclassify_inner(now, class_of);
         self.find_next();
+    }
+
+    /// Move the clock to `now`, which must not be before it.
+    #[inline]
+    fn tick(&mut self, now: Nanos) {
+        debug_assert!(
+            now >= self.clock,
+            "the run queue went back in time from {} to {now}",
+            self.clock
+        );
+        self.clock = now;
     }
 
     /// When the next step ends or a time slice expires.
@@ -296,6 +319,11 @@ impl Scheduler {
 
     /// CPU `i`'s next event is now at `at`.
     fn set_due(&mut self, i: usize, at: Nanos) {
+        debug_assert!(
+            at >= self.clock,
+            "CPU {i} due at {at}, before the run queue's time {}",
+            self.clock
+        );
         self.due[i] = at;
         if (at, i as u32) < self.next {
             self.next = (at, i as u32);
@@ -350,6 +378,8 @@ impl Scheduler {
             if at > now || cpu == NO_DUE.1 {
                 return;
             }
+            // Events are handled at their own time, in time order.
+            self.tick(at);
             let i = cpu as usize;
             let mut task = self.take(i, at);
             if task.remaining == 0 {
@@ -387,10 +417,16 @@ impl Scheduler {
         held.sort_unstable();
         for &i in &held {
             let i = i as usize;
-            if self.cpus[i].reserved_for.take().is_some() && self.cpus[i].task.is_none() {
-                self.idle.set(i, true);
-                self.dispatch(i, now);
-            }
+            // Only `advance` reserves a CPU, once its step is done, and only
+            // taking it back (which also unlists it) puts a task there.
+            let held_for = self.cpus[i].reserved_for.take();
+            debug_assert!(
+                held_for.is_some() && self.cpus[i].task.is_none(),
+                "CPU {i} listed as reserved holds {:?} for {held_for:?}",
+                self.cpus[i].task
+            );
+            self.idle.set(i, true);
+            self.dispatch(i, now);
         }
         held.clear();
         self.reserved = held;
@@ -400,9 +436,14 @@ impl Scheduler {
     /// which mostly puts another task there at once.
     fn take(&mut self, i: usize, now: Nanos) -> Task {
         let cpu = &mut self.cpus[i];
-        let mut task = cpu.task.take().unwrap_or_else(unreachable_task);
-        let cpu = &mut self.cpus[i];
-        let ran = now.saturating_sub(cpu.slice_start).min(task.remaining);
+        let mut task = cpu
+            .task
+            .take()
+            .expect("a task is only taken off a CPU that runs one");
+        // A step is taken off no later than it ends (its end is an event, and
+        // events are handled in time order), so neither subtraction can
+        // underflow: debug builds check them, as the assert they would be.
+        let ran = now - cpu.slice_start;
         task.remaining -= ran;
         self.busy += ran;
         self.running_ts.set(i, false);
@@ -440,20 +481,6 @@ impl Scheduler {
 /// `Scheduler::next` when no CPU is busy; even an event at `Nanos::MAX` sorts
 /// before it.
 const NO_DUE: (Nanos, u32) = (Nanos::MAX, u32::MAX);
-
-#[cold]
-fn unreachable_task() -> Task {
-    // `take` is only called on a CPU that runs a task.
-    Task {
-        proc: u32::MAX,
-        class: SchedClass::TimeShare,
-        remaining: 0,
-        requested_at: 0,
-        started_at: None,
-        queued_at: 0,
-        waited: 0,
-    }
-}
 
 #[cfg(test)]
 mod tests {
@@ -571,5 +598,25 @@ mod tests {
         assert!(s.cancel(100, 7));
         assert_eq!(s.next_event(), None);
         assert_eq!(s.busy, 100);
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "went back in time")]
+    fn time_going_back_is_a_bug() {
+        let mut s = Scheduler::new(1, 10);
+        s.request(100, 1, SchedClass::TimeShare, 5);
+        s.request(99, 2, SchedClass::TimeShare, 5);
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "went back in time from 30 to 5")]
+    fn a_step_end_left_behind_is_a_bug() {
+        // The step due at 5 must be handled before anything happens at 30.
+        let mut s = Scheduler::new(1, 10);
+        s.request(0, 1, SchedClass::TimeShare, 5);
+        s.request(30, 2, SchedClass::TimeShare, 5);
+        s.advance(40, &mut Vec::new());
     }
 }

@@ -123,7 +123,7 @@ pub struct Layout {
 impl Layout {
     pub fn new(catalog: &Catalog, instances: u8, contiguous: u32) -> Layout {
         let mut next = 0u32;
-        let n = u32::from(instances.max(1));
+        let instance_count = u32::from(instances.max(1));
         let mut tables = Vec::new();
         for t in &catalog.tables {
             let rpb = t.rows_per_block.max(1);
@@ -161,7 +161,7 @@ impl Layout {
                     let base = next;
                     next += initial_blocks;
                     let free_base = next;
-                    next += t.free_blocks_per_instance * n;
+                    next += t.free_blocks_per_instance * instance_count;
                     TableLayout {
                         header,
                         base,
@@ -210,7 +210,7 @@ impl Layout {
                 0
             };
             let free_base = next;
-            next += free_per_instance * n;
+            next += free_per_instance * instance_count;
             indexes.push(IndexLayout {
                 table: ix.table,
                 root: roots[0],
@@ -291,10 +291,9 @@ impl Layout {
             return l.root;
         }
         let orgs = self.tables.get(l.table).map_or(1, |t| t.orgs);
-        l.part_roots
-            .get(org_of(key, orgs) as usize - 1)
-            .copied()
-            .unwrap_or(l.root)
+        // A local index has a root per partition, one per organisation, and
+        // every key has an organisation: no fallback to a global root.
+        l.part_roots[org_of(key, orgs) as usize - 1]
     }
 
     /// Free blocks of a segment reserved for `inst`.
@@ -321,9 +320,9 @@ impl Layout {
             }
             // Every initial row in its block, slots in key order.
             for key in 1..=t.initial_rows {
-                let Some(rowid) = self.initial_rowid(ti, key) else {
-                    continue;
-                };
+                let rowid = self
+                    .initial_rowid(ti, key)
+                    .expect("every initial key has a row");
                 let row = Row {
                     key,
                     val: t.initial_value(key),
@@ -448,10 +447,10 @@ fn build_index(layout: &Layout, ix: &IndexLayout) -> Vec<Block> {
 /// `root`, then upper levels, then leaves.
 fn build_btree(layout: &Layout, ix: &IndexLayout, root: BlockAddr, keys: &[u64]) -> Vec<Block> {
     let leaf_cap = u64::from(ix.entries_per_leaf);
-    let n_leaves = (keys.len() as u64).div_ceil(leaf_cap).max(1) as u32;
+    let leaf_count = (keys.len() as u64).div_ceil(leaf_cap).max(1) as u32;
     let table = layout.tables.get(ix.table);
     // Levels from the leaves up, each a list of (first key, block index within level).
-    let mut levels: Vec<u32> = vec![n_leaves];
+    let mut levels: Vec<u32> = vec![leaf_count];
     while *levels.last().unwrap_or(&1) > 1 {
         let below = *levels.last().unwrap_or(&1);
         levels.push(below.div_ceil(ix.entries_per_branch));
@@ -475,32 +474,33 @@ fn build_btree(layout: &Layout, ix: &IndexLayout, root: BlockAddr, keys: &[u64])
     if ix.reverse {
         keys.sort_unstable();
     }
-    for l in 0..n_leaves {
+    for l in 0..leaf_count {
         let from = (u64::from(l) * leaf_cap) as usize;
         let to = (from + leaf_cap as usize).min(keys.len());
-        let entries = keys[from.min(to)..to]
+        let entries = keys[from..to]
             .iter()
-            .filter_map(|&key| {
+            .map(|&key| {
                 // The table key of an entry key (reversing is its own inverse).
                 let row_key = ix.entry_key(key);
-                layout
+                let rowid = layout
                     .initial_rowid(ix.table, row_key)
-                    .map(|rowid| LeafEntry {
-                        key,
-                        rowid,
-                        lock: Xid::NONE,
-                        val: if ix.includes_value {
-                            table.map_or(0, |t| t.initial_value(row_key))
-                        } else {
-                            0
-                        },
-                    })
+                    .expect("every initial key has a row");
+                LeafEntry {
+                    key,
+                    rowid,
+                    lock: Xid::NONE,
+                    val: if ix.includes_value {
+                        table.map_or(0, |t| t.initial_value(row_key))
+                    } else {
+                        0
+                    },
+                }
             })
             .collect();
-        let next = (l + 1 < n_leaves).then(|| BlockAddr(starts[0] + l + 1));
+        let next = (l + 1 < leaf_count).then(|| BlockAddr(starts[0] + l + 1));
         let first = keys.get(from).copied().unwrap_or(0);
         let low = if l == 0 { 0 } else { first };
-        let high = (l + 1 < n_leaves).then(|| keys.get(to).copied().unwrap_or(u64::MAX));
+        let high = (l + 1 < leaf_count).then(|| keys[to]);
         out.push(Block::new(
             BlockAddr(starts[0] + l),
             Body::Leaf {

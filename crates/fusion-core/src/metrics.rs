@@ -4,8 +4,7 @@
 //!
 //! A figure whose denominator is zero is `None`, as AWR prints it blank.
 
-use crate::stats::{Stat, Stats, Wait, WaitClass};
-use crate::tkprof::StmtStat;
+use crate::stats::{Stat, Stats, StmtStat, Wait, WaitClass};
 
 const NS_PER_MS: f64 = 1_000_000.0;
 
@@ -144,11 +143,11 @@ impl Part {
             (BlockKind::Cr, Part::LmsProcessing) => DecompCrLmsProcessing,
             (BlockKind::Cr, Part::LogFlush) => DecompCrLogFlush,
             (BlockKind::Cr, Part::Wire) => DecompCrWire,
-            (BlockKind::Current, Part::RequestSend) => DecompCurRequestSend,
-            (BlockKind::Current, Part::LmsCpuWait) => DecompCurLmsCpuWait,
-            (BlockKind::Current, Part::LmsProcessing) => DecompCurLmsProcessing,
-            (BlockKind::Current, Part::LogFlush) => DecompCurLogFlush,
-            (BlockKind::Current, Part::Wire) => DecompCurWire,
+            (BlockKind::Current, Part::RequestSend) => DecompCurrentRequestSend,
+            (BlockKind::Current, Part::LmsCpuWait) => DecompCurrentLmsCpuWait,
+            (BlockKind::Current, Part::LmsProcessing) => DecompCurrentLmsProcessing,
+            (BlockKind::Current, Part::LogFlush) => DecompCurrentLogFlush,
+            (BlockKind::Current, Part::Wire) => DecompCurrentWire,
         }
     }
 }
@@ -280,16 +279,17 @@ impl Metric {
                 AwrLine::CrReceiveMs.label()
             ));
         };
-        let stat = |n: &str| {
-            Stat::from_name(n).ok_or_else(|| format!("unknown v$sysstat statistic `{}`", n.trim()))
+        let stat = |name: &str| {
+            Stat::from_name(name)
+                .ok_or_else(|| format!("unknown v$sysstat statistic `{}`", name.trim()))
         };
-        let event = |n: &str| {
-            Wait::from_name(n).ok_or_else(|| format!("unknown wait event `{}`", n.trim()))
+        let event = |name: &str| {
+            Wait::from_name(name).ok_or_else(|| format!("unknown wait event `{}`", name.trim()))
         };
-        let decomp = |n: &str| -> Result<(BlockKind, Part), String> {
-            let (k, p) = n
+        let decomp = |name: &str| -> Result<(BlockKind, Part), String> {
+            let (k, p) = name
                 .split_once(':')
-                .ok_or_else(|| format!("expected `<cr|current>:<part>`, found `{n}`"))?;
+                .ok_or_else(|| format!("expected `<cr|current>:<part>`, found `{name}`"))?;
             let kind = match k.trim() {
                 "cr" => BlockKind::Cr,
                 "current" => BlockKind::Current,
@@ -305,30 +305,30 @@ impl Metric {
                 })?;
             Ok((kind, part))
         };
-        let column = |n: &str| {
+        let column = |name: &str| {
             SqlColumn::ALL
                 .iter()
                 .copied()
-                .find(|c| c.name().eq_ignore_ascii_case(n.trim()))
+                .find(|c| c.name().eq_ignore_ascii_case(name.trim()))
                 .ok_or_else(|| {
                     let names: Vec<_> = SqlColumn::ALL.iter().map(|c| c.name()).collect();
                     format!(
                         "unknown tkprof column `{}` (one of: {})",
-                        n.trim(),
+                        name.trim(),
                         names.join(", ")
                     )
                 })
         };
-        let class = |n: &str| {
+        let class = |name: &str| {
             WaitClass::ALL
                 .iter()
                 .copied()
-                .find(|c| c.name().eq_ignore_ascii_case(n.trim()))
+                .find(|c| c.name().eq_ignore_ascii_case(name.trim()))
                 .ok_or_else(|| {
                     let names: Vec<_> = WaitClass::ALL.iter().map(|c| c.name()).collect();
                     format!(
                         "unknown wait class `{}` (one of: {})",
-                        n.trim(),
+                        name.trim(),
                         names.join(", ")
                     )
                 })

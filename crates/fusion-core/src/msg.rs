@@ -310,7 +310,7 @@ pub struct RedoRecord {
     pub commit: bool,
 }
 
-/// I/O the instance asks its driver to do; the result comes back as [`IoDone`].
+/// I/O the instance asks its driver to do; the result comes back as an [`IoResult`].
 #[derive(Clone, Debug, PartialEq)]
 pub enum Io {
     ReadBlock {

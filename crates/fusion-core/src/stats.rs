@@ -1,5 +1,6 @@
 //! Statistics and wait events under the names a DBA reads in `v$sysstat`,
-//! `v$system_event` and `v$event_histogram`.
+//! `v$system_event` and `v$event_histogram`, and per statement the figures
+//! tkprof prints (`StmtStat`).
 //!
 //! Everything is a plain counter in an array indexed by an enum, so recording
 //! on the hot path is one add. Times are kept in nanoseconds; reports convert
@@ -114,11 +115,11 @@ name_enum! {
         DecompCrLmsProcessing => "fusionlab gc cr receive: lms processing time",
         DecompCrLogFlush => "fusionlab gc cr receive: log flush time",
         DecompCrWire => "fusionlab gc cr receive: wire time",
-        DecompCurRequestSend => "fusionlab gc current receive: request send time",
-        DecompCurLmsCpuWait => "fusionlab gc current receive: lms cpu wait time",
-        DecompCurLmsProcessing => "fusionlab gc current receive: lms processing time",
-        DecompCurLogFlush => "fusionlab gc current receive: log flush time",
-        DecompCurWire => "fusionlab gc current receive: wire time",
+        DecompCurrentRequestSend => "fusionlab gc current receive: request send time",
+        DecompCurrentLmsCpuWait => "fusionlab gc current receive: lms cpu wait time",
+        DecompCurrentLmsProcessing => "fusionlab gc current receive: lms processing time",
+        DecompCurrentLogFlush => "fusionlab gc current receive: log flush time",
+        DecompCurrentWire => "fusionlab gc current receive: wire time",
         LmsCpuWaitTime => "fusionlab lms cpu wait time",
         LgwrCpuWaitTime => "fusionlab lgwr cpu wait time",
         ForegroundCpuWaitTime => "fusionlab foreground cpu wait time",
@@ -195,11 +196,11 @@ impl Stat {
             | DecompCrLmsProcessing
             | DecompCrLogFlush
             | DecompCrWire
-            | DecompCurRequestSend
-            | DecompCurLmsCpuWait
-            | DecompCurLmsProcessing
-            | DecompCurLogFlush
-            | DecompCurWire
+            | DecompCurrentRequestSend
+            | DecompCurrentLmsCpuWait
+            | DecompCurrentLmsProcessing
+            | DecompCurrentLogFlush
+            | DecompCurrentWire
             | LmsCpuWaitTime
             | LgwrCpuWaitTime
             | ForegroundCpuWaitTime
@@ -349,6 +350,125 @@ impl Wait {
     }
 }
 
+/// One wait event inside a statement.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StmtWait {
+    pub waits: u64,
+    pub time_ns: u64,
+    pub max_ns: u64,
+}
+
+/// One statement's figures, as tkprof prints them for a traced session:
+/// sessions charge their work to the statement they run (a recursive one,
+/// such as `update seq$`, while it runs inside the user's). tkprof's Parse,
+/// Execute and Fetch lines share cpu, elapsed and gets here: they are all
+/// charged to Execute.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StmtStat {
+    pub sql: String,
+    /// Run by Oracle on behalf of another statement (tkprof's recursive depth > 0).
+    pub recursive: bool,
+    pub parses: u64,
+    pub executions: u64,
+    pub fetches: u64,
+    pub cpu_ns: u64,
+    pub elapsed_ns: u64,
+    /// Blocks read from disk.
+    pub disk: u64,
+    /// Consistent gets.
+    pub query: u64,
+    /// Current-mode gets.
+    pub current: u64,
+    pub rows: u64,
+    /// Indexed by [`Wait`].
+    pub waits: Vec<StmtWait>,
+}
+
+impl StmtStat {
+    pub fn new(sql: String, recursive: bool) -> StmtStat {
+        StmtStat {
+            sql,
+            recursive,
+            parses: 0,
+            executions: 0,
+            fetches: 0,
+            cpu_ns: 0,
+            elapsed_ns: 0,
+            disk: 0,
+            query: 0,
+            current: 0,
+            rows: 0,
+            waits: vec![StmtWait::default(); Wait::COUNT],
+        }
+    }
+
+    pub fn wait(&mut self, event: Wait, ns: u64) {
+        if let Some(w) = self.waits.get_mut(event as usize) {
+            w.waits += 1;
+            w.time_ns += ns;
+            w.max_ns = w.max_ns.max(ns);
+        }
+        if matches!(
+            event,
+            Wait::DbFileSequentialRead | Wait::DbFileScatteredRead
+        ) {
+            self.disk += 1;
+        }
+    }
+
+    /// Activity since `earlier` (the same statement); the maximum wait is the
+    /// later one's, as with `v$system_event`. Saturating, as `Stats::since`.
+    pub fn since(&self, earlier: &StmtStat) -> StmtStat {
+        let d = |a: u64, b: u64| a.saturating_sub(b);
+        StmtStat {
+            sql: self.sql.clone(),
+            recursive: self.recursive,
+            parses: d(self.parses, earlier.parses),
+            executions: d(self.executions, earlier.executions),
+            fetches: d(self.fetches, earlier.fetches),
+            cpu_ns: d(self.cpu_ns, earlier.cpu_ns),
+            elapsed_ns: d(self.elapsed_ns, earlier.elapsed_ns),
+            disk: d(self.disk, earlier.disk),
+            query: d(self.query, earlier.query),
+            current: d(self.current, earlier.current),
+            rows: d(self.rows, earlier.rows),
+            waits: self
+                .waits
+                .iter()
+                .zip(&earlier.waits)
+                .map(|(a, b)| StmtWait {
+                    waits: d(a.waits, b.waits),
+                    time_ns: d(a.time_ns, b.time_ns),
+                    max_ns: if a.waits > b.waits { a.max_ns } else { 0 },
+                })
+                .collect(),
+        }
+    }
+
+    /// Add another instance's figures for the same statement.
+    pub fn merge(&mut self, o: &StmtStat) {
+        self.parses += o.parses;
+        self.executions += o.executions;
+        self.fetches += o.fetches;
+        self.cpu_ns += o.cpu_ns;
+        self.elapsed_ns += o.elapsed_ns;
+        self.disk += o.disk;
+        self.query += o.query;
+        self.current += o.current;
+        self.rows += o.rows;
+        for (a, b) in self.waits.iter_mut().zip(&o.waits) {
+            a.waits += b.waits;
+            a.time_ns += b.time_ns;
+            a.max_ns = a.max_ns.max(b.max_ns);
+        }
+    }
+
+    /// Whether anything happened to this statement.
+    pub fn is_empty(&self) -> bool {
+        self.parses == 0 && self.executions == 0 && self.elapsed_ns == 0
+    }
+}
+
 /// Number of power-of-two latency buckets: bucket `i` holds waits shorter than
 /// `2^i` microseconds (bucket 0: under 1 us), the last one holds the rest.
 pub const HISTOGRAM_BUCKETS: usize = 32;
@@ -425,7 +545,7 @@ pub struct Stats {
     values: Box<[u64; Stat::COUNT]>,
     events: Box<[EventStat; Wait::COUNT]>,
     /// Per-statement figures (tkprof), in the instance's statement order.
-    pub statements: Vec<crate::tkprof::StmtStat>,
+    pub statements: Vec<StmtStat>,
     /// Parallel executions: QC and slave rows, statements, bytes per instance pair.
     pub px: crate::px::PxView,
 }
@@ -470,7 +590,10 @@ impl Stats {
     pub fn set_event(&mut self, event: Wait, e: EventStat) {
         self.events[event as usize] = e;
     }
-    /// Activity between `earlier` and `self`.
+    /// Activity between `earlier` and `self`. Counters only grow, but a live
+    /// cluster's snapshots come from other processes (one restarted since
+    /// `earlier` starts again from zero), so differences saturate rather
+    /// than assert.
     pub fn since(&self, earlier: &Stats) -> Stats {
         Stats {
             values: Box::new(std::array::from_fn(|i| {

@@ -874,10 +874,10 @@ cr         200       1.000 0.100 ( 10.0%) 0.050 (  5.0%) 0.300 ( 30.0%) 0.500 ( 
         s.add(Stat::DecompCrLmsCpuWait, slow * 200 * MS);
         s.add(Stat::GcCurrentBlocksReceived, 50);
         s.add(Stat::GcCurrentBlockReceiveTime, 50 * 2 * MS);
-        s.add(Stat::DecompCurRequestSend, 50 * 200_000);
-        s.add(Stat::DecompCurLmsProcessing, 50 * 300_000);
-        s.add(Stat::DecompCurLogFlush, 50 * 1_400_000);
-        s.add(Stat::DecompCurWire, 50 * 100_000);
+        s.add(Stat::DecompCurrentRequestSend, 50 * 200_000);
+        s.add(Stat::DecompCurrentLmsProcessing, 50 * 300_000);
+        s.add(Stat::DecompCurrentLogFlush, 50 * 1_400_000);
+        s.add(Stat::DecompCurrentWire, 50 * 100_000);
         s.add(Stat::GcCrBlocksServed, 180);
         s.add(Stat::GcCrBlockBuildTime, 180 * 200_000);
         s.add(Stat::GcCrBlocksFlushed, 9);

@@ -1,16 +1,18 @@
 //! Parallel execution: the statements (`query`), what their plans compute
-//! row by row (`rows`), the parameters (`params`), the messages between
-//! instances (`msg`) and what the reports show (`view`). The coordinator and
-//! the slaves themselves run inside the instance (`instance/px*.rs`).
+//! row by row (`rows`), the messages between instances (`msg`) and what the
+//! reports show (`view`). The coordinator and the slaves themselves run
+//! inside the instance (`instance/px*.rs`). The `parallel_*` parameters are
+//! configuration (`config::px_params`); their policy and limit values are
+//! here (`degree`).
 
+pub mod degree;
 pub mod msg;
-pub mod params;
 pub mod query;
 pub mod rows;
 pub mod view;
 
+pub use degree::{DegreeLimit, DegreePolicy};
 pub use msg::{Batch, Dest, ExecId, PxMsg, QueryRef, SlaveId};
-pub use params::{DegreeLimit, DegreePolicy, PxParams};
 pub use query::{Degree, JoinDistribution, PxPlan, PxQuery};
 pub use view::{PxPair, PxQueryRow, PxSessionRow, PxView};
 

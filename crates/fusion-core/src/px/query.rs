@@ -2,8 +2,6 @@
 //! shape, the tables it reads, the requested degree and, for a join, how rows
 //! are distributed between the two server sets.
 
-use crate::config::Catalog;
-
 /// The plan shapes the query coordinator knows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PxPlan {
@@ -103,61 +101,4 @@ pub struct PxQuery {
     pub group_mod: u64,
     /// Entries per index leaf (the index build).
     pub entries_per_leaf: u32,
-}
-
-impl PxQuery {
-    /// The statement's text, as a trace shows it.
-    pub fn sql(&self, cat: &Catalog) -> String {
-        let t = |i: usize| {
-            self.tables
-                .get(i)
-                .and_then(|&x| cat.tables.get(x))
-                .map_or("?".to_string(), |x| x.name.to_uppercase())
-        };
-        let hint = |i: usize| match self.degree {
-            Degree::Fixed(n) if self.instances > 1 => {
-                format!("PARALLEL({}, {n}, {})", t(i), self.instances)
-            }
-            Degree::Fixed(n) => format!("PARALLEL({}, {n})", t(i)),
-            Degree::Default => format!("PARALLEL({})", t(i)),
-        };
-        match self.plan {
-            PxPlan::ScanAggregate => format!(
-                "SELECT /*+ {} */ COUNT(*), SUM(KEY), MIN(KEY), MAX(KEY), SUM(VAL), MAX(VAL) FROM {}",
-                hint(0),
-                t(0)
-            ),
-            PxPlan::HashJoinGroupBy => {
-                let dist = match self.distribution {
-                    JoinDistribution::Hash => "HASH HASH",
-                    JoinDistribution::Broadcast => "BROADCAST NONE",
-                };
-                format!(
-                    "SELECT /*+ {} {} PQ_DISTRIBUTE({} {dist}) */ MOD({a}.KEY, {m}), COUNT(*), SUM({a}.KEY), SUM({a}.VAL + {b}.VAL), MAX({b}.KEY) FROM {a}, {b} WHERE {a}.KEY = {b}.KEY GROUP BY MOD({a}.KEY, {m})",
-                    hint(0),
-                    hint(1),
-                    t(1),
-                    a = t(0),
-                    b = t(1),
-                    m = self.group_mod
-                )
-            }
-            PxPlan::Sort => format!(
-                "SELECT /*+ {} */ KEY, VAL FROM {} ORDER BY KEY",
-                hint(0),
-                t(0)
-            ),
-            PxPlan::IndexBuild => {
-                let degree = match self.degree {
-                    Degree::Fixed(n) => format!("PARALLEL {n}"),
-                    Degree::Default => "PARALLEL".to_string(),
-                };
-                format!(
-                    "CREATE INDEX {} ON {} (KEY) {degree}",
-                    self.name.to_uppercase(),
-                    t(0)
-                )
-            }
-        }
-    }
 }

@@ -62,7 +62,7 @@ pub fn project(plan: PxPlan, block: &Block, out: &mut Vec<i64>) -> u64 {
     let Body::Table { rows } = &block.body else {
         return 0;
     };
-    let mut n = 0;
+    let mut projected = 0;
     for (slot, r) in rows.iter().enumerate() {
         let Some(r) = r else { continue };
         out.push(r.key as i64);
@@ -70,12 +70,12 @@ pub fn project(plan: PxPlan, block: &Block, out: &mut Vec<i64>) -> u64 {
             PxPlan::IndexBuild => rowid(block.addr.0, slot),
             _ => r.val,
         });
-        n += 1;
+        projected += 1;
     }
-    n
+    projected
 }
 
-/// Where a row goes among `n` consumers.
+/// Where a row goes among the consumers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Route {
     One(usize),
@@ -83,42 +83,51 @@ pub enum Route {
 }
 
 /// Spread keys over consumers (a fixed multiplicative hash).
-pub fn hash_key(key: i64, n: usize) -> usize {
+pub fn hash_key(key: i64, consumers: usize) -> usize {
     let h = (key as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    ((h >> 32) % n.max(1) as u64) as usize
+    ((h >> 32) % consumers.max(1) as u64) as usize
 }
 
-/// The consumer owning `key` when keys `lo..=hi` are split into `n` ranges.
-pub fn range_of(key: i64, lo: i64, hi: i64, n: usize) -> usize {
+/// The consumer owning `key` when keys `lo..=hi` are split into `consumers` ranges.
+pub fn range_of(key: i64, lo: i64, hi: i64, consumers: usize) -> usize {
     let span = (hi - lo + 1).max(1) as i128;
     let off = (i128::from(key) - i128::from(lo)).clamp(0, span - 1);
-    ((off * n as i128) / span) as usize
+    ((off * consumers as i128) / span) as usize
 }
 
 /// The distribution of the producers' table queue for one row.
 /// `rr` is the producer's round-robin counter; `keys` the key range of the
 /// first table (for range distribution).
-pub fn route(q: &PxQuery, side: u8, key: i64, n: usize, rr: &mut usize, keys: (i64, i64)) -> Route {
+pub fn route(
+    q: &PxQuery,
+    side: u8,
+    key: i64,
+    consumers: usize,
+    rr: &mut usize,
+    keys: (i64, i64),
+) -> Route {
     match q.plan {
         PxPlan::HashJoinGroupBy => match (q.distribution, side) {
-            (JoinDistribution::Hash, _) => Route::One(hash_key(key, n)),
+            (JoinDistribution::Hash, _) => Route::One(hash_key(key, consumers)),
             (JoinDistribution::Broadcast, 0) => Route::All,
             (JoinDistribution::Broadcast, _) => {
-                *rr = (*rr + 1) % n.max(1);
+                *rr = (*rr + 1) % consumers.max(1);
                 Route::One(*rr)
             }
         },
-        PxPlan::Sort | PxPlan::IndexBuild => Route::One(range_of(key, keys.0, keys.1, n)),
+        PxPlan::Sort | PxPlan::IndexBuild => Route::One(range_of(key, keys.0, keys.1, consumers)),
         PxPlan::ScanAggregate => Route::One(0),
     }
 }
 
 /// An order-sensitive hash of a sequence that two halves can be combined
-/// into: `h = sum x_i * P^(n-1-i)` (wrapping), so `h(a ++ b) = h(a) * P^|b| + h(b)`.
+/// into: `hash = sum x_i * P^(len-1-i)` (wrapping), so
+/// `hash(a ++ b) = hash(a) * P^|b| + hash(b)`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Digest {
-    pub n: u64,
-    pub h: u64,
+    /// Elements hashed.
+    pub len: u64,
+    pub hash: u64,
 }
 
 const DIGEST_P: u64 = 0x0100_0000_01B3;
@@ -142,16 +151,16 @@ fn pow(mut b: u64, mut e: u64) -> u64 {
 
 impl Digest {
     pub fn push(&mut self, a: i64, b: i64) {
-        self.h = self.h.wrapping_mul(DIGEST_P).wrapping_add(mix(a, b));
-        self.n += 1;
+        self.hash = self.hash.wrapping_mul(DIGEST_P).wrapping_add(mix(a, b));
+        self.len += 1;
     }
     pub fn concat(self, next: Digest) -> Digest {
         Digest {
-            n: self.n + next.n,
-            h: self
-                .h
-                .wrapping_mul(pow(DIGEST_P, next.n))
-                .wrapping_add(next.h),
+            len: self.len + next.len,
+            hash: self
+                .hash
+                .wrapping_mul(pow(DIGEST_P, next.len))
+                .wrapping_add(next.hash),
         }
     }
 }
@@ -221,7 +230,7 @@ impl Stage {
     /// Take scanned rows (`SCAN_WIDTH` columns) from table `side`.
     pub fn apply(&mut self, side: u8, values: &[i64]) -> Work {
         let rows = values.chunks_exact(SCAN_WIDTH);
-        let n = rows.len() as u64;
+        let row_count = rows.len() as u64;
         match self {
             Stage::Agg(a) => {
                 for r in rows {
@@ -253,7 +262,7 @@ impl Stage {
             }
         }
         Work {
-            rows: n,
+            rows: row_count,
             compares: 0,
         }
     }
@@ -278,12 +287,12 @@ impl Stage {
                 for (g, v) in groups.iter() {
                     out.extend([*g, v[0], v[1], v[2], v[3]]);
                 }
-                let n = groups.len() as u64;
+                let group_count = groups.len() as u64;
                 (
                     out,
                     GROUP_WIDTH,
                     Work {
-                        rows: n,
+                        rows: group_count,
                         compares: 0,
                     },
                 )
@@ -295,8 +304,15 @@ impl Stage {
                 for (k, v) in list.iter() {
                     out.extend([*k, *v]);
                 }
-                let n = list.len() as u64;
-                (out, SCAN_WIDTH, Work { rows: n, compares })
+                let row_count = list.len() as u64;
+                (
+                    out,
+                    SCAN_WIDTH,
+                    Work {
+                        rows: row_count,
+                        compares,
+                    },
+                )
             }
             Stage::Index { entries, per_leaf } => {
                 let compares = sort_compares(entries.len());
@@ -305,28 +321,35 @@ impl Stage {
                 for (k, r) in entries.iter() {
                     d.push(*k, *r);
                 }
-                let n = entries.len() as u64;
-                let out = if n == 0 {
+                let entry_count = entries.len() as u64;
+                let out = if entry_count == 0 {
                     Vec::new()
                 } else {
                     vec![
-                        n as i64,
-                        d.h as i64,
+                        entry_count as i64,
+                        d.hash as i64,
                         entries[0].0,
                         entries[entries.len() - 1].0,
-                        n.div_ceil(u64::from(*per_leaf)) as i64,
+                        entry_count.div_ceil(u64::from(*per_leaf)) as i64,
                     ]
                 };
-                (out, INDEX_WIDTH, Work { rows: n, compares })
+                (
+                    out,
+                    INDEX_WIDTH,
+                    Work {
+                        rows: entry_count,
+                        compares,
+                    },
+                )
             }
         }
     }
 }
 
-/// Comparisons a sort of `n` rows makes (n log2 n).
-fn sort_compares(n: usize) -> u64 {
-    let n = n as u64;
-    n * u64::from(u64::BITS - n.leading_zeros())
+/// Comparisons a sort of `rows` rows makes (rows log2 rows).
+fn sort_compares(rows: usize) -> u64 {
+    let rows = rows as u64;
+    rows * u64::from(u64::BITS - rows.leading_zeros())
 }
 
 /// The width of the rows a consumer (or single-set producer) sends the QC.
@@ -362,18 +385,18 @@ impl Final {
 
     /// Rows from consumer `from` (its output width). Returns rows taken.
     pub fn apply(&mut self, from: usize, values: &[i64]) -> u64 {
-        let mut n = 0;
+        let mut taken = 0;
         match self {
             Final::Agg(a) => {
                 for r in values.chunks_exact(AGG_WIDTH) {
                     merge_agg(a, r);
-                    n += 1;
+                    taken += 1;
                 }
             }
             Final::Groups(g) => {
                 for r in values.chunks_exact(GROUP_WIDTH) {
                     merge_group(g, r);
-                    n += 1;
+                    taken += 1;
                 }
             }
             Final::Ordered(parts) => {
@@ -382,7 +405,7 @@ impl Final {
                         d.push(r[0], r[1]);
                         first.get_or_insert(r[0]);
                         *last = Some(r[0]);
-                        n += 1;
+                        taken += 1;
                     }
                 }
             }
@@ -392,12 +415,12 @@ impl Final {
                         let mut row = [0; INDEX_WIDTH];
                         row.copy_from_slice(r);
                         *slot = Some(row);
-                        n += 1;
+                        taken += 1;
                     }
                 }
             }
         }
-        n
+        taken
     }
 
     /// The statement's result rows.
@@ -420,20 +443,20 @@ impl Final {
                     .fold(Digest::default(), |acc, (x, _, _)| acc.concat(*x));
                 let first = parts.iter().find_map(|p| p.1).unwrap_or(0);
                 let last = parts.iter().rev().find_map(|p| p.2).unwrap_or(0);
-                vec![vec![d.n as i64, d.h as i64, first, last]]
+                vec![vec![d.len as i64, d.hash as i64, first, last]]
             }
             Final::Index(parts) => {
                 let mut d = Digest::default();
                 let (mut first, mut last) = (None, 0);
                 for p in parts.iter().flatten() {
                     d = d.concat(Digest {
-                        n: p[0] as u64,
-                        h: p[1] as u64,
+                        len: p[0] as u64,
+                        hash: p[1] as u64,
                     });
                     first.get_or_insert(p[2]);
                     last = p[3];
                 }
-                vec![vec![d.n as i64, d.h as i64, first.unwrap_or(0), last]]
+                vec![vec![d.len as i64, d.hash as i64, first.unwrap_or(0), last]]
             }
         }
     }

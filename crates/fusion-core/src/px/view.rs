@@ -93,7 +93,9 @@ impl PxView {
         }
     }
 
-    /// What happened after `earlier` (rows are only ever appended).
+    /// What happened after `earlier` (rows are only ever appended; a view
+    /// from another process may still be shorter, hence no assert, as
+    /// `Stats::since`).
     pub fn since(&self, earlier: &PxView) -> PxView {
         let tail = |a: usize, b: usize| a.min(b);
         let mut out = PxView {

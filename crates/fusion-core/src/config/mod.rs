@@ -1,6 +1,11 @@
 //! What an instance is told at start: its init.ora parameters, the cost model,
 //! the schema (catalog) and the workloads its sessions run. Plain data; the
 //! scenario loader builds it from a file and both drivers hand it to the core.
+//! The parallel-execution parameters are in `px_params`.
+
+pub mod px_params;
+
+pub use px_params::PxParams;
 
 /// Nanoseconds, the unit of every time in the core.
 pub type Nanos = u64;
@@ -34,7 +39,7 @@ pub struct Params {
     /// `_lm_contiguous_res_count`: contiguous blocks that hash to the same master.
     pub lm_contiguous_res_count: u32,
     /// Parallel execution: `parallel_*`, `instance_groups`, `db_file_multiblock_read_count`.
-    pub px: crate::px::PxParams,
+    pub px: PxParams,
     /// `max_commit_propagation_delay` in centiseconds: 0 (the 10.2+
     /// behaviour) broadcasts every commit's SCN to the other instances and
     /// the commit waits for their acknowledgements; above 0 (8i-10.1, whose
@@ -55,7 +60,7 @@ impl Default for Params {
             fairness_threshold: 4,
             log_buffer: 16 << 20,
             lm_contiguous_res_count: 128,
-            px: crate::px::PxParams::default(),
+            px: PxParams::default(),
             max_commit_propagation_delay: 0,
         }
     }
@@ -74,7 +79,7 @@ impl Params {
         "_fairness_threshold",
         "log_buffer",
         "_lm_contiguous_res_count",
-        // Parallel execution (crate::px::PxParams::NAMES).
+        // Parallel execution (PxParams::NAMES).
         "parallel_threads_per_cpu",
         "parallel_max_servers",
         "parallel_min_servers",
@@ -164,7 +169,7 @@ impl Params {
             "_lm_contiguous_res_count" => {
                 self.lm_contiguous_res_count = int(value, 1, 1 << 20)? as u32
             }
-            n if crate::px::PxParams::NAMES.contains(&n) => self.px.set(n, value)?,
+            n if PxParams::NAMES.contains(&n) => self.px.set(n, value)?,
             "max_commit_propagation_delay" => {
                 self.max_commit_propagation_delay = int(value, 0, 90_000)? as u32
             }
@@ -215,12 +220,12 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
 
 /// `*` matches any run of characters; the match ignores case, as Oracle's does.
 fn glob_match(pattern: &str, name: &str) -> bool {
-    fn go(p: &[u8], n: &[u8]) -> bool {
-        match p.split_first() {
-            None => n.is_empty(),
-            Some((b'*', rest)) => (0..=n.len()).any(|i| go(rest, &n[i..])),
+    fn go(pattern: &[u8], name: &[u8]) -> bool {
+        match pattern.split_first() {
+            None => name.is_empty(),
+            Some((b'*', rest)) => (0..=name.len()).any(|i| go(rest, &name[i..])),
             Some((c, rest)) => {
-                n.first().is_some_and(|d| d.eq_ignore_ascii_case(c)) && go(rest, &n[1..])
+                name.first().is_some_and(|d| d.eq_ignore_ascii_case(c)) && go(rest, &name[1..])
             }
         }
     }
@@ -408,10 +413,10 @@ impl SequenceDef {
         u64::from(self.cache.max(1))
     }
 
-    /// The value of the `n`-th allocation (1-based) of this sequence.
-    pub fn value(&self, n: u64) -> i64 {
+    /// The value of the `allocation`-th allocation (1-based) of this sequence.
+    pub fn value(&self, allocation: u64) -> i64 {
         self.start
-            .saturating_add((n.saturating_sub(1) as i64).saturating_mul(self.increment))
+            .saturating_add((allocation.saturating_sub(1) as i64).saturating_mul(self.increment))
     }
 }
 

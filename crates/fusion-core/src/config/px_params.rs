@@ -5,36 +5,8 @@
 //! `parallel_servers_target = 4 x cpu_count x parallel_threads_per_cpu`,
 //! degree limit `CPU = cpu_count x parallel_threads_per_cpu`.
 
-use crate::config::{NS_PER_S, Nanos, ParamValue, parse_size};
-
-/// `parallel_degree_policy`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DegreePolicy {
-    /// No automatic DOP, no statement queuing (before 11.2).
-    Manual,
-    /// Automatic DOP for objects declared `PARALLEL` without a degree; no queuing.
-    Limited,
-    /// Automatic DOP for every statement and statement queuing.
-    Auto,
-}
-
-impl DegreePolicy {
-    pub fn name(self) -> &'static str {
-        match self {
-            DegreePolicy::Manual => "MANUAL",
-            DegreePolicy::Limited => "LIMITED",
-            DegreePolicy::Auto => "AUTO",
-        }
-    }
-}
-
-/// `parallel_degree_limit`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DegreeLimit {
-    /// `CPU`: `cpu_count x parallel_threads_per_cpu`.
-    Cpu,
-    Fixed(u32),
-}
+use super::{NS_PER_S, Nanos, ParamValue, parse_size};
+use crate::px::{DegreeLimit, DegreePolicy};
 
 /// The parallel-execution part of [`crate::config::Params`].
 #[derive(Clone, Debug, PartialEq)]

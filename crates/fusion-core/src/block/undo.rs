@@ -1,75 +1,14 @@
-//! Data blocks: real rows and index entries, the interested transaction list
-//! (ITL) and the undo that lets any holder build a consistent-read copy.
-//!
-//! Undo records travel inside the block they describe. Oracle keeps them in
-//! undo blocks that are themselves fetched through the global cache; keeping
-//! them here lets a CR copy be built by really rolling changes back without
-//! a second resource type, at the price of a bounded undo history per block
-//! (older history is trimmed, and a read that needs it gets "snapshot too old").
+//! A block's undo: the records that roll its changes back, what a reader
+//! knows about the transactions in its ITL, consistent-read builds
+//! (`Block::build_cr`), delayed block cleanout (`Block::clean_out_known`)
+//! and the trimming that keeps the history bounded.
 
-use crate::types::{BlockAddr, Rowid, Scn, Xid};
+use super::xid_set::{FewXids, XidIndex, XidSet};
+use super::{Block, Body, Itl, LeafEntry, Piece, Row};
+use crate::types::{Scn, Xid};
 
 /// Undo records a block keeps before the oldest committed ones are trimmed.
 pub const UNDO_KEEP: usize = 32;
-
-/// A table row: the key column, a numeric value and the row lock (the
-/// transaction that last changed it; the lock is held while that transaction is active).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Row {
-    pub key: u64,
-    pub val: i64,
-    pub lock: Xid,
-}
-
-/// An index leaf entry. `val` is the row's value in an index on (key,
-/// value) and 0 in an index on the key alone.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LeafEntry {
-    pub key: u64,
-    pub rowid: Rowid,
-    pub lock: Xid,
-    pub val: i64,
-}
-
-pub use crate::bitmap::Piece;
-
-/// What a block holds.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Body {
-    /// Never formatted (free space above the high-water mark).
-    Unformatted,
-    /// Table rows by slot; `None` is a slot whose insert is not visible.
-    Table { rows: Vec<Option<Row>> },
-    /// Sorted entries for keys in `low..high` (`high: None` is the rightmost
-    /// leaf), and the next leaf to the right.
-    Leaf {
-        entries: Vec<LeafEntry>,
-        next: Option<BlockAddr>,
-        low: u64,
-        high: Option<u64>,
-    },
-    /// A segment header: blocks each instance has formatted above the initial
-    /// high-water mark (its run of free blocks), which full scans must read too.
-    SegHeader { used: Vec<u32> },
-    /// Sorted separators: child `i` holds keys `>= entries[i].0` (the first covers everything below too).
-    Branch { entries: Vec<(u64, BlockAddr)> },
-    /// A bitmap index leaf: pieces sorted by `Piece::at` (value, then key
-    /// range), covering `low..high` (`high: None` for the rightmost leaf).
-    Bitmap {
-        pieces: Vec<Piece>,
-        next: Option<BlockAddr>,
-        low: u64,
-        high: Option<u64>,
-    },
-}
-
-/// One entry of the interested transaction list.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Itl {
-    pub xid: Xid,
-    /// Commit SCN once known here (set by commit cleanout or after a lookup).
-    pub commit: Option<Scn>,
-}
 
 /// How to undo one change.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -96,20 +35,6 @@ pub enum UndoOp {
 pub struct UndoRec {
     pub xid: Xid,
     pub op: UndoOp,
-}
-
-/// A block image: what the buffer cache, the store and the wire carry.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Block {
-    pub addr: BlockAddr,
-    /// SCN of the last change.
-    pub scn: Scn,
-    pub body: Body,
-    pub itl: Vec<Itl>,
-    /// Oldest first.
-    pub undo: Vec<UndoRec>,
-    /// Highest commit SCN whose undo was trimmed: reads older than this cannot be built.
-    pub trimmed_scn: Scn,
 }
 
 /// What a reader knows about a transaction.
@@ -143,17 +68,6 @@ pub struct CrCopy {
 }
 
 impl Block {
-    pub fn new(addr: BlockAddr, body: Body) -> Block {
-        Block {
-            addr,
-            scn: 0,
-            body,
-            itl: Vec::new(),
-            undo: Vec::new(),
-            trimmed_scn: 0,
-        }
-    }
-
     fn itl_state(&self, xid: Xid) -> Option<Scn> {
         self.itl
             .iter()
@@ -282,6 +196,13 @@ impl Block {
         if self.trimmed_scn > snapshot {
             return Err(CrError::SnapshotTooOld);
         }
+        // Every bound above is on its own side of the snapshot, so the copy
+        // is valid at least for the snapshot it was built for.
+        debug_assert!(
+            lo <= snapshot && snapshot <= hi,
+            "{} CR copy for {snapshot} valid for {lo}..={hi}",
+            self.addr
+        );
         invisible.seal();
         let mut image = Block {
             addr: self.addr,
@@ -472,8 +393,9 @@ impl Block {
         while doomed != 0 {
             let i = 63 - doomed.leading_zeros() as usize;
             doomed &= !(1 << i);
-            let e = self.itl.remove(i);
-            self.trimmed_scn = self.trimmed_scn.max(e.commit.unwrap_or(0));
+            let commit = self.itl.remove(i).commit;
+            let commit = commit.expect("only committed ITL entries are marked doomed");
+            self.trimmed_scn = self.trimmed_scn.max(commit);
         }
     }
 
@@ -500,437 +422,23 @@ impl Block {
         }
         referenced.seal();
         let mut trimmed = self.trimmed_scn;
-        self.itl.retain(|e| {
-            let keep = e.commit.is_none() || referenced.contains(e.xid);
-            if !keep {
-                trimmed = trimmed.max(e.commit.unwrap_or(0));
+        self.itl.retain(|e| match e.commit {
+            Some(commit) if !referenced.contains(e.xid) => {
+                trimmed = trimmed.max(commit);
+                false
             }
-            keep
+            _ => true,
         });
         self.trimmed_scn = trimmed;
     }
 
-    fn record(&mut self, xid: Xid, op: UndoOp, scn: Scn) {
+    /// Log a change `xid` made at `scn`: its undo record and ITL entry, then
+    /// trim what no reader can need any more.
+    pub(super) fn record(&mut self, xid: Xid, op: UndoOp, scn: Scn) {
         self.ensure_itl(xid);
         self.undo.push(UndoRec { xid, op });
         self.scn = self.scn.max(scn);
         self.trim();
-    }
-
-    /// The row lock on a slot, if the slot holds a row.
-    pub fn row(&self, slot: u16) -> Option<&Row> {
-        match &self.body {
-            Body::Table { rows } => rows.get(slot as usize).and_then(|r| r.as_ref()),
-            _ => None,
-        }
-    }
-
-    /// Change a row's value under transaction `xid` (the caller checked the lock).
-    pub fn update_row(&mut self, slot: u16, xid: Xid, val: i64, scn: Scn) -> bool {
-        let Body::Table { rows } = &mut self.body else {
-            return false;
-        };
-        let Some(Some(row)) = rows.get_mut(slot as usize) else {
-            return false;
-        };
-        let before = *row;
-        row.val = val;
-        row.lock = xid;
-        self.record(
-            xid,
-            UndoOp::Row {
-                slot,
-                before: Some(before),
-            },
-            scn,
-        );
-        true
-    }
-
-    /// Append a row; returns its slot.
-    pub fn insert_row(&mut self, key: u64, val: i64, xid: Xid, scn: Scn) -> Option<u16> {
-        let Body::Table { rows } = &mut self.body else {
-            return None;
-        };
-        let slot = u16::try_from(rows.len()).ok()?;
-        rows.push(Some(Row {
-            key,
-            val,
-            lock: xid,
-        }));
-        self.record(xid, UndoOp::Row { slot, before: None }, scn);
-        Some(slot)
-    }
-
-    /// Rows physically in the block (visible or not).
-    pub fn row_slots(&self) -> usize {
-        match &self.body {
-            Body::Table { rows } => rows.len(),
-            _ => 0,
-        }
-    }
-
-    /// Insert a leaf entry in key order.
-    pub fn insert_entry(&mut self, key: u64, rowid: Rowid, xid: Xid, scn: Scn) -> bool {
-        let Body::Leaf { entries, .. } = &mut self.body else {
-            return false;
-        };
-        let pos = match search_entries(entries, key) {
-            Ok(_) => return false,
-            Err(p) => p,
-        };
-        entries.insert(
-            pos,
-            LeafEntry {
-                key,
-                rowid,
-                lock: xid,
-                val: 0,
-            },
-        );
-        self.record(xid, UndoOp::EntryInsert { key }, scn);
-        true
-    }
-
-    /// Change the value of the entry for `key` (an index on key and value:
-    /// the key leads, so the entry keeps its place). False if there is none.
-    pub fn update_entry(&mut self, key: u64, val: i64, xid: Xid, scn: Scn) -> bool {
-        let Body::Leaf { entries, .. } = &mut self.body else {
-            return false;
-        };
-        let Ok(pos) = search_entries(entries, key) else {
-            return false;
-        };
-        let before = entries[pos];
-        entries[pos].val = val;
-        entries[pos].lock = xid;
-        self.record(xid, UndoOp::Entry { before }, scn);
-        true
-    }
-
-    /// The bitmap piece at `at` (see `Piece::at`), if this leaf holds it.
-    pub fn piece(&self, at: u64) -> Option<&Piece> {
-        let Body::Bitmap { pieces, .. } = &self.body else {
-            return None;
-        };
-        pieces
-            .binary_search_by_key(&at, Piece::at)
-            .ok()
-            .map(|i| &pieces[i])
-    }
-
-    /// Set (`on`) or clear the bit of row `key` in the piece at `at`, under
-    /// `xid`, which then holds the piece locked. False if there is no such piece.
-    pub fn change_piece(&mut self, at: u64, key: u64, on: bool, xid: Xid, scn: Scn) -> bool {
-        let Body::Bitmap { pieces, .. } = &mut self.body else {
-            return false;
-        };
-        let Ok(pos) = pieces.binary_search_by_key(&at, Piece::at) else {
-            return false;
-        };
-        let was = pieces[pos].bits.binary_search(&key).is_ok();
-        let lock = pieces[pos].lock;
-        pieces[pos].set(key, on);
-        pieces[pos].lock = xid;
-        self.record(xid, UndoOp::Bit { at, key, was, lock }, scn);
-        true
-    }
-
-    /// Replace the body as one logged change (block splits), keeping the old body as undo.
-    pub fn replace_body(&mut self, body: Body, xid: Xid, scn: Scn) {
-        let before = std::mem::replace(&mut self.body, body);
-        self.record(xid, UndoOp::Body(Box::new(before)), scn);
-    }
-
-    /// Entries in a leaf or branch (for split decisions).
-    pub fn entry_count(&self) -> usize {
-        match &self.body {
-            Body::Leaf { entries, .. } => entries.len(),
-            Body::Branch { entries } => entries.len(),
-            _ => 0,
-        }
-    }
-
-    /// Index search: in a branch, the child covering `key`; in a leaf, the entry.
-    /// (Bitmap indexes descend by `Piece::at` keys the same way.)
-    pub fn child_for(&self, key: u64) -> Option<BlockAddr> {
-        let Body::Branch { entries } = &self.body else {
-            return None;
-        };
-        let pos = entries.partition_point(|(k, _)| *k <= key);
-        entries.get(pos.saturating_sub(1)).map(|(_, c)| *c)
-    }
-
-    /// Does this leaf cover `key` (a split may have moved it elsewhere)?
-    pub fn leaf_covers(&self, key: u64) -> bool {
-        match &self.body {
-            Body::Leaf { low, high, .. } => key >= *low && high.is_none_or(|h| key < h),
-            _ => false,
-        }
-    }
-
-    pub fn leaf_lookup(&self, key: u64) -> Option<&LeafEntry> {
-        let Body::Leaf { entries, .. } = &self.body else {
-            return None;
-        };
-        search_entries(entries, key).ok().map(|i| &entries[i])
-    }
-
-    /// Approximate encoded size (redo size accounting, wire size before padding).
-    pub fn encoded_len(&self) -> usize {
-        let body = match &self.body {
-            Body::Unformatted => 0,
-            Body::Table { rows } => rows.len() * 25,
-            Body::Leaf { entries, .. } => entries.len() * 22,
-            Body::SegHeader { used } => used.len() * 4,
-            Body::Branch { entries } => entries.len() * 12,
-            Body::Bitmap { pieces, .. } => pieces.iter().map(Piece::encoded_len).sum(),
-        };
-        32 + body + self.itl.len() * 24 + self.undo.len() * 32
-    }
-}
-
-/// Where `key` is in leaf entries sorted by unique keys: exactly what
-/// `binary_search_by_key` answers, found faster. Keys in a leaf are mostly
-/// evenly spread, so interpolating between the first and last key lands on
-/// or next to the entry (one or two cache lines instead of a binary search's
-/// eight or so, each a likely miss); a gallop from the guess then bounds a
-/// binary search, so an uneven leaf costs at most about twice the probes.
-fn search_entries(entries: &[LeafEntry], key: u64) -> Result<usize, usize> {
-    let n = entries.len();
-    if n < 8 {
-        return entries.binary_search_by_key(&key, |e| e.key);
-    }
-    let (first, last) = (entries[0].key, entries[n - 1].key);
-    if key <= first {
-        return if key == first { Ok(0) } else { Err(0) };
-    }
-    if key >= last {
-        return if key == last { Ok(n - 1) } else { Err(n) };
-    }
-    // first < key < last, so 0 <= guess < n - 1.
-    let guess = (u128::from(key - first) * (n as u128 - 1) / u128::from(last - first)) as usize;
-    let g = entries[guess].key;
-    if g == key {
-        return Ok(guess);
-    }
-    let (lo, hi) = if g < key {
-        // Everything before `lo` is below the key; entries[n - 1] is above it.
-        let (mut lo, mut p, mut step) = (guess + 1, guess + 1, 1);
-        while entries[p].key < key {
-            lo = p + 1;
-            p = (p + step).min(n - 1);
-            step *= 2;
-        }
-        (lo, p)
-    } else {
-        // Everything after `hi` is above the key; entries[0] is below it.
-        let (mut hi, mut p, mut step) = (guess - 1, guess - 1, 1);
-        while entries[p].key > key {
-            hi = p - 1;
-            p -= step.min(p);
-            step *= 2;
-        }
-        (p, hi)
-    };
-    match entries[lo..=hi].binary_search_by_key(&key, |e| e.key) {
-        Ok(i) => Ok(lo + i),
-        Err(i) => Err(lo + i),
-    }
-}
-
-/// The transactions a CR build must hide: mostly none or a few, kept inline
-/// (no table to clear); beyond eight they move to an [`XidSet`].
-#[derive(Default)]
-struct FewXids {
-    len: usize,
-    few: [u64; 8],
-    many: Option<XidSet<64>>,
-}
-
-impl FewXids {
-    fn insert(&mut self, x: Xid) {
-        if let Some(m) = self.many.as_mut() {
-            m.insert(x);
-        } else if self.len < self.few.len() {
-            self.few[self.len] = x.0;
-            self.len += 1;
-        } else {
-            let mut m = XidSet::default();
-            self.few.iter().for_each(|&f| m.insert(Xid(f)));
-            m.insert(x);
-            self.many = Some(m);
-        }
-    }
-
-    fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// Ready the set for [`FewXids::contains`].
-    fn seal(&mut self) {
-        if let Some(m) = self.many.as_mut() {
-            m.seal();
-        }
-    }
-
-    /// Only valid after [`FewXids::seal`].
-    fn contains(&self, x: Xid) -> bool {
-        match &self.many {
-            Some(m) => m.contains(x),
-            None => self.few[..self.len].contains(&x.0),
-        }
-    }
-}
-
-/// ITL positions (up to 64) by transaction id, for [`Block::trim_itl`]:
-/// an open-addressing table of 128 slots, at most half full.
-struct XidIndex {
-    /// Zero marks an empty slot; `Xid::NONE`'s position is `none`.
-    keys: [u64; 128],
-    pos: [u8; 128],
-    none: Option<u8>,
-}
-
-impl Default for XidIndex {
-    fn default() -> XidIndex {
-        XidIndex {
-            keys: [0; 128],
-            pos: [0; 128],
-            none: None,
-        }
-    }
-}
-
-impl XidIndex {
-    fn home(x: u64) -> usize {
-        (x.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 57) as usize
-    }
-
-    /// Index `x` at `pos`; false if it is there already.
-    fn insert(&mut self, x: Xid, pos: u8) -> bool {
-        let x = x.0;
-        if x == 0 {
-            return self.none.replace(pos).is_none();
-        }
-        let mut i = Self::home(x);
-        loop {
-            match self.keys[i] {
-                0 => {
-                    self.keys[i] = x;
-                    self.pos[i] = pos;
-                    return true;
-                }
-                k if k == x => return false,
-                _ => i = (i + 1) % 128,
-            }
-        }
-    }
-
-    /// The position of `x` as a bit (0 if not indexed).
-    fn bit(&self, x: Xid) -> u64 {
-        let x = x.0;
-        if x == 0 {
-            return self.none.map_or(0, |p| 1 << p);
-        }
-        let mut i = Self::home(x);
-        loop {
-            match self.keys[i] {
-                k if k == x => return 1 << self.pos[i],
-                0 => return 0,
-                _ => i = (i + 1) % 128,
-            }
-        }
-    }
-}
-
-/// A set of transaction ids for the per-block loops above: an open-addressing
-/// table of `N` slots (a power of two) on the stack (no allocation, no
-/// sorting, and small enough that clearing it is cheap), spilling to a
-/// sorted Vec beyond `N / 2`. Fill it, call [`XidSet::seal`], then ask
-/// [`XidSet::contains`].
-struct XidSet<const N: usize> {
-    /// Zero marks an empty slot; `Xid::NONE` itself is `has_none`.
-    table: [u64; N],
-    len: usize,
-    has_none: bool,
-    spill: Option<Vec<u64>>,
-}
-
-impl<const N: usize> Default for XidSet<N> {
-    fn default() -> XidSet<N> {
-        XidSet {
-            table: [0; N],
-            len: 0,
-            has_none: false,
-            spill: None,
-        }
-    }
-}
-
-impl<const N: usize> XidSet<N> {
-    /// At most half full, so probes stay short.
-    const MAX: usize = N / 2;
-
-    fn home(x: u64) -> usize {
-        // The top bits of a Fibonacci hash: log2(N) of them.
-        (x.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - N.trailing_zeros())) as usize
-    }
-
-    fn insert(&mut self, x: Xid) {
-        let x = x.0;
-        if x == 0 {
-            self.has_none = true;
-            return;
-        }
-        if let Some(v) = self.spill.as_mut() {
-            v.push(x);
-            return;
-        }
-        if self.len == Self::MAX {
-            let mut v: Vec<u64> = self.table.iter().copied().filter(|&t| t != 0).collect();
-            v.push(x);
-            self.spill = Some(v);
-            return;
-        }
-        let mut i = Self::home(x);
-        loop {
-            match self.table[i] {
-                0 => {
-                    self.table[i] = x;
-                    self.len += 1;
-                    return;
-                }
-                t if t == x => return,
-                _ => i = (i + 1) % N,
-            }
-        }
-    }
-
-    /// Ready the set for [`XidSet::contains`].
-    fn seal(&mut self) {
-        if let Some(v) = self.spill.as_mut() {
-            v.sort_unstable();
-        }
-    }
-
-    /// Only valid after [`XidSet::seal`].
-    fn contains(&self, x: Xid) -> bool {
-        let x = x.0;
-        if x == 0 {
-            return self.has_none;
-        }
-        if let Some(v) = &self.spill {
-            return v.binary_search(&x).is_ok();
-        }
-        let mut i = Self::home(x);
-        loop {
-            match self.table[i] {
-                0 => return false,
-                t if t == x => return true,
-                _ => i = (i + 1) % N,
-            }
-        }
     }
 }
 
@@ -977,7 +485,7 @@ impl SlotSet {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::InstId;
+    use crate::types::{BlockAddr, InstId, Rowid};
 
     fn table(rows: &[(u64, i64)]) -> Block {
         Block::new(
@@ -1173,47 +681,6 @@ mod tests {
             plain.trimmed_scn = trimmed;
             b.trim_itl();
             assert_eq!(b, plain, "seed {seed}");
-        }
-    }
-
-    #[test]
-    fn entry_search_agrees_with_binary_search() {
-        let rid = Rowid {
-            blk: BlockAddr(1),
-            slot: 0,
-        };
-        // Even, clustered and uneven key spreads, every key around them.
-        let spreads: Vec<Vec<u64>> = vec![
-            (10..260).collect(),
-            (0..50).map(|i| i * 7 + 3).collect(),
-            (0..40).map(|i| i * i * i).collect(),
-            (0..30).map(|i| if i < 25 { i } else { 1000 + i }).collect(),
-            (0..9).map(|i| 1 << (i * 6)).collect(),
-            vec![1, 2, 3],
-            vec![],
-        ];
-        for keys in spreads {
-            let entries: Vec<LeafEntry> = keys
-                .iter()
-                .map(|&key| LeafEntry {
-                    key,
-                    rowid: rid,
-                    lock: Xid::NONE,
-                    val: 0,
-                })
-                .collect();
-            let max = keys.last().copied().unwrap_or(0);
-            let probes = keys
-                .iter()
-                .flat_map(|&k| [k.saturating_sub(1), k, k + 1])
-                .chain([0, max + 100, u64::MAX]);
-            for key in probes {
-                assert_eq!(
-                    search_entries(&entries, key),
-                    entries.binary_search_by_key(&key, |e| e.key),
-                    "key {key} in {keys:?}"
-                );
-            }
         }
     }
 
