@@ -43,22 +43,28 @@ impl History {
         self.log.is_some()
     }
 
-    /// Keep `o`. When the log is full it is dropped instead, and the first
-    /// drop of the run returns the error to report.
-    pub(super) fn record(&mut self, o: Observation) -> Option<String> {
-        let log = self.log.as_mut()?;
+    /// Keep `o`. When the log is full it is dropped instead: true for the
+    /// first drop of the run, which is to be reported ([`History::full_error`]).
+    #[inline(always)]
+    pub(super) fn record(&mut self, o: Observation) -> bool {
+        let Some(log) = self.log.as_mut() else {
+            return false;
+        };
         if log.len() < self.limit {
             log.push(o);
-            return None;
+            return false;
         }
         self.dropped += 1;
-        (self.dropped == 1).then(|| {
-            format!(
-                "the checkers' history reached its limit of {} observations before the \
-                 driver took it; later ones are dropped, so the checks are incomplete",
-                self.limit
-            )
-        })
+        self.dropped == 1
+    }
+
+    /// What to report when the log is full.
+    pub(super) fn full_error(&self) -> String {
+        format!(
+            "the checkers' history reached its limit of {} observations before the \
+             driver took it; later ones are dropped, so the checks are incomplete",
+            self.limit
+        )
     }
 
     /// The observations recorded since the last call.
@@ -82,21 +88,22 @@ mod tests {
     fn off_records_nothing() {
         let mut h = History::new(false);
         assert!(!h.is_on());
-        assert_eq!(h.record(commit(1)), None);
+        assert!(!h.record(commit(1)));
         assert!(h.take().is_empty());
     }
 
     #[test]
     fn a_full_log_drops_and_reports_once() {
         let mut h = History::with_limit(true, 2);
-        assert_eq!(h.record(commit(1)), None);
-        assert_eq!(h.record(commit(2)), None);
-        let err = h.record(commit(3)).expect("the first drop is reported");
+        assert!(!h.record(commit(1)));
+        assert!(!h.record(commit(2)));
+        assert!(h.record(commit(3)), "the first drop is reported");
+        let err = h.full_error();
         assert!(err.contains("limit of 2 observations"), "{err}");
-        assert_eq!(h.record(commit(4)), None, "reported once");
+        assert!(!h.record(commit(4)), "reported once");
         assert_eq!(h.take(), vec![commit(1), commit(2)]);
         // Taken: there is room again.
-        assert_eq!(h.record(commit(5)), None);
+        assert!(!h.record(commit(5)));
         assert_eq!(h.take(), vec![commit(5)]);
     }
 }

@@ -777,10 +777,19 @@ impl Instance {
 
     /// Keep an observation for the checkers (when they check). A full log
     /// is an error of the run, reported once.
+    // Inlined: with history off (the usual case) the observation is not even built.
+    #[inline(always)]
     pub(super) fn record(&mut self, o: Observation) {
-        if let Some(full) = self.history.record(o) {
-            self.errors.push(format!("{}: {full}", self.id));
+        if self.history.record(o) {
+            self.history_full();
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn history_full(&mut self) {
+        let e = format!("{}: {}", self.id, self.history.full_error());
+        self.errors.push(e);
     }
 
     // ----- statements (tkprof) ------------------------------------------------------

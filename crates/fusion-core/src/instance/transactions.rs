@@ -62,7 +62,6 @@ impl Transactions {
     }
 
     /// What this instance knows about a transaction right now.
-    #[inline]
     pub(super) fn state(&self, xid: Xid) -> TxState {
         if xid.inst() == self.me {
             match self.commit_scns.get(xid.seq() as usize) {

@@ -42,13 +42,14 @@ impl Instance {
     // ----- waits ------------------------------------------------------------------------
 
     /// Session `sid` may go on.
+    #[inline(always)]
     pub(super) fn set_ready(&mut self, sid: u32) {
         self.take_px_ready();
         self.sessions.set_ready(sid, self.now);
     }
 
     /// Session `sid` goes on after its CPU step.
-    #[inline]
+    #[inline(always)]
     pub(super) fn resume(&mut self, sid: u32) {
         self.take_px_ready();
         self.sessions.resume(sid);
@@ -56,7 +57,7 @@ impl Instance {
 
     /// Sessions px.rs made ready go to the ready queue, behind what is there
     /// (see `ReadiedByPx`): called before anything is queued or taken.
-    #[inline]
+    #[inline(always)]
     fn take_px_ready(&mut self) {
         self.sessions.take_readied_by_px(&mut self.ready);
     }
@@ -95,7 +96,16 @@ impl Instance {
     }
 
     /// Something changed about `blk`: waiting sessions try again.
+    // Called on every unpin; usually nobody waits at all, so that check is inlined.
+    #[inline(always)]
     pub(super) fn wake_block(&mut self, blk: BlockAddr) {
+        if self.sessions.someone_waits_on_a_block() {
+            self.wake_block_waiters(blk);
+        }
+    }
+
+    #[inline(never)]
+    fn wake_block_waiters(&mut self, blk: BlockAddr) {
         let Some(waiters) = self.sessions.take_block_waiters(blk) else {
             return;
         };
@@ -121,19 +131,21 @@ impl Instance {
     #[inline(never)]
     fn run_ready_slow(&mut self) {
         loop {
-            while let Some(sid) = self.next_ready() {
-                self.drive(sid);
+            while let Some(sid) = self.sessions.pop_ready() {
+                if self.sessions.is_ready(sid) {
+                    self.drive(sid);
+                }
+            }
+            // What px.rs queued came after all of the above (anything queued
+            // since took it along first), so it runs now, in order.
+            if !self.ready.is_empty() {
+                self.take_px_ready();
+                continue;
             }
             if !self.px_run() {
                 break;
             }
         }
-    }
-
-    #[inline]
-    fn next_ready(&mut self) -> Option<u32> {
-        self.take_px_ready();
-        self.sessions.next_ready()
     }
 
     /// Move a session forward until it has to wait for something.

@@ -248,6 +248,7 @@ impl Sessions {
     // ----- the ready queue ----------------------------------------------------------
 
     /// Session `sid` may go on; a new database call begins if it was idle or thinking.
+    #[inline]
     pub(super) fn set_ready(&mut self, sid: u32, now: Nanos) {
         let s = &mut self.table[sid as usize];
         if matches!(s.st, SessionState::Idle | SessionState::Think) {
@@ -258,13 +259,13 @@ impl Sessions {
     }
 
     /// Session `sid` goes on after a CPU step (its database call goes on).
-    #[inline]
+    #[inline(always)]
     pub(super) fn resume(&mut self, sid: u32) {
         self.table[sid as usize].st = SessionState::Ready;
         self.push_ready(sid);
     }
 
-    #[inline]
+    #[inline(always)]
     fn push_ready(&mut self, sid: u32) {
         self.ready.push_back(sid);
         debug_assert!(
@@ -280,23 +281,22 @@ impl Sessions {
         !self.ready.is_empty()
     }
 
-    /// The next session of the ready queue that is still ready.
-    #[inline]
-    pub(super) fn next_ready(&mut self) -> Option<u32> {
-        while let Some(sid) = self.ready.pop_front() {
-            if self
-                .table
-                .get(sid as usize)
-                .is_some_and(|s| s.st == SessionState::Ready)
-            {
-                return Some(sid);
-            }
-        }
-        None
+    /// The session first in the ready queue, taken off it. It may have
+    /// stopped being ready since it was queued: see [`Sessions::is_ready`].
+    #[inline(always)]
+    pub(super) fn pop_ready(&mut self) -> Option<u32> {
+        self.ready.pop_front()
+    }
+
+    #[inline(always)]
+    pub(super) fn is_ready(&self, sid: u32) -> bool {
+        self.table
+            .get(sid as usize)
+            .is_some_and(|s| s.st == SessionState::Ready)
     }
 
     /// Queue what px.rs made ready behind what is queued already (see [`ReadiedByPx`]).
-    #[inline]
+    #[inline(always)]
     pub(super) fn take_readied_by_px(&mut self, px: &mut ReadiedByPx) {
         if px.0.is_empty() {
             return;
@@ -345,14 +345,15 @@ impl Sessions {
         );
     }
 
+    /// Whether any session waits on a block at all (a miss on the map would
+    /// still hash and probe).
+    #[inline(always)]
+    pub(super) fn someone_waits_on_a_block(&self) -> bool {
+        !self.block_waiters.is_empty()
+    }
+
     /// The sessions waiting on `blk`, in the order they began, taken off the block.
-    // Called on every unpin; usually nobody waits at all, and a miss would
-    // still hash and probe.
-    #[inline]
     pub(super) fn take_block_waiters(&mut self, blk: BlockAddr) -> Option<Vec<u32>> {
-        if self.block_waiters.is_empty() {
-            return None;
-        }
         let list = self.block_waiters.remove(&blk)?;
         self.block_waiting -= list.len();
         Some(list)
@@ -397,11 +398,13 @@ impl Sessions {
     }
 
     /// The outstanding request for `blk`, if it is request `id`.
+    #[inline(always)]
     pub(super) fn request(&self, blk: BlockAddr, id: u64) -> Option<PendingRequest> {
         self.requests.get(&blk).copied().filter(|r| r.id == id)
     }
 
     /// The request for `blk` is complete.
+    #[inline]
     pub(super) fn end_request(&mut self, blk: BlockAddr) {
         self.requests.remove(&blk);
     }
@@ -479,9 +482,12 @@ mod tests {
         s.set_ready(1, 7);
         assert_eq!(s.session(2).call_start, Some(5));
         s.begin_wait(0, Wait::LogFileSync, SessionState::WaitCommit, 8);
-        assert_eq!(s.next_ready(), Some(2));
-        assert_eq!(s.next_ready(), Some(1));
-        assert_eq!(s.next_ready(), None);
+        assert_eq!(s.pop_ready(), Some(2));
+        assert_eq!(s.pop_ready(), Some(0));
+        assert!(!s.is_ready(0));
+        assert_eq!(s.pop_ready(), Some(1));
+        assert!(s.is_ready(1));
+        assert_eq!(s.pop_ready(), None);
         assert_eq!(s.end_wait(0, 10), Some((Wait::LogFileSync, 2)));
         assert_eq!(s.end_wait(0, 11), None);
     }
@@ -496,9 +502,9 @@ mod tests {
         s.take_readied_by_px(&mut px);
         assert!(px.is_empty());
         s.set_ready(2, 0);
-        assert_eq!(s.next_ready(), Some(1));
-        assert_eq!(s.next_ready(), Some(0));
-        assert_eq!(s.next_ready(), Some(2));
+        assert_eq!(s.pop_ready(), Some(1));
+        assert_eq!(s.pop_ready(), Some(0));
+        assert_eq!(s.pop_ready(), Some(2));
     }
 
     #[test]
