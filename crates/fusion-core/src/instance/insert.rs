@@ -275,15 +275,8 @@ impl Instance {
         else {
             return true;
         };
-        let res = split_res(ix);
-        if !self.enq_holds(sid, res) {
-            // If it has to wait, the session resumes with an ordinary descent.
-            let again = self.index_cursor(ix, table, key, rowid);
-            let split = std::mem::replace(&mut self.sessions.session_mut(sid).cur, again);
-            if !self.enq_get(sid, res, LockMode::X, Wait::EnqTxIndexContention) {
-                return false;
-            }
-            self.sessions.go_to(sid, split);
+        if !self.split_locked(sid, ix, table, key, rowid) {
+            return false;
         }
         if let Some(p) = parent
             && !self.want_x(sid, p)
@@ -322,38 +315,82 @@ impl Instance {
         // A full block: it needs new blocks (two for the root, which never moves).
         let needed = if parent.is_none() { 2 } else { 1 };
         let spares: Vec<BlockAddr> = self.sessions.session(sid).spares.clone();
-        for &s in &spares {
-            if !self.x_ready(s) && !self.want_x(sid, s) {
-                return false;
-            }
+        if let Some(go_on) = self.gather_spares(sid, ix, &spares, needed) {
+            return go_on;
         }
-        if spares.len() < needed {
-            let l = &self.layout.indexes[ix];
-            let range = Layout::free_range(l.free_base, l.free_per_instance, self.id);
-            let next = range.start + self.index_free[ix];
-            if next >= range.end {
-                self.stats.incr(Stat::SpaceErrors);
-                self.split_unlock(sid, ix);
-                self.sessions.go_to(sid, ExecPoint::None);
-                return true;
-            }
-            let blk = BlockAddr(next);
-            if self.x_ready(blk) {
-                self.index_free[ix] += 1;
-                self.sessions.session_mut(sid).spares.push(blk);
-                return true;
-            }
-            self.request_new(sid, blk);
+        self.pin_for_split(sid, nbuf, parent, &spares[..needed]);
+        false
+    }
+
+    /// Hold the index's split enqueue, or queue for it. False when the
+    /// session waits; it then resumes with an ordinary descent.
+    fn split_locked(&mut self, sid: u32, ix: usize, table: usize, key: u64, rowid: Rowid) -> bool {
+        let res = split_res(ix);
+        if self.enq_holds(sid, res) {
+            return true;
+        }
+        let again = self.index_cursor(ix, table, key, rowid);
+        let split = std::mem::replace(&mut self.sessions.session_mut(sid).cur, again);
+        if !self.enq_get(sid, res, LockMode::X, Wait::EnqTxIndexContention) {
             return false;
         }
-        // Everything is here: pin it all and split in one step.
+        self.sessions.go_to(sid, split);
+        true
+    }
+
+    /// Get the `needed` new blocks of a split in X: `None` once they are all
+    /// here, else whether the session can go on at once (it took one more, or
+    /// the index is out of space) or waits.
+    fn gather_spares(
+        &mut self,
+        sid: u32,
+        ix: usize,
+        spares: &[BlockAddr],
+        needed: usize,
+    ) -> Option<bool> {
+        for &s in spares {
+            if !self.x_ready(s) && !self.want_x(sid, s) {
+                return Some(false);
+            }
+        }
+        if spares.len() >= needed {
+            return None;
+        }
+        let l = &self.layout.indexes[ix];
+        let range = Layout::free_range(l.free_base, l.free_per_instance, self.id);
+        let next = range.start + self.index_free[ix];
+        if next >= range.end {
+            self.stats.incr(Stat::SpaceErrors);
+            self.split_unlock(sid, ix);
+            self.sessions.go_to(sid, ExecPoint::None);
+            return Some(true);
+        }
+        let blk = BlockAddr(next);
+        if self.x_ready(blk) {
+            self.index_free[ix] += 1;
+            self.sessions.session_mut(sid).spares.push(blk);
+            return Some(true);
+        }
+        self.request_new(sid, blk);
+        Some(false)
+    }
+
+    /// Everything is here: pin the node, its parent and the new blocks, and
+    /// split in one CPU step.
+    fn pin_for_split(
+        &mut self,
+        sid: u32,
+        nbuf: BufId,
+        parent: Option<BlockAddr>,
+        spares: &[BlockAddr],
+    ) {
         let mut pins = vec![nbuf];
         if let Some(p) = parent
             && let Some(id) = self.cache.current(p)
         {
             pins.push(id);
         }
-        for &s in spares.iter().take(needed) {
+        for &s in spares {
             if let Some(id) = self.cache.current(s) {
                 pins.push(id);
             }
@@ -369,7 +406,6 @@ impl Instance {
             proc,
             self.costs.row_change * 4 + self.costs.db_block_get * 3,
         );
-        false
     }
 
     /// The split's CPU step is over: do it, then go on descending.
@@ -394,6 +430,8 @@ impl Instance {
         self.resume(sid);
     }
 
+    /// Split the full `node` (pinned, with its parent and the new blocks)
+    /// in a recursive transaction; returns where the descent goes on.
     #[allow(clippy::too_many_arguments)]
     fn split(
         &mut self,
@@ -416,41 +454,22 @@ impl Instance {
         let Some(nbuf) = self.cache.current(node) else {
             return restart;
         };
-        let cap = self.capacity(ix, &self.cache.get(nbuf).image);
         let pbuf = parent.and_then(|p| self.cache.current(p));
-        // Still as we saw it? The parent must point to the node and have room.
-        if self.cache.get(nbuf).image.entry_count() < cap {
+        if !self.split_still_due(ix, node, nbuf, pbuf) {
             return restart;
-        }
-        if let Some(pb) = pbuf {
-            let pimg = &self.cache.get(pb).image;
-            let points = matches!(&pimg.body, Body::Branch { entries } if entries.iter().any(|e| e.1 == node));
-            if !points || pimg.entry_count() >= self.layout.indexes[ix].entries_per_branch as usize
-            {
-                return restart;
-            }
         }
         let (xid, scn) = self.recursive_txn();
         let ekey = self.layout.indexes[ix].entry_key(key);
         let spares = std::mem::take(&mut self.sessions.session_mut(sid).spares);
         let mut changed = vec![node];
-        let (lower, upper, sep) = split_body(&self.cache.get(nbuf).image.body);
+        let halves = split_body(&self.cache.get(nbuf).image.body);
+        let sep = halves.sep;
         let cont = match pbuf {
             Some(pb) => {
                 let Some(&new) = spares.first() else {
                     return restart;
                 };
-                let (lower, upper) = link_leaves(lower, upper, new);
-                // Uncommitted entries keep their undo in the block they move to.
-                let moved = moved_undo(&self.cache.get(nbuf).image, &upper);
-                self.replace(nbuf, lower, xid, scn);
-                self.format_index_block(new, upper, moved, xid, scn);
-                let mut pbody = self.cache.get(pb).image.body.clone();
-                if let Body::Branch { entries } = &mut pbody {
-                    let pos = entries.partition_point(|e| e.0 <= sep);
-                    entries.insert(pos, (sep, new));
-                }
-                self.replace(pb, pbody, xid, scn);
+                self.split_under_parent(nbuf, pb, new, halves, xid, scn);
                 changed.push(new);
                 changed.extend(parent);
                 self.sessions.session_mut(sid).spares = spares[1..].to_vec();
@@ -465,28 +484,10 @@ impl Instance {
                 }
             }
             None => {
-                // The root: its halves go to two new blocks; it keeps pointers to them.
                 let (Some(&a), Some(&b)) = (spares.first(), spares.get(1)) else {
                     return restart;
                 };
-                let (lower, upper) = link_leaves(lower, upper, b);
-                let first = match &lower {
-                    Body::Branch { entries } => entries.first().map_or(0, |e| e.0),
-                    Body::Leaf { low, .. } => *low,
-                    _ => 0,
-                };
-                let moved_a = moved_undo(&self.cache.get(nbuf).image, &lower);
-                let moved_b = moved_undo(&self.cache.get(nbuf).image, &upper);
-                self.format_index_block(a, lower, moved_a, xid, scn);
-                self.format_index_block(b, upper, moved_b, xid, scn);
-                self.replace(
-                    nbuf,
-                    Body::Branch {
-                        entries: vec![(first, a), (sep, b)],
-                    },
-                    xid,
-                    scn,
-                );
+                self.split_root(nbuf, a, b, halves, xid, scn);
                 changed.push(a);
                 changed.push(b);
                 self.sessions.session_mut(sid).spares = spares[2..].to_vec();
@@ -508,6 +509,86 @@ impl Instance {
         });
         self.commit_recursive(xid, &changed);
         cont
+    }
+
+    /// Is the split still as the descent saw it? The node must still be
+    /// full, and its parent must point to it and have room.
+    fn split_still_due(
+        &self,
+        ix: usize,
+        node: BlockAddr,
+        nbuf: BufId,
+        pbuf: Option<BufId>,
+    ) -> bool {
+        let cap = self.capacity(ix, &self.cache.get(nbuf).image);
+        if self.cache.get(nbuf).image.entry_count() < cap {
+            return false;
+        }
+        match pbuf {
+            Some(pb) => {
+                let pimg = &self.cache.get(pb).image;
+                let points = matches!(&pimg.body, Body::Branch { entries } if entries.iter().any(|e| e.1 == node));
+                points && pimg.entry_count() < self.layout.indexes[ix].entries_per_branch as usize
+            }
+            None => true,
+        }
+    }
+
+    /// A node below the root: its upper half moves to block `new`, which
+    /// the parent now points to as well.
+    fn split_under_parent(
+        &mut self,
+        nbuf: BufId,
+        pbuf: BufId,
+        new: BlockAddr,
+        halves: Halves,
+        xid: Xid,
+        scn: Scn,
+    ) {
+        let Halves { lower, upper, sep } = halves;
+        let (lower, upper) = link_leaves(lower, upper, new);
+        // Uncommitted entries keep their undo in the block they move to.
+        let moved = moved_undo(&self.cache.get(nbuf).image, &upper);
+        self.replace(nbuf, lower, xid, scn);
+        self.format_index_block(new, upper, moved, xid, scn);
+        let mut pbody = self.cache.get(pbuf).image.body.clone();
+        if let Body::Branch { entries } = &mut pbody {
+            let pos = entries.partition_point(|e| e.0 <= sep);
+            entries.insert(pos, (sep, new));
+        }
+        self.replace(pbuf, pbody, xid, scn);
+    }
+
+    /// The root: its halves go to the new blocks `a` and `b`; it stays the
+    /// root and points to them.
+    fn split_root(
+        &mut self,
+        nbuf: BufId,
+        a: BlockAddr,
+        b: BlockAddr,
+        halves: Halves,
+        xid: Xid,
+        scn: Scn,
+    ) {
+        let Halves { lower, upper, sep } = halves;
+        let (lower, upper) = link_leaves(lower, upper, b);
+        let first = match &lower {
+            Body::Branch { entries } => entries.first().map_or(0, |e| e.0),
+            Body::Leaf { low, .. } => *low,
+            _ => 0,
+        };
+        let moved_a = moved_undo(&self.cache.get(nbuf).image, &lower);
+        let moved_b = moved_undo(&self.cache.get(nbuf).image, &upper);
+        self.format_index_block(a, lower, moved_a, xid, scn);
+        self.format_index_block(b, upper, moved_b, xid, scn);
+        self.replace(
+            nbuf,
+            Body::Branch {
+                entries: vec![(first, a), (sep, b)],
+            },
+            xid,
+            scn,
+        );
     }
 
     fn replace(&mut self, buf: BufId, body: Body, xid: Xid, scn: Scn) {
@@ -546,8 +627,15 @@ fn split_res(ix: usize) -> ResName {
     }
 }
 
-/// Split a full leaf or branch body into lower and upper halves; returns the separator.
-fn split_body(body: &Body) -> (Body, Body, u64) {
+/// The two halves of a full index block and the key that separates them.
+struct Halves {
+    lower: Body,
+    upper: Body,
+    sep: u64,
+}
+
+/// Split a full leaf or branch body into lower and upper halves.
+fn split_body(body: &Body) -> Halves {
     match body {
         Body::Leaf {
             entries,
@@ -557,36 +645,40 @@ fn split_body(body: &Body) -> (Body, Body, u64) {
         } => {
             let mid = entries.len() / 2;
             let sep = entries.get(mid).map_or(*low, |e| e.key);
-            (
-                Body::Leaf {
+            Halves {
+                lower: Body::Leaf {
                     entries: entries[..mid].to_vec(),
                     next: *next,
                     low: *low,
                     high: Some(sep),
                 },
-                Body::Leaf {
+                upper: Body::Leaf {
                     entries: entries[mid..].to_vec(),
                     next: *next,
                     low: sep,
                     high: *high,
                 },
                 sep,
-            )
+            }
         }
         Body::Branch { entries } => {
             let mid = entries.len() / 2;
             let sep = entries.get(mid).map_or(0, |e| e.0);
-            (
-                Body::Branch {
+            Halves {
+                lower: Body::Branch {
                     entries: entries[..mid].to_vec(),
                 },
-                Body::Branch {
+                upper: Body::Branch {
                     entries: entries[mid..].to_vec(),
                 },
                 sep,
-            )
+            }
         }
-        other => (other.clone(), Body::Unformatted, 0),
+        other => Halves {
+            lower: other.clone(),
+            upper: Body::Unformatted,
+            sep: 0,
+        },
     }
 }
 

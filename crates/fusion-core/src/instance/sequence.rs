@@ -64,8 +64,8 @@ impl Instance {
                 self.enq_get(sid, res(EnqKind::Sv, seq), LockMode::X, Wait::DfsLockHandle)
             }
             SeqStep::Start => {
-                if let Some(n) = self.take_cached(seq) {
-                    self.seq_deliver(sid, seq, n, insert);
+                if let Some(number) = self.take_cached(seq) {
+                    self.seq_deliver(sid, seq, number, insert);
                     return true;
                 }
                 set(self, SeqStep::HaveSq);
@@ -78,9 +78,9 @@ impl Instance {
             }
             SeqStep::HaveSq => {
                 // Another session may have refilled the cache while this one queued.
-                if let Some(n) = self.take_cached(seq) {
+                if let Some(number) = self.take_cached(seq) {
                     self.enq_release(res(EnqKind::Sq, seq), None);
-                    self.seq_deliver(sid, seq, n, insert);
+                    self.seq_deliver(sid, seq, number, insert);
                     return true;
                 }
                 set(self, SeqStep::Update);
@@ -95,9 +95,15 @@ impl Instance {
                 let r = res(EnqKind::Sv, seq);
                 let lvb = self.ges.locks.get(&r).map(|l| l.lvb).unwrap_or_default();
                 if lvb.lo < lvb.hi {
-                    let n = lvb.lo + 1;
-                    self.enq_release(r, Some(Lvb { lo: n, hi: lvb.hi }));
-                    self.seq_deliver(sid, seq, n, insert);
+                    let number = lvb.lo + 1;
+                    self.enq_release(
+                        r,
+                        Some(Lvb {
+                            lo: number,
+                            hi: lvb.hi,
+                        }),
+                    );
+                    self.seq_deliver(sid, seq, number, insert);
                     return true;
                 }
                 set(self, SeqStep::Update);
@@ -186,30 +192,38 @@ impl Instance {
             self.stats.statements[st].elapsed_ns += now - t;
             self.stats.statements[st].rows += 1;
         }
-        let n = old + 1;
+        // The first of the values just allocated is handed out here.
+        let first = old + 1;
         if cache > 0 && order {
-            self.enq_release(res(EnqKind::Sv, seq), Some(Lvb { lo: n, hi: new }));
+            self.enq_release(res(EnqKind::Sv, seq), Some(Lvb { lo: first, hi: new }));
         } else if cache > 0 {
             if let Some(c) = self.seq_cache.get_mut(seq) {
                 // Whatever was left of the old range is abandoned: a gap.
-                *c = (n, new);
+                *c = (first, new);
             }
             self.enq_release(res(EnqKind::Sq, seq), None);
         }
-        self.seq_value(sid, seq, n, insert)
+        self.seq_value(sid, seq, first, insert)
     }
 
-    /// Hand value number `n` out (no CPU step: part of the execute call).
-    fn seq_deliver(&mut self, sid: u32, seq: usize, n: u64, insert: Option<usize>) {
-        let next = self.seq_value(sid, seq, n, insert);
+    /// Hand value number `number` out (no CPU step: part of the execute call).
+    fn seq_deliver(&mut self, sid: u32, seq: usize, number: u64, insert: Option<usize>) {
+        let next = self.seq_value(sid, seq, number, insert);
         self.sessions.go_to(sid, next);
     }
 
-    fn seq_value(&mut self, _sid: u32, seq: usize, n: u64, insert: Option<usize>) -> ExecPoint {
+    /// Value number `number` of the sequence, and where the execution goes on.
+    fn seq_value(
+        &mut self,
+        _sid: u32,
+        seq: usize,
+        number: u64,
+        insert: Option<usize>,
+    ) -> ExecPoint {
         let Some(def) = self.seq_def(seq) else {
             return ExecPoint::None;
         };
-        let value = def.value(n);
+        let value = def.value(number);
         self.stats.incr(Stat::SeqValuesHandedOut);
         if let Some(log) = self.nextvals.as_mut() {
             log.push((seq as u32, value));
