@@ -1,4 +1,4 @@
-//! Index work beyond the B-tree lookup of session.rs: keeping indexes on the
+//! Index work beyond the B-tree lookup of session/access.rs: keeping indexes on the
 //! value column in step with an update, and answering `count(*) where val =
 //! :v` from a bitmap index.
 //!
