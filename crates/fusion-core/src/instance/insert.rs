@@ -17,7 +17,8 @@
 //! the ordinary way, since the split it waited for has usually made room.
 
 use super::cache::{BufId, BufState};
-use super::session::{Acq, Cur, Purpose, St, Then};
+use super::execution::{ExecPoint, Purpose};
+use super::session::{Acquired, AfterCpu, SessionState};
 use super::{Instance, Observation};
 use crate::block::{Block, Body, Itl, UndoOp};
 use crate::layout::Layout;
@@ -26,27 +27,6 @@ use crate::stats::{Stat, Wait};
 use crate::types::{BlockAddr, Rowid, Scn, Xid};
 
 impl Instance {
-    /// A recursive transaction: changes that commit at once, independently of the session's.
-    pub(super) fn recursive_txn(&mut self) -> (Xid, Scn) {
-        let xid = self.new_xid();
-        let scn = self.next_scn();
-        (xid, scn)
-    }
-
-    /// Commit a recursive transaction; returns the commit record's redo address.
-    pub(super) fn commit_recursive(&mut self, xid: Xid, blocks: &[BlockAddr]) -> u64 {
-        let scn = self.next_scn();
-        if let Some(slot) = self.txns.commit.get_mut(xid.seq() as usize) {
-            *slot = scn;
-        }
-        for &blk in blocks {
-            if let Some(id) = self.cache.current(blk) {
-                self.cache.get_mut(id).image.clean_out(xid, scn);
-            }
-        }
-        self.redo(xid, None, scn, 100, true)
-    }
-
     /// Mark a current buffer changed by redo at `rba`.
     pub(super) fn dirtied(&mut self, buf: BufId, rba: u64) {
         let now = self.now;
@@ -57,27 +37,6 @@ impl Instance {
         }
         b.last_rba = rba;
         self.stats.incr(Stat::DbBlockChanges);
-    }
-
-    pub(super) fn session_xid(&mut self, sid: u32) -> Xid {
-        let x = self.sessions[sid as usize].xid;
-        if !x.is_none() {
-            return x;
-        }
-        let x = self.new_xid();
-        self.sessions[sid as usize].xid = x;
-        x
-    }
-
-    /// Session `sid` changed `blk`: remember it, and retire the CR copies that
-    /// predate the change (they would hide it from the session itself).
-    pub(super) fn touch_block(&mut self, sid: u32, blk: BlockAddr) {
-        let xid = self.sessions[sid as usize].xid;
-        self.cache.forget_private(blk, xid);
-        let t = &mut self.sessions[sid as usize].touched;
-        if !t.contains(&blk) {
-            t.push(blk);
-        }
     }
 
     /// The first B-tree index on `table` after position `after` (`None`:
@@ -91,8 +50,8 @@ impl Instance {
         })
     }
 
-    fn index_cursor(&self, ix: usize, table: usize, key: u64, rowid: Rowid) -> Cur {
-        Cur::Index {
+    fn index_cursor(&self, ix: usize, table: usize, key: u64, rowid: Rowid) -> ExecPoint {
+        ExecPoint::Index {
             ix,
             table,
             key,
@@ -108,19 +67,19 @@ impl Instance {
         buf: BufId,
         table: usize,
         key: u64,
-    ) -> Cur {
+    ) -> ExecPoint {
         let per_block = self.layout.tables[table].rows_per_block as usize;
         let b = self.cache.get(buf);
         if !matches!(b.image.body, Body::Table { .. }) || b.image.row_slots() >= per_block {
             self.insert_blocks[table].0 = None;
-            return Cur::InsertAlloc { table, key };
+            return ExecPoint::InsertAlloc { table, key };
         }
         let blk = b.blk;
         let xid = self.session_xid(sid);
         let scn = self.next_scn();
         let Some(slot) = self.cache.get_mut(buf).image.insert_row(key, 0, xid, scn) else {
             self.insert_blocks[table].0 = None;
-            return Cur::InsertAlloc { table, key };
+            return ExecPoint::InsertAlloc { table, key };
         };
         let rba = self.redo(xid, Some(blk), scn, 150, false);
         self.dirtied(buf, rba);
@@ -135,12 +94,18 @@ impl Instance {
         let rowid = Rowid { blk, slot };
         match self.next_index(table, None) {
             Some(ix) => self.index_cursor(ix, table, key, rowid),
-            None => Cur::None,
+            None => ExecPoint::None,
         }
     }
 
     /// Visit of the segment header (pinned in X): take the next block of this instance's run.
-    pub(super) fn take_new_block(&mut self, sid: u32, buf: BufId, table: usize, key: u64) -> Cur {
+    pub(super) fn take_new_block(
+        &mut self,
+        sid: u32,
+        buf: BufId,
+        table: usize,
+        key: u64,
+    ) -> ExecPoint {
         let me = self.id.idx();
         let t = self.layout.tables[table].clone();
         let Body::SegHeader { used } = &self.cache.get(buf).image.body else {
@@ -148,13 +113,13 @@ impl Instance {
                 "{}: segment header of table {table} is corrupt",
                 self.id
             ));
-            return Cur::None;
+            return ExecPoint::None;
         };
         let mine = used.get(me).copied().unwrap_or(u32::MAX);
         if mine >= t.free_per_instance {
             // ORA-01653: the table's free space for this instance is used up.
             self.stats.incr(Stat::SpaceErrors);
-            return Cur::None;
+            return ExecPoint::None;
         }
         let mut used = used.clone();
         used[me] += 1;
@@ -170,7 +135,7 @@ impl Instance {
         let _ = sid;
         let blk =
             BlockAddr(Layout::free_range(t.free_base, t.free_per_instance, self.id).start + mine);
-        Cur::InsertNew { table, key, blk }
+        ExecPoint::InsertNew { table, key, blk }
     }
 
     /// Format a never-used block for inserts; returns true when the session can go on.
@@ -190,7 +155,8 @@ impl Instance {
                 self.commit_recursive(xid, &[blk]);
             }
             self.insert_blocks[table].0 = Some(blk);
-            self.sessions[sid as usize].cur = Cur::InsertRow { table, key };
+            self.sessions
+                .go_to(sid, ExecPoint::InsertRow { table, key });
             return true;
         }
         self.request_new(sid, blk);
@@ -198,7 +164,7 @@ impl Instance {
     }
 
     fn request_new(&mut self, sid: u32, blk: BlockAddr) {
-        if self.inflight.contains_key(&blk) {
+        if self.sessions.has_request(blk) {
             self.wait_on_block(sid, blk, Wait::GcBufferBusyAcquire);
         } else {
             self.gc_request(sid, blk, ReqKind::Current { new_block: true }, false);
@@ -216,18 +182,18 @@ impl Instance {
         key: u64,
         rowid: Rowid,
         blk: BlockAddr,
-    ) -> Cur {
+    ) -> ExecPoint {
         let cap = self.layout.indexes[ix].entries_per_leaf as usize;
         let ekey = self.layout.indexes[ix].entry_key(key);
         let img = &self.cache.get(buf).image;
         if !img.leaf_covers(ekey) {
             // A split moved the key since our snapshot: descend again with a fresh one.
-            self.sessions[sid as usize].snapshot = self.scn;
+            self.sessions.session_mut(sid).snapshot = self.scn;
             return self.index_cursor(ix, table, key, rowid);
         }
         if img.entry_count() >= cap {
             let root = self.layout.indexes[ix].root;
-            return Cur::Split {
+            return ExecPoint::Split {
                 ix,
                 table,
                 key,
@@ -247,14 +213,14 @@ impl Instance {
         if !inserted {
             self.errors
                 .push(format!("{}: duplicate key {key} in index {ix}", self.id));
-            return Cur::None;
+            return ExecPoint::None;
         }
         let rba = self.redo(xid, Some(blk), scn, 120, false);
         self.dirtied(buf, rba);
         self.touch_block(sid, blk);
         match self.next_index(table, Some(ix)) {
             Some(next) => self.index_cursor(next, table, key, rowid),
-            None => Cur::None,
+            None => ExecPoint::None,
         }
     }
 
@@ -272,7 +238,7 @@ impl Instance {
             return true;
         }
         match self.acquire_current(sid, blk) {
-            Acq::Got { buf, .. } => {
+            Acquired::Pinned { buf, .. } => {
                 self.unpin(buf);
                 true
             }
@@ -298,26 +264,19 @@ impl Instance {
 
     /// One step of the splitting descent. True when the session can go on at once.
     pub(super) fn split_step(&mut self, sid: u32) -> bool {
-        let Cur::Split {
+        let ExecPoint::Split {
             ix,
             table,
             key,
             rowid,
             parent,
             node,
-        } = self.sessions[sid as usize].cur
+        } = self.sessions.session(sid).cur
         else {
             return true;
         };
-        let res = split_res(ix);
-        if !self.enq_holds(sid, res) {
-            // If it has to wait, the session resumes with an ordinary descent.
-            let again = self.index_cursor(ix, table, key, rowid);
-            let split = std::mem::replace(&mut self.sessions[sid as usize].cur, again);
-            if !self.enq_get(sid, res, LockMode::X, Wait::EnqTxIndexContention) {
-                return false;
-            }
-            self.sessions[sid as usize].cur = split;
+        if !self.split_locked(sid, ix, table, key, rowid) {
+            return false;
         }
         if let Some(p) = parent
             && !self.want_x(sid, p)
@@ -334,7 +293,7 @@ impl Instance {
         let full = img.entry_count() >= self.capacity(ix, img);
         if !full {
             let next = match img.child_for(self.layout.indexes[ix].entry_key(key)) {
-                Some(child) => Cur::Split {
+                Some(child) => ExecPoint::Split {
                     ix,
                     table,
                     key,
@@ -342,7 +301,7 @@ impl Instance {
                     parent: Some(node),
                     node: child,
                 },
-                None => Cur::IndexLeaf {
+                None => ExecPoint::IndexLeaf {
                     ix,
                     table,
                     key,
@@ -350,44 +309,88 @@ impl Instance {
                     blk: node,
                 },
             };
-            self.sessions[sid as usize].cur = next;
+            self.sessions.go_to(sid, next);
             return true;
         }
         // A full block: it needs new blocks (two for the root, which never moves).
         let needed = if parent.is_none() { 2 } else { 1 };
-        let spares: Vec<BlockAddr> = self.sessions[sid as usize].spares.clone();
-        for &s in &spares {
-            if !self.x_ready(s) && !self.want_x(sid, s) {
-                return false;
-            }
+        let spares: Vec<BlockAddr> = self.sessions.session(sid).spares.clone();
+        if let Some(go_on) = self.gather_spares(sid, ix, &spares, needed) {
+            return go_on;
         }
-        if spares.len() < needed {
-            let l = &self.layout.indexes[ix];
-            let range = Layout::free_range(l.free_base, l.free_per_instance, self.id);
-            let next = range.start + self.index_free[ix];
-            if next >= range.end {
-                self.stats.incr(Stat::SpaceErrors);
-                self.split_unlock(sid, ix);
-                self.sessions[sid as usize].cur = Cur::None;
-                return true;
-            }
-            let blk = BlockAddr(next);
-            if self.x_ready(blk) {
-                self.index_free[ix] += 1;
-                self.sessions[sid as usize].spares.push(blk);
-                return true;
-            }
-            self.request_new(sid, blk);
+        self.pin_for_split(sid, nbuf, parent, &spares[..needed]);
+        false
+    }
+
+    /// Hold the index's split enqueue, or queue for it. False when the
+    /// session waits; it then resumes with an ordinary descent.
+    fn split_locked(&mut self, sid: u32, ix: usize, table: usize, key: u64, rowid: Rowid) -> bool {
+        let res = split_res(ix);
+        if self.enq_holds(sid, res) {
+            return true;
+        }
+        let again = self.index_cursor(ix, table, key, rowid);
+        let split = std::mem::replace(&mut self.sessions.session_mut(sid).cur, again);
+        if !self.enq_get(sid, res, LockMode::X, Wait::EnqTxIndexContention) {
             return false;
         }
-        // Everything is here: pin it all and split in one step.
+        self.sessions.go_to(sid, split);
+        true
+    }
+
+    /// Get the `needed` new blocks of a split in X: `None` once they are all
+    /// here, else whether the session can go on at once (it took one more, or
+    /// the index is out of space) or waits.
+    fn gather_spares(
+        &mut self,
+        sid: u32,
+        ix: usize,
+        spares: &[BlockAddr],
+        needed: usize,
+    ) -> Option<bool> {
+        for &s in spares {
+            if !self.x_ready(s) && !self.want_x(sid, s) {
+                return Some(false);
+            }
+        }
+        if spares.len() >= needed {
+            return None;
+        }
+        let l = &self.layout.indexes[ix];
+        let range = Layout::free_range(l.free_base, l.free_per_instance, self.id);
+        let next = range.start + self.index_free[ix];
+        if next >= range.end {
+            self.stats.incr(Stat::SpaceErrors);
+            self.split_unlock(sid, ix);
+            self.sessions.go_to(sid, ExecPoint::None);
+            return Some(true);
+        }
+        let blk = BlockAddr(next);
+        if self.x_ready(blk) {
+            self.index_free[ix] += 1;
+            self.sessions.session_mut(sid).spares.push(blk);
+            return Some(true);
+        }
+        self.request_new(sid, blk);
+        Some(false)
+    }
+
+    /// Everything is here: pin the node, its parent and the new blocks, and
+    /// split in one CPU step.
+    fn pin_for_split(
+        &mut self,
+        sid: u32,
+        nbuf: BufId,
+        parent: Option<BlockAddr>,
+        spares: &[BlockAddr],
+    ) {
         let mut pins = vec![nbuf];
         if let Some(p) = parent
             && let Some(id) = self.cache.current(p)
         {
             pins.push(id);
         }
-        for &s in spares.iter().take(needed) {
+        for &s in spares {
             if let Some(id) = self.cache.current(s) {
                 pins.push(id);
             }
@@ -395,23 +398,22 @@ impl Instance {
         for &id in &pins {
             self.cache.get_mut(id).xpin = true;
         }
-        let s = &mut self.sessions[sid as usize];
+        let s = self.sessions.session_mut(sid);
         s.split_pins = pins;
-        s.st = St::Cpu(Then::Split);
+        s.st = SessionState::Cpu(AfterCpu::Split);
         let proc = s.proc;
         self.cpu(
             proc,
             self.costs.row_change * 4 + self.costs.db_block_get * 3,
         );
-        false
     }
 
     /// The split's CPU step is over: do it, then go on descending.
     pub(super) fn split_done(&mut self, sid: u32) {
-        let pins = std::mem::take(&mut self.sessions[sid as usize].split_pins);
-        let cur = self.sessions[sid as usize].cur;
-        let next = match cur {
-            Cur::Split {
+        let pins = std::mem::take(&mut self.sessions.session_mut(sid).split_pins);
+        let point = self.sessions.session(sid).cur;
+        let next = match point {
+            ExecPoint::Split {
                 ix,
                 table,
                 key,
@@ -424,12 +426,12 @@ impl Instance {
         for id in pins {
             self.unpin(id);
         }
-        let s = &mut self.sessions[sid as usize];
-        s.cur = next;
-        s.st = St::Ready;
-        self.ready.push_back(sid);
+        self.sessions.go_to(sid, next);
+        self.resume(sid);
     }
 
+    /// Split the full `node` (pinned, with its parent and the new blocks)
+    /// in a recursive transaction; returns where the descent goes on.
     #[allow(clippy::too_many_arguments)]
     fn split(
         &mut self,
@@ -440,8 +442,8 @@ impl Instance {
         rowid: Rowid,
         parent: Option<BlockAddr>,
         node: BlockAddr,
-    ) -> Cur {
-        let restart = Cur::Split {
+    ) -> ExecPoint {
+        let restart = ExecPoint::Split {
             ix,
             table,
             key,
@@ -452,46 +454,27 @@ impl Instance {
         let Some(nbuf) = self.cache.current(node) else {
             return restart;
         };
-        let cap = self.capacity(ix, &self.cache.get(nbuf).image);
         let pbuf = parent.and_then(|p| self.cache.current(p));
-        // Still as we saw it? The parent must point to the node and have room.
-        if self.cache.get(nbuf).image.entry_count() < cap {
+        if !self.split_still_due(ix, node, nbuf, pbuf) {
             return restart;
-        }
-        if let Some(pb) = pbuf {
-            let pimg = &self.cache.get(pb).image;
-            let points = matches!(&pimg.body, Body::Branch { entries } if entries.iter().any(|e| e.1 == node));
-            if !points || pimg.entry_count() >= self.layout.indexes[ix].entries_per_branch as usize
-            {
-                return restart;
-            }
         }
         let (xid, scn) = self.recursive_txn();
         let ekey = self.layout.indexes[ix].entry_key(key);
-        let spares = std::mem::take(&mut self.sessions[sid as usize].spares);
+        let spares = std::mem::take(&mut self.sessions.session_mut(sid).spares);
         let mut changed = vec![node];
-        let (lower, upper, sep) = split_body(&self.cache.get(nbuf).image.body);
+        let halves = split_body(&self.cache.get(nbuf).image.body);
+        let sep = halves.sep;
         let cont = match pbuf {
             Some(pb) => {
                 let Some(&new) = spares.first() else {
                     return restart;
                 };
-                let (lower, upper) = link_leaves(lower, upper, new);
-                // Uncommitted entries keep their undo in the block they move to.
-                let moved = moved_undo(&self.cache.get(nbuf).image, &upper);
-                self.replace(nbuf, lower, xid, scn);
-                self.format_index_block(new, upper, moved, xid, scn);
-                let mut pbody = self.cache.get(pb).image.body.clone();
-                if let Body::Branch { entries } = &mut pbody {
-                    let pos = entries.partition_point(|e| e.0 <= sep);
-                    entries.insert(pos, (sep, new));
-                }
-                self.replace(pb, pbody, xid, scn);
+                self.split_under_parent(nbuf, pb, new, halves, xid, scn);
                 changed.push(new);
                 changed.extend(parent);
-                self.sessions[sid as usize].spares = spares[1..].to_vec();
+                self.sessions.session_mut(sid).spares = spares[1..].to_vec();
                 let child = if ekey >= sep { new } else { node };
-                Cur::Split {
+                ExecPoint::Split {
                     ix,
                     table,
                     key,
@@ -501,32 +484,14 @@ impl Instance {
                 }
             }
             None => {
-                // The root: its halves go to two new blocks; it keeps pointers to them.
                 let (Some(&a), Some(&b)) = (spares.first(), spares.get(1)) else {
                     return restart;
                 };
-                let (lower, upper) = link_leaves(lower, upper, b);
-                let first = match &lower {
-                    Body::Branch { entries } => entries.first().map_or(0, |e| e.0),
-                    Body::Leaf { low, .. } => *low,
-                    _ => 0,
-                };
-                let moved_a = moved_undo(&self.cache.get(nbuf).image, &lower);
-                let moved_b = moved_undo(&self.cache.get(nbuf).image, &upper);
-                self.format_index_block(a, lower, moved_a, xid, scn);
-                self.format_index_block(b, upper, moved_b, xid, scn);
-                self.replace(
-                    nbuf,
-                    Body::Branch {
-                        entries: vec![(first, a), (sep, b)],
-                    },
-                    xid,
-                    scn,
-                );
+                self.split_root(nbuf, a, b, halves, xid, scn);
                 changed.push(a);
                 changed.push(b);
-                self.sessions[sid as usize].spares = spares[2..].to_vec();
-                Cur::Split {
+                self.sessions.session_mut(sid).spares = spares[2..].to_vec();
+                ExecPoint::Split {
                     ix,
                     table,
                     key,
@@ -544,6 +509,86 @@ impl Instance {
         });
         self.commit_recursive(xid, &changed);
         cont
+    }
+
+    /// Is the split still as the descent saw it? The node must still be
+    /// full, and its parent must point to it and have room.
+    fn split_still_due(
+        &self,
+        ix: usize,
+        node: BlockAddr,
+        nbuf: BufId,
+        pbuf: Option<BufId>,
+    ) -> bool {
+        let cap = self.capacity(ix, &self.cache.get(nbuf).image);
+        if self.cache.get(nbuf).image.entry_count() < cap {
+            return false;
+        }
+        match pbuf {
+            Some(pb) => {
+                let pimg = &self.cache.get(pb).image;
+                let points = matches!(&pimg.body, Body::Branch { entries } if entries.iter().any(|e| e.1 == node));
+                points && pimg.entry_count() < self.layout.indexes[ix].entries_per_branch as usize
+            }
+            None => true,
+        }
+    }
+
+    /// A node below the root: its upper half moves to block `new`, which
+    /// the parent now points to as well.
+    fn split_under_parent(
+        &mut self,
+        nbuf: BufId,
+        pbuf: BufId,
+        new: BlockAddr,
+        halves: Halves,
+        xid: Xid,
+        scn: Scn,
+    ) {
+        let Halves { lower, upper, sep } = halves;
+        let (lower, upper) = link_leaves(lower, upper, new);
+        // Uncommitted entries keep their undo in the block they move to.
+        let moved = moved_undo(&self.cache.get(nbuf).image, &upper);
+        self.replace(nbuf, lower, xid, scn);
+        self.format_index_block(new, upper, moved, xid, scn);
+        let mut pbody = self.cache.get(pbuf).image.body.clone();
+        if let Body::Branch { entries } = &mut pbody {
+            let pos = entries.partition_point(|e| e.0 <= sep);
+            entries.insert(pos, (sep, new));
+        }
+        self.replace(pbuf, pbody, xid, scn);
+    }
+
+    /// The root: its halves go to the new blocks `a` and `b`; it stays the
+    /// root and points to them.
+    fn split_root(
+        &mut self,
+        nbuf: BufId,
+        a: BlockAddr,
+        b: BlockAddr,
+        halves: Halves,
+        xid: Xid,
+        scn: Scn,
+    ) {
+        let Halves { lower, upper, sep } = halves;
+        let (lower, upper) = link_leaves(lower, upper, b);
+        let first = match &lower {
+            Body::Branch { entries } => entries.first().map_or(0, |e| e.0),
+            Body::Leaf { low, .. } => *low,
+            _ => 0,
+        };
+        let moved_a = moved_undo(&self.cache.get(nbuf).image, &lower);
+        let moved_b = moved_undo(&self.cache.get(nbuf).image, &upper);
+        self.format_index_block(a, lower, moved_a, xid, scn);
+        self.format_index_block(b, upper, moved_b, xid, scn);
+        self.replace(
+            nbuf,
+            Body::Branch {
+                entries: vec![(first, a), (sep, b)],
+            },
+            xid,
+            scn,
+        );
     }
 
     fn replace(&mut self, buf: BufId, body: Body, xid: Xid, scn: Scn) {
@@ -582,8 +627,15 @@ fn split_res(ix: usize) -> ResName {
     }
 }
 
-/// Split a full leaf or branch body into lower and upper halves; returns the separator.
-fn split_body(body: &Body) -> (Body, Body, u64) {
+/// The two halves of a full index block and the key that separates them.
+struct Halves {
+    lower: Body,
+    upper: Body,
+    sep: u64,
+}
+
+/// Split a full leaf or branch body into lower and upper halves.
+fn split_body(body: &Body) -> Halves {
     match body {
         Body::Leaf {
             entries,
@@ -593,36 +645,40 @@ fn split_body(body: &Body) -> (Body, Body, u64) {
         } => {
             let mid = entries.len() / 2;
             let sep = entries.get(mid).map_or(*low, |e| e.key);
-            (
-                Body::Leaf {
+            Halves {
+                lower: Body::Leaf {
                     entries: entries[..mid].to_vec(),
                     next: *next,
                     low: *low,
                     high: Some(sep),
                 },
-                Body::Leaf {
+                upper: Body::Leaf {
                     entries: entries[mid..].to_vec(),
                     next: *next,
                     low: sep,
                     high: *high,
                 },
                 sep,
-            )
+            }
         }
         Body::Branch { entries } => {
             let mid = entries.len() / 2;
             let sep = entries.get(mid).map_or(0, |e| e.0);
-            (
-                Body::Branch {
+            Halves {
+                lower: Body::Branch {
                     entries: entries[..mid].to_vec(),
                 },
-                Body::Branch {
+                upper: Body::Branch {
                     entries: entries[mid..].to_vec(),
                 },
                 sep,
-            )
+            }
         }
-        other => (other.clone(), Body::Unformatted, 0),
+        other => Halves {
+            lower: other.clone(),
+            upper: Body::Unformatted,
+            sep: 0,
+        },
     }
 }
 

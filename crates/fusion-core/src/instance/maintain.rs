@@ -1,4 +1,4 @@
-//! Index work beyond the B-tree lookup of session.rs: keeping indexes on the
+//! Index work beyond the B-tree lookup of session/access.rs: keeping indexes on the
 //! value column in step with an update, and answering `count(*) where val =
 //! :v` from a bitmap index.
 //!
@@ -15,43 +15,30 @@
 
 use super::Instance;
 use super::cache::BufId;
-use super::session::{Cur, Purpose};
+use super::execution::{Change, ExecPoint, IndexChange, Purpose};
 use crate::bitmap::{chunk_of, count_in, piece_at};
 use crate::block::{Body, TxState};
 use crate::config::{IndexKind, Nanos};
 use crate::stats::Stat;
 use crate::types::{BlockAddr, Xid};
 
-/// One index change an update still has to make.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct Target {
-    pub ix: usize,
-    /// Where in the index: the entry's key, or the piece's `Piece::at`.
-    pub at: u64,
-    /// The row the change is for.
-    pub key: u64,
-    pub change: Change,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Change {
-    /// Give the (key, value) entry this value.
-    Entry(i64),
-    /// Set or clear the row's bit in a bitmap piece.
-    Bit(bool),
-}
-
 impl Instance {
     /// The index changes an update of row `key` from `old` to `new` needs,
     /// in the order they are made.
-    pub(super) fn maintenance(&self, table: usize, key: u64, old: i64, new: i64) -> Vec<Target> {
+    pub(super) fn maintenance(
+        &self,
+        table: usize,
+        key: u64,
+        old: i64,
+        new: i64,
+    ) -> Vec<IndexChange> {
         let mut out = Vec::new();
         for (ix, l) in self.layout.indexes.iter().enumerate() {
             if l.table != table || !l.maintained_on_update() || old == new {
                 continue;
             }
             match l.kind {
-                IndexKind::BTree => out.push(Target {
+                IndexKind::BTree => out.push(IndexChange {
                     ix,
                     at: key,
                     key,
@@ -60,13 +47,13 @@ impl Instance {
                 IndexKind::Bitmap => {
                     let chunk = chunk_of(key, l.rows_per_piece);
                     let mut pair = [
-                        Target {
+                        IndexChange {
                             ix,
                             at: piece_at(old, chunk),
                             key,
                             change: Change::Bit(false),
                         },
-                        Target {
+                        IndexChange {
                             ix,
                             at: piece_at(new, chunk),
                             key,
@@ -82,16 +69,15 @@ impl Instance {
     }
 
     /// Begin the next pending index change of session `sid`, or finish.
-    pub(super) fn next_maintenance(&mut self, sid: u32, table: usize) -> Cur {
-        let s = &mut self.sessions[sid as usize];
-        let Some(t) = s.maint.first().copied() else {
-            return Cur::None;
+    pub(super) fn next_maintenance(&mut self, sid: u32, table: usize) -> ExecPoint {
+        let Some(t) = self.sessions.session(sid).maint.first().copied() else {
+            return ExecPoint::None;
         };
         let root = match self.layout.indexes[t.ix].kind {
             IndexKind::BTree => self.layout.index_root(t.ix, t.key),
             IndexKind::Bitmap => self.layout.indexes[t.ix].root,
         };
-        Cur::Index {
+        ExecPoint::Index {
             ix: t.ix,
             table,
             key: t.at,
@@ -109,23 +95,23 @@ impl Instance {
         key: u64,
         blk: BlockAddr,
         purpose: Purpose,
-    ) -> Cur {
+    ) -> ExecPoint {
         match purpose {
             Purpose::Count { value } => {
                 let (_, _, more) = count_in(&self.cache.get(buf).image, value);
                 match more {
                     // The value's pieces go on in the next leaf.
-                    Some(next) => Cur::Index {
+                    Some(next) => ExecPoint::Index {
                         ix,
                         table,
                         key,
                         blk: next,
                         purpose,
                     },
-                    None => Cur::None,
+                    None => ExecPoint::None,
                 }
             }
-            _ => Cur::MaintLeaf { table, blk },
+            _ => ExecPoint::MaintLeaf { table, blk },
         }
     }
 
@@ -136,21 +122,26 @@ impl Instance {
         if !matches!(img.body, Body::Bitmap { .. }) {
             return 0;
         }
-        match &self.sessions[sid as usize].cur {
-            Cur::Index {
+        match &self.sessions.session(sid).cur {
+            ExecPoint::Index {
                 purpose: Purpose::Count { value },
                 ..
             } => self.costs.bitmap_piece * Nanos::from(count_in(img, *value).1),
-            Cur::MaintLeaf { .. } => self.costs.bitmap_piece,
+            ExecPoint::MaintLeaf { .. } => self.costs.bitmap_piece,
             _ => 0,
         }
     }
 
     /// The leaf of the next change is pinned in current mode: make the
     /// change, or wait for the transaction holding it. `None` when the session waits.
-    pub(super) fn maintain_leaf(&mut self, sid: u32, buf: BufId, table: usize) -> Option<Cur> {
-        let Some(t) = self.sessions[sid as usize].maint.first().copied() else {
-            return Some(Cur::None);
+    pub(super) fn maintain_leaf(
+        &mut self,
+        sid: u32,
+        buf: BufId,
+        table: usize,
+    ) -> Option<ExecPoint> {
+        let Some(t) = self.sessions.session(sid).maint.first().copied() else {
+            return Some(ExecPoint::None);
         };
         let blk = self.cache.get(buf).blk;
         let img = &self.cache.get(buf).image;
@@ -158,7 +149,7 @@ impl Instance {
             Change::Entry(_) => {
                 if !img.leaf_covers(t.at) {
                     // A split moved the entry since the descent: descend again.
-                    self.sessions[sid as usize].snapshot = self.scn;
+                    self.sessions.session_mut(sid).snapshot = self.scn;
                     return Some(self.next_maintenance(sid, table));
                 }
                 img.leaf_lookup(t.at).map(|e| e.lock)
@@ -170,10 +161,10 @@ impl Instance {
                 "{}: index {} has nothing at {} for key {}",
                 self.id, t.ix, t.at, t.key
             ));
-            self.sessions[sid as usize].maint.clear();
-            return Some(Cur::None);
+            self.sessions.session_mut(sid).maint.clear();
+            return Some(ExecPoint::None);
         };
-        let my = self.sessions[sid as usize].xid;
+        let my = self.sessions.session(sid).xid;
         if !holder.is_none() && holder != my {
             let state = img.state_of(holder, &|x| self.tx_state(x));
             if !matches!(state, TxState::Committed(_)) {
@@ -198,7 +189,7 @@ impl Instance {
                 self.stats.incr(Stat::BitmapPiecesChanged);
             }
         }
-        self.sessions[sid as usize].maint.remove(0);
+        self.sessions.session_mut(sid).maint.remove(0);
         Some(self.next_maintenance(sid, table))
     }
 }

@@ -11,8 +11,10 @@
 
 mod cache;
 mod dbwr;
+mod execution;
 mod gcs;
 mod ges;
+mod history;
 mod hogs;
 mod insert;
 mod lgwr;
@@ -25,6 +27,7 @@ mod route;
 mod sequence;
 mod serve;
 mod session;
+mod transactions;
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -38,9 +41,11 @@ use cache::Cache;
 pub use cache::{BufState, Buffer};
 use dbwr::Dbwr;
 use gcs::Directory;
+use history::History;
 use lgwr::Lgwr;
 use lms::Lms;
-use session::Session;
+use session::Sessions;
+use transactions::{Transactions, TxWaiter};
 
 use crate::block::Block;
 use crate::config::{Catalog, Costs, Nanos, ParamValue, Params, SequenceDef, WorkloadSpec};
@@ -150,21 +155,6 @@ enum IoPurpose {
     },
 }
 
-/// A transaction of this instance: its commit SCN once committed.
-#[derive(Clone, Debug, Default)]
-struct TxTable {
-    /// Indexed by transaction sequence; 0 = active (or never used).
-    commit: Vec<Scn>,
-    /// Who waits for an active transaction to end: local sessions and remote instances (token).
-    waiters: FxHashMap<u64, Vec<TxWaiter>>,
-}
-
-#[derive(Clone, Copy, Debug)]
-enum TxWaiter {
-    Session(u32),
-    Remote(InstId, u64),
-}
-
 /// The instance.
 pub struct Instance {
     pub id: InstId,
@@ -190,23 +180,12 @@ pub struct Instance {
     lms: Lms,
     lgwr: Lgwr,
     dbwr: Dbwr,
-    sessions: Vec<Session>,
-    txns: TxTable,
-    next_xid: u64,
-    /// Commit SCNs of other instances' transactions learned so far.
-    remote_commits: FxHashMap<Xid, Scn>,
+    /// The foreground sessions, their queues and outstanding requests (session/).
+    sessions: Sessions,
+    /// This instance's transactions and what it knows of the others'.
+    txns: Transactions,
     io: FxHashMap<u64, IoPurpose>,
-    /// Requests this instance has outstanding, one per block.
-    inflight: FxHashMap<BlockAddr, session::Inflight>,
-    /// Sessions waiting for something to happen to a block.
-    block_waiters: FxHashMap<BlockAddr, Vec<u32>>,
-    /// Sessions ready to go on.
-    ready: VecDeque<u32>,
-    /// Outstanding transaction lookups: token -> (session, our SCN when asked).
-    tx_tokens: FxHashMap<u64, (u32, Scn)>,
     next_io: u64,
-    next_req: u64,
-    next_token: u64,
     hogs: hogs::CpuHogs,
     enabled_workloads: Option<Vec<String>>,
     /// Per table: the block this instance inserts into, and its next free block.
@@ -215,7 +194,8 @@ pub struct Instance {
     next_keys: Vec<u64>,
     /// Per index: blocks of this instance's free run used by splits.
     index_free: Vec<u32>,
-    history: Option<Vec<Observation>>,
+    /// What the checkers read, when they check (bounded: see history.rs).
+    history: History,
     /// The global enqueue service: resources mastered here and this instance's locks.
     ges: ges::Ges,
     seqs: Vec<SequenceDef>,
@@ -258,18 +238,10 @@ impl Instance {
             lms: Lms::new([]),
             lgwr: Lgwr::new(0),
             dbwr: Dbwr::new([]),
-            sessions: Vec::new(),
-            txns: TxTable::default(),
-            next_xid: 1,
-            remote_commits: FxHashMap::default(),
+            sessions: Sessions::default(),
+            txns: Transactions::new(id),
             io: FxHashMap::default(),
-            inflight: FxHashMap::default(),
-            block_waiters: FxHashMap::default(),
-            ready: VecDeque::new(),
-            tx_tokens: FxHashMap::default(),
             next_io: 1,
-            next_req: 1,
-            next_token: 1,
             hogs: hogs::CpuHogs::default(),
             enabled_workloads: None,
             insert_blocks: layout
@@ -289,7 +261,7 @@ impl Instance {
                 .map(|t| t.initial_rows + 1 + u64::from(id.0))
                 .collect(),
             index_free: vec![0; layout.indexes.len()],
-            history: record_history.then(Vec::new),
+            history: History::new(record_history),
             ges: ges::Ges::new(id),
             seqs: catalog.sequences.clone(),
             seq_cache: vec![(0, 0); catalog.sequences.len()],
@@ -473,10 +445,7 @@ impl Instance {
 
     /// Reads, writes and commits recorded since the last call (when enabled).
     pub fn take_history(&mut self) -> Vec<Observation> {
-        self.history
-            .as_mut()
-            .map(std::mem::take)
-            .unwrap_or_default()
+        self.history.take()
     }
 
     /// Keep the sequence values handed out for [`Instance::take_nextvals`]
@@ -526,10 +495,7 @@ impl Instance {
 
     /// Whether a transaction of this instance has committed, and at which SCN.
     pub fn commit_scn(&self, xid: Xid) -> Option<Scn> {
-        (xid.inst() == self.id)
-            .then(|| self.txns.commit.get(xid.seq() as usize).copied())
-            .flatten()
-            .filter(|&s| s > 0)
+        self.txns.commit_scn(xid)
     }
 
     pub fn lms_count(&self) -> usize {
@@ -808,33 +774,34 @@ impl Instance {
 
     /// What this instance knows about a transaction right now.
     fn tx_state(&self, xid: Xid) -> crate::block::TxState {
-        tx_state_in(self.id, &self.txns, &self.remote_commits, xid)
+        self.txns.state(xid)
     }
 
     /// Delayed block cleanout of a buffer with what this instance knows.
     fn clean_out_buffer(&mut self, buf: cache::BufId) {
-        // Disjoint borrows: the buffer changes, the transaction tables are read.
-        let (id, txns, remote) = (self.id, &self.txns, &self.remote_commits);
+        // Disjoint borrows: the buffer changes, the transaction table is read.
+        let txns = &self.txns;
         self.cache
             .get_mut(buf)
             .image
-            .clean_out_known(&|x| tx_state_in(id, txns, remote, x));
+            .clean_out_known(&|x| txns.state(x));
     }
 
-    fn new_xid(&mut self) -> Xid {
-        let x = Xid::new(self.id, self.next_xid);
-        self.next_xid += 1;
-        let seq = x.seq() as usize;
-        if self.txns.commit.len() <= seq {
-            self.txns.commit.resize(seq + 1, 0);
-        }
-        x
-    }
-
+    /// Keep an observation for the checkers (when they check). A full log
+    /// is an error of the run, reported once.
+    // Inlined: with history off (the usual case) the observation is not even built.
+    #[inline(always)]
     pub(super) fn record(&mut self, o: Observation) {
-        if let Some(h) = self.history.as_mut() {
-            h.push(o);
+        if self.history.record(o) {
+            self.history_full();
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn history_full(&mut self) {
+        let e = format!("{}: {}", self.id, self.history.full_error());
+        self.errors.push(e);
     }
 
     // ----- statements (tkprof) ------------------------------------------------------
@@ -907,28 +874,6 @@ impl Instance {
         {
             let (sleep, epoch) = (self.hogs.sleep_time(), self.hogs.epoch());
             self.arm(sleep, Timer::HogWake(h, epoch));
-        }
-    }
-}
-
-/// What instance `id` knows about a transaction, from its own transaction
-/// table and the commits of other instances it has learned.
-fn tx_state_in(
-    id: InstId,
-    txns: &TxTable,
-    remote_commits: &FxHashMap<Xid, Scn>,
-    xid: Xid,
-) -> crate::block::TxState {
-    use crate::block::TxState;
-    if xid.inst() == id {
-        match txns.commit.get(xid.seq() as usize) {
-            Some(&s) if s > 0 => TxState::Committed(s),
-            _ => TxState::Active,
-        }
-    } else {
-        match remote_commits.get(&xid) {
-            Some(&s) => TxState::Committed(s),
-            None => TxState::Unknown,
         }
     }
 }

@@ -20,9 +20,10 @@ use std::collections::VecDeque;
 
 use rustc_hash::FxHashMap;
 
+use super::execution::ExecPoint;
 use super::px_alloc::{Ask, Decision, Offer, decide};
 use super::px_slave::{Host, Role, Worker};
-use super::session::{Cur, St, Then};
+use super::session::{AfterCpu, SessionState};
 use super::{Instance, Proc};
 use crate::config::{NS_PER_S, Nanos, Step};
 use crate::cpu::ProcId;
@@ -68,7 +69,7 @@ pub(super) struct Hosted {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum QcSt {
+enum QcState {
     /// Taking the PS enqueue.
     Lock,
     /// Waiting for the probes' answers.
@@ -89,7 +90,7 @@ pub(super) struct Qc {
     exec: ExecId,
     query: PxQuery,
     qref: QueryRef,
-    st: QcSt,
+    st: QcState,
     started: Nanos,
     queued_since: Option<Nanos>,
     queued_ns: Nanos,
@@ -223,7 +224,7 @@ impl Instance {
                 self.error(format!(
                     "session {sid} runs a parallel query that is not in its workload"
                 ));
-                self.sessions[sid as usize].cur = Cur::None;
+                self.sessions.go_to(sid, ExecPoint::None);
                 return true;
             };
             self.px.next_serial += 1;
@@ -239,7 +240,7 @@ impl Instance {
                     exec,
                     query,
                     qref,
-                    st: QcSt::Lock,
+                    st: QcState::Lock,
                     started: self.now,
                     queued_since: None,
                     queued_ns: 0,
@@ -258,7 +259,7 @@ impl Instance {
             );
         }
         let st = self.px.qcs.get(&sid).map(|q| q.st);
-        if st == Some(QcSt::Lock) {
+        if st == Some(QcState::Lock) {
             if !self.enq_get(sid, PS, LockMode::X, Wait::EnqPsContention) {
                 return false;
             }
@@ -311,7 +312,7 @@ impl Instance {
             return;
         };
         qc.offers = vec![local];
-        qc.st = QcSt::Probing;
+        qc.st = QcState::Probing;
         let exec = qc.exec;
         let others: Vec<InstId> = if force_local {
             Vec::new()
@@ -323,7 +324,7 @@ impl Instance {
             self.px_decide(sid);
             return;
         }
-        self.begin_session_wait(sid, Wait::EnqPsContention, St::WaitPx);
+        self.begin_session_wait(sid, Wait::EnqPsContention, SessionState::WaitPx);
         for i in others {
             self.px_send(
                 i,
@@ -370,21 +371,19 @@ impl Instance {
                 if std::mem::take(&mut self.px.wake_pending) {
                     // What the probes saw is already out of date: look again.
                     if let Some(qc) = self.px.qcs.get_mut(&sid) {
-                        qc.st = QcSt::Lock;
+                        qc.st = QcState::Lock;
                         qc.requested = requested;
                     }
                     if !self.px.queue.contains(&sid) {
                         self.px.queue.push_back(sid);
                         self.stats.incr(Stat::PxStatementsQueued);
                     }
-                    let s = &mut self.sessions[sid as usize];
-                    s.st = St::Ready;
-                    self.ready.push_back(sid);
+                    self.resume(sid);
                     return;
                 }
                 let now = self.now;
                 if let Some(qc) = self.px.qcs.get_mut(&sid) {
-                    qc.st = QcSt::Queued;
+                    qc.st = QcState::Queued;
                     qc.requested = requested;
                     qc.queued_since = Some(now);
                 }
@@ -392,7 +391,7 @@ impl Instance {
                     self.px.queue.push_back(sid);
                     self.stats.incr(Stat::PxStatementsQueued);
                 }
-                self.begin_session_wait(sid, Wait::ResmgrPqQueued, St::WaitPx);
+                self.begin_session_wait(sid, Wait::ResmgrPqQueued, SessionState::WaitPx);
             }
             Decision::Serial { requested } => {
                 self.enq_release(PS, None);
@@ -428,11 +427,11 @@ impl Instance {
         let Some(qc) = self.px.qcs.get_mut(&sid) else {
             return;
         };
-        if qc.st != QcSt::Queued {
+        if qc.st != QcState::Queued {
             self.px.wake_pending = true;
             return;
         }
-        qc.st = QcSt::Lock;
+        qc.st = QcState::Lock;
         if let Some(t) = qc.queued_since.take() {
             qc.queued_ns += now - t;
         }
@@ -446,14 +445,14 @@ impl Instance {
         let Some(qc) = self.px.qcs.get_mut(&sid) else {
             return;
         };
-        qc.st = QcSt::Joining;
+        qc.st = QcState::Joining;
         qc.requested = requested;
         qc.dop = dop;
         qc.placement = placement.clone();
         qc.pending = insts.len() as u32;
         qc.fin = Final::new(qc.query.plan, dop as usize);
         let (exec, qref) = (qc.exec, qc.qref);
-        self.begin_session_wait(sid, Wait::PxDeqJoinAck, St::WaitPx);
+        self.begin_session_wait(sid, Wait::PxDeqJoinAck, SessionState::WaitPx);
         for i in insts {
             if i == self.id {
                 self.px_host_start(exec, sid, qref, requested, dop, placement.clone());
@@ -489,20 +488,20 @@ impl Instance {
         let Some(qc) = self.px.qcs.get_mut(&sid) else {
             return;
         };
-        if qc.st != QcSt::Joining {
+        if qc.st != QcState::Joining {
             return;
         }
         qc.pending = qc.pending.saturating_sub(1);
         if qc.pending > 0 {
             return;
         }
-        qc.st = QcSt::Running;
+        qc.st = QcState::Running;
         let mut insts = qc.placement.clone();
         insts.sort();
         insts.dedup();
         self.end_wait(sid, None);
         self.enq_release(PS, None);
-        self.begin_session_wait(sid, Wait::PxDeqExecuteReply, St::WaitPx);
+        self.begin_session_wait(sid, Wait::PxDeqExecuteReply, SessionState::WaitPx);
         for i in insts {
             if i == self.id {
                 self.px_host_execute(exec);
@@ -525,7 +524,7 @@ impl Instance {
             return;
         };
         let width = output_width(qc.query.plan);
-        if qc.st != QcSt::Running
+        if qc.st != QcState::Running
             || !batch.values.len().is_multiple_of(width)
             || u32::from(batch.from.idx) >= qc.dop
         {
@@ -539,7 +538,7 @@ impl Instance {
             qc.recv_remote += u64::from(batch.bytes);
         }
         qc.inbox.push_back((batch, remote));
-        if self.sessions[sid as usize].st == St::WaitPx {
+        if self.sessions.session(sid).st == SessionState::WaitPx {
             self.px_qc_next(sid);
         }
     }
@@ -552,8 +551,8 @@ impl Instance {
         let Some((batch, remote)) = qc.inbox.pop_front() else {
             if qc.eofs >= qc.dop {
                 self.px_qc_finish(sid);
-            } else if self.sessions[sid as usize].st != St::WaitPx {
-                self.begin_session_wait(sid, Wait::PxDeqExecuteReply, St::WaitPx);
+            } else if self.sessions.session(sid).st != SessionState::WaitPx {
+                self.begin_session_wait(sid, Wait::PxDeqExecuteReply, SessionState::WaitPx);
             }
             return;
         };
@@ -562,7 +561,7 @@ impl Instance {
         if batch.eof {
             qc.eofs += 1;
         }
-        if self.sessions[sid as usize].st == St::WaitPx {
+        if self.sessions.session(sid).st == SessionState::WaitPx {
             self.end_wait(sid, None);
         }
         let msg = if remote {
@@ -571,8 +570,8 @@ impl Instance {
             self.costs.px_message_local
         };
         let cpu = rows * self.costs.px_row_receive + msg;
-        let s = &mut self.sessions[sid as usize];
-        s.st = St::Cpu(Then::Px);
+        let s = self.sessions.session_mut(sid);
+        s.st = SessionState::Cpu(AfterCpu::Px);
         let proc = s.proc;
         self.cpu(proc, cpu);
     }
@@ -590,12 +589,12 @@ impl Instance {
         let Some(qc) = self.px.qcs.get_mut(&sid) else {
             return;
         };
-        qc.st = QcSt::Serial;
+        qc.st = QcState::Serial;
         qc.requested = requested;
         qc.dop = 1;
         qc.placement = vec![self.id];
         let (exec, query) = (qc.exec, qc.query.clone());
-        let proc = self.sessions[sid as usize].proc;
+        let proc = self.sessions.session(sid).proc;
         self.px.hosted.insert(
             exec,
             Hosted {
@@ -728,14 +727,11 @@ impl Instance {
                 self.px_send(i, PxMsg::Release { exec: qc.exec });
             }
         }
-        let s = &mut self.sessions[sid as usize];
-        s.cur = Cur::None;
-        if s.st == St::WaitPx {
+        self.sessions.go_to(sid, ExecPoint::None);
+        if self.sessions.session(sid).st == SessionState::WaitPx {
             self.end_wait(sid, None);
         }
-        let s = &mut self.sessions[sid as usize];
-        s.st = St::Ready;
-        self.ready.push_back(sid);
+        self.resume(sid);
     }
 
     // ----- hosting slaves -----------------------------------------------------------------
@@ -942,7 +938,7 @@ impl Instance {
                 let Some(qc) = self.px.qcs.get_mut(&sid) else {
                     return;
                 };
-                if qc.st != QcSt::Probing || qc.offers.iter().any(|o| o.inst == from) {
+                if qc.st != QcState::Probing || qc.offers.iter().any(|o| o.inst == from) {
                     self.errors
                         .push(format!("{}: unexpected probe reply from {from}", self.id));
                     return;

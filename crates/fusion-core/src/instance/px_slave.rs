@@ -13,7 +13,7 @@
 use std::collections::VecDeque;
 
 use super::Instance;
-use super::session::St;
+use super::session::{AfterCpu, SessionState};
 use crate::block::Block;
 use crate::config::Nanos;
 use crate::cpu::ProcId;
@@ -52,7 +52,7 @@ pub(super) enum Role {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum WSt {
+enum WorkerState {
     /// Started, waiting for `Execute`.
     Idle,
     /// Has something to do (or to find out).
@@ -94,7 +94,7 @@ pub(super) struct Worker {
     role: Role,
     plan: PxPlan,
     dop: u32,
-    st: WSt,
+    st: WorkerState,
     pub(super) wait: Option<(Wait, Nanos)>,
     after: After,
     /// Reads not issued yet, in scan order.
@@ -148,7 +148,7 @@ impl Worker {
             role,
             plan: q.plan,
             dop,
-            st: WSt::Idle,
+            st: WorkerState::Idle,
             wait: None,
             after: After::Continue,
             reads: VecDeque::new(),
@@ -190,7 +190,7 @@ impl Instance {
         let now = self.now;
         let Some(wk) = self.worker(w) else { return };
         match wk.host {
-            Host::Qc(sid) => self.begin_session_wait(sid, ev, St::WaitPx),
+            Host::Qc(sid) => self.begin_session_wait(sid, ev, SessionState::WaitPx),
             Host::Server(_) => {
                 if wk.wait.is_none() {
                     wk.wait = Some((ev, now));
@@ -204,7 +204,7 @@ impl Instance {
         let Some(wk) = self.worker(w) else { return };
         match wk.host {
             Host::Qc(sid) => {
-                if self.sessions[sid as usize].st == St::WaitPx {
+                if self.sessions.session(sid).st == SessionState::WaitPx {
                     self.end_wait(sid, None);
                 }
             }
@@ -223,11 +223,11 @@ impl Instance {
     /// Ask for CPU for worker `w`.
     fn px_worker_cpu(&mut self, w: usize, demand: Nanos, after: After) {
         let Some(wk) = self.worker(w) else { return };
-        wk.st = WSt::Cpu;
+        wk.st = WorkerState::Cpu;
         wk.after = after;
         let (proc, host) = (wk.proc, wk.host);
         if let Host::Qc(sid) = host {
-            self.sessions[sid as usize].st = St::Cpu(super::session::Then::Px);
+            self.sessions.session_mut(sid).st = SessionState::Cpu(AfterCpu::Px);
         }
         self.cpu(proc, demand.max(1));
     }
@@ -276,7 +276,7 @@ impl Instance {
         }
         if let Some(wk) = self.worker(w) {
             wk.reads = reads;
-            wk.st = WSt::Ready;
+            wk.st = WorkerState::Ready;
         }
         self.px.kick.push_back(w);
     }
@@ -294,7 +294,7 @@ impl Instance {
     fn px_worker_next(&mut self, w: usize) {
         loop {
             let Some(wk) = self.worker(w) else { return };
-            if wk.st != WSt::Ready {
+            if wk.st != WorkerState::Ready {
                 return;
             }
             // 1. Buffers ready to go, in order.
@@ -375,7 +375,7 @@ impl Instance {
                     (true, 1) => Wait::DbFileSequentialRead,
                     (true, _) => Wait::DbFileScatteredRead,
                 };
-                wk.st = WSt::Reading;
+                wk.st = WorkerState::Reading;
                 self.px_worker_begin_wait(w, ev);
                 return false;
             }
@@ -406,13 +406,13 @@ impl Instance {
             return false;
         }
         if wk.finished {
-            wk.st = WSt::Done;
+            wk.st = WorkerState::Done;
             return false;
         }
         wk.finished = true;
         let (role, feeds, plan) = (wk.role, wk.feeds_consumers(), wk.plan);
         if feeds {
-            wk.st = WSt::Done;
+            wk.st = WorkerState::Done;
             return false;
         }
         let (out, width, work) = wk.stage.finish();
@@ -484,7 +484,7 @@ impl Instance {
             return false;
         }
         if wk.finished {
-            wk.st = WSt::Done;
+            wk.st = WorkerState::Done;
             self.px_worker_end_wait_if(w, Wait::PxDeqTableQNormal);
             return false;
         }
@@ -583,8 +583,8 @@ impl Instance {
         };
         slot.2 = Some(blocks);
         let front_ready = wk.inflight.front().is_some_and(|f| f.0 == seq);
-        if wk.st == WSt::Reading && front_ready {
-            wk.st = WSt::Ready;
+        if wk.st == WorkerState::Reading && front_ready {
+            wk.st = WorkerState::Ready;
             self.px_worker_end_wait(w);
             self.px.kick.push_back(w);
         }
@@ -673,7 +673,7 @@ impl Instance {
     pub(super) fn px_worker_cpu_done(&mut self, w: usize) {
         let Some(wk) = self.worker(w) else { return };
         let after = std::mem::replace(&mut wk.after, After::Continue);
-        wk.st = WSt::Ready;
+        wk.st = WorkerState::Ready;
         let (host, exec, consumer, rows) = (wk.host, wk.exec, wk.me.idx, wk.rows);
         let fin = if after == After::SerialDone {
             wk.fin.take()
@@ -681,7 +681,7 @@ impl Instance {
             None
         };
         if let Host::Qc(sid) = host {
-            self.sessions[sid as usize].st = St::WaitPx;
+            self.sessions.session_mut(sid).st = SessionState::WaitPx;
         }
         match after {
             After::Continue => {}
@@ -777,7 +777,7 @@ impl Instance {
             wk.recv_remote += bytes;
         }
         wk.inbox.push_back((b, remote));
-        if wk.st == WSt::Ready {
+        if wk.st == WorkerState::Ready {
             self.px.kick.push_back(w);
         }
     }
@@ -802,7 +802,7 @@ impl Instance {
                 return;
             }
         }
-        if wk.st == WSt::Ready {
+        if wk.st == WorkerState::Ready {
             self.px.kick.push_back(w);
         }
     }

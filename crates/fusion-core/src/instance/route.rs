@@ -7,7 +7,7 @@
 use super::gcs::{Drained, Route};
 use super::ges::{Get, HandOn};
 use super::lgwr::{Flush, FlushWaiter};
-use super::session::St;
+use super::session::SessionState;
 use super::{Instance, IoPurpose, dbwr};
 use crate::config::Nanos;
 use crate::msg::{GrantKind, Io, LockMode, Lvb, Mode, Msg, RedoRecord, Request, ResName};
@@ -322,7 +322,7 @@ impl Instance {
         match self.ges.get(sid, res, mode, master, &mut self.stats) {
             Get::Held => true,
             Get::Wait { convert } => {
-                self.begin_session_wait(sid, event, St::WaitEnq);
+                self.begin_session_wait(sid, event, SessionState::WaitEnq);
                 if let Some(mode) = convert {
                     self.enq_convert(res, mode);
                 }
@@ -355,7 +355,7 @@ impl Instance {
                 if self
                     .sessions
                     .get(sid as usize)
-                    .is_some_and(|s| s.st == St::WaitEnq)
+                    .is_some_and(|s| s.st == SessionState::WaitEnq)
                 {
                     self.end_session_wait(sid);
                 }

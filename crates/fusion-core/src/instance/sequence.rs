@@ -15,24 +15,11 @@
 //!   block, so every `nextval` takes SV in X (waited on as `DFS lock handle`)
 //!   and values follow one order across the cluster.
 
-use super::session::Cur;
+use super::execution::{ExecPoint, SeqStep};
 use super::{Instance, cache::BufId};
 use crate::config::SequenceDef;
 use crate::msg::{EnqKind, LockMode, Lvb, ResName};
 use crate::stats::{Stat, Wait};
-
-/// Where a `nextval` is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum SeqStep {
-    /// Decide by the sequence's kind.
-    Start,
-    /// CACHE NOORDER: holding SQ, about to refill (unless another session did).
-    HaveSq,
-    /// CACHE ORDER: holding SV.
-    HaveSv,
-    /// Holding the row cache lock: `update seq$` on the SEQ$ block (current mode).
-    Update,
-}
 
 fn res(kind: EnqKind, seq: usize) -> ResName {
     ResName {
@@ -55,12 +42,12 @@ impl Instance {
         insert: Option<usize>,
     ) -> bool {
         let Some(def) = self.seq_def(seq) else {
-            self.sessions[sid as usize].cur = Cur::None;
+            self.sessions.go_to(sid, ExecPoint::None);
             return true;
         };
         let (cache, order) = (def.cache, def.order);
         let set = |me: &mut Instance, step: SeqStep| {
-            me.sessions[sid as usize].cur = Cur::Seq { seq, step, insert };
+            me.sessions.go_to(sid, ExecPoint::Seq { seq, step, insert });
         };
         match step {
             SeqStep::Start if cache == 0 => {
@@ -77,8 +64,8 @@ impl Instance {
                 self.enq_get(sid, res(EnqKind::Sv, seq), LockMode::X, Wait::DfsLockHandle)
             }
             SeqStep::Start => {
-                if let Some(n) = self.take_cached(seq) {
-                    self.seq_deliver(sid, seq, n, insert);
+                if let Some(number) = self.take_cached(seq) {
+                    self.seq_deliver(sid, seq, number, insert);
                     return true;
                 }
                 set(self, SeqStep::HaveSq);
@@ -91,9 +78,9 @@ impl Instance {
             }
             SeqStep::HaveSq => {
                 // Another session may have refilled the cache while this one queued.
-                if let Some(n) = self.take_cached(seq) {
+                if let Some(number) = self.take_cached(seq) {
                     self.enq_release(res(EnqKind::Sq, seq), None);
-                    self.seq_deliver(sid, seq, n, insert);
+                    self.seq_deliver(sid, seq, number, insert);
                     return true;
                 }
                 set(self, SeqStep::Update);
@@ -108,9 +95,15 @@ impl Instance {
                 let r = res(EnqKind::Sv, seq);
                 let lvb = self.ges.value(r);
                 if lvb.lo < lvb.hi {
-                    let n = lvb.lo + 1;
-                    self.enq_release(r, Some(Lvb { lo: n, hi: lvb.hi }));
-                    self.seq_deliver(sid, seq, n, insert);
+                    let number = lvb.lo + 1;
+                    self.enq_release(
+                        r,
+                        Some(Lvb {
+                            lo: number,
+                            hi: lvb.hi,
+                        }),
+                    );
+                    self.seq_deliver(sid, seq, number, insert);
                     return true;
                 }
                 set(self, SeqStep::Update);
@@ -123,9 +116,11 @@ impl Instance {
             }
             SeqStep::Update => match self.layout.seq_block {
                 Some(blk) => {
-                    if self.sessions[sid as usize].rec_start.is_none() {
+                    let now = self.now;
+                    let recursive_start = &mut self.sessions.session_mut(sid).recursive_start;
+                    if recursive_start.is_none() {
                         // The recursive statement starts: parsed and executed each time.
-                        self.sessions[sid as usize].rec_start = Some(self.now);
+                        *recursive_start = Some(now);
                         if let Some(st) = self.update_seq_stmt {
                             self.stats.statements[st].parses += 1;
                             self.stats.statements[st].executions += 1;
@@ -134,7 +129,7 @@ impl Instance {
                     self.visit(sid, blk, true)
                 }
                 None => {
-                    self.sessions[sid as usize].cur = Cur::None;
+                    self.sessions.go_to(sid, ExecPoint::None);
                     true
                 }
             },
@@ -158,9 +153,9 @@ impl Instance {
         buf: BufId,
         seq: usize,
         insert: Option<usize>,
-    ) -> Cur {
+    ) -> ExecPoint {
         let Some(def) = self.seq_def(seq) else {
-            return Cur::None;
+            return ExecPoint::None;
         };
         let (batch, cache, order) = (def.batch(), def.cache, def.order);
         let slot = seq as u16;
@@ -172,8 +167,8 @@ impl Instance {
             _ => {
                 self.errors
                     .push(format!("{}: SEQ$ has no row for sequence {seq}", self.id));
-                self.sessions[sid as usize].rec_start = None;
-                return Cur::None;
+                self.sessions.session_mut(sid).recursive_start = None;
+                return ExecPoint::None;
             }
         };
         let new = old + batch;
@@ -191,46 +186,54 @@ impl Instance {
         self.request_flush(rba, None);
         self.enq_release(res(EnqKind::RowCache, seq), None);
         let now = self.now;
-        if let Some(t) = self.sessions[sid as usize].rec_start.take()
+        if let Some(t) = self.sessions.session_mut(sid).recursive_start.take()
             && let Some(st) = self.update_seq_stmt
         {
             self.stats.statements[st].elapsed_ns += now - t;
             self.stats.statements[st].rows += 1;
         }
-        let n = old + 1;
+        // The first of the values just allocated is handed out here.
+        let first = old + 1;
         if cache > 0 && order {
-            self.enq_release(res(EnqKind::Sv, seq), Some(Lvb { lo: n, hi: new }));
+            self.enq_release(res(EnqKind::Sv, seq), Some(Lvb { lo: first, hi: new }));
         } else if cache > 0 {
             if let Some(c) = self.seq_cache.get_mut(seq) {
                 // Whatever was left of the old range is abandoned: a gap.
-                *c = (n, new);
+                *c = (first, new);
             }
             self.enq_release(res(EnqKind::Sq, seq), None);
         }
-        self.seq_value(sid, seq, n, insert)
+        self.seq_value(sid, seq, first, insert)
     }
 
-    /// Hand value number `n` out (no CPU step: part of the execute call).
-    fn seq_deliver(&mut self, sid: u32, seq: usize, n: u64, insert: Option<usize>) {
-        let next = self.seq_value(sid, seq, n, insert);
-        self.sessions[sid as usize].cur = next;
+    /// Hand value number `number` out (no CPU step: part of the execute call).
+    fn seq_deliver(&mut self, sid: u32, seq: usize, number: u64, insert: Option<usize>) {
+        let next = self.seq_value(sid, seq, number, insert);
+        self.sessions.go_to(sid, next);
     }
 
-    fn seq_value(&mut self, _sid: u32, seq: usize, n: u64, insert: Option<usize>) -> Cur {
+    /// Value number `number` of the sequence, and where the execution goes on.
+    fn seq_value(
+        &mut self,
+        _sid: u32,
+        seq: usize,
+        number: u64,
+        insert: Option<usize>,
+    ) -> ExecPoint {
         let Some(def) = self.seq_def(seq) else {
-            return Cur::None;
+            return ExecPoint::None;
         };
-        let value = def.value(n);
+        let value = def.value(number);
         self.stats.incr(Stat::SeqValuesHandedOut);
         if let Some(log) = self.nextvals.as_mut() {
             log.push((seq as u32, value));
         }
         match insert {
-            Some(table) => Cur::InsertRow {
+            Some(table) => ExecPoint::InsertRow {
                 table,
                 key: value.max(1) as u64,
             },
-            None => Cur::None,
+            None => ExecPoint::None,
         }
     }
 }

@@ -83,8 +83,8 @@ impl Instance {
             lgwr: &self.lgwr,
             scn: self.scn,
         };
-        let (id, txns, remote) = (self.id, &self.txns, &self.remote_commits);
-        let demand = view.job_demand(job, &|x| super::tx_state_in(id, txns, remote, x));
+        let txns = &self.txns;
+        let demand = view.job_demand(job, &|x| txns.state(x));
         let proc = self.lms.proc(w);
         self.cpu(proc, demand);
     }
@@ -145,10 +145,7 @@ impl Instance {
             Msg::TxWait { xid, token } => match self.tx_report(xid) {
                 TxReport::Active => self
                     .txns
-                    .waiters
-                    .entry(xid.seq())
-                    .or_default()
-                    .push(super::TxWaiter::Remote(from, token)),
+                    .wait_for_end(xid, super::TxWaiter::Remote(from, token)),
                 report => self.send(from, Msg::TxStatus { xid, token, report }),
             },
             // Broadcast on commit: the SCN was applied when the message

@@ -1,0 +1,603 @@
+//! Block access: a visit pins a buffer in CR mode (a consistent get) or in
+//! current mode (a db block get), costs a CPU step, and when the step ends
+//! (`visit_done`) the session reads or changes the block and moves to the
+//! next point of its execution. Reading a row, updating one and scanning a
+//! table happen here; index work is in insert.rs and maintain.rs.
+//!
+//! A block this instance does not have is asked for (`gc_request`,
+//! fusion.rs); a block another session of this instance is already asking
+//! for, or is changing, makes the session wait on it (`wait_on_block`).
+
+use super::super::Instance;
+use super::super::Observation;
+use super::super::cache::{BufId, BufState};
+use super::super::execution::{ExecPoint, Purpose};
+use super::state::{AfterCpu, SessionState};
+use crate::block::{Body, CrCopy, CrError, TxState};
+use crate::config::Nanos;
+use crate::msg::ReqKind;
+use crate::stats::{Stat, Wait};
+use crate::types::{BlockAddr, InstId, Rowid, Xid};
+
+/// What trying to pin a block for a visit gave.
+pub(in crate::instance) enum Acquired {
+    /// The buffer is pinned; the visit costs `cpu_ns` for the get and
+    /// `extra_ns` for work on top (building a CR copy).
+    Pinned {
+        buf: BufId,
+        extra_ns: Nanos,
+        cpu_ns: Nanos,
+    },
+    /// The session waits (for its request, behind another session, or for an answer).
+    Waiting,
+    /// Snapshot too old: the statement restarts with a new snapshot.
+    Restart,
+}
+
+impl Instance {
+    /// Try to visit `blk`; returns true if the session can go on at once (it
+    /// never can: a visit always takes CPU), false when it waits.
+    pub(in crate::instance) fn visit(&mut self, sid: u32, blk: BlockAddr, current: bool) -> bool {
+        let acquired = if current {
+            self.acquire_current(sid, blk)
+        } else {
+            self.acquire_cr(sid, blk)
+        };
+        match acquired {
+            Acquired::Pinned {
+                buf,
+                mut extra_ns,
+                cpu_ns,
+            } => {
+                let point = self.sessions.session(sid).cur;
+                if matches!(point, ExecPoint::Scan { .. } | ExecPoint::ScanHeader { .. }) {
+                    // Examining the block's rows is part of a scan's work.
+                    extra_ns +=
+                        self.costs.row_examined * self.cache.get(buf).image.row_slots() as Nanos;
+                }
+                extra_ns += self.bitmap_work(sid, buf);
+                if matches!(point, ExecPoint::Seq { .. }) {
+                    // The recursive `update seq$`: its execute call, the change and its commit.
+                    extra_ns += self.costs.execute + self.costs.row_change + self.costs.commit;
+                }
+                let s = self.sessions.session_mut(sid);
+                s.st = SessionState::Cpu(AfterCpu::Visit(buf));
+                let proc = s.proc;
+                self.cache.touch(buf);
+                self.cpu(proc, cpu_ns + extra_ns);
+                false
+            }
+            Acquired::Waiting => false,
+            Acquired::Restart => {
+                // Snapshot too old: restart the statement with a new snapshot.
+                self.stats.incr(Stat::SnapshotTooOld);
+                let scn = self.scn;
+                self.sessions.session_mut(sid).snapshot = scn;
+                true
+            }
+        }
+    }
+
+    /// What the session knows about a transaction: the instance's table,
+    /// and the owners' answers that it was still active when asked.
+    fn lookup_with_hints(&self, sid: u32) -> impl Fn(Xid) -> TxState + '_ {
+        let s = self.sessions.session(sid);
+        let (hints, snapshot) = (&s.hints, s.snapshot);
+        move |x| match self.tx_state(x) {
+            TxState::Unknown
+                if hints
+                    .iter()
+                    .any(|&(h, asked_at)| h == x && snapshot <= asked_at) =>
+            {
+                TxState::Active
+            }
+            known => known,
+        }
+    }
+
+    /// Pin `blk` for a consistent get at the session's snapshot.
+    fn acquire_cr(&mut self, sid: u32, blk: BlockAddr) -> Acquired {
+        let (snapshot, reader) = {
+            let s = self.sessions.session(sid);
+            (s.snapshot, s.xid)
+        };
+        let get_ns = self.costs.consistent_get;
+        // 1. The current buffer, as it is or rolled back here.
+        if let Some(current_buf) = self.cache.current(blk) {
+            // A buffer another session is changing right now (exclusive
+            // pin) is not read in place: the change lands before our read
+            // would. A CR copy taken now is exact.
+            let as_is = {
+                let b = self.cache.get(current_buf);
+                b.image
+                    .visible_as_is(snapshot, reader, &self.lookup_with_hints(sid))
+                    .map(|v| v && !b.xpin)
+            };
+            // The copy, when needed, goes straight to its use (not through a tuple).
+            return match as_is {
+                Ok(true) => {
+                    self.cache.get_mut(current_buf).pins += 1;
+                    Acquired::Pinned {
+                        buf: current_buf,
+                        extra_ns: 0,
+                        cpu_ns: get_ns,
+                    }
+                }
+                Ok(false) => {
+                    let built = self.cache.get(current_buf).image.build_cr(
+                        snapshot,
+                        reader,
+                        self.scn,
+                        &self.lookup_with_hints(sid),
+                    );
+                    self.use_local_cr(sid, blk, built)
+                }
+                Err(CrError::Unknown(xids)) => self.look_up(sid, xids),
+                Err(CrError::SnapshotTooOld) => Acquired::Restart,
+            };
+        }
+        // 2. A CR copy valid for this snapshot.
+        // A transaction that changed this block sees only copies built for it:
+        // a shared copy may have rolled its own change back.
+        let own = !reader.is_none() && self.sessions.session(sid).touched.contains(&blk);
+        let found = self
+            .cache
+            .buffers_of(blk)
+            .find(|&id| match self.cache.get(id).state {
+                BufState::Cr { lo, hi, private_to } => {
+                    lo <= snapshot
+                        && snapshot <= hi
+                        && match private_to {
+                            Some(p) => p == reader,
+                            None => !own,
+                        }
+                }
+                _ => false,
+            });
+        if let Some(id) = found {
+            self.cache.get_mut(id).pins += 1;
+            return Acquired::Pinned {
+                buf: id,
+                extra_ns: 0,
+                cpu_ns: get_ns,
+            };
+        }
+        // 3. An unrolled image shipped to us (light work): roll it back here.
+        // The image only covers snapshots up to the sender's SCN when it took
+        // it: a later statement with a newer snapshot must ask again.
+        if self
+            .sessions
+            .session(sid)
+            .raw
+            .as_ref()
+            .is_some_and(|r| r.0.addr == blk && snapshot <= r.1)
+            && let Some((raw, horizon)) = self.sessions.session_mut(sid).raw.take()
+        {
+            // No change after the sender took the image can commit at or
+            // below its SCN then: that bounds the copy, not our own SCN.
+            let built = raw.build_cr(snapshot, reader, horizon, &self.lookup_with_hints(sid));
+            if let Err(CrError::Unknown(_)) = &built {
+                self.sessions.session_mut(sid).raw = Some((raw, horizon));
+            }
+            return self.use_local_cr(sid, blk, built);
+        }
+        // 4. Someone here already asked for it.
+        if self.sessions.has_request(blk) {
+            self.wait_on_block(sid, blk, Wait::GcBufferBusyAcquire);
+            return Acquired::Waiting;
+        }
+        let scan = matches!(
+            self.sessions.session(sid).cur,
+            ExecPoint::Scan { .. } | ExecPoint::ScanHeader { .. }
+        );
+        self.gc_request(sid, blk, ReqKind::Cr { snapshot, reader }, scan);
+        Acquired::Waiting
+    }
+
+    /// A CR copy built here goes into the cache, pinned for the visit.
+    fn use_local_cr(
+        &mut self,
+        sid: u32,
+        blk: BlockAddr,
+        built: Result<CrCopy, CrError>,
+    ) -> Acquired {
+        match built {
+            Ok(cp) => {
+                self.stats.incr(Stat::CrBlocksCreated);
+                self.stats
+                    .add(Stat::UndoRecordsApplied, u64::from(cp.undo_applied));
+                self.stats
+                    .add(Stat::ConsistentChanges, u64::from(cp.undo_applied));
+                let extra_ns =
+                    self.costs.cr_build + self.costs.undo_apply * Nanos::from(cp.undo_applied);
+                self.cache.limit_cr(blk);
+                self.make_room();
+                let state = BufState::Cr {
+                    lo: cp.lo,
+                    hi: cp.hi,
+                    private_to: cp.private_to,
+                };
+                let id = self.cache.insert(blk, state, cp.image);
+                self.cache.get_mut(id).pins += 1;
+                self.sessions.session_mut(sid).hints.clear();
+                Acquired::Pinned {
+                    buf: id,
+                    extra_ns,
+                    cpu_ns: self.costs.consistent_get,
+                }
+            }
+            Err(CrError::Unknown(xids)) => self.look_up(sid, xids),
+            Err(CrError::SnapshotTooOld) => Acquired::Restart,
+        }
+    }
+
+    /// Pin `blk` in current mode (exclusively) for a change.
+    pub(in crate::instance) fn acquire_current(&mut self, sid: u32, blk: BlockAddr) -> Acquired {
+        if let Some(current_buf) = self.cache.current(blk) {
+            let b = self.cache.get(current_buf);
+            if b.state == BufState::Xcur {
+                if b.leaving {
+                    self.wait_on_block(sid, blk, Wait::GcBufferBusyRelease);
+                    return Acquired::Waiting;
+                }
+                if b.pinned() {
+                    self.wait_on_block(sid, blk, Wait::BufferBusyWaits);
+                    return Acquired::Waiting;
+                }
+                self.cache.get_mut(current_buf).xpin = true;
+                return Acquired::Pinned {
+                    buf: current_buf,
+                    extra_ns: 0,
+                    cpu_ns: self.costs.db_block_get + self.costs.row_change,
+                };
+            }
+        }
+        if self.sessions.has_request(blk) {
+            self.wait_on_block(sid, blk, Wait::GcBufferBusyAcquire);
+            return Acquired::Waiting;
+        }
+        self.gc_request(sid, blk, ReqKind::Current { new_block: false }, false);
+        Acquired::Waiting
+    }
+
+    /// Release a visit's pin (shared or exclusive); sessions and LMS jobs
+    /// waiting for the buffer to be free try again.
+    pub(in crate::instance) fn unpin(&mut self, buf: BufId) {
+        let Some(b) = self.cache.try_get(buf) else {
+            return;
+        };
+        let blk = b.blk;
+        let b = self.cache.get_mut(buf);
+        if b.xpin {
+            b.xpin = false;
+        } else {
+            debug_assert!(b.pins > 0, "unpin of {blk}'s unpinned buffer {buf}");
+            b.pins = b.pins.saturating_sub(1);
+        }
+        if !self.cache.get(buf).pinned() {
+            self.unpinned(blk);
+            self.wake_block(blk);
+        }
+    }
+
+    /// The CPU step of a visit ended: read or change the pinned block, then
+    /// go on to the next point of the execution.
+    pub(super) fn visit_done(&mut self, sid: u32, buf: BufId) {
+        let point = self.sessions.session(sid).cur;
+        self.count_get(sid, point);
+        // Each kind of visit does its work and says where the session goes
+        // next. (The match stays here rather than in a function returning an
+        // `Option`: on this path every copy of the point counts.)
+        let next = match point {
+            ExecPoint::Index {
+                ix,
+                table,
+                key,
+                blk,
+                purpose,
+            } => self.index_block_read(sid, buf, ix, table, key, blk, purpose),
+            ExecPoint::Table {
+                table,
+                key,
+                rowid,
+                purpose: Purpose::Read,
+            } => self.row_read(sid, buf, table, key, rowid),
+            ExecPoint::Table {
+                table,
+                key,
+                rowid,
+                purpose: Purpose::Update,
+            } => match self.update_row(sid, buf, table, key, rowid) {
+                Some(next) => next,
+                None => return, // waits for a row lock; the pin is already released
+            },
+            ExecPoint::ScanHeader { table } => self.scan_extent(sid, buf, table),
+            ExecPoint::Scan { table, run, next } => {
+                self.scan_block_read(sid, buf, table, run, next)
+            }
+            ExecPoint::InsertRow { table, key } => self.insert_into_block(sid, buf, table, key),
+            ExecPoint::InsertAlloc { table, key } => self.take_new_block(sid, buf, table, key),
+            ExecPoint::IndexLeaf {
+                ix,
+                table,
+                key,
+                rowid,
+                blk,
+            } => self.insert_into_leaf(sid, buf, ix, table, key, rowid, blk),
+            ExecPoint::Seq { seq, insert, .. } => self.seq_updated(sid, buf, seq, insert),
+            ExecPoint::MaintLeaf { table, .. } => match self.maintain_leaf(sid, buf, table) {
+                Some(next) => next,
+                None => return, // waits for a piece's lock; the pin is already released
+            },
+            ExecPoint::InsertNew { .. }
+            | ExecPoint::Split { .. }
+            | ExecPoint::Px { .. }
+            | ExecPoint::Table {
+                purpose: Purpose::Insert(_) | Purpose::Count { .. } | Purpose::Maintain,
+                ..
+            }
+            | ExecPoint::None => ExecPoint::None,
+        };
+        self.unpin(buf);
+        self.sessions.go_to(sid, next);
+        self.resume(sid);
+    }
+
+    /// Count a visit at `point` as a db block get or a consistent get.
+    #[inline]
+    fn count_get(&mut self, sid: u32, point: ExecPoint) {
+        let current_mode = matches!(
+            point,
+            ExecPoint::Table {
+                purpose: Purpose::Update,
+                ..
+            } | ExecPoint::InsertRow { .. }
+                | ExecPoint::InsertAlloc { .. }
+                | ExecPoint::IndexLeaf { .. }
+                | ExecPoint::MaintLeaf { .. }
+                | ExecPoint::Seq { .. }
+        );
+        if current_mode {
+            self.stats.incr(Stat::DbBlockGets);
+            self.stats.incr(Stat::DbBlockGetsFromCache);
+        } else {
+            self.stats.incr(Stat::ConsistentGets);
+            self.stats.incr(Stat::ConsistentGetsFromCache);
+        }
+        if let Some(st) = self.stmt_target(sid) {
+            let x = &mut self.stats.statements[st];
+            if current_mode {
+                x.current += 1;
+            } else {
+                x.query += 1;
+            }
+        }
+        self.stats.incr(Stat::SessionLogicalReads);
+    }
+
+    /// An index block of a descent: go down to the child, or act at the leaf.
+    // The most common visit: inlined into `visit_done`, its only caller.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn index_block_read(
+        &mut self,
+        sid: u32,
+        buf: BufId,
+        ix: usize,
+        table: usize,
+        key: u64,
+        blk: BlockAddr,
+        purpose: Purpose,
+    ) -> ExecPoint {
+        let ekey = self.layout.indexes[ix].entry_key(key);
+        let img = &self.cache.get(buf).image;
+        if let Some(child) = img.child_for(ekey) {
+            return ExecPoint::Index {
+                ix,
+                table,
+                key,
+                blk: child,
+                purpose,
+            };
+        }
+        match purpose {
+            Purpose::Insert(rowid) => ExecPoint::IndexLeaf {
+                ix,
+                table,
+                key,
+                rowid,
+                blk,
+            },
+            Purpose::Count { .. } | Purpose::Maintain => {
+                self.leaf_reached(buf, ix, table, key, blk, purpose)
+            }
+            Purpose::Read | Purpose::Update => match img.leaf_lookup(ekey) {
+                Some(e) => {
+                    self.stats.incr(Stat::IndexFetchByKey);
+                    ExecPoint::Table {
+                        table,
+                        key,
+                        rowid: e.rowid,
+                        purpose,
+                    }
+                }
+                None => {
+                    if purpose == Purpose::Read {
+                        // No such key: the read saw nothing.
+                        self.record_read(sid, table, key, None);
+                    }
+                    ExecPoint::None
+                }
+            },
+        }
+    }
+
+    /// A row read through an index.
+    #[inline(always)]
+    fn row_read(
+        &mut self,
+        sid: u32,
+        buf: BufId,
+        table: usize,
+        key: u64,
+        rowid: Rowid,
+    ) -> ExecPoint {
+        let val = self
+            .cache
+            .get(buf)
+            .image
+            .row(rowid.slot)
+            .filter(|r| r.key == key)
+            .map(|r| r.val);
+        self.record_read(sid, table, key, val);
+        ExecPoint::None
+    }
+
+    /// Tell the checkers what a read saw (when recording).
+    #[inline(always)]
+    fn record_read(&mut self, sid: u32, table: usize, key: u64, val: Option<i64>) {
+        let s = self.sessions.session(sid);
+        let (xid, snapshot) = (s.xid, s.snapshot);
+        self.record(Observation::Read {
+            xid,
+            snapshot,
+            table,
+            key,
+            val,
+        });
+    }
+
+    /// A full scan read the segment header: the runs of blocks to read.
+    fn scan_extent(&mut self, sid: u32, buf: BufId, table: usize) -> ExecPoint {
+        let t = &self.layout.tables[table];
+        // Every partition's initial blocks (a partitioned table's
+        // other segment headers are not read again; nothing is
+        // inserted into its partitions, so they say nothing new).
+        let mut runs = t.initial_runs();
+        if let Body::SegHeader { used } = &self.cache.get(buf).image.body {
+            for (i, u) in used.iter().enumerate() {
+                let r = crate::layout::Layout::free_range(
+                    t.free_base,
+                    t.free_per_instance,
+                    InstId(i as u8),
+                );
+                let used = (*u).min(t.free_per_instance);
+                if used > 0 {
+                    runs.push((r.start, r.start + used));
+                }
+            }
+        }
+        let first = runs[0].0;
+        self.sessions.session_mut(sid).scan_runs = runs;
+        ExecPoint::Scan {
+            table,
+            run: 0,
+            next: first,
+        }
+    }
+
+    /// A full scan read block `next` of run `run`: on to the following block.
+    fn scan_block_read(
+        &mut self,
+        sid: u32,
+        buf: BufId,
+        table: usize,
+        run: u8,
+        next: u32,
+    ) -> ExecPoint {
+        let rows = self.cache.get(buf).image.row_slots() as u64;
+        self.stats.incr(Stat::TableScanBlocksGotten);
+        self.stats.add(Stat::TableScanRowsGotten, rows);
+        self.scan_rows_seen(sid, buf, table);
+        let runs = &self.sessions.session(sid).scan_runs;
+        match runs.get(run as usize) {
+            Some(&(_, end)) if next + 1 < end => ExecPoint::Scan {
+                table,
+                run,
+                next: next + 1,
+            },
+            _ => match runs.get(run as usize + 1) {
+                Some(&(start, _)) => ExecPoint::Scan {
+                    table,
+                    run: run + 1,
+                    next: start,
+                },
+                None => ExecPoint::None,
+            },
+        }
+    }
+
+    /// A full scan saw these rows: let the checkers verify them (when recording).
+    fn scan_rows_seen(&mut self, sid: u32, buf: BufId, table: usize) {
+        if !self.history.is_on() {
+            return;
+        }
+        let rows: Vec<(u64, i64)> = match &self.cache.get(buf).image.body {
+            Body::Table { rows } => rows.iter().flatten().map(|r| (r.key, r.val)).collect(),
+            _ => Vec::new(),
+        };
+        for (key, val) in rows {
+            self.record_read(sid, table, key, Some(val));
+        }
+    }
+
+    /// Change a row in a current block the session holds pinned. Returns the
+    /// next point, or `None` when the row is locked and the session now waits.
+    fn update_row(
+        &mut self,
+        sid: u32,
+        buf: BufId,
+        table: usize,
+        key: u64,
+        rowid: Rowid,
+    ) -> Option<ExecPoint> {
+        let my = self.sessions.session(sid).xid;
+        let lock = match self.cache.get(buf).image.row(rowid.slot) {
+            Some(r) if r.key == key => r.lock,
+            _ => return Some(ExecPoint::None),
+        };
+        if !lock.is_none() && lock != my {
+            let state = self
+                .cache
+                .get(buf)
+                .image
+                .state_of(lock, &|x| self.tx_state(x));
+            if !matches!(state, TxState::Committed(_)) {
+                self.unpin(buf);
+                self.wait_for_tx(sid, lock);
+                return None;
+            }
+        }
+        let xid = self.session_xid(sid);
+        let scn = self.next_scn();
+        self.clean_out_buffer(buf);
+        let old = self
+            .cache
+            .get(buf)
+            .image
+            .row(rowid.slot)
+            .map_or(0, |r| r.val);
+        let val = self.layout.tables[table].updated_value(old);
+        self.cache
+            .get_mut(buf)
+            .image
+            .update_row(rowid.slot, xid, val, scn);
+        let rba = self.redo(xid, Some(rowid.blk), scn, 200, false);
+        self.dirtied(buf, rba);
+        self.stats.incr(Stat::RowsUpdated);
+        self.touch_block(sid, rowid.blk);
+        self.record(Observation::Write {
+            xid,
+            table,
+            key,
+            val,
+        });
+        // Indexes on the value change with the row (maintain.rs).
+        let changes = self.maintenance(table, key, old, val);
+        if changes.is_empty() {
+            return Some(ExecPoint::None);
+        }
+        self.sessions.session_mut(sid).maint = changes;
+        Some(self.next_maintenance(sid, table))
+    }
+}

@@ -1,0 +1,349 @@
+//! The requesting side of cache fusion: a session's request for a block
+//! (`gc_request`), and what comes back: a block (`on_ship`), or a grant to
+//! read it from disk, to upgrade the copy held here, or to format a new
+//! block (`on_grant`). The foreground that asked installs what came and
+//! tells the master (`installed`); the placeholder wait it began
+//! (`gc cr request`) is recorded under the name of what happened.
+//!
+//! `make_room` frees a buffer for whatever is installed (or built) here.
+
+use super::super::cache::{BufState, Victim};
+use super::super::{Instance, IoPurpose};
+use super::state::{PendingRequest, SessionState};
+use crate::block::{Block, Body};
+use crate::config::Nanos;
+use crate::metrics::{BlockKind, Part};
+use crate::msg::{GrantKind, Io, Mode, Msg, ReqKind, Request, ShipKind, Timing};
+use crate::stats::{Stat, Wait};
+use crate::types::{BlockAddr, InstId, Scn, Xid};
+
+/// The event a shipped block's wait is recorded under. Congested wins over
+/// busy (a flush or pin delayed it), busy over 3-way, 3-way over 2-way.
+fn ship_event(kind: BlockKind, congested: bool, busy: bool, hops: u8) -> Wait {
+    match (kind, congested, busy, hops) {
+        (BlockKind::Cr, true, _, _) => Wait::GcCrBlockCongested,
+        (BlockKind::Cr, _, true, _) => Wait::GcCrBlockBusy,
+        (BlockKind::Cr, _, _, 3) => Wait::GcCrBlock3Way,
+        (BlockKind::Cr, _, _, _) => Wait::GcCrBlock2Way,
+        (BlockKind::Current, true, _, _) => Wait::GcCurrentBlockCongested,
+        (BlockKind::Current, _, true, _) => Wait::GcCurrentBlockBusy,
+        (BlockKind::Current, _, _, 3) => Wait::GcCurrentBlock3Way,
+        (BlockKind::Current, _, _, _) => Wait::GcCurrentBlock2Way,
+    }
+}
+
+impl Instance {
+    /// Session `sid` asks the master for `blk` and waits under the placeholder event.
+    pub(in crate::instance) fn gc_request(
+        &mut self,
+        sid: u32,
+        blk: BlockAddr,
+        kind: ReqKind,
+        scan: bool,
+    ) {
+        let id = self.sessions.start_request(blk, sid, self.now, scan);
+        let placeholder = match kind {
+            ReqKind::Cr { .. } => Wait::GcCrRequest,
+            ReqKind::Current { .. } => Wait::GcCurrentRequest,
+        };
+        self.begin_wait(sid, placeholder, SessionState::WaitBlock);
+        let req = Request {
+            id,
+            blk,
+            requester: self.id,
+            kind,
+            timing: Timing::default(),
+        };
+        let master = self.layout.master(blk);
+        if master == self.id {
+            self.dir_request(req);
+        } else {
+            self.send(master, Msg::Request(req));
+        }
+    }
+
+    /// A block arrived for one of our requests. The foreground that asked
+    /// installs it; the wait is renamed by what happened on the way.
+    #[allow(clippy::too_many_arguments)]
+    pub(in crate::instance) fn on_ship(
+        &mut self,
+        from: InstId,
+        sent_at: Nanos,
+        sender_scn: Scn,
+        req: Request,
+        kind: ShipKind,
+        block: Block,
+        pi_kept: bool,
+        hops: u8,
+        congested: bool,
+    ) {
+        let blk = req.blk;
+        let Some(pending) = self.sessions.request(blk, req.id) else {
+            self.errors.push(format!(
+                "{}: {from} shipped {blk} for request {} we do not have",
+                self.id, req.id
+            ));
+            return;
+        };
+        self.sessions.end_request(blk);
+        let block_kind = if kind == ShipKind::Current {
+            BlockKind::Current
+        } else {
+            BlockKind::Cr
+        };
+        self.count_received(block_kind, pending.sent_at, sent_at, req.timing);
+        let busy = req.timing.flush > 0 || req.timing.pin > 0;
+        let event = ship_event(block_kind, congested, busy, hops);
+        let owner = pending.owner;
+        if self.sessions.session(owner).st == SessionState::WaitBlock {
+            self.end_wait(owner, Some(event));
+            self.set_ready(owner);
+        }
+        match kind {
+            ShipKind::Cr { lo, hi, private } => {
+                let reader = match req.kind {
+                    ReqKind::Cr { reader, .. } => reader,
+                    ReqKind::Current { .. } => Xid::NONE,
+                };
+                self.cache.limit_cr(blk);
+                self.make_room();
+                let private_to = private.then_some(reader);
+                self.cache
+                    .insert(blk, BufState::Cr { lo, hi, private_to }, block);
+            }
+            ShipKind::Raw => {
+                self.sessions.session_mut(owner).raw = Some((Box::new(block), sender_scn))
+            }
+            ShipKind::Shared => {
+                self.install_current(blk, Mode::S, block, false);
+                self.installed(blk, req.id, Mode::S, None, false);
+            }
+            ShipKind::Current => {
+                self.install_current(blk, Mode::X, block, pi_kept);
+                self.installed(blk, req.id, Mode::X, Some(from), pi_kept);
+            }
+        }
+        self.wake_block(blk);
+    }
+
+    /// Count a received block and split its receive time the deck's way:
+    /// request send, LMS CPU wait, LMS processing, log flush and wire.
+    fn count_received(&mut self, kind: BlockKind, asked_at: Nanos, sent_at: Nanos, t: Timing) {
+        let total = self.now - asked_at;
+        // `sent_at` is on the sender's clock and the timing parts are the
+        // peers' measurements: in the live runtime they can add up to a
+        // little more than the total, so the remainders are floored at 0.
+        let wire = self.now.saturating_sub(sent_at);
+        let lms = t.lms_proc + t.pin;
+        let request = total.saturating_sub(t.lms_wait + lms + t.flush + wire);
+        for (part, v) in [
+            (Part::RequestSend, request),
+            (Part::LmsCpuWait, t.lms_wait),
+            (Part::LmsProcessing, lms),
+            (Part::LogFlush, t.flush),
+            (Part::Wire, wire),
+        ] {
+            self.stats.add(part.stat(kind), v);
+        }
+        match kind {
+            BlockKind::Cr => {
+                self.stats.incr(Stat::GcCrBlocksReceived);
+                self.stats.add(Stat::GcCrBlockReceiveTime, total);
+            }
+            BlockKind::Current => {
+                self.stats.incr(Stat::GcCurrentBlocksReceived);
+                self.stats.add(Stat::GcCurrentBlockReceiveTime, total);
+            }
+        }
+    }
+
+    /// Install a current block (X or S), cleaned out with the commits this instance knows.
+    fn install_current(&mut self, blk: BlockAddr, mode: Mode, mut block: Block, dirty: bool) {
+        if let Some(old) = self.cache.current(blk) {
+            self.cache.remove(old);
+        }
+        block.clean_out_known(&|x| self.tx_state(x));
+        self.make_room();
+        let state = if mode == Mode::X {
+            BufState::Xcur
+        } else {
+            BufState::Scur
+        };
+        let id = self.cache.insert(blk, state, block);
+        let now = self.now;
+        let b = self.cache.get_mut(id);
+        b.dirty = dirty;
+        b.global = dirty;
+        b.dirty_since = now;
+    }
+
+    /// Tell the master the transfer is complete.
+    fn installed(
+        &mut self,
+        blk: BlockAddr,
+        req: u64,
+        mode: Mode,
+        prev: Option<InstId>,
+        pi_kept: bool,
+    ) {
+        let master = self.layout.master(blk);
+        if master == self.id {
+            let me = self.id;
+            self.dir_installed(me, blk, req, mode, prev, pi_kept);
+        } else {
+            self.send(
+                master,
+                Msg::Installed {
+                    blk,
+                    req,
+                    mode,
+                    prev_holder: prev,
+                    pi_kept,
+                },
+            );
+        }
+    }
+
+    /// The master granted a request without a block.
+    pub(in crate::instance) fn on_grant(
+        &mut self,
+        _from: InstId,
+        _sent_at: Nanos,
+        req: Request,
+        grant: GrantKind,
+    ) {
+        let Some(pending) = self.sessions.request(req.blk, req.id) else {
+            self.errors.push(format!(
+                "{}: grant for {} request {} we do not have",
+                self.id, req.blk, req.id
+            ));
+            return;
+        };
+        let congested = req.timing.lms_wait > super::super::lms::CONGESTED_AFTER;
+        let event = match (req.kind, congested) {
+            (ReqKind::Cr { .. }, false) => Wait::GcCrGrant2Way,
+            (ReqKind::Cr { .. }, true) => Wait::GcCrGrantCongested,
+            (ReqKind::Current { .. }, false) => Wait::GcCurrentGrant2Way,
+            (ReqKind::Current { .. }, true) => Wait::GcCurrentGrantCongested,
+        };
+        if self.sessions.session(pending.owner).st == SessionState::WaitBlock {
+            self.end_wait(pending.owner, Some(event));
+        }
+        self.granted(pending, req, grant);
+    }
+
+    /// The local master granted a request: no message and no gc wait.
+    pub(in crate::instance) fn on_local_grant(&mut self, req: Request, grant: GrantKind) {
+        let Some(pending) = self.sessions.request(req.blk, req.id) else {
+            return;
+        };
+        // The placeholder wait never really happened.
+        self.sessions.forget_wait(pending.owner);
+        self.granted(pending, req, grant);
+    }
+
+    fn granted(&mut self, pending: PendingRequest, req: Request, grant: GrantKind) {
+        let blk = req.blk;
+        match grant {
+            GrantKind::Disk(mode) => {
+                let event = if pending.scan {
+                    Wait::DbFileScatteredRead
+                } else {
+                    Wait::DbFileSequentialRead
+                };
+                self.begin_wait(pending.owner, event, SessionState::WaitBlock);
+                self.start_io(
+                    Io::ReadBlock { blk },
+                    IoPurpose::GrantRead {
+                        blk,
+                        req: req.id,
+                        mode,
+                        scan: pending.scan,
+                    },
+                );
+            }
+            GrantKind::Upgrade => {
+                self.sessions.end_request(blk);
+                match self.cache.current(blk) {
+                    Some(id) => self.cache.set_state(id, BufState::Xcur),
+                    None => self.errors.push(format!(
+                        "{}: upgrade granted for {blk} but no S copy here",
+                        self.id
+                    )),
+                }
+                self.installed(blk, req.id, Mode::X, None, false);
+                self.ready_owner(pending.owner);
+                self.wake_block(blk);
+            }
+            GrantKind::New => {
+                self.sessions.end_request(blk);
+                self.install_current(blk, Mode::X, Block::new(blk, Body::Unformatted), false);
+                self.installed(blk, req.id, Mode::X, None, false);
+                self.ready_owner(pending.owner);
+                self.wake_block(blk);
+            }
+        }
+    }
+
+    /// The session that asked may go on, unless it stopped waiting meanwhile.
+    fn ready_owner(&mut self, sid: u32) {
+        if self.sessions.session(sid).st == SessionState::WaitBlock {
+            self.end_wait(sid, None);
+            self.set_ready(sid);
+        }
+    }
+
+    /// A granted disk read completed.
+    pub(in crate::instance) fn on_grant_read(
+        &mut self,
+        blk: BlockAddr,
+        req: u64,
+        mode: Mode,
+        block: Block,
+        _scan: bool,
+    ) {
+        let Some(pending) = self.sessions.request(blk, req) else {
+            return;
+        };
+        self.sessions.end_request(blk);
+        self.install_current(blk, mode, block, false);
+        self.installed(blk, req, mode, None, false);
+        self.ready_owner(pending.owner);
+        self.wake_block(blk);
+    }
+
+    /// Free a buffer if the cache is full.
+    pub(in crate::instance) fn make_room(&mut self) {
+        self.stats.incr(Stat::FreeBufferRequested);
+        while self.cache.used() >= self.cache.capacity {
+            let sessions = &self.sessions;
+            let (victim, inspected) = self.cache.victim(|b| sessions.need(b));
+            self.stats
+                .add(Stat::FreeBufferInspected, u64::from(inspected));
+            match victim {
+                Victim::Free {
+                    relinquish: Some((blk, state)),
+                } => {
+                    let mode = if state == BufState::Xcur {
+                        Mode::X
+                    } else {
+                        Mode::S
+                    };
+                    let master = self.layout.master(blk);
+                    if master == self.id {
+                        let me = self.id;
+                        self.dir_relinquish(me, blk, mode);
+                    } else {
+                        self.send(master, Msg::Relinquish { blk, mode });
+                    }
+                }
+                Victim::Free { relinquish: None } => {}
+                // Everything is dirty or pinned: run over capacity until DBWR catches up.
+                Victim::None => {
+                    self.dbwr_urgent();
+                    break;
+                }
+            }
+        }
+    }
+}

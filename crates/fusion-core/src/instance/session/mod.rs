@@ -1,0 +1,214 @@
+//! Foreground sessions: each runs its workload's transactions step by step.
+//! A block visit is a consistent get (CR mode) or a db block get (current
+//! mode); a miss becomes a global cache request and the session waits under
+//! the placeholder event (`gc cr request`), renamed on completion to what
+//! happened (`gc cr block 2-way`, `... busy`, `... congested`, `... grant 2-way`).
+//! This is where a wait event is timed: every foreground wait begins in
+//! [`Instance::begin_wait`] and is recorded in [`Instance::end_wait`], below.
+//!
+//! - `state.rs`: a session's state, and [`Sessions`], the component that owns
+//!   the sessions, their ready queue, block waiters, requests and lookups;
+//! - `workload.rs`: the workload interpreter (transactions, steps, keys,
+//!   think time, the statement a session's work is charged to);
+//! - `access.rs`: block visits (`visit`, `acquire_cr`, `acquire_current`,
+//!   `visit_done`), row updates and scans;
+//! - `fusion.rs`: the requesting side of cache fusion (`gc_request`,
+//!   `on_ship`, `on_grant`, installs, `make_room`);
+//! - `commit.rs`: the session's transaction (commit, `log file sync`, row
+//!   lock waits, lookups of other instances' transactions).
+//!
+//! Here: waits, and the loop that moves ready sessions on (`run_ready`, `drive`).
+
+mod access;
+mod commit;
+mod fusion;
+mod state;
+mod workload;
+
+pub(super) use access::Acquired;
+pub(super) use state::{AfterCpu, SessionState, Sessions};
+
+use super::Instance;
+use super::execution::{ExecPoint, Purpose};
+use crate::cpu::StepDone;
+use crate::stats::Wait;
+use crate::types::BlockAddr;
+
+impl Instance {
+    // ----- waits ------------------------------------------------------------------------
+
+    /// Session `sid` may go on.
+    #[inline(always)]
+    pub(super) fn set_ready(&mut self, sid: u32) {
+        self.sessions.set_ready(sid, self.now);
+    }
+
+    /// Session `sid` goes on after its CPU step.
+    #[inline(always)]
+    pub(super) fn resume(&mut self, sid: u32) {
+        self.sessions.resume(sid);
+    }
+
+    /// Begin a wait (the event may be renamed when it ends).
+    pub(super) fn begin_wait(&mut self, sid: u32, event: Wait, state: SessionState) {
+        self.sessions.begin_wait(sid, event, state, self.now);
+    }
+
+    /// End the session's wait, recording it under `event` (or the one it began with).
+    pub(super) fn end_wait(&mut self, sid: u32, event: Option<Wait>) {
+        if let Some((began_as, took)) = self.sessions.end_wait(sid, self.now) {
+            let ev = event.unwrap_or(began_as);
+            self.wait_event(ev, took, true);
+            if let Some(st) = self.stmt_target(sid) {
+                self.stats.statements[st].wait(ev, took);
+            }
+        }
+    }
+
+    /// Begin a wait for something outside the session (a global enqueue, PX).
+    pub(super) fn begin_session_wait(&mut self, sid: u32, event: Wait, state: SessionState) {
+        self.begin_wait(sid, event, state);
+    }
+
+    /// End such a wait and make the session ready.
+    pub(super) fn end_session_wait(&mut self, sid: u32) {
+        self.end_wait(sid, None);
+        self.set_ready(sid);
+    }
+
+    /// Session `sid` waits on `event` until something happens to `blk`
+    /// (`gc buffer busy acquire` / `release`, `buffer busy waits`).
+    pub(super) fn wait_on_block(&mut self, sid: u32, blk: BlockAddr, event: Wait) {
+        self.sessions.wait_on_block(sid, blk, event, self.now);
+    }
+
+    /// Something changed about `blk`: waiting sessions try again.
+    // Called on every unpin; usually nobody waits at all, so that check is inlined.
+    #[inline(always)]
+    pub(super) fn wake_block(&mut self, blk: BlockAddr) {
+        if self.sessions.someone_waits_on_a_block() {
+            self.wake_block_waiters(blk);
+        }
+    }
+
+    #[inline(never)]
+    fn wake_block_waiters(&mut self, blk: BlockAddr) {
+        let Some(waiters) = self.sessions.take_block_waiters(blk) else {
+            return;
+        };
+        for sid in waiters {
+            if self.sessions.session(sid).st == SessionState::WaitBlock {
+                self.end_wait(sid, None);
+                self.set_ready(sid);
+            }
+        }
+    }
+
+    // ----- moving sessions on -----------------------------------------------------------
+
+    // Called after every event; most find nothing to run, so that check is inlined.
+    #[inline]
+    pub(super) fn run_ready(&mut self) {
+        if !self.sessions.has_ready() && self.px.kick.is_empty() {
+            return;
+        }
+        self.run_ready_slow();
+    }
+
+    #[inline(never)]
+    fn run_ready_slow(&mut self) {
+        loop {
+            while let Some(sid) = self.sessions.pop_ready() {
+                if self.sessions.is_ready(sid) {
+                    self.drive(sid);
+                }
+            }
+            if !self.px_run() {
+                break;
+            }
+        }
+    }
+
+    /// Move a session forward until it has to wait for something.
+    fn drive(&mut self, sid: u32) {
+        loop {
+            let s = self.sessions.session(sid);
+            if s.st != SessionState::Ready {
+                return;
+            }
+            // The common block visits stay here; the rest is out of line so
+            // this loop keeps a small frame and no hoisted set-up of rare paths.
+            let go_on = match s.cur {
+                ExecPoint::Index { blk, .. } => self.visit(sid, blk, false),
+                ExecPoint::Table { rowid, purpose, .. } => {
+                    self.visit(sid, rowid.blk, purpose == Purpose::Update)
+                }
+                ExecPoint::Scan { next, .. } => self.visit(sid, BlockAddr(next), false),
+                ExecPoint::IndexLeaf { blk, .. } | ExecPoint::MaintLeaf { blk, .. } => {
+                    self.visit(sid, blk, true)
+                }
+                ExecPoint::None => self.next_execution(sid),
+                point => self.drive_other(sid, point),
+            };
+            if !go_on {
+                return;
+            }
+        }
+    }
+
+    /// The less common steps of [`Instance::drive`]; true when the session goes on at once.
+    #[inline(never)]
+    fn drive_other(&mut self, sid: u32, point: ExecPoint) -> bool {
+        match point {
+            ExecPoint::ScanHeader { table } => {
+                let h = self.layout.tables[table].header;
+                self.visit(sid, h, false)
+            }
+            ExecPoint::InsertRow { table, key } => match self.insert_blocks[table].0 {
+                Some(blk) => self.visit(sid, blk, true),
+                None => {
+                    self.sessions
+                        .go_to(sid, ExecPoint::InsertAlloc { table, key });
+                    true
+                }
+            },
+            ExecPoint::InsertAlloc { table, .. } => {
+                let h = self.layout.tables[table].header;
+                self.visit(sid, h, true)
+            }
+            ExecPoint::InsertNew { table, key, blk } => self.format_new(sid, table, key, blk),
+            ExecPoint::Split { .. } => self.split_step(sid),
+            ExecPoint::Seq { seq, step, insert } => self.seq_step(sid, seq, step, insert),
+            ExecPoint::Px { qref } => self.px_qc_step(sid, qref),
+            // Handled in `drive`; the same here.
+            ExecPoint::Index { blk, .. } => self.visit(sid, blk, false),
+            ExecPoint::Scan { next, .. } => self.visit(sid, BlockAddr(next), false),
+            ExecPoint::Table { rowid, purpose, .. } => {
+                self.visit(sid, rowid.blk, purpose == Purpose::Update)
+            }
+            ExecPoint::IndexLeaf { blk, .. } | ExecPoint::MaintLeaf { blk, .. } => {
+                self.visit(sid, blk, true)
+            }
+            ExecPoint::None => self.next_execution(sid),
+        }
+    }
+
+    /// A session's CPU step ended: go on with what it was for.
+    pub(super) fn session_cpu_done(&mut self, sid: u32, _d: StepDone) {
+        let SessionState::Cpu(after) = self.sessions.session(sid).st else {
+            return;
+        };
+        match after {
+            AfterCpu::Exec => {
+                // The statement's snapshot: the SCN when its execute call ends.
+                let scn = self.scn;
+                self.sessions.session_mut(sid).snapshot = scn;
+                self.resume(sid);
+            }
+            AfterCpu::Visit(buf) => self.visit_done(sid, buf),
+            AfterCpu::Commit => self.commit_done(sid),
+            AfterCpu::Split => self.split_done(sid),
+            AfterCpu::Px => self.px_qc_cpu_done(sid),
+        }
+    }
+}

@@ -1,0 +1,459 @@
+//! The workload interpreter: which transaction a session runs next, its
+//! steps and their executions, the keys and values they draw, think time,
+//! and the statement (tkprof) a session's work is charged to.
+//!
+//! Every random draw of a session happens here (and in `end_txn`'s think
+//! time), in a fixed order per execution: the figures depend on it.
+
+use std::ops::ControlFlow;
+use std::sync::Arc;
+
+use rand_core::Rng;
+
+use super::super::execution::{ExecPoint, Purpose, SeqStep};
+use super::super::{Instance, Proc, Timer};
+use super::state::{AfterCpu, Session, SessionState};
+use crate::config::{Access, KeyDist, KeySpec, Nanos, Step, WorkloadSpec};
+use crate::stats::Stat;
+use crate::types::Xid;
+
+/// A uniform draw from `[0, 1)`.
+pub(super) fn unit(rng: &mut impl Rng) -> f64 {
+    (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+}
+
+impl Instance {
+    /// Create this instance's sessions; they log on spread over a short interval.
+    pub(in crate::instance) fn start_sessions(&mut self) {
+        let workloads = self.workloads.clone();
+        let me = self.id.number();
+        for (w, spec) in workloads.iter().enumerate() {
+            if !spec.instances.contains(&me) {
+                continue;
+            }
+            for ordinal in 0..spec.sessions_per_instance {
+                let sid = self.sessions.len() as u32;
+                let proc = self.add_proc(Proc::Session(sid), format!("oracle{}", sid));
+                let added = self.sessions.add(Session::new(proc, w, ordinal));
+                assert_eq!(added, sid, "session ids are table positions");
+                // Sessions log on spread over a short interval, not in lockstep.
+                let spread = spec.think_time.max(crate::config::NS_PER_MS);
+                let delay = (unit(&mut self.rng) * spread as f64) as Nanos;
+                self.arm(delay, Timer::SessionWake(sid));
+            }
+        }
+    }
+
+    fn workload_enabled(&self, w: usize) -> bool {
+        match &self.enabled_workloads {
+            None => true,
+            Some(list) => self
+                .workloads
+                .get(w)
+                .is_some_and(|spec| list.contains(&spec.name)),
+        }
+    }
+
+    /// The enabled workloads changed: their idle sessions start again.
+    pub(in crate::instance) fn wake_enabled_sessions(&mut self) {
+        for sid in 0..self.sessions.len() as u32 {
+            let s = self.sessions.session(sid);
+            if s.st == SessionState::Idle && !s.finished && self.workload_enabled(s.workload) {
+                self.set_ready(sid);
+            }
+        }
+    }
+
+    /// A session's think time is over.
+    pub(in crate::instance) fn session_wake(&mut self, sid: u32) {
+        if self
+            .sessions
+            .get(sid as usize)
+            .is_some_and(|s| s.st == SessionState::Think)
+        {
+            self.set_ready(sid);
+        }
+    }
+
+    /// Start the next execution, step or transaction. Returns false when the
+    /// session now waits (CPU, think time, commit) or is idle.
+    #[inline(never)]
+    pub(super) fn next_execution(&mut self, sid: u32) -> bool {
+        let w = self.sessions.session(sid).workload;
+        // A handle, not a copy: the spec is shared and never changes.
+        let workloads = Arc::clone(&self.workloads);
+        let spec = &workloads[w];
+        if !self.sessions.session(sid).in_txn && !self.begin_transaction(sid, w, spec) {
+            return false;
+        }
+        let steps = &spec.transactions[self.sessions.session(sid).template].steps;
+        if self.sessions.session(sid).execs_left == 0
+            && let ControlFlow::Break(go_on) = self.next_step(sid, w, steps)
+        {
+            return go_on;
+        }
+        self.start_execution(sid, w, steps)
+    }
+
+    /// A new transaction: pick its template and draw its update keys. False
+    /// when the session stops instead (its workload is disabled, or it ran
+    /// all its iterations).
+    fn begin_transaction(&mut self, sid: u32, w: usize, spec: &WorkloadSpec) -> bool {
+        let iterations = self.sessions.session(sid).iterations;
+        let all_done = spec.iterations.is_some_and(|n| iterations >= n);
+        if !self.workload_enabled(w) || all_done {
+            self.go_idle(sid, all_done);
+            return false;
+        }
+        let template = self.pick_template(spec);
+        let update_keys = self.draw_update_keys(sid, spec, template);
+        let s = self.sessions.session_mut(sid);
+        s.template = template;
+        s.step = 0;
+        s.execs_left = 0;
+        s.in_txn = true;
+        s.update_keys = update_keys;
+        s.xid = Xid::NONE;
+        s.touched.clear();
+        true
+    }
+
+    /// A transaction template of the workload, drawn by weight.
+    fn pick_template(&mut self, spec: &WorkloadSpec) -> usize {
+        let total: u64 = spec
+            .transactions
+            .iter()
+            .map(|t| u64::from(t.weight.max(1)))
+            .sum();
+        let mut pick = self.rng.next_u64() % total.max(1);
+        for (i, t) in spec.transactions.iter().enumerate() {
+            let weight = u64::from(t.weight.max(1));
+            if pick < weight {
+                return i;
+            }
+            pick -= weight;
+        }
+        0
+    }
+
+    /// The keys a transaction's updates will change, per table, drawn up
+    /// front so that its row locks are taken in key order.
+    fn draw_update_keys(
+        &mut self,
+        sid: u32,
+        spec: &WorkloadSpec,
+        template: usize,
+    ) -> Vec<(usize, Vec<u64>)> {
+        let mut keys: Vec<(usize, Vec<u64>)> = Vec::new();
+        if let Some(t) = spec.transactions.get(template) {
+            for step in t.steps.iter() {
+                if let Step::Update {
+                    table,
+                    keys: key_spec,
+                    rows,
+                    ..
+                } = step
+                {
+                    for _ in 0..*rows {
+                        let k = self.draw_key(sid, *table, key_spec);
+                        match keys.iter_mut().find(|(tb, _)| tb == table) {
+                            Some((_, v)) => v.push(k),
+                            None => keys.push((*table, vec![k])),
+                        }
+                    }
+                }
+            }
+        }
+        for (_, v) in &mut keys {
+            v.sort_unstable();
+            v.reverse(); // popped from the end: ascending order
+        }
+        keys
+    }
+
+    /// The transaction's next step begins. `Continue`: its executions
+    /// follow; `Break(go_on)`: it was a commit or think time (or the end).
+    fn next_step(&mut self, sid: u32, w: usize, steps: &[Step]) -> ControlFlow<bool> {
+        let s = self.sessions.session_mut(sid);
+        let Some(step) = steps.get(s.step) else {
+            // End of the transaction: commit what it changed.
+            return ControlFlow::Break(self.commit(sid));
+        };
+        s.step += 1;
+        let (template, at) = (s.template, s.step - 1);
+        if let Some(st) = self.stmt_id(w, template, at) {
+            self.stats.statements[st].parses += 1;
+        }
+        let executions = match step {
+            Step::Commit => return ControlFlow::Break(self.commit(sid)),
+            Step::Think { time } => {
+                self.think(sid, *time);
+                return ControlFlow::Break(false);
+            }
+            Step::Read {
+                access: Access::FullScan,
+                ..
+            }
+            | Step::ParallelQuery(_) => 1,
+            Step::Read { rows, .. }
+            | Step::Update { rows, .. }
+            | Step::Insert { rows, .. }
+            | Step::NextVal { rows, .. }
+            | Step::InsertSeq { rows, .. }
+            | Step::Count { rows, .. } => (*rows).max(1),
+        };
+        self.sessions.session_mut(sid).execs_left = executions;
+        ControlFlow::Continue(())
+    }
+
+    /// One execution of the current step: the execute call's CPU, after
+    /// which the session is at the execution's first point.
+    fn start_execution(&mut self, sid: u32, w: usize, steps: &[Step]) -> bool {
+        self.stmt_close(sid);
+        let now = self.now;
+        let s = self.sessions.session_mut(sid);
+        s.execs_left -= 1;
+        let (template, at) = (s.template, s.step - 1);
+        // Borrowed from the shared spec (the caller's handle), not cloned.
+        let step = &steps[at];
+        let stmt = self.stmt_id(w, template, at);
+        let s = self.sessions.session_mut(sid);
+        s.stmt = stmt;
+        s.exec_start = now;
+        if let Some(st) = stmt {
+            self.stats.statements[st].executions += 1;
+            self.stats.statements[st].rows += 1;
+        }
+        let cost = self.costs.execute;
+        self.stats.incr(Stat::ExecuteCount);
+        let first = self.first_point(sid, w, template, at, step);
+        let s = self.sessions.session_mut(sid);
+        s.cur = first;
+        s.st = SessionState::Cpu(AfterCpu::Exec);
+        let proc = s.proc;
+        self.cpu(proc, cost);
+        false
+    }
+
+    /// Where an execution of `step` (step `at` of template `template`)
+    /// begins, drawing its key or value.
+    fn first_point(
+        &mut self,
+        sid: u32,
+        w: usize,
+        template: usize,
+        at: usize,
+        step: &Step,
+    ) -> ExecPoint {
+        match *step {
+            Step::Read {
+                table,
+                access: Access::FullScan,
+                ..
+            } => ExecPoint::ScanHeader { table },
+            Step::Read {
+                table,
+                access: Access::Index(ix),
+                ref keys,
+                ..
+            } => {
+                let key = self.draw_key(sid, table, keys);
+                ExecPoint::Index {
+                    ix,
+                    table,
+                    key,
+                    blk: self.layout.index_root(ix, key),
+                    purpose: Purpose::Read,
+                }
+            }
+            Step::Count {
+                table,
+                index,
+                ref values,
+                ..
+            } => {
+                let distinct = self.layout.tables[table].distinct_values.max(1);
+                let domain = values.range.unwrap_or((1, u64::from(distinct)));
+                let value = self.draw_in(sid, values, domain) as i64;
+                ExecPoint::Index {
+                    ix: index,
+                    table,
+                    key: crate::bitmap::piece_at(value, 0),
+                    blk: self.layout.indexes[index].root,
+                    purpose: Purpose::Count { value },
+                }
+            }
+            Step::Update {
+                table, ref access, ..
+            } => self.update_point(sid, table, access),
+            Step::Insert { table, .. } => {
+                // Keys of inserted rows interleave by instance above the initial rows.
+                let key = self.next_keys[table];
+                self.next_keys[table] += u64::from(self.n);
+                ExecPoint::InsertRow { table, key }
+            }
+            Step::NextVal { sequence, .. } => ExecPoint::Seq {
+                seq: sequence,
+                step: SeqStep::Start,
+                insert: None,
+            },
+            Step::InsertSeq {
+                table, sequence, ..
+            } => ExecPoint::Seq {
+                seq: sequence,
+                step: SeqStep::Start,
+                insert: Some(table),
+            },
+            Step::ParallelQuery(_) => ExecPoint::Px {
+                qref: crate::px::QueryRef {
+                    workload: w as u32,
+                    txn: template as u32,
+                    step: at as u32,
+                },
+            },
+            Step::Commit | Step::Think { .. } => ExecPoint::None,
+        }
+    }
+
+    /// Where an update of the next of its drawn keys begins.
+    fn update_point(&mut self, sid: u32, table: usize, access: &Access) -> ExecPoint {
+        // A step of `rows = 0` runs once and drew no key: it updates key 1.
+        let key = self
+            .sessions
+            .session_mut(sid)
+            .update_keys
+            .iter_mut()
+            .find(|(tb, _)| *tb == table)
+            .and_then(|(_, v)| v.pop())
+            .unwrap_or(1);
+        match *access {
+            Access::Index(ix) => ExecPoint::Index {
+                ix,
+                table,
+                key,
+                blk: self.layout.index_root(ix, key),
+                purpose: Purpose::Update,
+            },
+            Access::FullScan => match self.layout.initial_rowid(table, key) {
+                Some(rowid) => ExecPoint::Table {
+                    table,
+                    key,
+                    rowid,
+                    purpose: Purpose::Update,
+                },
+                None => ExecPoint::None,
+            },
+        }
+    }
+
+    fn stmt_id(&self, w: usize, template: usize, step: usize) -> Option<usize> {
+        self.stmt_ids
+            .get(w)
+            .and_then(|t| t.get(template))
+            .and_then(|s| s.get(step))
+            .copied()
+            .flatten()
+    }
+
+    /// The session stops: its workload is disabled, or (`finished`) it ran all its iterations.
+    fn go_idle(&mut self, sid: u32, finished: bool) {
+        self.stmt_close(sid);
+        let now = self.now;
+        let s = self.sessions.session_mut(sid);
+        if let Some(t) = s.call_start.take() {
+            self.stats.add(Stat::DbTime, now - t);
+        }
+        s.st = SessionState::Idle;
+        s.finished = finished;
+    }
+
+    /// The session thinks for `duration` (its database call ends).
+    pub(super) fn think(&mut self, sid: u32, duration: Nanos) {
+        self.stmt_close(sid);
+        let now = self.now;
+        let s = self.sessions.session_mut(sid);
+        if let Some(t) = s.call_start.take() {
+            self.stats.add(Stat::DbTime, now - t);
+        }
+        s.st = SessionState::Think;
+        if duration == 0 {
+            self.set_ready(sid);
+        } else {
+            self.arm(duration, Timer::SessionWake(sid));
+        }
+    }
+
+    /// A row key for a step: from the spec's range (the table's initial
+    /// rows by default), among the rows of one organisation if it names one.
+    fn draw_key(&mut self, sid: u32, table: usize, spec: &KeySpec) -> u64 {
+        let (rows, orgs) = self.layout.tables.get(table).map_or((1, 1), |t| {
+            (t.initial_rows.max(1), u64::from(t.orgs.max(1)))
+        });
+        let (lo, hi) = spec.range.unwrap_or((1, rows));
+        match spec.org.map(u64::from) {
+            Some(org) if orgs > 1 && org <= orgs => {
+                // The organisation's keys are org, org + orgs, ...: draw the
+                // position among those in the range, then the key.
+                let first = lo.saturating_sub(org).div_ceil(orgs);
+                let last = hi.saturating_sub(org) / orgs;
+                if hi < org || first > last {
+                    return lo;
+                }
+                let j = self.draw_in(sid, spec, (first, last));
+                org + orgs * j
+            }
+            _ => self.draw_in(sid, spec, (lo, hi)),
+        }
+    }
+
+    /// A number from `lo..=hi` with the spec's distribution (the caller
+    /// turns the spec's range into `lo..=hi`).
+    fn draw_in(&mut self, sid: u32, spec: &KeySpec, (lo, hi): (u64, u64)) -> u64 {
+        // The loader refuses a range with hi < lo, and callers keep to it.
+        debug_assert!(lo <= hi, "key range {lo}..={hi}");
+        let span = hi.saturating_sub(lo) + 1;
+        match spec.dist {
+            KeyDist::Uniform => lo + self.rng.next_u64() % span,
+            KeyDist::Hot { fraction, share } => {
+                let hot = ((span as f64 * fraction).ceil() as u64).clamp(1, span);
+                if unit(&mut self.rng) < share || hot == span {
+                    lo + self.rng.next_u64() % hot
+                } else {
+                    lo + hot + self.rng.next_u64() % (span - hot)
+                }
+            }
+            KeyDist::Sequential => {
+                // Each session of the workload in the cluster starts at its
+                // own offset and walks the range one key per draw.
+                let w = self.sessions.session(sid).workload;
+                let per_instance = u64::from(self.workloads[w].sessions_per_instance);
+                let in_cluster = per_instance.max(1) * u64::from(self.n);
+                let position = u64::from(self.id.0) * per_instance
+                    + u64::from(self.sessions.session(sid).ordinal);
+                let s = self.sessions.session_mut(sid);
+                let k = lo + (position * span / in_cluster + s.seq_next) % span;
+                s.seq_next += 1;
+                k
+            }
+        }
+    }
+
+    /// The statement a session's work is charged to: the recursive one while it runs.
+    pub(in crate::instance) fn stmt_target(&self, sid: u32) -> Option<usize> {
+        let s = self.sessions.get(sid as usize)?;
+        if s.recursive_start.is_some() {
+            return self.update_seq_stmt;
+        }
+        s.stmt
+    }
+
+    /// The session's current execution ends: charge its elapsed time.
+    pub(super) fn stmt_close(&mut self, sid: u32) {
+        let now = self.now;
+        let s = self.sessions.session_mut(sid);
+        if let Some(st) = s.stmt.take() {
+            let took = now - s.exec_start;
+            self.stats.statements[st].elapsed_ns += took;
+        }
+    }
+}

@@ -1,0 +1,160 @@
+//! The transaction table: what this instance knows about transactions.
+//!
+//! Its own transactions get an [`Xid`] here and, when they commit, their
+//! commit SCN; whoever waits for one of them to end (a local session on a row
+//! lock, another instance's `TxWait`) waits here. Commits of other instances'
+//! transactions are learned from their answers (`Msg::TxStatus`). Readers ask
+//! [`Transactions::state`] when they roll a block back or clean it out.
+
+use rustc_hash::FxHashMap;
+
+use crate::block::TxState;
+use crate::types::{InstId, Scn, Xid};
+
+/// Who waits for an active transaction of this instance to end.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum TxWaiter {
+    /// A local session (`enq: TX - row lock contention`).
+    Session(u32),
+    /// Another instance's session, answered with `Msg::TxStatus` carrying this token.
+    Remote(InstId, u64),
+}
+
+/// The transaction table of one instance.
+#[derive(Clone, Debug)]
+pub(super) struct Transactions {
+    me: InstId,
+    /// Commit SCN of each of this instance's transactions, by sequence; 0
+    /// while active. Grows by one slot per transaction, like Oracle's undo
+    /// segment headers' transaction tables would without reuse.
+    commit_scns: Vec<Scn>,
+    /// The sequence the next transaction gets (0 is `Xid::NONE`'s).
+    next_seq: u64,
+    /// Who waits for an active transaction to end, by its sequence.
+    ///
+    /// `pub(super)` only because lms.rs still pushes to it directly; it
+    /// becomes private when lms.rs calls [`Transactions::wait_for_end`].
+    waiters: FxHashMap<u64, Vec<TxWaiter>>,
+    /// Commit SCNs of other instances' transactions learned so far.
+    remote_commits: FxHashMap<Xid, Scn>,
+}
+
+impl Transactions {
+    pub(super) fn new(me: InstId) -> Transactions {
+        Transactions {
+            me,
+            commit_scns: Vec::new(),
+            next_seq: 1,
+            waiters: FxHashMap::default(),
+            remote_commits: FxHashMap::default(),
+        }
+    }
+
+    /// A new transaction of this instance, active until [`Transactions::commit`].
+    pub(super) fn begin(&mut self) -> Xid {
+        let xid = Xid::new(self.me, self.next_seq);
+        self.next_seq += 1;
+        let seq = xid.seq() as usize;
+        if self.commit_scns.len() <= seq {
+            self.commit_scns.resize(seq + 1, 0);
+        }
+        xid
+    }
+
+    /// What this instance knows about a transaction right now.
+    pub(super) fn state(&self, xid: Xid) -> TxState {
+        if xid.inst() == self.me {
+            match self.commit_scns.get(xid.seq() as usize) {
+                Some(&s) if s > 0 => TxState::Committed(s),
+                _ => TxState::Active,
+            }
+        } else {
+            match self.remote_commits.get(&xid) {
+                Some(&s) => TxState::Committed(s),
+                None => TxState::Unknown,
+            }
+        }
+    }
+
+    /// The commit SCN of a transaction of this instance, once it committed.
+    pub(super) fn commit_scn(&self, xid: Xid) -> Option<Scn> {
+        (xid.inst() == self.me)
+            .then(|| self.commit_scns.get(xid.seq() as usize).copied())
+            .flatten()
+            .filter(|&s| s > 0)
+    }
+
+    /// A transaction this instance began commits at `scn`. Its waiters are
+    /// still queued: [`Transactions::take_waiters`] hands them out.
+    pub(super) fn commit(&mut self, xid: Xid, scn: Scn) {
+        // Only `begin` makes transactions of ours, and each commits once.
+        assert!(
+            xid.inst() == self.me && scn > 0,
+            "{}: commit of {xid} at {scn}",
+            self.me
+        );
+        let slot = &mut self.commit_scns[xid.seq() as usize];
+        assert!(*slot == 0, "{}: {xid} committed twice", self.me);
+        *slot = scn;
+    }
+
+    /// `waiter` waits until `xid` ends; it is handed back by
+    /// [`Transactions::take_waiters`] when it does. (Called for a peer's
+    /// `TxWait` too, so a foreign `xid` is queued as it comes, not refused.)
+    pub(super) fn wait_for_end(&mut self, xid: Xid, waiter: TxWaiter) {
+        self.waiters.entry(xid.seq()).or_default().push(waiter);
+    }
+
+    /// Who waited for `xid` to end, in the order they began to wait.
+    pub(super) fn take_waiters(&mut self, xid: Xid) -> Vec<TxWaiter> {
+        self.waiters.remove(&xid.seq()).unwrap_or_default()
+    }
+
+    /// Another instance told us one of its transactions committed.
+    pub(super) fn learn_commit(&mut self, xid: Xid, scn: Scn) {
+        self.remote_commits.insert(xid, scn);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn own_transactions_are_active_until_they_commit() {
+        let mut t = Transactions::new(InstId(0));
+        let x = t.begin();
+        assert_eq!(t.state(x), TxState::Active);
+        assert_eq!(t.commit_scn(x), None);
+        t.wait_for_end(x, TxWaiter::Session(3));
+        t.wait_for_end(x, TxWaiter::Remote(InstId(1), 7));
+        t.commit(x, 42);
+        assert_eq!(t.state(x), TxState::Committed(42));
+        assert_eq!(t.commit_scn(x), Some(42));
+        let w = t.take_waiters(x);
+        assert!(matches!(
+            w.as_slice(),
+            [TxWaiter::Session(3), TxWaiter::Remote(InstId(1), 7)]
+        ));
+        assert!(t.take_waiters(x).is_empty());
+    }
+
+    #[test]
+    fn other_instances_transactions_are_unknown_until_learned() {
+        let mut t = Transactions::new(InstId(0));
+        let theirs = Xid::new(InstId(1), 5);
+        assert_eq!(t.state(theirs), TxState::Unknown);
+        assert_eq!(t.commit_scn(theirs), None);
+        t.learn_commit(theirs, 9);
+        assert_eq!(t.state(theirs), TxState::Committed(9));
+    }
+
+    #[test]
+    #[should_panic(expected = "committed twice")]
+    fn a_transaction_commits_once() {
+        let mut t = Transactions::new(InstId(0));
+        let x = t.begin();
+        t.commit(x, 1);
+        t.commit(x, 2);
+    }
+}
