@@ -22,6 +22,7 @@ mod lms;
 mod maintain;
 mod px;
 mod px_alloc;
+mod px_host;
 mod px_slave;
 mod route;
 mod sequence;

@@ -1,0 +1,261 @@
+//! The PX servers of an instance (`P000`, ... processes in the CPU run queue)
+//! and the executions this instance hosts slaves for, whichever instance
+//! coordinates them. The coordinator's side is px.rs; a slave at work is
+//! px_slave.rs.
+
+use super::px::{Hosted, Server};
+use super::px_slave::{Host, Role, Worker};
+use super::{Instance, Proc};
+use crate::px::{ExecId, PxMsg, PxSessionRow, QueryRef, SlaveId};
+use crate::stats::{Stat, Wait};
+use crate::types::InstId;
+
+impl Instance {
+    // ----- the server pool ----------------------------------------------------------------
+
+    /// Start the `parallel_min_servers` servers an instance has from startup.
+    pub(super) fn px_prestart(&mut self) {
+        for _ in 0..self.params.px.min_servers {
+            let idx = self.px.servers.len();
+            let proc = self.add_proc(Proc::PxServer(idx as u32), server_name(idx));
+            self.px.servers.push(Server {
+                proc,
+                worker: None,
+                starting: None,
+            });
+            self.stats.incr(Stat::PxServersStarted);
+        }
+    }
+
+    /// A free server (the lowest-numbered), started if none is: (index, needs start).
+    pub(super) fn px_take_server(&mut self) -> (usize, bool) {
+        self.px.busy += 1;
+        self.px.busy_high = self.px.busy_high.max(self.px.busy);
+        if let Some(i) = self
+            .px
+            .servers
+            .iter()
+            .position(|s| s.worker.is_none() && s.starting.is_none())
+        {
+            return (i, false);
+        }
+        let idx = self.px.servers.len();
+        let proc = self.add_proc(Proc::PxServer(idx as u32), server_name(idx));
+        self.px.servers.push(Server {
+            proc,
+            worker: None,
+            starting: None,
+        });
+        self.stats.incr(Stat::PxServersStarted);
+        (idx, true)
+    }
+
+    pub(super) fn px_add_worker(&mut self, w: Worker) -> usize {
+        let key = (w.exec, w.me);
+        let slot = match self.px.free_slots.pop() {
+            Some(i) => {
+                self.px.workers[i] = Some(w);
+                i
+            }
+            None => {
+                self.px.workers.push(Some(w));
+                self.px.workers.len() - 1
+            }
+        };
+        self.px.by_slave.insert(key, slot);
+        slot
+    }
+
+    /// A server's CPU step ended: its process start, or its worker's step.
+    pub(super) fn px_server_step_done(&mut self, idx: u32, d: crate::cpu::StepDone) {
+        let Some(server) = self.px.servers.get_mut(idx as usize) else {
+            return;
+        };
+        if let Some(exec) = server.starting.take() {
+            let joined = match self.px.hosted.get_mut(&exec) {
+                Some(h) => {
+                    h.starting = h.starting.saturating_sub(1);
+                    h.starting == 0
+                }
+                None => false,
+            };
+            if joined {
+                self.px_host_joined(exec);
+            }
+            return;
+        }
+        if let Some(w) = server.worker {
+            if let Some(wk) = self.px.workers.get_mut(w).and_then(Option::as_mut) {
+                wk.db_ns += d.done_at - d.requested_at;
+            }
+            self.px_worker_cpu_done(w);
+        }
+    }
+
+    // ----- hosting slaves -----------------------------------------------------------------
+
+    pub(super) fn px_host_start(
+        &mut self,
+        exec: ExecId,
+        qc_sid: u32,
+        qref: QueryRef,
+        requested: u32,
+        dop: u32,
+        placement: Vec<InstId>,
+    ) {
+        let Some(query) = self.px_query(qref) else {
+            self.error(format!(
+                "start of {exec:?} names no parallel query ({qref:?})"
+            ));
+            return;
+        };
+        let sets = u32::from(query.plan.sets());
+        if dop == 0
+            || placement.len() != (sets * dop) as usize
+            || placement.iter().any(|i| i.0 >= self.n)
+            || self.px.hosted.contains_key(&exec)
+        {
+            self.error(format!(
+                "bad start of {exec:?} (dop {dop}, {} slaves placed)",
+                placement.len()
+            ));
+            return;
+        }
+        let mine: Vec<SlaveId> = placement
+            .iter()
+            .enumerate()
+            .filter(|(_, i)| **i == self.id)
+            .map(|(k, _)| SlaveId {
+                set: (k as u32 / dop) as u8,
+                idx: (k as u32 % dop) as u16,
+            })
+            .collect();
+        self.px.hosted.insert(
+            exec,
+            Hosted {
+                query: query.clone(),
+                qc_sid,
+                requested,
+                dop,
+                placement,
+                workers: Vec::new(),
+                starting: 0,
+            },
+        );
+        let mut starting = 0;
+        let mut workers = Vec::new();
+        for me in mine {
+            let (server, start) = self.px_take_server();
+            let role = if query.plan.sets() == 2 && me.set == 0 {
+                Role::Producer
+            } else if query.plan.sets() == 2 {
+                Role::Consumer
+            } else {
+                Role::Producer
+            };
+            let proc = self.px.servers[server].proc;
+            let w = self.px_add_worker(Worker::new(
+                exec,
+                me,
+                Host::Server(server),
+                proc,
+                role,
+                &query,
+                dop,
+            ));
+            self.px.servers[server].worker = Some(w);
+            if start {
+                self.px.servers[server].starting = Some(exec);
+                starting += 1;
+                let cost = self.costs.px_server_start;
+                self.cpu(proc, cost);
+            }
+            self.px_worker_begin_wait(w, Wait::PxDeqExecutionMsg);
+            workers.push(w);
+        }
+        if let Some(h) = self.px.hosted.get_mut(&exec) {
+            h.workers = workers;
+            h.starting = starting;
+        }
+        if starting == 0 {
+            self.px_host_joined(exec);
+        }
+    }
+
+    pub(super) fn px_host_joined(&mut self, exec: ExecId) {
+        if exec.qc == self.id {
+            self.px_qc_joined(exec);
+        } else {
+            self.px_send(exec.qc, PxMsg::Joined { exec });
+        }
+    }
+
+    pub(super) fn px_host_execute(&mut self, exec: ExecId) {
+        let Some(h) = self.px.hosted.get(&exec) else {
+            self.errors
+                .push(format!("{}: execute of unknown {exec:?}", self.id));
+            return;
+        };
+        for w in h.workers.clone() {
+            self.px_worker_start(w);
+        }
+    }
+
+    /// The statement is over: record each slave's row and free its server.
+    pub(super) fn px_host_release(&mut self, exec: ExecId) {
+        let Some(h) = self.px.hosted.remove(&exec) else {
+            return;
+        };
+        let me = self.id.number();
+        let qc_inst = exec.qc.number();
+        for w in h.workers {
+            let Some(wk) = self.px.workers.get_mut(w).and_then(Option::take) else {
+                continue;
+            };
+            self.px.free_slots.push(w);
+            self.px.by_slave.remove(&(wk.exec, wk.me));
+            if let Some((ev, since)) = wk.wait {
+                self.wait_event(ev, self.now - since, true);
+            }
+            let Host::Server(server) = wk.host else {
+                continue;
+            };
+            self.stats.add(Stat::DbTime, wk.db_ns);
+            self.stats.px.sessions.push(PxSessionRow {
+                qc_inst,
+                qc_sid: h.qc_sid,
+                exec: exec.serial,
+                query: h.query.name.clone(),
+                inst: me,
+                name: server_name(server).to_lowercase(),
+                set: wk.me.set + 1,
+                requested_dop: h.requested,
+                dop: h.dop,
+                rows: wk.rows,
+                bytes_sent_remote: wk.sent_remote,
+                bytes_recv_remote: wk.recv_remote,
+                bytes_sent_local: wk.sent_local,
+            });
+            if let Some(s) = self.px.servers.get_mut(server) {
+                s.worker = None;
+            }
+            self.px.busy = self.px.busy.saturating_sub(1);
+        }
+        self.px_servers_freed();
+    }
+
+    /// Tell whoever probed here that servers are free, and wake a local queued statement.
+    pub(super) fn px_servers_freed(&mut self) {
+        for i in std::mem::take(&mut self.px.watchers) {
+            if i != self.id {
+                self.px_send(i, PxMsg::Freed);
+            }
+        }
+        self.px_wake_queue();
+    }
+}
+
+/// `P000`, `P001`, ... (v$px_session prints them lowercase).
+fn server_name(idx: usize) -> String {
+    format!("P{idx:03}")
+}
