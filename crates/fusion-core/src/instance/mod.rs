@@ -159,7 +159,7 @@ enum IoPurpose {
 /// The instance.
 pub struct Instance {
     pub id: InstId,
-    n: u8,
+    instance_count: u8,
     params: Params,
     costs: Costs,
     layout: Arc<Layout>,
@@ -177,7 +177,7 @@ pub struct Instance {
     actions: VecDeque<Action>,
     done: Vec<StepDone>,
     cache: Cache,
-    dir: Directory,
+    directory: Directory,
     lms: Lms,
     lgwr: Lgwr,
     dbwr: Dbwr,
@@ -232,10 +232,10 @@ impl Instance {
         let capacity = params.buffers();
         let mut inst = Instance {
             id,
-            n: instances,
+            instance_count: instances,
             sched: Scheduler::new(params.cpu_count, costs.time_slice),
             cache: Cache::new(capacity, layout.total_blocks),
-            dir: Directory::new(id),
+            directory: Directory::new(id),
             lms: Lms::new([]),
             lgwr: Lgwr::new(0),
             dbwr: Dbwr::new([]),
@@ -317,10 +317,10 @@ impl Instance {
     /// A message from another instance arrived.
     pub fn handle_message(&mut self, now: Nanos, env: Envelope) {
         self.advance(now);
-        if env.to != self.id || env.from.0 >= self.n || env.from == self.id {
+        if env.to != self.id || env.from.0 >= self.instance_count || env.from == self.id {
             self.error(format!(
                 "rejected a message addressed to {} from {} (cluster of {})",
-                env.to, env.from, self.n
+                env.to, env.from, self.instance_count
             ));
             return;
         }
@@ -491,7 +491,7 @@ impl Instance {
         &self,
         blk: BlockAddr,
     ) -> Option<(Option<InstId>, Vec<InstId>, Vec<InstId>)> {
-        self.dir.view(blk)
+        self.directory.view(blk)
     }
 
     /// Whether a transaction of this instance has committed, and at which SCN.

@@ -226,7 +226,7 @@ impl Instance {
         if force_local {
             local.member = true;
         }
-        let n = self.n;
+        let n = self.instance_count;
         let Some(qc) = self.px.qcs.get_mut(&sid) else {
             return;
         };

@@ -112,7 +112,7 @@ impl Instance {
         let sets = u32::from(query.plan.sets());
         if dop == 0
             || placement.len() != (sets * dop) as usize
-            || placement.iter().any(|i| i.0 >= self.n)
+            || placement.iter().any(|i| i.0 >= self.instance_count)
             || self.px.hosted.contains_key(&exec)
         {
             self.error(format!(

@@ -393,7 +393,7 @@ impl Instance {
                 return true;
             }
             let bufs: Vec<TqBuf> = wk.bufs.iter_mut().map(std::mem::take).collect();
-            let n = bufs.len() as u64;
+            let buffers = bufs.len() as u64;
             for (c, buf) in bufs.into_iter().enumerate() {
                 let to = Dest::Slave(SlaveId {
                     set: 1,
@@ -401,7 +401,7 @@ impl Instance {
                 });
                 self.px_queue_buffer(w, to, side, buf.values, true);
             }
-            let cost = self.px_send_cost(w, n);
+            let cost = self.px_send_cost(w, buffers);
             self.px_worker_cpu(w, cost, After::Continue);
             return false;
         }
@@ -426,8 +426,8 @@ impl Instance {
             return false;
         }
         // One set: the partial result goes to the QC.
-        let n = self.px_output_to_qc(w, out, width);
-        let cost = work.rows * self.costs.px_row_send + self.px_send_cost(w, n);
+        let buffers = self.px_output_to_qc(w, out, width);
+        let cost = work.rows * self.costs.px_row_send + self.px_send_cost(w, buffers);
         self.px_worker_cpu(w, cost, After::Continue);
         false
     }
@@ -475,10 +475,10 @@ impl Instance {
         if complete && wk.parked.is_empty() && !wk.finished {
             wk.finished = true;
             let (out, width, work) = wk.stage.finish();
-            let n = self.px_output_to_qc(w, out, width);
+            let buffers = self.px_output_to_qc(w, out, width);
             let cost = work.rows * self.costs.px_row_send
                 + work.compares * self.costs.row_examined
-                + self.px_send_cost(w, n);
+                + self.px_send_cost(w, buffers);
             self.px_worker_end_wait_if(w, Wait::PxDeqTableQNormal);
             self.px_worker_cpu(w, cost, After::Continue);
             return false;
@@ -495,7 +495,7 @@ impl Instance {
     }
 
     /// CPU a producer spends handing `n` buffers to its table queue.
-    fn px_send_cost(&self, w: usize, n: u64) -> Nanos {
+    fn px_send_cost(&self, w: usize, buffers: u64) -> Nanos {
         let Some(wk) = self.px.workers.get(w).and_then(Option::as_ref) else {
             return 0;
         };
@@ -504,10 +504,11 @@ impl Instance {
             .outq
             .iter()
             .rev()
-            .take(n as usize)
+            .take(buffers as usize)
             .filter(|b| self.px_dest_inst(b) != Some(self.id))
             .count() as u64;
-        remote * self.costs.px_message_remote + (n - remote.min(n)) * self.costs.px_message_local
+        remote * self.costs.px_message_remote
+            + (buffers - remote.min(buffers)) * self.costs.px_message_local
     }
 
     /// The instance a buffer goes to.
@@ -555,11 +556,11 @@ impl Instance {
             used += rb;
         }
         batches.push(cur);
-        let n = batches.len();
+        let count = batches.len();
         for (i, v) in batches.into_iter().enumerate() {
-            self.px_queue_buffer(w, Dest::Qc, 0, v, i + 1 == n);
+            self.px_queue_buffer(w, Dest::Qc, 0, v, i + 1 == count);
         }
-        n as u64
+        count as u64
     }
 
     /// A read of worker `w` completed.

@@ -19,7 +19,7 @@ impl Instance {
 
     /// A block request reached its master (this instance).
     pub(super) fn dir_request(&mut self, req: Request) {
-        if let Some(route) = self.dir.request(req) {
+        if let Some(route) = self.directory.request(req) {
             self.follow(route);
         }
     }
@@ -74,7 +74,7 @@ impl Instance {
     }
 
     pub(super) fn dir_invalidate_ack(&mut self, from: InstId, blk: BlockAddr) {
-        if let Some(route) = self.dir.invalidate_ack(from, blk) {
+        if let Some(route) = self.directory.invalidate_ack(from, blk) {
             self.follow(route);
         }
     }
@@ -90,27 +90,28 @@ impl Instance {
         prev: Option<InstId>,
         pi_kept: bool,
     ) {
-        self.dir.installed(from, blk, req, mode, prev, pi_kept);
-        while let Drained::Route(route) = self.dir.next_queued(blk) {
+        self.directory
+            .installed(from, blk, req, mode, prev, pi_kept);
+        while let Drained::Route(route) = self.directory.next_queued(blk) {
             self.follow(route);
         }
     }
 
     /// The holder a request was forwarded to no longer has the block.
     pub(super) fn dir_not_held(&mut self, from: InstId, req: Request) {
-        if let Some(route) = self.dir.not_held(from, req) {
+        if let Some(route) = self.directory.not_held(from, req) {
             self.follow(route);
         }
     }
 
     /// A holder aged its copy out.
     pub(super) fn dir_relinquish(&mut self, from: InstId, blk: BlockAddr, mode: Mode) {
-        self.dir.relinquish(from, blk, mode);
+        self.directory.relinquish(from, blk, mode);
     }
 
     /// The current holder wrote the block: past images up to `scn` are obsolete.
     pub(super) fn dir_written(&mut self, from: InstId, blk: BlockAddr, scn: Scn) {
-        for h in self.dir.written(blk).iter() {
+        for h in self.directory.written(blk).iter() {
             if h == self.id {
                 self.discard_pi(blk, scn);
             } else if h != from {
@@ -170,10 +171,10 @@ impl Instance {
     /// a write that carries commits.
     pub(super) fn lgwr_step_done(&mut self) {
         let broadcast = self.params.broadcast_on_commit();
-        let others = u32::from(self.n).saturating_sub(1);
+        let others = u32::from(self.instance_count).saturating_sub(1);
         let write = self.lgwr.take_write(broadcast, others, &mut self.stats);
         if let Some(seq) = write.broadcast {
-            for i in 0..self.n {
+            for i in 0..self.instance_count {
                 let to = InstId(i);
                 if to != self.id {
                     self.send(to, Msg::ScnBroadcast { seq });

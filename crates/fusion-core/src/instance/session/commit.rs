@@ -168,7 +168,7 @@ impl Instance {
     pub(super) fn look_up(&mut self, sid: u32, xids: Vec<Xid>) -> Acquired {
         let mut asked = 0;
         for x in xids {
-            if x.inst() == self.id || x.inst().0 >= self.n {
+            if x.inst() == self.id || x.inst().0 >= self.instance_count {
                 continue;
             }
             let token = self.sessions.start_lookup(sid, self.scn);

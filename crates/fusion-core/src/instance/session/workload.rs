@@ -289,7 +289,7 @@ impl Instance {
             Step::Insert { table, .. } => {
                 // Keys of inserted rows interleave by instance above the initial rows.
                 let key = self.next_keys[table];
-                self.next_keys[table] += u64::from(self.n);
+                self.next_keys[table] += u64::from(self.instance_count);
                 ExecPoint::InsertRow { table, key }
             }
             Step::NextVal { sequence, .. } => ExecPoint::Seq {
@@ -427,7 +427,7 @@ impl Instance {
                 // own offset and walks the range one key per draw.
                 let w = self.sessions.session(sid).workload;
                 let per_instance = u64::from(self.workloads[w].sessions_per_instance);
-                let in_cluster = per_instance.max(1) * u64::from(self.n);
+                let in_cluster = per_instance.max(1) * u64::from(self.instance_count);
                 let position = u64::from(self.id.0) * per_instance
                     + u64::from(self.sessions.session(sid).ordinal);
                 let s = self.sessions.session_mut(sid);
