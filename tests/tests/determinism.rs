@@ -41,7 +41,7 @@ fn same_seed_same_text_report() {
             &result,
             &TextOptions {
                 names_9i,
-                phases: None,
+                ..TextOptions::default()
             },
         )
     };

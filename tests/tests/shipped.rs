@@ -81,7 +81,7 @@ fn every_shipped_scenario_runs_cleanly_and_briefly() {
                 s.name,
                 o.errors
             );
-            assert!(o.events > 0, "{}: nothing happened", s.name);
+            assert!(o.events() > 0, "{}: nothing happened", s.name);
         }
         assert_eq!(result.verdicts.is_empty(), loaded.expectations.is_empty());
         if let Some(t) = &loaded.tour {

@@ -1,7 +1,7 @@
 //! The checkers can fail: situations where a violation must be reported.
 //!
 //! Two kinds of evidence:
-//! - fabricated observations fed to a `Checker` (a read that contradicts the
+//! - fabricated observations fed to a `ConsistencyChecker` (a read that contradicts the
 //!   committed history, a read that misses its own change, a committed write
 //!   that no image holds), next to the same history made consistent, which
 //!   must pass;
@@ -12,13 +12,15 @@
 //!   back old: stale reads), next to the same cluster over a faithful store,
 //!   which must pass.
 //!
-//! `Checker::finish` takes the simulator's `Store`, which cannot be built from
-//! outside the crate: a fresh `Sim` lends one holding the initial images.
+//! The final checks look up the newest image of a block in the instances'
+//! caches, then in the store's images (here the initial ones, or the test
+//! driver's own store).
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 use std::sync::Arc;
 
+use fusion_check::{CheckReport, ConsistencyChecker};
 use fusion_core::block::Block;
 use fusion_core::config::{
     Access, Catalog, Costs, IndexDef, IndexKind, KeyDist, KeySpec, NS_PER_MS, NS_PER_US, Nanos,
@@ -29,7 +31,7 @@ use fusion_core::layout::Layout;
 use fusion_core::msg::{Action, Envelope, Io, IoResult};
 use fusion_core::types::{InstId, Xid};
 use fusion_scenario::{NetworkModel, Phase, Scenario, StorageModel};
-use fusion_sim::{CheckReport, Checker, Sim, SimOptions, run_variant};
+use fusion_sim::{Sim, SimOptions, run_variant};
 
 // ----- a small cluster definition ------------------------------------------------------
 
@@ -228,11 +230,11 @@ fn read(snapshot: u64, val: i64) -> Observation {
 /// would) and finish against the initial images.
 fn check(history: &[Observation]) -> CheckReport {
     let sim = pristine(2);
-    let mut c = Checker::new(layout(2));
+    let mut c = ConsistencyChecker::new(layout(2));
     for o in history {
         c.after_event(sim.instances(), std::slice::from_ref(o));
     }
-    c.finish(sim.instances(), sim.store(), &[])
+    c.finish(sim.instances(), sim.stored_blocks(), &[])
 }
 
 #[test]
@@ -402,14 +404,14 @@ fn a_broken_index_structure_is_reported() {
     let sim = pristine(1);
     let lay = layout(1);
     let root = lay.indexes[0].root;
-    let store = sim.store();
+    let store = sim.stored_blocks();
     let first_leaf = store
-        .block(root)
+        .get(root.idx())
         .and_then(|b| b.child_for(0))
         .expect("the root is a branch");
     let run = |edit: &dyn Fn(&mut Block)| {
-        Checker::new(lay.clone()).finish_with(&[], |blk| {
-            let mut b = store.block(blk)?.clone();
+        ConsistencyChecker::new(lay.clone()).finish_with(&[], |blk| {
+            let mut b = store.get(blk.idx())?.clone();
             if blk == first_leaf {
                 edit(&mut b);
             }
@@ -506,7 +508,7 @@ struct Driver {
     store: Vec<Block>,
     storage: Storage,
     link_free: Vec<Nanos>,
-    checker: Option<Checker>,
+    checker: Option<ConsistencyChecker>,
 }
 
 impl Driver {
@@ -547,7 +549,7 @@ impl Driver {
             store: layout.initial_blocks(),
             storage,
             link_free: vec![0; n * n],
-            checker: check.then(|| Checker::new(layout.clone())),
+            checker: check.then(|| ConsistencyChecker::new(layout.clone())),
         }
     }
 
@@ -658,10 +660,8 @@ impl Driver {
         }
     }
 
-    /// The final checks. The checker takes the simulator's store type, which
-    /// cannot be built here; a pristine simulator's store holds the initial
-    /// images, exactly what a store that drops every write holds. Over a
-    /// faithful store only the CR-consistency findings are meaningful.
+    /// The final checks, against this driver's own store (a store that
+    /// drops every write still holds the initial images).
     fn finish(mut self) -> CheckReport {
         let h: Vec<Observation> = self
             .insts
@@ -669,8 +669,7 @@ impl Driver {
             .flat_map(|x| x.take_history())
             .collect();
         let c = self.checker.take().expect("driver built with the checker");
-        let sim = pristine(self.insts.len() as u8);
-        c.finish(&self.insts, sim.store(), &h)
+        c.finish(&self.insts, &self.store, &h)
     }
 }
 
@@ -694,10 +693,10 @@ fn two_exclusive_holders_of_a_block_are_reported() {
         both_x,
         "the two clusters never held the same block in X (the test lost its premise)"
     );
-    let sim = pristine(1);
-    let mut c = Checker::new(layout(1));
+    let initial = layout(1).initial_blocks();
+    let mut c = ConsistencyChecker::new(layout(1));
     c.after_event(&pair, &[]);
-    let r = c.finish(&pair[..1], sim.store(), &[]);
+    let r = c.finish(&pair[..1], &initial, &[]);
     let v = with(&r, "coherence");
     assert!(
         !v.is_empty(),
@@ -707,9 +706,9 @@ fn two_exclusive_holders_of_a_block_are_reported() {
     assert!(v[0].contains("held in X by 2"), "{v:?}");
     // Either instance alone is coherent.
     for one in [&pair[..1], &pair[1..]] {
-        let mut c = Checker::new(layout(1));
+        let mut c = ConsistencyChecker::new(layout(1));
         c.after_event(one, &[]);
-        let r = c.finish(one, sim.store(), &[]);
+        let r = c.finish(one, &initial, &[]);
         assert!(with(&r, "coherence").is_empty(), "{:?}", r.violations);
     }
 }

@@ -10,7 +10,7 @@ use fusion_core::config::{
     ParamValue, Params, Step, TableDef, TxnTemplate, WorkloadSpec,
 };
 use fusion_scenario::{Device, Fault, LinkTarget, NetworkModel, Phase, Scenario, StorageModel};
-use fusion_sim::{SimOptions, SimOutcome, run_variant};
+use fusion_sim::{SimOptions, VariantOutcome, run_variant};
 
 fn scenario(instances: u8, seed: u64) -> Scenario {
     let params = Params {
@@ -164,15 +164,16 @@ fn scenario(instances: u8, seed: u64) -> Scenario {
     }
 }
 
-fn run(s: &Scenario, seed: Option<u64>, check: bool) -> SimOutcome {
+fn run(s: &Scenario, seed: Option<u64>, check: bool) -> VariantOutcome {
     run_variant("det", s, &SimOptions { seed, check })
 }
 
 /// Every figure of two runs that must agree, with a message naming the first difference.
-fn assert_same(a: &SimOutcome, b: &SimOutcome, what: &str) {
-    assert_eq!(a.events, b.events, "{what}: event counts differ");
+fn assert_same(a: &VariantOutcome, b: &VariantOutcome, what: &str) {
+    assert_eq!(a.events(), b.events(), "{what}: event counts differ");
     assert_eq!(
-        a.simulated_ns, b.simulated_ns,
+        a.simulated_ns(),
+        b.simulated_ns(),
         "{what}: simulated time differs"
     );
     assert_eq!(a.transfers, b.transfers, "{what}: block transfers differ");
@@ -203,8 +204,8 @@ fn assert_same(a: &SimOutcome, b: &SimOutcome, what: &str) {
 }
 
 /// The runs did something, so equality is not trivially true.
-fn assert_busy(o: &SimOutcome) {
-    assert!(o.events > 10_000, "only {} events", o.events);
+fn assert_busy(o: &VariantOutcome) {
+    assert!(o.events() > 10_000, "only {} events", o.events());
     assert!(o.transfers > 0, "no block was shipped");
     for p in &o.result.phases {
         let total = p.cluster_stats();
@@ -242,7 +243,8 @@ fn another_seed_gives_another_run() {
     assert_busy(&a);
     assert_busy(&b);
     assert_ne!(
-        a.events, b.events,
+        a.events(),
+        b.events(),
         "seeds 1 and 2 processed the same number of events"
     );
     for (pa, pb) in a.result.phases.iter().zip(&b.result.phases) {
@@ -269,7 +271,7 @@ fn checking_does_not_perturb_the_run() {
     assert!(plain.check.is_none());
     // The checker's own findings are reported as errors of the checked run;
     // compare the model's own figures only.
-    let model_errors = |o: &SimOutcome| -> Vec<String> {
+    let model_errors = |o: &VariantOutcome| -> Vec<String> {
         let v = o
             .check
             .as_ref()
@@ -282,13 +284,10 @@ fn checking_does_not_perturb_the_run() {
             .collect()
     };
     assert_eq!(model_errors(&plain), model_errors(&checked));
-    let strip = |o: &SimOutcome| SimOutcome {
-        result: o.result.clone(),
-        events: o.events,
-        simulated_ns: o.simulated_ns,
-        transfers: o.transfers,
+    let strip = |o: &VariantOutcome| VariantOutcome {
         errors: vec![],
         check: None,
+        ..o.clone()
     };
     assert_same(
         &strip(&plain),

@@ -19,7 +19,7 @@ use fusion_core::config::{
 };
 use fusion_core::stats::{Stat, Wait};
 use fusion_scenario::{NetworkModel, Phase, Scenario, StorageModel};
-use fusion_sim::{SimOptions, SimOutcome, run_variant};
+use fusion_sim::{SimOptions, VariantOutcome, run_variant};
 
 const PHASE_MS: u64 = 400;
 
@@ -99,7 +99,7 @@ fn scenario(instances: u8, reverse: bool) -> Scenario {
     }
 }
 
-fn run(instances: u8, reverse: bool) -> SimOutcome {
+fn run(instances: u8, reverse: bool) -> VariantOutcome {
     run_variant(
         "splits",
         &scenario(instances, reverse),
@@ -110,7 +110,7 @@ fn run(instances: u8, reverse: bool) -> SimOutcome {
     )
 }
 
-fn sum(o: &SimOutcome, phase: usize, stat: Stat) -> u64 {
+fn sum(o: &VariantOutcome, phase: usize, stat: Stat) -> u64 {
     o.result.phases[phase]
         .instances
         .iter()

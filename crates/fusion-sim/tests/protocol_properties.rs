@@ -28,7 +28,7 @@ use fusion_core::config::{
     ParamValue, Params, Step, TableDef, TxnTemplate, WorkloadSpec,
 };
 use fusion_scenario::{Device, Fault, LinkTarget, NetworkModel, Phase, Scenario, StorageModel};
-use fusion_sim::{SimOptions, SimOutcome, run_variant};
+use fusion_sim::{SimOptions, VariantOutcome, run_variant};
 use proptest::prelude::*;
 
 /// Key distribution of a workload's steps.
@@ -289,7 +289,7 @@ fn free_blocks(c: &Config) -> u32 {
 /// think time, slow redo) and for every transfer to land.
 const QUIESCE_MS: u64 = 300;
 
-fn run(c: &Config) -> SimOutcome {
+fn run(c: &Config) -> VariantOutcome {
     run_variant(
         "prop",
         &scenario(c),
@@ -301,7 +301,7 @@ fn run(c: &Config) -> SimOutcome {
 }
 
 /// The properties, as a message per failure (empty = all hold).
-fn problems(o: &SimOutcome) -> Vec<String> {
+fn problems(o: &VariantOutcome) -> Vec<String> {
     let mut p: Vec<String> = o.errors.iter().map(|e| format!("error: {e}")).collect();
     match &o.check {
         None => p.push("the checker did not run".into()),
@@ -333,7 +333,7 @@ fn assert_holds(c: &Config) {
         "protocol property failed for\n{c:#?}\n(commits {}, reads checked {}, events {}, transfers {})\n{}",
         check.map_or(0, |x| x.commits),
         check.map_or(0, |x| x.reads_checked),
-        o.events,
+        o.events(),
         o.transfers,
         p.join("\n")
     );

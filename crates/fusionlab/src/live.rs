@@ -12,9 +12,8 @@ use fusion_core::types::InstId;
 use fusion_live::admin_client::Admin;
 use fusion_live::cluster::{self, ClusterFile, TOKEN_ENV, UpOptions};
 use fusion_live::runner::{self, LiveRun};
-use fusion_report::TextOptions;
 
-use crate::commands::RunArgs;
+use crate::commands::{RunArgs, check_phases};
 use crate::shipped;
 use crate::{Failure, exit};
 
@@ -362,6 +361,7 @@ pub fn run_live(
     let loaded = source
         .load(&a.sets)
         .map_err(|e| Failure::input(e.to_string()))?;
+    check_phases(&loaded, &a.phases)?;
     let needed = loaded
         .variants
         .iter()
@@ -396,45 +396,5 @@ pub fn run_live(
         code: exit::LIVE_FAILED,
         message: format!("fusionlab run --live: {e}"),
     })?;
-    if a.json {
-        let json = serde_json::to_string_pretty(&fusion_report::to_json(&result))
-            .context("cannot serialize the report")?;
-        writeln!(out, "{json}")?;
-    } else {
-        let text = TextOptions {
-            names_9i: a.names_9i,
-            phases: (!a.phases.is_empty()).then(|| a.phases.clone()),
-        };
-        out.write_all(fusion_report::render(&result, &text).as_bytes())?;
-        writeln!(out)?;
-    }
-    let mut problems = 0;
-    for o in &outcomes {
-        writeln!(
-            err,
-            "ran live {}: {} block transfers",
-            o.result.name, o.transfers
-        )?;
-        if let Some(c) = &o.check {
-            writeln!(
-                err,
-                "checked {}: {} consistent reads, {} rows, {} index entries, {} commits: {} violations",
-                o.result.name,
-                c.reads_checked,
-                c.rows_checked,
-                c.index_entries_checked,
-                c.commits,
-                c.violations.len()
-            )?;
-            for v in &c.violations {
-                writeln!(err, "fusionlab: {}: check violation: {v}", o.result.name)?;
-                problems += 1;
-            }
-        }
-    }
-    Ok(if problems > 0 {
-        exit::SIM_ERRORS
-    } else {
-        exit::OK
-    })
+    crate::report::print_run(&result, &outcomes, a, out, err)
 }

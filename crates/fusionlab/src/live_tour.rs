@@ -97,21 +97,7 @@ pub fn tour_live(
         }
         match ran {
             Ok((result, outcomes)) => {
-                let summary = outcomes
-                    .iter()
-                    .map(|o| {
-                        format!(
-                            "ran live {}: {} block transfers\n",
-                            o.result.name, o.transfers
-                        )
-                    })
-                    .collect();
-                let run = MythRun {
-                    loaded,
-                    result,
-                    summary,
-                    errors: Vec::new(),
-                };
+                let run = MythRun::new(loaded, result, &outcomes);
                 show_run(i, total, &run, args, out, err)?;
                 runs.push(run);
             }

@@ -430,7 +430,12 @@ fn run_text_report_shows_the_seed_and_the_set_values() {
         .variants[0]
         .scenario
         .seed;
-    assert!(out.contains(&format!("\nseed: {seed}\n")), "{out}");
+    // The rerun line: the seed and the program's version.
+    let program = format!("fusionlab {}", env!("CARGO_PKG_VERSION"));
+    assert!(
+        out.contains(&format!("\nseed: {seed} ({program})\n")),
+        "{out}"
+    );
     assert!(out.contains("(simulated 0.200 s, from 0.000 s"), "{out}");
     assert!(out.contains("VERDICT: "), "{out}");
     assert!(
@@ -442,14 +447,14 @@ fn run_text_report_shows_the_seed_and_the_set_values() {
     more.extend(["--set".to_string(), "scenario.seed=4242".to_string()]);
     let o = fusionlab("text-seed", &args(&["run", CPU], &more));
     assert_status(&o, 0);
-    assert!(stdout(&o).contains("\nseed: 4242\n"));
+    assert!(stdout(&o).contains(&format!("\nseed: 4242 ({program})\n")));
 
     let o = fusionlab(
         "text-seed-flag",
         &args(&["run", CPU, "--seed", "17", "--9i"], &sets),
     );
     assert_status(&o, 0);
-    assert!(stdout(&o).contains("\nseed: 17\n"));
+    assert!(stdout(&o).contains(&format!("\nseed: 17 ({program})\n")));
 }
 
 #[test]
