@@ -38,6 +38,16 @@ pub struct SimOptions {
     pub check: bool,
 }
 
+impl SimOptions {
+    /// The scenario's own seed, with the correctness checkers.
+    pub fn checked() -> SimOptions {
+        SimOptions {
+            seed: None,
+            check: true,
+        }
+    }
+}
+
 /// An event with a payload, kept in a slot (wake-ups are in the key alone).
 enum Ev {
     Deliver(Envelope),

@@ -23,15 +23,18 @@ use std::sync::Arc;
 use fusion_check::{CheckReport, ConsistencyChecker};
 use fusion_core::block::Block;
 use fusion_core::config::{
-    Access, Catalog, Costs, IndexDef, IndexKind, KeyDist, KeySpec, NS_PER_MS, NS_PER_US, Nanos,
-    Params, Step, TableDef, TxnTemplate, WorkloadSpec,
+    Catalog, Costs, IndexDef, KeyDist, NS_PER_MS, NS_PER_US, Nanos, Params, Step, TableDef,
+    WorkloadSpec,
 };
 use fusion_core::instance::{BufState, Instance, InstanceConfig, Observation};
 use fusion_core::layout::Layout;
 use fusion_core::msg::{Action, Envelope, Io, IoResult};
 use fusion_core::types::{InstId, Xid};
-use fusion_scenario::{NetworkModel, Phase, Scenario, StorageModel};
+use fusion_scenario::Scenario;
 use fusion_sim::{Sim, SimOptions, run_variant};
+use fusion_testkit::{
+    ScenarioBuilder, btree, phase, quiet_phase, read_by_index, table, txn, update_by_index,
+};
 
 // ----- a small cluster definition ------------------------------------------------------
 
@@ -40,102 +43,55 @@ const ROWS_PER_BLOCK: u32 = 10;
 
 fn catalog() -> Catalog {
     Catalog {
-        sequences: Vec::new(),
         tables: vec![TableDef {
-            name: "t".into(),
-            rows: ROWS,
-            rows_per_block: ROWS_PER_BLOCK,
             free_blocks_per_instance: 2,
-            orgs: 1,
-            partition_by_org: false,
-            distinct_values: 0,
+            ..table("t", ROWS, ROWS_PER_BLOCK)
         }],
         indexes: vec![IndexDef {
-            name: "t_pk".into(),
-            table: 0,
-            entries_per_leaf: 32,
-            entries_per_branch: 32,
             free_blocks_per_instance: 2,
-            reverse: false,
-            kind: IndexKind::BTree,
-            local: false,
-            includes_value: false,
-            rows_per_piece: 1,
+            ..btree("t_pk", 0, 32, 32)
         }],
+        sequences: Vec::new(),
     }
 }
 
 fn params(buffers: u64) -> Params {
     Params {
-        cpu_count: 2,
         gcs_server_processes: 1,
-        db_cache_size: buffers * 8192,
-        ..Params::default()
+        ..fusion_testkit::params(2, buffers)
     }
 }
 
 /// One session per instance (no concurrency inside an instance): reads and
 /// read-modify-write updates of uniformly drawn keys.
 fn workload(instances: u8, sessions: u32) -> WorkloadSpec {
-    let keys = KeySpec {
-        dist: KeyDist::Uniform,
-        range: None,
-        org: None,
-    };
-    WorkloadSpec {
-        name: "w".into(),
-        instances: (1..=instances).collect(),
-        sessions_per_instance: sessions,
-        think_time: 200 * NS_PER_US,
-        transactions: vec![
-            TxnTemplate {
-                name: "read".into(),
-                weight: 1,
-                steps: vec![
-                    Step::Read {
-                        table: 0,
-                        access: Access::Index(0),
-                        keys: keys.clone(),
-                        rows: 4,
-                    },
-                    Step::Commit,
-                ],
-            },
-            TxnTemplate {
-                name: "update".into(),
-                weight: 1,
-                steps: vec![
-                    Step::Update {
-                        table: 0,
-                        access: Access::Index(0),
-                        keys,
-                        rows: 2,
-                    },
-                    Step::Commit,
-                ],
-            },
+    fusion_testkit::workload(
+        "w",
+        instances,
+        sessions,
+        200 * NS_PER_US,
+        vec![
+            txn(
+                "read",
+                1,
+                vec![read_by_index(KeyDist::Uniform, 4), Step::Commit],
+            ),
+            txn(
+                "update",
+                1,
+                vec![update_by_index(KeyDist::Uniform, 2), Step::Commit],
+            ),
         ],
-        iterations: None,
-    }
+    )
 }
 
 fn scenario(instances: u8, buffers: u64, ms: u64) -> Scenario {
-    Scenario {
-        seed: 1,
-        instances: vec![params(buffers); instances as usize],
-        costs: Costs::default(),
-        network: NetworkModel::default(),
-        storage: StorageModel::default(),
-        catalog: catalog(),
-        workloads: vec![workload(instances, 1)],
-        phases: vec![Phase {
-            name: "run".into(),
-            duration: ms * NS_PER_MS,
-            parameters: vec![],
-            faults: vec![],
-            workloads: None,
-        }],
-    }
+    ScenarioBuilder::new(instances)
+        .params(params(buffers))
+        .catalog(catalog())
+        .workload(workload(instances, 1))
+        .phase(phase("run", ms * NS_PER_MS))
+        .build()
 }
 
 fn layout(instances: u8) -> Arc<Layout> {
@@ -148,13 +104,7 @@ fn layout(instances: u8) -> Arc<Layout> {
 
 /// A simulator that has not run: its store holds the initial images (every row 0).
 fn pristine(instances: u8) -> Sim {
-    Sim::new(
-        &scenario(instances, 64, 1),
-        &SimOptions {
-            seed: None,
-            check: false,
-        },
-    )
+    Sim::new(&scenario(instances, 64, 1), &SimOptions::default())
 }
 
 fn xid(inst: u8, seq: u64) -> Xid {
@@ -748,21 +698,8 @@ fn the_same_work_over_a_faithful_store_reads_consistently() {
 fn the_same_work_in_the_simulator_passes() {
     let mut s = scenario(2, 16, 3_000);
     // Quiesce before the final check so no block is on the wire.
-    s.phases.push(Phase {
-        name: "quiesce".into(),
-        duration: 300 * NS_PER_MS,
-        parameters: vec![],
-        faults: vec![],
-        workloads: Some(vec![]),
-    });
-    let o = run_variant(
-        "control",
-        &s,
-        &SimOptions {
-            seed: None,
-            check: true,
-        },
-    );
+    s.phases.push(quiet_phase("quiesce", 300 * NS_PER_MS));
+    let o = run_variant("control", &s, &SimOptions::checked());
     let r = o.check.expect("checked");
     assert!(r.commits > 50, "too little work: {} commits", r.commits);
     assert!(r.reads_checked > 100);
