@@ -685,7 +685,11 @@ impl Sim {
 
 /// Run one variant through its phases and collect each phase's activity.
 pub fn run_variant(name: &str, s: &Scenario, opts: &SimOptions) -> VariantOutcome {
-    let mut sim = Sim::new(s, opts);
+    run_phases(Sim::new(s, opts), name, s, opts)
+}
+
+/// Run `sim`, new for scenario `s`, through the phases.
+fn run_phases(mut sim: Sim, name: &str, s: &Scenario, opts: &SimOptions) -> VariantOutcome {
     let mut phases = Vec::new();
     let mut stopped = None;
     for phase in &s.phases {
@@ -772,6 +776,48 @@ pub fn run_scenario(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use fusion_core::config::{KeyDist, Step};
+    use fusion_testkit::{ScenarioBuilder, btree, phase, read_by_index, table, txn, workload};
+
+    #[test]
+    fn a_full_event_queue_stops_the_run_with_an_error_not_a_panic() {
+        let s = ScenarioBuilder::new(2)
+            .table(table("t", 400, 20))
+            .index(btree("t_pk", 0, 32, 32))
+            .workload(workload(
+                "w",
+                2,
+                8,
+                NS_PER_MS,
+                vec![txn(
+                    "read",
+                    1,
+                    vec![read_by_index(KeyDist::Uniform, 2), Step::Commit],
+                )],
+            ))
+            .phase(phase("first", 100 * NS_PER_MS))
+            .phase(phase("second", 100 * NS_PER_MS))
+            .build();
+        let opts = SimOptions::checked();
+        let roomy = run_variant("roomy", &s, &opts);
+        assert!(roomy.errors.is_empty(), "{:?}", roomy.errors);
+        assert_eq!(roomy.result.phases.len(), 2);
+
+        let mut sim = Sim::new(&s, &opts);
+        sim.queue.queued_max = 6;
+        let o = run_phases(sim, "cramped", &s, &opts);
+        assert!(
+            o.result.phases.is_empty(),
+            "the phase cut short is left out"
+        );
+        assert!(o.check.is_none(), "no checks over a run cut short");
+        assert_eq!(o.errors.len(), 1, "{:?}", o.errors);
+        assert!(
+            o.errors[0].starts_with("phase \"first\": the simulator's event queue is full"),
+            "{:?}",
+            o.errors
+        );
+    }
 
     /// Pop every event up to `until`, as (time, payload).
     fn drain(q: &mut Queue, until: Nanos) -> Vec<(Nanos, u64)> {

@@ -508,6 +508,30 @@ fn checkers_run_clean_on_a_short_cpu_starvation_run() {
     assert!(stderr(&o).contains("no violation"), "{}", stderr(&o));
 }
 
+/// A checked run whose sessions do not come to rest after it (a row held
+/// over 120 s of think time) exits 3, saying what is still in flight.
+#[test]
+fn a_checked_run_that_does_not_come_to_rest_exits_3() {
+    let stuck = MINI.replace(
+        r#"{ op = "commit" }]"#,
+        r#"{ op = "think", ms = 120000 }, { op = "commit" }]"#,
+    );
+    assert_ne!(stuck, MINI);
+    let file = write("stuck", "stuck.toml", &stuck);
+    let path = file.to_string_lossy();
+    let o = fusionlab("stuck", &["run", &path, "--check"]);
+    assert_status(&o, 3);
+    let err = stderr(&o);
+    assert!(
+        err.contains(
+            "fusionlab: mini: protocol error: the cluster did not come to rest within 60 s"
+        ) && err.contains("inst1: sessions not at rest"),
+        "{err}"
+    );
+    // The report is printed all the same.
+    assert!(stdout(&o).contains("VERDICT: "), "{}", stdout(&o));
+}
+
 #[test]
 fn usage_errors_exit_2() {
     assert_status(&fusionlab("usage", &["frobnicate"]), 2);
