@@ -12,4 +12,4 @@ pub mod settle;
 
 pub use net::{Interconnect, LinkFault};
 pub use outcome::{Ran, VariantOutcome, phase_result, run_result};
-pub use settle::{Activity, SETTLE_LIMIT_NS, quiesce_commands, settled};
+pub use settle::{Activity, SETTLE_NS_MAX, quiesce_commands, settled};

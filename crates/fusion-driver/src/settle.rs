@@ -12,7 +12,7 @@ use fusion_scenario::Phase;
 
 /// The longest a cluster may take to come to rest after a run (simulated
 /// time on the simulator, real time live).
-pub const SETTLE_LIMIT_NS: Nanos = 60 * NS_PER_S;
+pub const SETTLE_NS_MAX: Nanos = 60 * NS_PER_S;
 
 /// What every instance is told at the end of a run: the commands of a phase
 /// without workloads or faults (the drivers clear their interconnect and

@@ -392,9 +392,9 @@ impl Admin for AdminService {
         out.waits = s
             .waits
             .iter()
-            .map(|(w, n)| pb::WaitNow {
-                event: w.name().to_string(),
-                sessions: *n,
+            .map(|(wait, sessions)| pb::WaitNow {
+                event: wait.name().to_string(),
+                sessions: *sessions,
             })
             .collect();
         out.errors = s.errors;

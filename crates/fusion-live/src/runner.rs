@@ -353,10 +353,10 @@ async fn run_variant(name: &str, s: &Scenario, r: &LiveRun<'_>) -> Result<Varian
 }
 
 /// Wait for the quiesced cluster to come to rest, for at most
-/// [`fusion_driver::SETTLE_LIMIT_NS`]. Err: an instance failed; Ok(Err):
+/// [`fusion_driver::SETTLE_NS_MAX`]. Err: an instance failed; Ok(Err):
 /// the cluster did not come to rest, and what is still in flight.
 async fn settle(admins: &[Admin]) -> Result<Result<(), String>, String> {
-    let limit_ns = fusion_driver::SETTLE_LIMIT_NS;
+    let limit_ns = fusion_driver::SETTLE_NS_MAX;
     let limit = tokio::time::Instant::now() + Duration::from_nanos(limit_ns);
     loop {
         let activity: Vec<Activity> = watch(admins)

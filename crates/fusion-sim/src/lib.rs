@@ -183,8 +183,8 @@ impl Queue {
         let mut keys: Vec<Key> = self.near.drain(..).collect();
         keys.extend(self.far.drain().map(|Reverse(k)| k));
         keys.sort_unstable();
-        for (n, k) in keys.iter_mut().enumerate() {
-            let low = ((n as u64 + 1) << SEQ_SHIFT) | (*k as u64 & PAYLOAD);
+        for (position, k) in keys.iter_mut().enumerate() {
+            let low = ((position as u64 + 1) << SEQ_SHIFT) | (*k as u64 & PAYLOAD);
             *k = (*k >> 64 << 64) | Key::from(low);
         }
         // Which part holds an event does not change the order (the next
@@ -604,10 +604,10 @@ impl Sim {
     }
 
     /// Stop every workload and fault (the live runtime's quiesce too) and let
-    /// what is in flight land, for at most [`SETTLE_LIMIT_NS`] of simulated
+    /// what is in flight land, for at most [`SETTLE_NS_MAX`] of simulated
     /// time. Err: the cluster did not come to rest, and what is still going on.
     ///
-    /// [`SETTLE_LIMIT_NS`]: fusion_driver::SETTLE_LIMIT_NS
+    /// [`SETTLE_NS_MAX`]: fusion_driver::SETTLE_NS_MAX
     pub fn quiesce(&mut self) -> Result<(), String> {
         self.set_faults(&[]);
         for i in 0..self.instances.len() {
@@ -615,7 +615,7 @@ impl Sim {
                 self.command(i, cmd);
             }
         }
-        let limit = self.now + fusion_driver::SETTLE_LIMIT_NS;
+        let limit = self.now + fusion_driver::SETTLE_NS_MAX;
         loop {
             let step = self.now + 100 * NS_PER_MS;
             self.run_until(step);
@@ -629,7 +629,7 @@ impl Sim {
             if self.now >= limit {
                 let waited = format!(
                     "{} s of simulated time",
-                    fusion_driver::SETTLE_LIMIT_NS / NS_PER_S
+                    fusion_driver::SETTLE_NS_MAX / NS_PER_S
                 );
                 return fusion_driver::settled(&activity, &waited);
             }
@@ -839,12 +839,12 @@ mod tests {
         let (mut x, mut now, mut order) = (7u64, 0, 0u64);
         for wave in 0..50u64 {
             // The first wave overflows the near vector.
-            let n = if wave == 0 {
+            let pushes = if wave == 0 {
                 NEAR_MAX as u64 + 100
             } else {
                 64 + wave * 3
             };
-            for _ in 0..n {
+            for _ in 0..pushes {
                 x = x
                     .wrapping_mul(6364136223846793005)
                     .wrapping_add(1442695040888963407);

@@ -76,12 +76,16 @@ pub fn validate(
         Err(e @ ScenarioError::Io { .. }) => Err(Failure::input(e.to_string()).into()),
         Err(e) => {
             writeln!(err, "{e}")?;
-            let n = e.problems().len();
+            let problems = e.problems().len();
             let name = match source {
                 Source::File(p) => p.display().to_string(),
                 Source::Shipped(s) => s.label(),
             };
-            writeln!(err, "{name}: {n} problem{}", if n == 1 { "" } else { "s" })?;
+            writeln!(
+                err,
+                "{name}: {problems} problem{}",
+                if problems == 1 { "" } else { "s" }
+            )?;
             Ok(exit::INVALID)
         }
     }
@@ -89,7 +93,8 @@ pub fn validate(
 
 /// `NAME (V variants, P phases, E expectations)`.
 fn summary(s: &LoadedScenario) -> String {
-    let plural = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+    let plural =
+        |count: usize, what: &str| format!("{count} {what}{}", if count == 1 { "" } else { "s" });
     let phases = s.variants.first().map_or(0, |v| v.scenario.phases.len());
     format!(
         "{} ({}, {}, {})",

@@ -87,12 +87,12 @@ pub fn tour_live(
             },
         ));
         drop(rt);
-        if let Some((c, dir)) = own {
+        if let Some((c, cluster_dir)) = own {
             stop_cluster(&c);
             if ran.is_ok() {
-                let _ = std::fs::remove_dir_all(dir);
+                let _ = std::fs::remove_dir_all(cluster_dir);
             } else {
-                writeln!(err, "logs of the cluster kept in {}", dir.display())?;
+                writeln!(err, "logs of the cluster kept in {}", cluster_dir.display())?;
             }
         }
         match ran {

@@ -216,11 +216,13 @@ fn in_parallel(
 
 /// The compact block of one myth: claim and title, key figures per phase
 /// and instance, expectations with their details, the verdict.
-pub fn myth_block(n: usize, total: usize, run: &MythRun, args: &TourArgs) -> String {
+pub fn myth_block(number: usize, total: usize, run: &MythRun, args: &TourArgs) -> String {
     let (l, r) = (&run.loaded, &run.result);
     let mut s = String::new();
     let claim = l.myth.as_deref().unwrap_or(&l.title);
-    s.push_str(&format!("{RULE}\nMyth {n} of {total}: {claim}\n{RULE}\n"));
+    s.push_str(&format!(
+        "{RULE}\nMyth {number} of {total}: {claim}\n{RULE}\n"
+    ));
     s.push_str(&format!("{}: {}\n", l.name, l.title));
     s.push_str(&run.summary);
     s.push_str(&format!("seed: {}\n\n", seeds_of(run, args.seed)));
