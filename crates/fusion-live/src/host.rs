@@ -184,6 +184,10 @@ const PENDING_TRANSFERS_MAX: usize = 1 << 16;
 /// this the instance reports it, and the run stops, instead of taking the
 /// process's memory (about 200 MB in).
 pub const HELD_MESSAGES_MAX: usize = 1 << 20;
+/// Inputs waiting for the host at most before it says it cannot keep up
+/// (messages from peers, I/O completions, admin calls). The queue itself
+/// is not cut, so nothing is lost; the run stops on the report.
+pub const WAITING_INPUTS_MAX: usize = 1 << 20;
 
 struct Host<O: Outputs> {
     inst: Instance,
@@ -209,6 +213,7 @@ struct Host<O: Outputs> {
     held: std::collections::BTreeMap<(Nanos, u64), Envelope>,
     held_seq: u64,
     held_full_reported: bool,
+    inputs_full_reported: bool,
 }
 
 /// Inputs handled in a row before the host lets the network tasks run.
@@ -255,6 +260,7 @@ pub fn spawn<O: Outputs>(
         held: std::collections::BTreeMap::new(),
         held_seq: 0,
         held_full_reported: false,
+        inputs_full_reported: false,
     };
     host.drain();
     Ok(tokio::spawn(async move { host.run(rx, timer).await }))
@@ -274,6 +280,15 @@ impl<O: Outputs> Host<O> {
                     Err(tokio::sync::mpsc::error::TryRecvError::Empty) => break,
                     Err(tokio::sync::mpsc::error::TryRecvError::Disconnected) => return,
                 }
+            }
+            if rx.len() > WAITING_INPUTS_MAX && !self.inputs_full_reported {
+                self.inputs_full_reported = true;
+                self.problem(format!(
+                    "{}: {} inputs wait for the instance host (at most {WAITING_INPUTS_MAX}): \
+                     it cannot keep up with its peers",
+                    self.inst.id,
+                    rx.len()
+                ));
             }
             self.catch_up();
             // One write per link for everything this turn sent.

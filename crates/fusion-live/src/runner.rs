@@ -393,6 +393,8 @@ async fn check(
     codec: Codec,
     layout: &std::sync::Arc<fusion_core::layout::Layout>,
 ) -> Result<fusion_check::CheckReport, String> {
+    // Each instance's history comes in one admin answer (at most 256 MiB),
+    // and the checker takes at most `fusion_check::OBSERVATIONS_MAX`.
     let mut history: Vec<Observation> = Vec::new();
     for (a, h) in admins
         .iter()
