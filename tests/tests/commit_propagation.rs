@@ -6,16 +6,10 @@
 
 use fusion_core::stats::Wait;
 use fusion_report::RunResult;
-use fusion_sim::{SimOptions, run_scenario};
-use fusionlab_tests::{CPU_STARVATION, shipped_short};
+use fusionlab_tests::{CPU_STARVATION, run_clean, shipped_short};
 
 fn run(extra: &[&str]) -> RunResult {
-    let loaded = shipped_short(CPU_STARVATION, 2.0, extra);
-    let (result, outcomes) = run_scenario(&loaded, &SimOptions::default());
-    for o in &outcomes {
-        assert!(o.errors.is_empty(), "protocol errors: {:?}", o.errors);
-    }
-    result
+    run_clean(&shipped_short(CPU_STARVATION, 2.0, extra), None).0
 }
 
 /// Instance 1's average `log file sync` (ms) and its count of `wait for scn ack` waits in a phase.

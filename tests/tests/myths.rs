@@ -6,24 +6,12 @@
 use fusion_core::metrics::{Metric, SqlColumn};
 use fusion_report::RunResult;
 use fusion_scenario::MetricRef;
-use fusion_sim::{SimOptions, run_scenario};
 use fusionlab::figures::measure;
-use fusionlab_tests::shipped_text;
+use fusionlab_tests::{run_clean, shipped_with};
 
 /// Run a shipped scenario with these overrides (and no others).
 fn run(name: &str, overrides: &[&str]) -> RunResult {
-    let overrides: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
-    let loaded = fusion_scenario::load_str(
-        shipped_text(name),
-        &format!("scenarios/{name}.toml"),
-        &overrides,
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
-    let (result, outcomes) = run_scenario(&loaded, &SimOptions::default());
-    for o in &outcomes {
-        assert!(o.errors.is_empty(), "{name}: {:?}", o.errors);
-    }
-    result
+    run_clean(&shipped_with(name, overrides), None).0
 }
 
 /// A figure of the whole cluster in one variant and phase.

@@ -3,14 +3,12 @@
 //! the checkers (index check included) on a short load.
 
 use fusion_sim::{SimOptions, run_scenario};
-use fusionlab::shipped;
+use fusionlab_tests::{run_clean, shipped_with};
 
 const NAME: &str = "myth-sequence-right-hand-index";
 
 fn load(overrides: &[&str]) -> fusion_scenario::LoadedScenario {
-    let s = shipped::find(NAME).expect("shipped");
-    let o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
-    s.load(&o).unwrap_or_else(|e| panic!("{e}"))
+    shipped_with(NAME, overrides)
 }
 
 #[test]
@@ -22,10 +20,7 @@ fn the_companion_is_shipped_but_not_in_the_tour() {
 
 #[test]
 fn the_companion_reproduces_its_figures() {
-    let (result, outcomes) = run_scenario(&load(&[]), &SimOptions::default());
-    for o in &outcomes {
-        assert!(o.errors.is_empty(), "{}: {:?}", o.result.name, o.errors);
-    }
+    let (result, _) = run_clean(&load(&[]), None);
     let failed: Vec<String> = result
         .verdicts
         .iter()
@@ -38,13 +33,7 @@ fn the_companion_reproduces_its_figures() {
 #[test]
 fn every_variant_passes_the_checkers_on_a_short_load() {
     let loaded = load(&["workload.load.iterations=1", "phase.load.duration_s=10"]);
-    let (_, outcomes) = run_scenario(
-        &loaded,
-        &SimOptions {
-            seed: None,
-            check: true,
-        },
-    );
+    let (_, outcomes) = run_scenario(&loaded, &SimOptions::checked());
     for o in &outcomes {
         let check = o.check.as_ref().expect("checked");
         assert!(

@@ -101,7 +101,11 @@ fn the_tour_is_deterministic_and_takes_a_seed() {
         seed: Some(5),
     });
     assert_eq!(code, 0);
-    assert!(c.contains("seed: 5 for every myth (--seed)"), "{c}");
+    let program = fusionlab::report::program();
+    assert!(
+        c.contains(&format!("seed: 5 for every myth (--seed; {program})")),
+        "{c}"
+    );
     assert_ne!(a, c);
 }
 

@@ -19,6 +19,8 @@ use fusion_core::instance::{BufState, Command, Instance, Observation};
 use fusion_core::msg::{Envelope, Io, IoResult};
 use fusion_core::stats::{Stats, Wait};
 use fusion_core::types::InstId;
+use fusion_driver::Interconnect;
+use fusion_scenario::Fault;
 
 use crate::clock::Clock;
 use crate::deadline::{DeadlineTimer, absolute};
@@ -43,7 +45,13 @@ pub enum Input {
 
 /// Questions and orders from the admin service, answered on the host thread.
 pub enum Query {
-    Commands(Vec<Command>, tokio::sync::oneshot::Sender<()>),
+    /// Start a phase: its interconnect faults (replacing the last phase's)
+    /// and this instance's commands.
+    BeginPhase {
+        faults: Vec<Fault>,
+        commands: Vec<Command>,
+        reply: tokio::sync::oneshot::Sender<()>,
+    },
     Stats(tokio::sync::oneshot::Sender<(Stats, Nanos)>),
     Status(tokio::sync::oneshot::Sender<HostStatus>),
     History(tokio::sync::oneshot::Sender<Vec<Observation>>),
@@ -63,6 +71,8 @@ pub struct HostStatus {
     pub waits: Vec<(Wait, u32)>,
     pub errors: Vec<String>,
     pub io_in_flight: usize,
+    /// Messages the scenario's network still holds back.
+    pub messages_held: usize,
     pub progress: u64,
 }
 
@@ -82,7 +92,7 @@ pub struct TransferStats {
 /// model times the same requests inside (`gc cr block receive time`); this
 /// is what the live runtime's own plumbing adds, for `bench --live`.
 struct TransferClock {
-    /// Request id -> (sent at, current?).
+    /// Request id -> (sent at, current?); at most [`PENDING_TRANSFERS_MAX`].
     pending: std::collections::HashMap<u64, (Nanos, bool)>,
     hist: [hdrhistogram::Histogram<u64>; 2],
 }
@@ -107,7 +117,9 @@ impl TransferClock {
             Msg::Forward { req, .. } => req,
             _ => return,
         };
-        if req.requester == me {
+        // A request that ends neither in a block nor a grant stays pending:
+        // past the limit new ones go untimed rather than growing the map.
+        if req.requester == me && self.pending.len() < PENDING_TRANSFERS_MAX {
             let current = matches!(req.kind, ReqKind::Current { .. });
             self.pending.entry(req.id).or_insert((now, current));
         }
@@ -164,7 +176,18 @@ pub trait Outputs: Send + 'static {
 }
 
 /// Problems kept for `status` (the first ones; later ones are counted).
-const MAX_PROBLEMS: usize = 50;
+const PROBLEMS_MAX: usize = 50;
+/// Block requests the transfer clock times at once (a few per session).
+const PENDING_TRANSFERS_MAX: usize = 1 << 16;
+/// Messages the scenario's network holds back at most. A link slower than
+/// the traffic on it (a low `bandwidth` fault) makes them pile up; past
+/// this the instance reports it, and the run stops, instead of taking the
+/// process's memory (about 200 MB in).
+pub const HELD_MESSAGES_MAX: usize = 1 << 20;
+/// Inputs waiting for the host at most before it says it cannot keep up
+/// (messages from peers, I/O completions, admin calls). The queue itself
+/// is not cut, so nothing is lost; the run stops on the report.
+pub const WAITING_INPUTS_MAX: usize = 1 << 20;
 
 struct Host<O: Outputs> {
     inst: Instance,
@@ -177,40 +200,36 @@ struct Host<O: Outputs> {
     lag_reported: bool,
     /// When the oldest message not yet written was sent.
     unflushed_since: Option<Nanos>,
-    net: ModeledNetwork,
+    /// The scenario's interconnect (`[network]` and the phase's link
+    /// faults), the simulator's own model, on top of the real one, as the
+    /// store adds the scenario's disk latencies to its real I/O: a message
+    /// from a peer is delivered no earlier than the model's arrival for its
+    /// send time (latency, jitter, serialization at the modeled rate, in the
+    /// link's order).
+    net: Interconnect,
     /// Messages that arrived before the scenario's network would have
-    /// delivered them, by (delivery time, arrival order).
+    /// delivered them, by (delivery time, arrival order); at most
+    /// [`HELD_MESSAGES_MAX`].
     held: std::collections::BTreeMap<(Nanos, u64), Envelope>,
     held_seq: u64,
-    /// Per peer, the last delivery time given (a link never reorders).
-    last_release: Vec<Nanos>,
-}
-
-/// The scenario's interconnect (`[network]` latency and jitter), which the
-/// live cluster adds to the real one, as the store adds the scenario's disk
-/// latencies to its real I/O: a message is delivered no earlier than its
-/// send time plus the modeled latency and jitter. The link's rate is the
-/// real one (a bandwidth fault caps it on the sending side).
-pub struct ModeledNetwork {
-    pub latency: Nanos,
-    pub jitter: Nanos,
-    pub rng: rand_chacha::ChaCha8Rng,
+    held_full_reported: bool,
+    inputs_full_reported: bool,
 }
 
 /// Inputs handled in a row before the host lets the network tasks run.
 const INPUT_BATCH: usize = 64;
 /// Real time the host spends on due steps before it lets the network run.
-const TURN: Nanos = 200_000;
+const TURN_NS: Nanos = 200_000;
 /// The longest a sent message waits in its link's buffer for more to join
 /// it in one write, while the host runs a long turn.
-const FLUSH_WITHIN: Nanos = 30_000;
+const FLUSH_WITHIN_NS: Nanos = 30_000;
 /// How far behind real time a host may fall before it says so.
-const MAX_LAG: Nanos = 2_000_000_000;
+const LAG_NS_MAX: Nanos = 2_000_000_000;
 /// A deadline this close is waited for by yielding to the network tasks
 /// (spinning) instead of sleeping on the timer: arming a timer, blocking in
 /// `epoll_wait` and being woken costs more than this, and most modeled CPU
 /// steps are a microsecond or two. The step still runs no earlier than due.
-const SPIN: Nanos = 20_000;
+const SPIN_NS: Nanos = 20_000;
 
 /// Start the host task for `inst` on the current tokio runtime (which must
 /// have I/O enabled).
@@ -219,7 +238,7 @@ pub fn spawn<O: Outputs>(
     clock: Clock,
     out: O,
     rx: UnboundedReceiver<Input>,
-    net: ModeledNetwork,
+    net: Interconnect,
 ) -> std::io::Result<JoinHandle<()>> {
     let timer = DeadlineTimer::new()?;
     // Nothing runs before the runner starts the first phase (the peers may
@@ -240,7 +259,8 @@ pub fn spawn<O: Outputs>(
         net,
         held: std::collections::BTreeMap::new(),
         held_seq: 0,
-        last_release: Vec::new(),
+        held_full_reported: false,
+        inputs_full_reported: false,
     };
     host.drain();
     Ok(tokio::spawn(async move { host.run(rx, timer).await }))
@@ -261,6 +281,15 @@ impl<O: Outputs> Host<O> {
                     Err(tokio::sync::mpsc::error::TryRecvError::Disconnected) => return,
                 }
             }
+            if rx.len() > WAITING_INPUTS_MAX && !self.inputs_full_reported {
+                self.inputs_full_reported = true;
+                self.problem(format!(
+                    "{}: {} inputs wait for the instance host (at most {WAITING_INPUTS_MAX}): \
+                     it cannot keep up with its peers",
+                    self.inst.id,
+                    rx.len()
+                ));
+            }
             self.catch_up();
             // One write per link for everything this turn sent.
             self.flush();
@@ -268,7 +297,7 @@ impl<O: Outputs> Host<O> {
                 // More is due already (the host is behind, or more input
                 // waits) or due in a moment: let the network tasks run
                 // first, then go on.
-                Some(at) if at <= self.clock.now() + SPIN => tokio::task::yield_now().await,
+                Some(at) if at <= self.clock.now() + SPIN_NS => tokio::task::yield_now().await,
                 _ if !rx.is_empty() => tokio::task::yield_now().await,
                 Some(at) => {
                     if let Err(e) = timer.arm(absolute(self.clock.epoch(), at)) {
@@ -306,17 +335,17 @@ impl<O: Outputs> Host<O> {
     }
 
     /// Run the instance's due steps and timers in time order, for at most
-    /// [`TURN`] of real time, so the network and the admin service get the
+    /// [`TURN_NS`] of real time, so the network and the admin service get the
     /// thread back even when the model asks for more than this process can
     /// run in real time. Such a host falls behind: its model time lags the
-    /// clock, and past [`MAX_LAG`] that is reported (the run then stops with
+    /// clock, and past [`LAG_NS_MAX`] that is reported (the run then stops with
     /// it, instead of hanging or reporting time-dilated figures).
     fn catch_up(&mut self) {
         let start = self.clock.now();
         let mut now = start;
         // The first message of a turn leaves at once (a lone answer should
         // not wait for unrelated steps); later ones are written together,
-        // but none waits longer than FLUSH_WITHIN (that wait would count
+        // but none waits longer than FLUSH_WITHIN_NS (that wait would count
         // as wire time in the latency decomposition).
         let mut first = self.unflushed_since.is_none();
         while let Some(at) = self.next_due() {
@@ -334,14 +363,14 @@ impl<O: Outputs> Host<O> {
             self.drain();
             now = self.clock.now();
             if let Some(since) = self.unflushed_since
-                && (first || now.saturating_sub(since) >= FLUSH_WITHIN)
+                && (first || now.saturating_sub(since) >= FLUSH_WITHIN_NS)
             {
                 first = false;
                 self.flush();
             }
-            if now.saturating_sub(start) >= TURN {
+            if now.saturating_sub(start) >= TURN_NS {
                 let lag = now.saturating_sub(at);
-                if lag > MAX_LAG && !self.lag_reported {
+                if lag > LAG_NS_MAX && !self.lag_reported {
                     self.lag_reported = true;
                     self.problem(format!(
                         "{}: the instance runs {} ms behind real time: its workload asks for \
@@ -391,11 +420,7 @@ impl<O: Outputs> Host<O> {
                     .sent_at
                     .saturating_add(now.saturating_sub(arrived))
                     .min(now);
-                if self.net.latency == 0 && self.net.jitter == 0 {
-                    self.inst.handle_message(now, env)
-                } else {
-                    self.hold(env);
-                }
+                self.deliver(now, env);
             }
             Input::IoDone { id, result } => {
                 self.io_in_flight = self.io_in_flight.saturating_sub(1);
@@ -414,27 +439,39 @@ impl<O: Outputs> Host<O> {
         true
     }
 
-    /// Keep a message until the scenario's network would deliver it (its
-    /// modeled latency and jitter after it was sent, in the peer's order).
-    fn hold(&mut self, env: Envelope) {
-        use rand_core::Rng;
-        let jitter = if self.net.jitter > 0 {
-            self.net.rng.next_u64() % (self.net.jitter + 1)
-        } else {
-            0
-        };
-        let peer = env.from.idx();
-        if self.last_release.len() <= peer {
-            self.last_release.resize(peer + 1, 0);
+    /// Hand a message to the instance when the scenario's network delivers
+    /// it: now if that time has come and nothing is held (which it could
+    /// overtake), else kept until then. Never earlier than `now`: the
+    /// instance's time does not go back.
+    fn deliver(&mut self, now: Nanos, env: Envelope) {
+        let bytes = env
+            .msg
+            .wire_bytes(self.inst.params().db_block_size, self.net.message_bytes());
+        let release = self
+            .net
+            .arrival(env.sent_at, env.from.idx(), self.inst.id.idx(), bytes)
+            .max(now);
+        if release == now && self.held.is_empty() {
+            self.inst.handle_message(now, env);
+            return;
         }
-        let release = (env.sent_at + self.net.latency + jitter).max(self.last_release[peer]);
-        self.last_release[peer] = release;
+        if self.held.len() >= HELD_MESSAGES_MAX {
+            if !self.held_full_reported {
+                self.held_full_reported = true;
+                self.problem(format!(
+                    "{}: {HELD_MESSAGES_MAX} messages are held back by the scenario's network \
+                     (a link slower than its traffic): a message from {} was dropped",
+                    self.inst.id, env.from
+                ));
+            }
+            return;
+        }
         self.held_seq += 1;
         self.held.insert((release, self.held_seq), env);
     }
 
     fn problem(&mut self, p: String) {
-        if self.problems.len() < MAX_PROBLEMS {
+        if self.problems.len() < PROBLEMS_MAX {
             self.problems.push(p);
         } else {
             self.dropped_problems += 1;
@@ -444,8 +481,13 @@ impl<O: Outputs> Host<O> {
     fn answer(&mut self, now: Nanos, q: Query) {
         // A reply nobody waits for any more (the caller timed out) is dropped.
         match q {
-            Query::Commands(cmds, reply) => {
-                for c in cmds {
+            Query::BeginPhase {
+                faults,
+                commands,
+                reply,
+            } => {
+                self.net.set_faults(&faults);
+                for c in commands {
                     self.inst.apply(now, c);
                 }
                 let _ = reply.send(());
@@ -469,6 +511,7 @@ impl<O: Outputs> Host<O> {
                     waits: self.inst.current_waits(),
                     errors,
                     io_in_flight: self.io_in_flight,
+                    messages_held: self.held.len(),
                     progress: self.progress(),
                 });
             }

@@ -12,8 +12,9 @@
 //! waits; a message that arrives is read, decoded and handed to the host on
 //! the same thread.
 //!
-//! Interconnect faults of a phase (extra latency, jitter, a bandwidth cap) are
-//! applied here, on the sending side, to the real messages.
+//! The scenario's network (`[network]` and the phases' interconnect faults)
+//! is not applied here: the receiving host holds each message until the
+//! model delivers it (`host.rs`), as the simulator schedules it.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -26,8 +27,6 @@ use fusion_core::types::InstId;
 use fusion_wire::Codec;
 use fusion_wire::framing::{self, decode_frame, encode_frame, envelope_frame, hello_frame};
 use fusion_wire::pb::{self, Hello, frame};
-use rand_chacha::ChaCha8Rng;
-use rand_core::{Rng, SeedableRng};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, mpsc};
@@ -37,14 +36,12 @@ use tokio_util::sync::CancellationToken;
 use crate::clock::Clock;
 use crate::host::{HostSender, Input};
 
-/// How a link is slowed in the current phase.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct LinkFault {
-    pub latency: Nanos,
-    pub jitter: Nanos,
-    /// Bits per second; 0 = no cap.
-    pub rate_bps: u64,
-}
+/// Bytes a link keeps waiting to be written at most (the peer reads them too
+/// slowly, or not at all): past this the link is reported lost rather than
+/// buffering without end.
+pub const UNWRITTEN_BYTES_MAX: usize = 64 << 20;
+/// Messages a link queues at most before its connection is up.
+pub const QUEUED_MESSAGES_MAX: usize = 1 << 16;
 
 /// Counters and state of one outbound link, shared with `status`.
 #[derive(Debug, Default)]
@@ -54,23 +51,10 @@ pub struct LinkState {
     pub received: AtomicU64,
 }
 
-/// A link's controls, held by the admin service (faults, `status`).
+/// What the admin service shows of a link (`status`).
 pub struct LinkHandle {
-    pub fault: Arc<Mutex<LinkFault>>,
-    /// A fault is set: every message goes through the delay line.
-    pub faulted: Arc<AtomicBool>,
     pub state: Arc<LinkState>,
     pub address: String,
-}
-
-impl LinkHandle {
-    pub fn set_fault(&self, f: LinkFault) {
-        if let Ok(mut g) = self.fault.lock() {
-            *g = f;
-        }
-        self.faulted
-            .store(f != LinkFault::default(), Ordering::Release);
-    }
 }
 
 /// What the host's end and the link's tasks share.
@@ -79,17 +63,18 @@ struct Shared {
     /// The connection, once it is up.
     stream: OnceLock<Arc<TcpStream>>,
     /// Messages the host sent since the last flush, encoded when it
-    /// flushes (so that they carry the time they really leave).
+    /// flushes (so that they carry the time they really leave); the host
+    /// flushes every turn.
     unsent: Mutex<Vec<Envelope>>,
-    /// Encoded frames not yet written, in order.
+    /// Encoded frames not yet written, in order; at most
+    /// [`UNWRITTEN_BYTES_MAX`].
     out: Mutex<BytesMut>,
     clock: Clock,
     /// The writer task has bytes to push once the socket takes them again.
     wake: Notify,
-    /// Envelopes in the delay line (before the connection is up, or while a
-    /// fault delays them); a message that could skip them must not.
+    /// Envelopes queued before the connection was up, not written yet (at
+    /// most [`QUEUED_MESSAGES_MAX`]); a message that could skip them must not.
     queued: AtomicUsize,
-    faulted: Arc<AtomicBool>,
     state: Arc<LinkState>,
     /// The host's end is gone (a new scenario, the process stops): the
     /// link's tasks end and the connection closes.
@@ -98,7 +83,8 @@ struct Shared {
 
 impl Shared {
     /// Write what the socket takes now; the writer task is woken for the
-    /// rest. Err: the connection is broken.
+    /// rest. Err: the connection is broken, or the peer has not taken
+    /// [`UNWRITTEN_BYTES_MAX`] bytes.
     fn flush(&self) -> std::io::Result<()> {
         let Some(stream) = self.stream.get() else {
             return Ok(());
@@ -107,6 +93,13 @@ impl Shared {
             return Ok(());
         };
         self.encode_unsent(&mut out);
+        if out.len() > UNWRITTEN_BYTES_MAX {
+            return Err(std::io::Error::other(format!(
+                "{} bytes wait to be written (at most {UNWRITTEN_BYTES_MAX}): the peer does not \
+                 read",
+                out.len()
+            )));
+        }
         while !out.is_empty() {
             match stream.try_write(&out) {
                 Ok(n) => out.advance(n),
@@ -137,7 +130,7 @@ impl Shared {
     }
 
     /// Encode a message for the next write, after any held ones, with the
-    /// time it was sent (a fault's delay is wire time: it stays in).
+    /// time it was sent (waiting for the connection is wire time: it stays in).
     fn append(&self, env: &Envelope) {
         let frame = envelope_frame(self.codec.encode_envelope(env));
         if let Ok(mut out) = self.out.lock() {
@@ -156,11 +149,11 @@ impl Shared {
     }
 }
 
-/// The host's end of a link. A healthy, unfaulted link encodes the host's
-/// messages straight into its output buffer, and the host writes the buffer
-/// ([`flush`](Self::flush)) before it waits. While a fault delays messages,
-/// or before the connection is up, they queue for the link's writer task,
-/// and the direct path waits until that queue is empty.
+/// The host's end of a link. A connected link encodes the host's messages
+/// straight into its output buffer, and the host writes the buffer
+/// ([`flush`](Self::flush)) before it waits. Before the connection is up
+/// they queue for the link's writer task, and the direct path waits until
+/// that queue is empty.
 pub struct LinkSender {
     shared: Arc<Shared>,
     delayed: mpsc::UnboundedSender<Envelope>,
@@ -182,7 +175,6 @@ pub fn channel(codec: Codec, clock: Clock) -> (LinkSender, LinkReceiver) {
         clock,
         wake: Notify::new(),
         queued: AtomicUsize::new(0),
-        faulted: Arc::new(AtomicBool::new(false)),
         state: Arc::new(LinkState::default()),
         closed: CancellationToken::new(),
     });
@@ -200,21 +192,22 @@ pub fn channel(codec: Codec, clock: Clock) -> (LinkSender, LinkReceiver) {
 }
 
 impl LinkSender {
-    /// Send (or queue) one message; false when the link is gone. What is
-    /// sent directly leaves at the next [`flush`](Self::flush).
+    /// Send (or queue) one message; false when the link is gone (or its
+    /// queue before the connection is full). What is sent directly leaves
+    /// at the next [`flush`](Self::flush).
     pub fn send(&self, env: Envelope) -> bool {
         let s = &self.shared;
-        if s.queued.load(Ordering::Acquire) == 0
-            && !s.faulted.load(Ordering::Acquire)
-            && s.stream.get().is_some()
-        {
+        if s.queued.load(Ordering::Acquire) == 0 && s.stream.get().is_some() {
             if !s.state.up.load(Ordering::Relaxed) {
                 return false;
             }
             s.hold(env);
             return true;
         }
-        s.queued.fetch_add(1, Ordering::AcqRel);
+        if s.queued.fetch_add(1, Ordering::AcqRel) >= QUEUED_MESSAGES_MAX {
+            s.queued.fetch_sub(1, Ordering::AcqRel);
+            return false;
+        }
         if self.delayed.send(env).is_err() {
             s.queued.fetch_sub(1, Ordering::AcqRel);
             return false;
@@ -245,9 +238,6 @@ pub struct LinkSpec {
     pub address: String,
     pub token: String,
     pub codec: Codec,
-    pub clock: Clock,
-    /// Seed of the jitter of interconnect faults.
-    pub seed: u64,
     /// The run both ends must be loaded for (see `Hello.run`).
     pub run: u64,
 }
@@ -258,9 +248,8 @@ pub const CONNECT_PATIENCE: Duration = Duration::from_secs(15);
 const HELLO_PATIENCE: Duration = Duration::from_secs(5);
 
 /// Connect the link `me -> peer` and start its writer (which sends what the
-/// host queued before the connection was up or while a fault delays it, and
-/// what the socket did not take at once) and its watcher (which reports the
-/// peer going away).
+/// host queued before the connection was up, and what the socket did not
+/// take at once) and its watcher (which reports the peer going away).
 pub async fn open(
     spec: LinkSpec,
     rx: LinkReceiver,
@@ -276,11 +265,8 @@ pub async fn open(
         address,
         token,
         codec,
-        clock,
-        seed,
         run,
     } = spec;
-    let fault = Arc::new(Mutex::new(LinkFault::default()));
     let stream = Arc::new(connect(me, peer, &address, &token, codec, run).await?);
     shared.state.up.store(true, Ordering::Relaxed);
     let _ = shared.stream.set(stream.clone());
@@ -298,39 +284,16 @@ pub async fn open(
         }
     };
 
-    // Writer: the delay line (faults keep their order, as a slow wire
-    // would), and whatever the socket did not take when the host flushed.
-    let (w_shared, w_stream, w_fault, w_lost) =
-        (shared.clone(), stream.clone(), fault.clone(), lost.clone());
+    // Writer: what the host queued before the connection was up, in order,
+    // and whatever the socket did not take when the host flushed.
+    let (w_shared, w_stream, w_lost) = (shared.clone(), stream.clone(), lost.clone());
     tokio::spawn(async move {
         let s = w_shared;
-        let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let mut last_release: Nanos = 0;
         loop {
             tokio::select! {
                 _ = s.closed.cancelled() => return,
                 env = rx.recv() => {
                     let Some(env) = env else { return };
-                    let f = w_fault.lock().map(|g| *g).unwrap_or_default();
-                    if f != LinkFault::default() {
-                        let jitter = if f.jitter > 0 {
-                            rng.next_u64() % (f.jitter + 1)
-                        } else {
-                            0
-                        };
-                        let bytes = env.msg.wire_bytes(codec.block_size, 200);
-                        // A rate of 0 means no cap: no serialization delay.
-                        let serialize = (bytes * 8 * 1_000_000_000)
-                            .checked_div(f.rate_bps)
-                            .unwrap_or(0);
-                        let release =
-                            (clock.now() + f.latency + jitter + serialize).max(last_release);
-                        last_release = release;
-                        let wait = release.saturating_sub(clock.now());
-                        if wait > 0 {
-                            tokio::time::sleep(Duration::from_nanos(wait)).await;
-                        }
-                    }
                     s.append(&env);
                     s.queued.fetch_sub(1, Ordering::AcqRel);
                 }
@@ -377,8 +340,6 @@ pub async fn open(
         lost(why);
     });
     Ok(LinkHandle {
-        fault,
-        faulted: shared.faulted.clone(),
         state: shared.state.clone(),
         address,
     })

@@ -6,9 +6,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use fusion_core::block::Block;
-use fusion_core::instance::{Command, Instance, Observation};
+use fusion_core::instance::Command;
+use fusion_core::instance::{Instance, Observation};
 use fusion_core::msg::{Envelope, Io};
 use fusion_core::types::InstId;
+use fusion_driver::Interconnect;
 use fusion_scenario::{Fault, Scenario};
 use fusion_wire::Codec;
 use rand_core::SeedableRng;
@@ -19,7 +21,7 @@ use tonic::{Request, Response, Status};
 
 use crate::clock::Clock;
 use crate::host::{self, HostSender, Input, Query};
-use crate::links::{self, InterconnectService, LinkFault, LinkHandle, LinkSpec, Wiring};
+use crate::links::{self, InterconnectService, LinkHandle, LinkSpec, Wiring};
 use crate::pb;
 use crate::pb::admin_server::{Admin, AdminServer};
 use crate::stats_codec;
@@ -175,13 +177,15 @@ impl AdminService {
             .find(|v| v.name == r.variant)
             .map(|v| v.scenario)
             .ok_or_else(|| format!("{}: no variant {:?}", r.label, r.variant))?;
-        let n = scenario.instances.len();
-        if me.idx() >= n {
-            return Err(format!("{me} is not in this scenario's cluster of {n}"));
-        }
-        if r.peers.len() != n {
+        let instance_count = scenario.instances.len();
+        if me.idx() >= instance_count {
             return Err(format!(
-                "the scenario has {n} instances but {} interconnect addresses were given",
+                "{me} is not in this scenario's cluster of {instance_count}"
+            ));
+        }
+        if r.peers.len() != instance_count {
+            return Err(format!(
+                "the scenario has {instance_count} instances but {} interconnect addresses were given",
                 r.peers.len()
             ));
         }
@@ -189,7 +193,11 @@ impl AdminService {
         let cfg = scenario
             .instance_configs(&layout, r.seed, r.record_history)
             .swap_remove(me.idx());
-        let codec = Codec::new(scenario.block_size(), n as u8, layout.total_blocks);
+        let codec = Codec::new(
+            scenario.block_size(),
+            instance_count as u8,
+            layout.total_blocks,
+        );
         let clock = Clock::new(r.epoch_ns);
         let store = Store::new(&r.store, &self.0.opts.token, codec, me)?;
 
@@ -203,7 +211,7 @@ impl AdminService {
         let (host_tx, host_rx) = tokio::sync::mpsc::unbounded_channel();
         let mut senders = Vec::new();
         let mut receivers = Vec::new();
-        for i in 0..n {
+        for i in 0..instance_count {
             if i == me.idx() {
                 senders.push(None);
                 receivers.push(None);
@@ -220,16 +228,18 @@ impl AdminService {
             host: host_tx.clone(),
             rt: tokio::runtime::Handle::current(),
         };
-        let net = host::ModeledNetwork {
-            latency: scenario.network.latency,
-            jitter: scenario.network.jitter,
-            rng: rand_chacha::ChaCha8Rng::seed_from_u64(
+        // The links into this instance, with its own jitter stream.
+        let net = Interconnect::new(
+            scenario.network.clone(),
+            instance_count,
+            rand_chacha::ChaCha8Rng::seed_from_u64(
                 r.seed ^ 0x6e65_7477_6f72_6b00 ^ me.idx() as u64,
             ),
-        };
+        );
         let task = host::spawn(Instance::new(cfg), clock, outputs, host_rx, net)
             .map_err(|e| format!("{me}: could not start the instance host: {e}"))?;
-        let received: Arc<Vec<AtomicU64>> = Arc::new((0..n).map(|_| AtomicU64::new(0)).collect());
+        let received: Arc<Vec<AtomicU64>> =
+            Arc::new((0..instance_count).map(|_| AtomicU64::new(0)).collect());
         if let Ok(mut w) = self.0.wiring.lock() {
             *w = Some(Wiring {
                 host: host_tx.clone(),
@@ -248,14 +258,12 @@ impl AdminService {
                 address: r.peers[i].clone(),
                 token: self.0.opts.token.clone(),
                 codec,
-                clock,
-                seed: r.seed ^ ((me.idx() as u64) << 32 | i as u64),
                 run: r.epoch_ns,
             };
             let host = host_tx.clone();
             tasks.spawn(async move { (i, links::open(spec, rx, host).await) });
         }
-        let mut links: Vec<Option<LinkHandle>> = (0..n).map(|_| None).collect();
+        let mut links: Vec<Option<LinkHandle>> = (0..instance_count).map(|_| None).collect();
         let mut failed = Vec::new();
         while let Some(j) = tasks.join_next().await {
             match j {
@@ -278,37 +286,21 @@ impl AdminService {
             return Err(failed.join("; "));
         }
         Ok(pb::LoadResponse {
-            instances: n as u32,
+            instances: instance_count as u32,
             blocks,
         })
     }
 
-    /// Set every outbound link's fault for a phase (none: clear them).
-    async fn set_link_faults(&self, faults: &[Fault]) {
-        let me = self.0.opts.id.idx();
-        let l = self.0.loaded.lock().await;
-        let Some(l) = l.as_ref() else { return };
-        for (peer, link) in l.links.iter().enumerate() {
-            let Some(link) = link else { continue };
-            let mut f = LinkFault::default();
-            for fault in faults {
-                match fault {
-                    Fault::NetworkLatency {
-                        target,
-                        latency,
-                        jitter,
-                    } if target.covers(me, peer) => {
-                        f.latency += latency;
-                        f.jitter += jitter;
-                    }
-                    Fault::Bandwidth { target, rate_bps } if target.covers(me, peer) => {
-                        f.rate_bps = *rate_bps;
-                    }
-                    _ => {}
-                }
-            }
-            link.set_fault(f);
-        }
+    /// Start a phase on the host: the faults on the links into this
+    /// instance (the scenario's network model is applied where messages
+    /// arrive) and this instance's commands.
+    async fn begin(&self, faults: Vec<Fault>, commands: Vec<Command>) -> Result<(), Status> {
+        self.ask(|reply| Query::BeginPhase {
+            faults,
+            commands,
+            reply,
+        })
+        .await
     }
 }
 
@@ -341,22 +333,14 @@ impl Admin for AdminService {
                 .cloned()
                 .ok_or_else(|| Status::out_of_range(format!("no phase {index}")))?
         };
-        self.set_link_faults(&phase.faults).await;
-        let cmds = phase.commands_for(me);
-        self.ask(|tx| Query::Commands(cmds, tx)).await?;
+        let commands = phase.commands_for(me);
+        self.begin(phase.faults, commands).await?;
         Ok(Response::new(pb::Empty {}))
     }
 
     async fn quiesce(&self, _: Request<pb::Empty>) -> Result<Response<pb::Empty>, Status> {
-        self.set_link_faults(&[]).await;
-        let cmds = vec![
-            Command::StressCpu {
-                workers: 0,
-                load_pct: 100,
-            },
-            Command::EnableWorkloads(Some(Vec::new())),
-        ];
-        self.ask(|tx| Query::Commands(cmds, tx)).await?;
+        self.begin(Vec::new(), fusion_driver::quiesce_commands())
+            .await?;
         Ok(Response::new(pb::Empty {}))
     }
 
@@ -408,14 +392,15 @@ impl Admin for AdminService {
         out.waits = s
             .waits
             .iter()
-            .map(|(w, n)| pb::WaitNow {
-                event: w.name().to_string(),
-                sessions: *n,
+            .map(|(wait, sessions)| pb::WaitNow {
+                event: wait.name().to_string(),
+                sessions: *sessions,
             })
             .collect();
         out.errors = s.errors;
         out.links = links;
         out.io_in_flight = s.io_in_flight as u64;
+        out.messages_held = s.messages_held as u64;
         out.progress = s.progress;
         Ok(Response::new(out))
     }

@@ -9,13 +9,14 @@
 
 use std::time::Duration;
 
+use fusion_check::ConsistencyChecker;
 use fusion_core::block::Block;
 use fusion_core::instance::Observation;
 use fusion_core::stats::Stats;
-use fusion_core::types::BlockAddr;
-use fusion_report::{InstanceResult, PhaseResult, RunResult, VariantResult};
+use fusion_core::types::{BlockAddr, InstId};
+use fusion_driver::{Activity, Ran, VariantOutcome};
+use fusion_report::{RunResult, VariantResult};
 use fusion_scenario::{LoadedScenario, Scenario};
-use fusion_sim::{CheckReport, Checker};
 use fusion_wire::Codec;
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -33,8 +34,6 @@ const WATCH_EVERY: Duration = Duration::from_millis(250);
 /// commit or message anywhere) while sessions are active before the run is
 /// declared hung.
 const STALL_LIMIT: Duration = Duration::from_secs(20);
-/// Longest the end-of-run quiesce may take.
-const QUIESCE_LIMIT: Duration = Duration::from_secs(60);
 
 /// What to run, and how.
 pub struct LiveRun<'a> {
@@ -50,41 +49,20 @@ pub struct LiveRun<'a> {
     pub progress: bool,
 }
 
-/// One variant's live run.
-#[derive(Debug)]
-pub struct LiveOutcome {
-    pub result: VariantResult,
-    pub transfers: u64,
-    pub check: Option<CheckReport>,
-}
-
-/// Run every variant of `loaded` on the cluster and evaluate its expectations.
+/// Run every variant of `loaded` on the cluster and evaluate its
+/// expectations. Err: the cluster failed (an instance died, did not answer
+/// or reported a problem); problems of the run itself (checker violations,
+/// a cluster that did not come to rest) are in the outcomes' errors.
 pub async fn run(
     loaded: &LoadedScenario,
     r: &LiveRun<'_>,
-) -> Result<(RunResult, Vec<LiveOutcome>), String> {
+) -> Result<(RunResult, Vec<VariantOutcome>), String> {
     let mut outcomes = Vec::new();
     for v in &loaded.variants {
         outcomes.push(run_variant(&v.name, &v.scenario, r).await?);
     }
-    let variants: Vec<VariantResult> = outcomes.iter().map(|o| o.result.clone()).collect();
-    let verdicts = fusion_report::evaluate(loaded, &variants);
-    let seed = r
-        .seed
-        .or_else(|| loaded.variants.first().map(|v| v.scenario.seed))
-        .unwrap_or(0);
-    Ok((
-        RunResult {
-            scenario: loaded.name.clone(),
-            title: loaded.title.clone(),
-            myth: loaded.myth.clone(),
-            seed,
-            has_variants: loaded.has_variants,
-            variants,
-            verdicts,
-        },
-        outcomes,
-    ))
+    let result = fusion_driver::run_result(loaded, r.seed, &outcomes);
+    Ok((result, outcomes))
 }
 
 /// Call every admin at once; the first error wins.
@@ -241,22 +219,22 @@ async fn wait_ready(admins: &[Admin]) -> Result<(), String> {
     }
 }
 
-async fn run_variant(name: &str, s: &Scenario, r: &LiveRun<'_>) -> Result<LiveOutcome, String> {
-    let n = s.instances.len();
-    if r.cluster.instances.len() < n {
+async fn run_variant(name: &str, s: &Scenario, r: &LiveRun<'_>) -> Result<VariantOutcome, String> {
+    let instance_count = s.instances.len();
+    if r.cluster.instances.len() < instance_count {
         return Err(format!(
-            "the scenario needs {n} instances; the cluster has {}",
+            "the scenario needs {instance_count} instances; the cluster has {}",
             r.cluster.instances.len()
         ));
     }
-    let members = &r.cluster.instances[..n];
+    let members = &r.cluster.instances[..instance_count];
     let admins: Vec<Admin> = members
         .iter()
         .map(|m| Admin::new(&format!("inst{}", m.id), &m.admin, &r.cluster.token))
         .collect::<Result<_, _>>()?;
     wait_ready(&admins).await?;
     let layout = s.layout();
-    let codec = Codec::new(s.block_size(), n as u8, layout.total_blocks);
+    let codec = Codec::new(s.block_size(), instance_count as u8, layout.total_blocks);
     let store = Store::new(
         &r.cluster.store.address,
         &r.cluster.token,
@@ -265,7 +243,12 @@ async fn run_variant(name: &str, s: &Scenario, r: &LiveRun<'_>) -> Result<LiveOu
     )?;
     let limit = tokio::time::Instant::now() + READY_LIMIT;
     while let Err(e) = store
-        .format(s.block_size(), layout.total_blocks, n as u32, &s.storage)
+        .format(
+            s.block_size(),
+            layout.total_blocks,
+            instance_count as u32,
+            &s.storage,
+        )
         .await
     {
         if tokio::time::Instant::now() > limit {
@@ -296,7 +279,6 @@ async fn run_variant(name: &str, s: &Scenario, r: &LiveRun<'_>) -> Result<LiveOu
     .await?;
 
     let mut phases = Vec::new();
-    let mut history: Vec<Observation> = Vec::new();
     for (k, phase) in s.phases.iter().enumerate() {
         store.set_faults(&phase.faults).await?;
         // The counters before the phase's own commands, as the simulator
@@ -333,98 +315,119 @@ async fn run_variant(name: &str, s: &Scenario, r: &LiveRun<'_>) -> Result<LiveOu
         if let Some(b) = bar {
             b.finish();
         }
+        // The instances share the runner's clock origin: the first one's
+        // snapshot times stand for the cluster's.
         let start_ns = before.first().map_or(0, |(_, t)| *t);
         let end_ns = after.first().map_or(0, |(_, t)| *t);
-        phases.push(PhaseResult {
-            name: phase.name.clone(),
+        let before: Vec<Stats> = before.into_iter().map(|(st, _)| st).collect();
+        let after: Vec<Stats> = after.into_iter().map(|(st, _)| st).collect();
+        phases.push(fusion_driver::phase_result(
+            &phase.name,
+            s,
             start_ns,
-            elapsed_ns: end_ns.saturating_sub(start_ns),
-            instances: after
-                .iter()
-                .zip(&before)
-                .enumerate()
-                .map(|(i, ((a, _), (b, _)))| InstanceResult {
-                    id: (i + 1) as u8,
-                    cpu_count: s.instances[i].cpu_count,
-                    db_block_size: s.instances[i].db_block_size,
-                    stats: a.since(b),
-                })
-                .collect(),
-        });
+            end_ns.saturating_sub(start_ns),
+            &before,
+            &after,
+        ));
     }
+    let mut outcome = VariantOutcome::new(
+        VariantResult {
+            name: name.to_string(),
+            phases,
+        },
+        Ran::Live,
+    );
     store.set_faults(&[]).await?;
     // Stop the workloads and faults of the last phase: the cluster may run
     // another variant or scenario next (the live tour does), which should
     // not start with this one's sessions and CPU hogs still busy.
     on_all(&admins, |a| async move { a.quiesce().await }).await?;
 
-    let check = if r.check {
-        let limit = tokio::time::Instant::now() + QUIESCE_LIMIT;
-        loop {
-            let st = watch(&admins).await?;
-            if st.iter().all(|x| x.at_rest && x.io_in_flight == 0) {
-                break;
-            }
-            if tokio::time::Instant::now() > limit {
-                return Err(format!(
-                    "the cluster did not come to rest within {} s after the run",
-                    QUIESCE_LIMIT.as_secs()
-                ));
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+    if r.check {
+        match settle(&admins).await? {
+            Err(why) => outcome.errors.push(why),
+            Ok(()) => outcome.set_check(check(&admins, &store, codec, &layout).await?),
         }
-        for (a, h) in admins
-            .iter()
-            .zip(on_all(&admins, |a| async move { a.history().await }).await?)
-        {
-            for o in &h.observations {
-                history.push(decode_observation(o, &a.who)?);
-            }
-        }
-        let mut newest: Vec<Option<(Block, String)>> = store
-            .read_all(layout.total_blocks)
+    }
+    Ok(outcome)
+}
+
+/// Wait for the quiesced cluster to come to rest, for at most
+/// [`fusion_driver::SETTLE_NS_MAX`]. Err: an instance failed; Ok(Err):
+/// the cluster did not come to rest, and what is still in flight.
+async fn settle(admins: &[Admin]) -> Result<Result<(), String>, String> {
+    let limit_ns = fusion_driver::SETTLE_NS_MAX;
+    let limit = tokio::time::Instant::now() + Duration::from_nanos(limit_ns);
+    loop {
+        let activity: Vec<Activity> = watch(admins)
             .await?
-            .into_iter()
-            .map(|b| Some((b, "the store".to_string())))
+            .iter()
+            .map(|st| Activity {
+                instance: InstId(st.instance as u8),
+                at_rest: st.at_rest,
+                waits: st
+                    .waits
+                    .iter()
+                    .map(|w| (w.event.clone(), w.sessions))
+                    .collect(),
+                messages_in_flight: st.messages_held,
+                io_in_flight: st.io_in_flight,
+            })
             .collect();
-        for (i, imgs) in on_all(&admins, |a| async move { a.images().await })
-            .await?
-            .iter()
-            .enumerate()
-        {
-            for bytes in &imgs.blocks {
-                let b = codec
-                    .decode_block("ImagesResponse.blocks", bytes)
-                    .map_err(|e| format!("inst{}: {e}", i + 1))?;
-                if let Some(slot) = newest.get_mut(b.addr.idx()) {
-                    *slot = Some((b, format!("inst{}", i + 1)));
-                }
+        if activity.iter().all(Activity::at_rest) {
+            return Ok(Ok(()));
+        }
+        if tokio::time::Instant::now() > limit {
+            let waited = format!("{} s", limit_ns / 1_000_000_000);
+            return Ok(fusion_driver::settled(&activity, &waited));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The checkers over the instances' histories and the newest image of every
+/// block (a current buffer somewhere, else the store's), at rest.
+async fn check(
+    admins: &[Admin],
+    store: &Store,
+    codec: Codec,
+    layout: &std::sync::Arc<fusion_core::layout::Layout>,
+) -> Result<fusion_check::CheckReport, String> {
+    // Each instance's history comes in one admin answer (at most 256 MiB),
+    // and the checker takes at most `fusion_check::OBSERVATIONS_MAX`.
+    let mut history: Vec<Observation> = Vec::new();
+    for (a, h) in admins
+        .iter()
+        .zip(on_all(admins, |a| async move { a.history().await }).await?)
+    {
+        for o in &h.observations {
+            history.push(decode_observation(o, &a.who)?);
+        }
+    }
+    let mut newest: Vec<Option<(Block, String)>> = store
+        .read_all(layout.total_blocks)
+        .await?
+        .into_iter()
+        .map(|b| Some((b, "the store".to_string())))
+        .collect();
+    for (i, imgs) in on_all(admins, |a| async move { a.images().await })
+        .await?
+        .iter()
+        .enumerate()
+    {
+        for bytes in &imgs.blocks {
+            let b = codec
+                .decode_block("ImagesResponse.blocks", bytes)
+                .map_err(|e| format!("inst{}: {e}", i + 1))?;
+            if let Some(slot) = newest.get_mut(b.addr.idx()) {
+                *slot = Some((b, format!("inst{}", i + 1)));
             }
         }
-        let checker = Checker::new(layout.clone());
-        Some(checker.finish_with(&history, |blk: BlockAddr| {
-            newest.get(blk.idx()).cloned().flatten()
-        }))
-    } else {
-        None
-    };
-    let transfers = phases
-        .iter()
-        .flat_map(|p| p.instances.iter())
-        .map(|x| {
-            x.stats.get(fusion_core::stats::Stat::GcCrBlocksReceived)
-                + x.stats
-                    .get(fusion_core::stats::Stat::GcCurrentBlocksReceived)
-        })
-        .sum();
-    Ok(LiveOutcome {
-        result: VariantResult {
-            name: name.to_string(),
-            phases,
-        },
-        transfers,
-        check,
-    })
+    }
+    let checker = ConsistencyChecker::new(layout.clone());
+    Ok(checker.finish_with(&history, |blk: BlockAddr| {
+        newest.get(blk.idx()).cloned().flatten()
+    }))
 }
 
 fn phase_bar(variant: &str, phase: &str, duration_ns: u64) -> ProgressBar {

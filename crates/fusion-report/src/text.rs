@@ -26,6 +26,9 @@ pub struct TextOptions {
     pub names_9i: bool,
     /// Only these phases (by name); `None` = all.
     pub phases: Option<Vec<String>>,
+    /// The program and version that ran (`fusionlab 0.1.0`), printed with
+    /// the seed: what it takes to rerun the run. `None` leaves it out.
+    pub program: Option<String>,
 }
 
 impl TextOptions {
@@ -55,7 +58,7 @@ const AWR_MESSAGE_BYTES: f64 = 200.0;
 /// The whole report.
 pub fn render(result: &RunResult, opts: &TextOptions) -> String {
     let mut out = Out::default();
-    header(&mut out, result);
+    header(&mut out, result, opts);
     for v in &result.variants {
         variant_section(&mut out, result, v, opts);
     }
@@ -87,7 +90,7 @@ impl Out {
     }
 }
 
-fn header(out: &mut Out, r: &RunResult) {
+fn header(out: &mut Out, r: &RunResult, opts: &TextOptions) {
     out.line(RULE);
     out.line(format!("Fusionlab report: {}", r.scenario));
     out.line(RULE);
@@ -96,7 +99,10 @@ fn header(out: &mut Out, r: &RunResult) {
     if let Some(m) = &r.myth {
         out.line(format!("myth: {m}"));
     }
-    out.line(format!("seed: {}", r.seed));
+    match &opts.program {
+        Some(program) => out.line(format!("seed: {} ({program})", r.seed)),
+        None => out.line(format!("seed: {}", r.seed)),
+    }
     let names: Vec<&str> = r.variants.iter().map(|v| v.name.as_str()).collect();
     if r.has_variants {
         out.line(format!("variants: {}", names.join(", ")));
@@ -955,6 +961,26 @@ cr         200       1.000 0.100 ( 10.0%) 0.050 (  5.0%) 0.300 ( 30.0%) 0.500 ( 
     }
 
     #[test]
+    fn the_seed_line_names_the_program_when_given() {
+        let r = small_run();
+        let plain = render(&r, &TextOptions::default());
+        assert!(plain.contains("\nseed: 42\n"), "{plain}");
+        let named = render(
+            &r,
+            &TextOptions {
+                program: Some("fusionlab 9.9.9".into()),
+                ..TextOptions::default()
+            },
+        );
+        assert!(named.contains("\nseed: 42 (fusionlab 9.9.9)\n"), "{named}");
+        assert_eq!(
+            named.replace(" (fusionlab 9.9.9)", ""),
+            plain,
+            "the seed line is all that changes"
+        );
+    }
+
+    #[test]
     fn verdict_line_and_phase_filter() {
         let mut r = small_run();
         let text = render(&r, &TextOptions::default());
@@ -967,8 +993,8 @@ cr         200       1.000 0.100 ( 10.0%) 0.050 (  5.0%) 0.300 ( 30.0%) 0.500 ( 
         assert!(text.ends_with("VERDICT: NOT REPRODUCED\n"));
 
         let only = TextOptions {
-            names_9i: false,
             phases: Some(vec!["baseline".into()]),
+            ..TextOptions::default()
         };
         let text = render(&r, &only);
         assert!(!text.contains("Phase: starved"));
@@ -984,7 +1010,7 @@ cr         200       1.000 0.100 ( 10.0%) 0.050 (  5.0%) 0.300 ( 30.0%) 0.500 ( 
             &r,
             &TextOptions {
                 names_9i: true,
-                phases: None,
+                ..TextOptions::default()
             },
         );
         assert!(text.contains("n/a"), "{text}");

@@ -1,31 +1,33 @@
 //! The deterministic simulator: every instance of a scenario in one process,
-//! on a virtual clock, with an in-memory interconnect and block store.
+//! on a virtual clock, with the scenario's interconnect
+//! ([`fusion_driver::Interconnect`], as live) and an in-memory block store.
 //!
 //! Determinism: one event order by (time, sequence number) (see `Queue`),
 //! seeded ChaCha RNGs, no hash-map iteration and no wall clock. The same
 //! scenario and seed give the same result, bit for bit.
 
-pub mod checkers;
-mod index_check;
-mod net;
 mod store;
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use fusion_core::config::Nanos;
+use fusion_check::ConsistencyChecker;
+use fusion_core::config::{NS_PER_MS, NS_PER_S, Nanos};
 use fusion_core::instance::{Command, Instance, Observation};
 use fusion_core::msg::{Action, Envelope, Io, IoResult};
-use fusion_core::stats::{Stat, Stats};
-use fusion_report::{InstanceResult, PhaseResult, RunResult, VariantResult};
+use fusion_core::stats::Stats;
+use fusion_core::types::InstId;
+use fusion_driver::{Activity, Interconnect};
+use fusion_report::{RunResult, VariantResult};
 use fusion_scenario::{Fault, LoadedScenario, Scenario};
+use rand_chacha::ChaCha8Rng;
+use rand_core::SeedableRng;
 
-pub use checkers::{CheckReport, Checker};
+pub use fusion_driver::{Ran, VariantOutcome};
+use store::Store;
 
 /// Events further ahead than this when pushed go to `Queue::far`.
-const FAR: Nanos = fusion_core::config::NS_PER_MS;
-use net::Network;
-use store::Store;
+const FAR_NS: Nanos = NS_PER_MS;
 
 /// How to run.
 #[derive(Clone, Debug, Default)]
@@ -36,19 +38,14 @@ pub struct SimOptions {
     pub check: bool,
 }
 
-/// One variant's run.
-#[derive(Debug)]
-pub struct SimOutcome {
-    pub result: VariantResult,
-    /// Simulated events processed.
-    pub events: u64,
-    /// Cluster time simulated.
-    pub simulated_ns: Nanos,
-    /// Blocks shipped between instances (CR and current).
-    pub transfers: u64,
-    /// Protocol problems the instances reported (should be none).
-    pub errors: Vec<String>,
-    pub check: Option<CheckReport>,
+impl SimOptions {
+    /// The scenario's own seed, with the correctness checkers.
+    pub fn checked() -> SimOptions {
+        SimOptions {
+            seed: None,
+            check: true,
+        }
+    }
 }
 
 /// An event with a payload, kept in a slot (wake-ups are in the key alone).
@@ -79,6 +76,11 @@ const SEQ_MAX: u64 = (1 << (64 - SEQ_SHIFT)) - 1;
 /// events in flight sends the rest to the heap instead of paying a long
 /// insertion each (the order is the same either way).
 const NEAR_MAX: usize = 512;
+/// Events queued at most (messages on the wire, I/Os, timers; a busy
+/// scenario has thousands). Each holds up to a few hundred bytes, so past
+/// this a run is stopped with an error (about a gigabyte in) rather than
+/// taking the machine's memory; it also keeps slot numbers below [`WAKE`].
+pub const QUEUED_EVENTS_MAX: usize = 1 << 22;
 
 fn key_time(k: Key) -> Nanos {
     (k >> 64) as Nanos
@@ -86,7 +88,7 @@ fn key_time(k: Key) -> Nanos {
 
 /// The events not yet processed, ordered by (time, sequence number), in two
 /// parts: `near`, sorted latest first, for the near future, and the heap
-/// `far` for events more than [`FAR`] ahead when pushed (timer wake-ups,
+/// `far` for events more than [`FAR_NS`] ahead when pushed (timer wake-ups,
 /// mostly stale ones). The next event is the earlier of `near`'s last and
 /// `far`'s top. A new near event is usually among the next few (a CPU step
 /// ending, a message landing), so it is inserted by a short walk from the
@@ -100,7 +102,13 @@ struct Queue {
     seq: u64,
     /// [`SEQ_MAX`], lowered by tests to see renumbering happen.
     seq_max: u64,
+    /// [`QUEUED_EVENTS_MAX`], lowered by tests.
+    queued_max: usize,
 }
+
+/// The queue holds [`QUEUED_EVENTS_MAX`] events: the event was not queued.
+#[derive(Debug)]
+struct QueueFull;
 
 impl Default for Queue {
     fn default() -> Queue {
@@ -111,18 +119,23 @@ impl Default for Queue {
             free: Vec::new(),
             seq: 0,
             seq_max: SEQ_MAX,
+            queued_max: QUEUED_EVENTS_MAX,
         }
     }
 }
 
 impl Queue {
+    fn len(&self) -> usize {
+        self.near.len() + self.far.len()
+    }
+
     fn push_key(&mut self, now: Nanos, at: Nanos, payload: u64) {
         if self.seq >= self.seq_max {
             self.renumber();
         }
         self.seq += 1;
         let key = (Key::from(at) << 64) | Key::from((self.seq << SEQ_SHIFT) | payload);
-        if at > now.saturating_add(FAR) || self.near.len() >= NEAR_MAX {
+        if at > now.saturating_add(FAR_NS) || self.near.len() >= NEAR_MAX {
             self.far.push(Reverse(key));
             return;
         }
@@ -134,7 +147,10 @@ impl Queue {
         self.near.insert(pos, key);
     }
 
-    fn push(&mut self, now: Nanos, at: Nanos, ev: Ev) {
+    fn push(&mut self, now: Nanos, at: Nanos, ev: Ev) -> Result<(), QueueFull> {
+        if self.len() >= self.queued_max {
+            return Err(QueueFull);
+        }
         // A freed slot is always empty: writing it needs no drop of the old value.
         let slot = match self.free.pop() {
             Some(i) if self.slots.get(i as usize).is_some_and(Option::is_none) => {
@@ -142,17 +158,21 @@ impl Queue {
                 u64::from(i)
             }
             _ => {
-                // Slot numbers below WAKE: two billion events in flight would
-                // need hundreds of gigabytes first.
+                // Below WAKE: there are at most `queued_max` slots.
                 self.slots.push(Some(ev));
                 (self.slots.len() - 1) as u64
             }
         };
         self.push_key(now, at, slot);
+        Ok(())
     }
 
-    fn push_wake(&mut self, now: Nanos, at: Nanos, inst: usize) {
+    fn push_wake(&mut self, now: Nanos, at: Nanos, inst: usize) -> Result<(), QueueFull> {
+        if self.len() >= self.queued_max {
+            return Err(QueueFull);
+        }
         self.push_key(now, at, WAKE | inst as u64);
+        Ok(())
     }
 
     /// Give the queued events sequence numbers 1, 2, ... in their order, so
@@ -163,8 +183,8 @@ impl Queue {
         let mut keys: Vec<Key> = self.near.drain(..).collect();
         keys.extend(self.far.drain().map(|Reverse(k)| k));
         keys.sort_unstable();
-        for (n, k) in keys.iter_mut().enumerate() {
-            let low = ((n as u64 + 1) << SEQ_SHIFT) | (*k as u64 & PAYLOAD);
+        for (position, k) in keys.iter_mut().enumerate() {
+            let low = ((position as u64 + 1) << SEQ_SHIFT) | (*k as u64 & PAYLOAD);
             *k = (*k >> 64 << 64) | Key::from(low);
         }
         // Which part holds an event does not change the order (the next
@@ -201,16 +221,26 @@ pub struct Sim {
     queue: Queue,
     instances: Vec<Instance>,
     armed: Vec<Option<Nanos>>,
-    net: Network,
+    net: Interconnect,
     store: Store,
     events: u64,
-    checker: Option<Checker>,
+    checker: Option<ConsistencyChecker>,
     block_size: u32,
-    /// Sequence values in the order instances handed them out: (time, instance, sequence, value).
+    /// Sequence values in the order instances handed them out: (time,
+    /// instance, sequence, value); at most [`SEQ_VALUES_MAX`].
     nextvals: Option<Vec<(Nanos, usize, u32, i64)>>,
     /// Order and uniqueness of sequence values across the cluster (when sequences exist).
     seq_order: Option<SeqOrder>,
+    /// Why the run had to stop (a limit reached), if it did: no event is
+    /// processed after it.
+    stopped: Option<String>,
 }
+
+/// Sequence values the cross-cluster checks keep at most (each value handed
+/// out is remembered to find duplicates, 20-odd bytes apiece): a run past
+/// it stops with an error. The shipped sequence myths hand out a few
+/// hundred thousand.
+pub const SEQ_VALUES_MAX: usize = 1 << 24;
 
 /// What only a view of the whole cluster can tell about sequence values: a
 /// value lower than one already handed out elsewhere (out of order), or one
@@ -226,7 +256,7 @@ struct SeqOrder {
 impl Sim {
     pub fn new(s: &Scenario, opts: &SimOptions) -> Sim {
         let seed = opts.seed.unwrap_or(s.seed);
-        let n = s.instances.len() as u8;
+        let instance_count = s.instances.len();
         let layout = s.layout();
         let instances = s
             .instance_configs(&layout, seed, opts.check)
@@ -240,22 +270,60 @@ impl Sim {
                 x.log_nextvals(true);
             }
         }
+        // The network's own random stream, apart from the instances' and the store's.
+        let mut net_rng = ChaCha8Rng::seed_from_u64(seed);
+        net_rng.set_stream(1_000);
         Sim {
             now: 0,
             queue: Queue::default(),
             instances,
-            armed: vec![None; n as usize],
-            net: Network::new(s.network.clone(), n, seed),
-            store: Store::new(layout.initial_blocks(), s.storage.clone(), n, seed),
+            armed: vec![None; instance_count],
+            net: Interconnect::new(s.network.clone(), instance_count, net_rng),
+            store: Store::new(
+                layout.initial_blocks(),
+                s.storage.clone(),
+                instance_count,
+                seed,
+            ),
             events: 0,
-            checker: opts.check.then(|| Checker::new(layout.clone())),
+            checker: opts.check.then(|| ConsistencyChecker::new(layout.clone())),
             block_size,
             nextvals: None,
             seq_order: (!s.catalog.sequences.is_empty()).then(|| SeqOrder {
-                counts: vec![(0, 0); n as usize],
+                counts: vec![(0, 0); instance_count],
                 ..SeqOrder::default()
             }),
+            stopped: None,
         }
+    }
+
+    /// Stop the run: `why` is reported, nothing more is processed.
+    #[cold]
+    fn stop(&mut self, why: String) {
+        self.stopped.get_or_insert(why);
+    }
+
+    /// The queue is full: stop, saying what filled it.
+    #[cold]
+    fn queue_full(&mut self) {
+        let (mut messages, mut io) = (0, 0);
+        for ev in self.queue.slots.iter().flatten() {
+            match ev {
+                Ev::Deliver(_) => messages += 1,
+                Ev::Io { .. } => io += 1,
+            }
+        }
+        let timers = self.queue.len() - messages - io;
+        self.stop(format!(
+            "the simulator's event queue is full ({QUEUED_EVENTS_MAX} events: {messages} \
+             messages on the wire, {io} I/Os, {timers} timers) at {:.3} s: the run stops here",
+            self.now as f64 / NS_PER_S as f64
+        ));
+    }
+
+    /// Why the run stopped early (a limit reached), if it did.
+    pub fn stopped(&self) -> Option<&str> {
+        self.stopped.as_deref()
     }
 
     /// Perform what instance `i` asked for, then re-arm its timer.
@@ -283,7 +351,9 @@ impl Sim {
                 let at = self
                     .net
                     .arrival(self.now, env.from.idx(), env.to.idx(), bytes);
-                self.queue.push(self.now, at, Ev::Deliver(env));
+                if self.queue.push(self.now, at, Ev::Deliver(env)).is_err() {
+                    self.queue_full();
+                }
             }
             Action::Io { id, io } => {
                 let (at, result, write) = match io {
@@ -300,12 +370,12 @@ impl Sim {
                         IoResult::Written,
                         Some(block),
                     ),
-                    Io::WriteRedo { records, bytes } => {
-                        let (at, r) = self.store.write_redo(self.now, i, records, bytes);
+                    Io::WriteRedo { .. } => {
+                        let (at, r) = self.store.write_redo(self.now, i);
                         (at, r, None)
                     }
                 };
-                self.queue.push(
+                let pushed = self.queue.push(
                     self.now,
                     at,
                     Ev::Io {
@@ -315,6 +385,9 @@ impl Sim {
                         write,
                     },
                 );
+                if pushed.is_err() {
+                    self.queue_full();
+                }
             }
         }
     }
@@ -335,7 +408,9 @@ impl Sim {
         {
             return Some(d);
         }
-        self.queue.push_wake(self.now, d, i);
+        if self.queue.push_wake(self.now, d, i).is_err() {
+            self.queue_full();
+        }
         None
     }
 
@@ -346,7 +421,7 @@ impl Sim {
         }
         // A wake-up that is due before anything queued skips the queue.
         let mut direct: Option<(Nanos, usize)> = None;
-        loop {
+        while self.stopped.is_none() {
             let (at, payload) = match direct.take() {
                 Some((at, i)) => (at, WAKE | i as u64),
                 None => {
@@ -392,21 +467,7 @@ impl Sim {
             };
             self.perform(i);
             if self.nextvals.is_some() || self.seq_order.is_some() {
-                for (seq, v) in self.instances[i].take_nextvals() {
-                    if let Some(o) = self.seq_order.as_mut() {
-                        let high = o.highest.entry(seq).or_insert(i64::MIN);
-                        if v < *high {
-                            o.counts[i].0 += 1;
-                        }
-                        *high = (*high).max(v);
-                        if !o.seen.insert((seq, v)) {
-                            o.counts[i].1 += 1;
-                        }
-                    }
-                    if let Some(log) = self.nextvals.as_mut() {
-                        log.push((at, i, seq, v));
-                    }
-                }
+                self.track_nextvals(at, i);
             }
             direct = self.rearm(i, Some(until)).map(|d| (d, i));
             if let Some(c) = self.checker.as_mut() {
@@ -418,7 +479,42 @@ impl Sim {
                 c.after_event(&self.instances, &history);
             }
         }
-        self.now = self.now.max(until);
+        if self.stopped.is_none() {
+            self.now = self.now.max(until);
+        }
+    }
+
+    /// The sequence values instance `i` handed out at `at`: counted out of
+    /// order or duplicated, and logged when asked.
+    fn track_nextvals(&mut self, at: Nanos, i: usize) {
+        for (seq, v) in self.instances[i].take_nextvals() {
+            if let Some(o) = self.seq_order.as_mut() {
+                let high = o.highest.entry(seq).or_insert(i64::MIN);
+                if v < *high {
+                    o.counts[i].0 += 1;
+                }
+                *high = (*high).max(v);
+                if o.seen.len() >= SEQ_VALUES_MAX {
+                    self.stopped.get_or_insert_with(|| {
+                        format!(
+                            "{SEQ_VALUES_MAX} sequence values were handed out, as many as the \
+                             simulator's duplicate check keeps: the run stops here"
+                        )
+                    });
+                } else if !o.seen.insert((seq, v)) {
+                    o.counts[i].1 += 1;
+                }
+            }
+            if let Some(log) = self.nextvals.as_mut() {
+                if log.len() >= SEQ_VALUES_MAX {
+                    self.stopped.get_or_insert_with(|| {
+                        format!("the log of sequence values is full ({SEQ_VALUES_MAX} values)")
+                    });
+                } else {
+                    log.push((at, i, seq, v));
+                }
+            }
+        }
     }
 
     /// Instance `i`'s timer fired at `at`.
@@ -487,83 +583,121 @@ impl Sim {
     /// The interconnect and store faults of a phase (replacing the previous
     /// phase's). CPU stress is an instance command (`Phase::commands_for`).
     fn set_faults(&mut self, faults: &[Fault]) {
-        self.net.clear_faults();
+        self.net.set_faults(faults);
         self.store.clear_faults();
         for f in faults {
-            match f {
-                Fault::DiskLatency {
-                    instance,
-                    device,
-                    latency,
-                    jitter,
-                } => self.store.set_fault(
+            if let Fault::DiskLatency {
+                instance,
+                device,
+                latency,
+                jitter,
+            } = f
+            {
+                self.store.set_fault(
                     usize::from(*instance).saturating_sub(1),
                     *device,
                     *latency,
                     *jitter,
-                ),
-                Fault::NetworkLatency {
-                    target,
-                    latency,
-                    jitter,
-                } => self.net.add_latency(target, *latency, *jitter),
-                Fault::Bandwidth { target, rate_bps } => self.net.set_bandwidth(target, *rate_bps),
-                Fault::StressCpu { .. } => {}
+                );
             }
         }
     }
 
-    /// Stop every workload and fault and let what is in flight land (blocks on
-    /// the wire, commits waiting for LGWR), so the end-of-run checks see a
-    /// cluster at rest rather than a block between two caches.
-    pub fn quiesce(&mut self) {
+    /// Stop every workload and fault (the live runtime's quiesce too) and let
+    /// what is in flight land, for at most [`SETTLE_NS_MAX`] of simulated
+    /// time. Err: the cluster did not come to rest, and what is still going on.
+    ///
+    /// [`SETTLE_NS_MAX`]: fusion_driver::SETTLE_NS_MAX
+    pub fn quiesce(&mut self) -> Result<(), String> {
         self.set_faults(&[]);
         for i in 0..self.instances.len() {
-            self.command(
-                i,
-                Command::StressCpu {
-                    workers: 0,
-                    load_pct: 100,
-                },
-            );
-            self.command(i, Command::EnableWorkloads(Some(Vec::new())));
+            for cmd in fusion_driver::quiesce_commands() {
+                self.command(i, cmd);
+            }
         }
-        let limit = self.now + 60 * fusion_core::config::NS_PER_S;
-        while self.now < limit {
-            let step = self.now + 100 * fusion_core::config::NS_PER_MS;
+        let limit = self.now + fusion_driver::SETTLE_NS_MAX;
+        loop {
+            let step = self.now + 100 * NS_PER_MS;
             self.run_until(step);
-            let busy = self.instances.iter().any(|x| !x.sessions_at_rest());
-            let on_wire = self
-                .queue
-                .slots
-                .iter()
-                .flatten()
-                .any(|e| matches!(e, Ev::Deliver(_)));
-            if !busy && !on_wire {
-                break;
+            if let Some(why) = &self.stopped {
+                return Err(why.clone());
+            }
+            let activity = self.activity();
+            if activity.iter().all(Activity::at_rest) {
+                return Ok(());
+            }
+            if self.now >= limit {
+                let waited = format!(
+                    "{} s of simulated time",
+                    fusion_driver::SETTLE_NS_MAX / NS_PER_S
+                );
+                return fusion_driver::settled(&activity, &waited);
             }
         }
     }
 
-    pub fn store(&self) -> &store::Store {
-        &self.store
+    /// What each instance still has going on: sessions, messages on their
+    /// way to it, its I/Os.
+    fn activity(&self) -> Vec<Activity> {
+        let mut activity: Vec<Activity> = self
+            .instances
+            .iter()
+            .map(|x| Activity {
+                instance: x.id,
+                at_rest: x.sessions_at_rest(),
+                waits: x
+                    .current_waits()
+                    .into_iter()
+                    .map(|(w, sessions)| (w.name().to_string(), sessions))
+                    .collect(),
+                messages_in_flight: 0,
+                io_in_flight: 0,
+            })
+            .collect();
+        for ev in self.queue.slots.iter().flatten() {
+            let (inst, counter): (InstId, fn(&mut Activity) -> &mut u64) = match ev {
+                Ev::Deliver(env) => (env.to, |a| &mut a.messages_in_flight),
+                Ev::Io { inst, .. } => (InstId(*inst), |a| &mut a.io_in_flight),
+            };
+            if let Some(a) = activity.get_mut(inst.idx()) {
+                *counter(a) += 1;
+            }
+        }
+        activity
+    }
+
+    /// The datafile blocks as the store holds them.
+    pub fn stored_blocks(&self) -> &[fusion_core::block::Block] {
+        self.store.blocks()
     }
 
     pub fn events(&self) -> u64 {
         self.events
     }
+
+    /// Every instance's statistics, with the cluster-wide sequence checks.
+    fn snapshot(&self) -> Vec<Stats> {
+        (0..self.instances.len())
+            .map(|i| self.stats_of(i))
+            .collect()
+    }
 }
 
 /// Run one variant through its phases and collect each phase's activity.
-pub fn run_variant(name: &str, s: &Scenario, opts: &SimOptions) -> SimOutcome {
-    let mut sim = Sim::new(s, opts);
+pub fn run_variant(name: &str, s: &Scenario, opts: &SimOptions) -> VariantOutcome {
+    run_phases(Sim::new(s, opts), name, s, opts)
+}
+
+/// Run `sim`, new for scenario `s`, through the phases.
+fn run_phases(mut sim: Sim, name: &str, s: &Scenario, opts: &SimOptions) -> VariantOutcome {
     let mut phases = Vec::new();
+    let mut stopped = None;
     for phase in &s.phases {
         // The counters before the phase's own commands: what a command sets
         // off at once (a session woken by its workload starting counts its
         // first execution) belongs to the phase it starts.
         let start = sim.now();
-        let before: Vec<Stats> = (0..sim.instances.len()).map(|i| sim.stats_of(i)).collect();
+        let before = sim.snapshot();
         // The same start of phase as the live runtime's.
         sim.set_faults(&phase.faults);
         for i in 0..sim.instances.len() {
@@ -572,92 +706,118 @@ pub fn run_variant(name: &str, s: &Scenario, opts: &SimOptions) -> SimOutcome {
             }
         }
         sim.run_until(start + phase.duration);
-        let instances = sim
-            .instances
-            .iter()
-            .enumerate()
-            .zip(&before)
-            .map(|((i, x), b)| InstanceResult {
-                id: x.id.number(),
-                cpu_count: x.params().cpu_count,
-                db_block_size: x.params().db_block_size,
-                stats: sim.stats_of(i).since(b),
-            })
-            .collect();
-        phases.push(PhaseResult {
-            name: phase.name.clone(),
-            start_ns: start,
-            elapsed_ns: phase.duration,
-            instances,
-        });
+        if let Some(why) = sim.stopped() {
+            // A phase cut short is left out of the result.
+            stopped = Some(format!("phase {:?}: {why}", phase.name));
+            break;
+        }
+        phases.push(fusion_driver::phase_result(
+            &phase.name,
+            s,
+            start,
+            phase.duration,
+            &before,
+            &sim.snapshot(),
+        ));
     }
     // What the run did, before the checkers' quiet period below.
-    let (events, simulated_ns) = (sim.events, sim.now);
-    if opts.check {
-        sim.quiesce();
-    }
-    let mut errors: Vec<String> = sim
+    let ran = Ran::Simulated {
+        events: sim.events,
+        simulated_ns: sim.now,
+    };
+    let mut outcome = VariantOutcome::new(
+        VariantResult {
+            name: name.to_string(),
+            phases,
+        },
+        ran,
+    );
+    let settled = match stopped {
+        Some(why) => Err(why),
+        None if opts.check => sim.quiesce(),
+        None => Ok(()),
+    };
+    outcome.errors = sim
         .instances
         .iter()
         .flat_map(|x| x.errors().iter().cloned())
         .collect();
-    let check = sim.checker.take().map(|c| {
-        let history: Vec<Observation> = sim
-            .instances
-            .iter_mut()
-            .flat_map(|x| x.take_history())
-            .collect();
-        c.finish(&sim.instances, &sim.store, &history)
-    });
-    if let Some(c) = &check {
-        errors.extend(c.violations.iter().cloned());
+    let checker = sim.checker.take();
+    match settled {
+        Err(why) => outcome.errors.push(why),
+        Ok(()) => {
+            if let Some(c) = checker {
+                let history: Vec<Observation> = sim
+                    .instances
+                    .iter_mut()
+                    .flat_map(|x| x.take_history())
+                    .collect();
+                outcome.set_check(c.finish(&sim.instances, sim.store.blocks(), &history));
+            }
+        }
     }
-    let transfers = phases
-        .iter()
-        .flat_map(|p: &PhaseResult| p.instances.iter())
-        .map(|x| x.stats.get(Stat::GcCrBlocksReceived) + x.stats.get(Stat::GcCurrentBlocksReceived))
-        .sum();
-    SimOutcome {
-        result: VariantResult {
-            name: name.to_string(),
-            phases,
-        },
-        events,
-        simulated_ns,
-        transfers,
-        errors,
-        check,
-    }
+    outcome
 }
 
 /// Run every variant of a scenario and evaluate its expectations.
-pub fn run_scenario(loaded: &LoadedScenario, opts: &SimOptions) -> (RunResult, Vec<SimOutcome>) {
-    let outcomes: Vec<SimOutcome> = loaded
+pub fn run_scenario(
+    loaded: &LoadedScenario,
+    opts: &SimOptions,
+) -> (RunResult, Vec<VariantOutcome>) {
+    let outcomes: Vec<VariantOutcome> = loaded
         .variants
         .iter()
         .map(|v| run_variant(&v.name, &v.scenario, opts))
         .collect();
-    let variants: Vec<VariantResult> = outcomes.iter().map(|o| o.result.clone()).collect();
-    let verdicts = fusion_report::evaluate(loaded, &variants);
-    let seed = opts
-        .seed
-        .or_else(|| loaded.variants.first().map(|v| v.scenario.seed))
-        .unwrap_or(0);
-    let result = RunResult {
-        scenario: loaded.name.clone(),
-        title: loaded.title.clone(),
-        myth: loaded.myth.clone(),
-        seed,
-        has_variants: loaded.has_variants,
-        variants,
-        verdicts,
-    };
+    let result = fusion_driver::run_result(loaded, opts.seed, &outcomes);
     (result, outcomes)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use fusion_core::config::{KeyDist, Step};
+    use fusion_testkit::{ScenarioBuilder, btree, phase, read_by_index, table, txn, workload};
+
+    #[test]
+    fn a_full_event_queue_stops_the_run_with_an_error_not_a_panic() {
+        let s = ScenarioBuilder::new(2)
+            .table(table("t", 400, 20))
+            .index(btree("t_pk", 0, 32, 32))
+            .workload(workload(
+                "w",
+                2,
+                8,
+                NS_PER_MS,
+                vec![txn(
+                    "read",
+                    1,
+                    vec![read_by_index(KeyDist::Uniform, 2), Step::Commit],
+                )],
+            ))
+            .phase(phase("first", 100 * NS_PER_MS))
+            .phase(phase("second", 100 * NS_PER_MS))
+            .build();
+        let opts = SimOptions::checked();
+        let roomy = run_variant("roomy", &s, &opts);
+        assert!(roomy.errors.is_empty(), "{:?}", roomy.errors);
+        assert_eq!(roomy.result.phases.len(), 2);
+
+        let mut sim = Sim::new(&s, &opts);
+        sim.queue.queued_max = 6;
+        let o = run_phases(sim, "cramped", &s, &opts);
+        assert!(
+            o.result.phases.is_empty(),
+            "the phase cut short is left out"
+        );
+        assert!(o.check.is_none(), "no checks over a run cut short");
+        assert_eq!(o.errors.len(), 1, "{:?}", o.errors);
+        assert!(
+            o.errors[0].starts_with("phase \"first\": the simulator's event queue is full"),
+            "{:?}",
+            o.errors
+        );
+    }
 
     /// Pop every event up to `until`, as (time, payload).
     fn drain(q: &mut Queue, until: Nanos) -> Vec<(Nanos, u64)> {
@@ -679,16 +839,16 @@ mod tests {
         let (mut x, mut now, mut order) = (7u64, 0, 0u64);
         for wave in 0..50u64 {
             // The first wave overflows the near vector.
-            let n = if wave == 0 {
+            let pushes = if wave == 0 {
                 NEAR_MAX as u64 + 100
             } else {
                 64 + wave * 3
             };
-            for _ in 0..n {
+            for _ in 0..pushes {
                 x = x
                     .wrapping_mul(6364136223846793005)
                     .wrapping_add(1442695040888963407);
-                let at = now + (x >> 33) % 50 + if x % 7 == 0 { 2 * FAR } else { 0 };
+                let at = now + (x >> 33) % 50 + if x % 7 == 0 { 2 * FAR_NS } else { 0 };
                 let payload = order % WAKE;
                 q.push_key(now, at, payload);
                 expected.push((at, order, payload));

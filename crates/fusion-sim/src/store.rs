@@ -1,9 +1,11 @@
 //! The simulated shared block store: datafile blocks and one redo thread per
 //! instance, with read/write latency and an IOPS budget for the datafiles.
+//! Redo is timed, not kept: nothing reads it back (there is no recovery), and
+//! keeping every record would grow with the run.
 
 use fusion_core::block::Block;
 use fusion_core::config::{NS_PER_S, Nanos};
-use fusion_core::msg::{IoResult, RedoRecord};
+use fusion_core::msg::IoResult;
 use fusion_core::types::BlockAddr;
 use fusion_scenario::{Device, StorageModel};
 use rand_chacha::ChaCha8Rng;
@@ -17,10 +19,6 @@ struct Slow {
 
 pub struct Store {
     blocks: Vec<Block>,
-    /// Redo records written, per thread (kept for recovery and checks), as
-    /// the batches LGWR wrote them (kept whole: no copy into one growing Vec).
-    redo: Vec<Vec<Vec<RedoRecord>>>,
-    redo_bytes: Vec<u64>,
     model: StorageModel,
     /// The array's next free I/O slot under the IOPS budget.
     next_slot: Nanos,
@@ -30,37 +28,22 @@ pub struct Store {
 }
 
 impl Store {
-    pub fn new(blocks: Vec<Block>, model: StorageModel, n: u8, seed: u64) -> Store {
+    pub fn new(blocks: Vec<Block>, model: StorageModel, instances: usize, seed: u64) -> Store {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         rng.set_stream(2_000);
-        let n = n as usize;
         Store {
             blocks,
-            redo: vec![Vec::new(); n],
-            redo_bytes: vec![0; n],
             model,
             next_slot: 0,
-            redo_fault: vec![None; n],
-            data_fault: vec![None; n],
+            redo_fault: vec![None; instances],
+            data_fault: vec![None; instances],
             rng,
         }
     }
 
-    pub fn block(&self, blk: BlockAddr) -> Option<&Block> {
-        self.blocks.get(blk.idx())
-    }
-
+    /// Every datafile block, by address.
     pub fn blocks(&self) -> &[Block] {
         &self.blocks
-    }
-
-    /// Every redo record thread `inst` wrote, oldest first.
-    pub fn redo_records(&self, inst: usize) -> impl Iterator<Item = &RedoRecord> {
-        self.redo.get(inst).into_iter().flatten().flatten()
-    }
-
-    pub fn redo_bytes(&self, inst: usize) -> u64 {
-        self.redo_bytes.get(inst).copied().unwrap_or(0)
     }
 
     fn jittered(&mut self, base: Nanos, fault: Option<Slow>) -> Nanos {
@@ -126,23 +109,10 @@ impl Store {
         start + self.jittered(self.model.write_latency, fault)
     }
 
-    pub fn write_redo(
-        &mut self,
-        now: Nanos,
-        inst: usize,
-        records: Vec<RedoRecord>,
-        bytes: u64,
-    ) -> (Nanos, IoResult) {
+    /// When a redo write issued now completes.
+    pub fn write_redo(&mut self, now: Nanos, inst: usize) -> (Nanos, IoResult) {
         let fault = self.redo_fault.get(inst).copied().flatten();
         let took = self.jittered(self.model.log_write_latency, fault);
-        if let Some(r) = self.redo.get_mut(inst)
-            && !records.is_empty()
-        {
-            r.push(records);
-        }
-        if let Some(b) = self.redo_bytes.get_mut(inst) {
-            *b += bytes;
-        }
         (now + took, IoResult::Written)
     }
 

@@ -1,7 +1,7 @@
 //! The checkers can fail: situations where a violation must be reported.
 //!
 //! Two kinds of evidence:
-//! - fabricated observations fed to a `Checker` (a read that contradicts the
+//! - fabricated observations fed to a `ConsistencyChecker` (a read that contradicts the
 //!   committed history, a read that misses its own change, a committed write
 //!   that no image holds), next to the same history made consistent, which
 //!   must pass;
@@ -12,24 +12,29 @@
 //!   back old: stale reads), next to the same cluster over a faithful store,
 //!   which must pass.
 //!
-//! `Checker::finish` takes the simulator's `Store`, which cannot be built from
-//! outside the crate: a fresh `Sim` lends one holding the initial images.
+//! The final checks look up the newest image of a block in the instances'
+//! caches, then in the store's images (here the initial ones, or the test
+//! driver's own store).
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 use std::sync::Arc;
 
+use fusion_check::{CheckReport, ConsistencyChecker};
 use fusion_core::block::Block;
 use fusion_core::config::{
-    Access, Catalog, Costs, IndexDef, IndexKind, KeyDist, KeySpec, NS_PER_MS, NS_PER_US, Nanos,
-    Params, Step, TableDef, TxnTemplate, WorkloadSpec,
+    Catalog, Costs, IndexDef, KeyDist, NS_PER_MS, NS_PER_US, Nanos, Params, Step, TableDef,
+    WorkloadSpec,
 };
 use fusion_core::instance::{BufState, Instance, InstanceConfig, Observation};
 use fusion_core::layout::Layout;
 use fusion_core::msg::{Action, Envelope, Io, IoResult};
 use fusion_core::types::{InstId, Xid};
-use fusion_scenario::{NetworkModel, Phase, Scenario, StorageModel};
-use fusion_sim::{CheckReport, Checker, Sim, SimOptions, run_variant};
+use fusion_scenario::Scenario;
+use fusion_sim::{Sim, SimOptions, run_variant};
+use fusion_testkit::{
+    ScenarioBuilder, btree, phase, quiet_phase, read_by_index, table, txn, update_by_index,
+};
 
 // ----- a small cluster definition ------------------------------------------------------
 
@@ -38,102 +43,55 @@ const ROWS_PER_BLOCK: u32 = 10;
 
 fn catalog() -> Catalog {
     Catalog {
-        sequences: Vec::new(),
         tables: vec![TableDef {
-            name: "t".into(),
-            rows: ROWS,
-            rows_per_block: ROWS_PER_BLOCK,
             free_blocks_per_instance: 2,
-            orgs: 1,
-            partition_by_org: false,
-            distinct_values: 0,
+            ..table("t", ROWS, ROWS_PER_BLOCK)
         }],
         indexes: vec![IndexDef {
-            name: "t_pk".into(),
-            table: 0,
-            entries_per_leaf: 32,
-            entries_per_branch: 32,
             free_blocks_per_instance: 2,
-            reverse: false,
-            kind: IndexKind::BTree,
-            local: false,
-            includes_value: false,
-            rows_per_piece: 1,
+            ..btree("t_pk", 0, 32, 32)
         }],
+        sequences: Vec::new(),
     }
 }
 
 fn params(buffers: u64) -> Params {
     Params {
-        cpu_count: 2,
         gcs_server_processes: 1,
-        db_cache_size: buffers * 8192,
-        ..Params::default()
+        ..fusion_testkit::params(2, buffers)
     }
 }
 
 /// One session per instance (no concurrency inside an instance): reads and
 /// read-modify-write updates of uniformly drawn keys.
 fn workload(instances: u8, sessions: u32) -> WorkloadSpec {
-    let keys = KeySpec {
-        dist: KeyDist::Uniform,
-        range: None,
-        org: None,
-    };
-    WorkloadSpec {
-        name: "w".into(),
-        instances: (1..=instances).collect(),
-        sessions_per_instance: sessions,
-        think_time: 200 * NS_PER_US,
-        transactions: vec![
-            TxnTemplate {
-                name: "read".into(),
-                weight: 1,
-                steps: vec![
-                    Step::Read {
-                        table: 0,
-                        access: Access::Index(0),
-                        keys: keys.clone(),
-                        rows: 4,
-                    },
-                    Step::Commit,
-                ],
-            },
-            TxnTemplate {
-                name: "update".into(),
-                weight: 1,
-                steps: vec![
-                    Step::Update {
-                        table: 0,
-                        access: Access::Index(0),
-                        keys,
-                        rows: 2,
-                    },
-                    Step::Commit,
-                ],
-            },
+    fusion_testkit::workload(
+        "w",
+        instances,
+        sessions,
+        200 * NS_PER_US,
+        vec![
+            txn(
+                "read",
+                1,
+                vec![read_by_index(KeyDist::Uniform, 4), Step::Commit],
+            ),
+            txn(
+                "update",
+                1,
+                vec![update_by_index(KeyDist::Uniform, 2), Step::Commit],
+            ),
         ],
-        iterations: None,
-    }
+    )
 }
 
 fn scenario(instances: u8, buffers: u64, ms: u64) -> Scenario {
-    Scenario {
-        seed: 1,
-        instances: vec![params(buffers); instances as usize],
-        costs: Costs::default(),
-        network: NetworkModel::default(),
-        storage: StorageModel::default(),
-        catalog: catalog(),
-        workloads: vec![workload(instances, 1)],
-        phases: vec![Phase {
-            name: "run".into(),
-            duration: ms * NS_PER_MS,
-            parameters: vec![],
-            faults: vec![],
-            workloads: None,
-        }],
-    }
+    ScenarioBuilder::new(instances)
+        .params(params(buffers))
+        .catalog(catalog())
+        .workload(workload(instances, 1))
+        .phase(phase("run", ms * NS_PER_MS))
+        .build()
 }
 
 fn layout(instances: u8) -> Arc<Layout> {
@@ -146,13 +104,7 @@ fn layout(instances: u8) -> Arc<Layout> {
 
 /// A simulator that has not run: its store holds the initial images (every row 0).
 fn pristine(instances: u8) -> Sim {
-    Sim::new(
-        &scenario(instances, 64, 1),
-        &SimOptions {
-            seed: None,
-            check: false,
-        },
-    )
+    Sim::new(&scenario(instances, 64, 1), &SimOptions::default())
 }
 
 fn xid(inst: u8, seq: u64) -> Xid {
@@ -228,11 +180,11 @@ fn read(snapshot: u64, val: i64) -> Observation {
 /// would) and finish against the initial images.
 fn check(history: &[Observation]) -> CheckReport {
     let sim = pristine(2);
-    let mut c = Checker::new(layout(2));
+    let mut c = ConsistencyChecker::new(layout(2));
     for o in history {
         c.after_event(sim.instances(), std::slice::from_ref(o));
     }
-    c.finish(sim.instances(), sim.store(), &[])
+    c.finish(sim.instances(), sim.stored_blocks(), &[])
 }
 
 #[test]
@@ -402,14 +354,14 @@ fn a_broken_index_structure_is_reported() {
     let sim = pristine(1);
     let lay = layout(1);
     let root = lay.indexes[0].root;
-    let store = sim.store();
+    let store = sim.stored_blocks();
     let first_leaf = store
-        .block(root)
+        .get(root.idx())
         .and_then(|b| b.child_for(0))
         .expect("the root is a branch");
     let run = |edit: &dyn Fn(&mut Block)| {
-        Checker::new(lay.clone()).finish_with(&[], |blk| {
-            let mut b = store.block(blk)?.clone();
+        ConsistencyChecker::new(lay.clone()).finish_with(&[], |blk| {
+            let mut b = store.get(blk.idx())?.clone();
             if blk == first_leaf {
                 edit(&mut b);
             }
@@ -506,7 +458,7 @@ struct Driver {
     store: Vec<Block>,
     storage: Storage,
     link_free: Vec<Nanos>,
-    checker: Option<Checker>,
+    checker: Option<ConsistencyChecker>,
 }
 
 impl Driver {
@@ -547,7 +499,7 @@ impl Driver {
             store: layout.initial_blocks(),
             storage,
             link_free: vec![0; n * n],
-            checker: check.then(|| Checker::new(layout.clone())),
+            checker: check.then(|| ConsistencyChecker::new(layout.clone())),
         }
     }
 
@@ -658,10 +610,8 @@ impl Driver {
         }
     }
 
-    /// The final checks. The checker takes the simulator's store type, which
-    /// cannot be built here; a pristine simulator's store holds the initial
-    /// images, exactly what a store that drops every write holds. Over a
-    /// faithful store only the CR-consistency findings are meaningful.
+    /// The final checks, against this driver's own store (a store that
+    /// drops every write still holds the initial images).
     fn finish(mut self) -> CheckReport {
         let h: Vec<Observation> = self
             .insts
@@ -669,8 +619,7 @@ impl Driver {
             .flat_map(|x| x.take_history())
             .collect();
         let c = self.checker.take().expect("driver built with the checker");
-        let sim = pristine(self.insts.len() as u8);
-        c.finish(&self.insts, sim.store(), &h)
+        c.finish(&self.insts, &self.store, &h)
     }
 }
 
@@ -694,10 +643,10 @@ fn two_exclusive_holders_of_a_block_are_reported() {
         both_x,
         "the two clusters never held the same block in X (the test lost its premise)"
     );
-    let sim = pristine(1);
-    let mut c = Checker::new(layout(1));
+    let initial = layout(1).initial_blocks();
+    let mut c = ConsistencyChecker::new(layout(1));
     c.after_event(&pair, &[]);
-    let r = c.finish(&pair[..1], sim.store(), &[]);
+    let r = c.finish(&pair[..1], &initial, &[]);
     let v = with(&r, "coherence");
     assert!(
         !v.is_empty(),
@@ -707,9 +656,9 @@ fn two_exclusive_holders_of_a_block_are_reported() {
     assert!(v[0].contains("held in X by 2"), "{v:?}");
     // Either instance alone is coherent.
     for one in [&pair[..1], &pair[1..]] {
-        let mut c = Checker::new(layout(1));
+        let mut c = ConsistencyChecker::new(layout(1));
         c.after_event(one, &[]);
-        let r = c.finish(one, sim.store(), &[]);
+        let r = c.finish(one, &initial, &[]);
         assert!(with(&r, "coherence").is_empty(), "{:?}", r.violations);
     }
 }
@@ -749,21 +698,8 @@ fn the_same_work_over_a_faithful_store_reads_consistently() {
 fn the_same_work_in_the_simulator_passes() {
     let mut s = scenario(2, 16, 3_000);
     // Quiesce before the final check so no block is on the wire.
-    s.phases.push(Phase {
-        name: "quiesce".into(),
-        duration: 300 * NS_PER_MS,
-        parameters: vec![],
-        faults: vec![],
-        workloads: Some(vec![]),
-    });
-    let o = run_variant(
-        "control",
-        &s,
-        &SimOptions {
-            seed: None,
-            check: true,
-        },
-    );
+    s.phases.push(quiet_phase("quiesce", 300 * NS_PER_MS));
+    let o = run_variant("control", &s, &SimOptions::checked());
     let r = o.check.expect("checked");
     assert!(r.commits > 50, "too little work: {} commits", r.commits);
     assert!(r.reads_checked > 100);

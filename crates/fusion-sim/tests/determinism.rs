@@ -6,173 +6,99 @@
 //! CPU hogs.
 
 use fusion_core::config::{
-    Access, Catalog, Costs, IndexDef, IndexKind, KeyDist, KeySpec, NS_PER_MS, NS_PER_US,
-    ParamValue, Params, Step, TableDef, TxnTemplate, WorkloadSpec,
+    IndexDef, KeyDist, NS_PER_MS, NS_PER_US, ParamValue, Params, Step, TableDef,
 };
-use fusion_scenario::{Device, Fault, LinkTarget, NetworkModel, Phase, Scenario, StorageModel};
-use fusion_sim::{SimOptions, SimOutcome, run_variant};
+use fusion_scenario::{Device, Fault, LinkTarget, NetworkModel, Phase, Scenario};
+use fusion_sim::{SimOptions, VariantOutcome, run_variant};
+use fusion_testkit::{
+    ScenarioBuilder, btree, params, phase, read_by_index, table, txn, update_by_index, workload,
+};
 
 fn scenario(instances: u8, seed: u64) -> Scenario {
-    let params = Params {
-        cpu_count: 2,
-        gcs_server_processes: 1,
-        db_cache_size: 200 * 8192,
-        ..Params::default()
+    let hot = KeyDist::Hot {
+        fraction: 0.02,
+        share: 0.7,
     };
-    let hot = KeySpec {
-        dist: KeyDist::Hot {
-            fraction: 0.02,
-            share: 0.7,
-        },
-        range: None,
-        org: None,
-    };
-    let uniform = KeySpec {
-        dist: KeyDist::Uniform,
-        range: None,
-        org: None,
-    };
-    let seq = KeySpec {
-        dist: KeyDist::Sequential,
-        range: None,
-        org: None,
-    };
-    let workload = WorkloadSpec {
-        name: "oltp".into(),
-        instances: (1..=instances).collect(),
-        sessions_per_instance: 4,
-        think_time: 2 * NS_PER_MS,
-        transactions: vec![
-            TxnTemplate {
-                name: "lookup".into(),
-                weight: 3,
-                steps: vec![
-                    Step::Read {
-                        table: 0,
-                        access: Access::Index(0),
-                        keys: uniform.clone(),
-                        rows: 3,
-                    },
-                    Step::Read {
-                        table: 0,
-                        access: Access::Index(0),
-                        keys: seq,
-                        rows: 1,
-                    },
-                    Step::Commit,
-                ],
+    let transactions = vec![
+        txn(
+            "lookup",
+            3,
+            vec![
+                read_by_index(KeyDist::Uniform, 3),
+                read_by_index(KeyDist::Sequential, 1),
+                Step::Commit,
+            ],
+        ),
+        txn(
+            "update",
+            2,
+            vec![
+                read_by_index(hot.clone(), 1),
+                update_by_index(hot, 2),
+                Step::Think {
+                    time: 200 * NS_PER_US,
+                },
+                Step::Commit,
+            ],
+        ),
+    ];
+    let faults = Phase {
+        parameters: vec![(2, "_os_sched_high_priority".into(), ParamValue::Int(0))],
+        faults: vec![
+            Fault::StressCpu {
+                instance: 2,
+                workers: 3,
+                load_pct: 70,
             },
-            TxnTemplate {
-                name: "update".into(),
-                weight: 2,
-                steps: vec![
-                    Step::Read {
-                        table: 0,
-                        access: Access::Index(0),
-                        keys: hot.clone(),
-                        rows: 1,
-                    },
-                    Step::Update {
-                        table: 0,
-                        access: Access::Index(0),
-                        keys: hot,
-                        rows: 2,
-                    },
-                    Step::Think {
-                        time: 200 * NS_PER_US,
-                    },
-                    Step::Commit,
-                ],
+            Fault::DiskLatency {
+                instance: 1,
+                device: Device::Redo,
+                latency: 5 * NS_PER_MS,
+                jitter: 3 * NS_PER_MS,
+            },
+            Fault::NetworkLatency {
+                target: LinkTarget::All,
+                latency: 100 * NS_PER_US,
+                jitter: 80 * NS_PER_US,
             },
         ],
-        iterations: None,
+        ..phase("faults", 400 * NS_PER_MS)
     };
-    Scenario {
-        seed,
-        instances: vec![params; instances as usize],
-        costs: Costs::default(),
-        network: NetworkModel {
+    ScenarioBuilder::new(instances)
+        .seed(seed)
+        .params(Params {
+            gcs_server_processes: 1,
+            ..params(2, 200)
+        })
+        .network(NetworkModel {
             jitter: 20_000,
             ..NetworkModel::default()
-        },
-        storage: StorageModel::default(),
-        catalog: Catalog {
-            sequences: Vec::new(),
-            tables: vec![TableDef {
-                name: "t".into(),
-                rows: 3_000,
-                rows_per_block: 30,
-                free_blocks_per_instance: 4,
-                orgs: 1,
-                partition_by_org: false,
-                distinct_values: 0,
-            }],
-            indexes: vec![IndexDef {
-                name: "t_pk".into(),
-                table: 0,
-                entries_per_leaf: 32,
-                entries_per_branch: 16,
-                free_blocks_per_instance: 4,
-                reverse: false,
-                kind: IndexKind::BTree,
-                local: false,
-                includes_value: false,
-                rows_per_piece: 1,
-            }],
-        },
-        workloads: vec![workload],
-        phases: vec![
-            Phase {
-                name: "warm".into(),
-                duration: 250 * NS_PER_MS,
-                parameters: vec![],
-                faults: vec![],
-                workloads: None,
-            },
-            Phase {
-                name: "faults".into(),
-                duration: 400 * NS_PER_MS,
-                parameters: vec![(2, "_os_sched_high_priority".into(), ParamValue::Int(0))],
-                faults: vec![
-                    Fault::StressCpu {
-                        instance: 2,
-                        workers: 3,
-                        load_pct: 70,
-                    },
-                    Fault::DiskLatency {
-                        instance: 1,
-                        device: Device::Redo,
-                        latency: 5 * NS_PER_MS,
-                        jitter: 3 * NS_PER_MS,
-                    },
-                    Fault::NetworkLatency {
-                        target: LinkTarget::All,
-                        latency: 100 * NS_PER_US,
-                        jitter: 80 * NS_PER_US,
-                    },
-                ],
-                workloads: None,
-            },
-            Phase {
-                name: "after".into(),
-                duration: 200 * NS_PER_MS,
-                parameters: vec![],
-                faults: vec![],
-                workloads: None,
-            },
-        ],
-    }
+        })
+        .table(TableDef {
+            free_blocks_per_instance: 4,
+            ..table("t", 3_000, 30)
+        })
+        .index(IndexDef {
+            free_blocks_per_instance: 4,
+            ..btree("t_pk", 0, 32, 16)
+        })
+        .workload(workload("oltp", instances, 4, 2 * NS_PER_MS, transactions))
+        .phase(phase("warm", 250 * NS_PER_MS))
+        .phase(faults)
+        .phase(phase("after", 200 * NS_PER_MS))
+        .build()
 }
 
-fn run(s: &Scenario, seed: Option<u64>, check: bool) -> SimOutcome {
+fn run(s: &Scenario, seed: Option<u64>, check: bool) -> VariantOutcome {
     run_variant("det", s, &SimOptions { seed, check })
 }
 
 /// Every figure of two runs that must agree, with a message naming the first difference.
-fn assert_same(a: &SimOutcome, b: &SimOutcome, what: &str) {
-    assert_eq!(a.events, b.events, "{what}: event counts differ");
+fn assert_same(a: &VariantOutcome, b: &VariantOutcome, what: &str) {
+    assert_eq!(a.events(), b.events(), "{what}: event counts differ");
     assert_eq!(
-        a.simulated_ns, b.simulated_ns,
+        a.simulated_ns(),
+        b.simulated_ns(),
         "{what}: simulated time differs"
     );
     assert_eq!(a.transfers, b.transfers, "{what}: block transfers differ");
@@ -203,8 +129,8 @@ fn assert_same(a: &SimOutcome, b: &SimOutcome, what: &str) {
 }
 
 /// The runs did something, so equality is not trivially true.
-fn assert_busy(o: &SimOutcome) {
-    assert!(o.events > 10_000, "only {} events", o.events);
+fn assert_busy(o: &VariantOutcome) {
+    assert!(o.events() > 10_000, "only {} events", o.events());
     assert!(o.transfers > 0, "no block was shipped");
     for p in &o.result.phases {
         let total = p.cluster_stats();
@@ -242,7 +168,8 @@ fn another_seed_gives_another_run() {
     assert_busy(&a);
     assert_busy(&b);
     assert_ne!(
-        a.events, b.events,
+        a.events(),
+        b.events(),
         "seeds 1 and 2 processed the same number of events"
     );
     for (pa, pb) in a.result.phases.iter().zip(&b.result.phases) {
@@ -269,7 +196,7 @@ fn checking_does_not_perturb_the_run() {
     assert!(plain.check.is_none());
     // The checker's own findings are reported as errors of the checked run;
     // compare the model's own figures only.
-    let model_errors = |o: &SimOutcome| -> Vec<String> {
+    let model_errors = |o: &VariantOutcome| -> Vec<String> {
         let v = o
             .check
             .as_ref()
@@ -282,13 +209,10 @@ fn checking_does_not_perturb_the_run() {
             .collect()
     };
     assert_eq!(model_errors(&plain), model_errors(&checked));
-    let strip = |o: &SimOutcome| SimOutcome {
-        result: o.result.clone(),
-        events: o.events,
-        simulated_ns: o.simulated_ns,
-        transfers: o.transfers,
+    let strip = |o: &VariantOutcome| VariantOutcome {
         errors: vec![],
         check: None,
+        ..o.clone()
     };
     assert_same(
         &strip(&plain),

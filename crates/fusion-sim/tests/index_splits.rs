@@ -13,104 +13,68 @@
 //! - leave a valid B-tree holding every committed key exactly once (the
 //!   simulator's index check), with no other checker violation.
 
-use fusion_core::config::{
-    Catalog, Costs, IndexDef, IndexKind, NS_PER_MS, Params, SequenceDef, Step, TableDef,
-    TxnTemplate, WorkloadSpec,
-};
+use fusion_core::config::{IndexDef, NS_PER_MS, Params, SequenceDef, Step, TableDef};
 use fusion_core::stats::{Stat, Wait};
-use fusion_scenario::{NetworkModel, Phase, Scenario, StorageModel};
-use fusion_sim::{SimOptions, SimOutcome, run_variant};
+use fusion_scenario::Scenario;
+use fusion_sim::{SimOptions, VariantOutcome, run_variant};
+use fusion_testkit::{ScenarioBuilder, btree, phase, table, txn, workload};
 
 const PHASE_MS: u64 = 400;
 
 fn scenario(instances: u8, reverse: bool) -> Scenario {
-    let params = Params {
-        cpu_count: 2,
-        db_cache_size: 2048 * 8192,
-        ..Params::default()
-    };
-    let catalog = Catalog {
-        tables: vec![TableDef {
-            name: "t".into(),
-            rows: 1,
-            rows_per_block: 20,
+    let insert = txn(
+        "insert-20",
+        1,
+        vec![
+            Step::InsertSeq {
+                table: 0,
+                rows: 20,
+                sequence: 0,
+            },
+            Step::Commit,
+        ],
+    );
+    ScenarioBuilder::new(instances)
+        .seed(11)
+        .params(Params {
+            cpu_count: 2,
+            db_cache_size: 2048 * 8192,
+            ..Params::default()
+        })
+        .table(TableDef {
             free_blocks_per_instance: 2_000,
-            orgs: 1,
-            partition_by_org: false,
-            distinct_values: 0,
-        }],
-        indexes: vec![IndexDef {
-            name: "t_pk".into(),
-            table: 0,
-            entries_per_leaf: 16,
-            entries_per_branch: 8,
+            ..table("t", 1, 20)
+        })
+        .index(IndexDef {
             free_blocks_per_instance: 2_000,
             reverse,
-            kind: IndexKind::BTree,
-            local: false,
-            includes_value: false,
-            rows_per_piece: 1,
-        }],
+            ..btree("t_pk", 0, 16, 8)
+        })
         // ORDER: consecutive values go to different instances, the worst case
         // for the right-hand leaf.
-        sequences: vec![SequenceDef {
+        .sequence(SequenceDef {
             name: "s".into(),
             cache: 100,
             order: true,
             start: 10,
             increment: 1,
-        }],
-    };
-    let workload = WorkloadSpec {
-        name: "load".into(),
-        instances: (1..=instances).collect(),
-        sessions_per_instance: 2,
-        think_time: 0,
-        transactions: vec![TxnTemplate {
-            name: "insert-20".into(),
-            weight: 1,
-            steps: vec![
-                Step::InsertSeq {
-                    table: 0,
-                    rows: 20,
-                    sequence: 0,
-                },
-                Step::Commit,
-            ],
-        }],
-        iterations: None,
-    };
-    let phase = |name: &str| Phase {
-        name: name.into(),
-        duration: PHASE_MS * NS_PER_MS,
-        parameters: vec![],
-        faults: vec![],
-        workloads: None,
-    };
-    Scenario {
-        seed: 11,
-        instances: vec![params; usize::from(instances)],
-        costs: Costs::default(),
-        network: NetworkModel::default(),
-        storage: StorageModel::default(),
-        catalog,
-        workloads: vec![workload],
-        phases: vec![phase("p1"), phase("p2"), phase("p3")],
-    }
+        })
+        .workload(workload("load", instances, 2, 0, vec![insert]))
+        .phase(phase("p1", PHASE_MS * NS_PER_MS))
+        .phase(phase("p2", PHASE_MS * NS_PER_MS))
+        .phase(phase("p3", PHASE_MS * NS_PER_MS))
+        .build()
 }
 
-fn run(instances: u8, reverse: bool) -> SimOutcome {
+fn run(instances: u8, reverse: bool) -> VariantOutcome {
     run_variant(
         "splits",
         &scenario(instances, reverse),
-        &SimOptions {
-            seed: None,
-            check: true,
-        },
+        &SimOptions::checked(),
     )
 }
 
-fn sum(o: &SimOutcome, phase: usize, stat: Stat) -> u64 {
+fn sum(o: &VariantOutcome, phase: usize, stat: Stat) -> u64 {
     o.result.phases[phase]
         .instances
         .iter()

@@ -24,11 +24,14 @@
 //! test does not depend on the file format.
 
 use fusion_core::config::{
-    Access, Catalog, Costs, IndexDef, IndexKind, KeyDist, KeySpec, NS_PER_MS, NS_PER_US,
-    ParamValue, Params, Step, TableDef, TxnTemplate, WorkloadSpec,
+    IndexDef, KeyDist, NS_PER_MS, NS_PER_US, ParamValue, Params, Step, TableDef,
 };
-use fusion_scenario::{Device, Fault, LinkTarget, NetworkModel, Phase, Scenario, StorageModel};
-use fusion_sim::{SimOptions, SimOutcome, run_variant};
+use fusion_scenario::{Device, Fault, LinkTarget, Phase, Scenario};
+use fusion_sim::{SimOptions, VariantOutcome, run_variant};
+use fusion_testkit::{
+    ScenarioBuilder, btree, phase, quiet_phase, read_by_index, table, txn, update_by_index,
+    workload,
+};
 use proptest::prelude::*;
 
 /// Key distribution of a workload's steps.
@@ -102,63 +105,17 @@ struct Config {
     fault_ms: u64,
 }
 
-fn keys(dist: &Dist) -> KeySpec {
-    let dist = match *dist {
+fn key_dist(d: &Dist) -> KeyDist {
+    match *d {
         Dist::Uniform => KeyDist::Uniform,
         Dist::Hot { fraction, share } => KeyDist::Hot { fraction, share },
         Dist::Sequential => KeyDist::Sequential,
-    };
-    KeySpec {
-        dist,
-        range: None,
-        org: None,
     }
 }
 
 fn scenario(c: &Config) -> Scenario {
-    let params = Params {
-        cpu_count: c.cpu_count,
-        gcs_server_processes: c.lms,
-        db_cache_size: c.buffers * 8192,
-        db_block_size: 8192,
-        ..Params::default()
-    };
-    let catalog = Catalog {
-        sequences: Vec::new(),
-        tables: vec![TableDef {
-            name: "t".into(),
-            rows: c.rows,
-            rows_per_block: c.rows_per_block,
-            free_blocks_per_instance: free_blocks(c),
-            orgs: 1,
-            partition_by_org: false,
-            distinct_values: 0,
-        }],
-        indexes: vec![IndexDef {
-            name: "t_pk".into(),
-            table: 0,
-            entries_per_leaf: c.entries_per_leaf,
-            entries_per_branch: c.entries_per_branch,
-            free_blocks_per_instance: free_blocks(c),
-            reverse: false,
-            kind: IndexKind::BTree,
-            local: false,
-            includes_value: false,
-            rows_per_piece: 1,
-        }],
-    };
-    let read = Step::Read {
-        table: 0,
-        access: Access::Index(0),
-        keys: keys(&c.dist),
-        rows: c.rows_read,
-    };
-    let mut update_steps = vec![Step::Update {
-        table: 0,
-        access: Access::Index(0),
-        keys: keys(&c.dist),
-        rows: c.rows_updated,
-    }];
+    let read = read_by_index(key_dist(&c.dist), c.rows_read);
+    let mut update_steps = vec![update_by_index(key_dist(&c.dist), c.rows_updated)];
     if c.in_txn_think_us > 0 {
         update_steps.push(Step::Think {
             time: c.in_txn_think_us * NS_PER_US,
@@ -169,32 +126,16 @@ fn scenario(c: &Config) -> Scenario {
     }
     update_steps.push(Step::Commit);
     let mut transactions = vec![
-        TxnTemplate {
-            name: "lookup".into(),
-            weight: c.read_weight,
-            steps: vec![read, Step::Commit],
-        },
-        TxnTemplate {
-            name: "update".into(),
-            weight: c.update_weight,
-            steps: update_steps,
-        },
+        txn("lookup", c.read_weight, vec![read, Step::Commit]),
+        txn("update", c.update_weight, update_steps),
     ];
     if c.insert_weight > 0 {
-        transactions.push(TxnTemplate {
-            name: "insert".into(),
-            weight: c.insert_weight,
-            steps: vec![Step::Insert { table: 0, rows: 3 }, Step::Commit],
-        });
+        transactions.push(txn(
+            "insert",
+            c.insert_weight,
+            vec![Step::Insert { table: 0, rows: 3 }, Step::Commit],
+        ));
     }
-    let workload = WorkloadSpec {
-        name: "oltp".into(),
-        instances: (1..=c.instances).collect(),
-        sessions_per_instance: c.sessions,
-        think_time: c.think_us * NS_PER_US,
-        transactions,
-        iterations: None,
-    };
     let mut parameters = Vec::new();
     let faults = match c.fault {
         FaultSpec::None => vec![],
@@ -241,42 +182,42 @@ fn scenario(c: &Config) -> Scenario {
             jitter: jitter_us * NS_PER_US,
         }],
     };
-    Scenario {
-        seed: c.seed,
-        instances: vec![params; c.instances as usize],
-        costs: Costs::default(),
-        network: NetworkModel::default(),
-        storage: StorageModel::default(),
-        catalog,
-        workloads: vec![workload],
-        phases: vec![
-            Phase {
-                name: "warm".into(),
-                duration: c.warm_ms * NS_PER_MS,
-                parameters: vec![],
-                faults: vec![],
-                workloads: None,
-            },
-            Phase {
-                name: "fault".into(),
-                duration: c.fault_ms * NS_PER_MS,
-                parameters,
-                faults,
-                workloads: None,
-            },
-            // Quiesce before the final checks: sessions finish their transaction
-            // and stop, so no current block is still on the wire when the
-            // lost-write check looks for the newest image of every row (the
-            // checker only looks in caches and the store).
-            Phase {
-                name: "quiesce".into(),
-                duration: QUIESCE_MS * NS_PER_MS,
-                parameters: vec![],
-                faults: vec![],
-                workloads: Some(vec![]),
-            },
-        ],
-    }
+    ScenarioBuilder::new(c.instances)
+        .seed(c.seed)
+        .params(Params {
+            cpu_count: c.cpu_count,
+            gcs_server_processes: c.lms,
+            db_cache_size: c.buffers * 8192,
+            db_block_size: 8192,
+            ..Params::default()
+        })
+        .table(TableDef {
+            free_blocks_per_instance: free_blocks(c),
+            ..table("t", c.rows, c.rows_per_block)
+        })
+        .index(IndexDef {
+            free_blocks_per_instance: free_blocks(c),
+            ..btree("t_pk", 0, c.entries_per_leaf, c.entries_per_branch)
+        })
+        .workload(workload(
+            "oltp",
+            c.instances,
+            c.sessions,
+            c.think_us * NS_PER_US,
+            transactions,
+        ))
+        .phase(phase("warm", c.warm_ms * NS_PER_MS))
+        .phase(Phase {
+            parameters,
+            faults,
+            ..phase("fault", c.fault_ms * NS_PER_MS)
+        })
+        // Quiesce before the final checks: sessions finish their transaction
+        // and stop, so no current block is still on the wire when the
+        // lost-write check looks for the newest image of every row (the
+        // checker only looks in caches and the store).
+        .phase(quiet_phase("quiesce", QUIESCE_MS * NS_PER_MS))
+        .build()
 }
 
 /// Free blocks per instance above each segment: room for every insert and
@@ -289,19 +230,12 @@ fn free_blocks(c: &Config) -> u32 {
 /// think time, slow redo) and for every transfer to land.
 const QUIESCE_MS: u64 = 300;
 
-fn run(c: &Config) -> SimOutcome {
-    run_variant(
-        "prop",
-        &scenario(c),
-        &SimOptions {
-            seed: None,
-            check: true,
-        },
-    )
+fn run(c: &Config) -> VariantOutcome {
+    run_variant("prop", &scenario(c), &SimOptions::checked())
 }
 
 /// The properties, as a message per failure (empty = all hold).
-fn problems(o: &SimOutcome) -> Vec<String> {
+fn problems(o: &VariantOutcome) -> Vec<String> {
     let mut p: Vec<String> = o.errors.iter().map(|e| format!("error: {e}")).collect();
     match &o.check {
         None => p.push("the checker did not run".into()),
@@ -333,7 +267,7 @@ fn assert_holds(c: &Config) {
         "protocol property failed for\n{c:#?}\n(commits {}, reads checked {}, events {}, transfers {})\n{}",
         check.map_or(0, |x| x.commits),
         check.map_or(0, |x| x.reads_checked),
-        o.events,
+        o.events(),
         o.transfers,
         p.join("\n")
     );
@@ -551,14 +485,7 @@ fn violations_of(
         if !quiesce {
             s.phases.retain(|p| p.name != "quiesce");
         }
-        let o = run_variant(
-            "repro",
-            &s,
-            &SimOptions {
-                seed: None,
-                check: true,
-            },
-        );
+        let o = run_variant("repro", &s, &SimOptions::checked());
         let check = o.check.expect("checked run");
         assert!(
             check.commits > 0 && check.reads_checked > 0,

@@ -16,14 +16,12 @@
 //!
 //! and no protocol error, every statement finished.
 
-use fusion_core::config::{
-    Catalog, Costs, NS_PER_MS, NS_PER_S, ParamValue, Params, Step, TableDef, TxnTemplate,
-    WorkloadSpec,
-};
+use fusion_core::config::{NS_PER_MS, NS_PER_S, ParamValue, Params, Step, WorkloadSpec};
 use fusion_core::px::rows::serial_result;
 use fusion_core::px::{Degree, DegreePolicy, JoinDistribution, PxPlan, PxQuery};
-use fusion_scenario::{NetworkModel, Phase, Scenario, StorageModel};
+use fusion_scenario::Scenario;
 use fusion_sim::{Sim, SimOptions};
+use fusion_testkit::{ScenarioBuilder, phase, table, txn, workload};
 use proptest::prelude::*;
 
 #[derive(Clone, Debug)]
@@ -215,55 +213,24 @@ fn query(c: &Config) -> PxQuery {
 }
 
 fn scenario(c: &Config) -> Scenario {
-    let table = |name: &str, rows, rpb| TableDef {
-        name: name.into(),
-        rows,
-        rows_per_block: rpb,
-        free_blocks_per_instance: 0,
-        orgs: 1,
-        partition_by_org: false,
-        distinct_values: 0,
-    };
-    let catalog = Catalog {
-        tables: vec![
-            table("t1", c.rows.0, c.rows_per_block.0),
-            table("t2", c.rows.1, c.rows_per_block.1),
-        ],
-        ..Catalog::default()
-    };
     let qcs: Vec<u8> = if c.qc_everywhere {
         (1..=c.instances).collect()
     } else {
         vec![1]
     };
-    let workload = WorkloadSpec {
-        name: "w".into(),
-        instances: qcs,
-        sessions_per_instance: c.sessions,
-        think_time: NS_PER_MS,
-        transactions: vec![TxnTemplate {
-            name: "q".into(),
-            weight: 1,
-            steps: vec![Step::ParallelQuery(Box::new(query(c)))],
-        }],
-        iterations: Some(c.iterations),
-    };
-    Scenario {
-        seed: c.seed,
-        instances: (0..c.instances as usize).map(|i| params(c, i)).collect(),
-        costs: Costs::default(),
-        network: NetworkModel::default(),
-        storage: StorageModel::default(),
-        catalog,
-        workloads: vec![workload],
-        phases: vec![Phase {
-            name: "run".into(),
-            duration: RUN_S * NS_PER_S,
-            parameters: vec![],
-            faults: vec![],
-            workloads: None,
-        }],
-    }
+    let statement = txn("q", 1, vec![Step::ParallelQuery(Box::new(query(c)))]);
+    ScenarioBuilder::new(c.instances)
+        .seed(c.seed)
+        .params_each(|i| params(c, i))
+        .table(table("t1", c.rows.0, c.rows_per_block.0))
+        .table(table("t2", c.rows.1, c.rows_per_block.1))
+        .workload(WorkloadSpec {
+            instances: qcs,
+            iterations: Some(c.iterations),
+            ..workload("w", c.instances, c.sessions, NS_PER_MS, vec![statement])
+        })
+        .phase(phase("run", RUN_S * NS_PER_S))
+        .build()
 }
 
 const RUN_S: u64 = 120;

@@ -12,11 +12,11 @@
 //! and no protocol error, with real work done (every session finished).
 
 use fusion_core::config::{
-    Catalog, Costs, NS_PER_MS, NS_PER_US, Params, SequenceDef, Step, TableDef, TxnTemplate,
-    WorkloadSpec,
+    NS_PER_MS, NS_PER_US, Params, SequenceDef, Step, TableDef, WorkloadSpec,
 };
-use fusion_scenario::{NetworkModel, Phase, Scenario, StorageModel};
+use fusion_scenario::Scenario;
 use fusion_sim::{Sim, SimOptions};
+use fusion_testkit::{ScenarioBuilder, phase, table, txn, workload};
 use proptest::prelude::*;
 
 #[derive(Clone, Debug)]
@@ -78,31 +78,6 @@ fn config() -> impl Strategy<Value = Config> {
 }
 
 fn scenario(c: &Config) -> Scenario {
-    let params = Params {
-        cpu_count: 2,
-        db_cache_size: 512 * 8192,
-        db_block_size: 8192,
-        ..Params::default()
-    };
-    let catalog = Catalog {
-        tables: vec![TableDef {
-            name: "t".into(),
-            rows: 1,
-            rows_per_block: 20,
-            free_blocks_per_instance: 64,
-            orgs: 1,
-            partition_by_org: false,
-            distinct_values: 0,
-        }],
-        indexes: Vec::new(),
-        sequences: vec![SequenceDef {
-            name: "s".into(),
-            cache: c.cache,
-            order: c.order,
-            start: c.start,
-            increment: c.increment,
-        }],
-    };
     let step = if c.insert {
         Step::InsertSeq {
             table: 0,
@@ -115,47 +90,45 @@ fn scenario(c: &Config) -> Scenario {
             rows: 1,
         }
     };
-    let workload = WorkloadSpec {
-        name: "w".into(),
-        instances: (1..=c.instances).collect(),
-        sessions_per_instance: c.sessions,
-        think_time: c.think_us * NS_PER_US,
-        transactions: vec![TxnTemplate {
-            name: "next".into(),
-            weight: 1,
-            steps: vec![step, Step::Commit],
-        }],
-        iterations: Some(c.calls),
-    };
-    Scenario {
-        seed: c.seed,
-        instances: vec![params; c.instances as usize],
-        costs: Costs::default(),
-        network: NetworkModel::default(),
-        storage: StorageModel::default(),
-        catalog,
-        workloads: vec![workload],
-        phases: vec![Phase {
-            name: "run".into(),
-            duration: RUN_MS * NS_PER_MS,
-            parameters: vec![],
-            faults: vec![],
-            workloads: None,
-        }],
-    }
+    let next = txn("next", 1, vec![step, Step::Commit]);
+    ScenarioBuilder::new(c.instances)
+        .seed(c.seed)
+        .params(Params {
+            cpu_count: 2,
+            db_cache_size: 512 * 8192,
+            db_block_size: 8192,
+            ..Params::default()
+        })
+        .table(TableDef {
+            free_blocks_per_instance: 64,
+            ..table("t", 1, 20)
+        })
+        .sequence(SequenceDef {
+            name: "s".into(),
+            cache: c.cache,
+            order: c.order,
+            start: c.start,
+            increment: c.increment,
+        })
+        .workload(WorkloadSpec {
+            iterations: Some(c.calls),
+            ..workload(
+                "w",
+                c.instances,
+                c.sessions,
+                c.think_us * NS_PER_US,
+                vec![next],
+            )
+        })
+        .phase(phase("run", RUN_MS * NS_PER_MS))
+        .build()
 }
 
 const RUN_MS: u64 = 5_000;
 
 /// The properties, as a message per failure (empty = all hold).
 fn problems(c: &Config) -> Vec<String> {
-    let mut sim = Sim::new(
-        &scenario(c),
-        &SimOptions {
-            seed: None,
-            check: false,
-        },
-    );
+    let mut sim = Sim::new(&scenario(c), &SimOptions::default());
     sim.log_nextvals();
     sim.run_until(RUN_MS * NS_PER_MS);
     let mut p = Vec::new();

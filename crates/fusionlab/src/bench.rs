@@ -33,9 +33,9 @@ fn measure(name: &str, loaded: &fusion_scenario::LoadedScenario) -> Row {
     let wall_s = t0.elapsed().as_secs_f64();
     Row {
         name: name.to_string(),
-        simulated_s: outcomes.iter().map(|o| o.simulated_ns as f64 / 1e9).sum(),
+        simulated_s: outcomes.iter().map(|o| o.simulated_ns() as f64 / 1e9).sum(),
         wall_s,
-        events: outcomes.iter().map(|o| o.events).sum(),
+        events: outcomes.iter().map(|o| o.events()).sum(),
         transfers: outcomes.iter().map(|o| o.transfers).sum(),
     }
 }

@@ -4,12 +4,10 @@
 
 use std::io::Write;
 
-use anyhow::{Context, Result};
-use fusion_report::TextOptions;
+use anyhow::Result;
 use fusion_scenario::{LoadedScenario, ScenarioError};
-use fusion_sim::{SimOptions, SimOutcome};
+use fusion_sim::SimOptions;
 
-use crate::figures::grouped;
 use crate::shipped::{self, Source};
 use crate::{Failure, exit};
 
@@ -37,33 +35,11 @@ pub fn run(a: &RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8> 
         check: a.check,
     };
     let (result, outcomes) = fusion_sim::run_scenario(&loaded, &opts);
-    if a.json {
-        let json = serde_json::to_string_pretty(&fusion_report::to_json(&result))
-            .context("cannot serialize the report")?;
-        writeln!(out, "{json}")?;
-    } else {
-        let text = TextOptions {
-            names_9i: a.names_9i,
-            phases: (!a.phases.is_empty()).then(|| a.phases.clone()),
-        };
-        out.write_all(fusion_report::render(&result, &text).as_bytes())?;
-        writeln!(out)?;
-        out.write_all(simulation_summary(&outcomes).as_bytes())?;
-    }
-    if a.check && a.json {
-        // stdout holds only the JSON.
-        err.write_all(simulation_summary(&outcomes).as_bytes())?;
-    }
-    let problems = report_errors(&outcomes, err)?;
-    Ok(if problems > 0 {
-        exit::SIM_ERRORS
-    } else {
-        exit::OK
-    })
+    crate::report::print_run(&result, &outcomes, a, out, err)
 }
 
 /// `--phase` names must exist in the run.
-fn check_phases(loaded: &LoadedScenario, wanted: &[String]) -> Result<(), Failure> {
+pub(crate) fn check_phases(loaded: &LoadedScenario, wanted: &[String]) -> Result<(), Failure> {
     let mut known: Vec<&str> = Vec::new();
     for v in &loaded.variants {
         for p in &v.scenario.phases {
@@ -84,55 +60,6 @@ fn check_phases(loaded: &LoadedScenario, wanted: &[String]) -> Result<(), Failur
     Ok(())
 }
 
-/// One line per variant: what was simulated, and what the checkers checked.
-pub fn simulation_summary(outcomes: &[SimOutcome]) -> String {
-    let mut s = String::new();
-    for o in outcomes {
-        s.push_str(&format!(
-            "simulated {}: {:.1} s of cluster time, {} events, {} block transfers\n",
-            o.result.name,
-            o.simulated_ns as f64 / 1e9,
-            grouped(o.events as f64, 0),
-            grouped(o.transfers as f64, 0),
-        ));
-        if let Some(c) = &o.check {
-            let verdict = match c.violations.len() {
-                0 => "no violation".to_string(),
-                1 => "1 VIOLATION".to_string(),
-                n => format!("{n} VIOLATIONS"),
-            };
-            s.push_str(&format!(
-                "checked {}: {} events (coherence), {} consistent reads, {} rows, {} index entries, {} commits: {verdict}\n",
-                o.result.name,
-                grouped(c.events_checked as f64, 0),
-                grouped(c.reads_checked as f64, 0),
-                grouped(c.rows_checked as f64, 0),
-                grouped(c.index_entries_checked as f64, 0),
-                grouped(c.commits as f64, 0),
-            ));
-        }
-    }
-    s
-}
-
-/// Print every protocol error and checker violation to `err`; how many there were.
-pub fn report_errors(outcomes: &[SimOutcome], err: &mut dyn Write) -> Result<usize> {
-    let mut n = 0;
-    for o in outcomes {
-        let violations: &[String] = o.check.as_ref().map_or(&[], |c| &c.violations);
-        for e in &o.errors {
-            let what = if violations.contains(e) {
-                "check violation"
-            } else {
-                "protocol error"
-            };
-            writeln!(err, "fusionlab: {}: {what}: {e}", o.result.name)?;
-            n += 1;
-        }
-    }
-    Ok(n)
-}
-
 /// Load a scenario and say whether it is valid.
 pub fn validate(
     scenario: &str,
@@ -149,12 +76,16 @@ pub fn validate(
         Err(e @ ScenarioError::Io { .. }) => Err(Failure::input(e.to_string()).into()),
         Err(e) => {
             writeln!(err, "{e}")?;
-            let n = e.problems().len();
+            let problems = e.problems().len();
             let name = match source {
                 Source::File(p) => p.display().to_string(),
                 Source::Shipped(s) => s.label(),
             };
-            writeln!(err, "{name}: {n} problem{}", if n == 1 { "" } else { "s" })?;
+            writeln!(
+                err,
+                "{name}: {problems} problem{}",
+                if problems == 1 { "" } else { "s" }
+            )?;
             Ok(exit::INVALID)
         }
     }
@@ -162,7 +93,8 @@ pub fn validate(
 
 /// `NAME (V variants, P phases, E expectations)`.
 fn summary(s: &LoadedScenario) -> String {
-    let plural = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+    let plural =
+        |count: usize, what: &str| format!("{count} {what}{}", if count == 1 { "" } else { "s" });
     let phases = s.variants.first().map_or(0, |v| v.scenario.phases.len());
     format!(
         "{} ({}, {}, {})",

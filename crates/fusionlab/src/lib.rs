@@ -3,6 +3,7 @@
 //!
 //! - [`shipped`]: the scenarios embedded at build time, and finding one by file or name.
 //! - [`commands`]: `run`, `validate`, `list`.
+//! - [`report`]: what a run prints, on the simulator and live alike.
 //! - [`tour`]: the myth tour.
 //! - [`bench`]: the simulator speed benchmark.
 //! - [`live`]: the live cluster (`store`, `instance`, `up`, `status`, `down`, `run --live`).
@@ -15,6 +16,7 @@ pub mod figures;
 pub mod live;
 pub mod live_bench;
 pub mod live_tour;
+pub mod report;
 pub mod shipped;
 pub mod tour;
 

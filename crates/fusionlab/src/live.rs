@@ -12,9 +12,8 @@ use fusion_core::types::InstId;
 use fusion_live::admin_client::Admin;
 use fusion_live::cluster::{self, ClusterFile, TOKEN_ENV, UpOptions};
 use fusion_live::runner::{self, LiveRun};
-use fusion_report::TextOptions;
 
-use crate::commands::RunArgs;
+use crate::commands::{RunArgs, check_phases};
 use crate::shipped;
 use crate::{Failure, exit};
 
@@ -22,8 +21,8 @@ use crate::{Failure, exit};
 pub const DEFAULT_DIR: &str = ".fusionlab";
 
 /// The cluster file of a cluster directory.
-pub fn cluster_file(dir: &Path) -> PathBuf {
-    dir.join("cluster.toml")
+pub fn cluster_file(cluster_dir: &Path) -> PathBuf {
+    cluster_dir.join("cluster.toml")
 }
 
 pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
@@ -75,7 +74,7 @@ async fn terminated() {
 /// `fusionlab store`: serve the block store.
 pub fn store(
     listen: &str,
-    dir: &Path,
+    store_dir: &Path,
     addr_file: Option<&Path>,
     err: &mut dyn Write,
 ) -> Result<u8> {
@@ -90,9 +89,9 @@ pub fn store(
         writeln!(
             err,
             "fusionlab store: listening on {addr}, files in {}",
-            dir.display()
+            store_dir.display()
         )?;
-        let config = fusion_store::StoreConfig::new(dir, token);
+        let config = fusion_store::StoreConfig::new(store_dir, token);
         fusion_store::serve(l, config, terminated())
             .await
             .map_err(|e| anyhow::anyhow!("store: {e}"))?;
@@ -151,8 +150,8 @@ fn fusion_wire_max() -> u32 {
 }
 
 /// `fusionlab up`: start a local cluster and write its cluster file.
-pub fn up(instances: u8, dir: &Path, base_port: u16, out: &mut dyn Write) -> Result<u8> {
-    let file = cluster_file(dir);
+pub fn up(instances: u8, cluster_dir: &Path, base_port: u16, out: &mut dyn Write) -> Result<u8> {
+    let file = cluster_file(cluster_dir);
     if file.exists()
         && let Ok(c) = ClusterFile::read(&file)
         && c.instances.iter().any(|m| cluster::alive(m.pid))
@@ -164,10 +163,11 @@ pub fn up(instances: u8, dir: &Path, base_port: u16, out: &mut dyn Write) -> Res
         .into());
     }
     let exe = std::env::current_exe().context("cannot find this program's path")?;
-    let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let cluster_dir =
+        std::path::absolute(cluster_dir).unwrap_or_else(|_| cluster_dir.to_path_buf());
     let c = cluster::up(&UpOptions {
         instances,
-        dir: dir.clone(),
+        dir: cluster_dir.clone(),
         base_port,
         exe,
     })
@@ -189,7 +189,7 @@ pub fn up(instances: u8, dir: &Path, base_port: u16, out: &mut dyn Write) -> Res
         )?;
     }
     writeln!(out, "cluster file {}", file.display())?;
-    writeln!(out, "logs         {}", dir.display())?;
+    writeln!(out, "logs         {}", cluster_dir.display())?;
     Ok(exit::OK)
 }
 
@@ -330,16 +330,16 @@ pub(crate) fn cluster_for(
     if let Some(f) = file {
         return Ok((ClusterFile::read(f).map_err(Failure::input)?, None));
     }
-    let dir = std::env::temp_dir().join(format!("fusionlab-live-{}", std::process::id()));
+    let cluster_dir = std::env::temp_dir().join(format!("fusionlab-live-{}", std::process::id()));
     let exe = std::env::current_exe().context("cannot find this program's path")?;
     writeln!(
         err,
         "starting a local cluster of {needed} instances in {}",
-        dir.display()
+        cluster_dir.display()
     )?;
     let c = cluster::up(&UpOptions {
         instances: needed as u8,
-        dir: dir.clone(),
+        dir: cluster_dir.clone(),
         base_port: 0,
         exe,
     })
@@ -347,7 +347,7 @@ pub(crate) fn cluster_for(
         code: exit::LIVE_FAILED,
         message: format!("{what}: {e}"),
     })?;
-    Ok((c.clone(), Some((c, dir))))
+    Ok((c.clone(), Some((c, cluster_dir))))
 }
 
 /// `fusionlab run --live`: run a scenario on a cluster (its own, or `--cluster FILE`).
@@ -362,6 +362,7 @@ pub fn run_live(
     let loaded = source
         .load(&a.sets)
         .map_err(|e| Failure::input(e.to_string()))?;
+    check_phases(&loaded, &a.phases)?;
     let needed = loaded
         .variants
         .iter()
@@ -384,57 +385,17 @@ pub fn run_live(
         },
     ));
     drop(rt);
-    if let Some((c, dir)) = own {
+    if let Some((c, cluster_dir)) = own {
         stop_cluster(&c);
         if result.is_ok() {
-            let _ = std::fs::remove_dir_all(dir);
+            let _ = std::fs::remove_dir_all(cluster_dir);
         } else {
-            writeln!(err, "logs of the cluster kept in {}", dir.display())?;
+            writeln!(err, "logs of the cluster kept in {}", cluster_dir.display())?;
         }
     }
     let (result, outcomes) = result.map_err(|e| Failure {
         code: exit::LIVE_FAILED,
         message: format!("fusionlab run --live: {e}"),
     })?;
-    if a.json {
-        let json = serde_json::to_string_pretty(&fusion_report::to_json(&result))
-            .context("cannot serialize the report")?;
-        writeln!(out, "{json}")?;
-    } else {
-        let text = TextOptions {
-            names_9i: a.names_9i,
-            phases: (!a.phases.is_empty()).then(|| a.phases.clone()),
-        };
-        out.write_all(fusion_report::render(&result, &text).as_bytes())?;
-        writeln!(out)?;
-    }
-    let mut problems = 0;
-    for o in &outcomes {
-        writeln!(
-            err,
-            "ran live {}: {} block transfers",
-            o.result.name, o.transfers
-        )?;
-        if let Some(c) = &o.check {
-            writeln!(
-                err,
-                "checked {}: {} consistent reads, {} rows, {} index entries, {} commits: {} violations",
-                o.result.name,
-                c.reads_checked,
-                c.rows_checked,
-                c.index_entries_checked,
-                c.commits,
-                c.violations.len()
-            )?;
-            for v in &c.violations {
-                writeln!(err, "fusionlab: {}: check violation: {v}", o.result.name)?;
-                problems += 1;
-            }
-        }
-    }
-    Ok(if problems > 0 {
-        exit::SIM_ERRORS
-    } else {
-        exit::OK
-    })
+    crate::report::print_run(&result, &outcomes, a, out, err)
 }

@@ -87,31 +87,17 @@ pub fn tour_live(
             },
         ));
         drop(rt);
-        if let Some((c, dir)) = own {
+        if let Some((c, cluster_dir)) = own {
             stop_cluster(&c);
             if ran.is_ok() {
-                let _ = std::fs::remove_dir_all(dir);
+                let _ = std::fs::remove_dir_all(cluster_dir);
             } else {
-                writeln!(err, "logs of the cluster kept in {}", dir.display())?;
+                writeln!(err, "logs of the cluster kept in {}", cluster_dir.display())?;
             }
         }
         match ran {
             Ok((result, outcomes)) => {
-                let summary = outcomes
-                    .iter()
-                    .map(|o| {
-                        format!(
-                            "ran live {}: {} block transfers\n",
-                            o.result.name, o.transfers
-                        )
-                    })
-                    .collect();
-                let run = MythRun {
-                    loaded,
-                    result,
-                    summary,
-                    errors: Vec::new(),
-                };
+                let run = MythRun::new(loaded, result, &outcomes);
                 show_run(i, total, &run, args, out, err)?;
                 runs.push(run);
             }

@@ -8,12 +8,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, mpsc};
 
 use anyhow::Result;
+use fusion_driver::VariantOutcome;
 use fusion_report::{RunResult, TourRow, render_tour};
 use fusion_scenario::{LoadedScenario, TourSpec};
-use fusion_sim::{SimOptions, SimOutcome};
+use fusion_sim::SimOptions;
 
-use crate::commands::simulation_summary;
 use crate::figures::{key_figures, measure, px_figures, with_unit};
+use crate::report::{problem_lines, program, run_summary};
 use crate::{exit, shipped};
 
 const RULE: &str = "==============================================================================";
@@ -38,29 +39,13 @@ pub struct MythRun {
 }
 
 impl MythRun {
-    /// A myth simulated: its result and what the simulator reported.
-    pub fn simulated(
-        loaded: LoadedScenario,
-        result: RunResult,
-        outcomes: &[SimOutcome],
-    ) -> MythRun {
-        let mut errors = Vec::new();
-        for o in outcomes {
-            let violations: &[String] = o.check.as_ref().map_or(&[], |c| &c.violations);
-            for e in &o.errors {
-                let what = if violations.contains(e) {
-                    "check violation"
-                } else {
-                    "protocol error"
-                };
-                errors.push(format!("fusionlab: {}: {what}: {e}", o.result.name));
-            }
-        }
+    /// A myth that ran (simulated or live): its result and what the driver reported.
+    pub fn new(loaded: LoadedScenario, result: RunResult, outcomes: &[VariantOutcome]) -> MythRun {
         MythRun {
             loaded,
             result,
-            summary: simulation_summary(outcomes),
-            errors,
+            summary: run_summary(outcomes),
+            errors: problem_lines(outcomes),
         }
     }
 }
@@ -206,7 +191,7 @@ fn in_parallel(
                     let taken = slot.lock().ok().and_then(|mut s| s.take());
                     let Some(loaded) = taken else { continue };
                     let (result, outcomes) = fusion_sim::run_scenario(&loaded, opts);
-                    let run = MythRun::simulated(loaded, result, &outcomes);
+                    let run = MythRun::new(loaded, result, &outcomes);
                     if tx.send((i, run)).is_err() {
                         break;
                     }
@@ -231,11 +216,13 @@ fn in_parallel(
 
 /// The compact block of one myth: claim and title, key figures per phase
 /// and instance, expectations with their details, the verdict.
-pub fn myth_block(n: usize, total: usize, run: &MythRun, args: &TourArgs) -> String {
+pub fn myth_block(number: usize, total: usize, run: &MythRun, args: &TourArgs) -> String {
     let (l, r) = (&run.loaded, &run.result);
     let mut s = String::new();
     let claim = l.myth.as_deref().unwrap_or(&l.title);
-    s.push_str(&format!("{RULE}\nMyth {n} of {total}: {claim}\n{RULE}\n"));
+    s.push_str(&format!(
+        "{RULE}\nMyth {number} of {total}: {claim}\n{RULE}\n"
+    ));
     s.push_str(&format!("{}: {}\n", l.name, l.title));
     s.push_str(&run.summary);
     s.push_str(&format!("seed: {}\n\n", seeds_of(run, args.seed)));
@@ -311,17 +298,18 @@ fn seeds_of(run: &MythRun, forced: Option<u64>) -> String {
     }
 }
 
-/// The seeds of the tour, to rerun a myth exactly.
+/// The seeds of the tour and the program's version, to rerun a myth exactly.
 fn seeds_line(runs: &[MythRun], forced: Option<u64>) -> String {
+    let program = program();
     if let Some(seed) = forced {
-        return format!("seed: {seed} for every myth (--seed)");
+        return format!("seed: {seed} for every myth (--seed; {program})");
     }
     let list: Vec<String> = runs
         .iter()
         .map(|r| format!("{} {}", r.loaded.name, seeds_of(r, forced)))
         .collect();
     format!(
-        "seeds: {} (rerun one: fusionlab run NAME --seed N)",
+        "seeds: {} ({program}; rerun one: fusionlab run NAME --seed N)",
         if list.is_empty() {
             "none".to_string()
         } else {

@@ -430,7 +430,12 @@ fn run_text_report_shows_the_seed_and_the_set_values() {
         .variants[0]
         .scenario
         .seed;
-    assert!(out.contains(&format!("\nseed: {seed}\n")), "{out}");
+    // The rerun line: the seed and the program's version.
+    let program = format!("fusionlab {}", env!("CARGO_PKG_VERSION"));
+    assert!(
+        out.contains(&format!("\nseed: {seed} ({program})\n")),
+        "{out}"
+    );
     assert!(out.contains("(simulated 0.200 s, from 0.000 s"), "{out}");
     assert!(out.contains("VERDICT: "), "{out}");
     assert!(
@@ -442,14 +447,14 @@ fn run_text_report_shows_the_seed_and_the_set_values() {
     more.extend(["--set".to_string(), "scenario.seed=4242".to_string()]);
     let o = fusionlab("text-seed", &args(&["run", CPU], &more));
     assert_status(&o, 0);
-    assert!(stdout(&o).contains("\nseed: 4242\n"));
+    assert!(stdout(&o).contains(&format!("\nseed: 4242 ({program})\n")));
 
     let o = fusionlab(
         "text-seed-flag",
         &args(&["run", CPU, "--seed", "17", "--9i"], &sets),
     );
     assert_status(&o, 0);
-    assert!(stdout(&o).contains("\nseed: 17\n"));
+    assert!(stdout(&o).contains(&format!("\nseed: 17 ({program})\n")));
 }
 
 #[test]
@@ -501,6 +506,30 @@ fn checkers_run_clean_on_a_short_cpu_starvation_run() {
     assert_status(&o, 0);
     serde_json::from_slice::<serde_json::Value>(&o.stdout).expect("stdout is only JSON");
     assert!(stderr(&o).contains("no violation"), "{}", stderr(&o));
+}
+
+/// A checked run whose sessions do not come to rest after it (a row held
+/// over 120 s of think time) exits 3, saying what is still in flight.
+#[test]
+fn a_checked_run_that_does_not_come_to_rest_exits_3() {
+    let stuck = MINI.replace(
+        r#"{ op = "commit" }]"#,
+        r#"{ op = "think", ms = 120000 }, { op = "commit" }]"#,
+    );
+    assert_ne!(stuck, MINI);
+    let file = write("stuck", "stuck.toml", &stuck);
+    let path = file.to_string_lossy();
+    let o = fusionlab("stuck", &["run", &path, "--check"]);
+    assert_status(&o, 3);
+    let err = stderr(&o);
+    assert!(
+        err.contains(
+            "fusionlab: mini: protocol error: the cluster did not come to rest within 60 s"
+        ) && err.contains("inst1: sessions not at rest"),
+        "{err}"
+    );
+    // The report is printed all the same.
+    assert!(stdout(&o).contains("VERDICT: "), "{}", stdout(&o));
 }
 
 #[test]

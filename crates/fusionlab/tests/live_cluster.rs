@@ -140,8 +140,9 @@ fn three_instances_keep_data_correct_and_agree_on_transfers() {
             "inst{id} received no current block"
         );
     }
-    // Delay on instance 1's links (2 ms each way, applied by the senders to
-    // the real messages) shows as wire time on both sides of those links.
+    // Delay on instance 1's links (2 ms each way, applied by the receivers'
+    // network model, the simulator's) shows as wire time on both sides of
+    // those links.
     let slow_link = v.phase("slow-link-inst1").expect("phase");
     let wire_ms = |p: &fusion_report::PhaseResult, id: u8| {
         let s = &p.instance(id).expect("instance").stats;

@@ -1,4 +1,6 @@
-//! Correctness checkers, kept apart from the model they check.
+//! Correctness checks of a run, kept apart from the model they check and
+//! from the driver that ran it: the simulator and the live runner feed the
+//! same [`ConsistencyChecker`].
 //!
 //! - Coherence (after every event): at most one instance holds a block in X,
 //!   and nobody holds it in S while someone holds it in X.
@@ -9,6 +11,8 @@
 //! - Indexes (at the end): every index is a valid B-tree holding each
 //!   committed row's key exactly once (`index_check.rs`).
 
+mod index_check;
+
 use std::sync::Arc;
 
 use fusion_core::block::Block;
@@ -16,8 +20,6 @@ use fusion_core::instance::{BufState, Instance, Observation};
 use fusion_core::layout::Layout;
 use fusion_core::types::{BlockAddr, Xid};
 use rustc_hash::FxHashMap;
-
-use crate::store::Store;
 
 #[derive(Clone, Debug, Default)]
 pub struct CheckReport {
@@ -38,7 +40,10 @@ struct PendingRead {
     xid: Xid,
 }
 
-pub struct Checker {
+/// Checks a cluster's buffers after every event (coherence) and its history
+/// of reads, writes and commits at the end (CR consistency, lost writes,
+/// indexes): whether the run kept the data consistent.
+pub struct ConsistencyChecker {
     layout: Arc<Layout>,
     report: CheckReport,
     /// Latest value each transaction wrote to each row.
@@ -50,33 +55,60 @@ pub struct Checker {
     reads: Vec<PendingRead>,
     x_holders: Vec<u8>,
     s_holders: Vec<u8>,
+    /// Observations taken in so far, and at most ([`OBSERVATIONS_MAX`];
+    /// lowered by tests).
+    observations: u64,
+    observations_max: u64,
 }
 
-const MAX_VIOLATIONS: usize = 20;
+/// Violations kept in the report (the first ones; the checks go on counting).
+const VIOLATIONS_MAX: usize = 20;
 
-impl Checker {
-    pub fn new(layout: Arc<Layout>) -> Checker {
-        let n = layout.total_blocks as usize;
-        Checker {
+/// Observations (reads, writes, commits) the checker takes in at most. Its
+/// memory grows with each one (about 40 bytes a read, more for a write), so a
+/// long checked run stops being checked here, about 2.5 GB in, with a
+/// violation that says so, rather than running the machine out of memory.
+pub const OBSERVATIONS_MAX: u64 = 1 << 26;
+
+impl ConsistencyChecker {
+    pub fn new(layout: Arc<Layout>) -> ConsistencyChecker {
+        let blocks = layout.total_blocks as usize;
+        ConsistencyChecker {
             layout,
             report: CheckReport::default(),
             writes: FxHashMap::default(),
             commits: FxHashMap::default(),
             last: FxHashMap::default(),
             reads: Vec::new(),
-            x_holders: vec![0; n],
-            s_holders: vec![0; n],
+            x_holders: vec![0; blocks],
+            s_holders: vec![0; blocks],
+            observations: 0,
+            observations_max: OBSERVATIONS_MAX,
         }
     }
 
     fn violation(&mut self, v: String) {
-        if self.report.violations.len() < MAX_VIOLATIONS {
+        if self.report.violations.len() < VIOLATIONS_MAX {
             self.report.violations.push(v);
         }
     }
 
     fn absorb(&mut self, history: &[Observation]) {
-        for o in history {
+        let room = self.observations_max.saturating_sub(self.observations);
+        let taken = history
+            .len()
+            .min(usize::try_from(room).unwrap_or(usize::MAX));
+        self.observations += taken as u64;
+        if taken < history.len() && room > 0 {
+            // Said once, when the limit is reached, even past the cap on
+            // violations: the checks cover the history up to here only.
+            self.report.violations.push(format!(
+                "the checker's limit of {} observations was reached: later reads, writes \
+                 and commits are not checked (shorten the checked run)",
+                self.observations_max
+            ));
+        }
+        for o in &history[..taken] {
             match *o {
                 Observation::Write {
                     xid,
@@ -163,11 +195,13 @@ impl Checker {
         }
     }
 
-    /// Checks over the whole run of the simulator.
+    /// Checks over the whole run of instances at hand (the simulator's):
+    /// the newest image of a block is a current buffer of one of them, else
+    /// `stored[blk]`, the block store's image.
     pub fn finish(
         self,
         instances: &[Instance],
-        store: &Store,
+        stored: &[Block],
         history: &[Observation],
     ) -> CheckReport {
         self.finish_with(history, |blk| {
@@ -177,8 +211,8 @@ impl Checker {
                     .map(|b| (b.image.clone(), i.id.to_string()))
             });
             current.or_else(|| {
-                store
-                    .block(blk)
+                stored
+                    .get(blk.idx())
                     .map(|b| (b.clone(), "the store".to_string()))
             })
         })
@@ -279,5 +313,49 @@ impl Checker {
             }
         }
         self.report
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fusion_core::config::{Catalog, TableDef};
+    use fusion_core::types::InstId;
+
+    #[test]
+    fn a_history_past_the_limit_is_cut_with_one_violation() {
+        let catalog = Catalog {
+            tables: vec![TableDef {
+                name: "t".into(),
+                rows: 10,
+                rows_per_block: 10,
+                free_blocks_per_instance: 0,
+                orgs: 1,
+                partition_by_org: false,
+                distinct_values: 0,
+            }],
+            ..Catalog::default()
+        };
+        let layout = Arc::new(Layout::new(&catalog, 1, 1));
+        let mut c = ConsistencyChecker::new(layout.clone());
+        c.observations_max = 3;
+        let commit = |seq| Observation::Commit {
+            xid: Xid::new(InstId(0), seq),
+            scn: seq,
+        };
+        c.after_event(&[], &[commit(1), commit(2)]);
+        c.after_event(&[], &[commit(3), commit(4)]);
+        c.after_event(&[], &[commit(5)]);
+        let r = c.finish(&[], &layout.initial_blocks(), &[]);
+        assert_eq!(
+            r.commits, 3,
+            "the observations past the limit are not taken"
+        );
+        assert_eq!(r.violations.len(), 1, "{:?}", r.violations);
+        assert!(
+            r.violations[0].contains("limit of 3 observations"),
+            "{:?}",
+            r.violations
+        );
     }
 }

@@ -82,42 +82,42 @@ fn check_index(
             hi: None,
             depth: 0,
         }];
-        while let Some(n) = stack.pop() {
-            if !seen.insert(n.blk) {
-                out.push(format!("{name}: {} is reached twice", n.blk));
+        while let Some(node) = stack.pop() {
+            if !seen.insert(node.blk) {
+                out.push(format!("{name}: {} is reached twice", node.blk));
                 continue;
             }
-            let Some((block, at)) = newest(n.blk) else {
-                out.push(format!("{name}: no image of {}", n.blk));
+            let Some((block, at)) = newest(node.blk) else {
+                out.push(format!("{name}: no image of {}", node.blk));
                 continue;
             };
             match &block.body {
                 Body::Branch { entries } => {
-                    if entries.first().map(|e| e.0) != Some(n.lo) {
+                    if entries.first().map(|e| e.0) != Some(node.lo) {
                         out.push(format!(
                             "{name}: branch {} in {at} starts at {:?}, its parent gives it {}",
-                            n.blk,
+                            node.blk,
                             entries.first().map(|e| e.0),
-                            n.lo
+                            node.lo
                         ));
                     }
                     let bad = entries.windows(2).any(|w| w[0].0 >= w[1].0)
                         || entries
                             .last()
-                            .is_some_and(|e| n.hi.is_some_and(|h| e.0 >= h));
+                            .is_some_and(|e| node.hi.is_some_and(|h| e.0 >= h));
                     if bad {
                         out.push(format!(
                             "{name}: separators of branch {} in {at} out of order or range",
-                            n.blk
+                            node.blk
                         ));
                         continue;
                     }
                     for (i, &(sep, child)) in entries.iter().enumerate().rev() {
                         stack.push(Node {
                             blk: child,
-                            lo: if i == 0 { n.lo } else { sep },
-                            hi: entries.get(i + 1).map(|e| e.0).or(n.hi),
-                            depth: n.depth + 1,
+                            lo: if i == 0 { node.lo } else { sep },
+                            hi: entries.get(i + 1).map(|e| e.0).or(node.hi),
+                            depth: node.depth + 1,
                         });
                     }
                 }
@@ -127,28 +127,28 @@ fn check_index(
                     low,
                     high,
                 } => {
-                    if *leaf_depth.get_or_insert(n.depth) != n.depth {
+                    if *leaf_depth.get_or_insert(node.depth) != node.depth {
                         out.push(format!(
                             "{name}: leaf {} at depth {}, others at {leaf_depth:?}",
-                            n.blk, n.depth
+                            node.blk, node.depth
                         ));
                     }
-                    if (*low, *high) != (n.lo, n.hi) {
+                    if (*low, *high) != (node.lo, node.hi) {
                         out.push(format!(
                         "{name}: leaf {} in {at} covers [{low}, {high:?}), its parent gives it [{}, {:?})",
-                        n.blk, n.lo, n.hi
+                        node.blk, node.lo, node.hi
                     ));
                     }
-                    let outside = |k: u64| k < n.lo || n.hi.is_some_and(|h| k >= h);
+                    let outside = |k: u64| k < node.lo || node.hi.is_some_and(|h| k >= h);
                     if entries.windows(2).any(|w| w[0].key >= w[1].key)
                         || entries.iter().any(|e| outside(e.key))
                     {
                         out.push(format!(
                             "{name}: entries of leaf {} in {at} out of order or range",
-                            n.blk
+                            node.blk
                         ));
                     }
-                    leaves.push((n.blk, *next));
+                    leaves.push((node.blk, *next));
                     for e in entries {
                         checked += 1;
                         let key = index.entry_key(e.key);
@@ -167,7 +167,10 @@ fn check_index(
                         }
                     }
                 }
-                _ => out.push(format!("{name}: {} in {at} is not an index block", n.blk)),
+                _ => out.push(format!(
+                    "{name}: {} in {at} is not an index block",
+                    node.blk
+                )),
             }
         }
         for w in leaves.windows(2) {
@@ -211,27 +214,27 @@ fn check_keys(
     committed.sort_unstable();
     committed.dedup();
     for &key in &committed {
-        let n = counts.get(&key).copied().unwrap_or(0);
-        if n != 1 {
+        let count = counts.get(&key).copied().unwrap_or(0);
+        if count != 1 {
             out.push(format!(
-                "index {ix}: committed key {key} appears {n} times (0: see `unable to extend errors`)"
+                "index {ix}: committed key {key} appears {count} times (0: see `unable to extend errors`)"
             ));
         }
     }
     let mut others: Vec<(u64, u32)> = counts
         .iter()
         .filter(|(k, _)| committed.binary_search(k).is_err())
-        .map(|(&k, &n)| (k, n))
+        .map(|(&k, &count)| (k, count))
         .collect();
     others.sort_unstable();
-    for (key, n) in others {
+    for (key, count) in others {
         if !maybe.contains(&key) {
             out.push(format!(
-                "index {ix}: key {key} appears {n} times, but no transaction wrote it"
+                "index {ix}: key {key} appears {count} times, but no transaction wrote it"
             ));
-        } else if n > 1 {
+        } else if count > 1 {
             out.push(format!(
-                "index {ix}: uncommitted key {key} appears {n} times"
+                "index {ix}: uncommitted key {key} appears {count} times"
             ));
         }
     }

@@ -1,0 +1,200 @@
+//! The scenario's interconnect (`[network]` and the phases' `latency` and
+//! `bandwidth` faults): a FIFO pipe per direction between every pair of
+//! instances, with serialization at the link rate, a one-way latency and
+//! jitter. Messages on one link never overtake each other (the protocol,
+//! like Oracle's over its reliable transport, relies on per-link order).
+//!
+//! Pure arithmetic on send times, no I/O: the simulator schedules a
+//! message's delivery at [`Interconnect::arrival`]; a live instance holds a
+//! message that reached its socket until then.
+
+use fusion_core::config::{NS_PER_S, Nanos};
+use fusion_scenario::{Fault, NetworkModel};
+use rand_chacha::ChaCha8Rng;
+use rand_core::Rng;
+
+/// One direction between two instances.
+#[derive(Clone, Debug, Default)]
+struct Link {
+    /// When the link finishes serializing what it was given.
+    free_at_ns: Nanos,
+    /// Arrival time of the last message (FIFO).
+    last_arrival_ns: Nanos,
+    /// The current phase's faults on this link.
+    fault: LinkFault,
+}
+
+/// What the current phase's faults add to one link.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LinkFault {
+    pub latency_ns: Nanos,
+    pub jitter_ns: Nanos,
+    /// The link's rate instead of the model's (`bandwidth` fault).
+    pub rate_bps: Option<u64>,
+}
+
+impl LinkFault {
+    /// The faults of `faults` on the link `from -> to` (0-based), in order:
+    /// latencies and jitters add up, the last bandwidth cap wins.
+    pub fn of(faults: &[Fault], from: usize, to: usize) -> LinkFault {
+        let mut f = LinkFault::default();
+        for fault in faults {
+            match fault {
+                Fault::NetworkLatency {
+                    target,
+                    latency,
+                    jitter,
+                } if target.covers(from, to) => {
+                    f.latency_ns += latency;
+                    f.jitter_ns += jitter;
+                }
+                Fault::Bandwidth { target, rate_bps } if target.covers(from, to) => {
+                    f.rate_bps = Some(*rate_bps);
+                }
+                _ => {}
+            }
+        }
+        f
+    }
+}
+
+/// Every link of a cluster of `instances`, and the one random stream their
+/// jitter is drawn from (in the order messages are sent).
+pub struct Interconnect {
+    model: NetworkModel,
+    instances: usize,
+    links: Vec<Link>,
+    rng: ChaCha8Rng,
+}
+
+impl Interconnect {
+    pub fn new(model: NetworkModel, instances: usize, rng: ChaCha8Rng) -> Interconnect {
+        Interconnect {
+            model,
+            instances,
+            links: vec![Link::default(); instances * instances],
+            rng,
+        }
+    }
+
+    /// Bytes of a message without a block (`network.message_bytes`).
+    pub fn message_bytes(&self) -> u32 {
+        self.model.message_bytes
+    }
+
+    /// When a message of `bytes` sent at `sent_ns` from `from` to `to`
+    /// (0-based) arrives. Call it in the order the link's messages were
+    /// sent; a link outside the cluster delivers at once.
+    pub fn arrival(&mut self, sent_ns: Nanos, from: usize, to: usize, bytes: u64) -> Nanos {
+        let Some(link) = self.links.get_mut(from * self.instances + to) else {
+            return sent_ns;
+        };
+        let rate_bps = link
+            .fault
+            .rate_bps
+            .unwrap_or(self.model.bandwidth_bps)
+            .max(1);
+        let serialize_ns =
+            (u128::from(bytes) * 8 * u128::from(NS_PER_S) / u128::from(rate_bps)) as Nanos;
+        let start_ns = sent_ns.max(link.free_at_ns);
+        link.free_at_ns = start_ns + serialize_ns;
+        let jitter_ns_max = self.model.jitter + link.fault.jitter_ns;
+        // No draw without jitter: a run's random stream depends only on the
+        // messages that have some.
+        let jitter_ns = if jitter_ns_max > 0 {
+            self.rng.next_u64() % (jitter_ns_max + 1)
+        } else {
+            0
+        };
+        let at_ns = (link.free_at_ns + self.model.latency + link.fault.latency_ns + jitter_ns)
+            .max(link.last_arrival_ns);
+        link.last_arrival_ns = at_ns;
+        at_ns
+    }
+
+    /// The faults of a phase, replacing the previous phase's (none: clear them).
+    pub fn set_faults(&mut self, faults: &[Fault]) {
+        for from in 0..self.instances {
+            for to in 0..self.instances {
+                if let Some(link) = self.links.get_mut(from * self.instances + to) {
+                    link.fault = LinkFault::of(faults, from, to);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fusion_scenario::LinkTarget;
+    use rand_core::SeedableRng;
+
+    fn net(jitter: Nanos) -> Interconnect {
+        let model = NetworkModel {
+            latency: 1_000,
+            jitter,
+            bandwidth_bps: 8_000_000_000,
+            message_bytes: 200,
+        };
+        Interconnect::new(model, 3, ChaCha8Rng::seed_from_u64(1))
+    }
+
+    fn latency(target: LinkTarget, latency: Nanos) -> Fault {
+        Fault::NetworkLatency {
+            target,
+            latency,
+            jitter: 0,
+        }
+    }
+
+    #[test]
+    fn serialization_latency_and_fifo() {
+        let mut net = net(0);
+        // 8 KB at 8 Gb/s = 8192 ns, then 1 us latency.
+        assert_eq!(net.arrival(0, 0, 1, 8192), 8_192 + 1_000);
+        // A small message behind it waits for the link.
+        assert_eq!(net.arrival(0, 0, 1, 200), 8_192 + 200 + 1_000);
+        // The other direction is independent.
+        assert_eq!(net.arrival(0, 1, 0, 200), 200 + 1_000);
+        net.set_faults(&[latency(LinkTarget::Instance(2), 5_000)]);
+        assert_eq!(net.arrival(100_000, 0, 1, 200), 100_000 + 200 + 6_000);
+        net.set_faults(&[]);
+        assert_eq!(net.arrival(200_000, 0, 1, 200), 200_000 + 200 + 1_000);
+    }
+
+    #[test]
+    fn a_later_message_never_overtakes_on_its_link() {
+        let mut net = net(50_000);
+        let mut last = 0;
+        for k in 0..200 {
+            let at = net.arrival(k * 100, 0, 2, 200);
+            assert!(at >= last, "message {k} arrives at {at}, before {last}");
+            assert!(at >= k * 100 + 1_000 + 200, "message {k} early");
+            last = at;
+        }
+    }
+
+    #[test]
+    fn faults_reach_exactly_the_links_they_target() {
+        let faults = [
+            latency(LinkTarget::Link { from: 1, to: 3 }, 7_000),
+            latency(LinkTarget::All, 1_000),
+            Fault::Bandwidth {
+                target: LinkTarget::Instance(2),
+                rate_bps: 1_000,
+            },
+            Fault::Bandwidth {
+                target: LinkTarget::Link { from: 2, to: 1 },
+                rate_bps: 2_000,
+            },
+        ];
+        let f = |from, to| LinkFault::of(&faults, from, to);
+        assert_eq!(f(0, 2).latency_ns, 8_000, "latencies add up");
+        assert_eq!(f(2, 0).latency_ns, 1_000, "a link fault is one direction");
+        assert_eq!(f(0, 2).rate_bps, None);
+        assert_eq!(f(0, 1).rate_bps, Some(1_000));
+        assert_eq!(f(1, 0).rate_bps, Some(2_000), "the last cap wins");
+        assert_eq!(f(1, 1), LinkFault::default(), "no link to itself");
+    }
+}
