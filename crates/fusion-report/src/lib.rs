@@ -1,5 +1,6 @@
 //! Reports of a run: AWR-style text, the JSON contract, verdicts and the myth tour.
 
+pub mod awr;
 mod fmt;
 pub mod json;
 pub mod model;

@@ -12,10 +12,13 @@ use std::collections::BTreeSet;
 use comfy_table::{
     CellAlignment, ContentArrangement, ContentLineStyle, LineStyle, Table, TableStyle,
 };
-use fusion_core::metrics::{AwrLine, BlockKind, Metric, Part};
-use fusion_core::stats::{Stat, Stats, Wait};
+use fusion_core::metrics::AwrLine;
+use fusion_core::stats::Stats;
 
-use crate::fmt::grouped;
+pub use crate::awr::{
+    TopEvent, background, decomposition, load_profile, tkprof, top_events, workload_characteristics,
+};
+use crate::awr::{pct_db_time, top_events_table};
 use crate::model::{InstanceResult, PhaseResult, RunResult, VariantResult};
 
 /// What the text report shows.
@@ -49,11 +52,11 @@ const AWR_STYLE: TableStyle = TableStyle::new()
     .header_separator(LineStyle::none().fill('-').junction(' '))
     .content_lines(ContentLineStyle::none().junction(' '));
 
-const NS_PER_MS: f64 = 1_000_000.0;
-const NS_PER_S: f64 = 1_000_000_000.0;
+pub(crate) const NS_PER_MS: f64 = 1_000_000.0;
+pub(crate) const NS_PER_S: f64 = 1_000_000_000.0;
 
 /// Bytes AWR assumes per GCS/GES message in the estimated interconnect traffic.
-const AWR_MESSAGE_BYTES: f64 = 200.0;
+pub(crate) const AWR_MESSAGE_BYTES: f64 = 200.0;
 
 /// The whole report.
 pub fn render(result: &RunResult, opts: &TextOptions) -> String {
@@ -71,21 +74,21 @@ pub fn render(result: &RunResult, opts: &TextOptions) -> String {
 
 /// A string being built line by line.
 #[derive(Default)]
-struct Out(String);
+pub(crate) struct Out(pub(crate) String);
 
 impl Out {
-    fn line(&mut self, s: impl AsRef<str>) {
+    pub(crate) fn line(&mut self, s: impl AsRef<str>) {
         self.0.push_str(s.as_ref());
         self.0.push('\n');
     }
-    fn blank(&mut self) {
+    pub(crate) fn blank(&mut self) {
         self.0.push('\n');
     }
-    fn title(&mut self, t: &str, underline: char) {
+    pub(crate) fn title(&mut self, t: &str, underline: char) {
         self.line(t);
         self.line(underline.to_string().repeat(t.chars().count()));
     }
-    fn table(&mut self, t: &Table) {
+    pub(crate) fn table(&mut self, t: &Table) {
         self.line(t.trim_fmt());
     }
 }
@@ -178,346 +181,6 @@ fn instance_section(out: &mut Out, p: &PhaseResult, i: &InstanceResult, opts: &T
     if !tk.is_empty() {
         out.0.push_str(&tk);
     }
-}
-
-/// tkprof's per-statement tables: the call lines (CPU, elapsed and gets are
-/// charged to Execute; the model has no separate parse or fetch work), then
-/// "Elapsed times include waiting on following events" (seconds).
-pub fn tkprof(s: &Stats, names_9i: bool) -> String {
-    let mut out = Out::default();
-    let secs = |ns: u64| format!("{:.2}", ns as f64 / NS_PER_S);
-    let rule = "------- ------  -------- ---------- ---------- ---------- ----------  ----------";
-    for st in s.statements.iter().filter(|x| !x.is_empty()) {
-        out.line(&st.sql);
-        if st.recursive {
-            out.line("(recursive)");
-        }
-        out.blank();
-        out.line(
-            "call     count       cpu    elapsed       disk      query    current        rows",
-        );
-        out.line(rule);
-        let row =
-            |name: &str, count: u64, cpu: u64, ela: u64, disk: u64, q: u64, c: u64, rows: u64| {
-                format!(
-                    "{name:<7} {count:>6}  {:>8} {:>10} {disk:>10} {q:>10} {c:>10}  {rows:>10}",
-                    secs(cpu),
-                    secs(ela)
-                )
-            };
-        out.line(row("Parse", st.parses, 0, 0, 0, 0, 0, 0));
-        out.line(row(
-            "Execute",
-            st.executions,
-            st.cpu_ns,
-            st.elapsed_ns,
-            st.disk,
-            st.query,
-            st.current,
-            st.rows,
-        ));
-        out.line(row("Fetch", st.fetches, 0, 0, 0, 0, 0, 0));
-        out.line(rule);
-        out.line(row(
-            "total",
-            st.parses + st.executions + st.fetches,
-            st.cpu_ns,
-            st.elapsed_ns,
-            st.disk,
-            st.query,
-            st.current,
-            st.rows,
-        ));
-        // Events by the name shown: 9i names merge several 10g events.
-        let mut waits: Vec<(&str, fusion_core::tkprof::StmtWait)> = Vec::new();
-        for (e, w) in Wait::ALL.iter().zip(&st.waits).filter(|(_, w)| w.waits > 0) {
-            let name = if names_9i { e.name_9i() } else { e.name() };
-            match waits.iter_mut().find(|(n, _)| *n == name) {
-                Some((_, x)) => {
-                    x.waits += w.waits;
-                    x.time_ns += w.time_ns;
-                    x.max_ns = x.max_ns.max(w.max_ns);
-                }
-                None => waits.push((name, *w)),
-            }
-        }
-        waits.sort_by(|a, b| b.1.time_ns.cmp(&a.1.time_ns).then(a.0.cmp(b.0)));
-        if !waits.is_empty() {
-            out.blank();
-            out.line("Elapsed times include waiting on following events:");
-            out.line(
-                "  Event waited on                             Times   Max. Wait  Total Waited",
-            );
-            out.line(
-                "  ----------------------------------------   Waited  ----------  ------------",
-            );
-            for (name, w) in waits {
-                out.line(format!(
-                    "  {name:<40} {:>8}  {:>10}  {:>12}",
-                    w.waits,
-                    secs(w.max_ns),
-                    secs(w.time_ns)
-                ));
-            }
-        }
-        out.blank();
-    }
-    out.0
-}
-
-/// AWR's "Global Cache and Enqueue Services - Workload Characteristics":
-/// labels right-aligned, a colon, the value in 9 columns with one decimal
-/// (blank when its denominator is zero), lines in pairs as the deck shows them.
-pub fn workload_characteristics(s: &Stats) -> String {
-    let mut out = Out::default();
-    out.title(
-        "Global Cache and Enqueue Services - Workload Characteristics",
-        '~',
-    );
-    out.blank();
-    let width = AwrLine::ALL
-        .iter()
-        .map(|l| l.label().len())
-        .max()
-        .unwrap_or(0);
-    // The enqueue line stands alone, then the cache lines in pairs.
-    for (n, line) in AwrLine::ALL.iter().enumerate() {
-        if n == 1 || (n > 1 && n % 2 == 1) {
-            out.blank();
-        }
-        let value = line
-            .eval(s)
-            .map(|v| format!("{v:>9.1}"))
-            .unwrap_or_default();
-        out.line(format!("{:>width$}:{value}", line.label()));
-    }
-    out.0
-}
-
-/// AWR's "Global Cache Load Profile", per second and per transaction.
-pub fn load_profile(s: &Stats, elapsed_ns: u64, db_block_size: u32) -> String {
-    use Stat::*;
-    let secs = elapsed_ns as f64 / NS_PER_S;
-    let txns = s.get(UserCommits) as f64;
-    let received = (s.get(GcCrBlocksReceived) + s.get(GcCurrentBlocksReceived)) as f64;
-    let served = (s.get(GcCrBlocksServed) + s.get(GcCurrentBlocksServed)) as f64;
-    let msgs_received = s.get(GcsMsgsReceived) as f64;
-    let msgs_sent = s.get(GcsMessagesSent) as f64;
-    let traffic_kb = ((received + served) * f64::from(db_block_size)
-        + (msgs_sent + msgs_received) * AWR_MESSAGE_BYTES)
-        / 1024.0;
-    let rows = [
-        ("Global Cache blocks received:", received),
-        ("Global Cache blocks served:", served),
-        ("GCS messages received:", msgs_received),
-        ("GCS messages sent:", msgs_sent),
-        ("DBWR Fusion writes:", s.get(DbwrFusionWrites) as f64),
-        ("Estd Interconnect traffic (KB):", traffic_kb),
-    ];
-    let per = |v: f64, den: f64| {
-        if den > 0.0 {
-            grouped(v / den, 2)
-        } else {
-            String::new()
-        }
-    };
-    let mut out = Out::default();
-    out.line(format!(
-        "{:<36}{:>15}  {:>15}",
-        "Global Cache Load Profile", "Per Second", "Per Transaction"
-    ));
-    out.line(format!(
-        "{:<36}{:>15}  {:>15}",
-        "~~~~~~~~~~~~~~~~~~~~~~~~~",
-        "-".repeat(15),
-        "-".repeat(15)
-    ));
-    for (label, v) in rows {
-        let line = format!("  {label:<34}{:>15}  {:>15}", per(v, secs), per(v, txns));
-        out.line(line.trim_end());
-    }
-    out.0
-}
-
-/// One row of the Top 5 table.
-#[derive(Clone, Debug, PartialEq)]
-pub struct TopEvent {
-    pub name: String,
-    /// `None` for the CPU row.
-    pub waits: Option<u64>,
-    pub time_ns: u64,
-    pub class: &'static str,
-}
-
-/// Foreground waits and CPU by time, the largest first, at most five, rows
-/// with no time left out. With `names_9i`, events sharing a 9i name merge.
-pub fn top_events(s: &Stats, names_9i: bool) -> Vec<TopEvent> {
-    let mut rows: Vec<TopEvent> = Vec::new();
-    for &w in Wait::ALL {
-        let e = s.event(w);
-        // AWR leaves idle waits (waiting for work, e.g. `PX Deq: ...`) out.
-        if e.time_fg_ns == 0 || w.class() == fusion_core::stats::WaitClass::Idle {
-            continue;
-        }
-        let name = if names_9i { w.name_9i() } else { w.name() };
-        match rows.iter_mut().find(|r| r.name == name) {
-            Some(r) => {
-                r.waits = Some(r.waits.unwrap_or(0) + e.waits_fg);
-                r.time_ns += e.time_fg_ns;
-            }
-            None => rows.push(TopEvent {
-                name: name.to_string(),
-                waits: Some(e.waits_fg),
-                time_ns: e.time_fg_ns,
-                class: w.class().name(),
-            }),
-        }
-    }
-    let cpu = s.get(Stat::CpuUsedBySession);
-    if cpu > 0 {
-        let name = if names_9i { "CPU time" } else { "DB CPU" };
-        rows.push(TopEvent {
-            name: name.to_string(),
-            waits: None,
-            time_ns: cpu,
-            class: "",
-        });
-    }
-    rows.sort_by(|a, b| b.time_ns.cmp(&a.time_ns).then_with(|| a.name.cmp(&b.name)));
-    rows.truncate(5);
-    rows
-}
-
-/// Share of DB time in percent, if there was any DB time.
-fn pct_db_time(time_ns: u64, s: &Stats) -> Option<f64> {
-    let db = s.get(Stat::DbTime);
-    (db > 0).then(|| 100.0 * time_ns as f64 / db as f64)
-}
-
-fn top_events_table(s: &Stats, names_9i: bool) -> String {
-    let mut out = Out::default();
-    out.title("Top 5 Timed Foreground Events", '~');
-    let rows = top_events(s, names_9i);
-    if rows.is_empty() {
-        out.line("(no foreground wait or CPU time)");
-        return out.0;
-    }
-    let mut t = table(
-        &[
-            "Event",
-            "Waits",
-            "Time(s)",
-            "Avg wait (ms)",
-            "% DB time",
-            "Wait Class",
-        ],
-        &[1, 2, 3, 4],
-    );
-    for r in rows {
-        let avg = r
-            .waits
-            .filter(|w| *w > 0)
-            .map(|w| format!("{:.2}", r.time_ns as f64 / NS_PER_MS / w as f64))
-            .unwrap_or_default();
-        t.add_row(vec![
-            r.name.clone(),
-            r.waits.map(|w| grouped(w as f64, 0)).unwrap_or_default(),
-            grouped(r.time_ns as f64 / NS_PER_S, 2),
-            avg,
-            pct_db_time(r.time_ns, s)
-                .map(|p| format!("{p:.1}"))
-                .unwrap_or_default(),
-            r.class.to_string(),
-        ]);
-    }
-    out.table(&t);
-    out.0
-}
-
-/// The emulator's decomposition of received block latency (the deck's
-/// "GC CR latency ~= message + LMS processing + LGWR flush + wire"):
-/// average ms per received block of each part, and its share of the receive time.
-pub fn decomposition(s: &Stats) -> String {
-    let mut out = Out::default();
-    out.title(
-        "Received block latency decomposition (avg ms per block, % of receive time)",
-        '~',
-    );
-    let mut header = vec!["Block", "Received", "Avg receive"];
-    header.extend(Part::ALL.iter().map(|p| p.name()));
-    let mut t = table(&header, &(1..header.len()).collect::<Vec<_>>());
-    let mut any = false;
-    for kind in [BlockKind::Cr, BlockKind::Current] {
-        let (count, time) = match kind {
-            BlockKind::Cr => (Stat::GcCrBlocksReceived, Stat::GcCrBlockReceiveTime),
-            BlockKind::Current => (
-                Stat::GcCurrentBlocksReceived,
-                Stat::GcCurrentBlockReceiveTime,
-            ),
-        };
-        let blocks = s.get(count);
-        if blocks == 0 {
-            continue;
-        }
-        any = true;
-        let mut row = vec![
-            kind.name().to_string(),
-            grouped(blocks as f64, 0),
-            format!("{:.3}", s.get(time) as f64 / NS_PER_MS / blocks as f64),
-        ];
-        for &part in Part::ALL {
-            let ms = Metric::DecompMs(kind, part).eval(s, 0).unwrap_or(0.0);
-            let share = Metric::DecompShare(kind, part)
-                .eval(s, 0)
-                .map(|x| format!("{:>5.1}%", 100.0 * x))
-                .unwrap_or_else(|| "    -".to_string());
-            row.push(format!("{ms:.3} ({share})"));
-        }
-        t.add_row(row);
-    }
-    if any {
-        out.table(&t);
-    } else {
-        out.line("(no gc block received)");
-    }
-    out.0
-}
-
-/// The background waits behind gc latency and the CPU run queue.
-pub fn background(s: &Stats, elapsed_ns: u64, cpu_count: u32, names_9i: bool) -> String {
-    let event = |w: Wait| {
-        let e = s.event(w);
-        let name = if names_9i { w.name_9i() } else { w.name() };
-        let avg = if e.waits > 0 {
-            format!(
-                "avg {:.2} ms",
-                e.time_ns as f64 / NS_PER_MS / e.waits as f64
-            )
-        } else {
-            "avg -".to_string()
-        };
-        format!("{name} {} waits, {avg}", grouped(e.waits as f64, 0))
-    };
-    let ms = |st: Stat| format!("{} ms", grouped(s.get(st) as f64 / NS_PER_MS, 1));
-    let capacity = f64::from(cpu_count) * elapsed_ns as f64;
-    let busy = if capacity > 0.0 {
-        format!("{:.1} %", 100.0 * s.get(Stat::OsBusyTime) as f64 / capacity)
-    } else {
-        "-".to_string()
-    };
-    let mut out = Out::default();
-    out.line(format!(
-        "Background waits:  {}  |  {}",
-        event(Wait::GcsLogFlushSync),
-        event(Wait::LogFileParallelWrite)
-    ));
-    out.line(format!(
-        "CPU run queue:     LMS {}, LGWR {}, foreground {}  |  CPU busy {busy} of {cpu_count} CPUs",
-        ms(Stat::LmsCpuWaitTime),
-        ms(Stat::LgwrCpuWaitTime),
-        ms(Stat::ForegroundCpuWaitTime)
-    ));
-    out.0
 }
 
 /// The variants side by side: per phase and instance, the gc receive times and the top event.
@@ -633,7 +296,7 @@ fn verdicts(out: &mut Out, r: &RunResult) {
 }
 
 /// A table in AWR's look; the columns listed in `right` are right-aligned.
-fn table<S: ToString>(header: &[S], right: &[usize]) -> Table {
+pub(crate) fn table<S: ToString>(header: &[S], right: &[usize]) -> Table {
     let mut t = Table::new();
     t.load_style(AWR_STYLE)
         .force_no_tty()
@@ -654,6 +317,8 @@ fn table<S: ToString>(header: &[S], right: &[usize]) -> Table {
 mod tests {
     use super::*;
     use crate::model::Verdict;
+    use fusion_core::metrics::{BlockKind, Metric, Part};
+    use fusion_core::stats::{Stat, Wait};
 
     const MS: u64 = 1_000_000;
 
