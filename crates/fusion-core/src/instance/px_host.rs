@@ -16,15 +16,21 @@ impl Instance {
     /// Start the `parallel_min_servers` servers an instance has from startup.
     pub(super) fn px_prestart(&mut self) {
         for _ in 0..self.params.px.min_servers {
-            let idx = self.px.servers.len();
-            let proc = self.add_proc(Proc::PxServer(idx as u32), server_name(idx));
-            self.px.servers.push(Server {
-                proc,
-                worker: None,
-                starting: None,
-            });
-            self.stats.incr(Stat::PxServersStarted);
+            self.px_new_server();
         }
+    }
+
+    /// A new server process `Pnnn` joins the pool: its index.
+    fn px_new_server(&mut self) -> usize {
+        let idx = self.px.servers.len();
+        let proc = self.add_proc(Proc::PxServer(idx as u32), server_name(idx));
+        self.px.servers.push(Server {
+            proc,
+            worker: None,
+            starting: None,
+        });
+        self.stats.incr(Stat::PxServersStarted);
+        idx
     }
 
     /// A free server (the lowest-numbered), started if none is: (index, needs start).
@@ -39,15 +45,7 @@ impl Instance {
         {
             return (i, false);
         }
-        let idx = self.px.servers.len();
-        let proc = self.add_proc(Proc::PxServer(idx as u32), server_name(idx));
-        self.px.servers.push(Server {
-            proc,
-            worker: None,
-            starting: None,
-        });
-        self.stats.incr(Stat::PxServersStarted);
-        (idx, true)
+        (self.px_new_server(), true)
     }
 
     pub(super) fn px_add_worker(&mut self, w: Worker) -> usize {
