@@ -16,11 +16,12 @@ pub enum Mode {
 /// can decompose its receive time the way the deck does.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Timing {
-    /// Request on the wire (every hop) and the master's own forwarding work.
+    /// Request on the wire (every hop).
     pub request: Nanos,
-    /// Waiting for the serving LMS (its queue and the CPU run queue).
+    /// Waiting for a serving LMS, the master's and the holder's (its queue
+    /// and the CPU run queue).
     pub lms_wait: Nanos,
-    /// LMS processing: build or pin, and send.
+    /// LMS processing: the master's routing, the holder's build or pin, and send.
     pub lms_proc: Nanos,
     /// Waiting for LGWR to flush redo before shipping.
     pub flush: Nanos,

@@ -37,10 +37,15 @@ pub struct Serve {
     /// The CR copy prepared when the job was picked up, with the SCN of the
     /// current image it was built from.
     pub built: Option<(Scn, Result<CrCopy, CrError>)>,
+    /// A serving LMS (the master's or this one) did not start on it within
+    /// [`CONGESTED_AFTER`]: the requester names the wait `... congested`.
     pub congested: bool,
 }
 
 impl Serve {
+    /// A request the master routed here. Until the holder's LMS runs, the
+    /// only LMS wait it carries is the master's: if that LMS did not start on
+    /// it within [`CONGESTED_AFTER`], the transfer is congested already.
     pub fn new(req: Request, master: InstId, shared: bool) -> Serve {
         Serve {
             req,
@@ -48,7 +53,7 @@ impl Serve {
             shared,
             stage: Stage::Start,
             built: None,
-            congested: false,
+            congested: req.timing.lms_wait > CONGESTED_AFTER,
         }
     }
 }

@@ -114,15 +114,11 @@ impl Instance {
     fn lms_message(&mut self, from: InstId, msg: Msg, wait: Nanos, run: Nanos) {
         match msg {
             Msg::Request(mut req) => {
-                // The master's own work counts as request time if it forwards,
-                // and as LMS time if it serves the block itself.
-                let holder_here = self.cache.current(req.blk).is_some();
-                if holder_here {
-                    req.timing.lms_wait += wait;
-                    req.timing.lms_proc += run;
-                } else {
-                    req.timing.request += wait + run;
-                }
+                // The master's LMS is a serving LMS too, whether it forwards,
+                // grants or serves from its own cache: the time the request
+                // waited for its CPU is LMS CPU wait, not request time.
+                req.timing.lms_wait += wait;
+                req.timing.lms_proc += run;
                 self.dir_request(req);
             }
             Msg::Installed {
