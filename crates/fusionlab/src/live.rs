@@ -15,6 +15,7 @@ use fusion_live::runner::{self, LiveRun};
 use fusion_report::TextOptions;
 
 use crate::commands::RunArgs;
+use crate::memory::MemoryLimit;
 use crate::shipped;
 use crate::{Failure, exit};
 
@@ -362,6 +363,9 @@ pub fn run_live(
     let loaded = source
         .load(&a.sets)
         .map_err(|e| Failure::input(e.to_string()))?;
+    // The instances and the store hold what the simulator would, in several
+    // processes of (by default) this machine.
+    crate::memory::within_limit(&loaded, a.check, &MemoryLimit::new(a.max_memory))?;
     let needed = loaded
         .variants
         .iter()

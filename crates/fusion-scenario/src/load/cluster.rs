@@ -4,6 +4,9 @@
 use fusion_core::config::{Costs, NS_PER_MS, NS_PER_US, Nanos, ParamValue, Params};
 
 use super::INSTANCES_MAX;
+use super::limits::{
+    COST_NS_MAX, COST_WHY, MESSAGE_BYTES_MAX, MESSAGE_WHY, RATE_BPS_MIN, RATE_WHY,
+};
 use super::problems::{Validator, suggest};
 use super::read::{Bound, TableView};
 use crate::model::{NetworkModel, StorageModel};
@@ -206,7 +209,7 @@ impl Validator<'_> {
     /// The value of parameter `name` as the model takes it: an integer or text.
     fn param_value(&mut self, name: &str, node: &Node, path: &KeyPath) -> Option<ParamValue> {
         match &node.val {
-            Val::Int(v) if *v >= 0 => Some(ParamValue::Int(*v as u64)),
+            Val::Int(v) if *v >= 0 => Some(ParamValue::Int(v.unsigned_abs())),
             Val::Str(s) => Some(ParamValue::Text(s.clone())),
             // `parallel_force_local = true` as TOML writes a boolean.
             Val::Bool(b) => Some(ParamValue::Text(
@@ -311,11 +314,36 @@ impl Validator<'_> {
         let Some(costs) = self.table(node, &KeyPath::root().key("costs"), COST_KEYS) else {
             return defaults;
         };
+        let cost = |this: &mut Self, key: &str, unit: (u64, bool, &str), default: Nanos| {
+            let (ns_per_unit, positive, max_text) = unit;
+            costs
+                .get(key)
+                .and_then(|node| {
+                    this.duration_limited(
+                        node,
+                        &costs.at(key),
+                        (ns_per_unit, positive),
+                        (COST_NS_MAX, max_text),
+                        COST_WHY,
+                    )
+                })
+                .unwrap_or(default)
+        };
         let us = |this: &mut Self, key: &str, default: Nanos| {
-            this.opt_duration(&costs, key, NS_PER_US, false, default)
+            cost(
+                this,
+                key,
+                (NS_PER_US, false, "1000000 (one second)"),
+                default,
+            )
         };
         let ms = |this: &mut Self, key: &str, positive: bool, default: Nanos| {
-            this.opt_duration(&costs, key, NS_PER_MS, positive, default)
+            cost(
+                this,
+                key,
+                (NS_PER_MS, positive, "1000 (one second)"),
+                default,
+            )
         };
         Costs {
             execute: us(self, "execute_us", defaults.execute),
@@ -351,11 +379,11 @@ impl Validator<'_> {
         let latency = self.opt_duration(&network, "latency_us", NS_PER_US, false, defaults.latency);
         let jitter = self.opt_duration(&network, "jitter_us", NS_PER_US, false, defaults.jitter);
         let bandwidth_bps = self.bandwidth(&network, defaults.bandwidth_bps);
-        let message_bytes = self.opt_u32(
+        let message_bytes = self.opt_u32_limited(
             &network,
             "message_bytes",
-            1,
-            u32::MAX,
+            (1, MESSAGE_BYTES_MAX),
+            MESSAGE_WHY,
             defaults.message_bytes,
         );
         NetworkModel {
@@ -393,14 +421,26 @@ impl Validator<'_> {
     pub(super) fn rate(&mut self, node: &Node, path: &KeyPath, bps_per_unit: f64) -> Option<u64> {
         let v = self.number(node, path, Bound::Pos)?;
         let bps = (v * bps_per_unit).round();
-        if !(1.0..=1e15).contains(&bps) {
+        if bps < RATE_BPS_MIN {
             self.err(
                 node,
                 path,
-                format!("{} is out of range (1 bit/s to 1 Pbit/s)", node.describe()),
+                format!(
+                    "{} is below the slowest link the model runs, 1 Mbit/s: {RATE_WHY}",
+                    node.describe()
+                ),
             );
             return None;
         }
+        if bps > 1e15 {
+            self.err(
+                node,
+                path,
+                format!("{} is out of range (1 Mbit/s to 1 Pbit/s)", node.describe()),
+            );
+            return None;
+        }
+        // Within 1e6..=1e15: a whole number of bits per second a u64 holds exactly.
         Some(bps as u64)
     }
 
@@ -420,7 +460,8 @@ impl Validator<'_> {
             iops: storage
                 .get("iops")
                 .and_then(|v| self.int(v, &storage.at("iops"), 0, i64::MAX))
-                .map_or(defaults.iops, |v| v as u64),
+                .and_then(|v| u64::try_from(v).ok())
+                .unwrap_or(defaults.iops),
         }
     }
 }
