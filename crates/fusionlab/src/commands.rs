@@ -152,7 +152,7 @@ pub fn validate(
             let e = within_limit(&s, false, limit)?;
             writeln!(
                 out,
-                "ok: {} (a run needs about {} of memory)",
+                "ok: {}; a run needs about {} of memory",
                 summary(&s),
                 size_text(e.bytes)
             )?;

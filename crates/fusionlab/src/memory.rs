@@ -107,7 +107,12 @@ pub fn size_text(bytes: u64) -> String {
         v /= 1024.0;
         unit += 1;
     }
-    let decimals = if v < 10.0 { 1 } else { 0 };
+    // One decimal below 10 when it says something: 1.5 GiB, 4 GiB, 12 GiB.
+    let decimals = if v < 10.0 && v.fract() >= 0.05 && v.fract() < 0.95 {
+        1
+    } else {
+        0
+    };
     format!("{v:.decimals$} {}", UNITS[unit])
 }
 
@@ -182,6 +187,7 @@ mod tests {
         assert_eq!(size_text(100), "100 B");
         assert_eq!(size_text(3 << 29), "1.5 GiB");
         assert_eq!(size_text(512 << 20), "512 MiB");
+        assert_eq!(size_text(4 << 30), "4 GiB");
     }
 
     #[test]

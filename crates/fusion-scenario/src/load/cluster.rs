@@ -5,7 +5,8 @@ use fusion_core::config::{Costs, NS_PER_MS, NS_PER_US, Nanos, ParamValue, Params
 
 use super::INSTANCES_MAX;
 use super::limits::{
-    COST_NS_MAX, COST_WHY, MESSAGE_BYTES_MAX, MESSAGE_WHY, RATE_BPS_MIN, RATE_WHY,
+    COST_NS_MAX, COST_WHY, MESSAGE_BYTES_MAX, MESSAGE_WHY, RATE_BPS_MIN, RATE_WHY, ROW_COST_NS_MAX,
+    ROW_COST_WHY,
 };
 use super::problems::{Validator, suggest};
 use super::read::{Bound, TableView};
@@ -314,42 +315,38 @@ impl Validator<'_> {
         let Some(costs) = self.table(node, &KeyPath::root().key("costs"), COST_KEYS) else {
             return defaults;
         };
-        let cost = |this: &mut Self, key: &str, unit: (u64, bool, &str), default: Nanos| {
-            let (ns_per_unit, positive, max_text) = unit;
+        let cost = |this: &mut Self,
+                    key: &str,
+                    unit: (u64, bool),
+                    max: (Nanos, &str, &str),
+                    default: Nanos| {
+            let (max_ns, max_text, why) = max;
             costs
                 .get(key)
                 .and_then(|node| {
-                    this.duration_limited(
-                        node,
-                        &costs.at(key),
-                        (ns_per_unit, positive),
-                        (COST_NS_MAX, max_text),
-                        COST_WHY,
-                    )
+                    this.duration_limited(node, &costs.at(key), unit, (max_ns, max_text), why)
                 })
                 .unwrap_or(default)
         };
         let us = |this: &mut Self, key: &str, default: Nanos| {
-            cost(
-                this,
-                key,
-                (NS_PER_US, false, "1000000 (one second)"),
-                default,
-            )
+            let max = (COST_NS_MAX, "1000000 (one second)", COST_WHY);
+            cost(this, key, (NS_PER_US, false), max, default)
+        };
+        // Costs per row are multiplied by a whole table's rows (a scan, a
+        // sort's comparisons).
+        let per_row = |this: &mut Self, key: &str, default: Nanos| {
+            let max = (ROW_COST_NS_MAX, "1000 (one millisecond)", ROW_COST_WHY);
+            cost(this, key, (NS_PER_US, false), max, default)
         };
         let ms = |this: &mut Self, key: &str, positive: bool, default: Nanos| {
-            cost(
-                this,
-                key,
-                (NS_PER_MS, positive, "1000 (one second)"),
-                default,
-            )
+            let max = (COST_NS_MAX, "1000 (one second)", COST_WHY);
+            cost(this, key, (NS_PER_MS, positive), max, default)
         };
         Costs {
             execute: us(self, "execute_us", defaults.execute),
             consistent_get: us(self, "consistent_get_us", defaults.consistent_get),
             db_block_get: us(self, "db_block_get_us", defaults.db_block_get),
-            row_examined: us(self, "row_examined_us", defaults.row_examined),
+            row_examined: per_row(self, "row_examined_us", defaults.row_examined),
             row_change: us(self, "row_change_us", defaults.row_change),
             commit: us(self, "commit_us", defaults.commit),
             cr_build: us(self, "cr_build_us", defaults.cr_build),
@@ -362,8 +359,8 @@ impl Validator<'_> {
             block_install: us(self, "block_install_us", defaults.block_install),
             bitmap_piece: us(self, "bitmap_piece_us", defaults.bitmap_piece),
             time_slice: ms(self, "time_slice_ms", true, defaults.time_slice),
-            px_row_send: us(self, "px_row_send_us", defaults.px_row_send),
-            px_row_receive: us(self, "px_row_receive_us", defaults.px_row_receive),
+            px_row_send: per_row(self, "px_row_send_us", defaults.px_row_send),
+            px_row_receive: per_row(self, "px_row_receive_us", defaults.px_row_receive),
             px_message_local: us(self, "px_message_local_us", defaults.px_message_local),
             px_message_remote: us(self, "px_message_remote_us", defaults.px_message_remote),
             px_server_start: ms(self, "px_server_start_ms", false, defaults.px_server_start),

@@ -53,6 +53,13 @@ pub(super) const TIMELINE_WHY: &str =
 /// within its 64-bit nanosecond clock.
 pub(super) const COST_NS_MAX: Nanos = NS_PER_S;
 pub(super) const COST_WHY: &str = "no single operation takes a second of CPU, and costs are multiplied by counts of rows and blocks in 64-bit nanoseconds";
+/// CPU per row (`row_examined_us`, `px_row_send_us`, `px_row_receive_us`):
+/// one millisecond, thousands of times what a row costs (0.05 to 0.25 us by
+/// default). These multiply a table's rows at once (a serial scan, a
+/// sort's comparisons, about rows x 40 for a billion rows), which must stay
+/// within 64-bit nanoseconds.
+pub(super) const ROW_COST_NS_MAX: Nanos = NS_PER_S / 1000;
+pub(super) const ROW_COST_WHY: &str = "a row costs well under a microsecond, and per-row costs are multiplied by a table's rows (a sort's comparisons) in 64-bit nanoseconds";
 /// Slowest link: 1 Mbit/s. Slower, a shipped block takes seconds on the
 /// wire, and the queue of messages waiting on one link (PX producers may
 /// send three buffers to every consumer at once) must stay within the

@@ -8,7 +8,7 @@ use super::limits::{TIMELINE_NS_MAX, TIMELINE_WHY, WORKERS_MAX, WORKERS_WHY};
 use super::problems::{Validator, names_list, quoted_list, suggest};
 use super::read::TableView;
 use crate::model::{Device, Fault, LinkTarget, Phase};
-use crate::tree::{KeyPath, Node, Val, format_float};
+use crate::tree::{KeyPath, Node, Val};
 
 const PHASE_KEYS: &[&str] = &["name", "duration_s", "workloads", "parameters", "fault"];
 const FAULT_KINDS: &[&str] = &["stress_cpu", "disk_latency", "latency", "bandwidth"];
@@ -64,7 +64,7 @@ impl Validator<'_> {
                             &phase.at("duration_s"),
                             format!(
                                 "the phases up to this one last {} s; the timeline may last at most 86400 s (one day): {TIMELINE_WHY}",
-                                format_float(timeline as f64 / NS_PER_S as f64)
+                                timeline as f64 / NS_PER_S as f64
                             ),
                         );
                     }
