@@ -121,9 +121,11 @@ pub fn estimate_parts(s: &Scenario, check: bool) -> Vec<MemoryPart> {
     let n = s.instances.len() as u64;
     let sizes = segment_sizes(&s.catalog, n);
     let (timeline, churn) = timeline_part(s, &sizes, check);
+    let visits = visit_rates(s, &sizes);
     let segments: Vec<SegmentMemory> = sizes
         .iter()
-        .map(|size| SegmentMemory::of(s, size, &churn))
+        .zip(visits)
+        .map(|(size, v)| SegmentMemory::of(s, size, &churn, v))
         .collect();
     let blocks = sizes.iter().fold(0u64, |t, x| t.saturating_add(x.blocks()));
     let mut parts = vec![
@@ -181,13 +183,14 @@ struct SegmentMemory {
     copies: u64,
     /// Bits of a bitmap index, outside its blocks' own size.
     extra: u64,
-    /// Whether sessions visit it through the cache (parallel queries read
-    /// straight from the datafiles).
-    visited: bool,
+    /// How often sessions visit its blocks through the cache, relative to
+    /// the other segments (parallel queries read straight from the
+    /// datafiles: a table only they read is never visited).
+    visits: f64,
 }
 
 impl SegmentMemory {
-    fn of(s: &Scenario, size: &SegmentSize, churn: &Churn) -> SegmentMemory {
+    fn of(s: &Scenario, size: &SegmentSize, churn: &Churn, visits: f64) -> SegmentMemory {
         let catalog = &s.catalog;
         let n = s.instances.len() as u64;
         let formatted_others = size.formatted.saturating_sub(size.leaves);
@@ -206,7 +209,7 @@ impl SegmentMemory {
                 COPIES_UNREAD
             },
             extra: 0,
-            visited: visited(s, size.segment),
+            visits,
         };
         // Free blocks an insert or a split formats, at most: every instance
         // starts its own, then one per `per_block` rows.
@@ -283,7 +286,7 @@ impl SegmentMemory {
     /// Buffers a cache may hold of the segment, and their bytes: one copy of
     /// each block, more of a changed one (each with its undo).
     fn buffers(&self) -> (u64, u64) {
-        if !self.visited {
+        if self.visits <= 0.0 {
             return (0, 0);
         }
         let count = self
@@ -301,40 +304,95 @@ impl SegmentMemory {
     }
 }
 
-/// Whether a session visits segment `seg` through its cache: a step reads,
-/// changes or counts through it, or an insert or a maintaining update
-/// changes it. (Parallel queries read straight from the datafiles.)
-fn visited(s: &Scenario, seg: Segment) -> bool {
-    let steps = || {
-        s.workloads
-            .iter()
-            .flat_map(|w| w.transactions.iter().flat_map(|t| t.steps.iter()))
+/// How often sessions visit each segment's blocks through the cache, in
+/// block visits per transaction summed over the workloads' sessions: an
+/// index lookup visits every level of the index and a table block, a full
+/// scan every block of the table, an insert a table block and every level
+/// of each index on the table, a count two blocks of the bitmap index.
+fn visit_rates(s: &Scenario, sizes: &[SegmentSize]) -> Vec<f64> {
+    let position = |seg: Segment| sizes.iter().position(|x| x.segment == seg);
+    let height = |seg: Segment| {
+        position(seg)
+            .and_then(|i| sizes.get(i))
+            .map_or(1.0, |x| x.height as f64)
     };
-    match seg {
-        Segment::Table(t) => steps().any(|st| match st {
-            Step::Read { table, .. }
-            | Step::Update { table, .. }
-            | Step::Insert { table, .. }
-            | Step::InsertSeq { table, .. } => *table == t,
-            _ => false,
-        }),
-        Segment::Index(i) => {
-            let Some(ix) = s.catalog.indexes.get(i) else {
-                return false;
-            };
-            let maintained = ix.includes_value || ix.kind == IndexKind::Bitmap;
-            steps().any(|st| match st {
-                Step::Read { access, .. } => *access == Access::Index(i),
-                Step::Update { table, access, .. } => {
-                    *access == Access::Index(i) || (maintained && *table == ix.table)
-                }
-                Step::Count { index, .. } => *index == i,
-                Step::Insert { table, .. } | Step::InsertSeq { table, .. } => *table == ix.table,
-                _ => false,
-            })
+    let mut rates = vec![0.0; sizes.len()];
+    let mut add = |seg: Segment, visits: f64| {
+        if let Some(r) = position(seg).and_then(|i| rates.get_mut(i)) {
+            *r += visits;
         }
-        Segment::SeqDollar => true,
+    };
+    for w in &s.workloads {
+        let sessions = f64::from(w.sessions_per_instance) * w.instances.len() as f64;
+        let total: f64 = w
+            .transactions
+            .iter()
+            .map(|t| f64::from(t.weight.max(1)))
+            .sum();
+        for t in &w.transactions {
+            let share = sessions * f64::from(t.weight.max(1)) / total.max(1.0);
+            for step in &t.steps {
+                match step {
+                    Step::Read {
+                        table,
+                        access,
+                        rows,
+                        ..
+                    }
+                    | Step::Update {
+                        table,
+                        access,
+                        rows,
+                        ..
+                    } => {
+                        let r = f64::from(*rows) * share;
+                        match access {
+                            Access::Index(ix) => {
+                                let seg = Segment::Index(*ix);
+                                add(seg, r * height(seg));
+                                add(Segment::Table(*table), r);
+                            }
+                            Access::FullScan => {
+                                let blocks = position(Segment::Table(*table))
+                                    .and_then(|i| sizes.get(i))
+                                    .map_or(1.0, |x| x.formatted as f64);
+                                add(Segment::Table(*table), share * blocks);
+                            }
+                        }
+                        if let Step::Update { table, .. } = step {
+                            for (i, ix) in s.catalog.indexes.iter().enumerate() {
+                                let maintained = ix.includes_value || ix.kind == IndexKind::Bitmap;
+                                if ix.table == *table && maintained {
+                                    add(Segment::Index(i), 2.0 * r);
+                                }
+                            }
+                        }
+                    }
+                    Step::Insert { table, rows } | Step::InsertSeq { table, rows, .. } => {
+                        let r = f64::from(*rows) * share;
+                        add(Segment::Table(*table), r);
+                        for (i, ix) in s.catalog.indexes.iter().enumerate() {
+                            if ix.table == *table {
+                                let seg = Segment::Index(i);
+                                add(seg, r * height(seg));
+                            }
+                        }
+                        if let Step::InsertSeq { .. } = step {
+                            add(Segment::SeqDollar, r);
+                        }
+                    }
+                    Step::NextVal { rows, .. } => {
+                        add(Segment::SeqDollar, f64::from(*rows) * share);
+                    }
+                    Step::Count { index, rows, .. } => {
+                        add(Segment::Index(*index), 2.0 * f64::from(*rows) * share);
+                    }
+                    Step::ParallelQuery(_) | Step::Commit | Step::Think { .. } => {}
+                }
+            }
+        }
     }
+    rates
 }
 
 /// Whether a session may want a consistent read of a block of `seg` it
@@ -395,23 +453,59 @@ fn store_part(catalog: &Catalog, segments: &[SegmentMemory], blocks: u64) -> Mem
 }
 
 /// Each instance's buffer cache: at most `db_cache_size / db_block_size`
-/// buffers, holding the blocks sessions visit (see
-/// [`SegmentMemory::buffers`]) in proportion to their numbers: a cache holds
-/// what the sessions spread their visits over.
+/// buffers of the blocks sessions visit (see [`SegmentMemory::buffers`]).
+/// When they do not all fit, the cache holds what was visited last: with
+/// the least recently used going first, a segment of `n` buffers visited
+/// at rate `r` keeps about `n (1 - e^(-r T / n))` of them, where `T` is the
+/// time a buffer stays after its last visit and the kept buffers fill the
+/// cache (Che's approximation of an LRU cache). Small, often visited
+/// segments (an index's leaves) stay; large, rarely visited ones share
+/// what is left.
 fn cache_part(s: &Scenario, segments: &[SegmentMemory]) -> MemoryPart {
-    let (count, all) = segments.iter().fold((0u64, 0u64), |(c, b), m| {
-        let (mc, mb) = m.buffers();
-        (c.saturating_add(mc), b.saturating_add(mb))
-    });
-    let average = all.checked_div(count).unwrap_or(0);
+    // Per segment: buffers, bytes of one, visits.
+    let groups: Vec<(f64, f64, f64)> = segments
+        .iter()
+        .filter(|m| m.visits > 0.0)
+        .map(|m| {
+            let (count, bytes) = m.buffers();
+            let each = bytes.checked_div(count).unwrap_or(0);
+            (count as f64, each as f64, m.visits)
+        })
+        .filter(|g| g.0 > 0.0)
+        .collect();
+    let kept = |t: f64| -> (f64, f64) {
+        groups
+            .iter()
+            .fold((0.0, 0.0), |(n, b), &(count, each, rate)| {
+                let k = count * (1.0 - (-rate * t / count).exp());
+                (n + k, b + k * each)
+            })
+    };
+    let all: f64 = groups.iter().map(|g| g.0).sum();
     let mut bytes = 0u64;
     let mut buffers_max = 0u64;
     for p in &s.instances {
-        let buffers = u64::try_from(p.buffers().max(16))
-            .unwrap_or(u64::MAX)
-            .min(count);
-        buffers_max = buffers_max.max(buffers);
-        bytes = bytes.saturating_add(buffers.saturating_mul(average));
+        let capacity = p.buffers().max(16) as f64;
+        let held = if all <= capacity {
+            groups.iter().map(|g| g.0 * g.1).sum()
+        } else {
+            // The kept buffers grow with `T`: find where they fill the cache.
+            let (mut lo, mut hi) = (0.0f64, 1.0f64);
+            while kept(hi).0 < capacity && hi < 1e300 {
+                hi *= 2.0;
+            }
+            for _ in 0..100 {
+                let mid = (lo + hi) / 2.0;
+                if kept(mid).0 < capacity {
+                    lo = mid;
+                } else {
+                    hi = mid;
+                }
+            }
+            kept(hi).1
+        };
+        buffers_max = buffers_max.max(to_u64(all.min(capacity)));
+        bytes = bytes.saturating_add(to_u64(held));
     }
     MemoryPart {
         what: format!(

@@ -307,3 +307,18 @@ fn the_edges_of_each_range_run() {
         .collect();
     assert!(missed.is_empty(), "edges that did not run: {missed:#?}");
 }
+
+/// The calibration scenarios of the memory estimate (docs/benchmarks.md)
+/// load, so the table there can be measured again.
+#[test]
+fn the_memory_calibration_scenarios_load() {
+    for (file, text) in [
+        ("rows.toml", include_str!("../bench/memory/rows.toml")),
+        ("scan.toml", include_str!("../bench/memory/scan.toml")),
+        ("px.toml", include_str!("../bench/memory/px.toml")),
+    ] {
+        if let Err(e) = load_str(text, file, &[]) {
+            panic!("{e}");
+        }
+    }
+}
