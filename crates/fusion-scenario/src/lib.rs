@@ -13,9 +13,11 @@
 //! ```
 
 mod error;
+pub mod estimate;
 mod load;
 pub mod model;
 mod plan;
+mod sizes;
 mod tree;
 
 pub use error::{At, Problem, ScenarioError};

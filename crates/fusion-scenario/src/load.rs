@@ -12,6 +12,7 @@ use crate::tree::{self, KeyPath, Node, Origin};
 mod catalog;
 mod cluster;
 mod expect;
+mod limits;
 mod overrides;
 mod phases;
 mod problems;
@@ -353,6 +354,9 @@ impl Validator<'_> {
         };
         if self.problems.len() == before {
             self.check_px_params(&instances, &phases);
+        }
+        if let (true, Some(count)) = (self.problems.len() == before, instance_count) {
+            self.check_limits(root, count, &catalog, &workloads);
         }
         if phases.is_empty() && self.problems.len() == before {
             self.push(

@@ -57,7 +57,7 @@ const CASES: &[Case] = &[
     Case {
         name: "string where an integer belongs",
         edits: &[Replace("sessions_per_instance = 2", "sessions_per_instance = \"two\"")],
-        want: &[at("sessions_per_instance", 25, "workload[0].sessions_per_instance", &["expected a positive integer, found \"two\""])],
+        want: &[at("sessions_per_instance", 25, "workload[0].sessions_per_instance", &["expected an integer in 1..=60000, found \"two\""])],
         ..CASE
     },
     Case {
@@ -306,6 +306,134 @@ const CASES: &[Case] = &[
         want: &[at("value = 1", 1, "expect[0].value", &["give either `than` or `value`, not both"])],
         ..CASE
     },
+    // ---- limits: what the model stores in fixed-width types, and knobs capped ----
+    Case {
+        name: "limits: a table's rows beyond 40-bit keys",
+        edits: &[Replace("rows = 1000", "rows = 1099511627777")],
+        want: &[at("rows = 1099511627777", 8, "table[0].rows", &["expected at most 1,099,511,627,776, found 1099511627777", "keys are 40-bit"])],
+        ..CASE
+    },
+    Case {
+        name: "limits: rows one to a block beyond 32-bit block addresses (issue 14, layout.rs:332)",
+        set: &["table.0.rows=4294967296", "table.0.rows_per_block=1"],
+        want: &[set("table.0.rows=4294967296", "table[0].rows", &["table `t` needs 4,294,967,809 blocks (4,294,967,297 for 4,294,967,296 rows at rows_per_block = 1, 512 free for 2 instances)", "block addresses are 32-bit: at most 4,294,967,295"])],
+        ..CASE
+    },
+    Case {
+        name: "limits: free blocks per instance beyond 32-bit block addresses (issue 14, cache.rs:261)",
+        set: &["table.0.free_blocks_per_instance=2147483648"],
+        want: &[set("table.0.free_blocks_per_instance=2147483648", "table[0].free_blocks_per_instance", &["table `t` needs 4,294,967,397 blocks", "4,294,967,296 free for 2 instances", "at most 4,294,967,295"])],
+        ..CASE
+    },
+    Case {
+        name: "limits: free blocks that wrapped around to a wrong model (issue 14)",
+        edits: &[Replace("rows_per_block = 10\n", "rows_per_block = 10\nfree_blocks_per_instance = 4294967295\n")],
+        want: &[at("free_blocks_per_instance", 28, "table[0].free_blocks_per_instance", &["table `t` needs 8,589,934,691 blocks", "block addresses are 32-bit"])],
+        ..CASE
+    },
+    Case {
+        name: "limits: an index's split blocks beyond 32-bit block addresses",
+        set: &["index.t_pk.free_blocks_per_instance=4294967295"],
+        want: &[set("index.t_pk.free_blocks_per_instance=4294967295", "index[0].free_blocks_per_instance", &["index `t_pk` needs 8,589,934,595 blocks (5 for 1,000 entries at 250 per leaf, 8,589,934,590 free)", "block addresses are 32-bit"])],
+        ..CASE
+    },
+    Case {
+        name: "limits: an index's leaves beyond 32-bit block addresses, at the index",
+        set: &["table.0.rows=1099511627776", "table.0.rows_per_block=1000"],
+        want: &[at("[[index]]", 1, "index[0]", &["index `t_pk` needs 4,415,709,481 blocks (4,415,709,353 for 1,099,511,627,776 entries at 250 per leaf, 128 free)", "at most 4,294,967,295"])],
+        ..CASE
+    },
+    Case {
+        name: "limits: bitmap chunks beyond 32-bit chunk numbers",
+        base: ORGS,
+        set: &["table.s.rows=1099511627776", "table.s.rows_per_block=1000", "index.s_pk.entries_per_leaf=10000"],
+        want: &[at("rows_per_piece = 100", 18, "index[2].rows_per_piece", &["make 10,995,116,278 chunks", "a piece's chunk number is 32-bit"])],
+        ..CASE
+    },
+    Case {
+        name: "limits: entries per leaf (issue 14: quadratic)",
+        edits: &[Replace("table = \"t\"\n\n[[workload]]", "table = \"t\"\nentries_per_leaf = 1000000\n\n[[workload]]")],
+        want: &[at("entries_per_leaf", 20, "index[0].entries_per_leaf", &["expected at most 10,000, found 1000000", "every copy of a block copies all of them"])],
+        ..CASE
+    },
+    Case {
+        name: "limits: entries per branch",
+        set: &["index.0.entries_per_branch=10001"],
+        want: &[set("index.0.entries_per_branch=10001", "index[0].entries_per_branch", &["expected at most 10,000, found 10001"])],
+        ..CASE
+    },
+    Case {
+        name: "limits: a key range beyond 40-bit keys",
+        edits: &[Replace("via = \"t_pk\" }", "via = \"t_pk\", keys = { dist = \"sequential\", range = [1, 1099511627777] } }")],
+        want: &[at("1099511627777", 94, "workload[0].transaction[0].steps[0].keys.range[1]", &["expected at most 1,099,511,627,776", "keys are 40-bit"])],
+        ..CASE
+    },
+    Case {
+        name: "limits: sessions of one workload (issue 14)",
+        set: &["workload.w.sessions_per_instance=60001"],
+        want: &[set("workload.w.sessions_per_instance=60001", "workload[0].sessions_per_instance", &["expected at most 60,000, found 60001", "pin count is 16-bit"])],
+        ..CASE
+    },
+    Case {
+        name: "limits: sessions of several workloads on one instance",
+        edits: &[
+            Replace("sessions_per_instance = 2", "sessions_per_instance = 40000"),
+            Append("\n[[workload]]\nname = \"w2\"\ninstances = [2]\nsessions_per_instance = 30000\n\n[[workload.transaction]]\nsteps = [{ op = \"commit\" }]\n"),
+        ],
+        want: &[at("sessions_per_instance = 30000", 25, "workload[1].sessions_per_instance", &["instance 2 would run 70,000 sessions with workload `w2`'s", "at most 60,000 per instance"])],
+        ..CASE
+    },
+    Case {
+        name: "limits: CPU hogs of a fault",
+        edits: &[Replace("workers = 4", "workers = 10001")],
+        want: &[at("workers = 10001", 11, "phase[1].fault[0].workers", &["expected at most 10,000, found 10001", "grows with the square of the hogs"])],
+        ..CASE
+    },
+    Case {
+        name: "limits: a phase longer than a day (issue 14)",
+        edits: &[Replace("duration_s = 10\n\n[[phase.fault]]", "duration_s = 1e9\n\n[[phase.fault]]")],
+        want: &[at("duration_s = 1e9", 14, "phase[1].duration_s", &["expected at most 86400 (one day), found 1000000000.0"])],
+        ..CASE
+    },
+    Case {
+        name: "limits: phases that add up to more than a day",
+        edits: &[Replace("duration_s = 10\n", "duration_s = 50000\n")],
+        want: &[at_nth("duration_s = 50000", 2, 14, "phase[1].duration_s", &["the phases up to this one last 100000 s; the timeline may last at most 86400 s (one day)"])],
+        ..CASE
+    },
+    Case {
+        name: "limits: a CPU cost above a second",
+        edits: &[Append("\n[costs]\nexecute_us = 1000001\ntime_slice_ms = 1001\n")],
+        want: &[
+            at("execute_us", 14, "costs.execute_us", &["expected at most 1000000 (one second), found 1000001", "costs are multiplied by counts"]),
+            at("time_slice_ms", 17, "costs.time_slice_ms", &["expected at most 1000 (one second), found 1001"]),
+        ],
+        ..CASE
+    },
+    Case {
+        name: "limits: a CPU cost per row above a millisecond",
+        edits: &[Append("\n[costs]\nrow_examined_us = 1001\n")],
+        want: &[at("row_examined_us", 19, "costs.row_examined_us", &["expected at most 1000 (one millisecond), found 1001", "per-row costs are multiplied by a table's rows"])],
+        ..CASE
+    },
+    Case {
+        name: "limits: an interconnect slower than 1 Mbit/s",
+        edits: &[Append("\n[network]\nbandwidth_mbps = 0.5\n")],
+        want: &[at("bandwidth_mbps", 18, "network.bandwidth_mbps", &["0.5 is below the slowest link the model runs, 1 Mbit/s"])],
+        ..CASE
+    },
+    Case {
+        name: "limits: a bandwidth fault slower than 1 Mbit/s",
+        edits: &[Replace("workers = 4", "workers = 4\n\n[[phase.fault]]\nkind = \"bandwidth\"\ntarget = \"all\"\nrate_mbps = 0.001")],
+        want: &[at("rate_mbps = 0.001", 13, "phase[1].fault[1].rate_mbps", &["is below the slowest link the model runs, 1 Mbit/s"])],
+        ..CASE
+    },
+    Case {
+        name: "limits: a GCS message above 64 KB",
+        edits: &[Append("\n[network]\nmessage_bytes = 65537\n")],
+        want: &[at("message_bytes", 17, "network.message_bytes", &["expected at most 65,536, found 65537", "the largest UDP datagram"])],
+        ..CASE
+    },
     // ---- --set -------------------------------------------------------------------
     Case {
         name: "--set of a missing element",
@@ -346,13 +474,13 @@ const CASES: &[Case] = &[
     Case {
         name: "--set of a value of the wrong type",
         set: &["phase.starved.fault.0.workers=many"],
-        want: &[set("phase.starved.fault.0.workers=many", "phase[1].fault[0].workers", &["expected a positive integer, found \"many\""]).exactly()],
+        want: &[set("phase.starved.fault.0.workers=many", "phase[1].fault[0].workers", &["expected an integer in 1..=10000, found \"many\""]).exactly()],
         ..CASE
     },
     Case {
         name: "--set of a value out of range",
         set: &["phase.1.fault.0.workers=-3"],
-        want: &[set("phase.1.fault.0.workers=-3", "phase[1].fault[0].workers", &["expected a positive integer, found -3"])],
+        want: &[set("phase.1.fault.0.workers=-3", "phase[1].fault[0].workers", &["expected an integer in 1..=10000, found -3"])],
         ..CASE
     },
     Case {
@@ -365,7 +493,7 @@ const CASES: &[Case] = &[
     Case {
         name: "a variant's bad value points at the variant",
         edits: &[Append(VARIANTS), Replace("fault.0.workers\" = 32", "fault.0.workers\" = -32")],
-        want: &[at("-32", 99, "phase[1].fault[0].workers", &["expected a positive integer, found -32"]).within("set by variant `rt-lms`").exactly()],
+        want: &[at("-32", 99, "phase[1].fault[0].workers", &["expected an integer in 1..=10000, found -32"]).within("set by variant `rt-lms`").exactly()],
         ..CASE
     },
     Case {
@@ -734,6 +862,27 @@ fn every_case_reports_exactly_its_problems() {
         failures.len(),
         CASES.len(),
         failures.join("\n\n")
+    );
+}
+
+/// Sequences beyond SEQ$'s 16-bit row slots. Not a row of the table: the
+/// file has 65,537 sequences, made here rather than written out.
+#[test]
+fn more_sequences_than_seq_dollar_holds() {
+    let mut text = MIN.replace(MIN_STEPS, "steps = [{ op = \"commit\" }]");
+    for i in 0..=65_536 {
+        text.push_str(&format!("\n[[sequence]]\nname = \"s{i}\"\n"));
+    }
+    let got = match load_str(&text, "t.toml", &[]) {
+        Ok(_) => panic!("65,537 sequences load"),
+        Err(e) => e.to_string(),
+    };
+    let line = nth_line_of(&text, "name = \"s65536\"", 1).expect("the last sequence") - 1;
+    assert_eq!(
+        got,
+        format!(
+            "t.toml:{line}:1: `sequence[65536]`: 65,537 sequences, at most 65,536: each has a row in the SEQ$ block, whose row slots are 16-bit"
+        )
     );
 }
 

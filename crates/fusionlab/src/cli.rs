@@ -7,6 +7,7 @@ use std::io::Write;
 use clap::{Args, Parser, Subcommand};
 
 use crate::commands::{self, RunArgs};
+use crate::memory::MemoryLimit;
 use crate::tour::{self, TourArgs};
 
 /// Fusionlab: a RAC cache-fusion cluster emulator. Runs scenario files on a
@@ -18,7 +19,7 @@ use crate::tour::{self, TourArgs};
 #[command(after_help = "\
 Exit status: 0 ran (whatever the verdicts); 1 `validate` found problems (or a shipped \
 scenario does not load); 2 bad input (missing file or name, invalid scenario, bad --set, \
-unknown --phase, usage); 3 the simulator reported protocol errors or checker violations; \
+unknown --phase, usage, a run estimated to need more memory than --max-memory); 3 the simulator reported protocol errors or checker violations; \
 4 a live cluster failed (an instance or the store died or did not answer).")]
 pub struct Cli {
     #[command(subcommand)]
@@ -147,6 +148,10 @@ pub struct TourCmd {
     /// With --live: use this running cluster (a file `up` wrote) instead of starting one.
     #[arg(long, value_name = "FILE", requires = "live")]
     pub cluster: Option<std::path::PathBuf>,
+    /// Refuse to run when the estimated peak memory is above this (e.g. 4G,
+    /// 512M); default: half of the machine's physical memory.
+    #[arg(long, value_name = "SIZE", value_parser = crate::memory::parse_size)]
+    pub max_memory: Option<u64>,
 }
 
 #[derive(Args)]
@@ -179,6 +184,10 @@ pub struct RunCmd {
     /// With --live: use this running cluster (a file `up` wrote) instead of starting one.
     #[arg(long, value_name = "FILE", requires = "live")]
     pub cluster: Option<std::path::PathBuf>,
+    /// Refuse to run when the estimated peak memory is above this (e.g. 4G,
+    /// 512M); default: half of the machine's physical memory.
+    #[arg(long, value_name = "SIZE", value_parser = crate::memory::parse_size)]
+    pub max_memory: Option<u64>,
 }
 
 #[derive(Args)]
@@ -189,6 +198,10 @@ pub struct ValidateCmd {
     /// Override a value before checking (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub sets: Vec<String>,
+    /// Refuse to run when the estimated peak memory is above this (e.g. 4G,
+    /// 512M); default: half of the machine's physical memory.
+    #[arg(long, value_name = "SIZE", value_parser = crate::memory::parse_size)]
+    pub max_memory: Option<u64>,
 }
 
 /// Run what the command line asked for.
@@ -199,6 +212,7 @@ pub fn dispatch(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::R
                 names_9i: t.names_9i,
                 seed: t.seed,
             };
+            tour::within_memory(&MemoryLimit::new(t.max_memory), t.live)?;
             if t.live {
                 crate::live_tour::tour_live(&args, t.cluster.as_deref(), out, err)
             } else {
@@ -214,6 +228,7 @@ pub fn dispatch(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::R
                 names_9i: r.names_9i,
                 phases: r.phases,
                 check: r.check,
+                max_memory: r.max_memory,
             };
             if r.live {
                 crate::live::run_live(&args, r.cluster.as_deref(), out, err)
@@ -228,7 +243,13 @@ pub fn dispatch(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::R
         Command::Instance(i) => {
             crate::live::instance(i.id, &i.interconnect, &i.admin, i.addr_file.as_deref(), err)
         }
-        Command::Validate(v) => commands::validate(&v.scenario, &v.sets, out, err),
+        Command::Validate(v) => commands::validate(
+            &v.scenario,
+            &v.sets,
+            &MemoryLimit::new(v.max_memory),
+            out,
+            err,
+        ),
         Command::List => commands::list(out, err),
         Command::Bench(b) if b.live => crate::live_bench::bench_live(b.seconds, b.rounds, out, err),
         Command::Bench(b) => {

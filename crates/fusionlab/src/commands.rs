@@ -8,6 +8,7 @@ use anyhow::Result;
 use fusion_scenario::{LoadedScenario, ScenarioError};
 use fusion_sim::SimOptions;
 
+use crate::memory::{MemoryLimit, size_text, within_limit};
 use crate::shipped::{self, Source};
 use crate::{Failure, exit};
 
@@ -24,12 +25,15 @@ pub struct RunArgs {
     /// `--phase NAME`: only these phases in the text report.
     pub phases: Vec<String>,
     pub check: bool,
+    /// `--max-memory`: refuse a run estimated to need more (default: half the machine).
+    pub max_memory: Option<u64>,
 }
 
 /// Simulate a scenario and print its report (text or JSON).
 pub fn run(a: &RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8> {
     let loaded = shipped::load(&a.scenario, &a.sets)?;
     check_phases(&loaded, &a.phases)?;
+    within_limit(&loaded, a.check, &MemoryLimit::new(a.max_memory))?;
     let opts = SimOptions {
         seed: a.seed,
         check: a.check,
@@ -60,17 +64,25 @@ pub(crate) fn check_phases(loaded: &LoadedScenario, wanted: &[String]) -> Result
     Ok(())
 }
 
-/// Load a scenario and say whether it is valid.
+/// Load a scenario and say whether it is valid, and whether its run fits
+/// `limit` (a run above it is bad input, as `run` would refuse it).
 pub fn validate(
     scenario: &str,
     sets: &[String],
+    limit: &MemoryLimit,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<u8> {
     let source = shipped::resolve(scenario)?;
     match source.load(sets) {
         Ok(s) => {
-            writeln!(out, "ok: {}", summary(&s))?;
+            let e = within_limit(&s, false, limit)?;
+            writeln!(
+                out,
+                "ok: {}; a run needs about {} of memory",
+                summary(&s),
+                size_text(e.bytes)
+            )?;
             Ok(exit::OK)
         }
         Err(e @ ScenarioError::Io { .. }) => Err(Failure::input(e.to_string()).into()),

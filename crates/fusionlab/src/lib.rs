@@ -8,6 +8,7 @@
 //! - [`bench`]: the simulator speed benchmark.
 //! - [`live`]: the live cluster (`store`, `instance`, `up`, `status`, `down`, `run --live`).
 //! - [`figures`]: the compact per-phase figures and number formatting the tour uses.
+//! - [`memory`]: `--max-memory`, refusing a run estimated not to fit.
 
 pub mod bench;
 pub mod cli;
@@ -16,6 +17,7 @@ pub mod figures;
 pub mod live;
 pub mod live_bench;
 pub mod live_tour;
+pub mod memory;
 pub mod report;
 pub mod shipped;
 pub mod tour;

@@ -14,6 +14,7 @@ use fusion_live::cluster::{self, ClusterFile, TOKEN_ENV, UpOptions};
 use fusion_live::runner::{self, LiveRun};
 
 use crate::commands::{RunArgs, check_phases};
+use crate::memory::MemoryLimit;
 use crate::shipped;
 use crate::{Failure, exit};
 
@@ -363,6 +364,9 @@ pub fn run_live(
         .load(&a.sets)
         .map_err(|e| Failure::input(e.to_string()))?;
     check_phases(&loaded, &a.phases)?;
+    // The instances and the store hold what the simulator would, in several
+    // processes of (by default) this machine.
+    crate::memory::within_limit(&loaded, a.check, &MemoryLimit::new(a.max_memory))?;
     let needed = loaded
         .variants
         .iter()

@@ -10,12 +10,14 @@ use std::sync::{Mutex, mpsc};
 use anyhow::Result;
 use fusion_driver::VariantOutcome;
 use fusion_report::{RunResult, TourRow, render_tour};
+use fusion_scenario::estimate::{MemoryEstimate, estimate};
 use fusion_scenario::{LoadedScenario, TourSpec};
 use fusion_sim::SimOptions;
 
 use crate::figures::{key_figures, measure, px_figures, with_unit};
+use crate::memory::{LOWER, MemoryLimit, parts_text, size_text};
 use crate::report::{problem_lines, program, run_summary};
-use crate::{exit, shipped};
+use crate::{Failure, exit, shipped};
 
 const RULE: &str = "==============================================================================";
 
@@ -165,6 +167,42 @@ pub fn tour_summary(runs: &[MythRun], seed: Option<u64>, out: &mut dyn Write) ->
     Ok(())
 }
 
+/// Threads the tour runs myths on.
+fn tour_threads(myths: usize) -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(myths)
+        .max(1)
+}
+
+/// Refuse the tour when the myths that may run at once (the largest, one
+/// per thread; one at a time `live`) are estimated above `limit`.
+pub fn within_memory(limit: &MemoryLimit, live: bool) -> Result<(), Failure> {
+    let (myths, _) = shipped_myths();
+    let mut estimates: Vec<(MemoryEstimate, &LoadedScenario)> =
+        myths.iter().map(|m| (estimate(m, false), m)).collect();
+    estimates.sort_by_key(|e| std::cmp::Reverse(e.0.bytes));
+    let threads = if live { 1 } else { tour_threads(myths.len()) };
+    let at_once = estimates
+        .iter()
+        .take(threads)
+        .fold(0u64, |t, e| t.saturating_add(e.0.bytes));
+    match estimates.first() {
+        Some((e, first)) if at_once > limit.bytes => Err(Failure::input(format!(
+            "fusionlab: the tour runs {threads} myth{} at once, estimated to need {} of memory, more than the limit of {} ({}); the largest myth, {}, needs {}:{}{}",
+            if threads == 1 { "" } else { "s" },
+            size_text(at_once),
+            size_text(limit.bytes),
+            limit.origin,
+            first.name,
+            size_text(e.bytes),
+            parts_text(e),
+            LOWER
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// Simulate every myth on a few threads; `each` sees the runs in the order
 /// of `myths`, each as soon as it and those before it are done.
 fn in_parallel(
@@ -172,10 +210,7 @@ fn in_parallel(
     opts: &SimOptions,
     mut each: impl FnMut(usize, MythRun) -> Result<()>,
 ) -> Result<()> {
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(myths.len())
-        .max(1);
+    let threads = tour_threads(myths.len());
     let next = AtomicUsize::new(0);
     let slots: Vec<Mutex<Option<LoadedScenario>>> =
         myths.into_iter().map(|m| Mutex::new(Some(m))).collect();

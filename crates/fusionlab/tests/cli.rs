@@ -201,7 +201,8 @@ fn validate_ok_by_name_and_by_path() {
         out.starts_with(&format!("ok: {CPU} (1 variant, {phases} phases, ")),
         "{out}"
     );
-    assert!(out.trim_end().ends_with(" expectations)"), "{out}");
+    assert!(out.contains(" expectations); a run needs about "), "{out}");
+    assert!(out.trim_end().ends_with(" of memory"), "{out}");
 
     let path = write("validate-path", "mini.toml", MINI);
     let o = fusionlab(
@@ -209,9 +210,10 @@ fn validate_ok_by_name_and_by_path() {
         &["validate", path.to_str().expect("utf-8")],
     );
     assert_status(&o, 0);
-    assert_eq!(
-        stdout(&o),
-        "ok: mini (1 variant, 2 phases, 1 expectation)\n"
+    assert!(
+        stdout(&o).starts_with("ok: mini (1 variant, 2 phases, 1 expectation); a run needs about "),
+        "{}",
+        stdout(&o)
     );
     // A relative path, from its directory.
     let o = fusionlab_in(&scratch("validate-path"), &["validate", "mini.toml"]);
@@ -317,7 +319,7 @@ fn run_rejects_a_wrong_type() {
         line_of(&text, "\"four\""),
         11,
         "phase[1].fault[0].workers",
-        "expected a positive integer, found \"four\"",
+        "expected an integer in 1..=10000, found \"four\"",
     );
 }
 
@@ -398,6 +400,129 @@ fn run_rejects_a_missing_file_a_bad_set_and_an_unknown_phase() {
 
     let o = fusionlab("bad-seed", &["run", CPU, "--seed", "-1"]);
     assert_status(&o, 2);
+}
+
+// ---- bounds on input (issue 14) ----------------------------------------------------
+
+#[test]
+fn sizes_beyond_the_model_are_located_errors() {
+    // Rows one to a block past 32-bit block addresses (a panic in layout.rs).
+    let path = write("too-many-blocks", "mini.toml", MINI);
+    let file = path.to_str().expect("utf-8");
+    let big = [
+        "--set",
+        "table.0.rows=4294967296",
+        "--set",
+        "table.0.rows_per_block=1",
+    ];
+    let o = fusionlab(
+        "too-many-blocks",
+        &args(&["validate", file], &big.map(String::from)),
+    );
+    assert_status(&o, 1);
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!(
+            "{file}: --set table.0.rows=4294967296: `table[0].rows`: table `t` needs "
+        )),
+        "{err}"
+    );
+    assert!(err.contains("block addresses are 32-bit"), "{err}");
+    let o = fusionlab(
+        "too-many-blocks",
+        &args(&["run", file], &big.map(String::from)),
+    );
+    assert_status(&o, 2);
+    assert!(
+        stderr(&o).contains("block addresses are 32-bit"),
+        "{}",
+        stderr(&o)
+    );
+    // Free blocks that wrapped around to a wrong model, in the file.
+    let text = MINI.replace(
+        "rows_per_block = 20\n",
+        "rows_per_block = 20\nfree_blocks_per_instance = 4294967295\n",
+    );
+    run_rejects(
+        "wrapped-free-blocks",
+        &text,
+        line_of(&text, "free_blocks_per_instance"),
+        28,
+        "table[0].free_blocks_per_instance",
+        "block addresses are 32-bit: at most 4,294,967,295",
+    );
+}
+
+#[test]
+fn a_run_above_max_memory_is_refused_with_what_to_lower() {
+    let path = write("max-memory", "mini.toml", MINI);
+    let file = path.to_str().expect("utf-8");
+    // A billion rows ("memory allocation failed" halfway through building them).
+    let o = fusionlab(
+        "max-memory",
+        &[
+            "run",
+            file,
+            "--set",
+            "table.0.rows=1000000000",
+            "--max-memory",
+            "4G",
+        ],
+    );
+    assert_status(&o, 2);
+    let err = stderr(&o);
+    assert!(
+        err.starts_with(&format!("fusionlab: {file}: the run needs an estimated ")),
+        "{err}"
+    );
+    assert!(
+        err.contains("more than the limit of 4 GiB (--max-memory 4 GiB)"),
+        "{err}"
+    );
+    assert!(err.contains("datafile images"), "{err}");
+    assert!(
+        err.contains("lower table `t` (rows, rows_per_block"),
+        "{err}"
+    );
+    assert_eq!(stdout(&o), "");
+    // validate says the same, with the same status.
+    let o = fusionlab(
+        "max-memory",
+        &[
+            "validate",
+            file,
+            "--set",
+            "table.0.rows=1000000000",
+            "--max-memory",
+            "4G",
+        ],
+    );
+    assert_status(&o, 2);
+    assert!(stderr(&o).contains("datafile images"), "{}", stderr(&o));
+    // The same file fits a larger limit; validate prints the estimate.
+    let o = fusionlab("max-memory", &["validate", file, "--max-memory", "512M"]);
+    assert_status(&o, 0);
+    assert!(
+        stdout(&o).contains("; a run needs about "),
+        "{}",
+        stdout(&o)
+    );
+    // The tour too, and a limit that is not a size is a usage error.
+    let o = fusionlab("max-memory", &["tour", "--max-memory", "1M"]);
+    assert_status(&o, 2);
+    assert!(
+        stderr(&o).contains("fusionlab: the tour runs "),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(stdout(&o), "");
+    let o = fusionlab("max-memory", &["run", file, "--max-memory", "lots"]);
+    assert_status(&o, 2);
+    assert!(
+        stderr(&o).contains("expected a size such as 4G"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 // ---- run: reports -----------------------------------------------------------------

@@ -3,6 +3,7 @@
 
 use fusion_core::config::{Catalog, IndexDef, IndexKind, SequenceDef, TableDef};
 
+use super::limits::{ENTRIES_MAX, ENTRIES_WHY, KEYS_MAX, KEYS_WHY};
 use super::problems::{Validator, names_list};
 use super::read::{TableView, describe_deep};
 use crate::tree::{KeyPath, Node, Val};
@@ -81,7 +82,7 @@ impl Validator<'_> {
         });
         let rows = self
             .req(&table, "rows")
-            .and_then(|v| self.int(v, &table.at("rows"), 1, i64::MAX));
+            .and_then(|v| self.int_limited(v, &table.at("rows"), 1, KEYS_MAX, KEYS_WHY));
         let rows_per_block = self
             .req(&table, "rows_per_block")
             .and_then(|v| self.u32_in(v, &table.at("rows_per_block"), 1, 1000));
@@ -89,7 +90,7 @@ impl Validator<'_> {
         let partition_by_org = self.partition_by_org(&table, orgs);
         Some(TableDef {
             name: name.unwrap_or_default(),
-            rows: rows.map_or(1, |r| r as u64),
+            rows: rows.and_then(|r| u64::try_from(r).ok()).unwrap_or(1),
             rows_per_block: rows_per_block.unwrap_or(1),
             free_blocks_per_instance: self.opt_u32(
                 &table,
@@ -176,8 +177,20 @@ impl Validator<'_> {
         Some(IndexDef {
             name: name.unwrap_or_default(),
             table: table.unwrap_or(usize::MAX),
-            entries_per_leaf: self.opt_u32(&index, "entries_per_leaf", 4, u32::MAX, 250),
-            entries_per_branch: self.opt_u32(&index, "entries_per_branch", 4, u32::MAX, 250),
+            entries_per_leaf: self.opt_u32_limited(
+                &index,
+                "entries_per_leaf",
+                (4, ENTRIES_MAX),
+                ENTRIES_WHY,
+                250,
+            ),
+            entries_per_branch: self.opt_u32_limited(
+                &index,
+                "entries_per_branch",
+                (4, ENTRIES_MAX),
+                ENTRIES_WHY,
+                250,
+            ),
             free_blocks_per_instance: self.opt_u32(
                 &index,
                 "free_blocks_per_instance",
@@ -218,7 +231,9 @@ impl Validator<'_> {
             kind: self.index_kind(index),
             local: false,
             includes_value: false,
-            rows_per_piece: table.map_or(1, |t| t.rows.min(u64::from(u32::MAX)) as u32),
+            // One piece per value by default; a table of more rows than a
+            // piece can count gets pieces of the most it can.
+            rows_per_piece: table.map_or(1, |t| u32::try_from(t.rows).unwrap_or(u32::MAX)),
         };
         let bitmap = shape.kind == IndexKind::Bitmap;
         if let Some(node) = index.get("local") {

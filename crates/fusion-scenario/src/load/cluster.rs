@@ -4,6 +4,10 @@
 use fusion_core::config::{Costs, NS_PER_MS, NS_PER_US, Nanos, ParamValue, Params};
 
 use super::INSTANCES_MAX;
+use super::limits::{
+    COST_NS_MAX, COST_WHY, MESSAGE_BYTES_MAX, MESSAGE_WHY, RATE_BPS_MIN, RATE_WHY, ROW_COST_NS_MAX,
+    ROW_COST_WHY,
+};
 use super::problems::{Validator, suggest};
 use super::read::{Bound, TableView};
 use crate::model::{NetworkModel, StorageModel};
@@ -206,7 +210,7 @@ impl Validator<'_> {
     /// The value of parameter `name` as the model takes it: an integer or text.
     fn param_value(&mut self, name: &str, node: &Node, path: &KeyPath) -> Option<ParamValue> {
         match &node.val {
-            Val::Int(v) if *v >= 0 => Some(ParamValue::Int(*v as u64)),
+            Val::Int(v) if *v >= 0 => Some(ParamValue::Int(v.unsigned_abs())),
             Val::Str(s) => Some(ParamValue::Text(s.clone())),
             // `parallel_force_local = true` as TOML writes a boolean.
             Val::Bool(b) => Some(ParamValue::Text(
@@ -311,17 +315,38 @@ impl Validator<'_> {
         let Some(costs) = self.table(node, &KeyPath::root().key("costs"), COST_KEYS) else {
             return defaults;
         };
+        let cost = |this: &mut Self,
+                    key: &str,
+                    unit: (u64, bool),
+                    max: (Nanos, &str, &str),
+                    default: Nanos| {
+            let (max_ns, max_text, why) = max;
+            costs
+                .get(key)
+                .and_then(|node| {
+                    this.duration_limited(node, &costs.at(key), unit, (max_ns, max_text), why)
+                })
+                .unwrap_or(default)
+        };
         let us = |this: &mut Self, key: &str, default: Nanos| {
-            this.opt_duration(&costs, key, NS_PER_US, false, default)
+            let max = (COST_NS_MAX, "1000000 (one second)", COST_WHY);
+            cost(this, key, (NS_PER_US, false), max, default)
+        };
+        // Costs per row are multiplied by a whole table's rows (a scan, a
+        // sort's comparisons).
+        let per_row = |this: &mut Self, key: &str, default: Nanos| {
+            let max = (ROW_COST_NS_MAX, "1000 (one millisecond)", ROW_COST_WHY);
+            cost(this, key, (NS_PER_US, false), max, default)
         };
         let ms = |this: &mut Self, key: &str, positive: bool, default: Nanos| {
-            this.opt_duration(&costs, key, NS_PER_MS, positive, default)
+            let max = (COST_NS_MAX, "1000 (one second)", COST_WHY);
+            cost(this, key, (NS_PER_MS, positive), max, default)
         };
         Costs {
             execute: us(self, "execute_us", defaults.execute),
             consistent_get: us(self, "consistent_get_us", defaults.consistent_get),
             db_block_get: us(self, "db_block_get_us", defaults.db_block_get),
-            row_examined: us(self, "row_examined_us", defaults.row_examined),
+            row_examined: per_row(self, "row_examined_us", defaults.row_examined),
             row_change: us(self, "row_change_us", defaults.row_change),
             commit: us(self, "commit_us", defaults.commit),
             cr_build: us(self, "cr_build_us", defaults.cr_build),
@@ -334,8 +359,8 @@ impl Validator<'_> {
             block_install: us(self, "block_install_us", defaults.block_install),
             bitmap_piece: us(self, "bitmap_piece_us", defaults.bitmap_piece),
             time_slice: ms(self, "time_slice_ms", true, defaults.time_slice),
-            px_row_send: us(self, "px_row_send_us", defaults.px_row_send),
-            px_row_receive: us(self, "px_row_receive_us", defaults.px_row_receive),
+            px_row_send: per_row(self, "px_row_send_us", defaults.px_row_send),
+            px_row_receive: per_row(self, "px_row_receive_us", defaults.px_row_receive),
             px_message_local: us(self, "px_message_local_us", defaults.px_message_local),
             px_message_remote: us(self, "px_message_remote_us", defaults.px_message_remote),
             px_server_start: ms(self, "px_server_start_ms", false, defaults.px_server_start),
@@ -351,11 +376,11 @@ impl Validator<'_> {
         let latency = self.opt_duration(&network, "latency_us", NS_PER_US, false, defaults.latency);
         let jitter = self.opt_duration(&network, "jitter_us", NS_PER_US, false, defaults.jitter);
         let bandwidth_bps = self.bandwidth(&network, defaults.bandwidth_bps);
-        let message_bytes = self.opt_u32(
+        let message_bytes = self.opt_u32_limited(
             &network,
             "message_bytes",
-            1,
-            u32::MAX,
+            (1, MESSAGE_BYTES_MAX),
+            MESSAGE_WHY,
             defaults.message_bytes,
         );
         NetworkModel {
@@ -393,14 +418,26 @@ impl Validator<'_> {
     pub(super) fn rate(&mut self, node: &Node, path: &KeyPath, bps_per_unit: f64) -> Option<u64> {
         let v = self.number(node, path, Bound::Pos)?;
         let bps = (v * bps_per_unit).round();
-        if !(1.0..=1e15).contains(&bps) {
+        if bps < RATE_BPS_MIN {
             self.err(
                 node,
                 path,
-                format!("{} is out of range (1 bit/s to 1 Pbit/s)", node.describe()),
+                format!(
+                    "{} is below the slowest link the model runs, 1 Mbit/s: {RATE_WHY}",
+                    node.describe()
+                ),
             );
             return None;
         }
+        if bps > 1e15 {
+            self.err(
+                node,
+                path,
+                format!("{} is out of range (1 Mbit/s to 1 Pbit/s)", node.describe()),
+            );
+            return None;
+        }
+        // Within 1e6..=1e15: a whole number of bits per second a u64 holds exactly.
         Some(bps as u64)
     }
 
@@ -420,7 +457,8 @@ impl Validator<'_> {
             iops: storage
                 .get("iops")
                 .and_then(|v| self.int(v, &storage.at("iops"), 0, i64::MAX))
-                .map_or(defaults.iops, |v| v as u64),
+                .and_then(|v| u64::try_from(v).ok())
+                .unwrap_or(defaults.iops),
         }
     }
 }

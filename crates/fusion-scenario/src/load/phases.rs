@@ -2,8 +2,9 @@
 //! they change, and their `[[phase.fault]]`s (CPU stress, disk latency,
 //! interconnect latency and bandwidth).
 
-use fusion_core::config::{NS_PER_MS, NS_PER_S, ParamValue, WorkloadSpec};
+use fusion_core::config::{NS_PER_MS, NS_PER_S, Nanos, ParamValue, WorkloadSpec};
 
+use super::limits::{TIMELINE_NS_MAX, TIMELINE_WHY, WORKERS_MAX, WORKERS_WHY};
 use super::problems::{Validator, names_list, quoted_list, suggest};
 use super::read::TableView;
 use crate::model::{Device, Fault, LinkTarget, Phase};
@@ -32,6 +33,7 @@ impl Validator<'_> {
     ) -> Vec<Phase> {
         let mut out = Vec::new();
         let mut seen = Vec::new();
+        let mut timeline: Nanos = 0;
         let workload_names: Vec<String> = workloads.iter().map(|w| w.name.clone()).collect();
         for (item, path) in self.tables(node, &KeyPath::root().key("phase"), "phase") {
             let Some(phase) = self.table(item, &path, PHASE_KEYS) else {
@@ -44,7 +46,30 @@ impl Validator<'_> {
             });
             let duration = self
                 .req(&phase, "duration_s")
-                .and_then(|v| self.duration(v, &phase.at("duration_s"), NS_PER_S, true))
+                .and_then(|v| {
+                    let d = self.duration_limited(
+                        v,
+                        &phase.at("duration_s"),
+                        (NS_PER_S, true),
+                        (TIMELINE_NS_MAX, "86400 (one day)"),
+                        TIMELINE_WHY,
+                    )?;
+                    // Each phase may be a day, the timeline too: reported
+                    // at the phase that takes it past the day.
+                    let before = timeline;
+                    timeline = timeline.saturating_add(d);
+                    if before <= TIMELINE_NS_MAX && timeline > TIMELINE_NS_MAX {
+                        self.err(
+                            v,
+                            &phase.at("duration_s"),
+                            format!(
+                                "the phases up to this one last {} s; the timeline may last at most 86400 s (one day): {TIMELINE_WHY}",
+                                timeline as f64 / NS_PER_S as f64
+                            ),
+                        );
+                    }
+                    Some(d)
+                })
                 .unwrap_or(0);
             let mut selected = None;
             if let Some(list) = phase.get("workloads") {
@@ -189,7 +214,7 @@ impl Validator<'_> {
             .and_then(|v| self.instance(v, &fault.at("instance"), instance_count));
         let workers = self
             .req(fault, "workers")
-            .and_then(|v| self.u32_in(v, &fault.at("workers"), 1, u32::MAX));
+            .and_then(|v| self.u32_limited(v, &fault.at("workers"), 1, WORKERS_MAX, WORKERS_WHY));
         let load_pct = self.opt_u32(fault, "load_pct", 1, 100, 100);
         Some(Fault::StressCpu {
             instance: instance?,

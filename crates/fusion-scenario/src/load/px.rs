@@ -75,7 +75,8 @@ impl Validator<'_> {
         let group_mod = query
             .get("group_by_mod")
             .and_then(|node| self.int(node, &query.at("group_by_mod"), 1, i64::MAX))
-            .map_or(100, |v| v as u64);
+            .and_then(|v| u64::try_from(v).ok())
+            .unwrap_or(100);
         let entries_per_leaf = self.opt_u32(query, "entries_per_leaf", 4, 100_000, 250);
         let name = name?;
         let px_query = match (plan, tables, degree) {

@@ -72,6 +72,12 @@ impl Bound {
     }
 }
 
+/// `1,099,511,627,776`.
+fn grouped_i64(v: i64) -> String {
+    let sign = if v < 0 { "-" } else { "" };
+    format!("{sign}{}", super::limits::grouped(v.unsigned_abs()))
+}
+
 fn int_desc(min: i64, max: i64) -> String {
     let unbounded = max >= i64::from(u32::MAX);
     match (min, unbounded) {
@@ -226,6 +232,57 @@ impl Validator<'_> {
         }
     }
 
+    /// An integer in `min..=max` where `max` is one of the model's limits:
+    /// above it the message names the limit and says why (`why`).
+    pub(super) fn int_limited(
+        &mut self,
+        node: &Node,
+        path: &KeyPath,
+        min: i64,
+        max: i64,
+        why: &str,
+    ) -> Option<i64> {
+        if let Val::Int(v) = node.val
+            && v > max
+        {
+            self.err(
+                node,
+                path,
+                format!("expected at most {}, found {v}: {why}", grouped_i64(max)),
+            );
+            return None;
+        }
+        self.int(node, path, min, max)
+    }
+
+    /// [`Validator::int_limited`] for a `u32`.
+    pub(super) fn u32_limited(
+        &mut self,
+        node: &Node,
+        path: &KeyPath,
+        min: u32,
+        max: u32,
+        why: &str,
+    ) -> Option<u32> {
+        self.int_limited(node, path, i64::from(min), i64::from(max), why)
+            .and_then(|v| u32::try_from(v).ok())
+    }
+
+    /// An optional integer key of a table, with a limit (see [`Validator::int_limited`]).
+    pub(super) fn opt_u32_limited(
+        &mut self,
+        table: &TableView,
+        key: &str,
+        (min, max): (u32, u32),
+        why: &str,
+        default: u32,
+    ) -> u32 {
+        table
+            .get(key)
+            .and_then(|node| self.u32_limited(node, &table.at(key), min, max, why))
+            .unwrap_or(default)
+    }
+
     pub(super) fn u32_in(
         &mut self,
         node: &Node,
@@ -304,6 +361,31 @@ impl Validator<'_> {
             return None;
         }
         Some(ns as Nanos)
+    }
+
+    /// A duration of at most `max` nanoseconds (written `max_text` in the
+    /// key's unit), one of the model's limits: above it the message says why.
+    pub(super) fn duration_limited(
+        &mut self,
+        node: &Node,
+        path: &KeyPath,
+        (ns_per_unit, positive): (u64, bool),
+        (max, max_text): (Nanos, &str),
+        why: &str,
+    ) -> Option<Nanos> {
+        let ns = self.duration(node, path, ns_per_unit, positive)?;
+        if ns > max {
+            self.err(
+                node,
+                path,
+                format!(
+                    "expected at most {max_text}, found {}: {why}",
+                    node.describe()
+                ),
+            );
+            return None;
+        }
+        Some(ns)
     }
 
     /// An optional duration key of a table.

@@ -6,6 +6,7 @@ use fusion_core::config::{
     Access, Catalog, IndexKind, KeyDist, KeySpec, NS_PER_MS, Step, TableDef,
 };
 
+use super::limits::{KEYS_MAX, KEYS_WHY, grouped};
 use super::problems::{Validator, names_list, quoted_list, suggest};
 use super::px::QueryDraft;
 use super::read::{Bound, TableView, describe_deep};
@@ -530,7 +531,18 @@ impl Validator<'_> {
             && 1 <= *lo
             && lo <= hi
         {
-            return Some((*lo as u64, *hi as u64));
+            if *hi > KEYS_MAX {
+                self.err(
+                    hi_node,
+                    &path.index(1),
+                    format!(
+                        "expected at most {}, found {hi}: {KEYS_WHY}",
+                        grouped(KEYS_MAX.unsigned_abs())
+                    ),
+                );
+                return None;
+            }
+            return Some((lo.unsigned_abs(), hi.unsigned_abs()));
         }
         self.err(
             node,

@@ -4,6 +4,7 @@
 
 use fusion_core::config::{Catalog, Costs, IndexKind, NS_PER_MS, Step, TxnTemplate, WorkloadSpec};
 
+use super::limits::{SESSIONS_PER_INSTANCE_MAX, SESSIONS_WHY};
 use super::problems::Validator;
 use super::px::QueryDraft;
 use crate::tree::{KeyPath, Node, Val};
@@ -43,9 +44,15 @@ impl Validator<'_> {
             let instances = self
                 .req(&workload, "instances")
                 .map(|v| self.instance_list(v, &workload.at("instances"), instance_count));
-            let sessions = self
-                .req(&workload, "sessions_per_instance")
-                .and_then(|v| self.u32_in(v, &workload.at("sessions_per_instance"), 1, u32::MAX));
+            let sessions = self.req(&workload, "sessions_per_instance").and_then(|v| {
+                self.u32_limited(
+                    v,
+                    &workload.at("sessions_per_instance"),
+                    1,
+                    SESSIONS_PER_INSTANCE_MAX,
+                    SESSIONS_WHY,
+                )
+            });
             let think_time = self.opt_duration(&workload, "think_time_ms", NS_PER_MS, false, 0);
             // A session that neither thinks nor pays for its calls and block
             // visits would run forever at one instant: the simulator would
@@ -62,7 +69,7 @@ impl Validator<'_> {
             let iterations = workload
                 .get("iterations")
                 .and_then(|v| self.int(v, &workload.at("iterations"), 1, i64::MAX))
-                .map(|v| v as u64);
+                .and_then(|v| u64::try_from(v).ok());
             let mut transactions = Vec::new();
             if let Some(list) = self.req(&workload, "transaction") {
                 transactions =

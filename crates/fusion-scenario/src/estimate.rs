@@ -1,0 +1,973 @@
+//! How much memory a run needs at its peak, estimated from the scenario's
+//! sizes before it runs, so `fusionlab` can refuse a run the machine cannot
+//! hold instead of dying in the middle of it.
+//!
+//! The parts are what the simulator keeps: the datafile images (every block
+//! with its rows or entries), each instance's per-block maps and buffer
+//! cache, sessions and processes, what parallel statements hold (the rows
+//! they hash or sort, a table-queue buffer per producer and consumer), and
+//! what grows with the timeline (every redo record the store keeps, the
+//! sequence values handed out, under `--check` every read and write). The
+//! constants below are calibrated against the maximum resident set size of
+//! real runs (docs/benchmarks.md, "Memory estimate"). Each part is an upper
+//! bound of its kind: transactions at the rate the CPUs and the sessions'
+//! think times and commits allow, every copy of a changed block a cache may
+//! hold, so the estimate errs high.
+
+use fusion_core::config::{Access, Catalog, IndexKind, Nanos, Params, Step};
+use fusion_core::px::{Degree, DegreePolicy, PxPlan, PxQuery};
+
+use crate::model::{Fault, LoadedScenario, Scenario};
+use crate::sizes::{Segment, SegmentSize, grouped, segment_sizes};
+
+/// The program itself: code, the embedded scenarios, the allocator's start.
+const PROGRAM: u64 = 12 << 20;
+/// A block image without its contents (`Block`: address, SCN, body, ITL,
+/// undo), and the allocator's share of the contents of a formatted one.
+const BLOCK: u64 = 136;
+const ALLOC: u64 = 48;
+/// One row slot of a table block (`Option<Row>`).
+const ROW: u64 = 32;
+/// One entry of a B-tree leaf (`LeafEntry`).
+const ENTRY: u64 = 32;
+/// One entry of a branch (key and child).
+const BRANCH_ENTRY: u64 = 16;
+/// One bitmap piece without its bits (`Piece`), and one set bit (a key).
+const PIECE: u64 = 48;
+const BIT: u64 = 8;
+/// An undo record a changed block carries (`UndoRec`, with its ITL
+/// entry's share), in every copy of the block; a block keeps at most
+/// `UNDO_KEEP` of them.
+const UNDO: u64 = 64;
+const UNDO_KEEP: u64 = 32;
+/// Each instance's maps from a block to its buffers (chain head, current).
+const BLOCK_MAP: u64 = 8;
+/// A buffer beyond its image: the `Buffer`, its LRU link and slot.
+const BUFFER: u64 = 224;
+/// Copies of a changed block one cache may hold: the current one, a past
+/// image and `MAX_CR_PER_BLOCK` (6) consistent-read copies; without
+/// readers that want a consistent read of it, the first two.
+const COPIES_READ: u64 = 8;
+const COPIES_UNREAD: u64 = 2;
+/// A session or PX server: its state, process, name and run-queue entry.
+const SESSION: u64 = 640;
+/// A CPU hog's process (hogs of every phase stay in the process table).
+const HOG: u64 = 128;
+/// A row a parallel statement holds: a hash join's build and groups, a
+/// sort's or an index build's runs (an aggregate holds none).
+const PX_JOIN_ROW: u64 = 64;
+const PX_SORT_ROW: u64 = 32;
+/// A pair of producer and consumer: the table-queue buffer being filled and
+/// the credits between them.
+const PX_PAIR: u64 = 400;
+/// A redo record the store keeps, with its share of the write that carried
+/// it and of the transaction table.
+const REDO: u64 = 64;
+/// A sequence value handed out (the simulator checks order and duplicates).
+const NEXTVAL: u64 = 48;
+/// Under `--check`: one recorded read, write or commit (`Observation`).
+const OBSERVATION: u64 = 56;
+/// A statement's tkprof figures on one instance, and each phase's snapshot of
+/// an instance's statistics.
+const STATEMENT: u64 = 2 << 10;
+const SNAPSHOT: u64 = 16 << 10;
+
+/// The estimate of one run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MemoryEstimate {
+    /// Bytes at the peak: the program and the largest variant (variants run
+    /// one after the other).
+    pub bytes: u64,
+    /// The variant the peak comes from.
+    pub variant: String,
+    /// The variant's parts, largest first.
+    pub parts: Vec<MemoryPart>,
+}
+
+/// One part of an estimate.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MemoryPart {
+    /// What it is, e.g. `datafile images (120,000 blocks)`.
+    pub what: String,
+    pub bytes: u64,
+    /// The sizes that make it large, as the file names them.
+    pub lower: String,
+}
+
+/// The estimate of a loaded scenario's run on the simulator (`check`: with
+/// `--check`).
+pub fn estimate(loaded: &LoadedScenario, check: bool) -> MemoryEstimate {
+    let mut best = MemoryEstimate {
+        bytes: PROGRAM,
+        variant: String::new(),
+        parts: Vec::new(),
+    };
+    for v in &loaded.variants {
+        let parts = estimate_parts(&v.scenario, check);
+        let bytes = parts.iter().fold(PROGRAM, |s, p| s.saturating_add(p.bytes));
+        if best.variant.is_empty() || bytes > best.bytes {
+            best = MemoryEstimate {
+                bytes,
+                variant: v.name.clone(),
+                parts,
+            };
+        }
+    }
+    best
+}
+
+/// The parts of one variant, largest first.
+pub fn estimate_parts(s: &Scenario, check: bool) -> Vec<MemoryPart> {
+    let n = s.instances.len() as u64;
+    let sizes = segment_sizes(&s.catalog, n);
+    let (timeline, churn) = timeline_part(s, &sizes, check);
+    let visits = visit_rates(s, &sizes);
+    let segments: Vec<SegmentMemory> = sizes
+        .iter()
+        .zip(visits)
+        .map(|(size, v)| SegmentMemory::of(s, size, &churn, v))
+        .collect();
+    let blocks = sizes.iter().fold(0u64, |t, x| t.saturating_add(x.blocks()));
+    let mut parts = vec![
+        store_part(&s.catalog, &segments, blocks),
+        MemoryPart {
+            what: format!("block maps ({} blocks x {n} instances)", grouped(blocks)),
+            bytes: blocks
+                .saturating_mul(n)
+                .saturating_mul(BLOCK_MAP + if check { 2 * BLOCK_MAP } else { 0 }),
+            lower: "the schema's blocks (tables' rows, free_blocks_per_instance)".to_string(),
+        },
+        cache_part(s, &segments),
+        process_part(s),
+        px_part(s),
+        timeline,
+        statistics_part(s),
+    ];
+    parts.retain(|p| p.bytes > 0);
+    parts.sort_by_key(|p| std::cmp::Reverse(p.bytes));
+    parts
+}
+
+/// What the workloads do to each table over the run, at most: rows updated
+/// and rows inserted.
+struct Churn {
+    updated: Vec<f64>,
+    inserted: Vec<f64>,
+    /// Sequence values handed out (SEQ$ changes).
+    nextvals: f64,
+}
+
+/// Slots a vector built by pushing `n` items has (it doubles from 4).
+fn slots(n: u64) -> u64 {
+    n.max(4).checked_next_power_of_two().unwrap_or(n)
+}
+
+/// One segment in memory: its blocks by kind and what one of each weighs.
+struct SegmentMemory {
+    segment: Segment,
+    /// A full block (rows, leaf entries, pieces) and any other (a header, a
+    /// branch), each with its contents.
+    full: u64,
+    other: u64,
+    /// Formatted blocks: full ones (free blocks inserts or splits filled
+    /// included) and others.
+    fulls: u64,
+    others: u64,
+    /// Free blocks still unformatted.
+    unformatted: u64,
+    /// Blocks the run changes at most (a cache may hold several copies of
+    /// each), and the undo records they carry at most.
+    changed: u64,
+    undo: u64,
+    /// Copies of a changed block a cache may hold.
+    copies: u64,
+    /// Bits of a bitmap index, outside its blocks' own size.
+    extra: u64,
+    /// How often sessions visit its blocks through the cache, relative to
+    /// the other segments (parallel queries read straight from the
+    /// datafiles: a table only they read is never visited).
+    visits: f64,
+}
+
+impl SegmentMemory {
+    fn of(s: &Scenario, size: &SegmentSize, churn: &Churn, visits: f64) -> SegmentMemory {
+        let catalog = &s.catalog;
+        let n = s.instances.len() as u64;
+        let formatted_others = size.formatted.saturating_sub(size.leaves);
+        let mut m = SegmentMemory {
+            segment: size.segment,
+            full: BLOCK,
+            other: BLOCK,
+            fulls: size.leaves,
+            others: formatted_others,
+            unformatted: size.free,
+            changed: 0,
+            undo: 0,
+            copies: if read_consistently(s, size.segment) {
+                COPIES_READ
+            } else {
+                COPIES_UNREAD
+            },
+            extra: 0,
+            visits,
+        };
+        // Free blocks an insert or a split formats, at most: every instance
+        // starts its own, then one per `per_block` rows.
+        let fill = |m: &mut SegmentMemory, rows: f64, per_block: u64| {
+            if rows > 0.0 {
+                let filled = to_u64(rows / per_block.max(1) as f64).saturating_add(n);
+                let filled = filled.min(size.free);
+                m.fulls = m.fulls.saturating_add(filled);
+                m.unformatted -= filled;
+                m.changed = m.changed.saturating_add(filled);
+            }
+        };
+        match size.segment {
+            Segment::Table(t) => {
+                let Some(def) = catalog.tables.get(t) else {
+                    return m;
+                };
+                let rpb = u64::from(def.rows_per_block);
+                m.full = BLOCK + ALLOC + slots(rpb.min(size.items.max(1))) * ROW;
+                m.other = BLOCK + ALLOC;
+                let updated = churn.updated.get(t).copied().unwrap_or(0.0);
+                let inserted = churn.inserted.get(t).copied().unwrap_or(0.0);
+                m.changed = size.leaves.min(to_u64(updated));
+                fill(&mut m, inserted, rpb);
+                m.undo = to_u64(updated + inserted);
+            }
+            Segment::Index(i) => {
+                let Some(ix) = catalog.indexes.get(i) else {
+                    return m;
+                };
+                let per_leaf = u64::from(ix.entries_per_leaf).min(size.items.max(1));
+                m.other = BLOCK + ALLOC + u64::from(ix.entries_per_branch) * BRANCH_ENTRY;
+                let updated = churn.updated.get(ix.table).copied().unwrap_or(0.0);
+                let inserted = churn.inserted.get(ix.table).copied().unwrap_or(0.0);
+                let maintained = ix.includes_value || ix.kind == IndexKind::Bitmap;
+                // An update of a bitmap-indexed value changes two pieces.
+                let entries = inserted + if maintained { 2.0 * updated } else { 0.0 };
+                m.changed = size.formatted.min(to_u64(entries));
+                m.undo = to_u64(entries);
+                match ix.kind {
+                    IndexKind::BTree => {
+                        m.full = BLOCK + ALLOC + slots(per_leaf) * ENTRY;
+                        // A split leaves two half-full leaves.
+                        fill(&mut m, inserted, (per_leaf / 2).max(1));
+                    }
+                    IndexKind::Bitmap => {
+                        let rows = catalog.tables.get(ix.table).map_or(0, |t| t.rows);
+                        let bits_per_leaf = rows.div_ceil(size.leaves.max(1)) * BIT;
+                        m.full = BLOCK + ALLOC + slots(per_leaf) * PIECE + bits_per_leaf;
+                        m.extra = rows.saturating_mul(BIT);
+                    }
+                }
+            }
+            Segment::SeqDollar => {
+                m.full = BLOCK + ALLOC + slots(size.items) * ROW;
+                m.changed = u64::from(churn.nextvals > 0.0);
+                m.undo = to_u64(churn.nextvals);
+            }
+        }
+        m.undo = m.undo.min(m.changed.saturating_mul(UNDO_KEEP));
+        m
+    }
+
+    /// Bytes of the segment in the datafiles.
+    fn store(&self) -> u64 {
+        self.fulls
+            .saturating_mul(self.full)
+            .saturating_add(self.others.saturating_mul(self.other))
+            .saturating_add(self.unformatted.saturating_mul(BLOCK))
+            .saturating_add(self.undo.saturating_mul(UNDO))
+            .saturating_add(self.extra)
+    }
+
+    /// Buffers a cache may hold of the segment, and their bytes: one copy of
+    /// each block, more of a changed one (each with its undo).
+    fn buffers(&self) -> (u64, u64) {
+        if self.visits <= 0.0 {
+            return (0, 0);
+        }
+        let count = self
+            .fulls
+            .saturating_add(self.others)
+            .saturating_add(self.changed.saturating_mul(self.copies - 1));
+        let average = {
+            let all = self.fulls.saturating_add(self.others).max(1);
+            (self.fulls.saturating_mul(self.full) + self.others.saturating_mul(self.other)) / all
+        };
+        let bytes = count
+            .saturating_mul(BUFFER + average)
+            .saturating_add(self.undo.saturating_mul(self.copies).saturating_mul(UNDO));
+        (count, bytes)
+    }
+}
+
+/// How often sessions visit each segment's blocks through the cache, in
+/// block visits per transaction summed over the workloads' sessions: an
+/// index lookup visits every level of the index and a table block, a full
+/// scan every block of the table, an insert a table block and every level
+/// of each index on the table, a count two blocks of the bitmap index.
+fn visit_rates(s: &Scenario, sizes: &[SegmentSize]) -> Vec<f64> {
+    let position = |seg: Segment| sizes.iter().position(|x| x.segment == seg);
+    let height = |seg: Segment| {
+        position(seg)
+            .and_then(|i| sizes.get(i))
+            .map_or(1.0, |x| x.height as f64)
+    };
+    let mut rates = vec![0.0; sizes.len()];
+    let mut add = |seg: Segment, visits: f64| {
+        if let Some(r) = position(seg).and_then(|i| rates.get_mut(i)) {
+            *r += visits;
+        }
+    };
+    for w in &s.workloads {
+        let sessions = f64::from(w.sessions_per_instance) * w.instances.len() as f64;
+        let total: f64 = w
+            .transactions
+            .iter()
+            .map(|t| f64::from(t.weight.max(1)))
+            .sum();
+        for t in &w.transactions {
+            let share = sessions * f64::from(t.weight.max(1)) / total.max(1.0);
+            for step in &t.steps {
+                match step {
+                    Step::Read {
+                        table,
+                        access,
+                        rows,
+                        ..
+                    }
+                    | Step::Update {
+                        table,
+                        access,
+                        rows,
+                        ..
+                    } => {
+                        let r = f64::from(*rows) * share;
+                        match access {
+                            Access::Index(ix) => {
+                                let seg = Segment::Index(*ix);
+                                add(seg, r * height(seg));
+                                add(Segment::Table(*table), r);
+                            }
+                            Access::FullScan => {
+                                let blocks = position(Segment::Table(*table))
+                                    .and_then(|i| sizes.get(i))
+                                    .map_or(1.0, |x| x.formatted as f64);
+                                add(Segment::Table(*table), share * blocks);
+                            }
+                        }
+                        if let Step::Update { table, .. } = step {
+                            for (i, ix) in s.catalog.indexes.iter().enumerate() {
+                                let maintained = ix.includes_value || ix.kind == IndexKind::Bitmap;
+                                if ix.table == *table && maintained {
+                                    add(Segment::Index(i), 2.0 * r);
+                                }
+                            }
+                        }
+                    }
+                    Step::Insert { table, rows } | Step::InsertSeq { table, rows, .. } => {
+                        let r = f64::from(*rows) * share;
+                        add(Segment::Table(*table), r);
+                        for (i, ix) in s.catalog.indexes.iter().enumerate() {
+                            if ix.table == *table {
+                                let seg = Segment::Index(i);
+                                add(seg, r * height(seg));
+                            }
+                        }
+                        if let Step::InsertSeq { .. } = step {
+                            add(Segment::SeqDollar, r);
+                        }
+                    }
+                    Step::NextVal { rows, .. } => {
+                        add(Segment::SeqDollar, f64::from(*rows) * share);
+                    }
+                    Step::Count { index, rows, .. } => {
+                        add(Segment::Index(*index), 2.0 * f64::from(*rows) * share);
+                    }
+                    Step::ParallelQuery(_) | Step::Commit | Step::Think { .. } => {}
+                }
+            }
+        }
+    }
+    rates
+}
+
+/// Whether a session may want a consistent read of a block of `seg` it
+/// does not hold current: a read of the table, any use of an index (an
+/// insert descends it in CR mode), SEQ$ (read by every `nextval`).
+fn read_consistently(s: &Scenario, seg: Segment) -> bool {
+    match seg {
+        Segment::Table(t) => s
+            .workloads
+            .iter()
+            .flat_map(|w| w.transactions.iter().flat_map(|x| x.steps.iter()))
+            .any(|st| matches!(st, Step::Read { table, .. } if *table == t)),
+        Segment::Index(_) | Segment::SeqDollar => true,
+    }
+}
+
+/// The name of a segment and the keys that size it.
+fn segment_keys(catalog: &Catalog, seg: Segment) -> String {
+    match seg {
+        Segment::Table(t) => catalog.tables.get(t).map_or(String::new(), |d| {
+            format!(
+                "table `{}` (rows, rows_per_block, free_blocks_per_instance)",
+                d.name
+            )
+        }),
+        Segment::Index(i) => catalog.indexes.get(i).map_or(String::new(), |d| {
+            if d.kind == IndexKind::Bitmap {
+                format!(
+                    "bitmap index `{}` (its table's rows and distinct_values, rows_per_piece)",
+                    d.name
+                )
+            } else {
+                format!(
+                    "index `{}` (its table's rows, entries_per_leaf, free_blocks_per_instance)",
+                    d.name
+                )
+            }
+        }),
+        Segment::SeqDollar => "the sequences".to_string(),
+    }
+}
+
+/// The datafile images the store holds.
+fn store_part(catalog: &Catalog, segments: &[SegmentMemory], blocks: u64) -> MemoryPart {
+    let mut per: Vec<(u64, Segment)> = segments.iter().map(|m| (m.store(), m.segment)).collect();
+    let bytes = per.iter().fold(0u64, |t, p| t.saturating_add(p.0));
+    per.sort_by_key(|p| std::cmp::Reverse(p.0));
+    let lower: Vec<String> = per
+        .iter()
+        .take(2)
+        .map(|(_, seg)| segment_keys(catalog, *seg))
+        .collect();
+    MemoryPart {
+        what: format!("datafile images ({} blocks)", grouped(blocks)),
+        bytes,
+        lower: lower.join("; "),
+    }
+}
+
+/// Each instance's buffer cache: at most `db_cache_size / db_block_size`
+/// buffers of the blocks sessions visit (see [`SegmentMemory::buffers`]).
+/// When they do not all fit, the cache holds what was visited last: with
+/// the least recently used going first, a segment of `n` buffers visited
+/// at rate `r` keeps about `n (1 - e^(-r T / n))` of them, where `T` is the
+/// time a buffer stays after its last visit and the kept buffers fill the
+/// cache (Che's approximation of an LRU cache). Small, often visited
+/// segments (an index's leaves) stay; large, rarely visited ones share
+/// what is left.
+fn cache_part(s: &Scenario, segments: &[SegmentMemory]) -> MemoryPart {
+    // Per segment: buffers, bytes of one, visits.
+    let groups: Vec<(f64, f64, f64)> = segments
+        .iter()
+        .filter(|m| m.visits > 0.0)
+        .map(|m| {
+            let (count, bytes) = m.buffers();
+            let each = bytes.checked_div(count).unwrap_or(0);
+            (count as f64, each as f64, m.visits)
+        })
+        .filter(|g| g.0 > 0.0)
+        .collect();
+    let kept = |t: f64| -> (f64, f64) {
+        groups
+            .iter()
+            .fold((0.0, 0.0), |(n, b), &(count, each, rate)| {
+                let k = count * (1.0 - (-rate * t / count).exp());
+                (n + k, b + k * each)
+            })
+    };
+    let all: f64 = groups.iter().map(|g| g.0).sum();
+    let mut bytes = 0u64;
+    let mut buffers_max = 0u64;
+    for p in &s.instances {
+        let capacity = p.buffers().max(16) as f64;
+        let held = if all <= capacity {
+            groups.iter().map(|g| g.0 * g.1).sum()
+        } else {
+            // The kept buffers grow with `T`: find where they fill the cache.
+            let (mut lo, mut hi) = (0.0f64, 1.0f64);
+            while kept(hi).0 < capacity && hi < 1e300 {
+                hi *= 2.0;
+            }
+            for _ in 0..100 {
+                let mid = (lo + hi) / 2.0;
+                if kept(mid).0 < capacity {
+                    lo = mid;
+                } else {
+                    hi = mid;
+                }
+            }
+            kept(hi).1
+        };
+        buffers_max = buffers_max.max(to_u64(all.min(capacity)));
+        bytes = bytes.saturating_add(to_u64(held));
+    }
+    MemoryPart {
+        what: format!(
+            "buffer caches ({} instances, up to {} buffers each)",
+            s.instances.len(),
+            grouped(buffers_max)
+        ),
+        bytes,
+        lower: "parameters.db_cache_size, or the tables' rows".to_string(),
+    }
+}
+
+/// Each instance's tkprof figures per statement, and the snapshot of its
+/// statistics each phase keeps for the report.
+fn statistics_part(s: &Scenario) -> MemoryPart {
+    let n = s.instances.len() as u64;
+    let statements: u64 = s
+        .workloads
+        .iter()
+        .flat_map(|w| w.transactions.iter())
+        .map(|t| t.steps.len() as u64)
+        .sum();
+    let snapshots = (s.phases.len() as u64 + 1).saturating_mul(n);
+    MemoryPart {
+        what: format!(
+            "statistics ({} statements, {} snapshots)",
+            grouped(statements),
+            grouped(snapshots)
+        ),
+        bytes: statements
+            .saturating_mul(n)
+            .saturating_mul(STATEMENT)
+            .saturating_add(
+                snapshots.saturating_mul(SNAPSHOT + statements.saturating_mul(STATEMENT)),
+            ),
+        lower: "the workloads' steps, the phases".to_string(),
+    }
+}
+
+/// Every instance's parameters at start and after each phase's changes.
+fn params_over_time(s: &Scenario) -> Vec<Vec<Params>> {
+    let mut running = s.instances.clone();
+    let mut out = vec![running.clone()];
+    for phase in &s.phases {
+        for (instance, name, value) in &phase.parameters {
+            if let Some(p) = running.get_mut(usize::from(*instance).saturating_sub(1)) {
+                let _ = p.set(name, value);
+            }
+        }
+        out.push(running.clone());
+    }
+    out
+}
+
+/// The most PX servers each instance may start, over the run.
+fn max_servers(s: &Scenario) -> Vec<u64> {
+    let mut out = vec![0u64; s.instances.len()];
+    for ps in params_over_time(s) {
+        for (m, p) in out.iter_mut().zip(&ps) {
+            *m = (*m).max(u64::from(p.px.max_servers(p.cpu_count)));
+        }
+    }
+    out
+}
+
+/// Sessions, PX servers and CPU hogs.
+fn process_part(s: &Scenario) -> MemoryPart {
+    let sessions: u64 = s
+        .workloads
+        .iter()
+        .map(|w| u64::from(w.sessions_per_instance).saturating_mul(w.instances.len() as u64))
+        .sum();
+    let servers: u64 = max_servers(s).iter().sum();
+    let hogs: u64 = s
+        .phases
+        .iter()
+        .flat_map(|p| p.faults.iter())
+        .map(|f| match f {
+            Fault::StressCpu { workers, .. } => u64::from(*workers),
+            _ => 0,
+        })
+        .sum();
+    MemoryPart {
+        what: format!(
+            "processes ({} sessions, up to {} PX servers, {} CPU hogs)",
+            grouped(sessions),
+            grouped(servers),
+            grouped(hogs)
+        ),
+        bytes: (sessions + servers)
+            .saturating_mul(SESSION)
+            .saturating_add(hogs.saturating_mul(HOG)),
+        lower: "workloads' sessions_per_instance, parallel_max_servers, stress_cpu workers"
+            .to_string(),
+    }
+}
+
+/// The most DOP a query can get: what it asks for, within the servers of
+/// every instance (two sets for a plan that redistributes rows).
+fn dop_max(q: &PxQuery, s: &Scenario, servers: u64) -> u64 {
+    let sets = u64::from(q.plan.sets().max(1));
+    let asked = match q.degree {
+        Degree::Fixed(d) => u64::from(d).saturating_mul(u64::from(q.instances.max(1))),
+        Degree::Default => params_over_time(s)
+            .iter()
+            .map(|ps| {
+                let cpu: u64 = ps
+                    .iter()
+                    .map(|p| u64::from(p.px.cpu_dop(p.cpu_count)))
+                    .sum();
+                let limit = ps
+                    .iter()
+                    .filter(|p| p.px.degree_policy != DegreePolicy::Manual)
+                    .map(|p| u64::from(p.px.degree_limit(p.cpu_count)))
+                    .max()
+                    .unwrap_or(0);
+                cpu.max(limit)
+            })
+            .max()
+            .unwrap_or(1),
+    };
+    asked.min(servers / sets)
+}
+
+/// What parallel statements hold: each QC's rows (a serial plan holds them
+/// all), and a buffer between every producer and consumer. Running
+/// statements share the servers, so their pairs are at most the largest
+/// DOP times the servers of one set. A statement may outlast its phase, so
+/// each phase counts the workloads of the phase before it too.
+fn px_part(s: &Scenario) -> MemoryPart {
+    let servers: u64 = max_servers(s).iter().sum();
+    // Per workload with parallel steps: its QCs, the most bytes of rows one
+    // of its statements holds, its largest DOP and that query's sets.
+    let mut per: Vec<(&str, u64, u64, u64, u64)> = Vec::new();
+    let mut biggest: Option<(u64, String)> = None;
+    for w in &s.workloads {
+        let mut most = (0u64, 0u64, 1u64);
+        let mut any = false;
+        for t in &w.transactions {
+            for st in &t.steps {
+                let Step::ParallelQuery(q) = st else {
+                    continue;
+                };
+                any = true;
+                let rows = q.tables.iter().fold(0u64, |t, &i| {
+                    t.saturating_add(s.catalog.tables.get(i).map_or(0, |d| d.rows))
+                });
+                let rows = rows.saturating_mul(match q.plan {
+                    PxPlan::ScanAggregate => 0,
+                    PxPlan::HashJoinGroupBy => PX_JOIN_ROW,
+                    PxPlan::Sort | PxPlan::IndexBuild => PX_SORT_ROW,
+                });
+                let d = dop_max(q, s, servers);
+                most.0 = most.0.max(rows);
+                if d >= most.1 {
+                    most.1 = d;
+                    most.2 = u64::from(q.plan.sets().max(1));
+                }
+                let bytes = rows.saturating_add(d.saturating_mul(d).saturating_mul(PX_PAIR));
+                if biggest.as_ref().is_none_or(|b| bytes > b.0) {
+                    biggest = Some((bytes, q.name.clone()));
+                }
+            }
+        }
+        if any {
+            let qcs = u64::from(w.sessions_per_instance).saturating_mul(w.instances.len() as u64);
+            per.push((w.name.as_str(), qcs, most.0, most.1, most.2));
+        }
+    }
+    let runs = |phase: &crate::model::Phase, name: &str| {
+        phase
+            .workloads
+            .as_ref()
+            .is_none_or(|l| l.iter().any(|x| x == name))
+    };
+    let mut bytes = 0u64;
+    let (mut qcs_max, mut dop_top) = (0u64, 0u64);
+    for (i, phase) in s.phases.iter().enumerate() {
+        let before = i.checked_sub(1).and_then(|j| s.phases.get(j));
+        let live: Vec<&(&str, u64, u64, u64, u64)> = per
+            .iter()
+            .filter(|x| runs(phase, x.0) || before.is_some_and(|b| runs(b, x.0)))
+            .collect();
+        let qcs = live.iter().fold(0u64, |t, x| t.saturating_add(x.1));
+        let rows = live
+            .iter()
+            .fold(0u64, |t, x| t.saturating_add(x.1.saturating_mul(x.2)));
+        let (dop, sets) = live.iter().map(|x| (x.3, x.4)).max().unwrap_or((0, 1));
+        // A set of producers sends to a set of consumers (or, one set, to the QC).
+        let consumers = if sets >= 2 { dop } else { 1 };
+        let running = qcs.saturating_mul(dop).min(servers / sets.max(1));
+        let pairs = running.saturating_mul(consumers + 1);
+        let here = rows.saturating_add(pairs.saturating_mul(PX_PAIR));
+        if here > bytes {
+            bytes = here;
+        }
+        qcs_max = qcs_max.max(qcs);
+        dop_top = dop_top.max(dop);
+    }
+    MemoryPart {
+        what: format!(
+            "parallel queries ({} coordinators, DOP up to {})",
+            grouped(qcs_max),
+            grouped(dop_top)
+        ),
+        bytes,
+        lower: match biggest {
+            Some((_, q)) => format!(
+                "query `{q}`'s degree or its tables' rows, parallel_max_servers, the sessions running it"
+            ),
+            None => String::new(),
+        },
+    }
+}
+
+/// One transaction shape's work: CPU and waits, what it leaves behind.
+#[derive(Default)]
+struct TxnWork {
+    cpu: f64,
+    wait: f64,
+    redo: f64,
+    nextvals: f64,
+    reads: f64,
+    /// Per table: rows updated, rows inserted.
+    updated: Vec<f64>,
+    inserted: Vec<f64>,
+}
+
+fn txn_work(s: &Scenario, sizes: &[SegmentSize], steps: &[Step]) -> TxnWork {
+    let c = &s.costs;
+    let ns = |v: Nanos| v as f64;
+    let height = |ix: usize| {
+        sizes
+            .iter()
+            .find(|x| x.segment == Segment::Index(ix))
+            .map_or(2.0, |x| x.height as f64)
+    };
+    let indexes_on = |t: usize| s.catalog.indexes.iter().filter(|i| i.table == t).count() as f64;
+    let on_update = |t: usize| {
+        s.catalog
+            .indexes
+            .iter()
+            .filter(|i| i.table == t && (i.includes_value || i.kind == IndexKind::Bitmap))
+            .count() as f64
+    };
+    let tables = s.catalog.tables.len();
+    let mut w = TxnWork {
+        updated: vec![0.0; tables],
+        inserted: vec![0.0; tables],
+        ..TxnWork::default()
+    };
+    let mut changes = 0.0;
+    for step in steps {
+        match step {
+            Step::Read {
+                table,
+                access,
+                rows,
+                ..
+            } => match access {
+                Access::Index(ix) => {
+                    let r = f64::from(*rows);
+                    w.cpu += r * (ns(c.execute) + (height(*ix) + 1.0) * ns(c.consistent_get));
+                    w.reads += r;
+                }
+                Access::FullScan => {
+                    let (blocks, rows) = sizes
+                        .iter()
+                        .find(|x| x.segment == Segment::Table(*table))
+                        .map_or((1.0, 1.0), |x| (x.formatted as f64, x.items as f64));
+                    w.cpu +=
+                        ns(c.execute) + blocks * ns(c.consistent_get) + rows * ns(c.row_examined);
+                    // A checked full scan records every row it sees.
+                    w.reads += rows;
+                }
+            },
+            Step::Update {
+                table,
+                access,
+                rows,
+                ..
+            } => {
+                let r = f64::from(*rows);
+                let h = match access {
+                    Access::Index(ix) => height(*ix),
+                    Access::FullScan => 2.0,
+                };
+                w.cpu += r
+                    * (ns(c.execute)
+                        + (h + 1.0) * ns(c.consistent_get)
+                        + ns(c.db_block_get)
+                        + ns(c.row_change));
+                changes += r * (1.0 + on_update(*table));
+                w.reads += r;
+                if let Some(u) = w.updated.get_mut(*table) {
+                    *u += r;
+                }
+            }
+            Step::Insert { table, rows } | Step::InsertSeq { table, rows, .. } => {
+                let r = f64::from(*rows);
+                let ix = indexes_on(*table);
+                w.cpu += r * (ns(c.execute) + (1.0 + ix) * (ns(c.row_change) + ns(c.db_block_get)));
+                changes += r * (1.0 + ix);
+                if let Some(x) = w.inserted.get_mut(*table) {
+                    *x += r;
+                }
+                if let Step::InsertSeq { sequence, .. } = step {
+                    w.nextvals += r;
+                    changes += r * seq_updates(s, *sequence);
+                }
+            }
+            Step::NextVal { sequence, rows } => {
+                let r = f64::from(*rows);
+                w.cpu += r * ns(c.execute);
+                w.nextvals += r;
+                changes += r * seq_updates(s, *sequence);
+            }
+            Step::Count { rows, .. } => {
+                let r = f64::from(*rows);
+                w.cpu += r * (ns(c.execute) + 2.0 * ns(c.consistent_get) + ns(c.bitmap_piece));
+            }
+            Step::ParallelQuery(_) => w.cpu += ns(c.execute),
+            Step::Think { time } => w.wait += ns(*time),
+            Step::Commit => {}
+        }
+    }
+    w.cpu += ns(c.commit);
+    if changes > 0.0 {
+        // A commit record, and the log file sync that waits for its write.
+        w.redo = changes + 1.0;
+        w.wait += ns(s.storage.log_write_latency);
+    }
+    w
+}
+
+/// SEQ$ changes per value of a sequence: each NOCACHE value is an update
+/// and a recursive commit, a cached value a share of its batch's.
+fn seq_updates(s: &Scenario, sequence: usize) -> f64 {
+    s.catalog
+        .sequences
+        .get(sequence)
+        .map_or(0.0, |q| 2.0 / q.batch() as f64)
+}
+
+/// What grows with the timeline: the redo records the store keeps, the
+/// sequence values handed out and, under `--check`, every read, write and
+/// commit. Transactions run at the rate the sessions' think times and
+/// commits allow, at most the rate the CPUs allow, while their workload
+/// runs. Also what the transactions change, at most.
+fn timeline_part(s: &Scenario, sizes: &[SegmentSize], check: bool) -> (MemoryPart, Churn) {
+    let tables = s.catalog.tables.len();
+    let mut churn = Churn {
+        updated: vec![0.0; tables],
+        inserted: vec![0.0; tables],
+        nextvals: 0.0,
+    };
+    let mut bytes = 0f64;
+    let mut biggest: Option<(f64, String)> = None;
+    for w in &s.workloads {
+        let total_weight: f64 = w
+            .transactions
+            .iter()
+            .map(|t| f64::from(t.weight.max(1)))
+            .sum();
+        if total_weight <= 0.0 {
+            continue;
+        }
+        let mut avg = TxnWork {
+            updated: vec![0.0; tables],
+            inserted: vec![0.0; tables],
+            ..TxnWork::default()
+        };
+        for t in &w.transactions {
+            let p = f64::from(t.weight.max(1)) / total_weight;
+            let x = txn_work(s, sizes, &t.steps);
+            avg.cpu += p * x.cpu;
+            avg.wait += p * x.wait;
+            avg.redo += p * x.redo;
+            avg.nextvals += p * x.nextvals;
+            avg.reads += p * x.reads;
+            for (a, b) in avg.updated.iter_mut().zip(&x.updated) {
+                *a += p * b;
+            }
+            for (a, b) in avg.inserted.iter_mut().zip(&x.inserted) {
+                *a += p * b;
+            }
+        }
+        let enabled: f64 = s
+            .phases
+            .iter()
+            .filter(|p| p.workloads.as_ref().is_none_or(|l| l.contains(&w.name)))
+            .map(|p| p.duration as f64)
+            .sum();
+        let mut per_txn = avg.redo * REDO as f64 + avg.nextvals * NEXTVAL as f64;
+        if check {
+            per_txn += (avg.reads + avg.redo) * OBSERVATION as f64;
+        }
+        let sessions = f64::from(w.sessions_per_instance);
+        for &instance in &w.instances {
+            let cpus = s
+                .instances
+                .get(usize::from(instance).saturating_sub(1))
+                .map_or(1.0, |p| f64::from(p.cpu_count));
+            // A session's transaction takes at least its CPU and its waits;
+            // the instance's CPUs run at most `cpus` at once. A transaction
+            // that takes no time at all is counted as taking a nanosecond.
+            let cycle = (w.think_time as f64 + avg.cpu + avg.wait).max(1.0);
+            let rate = (sessions / cycle).min(if avg.cpu > 0.0 {
+                cpus / avg.cpu
+            } else {
+                f64::INFINITY
+            });
+            let mut txns = rate * enabled;
+            if let Some(n) = w.iterations {
+                txns = txns.min(sessions * n as f64);
+            }
+            let b = txns * per_txn;
+            bytes += b;
+            churn.nextvals += txns * avg.nextvals;
+            for (a, x) in churn.updated.iter_mut().zip(&avg.updated) {
+                *a += txns * x;
+            }
+            for (a, x) in churn.inserted.iter_mut().zip(&avg.inserted) {
+                *a += txns * x;
+            }
+            if biggest.as_ref().is_none_or(|x| b > x.0) {
+                biggest = Some((b, w.name.clone()));
+            }
+        }
+    }
+    let timeline: Nanos = s.phases.iter().map(|p| p.duration).sum();
+    let part = MemoryPart {
+        what: format!(
+            "redo{} kept over {} s of cluster time",
+            if check { " and --check history" } else { "" },
+            grouped(timeline / fusion_core::config::NS_PER_S)
+        ),
+        bytes: to_u64(bytes),
+        lower: match biggest {
+            Some((_, w)) => format!(
+                "phases' duration_s, or workload `{w}`'s sessions_per_instance (or raise its think_time_ms){}",
+                if check {
+                    "; --check records every read"
+                } else {
+                    ""
+                }
+            ),
+            None => String::new(),
+        },
+    };
+    (part, churn)
+}
+
+/// A non-negative estimate in bytes or counts, saturated at `u64::MAX` (an
+/// infinite rate is a run too large to hold).
+fn to_u64(v: f64) -> u64 {
+    if v.is_nan() || v <= 0.0 {
+        0
+    } else if v >= u64::MAX as f64 {
+        u64::MAX
+    } else {
+        // Finite and within range: the conversion only drops the fraction.
+        v as u64
+    }
+}
