@@ -295,7 +295,10 @@ impl SegmentMemory {
             .saturating_add(self.changed.saturating_mul(self.copies - 1));
         let average = {
             let all = self.fulls.saturating_add(self.others).max(1);
-            (self.fulls.saturating_mul(self.full) + self.others.saturating_mul(self.other)) / all
+            self.fulls
+                .saturating_mul(self.full)
+                .saturating_add(self.others.saturating_mul(self.other))
+                / all
         };
         let bytes = count
             .saturating_mul(BUFFER + average)
@@ -969,5 +972,146 @@ fn to_u64(v: f64) -> u64 {
     } else {
         // Finite and within range: the conversion only drops the fraction.
         v as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A table `t` of `rows` rows, ten to a block, with an index, and a
+    /// table `p` of one block a parallel query reads; `steps` for the one
+    /// workload, on instance 1.
+    fn scenario(rows: u64, steps: &str) -> LoadedScenario {
+        let text = format!(
+            r#"
+[scenario]
+name = "e"
+title = "e"
+[cluster]
+instances = 2
+[[table]]
+name = "t"
+rows = {rows}
+rows_per_block = 10
+free_blocks_per_instance = 0
+[[index]]
+name = "t_pk"
+table = "t"
+free_blocks_per_instance = 0
+[[table]]
+name = "p"
+rows = 10
+rows_per_block = 10
+free_blocks_per_instance = 0
+[[query]]
+name = "q"
+plan = "scan_aggregate"
+tables = ["p"]
+degree = 2
+[[workload]]
+name = "w"
+instances = [1]
+sessions_per_instance = 1
+think_time_ms = 1
+[[workload.transaction]]
+steps = {steps}
+[[phase]]
+name = "p"
+duration_s = 1
+"#
+        );
+        match crate::load_str(&text, "e.toml", &[]) {
+            Ok(l) => l,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    const SCAN: &str = r#"[{ op = "read", table = "t", via = "full_scan" }]"#;
+
+    fn part<'e>(e: &'e MemoryEstimate, what: &str) -> &'e MemoryPart {
+        match e.parts.iter().find(|p| p.what.starts_with(what)) {
+            Some(p) => p,
+            None => panic!("no part `{what}` in {:#?}", e.parts),
+        }
+    }
+
+    /// A header, and a table block of 10 rows (16 slots as the vector grew).
+    const HEADER: u64 = BLOCK + ALLOC;
+    const FULL: u64 = BLOCK + ALLOC + 16 * ROW;
+
+    /// The datafile images are each block with its rows or entries.
+    #[test]
+    fn datafile_images_are_blocks_and_their_contents() {
+        let e = estimate(&scenario(1000, SCAN), false);
+        // t: a header and 100 blocks; t_pk: a root and 4 leaves of 250
+        // entries (256 slots); p: a header and a block.
+        let store = part(&e, "datafile images (108 blocks)");
+        let root = BLOCK + ALLOC + 250 * BRANCH_ENTRY;
+        let leaf = BLOCK + ALLOC + 256 * ENTRY;
+        assert_eq!(store.bytes, 2 * HEADER + 101 * FULL + root + 4 * leaf);
+        assert!(
+            store.lower.starts_with("table `t` (rows, rows_per_block"),
+            "{}",
+            store.lower
+        );
+        let sum: u64 = e.parts.iter().map(|p| p.bytes).sum();
+        assert_eq!(e.bytes, sum + PROGRAM);
+    }
+
+    /// A table only a parallel query reads is never cached; one a session
+    /// scans is, one copy per block (nobody changes it), on every instance.
+    #[test]
+    fn only_blocks_sessions_visit_fill_the_caches() {
+        let px = estimate(
+            &scenario(1000, r#"[{ op = "parallel_query", query = "q" }]"#),
+            false,
+        );
+        let cached =
+            |e: &MemoryEstimate| e.parts.iter().any(|p| p.what.starts_with("buffer caches"));
+        assert!(!cached(&px), "{:#?}", px.parts);
+        let scan = estimate(&scenario(1000, SCAN), false);
+        let average = (100 * FULL + HEADER) / 101;
+        assert_eq!(
+            part(&scan, "buffer caches").bytes,
+            2 * 101 * (BUFFER + average)
+        );
+    }
+
+    /// When the blocks do not all fit, a cache keeps what is visited most:
+    /// lookups visit the index's 4,000 leaves three times as often as the
+    /// table's 100,000 blocks, so the leaves stay (most of them), and the
+    /// table shares what is left of the 8,192 buffers.
+    #[test]
+    fn a_full_cache_keeps_what_is_visited_most() {
+        let lookups = r#"[{ op = "read", table = "t", via = "t_pk" }]"#;
+        let e = estimate(&scenario(1_000_000, lookups), false);
+        let per_instance = part(&e, "buffer caches").bytes / 2;
+        let leaf = BUFFER + BLOCK + ALLOC + 256 * ENTRY;
+        let block = BUFFER + FULL;
+        assert!(per_instance > 3500 * leaf + 4000 * block, "{per_instance}");
+        assert!(per_instance < 4018 * leaf + 4192 * block, "{per_instance}");
+    }
+
+    /// Redo grows with the timeline: twice the phase, twice the redo.
+    #[test]
+    fn redo_grows_with_the_timeline() {
+        let inserts = r#"[{ op = "insert", table = "t" }, { op = "commit" }]"#;
+        let one = estimate(&scenario(1000, inserts), false);
+        let mut longer = scenario(1000, inserts);
+        for v in &mut longer.variants {
+            for p in &mut v.scenario.phases {
+                p.duration *= 2;
+            }
+        }
+        let two = estimate(&longer, false);
+        let redo = |e: &MemoryEstimate| part(e, "redo").bytes;
+        assert!(redo(&one) > 0);
+        assert!(
+            redo(&two).abs_diff(2 * redo(&one)) <= 1,
+            "{} vs {}",
+            redo(&two),
+            redo(&one)
+        );
     }
 }

@@ -499,6 +499,29 @@ fn a_run_above_max_memory_is_refused_with_what_to_lower() {
     );
     assert_status(&o, 2);
     assert!(stderr(&o).contains("datafile images"), "{}", stderr(&o));
+    // 10,000 parallel query sessions per instance (7.6 GB when they ran).
+    let o = fusionlab(
+        "max-memory",
+        &[
+            "validate",
+            "myth-inter-instance-pq",
+            "--set",
+            "workload.sql2.sessions_per_instance=10000",
+            "--max-memory",
+            "4G",
+        ],
+    );
+    assert_status(&o, 2);
+    assert!(
+        stderr(&o).contains("parallel queries (10,001 coordinators"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        stderr(&o).contains("lower query `sql2`'s degree"),
+        "{}",
+        stderr(&o)
+    );
     // The same file fits a larger limit; validate prints the estimate.
     let o = fusionlab("max-memory", &["validate", file, "--max-memory", "512M"]);
     assert_status(&o, 0);
