@@ -37,7 +37,9 @@ pub struct BitmapShape {
 
 impl BitmapShape {
     pub fn chunks(&self) -> u32 {
-        (self.rows.div_ceil(u64::from(self.rows_per_piece.max(1)))).max(1) as u32
+        crate::layout::block_count(
+            (self.rows.div_ceil(u64::from(self.rows_per_piece.max(1)))).max(1),
+        )
     }
 
     pub fn pieces(&self) -> u64 {
@@ -45,9 +47,11 @@ impl BitmapShape {
     }
 
     pub fn leaves(&self) -> u32 {
-        self.pieces()
-            .div_ceil(u64::from(self.per_leaf.max(1)))
-            .max(1) as u32
+        crate::layout::block_count(
+            self.pieces()
+                .div_ceil(u64::from(self.per_leaf.max(1)))
+                .max(1),
+        )
     }
 
     /// Blocks and height (a one-leaf index still gets a separate root).
