@@ -563,6 +563,15 @@ pub fn btree(name: &str, table: usize, entries_per_leaf: u32, entries_per_branch
     }
 }
 
+/// A segment's block count as a block address offset. The loader refuses a
+/// schema whose blocks do not fit 32-bit addresses (fusion-scenario's
+/// `load/limits.rs`), so a count that does not fit here is a bug, not input.
+pub(crate) fn block_count(blocks: u64) -> u32 {
+    u32::try_from(blocks).unwrap_or_else(|_| {
+        panic!("{blocks} blocks in one segment: the loader caps the schema at 2^32 blocks")
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -733,13 +742,4 @@ mod tests {
         assert!(seen.iter().all(|&n| n > 200), "{seen:?}");
         assert_eq!(layout.master(BlockAddr(0)), layout.master(BlockAddr(3)));
     }
-}
-
-/// A segment's block count as a block address offset. The loader refuses a
-/// schema whose blocks do not fit 32-bit addresses (fusion-scenario's
-/// `load/limits.rs`), so a count that does not fit here is a bug, not input.
-pub(crate) fn block_count(blocks: u64) -> u32 {
-    u32::try_from(blocks).unwrap_or_else(|_| {
-        panic!("{blocks} blocks in one segment: the loader caps the schema at 2^32 blocks")
-    })
 }
