@@ -37,7 +37,7 @@ pub struct BitmapShape {
 
 impl BitmapShape {
     pub fn chunks(&self) -> u32 {
-        crate::layout::block_count(
+        crate::types::block_count(
             (self.rows.div_ceil(u64::from(self.rows_per_piece.max(1)))).max(1),
         )
     }
@@ -47,7 +47,7 @@ impl BitmapShape {
     }
 
     pub fn leaves(&self) -> u32 {
-        crate::layout::block_count(
+        crate::types::block_count(
             self.pieces()
                 .div_ceil(u64::from(self.per_leaf.max(1)))
                 .max(1),

@@ -131,7 +131,8 @@ impl Layout {
             if t.partition_by_org && t.orgs > 1 {
                 for p in 0..t.orgs {
                     let rows = part_rows(t.rows, t.orgs, p);
-                    let initial_blocks = block_count(rows.div_ceil(u64::from(rpb)).max(1));
+                    let initial_blocks =
+                        crate::types::block_count(rows.div_ceil(u64::from(rpb)).max(1));
                     parts.push(Partition {
                         header: BlockAddr(next),
                         base: next + 1,
@@ -155,7 +156,8 @@ impl Layout {
                     parts,
                 },
                 None => {
-                    let initial_blocks = block_count(t.rows.div_ceil(u64::from(rpb)).max(1));
+                    let initial_blocks =
+                        crate::types::block_count(t.rows.div_ceil(u64::from(rpb)).max(1));
                     let header = BlockAddr(next);
                     next += 1;
                     let base = next;
@@ -398,7 +400,7 @@ fn index_shape(rows: u64, ix: &IndexDef) -> (u32, u32) {
         blocks += 1;
         height = 2;
     }
-    (block_count(blocks), height)
+    (crate::types::block_count(blocks), height)
 }
 
 /// The rows of partition `p` (organisation `p + 1`) among keys `1..=rows`.
@@ -447,7 +449,7 @@ fn build_index(layout: &Layout, ix: &IndexLayout) -> Vec<Block> {
 /// `root`, then upper levels, then leaves.
 fn build_btree(layout: &Layout, ix: &IndexLayout, root: BlockAddr, keys: &[u64]) -> Vec<Block> {
     let leaf_cap = u64::from(ix.entries_per_leaf);
-    let leaf_count = block_count((keys.len() as u64).div_ceil(leaf_cap).max(1));
+    let leaf_count = crate::types::block_count((keys.len() as u64).div_ceil(leaf_cap).max(1));
     let table = layout.tables.get(ix.table);
     // Levels from the leaves up, each a list of (first key, block index within level).
     let mut levels: Vec<u32> = vec![leaf_count];
@@ -561,15 +563,6 @@ pub fn btree(name: &str, table: usize, entries_per_leaf: u32, entries_per_branch
         includes_value: false,
         rows_per_piece: 1,
     }
-}
-
-/// A segment's block count as a block address offset. The loader refuses a
-/// schema whose blocks do not fit 32-bit addresses (fusion-scenario's
-/// `load/limits.rs`), so a count that does not fit here is a bug, not input.
-pub(crate) fn block_count(blocks: u64) -> u32 {
-    u32::try_from(blocks).unwrap_or_else(|_| {
-        panic!("{blocks} blocks in one segment: the loader caps the schema at 2^32 blocks")
-    })
 }
 
 #[cfg(test)]

@@ -113,3 +113,12 @@ impl InstSet {
         (self.0 != 0).then(|| InstId(self.0.trailing_zeros() as u8))
     }
 }
+
+/// A segment's block count as a block address offset. The loader refuses a
+/// schema whose blocks do not fit 32-bit addresses (fusion-scenario's
+/// `load/limits.rs`), so a count that does not fit here is a bug, not input.
+pub fn block_count(blocks: u64) -> u32 {
+    u32::try_from(blocks).unwrap_or_else(|_| {
+        panic!("{blocks} blocks in one segment: the loader caps the schema at 2^32 blocks")
+    })
+}

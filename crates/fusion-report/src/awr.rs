@@ -8,7 +8,7 @@ use fusion_core::metrics::{AwrLine, BlockKind, Metric, Part};
 use fusion_core::stats::{Stat, Stats, Wait};
 
 use crate::fmt::grouped;
-use crate::text::{AWR_MESSAGE_BYTES, NS_PER_MS, NS_PER_S, Out, table};
+use crate::sheet::{AWR_MESSAGE_BYTES, NS_PER_MS, NS_PER_S, Out, table};
 
 /// tkprof's per-statement tables: the call lines (CPU, elapsed and gets are
 /// charged to Execute; the model has no separate parse or fetch work), then

@@ -5,6 +5,7 @@ mod fmt;
 pub mod json;
 pub mod model;
 pub mod px;
+mod sheet;
 pub mod text;
 pub mod tour;
 pub mod verdict;

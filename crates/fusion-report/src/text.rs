@@ -9,9 +9,6 @@
 
 use std::collections::BTreeSet;
 
-use comfy_table::{
-    CellAlignment, ContentArrangement, ContentLineStyle, LineStyle, Table, TableStyle,
-};
 use fusion_core::metrics::AwrLine;
 use fusion_core::stats::Stats;
 
@@ -20,6 +17,7 @@ pub use crate::awr::{
 };
 use crate::awr::{pct_db_time, top_events_table};
 use crate::model::{InstanceResult, PhaseResult, RunResult, VariantResult};
+use crate::sheet::{NS_PER_S, Out, table};
 
 /// What the text report shows.
 #[derive(Clone, Debug, Default)]
@@ -46,18 +44,6 @@ const RULE: &str = "============================================================
 const THIN_RULE: &str =
     "------------------------------------------------------------------------------";
 
-/// AWR's own table look: a dashed line under the header, columns one space apart.
-const AWR_STYLE: TableStyle = TableStyle::new()
-    .header_lines(ContentLineStyle::none().junction(' '))
-    .header_separator(LineStyle::none().fill('-').junction(' '))
-    .content_lines(ContentLineStyle::none().junction(' '));
-
-pub(crate) const NS_PER_MS: f64 = 1_000_000.0;
-pub(crate) const NS_PER_S: f64 = 1_000_000_000.0;
-
-/// Bytes AWR assumes per GCS/GES message in the estimated interconnect traffic.
-pub(crate) const AWR_MESSAGE_BYTES: f64 = 200.0;
-
 /// The whole report.
 pub fn render(result: &RunResult, opts: &TextOptions) -> String {
     let mut out = Out::default();
@@ -70,27 +56,6 @@ pub fn render(result: &RunResult, opts: &TextOptions) -> String {
     }
     verdicts(&mut out, result);
     out.0
-}
-
-/// A string being built line by line.
-#[derive(Default)]
-pub(crate) struct Out(pub(crate) String);
-
-impl Out {
-    pub(crate) fn line(&mut self, s: impl AsRef<str>) {
-        self.0.push_str(s.as_ref());
-        self.0.push('\n');
-    }
-    pub(crate) fn blank(&mut self) {
-        self.0.push('\n');
-    }
-    pub(crate) fn title(&mut self, t: &str, underline: char) {
-        self.line(t);
-        self.line(underline.to_string().repeat(t.chars().count()));
-    }
-    pub(crate) fn table(&mut self, t: &Table) {
-        self.line(t.trim_fmt());
-    }
 }
 
 fn header(out: &mut Out, r: &RunResult, opts: &TextOptions) {
@@ -293,24 +258,6 @@ fn verdicts(out: &mut Out, r: &RunResult) {
     } else {
         "VERDICT: NOT REPRODUCED"
     });
-}
-
-/// A table in AWR's look; the columns listed in `right` are right-aligned.
-pub(crate) fn table<S: ToString>(header: &[S], right: &[usize]) -> Table {
-    let mut t = Table::new();
-    t.load_style(AWR_STYLE)
-        .force_no_tty()
-        .set_content_arrangement(ContentArrangement::Disabled)
-        .set_header(header.iter().map(|h| h.to_string()).collect::<Vec<_>>());
-    for c in t.column_iter_mut() {
-        c.set_padding((0, 0));
-    }
-    for &i in right {
-        if let Some(c) = t.column_mut(i) {
-            c.set_cell_alignment(CellAlignment::Right);
-        }
-    }
-    t
 }
 
 #[cfg(test)]

@@ -6,7 +6,8 @@ use std::io::Write;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::commands::{self, RunArgs};
+use crate::args::RunArgs;
+use crate::commands;
 use crate::memory::MemoryLimit;
 use crate::tour::{self, TourArgs};
 

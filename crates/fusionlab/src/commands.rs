@@ -8,26 +8,10 @@ use anyhow::Result;
 use fusion_scenario::{LoadedScenario, ScenarioError};
 use fusion_sim::SimOptions;
 
+use crate::args::RunArgs;
 use crate::memory::{MemoryLimit, size_text, within_limit};
 use crate::shipped::{self, Source};
 use crate::{Failure, exit};
-
-/// What `fusionlab run` was asked.
-#[derive(Clone, Debug, Default)]
-pub struct RunArgs {
-    /// `FILE|NAME`.
-    pub scenario: String,
-    pub json: bool,
-    pub seed: Option<u64>,
-    /// `--set KEY=VALUE`, in order.
-    pub sets: Vec<String>,
-    pub names_9i: bool,
-    /// `--phase NAME`: only these phases in the text report.
-    pub phases: Vec<String>,
-    pub check: bool,
-    /// `--max-memory`: refuse a run estimated to need more (default: half the machine).
-    pub max_memory: Option<u64>,
-}
 
 /// Simulate a scenario and print its report (text or JSON).
 pub fn run(a: &RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8> {

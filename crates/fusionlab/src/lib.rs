@@ -10,6 +10,7 @@
 //! - [`figures`]: the compact per-phase figures and number formatting the tour uses.
 //! - [`memory`]: `--max-memory`, refusing a run estimated not to fit.
 
+pub mod args;
 pub mod bench;
 pub mod cli;
 pub mod commands;

@@ -13,7 +13,8 @@ use fusion_live::admin_client::Admin;
 use fusion_live::cluster::{self, ClusterFile, TOKEN_ENV, UpOptions};
 use fusion_live::runner::{self, LiveRun};
 
-use crate::commands::{RunArgs, check_phases};
+use crate::args::RunArgs;
+use crate::commands::check_phases;
 use crate::memory::MemoryLimit;
 use crate::shipped;
 use crate::{Failure, exit};

@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use fusion_driver::{Ran, VariantOutcome};
 use fusion_report::{RunResult, TextOptions};
 
-use crate::commands::RunArgs;
+use crate::args::RunArgs;
 use crate::exit;
 use crate::figures::grouped;
 

@@ -20,6 +20,9 @@ use fusion_core::px::{Degree, DegreePolicy, PxPlan, PxQuery};
 use crate::model::{Fault, LoadedScenario, Scenario};
 use crate::sizes::{Segment, SegmentSize, grouped, segment_sizes};
 
+mod timeline;
+use timeline::timeline_part;
+
 /// The program itself: code, the embedded scenarios, the allocator's start.
 const PROGRAM: u64 = 12 << 20;
 /// A block image without its contents (`Block`: address, SCN, body, ITL,
@@ -150,11 +153,11 @@ pub fn estimate_parts(s: &Scenario, check: bool) -> Vec<MemoryPart> {
 
 /// What the workloads do to each table over the run, at most: rows updated
 /// and rows inserted.
-struct Churn {
-    updated: Vec<f64>,
-    inserted: Vec<f64>,
+pub(super) struct Churn {
+    pub(super) updated: Vec<f64>,
+    pub(super) inserted: Vec<f64>,
     /// Sequence values handed out (SEQ$ changes).
-    nextvals: f64,
+    pub(super) nextvals: f64,
 }
 
 /// Slots a vector built by pushing `n` items has (it doubles from 4).
@@ -724,247 +727,9 @@ fn px_part(s: &Scenario) -> MemoryPart {
     }
 }
 
-/// One transaction shape's work: CPU and waits, what it leaves behind.
-#[derive(Default)]
-struct TxnWork {
-    cpu: f64,
-    wait: f64,
-    redo: f64,
-    nextvals: f64,
-    reads: f64,
-    /// Per table: rows updated, rows inserted.
-    updated: Vec<f64>,
-    inserted: Vec<f64>,
-}
-
-fn txn_work(s: &Scenario, sizes: &[SegmentSize], steps: &[Step]) -> TxnWork {
-    let c = &s.costs;
-    let ns = |v: Nanos| v as f64;
-    let height = |ix: usize| {
-        sizes
-            .iter()
-            .find(|x| x.segment == Segment::Index(ix))
-            .map_or(2.0, |x| x.height as f64)
-    };
-    let indexes_on = |t: usize| s.catalog.indexes.iter().filter(|i| i.table == t).count() as f64;
-    let on_update = |t: usize| {
-        s.catalog
-            .indexes
-            .iter()
-            .filter(|i| i.table == t && (i.includes_value || i.kind == IndexKind::Bitmap))
-            .count() as f64
-    };
-    let tables = s.catalog.tables.len();
-    let mut w = TxnWork {
-        updated: vec![0.0; tables],
-        inserted: vec![0.0; tables],
-        ..TxnWork::default()
-    };
-    let mut changes = 0.0;
-    for step in steps {
-        match step {
-            Step::Read {
-                table,
-                access,
-                rows,
-                ..
-            } => match access {
-                Access::Index(ix) => {
-                    let r = f64::from(*rows);
-                    w.cpu += r * (ns(c.execute) + (height(*ix) + 1.0) * ns(c.consistent_get));
-                    w.reads += r;
-                }
-                Access::FullScan => {
-                    let (blocks, rows) = sizes
-                        .iter()
-                        .find(|x| x.segment == Segment::Table(*table))
-                        .map_or((1.0, 1.0), |x| (x.formatted as f64, x.items as f64));
-                    w.cpu +=
-                        ns(c.execute) + blocks * ns(c.consistent_get) + rows * ns(c.row_examined);
-                    // A checked full scan records every row it sees.
-                    w.reads += rows;
-                }
-            },
-            Step::Update {
-                table,
-                access,
-                rows,
-                ..
-            } => {
-                let r = f64::from(*rows);
-                let h = match access {
-                    Access::Index(ix) => height(*ix),
-                    Access::FullScan => 2.0,
-                };
-                w.cpu += r
-                    * (ns(c.execute)
-                        + (h + 1.0) * ns(c.consistent_get)
-                        + ns(c.db_block_get)
-                        + ns(c.row_change));
-                changes += r * (1.0 + on_update(*table));
-                w.reads += r;
-                if let Some(u) = w.updated.get_mut(*table) {
-                    *u += r;
-                }
-            }
-            Step::Insert { table, rows } | Step::InsertSeq { table, rows, .. } => {
-                let r = f64::from(*rows);
-                let ix = indexes_on(*table);
-                w.cpu += r * (ns(c.execute) + (1.0 + ix) * (ns(c.row_change) + ns(c.db_block_get)));
-                changes += r * (1.0 + ix);
-                if let Some(x) = w.inserted.get_mut(*table) {
-                    *x += r;
-                }
-                if let Step::InsertSeq { sequence, .. } = step {
-                    w.nextvals += r;
-                    changes += r * seq_updates(s, *sequence);
-                }
-            }
-            Step::NextVal { sequence, rows } => {
-                let r = f64::from(*rows);
-                w.cpu += r * ns(c.execute);
-                w.nextvals += r;
-                changes += r * seq_updates(s, *sequence);
-            }
-            Step::Count { rows, .. } => {
-                let r = f64::from(*rows);
-                w.cpu += r * (ns(c.execute) + 2.0 * ns(c.consistent_get) + ns(c.bitmap_piece));
-            }
-            Step::ParallelQuery(_) => w.cpu += ns(c.execute),
-            Step::Think { time } => w.wait += ns(*time),
-            Step::Commit => {}
-        }
-    }
-    w.cpu += ns(c.commit);
-    if changes > 0.0 {
-        // A commit record, and the log file sync that waits for its write.
-        w.redo = changes + 1.0;
-        w.wait += ns(s.storage.log_write_latency);
-    }
-    w
-}
-
-/// SEQ$ changes per value of a sequence: each NOCACHE value is an update
-/// and a recursive commit, a cached value a share of its batch's.
-fn seq_updates(s: &Scenario, sequence: usize) -> f64 {
-    s.catalog
-        .sequences
-        .get(sequence)
-        .map_or(0.0, |q| 2.0 / q.batch() as f64)
-}
-
-/// What grows with the timeline: the redo records the store keeps, the
-/// sequence values handed out and, under `--check`, every read, write and
-/// commit. Transactions run at the rate the sessions' think times and
-/// commits allow, at most the rate the CPUs allow, while their workload
-/// runs. Also what the transactions change, at most.
-fn timeline_part(s: &Scenario, sizes: &[SegmentSize], check: bool) -> (MemoryPart, Churn) {
-    let tables = s.catalog.tables.len();
-    let mut churn = Churn {
-        updated: vec![0.0; tables],
-        inserted: vec![0.0; tables],
-        nextvals: 0.0,
-    };
-    let mut bytes = 0f64;
-    let mut biggest: Option<(f64, String)> = None;
-    for w in &s.workloads {
-        let total_weight: f64 = w
-            .transactions
-            .iter()
-            .map(|t| f64::from(t.weight.max(1)))
-            .sum();
-        if total_weight <= 0.0 {
-            continue;
-        }
-        let mut avg = TxnWork {
-            updated: vec![0.0; tables],
-            inserted: vec![0.0; tables],
-            ..TxnWork::default()
-        };
-        for t in &w.transactions {
-            let p = f64::from(t.weight.max(1)) / total_weight;
-            let x = txn_work(s, sizes, &t.steps);
-            avg.cpu += p * x.cpu;
-            avg.wait += p * x.wait;
-            avg.redo += p * x.redo;
-            avg.nextvals += p * x.nextvals;
-            avg.reads += p * x.reads;
-            for (a, b) in avg.updated.iter_mut().zip(&x.updated) {
-                *a += p * b;
-            }
-            for (a, b) in avg.inserted.iter_mut().zip(&x.inserted) {
-                *a += p * b;
-            }
-        }
-        let enabled: f64 = s
-            .phases
-            .iter()
-            .filter(|p| p.workloads.as_ref().is_none_or(|l| l.contains(&w.name)))
-            .map(|p| p.duration as f64)
-            .sum();
-        let mut per_txn = avg.redo * REDO as f64 + avg.nextvals * NEXTVAL as f64;
-        if check {
-            per_txn += (avg.reads + avg.redo) * OBSERVATION as f64;
-        }
-        let sessions = f64::from(w.sessions_per_instance);
-        for &instance in &w.instances {
-            let cpus = s
-                .instances
-                .get(usize::from(instance).saturating_sub(1))
-                .map_or(1.0, |p| f64::from(p.cpu_count));
-            // A session's transaction takes at least its CPU and its waits;
-            // the instance's CPUs run at most `cpus` at once. A transaction
-            // that takes no time at all is counted as taking a nanosecond.
-            let cycle = (w.think_time as f64 + avg.cpu + avg.wait).max(1.0);
-            let rate = (sessions / cycle).min(if avg.cpu > 0.0 {
-                cpus / avg.cpu
-            } else {
-                f64::INFINITY
-            });
-            let mut txns = rate * enabled;
-            if let Some(n) = w.iterations {
-                txns = txns.min(sessions * n as f64);
-            }
-            let b = txns * per_txn;
-            bytes += b;
-            churn.nextvals += txns * avg.nextvals;
-            for (a, x) in churn.updated.iter_mut().zip(&avg.updated) {
-                *a += txns * x;
-            }
-            for (a, x) in churn.inserted.iter_mut().zip(&avg.inserted) {
-                *a += txns * x;
-            }
-            if biggest.as_ref().is_none_or(|x| b > x.0) {
-                biggest = Some((b, w.name.clone()));
-            }
-        }
-    }
-    let timeline: Nanos = s.phases.iter().map(|p| p.duration).sum();
-    let part = MemoryPart {
-        what: format!(
-            "redo{} kept over {} s of cluster time",
-            if check { " and --check history" } else { "" },
-            grouped(timeline / fusion_core::config::NS_PER_S)
-        ),
-        bytes: to_u64(bytes),
-        lower: match biggest {
-            Some((_, w)) => format!(
-                "phases' duration_s, or workload `{w}`'s sessions_per_instance (or raise its think_time_ms){}",
-                if check {
-                    "; --check records every read"
-                } else {
-                    ""
-                }
-            ),
-            None => String::new(),
-        },
-    };
-    (part, churn)
-}
-
 /// A non-negative estimate in bytes or counts, saturated at `u64::MAX` (an
 /// infinite rate is a run too large to hold).
-fn to_u64(v: f64) -> u64 {
+pub(super) fn to_u64(v: f64) -> u64 {
     if v.is_nan() || v <= 0.0 {
         0
     } else if v >= u64::MAX as f64 {
