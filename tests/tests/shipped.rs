@@ -1,8 +1,10 @@
 //! The shipped scenarios: every file in `scenarios/` is embedded, loads,
-//! runs without protocol errors, and the tour orders are unique.
+//! runs without protocol errors, names only figures both drivers measure,
+//! and the tour orders are unique.
 
 use std::path::Path;
 
+use fusion_driver::measured::{Driver, Figure, TABLE};
 use fusionlab::shipped;
 use fusionlab_tests::{run_clean, shipped_short};
 
@@ -69,12 +71,37 @@ fn tour_orders_are_unique() {
 }
 
 #[test]
+fn every_shipped_scenario_reads_only_figures_both_drivers_measure() {
+    for s in shipped::all() {
+        let loaded = s.load(&[]).unwrap_or_else(|e| panic!("{e}"));
+        for &d in Driver::ALL {
+            if let Err(why) = fusion_driver::refusal(&loaded, d) {
+                panic!("{why}");
+            }
+        }
+    }
+}
+
+#[test]
 fn every_shipped_scenario_runs_cleanly_and_briefly() {
     for s in shipped::all() {
         let loaded = shipped_short(s.name, 0.2, &[]);
         let (result, outcomes) = run_clean(&loaded, None);
         for o in &outcomes {
             assert!(o.events() > 0, "{}: nothing happened", s.name);
+            // What the table of measured figures says nothing counts is 0
+            // everywhere: a figure counted since must leave the table.
+            for p in &o.result.phases {
+                for x in &p.instances {
+                    for e in TABLE.iter().filter(|e| e.measured_by.is_empty()) {
+                        let v = match e.figure {
+                            Figure::Stat(st) => x.stats.get(st),
+                            Figure::Wait(w) => x.stats.event(w).waits,
+                        };
+                        assert_eq!(v, 0, "{}: {:?} is counted now", s.name, e.figure);
+                    }
+                }
+            }
         }
         assert_eq!(result.verdicts.is_empty(), loaded.expectations.is_empty());
         if let Some(t) = &loaded.tour {

@@ -16,11 +16,13 @@
 pub use crate::block::{Piece, piece_at};
 
 use crate::block::{Block, Body};
-use crate::types::{BlockAddr, Xid};
+use crate::types::{BlockAddr, Xid, block_count};
 
 /// The chunk row `key` falls in, with `rows_per_piece` keys per chunk.
 pub fn chunk_of(key: u64, rows_per_piece: u32) -> u32 {
-    (key.saturating_sub(1) / u64::from(rows_per_piece.max(1))) as u32
+    // A key of the table falls in one of its `BitmapShape::chunks` (a u32);
+    // a key beyond them names no piece, and saturating keeps it so.
+    u32::try_from(key.saturating_sub(1) / u64::from(rows_per_piece.max(1))).unwrap_or(u32::MAX)
 }
 
 /// How a bitmap index over a table is laid out: one piece per value and
@@ -153,13 +155,13 @@ pub fn build(root: BlockAddr, shape: &BitmapShape) -> Vec<Block> {
         let children: Vec<(u64, BlockAddr)> = firsts
             .iter()
             .enumerate()
-            .map(|(i, k)| (*k, BlockAddr(starts[lvl - 1] + i as u32)))
+            .map(|(i, k)| (*k, BlockAddr(starts[lvl - 1] + block_count(i as u64))))
             .collect();
         let mut next_firsts = Vec::new();
         for (b, chunk) in children.chunks(branch as usize).enumerate() {
             next_firsts.push(chunk.first().map_or(0, |c| c.0));
             out.push(Block::new(
-                BlockAddr(starts[lvl] + b as u32),
+                BlockAddr(starts[lvl] + block_count(b as u64)),
                 Body::Branch {
                     entries: chunk.to_vec(),
                 },
@@ -270,7 +272,12 @@ mod tests {
         assert_eq!(rows, 20);
         let mut leaf = leaf.clone();
         let at = piece_at(1, 0);
-        assert!(leaf.change_piece(at, 3, false, Xid(7), 5));
+        let clear = crate::block::Change::SetBit {
+            at,
+            key: 3,
+            on: false,
+        };
+        assert!(leaf.apply(&clear, Xid(7), 5));
         assert_eq!(leaf.piece(at).map(Piece::count), Some(4));
         assert_eq!(leaf.piece(at).map(|p| p.lock), Some(Xid(7)));
         let cr = leaf

@@ -4,7 +4,7 @@
 use crate::bitmap::{self, BitmapShape};
 use crate::block::{Block, Body, LeafEntry, Row};
 use crate::config::{Catalog, IndexDef, IndexKind, TableDef, org_of};
-use crate::types::{BlockAddr, InstId, Rowid, Xid};
+use crate::types::{BlockAddr, InstId, Rowid, Xid, block_count};
 
 /// A table's blocks: the segment header at `header`, then `[base, base +
 /// initial)` with the initial rows; each instance then has its own run of free
@@ -279,9 +279,12 @@ impl Layout {
             let p = t.parts.get(org_of(key, t.orgs) as usize - 1)?;
             (p.base, (key - 1) / u64::from(t.orgs))
         };
+        // The loader caps rows_per_block at 1,000 (a 16-bit slot) and the
+        // schema at 2^32 blocks (`block_count`).
         Some(Rowid {
-            blk: BlockAddr(base + (i / u64::from(t.rows_per_block)) as u32),
-            slot: (i % u64::from(t.rows_per_block)) as u16,
+            blk: BlockAddr(base + block_count(i / u64::from(t.rows_per_block))),
+            slot: u16::try_from(i % u64::from(t.rows_per_block))
+                .expect("rows_per_block is at most 1,000"),
         })
     }
 
@@ -520,12 +523,12 @@ fn build_btree(layout: &Layout, ix: &IndexLayout, root: BlockAddr, keys: &[u64])
         let children: Vec<(u64, BlockAddr)> = firsts
             .iter()
             .enumerate()
-            .map(|(i, k)| (*k, BlockAddr(starts[lvl - 1] + i as u32)))
+            .map(|(i, k)| (*k, BlockAddr(starts[lvl - 1] + block_count(i as u64))))
             .collect();
         for (b, chunk) in children.chunks(per.max(1)).enumerate() {
             next_firsts.push(chunk.first().map_or(0, |c| c.0));
             out.push(Block::new(
-                BlockAddr(starts[lvl] + b as u32),
+                BlockAddr(starts[lvl] + block_count(b as u64)),
                 Body::Branch {
                     entries: chunk.to_vec(),
                 },

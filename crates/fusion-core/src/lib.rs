@@ -13,6 +13,8 @@ pub mod layout;
 pub mod metrics;
 pub mod msg;
 pub mod px;
+pub mod recovery;
 pub mod stats;
 pub mod tkprof;
 pub mod types;
+pub mod voting;

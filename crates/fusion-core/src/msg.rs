@@ -1,7 +1,7 @@
 //! Messages between instances (the GCS protocol and transaction lookups)
 //! and the I/O the instance asks its driver to perform.
 
-use crate::block::Block;
+use crate::block::{Block, Change};
 use crate::config::Nanos;
 use crate::types::{BlockAddr, InstId, Scn, Xid};
 
@@ -194,6 +194,12 @@ pub enum Msg {
     NotHeld {
         req: Request,
     },
+    /// X holder to master: I served `_fairness_threshold` CR copies of the
+    /// block since I last changed it, so I down-converted my lock to S (I
+    /// keep the current image and still write it); route this request again.
+    DownConverted {
+        req: Request,
+    },
     /// Holder to master: I dropped my copy (aged out, clean).
     Relinquish {
         blk: BlockAddr,
@@ -259,6 +265,12 @@ pub enum Msg {
     ScnAck {
         seq: u64,
     },
+    /// The cluster-membership service's network heartbeat (CSS, once a
+    /// second to every member): the sender's incarnation and its members.
+    Heartbeat {
+        incarnation: u32,
+        members: crate::types::InstSet,
+    },
 }
 
 impl Msg {
@@ -275,8 +287,19 @@ impl Msg {
     pub fn is_gcs(&self) -> bool {
         !matches!(
             self,
-            Msg::TxQuery { .. } | Msg::TxStatus { .. } | Msg::TxWait { .. } | Msg::Px(_)
+            Msg::TxQuery { .. }
+                | Msg::TxStatus { .. }
+                | Msg::TxWait { .. }
+                | Msg::Px(_)
+                | Msg::Heartbeat { .. }
         ) && !self.is_ges()
+    }
+
+    /// Clusterware's own traffic (heartbeats): a few bytes a second that the
+    /// network model delivers without queueing them behind the database's
+    /// messages, so they move no figure of the database's.
+    pub fn is_css(&self) -> bool {
+        matches!(self, Msg::Heartbeat { .. })
     }
 
     /// Global enqueue service (GES) message.
@@ -301,14 +324,65 @@ pub struct Envelope {
     pub msg: Msg,
 }
 
-/// One change in the redo stream.
+/// One record in an instance's redo thread: a change to block `blk` (with
+/// its change vector), a commit (`commit`, no block), or a block written
+/// record (`written`: `blk` is on disk as of `scn`). Its redo byte address
+/// (RBA) is the sum of the `bytes` of the records before it in the thread.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RedoRecord {
     pub scn: Scn,
     pub xid: Xid,
     pub blk: Option<BlockAddr>,
+    /// The redo size the model counts (`redo size`); 0 for a block written record.
     pub bytes: u32,
     pub commit: bool,
+    /// What the change did to `blk`; `None` for commits and block written records.
+    pub change: Option<Change>,
+    /// A block written record (BWR): DBWR wrote `blk` as of `scn`, so
+    /// recovery can skip its changes up to that SCN. It counts no bytes
+    /// and rides in the next redo write.
+    pub written: bool,
+}
+
+impl RedoRecord {
+    /// The record of `change` to `blk`.
+    pub fn change(scn: Scn, xid: Xid, blk: BlockAddr, bytes: u32, change: Change) -> RedoRecord {
+        RedoRecord {
+            scn,
+            xid,
+            blk: Some(blk),
+            bytes,
+            commit: false,
+            change: Some(change),
+            written: false,
+        }
+    }
+
+    /// The commit record of `xid` at `scn`.
+    pub fn commit(scn: Scn, xid: Xid, bytes: u32) -> RedoRecord {
+        RedoRecord {
+            scn,
+            xid,
+            blk: None,
+            bytes,
+            commit: true,
+            change: None,
+            written: false,
+        }
+    }
+
+    /// A block written record: `blk` is on disk as of `scn`.
+    pub fn block_written(blk: BlockAddr, scn: Scn) -> RedoRecord {
+        RedoRecord {
+            scn,
+            xid: Xid::NONE,
+            blk: Some(blk),
+            bytes: 0,
+            commit: false,
+            change: None,
+            written: true,
+        }
+    }
 }
 
 /// I/O the instance asks its driver to do; the result comes back as an [`IoResult`].
@@ -329,6 +403,20 @@ pub enum Io {
     WriteRedo {
         records: Vec<RedoRecord>,
         bytes: u64,
+        /// The instance's checkpoint position: every change in redo below
+        /// this address is on disk, so the store may drop the records
+        /// before it (see `instance/checkpoint.rs`).
+        checkpoint: u64,
+    },
+    /// The disk heartbeat: write this instance's record to the voting file
+    /// and read every record ([`IoResult::Votes`]).
+    Vote {
+        vote: crate::voting::Vote,
+    },
+    /// I/O fencing: the store refuses every later I/O of `inst` (an evicted
+    /// instance), answering [`IoResult::Fenced`].
+    Fence {
+        inst: InstId,
     },
 }
 
@@ -338,6 +426,10 @@ pub enum IoResult {
     /// The blocks of a multiblock read, in address order.
     ReadMany(Vec<Block>),
     Written,
+    /// The voting file's records.
+    Votes(Vec<crate::voting::Vote>),
+    /// The store refused the I/O: the instance was fenced (evicted).
+    Fenced,
 }
 
 /// What the driver must do for the instance.

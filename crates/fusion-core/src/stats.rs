@@ -57,6 +57,10 @@ name_enum! {
         GcCrBlockFlushTime => "gc cr block flush time",
         GcCrBlockSendTime => "gc cr block send time",
         GcCrLightWorks => "gc cr block light works",
+        // `v$cr_block_server` FAIRNESS_DOWN_CONVERTS and FAIRNESS_CLEARS
+        // (AWR's "Global CR Served Stats"), named like the light works.
+        GcCrFairnessDownConverts => "gc cr block fairness down converts",
+        GcCrFairnessClears => "gc cr block fairness clears",
         GcCurrentBlocksServed => "gc current blocks served",
         GcCurrentBlockPinTime => "gc current block pin time",
         GcCurrentBlocksFlushed => "gc current blocks flushed",
@@ -165,12 +169,6 @@ name_enum! {
 }
 
 impl Stat {
-    /// Counted by the simulator, which sees every instance's calls in one
-    /// order; a live cluster has no such observer and leaves them at 0.
-    pub fn simulator_only(self) -> bool {
-        matches!(self, Stat::SeqValuesOutOfOrder | Stat::SeqValuesDuplicated)
-    }
-
     pub fn unit(self) -> Unit {
         use Stat::*;
         match self {
@@ -417,7 +415,9 @@ impl StmtStat {
     }
 
     /// Activity since `earlier` (the same statement); the maximum wait is the
-    /// later one's, as with `v$system_event`. Saturating, as `Stats::since`.
+    /// later one's (a maximum cannot be differenced: the drivers reset it
+    /// when a phase starts, see [`Stats::reset_peaks`]). Saturating, as
+    /// `Stats::since`.
     pub fn since(&self, earlier: &StmtStat) -> StmtStat {
         let d = |a: u64, b: u64| a.saturating_sub(b);
         StmtStat {
@@ -516,7 +516,9 @@ impl EventStat {
     }
 
     /// Activity between two snapshots. `max_ns` is the later snapshot's maximum
-    /// (a cumulative maximum cannot be differenced; AWR has the same limit).
+    /// (a maximum cannot be differenced): the interval's own when the peaks
+    /// were reset at its start ([`Stats::reset_peaks`]), as the drivers do
+    /// at every phase start.
     pub fn since(&self, earlier: &EventStat) -> EventStat {
         let mut h = [0; HISTOGRAM_BUCKETS];
         for (i, v) in h.iter_mut().enumerate() {
@@ -615,6 +617,19 @@ impl Stats {
             px: self.px.since(&earlier.px),
         }
     }
+    /// Forget the largest waits seen (every event's and every statement's
+    /// `max_ns`): what follows is a new interval whose maximum is its own.
+    /// Counters and histograms go on growing (they are differenced).
+    pub fn reset_peaks(&mut self) {
+        for e in self.events.iter_mut() {
+            e.max_ns = 0;
+        }
+        for st in &mut self.statements {
+            for w in &mut st.waits {
+                w.max_ns = 0;
+            }
+        }
+    }
     /// Sum of several instances' counters (for cluster-wide figures).
     pub fn merge(&mut self, other: &Stats) {
         for (a, b) in self.values.iter_mut().zip(other.values.iter()) {
@@ -676,5 +691,25 @@ mod tests {
         assert_eq!(d.event(Wait::LogFileSync).waits, 1);
         assert_eq!(d.event(Wait::LogFileSync).time_ns, 3_000_000);
         assert_eq!(d.get(Stat::UserCommits), 2);
+    }
+
+    #[test]
+    fn an_interval_after_reset_peaks_has_its_own_maximum() {
+        let mut a = Stats::default();
+        a.statements.push(StmtStat::new("select 1".into(), false));
+        a.wait(Wait::LogFileSync, 40_000_000, true);
+        a.statements[0].wait(Wait::LogFileSync, 40_000_000);
+        let snap = a.clone();
+        a.reset_peaks();
+        a.wait(Wait::LogFileSync, 300_000, true);
+        a.statements[0].wait(Wait::LogFileSync, 300_000);
+        let d = a.since(&snap);
+        let e = d.event(Wait::LogFileSync);
+        assert_eq!((e.waits, e.max_ns), (1, 300_000));
+        assert_eq!(e.histogram[EventStat::bucket_of(300_000)], 1);
+        let w = d.statements[0].waits[Wait::LogFileSync as usize];
+        assert_eq!((w.waits, w.max_ns), (1, 300_000));
+        // Counters are not touched.
+        assert_eq!(a.event(Wait::LogFileSync).waits, 2);
     }
 }

@@ -14,7 +14,7 @@
 
 use std::collections::BTreeMap;
 
-use fusion_core::block::{Block, Body, CrError, Row, TxState, UNDO_KEEP};
+use fusion_core::block::{Block, Body, Change, CrError, Row, TxState, UNDO_KEEP};
 use fusion_core::config::Nanos;
 use fusion_core::cpu::{ProcId, SchedClass, Scheduler, StepDone};
 use fusion_core::types::{BlockAddr, InstId, Xid};
@@ -560,8 +560,12 @@ fn build(initial: &[i64], ops: &[Op]) -> (Block, Model) {
                 let t = start(&mut m, w);
                 m.scn += 1;
                 next_val += 1;
+                let change = Change::UpdateRow {
+                    slot: slot as u16,
+                    val: next_val,
+                };
                 assert!(
-                    b.update_row(slot as u16, m.txs[t].0, next_val, m.scn),
+                    b.apply(&change, m.txs[t].0, m.scn),
                     "update of slot {slot} refused"
                 );
                 m.chain[slot].push((t, next_val));
@@ -574,10 +578,13 @@ fn build(initial: &[i64], ops: &[Op]) -> (Block, Model) {
                 m.scn += 1;
                 next_val += 1;
                 let key = 10_000 + m.chain.len() as u64;
-                let slot = b
-                    .insert_row(key, next_val, m.txs[t].0, m.scn)
-                    .expect("insert");
-                assert_eq!(slot as usize, m.chain.len());
+                let slot = m.chain.len() as u16;
+                let change = Change::InsertRow {
+                    slot,
+                    key,
+                    val: next_val,
+                };
+                assert!(b.apply(&change, m.txs[t].0, m.scn), "insert");
                 m.base.push(None);
                 m.chain.push(vec![(t, next_val)]);
             }

@@ -1,15 +1,21 @@
 //! What both drivers of the protocol share, the simulator (`fusion-sim`)
 //! and the live runtime (`fusion-live`), so that a scenario means the same
 //! on both: the scenario's network model ([`net`]), the end of a run and
-//! the check that it came to rest ([`settle`]), and how the counters
-//! snapshotted at phase edges become the run's result ([`outcome`]).
+//! the check that it came to rest ([`settle`]), how the counters
+//! snapshotted at phase edges become the run's result ([`outcome`]), the
+//! cluster-wide count of sequence values out of order and duplicated
+//! ([`seq_order`]), and which figures each driver measures ([`measured`]).
 //!
 //! No I/O and no clock: the drivers pass times in.
 
+pub mod measured;
 pub mod net;
 pub mod outcome;
+pub mod seq_order;
 pub mod settle;
 
+pub use measured::{Driver, refusal};
 pub use net::{Interconnect, LinkFault};
 pub use outcome::{Ran, VariantOutcome, phase_result, run_result};
+pub use seq_order::{SEQ_VALUES_MAX, SeqOrder};
 pub use settle::{Activity, SETTLE_NS_MAX, quiesce_commands, settled};

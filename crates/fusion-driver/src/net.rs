@@ -31,6 +31,8 @@ pub struct LinkFault {
     pub jitter_ns: Nanos,
     /// The link's rate instead of the model's (`bandwidth` fault).
     pub rate_bps: Option<u64>,
+    /// A `partition` cuts the link: it carries nothing.
+    pub cut: bool,
 }
 
 impl LinkFault {
@@ -50,6 +52,9 @@ impl LinkFault {
                 }
                 Fault::Bandwidth { target, rate_bps } if target.covers(from, to) => {
                     f.rate_bps = Some(*rate_bps);
+                }
+                Fault::Partition { target, direction } if target.cuts(*direction, from, to) => {
+                    f.cut = true;
                 }
                 _ => {}
             }
@@ -80,6 +85,29 @@ impl Interconnect {
     /// Bytes of a message without a block (`network.message_bytes`).
     pub fn message_bytes(&self) -> u32 {
         self.model.message_bytes
+    }
+
+    /// When a message sent at `sent_ns` from `from` to `to` (0-based)
+    /// arrives, or `None` when the network loses it (a partition cuts the
+    /// link). Clusterware's heartbeats (`css`) are a few bytes a second: they
+    /// take the link's latency but neither queue behind the database's
+    /// messages nor draw jitter, so they move none of its figures.
+    pub fn deliver(
+        &mut self,
+        sent_ns: Nanos,
+        from: usize,
+        to: usize,
+        bytes: u64,
+        css: bool,
+    ) -> Option<Nanos> {
+        let fault = self.links.get(from * self.instances + to)?.fault;
+        if fault.cut {
+            return None;
+        }
+        if css {
+            return Some(sent_ns + self.model.latency + fault.latency_ns);
+        }
+        Some(self.arrival(sent_ns, from, to, bytes))
     }
 
     /// When a message of `bytes` sent at `sent_ns` from `from` to `to`
@@ -196,5 +224,37 @@ mod tests {
         assert_eq!(f(0, 1).rate_bps, Some(1_000));
         assert_eq!(f(1, 0).rate_bps, Some(2_000), "the last cap wins");
         assert_eq!(f(1, 1), LinkFault::default(), "no link to itself");
+    }
+
+    #[test]
+    fn a_partition_cuts_the_links_of_its_direction() {
+        use fusion_scenario::Direction;
+        let cut = |target: LinkTarget, direction, from, to| {
+            LinkFault::of(&[Fault::Partition { target, direction }], from, to).cut
+        };
+        // Instance 3 (index 2) cut off both ways: {1, 2} still talk.
+        assert!(cut(LinkTarget::Instance(3), Direction::Both, 0, 2));
+        assert!(cut(LinkTarget::Instance(3), Direction::Both, 2, 1));
+        assert!(!cut(LinkTarget::Instance(3), Direction::Both, 0, 1));
+        // `to`: instance 3 hears nothing but is heard.
+        assert!(cut(LinkTarget::Instance(3), Direction::To, 0, 2));
+        assert!(!cut(LinkTarget::Instance(3), Direction::To, 2, 0));
+        assert!(cut(LinkTarget::Instance(3), Direction::From, 2, 0));
+        // One link, one way or both.
+        let link = LinkTarget::Link { from: 1, to: 2 };
+        assert!(cut(link, Direction::To, 0, 1) && !cut(link, Direction::To, 1, 0));
+        assert!(cut(link, Direction::Both, 1, 0));
+        let mut net = net(0);
+        net.set_faults(&[Fault::Partition {
+            target: LinkTarget::Instance(3),
+            direction: Direction::Both,
+        }]);
+        assert_eq!(net.deliver(0, 0, 2, 200, false), None);
+        assert_eq!(
+            net.deliver(0, 2, 0, 200, true),
+            None,
+            "heartbeats are cut too"
+        );
+        assert_eq!(net.deliver(0, 0, 1, 200, true), Some(1_000));
     }
 }

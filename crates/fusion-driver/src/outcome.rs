@@ -86,7 +86,9 @@ impl VariantOutcome {
 }
 
 /// One phase of `scenario` between the counters of every instance before
-/// (`before`, 0-based instance order) and after it (`after`).
+/// (`before`, 0-based instance order) and after it (`after`). Counters are
+/// differenced; the largest waits are `after`'s own, which are the phase's
+/// because the phase's first command reset them (`Command::ResetPeaks`).
 pub fn phase_result(
     name: &str,
     scenario: &Scenario,
@@ -94,8 +96,12 @@ pub fn phase_result(
     elapsed_ns: Nanos,
     before: &[Stats],
     after: &[Stats],
+    mut alert_log: Vec<fusion_report::AlertEntry>,
 ) -> PhaseResult {
+    // In time order; lines of one instance at one instant keep their order.
+    alert_log.sort_by_key(|a| a.at_ns);
     PhaseResult {
+        alert_log,
         name: name.to_string(),
         start_ns,
         elapsed_ns,

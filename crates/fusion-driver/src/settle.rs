@@ -103,6 +103,7 @@ mod tests {
         assert_eq!(
             quiesce_commands(),
             vec![
+                Command::ResetPeaks,
                 Command::StressCpu {
                     workers: 0,
                     load_pct: 100

@@ -100,9 +100,11 @@ impl Admin {
             .map_err(self.fail("status"))
     }
 
-    pub async fn history(&self) -> Result<pb::HistoryResponse, String> {
+    /// The oldest observations the instance has not handed over yet, at most
+    /// `max` (see `HistoryRequest`).
+    pub async fn history(&self, max: u32) -> Result<pb::HistoryResponse, String> {
         let mut c = self.client.clone();
-        c.history(self.req(pb::Empty {}, Duration::from_secs(60)))
+        c.history(self.req(pb::HistoryRequest { max }, Duration::from_secs(60)))
             .await
             .map(|r| r.into_inner())
             .map_err(self.fail("history"))
@@ -122,6 +124,14 @@ impl Admin {
             .await
             .map(|r| r.into_inner())
             .map_err(self.fail("transfers"))
+    }
+
+    pub async fn nextvals(&self) -> Result<pb::NextvalsResponse, String> {
+        let mut c = self.client.clone();
+        c.nextvals(self.req(pb::Empty {}, Duration::from_secs(10)))
+            .await
+            .map(|r| r.into_inner())
+            .map_err(self.fail("sequence values"))
     }
 
     pub async fn shutdown(&self) -> Result<(), String> {

@@ -15,7 +15,7 @@ use tokio::task::JoinHandle;
 
 use fusion_core::block::Block;
 use fusion_core::config::Nanos;
-use fusion_core::instance::{BufState, Command, Instance, Observation};
+use fusion_core::instance::{BufState, Command, Horizon, Instance, Observation};
 use fusion_core::msg::{Envelope, Io, IoResult};
 use fusion_core::stats::{Stats, Wait};
 use fusion_core::types::InstId;
@@ -54,11 +54,39 @@ pub enum Query {
     },
     Stats(tokio::sync::oneshot::Sender<(Stats, Nanos)>),
     Status(tokio::sync::oneshot::Sender<HostStatus>),
-    History(tokio::sync::oneshot::Sender<Vec<Observation>>),
+    /// The oldest observations not yet taken, at most this many, and the
+    /// instance's horizon when that emptied its log.
+    History(
+        usize,
+        tokio::sync::oneshot::Sender<(Vec<Observation>, Option<Horizon>)>,
+    ),
     /// Transfer round trips (cr, current), optionally reset after reading.
     Transfers(bool, tokio::sync::oneshot::Sender<[TransferStats; 2]>),
     Images(tokio::sync::oneshot::Sender<Vec<Block>>),
+    /// The sequence values handed out since the last time (taken).
+    Nextvals(tokio::sync::oneshot::Sender<NextvalBatch>),
 }
+
+/// Sequence values the instance handed out, for the runner's cluster-wide
+/// count of values out of order and duplicated
+/// ([`fusion_driver::SeqOrder`]). Each is stamped with the cluster clock
+/// when the host took it from the state machine: after the step that handed
+/// it out and before anything that step sent left, so a value handed out
+/// after another instance's (an enqueue or a block passed on in between)
+/// has a later stamp.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NextvalBatch {
+    /// Number of the first value (counted from 0 since the instance was
+    /// created, as `fusionlab sequence values handed out` counts them).
+    pub first: u64,
+    /// (taken at, sequence, value), in the order handed out.
+    pub values: Vec<(Nanos, u32, i64)>,
+}
+
+/// Sequence values a host keeps for the runner at most (it takes them four
+/// times a second while a phase runs): past it the host reports that
+/// nobody takes them and logs no more, and the run stops.
+pub const NEXTVALS_HELD_MAX: usize = 1 << 20;
 
 /// A summary of the instance for `fusionlab status`.
 #[derive(Clone, Debug, Default)]
@@ -214,6 +242,9 @@ struct Host<O: Outputs> {
     held_seq: u64,
     held_full_reported: bool,
     inputs_full_reported: bool,
+    /// Sequence values not yet taken, at most [`NEXTVALS_HELD_MAX`].
+    nextvals: NextvalBatch,
+    nextvals_full: bool,
 }
 
 /// Inputs handled in a row before the host lets the network tasks run.
@@ -261,6 +292,8 @@ pub fn spawn<O: Outputs>(
         held_seq: 0,
         held_full_reported: false,
         inputs_full_reported: false,
+        nextvals: NextvalBatch::default(),
+        nextvals_full: false,
     };
     host.drain();
     Ok(tokio::spawn(async move { host.run(rx, timer).await }))
@@ -515,11 +548,24 @@ impl<O: Outputs> Host<O> {
                     progress: self.progress(),
                 });
             }
-            Query::History(reply) => {
-                let _ = reply.send(self.inst.take_history());
+            Query::History(max, reply) => {
+                let mut chunk = Vec::new();
+                let horizon = self.inst.drain_history(&mut chunk, max);
+                let _ = reply.send((chunk, horizon));
             }
             Query::Transfers(reset, reply) => {
                 let _ = reply.send(self.transfers.read(reset));
+            }
+            Query::Nextvals(reply) => {
+                let first = self.nextvals.first + self.nextvals.values.len() as u64;
+                let taken = std::mem::replace(
+                    &mut self.nextvals,
+                    NextvalBatch {
+                        first,
+                        values: Vec::new(),
+                    },
+                );
+                let _ = reply.send(taken);
             }
             Query::Images(reply) => {
                 let images = self
@@ -547,8 +593,31 @@ impl<O: Outputs> Host<O> {
         }
     }
 
+    /// Keep the sequence values the last step handed out, stamped now:
+    /// before anything the step sent leaves ([`Host::drain`]).
+    fn log_nextvals(&mut self) {
+        let values = self.inst.take_nextvals();
+        if values.is_empty() || self.nextvals_full {
+            return;
+        }
+        let at = self.clock.now();
+        for (seq, v) in values {
+            if self.nextvals.values.len() >= NEXTVALS_HELD_MAX {
+                self.nextvals_full = true;
+                self.problem(format!(
+                    "{}: {NEXTVALS_HELD_MAX} sequence values wait for the runner to take them: \
+                     nobody counts their order, and the instance logs no more",
+                    self.inst.id
+                ));
+                return;
+            }
+            self.nextvals.values.push((at, seq, v));
+        }
+    }
+
     /// Perform everything the instance asked for.
     fn drain(&mut self) {
+        self.log_nextvals();
         while let Some(a) = self.inst.poll_action() {
             match a {
                 fusion_core::msg::Action::Send(mut env) => {

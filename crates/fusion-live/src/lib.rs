@@ -9,6 +9,7 @@ pub mod cluster;
 pub mod deadline;
 pub mod host;
 pub mod links;
+mod nextvals;
 pub mod process;
 pub mod runner;
 mod rx_stamp;

@@ -29,6 +29,9 @@ use crate::store_client::Store;
 
 /// How long an admin call waits for the instance host.
 const HOST_TIMEOUT: Duration = Duration::from_secs(10);
+/// Most observations one `History` answer carries: 64 Ki, about 2 MB on
+/// the wire. The runner drains an instance's history in such chunks.
+pub const HISTORY_CHUNK: usize = 1 << 16;
 
 /// What `fusionlab instance` is given.
 #[derive(Clone, Debug)]
@@ -236,7 +239,11 @@ impl AdminService {
                 r.seed ^ 0x6e65_7477_6f72_6b00 ^ me.idx() as u64,
             ),
         );
-        let task = host::spawn(Instance::new(cfg), clock, outputs, host_rx, net)
+        let mut inst = Instance::new(cfg);
+        // The runner counts the values handed out across the cluster, as
+        // the simulator does (`fusion_driver::SeqOrder`).
+        inst.log_nextvals(!scenario.catalog.sequences.is_empty());
+        let task = host::spawn(inst, clock, outputs, host_rx, net)
             .map_err(|e| format!("{me}: could not start the instance host: {e}"))?;
         let received: Arc<Vec<AtomicU64>> =
             Arc::new((0..instance_count).map(|_| AtomicU64::new(0)).collect());
@@ -407,11 +414,20 @@ impl Admin for AdminService {
 
     async fn history(
         &self,
-        _: Request<pb::Empty>,
+        req: Request<pb::HistoryRequest>,
     ) -> Result<Response<pb::HistoryResponse>, Status> {
-        let obs = self.ask(Query::History).await?;
+        let asked = usize::try_from(req.into_inner().max).unwrap_or(HISTORY_CHUNK);
+        let max = if asked == 0 {
+            HISTORY_CHUNK
+        } else {
+            asked.min(HISTORY_CHUNK)
+        };
+        let (obs, horizon) = self.ask(|reply| Query::History(max, reply)).await?;
         Ok(Response::new(pb::HistoryResponse {
             observations: obs.iter().map(encode_observation).collect(),
+            caught_up: horizon.is_some(),
+            scn: horizon.map_or(0, |h| h.scn),
+            snapshot: horizon.map_or(0, |h| h.snapshot),
         }))
     }
 
@@ -448,6 +464,25 @@ impl Admin for AdminService {
             })
             .collect();
         Ok(Response::new(pb::TransfersResponse { kinds }))
+    }
+
+    async fn nextvals(
+        &self,
+        _: Request<pb::Empty>,
+    ) -> Result<Response<pb::NextvalsResponse>, Status> {
+        let b = self.ask(Query::Nextvals).await?;
+        let mut out = pb::NextvalsResponse {
+            first: b.first,
+            at_ns: Vec::with_capacity(b.values.len()),
+            sequence: Vec::with_capacity(b.values.len()),
+            values: Vec::with_capacity(b.values.len()),
+        };
+        for (at, seq, v) in b.values {
+            out.at_ns.push(at);
+            out.sequence.push(seq);
+            out.values.push(v);
+        }
+        Ok(Response::new(out))
     }
 
     async fn shutdown(&self, _: Request<pb::Empty>) -> Result<Response<pb::Empty>, Status> {

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use fusion_check::ConsistencyChecker;
 use fusion_core::block::Block;
-use fusion_core::instance::Observation;
+use fusion_core::instance::{Horizon, Observation};
 use fusion_core::stats::Stats;
 use fusion_core::types::{BlockAddr, InstId};
 use fusion_driver::{Activity, Ran, VariantOutcome};
@@ -23,8 +23,9 @@ use indicatif::{ProgressBar, ProgressStyle};
 use crate::admin_client::Admin;
 use crate::clock::monotonic_ns;
 use crate::cluster::ClusterFile;
+use crate::nextvals::Nextvals;
 use crate::pb;
-use crate::process::decode_observation;
+use crate::process::{HISTORY_CHUNK, decode_observation};
 use crate::stats_codec;
 use crate::store_client::Store;
 
@@ -194,6 +195,24 @@ async fn watch(admins: &[Admin]) -> Result<Vec<pb::StatusResponse>, String> {
     Err(lines.join("\n"))
 }
 
+/// Take the sequence values every instance handed out since the last time.
+async fn take_nextvals(admins: &[Admin], into: &mut Nextvals) -> Result<(), String> {
+    let answers = on_all(admins, |a| async move { a.nextvals().await }).await?;
+    for (i, (a, r)) in admins.iter().zip(&answers).enumerate() {
+        into.take(i, r, &a.who)?;
+    }
+    Ok(())
+}
+
+/// One phase's counters on every instance, before and after it.
+struct PhaseSnapshots {
+    name: String,
+    start_ns: u64,
+    end_ns: u64,
+    before: Vec<Stats>,
+    after: Vec<Stats>,
+}
+
 /// How long a cluster may take to come up (containers start in any order).
 const READY_LIMIT: Duration = Duration::from_secs(30);
 
@@ -278,7 +297,14 @@ async fn run_variant(name: &str, s: &Scenario, r: &LiveRun<'_>) -> Result<Varian
     })
     .await?;
 
-    let mut phases = Vec::new();
+    // Checked: the histories are drained into the checker as the run goes,
+    // so neither the instances nor the runner pile them up.
+    let mut checker = r.check.then(|| ConsistencyChecker::new(layout.clone()));
+    // The values every instance hands out, for the cluster-wide count of
+    // values out of order and duplicated (the simulator counts them too).
+    let mut nextvals = (!s.catalog.sequences.is_empty())
+        .then(|| Nextvals::new(instance_count, s.catalog.sequences.len()));
+    let mut snapshots = Vec::new();
     for (k, phase) in s.phases.iter().enumerate() {
         store.set_faults(&phase.faults).await?;
         // The counters before the phase's own commands, as the simulator
@@ -298,9 +324,15 @@ async fn run_variant(name: &str, s: &Scenario, r: &LiveRun<'_>) -> Result<Varian
             if let Some(b) = &bar {
                 b.set_position(start.elapsed().as_millis() as u64);
             }
-            let watched = watch(&admins)
+            let mut watched = watch(&admins)
                 .await
                 .and_then(|st| stall.check(&st, std::time::Instant::now()));
+            if let (Ok(()), Some(c)) = (&watched, checker.as_mut()) {
+                watched = drain_histories(&admins, c, false).await;
+            }
+            if let (Ok(()), Some(n)) = (&watched, nextvals.as_mut()) {
+                watched = take_nextvals(&admins, n).await;
+            }
             if let Err(e) = watched {
                 if let Some(b) = &bar {
                     b.abandon();
@@ -317,19 +349,40 @@ async fn run_variant(name: &str, s: &Scenario, r: &LiveRun<'_>) -> Result<Varian
         }
         // The instances share the runner's clock origin: the first one's
         // snapshot times stand for the cluster's.
-        let start_ns = before.first().map_or(0, |(_, t)| *t);
-        let end_ns = after.first().map_or(0, |(_, t)| *t);
-        let before: Vec<Stats> = before.into_iter().map(|(st, _)| st).collect();
-        let after: Vec<Stats> = after.into_iter().map(|(st, _)| st).collect();
-        phases.push(fusion_driver::phase_result(
-            &phase.name,
-            s,
-            start_ns,
-            end_ns.saturating_sub(start_ns),
-            &before,
-            &after,
-        ));
+        snapshots.push(PhaseSnapshots {
+            name: phase.name.clone(),
+            start_ns: before.first().map_or(0, |(_, t)| *t),
+            end_ns: after.first().map_or(0, |(_, t)| *t),
+            before: before.into_iter().map(|(st, _)| st).collect(),
+            after: after.into_iter().map(|(st, _)| st).collect(),
+        });
     }
+    if let Some(mut n) = nextvals {
+        // The values of the last watch onwards; then every value in the
+        // order handed out, counted into the snapshots that include it.
+        take_nextvals(&admins, &mut n).await?;
+        n.count_into(
+            snapshots
+                .iter_mut()
+                .flat_map(|p| [&mut p.before[..], &mut p.after[..]]),
+        )
+        .map_err(|e| format!("counting the sequence values of {name}: {e}"))?;
+    }
+    let phases = snapshots
+        .iter()
+        .map(|p| {
+            fusion_driver::phase_result(
+                &p.name,
+                s,
+                p.start_ns,
+                p.end_ns.saturating_sub(p.start_ns),
+                &p.before,
+                &p.after,
+                // Live instances do not send their alert log lines to the runner yet.
+                Vec::new(),
+            )
+        })
+        .collect();
     let mut outcome = VariantOutcome::new(
         VariantResult {
             name: name.to_string(),
@@ -343,10 +396,10 @@ async fn run_variant(name: &str, s: &Scenario, r: &LiveRun<'_>) -> Result<Varian
     // not start with this one's sessions and CPU hogs still busy.
     on_all(&admins, |a| async move { a.quiesce().await }).await?;
 
-    if r.check {
+    if let Some(c) = checker {
         match settle(&admins).await? {
             Err(why) => outcome.errors.push(why),
-            Ok(()) => outcome.set_check(check(&admins, &store, codec, &layout).await?),
+            Ok(()) => outcome.set_check(check(&admins, &store, codec, &layout, c).await?),
         }
     }
     Ok(outcome)
@@ -385,25 +438,67 @@ async fn settle(admins: &[Admin]) -> Result<Result<(), String>, String> {
     }
 }
 
-/// The checkers over the instances' histories and the newest image of every
-/// block (a current buffer somewhere, else the store's), at rest.
+/// Chunks of a history a drain takes from one instance at most while the
+/// run goes on: as many as its log holds (4 Mi observations). One that
+/// records faster than the runner takes is left for the next look (its log
+/// full is an error of the run); at rest, twice that is a peer that lies.
+const DRAIN_CHUNKS_MAX: usize = 64;
+
+/// Take what every instance's history holds into the checker, one chunk of
+/// at most `HISTORY_CHUNK` observations at a time. `at_rest`: nothing is
+/// recorded any more, every history must be taken to its end.
+async fn drain_histories(
+    admins: &[Admin],
+    c: &mut ConsistencyChecker,
+    at_rest: bool,
+) -> Result<(), String> {
+    let rounds = if at_rest {
+        2 * DRAIN_CHUNKS_MAX
+    } else {
+        DRAIN_CHUNKS_MAX
+    };
+    let chunk = u32::try_from(HISTORY_CHUNK).unwrap_or(u32::MAX);
+    for (i, a) in admins.iter().enumerate() {
+        let id = InstId(u8::try_from(i).map_err(|_| format!("{}: too many instances", a.who))?);
+        let mut caught_up = false;
+        for _ in 0..rounds {
+            let h = a.history(chunk).await?;
+            let obs: Vec<Observation> = h
+                .observations
+                .iter()
+                .map(|o| decode_observation(o, &a.who))
+                .collect::<Result<_, _>>()?;
+            caught_up = h.caught_up;
+            let horizon = caught_up.then_some(Horizon {
+                scn: h.scn,
+                snapshot: h.snapshot,
+            });
+            c.take_drained(id, &obs, horizon);
+            if caught_up {
+                break;
+            }
+        }
+        if at_rest && !caught_up {
+            return Err(format!(
+                "{}: its history did not end after {rounds} chunks of {HISTORY_CHUNK} at rest",
+                a.who
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The checkers over the rest of the instances' histories and the newest
+/// image of every block (a current buffer somewhere, else the store's), at
+/// rest.
 async fn check(
     admins: &[Admin],
     store: &Store,
     codec: Codec,
     layout: &std::sync::Arc<fusion_core::layout::Layout>,
+    mut checker: ConsistencyChecker,
 ) -> Result<fusion_check::CheckReport, String> {
-    // Each instance's history comes in one admin answer (at most 256 MiB),
-    // and the checker takes at most `fusion_check::OBSERVATIONS_MAX`.
-    let mut history: Vec<Observation> = Vec::new();
-    for (a, h) in admins
-        .iter()
-        .zip(on_all(admins, |a| async move { a.history().await }).await?)
-    {
-        for o in &h.observations {
-            history.push(decode_observation(o, &a.who)?);
-        }
-    }
+    drain_histories(admins, &mut checker, true).await?;
     let mut newest: Vec<Option<(Block, String)>> = store
         .read_all(layout.total_blocks)
         .await?
@@ -424,10 +519,7 @@ async fn check(
             }
         }
     }
-    let checker = ConsistencyChecker::new(layout.clone());
-    Ok(checker.finish_with(&history, |blk: BlockAddr| {
-        newest.get(blk.idx()).cloned().flatten()
-    }))
+    Ok(checker.finish_with(|blk: BlockAddr| newest.get(blk.idx()).cloned().flatten()))
 }
 
 fn phase_bar(variant: &str, phase: &str, duration_ns: u64) -> ProgressBar {

@@ -52,8 +52,22 @@ impl Store {
         r
     }
 
-    /// Perform one I/O of the core.
+    /// Perform one I/O of the core. A call the store refuses because this
+    /// instance was fenced (evicted) is [`IoResult::Fenced`]: the core stops.
     pub async fn perform(&self, io: Io) -> Result<IoResult, String> {
+        match self.perform_call(io).await {
+            Err((code, message))
+                if code == tonic::Code::FailedPrecondition
+                    && message.starts_with(fusion_store::FENCED) =>
+            {
+                Ok(IoResult::Fenced)
+            }
+            Err((_, message)) => Err(message),
+            Ok(r) => Ok(r),
+        }
+    }
+
+    async fn perform_call(&self, io: Io) -> Result<IoResult, (tonic::Code, String)> {
         let mut c = self.client.clone();
         let me = u32::from(self.me.0);
         let what = match &io {
@@ -61,16 +75,25 @@ impl Store {
             Io::ReadBlocks { first, count } => format!("read of {count} blocks from {first}"),
             Io::WriteBlock { block } => format!("write of {}", block.addr),
             Io::WriteRedo { records, .. } => format!("redo write of {} records", records.len()),
+            Io::Vote { .. } => "disk heartbeat".to_string(),
+            Io::Fence { inst } => format!("fence of {inst}"),
         };
         let fail = |s: tonic::Status| {
-            format!(
-                "{}: store at {}: {what} failed: {} ({:?})",
-                self.me,
-                self.address,
-                s.message(),
-                s.code()
+            if s.code() == tonic::Code::FailedPrecondition {
+                return (s.code(), s.message().to_string());
+            }
+            (
+                s.code(),
+                format!(
+                    "{}: store at {}: {what} failed: {} ({:?})",
+                    self.me,
+                    self.address,
+                    s.message(),
+                    s.code()
+                ),
             )
         };
+        let bad = |m: String| (tonic::Code::Internal, m);
         match io {
             Io::ReadBlock { blk } => {
                 let r = c
@@ -81,14 +104,15 @@ impl Store {
                     .await
                     .map_err(fail)?
                     .into_inner();
-                let bytes = r
-                    .blocks
-                    .first()
-                    .ok_or_else(|| format!("{}: store returned no image for {blk}", self.me))?;
+                let bytes = r.blocks.first().ok_or_else(|| {
+                    bad(format!("{}: store returned no image for {blk}", self.me))
+                })?;
                 let block = self
                     .codec
                     .decode_block("ReadBlocksResponse.blocks", bytes)
-                    .map_err(|e| format!("{}: store sent a bad image of {blk}: {e}", self.me))?;
+                    .map_err(|e| {
+                        bad(format!("{}: store sent a bad image of {blk}: {e}", self.me))
+                    })?;
                 Ok(IoResult::Read(Box::new(block)))
             }
             Io::ReadBlocks { first, count } => {
@@ -103,11 +127,11 @@ impl Store {
                     .map_err(fail)?
                     .into_inner();
                 if r.blocks.len() != blks.len() {
-                    return Err(format!(
+                    return Err(bad(format!(
                         "{}: store returned {} images for {count} blocks from {first}",
                         self.me,
                         r.blocks.len()
-                    ));
+                    )));
                 }
                 let mut out = Vec::with_capacity(blks.len());
                 for (bytes, want) in r.blocks.iter().zip(&blks) {
@@ -115,13 +139,16 @@ impl Store {
                         .codec
                         .decode_block("ReadBlocksResponse.blocks", bytes)
                         .map_err(|e| {
-                            format!("{}: store sent a bad image of dba {want}: {e}", self.me)
+                            bad(format!(
+                                "{}: store sent a bad image of dba {want}: {e}",
+                                self.me
+                            ))
                         })?;
                     if block.addr.0 != *want {
-                        return Err(format!(
+                        return Err(bad(format!(
                             "{}: store sent dba {} for dba {want}",
                             self.me, block.addr.0
-                        ));
+                        )));
                     }
                     out.push(block);
                 }
@@ -137,12 +164,38 @@ impl Store {
                 .map_err(fail)?;
                 Ok(IoResult::Written)
             }
-            Io::WriteRedo { records, bytes } => {
+            Io::WriteRedo { records, bytes, .. } => {
                 c.append_redo(self.request(AppendRedoRequest {
                     instance: me,
                     records: records.iter().map(|r| self.codec.encode_redo(r)).collect(),
                     bytes,
                     sync: true,
+                }))
+                .await
+                .map_err(fail)?;
+                Ok(IoResult::Written)
+            }
+            Io::Vote { vote } => {
+                let r = c
+                    .vote(self.request(fusion_wire::pb::VoteRequest {
+                        instance: me,
+                        vote: Some(self.codec.encode_vote(&vote)),
+                    }))
+                    .await
+                    .map_err(fail)?
+                    .into_inner();
+                let votes = r
+                    .votes
+                    .into_iter()
+                    .map(|v| self.codec.decode_vote(v))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|e| bad(format!("{}: store sent a bad vote: {e}", self.me)))?;
+                Ok(IoResult::Votes(votes))
+            }
+            Io::Fence { inst } => {
+                c.fence(self.request(fusion_wire::pb::FenceRequest {
+                    instance: me,
+                    fence: u32::from(inst.0),
                 }))
                 .await
                 .map_err(fail)?;

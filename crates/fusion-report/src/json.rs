@@ -82,6 +82,22 @@ fn phase(p: &PhaseResult) -> Value {
     {
         o.insert("px".into(), crate::px::json(&px));
     }
+    if !p.alert_log.is_empty()
+        && let Some(o) = v.as_object_mut()
+    {
+        let lines: Vec<Value> = p
+            .alert_log
+            .iter()
+            .map(|a| {
+                json!({
+                    "t_s": a.at_ns as f64 / 1e9,
+                    "instance": a.instance,
+                    "line": a.line,
+                })
+            })
+            .collect();
+        o.insert("alert_log".into(), Value::Array(lines));
+    }
     v
 }
 
@@ -199,6 +215,7 @@ mod tests {
         st.wait(Wait::GcCurrentBlock2Way, 1_000_000);
         s.statements.push(st);
         let phase = |name: &str| PhaseResult {
+            alert_log: Vec::new(),
             name: name.into(),
             start_ns: 0,
             elapsed_ns: 30_000_000_000,

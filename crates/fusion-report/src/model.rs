@@ -43,6 +43,18 @@ pub struct PhaseResult {
     pub start_ns: u64,
     pub elapsed_ns: u64,
     pub instances: Vec<InstanceResult>,
+    /// The alert log lines of the phase, every instance's, in time order
+    /// (reconfigurations, evictions, instance recovery, and the faults that
+    /// killed or froze an instance).
+    pub alert_log: Vec<AlertEntry>,
+}
+
+/// One alert log line: when (cluster time), which instance (1-based), what.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AlertEntry {
+    pub at_ns: u64,
+    pub instance: u8,
+    pub line: String,
 }
 
 impl PhaseResult {

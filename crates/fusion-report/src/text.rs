@@ -115,9 +115,26 @@ fn phase_section(out: &mut Out, p: &PhaseResult, opts: &TextOptions) {
         out.0.push_str(&px);
         out.blank();
     }
+    if !p.alert_log.is_empty() {
+        alert_log(out, p);
+    }
     for i in &p.instances {
         instance_section(out, p, i, opts);
     }
+}
+
+/// The phase's alert log lines, every instance's in time order.
+fn alert_log(out: &mut Out, p: &PhaseResult) {
+    out.line("Alert log");
+    for a in &p.alert_log {
+        out.line(format!(
+            "  {:>10.3} s  inst {:<2}  {}",
+            a.at_ns as f64 / NS_PER_S,
+            a.instance,
+            a.line
+        ));
+    }
+    out.blank();
 }
 
 fn instance_section(out: &mut Out, p: &PhaseResult, i: &InstanceResult, opts: &TextOptions) {
@@ -532,6 +549,7 @@ cr         200       1.000 0.100 ( 10.0%) 0.050 (  5.0%) 0.300 ( 30.0%) 0.500 ( 
 
     fn small_run() -> RunResult {
         let phase = |slow: u64| PhaseResult {
+            alert_log: Vec::new(),
             name: "starved".into(),
             start_ns: 5_000 * MS,
             elapsed_ns: 5_000 * MS,

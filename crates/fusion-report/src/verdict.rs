@@ -252,6 +252,7 @@ mod tests {
 
     fn phase(name: &str, instances: Vec<InstanceResult>) -> PhaseResult {
         PhaseResult {
+            alert_log: Vec::new(),
             name: name.into(),
             start_ns: 0,
             elapsed_ns: 10_000 * MS,

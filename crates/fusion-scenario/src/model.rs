@@ -121,7 +121,7 @@ pub struct Phase {
 }
 
 /// Which network links a fault applies to.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LinkTarget {
     /// Every link.
     All,
@@ -165,6 +165,73 @@ pub enum Fault {
     },
     /// `bandwidth`: the selected links run at `rate_bps`.
     Bandwidth { target: LinkTarget, rate_bps: u64 },
+    /// `kill`: the instance crashes `at` after the phase starts (every
+    /// process stops at once; what it had not written is only in its redo).
+    Kill { instance: u8, at: Nanos },
+    /// `restart`: a killed instance starts again `at` after the phase
+    /// starts, with an empty cache, and rejoins the cluster.
+    Restart { instance: u8, at: Nanos },
+    /// `pause`: the instance freezes (as SIGSTOP does) from `at` for `duration`.
+    Pause {
+        instance: u8,
+        at: Nanos,
+        duration: Nanos,
+    },
+    /// `loss`: each message on the selected links is dropped with
+    /// probability `loss_ppm` (parts per million); with `correlation_ppm`,
+    /// a drop makes the next message's drop that much more likely (netem's
+    /// correlation).
+    Loss {
+        target: LinkTarget,
+        loss_ppm: u32,
+        correlation_ppm: u32,
+    },
+    /// `partition`: the selected links carry nothing for the phase.
+    Partition {
+        target: LinkTarget,
+        direction: Direction,
+    },
+}
+
+/// Which way a `partition` cuts the target's links (Chaos Mesh's `direction`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    /// Links into and out of the target.
+    Both,
+    /// Links into the target: it hears nothing.
+    To,
+    /// Links out of the target: nobody hears it.
+    From,
+}
+
+impl Fault {
+    /// Whether the fault is a failure (a crash, a freeze, lost messages, a
+    /// partition) rather than a slowdown: the membership and recovery story.
+    pub fn is_failure(&self) -> bool {
+        matches!(
+            self,
+            Fault::Kill { .. }
+                | Fault::Restart { .. }
+                | Fault::Pause { .. }
+                | Fault::Loss { .. }
+                | Fault::Partition { .. }
+        )
+    }
+
+    /// The fault's `kind` as the scenario file writes it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Fault::StressCpu { .. } => "stress_cpu",
+            Fault::DiskLatency { .. } => "disk_latency",
+            Fault::NetworkLatency { .. } => "latency",
+            Fault::Bandwidth { .. } => "bandwidth",
+            Fault::Kill { .. } => "kill",
+            Fault::Restart { .. } => "restart",
+            Fault::Pause { .. } => "pause",
+            Fault::Loss { .. } => "loss",
+            Fault::Partition { .. } => "partition",
+        }
+    }
 }
 
 /// A measured figure at one place of the run.

@@ -55,20 +55,24 @@ impl Scenario {
 }
 
 impl Phase {
-    /// The commands instance `idx` (0-based) gets when this phase starts: its
-    /// parameter changes, its CPU stress (none stops an earlier one) and the
-    /// phase's workloads. Interconnect and disk faults are the drivers' (they
-    /// own the links and the store).
+    /// The commands instance `idx` (0-based) gets when this phase starts,
+    /// right after the driver's snapshot of its counters: the reset of the
+    /// largest waits (a phase's maximum is its own; counters are
+    /// differenced, a maximum cannot be), its parameter changes, its CPU
+    /// stress (none stops an earlier one) and the phase's workloads.
+    /// Interconnect and disk faults are the drivers' (they own the links and
+    /// the store).
     pub fn commands_for(&self, idx: usize) -> Vec<Command> {
-        let mut out: Vec<Command> = self
-            .parameters
-            .iter()
-            .filter(|(inst, _, _)| usize::from(*inst).saturating_sub(1) == idx)
-            .map(|(_, name, value)| Command::SetParameter {
-                name: name.clone(),
-                value: value.clone(),
-            })
-            .collect();
+        let mut out = vec![Command::ResetPeaks];
+        out.extend(
+            self.parameters
+                .iter()
+                .filter(|(inst, _, _)| usize::from(*inst).saturating_sub(1) == idx)
+                .map(|(_, name, value)| Command::SetParameter {
+                    name: name.clone(),
+                    value: value.clone(),
+                }),
+        );
         let (workers, load_pct) = self
             .faults
             .iter()
@@ -103,6 +107,25 @@ impl LinkTarget {
             LinkTarget::Link { from: a, to: b } => {
                 from == usize::from(*a).saturating_sub(1) && to == usize::from(*b).saturating_sub(1)
             }
+        }
+    }
+
+    /// Whether a `partition` of this target in `direction` cuts `from -> to`
+    /// (0-based). `to`: links into the target (it hears nothing); `from`:
+    /// links out of it (nobody hears it); `both`: either way. For one link
+    /// `{ from = A, to = B }`, `to` and `from` cut that direction and `both`
+    /// the pair.
+    pub fn cuts(&self, direction: crate::model::Direction, from: usize, to: usize) -> bool {
+        use crate::model::Direction;
+        if from == to {
+            return false;
+        }
+        match (self, direction) {
+            (_, Direction::Both) => self.covers(from, to) || self.covers(to, from),
+            (LinkTarget::All, _) => true,
+            (LinkTarget::Instance(i), Direction::To) => to == usize::from(*i).saturating_sub(1),
+            (LinkTarget::Instance(i), Direction::From) => from == usize::from(*i).saturating_sub(1),
+            (LinkTarget::Link { .. }, _) => self.covers(from, to),
         }
     }
 }

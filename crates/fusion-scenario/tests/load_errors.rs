@@ -172,6 +172,12 @@ const CASES: &[Case] = &[
         ..CASE
     },
     Case {
+        name: "fast_start_mttr_target beyond Oracle's range",
+        edits: &[Append("\n[parameters]\nfast_start_mttr_target = 3601\n")],
+        want: &[at("fast_start_mttr_target", 26, "parameters.fast_start_mttr_target", &["value 3601 out of range 0..=3600"])],
+        ..CASE
+    },
+    Case {
         name: "one instance's block size differs",
         edits: &[Append("\n[parameters.inst2]\ndb_block_size = 16384\n")],
         want: &[at("db_block_size", 17, "parameters.inst2.db_block_size", &["must be the same on every instance"])],
@@ -244,7 +250,55 @@ const CASES: &[Case] = &[
     Case {
         name: "unknown fault kind",
         edits: &[Replace("kind = \"stress_cpu\"", "kind = \"stress_mem\"")],
-        want: &[at("stress_mem", 8, "phase[1].fault[0].kind", &["\"stress_cpu\", \"disk_latency\", \"latency\", \"bandwidth\""])],
+        want: &[at("stress_mem", 8, "phase[1].fault[0].kind", &["\"stress_cpu\", \"disk_latency\", \"latency\", \"bandwidth\", \"kill\", \"restart\", \"pause\", \"loss\", \"partition\""])],
+        ..CASE
+    },
+    Case {
+        name: "a fault kind the model cannot run yet",
+        edits: &[Replace("workers = 4", "workers = 4\n\n[[phase.fault]]\nkind = \"kill\"\ninstance = 2\nat_s = 1")],
+        want: &[at("kind = \"kill\"", 8, "phase[1].fault[1].kind", &["kind \"kill\" cannot run yet", "instance recovery"])],
+        ..CASE
+    },
+    Case {
+        name: "a pause as long as css_misscount would evict",
+        edits: &[Replace("workers = 4", "workers = 4\n\n[[phase.fault]]\nkind = \"pause\"\ninstance = 2\nat_s = 1\nduration_s = 30")],
+        want: &[at("duration_s = 30", 14, "phase[1].fault[1].duration_s", &["a pause of 30 s reaches css_misscount (30 s)", "keep it below css_misscount"])],
+        ..CASE
+    },
+    Case {
+        name: "a pause without its duration",
+        edits: &[Replace("workers = 4", "workers = 4\n\n[[phase.fault]]\nkind = \"pause\"\ninstance = 2")],
+        want: &[at_nth("[[phase.fault]]", 2, 1, "phase[1].fault[1]", &["missing required key `duration_s`"])],
+        ..CASE
+    },
+    Case {
+        name: "a pause of an instance the cluster does not have",
+        edits: &[Replace("workers = 4", "workers = 4\n\n[[phase.fault]]\nkind = \"pause\"\ninstance = 7\nduration_s = 1")],
+        want: &[at("instance = 7", 12, "phase[1].fault[1].instance", &["7"])],
+        ..CASE
+    },
+    Case {
+        name: "a pause that starts after its phase ends",
+        edits: &[Replace("workers = 4", "workers = 4\n\n[[phase.fault]]\nkind = \"pause\"\ninstance = 2\nat_s = 12\nduration_s = 1")],
+        want: &[at("at_s = 12", 8, "phase[1].fault[1].at_s", &["at_s = 12 s is not inside the phase (duration_s = 10 s)"])],
+        ..CASE
+    },
+    Case {
+        name: "a loss above 100 %",
+        edits: &[Replace("workers = 4", "workers = 4\n\n[[phase.fault]]\nkind = \"loss\"\ntarget = \"all\"\nloss_pct = 150")],
+        want: &[at("loss_pct = 150", 12, "phase[1].fault[1].loss_pct", &["expected a percentage in 0..=100, found 150"])],
+        ..CASE
+    },
+    Case {
+        name: "a partition in an unknown direction",
+        edits: &[Replace("workers = 4", "workers = 4\n\n[[phase.fault]]\nkind = \"partition\"\ntarget = { instance = 2 }\ndirection = \"sideways\"")],
+        want: &[at("direction", 13, "phase[1].fault[1].direction", &["expected \"both\", \"to\" or \"from\", found \"sideways\""])],
+        ..CASE
+    },
+    Case {
+        name: "a negative at_s",
+        edits: &[Replace("workers = 4", "workers = 4\n\n[[phase.fault]]\nkind = \"pause\"\ninstance = 2\nat_s = -1\nduration_s = 1")],
+        want: &[at("at_s = -1", 8, "phase[1].fault[1].at_s", &["-1"])],
         ..CASE
     },
     Case {

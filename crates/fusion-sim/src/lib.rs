@@ -6,6 +6,8 @@
 //! seeded ChaCha RNGs, no hash-map iteration and no wall clock. The same
 //! scenario and seed give the same result, bit for bit.
 
+mod life;
+mod redo;
 mod store;
 
 use std::cmp::Reverse;
@@ -13,17 +15,19 @@ use std::collections::BinaryHeap;
 
 use fusion_check::ConsistencyChecker;
 use fusion_core::config::{NS_PER_MS, NS_PER_S, Nanos};
-use fusion_core::instance::{Command, Instance, Observation};
+use fusion_core::instance::{Command, Instance};
 use fusion_core::msg::{Action, Envelope, Io, IoResult};
 use fusion_core::stats::Stats;
 use fusion_core::types::InstId;
-use fusion_driver::{Activity, Interconnect};
+use fusion_driver::{Activity, Interconnect, SeqOrder};
 use fusion_report::{RunResult, VariantResult};
 use fusion_scenario::{Fault, LoadedScenario, Scenario};
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
 
 pub use fusion_driver::{Ran, VariantOutcome};
+use life::Life;
+pub use redo::{REDO_KEPT_MAX, RedoThread};
 use store::Store;
 
 /// Events further ahead than this when pushed go to `Queue::far`.
@@ -130,6 +134,7 @@ impl Queue {
     }
 
     fn push_key(&mut self, now: Nanos, at: Nanos, payload: u64) {
+        debug_assert!(at >= now, "an event queued in the past: {at} ns < {now} ns");
         if self.seq >= self.seq_max {
             self.renumber();
         }
@@ -229,29 +234,25 @@ pub struct Sim {
     /// Sequence values in the order instances handed them out: (time,
     /// instance, sequence, value); at most [`SEQ_VALUES_MAX`].
     nextvals: Option<Vec<(Nanos, usize, u32, i64)>>,
-    /// Order and uniqueness of sequence values across the cluster (when sequences exist).
+    /// Order and uniqueness of sequence values across the cluster (when
+    /// sequences exist), counted in event order.
     seq_order: Option<SeqOrder>,
     /// Why the run had to stop (a limit reached), if it did: no event is
     /// processed after it.
     stopped: Option<String>,
+    /// Per instance: up, frozen or gone (life.rs).
+    life: Vec<Life>,
+    /// The voting file and the I/O fence (the store's, kept here).
+    voting: fusion_core::voting::VotingFile,
+    /// The voting file's I/O time: the store's write latency.
+    vote_latency: Nanos,
+    /// Kills, pauses and continues as they happened: (time, instance, what).
+    fault_log: Vec<(Nanos, InstId, String)>,
 }
 
-/// Sequence values the cross-cluster checks keep at most (each value handed
-/// out is remembered to find duplicates, 20-odd bytes apiece): a run past
-/// it stops with an error. The shipped sequence myths hand out a few
-/// hundred thousand.
-pub const SEQ_VALUES_MAX: usize = 1 << 24;
-
-/// What only a view of the whole cluster can tell about sequence values: a
-/// value lower than one already handed out elsewhere (out of order), or one
-/// handed out twice. Counted on the instance that handed it out.
-#[derive(Default)]
-struct SeqOrder {
-    highest: rustc_hash::FxHashMap<u32, i64>,
-    seen: rustc_hash::FxHashSet<(u32, i64)>,
-    /// Per instance: (out of order, duplicated).
-    counts: Vec<(u64, u64)>,
-}
+/// Sequence values the simulator keeps at most, for the cross-cluster
+/// checks and the log: a run past it stops with an error.
+pub use fusion_driver::SEQ_VALUES_MAX;
 
 impl Sim {
     pub fn new(s: &Scenario, opts: &SimOptions) -> Sim {
@@ -273,27 +274,38 @@ impl Sim {
         // The network's own random stream, apart from the instances' and the store's.
         let mut net_rng = ChaCha8Rng::seed_from_u64(seed);
         net_rng.set_stream(1_000);
+        let mut store = Store::new(
+            layout.initial_blocks(),
+            s.storage.clone(),
+            instance_count,
+            seed,
+        );
+        // Redo is read back only to recover a failed instance.
+        if s.phases
+            .iter()
+            .flat_map(|p| &p.faults)
+            .any(Fault::is_failure)
+        {
+            store.keep_redo();
+        }
         Sim {
             now: 0,
             queue: Queue::default(),
             instances,
             armed: vec![None; instance_count],
             net: Interconnect::new(s.network.clone(), instance_count, net_rng),
-            store: Store::new(
-                layout.initial_blocks(),
-                s.storage.clone(),
-                instance_count,
-                seed,
-            ),
+            store,
             events: 0,
             checker: opts.check.then(|| ConsistencyChecker::new(layout.clone())),
             block_size,
             nextvals: None,
-            seq_order: (!s.catalog.sequences.is_empty()).then(|| SeqOrder {
-                counts: vec![(0, 0); instance_count],
-                ..SeqOrder::default()
-            }),
+            seq_order: (!s.catalog.sequences.is_empty()).then(|| SeqOrder::new(instance_count)),
             stopped: None,
+            life: (0..instance_count).map(|_| Life::Up).collect(),
+
+            voting: fusion_core::voting::VotingFile::new(instance_count),
+            vote_latency: s.storage.write_latency,
+            fault_log: Vec::new(),
         }
     }
 
@@ -348,10 +360,43 @@ impl Sim {
                 let bytes = env
                     .msg
                     .wire_bytes(self.block_size, self.net.message_bytes());
-                let at = self
+                let css = env.msg.is_css();
+                let Some(at) = self
                     .net
-                    .arrival(self.now, env.from.idx(), env.to.idx(), bytes);
+                    .deliver(self.now, env.from.idx(), env.to.idx(), bytes, css)
+                else {
+                    // Lost on the network (a partition).
+                    return;
+                };
                 if self.queue.push(self.now, at, Ev::Deliver(env)).is_err() {
+                    self.queue_full();
+                }
+            }
+            Action::Io { id, io } if self.voting.is_fenced(InstId(i as u8)) || is_voting(&io) => {
+                // The voting file and fencing: no IOPS budget, no jitter.
+                let result = match io {
+                    _ if self.voting.is_fenced(InstId(i as u8)) => IoResult::Fenced,
+                    Io::Vote { vote } => match self.voting.heartbeat(vote) {
+                        Ok(votes) => IoResult::Votes(votes),
+                        Err(fusion_core::voting::Fenced) => IoResult::Fenced,
+                    },
+                    Io::Fence { inst } => {
+                        self.voting.fence(inst);
+                        IoResult::Written
+                    }
+                    _ => IoResult::Fenced,
+                };
+                let ev = Ev::Io {
+                    inst: i as u8,
+                    id,
+                    result,
+                    write: None,
+                };
+                if self
+                    .queue
+                    .push(self.now, self.now + self.vote_latency, ev)
+                    .is_err()
+                {
                     self.queue_full();
                 }
             }
@@ -370,10 +415,15 @@ impl Sim {
                         IoResult::Written,
                         Some(block),
                     ),
-                    Io::WriteRedo { .. } => {
-                        let (at, r) = self.store.write_redo(self.now, i);
-                        (at, r, None)
-                    }
+                    Io::WriteRedo {
+                        records,
+                        checkpoint,
+                        ..
+                    } => match self.store.write_redo(self.now, i, records, checkpoint) {
+                        Ok((at, r)) => (at, r, None),
+                        Err(why) => return self.stop(why),
+                    },
+                    Io::Vote { .. } | Io::Fence { .. } => return,
                 };
                 let pushed = self.queue.push(
                     self.now,
@@ -397,7 +447,8 @@ impl Sim {
     /// queue, and not past `until`) is returned instead of pushed: the caller
     /// processes it at once, in exactly the order the queue would have given.
     fn rearm(&mut self, i: usize, direct: Option<Nanos>) -> Option<Nanos> {
-        let d = self.instances[i].next_deadline()?;
+        // A frozen instance that goes on has overdue timers: they fire now.
+        let d = self.instances[i].next_deadline()?.max(self.now);
         if self.armed[i].is_some_and(|a| d >= a) {
             return None;
         }
@@ -446,37 +497,61 @@ impl Sim {
             self.now = at;
             self.events += 1;
             let i = match ev {
-                None => self.wake(at, (payload & !WAKE) as usize),
+                None => {
+                    let i = (payload & !WAKE) as usize;
+                    if !self.is_up(i) {
+                        self.armed[i] = None;
+                        continue;
+                    }
+                    self.wake(at, i)
+                }
                 Some(Ev::Deliver(env)) => {
                     let i = env.to.idx();
+                    let Some(Ev::Deliver(env)) = self.hold_or_drop(i, Ev::Deliver(env)) else {
+                        continue;
+                    };
                     self.instances[i].handle_message(at, env);
                     i
                 }
                 Some(Ev::Io {
                     inst,
                     id,
-                    result,
+                    mut result,
                     write,
                 }) => {
-                    if let Some(block) = write {
-                        self.store.apply(*block);
+                    let i = inst as usize;
+                    if matches!(self.life.get(i), Some(Life::Down)) {
+                        // It crashed before the write reached the disk.
+                        continue;
                     }
-                    self.instances[inst as usize].handle_io(at, id, result);
-                    inst as usize
+                    if let Some(block) = write {
+                        if self.voting.is_fenced(InstId(inst)) {
+                            result = IoResult::Fenced;
+                        } else {
+                            self.store.apply(*block);
+                        }
+                    }
+                    let io = Ev::Io {
+                        inst,
+                        id,
+                        result,
+                        write: None,
+                    };
+                    let Some(Ev::Io { id, result, .. }) = self.hold_or_drop(i, io) else {
+                        continue;
+                    };
+                    self.instances[i].handle_io(at, id, result);
+                    i
                 }
             };
             self.perform(i);
+            self.note_halt(i);
             if self.nextvals.is_some() || self.seq_order.is_some() {
                 self.track_nextvals(at, i);
             }
             direct = self.rearm(i, Some(until)).map(|d| (d, i));
             if let Some(c) = self.checker.as_mut() {
-                let history: Vec<Observation> = self
-                    .instances
-                    .iter_mut()
-                    .flat_map(|x| x.take_history())
-                    .collect();
-                c.after_event(&self.instances, &history);
+                c.after_event(&mut self.instances);
             }
         }
         if self.stopped.is_none() {
@@ -488,22 +563,10 @@ impl Sim {
     /// order or duplicated, and logged when asked.
     fn track_nextvals(&mut self, at: Nanos, i: usize) {
         for (seq, v) in self.instances[i].take_nextvals() {
-            if let Some(o) = self.seq_order.as_mut() {
-                let high = o.highest.entry(seq).or_insert(i64::MIN);
-                if v < *high {
-                    o.counts[i].0 += 1;
-                }
-                *high = (*high).max(v);
-                if o.seen.len() >= SEQ_VALUES_MAX {
-                    self.stopped.get_or_insert_with(|| {
-                        format!(
-                            "{SEQ_VALUES_MAX} sequence values were handed out, as many as the \
-                             simulator's duplicate check keeps: the run stops here"
-                        )
-                    });
-                } else if !o.seen.insert((seq, v)) {
-                    o.counts[i].1 += 1;
-                }
+            if let Some(o) = self.seq_order.as_mut()
+                && let Err(why) = o.observe(i, seq, v)
+            {
+                self.stopped.get_or_insert(why);
             }
             if let Some(log) = self.nextvals.as_mut() {
                 if log.len() >= SEQ_VALUES_MAX {
@@ -539,9 +602,8 @@ impl Sim {
     /// An instance's statistics with the cluster-wide sequence checks added.
     pub fn stats_of(&self, i: usize) -> Stats {
         let mut st = self.instances[i].stats();
-        if let Some((ooo, dup)) = self.seq_order.as_ref().and_then(|o| o.counts.get(i)) {
-            st.add(fusion_core::stats::Stat::SeqValuesOutOfOrder, *ooo);
-            st.add(fusion_core::stats::Stat::SeqValuesDuplicated, *dup);
+        if let Some(o) = &self.seq_order {
+            o.add_to(i, &mut st);
         }
         st
     }
@@ -618,7 +680,7 @@ impl Sim {
         let limit = self.now + fusion_driver::SETTLE_NS_MAX;
         loop {
             let step = self.now + 100 * NS_PER_MS;
-            self.run_until(step);
+            self.run_to(step, &[]);
             if let Some(why) = &self.stopped {
                 return Err(why.clone());
             }
@@ -642,9 +704,11 @@ impl Sim {
         let mut activity: Vec<Activity> = self
             .instances
             .iter()
-            .map(|x| Activity {
+            .enumerate()
+            .map(|(i, x)| Activity {
                 instance: x.id,
-                at_rest: x.sessions_at_rest(),
+                // A killed or evicted instance is gone: nothing of it can settle.
+                at_rest: x.sessions_at_rest() || matches!(self.life.get(i), Some(Life::Down)),
                 waits: x
                     .current_waits()
                     .into_iter()
@@ -659,6 +723,9 @@ impl Sim {
                 Ev::Deliver(env) => (env.to, |a| &mut a.messages_in_flight),
                 Ev::Io { inst, .. } => (InstId(*inst), |a| &mut a.io_in_flight),
             };
+            if matches!(self.life.get(inst.idx()), Some(Life::Down)) {
+                continue;
+            }
             if let Some(a) = activity.get_mut(inst.idx()) {
                 *counter(a) += 1;
             }
@@ -671,6 +738,18 @@ impl Sim {
         self.store.blocks()
     }
 
+    /// Instance `inst`'s redo thread as the store keeps it (from the
+    /// instance's checkpoint on).
+    /// Keep the redo records the instances write, from their checkpoints on
+    /// (`redo_thread` reads them). A scenario with failure faults keeps them.
+    pub fn keep_redo(&mut self) {
+        self.store.keep_redo();
+    }
+
+    pub fn redo_thread(&self, inst: usize) -> Option<&RedoThread> {
+        self.store.redo_thread(inst)
+    }
+
     pub fn events(&self) -> u64 {
         self.events
     }
@@ -681,6 +760,11 @@ impl Sim {
             .map(|i| self.stats_of(i))
             .collect()
     }
+}
+
+/// Whether an I/O goes to the voting file (disk heartbeats, fencing).
+fn is_voting(io: &Io) -> bool {
+    matches!(io, Io::Vote { .. } | Io::Fence { .. })
 }
 
 /// Run one variant through its phases and collect each phase's activity.
@@ -705,7 +789,8 @@ fn run_phases(mut sim: Sim, name: &str, s: &Scenario, opts: &SimOptions) -> Vari
                 sim.command(i, cmd);
             }
         }
-        sim.run_until(start + phase.duration);
+        let timeline = life::timeline_of(start, &phase.faults);
+        sim.run_to(start + phase.duration, &timeline);
         if let Some(why) = sim.stopped() {
             // A phase cut short is left out of the result.
             stopped = Some(format!("phase {:?}: {why}", phase.name));
@@ -718,6 +803,7 @@ fn run_phases(mut sim: Sim, name: &str, s: &Scenario, opts: &SimOptions) -> Vari
             phase.duration,
             &before,
             &sim.snapshot(),
+            sim.take_alert_log(),
         ));
     }
     // What the run did, before the checkers' quiet period below.
@@ -747,12 +833,7 @@ fn run_phases(mut sim: Sim, name: &str, s: &Scenario, opts: &SimOptions) -> Vari
         Err(why) => outcome.errors.push(why),
         Ok(()) => {
             if let Some(c) = checker {
-                let history: Vec<Observation> = sim
-                    .instances
-                    .iter_mut()
-                    .flat_map(|x| x.take_history())
-                    .collect();
-                outcome.set_check(c.finish(&sim.instances, sim.store.blocks(), &history));
+                outcome.set_check(c.finish(&mut sim.instances, sim.store.blocks()));
             }
         }
     }

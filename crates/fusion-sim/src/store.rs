@@ -1,15 +1,17 @@
 //! The simulated shared block store: datafile blocks and one redo thread per
 //! instance, with read/write latency and an IOPS budget for the datafiles.
-//! Redo is timed, not kept: nothing reads it back (there is no recovery), and
-//! keeping every record would grow with the run.
+//! Each thread keeps its redo from the instance's checkpoint on (redo.rs),
+//! for instance recovery to read back.
 
 use fusion_core::block::Block;
 use fusion_core::config::{NS_PER_S, Nanos};
-use fusion_core::msg::IoResult;
+use fusion_core::msg::{IoResult, RedoRecord};
 use fusion_core::types::BlockAddr;
 use fusion_scenario::{Device, StorageModel};
 use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
+
+use crate::redo::{REDO_KEPT_MAX, RedoThread};
 
 #[derive(Clone, Copy, Debug, Default)]
 struct Slow {
@@ -25,6 +27,14 @@ pub struct Store {
     redo_fault: Vec<Option<Slow>>,
     data_fault: Vec<Option<Slow>>,
     rng: ChaCha8Rng,
+    /// Each instance's redo from its checkpoint on.
+    threads: Vec<RedoThread>,
+    /// Keep the redo records (for instance recovery); off, only the
+    /// thread's addresses move: a run without failures reads nothing back,
+    /// and a block that keeps moving between instances is never written,
+    /// so its past images would hold the checkpoints back and the kept
+    /// redo would grow with the run.
+    keep_redo: bool,
 }
 
 impl Store {
@@ -38,6 +48,8 @@ impl Store {
             redo_fault: vec![None; instances],
             data_fault: vec![None; instances],
             rng,
+            threads: vec![RedoThread::default(); instances],
+            keep_redo: false,
         }
     }
 
@@ -109,11 +121,57 @@ impl Store {
         start + self.jittered(self.model.write_latency, fault)
     }
 
-    /// When a redo write issued now completes.
-    pub fn write_redo(&mut self, now: Nanos, inst: usize) -> (Nanos, IoResult) {
+    /// When a redo write issued now completes. Its records are kept from
+    /// now on, and those before the instance's `checkpoint` dropped; an
+    /// error when the redo kept passes [`REDO_KEPT_MAX`].
+    /// Keep every redo record from the checkpoints on, to read them back.
+    pub fn keep_redo(&mut self) {
+        self.keep_redo = true;
+    }
+
+    pub fn write_redo(
+        &mut self,
+        now: Nanos,
+        inst: usize,
+        records: Vec<RedoRecord>,
+        checkpoint: u64,
+    ) -> Result<(Nanos, IoResult), String> {
         let fault = self.redo_fault.get(inst).copied().flatten();
         let took = self.jittered(self.model.log_write_latency, fault);
-        (now + took, IoResult::Written)
+        if !self.keep_redo {
+            if let Some(t) = self.threads.get_mut(inst) {
+                t.pass(&records, checkpoint);
+            }
+            return Ok((now + took, IoResult::Written));
+        }
+        if let Some(t) = self.threads.get_mut(inst) {
+            t.write(records, checkpoint);
+            let kept: u64 = self.threads.iter().map(RedoThread::kept_bytes).sum();
+            if kept > REDO_KEPT_MAX {
+                let behind: Vec<String> = self
+                    .threads
+                    .iter()
+                    .enumerate()
+                    .map(|(i, t)| format!("inst{} {} MiB", i + 1, t.kept_bytes() >> 20))
+                    .collect();
+                return Err(format!(
+                    "the store keeps {} MiB of redo after the instances' checkpoints ({}), \
+                     more than its limit of {} MiB: a checkpoint stopped moving (a block that \
+                     keeps moving between instances is never written, and its past images \
+                     hold their holders' checkpoints back); the run stops here: shorten \
+                     the phases",
+                    kept >> 20,
+                    behind.join(", "),
+                    REDO_KEPT_MAX >> 20
+                ));
+            }
+        }
+        Ok((now + took, IoResult::Written))
+    }
+
+    /// Instance `inst`'s redo thread as kept.
+    pub fn redo_thread(&self, inst: usize) -> Option<&RedoThread> {
+        self.threads.get(inst)
     }
 
     /// A datafile write completed: the block is on disk.

@@ -4,7 +4,7 @@
 //! - fabricated observations fed to a `ConsistencyChecker` (a read that contradicts the
 //!   committed history, a read that misses its own change, a committed write
 //!   that no image holds), next to the same history made consistent, which
-//!   must pass;
+//!   must pass; and a wrong read slipped into a checked run as it goes;
 //! - real instances driven by a small driver written here (the instance is
 //!   sans-IO, so any driver can run it): two single-instance "clusters" that
 //!   each believe they own the same block in X (coherence), and a cluster over
@@ -176,15 +176,21 @@ fn read(snapshot: u64, val: i64) -> Observation {
     }
 }
 
-/// Feed a history through `after_event` (one observation per event, as a run
-/// would) and finish against the initial images.
+/// Feed a history one observation per event, as a run would, and finish
+/// against the initial images.
 fn check(history: &[Observation]) -> CheckReport {
     let sim = pristine(2);
     let mut c = ConsistencyChecker::new(layout(2));
     for o in history {
-        c.after_event(sim.instances(), std::slice::from_ref(o));
+        c.take(std::slice::from_ref(o));
+        c.coherence(sim.instances());
     }
-    c.finish(sim.instances(), sim.stored_blocks(), &[])
+    let stored = sim.stored_blocks();
+    c.finish_with(|blk| {
+        stored
+            .get(blk.idx())
+            .map(|b| (b.clone(), "the store".to_string()))
+    })
 }
 
 #[test]
@@ -360,7 +366,7 @@ fn a_broken_index_structure_is_reported() {
         .and_then(|b| b.child_for(0))
         .expect("the root is a branch");
     let run = |edit: &dyn Fn(&mut Block)| {
-        ConsistencyChecker::new(lay.clone()).finish_with(&[], |blk| {
+        ConsistencyChecker::new(lay.clone()).finish_with(|blk| {
             let mut b = store.get(blk.idx())?.clone();
             if blk == first_leaf {
                 edit(&mut b);
@@ -458,6 +464,7 @@ struct Driver {
     store: Vec<Block>,
     storage: Storage,
     link_free: Vec<Nanos>,
+    voting: fusion_core::voting::VotingFile,
     checker: Option<ConsistencyChecker>,
 }
 
@@ -499,6 +506,7 @@ impl Driver {
             store: layout.initial_blocks(),
             storage,
             link_free: vec![0; n * n],
+            voting: fusion_core::voting::VotingFile::new(n),
             checker: check.then(|| ConsistencyChecker::new(layout.clone())),
         }
     }
@@ -534,6 +542,17 @@ impl Driver {
                             (self.now + NS_PER_MS, IoResult::Written, Some(block))
                         }
                         Io::WriteRedo { .. } => (self.now + NS_PER_MS / 2, IoResult::Written, None),
+                        Io::Vote { vote } => {
+                            let r = match self.voting.heartbeat(vote) {
+                                Ok(votes) => IoResult::Votes(votes),
+                                Err(_) => IoResult::Fenced,
+                            };
+                            (self.now + NS_PER_MS, r, None)
+                        }
+                        Io::Fence { inst } => {
+                            self.voting.fence(inst);
+                            (self.now + NS_PER_MS, IoResult::Written, None)
+                        }
                     };
                     self.push(
                         at,
@@ -600,12 +619,7 @@ impl Driver {
             };
             self.drain(i);
             if let Some(c) = self.checker.as_mut() {
-                let h: Vec<Observation> = self
-                    .insts
-                    .iter_mut()
-                    .flat_map(|x| x.take_history())
-                    .collect();
-                c.after_event(&self.insts, &h);
+                c.after_event(&mut self.insts);
             }
         }
     }
@@ -613,13 +627,8 @@ impl Driver {
     /// The final checks, against this driver's own store (a store that
     /// drops every write still holds the initial images).
     fn finish(mut self) -> CheckReport {
-        let h: Vec<Observation> = self
-            .insts
-            .iter_mut()
-            .flat_map(|x| x.take_history())
-            .collect();
         let c = self.checker.take().expect("driver built with the checker");
-        c.finish(&self.insts, &self.store, &h)
+        c.finish(&mut self.insts, &self.store)
     }
 }
 
@@ -644,9 +653,13 @@ fn two_exclusive_holders_of_a_block_are_reported() {
         "the two clusters never held the same block in X (the test lost its premise)"
     );
     let initial = layout(1).initial_blocks();
+    // Only coherence is in question: the histories are not.
+    for x in &mut pair {
+        x.take_history();
+    }
     let mut c = ConsistencyChecker::new(layout(1));
-    c.after_event(&pair, &[]);
-    let r = c.finish(&pair[..1], &initial, &[]);
+    c.coherence(&pair);
+    let r = c.finish(&mut pair[..1], &initial);
     let v = with(&r, "coherence");
     assert!(
         !v.is_empty(),
@@ -655,10 +668,11 @@ fn two_exclusive_holders_of_a_block_are_reported() {
     );
     assert!(v[0].contains("held in X by 2"), "{v:?}");
     // Either instance alone is coherent.
-    for one in [&pair[..1], &pair[1..]] {
+    let (first, second) = pair.split_at_mut(1);
+    for one in [first, second] {
         let mut c = ConsistencyChecker::new(layout(1));
-        c.after_event(one, &[]);
-        let r = c.finish(one, &initial, &[]);
+        c.coherence(one);
+        let r = c.finish(one, &initial);
         assert!(with(&r, "coherence").is_empty(), "{:?}", r.violations);
     }
 }
@@ -691,6 +705,37 @@ fn the_same_work_over_a_faithful_store_reads_consistently() {
     let r = d.finish();
     assert!(r.commits > 50, "too little work: {} commits", r.commits);
     assert!(with(&r, "CR read").is_empty(), "{:?}", r.violations);
+}
+
+/// A read that contradicts the history, slipped into a checked run as it
+/// goes (the checker drains the instances after every event and verifies
+/// reads as it takes them): reported, among no other violation.
+#[test]
+fn a_wrong_read_in_the_middle_of_a_checked_run_is_caught() {
+    let mut d = Driver::new(2, 16, 1, 1, Storage::Faithful, true);
+    d.run_until(1_000 * NS_PER_MS);
+    // Key 7 at snapshot 0 is the initial 0, whatever the run did since.
+    let wrong = Observation::Read {
+        xid: Xid::NONE,
+        snapshot: 0,
+        table: 0,
+        key: 7,
+        val: Some(12_345),
+    };
+    d.checker
+        .as_mut()
+        .expect("driver built with the checker")
+        .take(&[wrong]);
+    d.run_until(2_000 * NS_PER_MS);
+    let r = d.finish();
+    assert!(r.commits > 50, "too little work: {} commits", r.commits);
+    assert_eq!(r.violations.len(), 1, "{:?}", r.violations);
+    assert!(
+        r.violations[0]
+            .contains("at snapshot 0 of table 0 key 7 returned Some(12345), expected Some(0)"),
+        "{:?}",
+        r.violations
+    );
 }
 
 /// The same work in the simulator (its own faithful store) passes every check.

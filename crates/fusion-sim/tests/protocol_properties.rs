@@ -100,6 +100,9 @@ struct Config {
     /// configurations before inserts were added).
     insert_weight: u32,
     fault: FaultSpec,
+    /// `_fairness_threshold`: CR copies an X holder serves before it
+    /// down-converts to S (0: never; 4 is the default).
+    fairness_threshold: u32,
     /// Phase lengths: a clean warm-up, then the fault phase.
     warm_ms: u64,
     fault_ms: u64,
@@ -189,6 +192,7 @@ fn scenario(c: &Config) -> Scenario {
             gcs_server_processes: c.lms,
             db_cache_size: c.buffers * 8192,
             db_block_size: 8192,
+            fairness_threshold: c.fairness_threshold,
             ..Params::default()
         })
         .table(TableDef {
@@ -212,8 +216,8 @@ fn scenario(c: &Config) -> Scenario {
             faults,
             ..phase("fault", c.fault_ms * NS_PER_MS)
         })
-        // Quiesce before the final checks: sessions finish their transaction
-        // and stop, so no current block is still on the wire when the
+        // Quiesce before the final checks: sessions finish their execution,
+        // commit and stop, so no current block is still on the wire when the
         // lost-write check looks for the newest image of every row (the
         // checker only looks in caches and the store).
         .phase(quiet_phase("quiesce", QUIESCE_MS * NS_PER_MS))
@@ -316,14 +320,15 @@ prop_compose! {
         read_after_update in any::<bool>(),
         insert_weight in prop_oneof![1 => Just(0u32), 1 => 1u32..=4],
         fault in fault(instances),
+        fairness_threshold in prop_oneof![2 => Just(4u32), 1 => Just(0u32), 1 => 1u32..=3],
         warm_ms in 200u64..=600,
         fault_ms in 300u64..=1_200,
     ) -> Config {
         Config {
             seed, instances, cpu_count, lms, buffers, rows, rows_per_block, entries_per_leaf,
             entries_per_branch, sessions, think_us, dist, read_weight, update_weight, rows_read,
-            rows_updated, in_txn_think_us, read_after_update, insert_weight, fault, warm_ms,
-            fault_ms,
+            rows_updated, in_txn_think_us, read_after_update, insert_weight, fault,
+            fairness_threshold, warm_ms, fault_ms,
         }
     }
 }
@@ -372,6 +377,7 @@ fn base() -> Config {
         read_after_update: true,
         insert_weight: 0,
         fault: FaultSpec::None,
+        fairness_threshold: 4,
         warm_ms: 300,
         fault_ms: 700,
     }
@@ -527,6 +533,7 @@ fn small(instances: u8) -> Config {
         read_after_update: false,
         insert_weight: 0,
         fault: FaultSpec::None,
+        fairness_threshold: 4,
         warm_ms: 100,
         fault_ms: 150,
     }
@@ -705,6 +712,8 @@ fn bug_stale_active_hint_used_for_a_newer_snapshot() {
         read_after_update: true,
         insert_weight: 0,
         fault: FaultSpec::None,
+        // Found before the fairness down-convert was modelled.
+        fairness_threshold: 0,
         warm_ms: 517,
         fault_ms: 361,
     };

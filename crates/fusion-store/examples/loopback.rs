@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use fusion_core::block::{Block, Body, Row};
+use fusion_core::block::{Block, Body, Change, Row};
 use fusion_core::msg::RedoRecord;
 use fusion_core::types::{BlockAddr, InstId, Xid};
 use fusion_store::{Geometry, StoreClient, StoreConfig, spawn};
@@ -107,13 +107,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     .await;
     report("WriteBlocks (1, fsync)", took);
 
-    let rec = RedoRecord {
-        scn: 1,
-        xid: Xid::new(InstId(1), 1),
-        blk: Some(BlockAddr(1)),
-        bytes: 200,
-        commit: true,
-    };
+    let rec = RedoRecord::change(
+        1,
+        Xid::new(InstId(1), 1),
+        BlockAddr(1),
+        200,
+        Change::UpdateRow { slot: 0, val: 1 },
+    );
     let recs = vec![rec; 4];
     let took = time(calls, |_| {
         let c = c.clone();

@@ -9,6 +9,7 @@ use std::time::Duration;
 use fusion_core::block::Block;
 use fusion_core::msg::{Io, IoResult, RedoRecord};
 use fusion_core::types::{BlockAddr, InstId};
+use fusion_core::voting::Vote;
 use fusion_wire::pb::block_store_client::BlockStoreClient;
 use fusion_wire::{Codec, TOKEN_METADATA, WireError, pb};
 use thiserror::Error;
@@ -466,10 +467,50 @@ impl StoreClient {
                     .await?;
                 Ok(IoResult::Written)
             }
-            Io::WriteRedo { records, bytes } => {
+            Io::WriteRedo { records, bytes, .. } => {
                 self.append_redo(inst, &records, bytes, true).await?;
                 Ok(IoResult::Written)
             }
+            Io::Vote { vote } => Ok(IoResult::Votes(self.vote(inst, &vote).await?)),
+            Io::Fence { inst: victim } => {
+                self.fence(inst, victim).await?;
+                Ok(IoResult::Written)
+            }
         }
+    }
+
+    /// The disk heartbeat: write `inst`'s record, read every record.
+    pub async fn vote(&self, inst: InstId, vote: &Vote) -> Result<Vec<Vote>, ClientError> {
+        let msg = pb::VoteRequest {
+            instance: u32::from(inst.0),
+            vote: Some(Codec::UNPADDED.encode_vote(vote)),
+        };
+        let r = self
+            .call("Vote", msg, |mut c, r| async move { c.vote(r).await })
+            .await?;
+        r.votes
+            .into_iter()
+            .map(|v| Codec::UNPADDED.decode_vote(v))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.err("Vote", e.into()))
+    }
+
+    /// Fence `victim`: the store refuses its later calls.
+    pub async fn fence(&self, inst: InstId, victim: InstId) -> Result<(), ClientError> {
+        let msg = pb::FenceRequest {
+            instance: u32::from(inst.0),
+            fence: u32::from(victim.0),
+        };
+        self.call("Fence", msg, |mut c, r| async move { c.fence(r).await })
+            .await
+            .map(drop)
+    }
+}
+
+impl ClientError {
+    /// The store refused the call because the caller was fenced (evicted).
+    pub fn is_fenced(&self) -> bool {
+        matches!(&self.kind, ClientErrorKind::Status { code: Code::FailedPrecondition, message }
+            if message.starts_with(crate::server::FENCED))
     }
 }

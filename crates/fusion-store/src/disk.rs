@@ -448,8 +448,16 @@ impl Disk {
             buf.clear();
             if !encode_block_into(b, self.geometry.block_size, &mut buf) {
                 // Too large for a slot: the image goes to the overflow file,
-                // made durable before the slot points at it.
-                let len = buf.len() as u64;
+                // made durable before the slot points at it. Its record
+                // keeps the length in 32 bits.
+                let len32 = u32::try_from(buf.len()).map_err(|_| {
+                    StoreError::invalid(format!(
+                        "block {} encodes to {} bytes, at most 4 GiB",
+                        b.addr,
+                        buf.len()
+                    ))
+                })?;
+                let len = u64::from(len32);
                 let at = self.overflow_end.fetch_add(len, Ordering::AcqRel);
                 self.overflow
                     .write_all_at(&buf, at)
@@ -461,7 +469,7 @@ impl Disk {
                 buf.clear();
                 buf.extend_from_slice(OVERFLOW_MAGIC);
                 buf.extend_from_slice(&at.to_le_bytes());
-                buf.extend_from_slice(&(len as u32).to_le_bytes());
+                buf.extend_from_slice(&len32.to_le_bytes());
                 buf.extend_from_slice(&crc.to_le_bytes());
                 buf.resize(size, 0);
                 self.overflow_writes.fetch_add(1, Ordering::Relaxed);
@@ -502,7 +510,7 @@ impl Disk {
         // Refuse now what reading the thread back would refuse.
         for r in &batch.records {
             self.codec
-                .decode_redo(*r)
+                .decode_redo(r.clone())
                 .map_err(|e| StoreError::invalid(e.to_string()))?;
         }
         let payload = batch.encode_to_vec();

@@ -31,6 +31,6 @@ pub use disk::{Disk, Geometry, MAX_BLOCK_SIZE, MAX_TOTAL_BLOCKS, MIN_BLOCK_SIZE}
 pub use error::StoreError;
 pub use latency::{Device, LatencyModel};
 pub use server::{
-    AuthedStore, MAX_MESSAGE_BYTES, StoreConfig, StoreHandle, StoreService, TokenCheck, serve,
-    spawn,
+    AuthedStore, FENCED, MAX_MESSAGE_BYTES, StoreConfig, StoreHandle, StoreService, TokenCheck,
+    serve, spawn,
 };

@@ -7,7 +7,8 @@ use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use fusion_core::types::BlockAddr;
+use fusion_core::types::{BlockAddr, InstId};
+use fusion_core::voting::VotingFile;
 use fusion_wire::pb::block_store_server::{BlockStore, BlockStoreServer};
 use fusion_wire::{TOKEN_METADATA, constant_time_eq, pb};
 use tokio::net::TcpListener;
@@ -55,6 +56,8 @@ struct Shared {
     latency: Latency,
     /// Format replaces the files: one at a time.
     formatting: tokio::sync::Mutex<()>,
+    /// The voting file (disk heartbeats) and the fenced instances.
+    voting: std::sync::Mutex<VotingFile>,
 }
 
 /// The `BlockStore` service. Cheap to clone.
@@ -97,6 +100,8 @@ impl StoreService {
                 disk: RwLock::new(disk),
                 latency: Latency::new(config.latency, config.seed),
                 formatting: tokio::sync::Mutex::new(()),
+                // Sized for the largest cluster: the store is formatted later.
+                voting: std::sync::Mutex::new(VotingFile::new(64)),
             }),
         })
     }
@@ -112,6 +117,19 @@ impl StoreService {
                 token: Arc::from(token),
             },
         )
+    }
+
+    /// Refuse a call of an evicted instance (I/O fencing).
+    fn unfenced(&self, inst: usize) -> Result<(), Status> {
+        let voting = self.inner.voting.lock().unwrap_or_else(|p| p.into_inner());
+        let fenced = u8::try_from(inst).is_ok_and(|i| voting.is_fenced(InstId(i)));
+        if fenced {
+            return Err(Status::failed_precondition(format!(
+                "{FENCED}: instance {} was evicted from the cluster",
+                inst + 1
+            )));
+        }
+        Ok(())
     }
 
     fn disk(&self) -> Result<Arc<Disk>, Status> {
@@ -197,6 +215,7 @@ impl BlockStore for StoreService {
         let req = req.into_inner();
         let disk = self.disk()?;
         let inst = disk.check_instance(req.instance)?;
+        self.unfenced(inst)?;
         let most = MAX_MESSAGE_BYTES / disk.geometry().block_size as usize / 2;
         if req.blks.len() > most {
             return Err(Status::invalid_argument(format!(
@@ -225,6 +244,10 @@ impl BlockStore for StoreService {
         let req = req.into_inner();
         let disk = self.disk()?;
         let inst = disk.check_instance(req.instance)?;
+        // The initial load is the launcher's, not an instance's.
+        if !req.initial {
+            self.unfenced(inst)?;
+        }
         let codec = *disk.codec();
         let blocks = req
             .blocks
@@ -249,6 +272,7 @@ impl BlockStore for StoreService {
         let req = req.into_inner();
         let disk = self.disk()?;
         let inst = disk.check_instance(req.instance)?;
+        self.unfenced(inst)?;
         let codec = *disk.codec();
         let records = req
             .records
@@ -320,7 +344,66 @@ impl BlockStore for StoreService {
         self.inner.latency.clear_faults();
         Ok(Response::new(pb::ClearFaultsResponse {}))
     }
+
+    async fn vote(
+        &self,
+        req: Request<pb::VoteRequest>,
+    ) -> Result<Response<pb::VoteResponse>, Status> {
+        let req = req.into_inner();
+        let disk = self.disk()?;
+        let inst = disk.check_instance(req.instance)?;
+        let codec = *disk.codec();
+        let vote = req
+            .vote
+            .ok_or_else(|| Status::invalid_argument("field `VoteRequest.vote` is missing"))
+            .and_then(|v| {
+                codec
+                    .decode_vote(v)
+                    .map_err(|e| Status::invalid_argument(e.to_string()))
+            })?;
+        if vote.inst.idx() != inst {
+            return Err(Status::invalid_argument(format!(
+                "field `VoteRequest.vote.inst`: instance {} writes only its own record, not {}",
+                inst + 1,
+                vote.inst.number()
+            )));
+        }
+        let votes = {
+            let mut voting = self.inner.voting.lock().unwrap_or_else(|p| p.into_inner());
+            voting.heartbeat(vote)
+        };
+        match votes {
+            Ok(votes) => Ok(Response::new(pb::VoteResponse {
+                votes: votes.iter().map(|v| codec.encode_vote(v)).collect(),
+            })),
+            Err(_) => self
+                .unfenced(inst)
+                .map(|()| Response::new(pb::VoteResponse::default())),
+        }
+    }
+
+    async fn fence(
+        &self,
+        req: Request<pb::FenceRequest>,
+    ) -> Result<Response<pb::FenceResponse>, Status> {
+        let req = req.into_inner();
+        let disk = self.disk()?;
+        let inst = disk.check_instance(req.instance)?;
+        self.unfenced(inst)?;
+        let victim = disk.check_instance(req.fence)?;
+        let victim = u8::try_from(victim)
+            .map_err(|_| Status::invalid_argument("field `FenceRequest.fence` is too large"))?;
+        self.inner
+            .voting
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .fence(InstId(victim));
+        Ok(Response::new(pb::FenceResponse {}))
+    }
 }
+
+/// How a fenced instance's calls fail (FAILED_PRECONDITION, this first).
+pub const FENCED: &str = "fenced";
 
 /// Serve the block store on `listener` until `shutdown` completes.
 ///

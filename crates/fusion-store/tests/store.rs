@@ -3,11 +3,11 @@
 
 use std::time::{Duration, Instant};
 
-use fusion_core::block::{Block, Body, Row};
+use fusion_core::block::{Block, Body, Change, Row};
 use fusion_core::config::{Catalog, IndexDef, IndexKind};
 use fusion_core::layout::{Layout, table};
 use fusion_core::msg::{Io, IoResult, RedoRecord};
-use fusion_core::types::{BlockAddr, InstId, Xid};
+use fusion_core::types::{BlockAddr, InstId, Rowid, Xid};
 use fusion_store::{
     ClientErrorKind, Device, Disk, Geometry, LatencyModel, StoreClient, StoreConfig, StoreHandle,
     spawn,
@@ -69,20 +69,30 @@ async fn loaded(dir: &std::path::Path) -> (StoreHandle, StoreClient, Layout) {
 
 fn changed(mut b: Block, val: i64, scn: u64) -> Block {
     if b.row(0).is_some() {
-        b.update_row(0, Xid::new(InstId(0), val as u64 + 1), val, scn);
+        let xid = Xid::new(InstId(0), val as u64 + 1);
+        assert!(b.apply(&Change::UpdateRow { slot: 0, val }, xid, scn));
     } else {
         b.scn = scn;
     }
     b
 }
 
+/// A change, a commit or (every fifth) a block written record.
 fn redo(scn: u64) -> RedoRecord {
-    RedoRecord {
-        scn,
-        xid: Xid::new(InstId(2), scn),
-        blk: Some(BlockAddr(3)),
-        bytes: 200,
-        commit: scn.is_multiple_of(2),
+    let xid = Xid::new(InstId(2), scn);
+    if scn.is_multiple_of(5) {
+        RedoRecord::block_written(BlockAddr(3), scn)
+    } else if scn.is_multiple_of(2) {
+        RedoRecord::commit(scn, xid, 200)
+    } else {
+        let change = Change::InsertEntry {
+            key: scn,
+            rowid: Rowid {
+                blk: BlockAddr(1),
+                slot: 2,
+            },
+        };
+        RedoRecord::change(scn, xid, BlockAddr(3), 200, change)
     }
 }
 
@@ -122,7 +132,7 @@ async fn read_write_flush_round_trip() {
         400
     );
     assert_eq!(
-        c.append_redo(InstId(2), &[redo(3)], 200, false)
+        c.append_redo(InstId(2), &[redo(3), redo(5)], 200, false)
             .await
             .unwrap(),
         600
@@ -130,7 +140,8 @@ async fn read_write_flush_round_trip() {
     c.flush_redo(InstId(2)).await.unwrap();
     assert_eq!(
         c.read_redo(InstId(2)).await.unwrap(),
-        (vec![redo(1), redo(2), redo(3)], 600)
+        // Change vectors and block written records come back as written.
+        (vec![redo(1), redo(2), redo(3), redo(5)], 600)
     );
     assert_eq!(c.read_redo(InstId(0)).await.unwrap(), (vec![], 0));
 
@@ -146,6 +157,7 @@ async fn read_write_flush_round_trip() {
             Io::WriteRedo {
                 records: vec![redo(9)],
                 bytes: 100,
+                checkpoint: 0,
             },
         )
         .await

@@ -203,8 +203,8 @@ pub fn phase(name: &str, duration: Nanos) -> Phase {
     }
 }
 
-/// A phase with no workload: sessions finish their transaction and stop,
-/// and what was in flight lands.
+/// A phase with no workload: sessions finish their execution, commit and
+/// stop, and what was in flight lands.
 pub fn quiet_phase(name: &str, duration: Nanos) -> Phase {
     Phase {
         workloads: Some(Vec::new()),

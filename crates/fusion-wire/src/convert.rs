@@ -7,7 +7,7 @@ use fusion_core::msg::{
     EnqKind, Envelope, GrantKind, LockMode, Lvb, Mode, Msg, RedoRecord, ReqKind, Request, ResName,
     ShipKind, Timing, TxReport,
 };
-use fusion_core::types::{BlockAddr, InstId, Xid};
+use fusion_core::types::{BlockAddr, InstId, InstSet, Xid};
 use thiserror::Error;
 
 use crate::block::{BlockError, decode_block, encode_block};
@@ -72,6 +72,22 @@ impl Limits {
         total_blocks: u32::MAX,
     };
 
+    /// A set of instances, each below the cluster's size.
+    pub(crate) fn inst_set(&self, field: &'static str, v: u64) -> Result<InstSet, WireError> {
+        let limit = self.instances.min(MAX_INSTANCES);
+        if limit >= 64 || v >> limit == 0 {
+            Ok(InstSet(v))
+        } else {
+            Err(WireError::Rejected {
+                field,
+                reason: format!(
+                    "names an instance at or above {} (bits {v:#x})",
+                    self.instances
+                ),
+            })
+        }
+    }
+
     pub(crate) fn inst(&self, field: &'static str, v: u32) -> Result<InstId, WireError> {
         if v < self.instances.min(MAX_INSTANCES) {
             Ok(InstId(v as u8))
@@ -84,7 +100,7 @@ impl Limits {
         }
     }
 
-    fn blk(&self, field: &'static str, v: u32) -> Result<BlockAddr, WireError> {
+    pub(crate) fn blk(&self, field: &'static str, v: u32) -> Result<BlockAddr, WireError> {
         // u32::MAX means "no limit", so every u32 address is then accepted.
         if self.total_blocks == u32::MAX || v < self.total_blocks {
             Ok(BlockAddr(v))
@@ -98,7 +114,7 @@ impl Limits {
     }
 
     /// A transaction id: zero, or owned by an instance of the cluster.
-    fn xid(&self, field: &'static str, v: u64) -> Result<Xid, WireError> {
+    pub(crate) fn xid(&self, field: &'static str, v: u64) -> Result<Xid, WireError> {
         let x = Xid(v);
         if x.is_none() || u32::from(x.inst().0) < self.instances.min(MAX_INSTANCES) {
             Ok(x)
@@ -296,6 +312,9 @@ impl Codec {
             Msg::NotHeld { req } => K::NotHeld(pb::NotHeld {
                 req: Some(request_pb(req)),
             }),
+            Msg::DownConverted { req } => K::DownConverted(pb::DownConverted {
+                req: Some(request_pb(req)),
+            }),
             Msg::Relinquish { blk, mode } => K::Relinquish(pb::Relinquish {
                 blk: blk.0,
                 mode: mode_pb(*mode) as i32,
@@ -352,6 +371,13 @@ impl Codec {
             Msg::Px(m) => K::Px(self.encode_px(m)),
             Msg::ScnBroadcast { seq } => K::ScnBroadcast(pb::ScnBroadcast { seq: *seq }),
             Msg::ScnAck { seq } => K::ScnAck(pb::ScnAck { seq: *seq }),
+            Msg::Heartbeat {
+                incarnation,
+                members,
+            } => K::Heartbeat(pb::Heartbeat {
+                incarnation: *incarnation,
+                members: members.0,
+            }),
         };
         pb::Msg { kind: Some(kind) }
     }
@@ -411,6 +437,9 @@ impl Codec {
             K::NotHeld(n) => Msg::NotHeld {
                 req: self.request(n.req.ok_or(missing("NotHeld.req"))?)?,
             },
+            K::DownConverted(d) => Msg::DownConverted {
+                req: self.request(d.req.ok_or(missing("DownConverted.req"))?)?,
+            },
             K::Relinquish(r) => Msg::Relinquish {
                 blk: l.blk("Relinquish.blk", r.blk)?,
                 mode: mode_core("Relinquish.mode", r.mode)?,
@@ -462,6 +491,10 @@ impl Codec {
             K::Px(p) => Msg::Px(self.decode_px(p)?),
             K::ScnBroadcast(b) => Msg::ScnBroadcast { seq: b.seq },
             K::ScnAck(a) => Msg::ScnAck { seq: a.seq },
+            K::Heartbeat(h) => Msg::Heartbeat {
+                incarnation: h.incarnation,
+                members: l.inst_set("Heartbeat.members", h.members)?,
+            },
         })
     }
 
@@ -496,24 +529,24 @@ impl Codec {
         })
     }
 
-    pub fn encode_redo(&self, r: &RedoRecord) -> pb::RedoRecord {
-        pb::RedoRecord {
-            scn: r.scn,
-            xid: r.xid.0,
-            blk: r.blk.map(|b| b.0),
-            bytes: r.bytes,
-            commit: r.commit,
+    pub fn encode_vote(&self, v: &fusion_core::voting::Vote) -> pb::Vote {
+        pb::Vote {
+            inst: u32::from(v.inst.0),
+            beat: v.beat,
+            hears: v.hears.0,
+            incarnation: v.incarnation,
+            members: v.members.0,
         }
     }
 
-    pub fn decode_redo(&self, r: pb::RedoRecord) -> Result<RedoRecord, WireError> {
+    pub fn decode_vote(&self, v: pb::Vote) -> Result<fusion_core::voting::Vote, WireError> {
         let l = &self.limits;
-        Ok(RedoRecord {
-            scn: r.scn,
-            xid: l.xid("RedoRecord.xid", r.xid)?,
-            blk: r.blk.map(|b| l.blk("RedoRecord.blk", b)).transpose()?,
-            bytes: r.bytes,
-            commit: r.commit,
+        Ok(fusion_core::voting::Vote {
+            inst: l.inst("Vote.inst", v.inst)?,
+            beat: v.beat,
+            hears: l.inst_set("Vote.hears", v.hears)?,
+            incarnation: v.incarnation,
+            members: l.inst_set("Vote.members", v.members)?,
         })
     }
 }

@@ -3,7 +3,8 @@
 //! size the sender counts, so the interconnect moves the bytes the model
 //! says it does.
 
-use fusion_core::px::{Batch, Dest, ExecId, PxMsg, QueryRef, SlaveId};
+use fusion_core::config::px_params::MAX_SERVERS;
+use fusion_core::px::{Batch, DOP_MAX, Dest, ExecId, PxMsg, QueryRef, SlaveId};
 use fusion_core::types::InstId;
 use prost::Message;
 
@@ -14,6 +15,20 @@ use crate::pb;
 const MAX_BUFFER: u32 = 65_536;
 /// Longest group name (`instance_groups` names have at most 30 characters).
 const MAX_GROUP: usize = 30;
+/// An instance's CPU-derived degree: `cpu_count` (at most 1,024) x
+/// `parallel_threads_per_cpu` (at most 64).
+const MAX_CPU_DOP: u32 = 1024 * 64;
+
+/// `v` if it is at most `max`, else an error naming `field`. The QC adds
+/// up the instances' figures and multiplies them by the number of server
+/// sets: a peer's figure beyond what any instance can have would overflow.
+fn at_most(field: &'static str, v: u32, max: u32) -> Result<u32, WireError> {
+    if v <= max {
+        Ok(v)
+    } else {
+        Err(out_of_range(field, u64::from(v), &format!("at most {max}")))
+    }
+}
 
 fn exec_pb(e: ExecId) -> pb::ExecId {
     pb::ExecId {
@@ -99,7 +114,9 @@ impl Codec {
                 };
                 if !b.values.is_empty() {
                     // The padding field's own tag and length take a few bytes.
-                    let len = batch.encoded_len() as u32 + 4;
+                    let len = u32::try_from(batch.encoded_len())
+                        .unwrap_or(u32::MAX)
+                        .saturating_add(4);
                     batch.padding = vec![0; b.bytes.min(MAX_BUFFER).saturating_sub(len) as usize];
                 }
                 K::Batch(batch)
@@ -159,10 +176,10 @@ impl Codec {
             K::ProbeReply(x) => PxMsg::ProbeReply {
                 exec: self.exec("PxProbeReply.exec", x.exec)?,
                 member: x.member,
-                cpu_dop: x.cpu_dop,
-                free: x.free,
-                room: x.room,
-                target: x.target,
+                cpu_dop: at_most("PxProbeReply.cpu_dop", x.cpu_dop, MAX_CPU_DOP)?,
+                free: at_most("PxProbeReply.free", x.free, MAX_SERVERS)?,
+                room: at_most("PxProbeReply.room", x.room, MAX_SERVERS)?,
+                target: at_most("PxProbeReply.target", x.target, MAX_SERVERS)?,
                 load: x.load,
             },
             K::Start(x) => {
@@ -181,7 +198,7 @@ impl Codec {
                         step: q.step,
                     },
                     requested: x.requested,
-                    dop: x.dop,
+                    dop: at_most("PxStart.dop", x.dop, DOP_MAX)?,
                     placement,
                 }
             }
@@ -303,5 +320,46 @@ mod tests {
         assert_eq!(e.field(), "PxStart.placement");
         let e = codec().decode_px(pb::Px { kind: None }).unwrap_err();
         assert_eq!(e.field(), "Px.kind");
+    }
+
+    #[test]
+    fn a_degree_or_server_count_no_instance_can_have_is_refused() {
+        let exec = ExecId {
+            qc: InstId(0),
+            serial: 1,
+        };
+        let mut p = codec().encode_px(&PxMsg::Start {
+            exec,
+            qc_sid: 0,
+            query: QueryRef {
+                workload: 0,
+                txn: 0,
+                step: 0,
+            },
+            requested: 2,
+            dop: 1,
+            placement: vec![InstId(0)],
+        });
+        if let Some(pb::px::Kind::Start(s)) = p.kind.as_mut() {
+            s.dop = DOP_MAX + 1;
+        }
+        assert_eq!(codec().decode_px(p).unwrap_err().field(), "PxStart.dop");
+
+        let reply = |free| {
+            codec().decode_px(codec().encode_px(&PxMsg::ProbeReply {
+                exec,
+                member: true,
+                cpu_dop: 8,
+                free,
+                room: 4,
+                target: 16,
+                load: 3,
+            }))
+        };
+        assert!(reply(MAX_SERVERS).is_ok());
+        assert_eq!(
+            reply(MAX_SERVERS + 1).unwrap_err().field(),
+            "PxProbeReply.free"
+        );
     }
 }

@@ -26,9 +26,11 @@ pub fn frame_codec() -> LengthDelimitedCodec {
 
 /// Append `frame` with its length prefix to `out`.
 pub fn encode_frame(frame: &pb::Frame, out: &mut impl bytes::BufMut) {
-    let len = frame.encoded_len();
-    // Frames we build are far below 4 GiB (blocks, row batches).
-    out.put_u32(len as u32);
+    // Frames we build are far below 4 GiB: a block (at most 10,000 index
+    // entries, ENTRIES_MAX, and 32 undo records) or a PX batch (at most
+    // 65,536 values) is at most a few MB.
+    let len = u32::try_from(frame.encoded_len()).expect("a frame is far below 4 GiB");
+    out.put_u32(len);
     // `BufMut`s grow as needed; an encode error means a full fixed buffer.
     let _ = frame.encode(out);
 }

@@ -1,10 +1,10 @@
 //! Round trips (core -> proto -> bytes -> proto -> core) for every message
 //! variant and for random blocks, and what malformed input from a peer gives.
 
-use fusion_core::block::{Block, Body, Itl, LeafEntry, Piece, Row, UndoOp, UndoRec};
+use fusion_core::block::{Block, Body, Change, Itl, LeafEntry, Piece, Row, UndoOp, UndoRec};
 use fusion_core::msg::{
-    EnqKind, Envelope, GrantKind, LockMode, Lvb, Mode, Msg, RedoRecord, ReqKind, Request, ResName,
-    ShipKind, Timing, TxReport,
+    EnqKind, Envelope, GrantKind, LockMode, Lvb, Mode, Msg, ReqKind, Request, ResName, ShipKind,
+    Timing, TxReport,
 };
 use fusion_core::types::{BlockAddr, InstId, Rowid, Xid};
 use fusion_wire::{
@@ -275,6 +275,7 @@ fn msg() -> impl Strategy<Value = Msg> {
         (addr(), any::<u64>()).prop_map(|(blk, req)| Msg::Invalidate { blk, req }),
         (addr(), any::<u64>()).prop_map(|(blk, req)| Msg::InvalidateAck { blk, req }),
         request().prop_map(|req| Msg::NotHeld { req }),
+        request().prop_map(|req| Msg::DownConverted { req }),
         (addr(), mode()).prop_map(|(blk, mode)| Msg::Relinquish { blk, mode }),
         (addr(), any::<u64>()).prop_map(|(blk, scn)| Msg::Written { blk, scn }),
         (addr(), any::<u64>()).prop_map(|(blk, scn)| Msg::DiscardPi { blk, scn }),
@@ -332,14 +333,6 @@ proptest! {
         prop_assert_eq!(decode_block(&bytes).unwrap(), b);
     }
 
-    #[test]
-    fn redo_records_round_trip(scn in any::<u64>(), x in xid(), blk in option::of(addr()), bytes in any::<u32>(), commit in any::<bool>()) {
-        let r = RedoRecord { scn, xid: x, blk, bytes, commit };
-        let p: pb::RedoRecord = (&r).into();
-        let p = pb::RedoRecord::decode(p.encode_to_vec().as_slice()).unwrap();
-        prop_assert_eq!(RedoRecord::try_from(p).unwrap(), r);
-    }
-
     /// Any prefix of an image, and any single corrupted byte, is an error, not a panic.
     #[test]
     fn damaged_blocks_are_rejected(b in block(), cut in any::<prop::sample::Index>(), flip in any::<prop::sample::Index>(), bit in 0u8..8) {
@@ -373,7 +366,8 @@ fn sample_block() -> Block {
             })],
         },
     );
-    b.update_row(0, Xid::new(InstId(1), 3), 7, 42);
+    let change = Change::UpdateRow { slot: 0, val: 7 };
+    assert!(b.apply(&change, Xid::new(InstId(1), 3), 42));
     b
 }
 
@@ -526,6 +520,14 @@ fn missing_oneofs_name_the_field() {
         s.report = None;
     }
     assert_eq!(decode_err(env).field(), "TxStatus.report");
+
+    let mut env = sample_envelope(Msg::DownConverted {
+        req: sample_request(),
+    });
+    if let Some(pb::msg::Kind::DownConverted(d)) = env.msg.as_mut().and_then(|m| m.kind.as_mut()) {
+        d.req = None;
+    }
+    assert_eq!(decode_err(env).field(), "DownConverted.req");
 }
 
 #[test]

@@ -5,6 +5,7 @@
 use std::io::Write;
 
 use anyhow::Result;
+use fusion_driver::Driver;
 use fusion_scenario::{LoadedScenario, ScenarioError};
 use fusion_sim::SimOptions;
 
@@ -17,6 +18,7 @@ use crate::{Failure, exit};
 pub fn run(a: &RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8> {
     let loaded = shipped::load(&a.scenario, &a.sets)?;
     check_phases(&loaded, &a.phases)?;
+    fusion_driver::refusal(&loaded, Driver::Simulator).map_err(Failure::input)?;
     within_limit(&loaded, a.check, &MemoryLimit::new(a.max_memory))?;
     let opts = SimOptions {
         seed: a.seed,

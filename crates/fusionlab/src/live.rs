@@ -9,6 +9,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use comfy_table::{Table, presets::ASCII_FULL_CONDENSED};
 use fusion_core::types::InstId;
+use fusion_driver::Driver;
 use fusion_live::admin_client::Admin;
 use fusion_live::cluster::{self, ClusterFile, TOKEN_ENV, UpOptions};
 use fusion_live::runner::{self, LiveRun};
@@ -339,8 +340,14 @@ pub(crate) fn cluster_for(
         "starting a local cluster of {needed} instances in {}",
         cluster_dir.display()
     )?;
+    // A loaded scenario has at most 16 instances; refuse rather than wrap.
+    let instances = u8::try_from(needed).map_err(|_| {
+        Failure::input(format!(
+            "{what}: {needed} instances, a cluster has at most 255"
+        ))
+    })?;
     let c = cluster::up(&UpOptions {
-        instances: needed as u8,
+        instances,
         dir: cluster_dir.clone(),
         base_port: 0,
         exe,
@@ -365,6 +372,10 @@ pub fn run_live(
         .load(&a.sets)
         .map_err(|e| Failure::input(e.to_string()))?;
     check_phases(&loaded, &a.phases)?;
+    // A figure a live cluster does not measure would read 0: refused before
+    // any process starts.
+    fusion_driver::refusal(&loaded, Driver::Live)
+        .map_err(|e| Failure::input(format!("fusionlab run --live: {e}")))?;
     // The instances and the store hold what the simulator would, in several
     // processes of (by default) this machine.
     crate::memory::within_limit(&loaded, a.check, &MemoryLimit::new(a.max_memory))?;

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, mpsc};
 
 use anyhow::Result;
-use fusion_driver::VariantOutcome;
+use fusion_driver::{Driver, VariantOutcome};
 use fusion_report::{RunResult, TourRow, render_tour};
 use fusion_scenario::estimate::{MemoryEstimate, estimate};
 use fusion_scenario::{LoadedScenario, TourSpec};
@@ -81,9 +81,29 @@ pub fn sort_myths(myths: &mut [LoadedScenario]) {
     });
 }
 
+/// The myths `driver` measures every figure of; the others are left out
+/// with a message among `broken`, as a myth that does not load.
+pub fn measurable_by(
+    driver: Driver,
+    myths: Vec<LoadedScenario>,
+    broken: &mut Vec<String>,
+) -> Vec<LoadedScenario> {
+    myths
+        .into_iter()
+        .filter(|m| match fusion_driver::refusal(m, driver) {
+            Ok(()) => true,
+            Err(why) => {
+                broken.push(why);
+                false
+            }
+        })
+        .collect()
+}
+
 /// `fusionlab tour`: the shipped myths.
 pub fn tour(args: &TourArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8> {
-    let (myths, broken) = shipped_myths();
+    let (myths, mut broken) = shipped_myths();
+    let myths = measurable_by(Driver::Simulator, myths, &mut broken);
     for b in &broken {
         writeln!(err, "{b}")?;
     }

@@ -316,6 +316,7 @@ fn the_memory_calibration_scenarios_load() {
         ("rows.toml", include_str!("../bench/memory/rows.toml")),
         ("scan.toml", include_str!("../bench/memory/scan.toml")),
         ("px.toml", include_str!("../bench/memory/px.toml")),
+        ("check.toml", include_str!("../bench/memory/check.toml")),
     ] {
         if let Err(e) = load_str(text, file, &[]) {
             panic!("{e}");

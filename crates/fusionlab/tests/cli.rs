@@ -402,6 +402,60 @@ fn run_rejects_a_missing_file_a_bad_set_and_an_unknown_phase() {
     assert_status(&o, 2);
 }
 
+/// An expectation on a figure no driver measures (the model has no free
+/// buffer waits and no lost blocks) is refused before anything runs, on
+/// either driver, naming the expectation and the metric: it would hold on
+/// a 0 nobody measured.
+#[test]
+fn an_expectation_on_a_figure_the_driver_does_not_measure_is_refused() {
+    let text = format!(
+        "{MINI}
+[[expect]]
+name = \"no session waits for a free buffer\"
+metric = \"waits:free buffer waits\"
+phase = \"baseline\"
+op = \"<\"
+value = 1
+
+[[expect]]
+name = \"no block lost\"
+metric = \"stat:gc cr blocks received\"
+phase = \"baseline\"
+op = \">=\"
+than = {{ metric = \"stat:gc blocks lost\" }}
+"
+    );
+    let path = write("unmeasured", "unmeasured.toml", &text);
+    let path = path.to_str().expect("utf-8");
+    for (cmd, driver) in [
+        (
+            vec!["run", path, "--live"],
+            "a live cluster does not measure",
+        ),
+        (vec!["run", path], "the simulator does not measure"),
+    ] {
+        let o = fusionlab("unmeasured", &cmd);
+        assert_status(&o, 2);
+        let err = stderr(&o);
+        assert!(err.contains(driver), "{err}");
+        assert!(
+            err.contains(
+                "expectation \"no session waits for a free buffer\" reads `waits:free buffer waits`"
+            ),
+            "{err}"
+        );
+        assert!(
+            err.contains("expectation \"no block lost\" reads `stat:gc blocks lost`"),
+            "{err}"
+        );
+        assert!(
+            !err.contains("starting a local cluster"),
+            "refused before any process starts: {err}"
+        );
+        assert_eq!(stdout(&o), "", "nothing ran");
+    }
+}
+
 // ---- bounds on input (issue 14) ----------------------------------------------------
 
 #[test]

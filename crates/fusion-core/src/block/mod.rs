@@ -8,10 +8,15 @@
 //! them here lets a CR copy be built by really rolling changes back without
 //! a second resource type, at the price of a bounded undo history per block
 //! (older history is trimmed, and a read that needs it gets "snapshot too old").
+//!
+//! A block's body changes only through [`Block::apply`] and a [`Change`]
+//! (`change`), the change vector a redo record carries too.
 
+mod change;
 mod undo;
 mod xid_set;
 
+pub use change::{Change, SplitBlock};
 pub use undo::{CrCopy, CrError, TxState, UNDO_KEEP, UndoOp, UndoRec};
 
 use crate::types::{BlockAddr, Rowid, Scn, Xid};
@@ -155,7 +160,7 @@ impl Block {
     }
 
     /// Change a row's value under transaction `xid` (the caller checked the lock).
-    pub fn update_row(&mut self, slot: u16, xid: Xid, val: i64, scn: Scn) -> bool {
+    fn update_row(&mut self, slot: u16, xid: Xid, val: i64, scn: Scn) -> bool {
         let Body::Table { rows } = &mut self.body else {
             return false;
         };
@@ -177,7 +182,7 @@ impl Block {
     }
 
     /// Append a row; returns its slot.
-    pub fn insert_row(&mut self, key: u64, val: i64, xid: Xid, scn: Scn) -> Option<u16> {
+    fn insert_row(&mut self, key: u64, val: i64, xid: Xid, scn: Scn) -> Option<u16> {
         let Body::Table { rows } = &mut self.body else {
             return None;
         };
@@ -200,7 +205,7 @@ impl Block {
     }
 
     /// Insert a leaf entry in key order.
-    pub fn insert_entry(&mut self, key: u64, rowid: Rowid, xid: Xid, scn: Scn) -> bool {
+    fn insert_entry(&mut self, key: u64, rowid: Rowid, xid: Xid, scn: Scn) -> bool {
         let Body::Leaf { entries, .. } = &mut self.body else {
             return false;
         };
@@ -223,7 +228,7 @@ impl Block {
 
     /// Change the value of the entry for `key` (an index on key and value:
     /// the key leads, so the entry keeps its place). False if there is none.
-    pub fn update_entry(&mut self, key: u64, val: i64, xid: Xid, scn: Scn) -> bool {
+    fn update_entry(&mut self, key: u64, val: i64, xid: Xid, scn: Scn) -> bool {
         let Body::Leaf { entries, .. } = &mut self.body else {
             return false;
         };
@@ -250,7 +255,7 @@ impl Block {
 
     /// Set (`on`) or clear the bit of row `key` in the piece at `at`, under
     /// `xid`, which then holds the piece locked. False if there is no such piece.
-    pub fn change_piece(&mut self, at: u64, key: u64, on: bool, xid: Xid, scn: Scn) -> bool {
+    fn change_piece(&mut self, at: u64, key: u64, on: bool, xid: Xid, scn: Scn) -> bool {
         let Body::Bitmap { pieces, .. } = &mut self.body else {
             return false;
         };
@@ -266,7 +271,7 @@ impl Block {
     }
 
     /// Replace the body as one logged change (block splits), keeping the old body as undo.
-    pub fn replace_body(&mut self, body: Body, xid: Xid, scn: Scn) {
+    fn replace_body(&mut self, body: Body, xid: Xid, scn: Scn) {
         let before = std::mem::replace(&mut self.body, body);
         self.record(xid, UndoOp::Body(Box::new(before)), scn);
     }

@@ -222,88 +222,7 @@ impl Block {
                 private_to,
             });
         }
-        let mut applied = 0;
-        // Rows (by slot) and entries (by key) whose newest change is visible.
-        let mut settled_slots = SlotSet::default();
-        let mut settled_keys: Vec<u64> = Vec::new();
-        let mut settled_pieces: Vec<u64> = Vec::new();
-        for rec in self.undo.iter().rev() {
-            let hidden = invisible.contains(rec.xid);
-            match &rec.op {
-                UndoOp::Row { slot, before } => {
-                    if settled_slots.contains(*slot) {
-                        continue;
-                    }
-                    if !hidden {
-                        settled_slots.insert(*slot);
-                        continue;
-                    }
-                    if let Body::Table { rows } = &mut image.body
-                        && let Some(r) = rows.get_mut(*slot as usize)
-                    {
-                        *r = *before;
-                        applied += 1;
-                    }
-                }
-                UndoOp::EntryInsert { key } => {
-                    if settled_keys.contains(key) {
-                        continue;
-                    }
-                    if !hidden {
-                        settled_keys.push(*key);
-                        continue;
-                    }
-                    if let Body::Leaf { entries, .. } = &mut image.body
-                        && let Ok(pos) = entries.binary_search_by_key(key, |e| e.key)
-                    {
-                        entries.remove(pos);
-                        applied += 1;
-                    }
-                }
-                UndoOp::Body(before) => {
-                    if hidden {
-                        image.body = (**before).clone();
-                        applied += 1;
-                        settled_slots.clear();
-                        settled_keys.clear();
-                        settled_pieces.clear();
-                    }
-                }
-                UndoOp::Entry { before } => {
-                    if settled_keys.contains(&before.key) {
-                        continue;
-                    }
-                    if !hidden {
-                        settled_keys.push(before.key);
-                        continue;
-                    }
-                    if let Body::Leaf { entries, .. } = &mut image.body
-                        && let Ok(pos) = entries.binary_search_by_key(&before.key, |e| e.key)
-                    {
-                        entries[pos] = *before;
-                        applied += 1;
-                    }
-                }
-                // A piece's lock serializes the transactions changing it,
-                // so once one change is visible every older one is too.
-                UndoOp::Bit { at, key, was, lock } => {
-                    if settled_pieces.contains(at) {
-                        continue;
-                    }
-                    if !hidden {
-                        settled_pieces.push(*at);
-                        continue;
-                    }
-                    if let Body::Bitmap { pieces, .. } = &mut image.body
-                        && let Ok(pos) = pieces.binary_search_by_key(at, Piece::at)
-                    {
-                        pieces[pos].set(*key, *was);
-                        pieces[pos].lock = *lock;
-                        applied += 1;
-                    }
-                }
-            }
-        }
+        let applied = roll_back_body(&self.undo, &mut image.body, |x| invisible.contains(x));
         Ok(CrCopy {
             image,
             undo_applied: applied,
@@ -311,6 +230,23 @@ impl Block {
             hi,
             private_to,
         })
+    }
+
+    /// Roll back every change transaction `xid` still has in this block, the
+    /// newest first, from the block's own undo (as [`Block::build_cr`] does
+    /// for a reader), at `scn`: instance recovery's rollback of a dead
+    /// instance's uncommitted transaction. Its undo records and ITL entry go
+    /// with it, so no reader ever asks about it here again. Returns the
+    /// undo records applied.
+    pub fn roll_back(&mut self, xid: Xid, scn: Scn) -> u32 {
+        if !self.itl.iter().any(|e| e.xid == xid) {
+            return 0;
+        }
+        let applied = roll_back_body(&self.undo, &mut self.body, |x| x == xid);
+        self.undo.retain(|u| u.xid != xid);
+        self.itl.retain(|e| e.xid != xid);
+        self.scn = self.scn.max(scn);
+        applied
     }
 
     fn ensure_itl(&mut self, xid: Xid) {
@@ -440,6 +376,98 @@ impl Block {
         self.scn = self.scn.max(scn);
         self.trim();
     }
+}
+
+/// Roll `body` back through `undo` (oldest first), newest first, undoing
+/// the changes of the transactions `hidden` picks. A row, entry or piece is
+/// rolled back only until its newest remaining change is one `hidden` does
+/// not pick, so the other transactions' changes survive. Returns the records
+/// applied. Consistent reads (`Block::build_cr`) and transaction rollback
+/// (`Block::roll_back`) both undo this way.
+fn roll_back_body(undo: &[UndoRec], body: &mut Body, hidden: impl Fn(Xid) -> bool) -> u32 {
+    let mut applied = 0;
+    // Rows (by slot) and entries (by key) whose newest change is visible.
+    let mut settled_slots = SlotSet::default();
+    let mut settled_keys: Vec<u64> = Vec::new();
+    let mut settled_pieces: Vec<u64> = Vec::new();
+    for rec in undo.iter().rev() {
+        let hidden = hidden(rec.xid);
+        match &rec.op {
+            UndoOp::Row { slot, before } => {
+                if settled_slots.contains(*slot) {
+                    continue;
+                }
+                if !hidden {
+                    settled_slots.insert(*slot);
+                    continue;
+                }
+                if let Body::Table { rows } = &mut *body
+                    && let Some(r) = rows.get_mut(*slot as usize)
+                {
+                    *r = *before;
+                    applied += 1;
+                }
+            }
+            UndoOp::EntryInsert { key } => {
+                if settled_keys.contains(key) {
+                    continue;
+                }
+                if !hidden {
+                    settled_keys.push(*key);
+                    continue;
+                }
+                if let Body::Leaf { entries, .. } = &mut *body
+                    && let Ok(pos) = entries.binary_search_by_key(key, |e| e.key)
+                {
+                    entries.remove(pos);
+                    applied += 1;
+                }
+            }
+            UndoOp::Body(before) => {
+                if hidden {
+                    *body = (**before).clone();
+                    applied += 1;
+                    settled_slots.clear();
+                    settled_keys.clear();
+                    settled_pieces.clear();
+                }
+            }
+            UndoOp::Entry { before } => {
+                if settled_keys.contains(&before.key) {
+                    continue;
+                }
+                if !hidden {
+                    settled_keys.push(before.key);
+                    continue;
+                }
+                if let Body::Leaf { entries, .. } = &mut *body
+                    && let Ok(pos) = entries.binary_search_by_key(&before.key, |e| e.key)
+                {
+                    entries[pos] = *before;
+                    applied += 1;
+                }
+            }
+            // A piece's lock serializes the transactions changing it,
+            // so once one change is visible every older one is too.
+            UndoOp::Bit { at, key, was, lock } => {
+                if settled_pieces.contains(at) {
+                    continue;
+                }
+                if !hidden {
+                    settled_pieces.push(*at);
+                    continue;
+                }
+                if let Body::Bitmap { pieces, .. } = &mut *body
+                    && let Ok(pos) = pieces.binary_search_by_key(at, Piece::at)
+                {
+                    pieces[pos].set(*key, *was);
+                    pieces[pos].lock = *lock;
+                    applied += 1;
+                }
+            }
+        }
+    }
+    applied
 }
 
 /// Table slots as a bit set: inline for the first 256, spilling beyond.

@@ -45,6 +45,15 @@ pub struct Params {
     /// the commit waits for their acknowledgements; above 0 (8i-10.1, whose
     /// default was 700) SCNs travel only on other messages (Lamport).
     pub max_commit_propagation_delay: u32,
+    /// `css_misscount` in seconds: how long a member may miss its network
+    /// heartbeat before the cluster-membership service declares it dead
+    /// (Clusterware's `misscount`, 30 s since 11gR2).
+    pub css_misscount: u32,
+    /// `fast_start_mttr_target` in seconds: 0 (the default) leaves DBWR's
+    /// checkpoint to the age of dirty buffers; above 0 DBWR also writes the
+    /// buffers whose first change is more than this many seconds of
+    /// recovery behind the end of redo (see `instance/checkpoint.rs`).
+    pub fast_start_mttr_target: u32,
 }
 
 impl Default for Params {
@@ -62,6 +71,8 @@ impl Default for Params {
             lm_contiguous_res_count: 128,
             px: PxParams::default(),
             max_commit_propagation_delay: 0,
+            css_misscount: 30,
+            fast_start_mttr_target: 0,
         }
     }
 }
@@ -93,6 +104,8 @@ impl Params {
         "parallel_execution_message_size",
         "db_file_multiblock_read_count",
         "max_commit_propagation_delay",
+        "css_misscount",
+        "fast_start_mttr_target",
     ];
 
     /// Parameters that may change at a phase boundary of a running instance.
@@ -110,6 +123,7 @@ impl Params {
         "parallel_force_local",
         "parallel_instance_group",
         "db_file_multiblock_read_count",
+        "fast_start_mttr_target",
     ];
 
     /// LMS count Oracle 11.2-19c derives from `cpu_count`.
@@ -173,6 +187,9 @@ impl Params {
             "max_commit_propagation_delay" => {
                 self.max_commit_propagation_delay = int(value, 0, 90_000)? as u32
             }
+            // At least two heartbeats must be missed: one second apart.
+            "css_misscount" => self.css_misscount = int(value, 2, 600)? as u32,
+            "fast_start_mttr_target" => self.fast_start_mttr_target = int(value, 0, 3600)? as u32,
             _ => {
                 return Err(format!(
                     "unknown parameter `{name}` (known: {})",

@@ -7,6 +7,19 @@ use crate::types::{BlockAddr, Scn, Xid};
 
 pub type BufId = u32;
 const NIL: u32 = u32::MAX;
+
+/// Slot `i` of the cache as a [`BufId`]. The slots are the buffers in use
+/// plus the few a foreground runs over capacity with while everything is
+/// dirty or pinned: `db_cache_size` is at most 1 TB (2^29 buffers of the
+/// smallest block size), and a run whose memory estimate exceeds
+/// `--max-memory` is refused, so the table never reaches `NIL` (2^32 - 1
+/// slots would hold at least 8 TiB of block images).
+fn buf_id(i: usize) -> BufId {
+    BufId::try_from(i)
+        .ok()
+        .filter(|&id| id != NIL)
+        .expect("a buffer cache has fewer than 2^32 - 1 buffers")
+}
 /// Buffers a foreground inspects from the cold end before giving up.
 const MAX_SCAN: u32 = 256;
 /// CR copies kept per block (`_db_block_max_cr_dba`).
@@ -40,6 +53,11 @@ pub struct Buffer {
     pub dirty_since: Nanos,
     /// Redo byte address of this instance's last change to the block.
     pub last_rba: u64,
+    /// Redo byte address where this instance's first change not yet on disk
+    /// begins (its first-dirty RBA), for a current buffer or a past image
+    /// this instance changed; `None` when it holds no such change (clean, or
+    /// dirtied only by other instances). The checkpoint is the lowest one.
+    pub first_rba: Option<u64>,
     /// Dirtied in more than one cache (shipped while dirty): its write is a fusion write.
     pub global: bool,
     /// Readers holding a shared pin.
@@ -48,6 +66,9 @@ pub struct Buffer {
     pub xpin: bool,
     /// LMS decided to ship it current; local changes wait (`gc buffer busy release`).
     pub leaving: bool,
+    /// The fairness counter of an xcur buffer: CR requests LMS served from
+    /// it since this instance last changed the block (`_fairness_threshold`).
+    cr_served: u32,
     chain: u32,
 }
 
@@ -199,10 +220,12 @@ impl Cache {
             dirty: false,
             dirty_since: 0,
             last_rba: 0,
+            first_rba: None,
             global: false,
             pins: 0,
             xpin: false,
             leaving: false,
+            cr_served: 0,
             chain,
         };
         let id = match self.free.pop() {
@@ -213,7 +236,7 @@ impl Cache {
             None => {
                 self.slots.push(Some(buf));
                 self.links.push(UNLINKED);
-                (self.slots.len() - 1) as u32
+                buf_id(self.slots.len() - 1)
             }
         };
         if let Some(h) = self.heads.get_mut(blk.idx()) {
@@ -391,7 +414,18 @@ impl Cache {
     pub fn give_up_current(&mut self, id: BufId) -> (Block, bool) {
         let blk = self.get(id).blk;
         if self.get(id).dirty {
-            // A newer past image makes an older one useless: keep one per block.
+            // A newer past image makes an older one useless: keep one per
+            // block. It holds the older one's changes too, so it keeps the
+            // lowest first-dirty address (the checkpoint must not pass them).
+            let older = self
+                .buffers_of(blk)
+                .filter(|&other| other != id && self.get(other).state == BufState::Pi)
+                .filter_map(|other| self.get(other).first_rba)
+                .min();
+            if let Some(o) = older {
+                let b = self.get_mut(id);
+                b.first_rba = Some(b.first_rba.map_or(o, |f| f.min(o)));
+            }
             self.remove_where(blk, |other, b| other != id && b.state == BufState::Pi);
         }
         let b = self.get_mut(id);
@@ -408,11 +442,77 @@ impl Cache {
         }
     }
 
-    /// The master invalidates this cache's shared copy of `blk`.
-    pub fn invalidate_shared(&mut self, blk: BlockAddr) {
+    /// LMS served a CR request from current buffer `id`: one more on its
+    /// fairness counter.
+    pub fn cr_served(&mut self, id: BufId) {
+        let b = self.get_mut(id);
+        b.cr_served = b.cr_served.saturating_add(1);
+    }
+
+    /// Whether LMS should down-convert xcur buffer `id` rather than build
+    /// another CR copy from it: it served `threshold` CR requests since the
+    /// block was last changed here (`_fairness_threshold`; 0 never) and no
+    /// session is changing it or shipping it away right now.
+    pub fn fairness_due(&self, id: BufId, threshold: u32) -> bool {
+        let b = self.get(id);
+        threshold > 0
+            && b.cr_served >= threshold
+            && b.state == BufState::Xcur
+            && !b.xpin
+            && !b.leaving
+    }
+
+    /// Down-convert xcur buffer `id` to scur for fairness. It stays as it
+    /// is otherwise (dirty or not: this instance still writes it).
+    pub fn down_convert(&mut self, id: BufId) {
+        debug_assert_eq!(self.get(id).state, BufState::Xcur);
+        self.get_mut(id).cr_served = 0;
+        self.set_state(id, BufState::Scur);
+    }
+
+    /// Mark current buffer `id` changed by redo at `rba`: dirty since `now`
+    /// unless it already was. Returns whether the change cleared a fairness
+    /// counter (CR requests had been served since the last change).
+    pub fn dirtied(&mut self, id: BufId, rba: u64, now: Nanos) -> bool {
+        let b = self.get_mut(id);
+        if !b.dirty {
+            b.dirty = true;
+            b.dirty_since = now;
+        }
+        b.last_rba = rba;
+        std::mem::take(&mut b.cr_served) > 0
+    }
+
+    /// A newer current image of the block replaces current buffer `id`: it
+    /// goes, unless a reader still holds it pinned; then it stays for that
+    /// reader only (an empty CR range) until the pin goes.
+    pub fn retire_current(&mut self, id: BufId) {
+        if self.get(id).pinned() {
+            self.set_state(
+                id,
+                BufState::Cr {
+                    lo: 1,
+                    hi: 0,
+                    private_to: None,
+                },
+            );
+        } else {
+            self.discard(id);
+        }
+    }
+
+    /// The master invalidates this cache's shared copy of `blk`. Returns
+    /// true when that copy was dirty: the master never invalidates the S
+    /// holder that writes the block, so that is a protocol error (the copy
+    /// stays as a past image, so the change is not lost with it).
+    pub fn invalidate_shared(&mut self, blk: BlockAddr) -> bool {
         if let Some(id) = self.current(blk)
             && self.get(id).state == BufState::Scur
         {
+            if self.get(id).dirty {
+                self.set_state(id, BufState::Pi);
+                return true;
+            }
             // A reader may still hold it pinned; nobody else may use it
             // (its valid range was never worked out): an empty range.
             self.set_state(
@@ -424,6 +524,7 @@ impl Cache {
                 },
             );
         }
+        false
     }
 
     /// A write at `scn` covered the past images of `blk`: drop them. Returns how many.
@@ -440,7 +541,9 @@ impl Cache {
         age: Nanos,
         cold: Option<usize>,
     ) -> Vec<(Nanos, BufId)> {
-        let writable = |b: &Buffer| b.dirty && b.state == BufState::Xcur && !b.leaving;
+        // A dirty scur buffer is one this instance down-converted for
+        // fairness: it still writes it.
+        let writable = |b: &Buffer| b.dirty && b.is_current() && !b.leaving;
         let mut candidates: Vec<(Nanos, BufId)> = self
             .iter()
             .filter(|(_, b)| writable(b) && now.saturating_sub(b.dirty_since) >= age)
@@ -463,7 +566,7 @@ impl Cache {
         self.slots
             .iter()
             .enumerate()
-            .filter_map(|(i, b)| b.as_ref().map(|b| (i as u32, b)))
+            .filter_map(|(i, b)| b.as_ref().map(|b| (buf_id(i), b)))
     }
 
     /// Buffers from the cold end of the LRU, at most `n`.

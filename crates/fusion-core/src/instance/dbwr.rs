@@ -40,6 +40,9 @@ pub struct StartWriter {
 pub struct Dbwr {
     writers: Vec<Writer>,
     urgent: bool,
+    /// The checkpoint position: every change in this instance's redo below
+    /// this address is on disk (worked out at each tick, so it may lag).
+    checkpoint: u64,
 }
 
 impl Dbwr {
@@ -56,7 +59,23 @@ impl Dbwr {
                 })
                 .collect(),
             urgent: false,
+            checkpoint: 0,
         }
+    }
+
+    /// The checkpoint position last worked out.
+    pub fn checkpoint(&self) -> u64 {
+        self.checkpoint
+    }
+
+    /// The checkpoint moved to `rba` (it never goes back).
+    pub fn advance_checkpoint(&mut self, rba: u64) {
+        debug_assert!(
+            rba >= self.checkpoint,
+            "checkpoint went back from {} to {rba}",
+            self.checkpoint
+        );
+        self.checkpoint = self.checkpoint.max(rba);
     }
 
     /// Writers a pass spreads work over (at least one, even with none configured).

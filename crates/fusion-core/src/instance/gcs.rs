@@ -49,6 +49,11 @@ struct Resource {
     x: Option<InstId>,
     s: InstSet,
     pi: InstSet,
+    /// The S holder that down-converted from X for fairness and may still
+    /// hold the block dirty: it is the one that writes it, so a current
+    /// request takes the block from it (it keeps a past image) rather than
+    /// invalidating its copy. Always one of `s`.
+    writer: Option<InstId>,
     /// The request whose transfer is in flight: (requester, its request id;
     /// ids are unique per requester only).
     busy: Option<(InstId, u64)>,
@@ -66,6 +71,14 @@ impl Resource {
             && self.queue.is_empty()
     }
 
+    /// `who` no longer holds the block in S.
+    fn drop_s(&mut self, who: InstId) {
+        self.s.remove(who);
+        if self.writer == Some(who) {
+            self.writer = None;
+        }
+    }
+
     /// The coherence rule the directory keeps: an X holder excludes every S holder.
     fn assert_coherent(&self, blk: BlockAddr) {
         if let Some(x) = self.x {
@@ -75,6 +88,11 @@ impl Resource {
                 self.s
             );
         }
+        debug_assert!(
+            self.writer.is_none_or(|w| self.s.contains(w)),
+            "{blk:?}: writer {:?} is not an S holder",
+            self.writer
+        );
     }
 }
 
@@ -174,6 +192,9 @@ impl Directory {
                 } else {
                     let others = r.s.without(who);
                     let holds_s = r.s.contains(who);
+                    // Another S holder that may hold the block dirty ships it
+                    // (keeping a past image); its copy is never just dropped.
+                    let writer = r.writer.filter(|w| others.contains(*w));
                     if others.is_empty() {
                         let g = if holds_s {
                             GrantKind::Upgrade
@@ -181,14 +202,14 @@ impl Directory {
                             GrantKind::Disk(Mode::X)
                         };
                         self.grant(req, g)
-                    } else if holds_s {
+                    } else if holds_s && writer.is_none() {
                         self.invalidate_then(
                             req.blk,
                             others,
                             AfterAcks::Grant(req, GrantKind::Upgrade),
                         )
                     } else {
-                        let shipper = prefer(others, me).unwrap_or(who);
+                        let shipper = writer.or(prefer(others, me)).unwrap_or(who);
                         let rest = others.without(shipper);
                         if rest.is_empty() {
                             Route::Forward {
@@ -222,7 +243,7 @@ impl Directory {
     /// An S holder dropped its copy. Once all have, the waiting request goes on.
     pub fn invalidate_ack(&mut self, from: InstId, blk: BlockAddr) -> Option<Route> {
         let r = self.res(blk);
-        r.s.remove(from);
+        r.drop_s(from);
         debug_assert!(
             r.acks_pending > 0,
             "{blk:?}: an acknowledgement nobody asked for"
@@ -267,7 +288,7 @@ impl Directory {
                 r.x = None;
             }
             if mode == Mode::X {
-                r.s.remove(p);
+                r.drop_s(p);
             }
             if pi_kept {
                 r.pi.insert(p);
@@ -276,7 +297,7 @@ impl Directory {
         match mode {
             Mode::X => {
                 r.x = Some(from);
-                r.s.remove(from);
+                r.drop_s(from);
             }
             Mode::S => r.s.insert(from),
         }
@@ -308,7 +329,7 @@ impl Directory {
         if r.x == Some(from) {
             r.x = None;
         }
-        r.s.remove(from);
+        r.drop_s(from);
         if r.busy == Some((req.requester, req.id)) {
             r.busy = None;
         }
@@ -325,9 +346,32 @@ impl Directory {
         let r = self.res(blk);
         match mode {
             Mode::X if r.x == Some(from) => r.x = None,
-            _ => r.s.remove(from),
+            _ => r.drop_s(from),
         }
         self.tidy(blk);
+    }
+
+    /// The X holder `from` down-converted to S for fairness instead of
+    /// building a CR copy for `req` (see `Instance::serve`): it is an S
+    /// holder now, the one that writes the block, and `req` is routed again
+    /// (to an S holder: the shared current image is shipped and the
+    /// requester builds its CR copy itself). If `from` is no longer the X
+    /// holder here, a current transfer from it overtook this message: only
+    /// the request is routed again.
+    pub fn down_converted(&mut self, from: InstId, req: Request) -> Option<Route> {
+        let r = self.res(req.blk);
+        if r.x == Some(from) {
+            r.x = None;
+            r.s.insert(from);
+            r.writer = Some(from);
+        }
+        r.assert_coherent(req.blk);
+        if r.busy.is_some() {
+            r.queue.push_front(req);
+            None
+        } else {
+            Some(self.route(req))
+        }
     }
 
     /// The current holder wrote the block: returns the instances whose past

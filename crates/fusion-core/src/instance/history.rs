@@ -1,24 +1,44 @@
 //! What the correctness checkers read: every read with its snapshot, every
 //! write and every commit, recorded when `InstanceConfig::record_history` is
-//! on and handed to the driver by `Instance::take_history`.
+//! on and handed to the driver by `Instance::drain_history` (or
+//! `Instance::take_history`), with the instance's [`Horizon`].
 //!
-//! The simulator takes the log after every event, so it stays short; the live
-//! runtime takes it once, at the end of a run. So that a long checked run
-//! cannot eat the host's memory, the log holds at most [`HISTORY_LIMIT`]
-//! observations between two takes. Reaching the limit is an error in
+//! The drivers drain the log as the run goes: the simulator after every
+//! event, the live runner in bounded chunks on every look at the cluster.
+//! So that a driver that falls behind cannot eat the host's memory, the log
+//! holds at most [`HISTORY_LIMIT`] observations not yet drained (a limit on
+//! what is pending, not on the run's total). Reaching it is an error in
 //! `Instance::errors` (the run fails, its checks being incomplete); the
 //! observations beyond it are dropped, never a panic.
 
-use super::Observation;
+use std::collections::VecDeque;
 
-/// Most observations kept between two `take_history` calls: 4 Mi, about
-/// 230 MB. The checked runs of the test suite stay far below it.
+use super::session::SessionState;
+use super::{Instance, Observation};
+use crate::types::Scn;
+
+/// Most observations kept between two drains: 4 Mi, about 230 MB. The
+/// simulator drains after every event; the live runner a few times a second.
 pub(super) const HISTORY_LIMIT: usize = 1 << 22;
+
+/// What an instance's history promises about the observations it has not
+/// recorded yet, as of a drain that took everything recorded so far: a
+/// checker verifies a read once no commit it could see is still to come,
+/// and forgets the row versions no later read can see.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Horizon {
+    /// The instance's SCN: every later commit of it gets a higher one.
+    pub scn: Scn,
+    /// Every later read of it has a snapshot at or above this one: the
+    /// oldest snapshot of a session in the middle of a statement, else the
+    /// SCN (a new statement takes the SCN as its snapshot).
+    pub snapshot: Scn,
+}
 
 #[derive(Debug)]
 pub(super) struct History {
     /// `None` when nobody checks.
-    log: Option<Vec<Observation>>,
+    log: Option<VecDeque<Observation>>,
     limit: usize,
     /// Observations dropped because the log was full.
     dropped: u64,
@@ -31,7 +51,7 @@ impl History {
 
     fn with_limit(on: bool, limit: usize) -> History {
         History {
-            log: on.then(Vec::new),
+            log: on.then(VecDeque::new),
             limit,
             dropped: 0,
         }
@@ -51,7 +71,7 @@ impl History {
             return false;
         };
         if log.len() < self.limit {
-            log.push(o);
+            log.push_back(o);
             return false;
         }
         self.dropped += 1;
@@ -67,9 +87,51 @@ impl History {
         )
     }
 
-    /// The observations recorded since the last call.
-    pub(super) fn take(&mut self) -> Vec<Observation> {
-        self.log.as_mut().map(std::mem::take).unwrap_or_default()
+    /// Move the oldest `max` observations (at most) to the end of `out`.
+    /// True when the log is now empty.
+    pub(super) fn drain(&mut self, out: &mut Vec<Observation>, max: usize) -> bool {
+        let Some(log) = self.log.as_mut() else {
+            return true;
+        };
+        let n = log.len().min(max);
+        out.extend(log.drain(..n));
+        log.is_empty()
+    }
+}
+
+impl Instance {
+    /// Reads, writes and commits recorded since the last drain (when enabled).
+    pub fn take_history(&mut self) -> Vec<Observation> {
+        let mut out = Vec::new();
+        self.history.drain(&mut out, usize::MAX);
+        out
+    }
+
+    /// Move at most `max` of the oldest observations not yet drained to the
+    /// end of `out`, in the order they were recorded. Returns the instance's
+    /// [`Horizon`] when that emptied the log (nothing recorded is left
+    /// behind), `None` when more are left.
+    pub fn drain_history(&mut self, out: &mut Vec<Observation>, max: usize) -> Option<Horizon> {
+        self.history.drain(out, max).then(|| self.history_horizon())
+    }
+
+    /// The instance's [`Horizon`] now, for a driver that drained the whole
+    /// log (see [`Instance::drain_history`]). Looks at every session: the
+    /// simulator asks only now and then (a horizon stays true as the run
+    /// goes on, only less tight), and takes [`Instance::scn`] otherwise.
+    pub fn history_horizon(&self) -> Horizon {
+        // A session that thinks or idles takes a new snapshot (the SCN of
+        // then) before it reads again: its last one no longer counts.
+        let open = self
+            .sessions
+            .iter()
+            .filter(|s| !matches!(s.st, SessionState::Idle | SessionState::Think))
+            .map(|s| s.snapshot)
+            .min();
+        Horizon {
+            scn: self.scn,
+            snapshot: open.map_or(self.scn, |s| s.min(self.scn)),
+        }
     }
 }
 
@@ -84,12 +146,18 @@ mod tests {
         }
     }
 
+    fn take(h: &mut History) -> Vec<Observation> {
+        let mut out = Vec::new();
+        h.drain(&mut out, usize::MAX);
+        out
+    }
+
     #[test]
     fn off_records_nothing() {
         let mut h = History::new(false);
         assert!(!h.is_on());
         assert!(!h.record(commit(1)));
-        assert!(h.take().is_empty());
+        assert!(take(&mut h).is_empty());
     }
 
     #[test]
@@ -101,9 +169,29 @@ mod tests {
         let err = h.full_error();
         assert!(err.contains("limit of 2 observations"), "{err}");
         assert!(!h.record(commit(4)), "reported once");
-        assert_eq!(h.take(), vec![commit(1), commit(2)]);
+        assert_eq!(take(&mut h), vec![commit(1), commit(2)]);
         // Taken: there is room again.
         assert!(!h.record(commit(5)));
-        assert_eq!(h.take(), vec![commit(5)]);
+        assert_eq!(take(&mut h), vec![commit(5)]);
+    }
+
+    #[test]
+    fn a_drain_takes_the_oldest_in_bounded_chunks_and_makes_room() {
+        let mut h = History::with_limit(true, 3);
+        for scn in 1..=3 {
+            assert!(!h.record(commit(scn)));
+        }
+        let mut out = Vec::new();
+        assert!(!h.drain(&mut out, 2), "one is left");
+        assert_eq!(out, vec![commit(1), commit(2)]);
+        // The limit is on what is pending: a drained log takes more.
+        assert!(!h.record(commit(4)));
+        assert!(!h.record(commit(5)));
+        assert!(!h.drain(&mut out, 2), "one is left");
+        assert_eq!(out, vec![commit(1), commit(2), commit(3), commit(4)]);
+        assert!(h.drain(&mut out, 2), "emptied");
+        assert_eq!(out.len(), 5);
+        assert!(h.drain(&mut out, 2), "an empty log is caught up");
+        assert_eq!(h.dropped, 0);
     }
 }

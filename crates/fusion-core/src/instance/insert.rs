@@ -20,25 +20,13 @@ use super::cache::{BufId, BufState};
 use super::execution::{ExecPoint, Purpose};
 use super::session::{Acquired, AfterCpu, SessionState};
 use super::{Instance, Observation};
-use crate::block::{Block, Body, Itl, UndoOp};
+use crate::block::{Block, Body, Change, Itl, SplitBlock, UndoOp};
 use crate::layout::Layout;
 use crate::msg::{EnqKind, LockMode, ReqKind, ResName};
 use crate::stats::{Stat, Wait};
 use crate::types::{BlockAddr, Rowid, Scn, Xid};
 
 impl Instance {
-    /// Mark a current buffer changed by redo at `rba`.
-    pub(super) fn dirtied(&mut self, buf: BufId, rba: u64) {
-        let now = self.now;
-        let b = self.cache.get_mut(buf);
-        if !b.dirty {
-            b.dirty = true;
-            b.dirty_since = now;
-        }
-        b.last_rba = rba;
-        self.stats.incr(Stat::DbBlockChanges);
-    }
-
     /// The first B-tree index on `table` after position `after` (`None`:
     /// from the start). Bitmap indexes take no inserts: the loader refuses
     /// inserts into a table that has one.
@@ -75,14 +63,16 @@ impl Instance {
             return ExecPoint::InsertAlloc { table, key };
         }
         let blk = b.blk;
+        let slot = u16::try_from(b.image.row_slots()).ok();
         let xid = self.session_xid(sid);
         let scn = self.next_scn();
-        let Some(slot) = self.cache.get_mut(buf).image.insert_row(key, 0, xid, scn) else {
+        let Some(slot) = slot.filter(|&slot| {
+            let row = Change::InsertRow { slot, key, val: 0 };
+            self.change_block(buf, row, xid, scn, 150)
+        }) else {
             self.insert_blocks[table].0 = None;
             return ExecPoint::InsertAlloc { table, key };
         };
-        let rba = self.redo(xid, Some(blk), scn, 150, false);
-        self.dirtied(buf, rba);
         self.stats.incr(Stat::RowsInserted);
         self.touch_block(sid, blk);
         self.record(Observation::Write {
@@ -121,16 +111,13 @@ impl Instance {
             self.stats.incr(Stat::SpaceErrors);
             return ExecPoint::None;
         }
-        let mut used = used.clone();
-        used[me] += 1;
         let header = self.cache.get(buf).blk;
         let (xid, scn) = self.recursive_txn();
-        self.cache
-            .get_mut(buf)
-            .image
-            .replace_body(Body::SegHeader { used }, xid, scn);
-        let rba = self.redo(xid, Some(header), scn, 100, false);
-        self.dirtied(buf, rba);
+        let take = Change::UseBlocks {
+            inst: self.id.0,
+            used: mine + 1,
+        };
+        self.change_block(buf, take, xid, scn, 100);
         self.commit_recursive(xid, &[header]);
         let _ = sid;
         let blk =
@@ -145,13 +132,8 @@ impl Instance {
         {
             if matches!(self.cache.get(id).image.body, Body::Unformatted) {
                 let (xid, scn) = self.recursive_txn();
-                self.cache.get_mut(id).image.replace_body(
-                    Body::Table { rows: Vec::new() },
-                    xid,
-                    scn,
-                );
-                let rba = self.redo(xid, Some(blk), scn, 100, false);
-                self.dirtied(id, rba);
+                let format = Change::Format(Box::new(Body::Table { rows: Vec::new() }));
+                self.change_block(id, format, xid, scn, 100);
                 self.commit_recursive(xid, &[blk]);
             }
             self.insert_blocks[table].0 = Some(blk);
@@ -204,19 +186,15 @@ impl Instance {
         }
         let xid = self.session_xid(sid);
         let scn = self.next_scn();
-        let inserted = self
-            .cache
-            .get_mut(buf)
-            .image
-            .insert_entry(ekey, rowid, xid, scn);
+        let entry = Change::InsertEntry { key: ekey, rowid };
+        let inserted = self.cache.get_mut(buf).image.apply(&entry, xid, scn);
         self.split_unlock(sid, ix);
         if !inserted {
             self.errors
                 .push(format!("{}: duplicate key {key} in index {ix}", self.id));
             return ExecPoint::None;
         }
-        let rba = self.redo(xid, Some(blk), scn, 120, false);
-        self.dirtied(buf, rba);
+        self.log_change(buf, entry, xid, scn, 120);
         self.touch_block(sid, blk);
         match self.next_index(table, Some(ix)) {
             Some(next) => self.index_cursor(next, table, key, rowid),
@@ -545,18 +523,14 @@ impl Instance {
         xid: Xid,
         scn: Scn,
     ) {
-        let Halves { lower, upper, sep } = halves;
-        let (lower, upper) = link_leaves(lower, upper, new);
+        let Halves { keep, upper, sep } = halves;
         // Uncommitted entries keep their undo in the block they move to.
         let moved = moved_undo(&self.cache.get(nbuf).image, &upper);
-        self.replace(nbuf, lower, xid, scn);
+        let lower = lower_of(&self.cache.get(nbuf).image.body, keep, sep, new);
+        self.split_change(nbuf, lower, xid, scn);
         self.format_index_block(new, upper, moved, xid, scn);
-        let mut pbody = self.cache.get(pbuf).image.body.clone();
-        if let Body::Branch { entries } = &mut pbody {
-            let pos = entries.partition_point(|e| e.0 <= sep);
-            entries.insert(pos, (sep, new));
-        }
-        self.replace(pbuf, pbody, xid, scn);
+        let child = Change::AddChild { sep, child: new };
+        self.split_change(pbuf, child, xid, scn);
     }
 
     /// The root: its halves go to the new blocks `a` and `b`; it stays the
@@ -570,8 +544,11 @@ impl Instance {
         xid: Xid,
         scn: Scn,
     ) {
-        let Halves { lower, upper, sep } = halves;
-        let (lower, upper) = link_leaves(lower, upper, b);
+        let Halves { keep, upper, sep } = halves;
+        let node = &self.cache.get(nbuf).image.body;
+        let lower = node
+            .split_lower(keep, sep, Some(b))
+            .unwrap_or_else(|| node.clone());
         let first = match &lower {
             Body::Branch { entries } => entries.first().map_or(0, |e| e.0),
             Body::Leaf { low, .. } => *low,
@@ -581,21 +558,16 @@ impl Instance {
         let moved_b = moved_undo(&self.cache.get(nbuf).image, &upper);
         self.format_index_block(a, lower, moved_a, xid, scn);
         self.format_index_block(b, upper, moved_b, xid, scn);
-        self.replace(
-            nbuf,
-            Body::Branch {
-                entries: vec![(first, a), (sep, b)],
-            },
-            xid,
-            scn,
-        );
+        let root = Body::Branch {
+            entries: vec![(first, a), (sep, b)],
+        };
+        self.split_change(nbuf, Change::Format(Box::new(root)), xid, scn);
     }
 
-    fn replace(&mut self, buf: BufId, body: Body, xid: Xid, scn: Scn) {
-        let blk = self.cache.get(buf).blk;
-        self.cache.get_mut(buf).image.replace_body(body, xid, scn);
-        let rba = self.redo(xid, Some(blk), scn, self.params.db_block_size / 2, false);
-        self.dirtied(buf, rba);
+    /// One block's part of a split, logged as half a block of redo.
+    fn split_change(&mut self, buf: BufId, change: Change, xid: Xid, scn: Scn) {
+        let bytes = self.params.db_block_size / 2;
+        self.change_block(buf, change, xid, scn, bytes);
     }
 
     fn format_index_block(
@@ -609,13 +581,11 @@ impl Instance {
         let Some(id) = self.cache.current(blk) else {
             return;
         };
-        let img = &mut self.cache.get_mut(id).image;
-        img.body = Body::Unformatted;
-        img.itl = moved.0;
-        img.undo = moved.1;
-        self.replace(id, body, xid, scn);
-        // The split's own undo (restore "unformatted") must come before the moved
-        // entries' undo is ever reached: it is newest, so a rollback hits it first.
+        // The split's own undo (restore "unformatted") comes after the moved
+        // entries' undo: it is newest, so a rollback reaches it first.
+        let (itl, undo) = moved;
+        let new = Change::SplitNew(Box::new(SplitBlock { body, itl, undo }));
+        self.split_change(id, new, xid, scn);
     }
 }
 
@@ -623,18 +593,22 @@ impl Instance {
 fn split_res(ix: usize) -> ResName {
     ResName {
         kind: EnqKind::IndexSplit,
-        id: ix as u32,
+        // Every index has blocks of its own and the loader caps the schema
+        // at 2^32 blocks (BLOCKS_MAX): fewer than 2^32 indexes.
+        id: u32::try_from(ix).expect("fewer than 2^32 indexes"),
     }
 }
 
-/// The two halves of a full index block and the key that separates them.
+/// How a full index block splits: the entries its lower half keeps, its
+/// upper half and the key that separates them.
 struct Halves {
-    lower: Body,
+    keep: u32,
     upper: Body,
     sep: u64,
 }
 
-/// Split a full leaf or branch body into lower and upper halves.
+/// Split a full leaf or branch body: the upper half (a leaf keeps pointing
+/// to the old next; the lower half will point to it, see `split_lower`).
 fn split_body(body: &Body) -> Halves {
     match body {
         Body::Leaf {
@@ -646,12 +620,7 @@ fn split_body(body: &Body) -> Halves {
             let mid = entries.len() / 2;
             let sep = entries.get(mid).map_or(*low, |e| e.key);
             Halves {
-                lower: Body::Leaf {
-                    entries: entries[..mid].to_vec(),
-                    next: *next,
-                    low: *low,
-                    high: Some(sep),
-                },
+                keep: u32::try_from(mid).unwrap_or(u32::MAX),
                 upper: Body::Leaf {
                     entries: entries[mid..].to_vec(),
                     next: *next,
@@ -665,38 +634,32 @@ fn split_body(body: &Body) -> Halves {
             let mid = entries.len() / 2;
             let sep = entries.get(mid).map_or(0, |e| e.0);
             Halves {
-                lower: Body::Branch {
-                    entries: entries[..mid].to_vec(),
-                },
+                keep: u32::try_from(mid).unwrap_or(u32::MAX),
                 upper: Body::Branch {
                     entries: entries[mid..].to_vec(),
                 },
                 sep,
             }
         }
-        other => Halves {
-            lower: other.clone(),
+        _ => Halves {
+            keep: 0,
             upper: Body::Unformatted,
             sep: 0,
         },
     }
 }
 
-/// Chain split leaves: lower -> upper (at `upper_addr`) -> the old next.
-fn link_leaves(lower: Body, upper: Body, upper_addr: BlockAddr) -> (Body, Body) {
-    match lower {
-        Body::Leaf {
-            entries, low, high, ..
-        } => (
-            Body::Leaf {
-                entries,
-                next: Some(upper_addr),
-                low,
-                high,
-            },
-            upper,
-        ),
-        other => (other, upper),
+/// The change that leaves a split node its lower half, chained (a leaf)
+/// to `upper_at`, where the upper half goes. A node that is neither leaf
+/// nor branch (never split) is formatted as it is.
+fn lower_of(node: &Body, keep: u32, sep: u64, upper_at: BlockAddr) -> Change {
+    match node {
+        Body::Leaf { .. } | Body::Branch { .. } => Change::SplitLower {
+            keep,
+            high: sep,
+            next: Some(upper_at),
+        },
+        other => Change::Format(Box::new(other.clone())),
     }
 }
 

@@ -24,6 +24,8 @@ use crate::stats::{Stat, Stats, Wait};
 
 /// LGWR writes at least this often when there is redo to write.
 pub const LGWR_TIMEOUT: Nanos = 3 * NS_PER_S;
+/// Block written records the log buffer holds at most before a write takes them.
+pub const BWR_PENDING_MAX: usize = 1 << 16;
 
 /// Who waits for redo to be on disk.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -63,6 +65,8 @@ pub struct Lgwr {
     buffered_bytes: u64,
     /// Redo byte address after the last record appended.
     next_rba: u64,
+    /// Block written records in the buffer (bounded by [`BWR_PENDING_MAX`]).
+    pending_bwr: usize,
     /// Everything below this is on disk.
     flushed: u64,
     /// A write is in progress (or LGWR is getting a CPU to start one).
@@ -101,6 +105,7 @@ impl Lgwr {
             buffer: Vec::new(),
             buffered_bytes: 0,
             next_rba: 0,
+            pending_bwr: 0,
             flushed: 0,
             busy: false,
             wanted: 0,
@@ -142,6 +147,24 @@ impl Lgwr {
         (self.next_rba, self.buffered_bytes >= log_buffer / 3)
     }
 
+    /// Append a block written record: no bytes, no statistic, no write of
+    /// its own; it rides in the next write.
+    /// A BWR only spares recovery work, so past [`BWR_PENDING_MAX`] unwritten
+    /// ones (a cluster writing blocks while this instance logs nothing)
+    /// further ones are dropped rather than grow the buffer.
+    pub fn append_block_written(&mut self, record: RedoRecord) {
+        debug_assert!(record.written && record.bytes == 0);
+        if self.pending_bwr < BWR_PENDING_MAX {
+            self.pending_bwr += 1;
+            self.buffer.push(record);
+        }
+    }
+
+    /// The redo address after the last record appended (the end of redo).
+    pub fn end_rba(&self) -> u64 {
+        self.next_rba
+    }
+
     /// Make sure redo up to `rba` gets written; `waiter` is released by
     /// [`Lgwr::next_released`] when it is.
     pub fn request_flush(&mut self, rba: u64, waiter: Option<FlushWaiter>) -> Flush {
@@ -175,6 +198,7 @@ impl Lgwr {
         let capacity = self.buffer.len();
         let records = std::mem::replace(&mut self.buffer, Vec::with_capacity(capacity));
         let bytes = std::mem::take(&mut self.buffered_bytes);
+        self.pending_bwr = 0;
         let upto = self.next_rba;
         let mut announced = None;
         if std::mem::take(&mut self.buffered_commit) {

@@ -128,7 +128,9 @@ impl Lms {
     /// The worker that serves everything about a block.
     #[inline]
     pub fn worker_for(&self, blk: BlockAddr) -> u8 {
-        (blk.0 as usize % self.workers.len().max(1)) as u8
+        let w = blk.0 % u32::try_from(self.workers.len().max(1)).unwrap_or(u32::MAX);
+        // Below the worker count, which `Instance::new` keeps 8-bit.
+        u8::try_from(w).expect("at most 100 LMS workers")
     }
 
     /// Queue a job behind the others.

@@ -17,7 +17,7 @@ use super::Instance;
 use super::cache::BufId;
 use super::execution::{Change, ExecPoint, IndexChange, Purpose};
 use crate::bitmap::{chunk_of, count_in, piece_at};
-use crate::block::{Body, TxState};
+use crate::block::{Body, Change as BlockChange, TxState};
 use crate::config::{IndexKind, Nanos};
 use crate::stats::Stat;
 use crate::types::{BlockAddr, Xid};
@@ -176,14 +176,15 @@ impl Instance {
         let xid: Xid = self.session_xid(sid);
         let scn = self.next_scn();
         self.clean_out_buffer(buf);
-        let image = &mut self.cache.get_mut(buf).image;
-        let done = match t.change {
-            Change::Entry(val) => image.update_entry(t.at, val, xid, scn),
-            Change::Bit(on) => image.change_piece(t.at, t.key, on, xid, scn),
+        let change = match t.change {
+            Change::Entry(val) => BlockChange::UpdateEntry { key: t.at, val },
+            Change::Bit(on) => BlockChange::SetBit {
+                at: t.at,
+                key: t.key,
+                on,
+            },
         };
-        if done {
-            let rba = self.redo(xid, Some(blk), scn, 150, false);
-            self.dirtied(buf, rba);
+        if self.change_block(buf, change, xid, scn, 150) {
             self.touch_block(sid, blk);
             if matches!(t.change, Change::Bit(_)) {
                 self.stats.incr(Stat::BitmapPiecesChanged);

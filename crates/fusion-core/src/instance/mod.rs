@@ -9,7 +9,10 @@
 //!
 //! Time only moves through the `now` given to each input, and must not go back.
 
+mod alert;
 mod cache;
+mod checkpoint;
+mod css;
 mod dbwr;
 mod execution;
 mod gcs;
@@ -20,6 +23,8 @@ mod insert;
 mod lgwr;
 mod lms;
 mod maintain;
+mod masters;
+mod membership;
 mod px;
 mod px_alloc;
 mod px_host;
@@ -38,11 +43,13 @@ use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
 use rustc_hash::FxHashMap;
 
+pub use alert::{ALERT_LINES_MAX, AlertLine};
 use cache::Cache;
 pub use cache::{BufState, Buffer};
 use dbwr::Dbwr;
 use gcs::Directory;
 use history::History;
+pub use history::Horizon;
 use lgwr::Lgwr;
 use lms::Lms;
 use session::Sessions;
@@ -79,8 +86,14 @@ pub enum Command {
     SetParameter { name: String, value: ParamValue },
     /// Start `workers` CPU-bound processes busy `load_pct` of the time (0 workers stops them).
     StressCpu { workers: u32, load_pct: u32 },
-    /// Enable exactly these workloads (by name); sessions of others finish their transaction and idle.
+    /// Enable exactly these workloads (by name; `None`: all). A session of
+    /// another workload finishes the execution it is in, ends its
+    /// transaction there (committing what it changed) and idles.
     EnableWorkloads(Option<Vec<String>>),
+    /// A measured interval starts (a phase): forget the largest waits seen so
+    /// far, so the next snapshot's `max_ns` is the interval's own
+    /// ([`Stats::reset_peaks`]).
+    ResetPeaks,
 }
 
 /// What the checkers see: reads with their snapshot, and changes and commits.
@@ -127,6 +140,8 @@ enum Timer {
     DbwrTick,
     /// A partly-loaded CPU hog wakes up.
     HogWake(u32, u64),
+    /// The membership service's heartbeats.
+    CssTick,
 }
 
 /// What an outstanding I/O is for.
@@ -142,6 +157,8 @@ enum IoPurpose {
     DbwrWrite {
         blk: BlockAddr,
         scn: Scn,
+        /// Where this instance's last change in the written image ends.
+        rba: u64,
         writer: u8,
         started: Nanos,
     },
@@ -154,6 +171,10 @@ enum IoPurpose {
         worker: usize,
         seq: u64,
     },
+    /// The disk heartbeat (voting file).
+    Vote,
+    /// Fencing an evicted instance at the store.
+    Fence,
 }
 
 /// The instance.
@@ -212,6 +233,16 @@ pub struct Instance {
     errors: Vec<String>,
     /// Parallel execution: PX servers, hosted slaves, coordinated statements.
     px: px::PxState,
+    /// Cluster membership: heartbeats, who is alive, the incarnation.
+    css: css::Css,
+    /// Who masters each block and enqueue (moves only at a reconfiguration).
+    masters: masters::Masters,
+    /// A disk heartbeat is in flight.
+    vote_in_flight: bool,
+    /// The alert log since the driver last took it.
+    alert: alert::AlertLog,
+    /// Why this instance stopped (evicted), if it did: it does nothing more.
+    halted: Option<String>,
 }
 
 impl Instance {
@@ -271,6 +302,11 @@ impl Instance {
             update_seq_stmt: None,
             errors: Vec::new(),
             px: px::PxState::default(),
+            css: css::Css::new(id, instances, params.css_misscount, 0),
+            masters: masters::Masters::new(instances),
+            vote_in_flight: false,
+            alert: alert::AlertLog::default(),
+            halted: None,
             params,
             costs,
             layout,
@@ -287,13 +323,17 @@ impl Instance {
             actions: VecDeque::new(),
             done: Vec::new(),
         };
+        // Worker numbers are 8-bit: `gcs_server_processes` and
+        // `db_writer_processes` are at most 100 (`Params::set`, the loader),
+        // and the LMS count derived from `cpu_count` (at most 1,024) is 34.
+        let worker = |i: u32| u8::try_from(i).expect("at most 100 LMS and DBWR processes");
         let lms: Vec<ProcId> = (0..inst.params.lms_count())
-            .map(|i| inst.add_proc(Proc::Lms(i as u8), format!("LMS{i}")))
+            .map(|i| inst.add_proc(Proc::Lms(worker(i)), format!("LMS{i}")))
             .collect();
         inst.lms = Lms::new(lms);
         inst.lgwr = Lgwr::new(inst.add_proc(Proc::Lgwr, "LGWR".into()));
         let writers: Vec<ProcId> = (0..inst.params.db_writer_processes)
-            .map(|i| inst.add_proc(Proc::Dbwr(i as u8), format!("DBW{i}")))
+            .map(|i| inst.add_proc(Proc::Dbwr(worker(i)), format!("DBW{i}")))
             .collect();
         inst.dbwr = Dbwr::new(writers);
         inst.px_prestart();
@@ -301,6 +341,7 @@ impl Instance {
         inst.start_sessions();
         inst.arm(lgwr::LGWR_TIMEOUT, Timer::LgwrTimeout);
         inst.arm(dbwr::DBWR_TICK, Timer::DbwrTick);
+        inst.arm(css::HEARTBEAT_NS, Timer::CssTick);
         inst
     }
 
@@ -316,6 +357,9 @@ impl Instance {
 
     /// A message from another instance arrived.
     pub fn handle_message(&mut self, now: Nanos, env: Envelope) {
+        if self.halted.is_some() {
+            return;
+        }
         self.advance(now);
         if env.to != self.id || env.from.0 >= self.instance_count || env.from == self.id {
             self.error(format!(
@@ -324,6 +368,20 @@ impl Instance {
             ));
             return;
         }
+        if let Msg::Heartbeat {
+            incarnation,
+            members,
+        } = env.msg
+        {
+            // Clusterware's, not the database's: it carries no SCN to observe.
+            self.on_heartbeat(env.from, incarnation, members);
+            return;
+        }
+        if !self.css.is_member(env.from) {
+            // An evicted instance's late messages: it is no longer in the cluster.
+            return;
+        }
+        self.css.alive(env.from, now);
         self.observe_scn(env.scn);
         self.on_message(env);
         self.run_ready();
@@ -331,6 +389,9 @@ impl Instance {
 
     /// An I/O the instance asked for completed.
     pub fn handle_io(&mut self, now: Nanos, id: u64, result: IoResult) {
+        if self.halted.is_some() {
+            return;
+        }
         self.advance(now);
         let Some(purpose) = self.io.remove(&id) else {
             self.errors
@@ -355,17 +416,21 @@ impl Instance {
                 IoPurpose::DbwrWrite {
                     blk,
                     scn,
+                    rba,
                     writer,
                     started,
                 },
                 IoResult::Written,
-            ) => self.on_block_written(blk, scn, writer, started),
+            ) => self.on_block_written(blk, scn, rba, writer, started),
             (IoPurpose::RedoWrite { upto, started }, IoResult::Written) => {
                 self.on_redo_written(upto, started)
             }
             (IoPurpose::PxRead { worker, seq }, IoResult::ReadMany(blocks)) => {
                 self.px_read_done(worker, seq, blocks)
             }
+            (IoPurpose::Vote, IoResult::Votes(votes)) => self.on_votes(&votes),
+            (IoPurpose::Fence, IoResult::Written) => {}
+            (_, IoResult::Fenced) => self.on_fenced(),
             (p, r) => self.error(format!("I/O {id} ({p:?}) completed with {r:?}")),
         }
         self.run_ready();
@@ -373,12 +438,18 @@ impl Instance {
 
     /// Time reached [`Instance::next_deadline`] (calling it early is harmless).
     pub fn handle_timeout(&mut self, now: Nanos) {
+        if self.halted.is_some() {
+            return;
+        }
         self.advance(now);
         self.run_ready();
     }
 
     /// Apply an administrative command.
     pub fn apply(&mut self, now: Nanos, cmd: Command) {
+        if self.halted.is_some() {
+            return;
+        }
         self.advance(now);
         match cmd {
             Command::SetParameter { name, value } => {
@@ -402,6 +473,7 @@ impl Instance {
                 self.enabled_workloads = list;
                 self.wake_enabled_sessions();
             }
+            Command::ResetPeaks => self.stats.reset_peaks(),
         }
         self.run_ready();
     }
@@ -417,6 +489,9 @@ impl Instance {
     // Called for every event by the driver, from another crate.
     #[inline]
     pub fn next_deadline(&self) -> Option<Nanos> {
+        if self.halted.is_some() {
+            return None;
+        }
         let t = self.timers.peek().map(|Reverse((t, _, _))| *t);
         match (t, self.sched.next_event()) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -439,14 +514,24 @@ impl Instance {
         self.scn
     }
 
+    /// Why this instance stopped (evicted by the cluster), if it did.
+    pub fn halted(&self) -> Option<&str> {
+        self.halted.as_deref()
+    }
+
+    /// The cluster incarnation and its members as this instance sees them.
+    pub fn membership(&self) -> (u32, crate::types::InstSet) {
+        (self.css.incarnation(), self.css.members())
+    }
+
+    /// Alert log lines written since the last call.
+    pub fn take_alert_log(&mut self) -> Vec<AlertLine> {
+        self.alert.take(self.now)
+    }
+
     /// Problems with peers' messages or I/O seen so far.
     pub fn errors(&self) -> &[String] {
         &self.errors
-    }
-
-    /// Reads, writes and commits recorded since the last call (when enabled).
-    pub fn take_history(&mut self) -> Vec<Observation> {
-        self.history.take()
     }
 
     /// Keep the sequence values handed out for [`Instance::take_nextvals`]
@@ -532,6 +617,16 @@ impl Instance {
     }
 
     // ----- internals --------------------------------------------------------------
+
+    /// The master of a block now (see masters.rs).
+    fn block_master(&self, blk: BlockAddr) -> InstId {
+        self.masters.block(&self.layout, blk)
+    }
+
+    /// The master of a global enqueue resource now.
+    fn enqueue_master(&self, res: crate::msg::ResName) -> InstId {
+        self.masters.enqueue(&self.layout, res)
+    }
 
     fn observe_scn(&mut self, scn: Scn) {
         if scn > self.scn {
@@ -696,6 +791,7 @@ impl Instance {
                 self.dbwr_tick();
                 self.arm(dbwr::DBWR_TICK, Timer::DbwrTick);
             }
+            Timer::CssTick => self.css_tick(),
             Timer::HogWake(h, epoch) => {
                 if let Some(p) = self.hogs.wakes(h, epoch) {
                     let busy = self.hogs.busy_time();
@@ -732,7 +828,7 @@ impl Instance {
             Msg::TxStatus { xid, token, report } => self.on_tx_status(xid, token, report),
             // Global enqueues are LMD's work, not LMS's; it is not charged CPU here.
             Msg::EnqConvert { res, mode, token } => {
-                if self.layout.ges_master(res) == self.id {
+                if self.enqueue_master(res) == self.id {
                     self.ges_master_convert(from, res, mode, token);
                 } else {
                     self.error(format!("{from} asked a non-master for {res:?}"));

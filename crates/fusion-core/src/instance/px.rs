@@ -95,7 +95,7 @@ pub(super) struct Qc {
     queued_since: Option<Nanos>,
     queued_ns: Nanos,
     offers: Vec<Offer>,
-    pending: u32,
+    pending: usize,
     requested: u32,
     dop: u32,
     placement: Vec<InstId>,
@@ -215,7 +215,12 @@ impl Instance {
             free: max.saturating_sub(self.px.busy),
             room: target.saturating_sub(self.px.busy),
             target,
-            load: self.px.busy + self.active_sessions() as u32,
+            // Sessions are at most SESSIONS_PER_INSTANCE_MAX (60,000); a load
+            // figure saturates rather than wraps anyway.
+            load: self
+                .px
+                .busy
+                .saturating_add(u32::try_from(self.active_sessions()).unwrap_or(u32::MAX)),
         }
     }
 
@@ -238,7 +243,7 @@ impl Instance {
         } else {
             (0..n).map(InstId).filter(|&i| i != self.id).collect()
         };
-        qc.pending = others.len() as u32;
+        qc.pending = others.len();
         if others.is_empty() {
             self.px_decide(sid);
             return;
@@ -368,7 +373,7 @@ impl Instance {
         qc.requested = requested;
         qc.dop = dop;
         qc.placement = placement.clone();
-        qc.pending = insts.len() as u32;
+        qc.pending = insts.len();
         qc.fin = Final::new(qc.query.plan, dop as usize);
         let (exec, qref) = (qc.exec, qc.qref);
         self.begin_session_wait(sid, Wait::PxDeqJoinAck, SessionState::WaitPx);

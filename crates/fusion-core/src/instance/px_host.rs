@@ -6,7 +6,7 @@
 use super::px::{Hosted, Server};
 use super::px_slave::{Host, Role, Worker};
 use super::{Instance, Proc};
-use crate::px::{ExecId, PxMsg, PxSessionRow, QueryRef, SlaveId};
+use crate::px::{DOP_MAX, ExecId, PxMsg, PxSessionRow, QueryRef, SlaveId};
 use crate::stats::{Stat, Wait};
 use crate::types::InstId;
 
@@ -23,7 +23,11 @@ impl Instance {
     /// A new server process `Pnnn` joins the pool: its index.
     fn px_new_server(&mut self) -> usize {
         let idx = self.px.servers.len();
-        let proc = self.add_proc(Proc::PxServer(idx as u32), server_name(idx));
+        // At most parallel_max_servers servers (MAX_SERVERS, 3,600): the
+        // loader bounds parallel_min_servers by it and `px_host_start`
+        // refuses a start that needs more than are free.
+        let n = u32::try_from(idx).expect("PX servers are at most parallel_max_servers");
+        let proc = self.add_proc(Proc::PxServer(n), server_name(idx));
         self.px.servers.push(Server {
             proc,
             worker: None,
@@ -107,9 +111,11 @@ impl Instance {
             ));
             return;
         };
-        let sets = u32::from(query.plan.sets());
+        let sets = u64::from(query.plan.sets());
+        // The peer chose `dop`: u64 arithmetic, and at most DOP_MAX.
         if dop == 0
-            || placement.len() != (sets * dop) as usize
+            || dop > DOP_MAX
+            || u64::try_from(placement.len()).ok() != Some(sets * u64::from(dop))
             || placement.iter().any(|i| i.0 >= self.instance_count)
             || self.px.hosted.contains_key(&exec)
         {
@@ -119,15 +125,25 @@ impl Instance {
             ));
             return;
         }
+        // Checked above: 0 < dop <= DOP_MAX and k < sets * dop with sets <= 2.
         let mine: Vec<SlaveId> = placement
             .iter()
             .enumerate()
             .filter(|(_, i)| **i == self.id)
-            .map(|(k, _)| SlaveId {
-                set: (k as u32 / dop) as u8,
-                idx: (k as u32 % dop) as u16,
-            })
+            .filter_map(|(k, _)| SlaveId::of_placement(k, dop))
             .collect();
+        // The QC counted our free servers under the PS enqueue: a start that
+        // needs more is a peer's mistake, and the pool stays within
+        // parallel_max_servers.
+        let cpu = self.params.cpu_count;
+        let free = self.params.px.max_servers(cpu).saturating_sub(self.px.busy);
+        if u32::try_from(mine.len()).map_or(true, |n| n > free) {
+            self.error(format!(
+                "start of {exec:?} places {} slaves here, {free} servers free",
+                mine.len()
+            ));
+            return;
+        }
         self.px.hosted.insert(
             exec,
             Hosted {

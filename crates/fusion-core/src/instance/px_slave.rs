@@ -154,7 +154,9 @@ impl Worker {
             reads: VecDeque::new(),
             inflight: VecDeque::new(),
             next_read: 0,
-            nsides: q.tables.len() as u8,
+            // A plan reads one or two tables (`PxPlan::tables`; the loader
+            // gives every query as many).
+            nsides: u8::try_from(q.tables.len()).expect("a plan reads at most two tables"),
             cur_side: 0,
             bufs: vec![TqBuf::default(); consumers],
             outq: VecDeque::new(),
@@ -264,7 +266,7 @@ impl Instance {
                     while off < len {
                         let count = mbrc.min(len - off);
                         reads.push_back(Read {
-                            side: side as u8,
+                            side: u8::try_from(side).expect("a plan reads at most two tables"),
                             first: tl.base + start + off,
                             count,
                         });
@@ -395,10 +397,7 @@ impl Instance {
             let bufs: Vec<TqBuf> = wk.bufs.iter_mut().map(std::mem::take).collect();
             let buffers = bufs.len() as u64;
             for (c, buf) in bufs.into_iter().enumerate() {
-                let to = Dest::Slave(SlaveId {
-                    set: 1,
-                    idx: c as u16,
-                });
+                let to = Dest::Slave(SlaveId::consumer(c));
                 self.px_queue_buffer(w, to, side, buf.values, true);
             }
             let cost = self.px_send_cost(w, buffers);
@@ -655,16 +654,7 @@ impl Instance {
         }
         let msgs = full.len() as u64;
         for (c, v) in full {
-            self.px_queue_buffer(
-                w,
-                Dest::Slave(SlaveId {
-                    set: 1,
-                    idx: c as u16,
-                }),
-                side,
-                v,
-                false,
-            );
+            self.px_queue_buffer(w, Dest::Slave(SlaveId::consumer(c)), side, v, false);
         }
         let cost = per_block + rows * self.costs.px_row_send + self.px_send_cost(w, msgs);
         self.px_worker_cpu(w, cost, After::Continue);

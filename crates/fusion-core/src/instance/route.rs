@@ -12,7 +12,7 @@ use super::{Instance, IoPurpose, dbwr};
 use crate::config::Nanos;
 use crate::msg::{GrantKind, Io, LockMode, Lvb, Mode, Msg, RedoRecord, Request, ResName};
 use crate::stats::{Stat, Wait};
-use crate::types::{BlockAddr, InstId, Scn, Xid};
+use crate::types::{BlockAddr, InstId, Scn};
 
 impl Instance {
     // ----- the directory (this instance as master) ---------------------------------
@@ -104,6 +104,13 @@ impl Instance {
         }
     }
 
+    /// The X holder down-converted to S for fairness: route the request again.
+    pub(super) fn dir_down_converted(&mut self, from: InstId, req: Request) {
+        if let Some(route) = self.directory.down_converted(from, req) {
+            self.follow(route);
+        }
+    }
+
     /// A holder aged its copy out.
     pub(super) fn dir_relinquish(&mut self, from: InstId, blk: BlockAddr, mode: Mode) {
         self.directory.relinquish(from, blk, mode);
@@ -124,21 +131,7 @@ impl Instance {
     // ----- LGWR --------------------------------------------------------------------
 
     /// Append one redo record; returns the address a flush must reach to cover it.
-    pub(super) fn redo(
-        &mut self,
-        xid: Xid,
-        blk: Option<BlockAddr>,
-        scn: Scn,
-        bytes: u32,
-        commit: bool,
-    ) -> u64 {
-        let record = RedoRecord {
-            scn,
-            xid,
-            blk,
-            bytes,
-            commit,
-        };
+    pub(super) fn redo(&mut self, record: RedoRecord) -> u64 {
         let (rba, write_now) = self
             .lgwr
             .append(record, self.params.log_buffer, &mut self.stats);
@@ -186,6 +179,7 @@ impl Instance {
             Io::WriteRedo {
                 records: write.records,
                 bytes: write.bytes,
+                checkpoint: self.dbwr.checkpoint(),
             },
             IoPurpose::RedoWrite {
                 upto: write.upto,
@@ -235,14 +229,19 @@ impl Instance {
     pub(super) fn dbwr_tick(&mut self) {
         let nearly_full = self.cache.used() * 10 >= self.cache.capacity * 9;
         let urgent = self.dbwr.tick(nearly_full);
+        let checkpoint = self.checkpoint_position();
+        self.dbwr.advance_checkpoint(checkpoint);
         self.dbwr_pass(urgent);
     }
 
     fn dbwr_pass(&mut self, urgent: bool) {
         let cold = urgent.then(|| dbwr::BATCH * self.dbwr.writer_slots());
-        let candidates = self
+        let mut candidates = self
             .cache
             .write_candidates(self.now, dbwr::CHECKPOINT_AGE, cold);
+        if let Some(below) = self.mttr_bound() {
+            self.mttr_candidates(below, &mut candidates);
+        }
         let cache = &self.cache;
         let lgwr = &self.lgwr;
         let flush_to = self.dbwr.pass(
@@ -268,17 +267,20 @@ impl Instance {
                 continue;
             };
             let b = self.cache.get(id);
-            if !b.dirty || b.state != super::BufState::Xcur {
+            // A dirty scur buffer was down-converted for fairness: still ours to write.
+            if !b.dirty || !b.is_current() {
                 continue;
             }
             let block = Box::new(b.image.clone());
             let scn = block.scn;
+            let rba = b.last_rba;
             self.dbwr.write_issued(w);
             self.start_io(
                 Io::WriteBlock { block },
                 IoPurpose::DbwrWrite {
                     blk,
                     scn,
+                    rba,
                     writer: w,
                     started: self.now,
                 },
@@ -287,22 +289,37 @@ impl Instance {
         self.dbwr.batch_issued(w);
     }
 
-    pub(super) fn on_block_written(&mut self, blk: BlockAddr, scn: Scn, w: u8, started: Nanos) {
+    /// DBWR's write of `blk` as of `scn` completed; `rba` is where this
+    /// instance's last change in the written image ended.
+    pub(super) fn on_block_written(
+        &mut self,
+        blk: BlockAddr,
+        scn: Scn,
+        rba: u64,
+        w: u8,
+        started: Nanos,
+    ) {
         self.stats.incr(Stat::PhysicalWrites);
         self.stats.incr(Stat::DbwrCheckpointBuffersWritten);
         if let Some(id) = self.cache.current(blk) {
             let b = self.cache.get_mut(id);
             if b.image.scn == scn {
                 b.dirty = false;
+                b.first_rba = None;
                 if b.global {
                     b.global = false;
                     self.stats.incr(Stat::DbwrFusionWrites);
                 }
+            } else if let Some(first) = b.first_rba {
+                // Changed during the write: what is not on disk begins after it.
+                b.first_rba = Some(first.max(rba));
             }
         }
+        self.lgwr
+            .append_block_written(RedoRecord::block_written(blk, scn));
         // Our own past images of the block are now obsolete too.
         self.discard_pi(blk, scn);
-        let master = self.layout.master(blk);
+        let master = self.block_master(blk);
         if master == self.id {
             let me = self.id;
             self.dir_written(me, blk, scn);
@@ -311,6 +328,9 @@ impl Instance {
         }
         if let Some(took) = self.dbwr.written(w, started, self.now) {
             self.wait_event(Wait::DbFileParallelWrite, took, false);
+            // The batch is on disk: the checkpoint may move now, not a tick later.
+            let checkpoint = self.checkpoint_position();
+            self.dbwr.advance_checkpoint(checkpoint);
         }
     }
 
@@ -319,7 +339,7 @@ impl Instance {
     /// Session `sid` wants `res` in `mode`. True when it holds it now; false
     /// when it waits (timed as `event`) and will be made ready once it does.
     pub(super) fn enq_get(&mut self, sid: u32, res: ResName, mode: LockMode, event: Wait) -> bool {
-        let master = self.layout.ges_master(res);
+        let master = self.enqueue_master(res);
         match self.ges.get(sid, res, mode, master, &mut self.stats) {
             Get::Held => true,
             Get::Wait { convert } => {
@@ -368,7 +388,7 @@ impl Instance {
     /// Send a conversion request to the master (or handle it here).
     fn enq_convert(&mut self, res: ResName, mode: LockMode) {
         let token = self.ges.start_convert(res, mode, self.now);
-        let master = self.layout.ges_master(res);
+        let master = self.enqueue_master(res);
         if master == self.id {
             self.ges_master_convert(self.id, res, mode, token);
         } else {
@@ -381,7 +401,7 @@ impl Instance {
         let Some(lvb) = self.ges.down(res, &mut self.stats) else {
             return;
         };
-        let master = self.layout.ges_master(res);
+        let master = self.enqueue_master(res);
         if master == self.id {
             self.ges_master_down(self.id, res, LockMode::Nl, lvb);
         } else {

@@ -17,14 +17,21 @@
 
 use super::execution::{ExecPoint, SeqStep};
 use super::{Instance, cache::BufId};
+use crate::block::Change;
 use crate::config::SequenceDef;
 use crate::msg::{EnqKind, LockMode, Lvb, ResName};
 use crate::stats::{Stat, Wait};
 
+/// Sequence `seq`'s row slot in the SEQ$ block. The loader allows at most
+/// SEQUENCES_MAX (65,536) sequences because those slots are 16-bit.
+fn slot_of(seq: usize) -> u16 {
+    u16::try_from(seq).expect("at most 65,536 sequences")
+}
+
 fn res(kind: EnqKind, seq: usize) -> ResName {
     ResName {
         kind,
-        id: seq as u32,
+        id: u32::from(slot_of(seq)),
     }
 }
 
@@ -158,7 +165,7 @@ impl Instance {
             return ExecPoint::None;
         };
         let (batch, cache, order) = (def.batch(), def.cache, def.order);
-        let slot = seq as u16;
+        let slot = slot_of(seq);
         let blk = self.cache.get(buf).blk;
         let (xid, scn) = self.recursive_txn();
         self.clean_out_buffer(buf);
@@ -172,12 +179,8 @@ impl Instance {
             }
         };
         let new = old + batch;
-        self.cache
-            .get_mut(buf)
-            .image
-            .update_row(slot, xid, new as i64, scn);
-        let rba = self.redo(xid, Some(blk), scn, 200, false);
-        self.dirtied(buf, rba);
+        let val = new as i64;
+        self.change_block(buf, Change::UpdateRow { slot, val }, xid, scn, 200);
         self.stats.incr(Stat::RowsUpdated);
         self.stats.add(Stat::SeqValuesAllocated, batch);
         // The commit posts LGWR without waiting for it (no `log file sync`),
@@ -226,7 +229,7 @@ impl Instance {
         let value = def.value(number);
         self.stats.incr(Stat::SeqValuesHandedOut);
         if let Some(log) = self.nextvals.as_mut() {
-            log.push((seq as u32, value));
+            log.push((u32::from(slot_of(seq)), value));
         }
         match insert {
             Some(table) => ExecPoint::InsertRow {

@@ -36,7 +36,7 @@ impl Instance {
             | Msg::Relinquish { blk, .. }
             | Msg::Written { blk, .. }
             | Msg::DiscardPi { blk, .. } => Some(*blk),
-            Msg::NotHeld { req } => Some(req.blk),
+            Msg::NotHeld { req } | Msg::DownConverted { req } => Some(req.blk),
             _ => None,
         };
         let w = blk.map_or(0, |b| self.lms.worker_for(b));
@@ -82,6 +82,7 @@ impl Instance {
             costs: &self.costs,
             lgwr: &self.lgwr,
             scn: self.scn,
+            fairness_threshold: self.params.fairness_threshold,
         };
         let txns = &self.txns;
         let demand = view.job_demand(job, &|x| txns.state(x));
@@ -129,6 +130,12 @@ impl Instance {
                 pi_kept,
             } => self.dir_installed(from, blk, req, mode, prev_holder, pi_kept),
             Msg::NotHeld { req } => self.dir_not_held(from, req),
+            Msg::DownConverted { mut req } => {
+                // Routing it again is this LMS serving it, as for a request.
+                req.timing.lms_wait += wait;
+                req.timing.lms_proc += run;
+                self.dir_down_converted(from, req);
+            }
             Msg::Relinquish { blk, mode } => self.dir_relinquish(from, blk, mode),
             Msg::InvalidateAck { blk, .. } => self.dir_invalidate_ack(from, blk),
             Msg::Invalidate { blk, req } => self.invalidate_local(from, blk, req),
@@ -173,6 +180,22 @@ impl Instance {
         }
         match (s.req.kind, s.shared) {
             (ReqKind::Cr { .. }, false) => {
+                if self.cache.get(buf).state != BufState::Xcur {
+                    // Down-converted for fairness after the master forwarded
+                    // this here: it is served from the shared copy now.
+                    self.down_converted(s.req, s.master);
+                    return;
+                }
+                if self.cache.fairness_due(buf, self.params.fairness_threshold) {
+                    // Enough CR copies built from a block nobody here is
+                    // changing: hold it in S instead, and let readers take
+                    // the shared current image and roll it back themselves.
+                    self.cache.down_convert(buf);
+                    self.stats.incr(Stat::GcCrFairnessDownConverts);
+                    self.down_converted(s.req, s.master);
+                    return;
+                }
+                self.cache.cr_served(buf);
                 let scn_now = self.cache.get(buf).image.scn;
                 let built = match s.built.take() {
                     Some((scn, b)) if scn == scn_now => b,
@@ -202,7 +225,14 @@ impl Instance {
                     self.not_held(s.req, s.master);
                     return;
                 }
-                self.ship(s, buf, run);
+                // A shared copy this instance down-converted may still have
+                // redo in memory: the image waits for the flush, as a
+                // current block does.
+                if self.lgwr.redo_pending(self.cache.get(buf).last_rba) {
+                    self.park_for_flush(w, s, buf);
+                } else {
+                    self.ship(s, buf, run);
+                }
             }
             (ReqKind::Current { .. }, _) => {
                 if self.cache.get(buf).pinned() {
@@ -228,6 +258,17 @@ impl Instance {
             .get(buf)
             .image
             .build_cr(snapshot, reader, self.scn, &|x| self.tx_state(x))
+    }
+
+    /// This instance holds the block in S only (it down-converted for
+    /// fairness): the master routes `req` again.
+    fn down_converted(&mut self, req: Request, master: InstId) {
+        if master == self.id {
+            let me = self.id;
+            self.dir_down_converted(me, req);
+        } else {
+            self.send(master, Msg::DownConverted { req });
+        }
     }
 
     fn not_held(&mut self, req: Request, master: InstId) {
@@ -353,7 +394,11 @@ impl Instance {
 
     /// The master asks this instance to drop its shared copy.
     pub(super) fn invalidate_local(&mut self, master: InstId, blk: BlockAddr, req: u64) {
-        self.cache.invalidate_shared(blk);
+        if self.cache.invalidate_shared(blk) {
+            self.error(format!(
+                "{master} invalidated the dirty shared copy of {blk} this instance writes"
+            ));
+        }
         if master == self.id {
             let me = self.id;
             self.dir_invalidate_ack(me, blk);
@@ -376,6 +421,8 @@ struct HolderView<'a> {
     costs: &'a crate::config::Costs,
     lgwr: &'a super::lgwr::Lgwr,
     scn: Scn,
+    /// `_fairness_threshold`: see [`super::cache::Cache::fairness_due`].
+    fairness_threshold: u32,
 }
 
 impl HolderView<'_> {
@@ -395,6 +442,13 @@ impl HolderView<'_> {
                     return c.lms_message;
                 };
                 match (s.req.kind, s.shared) {
+                    (ReqKind::Cr { .. }, false)
+                        if self.cache.get(buf).state != BufState::Xcur
+                            || self.cache.fairness_due(buf, self.fairness_threshold) =>
+                    {
+                        // No copy is built: the master is told to route it again.
+                        c.lms_message
+                    }
                     (ReqKind::Cr { snapshot, reader }, false) => {
                         let b = self.cache.get(buf);
                         let scn = b.image.scn;
@@ -405,7 +459,7 @@ impl HolderView<'_> {
                             + c.undo_apply * Nanos::from(undo)
                             + self.send_cost_unless_flush(s.req.blk)
                     }
-                    (ReqKind::Cr { .. }, true) => c.lms_send,
+                    (ReqKind::Cr { .. }, true) => self.send_cost_unless_flush(s.req.blk),
                     (ReqKind::Current { .. }, _) => {
                         c.lms_pin + self.send_cost_unless_flush(s.req.blk)
                     }

@@ -12,7 +12,7 @@ pub mod rows;
 pub mod view;
 
 pub use degree::{DegreeLimit, DegreePolicy};
-pub use msg::{Batch, Dest, ExecId, PxMsg, QueryRef, SlaveId};
+pub use msg::{Batch, DOP_MAX, Dest, ExecId, PxMsg, QueryRef, SlaveId};
 pub use query::{Degree, JoinDistribution, PxPlan, PxQuery};
 pub use view::{PxPair, PxQueryRow, PxSessionRow, PxView};
 

@@ -20,6 +20,38 @@ pub struct SlaveId {
     pub idx: u16,
 }
 
+/// The largest degree of parallelism an execution may have: a slave's
+/// number in its set is 16-bit ([`SlaveId::idx`]). A QC never asks for
+/// more: every instance has at most `parallel_max_servers` servers (at most
+/// 3,600, `config::px_params::MAX_SERVERS`) and a cluster at most 16
+/// instances, 57,600 in all; a `Start` asking for more is refused.
+pub const DOP_MAX: u32 = u16::MAX as u32;
+
+impl SlaveId {
+    /// Slave `k` of an execution's placement (`placement[set * dop + idx]`).
+    /// `None` when `dop` is 0 or above [`DOP_MAX`], or `k` is beyond the
+    /// two sets.
+    pub fn of_placement(k: usize, dop: u32) -> Option<SlaveId> {
+        if dop == 0 || dop > DOP_MAX {
+            return None;
+        }
+        let dop = usize::try_from(dop).ok()?;
+        Some(SlaveId {
+            set: u8::try_from(k / dop).ok().filter(|&s| s <= 1)?,
+            idx: u16::try_from(k % dop).ok()?,
+        })
+    }
+
+    /// Consumer `c` of a producer's table queue, `c` below the execution's
+    /// degree (at most [`DOP_MAX`], checked when the execution started).
+    pub fn consumer(c: usize) -> SlaveId {
+        SlaveId {
+            set: 1,
+            idx: u16::try_from(c).expect("a consumer's number is below the DOP, at most DOP_MAX"),
+        }
+    }
+}
+
 /// Where a table-queue buffer goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Dest {
@@ -34,6 +66,23 @@ pub struct QueryRef {
     pub workload: u32,
     pub txn: u32,
     pub step: u32,
+}
+
+impl QueryRef {
+    /// Step `step` of transaction `txn` of workload `workload` (positions in
+    /// the scenario's vectors). Each position counts items of a loaded
+    /// scenario, which the memory estimate (`--max-memory`) keeps far below
+    /// 2^32: every step takes more than 16 bytes, so 2^32 of them would
+    /// need over 64 GiB before the run began.
+    pub fn at(workload: usize, txn: usize, step: usize) -> QueryRef {
+        let pos =
+            |p: usize| u32::try_from(p).expect("fewer than 2^32 workloads, transactions and steps");
+        QueryRef {
+            workload: pos(workload),
+            txn: pos(txn),
+            step: pos(step),
+        }
+    }
 }
 
 /// A table-queue buffer: rows of one side (table) of the plan, from a slave
@@ -114,5 +163,22 @@ impl PxMsg {
             PxMsg::Batch(b) if !b.values.is_empty() => u64::from(b.bytes),
             _ => u64::from(message_bytes),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_placement_position_is_a_set_and_a_number_in_it() {
+        let at = |k, dop| SlaveId::of_placement(k, dop).map(|s| (s.set, s.idx));
+        assert_eq!(at(0, 4), Some((0, 0)));
+        assert_eq!(at(5, 4), Some((1, 1)));
+        assert_eq!(at(8, 4), None, "beyond the two sets");
+        assert_eq!(at(0, 0), None);
+        let last = usize::try_from(2 * DOP_MAX - 1).unwrap();
+        assert_eq!(at(last, DOP_MAX), Some((1, u16::MAX - 1)));
+        assert_eq!(at(0, DOP_MAX + 1), None, "a number would not fit 16 bits");
     }
 }

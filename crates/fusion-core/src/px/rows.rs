@@ -482,7 +482,10 @@ pub fn serial_result<'a>(
         for b in blocks_of(t) {
             rows.clear();
             project(q.plan, b, &mut rows);
-            stage.apply(side as u8, &rows);
+            stage.apply(
+                u8::try_from(side).expect("a plan reads at most two tables"),
+                &rows,
+            );
         }
     }
     let (out, _, _) = stage.finish();

@@ -108,6 +108,8 @@ pub struct Cluster {
     blocks: BTreeMap<BlockAddr, Block>,
     /// Events handled since the clock last moved.
     steps_at_instant: u64,
+    /// The voting file (disk heartbeats).
+    voting: fusion_core::voting::VotingFile,
 }
 
 impl Cluster {
@@ -122,7 +124,9 @@ impl Cluster {
             .into_iter()
             .map(|b| (b.addr, b))
             .collect();
+        let count = configs.len();
         let mut cluster = Cluster {
+            voting: fusion_core::voting::VotingFile::new(count),
             instances: configs.into_iter().map(Instance::new).collect(),
             layout,
             latencies,
@@ -316,6 +320,18 @@ impl Cluster {
                         IoResult::Written,
                         Lands::Redo(records),
                     ),
+                    Io::Vote { vote } => (
+                        self.latencies.write_ns,
+                        match self.voting.heartbeat(vote) {
+                            Ok(votes) => IoResult::Votes(votes),
+                            Err(_) => IoResult::Fenced,
+                        },
+                        Lands::Nothing,
+                    ),
+                    Io::Fence { inst } => {
+                        self.voting.fence(inst);
+                        (self.latencies.write_ns, IoResult::Written, Lands::Nothing)
+                    }
                 };
                 self.schedule(
                     latency_ns,

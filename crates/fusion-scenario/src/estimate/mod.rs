@@ -7,7 +7,7 @@
 //! cache, sessions and processes, what parallel statements hold (the rows
 //! they hash or sort, a table-queue buffer per producer and consumer), and
 //! what grows with the timeline (every redo record the store keeps, the
-//! sequence values handed out, under `--check` every read and write). The
+//! sequence values handed out) and under `--check` the rows written. The
 //! constants below are calibrated against the maximum resident set size of
 //! real runs (docs/benchmarks.md, "Memory estimate"). Each part is an upper
 //! bound of its kind: transactions at the rate the CPUs and the sessions'
@@ -68,8 +68,13 @@ const PX_PAIR: u64 = 400;
 const REDO: u64 = 64;
 /// A sequence value handed out (the simulator checks order and duplicates).
 const NEXTVAL: u64 = 48;
-/// Under `--check`: one recorded read, write or commit (`Observation`).
-const OBSERVATION: u64 = 56;
+/// Under `--check`: a row the run writes, in the checker's map with its
+/// last write and the committed versions it keeps (`fusion-check`'s
+/// `rows.rs`), the map's growth included; and the fixed part: the reads
+/// that may wait (`PENDING_READS_MAX`, 56 bytes each, a few hundred in the
+/// simulator) and the versions between two trims.
+const CHECK_ROW: u64 = 160;
+const CHECK_FIXED: u64 = 4 << 20;
 /// A statement's tkprof figures on one instance, and each phase's snapshot of
 /// an instance's statistics.
 const STATEMENT: u64 = 2 << 10;
@@ -123,7 +128,7 @@ pub fn estimate(loaded: &LoadedScenario, check: bool) -> MemoryEstimate {
 pub fn estimate_parts(s: &Scenario, check: bool) -> Vec<MemoryPart> {
     let n = s.instances.len() as u64;
     let sizes = segment_sizes(&s.catalog, n);
-    let (timeline, churn) = timeline_part(s, &sizes, check);
+    let (timeline, churn) = timeline_part(s, &sizes);
     let visits = visit_rates(s, &sizes);
     let segments: Vec<SegmentMemory> = sizes
         .iter()
@@ -146,6 +151,9 @@ pub fn estimate_parts(s: &Scenario, check: bool) -> Vec<MemoryPart> {
         timeline,
         statistics_part(s),
     ];
+    if check {
+        parts.push(timeline::check_part(s, &churn));
+    }
     parts.retain(|p| p.bytes > 0);
     parts.sort_by_key(|p| std::cmp::Reverse(p.bytes));
     parts
@@ -856,6 +864,44 @@ duration_s = 1
         let block = BUFFER + FULL;
         assert!(per_instance > 3500 * leaf + 4000 * block, "{per_instance}");
         assert!(per_instance < 4018 * leaf + 4192 * block, "{per_instance}");
+    }
+
+    /// `--check` keeps the rows written, not the reads: a longer run of
+    /// full scans costs it nothing more; inserts cost it a row each.
+    #[test]
+    fn check_keeps_the_rows_written_not_the_reads() {
+        let longer = |mut l: LoadedScenario| {
+            for v in &mut l.variants {
+                for p in &mut v.scenario.phases {
+                    p.duration *= 10;
+                }
+            }
+            l
+        };
+        let check = |e: &MemoryEstimate| part(e, "--check history").bytes;
+        let scans = estimate(&scenario(1000, SCAN), true);
+        assert_eq!(check(&scans), CHECK_FIXED);
+        assert_eq!(
+            check(&estimate(&longer(scenario(1000, SCAN)), true)),
+            CHECK_FIXED
+        );
+        assert!(
+            !estimate(&scenario(1000, SCAN), false)
+                .parts
+                .iter()
+                .any(|p| p.what.starts_with("--check"))
+        );
+        let inserts = r#"[{ op = "insert", table = "t" }, { op = "commit" }]"#;
+        let one = estimate(&scenario(1000, inserts), true);
+        let ten = estimate(&longer(scenario(1000, inserts)), true);
+        let rows = |e: &MemoryEstimate| (check(e) - CHECK_FIXED) / CHECK_ROW;
+        assert!(rows(&one) > 0);
+        assert!(
+            rows(&ten).abs_diff(10 * rows(&one)) <= 10,
+            "{} vs {}",
+            rows(&ten),
+            rows(&one)
+        );
     }
 
     /// Redo grows with the timeline: twice the phase, twice the redo.

@@ -1,6 +1,7 @@
 //! What grows with the timeline: the work each transaction shape does at
-//! the rate the CPUs, think times and commits allow, and from it the redo,
-//! sequence values and `--check` history a run accumulates.
+//! the rate the CPUs, think times and commits allow, and from it the redo
+//! and sequence values a run accumulates; and what `--check` keeps of the
+//! rows that work writes.
 
 use super::*;
 
@@ -11,7 +12,6 @@ struct TxnWork {
     wait: f64,
     redo: f64,
     nextvals: f64,
-    reads: f64,
     /// Per table: rows updated, rows inserted.
     updated: Vec<f64>,
     inserted: Vec<f64>,
@@ -52,7 +52,6 @@ fn txn_work(s: &Scenario, sizes: &[SegmentSize], steps: &[Step]) -> TxnWork {
                 Access::Index(ix) => {
                     let r = f64::from(*rows);
                     w.cpu += r * (ns(c.execute) + (height(*ix) + 1.0) * ns(c.consistent_get));
-                    w.reads += r;
                 }
                 Access::FullScan => {
                     let (blocks, rows) = sizes
@@ -61,8 +60,6 @@ fn txn_work(s: &Scenario, sizes: &[SegmentSize], steps: &[Step]) -> TxnWork {
                         .map_or((1.0, 1.0), |x| (x.formatted as f64, x.items as f64));
                     w.cpu +=
                         ns(c.execute) + blocks * ns(c.consistent_get) + rows * ns(c.row_examined);
-                    // A checked full scan records every row it sees.
-                    w.reads += rows;
                 }
             },
             Step::Update {
@@ -82,7 +79,6 @@ fn txn_work(s: &Scenario, sizes: &[SegmentSize], steps: &[Step]) -> TxnWork {
                         + ns(c.db_block_get)
                         + ns(c.row_change));
                 changes += r * (1.0 + on_update(*table));
-                w.reads += r;
                 if let Some(u) = w.updated.get_mut(*table) {
                     *u += r;
                 }
@@ -133,16 +129,11 @@ fn seq_updates(s: &Scenario, sequence: usize) -> f64 {
         .map_or(0.0, |q| 2.0 / q.batch() as f64)
 }
 
-/// What grows with the timeline: the redo records the store keeps, the
-/// sequence values handed out and, under `--check`, every read, write and
-/// commit. Transactions run at the rate the sessions' think times and
-/// commits allow, at most the rate the CPUs allow, while their workload
-/// runs. Also what the transactions change, at most.
-pub(super) fn timeline_part(
-    s: &Scenario,
-    sizes: &[SegmentSize],
-    check: bool,
-) -> (MemoryPart, Churn) {
+/// What grows with the timeline: the redo records the store keeps and the
+/// sequence values handed out. Transactions run at the rate the sessions'
+/// think times and commits allow, at most the rate the CPUs allow, while
+/// their workload runs. Also what the transactions change, at most.
+pub(super) fn timeline_part(s: &Scenario, sizes: &[SegmentSize]) -> (MemoryPart, Churn) {
     let tables = s.catalog.tables.len();
     let mut churn = Churn {
         updated: vec![0.0; tables],
@@ -172,7 +163,6 @@ pub(super) fn timeline_part(
             avg.wait += p * x.wait;
             avg.redo += p * x.redo;
             avg.nextvals += p * x.nextvals;
-            avg.reads += p * x.reads;
             for (a, b) in avg.updated.iter_mut().zip(&x.updated) {
                 *a += p * b;
             }
@@ -186,10 +176,7 @@ pub(super) fn timeline_part(
             .filter(|p| p.workloads.as_ref().is_none_or(|l| l.contains(&w.name)))
             .map(|p| p.duration as f64)
             .sum();
-        let mut per_txn = avg.redo * REDO as f64 + avg.nextvals * NEXTVAL as f64;
-        if check {
-            per_txn += (avg.reads + avg.redo) * OBSERVATION as f64;
-        }
+        let per_txn = avg.redo * REDO as f64 + avg.nextvals * NEXTVAL as f64;
         let sessions = f64::from(w.sessions_per_instance);
         for &instance in &w.instances {
             let cpus = s
@@ -226,22 +213,46 @@ pub(super) fn timeline_part(
     let timeline: Nanos = s.phases.iter().map(|p| p.duration).sum();
     let part = MemoryPart {
         what: format!(
-            "redo{} kept over {} s of cluster time",
-            if check { " and --check history" } else { "" },
+            "redo kept over {} s of cluster time",
             grouped(timeline / fusion_core::config::NS_PER_S)
         ),
         bytes: to_u64(bytes),
         lower: match biggest {
             Some((_, w)) => format!(
-                "phases' duration_s, or workload `{w}`'s sessions_per_instance (or raise its think_time_ms){}",
-                if check {
-                    "; --check records every read"
-                } else {
-                    ""
-                }
+                "phases' duration_s, or workload `{w}`'s sessions_per_instance (or raise its think_time_ms)"
             ),
             None => String::new(),
         },
     };
     (part, churn)
+}
+
+/// What `--check` keeps: each row the run writes (an updated row at most
+/// once, however often it changes; every inserted row) with its last write
+/// and the committed versions a snapshot may still see, and a fixed part
+/// (the reads waiting for commits, the versions kept between two trims,
+/// the open transactions' writes). Reads are checked as they come and not
+/// kept, so the length of the run only counts through the rows it writes.
+pub(super) fn check_part(s: &Scenario, churn: &Churn) -> MemoryPart {
+    let mut rows = 0f64;
+    let mut biggest: Option<(f64, &str)> = None;
+    for (t, table) in s.catalog.tables.iter().enumerate() {
+        let updated = churn.updated.get(t).copied().unwrap_or(0.0);
+        let inserted = churn.inserted.get(t).copied().unwrap_or(0.0);
+        let written = updated.min(table.rows as f64) + inserted;
+        rows += written;
+        if written > 0.0 && biggest.is_none_or(|b| written > b.0) {
+            biggest = Some((written, table.name.as_str()));
+        }
+    }
+    MemoryPart {
+        what: format!("--check history ({} rows written)", grouped(to_u64(rows))),
+        bytes: CHECK_FIXED.saturating_add(to_u64(rows * CHECK_ROW as f64)),
+        lower: match biggest {
+            Some((_, name)) => format!(
+                "the rows the workloads write to table `{name}` (its rows, the inserts over the phases' duration_s)"
+            ),
+            None => String::new(),
+        },
+    }
 }

@@ -1,17 +1,28 @@
 //! The timeline: `[[phase]]`s with the workloads they run, the parameters
-//! they change, and their `[[phase.fault]]`s (CPU stress, disk latency,
-//! interconnect latency and bandwidth).
+//! they change, and their `[[phase.fault]]`s: slowdowns (CPU stress, disk
+//! latency, interconnect latency and bandwidth) and failures (kill,
+//! restart, pause, message loss, partition).
 
 use fusion_core::config::{NS_PER_MS, NS_PER_S, Nanos, ParamValue, WorkloadSpec};
 
 use super::limits::{TIMELINE_NS_MAX, TIMELINE_WHY, WORKERS_MAX, WORKERS_WHY};
 use super::problems::{Validator, names_list, quoted_list, suggest};
-use super::read::TableView;
-use crate::model::{Device, Fault, LinkTarget, Phase};
+use super::read::{Bound, TableView};
+use crate::model::{Device, Direction, Fault, LinkTarget, Phase};
 use crate::tree::{KeyPath, Node, Val};
 
 const PHASE_KEYS: &[&str] = &["name", "duration_s", "workloads", "parameters", "fault"];
-const FAULT_KINDS: &[&str] = &["stress_cpu", "disk_latency", "latency", "bandwidth"];
+const FAULT_KINDS: &[&str] = &[
+    "stress_cpu",
+    "disk_latency",
+    "latency",
+    "bandwidth",
+    "kill",
+    "restart",
+    "pause",
+    "loss",
+    "partition",
+];
 
 /// The keys a fault of `kind` may have; `None` for an unknown kind.
 fn fault_keys(kind: &str) -> Option<&'static [&'static str]> {
@@ -20,6 +31,10 @@ fn fault_keys(kind: &str) -> Option<&'static [&'static str]> {
         "disk_latency" => &["kind", "instance", "device", "latency_ms", "jitter_ms"],
         "latency" => &["kind", "target", "latency_ms", "jitter_ms"],
         "bandwidth" => &["kind", "target", "rate_mbps"],
+        "kill" | "restart" => &["kind", "instance", "at_s"],
+        "pause" => &["kind", "instance", "at_s", "duration_s"],
+        "loss" => &["kind", "target", "loss_pct", "correlation_pct"],
+        "partition" => &["kind", "target", "direction"],
         _ => return None,
     })
 }
@@ -30,11 +45,13 @@ impl Validator<'_> {
         node: &Node,
         instance_count: Option<u8>,
         workloads: &[WorkloadSpec],
+        instances: &[fusion_core::config::Params],
     ) -> Vec<Phase> {
         let mut out = Vec::new();
         let mut seen = Vec::new();
         let mut timeline: Nanos = 0;
         let workload_names: Vec<String> = workloads.iter().map(|w| w.name.clone()).collect();
+        let mut life = Life::new(instance_count);
         for (item, path) in self.tables(node, &KeyPath::root().key("phase"), "phase") {
             let Some(phase) = self.table(item, &path, PHASE_KEYS) else {
                 continue;
@@ -44,6 +61,7 @@ impl Validator<'_> {
                 self.unique(&mut seen, &name, v, &phase.at("name"), "phase");
                 Some(name)
             });
+            let before_phase = timeline;
             let duration = self
                 .req(&phase, "duration_s")
                 .and_then(|v| {
@@ -78,12 +96,40 @@ impl Validator<'_> {
             }
             let parameters = self.phase_parameters(&phase, instance_count);
             let mut faults = Vec::new();
+            let mut timed = Vec::new();
             if let Some(list) = phase.get("fault") {
                 for (fault_node, fault_path) in self.tables(list, &phase.at("fault"), "phase.fault")
                 {
-                    if let Some(fault) = self.fault(fault_node, &fault_path, instance_count) {
+                    if let Some(fault) = self.fault(fault_node, &fault_path, instance_count)
+                        && self.runnable(&fault, fault_node, &fault_path, instances)
+                    {
+                        if let Some(at) = fault_at(&fault) {
+                            timed.push((at, fault_node, fault_path, faults.len()));
+                        }
                         faults.push(fault);
                     }
+                }
+            }
+            // Kills, restarts and pauses in the order they happen.
+            timed.sort_by_key(|&(at, _, _, index)| (at, index));
+            let phase_name = name.clone().unwrap_or_default();
+            for (at, fault_node, fault_path, index) in timed {
+                if at >= duration && duration > 0 {
+                    self.err(
+                        key_node(fault_node, "at_s"),
+                        &fault_path.key("at_s"),
+                        format!(
+                            "at_s = {} s is not inside the phase (duration_s = {} s)",
+                            at as f64 / NS_PER_S as f64,
+                            duration as f64 / NS_PER_S as f64
+                        ),
+                    );
+                    continue;
+                }
+                if let Some(fault) = faults.get(index)
+                    && let Err(why) = life.apply(fault, &phase_name, before_phase + at)
+                {
+                    self.err(fault_node, &fault_path, why);
                 }
             }
             out.push(Phase {
@@ -172,7 +218,11 @@ impl Validator<'_> {
             "stress_cpu" => self.stress_cpu_fault(&fault, instance_count),
             "disk_latency" => self.disk_latency_fault(&fault, instance_count),
             "latency" => self.network_latency_fault(&fault, instance_count),
-            _ => self.bandwidth_fault(&fault, instance_count),
+            "bandwidth" => self.bandwidth_fault(&fault, instance_count),
+            "kill" | "restart" => self.crash_fault(&kind, &fault, instance_count),
+            "pause" => self.pause_fault(&fault, instance_count),
+            "loss" => self.loss_fault(&fault, instance_count),
+            _ => self.partition_fault(&fault, instance_count),
         };
         read.filter(|_| self.problems.len() == before)
     }
@@ -209,9 +259,7 @@ impl Validator<'_> {
 
     /// `kind = "stress_cpu"`: CPU hogs on one instance.
     fn stress_cpu_fault(&mut self, fault: &TableView, instance_count: Option<u8>) -> Option<Fault> {
-        let instance = self
-            .req(fault, "instance")
-            .and_then(|v| self.instance(v, &fault.at("instance"), instance_count));
+        let instance = self.fault_instance(fault, instance_count);
         let workers = self
             .req(fault, "workers")
             .and_then(|v| self.u32_limited(v, &fault.at("workers"), 1, WORKERS_MAX, WORKERS_WHY));
@@ -229,9 +277,7 @@ impl Validator<'_> {
         fault: &TableView,
         instance_count: Option<u8>,
     ) -> Option<Fault> {
-        let instance = self
-            .req(fault, "instance")
-            .and_then(|v| self.instance(v, &fault.at("instance"), instance_count));
+        let instance = self.fault_instance(fault, instance_count);
         let device = self.req(fault, "device").and_then(|v| match &v.val {
             Val::Str(s) if s == "redo" => Some(Device::Redo),
             Val::Str(s) if s == "data" => Some(Device::Data),
@@ -262,9 +308,7 @@ impl Validator<'_> {
         fault: &TableView,
         instance_count: Option<u8>,
     ) -> Option<Fault> {
-        let target = self
-            .req(fault, "target")
-            .and_then(|v| self.link_target(v, &fault.at("target"), instance_count));
+        let target = self.fault_target(fault, instance_count);
         let latency = self
             .req(fault, "latency_ms")
             .and_then(|v| self.duration(v, &fault.at("latency_ms"), NS_PER_MS, false));
@@ -278,15 +322,200 @@ impl Validator<'_> {
 
     /// `kind = "bandwidth"`: interconnect links carry less.
     fn bandwidth_fault(&mut self, fault: &TableView, instance_count: Option<u8>) -> Option<Fault> {
-        let target = self
-            .req(fault, "target")
-            .and_then(|v| self.link_target(v, &fault.at("target"), instance_count));
+        let target = self.fault_target(fault, instance_count);
         let rate = self
             .req(fault, "rate_mbps")
             .and_then(|v| self.rate(v, &fault.at("rate_mbps"), 1e6));
         Some(Fault::Bandwidth {
             target: target?,
             rate_bps: rate?,
+        })
+    }
+
+    /// Whether the model can run `fault` to the end. The membership service
+    /// detects a dead, frozen or cut-off instance and evicts it, but the
+    /// survivors do not yet reconfigure the directory and recover it, so a
+    /// fault that ends in an eviction would leave the cluster waiting for
+    /// the evicted instance's blocks: it is refused rather than run wrong.
+    fn runnable(
+        &mut self,
+        fault: &Fault,
+        node: &Node,
+        path: &KeyPath,
+        instances: &[fusion_core::config::Params],
+    ) -> bool {
+        const WHY: &str = "the cluster would evict an instance, and instance recovery \
+                           (reconfiguration, redo application) is not modeled yet";
+        match fault {
+            Fault::Kill { .. } | Fault::Restart { .. } | Fault::Partition { .. } => {
+                self.err(
+                    key_node(node, "kind"),
+                    &path.key("kind"),
+                    format!("kind \"{}\" cannot run yet: {WHY}", fault.kind()),
+                );
+                false
+            }
+            Fault::Loss { .. } => {
+                self.err(
+                    key_node(node, "kind"),
+                    &path.key("kind"),
+                    "kind \"loss\" cannot run yet: lost blocks are not retried by the model yet"
+                        .to_string(),
+                );
+                false
+            }
+            Fault::Pause {
+                instance, duration, ..
+            } => {
+                let misscount_s = instances
+                    .get(usize::from(*instance).saturating_sub(1))
+                    .map_or(30, |p| p.css_misscount);
+                let misscount = Nanos::from(misscount_s) * NS_PER_S;
+                if *duration >= misscount {
+                    self.err(
+                        key_node(node, "duration_s"),
+                        &path.key("duration_s"),
+                        format!(
+                            "a pause of {} s reaches css_misscount ({misscount_s} s): {WHY}; \
+                             keep it below css_misscount",
+                            *duration as f64 / NS_PER_S as f64
+                        ),
+                    );
+                    return false;
+                }
+                true
+            }
+            _ => true,
+        }
+    }
+
+    /// `instance`: the instance a fault acts on, required.
+    fn fault_instance(&mut self, fault: &TableView, instance_count: Option<u8>) -> Option<u8> {
+        self.req(fault, "instance")
+            .and_then(|v| self.instance(v, &fault.at("instance"), instance_count))
+    }
+
+    /// `target`: the links a network fault acts on, required.
+    fn fault_target(
+        &mut self,
+        fault: &TableView,
+        instance_count: Option<u8>,
+    ) -> Option<LinkTarget> {
+        self.req(fault, "target")
+            .and_then(|v| self.link_target(v, &fault.at("target"), instance_count))
+    }
+
+    /// `at_s`: when a kill, restart or pause happens, from the phase's start.
+    fn fault_at_s(&mut self, fault: &TableView) -> Option<Nanos> {
+        match fault.get("at_s") {
+            Some(v) => self.duration(v, &fault.at("at_s"), NS_PER_S, false),
+            None => Some(0),
+        }
+    }
+
+    /// `kind = "kill"` or `"restart"`: one instance crashes or starts again.
+    fn crash_fault(
+        &mut self,
+        kind: &str,
+        fault: &TableView,
+        instance_count: Option<u8>,
+    ) -> Option<Fault> {
+        let instance = self.fault_instance(fault, instance_count);
+        let at = if kind == "restart" {
+            // A restart has no natural default time: say when.
+            self.req(fault, "at_s")
+                .and_then(|v| self.duration(v, &fault.at("at_s"), NS_PER_S, false))
+        } else {
+            self.fault_at_s(fault)
+        };
+        let (instance, at) = (instance?, at?);
+        Some(if kind == "kill" {
+            Fault::Kill { instance, at }
+        } else {
+            Fault::Restart { instance, at }
+        })
+    }
+
+    /// `kind = "pause"`: one instance freezes for a while.
+    fn pause_fault(&mut self, fault: &TableView, instance_count: Option<u8>) -> Option<Fault> {
+        let instance = self.fault_instance(fault, instance_count);
+        let at = self.fault_at_s(fault);
+        let duration = self.req(fault, "duration_s").and_then(|v| {
+            self.duration_limited(
+                v,
+                &fault.at("duration_s"),
+                (NS_PER_S, true),
+                (TIMELINE_NS_MAX, "86400 (one day)"),
+                TIMELINE_WHY,
+            )
+        });
+        Some(Fault::Pause {
+            instance: instance?,
+            at: at?,
+            duration: duration?,
+        })
+    }
+
+    /// A percentage in 0..=100, as parts per million.
+    fn percent_ppm(&mut self, node: &Node, path: &KeyPath) -> Option<u32> {
+        let v = self.number(node, path, Bound::NonNeg)?;
+        if v > 100.0 {
+            self.err(
+                node,
+                path,
+                format!(
+                    "expected a percentage in 0..=100, found {}",
+                    node.describe()
+                ),
+            );
+            return None;
+        }
+        // In 0..=1e6 after the check above: the conversion cannot truncate.
+        Some((v * 10_000.0).round() as u32)
+    }
+
+    /// `kind = "loss"`: messages on the selected links are dropped.
+    fn loss_fault(&mut self, fault: &TableView, instance_count: Option<u8>) -> Option<Fault> {
+        let target = self.fault_target(fault, instance_count);
+        let loss = self
+            .req(fault, "loss_pct")
+            .and_then(|v| self.percent_ppm(v, &fault.at("loss_pct")));
+        let correlation = match fault.get("correlation_pct") {
+            Some(v) => self.percent_ppm(v, &fault.at("correlation_pct")),
+            None => Some(0),
+        };
+        Some(Fault::Loss {
+            target: target?,
+            loss_ppm: loss?,
+            correlation_ppm: correlation?,
+        })
+    }
+
+    /// `kind = "partition"`: the selected links carry nothing.
+    fn partition_fault(&mut self, fault: &TableView, instance_count: Option<u8>) -> Option<Fault> {
+        let target = self.fault_target(fault, instance_count);
+        let direction = match fault.get("direction") {
+            None => Some(Direction::Both),
+            Some(v) => match &v.val {
+                Val::Str(s) if s == "both" => Some(Direction::Both),
+                Val::Str(s) if s == "to" => Some(Direction::To),
+                Val::Str(s) if s == "from" => Some(Direction::From),
+                _ => {
+                    self.err(
+                        v,
+                        &fault.at("direction"),
+                        format!(
+                            "expected \"both\", \"to\" or \"from\", found {}",
+                            v.describe()
+                        ),
+                    );
+                    None
+                }
+            },
+        };
+        Some(Fault::Partition {
+            target: target?,
+            direction: direction?,
         })
     }
 
@@ -360,5 +589,77 @@ impl Validator<'_> {
             return None;
         }
         Some(LinkTarget::Link { from, to })
+    }
+}
+
+/// The node of `key` in the table `node`, or the table itself (for a
+/// message's line and column).
+fn key_node<'a>(node: &'a Node, key: &str) -> &'a Node {
+    node.as_table()
+        .and_then(|t| t.get(key))
+        .map_or(node, |e| &e.node)
+}
+
+/// When a kill, restart or pause happens, from its phase's start.
+fn fault_at(fault: &Fault) -> Option<Nanos> {
+    match fault {
+        Fault::Kill { at, .. } | Fault::Restart { at, .. } | Fault::Pause { at, .. } => Some(*at),
+        _ => None,
+    }
+}
+
+/// Which instances are up along the timeline, to refuse a kill of a dead
+/// instance, a restart of a live one, a pause of a dead one, or a timeline
+/// that takes every instance down.
+struct Life {
+    /// Per instance (0-based): `Some((phase, seconds))` where it was killed.
+    down: Vec<Option<(String, f64)>>,
+}
+
+impl Life {
+    fn new(instance_count: Option<u8>) -> Life {
+        Life {
+            down: vec![None; usize::from(instance_count.unwrap_or(0))],
+        }
+    }
+
+    /// Apply one timed fault at `at_ns` from the timeline's start.
+    fn apply(&mut self, fault: &Fault, phase: &str, at_ns: Nanos) -> Result<(), String> {
+        let (instance, verb) = match fault {
+            Fault::Kill { instance, .. } => (*instance, "kill"),
+            Fault::Restart { instance, .. } => (*instance, "restart"),
+            Fault::Pause { instance, .. } => (*instance, "pause"),
+            _ => return Ok(()),
+        };
+        let Some(slot) = usize::from(instance)
+            .checked_sub(1)
+            .and_then(|i| self.down.get_mut(i))
+        else {
+            return Ok(());
+        };
+        let at_s = at_ns as f64 / NS_PER_S as f64;
+        match (verb, slot.as_ref()) {
+            ("kill" | "pause", Some((when_phase, when_s))) => {
+                return Err(format!(
+                    "{verb} of instance {instance}, which is down at this point (killed in phase \"{when_phase}\" at {when_s} s of the timeline, not restarted)"
+                ));
+            }
+            ("restart", None) => {
+                return Err(format!(
+                    "restart of instance {instance}, which is up at this point: a restart follows a kill of the same instance"
+                ));
+            }
+            ("kill", None) => *slot = Some((phase.to_string(), at_s)),
+            ("restart", Some(_)) => *slot = None,
+            _ => {}
+        }
+        if !self.down.is_empty() && self.down.iter().all(Option::is_some) {
+            return Err(format!(
+                "this kill takes down every instance ({} of {}) at {at_s} s of the timeline: at least one must stay up to see the cluster survive",
+                self.down.len(),
+                self.down.len()
+            ));
+        }
+        Ok(())
     }
 }

@@ -13,7 +13,7 @@ use super::super::Observation;
 use super::super::cache::{BufId, BufState};
 use super::super::execution::{ExecPoint, Purpose};
 use super::state::{AfterCpu, SessionState};
-use crate::block::{Body, CrCopy, CrError, TxState};
+use crate::block::{Body, Change, CrCopy, CrError, TxState};
 use crate::config::Nanos;
 use crate::msg::ReqKind;
 use crate::stats::{Stat, Wait};
@@ -475,12 +475,11 @@ impl Instance {
         // inserted into its partitions, so they say nothing new).
         let mut runs = t.initial_runs();
         if let Body::SegHeader { used } = &self.cache.get(buf).image.body {
-            for (i, u) in used.iter().enumerate() {
-                let r = crate::layout::Layout::free_range(
-                    t.free_base,
-                    t.free_per_instance,
-                    InstId(i as u8),
-                );
+            // One entry per instance (instance ids are 8-bit); a header
+            // image with more says nothing about the others.
+            for (i, u) in (0..=u8::MAX).zip(used.iter()) {
+                let r =
+                    crate::layout::Layout::free_range(t.free_base, t.free_per_instance, InstId(i));
                 let used = (*u).min(t.free_per_instance);
                 if used > 0 {
                     runs.push((r.start, r.start + used));
@@ -578,12 +577,8 @@ impl Instance {
             .row(rowid.slot)
             .map_or(0, |r| r.val);
         let val = self.layout.tables[table].updated_value(old);
-        self.cache
-            .get_mut(buf)
-            .image
-            .update_row(rowid.slot, xid, val, scn);
-        let rba = self.redo(xid, Some(rowid.blk), scn, 200, false);
-        self.dirtied(buf, rba);
+        let slot = rowid.slot;
+        self.change_block(buf, Change::UpdateRow { slot, val }, xid, scn, 200);
         self.stats.incr(Stat::RowsUpdated);
         self.touch_block(sid, rowid.blk);
         self.record(Observation::Write {

@@ -13,7 +13,7 @@ use super::access::Acquired;
 use super::state::{AfterCpu, SessionState};
 use super::workload::unit;
 use crate::config::Nanos;
-use crate::msg::{Msg, TxReport};
+use crate::msg::{Msg, RedoRecord, TxReport};
 use crate::stats::{Stat, Wait};
 use crate::types::{BlockAddr, Scn, Xid};
 
@@ -56,7 +56,7 @@ impl Instance {
                 self.cache.get_mut(id).image.clean_out(xid, scn);
             }
         }
-        self.redo(xid, None, scn, 100, true)
+        self.redo(RedoRecord::commit(scn, xid, 100))
     }
 
     /// The transaction ends: the commit call's CPU first.
@@ -80,7 +80,7 @@ impl Instance {
         }
         let scn = self.next_scn();
         self.txns.commit(xid, scn);
-        let rba = self.redo(xid, None, scn, 100, true);
+        let rba = self.redo(RedoRecord::commit(scn, xid, 100));
         // Fast commit cleanout of the blocks still held here.
         let touched = std::mem::take(&mut self.sessions.session_mut(sid).touched);
         for blk in touched {

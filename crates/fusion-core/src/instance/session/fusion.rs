@@ -54,7 +54,7 @@ impl Instance {
             kind,
             timing: Timing::default(),
         };
-        let master = self.layout.master(blk);
+        let master = self.block_master(blk);
         if master == self.id {
             self.dir_request(req);
         } else {
@@ -160,7 +160,10 @@ impl Instance {
     /// Install a current block (X or S), cleaned out with the commits this instance knows.
     fn install_current(&mut self, blk: BlockAddr, mode: Mode, mut block: Block, dirty: bool) {
         if let Some(old) = self.cache.current(blk) {
-            self.cache.remove(old);
+            // Our S copy, replaced by the block the S holder that writes it
+            // shipped (see `Directory::route`): a reader may still hold it
+            // pinned, so it goes the way an invalidated copy does.
+            self.cache.retire_current(old);
         }
         block.clean_out_known(&|x| self.tx_state(x));
         self.make_room();
@@ -186,7 +189,7 @@ impl Instance {
         prev: Option<InstId>,
         pi_kept: bool,
     ) {
-        let master = self.layout.master(blk);
+        let master = self.block_master(blk);
         if master == self.id {
             let me = self.id;
             self.dir_installed(me, blk, req, mode, prev, pi_kept);
@@ -329,7 +332,7 @@ impl Instance {
                     } else {
                         Mode::S
                     };
-                    let master = self.layout.master(blk);
+                    let master = self.block_master(blk);
                     if master == self.id {
                         let me = self.id;
                         self.dir_relinquish(me, blk, mode);

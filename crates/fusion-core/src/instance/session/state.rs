@@ -209,14 +209,23 @@ impl Default for Sessions {
 impl Sessions {
     // ----- the table ----------------------------------------------------------------
 
-    /// Add a session; returns its id.
-    pub(super) fn add(&mut self, s: Session) -> u32 {
-        self.table.push(s);
-        (self.table.len() - 1) as u32
+    /// The id the next session added gets. An instance runs at most
+    /// SESSIONS_PER_INSTANCE_MAX (60,000) sessions, all workloads together:
+    /// the loader refuses more, so an id always fits 32 bits.
+    pub(in crate::instance) fn next_id(&self) -> u32 {
+        u32::try_from(self.table.len()).expect("at most 60,000 sessions per instance")
     }
 
-    pub(in crate::instance) fn len(&self) -> usize {
-        self.table.len()
+    /// Every session's id, in order.
+    pub(in crate::instance) fn ids(&self) -> std::ops::Range<u32> {
+        0..self.next_id()
+    }
+
+    /// Add a session; returns its id.
+    pub(super) fn add(&mut self, s: Session) -> u32 {
+        let id = self.next_id();
+        self.table.push(s);
+        id
     }
 
     pub(in crate::instance) fn iter(&self) -> impl Iterator<Item = &Session> {

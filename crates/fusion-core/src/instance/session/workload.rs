@@ -32,7 +32,7 @@ impl Instance {
                 continue;
             }
             for ordinal in 0..spec.sessions_per_instance {
-                let sid = self.sessions.len() as u32;
+                let sid = self.sessions.next_id();
                 let proc = self.add_proc(Proc::Session(sid), format!("oracle{}", sid));
                 let added = self.sessions.add(Session::new(proc, w, ordinal));
                 assert_eq!(added, sid, "session ids are table positions");
@@ -56,7 +56,7 @@ impl Instance {
 
     /// The enabled workloads changed: their idle sessions start again.
     pub(in crate::instance) fn wake_enabled_sessions(&mut self) {
-        for sid in 0..self.sessions.len() as u32 {
+        for sid in self.sessions.ids() {
             let s = self.sessions.session(sid);
             if s.st == SessionState::Idle && !s.finished && self.workload_enabled(s.workload) {
                 self.set_ready(sid);
@@ -83,8 +83,15 @@ impl Instance {
         // A handle, not a copy: the spec is shared and never changes.
         let workloads = Arc::clone(&self.workloads);
         let spec = &workloads[w];
-        if !self.sessions.session(sid).in_txn && !self.begin_transaction(sid, w, spec) {
-            return false;
+        if !self.sessions.session(sid).in_txn {
+            if !self.begin_transaction(sid, w, spec) {
+                return false;
+            }
+        } else if !self.workload_enabled(w) {
+            // The phase no longer lists the workload: the execution that was
+            // running has finished, and the transaction ends here, committing
+            // what it changed, so nothing of it runs on into the new phase.
+            return self.commit(sid);
         }
         let steps = &spec.transactions[self.sessions.session(sid).template].steps;
         if self.sessions.session(sid).execs_left == 0
@@ -305,11 +312,7 @@ impl Instance {
                 insert: Some(table),
             },
             Step::ParallelQuery(_) => ExecPoint::Px {
-                qref: crate::px::QueryRef {
-                    workload: w as u32,
-                    txn: template as u32,
-                    step: at as u32,
-                },
+                qref: crate::px::QueryRef::at(w, template, at),
             },
             Step::Commit | Step::Think { .. } => ExecPoint::None,
         }

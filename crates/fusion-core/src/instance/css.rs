@@ -1,0 +1,366 @@
+//! The cluster-membership service of one instance (Clusterware's CSS): a
+//! network heartbeat to every member each second, a disk heartbeat to the
+//! voting file on the store each second, and the decision that a silent
+//! member is dead.
+//!
+//! `Css` owns the membership and answers with decisions; the instance sends
+//! the heartbeats, does the voting I/O and acts on a [`Verdict`].
+//!
+//! The rules (rac-internals.md §8):
+//! - a member whose network heartbeat has not been heard for
+//!   `css_misscount` is silent;
+//! - a silent member whose disk heartbeat also stopped is dead (killed, or
+//!   frozen longer than `css_misscount`);
+//! - a silent member whose disk heartbeat goes on is alive on the other side
+//!   of a network partition: the members that still beat on disk split into
+//!   cohorts by whom they hear, the largest cohort survives (a tie: the one
+//!   with the lowest instance number) and the others are evicted;
+//! - a member that finds, on disk or in a heartbeat, a newer incarnation
+//!   without itself was evicted and stops.
+//!
+//! A decision needs a voting-file read made after the silence was noticed,
+//! and views that agree (they converge within a heartbeat or two); until
+//! then the members wait, as Clusterware does.
+
+use crate::config::{NS_PER_S, Nanos};
+use crate::types::{InstId, InstSet};
+use crate::voting::Vote;
+
+/// Network and disk heartbeats go out this often.
+pub const HEARTBEAT_NS: Nanos = NS_PER_S;
+
+/// What the membership service decided after a voting-file read or a heartbeat.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Everyone is heard, or the views do not agree yet.
+    Wait,
+    /// These members are dead or on the losing side: evict them and
+    /// reconfigure with `survivors` as the new incarnation.
+    Evict { dead: InstSet, survivors: InstSet },
+    /// This instance must stop (evicted by the others, or on the losing side).
+    Stop(String),
+}
+
+/// One instance's view of the cluster membership.
+#[derive(Debug)]
+pub struct Css {
+    me: InstId,
+    members: InstSet,
+    incarnation: u32,
+    misscount: Nanos,
+    /// Per instance: when its network heartbeat (or any message) was last heard.
+    heard: Vec<Nanos>,
+    /// Per instance: its last disk heartbeat counter and when it last moved.
+    disk: Vec<Option<(u64, Nanos)>>,
+    beat: u64,
+}
+
+impl Css {
+    /// A member of a cluster of `instances`, all up at `now`.
+    pub fn new(me: InstId, instances: u8, misscount_s: u32, now: Nanos) -> Css {
+        let mut members = InstSet::default();
+        for i in 0..instances {
+            members.insert(InstId(i));
+        }
+        Css {
+            me,
+            members,
+            incarnation: 1,
+            misscount: Nanos::from(misscount_s) * NS_PER_S,
+            heard: vec![now; usize::from(instances)],
+            disk: vec![None; usize::from(instances)],
+            beat: 0,
+        }
+    }
+
+    pub fn members(&self) -> InstSet {
+        self.members
+    }
+
+    pub fn incarnation(&self) -> u32 {
+        self.incarnation
+    }
+
+    pub fn is_member(&self, inst: InstId) -> bool {
+        self.members.contains(inst)
+    }
+
+    /// The members to send a network heartbeat to.
+    pub fn peers(&self) -> InstSet {
+        self.members.without(self.me)
+    }
+
+    /// This instance's next disk heartbeat, what it writes to the voting file.
+    pub fn next_vote(&mut self, now: Nanos) -> Vote {
+        self.beat += 1;
+        Vote {
+            inst: self.me,
+            beat: self.beat,
+            hears: self.hears(now),
+            incarnation: self.incarnation,
+            members: self.members,
+        }
+    }
+
+    /// The members heard on the network within `css_misscount` (and this one).
+    fn hears(&self, now: Nanos) -> InstSet {
+        let mut set = InstSet::default();
+        for m in self.members.iter() {
+            if m == self.me || !self.silent(m, now) {
+                set.insert(m);
+            }
+        }
+        set
+    }
+
+    fn silent(&self, m: InstId, now: Nanos) -> bool {
+        self.heard
+            .get(m.idx())
+            .is_some_and(|&t| now.saturating_sub(t) >= self.misscount)
+    }
+
+    /// A message from `from` arrived: it is alive on the network. A
+    /// heartbeat carries the sender's incarnation and members: a newer one
+    /// without this instance means it was evicted.
+    pub fn heard(
+        &mut self,
+        from: InstId,
+        now: Nanos,
+        incarnation: u32,
+        members: InstSet,
+    ) -> Verdict {
+        if incarnation > self.incarnation && !members.contains(self.me) {
+            return Verdict::Stop(format!(
+                "evicted by instance {}: incarnation {incarnation} does not include this instance",
+                from.number()
+            ));
+        }
+        if let Some(t) = self.heard.get_mut(from.idx()) {
+            *t = (*t).max(now);
+        }
+        Verdict::Wait
+    }
+
+    /// Any message from a member counts as proof of life on the network.
+    pub fn alive(&mut self, from: InstId, now: Nanos) {
+        if let Some(t) = self.heard.get_mut(from.idx()) {
+            *t = (*t).max(now);
+        }
+    }
+
+    /// The voting file as read by this instance's disk heartbeat at `now`.
+    pub fn votes(&mut self, now: Nanos, votes: &[Vote]) -> Verdict {
+        for v in votes {
+            if v.incarnation > self.incarnation && !v.members.contains(self.me) {
+                return Verdict::Stop(format!(
+                    "evicted by instance {}: incarnation {} does not include this instance",
+                    v.inst.number(),
+                    v.incarnation
+                ));
+            }
+            if let Some(slot) = self.disk.get_mut(v.inst.idx()) {
+                match slot {
+                    Some((beat, _)) if *beat == v.beat => {}
+                    _ => *slot = Some((v.beat, now)),
+                }
+            }
+        }
+        let silent: Vec<InstId> = self
+            .peers()
+            .iter()
+            .filter(|&m| self.silent(m, now))
+            .collect();
+        if silent.is_empty() {
+            return Verdict::Wait;
+        }
+        // Members still beating on disk, and whom each hears.
+        let mut on_disk = InstSet::default();
+        on_disk.insert(self.me);
+        for m in self.peers().iter() {
+            let beating = self
+                .disk
+                .get(m.idx())
+                .copied()
+                .flatten()
+                .is_some_and(|(_, t)| now.saturating_sub(t) < self.misscount);
+            if beating {
+                on_disk.insert(m);
+            }
+        }
+        let mut cohorts: Vec<InstSet> = Vec::new();
+        for m in on_disk.iter() {
+            let view = if m == self.me {
+                self.hears(now)
+            } else {
+                match votes.iter().find(|v| v.inst == m) {
+                    Some(v) => v.hears,
+                    None => return Verdict::Wait,
+                }
+            };
+            let view = InstSet(view.0 & on_disk.0);
+            if !view.contains(m) {
+                return Verdict::Wait;
+            }
+            if cohorts.contains(&view) {
+                continue;
+            }
+            // Views that overlap without being equal are not settled yet.
+            if cohorts.iter().any(|c| c.0 & view.0 != 0) {
+                return Verdict::Wait;
+            }
+            cohorts.push(view);
+        }
+        // The largest cohort survives; a tie goes to the lowest instance number.
+        let Some(winner) = cohorts.iter().copied().max_by_key(|c| {
+            (
+                c.len(),
+                std::cmp::Reverse(c.first().map_or(u8::MAX, |f| f.0)),
+            )
+        }) else {
+            return Verdict::Wait;
+        };
+        if !winner.contains(self.me) {
+            return Verdict::Stop(format!(
+                "evicted: this instance is on the losing side of a network partition \
+                 (the surviving cohort is {})",
+                names(winner)
+            ));
+        }
+        let dead = InstSet(self.members.0 & !winner.0);
+        if dead.is_empty() {
+            return Verdict::Wait;
+        }
+        Verdict::Evict {
+            dead,
+            survivors: winner,
+        }
+    }
+
+    /// The others agreed on `survivors`: the next incarnation.
+    pub fn reconfigure(&mut self, survivors: InstSet) -> (u32, u32) {
+        let old = self.incarnation;
+        self.incarnation += 1;
+        self.members = survivors;
+        (old, self.incarnation)
+    }
+}
+
+/// `1, 2` for the instances of a set, as the alert log names them.
+pub fn names(set: InstSet) -> String {
+    set.iter()
+        .map(|i| i.number().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: Nanos = NS_PER_S;
+
+    fn set(ids: &[u8]) -> InstSet {
+        let mut s = InstSet::default();
+        for &i in ids {
+            s.insert(InstId(i));
+        }
+        s
+    }
+
+    /// Run members' heartbeats for `seconds`: `links(a, b)` says whether a hears b,
+    /// `beating(i)` whether i writes its disk heartbeat. Returns the verdicts of the last read.
+    fn run(
+        n: u8,
+        misscount: u32,
+        seconds: u64,
+        links: impl Fn(u8, u8) -> bool,
+        beating: impl Fn(u8) -> bool,
+    ) -> Vec<Verdict> {
+        let mut css: Vec<Css> = (0..n)
+            .map(|i| Css::new(InstId(i), n, misscount, 0))
+            .collect();
+        let mut file = crate::voting::VotingFile::new(usize::from(n));
+        let mut last = vec![Verdict::Wait; usize::from(n)];
+        for t in 1..=seconds {
+            let now = t * S;
+            for a in 0..n {
+                for b in 0..n {
+                    if a != b && links(a, b) && beating(b) {
+                        let (inc, members) =
+                            (css[usize::from(b)].incarnation, css[usize::from(b)].members);
+                        css[usize::from(a)].heard(InstId(b), now, inc, members);
+                    }
+                }
+            }
+            for i in 0..n {
+                if !beating(i) {
+                    continue;
+                }
+                let vote = css[usize::from(i)].next_vote(now);
+                let votes = file.heartbeat(vote).unwrap_or_default();
+                last[usize::from(i)] = css[usize::from(i)].votes(now, &votes);
+            }
+        }
+        last
+    }
+
+    #[test]
+    fn everyone_heard_means_no_verdict() {
+        let v = run(3, 5, 20, |_, _| true, |_| true);
+        assert!(v.iter().all(|v| *v == Verdict::Wait), "{v:?}");
+    }
+
+    #[test]
+    fn a_dead_member_is_evicted_after_misscount_and_not_before() {
+        // Instance 3 (index 2) stops at t = 0; misscount 5 s.
+        let early = run(3, 5, 4, |_, _| true, |i| i != 2);
+        assert_eq!(early[0], Verdict::Wait);
+        let late = run(3, 5, 8, |_, _| true, |i| i != 2);
+        assert_eq!(
+            late[0],
+            Verdict::Evict {
+                dead: set(&[2]),
+                survivors: set(&[0, 1])
+            }
+        );
+        assert_eq!(late[0], late[1]);
+    }
+
+    #[test]
+    fn a_partition_evicts_the_smaller_side_which_stops_itself() {
+        // {1, 2} | {3}: both sides beat on disk.
+        let cut = |a: u8, b: u8| (a == 2) == (b == 2);
+        let v = run(3, 5, 10, cut, |_| true);
+        assert_eq!(
+            v[0],
+            Verdict::Evict {
+                dead: set(&[2]),
+                survivors: set(&[0, 1])
+            }
+        );
+        assert!(
+            matches!(&v[2], Verdict::Stop(why) if why.contains("losing side")),
+            "{v:?}"
+        );
+    }
+
+    #[test]
+    fn a_tie_goes_to_the_side_with_the_lowest_instance() {
+        // {1, 2} | {3, 4}
+        let cut = |a: u8, b: u8| (a < 2) == (b < 2);
+        let v = run(4, 5, 10, cut, |_| true);
+        assert!(
+            matches!(v[0], Verdict::Evict { dead, .. } if dead == set(&[2, 3])),
+            "{v:?}"
+        );
+        assert!(matches!(v[3], Verdict::Stop(_)), "{v:?}");
+    }
+
+    #[test]
+    fn a_newer_incarnation_without_me_stops_me() {
+        let mut c = Css::new(InstId(1), 3, 30, 0);
+        let v = c.heard(InstId(0), S, 2, set(&[0, 2]));
+        assert!(matches!(v, Verdict::Stop(_)));
+        assert_eq!(c.heard(InstId(0), S, 1, set(&[0, 1, 2])), Verdict::Wait);
+    }
+}

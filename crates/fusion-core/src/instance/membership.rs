@@ -1,0 +1,107 @@
+//! Routing the membership service's decisions (css.rs): heartbeats out,
+//! the voting-file I/O, an eviction of others (a reconfiguration) or of
+//! this instance (it stops).
+
+use super::css::{HEARTBEAT_NS, Verdict, names};
+use super::{Instance, IoPurpose, Timer};
+use crate::msg::{Io, Msg};
+use crate::types::{InstId, InstSet};
+use crate::voting::Vote;
+
+impl Instance {
+    /// Once a second: a network heartbeat to every member and a disk
+    /// heartbeat to the voting file (one at a time: a slow store delays it).
+    pub(super) fn css_tick(&mut self) {
+        let (incarnation, members) = (self.css.incarnation(), self.css.members());
+        for peer in self.css.peers().iter() {
+            self.send(
+                peer,
+                Msg::Heartbeat {
+                    incarnation,
+                    members,
+                },
+            );
+        }
+        if !self.vote_in_flight {
+            self.vote_in_flight = true;
+            let vote = self.css.next_vote(self.now);
+            self.start_io(Io::Vote { vote }, IoPurpose::Vote);
+        }
+        self.arm(HEARTBEAT_NS, Timer::CssTick);
+    }
+
+    /// A member's network heartbeat.
+    pub(super) fn on_heartbeat(&mut self, from: InstId, incarnation: u32, members: InstSet) {
+        let verdict = self.css.heard(from, self.now, incarnation, members);
+        self.act_on(verdict);
+    }
+
+    /// The voting file as the disk heartbeat read it.
+    pub(super) fn on_votes(&mut self, votes: &[Vote]) {
+        self.vote_in_flight = false;
+        let verdict = self.css.votes(self.now, votes);
+        self.act_on(verdict);
+    }
+
+    fn act_on(&mut self, verdict: Verdict) {
+        match verdict {
+            Verdict::Wait => {}
+            Verdict::Stop(why) => self.halt(why),
+            Verdict::Evict { dead, survivors } => self.evict(dead, survivors),
+        }
+    }
+
+    /// The store refused an I/O: this instance was fenced by the others.
+    pub(super) fn on_fenced(&mut self) {
+        self.halt("evicted: the store refused this instance's I/O (fenced by the cluster)".into());
+    }
+
+    /// This instance stops at once, as an evicted node's reboot stops it.
+    pub(super) fn halt(&mut self, why: String) {
+        if self.halted.is_some() {
+            return;
+        }
+        let inc = self.css.incarnation();
+        self.alert.write(
+            self.now,
+            format!("ORA-29740: {why}, group incarnation {inc}"),
+        );
+        self.alert.write(self.now, "Instance terminated by LMON");
+        self.halted = Some(why);
+        self.actions.clear();
+        self.timers.clear();
+    }
+
+    /// Others are dead or on the losing side: evict them and reconfigure.
+    fn evict(&mut self, dead: InstSet, survivors: InstSet) {
+        let (old, new) = self.css.reconfigure(survivors);
+        // The departed masters' resources move to the survivors.
+        self.masters.set_members(survivors);
+        let now = self.now;
+        self.alert.write(
+            now,
+            format!("Reconfiguration started (old inc {old}, new inc {new})"),
+        );
+        self.alert.write(
+            now,
+            format!(
+                "List of instances: {} (myinst: {})",
+                names(survivors),
+                self.id.number()
+            ),
+        );
+        self.alert.write(
+            now,
+            format!("Evicting instance {} from cluster", names(dead)),
+        );
+        self.alert.write(now, "Global Resource Directory frozen");
+        self.alert
+            .write(now, "* dead instance detected - domain 0 invalid = TRUE");
+        // Fence the dead at the store before anyone reads their redo: an
+        // evicted instance that is only frozen must not write behind the
+        // recovery's back when it wakes.
+        for d in dead.iter() {
+            self.start_io(Io::Fence { inst: d }, IoPurpose::Fence);
+        }
+    }
+}
