@@ -14,7 +14,29 @@ use rustc_hash::FxHashMap;
 
 use crate::block::Block;
 use crate::msg::RedoRecord;
-use crate::types::{BlockAddr, Scn, Xid};
+use crate::config::Nanos;
+use crate::types::{BlockAddr, InstId, Scn, Xid};
+
+/// What one instance recovery did, as the recovering instance reports it
+/// ([`crate::instance::Instance::take_recoveries`]): the figures of the
+/// recovery summary and of JSON `recovery`. Times are the instance's clock.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecoveryReport {
+    pub dead_instance: InstId,
+    pub recovered_by: InstId,
+    /// The survivors declared it dead (the reconfiguration began).
+    pub detected_at: Nanos,
+    /// The directory was frozen from `detected_at` until here (rebuilt and
+    /// the recovery set claimed).
+    pub unfrozen_at: Nanos,
+    /// Cache recovery ended: every block of the recovery set recovered and written.
+    pub cache_recovered_at: Nanos,
+    /// The dead instance's uncommitted transactions were rolled back.
+    pub completed_at: Nanos,
+    pub redo_bytes_read: u64,
+    pub blocks_recovered: u64,
+    pub transactions_rolled_back: u64,
+}
 
 /// A block of the recovery set: changed in the thread after the last block
 /// written record that covers it.

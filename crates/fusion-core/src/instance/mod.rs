@@ -243,6 +243,8 @@ pub struct Instance {
     alert: alert::AlertLog,
     /// Why this instance stopped (evicted), if it did: it does nothing more.
     halted: Option<String>,
+    /// Instance recoveries this instance completed since the driver last took them.
+    recoveries: Vec<crate::recovery::RecoveryReport>,
 }
 
 impl Instance {
@@ -307,6 +309,7 @@ impl Instance {
             vote_in_flight: false,
             alert: alert::AlertLog::default(),
             halted: None,
+            recoveries: Vec::new(),
             params,
             costs,
             layout,
@@ -527,6 +530,11 @@ impl Instance {
     /// Alert log lines written since the last call.
     pub fn take_alert_log(&mut self) -> Vec<AlertLine> {
         self.alert.take(self.now)
+    }
+
+    /// Instance recoveries this instance performed since the last call.
+    pub fn take_recoveries(&mut self) -> Vec<crate::recovery::RecoveryReport> {
+        std::mem::take(&mut self.recoveries)
     }
 
     /// Problems with peers' messages or I/O seen so far.
