@@ -72,6 +72,11 @@ name_enum! {
         GcBlocksLost => "gc blocks lost",
         DbwrFusionWrites => "DBWR fusion writes",
         GcsPastImagesDiscarded => "gc past images discarded",
+        // Reconfiguration (the emulator's own counts).
+        GcsMessagesDiscarded => "fusionlab messages of an old incarnation discarded",
+        GcsRequestsResubmitted => "fusionlab gc requests resubmitted at reconfiguration",
+        GcsPastImagesPromoted => "fusionlab gc past images promoted to current",
+        RollbackUndoRecordsApplied => "rollback changes - undo records applied",
         // Buffer cache and SQL.
         SessionLogicalReads => "session logical reads",
         ConsistentGets => "consistent gets",

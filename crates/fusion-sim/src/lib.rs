@@ -423,6 +423,10 @@ impl Sim {
                         Ok((at, r)) => (at, r, None),
                         Err(why) => return self.stop(why),
                     },
+                    Io::ReadRedo { thread } => {
+                        let (at, r) = self.store.read_redo(self.now, i, thread.idx());
+                        (at, r, None)
+                    }
                     Io::Vote { .. } | Io::Fence { .. } => return,
                 };
                 let pushed = self.queue.push(

@@ -63,6 +63,9 @@ impl Sim {
                 if let Some(l) = self.life.get_mut(i) {
                     *l = Life::Down;
                 }
+                if let Some(x) = self.instances.get_mut(i) {
+                    x.crash(self.now);
+                }
                 self.armed[i] = None;
                 self.fault_log
                     .push((self.now, InstId(i as u8), "killed (SIGKILL)".to_string()));

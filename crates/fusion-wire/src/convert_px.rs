@@ -286,6 +286,7 @@ mod tests {
         let env = Envelope {
             from: InstId(1),
             to: InstId(2),
+            incarnation: 1,
             scn: 9,
             sent_at: 10,
             msg: Msg::Px(PxMsg::Batch(Box::new(b))),

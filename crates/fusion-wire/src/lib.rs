@@ -17,6 +17,7 @@
 mod block;
 mod convert;
 mod convert_px;
+mod convert_reconfig;
 mod convert_redo;
 mod crc;
 pub mod framing;

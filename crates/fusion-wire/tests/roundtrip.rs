@@ -295,6 +295,7 @@ fn envelope() -> impl Strategy<Value = Envelope> {
         Envelope {
             from,
             to,
+            incarnation: 1,
             scn,
             sent_at,
             msg,
@@ -388,6 +389,7 @@ fn sample_envelope(msg: Msg) -> pb::Envelope {
     Codec::UNPADDED.encode_envelope(&Envelope {
         from: InstId(0),
         to: InstId(1),
+        incarnation: 1,
         scn: 5,
         sent_at: 6,
         msg,

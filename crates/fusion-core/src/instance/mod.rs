@@ -29,10 +29,12 @@ mod px;
 mod px_alloc;
 mod px_host;
 mod px_slave;
+mod reconfig;
 mod route;
 mod sequence;
 mod serve;
 mod session;
+mod smon;
 mod transactions;
 
 use std::cmp::Reverse;
@@ -175,6 +177,15 @@ enum IoPurpose {
     Vote,
     /// Fencing an evicted instance at the store.
     Fence,
+    /// Instance recovery reads a dead thread.
+    RedoScan,
+    /// Instance recovery reads a block of the recovery set from disk.
+    RecoverRead,
+    /// Instance recovery writes a recovered block.
+    RecoverWrite {
+        blk: BlockAddr,
+        scn: Scn,
+    },
 }
 
 /// The instance.
@@ -245,6 +256,10 @@ pub struct Instance {
     halted: Option<String>,
     /// Instance recoveries this instance completed since the driver last took them.
     recoveries: Vec<crate::recovery::RecoveryReport>,
+    /// A reconfiguration's freeze and what it holds (reconfig.rs).
+    reconfig: reconfig::Reconfig,
+    /// Instance recovery, on the recovering instance (smon.rs).
+    smon: smon::Smon,
 }
 
 impl Instance {
@@ -310,6 +325,8 @@ impl Instance {
             alert: alert::AlertLog::default(),
             halted: None,
             recoveries: Vec::new(),
+            reconfig: reconfig::Reconfig::default(),
+            smon: smon::Smon::default(),
             params,
             costs,
             layout,
@@ -386,7 +403,7 @@ impl Instance {
         }
         self.css.alive(env.from, now);
         self.observe_scn(env.scn);
-        self.on_message(env);
+        self.receive(env);
         self.run_ready();
     }
 
@@ -434,6 +451,15 @@ impl Instance {
             (IoPurpose::Vote, IoResult::Votes(votes)) => self.on_votes(&votes),
             (IoPurpose::Fence, IoResult::Written) => {}
             (_, IoResult::Fenced) => self.on_fenced(),
+            (IoPurpose::RedoScan, IoResult::Redo(records)) => self.on_redo_read(records),
+            (IoPurpose::RecoverRead, IoResult::Read(block)) => {
+                self.stats.incr(Stat::PhysicalReads);
+                self.smon_apply(*block);
+            }
+            (IoPurpose::RecoverWrite { blk, scn }, IoResult::Written) => {
+                self.stats.incr(Stat::PhysicalWrites);
+                self.smon_block_done(blk, scn, true);
+            }
             (p, r) => self.error(format!("I/O {id} ({p:?}) completed with {r:?}")),
         }
         self.run_ready();
@@ -648,6 +674,11 @@ impl Instance {
     }
 
     fn send(&mut self, to: InstId, msg: Msg) {
+        if !self.css.is_member(to) {
+            // An evicted instance: nothing reaches it any more (a waiter of
+            // its, say, was answered after it died).
+            return;
+        }
         if msg.is_gcs() {
             self.stats.incr(Stat::GcsMessagesSent);
         } else if msg.is_ges() {
@@ -656,6 +687,7 @@ impl Instance {
         let env = Envelope {
             from: self.id,
             to,
+            incarnation: self.css.incarnation(),
             scn: self.scn,
             sent_at: self.now,
             msg,
@@ -851,6 +883,12 @@ impl Instance {
             } => self.on_enq_grant(res, mode, token, lvb),
             Msg::EnqBast { res, .. } => self.on_enq_bast(res),
             Msg::Px(m) => self.on_px(from, m),
+            // Reconfiguration and recovery: LMON's and SMON's, not LMS's.
+            Msg::Promote { blk } => self.on_promote(blk),
+            Msg::RecoverBlock { blk } => self.dir_recover(from, blk),
+            Msg::SendPi { blk, to } => self.send_pi(blk, to),
+            Msg::RecoverImage { blk, source } => self.on_recover_image(blk, source),
+            Msg::BlockRecovered { blk, scn } => self.dir_block_recovered(from, blk, scn),
             msg => self.lms_enqueue(from, env.sent_at, msg),
         }
     }

@@ -41,7 +41,7 @@ impl Instance {
         kind: ReqKind,
         scan: bool,
     ) {
-        let id = self.sessions.start_request(blk, sid, self.now, scan);
+        let id = self.sessions.start_request(blk, sid, self.now, scan, kind);
         let placeholder = match kind {
             ReqKind::Cr { .. } => Wait::GcCrRequest,
             ReqKind::Current { .. } => Wait::GcCurrentRequest,
