@@ -340,7 +340,7 @@ impl Validator<'_> {
             .unwrap_or_default();
         self.check_query_tables(&queries, &workloads, &catalog);
         let phases = match section("phase") {
-            Some(p) => self.phases(p, instance_count, &workloads),
+            Some(p) => self.phases(p, instance_count, &workloads, &instances),
             None => {
                 self.push(
                     &None,

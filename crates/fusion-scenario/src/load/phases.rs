@@ -45,6 +45,7 @@ impl Validator<'_> {
         node: &Node,
         instance_count: Option<u8>,
         workloads: &[WorkloadSpec],
+        instances: &[fusion_core::config::Params],
     ) -> Vec<Phase> {
         let mut out = Vec::new();
         let mut seen = Vec::new();
@@ -100,7 +101,7 @@ impl Validator<'_> {
                 for (fault_node, fault_path) in self.tables(list, &phase.at("fault"), "phase.fault")
                 {
                     if let Some(fault) = self.fault(fault_node, &fault_path, instance_count)
-                        && self.runnable(&fault, fault_node, &fault_path, workloads)
+                        && self.runnable(&fault, fault_node, &fault_path, workloads, instances)
                     {
                         if let Some(at) = fault_at(&fault) {
                             timed.push((at, fault_node, fault_path, faults.len()));
@@ -343,15 +344,27 @@ impl Validator<'_> {
         node: &Node,
         path: &KeyPath,
         workloads: &[WorkloadSpec],
+        instances: &[fusion_core::config::Params],
     ) -> bool {
+        // A pause shorter than css_misscount is waited out: nobody is evicted.
+        let evicts = match fault {
+            Fault::Pause {
+                instance, duration, ..
+            } => {
+                let misscount_s = instances
+                    .get(usize::from(*instance).saturating_sub(1))
+                    .map_or(30, |p| p.css_misscount);
+                *duration >= Nanos::from(misscount_s) * NS_PER_S
+            }
+            Fault::Kill { .. } | Fault::Partition { .. } => true,
+            _ => false,
+        };
         let why = match fault {
             Fault::Restart { .. } => {
                 "an instance starting again and rejoining the cluster is not modeled yet"
             }
             Fault::Loss { .. } => "lost blocks are not retried by the model yet",
-            Fault::Kill { .. } | Fault::Pause { .. } | Fault::Partition { .. }
-                if workloads.iter().any(is_parallel) =>
-            {
+            _ if evicts && workloads.iter().any(is_parallel) => {
                 "a workload runs parallel queries, and an instance failure under a \
                  parallel query (its slaves lost with the instance) is not modeled yet"
             }
