@@ -271,6 +271,13 @@ pub enum Msg {
         incarnation: u32,
         members: crate::types::InstSet,
     },
+    /// The reliable delivery sublayer's acknowledgement (only when the
+    /// interconnect may lose messages, `instance/link.rs`): the sender's
+    /// messages up to `cum` arrived, and so did `got`.
+    LinkAck {
+        cum: u64,
+        got: u64,
+    },
 }
 
 impl Msg {
@@ -292,6 +299,7 @@ impl Msg {
                 | Msg::TxWait { .. }
                 | Msg::Px(_)
                 | Msg::Heartbeat { .. }
+                | Msg::LinkAck { .. }
         ) && !self.is_ges()
     }
 
@@ -322,6 +330,20 @@ pub struct Envelope {
     pub scn: Scn,
     pub sent_at: Nanos,
     pub msg: Msg,
+    /// The reliable delivery sublayer's numbers (all 0 when it is off, and
+    /// for heartbeats and acknowledgements).
+    pub link: LinkStamp,
+}
+
+/// Where a message stands on its link when the interconnect may lose
+/// messages (`instance/link.rs`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LinkStamp {
+    /// Its number on the link from 1; 0: not sequenced.
+    pub seq: u64,
+    /// The number of the previous message about the same thing on the link,
+    /// which the receiver hands over first; 0: none outstanding.
+    pub after: u64,
 }
 
 /// One record in an instance's redo thread: a change to block `blk` (with

@@ -230,6 +230,8 @@ impl Codec {
             scn: env.scn,
             sent_at: env.sent_at,
             msg: Some(self.encode_msg(&env.msg)),
+            link_seq: env.link.seq,
+            link_after: env.link.after,
         }
     }
 
@@ -241,6 +243,11 @@ impl Codec {
             scn: env.scn,
             sent_at: env.sent_at,
             msg: self.decode_msg(env.msg.ok_or(missing("Envelope.msg"))?)?,
+            // Any numbers: the receiving instance checks them against its link.
+            link: fusion_core::msg::LinkStamp {
+                seq: env.link_seq,
+                after: env.link_after,
+            },
         })
     }
 
@@ -378,6 +385,10 @@ impl Codec {
                 incarnation: *incarnation,
                 members: members.0,
             }),
+            Msg::LinkAck { cum, got } => K::LinkAck(pb::LinkAck {
+                cum: *cum,
+                got: *got,
+            }),
         };
         pb::Msg { kind: Some(kind) }
     }
@@ -494,6 +505,10 @@ impl Codec {
             K::Heartbeat(h) => Msg::Heartbeat {
                 incarnation: h.incarnation,
                 members: l.inst_set("Heartbeat.members", h.members)?,
+            },
+            K::LinkAck(a) => Msg::LinkAck {
+                cum: a.cum,
+                got: a.got,
             },
         })
     }

@@ -90,6 +90,7 @@ fn ship(i: u64) -> Envelope {
             hops: 2,
             congested: false,
         },
+        link: Default::default(),
     }
 }
 

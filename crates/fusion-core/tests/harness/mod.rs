@@ -495,6 +495,7 @@ pub fn configs(
             workloads: workloads.clone(),
             seed: 7,
             record_history: true,
+            lossy_interconnect: false,
         })
         .collect()
 }
