@@ -290,6 +290,18 @@ const CASES: &[Case] = &[
         ..CASE
     },
     Case {
+        name: "a loss of every message is a partition",
+        edits: &[Replace("workers = 4", "workers = 4\n\n[[phase.fault]]\nkind = \"loss\"\ntarget = \"all\"\nloss_pct = 100")],
+        want: &[at("loss_pct = 100", 12, "phase[1].fault[1].loss_pct", &["is a partition", "keep loss_pct below 100"])],
+        ..CASE
+    },
+    Case {
+        name: "a loss whose every drop is followed by another is a partition",
+        edits: &[Replace("workers = 4", "workers = 4\n\n[[phase.fault]]\nkind = \"loss\"\ntarget = \"all\"\nloss_pct = 1\ncorrelation_pct = 100")],
+        want: &[at("correlation_pct = 100", 19, "phase[1].fault[1].correlation_pct", &["keep correlation_pct below 100"])],
+        ..CASE
+    },
+    Case {
         name: "a partition in an unknown direction",
         edits: &[Replace("workers = 4", "workers = 4\n\n[[phase.fault]]\nkind = \"partition\"\ntarget = { instance = 2 }\ndirection = \"sideways\"")],
         want: &[at("direction", 13, "phase[1].fault[1].direction", &["expected \"both\", \"to\" or \"from\", found \"sideways\""])],

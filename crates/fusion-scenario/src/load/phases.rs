@@ -355,12 +355,25 @@ impl Validator<'_> {
                 );
                 false
             }
-            Fault::Loss { .. } => {
+            // A link that drops everything, or every message after a first
+            // drop, is cut: the heartbeats stop and the cluster evicts.
+            Fault::Loss {
+                loss_ppm,
+                correlation_ppm,
+                ..
+            } if *loss_ppm >= 1_000_000 || (*loss_ppm > 0 && *correlation_ppm >= 1_000_000) => {
+                let key = if *loss_ppm >= 1_000_000 {
+                    "loss_pct"
+                } else {
+                    "correlation_pct"
+                };
                 self.err(
-                    key_node(node, "kind"),
-                    &path.key("kind"),
-                    "kind \"loss\" cannot run yet: lost blocks are not retried by the model yet"
-                        .to_string(),
+                    key_node(node, key),
+                    &path.key(key),
+                    format!(
+                        "a loss that drops every message of a link from some point on is a \
+                         partition: {WHY}; keep {key} below 100"
+                    ),
                 );
                 false
             }
