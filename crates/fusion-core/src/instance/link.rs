@@ -262,8 +262,9 @@ impl Links {
                 deliver: Vec::new(),
             });
         }
-        if p.ahead.len() >= AHEAD_MAX {
-            // Not acknowledged: it comes again once the gap is filled.
+        if p.ahead.len() >= AHEAD_MAX && seq != p.cum + 1 {
+            // Not acknowledged: it comes again once the gap is filled (the
+            // number that fills it is always taken).
             return Ok(Arrival::default());
         }
         let mut out = Arrival::default();
