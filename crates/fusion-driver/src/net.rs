@@ -99,8 +99,8 @@ pub struct Interconnect {
     /// The `loss` faults' stream: the jitter stream's seed, the next stream
     /// number; drawn only on a link with a loss fault.
     loss_rng: ChaCha8Rng,
-    /// Test hook: database messages through `deliver` so far, and the one
-    /// (counted from 1) to lose.
+    /// Test hook: messages other than heartbeats through `deliver` so far,
+    /// and the one (counted from 1) to lose.
     delivered: u64,
     lose_nth: Option<u64>,
 }
@@ -120,9 +120,9 @@ impl Interconnect {
         }
     }
 
-    /// Test hook: lose the `k`-th database message (from 1, heartbeats not
-    /// counted) that goes through [`Interconnect::deliver`], whatever the
-    /// faults.
+    /// Test hook: lose the `k`-th message (from 1; heartbeats not counted,
+    /// the instances' acknowledgements counted) that goes through
+    /// [`Interconnect::deliver`], whatever the faults.
     pub fn lose_nth(&mut self, k: u64) {
         self.lose_nth = Some(k);
     }

@@ -772,8 +772,8 @@ pub fn run_variant(name: &str, s: &Scenario, opts: &SimOptions) -> VariantOutcom
     run_phases(Sim::new(s, opts), name, s, opts)
 }
 
-/// Test hook: [`run_variant`] on a network that loses the `k`-th database
-/// message of the run (counted from 1, heartbeats not counted).
+/// Test hook: [`run_variant`] on a network that loses the `k`-th message
+/// of the run (counted from 1, heartbeats not counted).
 pub fn run_variant_losing(name: &str, s: &Scenario, opts: &SimOptions, k: u64) -> VariantOutcome {
     let mut sim = Sim::new(s, opts);
     sim.net.lose_nth(k);

@@ -98,7 +98,12 @@ impl Instance {
     /// Whether this instance's request `req` for `blk` to its master has not
     /// been acknowledged yet: the sublayer sends the requester's own request
     /// again (a retry), rather than a reply being late.
-    pub(super) fn request_unacked(&self, master: InstId, blk: crate::types::BlockAddr, req: u64) -> bool {
+    pub(super) fn request_unacked(
+        &self,
+        master: InstId,
+        blk: crate::types::BlockAddr,
+        req: u64,
+    ) -> bool {
         self.links
             .unacked(master)
             .any(|e| matches!(&e.msg, Msg::Request(r) if r.id == req && r.blk == blk))

@@ -292,7 +292,10 @@ impl Links {
             if *entry.key() != p.cum + 1 {
                 break;
             }
-            debug_assert!(*entry.get(), "a held message right after the cumulative point");
+            debug_assert!(
+                *entry.get(),
+                "a held message right after the cumulative point"
+            );
             entry.remove();
             p.cum += 1;
         }

@@ -66,7 +66,11 @@ fn a_duplicate_is_discarded_and_acknowledged_again() {
     assert_eq!(b.receive(e.clone()).expect("fine").deliver.len(), 1);
     let again = b.receive(e).expect("fine");
     assert!(again.deliver.is_empty(), "the copy is not handed over");
-    assert_eq!(again.ack, Some((1, 1)), "but acknowledged again (the ack may be lost)");
+    assert_eq!(
+        again.ack,
+        Some((1, 1)),
+        "but acknowledged again (the ack may be lost)"
+    );
 }
 
 #[test]
@@ -88,11 +92,18 @@ fn a_lost_message_holds_back_only_its_own_key() {
     assert_eq!(a.unacked(B).map(|e| e.link.seq).collect::<Vec<_>>(), [1]);
     let (again, arm) = a.due(RETRANSMIT_NS, B, 1);
     assert_eq!(again.len(), 1);
-    assert_eq!(again[0].sent_at, RETRANSMIT_NS, "the copy carries its own send time");
+    assert_eq!(
+        again[0].sent_at, RETRANSMIT_NS,
+        "the copy carries its own send time"
+    );
     assert_eq!(arm.map(|(at, _)| at), Some(2 * RETRANSMIT_NS));
     let filled = b.receive(again[0].clone()).expect("fine");
     assert_eq!(
-        filled.deliver.iter().map(|e| e.link.seq).collect::<Vec<_>>(),
+        filled
+            .deliver
+            .iter()
+            .map(|e| e.link.seq)
+            .collect::<Vec<_>>(),
         [1, 2],
         "the lost one, then the one held behind it, in order"
     );
@@ -108,15 +119,24 @@ fn nothing_is_sent_again_before_500_ms_and_a_stale_timer_does_nothing() {
     let (mut a, _) = pair();
     let (arm, epoch) = {
         let mut e = env(A, B, about(1));
-        a.send(100, &mut e).expect("room").expect("first message arms the timer")
+        a.send(100, &mut e)
+            .expect("room")
+            .expect("first message arms the timer")
     };
     assert_eq!(arm, 100 + RETRANSMIT_NS);
     let mut e = env(A, B, about(2));
-    assert_eq!(a.send(200, &mut e).expect("room"), None, "one timer per peer");
+    assert_eq!(
+        a.send(200, &mut e).expect("room"),
+        None,
+        "one timer per peer"
+    );
     let (again, next) = a.due(arm, B, epoch);
     assert_eq!(again.len(), 1, "only the message sent at 100 is due");
     assert_eq!(next.map(|(at, _)| at), Some(200 + RETRANSMIT_NS));
-    assert!(a.due(arm, B, epoch).0.is_empty(), "that timer's generation is over");
+    assert!(
+        a.due(arm, B, epoch).0.is_empty(),
+        "that timer's generation is over"
+    );
 }
 
 #[test]
@@ -148,9 +168,16 @@ fn the_receiver_is_bounded() {
         assert!(b.receive(numbered(seq)).expect("fine").ack.is_some());
     }
     let past = b.receive(numbered(AHEAD_MAX as u64 + 2)).expect("fine");
-    assert!(past.ack.is_none() && past.deliver.is_empty(), "dropped, not acknowledged");
+    assert!(
+        past.ack.is_none() && past.deliver.is_empty(),
+        "dropped, not acknowledged"
+    );
     let gap = b.receive(numbered(1)).expect("fine");
-    assert_eq!(gap.ack, Some((AHEAD_MAX as u64 + 1, 1)), "the gap filled, all caught up");
+    assert_eq!(
+        gap.ack,
+        Some((AHEAD_MAX as u64 + 1, 1)),
+        "the gap filled, all caught up"
+    );
 }
 
 #[test]
@@ -159,7 +186,10 @@ fn wrong_numbers_from_a_peer_are_errors_not_panics() {
     let mut e = send(&mut a, 0, 1);
     e.link.after = e.link.seq;
     assert!(b.receive(e).is_err());
-    assert!(a.acked(B, 99, 0).is_err(), "an acknowledgement of what was never sent");
+    assert!(
+        a.acked(B, 99, 0).is_err(),
+        "an acknowledgement of what was never sent"
+    );
     let mut outsider = env(InstId(7), A, about(1));
     outsider.link.seq = 1;
     assert!(b.receive(outsider).is_err());
@@ -190,8 +220,16 @@ fn forget_starts_the_link_again() {
     b.receive(e).expect("fine");
     a.forget(B);
     b.forget(A);
-    assert_eq!(a.unacked(B).count(), 0, "nothing is sent again to a forgotten peer");
+    assert_eq!(
+        a.unacked(B).count(),
+        0,
+        "nothing is sent again to a forgotten peer"
+    );
     let e = send(&mut a, 0, 1);
     assert_eq!(e.link.seq, 1, "numbering starts again");
-    assert_eq!(b.receive(e).expect("fine").deliver.len(), 1, "not taken for a duplicate");
+    assert_eq!(
+        b.receive(e).expect("fine").deliver.len(),
+        1,
+        "not taken for a duplicate"
+    );
 }

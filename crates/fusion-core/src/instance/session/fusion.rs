@@ -89,7 +89,11 @@ impl Instance {
             _ => return,
         };
         let (lost, retry, placeholder) = if cr {
-            (Wait::GcCrBlockLost, Wait::GcCrRequestRetry, Wait::GcCrRequest)
+            (
+                Wait::GcCrBlockLost,
+                Wait::GcCrRequestRetry,
+                Wait::GcCrRequest,
+            )
         } else {
             (
                 Wait::GcCurrentBlockLost,

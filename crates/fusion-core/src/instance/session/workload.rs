@@ -26,17 +26,18 @@ impl Instance {
     /// Give every workload step's statement (and the recursive `update
     /// seq$`) its place in `stats.statements`.
     pub(in crate::instance) fn register_statements(&mut self, catalog: &Catalog) {
-        let find_or_add = |stats: &mut crate::stats::Stats, sql: String, recursive: bool| -> usize {
-            match stats.statements.iter().position(|s| s.sql == sql) {
-                Some(i) => i,
-                None => {
-                    stats
-                        .statements
-                        .push(crate::tkprof::StmtStat::new(sql, recursive));
-                    stats.statements.len() - 1
+        let find_or_add =
+            |stats: &mut crate::stats::Stats, sql: String, recursive: bool| -> usize {
+                match stats.statements.iter().position(|s| s.sql == sql) {
+                    Some(i) => i,
+                    None => {
+                        stats
+                            .statements
+                            .push(crate::tkprof::StmtStat::new(sql, recursive));
+                        stats.statements.len() - 1
+                    }
                 }
-            }
-        };
+            };
         let workloads = Arc::clone(&self.workloads);
         self.stmt_ids = workloads
             .iter()
