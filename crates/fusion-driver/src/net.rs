@@ -331,4 +331,70 @@ mod tests {
         );
         assert_eq!(net.deliver(0, 0, 1, 200, true), Some(1_000));
     }
+
+    fn lossy(loss_pct: u32, correlation_pct: u32) -> Interconnect {
+        let mut n = net(10_000);
+        n.set_faults(&[Fault::Loss {
+            target: LinkTarget::Link { from: 1, to: 2 },
+            loss_ppm: loss_pct * 10_000,
+            correlation_ppm: correlation_pct * 10_000,
+        }]);
+        n
+    }
+
+    /// Messages dropped out of 20,000 on the lossy link 1 -> 2, and the
+    /// longest run of drops.
+    fn drops(n: &mut Interconnect) -> (u32, u32) {
+        let (mut dropped, mut run, mut longest) = (0, 0, 0);
+        for k in 0..20_000 {
+            if n.deliver(k * 1_000, 0, 1, 200, false).is_none() {
+                dropped += 1;
+                run += 1;
+                longest = longest.max(run);
+            } else {
+                run = 0;
+            }
+        }
+        (dropped, longest)
+    }
+
+    #[test]
+    fn a_loss_fault_drops_its_share_of_its_links_only() {
+        let (dropped, _) = drops(&mut lossy(5, 0));
+        assert!(
+            (800..1_200).contains(&dropped),
+            "{dropped} of 20,000 at 5 %"
+        );
+        let mut n = lossy(5, 0);
+        assert!(
+            (0..1_000).all(|k| n.deliver(k, 1, 0, 200, false).is_some()),
+            "the other direction loses nothing"
+        );
+    }
+
+    #[test]
+    fn correlation_makes_drops_come_in_runs() {
+        let (plain, plain_run) = drops(&mut lossy(5, 0));
+        let (bursty, bursty_run) = drops(&mut lossy(5, 60));
+        assert!(
+            bursty > plain,
+            "{bursty} <= {plain}: a drop raises the next one's chance"
+        );
+        assert!(
+            bursty_run > plain_run,
+            "runs of {bursty_run} vs {plain_run}"
+        );
+    }
+
+    #[test]
+    fn the_jitter_stream_is_the_same_with_or_without_a_loss_of_nothing() {
+        let mut plain = net(10_000);
+        let mut zero = lossy(0, 0);
+        for k in 0..1_000 {
+            assert_eq!(
+                plain.deliver(k * 100, 0, 1, 200, false),
+                zero.deliver(k * 100, 0, 1, 200, false)
+            );
+        }
+    }
 }
