@@ -303,6 +303,13 @@ pub enum Msg {
         blk: BlockAddr,
         scn: Scn,
     },
+    /// The reliable delivery sublayer's acknowledgement (only when the
+    /// interconnect may lose messages, `instance/link.rs`): the sender's
+    /// messages up to `cum` arrived, and so did `got`.
+    LinkAck {
+        cum: u64,
+        got: u64,
+    },
 }
 
 /// What one instance holds, reported to a resource's new master.
@@ -389,6 +396,7 @@ impl Msg {
                 | Msg::TxWait { .. }
                 | Msg::Px(_)
                 | Msg::Heartbeat { .. }
+                | Msg::LinkAck { .. }
         ) && !self.is_ges()
     }
 
@@ -422,6 +430,20 @@ pub struct Envelope {
     pub scn: Scn,
     pub sent_at: Nanos,
     pub msg: Msg,
+    /// The reliable delivery sublayer's numbers (all 0 when it is off, and
+    /// for heartbeats and acknowledgements).
+    pub link: LinkStamp,
+}
+
+/// Where a message stands on its link when the interconnect may lose
+/// messages (`instance/link.rs`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LinkStamp {
+    /// Its number on the link from 1; 0: not sequenced.
+    pub seq: u64,
+    /// The number of the previous message about the same thing on the link,
+    /// which the receiver hands over first; 0: none outstanding.
+    pub after: u64,
 }
 
 /// One record in an instance's redo thread: a change to block `blk` (with

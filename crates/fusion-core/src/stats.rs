@@ -301,6 +301,10 @@ name_enum! {
         ResmgrPqQueued => "resmgr:pq queued",
         WaitForScnAck => "wait for scn ack",
         EnqTxIndexContention => "enq: TX - index contention",
+        GcCrBlockLost => "gc cr block lost",
+        GcCurrentBlockLost => "gc current block lost",
+        GcCrRequestRetry => "gc cr request retry",
+        GcCurrentRetry => "gc current retry",
     }
 }
 
@@ -346,6 +350,8 @@ impl Wait {
             GcCurrentGrantBusy => "global cache busy",
             GcBufferBusyAcquire => "buffer busy global CR",
             GcBufferBusyRelease => "buffer busy global cache",
+            // The 9i name of a retried CR request; 9i had no lost-block events.
+            GcCrRequestRetry => "cr request retry",
             // 9i had one `enqueue` event for every enqueue type.
             EnqTxRowLockContention | EnqSqContention => "enqueue",
             other => other.name(),

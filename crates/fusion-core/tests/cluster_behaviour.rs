@@ -287,6 +287,7 @@ fn the_harness_fails_when_an_instance_reports_an_error() {
         scn: 1,
         sent_at: 0,
         msg: Msg::ScnAck { seq: 1 },
+        link: Default::default(),
     });
     cluster.run_until(NS_PER_MS);
 }

@@ -776,6 +776,14 @@ pub fn run_variant(name: &str, s: &Scenario, opts: &SimOptions) -> VariantOutcom
     run_phases(Sim::new(s, opts), name, s, opts)
 }
 
+/// Test hook: [`run_variant`] on a network that loses the `k`-th message
+/// of the run (counted from 1, heartbeats not counted).
+pub fn run_variant_losing(name: &str, s: &Scenario, opts: &SimOptions, k: u64) -> VariantOutcome {
+    let mut sim = Sim::new(s, opts);
+    sim.net.lose_nth(k);
+    run_phases(sim, name, s, opts)
+}
+
 /// Run `sim`, new for scenario `s`, through the phases.
 fn run_phases(mut sim: Sim, name: &str, s: &Scenario, opts: &SimOptions) -> VariantOutcome {
     let mut phases = Vec::new();

@@ -492,6 +492,7 @@ impl Driver {
                     workloads: wl.clone(),
                     seed,
                     record_history: true,
+                    lossy_interconnect: false,
                 })
             })
             .collect();

@@ -231,6 +231,8 @@ impl Codec {
             sent_at: env.sent_at,
             msg: Some(self.encode_msg(&env.msg)),
             incarnation: env.incarnation,
+            link_seq: env.link.seq,
+            link_after: env.link.after,
         }
     }
 
@@ -243,6 +245,11 @@ impl Codec {
             scn: env.scn,
             sent_at: env.sent_at,
             msg: self.decode_msg(env.msg.ok_or(missing("Envelope.msg"))?)?,
+            // Any numbers: the receiving instance checks them against its link.
+            link: fusion_core::msg::LinkStamp {
+                seq: env.link_seq,
+                after: env.link_after,
+            },
         })
     }
 
@@ -386,6 +393,10 @@ impl Codec {
             | Msg::SendPi { .. }
             | Msg::RecoverImage { .. }
             | Msg::BlockRecovered { .. } => self.encode_reconfig(msg),
+            Msg::LinkAck { cum, got } => K::LinkAck(pb::LinkAck {
+                cum: *cum,
+                got: *got,
+            }),
         };
         pb::Msg { kind: Some(kind) }
     }
@@ -509,6 +520,10 @@ impl Codec {
             | K::SendPi(_)
             | K::RecoverImage(_)
             | K::BlockRecovered(_)) => self.decode_reconfig(k)?,
+            K::LinkAck(a) => Msg::LinkAck {
+                cum: a.cum,
+                got: a.got,
+            },
         })
     }
 

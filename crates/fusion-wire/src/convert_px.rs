@@ -290,6 +290,7 @@ mod tests {
             scn: 9,
             sent_at: 10,
             msg: Msg::Px(PxMsg::Batch(Box::new(b))),
+            link: Default::default(),
         };
         let wire = codec().encode_envelope(&env);
         let len = wire.encoded_len();

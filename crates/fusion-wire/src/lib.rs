@@ -37,7 +37,7 @@ pub use convert::{Codec, Limits, MAX_INSTANCES, WireError};
 pub use crc::crc32;
 
 /// Version of this protocol, exchanged in `Hello`; peers must agree.
-pub const PROTOCOL_VERSION: u32 = 2;
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// gRPC metadata key carrying the shared token on every block-store call.
 pub const TOKEN_METADATA: &str = "x-fusionlab-token";

@@ -91,6 +91,7 @@ fn ship(i: u64) -> Envelope {
             hops: 2,
             congested: false,
         },
+        link: Default::default(),
     }
 }
 

@@ -99,6 +99,8 @@ impl Instance {
         // recovery's back when it wakes.
         for d in dead.iter() {
             self.start_io(Io::Fence { inst: d }, IoPurpose::Fence);
+            // Nothing is sent to it again, acknowledged or not.
+            self.links.forget(d);
         }
         self.begin_reconfig(dead);
     }

@@ -14,6 +14,7 @@ mod cache;
 mod checkpoint;
 mod css;
 mod dbwr;
+mod delivery;
 mod execution;
 mod gcs;
 mod ges;
@@ -22,6 +23,7 @@ mod hogs;
 mod insert;
 mod inspect;
 mod lgwr;
+mod link;
 mod lms;
 mod maintain;
 mod masters;
@@ -79,6 +81,10 @@ pub struct InstanceConfig {
     pub seed: u64,
     /// Record reads and writes for the correctness checkers (tests).
     pub record_history: bool,
+    /// The interconnect may lose messages (a phase has a `loss` fault): the
+    /// database's messages are numbered, acknowledged and sent again
+    /// (`link.rs`), and a block not received within 500 ms is `lost`.
+    pub lossy_interconnect: bool,
 }
 
 /// Administrative commands (the admin service in the live runtime, phase
@@ -145,6 +151,10 @@ enum Timer {
     HogWake(u32, u64),
     /// The membership service's heartbeats.
     CssTick,
+    /// Re-send what a peer has not acknowledged (the peer, the timer's generation).
+    LinkResend(InstId, u64),
+    /// A block request not answered within 500 ms is lost (the block, the request).
+    GcLost(BlockAddr, u64),
 }
 
 /// What an outstanding I/O is for.
@@ -261,6 +271,8 @@ pub struct Instance {
     reconfig: reconfig::Reconfig,
     /// Instance recovery, on the recovering instance (smon.rs).
     smon: smon::Smon,
+    /// Reliable delivery when the interconnect may lose messages (off otherwise).
+    links: link::Links,
 }
 
 impl Instance {
@@ -275,6 +287,7 @@ impl Instance {
             workloads,
             seed,
             record_history,
+            lossy_interconnect,
         } = cfg;
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         rng.set_stream(u64::from(id.0) + 1);
@@ -328,6 +341,7 @@ impl Instance {
             recoveries: Vec::new(),
             reconfig: reconfig::Reconfig::default(),
             smon: smon::Smon::default(),
+            links: link::Links::new(instances, lossy_interconnect),
             params,
             costs,
             layout,
@@ -403,8 +417,12 @@ impl Instance {
             return;
         }
         self.css.alive(env.from, now);
-        self.observe_scn(env.scn);
-        self.receive(env);
+        if self.links.on() || env.link.seq != 0 || matches!(env.msg, Msg::LinkAck { .. }) {
+            self.link_receive(env);
+        } else {
+            self.observe_scn(env.scn);
+            self.receive(env);
+        }
         self.run_ready();
     }
 
@@ -570,7 +588,11 @@ impl Instance {
             scn: self.scn,
             sent_at: self.now,
             msg,
+            link: Default::default(),
         };
+        if self.links.on() {
+            return self.link_send(env);
+        }
         self.actions.push_back(Action::Send(env));
     }
 
@@ -711,6 +733,8 @@ impl Instance {
                 self.arm(dbwr::DBWR_TICK, Timer::DbwrTick);
             }
             Timer::CssTick => self.css_tick(),
+            Timer::LinkResend(peer, epoch) => self.link_resend(peer, epoch),
+            Timer::GcLost(blk, req) => self.gc_lost(blk, req),
             Timer::HogWake(h, epoch) => {
                 if let Some(p) = self.hogs.wakes(h, epoch) {
                     let busy = self.hogs.busy_time();
@@ -824,47 +848,6 @@ impl Instance {
     fn history_full(&mut self) {
         let e = format!("{}: {}", self.id, self.history.full_error());
         self.errors.push(e);
-    }
-
-    // ----- statements (tkprof) ------------------------------------------------------
-
-    fn register_statements(&mut self, catalog: &Catalog) {
-        let find_or_add = |stats: &mut Stats, sql: String, recursive: bool| -> usize {
-            match stats.statements.iter().position(|s| s.sql == sql) {
-                Some(i) => i,
-                None => {
-                    stats
-                        .statements
-                        .push(crate::tkprof::StmtStat::new(sql, recursive));
-                    stats.statements.len() - 1
-                }
-            }
-        };
-        let workloads = Arc::clone(&self.workloads);
-        self.stmt_ids = workloads
-            .iter()
-            .map(|w| {
-                w.transactions
-                    .iter()
-                    .map(|t| {
-                        t.steps
-                            .iter()
-                            .map(|st| {
-                                crate::tkprof::sql_of(st, catalog)
-                                    .map(|sql| find_or_add(&mut self.stats, sql, false))
-                            })
-                            .collect()
-                    })
-                    .collect()
-            })
-            .collect();
-        if !catalog.sequences.is_empty() {
-            self.update_seq_stmt = Some(find_or_add(
-                &mut self.stats,
-                crate::tkprof::UPDATE_SEQ.to_string(),
-                true,
-            ));
-        }
     }
 
     // ----- CPU hogs ---------------------------------------------------------------------

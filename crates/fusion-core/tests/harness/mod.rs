@@ -501,6 +501,7 @@ pub fn configs(
             workloads: workloads.clone(),
             seed: 7,
             record_history: true,
+            lossy_interconnect: false,
         })
         .collect()
 }

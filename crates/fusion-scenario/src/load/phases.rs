@@ -357,13 +357,19 @@ impl Validator<'_> {
                 *duration >= Nanos::from(misscount_s) * NS_PER_S
             }
             Fault::Kill { .. } | Fault::Partition { .. } => true,
+            // A link that drops everything, or every message after a first
+            // drop, is cut: the heartbeats stop and the cluster evicts.
+            Fault::Loss {
+                loss_ppm,
+                correlation_ppm,
+                ..
+            } => *loss_ppm >= 1_000_000 || (*loss_ppm > 0 && *correlation_ppm >= 1_000_000),
             _ => false,
         };
         let why = match fault {
             Fault::Restart { .. } => {
                 "an instance starting again and rejoining the cluster is not modeled yet"
             }
-            Fault::Loss { .. } => "lost blocks are not retried by the model yet",
             _ if evicts && workloads.iter().any(is_parallel) => {
                 "a workload runs parallel queries, and an instance failure under a \
                  parallel query (its slaves lost with the instance) is not modeled yet"
