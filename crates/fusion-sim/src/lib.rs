@@ -248,6 +248,10 @@ pub struct Sim {
     vote_latency: Nanos,
     /// Kills, pauses and continues as they happened: (time, instance, what).
     fault_log: Vec<(Nanos, InstId, String)>,
+    /// Each instance's configuration, to start it again after a kill.
+    configs: Vec<fusion_core::instance::InstanceConfig>,
+    /// How many times each instance was restarted.
+    lives: Vec<u32>,
 }
 
 /// Sequence values the simulator keeps at most, for the cross-cluster
@@ -259,11 +263,8 @@ impl Sim {
         let seed = opts.seed.unwrap_or(s.seed);
         let instance_count = s.instances.len();
         let layout = s.layout();
-        let instances = s
-            .instance_configs(&layout, seed, opts.check)
-            .into_iter()
-            .map(Instance::new)
-            .collect();
+        let configs = s.instance_configs(&layout, seed, opts.check);
+        let instances = configs.iter().cloned().map(Instance::new).collect();
         let block_size = s.block_size();
         let mut instances: Vec<Instance> = instances;
         if !s.catalog.sequences.is_empty() {
@@ -306,6 +307,8 @@ impl Sim {
             voting: fusion_core::voting::VotingFile::new(instance_count),
             vote_latency: s.storage.write_latency,
             fault_log: Vec::new(),
+            lives: vec![0; instance_count],
+            configs,
         }
     }
 
@@ -384,6 +387,10 @@ impl Sim {
                         self.voting.fence(inst);
                         IoResult::Written
                     }
+                    Io::Unfence { inst } => {
+                        self.voting.unfence(inst);
+                        IoResult::Written
+                    }
                     _ => IoResult::Fenced,
                 };
                 let ev = Ev::Io {
@@ -427,7 +434,7 @@ impl Sim {
                         let (at, r) = self.store.read_redo(self.now, i, thread.idx());
                         (at, r, None)
                     }
-                    Io::Vote { .. } | Io::Fence { .. } => return,
+                    Io::Vote { .. } | Io::Fence { .. } | Io::Unfence { .. } => return,
                 };
                 let pushed = self.queue.push(
                     self.now,
@@ -768,7 +775,7 @@ impl Sim {
 
 /// Whether an I/O goes to the voting file (disk heartbeats, fencing).
 fn is_voting(io: &Io) -> bool {
-    matches!(io, Io::Vote { .. } | Io::Fence { .. })
+    matches!(io, Io::Vote { .. } | Io::Fence { .. } | Io::Unfence { .. })
 }
 
 /// Run one variant through its phases and collect each phase's activity.

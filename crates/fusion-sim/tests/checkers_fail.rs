@@ -493,6 +493,7 @@ impl Driver {
                     seed,
                     record_history: true,
                     lossy_interconnect: false,
+                    life: 0,
                 })
             })
             .collect();

@@ -502,6 +502,7 @@ pub fn configs(
             seed: 7,
             record_history: true,
             lossy_interconnect: false,
+            life: 0,
         })
         .collect()
 }
