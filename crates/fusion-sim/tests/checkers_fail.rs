@@ -555,6 +555,10 @@ impl Driver {
                             self.voting.fence(inst);
                             (self.now + NS_PER_MS, IoResult::Written, None)
                         }
+                        Io::Unfence { inst } => {
+                            self.voting.unfence(inst);
+                            (self.now + NS_PER_MS, IoResult::Written, None)
+                        }
                         // This harness keeps no redo: nothing to recover.
                         Io::ReadRedo { .. } => {
                             (self.now + NS_PER_MS, IoResult::Redo(Vec::new()), None)
