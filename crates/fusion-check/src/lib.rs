@@ -316,7 +316,19 @@ impl ConsistencyChecker {
     pub fn coherence(&mut self, instances: &[Instance]) {
         self.report.events_checked += 1;
         let mut touched: Vec<usize> = Vec::new();
+        // The cluster is the newest incarnation's members: an instance it
+        // evicted (frozen, or cut off and not yet stopped) holds nothing any
+        // more in its eyes, and is fenced from the store.
+        let cluster = instances
+            .iter()
+            .filter(|x| x.halted().is_none())
+            .map(Instance::membership)
+            .max_by_key(|&(incarnation, _)| incarnation)
+            .map(|(_, members)| members);
         for inst in instances {
+            if inst.halted().is_some() || cluster.is_some_and(|m| !m.contains(inst.id)) {
+                continue;
+            }
             for b in inst.buffers() {
                 let a = b.blk.idx();
                 match b.state {
