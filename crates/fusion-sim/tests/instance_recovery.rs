@@ -13,9 +13,13 @@ const MISSCOUNT_S: u32 = 3;
 /// Three instances updating rows of a small table, then a phase with `faults`
 /// and a phase after it.
 fn cluster_with(faults: Vec<Fault>, seconds: Nanos) -> Scenario {
+    cluster_of(3, faults, seconds)
+}
+
+fn cluster_of(instances: u8, faults: Vec<Fault>, seconds: Nanos) -> Scenario {
     let mut failing = phase("failing", seconds * NS_PER_S);
     failing.faults = faults;
-    ScenarioBuilder::new(3)
+    ScenarioBuilder::new(instances)
         .params(Params {
             css_misscount: MISSCOUNT_S,
             ..fusion_testkit::params(4, 2_000)
@@ -24,7 +28,7 @@ fn cluster_with(faults: Vec<Fault>, seconds: Nanos) -> Scenario {
         .index(btree("t_pk", 0, 64, 64))
         .workload(workload(
             "oltp",
-            3,
+            instances,
             2,
             5 * NS_PER_MS,
             vec![txn(

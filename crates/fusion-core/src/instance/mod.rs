@@ -441,10 +441,13 @@ impl Instance {
             self.on_heartbeat(env.from, incarnation, members);
             return;
         }
-        if !self.css.is_member(env.from) && !matches!(env.msg, Msg::Rebuild(_)) {
+        if !self.css.is_member(env.from)
+            && env.incarnation <= self.css.incarnation()
+            && !matches!(env.msg, Msg::Rebuild(_))
+        {
             // An evicted instance's late messages: it is no longer in the
-            // cluster. (A report names the members of a new incarnation,
-            // which may be news here: it is let through.)
+            // cluster. (A newer incarnation's messages, reports first, may
+            // come from members this instance does not know of yet.)
             return;
         }
         self.css.alive(env.from, now);
