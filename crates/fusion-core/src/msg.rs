@@ -303,6 +303,11 @@ pub enum Msg {
         blk: BlockAddr,
         scn: Scn,
     },
+    /// The recovering instance to every member: these dead threads are
+    /// recovered (a later recovery need not read them again).
+    ThreadsRecovered {
+        threads: crate::types::InstSet,
+    },
     /// A past image's holder to the block's master: my past image holds my
     /// checkpoint back (`fast_start_mttr_target`); have the current block written.
     WriteRequest {

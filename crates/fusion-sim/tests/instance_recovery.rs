@@ -186,3 +186,61 @@ fn a_killed_instance_restarts_rejoins_and_works_again() {
     let check = o.check.as_ref().map(|c| c.violations.clone());
     assert_eq!(check, Some(vec![]), "{:?}", o.check);
 }
+
+#[test]
+fn the_recovering_instance_dies_and_another_recovers_both_threads() {
+    // Instance 1's disk is slow, so its recovery of instance 4 takes
+    // seconds, and instance 1 dies in the middle of it.
+    let s = cluster_of(
+        4,
+        vec![
+            Fault::DiskLatency {
+                instance: 1,
+                device: fusion_scenario::Device::Data,
+                latency: 400 * NS_PER_MS,
+                jitter: 0,
+            },
+            Fault::Kill {
+                instance: 4,
+                at: NS_PER_S,
+            },
+            // Instance 4's death is detected 5 s later, its recovery
+            // applies redo from 0.4 s after that for another 0.4 s.
+            Fault::Kill {
+                instance: 1,
+                at: 4_600 * NS_PER_MS,
+            },
+        ],
+        u64::from(MISSCOUNT_S) + 10,
+    );
+    let o = run_variant("double", &s, &SimOptions::checked());
+    assert!(o.errors.is_empty(), "{:#?}", o.errors);
+    let first = lines_of(&o, 1, 1);
+    assert!(
+        first
+            .iter()
+            .any(|l| l.starts_with("Started redo application"))
+            && !first
+                .iter()
+                .any(|l| l.starts_with("Completed instance recovery")),
+        "instance 1 was to die in the middle of its recovery: {first:#?}"
+    );
+    let second = lines_of(&o, 1, 2);
+    assert!(
+        second
+            .iter()
+            .any(|l| l == "Beginning instance recovery of 2 threads"),
+        "{second:#?}"
+    );
+    assert!(
+        second
+            .iter()
+            .any(|l| l.starts_with("Completed instance recovery at Thread 1"))
+            && second
+                .iter()
+                .any(|l| l.starts_with("Completed instance recovery at Thread 4")),
+        "{second:#?}"
+    );
+    let check = o.check.as_ref().map(|c| c.violations.clone());
+    assert_eq!(check, Some(vec![]), "{:?}", o.check);
+}

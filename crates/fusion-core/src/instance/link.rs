@@ -107,7 +107,7 @@ impl OrderKey {
             | Msg::BlockRecovered { blk, .. }
             | Msg::WriteRequest { blk }
             | Msg::WriteCurrent { blk } => Block(*blk),
-            Msg::Rebuild(_) => Reconfig,
+            Msg::Rebuild(_) | Msg::ThreadsRecovered { .. } => Reconfig,
             Msg::TxQuery { xid, .. } | Msg::TxStatus { xid, .. } | Msg::TxWait { xid, .. } => {
                 Tx(*xid)
             }
