@@ -401,6 +401,33 @@ impl Msg {
         }
     }
 
+    /// The block a global cache message is about (`None` for the others):
+    /// its LMS worker, and the key it keeps its order by on a lossy link.
+    pub fn blk(&self) -> Option<BlockAddr> {
+        match self {
+            Msg::Request(r)
+            | Msg::Forward { req: r, .. }
+            | Msg::Grant { req: r, .. }
+            | Msg::Ship { req: r, .. }
+            | Msg::NotHeld { req: r }
+            | Msg::DownConverted { req: r } => Some(r.blk),
+            Msg::Installed { blk, .. }
+            | Msg::Invalidate { blk, .. }
+            | Msg::InvalidateAck { blk, .. }
+            | Msg::Relinquish { blk, .. }
+            | Msg::Written { blk, .. }
+            | Msg::DiscardPi { blk, .. }
+            | Msg::Promote { blk }
+            | Msg::RecoverBlock { blk }
+            | Msg::SendPi { blk, .. }
+            | Msg::RecoverImage { blk, .. }
+            | Msg::BlockRecovered { blk, .. }
+            | Msg::WriteRequest { blk }
+            | Msg::WriteCurrent { blk } => Some(*blk),
+            _ => None,
+        }
+    }
+
     /// Global cache (GCS) message, as opposed to a transaction (GES-like) one.
     pub fn is_gcs(&self) -> bool {
         !matches!(
