@@ -104,6 +104,16 @@ impl Instance {
         self.end_wait(owner, Some(lost));
         self.stats.incr(Stat::GcBlocksLost);
         let master = self.block_master(blk);
+        // The alert log keeps lost blocks beside evictions (bounded: ALERT_LINES_MAX).
+        let now = self.now;
+        self.alert.write(
+            now,
+            format!(
+                "{}: {blk} requested through instance {} (nothing within 500 ms, retried)",
+                lost.name(),
+                master.number()
+            ),
+        );
         let again = if master != self.id && self.request_unacked(master, blk, req) {
             retry
         } else {
