@@ -147,9 +147,42 @@ pub fn unmeasurable(loaded: &LoadedScenario, driver: Driver) -> Vec<String> {
     out
 }
 
+/// A fault of `loaded` that `driver` cannot carry out: a live cluster does
+/// not kill, freeze or start its processes yet (the simulator does).
+fn unrunnable_fault(loaded: &LoadedScenario, driver: Driver) -> Option<String> {
+    if driver != Driver::Live {
+        return None;
+    }
+    let v = loaded.variants.first()?;
+    v.scenario.phases.iter().find_map(|p| {
+        p.faults
+            .iter()
+            .find(|f| {
+                matches!(
+                    f,
+                    fusion_scenario::Fault::Kill { .. }
+                        | fusion_scenario::Fault::Pause { .. }
+                        | fusion_scenario::Fault::Restart { .. }
+                )
+            })
+            .map(|f| {
+                format!(
+                    "phase {:?} has a `{}` fault, which a live cluster does not carry out yet \
+                     (its processes are not killed, frozen or started by the runner); the \
+                     simulator does: run it without --live",
+                    p.name,
+                    f.kind()
+                )
+            })
+    })
+}
+
 /// Err: `loaded` names figures `driver` does not measure, and which (a
 /// message for the user, as for a scenario that does not load).
 pub fn refusal(loaded: &LoadedScenario, driver: Driver) -> Result<(), String> {
+    if let Some(why) = unrunnable_fault(loaded, driver) {
+        return Err(format!("{}: {why}", loaded.path));
+    }
     let lines = unmeasurable(loaded, driver);
     if lines.is_empty() {
         return Ok(());

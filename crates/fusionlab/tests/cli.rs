@@ -754,3 +754,17 @@ fn usage_errors_exit_2() {
         stderr(&o)
     );
 }
+
+#[test]
+fn a_live_run_refuses_faults_it_cannot_carry_out() {
+    let o = fusionlab("live-kill", &["run", "instance-crash-recovery", "--live"]);
+    assert_status(&o, 2);
+    let err = stderr(&o);
+    assert!(
+        err.contains(
+            "phase \"crash\" has a `kill` fault, which a live cluster does not carry out yet"
+        ),
+        "{err}"
+    );
+    assert!(err.contains("run it without --live"), "{err}");
+}
