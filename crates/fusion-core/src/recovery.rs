@@ -13,8 +13,8 @@
 use rustc_hash::FxHashMap;
 
 use crate::block::Block;
-use crate::msg::RedoRecord;
 use crate::config::Nanos;
+use crate::msg::RedoRecord;
 use crate::types::{BlockAddr, InstId, Scn, Xid};
 
 /// What one instance recovery did, as the recovering instance reports it

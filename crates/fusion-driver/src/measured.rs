@@ -108,6 +108,13 @@ pub fn unmeasured(metric: Metric, driver: Driver) -> Option<&'static str> {
     let figure = match metric {
         Metric::Stat(s) | Metric::PerSecond(s) => Figure::Stat(s),
         Metric::EventWaits(w) | Metric::EventTimeMs(w) | Metric::EventAvgMs(w) => Figure::Wait(w),
+        // The recovery summary: the live runner does not report recoveries yet.
+        Metric::Recovery(_) if driver == Driver::Live => {
+            return Some(
+                "the live runner does not report instance recoveries yet (the simulator does)",
+            );
+        }
+        Metric::Recovery(_) => return None,
         // Formulas over figures the instances count (AWR lines, the latency
         // decomposition, the tkprof columns) and sums over every event of a
         // wait class (some never waited on, as in Oracle).

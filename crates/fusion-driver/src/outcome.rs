@@ -97,11 +97,13 @@ pub fn phase_result(
     before: &[Stats],
     after: &[Stats],
     mut alert_log: Vec<fusion_report::AlertEntry>,
+    recovery: Vec<fusion_report::RecoveryEntry>,
 ) -> PhaseResult {
     // In time order; lines of one instance at one instant keep their order.
     alert_log.sort_by_key(|a| a.at_ns);
     PhaseResult {
         alert_log,
+        recovery,
         name: name.to_string(),
         start_ns,
         elapsed_ns,

@@ -8,6 +8,7 @@
 
 mod life;
 mod redo;
+mod samples;
 mod store;
 
 use std::cmp::Reverse;
@@ -248,6 +249,9 @@ pub struct Sim {
     vote_latency: Nanos,
     /// Kills, pauses and continues as they happened: (time, instance, what).
     fault_log: Vec<(Nanos, InstId, String)>,
+    /// Every instance's commits, sampled for the brownout (samples.rs);
+    /// `None` when the scenario has no failure fault.
+    commits: Option<fusion_driver::brownout::CommitSeries>,
 }
 
 /// Sequence values the simulator keeps at most, for the cross-cluster
@@ -306,6 +310,7 @@ impl Sim {
             voting: fusion_core::voting::VotingFile::new(instance_count),
             vote_latency: s.storage.write_latency,
             fault_log: Vec::new(),
+            commits: samples::series_for(s),
         }
     }
 
@@ -775,6 +780,7 @@ pub fn run_variant(name: &str, s: &Scenario, opts: &SimOptions) -> VariantOutcom
 /// Run `sim`, new for scenario `s`, through the phases.
 fn run_phases(mut sim: Sim, name: &str, s: &Scenario, opts: &SimOptions) -> VariantOutcome {
     let mut phases = Vec::new();
+    let mut recoveries = Vec::new();
     let mut stopped = None;
     for phase in &s.phases {
         // The counters before the phase's own commands: what a command sets
@@ -790,7 +796,7 @@ fn run_phases(mut sim: Sim, name: &str, s: &Scenario, opts: &SimOptions) -> Vari
             }
         }
         let timeline = life::timeline_of(start, &phase.faults);
-        sim.run_to(start + phase.duration, &timeline);
+        sim.run_sampled(start + phase.duration, &timeline);
         if let Some(why) = sim.stopped() {
             // A phase cut short is left out of the result.
             stopped = Some(format!("phase {:?}: {why}", phase.name));
@@ -804,8 +810,11 @@ fn run_phases(mut sim: Sim, name: &str, s: &Scenario, opts: &SimOptions) -> Vari
             &before,
             &sim.snapshot(),
             sim.take_alert_log(),
+            Vec::new(),
         ));
+        recoveries.push(sim.take_recoveries());
     }
+    samples::attach_recoveries(&mut phases, recoveries, s, sim.commit_series());
     // What the run did, before the checkers' quiet period below.
     let ran = Ran::Simulated {
         events: sim.events,

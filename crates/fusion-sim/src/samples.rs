@@ -1,0 +1,103 @@
+//! The recovery summary's simulator side: each instance's committed
+//! transactions sampled every [`SAMPLE_NS`] of cluster time while a
+//! scenario with failure faults runs (the brownout is read off them,
+//! `fusion_driver::brownout`), and the instance recoveries gathered at
+//! every phase's end into the phase results.
+//!
+//! Sampling stops the event loop at the sample times, as a timed fault
+//! does; it reads counters and changes nothing. A scenario without failure
+//! faults is not sampled at all.
+
+use fusion_core::config::Nanos;
+use fusion_core::recovery::RecoveryReport;
+use fusion_core::stats::Stat;
+use fusion_driver::brownout::{CommitSeries, SAMPLE_NS, SAMPLES_MAX, recovery_entry};
+use fusion_report::PhaseResult;
+use fusion_scenario::{Fault, Scenario};
+
+use super::Sim;
+use super::life::LifeEvent;
+
+/// The commit series of a run of `s`: sampled only when it has failure faults.
+pub(crate) fn series_for(s: &Scenario) -> Option<CommitSeries> {
+    s.phases
+        .iter()
+        .flat_map(|p| &p.faults)
+        .any(Fault::is_failure)
+        .then(|| CommitSeries::new(0, SAMPLE_NS))
+}
+
+impl Sim {
+    /// [`Sim::run_to`], stopping at every sample time on the way to take a
+    /// sample of every instance's commits (when the run samples).
+    pub(crate) fn run_sampled(&mut self, until: Nanos, timeline: &[(Nanos, LifeEvent)]) {
+        let mut applied = 0;
+        while let Some(at) = self
+            .commits
+            .as_ref()
+            .filter(|c| c.samples.len() < SAMPLES_MAX)
+            .map(CommitSeries::next_at)
+            .filter(|&t| t <= until)
+        {
+            let upto = applied + timeline[applied..].partition_point(|(t, _)| *t <= at);
+            self.run_to(at, &timeline[applied..upto]);
+            applied = upto;
+            if self.stopped.is_some() {
+                return;
+            }
+            self.sample();
+        }
+        self.run_to(until, &timeline[applied..]);
+    }
+
+    /// Every instance's `user commits` and whether it is up, now.
+    fn sample(&mut self) {
+        let sample = (0..self.instances.len())
+            .map(|i| {
+                (
+                    self.instances[i].stats().get(Stat::UserCommits),
+                    self.is_up(i),
+                )
+            })
+            .collect();
+        // Past SAMPLES_MAX nothing more is kept (nor taken): the brownout
+        // is measured over the samples kept.
+        if let Some(c) = self.commits.as_mut() {
+            c.push(sample);
+        }
+    }
+
+    /// The instance recoveries completed since the last call, every
+    /// instance's, in the order of their completion.
+    pub(crate) fn take_recoveries(&mut self) -> Vec<RecoveryReport> {
+        let mut out: Vec<RecoveryReport> = self
+            .instances
+            .iter_mut()
+            .flat_map(|x| x.take_recoveries())
+            .collect();
+        out.sort_by_key(|r| (r.completed_at, r.dead_instance.0));
+        out
+    }
+
+    /// The commits sampled so far (None when the run does not sample).
+    pub fn commit_series(&self) -> Option<&CommitSeries> {
+        self.commits.as_ref()
+    }
+}
+
+/// Put each phase's recoveries (`recoveries[k]` for `phases[k]`) into its
+/// result, with their brownouts measured over the whole run's `series`
+/// (a brownout goes on past the phase that saw the recovery).
+pub(crate) fn attach_recoveries(
+    phases: &mut [PhaseResult],
+    recoveries: Vec<Vec<RecoveryReport>>,
+    s: &Scenario,
+    series: Option<&CommitSeries>,
+) {
+    for (p, rs) in phases.iter_mut().zip(recoveries) {
+        p.recovery = rs
+            .iter()
+            .map(|r| recovery_entry(r, &s.phases, series))
+            .collect();
+    }
+}
