@@ -533,6 +533,11 @@ pub fn encode_observation(o: &Observation) -> pb::Observation {
             snapshot: scn,
             ..Default::default()
         },
+        Observation::Acknowledged { xid } => pb::Observation {
+            kind: 3,
+            xid: xid.0,
+            ..Default::default()
+        },
     }
 }
 
@@ -558,6 +563,7 @@ pub fn decode_observation(o: &pb::Observation, from: &str) -> Result<Observation
             xid,
             scn: o.snapshot,
         },
+        3 => Observation::Acknowledged { xid },
         k => return Err(format!("{from}: unknown observation kind {k}")),
     })
 }
