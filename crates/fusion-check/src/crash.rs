@@ -276,7 +276,11 @@ mod tests {
         for (image, lost) in [(7, 0), (0, 1)] {
             let mut c = ConsistencyChecker::new(layout());
             let a = x(1, 1);
-            c.take_drained(InstId(1), &[write(a, 3, 7), commit(a, 10), ack(a)], horizon(11));
+            c.take_drained(
+                InstId(1),
+                &[write(a, 3, 7), commit(a, 10), ack(a)],
+                horizon(11),
+            );
             c.instance_down(InstId(1));
             c.take_drained(InstId(0), &[read(20, 3, image)], horizon(21));
             let r = finish(c, &[(3, image)]);
@@ -312,7 +316,11 @@ mod tests {
         for image in [5, 1] {
             let mut c = ConsistencyChecker::new(layout());
             let (a, b) = (x(0, 1), x(1, 1));
-            c.take_drained(InstId(0), &[write(a, 2, 1), commit(a, 10), ack(a)], horizon(11));
+            c.take_drained(
+                InstId(0),
+                &[write(a, 2, 1), commit(a, 10), ack(a)],
+                horizon(11),
+            );
             c.take_drained(InstId(1), &[write(b, 2, 5), commit(b, 20)], horizon(21));
             c.instance_down(InstId(1));
             c.take_drained(InstId(0), &[read(30, 2, image)], horizon(31));
@@ -334,7 +342,11 @@ mod tests {
         let mut c = ConsistencyChecker::new(layout());
         let a = x(0, 1);
         c.take_drained(InstId(1), &[], horizon(5));
-        c.take_drained(InstId(0), &[write(a, 1, 2), commit(a, 10), ack(a)], horizon(40));
+        c.take_drained(
+            InstId(0),
+            &[write(a, 1, 2), commit(a, 10), ack(a)],
+            horizon(40),
+        );
         c.take_drained(InstId(0), &[read(30, 1, 2)], horizon(40));
         assert_eq!(c.kept().0, 1, "waits for instance 1, at 5");
         c.instance_down(InstId(1));

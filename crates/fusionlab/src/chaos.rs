@@ -149,7 +149,11 @@ impl Base {
 
     /// `css_misscount` of instance `i` (0-based), ns.
     fn misscount(&self, i: usize) -> Nanos {
-        let s = self.scenario.instances.get(i).map_or(30, |p| p.css_misscount);
+        let s = self
+            .scenario
+            .instances
+            .get(i)
+            .map_or(30, |p| p.css_misscount);
         Nanos::from(s) * NS_PER_S
     }
 }
@@ -205,14 +209,18 @@ pub fn chaos(a: &ChaosArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<
             serde_json::to_string_pretty(&v).context("cannot serialize the summary")?
         )?;
     } else {
-        out.write_all(summary.text(
-            &loaded.name,
-            &a.scenario,
-            start,
-            &drawable,
-            &refused,
-            &base.scenario.phases,
-        ).as_bytes())?;
+        out.write_all(
+            summary
+                .text(
+                    &loaded.name,
+                    &a.scenario,
+                    start,
+                    &drawable,
+                    &refused,
+                    &base.scenario.phases,
+                )
+                .as_bytes(),
+        )?;
     }
     for o in outcomes.iter().filter(|o| o.failed()) {
         for line in o.violations.iter().chain(&o.errors) {
@@ -227,7 +235,12 @@ pub fn chaos(a: &ChaosArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<
 }
 
 /// Run every seed on `workers` threads; outcomes in seed order.
-fn run_all(base: &Base, drawable: &[Kind], seeds: &[u64], workers: usize) -> Result<Vec<RunOutcome>> {
+fn run_all(
+    base: &Base,
+    drawable: &[Kind],
+    seeds: &[u64],
+    workers: usize,
+) -> Result<Vec<RunOutcome>> {
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<Result<RunOutcome, String>>>> =
         Mutex::new(vec![None; seeds.len()]);
@@ -280,7 +293,10 @@ fn one_run(base: &Base, drawable: &[Kind], seed: u64) -> Result<RunOutcome, Stri
             }
         };
         let Some(v) = loaded.variants.iter().find(|v| v.name == base.variant) else {
-            return Err(format!("chaos seed {seed}: variant {} is gone", base.variant));
+            return Err(format!(
+                "chaos seed {seed}: variant {} is gone",
+                base.variant
+            ));
         };
         let opts = SimOptions {
             seed: Some(seed),
@@ -461,19 +477,19 @@ fn drawable_kinds(base: &Base) -> (Vec<Kind>, Vec<(Kind, String)>) {
         .iter()
         .position(|p| p.duration > 0)
         .unwrap_or(0);
-    let half = base.scenario.phases.get(phase).map_or(0, |p| p.duration / 2) / NS_PER_MS * NS_PER_MS;
+    let half = base
+        .scenario
+        .phases
+        .get(phase)
+        .map_or(0, |p| p.duration / 2)
+        / NS_PER_MS
+        * NS_PER_MS;
     let misscount = base.misscount(n.saturating_sub(1));
     let mut ok = Vec::new();
     let mut refused = Vec::new();
     for &kind in Kind::ALL {
         let mut faults = vec![];
-        let mut add = |fault: Fault| {
-            faults.push(Drawn {
-                kind,
-                phase,
-                fault,
-            })
-        };
+        let mut add = |fault: Fault| faults.push(Drawn { kind, phase, fault });
         if n < 2 || (kind.takes_down() && max_down(n) == 0) {
             refused.push((kind, "the cluster has a single instance".to_string()));
             continue;
@@ -606,7 +622,10 @@ fn fault_table(f: &Fault) -> toml_edit::Table {
         } => {
             t.insert("target", target_item(target));
             t.insert("loss_pct", value(f64::from(loss_ppm) / 10_000.0));
-            t.insert("correlation_pct", value(f64::from(correlation_ppm) / 10_000.0));
+            t.insert(
+                "correlation_pct",
+                value(f64::from(correlation_ppm) / 10_000.0),
+            );
         }
         Fault::Partition { target, direction } => {
             t.insert("target", target_item(target));
@@ -839,5 +858,118 @@ impl<'a> Summary<'a> {
             ));
         }
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TEXT: &str = r#"[scenario]
+name = "c"
+title = "chaos"
+[cluster]
+instances = 5
+[[table]]
+name = "t"
+rows = 200
+rows_per_block = 20
+[[index]]
+name = "t_pk"
+table = "t"
+[[workload]]
+name = "w"
+instances = "all"
+sessions_per_instance = 1
+think_time_ms = 5
+[[workload.transaction]]
+name = "x"
+steps = [{ op = "read", table = "t", via = "t_pk" }, { op = "commit" }]
+[[phase]]
+name = "a"
+duration_s = 2
+[[phase]]
+name = "b"
+duration_s = 3
+[[phase.fault]]
+kind = "stress_cpu"
+instance = 1
+workers = 1
+"#;
+
+    fn base() -> Base {
+        let loaded =
+            fusion_scenario::load_str(TEXT, "c.toml", &[]).unwrap_or_else(|e| panic!("{e}"));
+        Base {
+            text: TEXT.to_string(),
+            label: "c.toml".into(),
+            sets: Vec::new(),
+            scenario: loaded.variants[0].scenario.clone(),
+            variant: loaded.variants[0].name.clone(),
+        }
+    }
+
+    /// Whatever is drawable, a run never takes down more than its budget,
+    /// restarts only what it killed, and leaves someone up.
+    #[test]
+    fn draws_keep_a_majority_up_and_restart_only_the_killed() {
+        let b = base();
+        for seed in 0..300 {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let faults = draw(&b, Kind::ALL, &mut rng);
+            assert!((1..=3).contains(&faults.len()) || faults.is_empty());
+            let (mut killed, mut victims) = (vec![false; 5], Vec::new());
+            for d in &faults {
+                let inst = match d.fault {
+                    Fault::Kill { instance, .. }
+                    | Fault::Restart { instance, .. }
+                    | Fault::Pause { instance, .. } => usize::from(instance) - 1,
+                    Fault::Partition {
+                        target: LinkTarget::Instance(i),
+                        ..
+                    } => usize::from(i) - 1,
+                    _ => continue,
+                };
+                match d.kind {
+                    Kind::Restart => assert!(killed[inst], "seed {seed}: {faults:?}"),
+                    Kind::Kill => killed[inst] = true,
+                    _ => {}
+                }
+                if d.kind == Kind::Restart {
+                    killed[inst] = false;
+                }
+                if d.kind.takes_down() && !victims.contains(&inst) {
+                    victims.push(inst);
+                }
+            }
+            assert!(victims.len() <= max_down(5), "seed {seed}: {faults:?}");
+        }
+        assert_eq!(
+            (max_down(1), max_down(2), max_down(3), max_down(5)),
+            (0, 1, 1, 2)
+        );
+    }
+
+    /// A drawn fault written into the file is the fault the loader reads
+    /// back (or one it refuses as not runnable yet, by its kind).
+    #[test]
+    fn faults_written_into_the_file_load_back_as_drawn() {
+        let b = base();
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        for _ in 0..100 {
+            let faults = draw(&b, Kind::ALL, &mut rng);
+            match b.with(&faults) {
+                Ok(l) => {
+                    let phases = &l.variants[0].scenario.phases;
+                    for d in &faults {
+                        assert!(phases[d.phase].faults.contains(&d.fault), "{d:?}");
+                    }
+                }
+                Err(why) => assert!(
+                    why.contains("cannot run yet") || why.contains("css_misscount"),
+                    "{why}"
+                ),
+            }
+        }
     }
 }

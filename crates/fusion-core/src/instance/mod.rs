@@ -120,7 +120,9 @@ pub enum Observation {
     /// sync` ended (the commit record is on disk). Recorded after its
     /// `Commit`; a commit not acknowledged when its instance died is in
     /// doubt (it is committed if its record reached the disk).
-    Acknowledged { xid: Xid },
+    Acknowledged {
+        xid: Xid,
+    },
 }
 
 /// The processes of an instance, each a user of the CPU run queue.
