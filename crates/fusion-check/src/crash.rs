@@ -28,6 +28,9 @@ use super::pending::Read;
 use super::rows::{Row, RowKey};
 use super::{ConsistencyChecker, Mark};
 
+/// A transaction's writes: (table, key, value).
+type Writes = Vec<(usize, u64, i64)>;
+
 /// What the deaths of instances leave to check.
 pub(crate) struct Crashes {
     /// Per instance (0-based): down.
@@ -35,7 +38,7 @@ pub(crate) struct Crashes {
     /// Commits not acknowledged yet, with their SCN and writes: in doubt
     /// if their instance dies now. Holds the commits waiting for their
     /// `log file sync`, a few per session at most.
-    unacked: FxHashMap<Xid, (Scn, Vec<(usize, u64, i64)>)>,
+    unacked: FxHashMap<Xid, (Scn, Writes)>,
     /// Per row, the versions committed in doubt (commit SCN, value).
     doubt: FxHashMap<RowKey, Vec<(Scn, i64)>>,
     /// Per row, the changes of transactions rolled back by a death.
@@ -166,7 +169,7 @@ impl ConsistencyChecker {
     }
 
     /// `xid` committed at `scn` with `writes`: in doubt until acknowledged.
-    pub(crate) fn committed(&mut self, xid: Xid, scn: Scn, writes: Vec<(usize, u64, i64)>) {
+    pub(crate) fn committed(&mut self, xid: Xid, scn: Scn, writes: Writes) {
         self.crash.unacked.insert(xid, (scn, writes));
     }
 

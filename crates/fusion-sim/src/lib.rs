@@ -810,7 +810,6 @@ fn run_phases(mut sim: Sim, name: &str, s: &Scenario, opts: &SimOptions) -> Vari
             &before,
             &sim.snapshot(),
             sim.take_alert_log(),
-            Vec::new(),
         ));
         recoveries.push(sim.take_recoveries());
     }
