@@ -758,7 +758,11 @@ cr         200       1.000 0.100 ( 10.0%) 0.050 (  5.0%) 0.300 ( 30.0%) 0.500 ( 
             "  inst3   inst1                2.250          120           2400             512             1,234                 5           3100",
             "{section:#?}"
         );
-        assert_eq!(text.matches("Instance recovery").count(), 1, "one phase had one");
+        assert_eq!(
+            text.matches("Instance recovery").count(),
+            1,
+            "one phase had one"
+        );
         let j = crate::json::to_json(&r);
         let rec = &j["variants"][0]["phases"][0]["recovery"][0];
         for (k, v) in [

@@ -101,3 +101,82 @@ pub(crate) fn attach_recoveries(
             .collect();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use fusion_core::config::{KeyDist, NS_PER_MS, NS_PER_S, Step};
+    use fusion_testkit::{ScenarioBuilder, btree, phase, table, txn, update_by_index, workload};
+
+    use super::*;
+    use crate::{SimOptions, run_phases};
+
+    /// Two phases, updates on every instance, instance 2 frozen for 400 ms
+    /// in the second (a failure fault: the run samples).
+    fn paused() -> Scenario {
+        let mut second = phase("second", 2 * NS_PER_S);
+        second.faults.push(Fault::Pause {
+            instance: 2,
+            at: 500 * NS_PER_MS,
+            duration: 400 * NS_PER_MS,
+        });
+        ScenarioBuilder::new(3)
+            .table(table("t", 400, 20))
+            .index(btree("t_pk", 0, 32, 32))
+            .workload(workload(
+                "w",
+                2,
+                8,
+                NS_PER_MS,
+                vec![txn(
+                    "upd",
+                    1,
+                    vec![update_by_index(KeyDist::Uniform, 1), Step::Commit],
+                )],
+            ))
+            .phase(phase("first", NS_PER_S))
+            .phase(second)
+            .build()
+    }
+
+    #[test]
+    fn commits_are_sampled_every_100_ms_and_sampling_changes_nothing() {
+        let s = paused();
+        let opts = SimOptions::default();
+        let sim = Sim::new(&s, &opts);
+        assert!(sim.commit_series().is_some(), "a failure fault: sampled");
+        let mut probe = Sim::new(&s, &opts);
+        for p in &s.phases {
+            let start = probe.now();
+            for i in 0..probe.instances.len() {
+                for cmd in p.commands_for(i) {
+                    probe.command(i, cmd);
+                }
+            }
+            let timeline = crate::life::timeline_of(start, &p.faults);
+            probe.run_sampled(start + p.duration, &timeline);
+        }
+        let series = probe.commit_series().expect("sampled");
+        // 0 s, 0.1 s, ..., 3.0 s.
+        assert_eq!(series.samples.len(), 31);
+        let up = |k: usize| series.samples[k][1].1;
+        // The pause: from 1.5 s to 1.9 s of the timeline.
+        assert!(up(14) && !up(15) && !up(18) && up(19), "{series:?}");
+        let last = &series.samples[30];
+        // The workload runs on instances 1 and 2.
+        assert!(last[0].0 > 0 && last[1].0 > 0 && last[2].0 == 0, "{last:?}");
+        assert!(series.samples.windows(2).all(|w| w[0][0].0 <= w[1][0].0));
+        // The same run without samples: the same report, bit for bit.
+        let sampled = run_phases(Sim::new(&s, &opts), "v", &s, &opts);
+        let mut plain = Sim::new(&s, &opts);
+        plain.commits = None;
+        let plain = run_phases(plain, "v", &s, &opts);
+        assert_eq!(sampled.events(), plain.events());
+        for (a, b) in sampled.result.phases.iter().zip(&plain.result.phases) {
+            for (x, y) in a.instances.iter().zip(&b.instances) {
+                assert_eq!(x.stats, y.stats);
+            }
+            assert_eq!(a.alert_log, b.alert_log);
+            assert!(a.recovery.is_empty(), "no instance died");
+        }
+    }
+}
