@@ -215,6 +215,14 @@ mod tests {
     }
 
     #[test]
+    fn only_the_simulator_reports_recoveries_for_now() {
+        use fusion_core::metrics::RecoveryFigure;
+        let m = Metric::Recovery(RecoveryFigure::BrownoutMs);
+        assert_eq!(unmeasured(m, Driver::Simulator), None);
+        assert!(unmeasured(m, Driver::Live).is_some());
+    }
+
+    #[test]
     fn each_figure_is_listed_once() {
         for (i, e) in TABLE.iter().enumerate() {
             assert!(

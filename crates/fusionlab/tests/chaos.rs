@@ -144,3 +144,28 @@ fn no_runs_is_bad_input() {
     let o = chaos(Path::new("no-such-scenario"), &["--runs", "1"]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+/// `recovery:<figure>` loads as a metric; with no recovery in the phase the
+/// verdict fails and says so.
+#[test]
+fn a_recovery_expectation_without_a_recovery_has_nothing_to_measure() {
+    let path = scenario("expect");
+    let text = format!(
+        "{MINI}\n[[expect]]\nname = \"quick\"\nmetric = \"recovery:recovery_ms\"\nphase = \"second\"\nop = \"<\"\nvalue = 5000\n"
+    );
+    std::fs::write(&path, text).expect("writable");
+    let o = Command::new(BIN)
+        .args(["run", "--json"])
+        .arg(&path)
+        .output()
+        .expect("fusionlab starts");
+    let v = json(&o);
+    let verdict = &v["verdicts"][0];
+    assert_eq!(verdict["passed"], false);
+    assert_eq!(
+        verdict["detail"],
+        "cluster second recovery:recovery_ms: `recovery:recovery_ms` had nothing to measure \
+         (no instance recovery in phase `second`)"
+    );
+    assert!(v["variants"][0]["phases"][1].get("recovery").is_none());
+}
