@@ -531,6 +531,10 @@ fn drawable_kinds(base: &Base) -> (Vec<Kind>, Vec<(Kind, String)>) {
         }
         match base.with(&faults) {
             Ok(_) => ok.push(kind),
+            // Its probe kills first: say so when that is what was refused.
+            Err(why) if kind == Kind::Restart && refused.iter().any(|r| r.0 == Kind::Kill) => {
+                refused.push((kind, format!("it follows a kill, and {}", reason(&why))));
+            }
             Err(why) => refused.push((kind, reason(&why))),
         }
     }
