@@ -36,11 +36,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::{Context, Result};
 use fusion_core::config::{NS_PER_MS, NS_PER_S, Nanos};
+use fusion_report::chaos::{ChaosResult, ChaosRun, describe_fault};
 use fusion_scenario::{Direction, Fault, LinkTarget, LoadedScenario, Scenario};
 use fusion_sim::SimOptions;
 use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
-use serde_json::json;
 
 use crate::memory::{MemoryLimit, within_limit};
 use crate::{Failure, exit, shipped};
@@ -194,43 +194,55 @@ pub fn chaos(a: &ChaosArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<
         .min(seeds.len())
         .min(by_memory.max(1));
     let outcomes = run_all(&base, &drawable, &seeds, workers)?;
-    let summary = Summary::of(&outcomes);
+    let phases = &base.scenario.phases;
+    let result = ChaosResult {
+        scenario: loaded.name.clone(),
+        replay: format!("fusionlab chaos {}", a.scenario),
+        seed: start,
+        kinds_drawn: drawable.iter().map(|k| k.name().to_string()).collect(),
+        kinds_not_drawn: refused
+            .iter()
+            .map(|(k, why)| (k.name().to_string(), why.clone()))
+            .collect(),
+        kinds: Kind::ALL.iter().map(|k| k.name().to_string()).collect(),
+        runs: outcomes
+            .iter()
+            .map(|o| ChaosRun {
+                seed: o.seed,
+                faults: o
+                    .faults
+                    .iter()
+                    .map(|d| {
+                        let phase = phases.get(d.phase).map_or("?", |p| p.name.as_str());
+                        (d.kind.name().to_string(), describe_fault(&d.fault, phase))
+                    })
+                    .collect(),
+                acknowledged: o.acknowledged,
+                lost: o.lost,
+                violations: o.violations.clone(),
+                errors: o.errors.clone(),
+            })
+            .collect(),
+    };
     if a.json {
-        let v = summary.json(
-            &loaded.name,
-            start,
-            &drawable,
-            &refused,
-            &base.scenario.phases,
-        );
+        let v = fusion_report::chaos::json(&result);
         writeln!(
             out,
             "{}",
             serde_json::to_string_pretty(&v).context("cannot serialize the summary")?
         )?;
     } else {
-        out.write_all(
-            summary
-                .text(
-                    &loaded.name,
-                    &a.scenario,
-                    start,
-                    &drawable,
-                    &refused,
-                    &base.scenario.phases,
-                )
-                .as_bytes(),
-        )?;
+        out.write_all(fusion_report::chaos::text(&result).as_bytes())?;
     }
     for o in outcomes.iter().filter(|o| o.failed()) {
         for line in o.violations.iter().chain(&o.errors) {
             writeln!(err, "fusionlab: chaos seed {}: {line}", o.seed)?;
         }
     }
-    Ok(if summary.failing.is_empty() {
-        exit::OK
-    } else {
+    Ok(if outcomes.iter().any(RunOutcome::failed) {
         exit::SIM_ERRORS
+    } else {
+        exit::OK
     })
 }
 
@@ -661,208 +673,6 @@ fn target_item(t: LinkTarget) -> toml_edit::Item {
         }
     }
     toml_edit::value(inline)
-}
-
-/// A fault in a line: `kill inst2 at 3.200 s of "baseline"`.
-pub fn describe(d: &Drawn, phases: &[fusion_scenario::Phase]) -> String {
-    let phase = phases.get(d.phase).map_or("?", |p| p.name.as_str());
-    let s = |ns: Nanos| format!("{:.3} s", ns as f64 / NS_PER_S as f64);
-    let target = |t: LinkTarget| match t {
-        LinkTarget::All => "all links".to_string(),
-        LinkTarget::Instance(i) => format!("inst{i}'s links"),
-        LinkTarget::Link { from, to } => format!("inst{from}->inst{to}"),
-    };
-    match d.fault {
-        Fault::Kill { instance, at } => format!("kill inst{instance} at {} of {phase:?}", s(at)),
-        Fault::Restart { instance, at } => {
-            format!("restart inst{instance} at {} of {phase:?}", s(at))
-        }
-        Fault::Pause {
-            instance,
-            at,
-            duration,
-        } => format!(
-            "pause inst{instance} at {} of {phase:?} for {}",
-            s(at),
-            s(duration)
-        ),
-        Fault::Loss {
-            target: t,
-            loss_ppm,
-            ..
-        } => format!(
-            "loss of {:.0} % on {} in {phase:?}",
-            f64::from(loss_ppm) / 10_000.0,
-            target(t)
-        ),
-        Fault::Partition { target: t, .. } => format!("partition of {} in {phase:?}", target(t)),
-        _ => d.fault.kind().to_string(),
-    }
-}
-
-/// What the runs add up to.
-struct Summary<'a> {
-    outcomes: &'a [RunOutcome],
-    faults: Vec<(Kind, u64)>,
-    acknowledged: u64,
-    lost: u64,
-    violations: u64,
-    errors: u64,
-    failing: Vec<&'a RunOutcome>,
-}
-
-impl<'a> Summary<'a> {
-    fn of(outcomes: &'a [RunOutcome]) -> Summary<'a> {
-        let faults = Kind::ALL
-            .iter()
-            .map(|&k| {
-                let n = outcomes
-                    .iter()
-                    .flat_map(|o| &o.faults)
-                    .filter(|d| d.kind == k)
-                    .count();
-                (k, n as u64)
-            })
-            .collect();
-        Summary {
-            outcomes,
-            faults,
-            acknowledged: outcomes.iter().map(|o| o.acknowledged).sum(),
-            lost: outcomes.iter().map(|o| o.lost).sum(),
-            violations: outcomes.iter().map(|o| o.violations.len() as u64).sum(),
-            errors: outcomes.iter().map(|o| o.errors.len() as u64).sum(),
-            failing: outcomes.iter().filter(|o| o.failed()).collect(),
-        }
-    }
-
-    fn json(
-        &self,
-        name: &str,
-        seed: u64,
-        drawn: &[Kind],
-        refused: &[(Kind, String)],
-        phases: &[fusion_scenario::Phase],
-    ) -> serde_json::Value {
-        let faults: serde_json::Map<String, serde_json::Value> = self
-            .faults
-            .iter()
-            .map(|(k, n)| (k.name().to_string(), json!(n)))
-            .collect();
-        json!({
-            "scenario": name,
-            "seed": seed,
-            "runs": self.outcomes.len(),
-            "kinds_drawn": drawn.iter().map(|k| k.name()).collect::<Vec<_>>(),
-            "kinds_not_drawn": refused
-                .iter()
-                .map(|(k, why)| json!({ "kind": k.name(), "why": why }))
-                .collect::<Vec<_>>(),
-            "faults": faults,
-            "commits_acknowledged": self.acknowledged,
-            "commits_lost": self.lost,
-            "violations": self.violations,
-            "protocol_errors": self.errors,
-            "failing_seeds": self.failing.iter().map(|o| o.seed).collect::<Vec<_>>(),
-            "per_run": self
-                .outcomes
-                .iter()
-                .map(|o| json!({
-                    "seed": o.seed,
-                    "faults": o.faults.iter().map(|d| describe(d, phases)).collect::<Vec<_>>(),
-                    "commits_acknowledged": o.acknowledged,
-                    "commits_lost": o.lost,
-                    "violations": o.violations,
-                    "protocol_errors": o.errors,
-                }))
-                .collect::<Vec<_>>(),
-        })
-    }
-
-    fn text(
-        &self,
-        name: &str,
-        arg: &str,
-        seed: u64,
-        drawn: &[Kind],
-        refused: &[(Kind, String)],
-        phases: &[fusion_scenario::Phase],
-    ) -> String {
-        use crate::figures::grouped;
-        let mut s = String::new();
-        let runs = self.outcomes.len();
-        s.push_str(&format!(
-            "Chaos: {name}, {runs} run{} from seed {seed} (run i has seed {seed} + i), checked\n",
-            if runs == 1 { "" } else { "s" }
-        ));
-        let names: Vec<&str> = drawn.iter().map(|k| k.name()).collect();
-        s.push_str(&format!(
-            "kinds drawn: {}\n",
-            if names.is_empty() {
-                "none".to_string()
-            } else {
-                names.join(", ")
-            }
-        ));
-        for (k, why) in refused {
-            s.push_str(&format!("not drawn: {}: {why}\n", k.name()));
-        }
-        s.push('\n');
-        let faults: Vec<String> = self
-            .faults
-            .iter()
-            .filter(|(_, n)| *n > 0)
-            .map(|(k, n)| format!("{} {n}", k.name()))
-            .collect();
-        let total: u64 = self.faults.iter().map(|f| f.1).sum();
-        let failing: Vec<String> = self.failing.iter().map(|o| o.seed.to_string()).collect();
-        let rows = [
-            ("runs", grouped(runs as f64, 0)),
-            (
-                "faults",
-                if faults.is_empty() {
-                    "0".to_string()
-                } else {
-                    format!("{total} ({})", faults.join(", "))
-                },
-            ),
-            ("commits acknowledged", grouped(self.acknowledged as f64, 0)),
-            ("commits lost", grouped(self.lost as f64, 0)),
-            ("violations", grouped(self.violations as f64, 0)),
-            ("protocol errors", grouped(self.errors as f64, 0)),
-            (
-                "failing seeds",
-                if failing.is_empty() {
-                    "none".to_string()
-                } else {
-                    failing.join(", ")
-                },
-            ),
-        ];
-        for (what, v) in rows {
-            s.push_str(&format!("{what:<22}{v}\n"));
-        }
-        for o in &self.failing {
-            s.push_str(&format!(
-                "\nseed {}: {} acknowledged, {} lost, {} violations, {} protocol errors\n",
-                o.seed,
-                o.acknowledged,
-                o.lost,
-                o.violations.len(),
-                o.errors.len()
-            ));
-            for d in &o.faults {
-                s.push_str(&format!("  {}\n", describe(d, phases)));
-            }
-            for line in o.violations.iter().chain(&o.errors).take(3) {
-                s.push_str(&format!("  {line}\n"));
-            }
-            s.push_str(&format!(
-                "  replay: fusionlab chaos {arg} --runs 1 --seed {}\n",
-                o.seed
-            ));
-        }
-        s
-    }
 }
 
 #[cfg(test)]
