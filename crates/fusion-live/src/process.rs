@@ -567,3 +567,33 @@ pub fn decode_observation(o: &pb::Observation, from: &str) -> Result<Observation
         k => return Err(format!("{from}: unknown observation kind {k}")),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fusion_core::types::{InstId, Xid};
+
+    #[test]
+    fn every_observation_survives_the_wire() {
+        let xid = Xid::new(InstId(1), 7);
+        for o in [
+            Observation::Read {
+                xid,
+                snapshot: 9,
+                table: 2,
+                key: 5,
+                val: None,
+            },
+            Observation::Write {
+                xid,
+                table: 2,
+                key: 5,
+                val: -3,
+            },
+            Observation::Commit { xid, scn: 11 },
+            Observation::Acknowledged { xid },
+        ] {
+            assert_eq!(decode_observation(&encode_observation(&o), "inst2"), Ok(o));
+        }
+    }
+}
