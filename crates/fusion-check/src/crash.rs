@@ -1,6 +1,8 @@
 //! The checks across crashes. An instance that was killed or evicted is
-//! down ([`ConsistencyChecker::instance_down`]; an instance that stopped
-//! itself, `Instance::halted`, is noticed on the next event): its memory is
+//! down ([`ConsistencyChecker::instance_down`]; on every event the
+//! simulator's checker also takes as down an instance that stopped itself,
+//! `Instance::halted`, and one the newest incarnation of the membership
+//! leaves out, frozen or not): its memory is
 //! gone, so its buffers count neither for coherence nor as the newest image
 //! of a block, and its horizon no longer holds back the reads waiting for
 //! commits (it will commit nothing more). What it did before stays:
@@ -21,6 +23,7 @@
 //! A restarted instance ([`ConsistencyChecker::instance_up`]) is a new
 //! incarnation: its horizon counts again from its next drain.
 
+use fusion_core::instance::Instance;
 use fusion_core::types::{InstId, Scn, Xid};
 use rustc_hash::FxHashMap;
 
@@ -140,6 +143,28 @@ impl ConsistencyChecker {
         }
         // Reads waiting only for it can be verified now.
         self.settle();
+    }
+
+    /// Every instance the newest incarnation of the cluster (as the
+    /// instances that are up see it) leaves out is down: evicted, even if
+    /// it is frozen and does not know it yet.
+    pub(crate) fn note_evictions(&mut self, instances: &[Instance]) {
+        let newest = instances
+            .iter()
+            .filter(|i| !self.is_down(i.id) && i.halted().is_none())
+            .map(|i| {
+                let (incarnation, members) = i.membership();
+                (incarnation, std::cmp::Reverse(i.id.0), members)
+            })
+            .max_by_key(|m| (m.0, m.1));
+        let Some((_, _, members)) = newest else {
+            return;
+        };
+        for inst in instances {
+            if !members.contains(inst.id) && !self.is_down(inst.id) {
+                self.instance_down(inst.id);
+            }
+        }
     }
 
     /// `inst` started again (a new incarnation, empty cache): its buffers

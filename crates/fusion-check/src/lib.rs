@@ -12,7 +12,8 @@
 //!   committed row's key exactly once (`index_check.rs`).
 //!
 //! Crashes (`crash.rs`): a killed or evicted instance
-//! ([`ConsistencyChecker::instance_down`], or `Instance::halted`) holds no
+//! ([`ConsistencyChecker::instance_down`], `Instance::halted`, or left out
+//! of the newest incarnation of the cluster's membership) holds no
 //! cache and no horizon any more; its acknowledged commits must survive,
 //! its open transactions must be rolled back, and a commit of it that was
 //! not acknowledged yet is in doubt (either outcome is right).
@@ -177,11 +178,17 @@ impl ConsistencyChecker {
         // A horizon looks at every session: asked for only when a trim is due.
         let trim = self.rows.wants_trim();
         let mut buf = std::mem::take(&mut self.buf);
+        self.note_evictions(instances);
         for inst in instances.iter_mut() {
             let h = inst.drain_history(&mut buf, usize::MAX);
             let snapshot = if trim { h.map(|h| h.snapshot) } else { None };
-            self.mark(inst.id, inst.scn(), snapshot);
-            self.take(&buf);
+            // What an instance the cluster already evicted still does (a
+            // frozen one waking up before it finds itself fenced) counts
+            // for nothing: the cluster has moved on without it.
+            if !self.is_down(inst.id) {
+                self.mark(inst.id, inst.scn(), snapshot);
+                self.take(&buf);
+            }
             buf.clear();
             if inst.halted().is_some() && !self.is_down(inst.id) {
                 self.instance_down(inst.id);

@@ -271,14 +271,118 @@ pub enum Msg {
         incarnation: u32,
         members: crate::types::InstSet,
     },
+    /// Reconfiguration (the envelope's incarnation is the new one): what the
+    /// sender holds of the resources the receiver masters now, and, from the
+    /// recovering instance, the blocks it claims for recovery and the dead
+    /// threads' transactions. A master unfreezes once every member's has come.
+    Rebuild(Box<Rebuild>),
+    /// Master to the holder of the newest past image of a block nobody
+    /// holds current: your past image is the current block now (X).
+    Promote {
+        blk: BlockAddr,
+    },
+    /// Recovering instance to master: where is the newest image of this
+    /// claimed block?
+    RecoverBlock {
+        blk: BlockAddr,
+    },
+    /// Master to a past-image holder: send your past image of `blk` to the
+    /// recovering instance `to`.
+    SendPi {
+        blk: BlockAddr,
+        to: InstId,
+    },
+    /// To the recovering instance: the newest image of a claimed block.
+    RecoverImage {
+        blk: BlockAddr,
+        source: RecoverSource,
+    },
+    /// Recovering instance to master: the block is recovered and on disk
+    /// (as of `scn`); sessions waiting for it go on.
+    BlockRecovered {
+        blk: BlockAddr,
+        scn: Scn,
+    },
+    /// The reliable delivery sublayer's acknowledgement (only when the
+    /// interconnect may lose messages, `instance/link.rs`): the sender's
+    /// messages up to `cum` arrived, and so did `got`.
+    LinkAck {
+        cum: u64,
+        got: u64,
+    },
+}
+
+/// What one instance holds, reported to a resource's new master.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Held {
+    /// The current block in X (`dirty`: not on disk as it is).
+    X { dirty: bool },
+    /// The current block in S (`dirty`: the fairness writer's copy).
+    S { dirty: bool },
+    /// A past image as of `scn`.
+    Pi { scn: Scn },
+}
+
+/// A reconfiguration report to one master (see [`Msg::Rebuild`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Rebuild {
+    /// The members of the new incarnation.
+    pub members: crate::types::InstSet,
+    pub blocks: Vec<(BlockAddr, Held)>,
+    /// Global enqueue locks held (NL omitted), with their value blocks.
+    pub locks: Vec<(ResName, LockMode, Lvb)>,
+    /// Blocks of the recovery set this master masters (from the recovering instance).
+    pub claims: Vec<BlockAddr>,
+    /// The dead instances' transactions (from the recovering instance; to every member).
+    pub dead: Vec<DeadThread>,
+}
+
+/// What the first pass over a dead instance's redo thread learned of its
+/// transactions: everyone needs it to read that instance's rows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeadThread {
+    pub inst: InstId,
+    /// Committed in the redo read, with their commit SCN.
+    pub committed: Vec<(Xid, Scn)>,
+    /// Changed rows and never committed: rolled back by recovery.
+    pub uncommitted: Vec<Xid>,
+    /// A transaction of this instance in neither list committed before the
+    /// redo read begins, at or before this SCN.
+    pub floor_scn: Scn,
+}
+
+/// Where the newest image of a block being recovered is.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RecoverSource {
+    /// A survivor holds it current: nothing to roll forward.
+    Current,
+    /// No cache has it: read it from disk.
+    Disk,
+    /// A survivor's past image.
+    Image(Box<Block>),
 }
 
 impl Msg {
     /// Bytes on the wire: shipped blocks are padded to the block size.
     pub fn wire_bytes(&self, block_size: u32, message_bytes: u32) -> u64 {
         match self {
-            Msg::Ship { .. } => u64::from(block_size) + u64::from(message_bytes),
+            Msg::Ship { .. }
+            | Msg::RecoverImage {
+                source: RecoverSource::Image(_),
+                ..
+            } => u64::from(block_size) + u64::from(message_bytes),
             Msg::Px(m) => m.wire_bytes(message_bytes),
+            // A reconfiguration report: 16 bytes a resource, in messages of
+            // the interconnect's size.
+            Msg::Rebuild(r) => {
+                let items = r.blocks.len() + r.locks.len() + r.claims.len();
+                let txns: usize = r
+                    .dead
+                    .iter()
+                    .map(|d| d.committed.len() + d.uncommitted.len())
+                    .sum();
+                u64::from(message_bytes).saturating_add(16u64.saturating_mul((items + txns) as u64))
+            }
             _ => u64::from(message_bytes),
         }
     }
@@ -292,6 +396,7 @@ impl Msg {
                 | Msg::TxWait { .. }
                 | Msg::Px(_)
                 | Msg::Heartbeat { .. }
+                | Msg::LinkAck { .. }
         ) && !self.is_ges()
     }
 
@@ -319,9 +424,26 @@ impl Msg {
 pub struct Envelope {
     pub from: InstId,
     pub to: InstId,
+    /// The sender's cluster incarnation: a message from an older one is
+    /// discarded after a reconfiguration (its sender's state was rebuilt).
+    pub incarnation: u32,
     pub scn: Scn,
     pub sent_at: Nanos,
     pub msg: Msg,
+    /// The reliable delivery sublayer's numbers (all 0 when it is off, and
+    /// for heartbeats and acknowledgements).
+    pub link: LinkStamp,
+}
+
+/// Where a message stands on its link when the interconnect may lose
+/// messages (`instance/link.rs`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LinkStamp {
+    /// Its number on the link from 1; 0: not sequenced.
+    pub seq: u64,
+    /// The number of the previous message about the same thing on the link,
+    /// which the receiver hands over first; 0: none outstanding.
+    pub after: u64,
 }
 
 /// One record in an instance's redo thread: a change to block `blk` (with
@@ -418,6 +540,11 @@ pub enum Io {
     Fence {
         inst: InstId,
     },
+    /// Read a (dead) instance's redo thread as the store keeps it, from its
+    /// last checkpoint on ([`IoResult::Redo`]).
+    ReadRedo {
+        thread: InstId,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -430,6 +557,8 @@ pub enum IoResult {
     Votes(Vec<crate::voting::Vote>),
     /// The store refused the I/O: the instance was fenced (evicted).
     Fenced,
+    /// A redo thread's records, oldest first.
+    Redo(Vec<RedoRecord>),
 }
 
 /// What the driver must do for the instance.

@@ -72,6 +72,11 @@ name_enum! {
         GcBlocksLost => "gc blocks lost",
         DbwrFusionWrites => "DBWR fusion writes",
         GcsPastImagesDiscarded => "gc past images discarded",
+        // Reconfiguration (the emulator's own counts).
+        GcsMessagesDiscarded => "fusionlab messages of an old incarnation discarded",
+        GcsRequestsResubmitted => "fusionlab gc requests resubmitted at reconfiguration",
+        GcsPastImagesPromoted => "fusionlab gc past images promoted to current",
+        RollbackUndoRecordsApplied => "rollback changes - undo records applied",
         // Buffer cache and SQL.
         SessionLogicalReads => "session logical reads",
         ConsistentGets => "consistent gets",
@@ -296,6 +301,10 @@ name_enum! {
         ResmgrPqQueued => "resmgr:pq queued",
         WaitForScnAck => "wait for scn ack",
         EnqTxIndexContention => "enq: TX - index contention",
+        GcCrBlockLost => "gc cr block lost",
+        GcCurrentBlockLost => "gc current block lost",
+        GcCrRequestRetry => "gc cr request retry",
+        GcCurrentRetry => "gc current retry",
     }
 }
 
@@ -341,6 +350,8 @@ impl Wait {
             GcCurrentGrantBusy => "global cache busy",
             GcBufferBusyAcquire => "buffer busy global CR",
             GcBufferBusyRelease => "buffer busy global cache",
+            // The 9i name of a retried CR request; 9i had no lost-block events.
+            GcCrRequestRetry => "cr request retry",
             // 9i had one `enqueue` event for every enqueue type.
             EnqTxRowLockContention | EnqSqContention => "enqueue",
             other => other.name(),

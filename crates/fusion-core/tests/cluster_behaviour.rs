@@ -283,9 +283,11 @@ fn the_harness_fails_when_an_instance_reports_an_error() {
     cluster.send(Envelope {
         from: InstId(5),
         to: INST2,
+        incarnation: 1,
         scn: 1,
         sent_at: 0,
         msg: Msg::ScnAck { seq: 1 },
+        link: Default::default(),
     });
     cluster.run_until(NS_PER_MS);
 }

@@ -71,11 +71,6 @@ pub const TABLE: &[Entry] = &[
         how: "counted by the driver over every instance's values (fusion_driver::SeqOrder)",
     },
     Entry {
-        figure: Figure::Stat(Stat::GcBlocksLost),
-        measured_by: NOBODY,
-        how: "lost blocks are not modelled; nothing counts it",
-    },
-    Entry {
         figure: Figure::Stat(Stat::RowCacheGets),
         measured_by: NOBODY,
         how: "row cache gets are not counted (the lock's waits are: `waits:row cache lock`)",
@@ -202,8 +197,8 @@ mod tests {
     #[test]
     fn a_figure_nothing_counts_is_unmeasured_in_every_form() {
         for &d in Driver::ALL {
-            assert!(unmeasured(Metric::Stat(Stat::GcBlocksLost), d).is_some());
-            assert!(unmeasured(Metric::PerSecond(Stat::GcBlocksLost), d).is_some());
+            assert!(unmeasured(Metric::Stat(Stat::RowCacheGets), d).is_some());
+            assert!(unmeasured(Metric::PerSecond(Stat::RowCacheGets), d).is_some());
             for m in [
                 Metric::EventWaits(Wait::FreeBufferWaits),
                 Metric::EventTimeMs(Wait::FreeBufferWaits),

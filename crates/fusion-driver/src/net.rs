@@ -4,6 +4,16 @@
 //! jitter. Messages on one link never overtake each other (the protocol,
 //! like Oracle's over its reliable transport, relies on per-link order).
 //!
+//! A `loss` fault drops messages on its links (heartbeats too: they are on
+//! the interconnect), drawn from a random stream of their own so that a
+//! run without loss draws exactly what it drew before. The correlation is
+//! "a drop raises the chance of the next drop" on the same link: after a
+//! dropped message the next one is dropped with probability
+//! `p + c * (1 - p)` (`p` the loss, `c` the correlation), after a delivered
+//! one with `p` (netem's `loss p% c%` in spirit, not its exact formula).
+//! The instances then re-send what was lost (fusion-core's `link.rs`);
+//! the network itself never re-sends.
+//!
 //! Pure arithmetic on send times, no I/O: the simulator schedules a
 //! message's delivery at [`Interconnect::arrival`]; a live instance holds a
 //! message that reached its socket until then.
@@ -11,7 +21,7 @@
 use fusion_core::config::{NS_PER_S, Nanos};
 use fusion_scenario::{Fault, NetworkModel};
 use rand_chacha::ChaCha8Rng;
-use rand_core::Rng;
+use rand_core::{Rng, SeedableRng};
 
 /// One direction between two instances.
 #[derive(Clone, Debug, Default)]
@@ -20,6 +30,8 @@ struct Link {
     free_at_ns: Nanos,
     /// Arrival time of the last message (FIFO).
     last_arrival_ns: Nanos,
+    /// The last message on the link was dropped (a `loss` fault's correlation).
+    last_dropped: bool,
     /// The current phase's faults on this link.
     fault: LinkFault,
 }
@@ -33,6 +45,11 @@ pub struct LinkFault {
     pub rate_bps: Option<u64>,
     /// A `partition` cuts the link: it carries nothing.
     pub cut: bool,
+    /// A `loss` fault: the chance a message is dropped, and how much a drop
+    /// raises the next one's (parts per million; several faults: the
+    /// largest of each).
+    pub loss_ppm: u32,
+    pub correlation_ppm: u32,
 }
 
 impl LinkFault {
@@ -56,6 +73,14 @@ impl LinkFault {
                 Fault::Partition { target, direction } if target.cuts(*direction, from, to) => {
                     f.cut = true;
                 }
+                Fault::Loss {
+                    target,
+                    loss_ppm,
+                    correlation_ppm,
+                } if target.covers(from, to) => {
+                    f.loss_ppm = f.loss_ppm.max(*loss_ppm);
+                    f.correlation_ppm = f.correlation_ppm.max(*correlation_ppm);
+                }
                 _ => {}
             }
         }
@@ -63,23 +88,66 @@ impl LinkFault {
     }
 }
 
-/// Every link of a cluster of `instances`, and the one random stream their
-/// jitter is drawn from (in the order messages are sent).
+/// Every link of a cluster of `instances`, the one random stream their
+/// jitter is drawn from (in the order messages are sent) and the one their
+/// losses are drawn from.
 pub struct Interconnect {
     model: NetworkModel,
     instances: usize,
     links: Vec<Link>,
     rng: ChaCha8Rng,
+    /// The `loss` faults' stream: the jitter stream's seed, the next stream
+    /// number; drawn only on a link with a loss fault.
+    loss_rng: ChaCha8Rng,
+    /// Test hook: messages other than heartbeats through `deliver` so far,
+    /// and the one (counted from 1) to lose.
+    delivered: u64,
+    lose_nth: Option<u64>,
 }
 
 impl Interconnect {
     pub fn new(model: NetworkModel, instances: usize, rng: ChaCha8Rng) -> Interconnect {
+        let mut loss_rng = ChaCha8Rng::from_seed(rng.get_seed());
+        loss_rng.set_stream(rng.get_stream().wrapping_add(1));
         Interconnect {
             model,
             instances,
             links: vec![Link::default(); instances * instances],
             rng,
+            loss_rng,
+            delivered: 0,
+            lose_nth: None,
         }
+    }
+
+    /// Test hook: lose the `k`-th message (from 1; heartbeats not counted,
+    /// the instances' acknowledgements counted) that goes through
+    /// [`Interconnect::deliver`], whatever the faults.
+    pub fn lose_nth(&mut self, k: u64) {
+        self.lose_nth = Some(k);
+    }
+
+    /// Whether a `loss` fault drops the next message on `from -> to`
+    /// (0-based; a draw only on a link with a loss fault). The live host
+    /// asks it of every message that reached its socket.
+    pub fn drops(&mut self, from: usize, to: usize) -> bool {
+        let Some(link) = self.links.get_mut(from * self.instances + to) else {
+            return false;
+        };
+        let f = link.fault;
+        if f.loss_ppm == 0 {
+            return false;
+        }
+        const PPM: u64 = 1_000_000;
+        let p = u64::from(f.loss_ppm).min(PPM);
+        let p = if link.last_dropped {
+            p + u64::from(f.correlation_ppm).min(PPM) * (PPM - p) / PPM
+        } else {
+            p
+        };
+        let dropped = self.loss_rng.next_u64() % PPM < p;
+        link.last_dropped = dropped;
+        dropped
     }
 
     /// Bytes of a message without a block (`network.message_bytes`).
@@ -89,7 +157,7 @@ impl Interconnect {
 
     /// When a message sent at `sent_ns` from `from` to `to` (0-based)
     /// arrives, or `None` when the network loses it (a partition cuts the
-    /// link). Clusterware's heartbeats (`css`) are a few bytes a second: they
+    /// link, a `loss` fault drops it). Clusterware's heartbeats (`css`) are a few bytes a second: they
     /// take the link's latency but neither queue behind the database's
     /// messages nor draw jitter, so they move none of its figures.
     pub fn deliver(
@@ -101,8 +169,14 @@ impl Interconnect {
         css: bool,
     ) -> Option<Nanos> {
         let fault = self.links.get(from * self.instances + to)?.fault;
-        if fault.cut {
+        if fault.cut || self.drops(from, to) {
             return None;
+        }
+        if !css {
+            self.delivered += 1;
+            if self.lose_nth == Some(self.delivered) {
+                return None;
+            }
         }
         if css {
             return Some(sent_ns + self.model.latency + fault.latency_ns);
@@ -256,5 +330,71 @@ mod tests {
             "heartbeats are cut too"
         );
         assert_eq!(net.deliver(0, 0, 1, 200, true), Some(1_000));
+    }
+
+    fn lossy(loss_pct: u32, correlation_pct: u32) -> Interconnect {
+        let mut n = net(10_000);
+        n.set_faults(&[Fault::Loss {
+            target: LinkTarget::Link { from: 1, to: 2 },
+            loss_ppm: loss_pct * 10_000,
+            correlation_ppm: correlation_pct * 10_000,
+        }]);
+        n
+    }
+
+    /// Messages dropped out of 20,000 on the lossy link 1 -> 2, and the
+    /// longest run of drops.
+    fn drops(n: &mut Interconnect) -> (u32, u32) {
+        let (mut dropped, mut run, mut longest) = (0, 0, 0);
+        for k in 0..20_000 {
+            if n.deliver(k * 1_000, 0, 1, 200, false).is_none() {
+                dropped += 1;
+                run += 1;
+                longest = longest.max(run);
+            } else {
+                run = 0;
+            }
+        }
+        (dropped, longest)
+    }
+
+    #[test]
+    fn a_loss_fault_drops_its_share_of_its_links_only() {
+        let (dropped, _) = drops(&mut lossy(5, 0));
+        assert!(
+            (800..1_200).contains(&dropped),
+            "{dropped} of 20,000 at 5 %"
+        );
+        let mut n = lossy(5, 0);
+        assert!(
+            (0..1_000).all(|k| n.deliver(k, 1, 0, 200, false).is_some()),
+            "the other direction loses nothing"
+        );
+    }
+
+    #[test]
+    fn correlation_makes_drops_come_in_runs() {
+        let (plain, plain_run) = drops(&mut lossy(5, 0));
+        let (bursty, bursty_run) = drops(&mut lossy(5, 60));
+        assert!(
+            bursty > plain,
+            "{bursty} <= {plain}: a drop raises the next one's chance"
+        );
+        assert!(
+            bursty_run > plain_run,
+            "runs of {bursty_run} vs {plain_run}"
+        );
+    }
+
+    #[test]
+    fn the_jitter_stream_is_the_same_with_or_without_a_loss_of_nothing() {
+        let mut plain = net(10_000);
+        let mut zero = lossy(0, 0);
+        for k in 0..1_000 {
+            assert_eq!(
+                plain.deliver(k * 100, 0, 1, 200, false),
+                zero.deliver(k * 100, 0, 1, 200, false)
+            );
+        }
     }
 }

@@ -477,6 +477,10 @@ impl<O: Outputs> Host<O> {
     /// overtake), else kept until then. Never earlier than `now`: the
     /// instance's time does not go back.
     fn deliver(&mut self, now: Nanos, env: Envelope) {
+        if self.net.drops(env.from.idx(), self.inst.id.idx()) {
+            // A `loss` fault: the instances send it again (fusion-core's link.rs).
+            return;
+        }
         let bytes = env
             .msg
             .wire_bytes(self.inst.params().db_block_size, self.net.message_bytes());

@@ -77,6 +77,7 @@ impl Store {
             Io::WriteRedo { records, .. } => format!("redo write of {} records", records.len()),
             Io::Vote { .. } => "disk heartbeat".to_string(),
             Io::Fence { inst } => format!("fence of {inst}"),
+            Io::ReadRedo { thread } => format!("read of redo thread {}", thread.number()),
         };
         let fail = |s: tonic::Status| {
             if s.code() == tonic::Code::FailedPrecondition {
@@ -200,6 +201,22 @@ impl Store {
                 .await
                 .map_err(fail)?;
                 Ok(IoResult::Written)
+            }
+            Io::ReadRedo { thread } => {
+                let r = c
+                    .read_redo(self.request(fusion_wire::pb::ReadRedoRequest {
+                        instance: u32::from(thread.0),
+                    }))
+                    .await
+                    .map_err(fail)?
+                    .into_inner();
+                let records = r
+                    .records
+                    .into_iter()
+                    .map(|rec| self.codec.decode_redo(rec))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|e| bad(format!("{}: store sent a bad redo record: {e}", self.me)))?;
+                Ok(IoResult::Redo(records))
             }
         }
     }

@@ -89,7 +89,8 @@ impl RecoveryEntry {
             F::FreezeMs => self.freeze_ns as f64 / NS_PER_MS,
             F::RecoveryMs => self.recovery_ns as f64 / NS_PER_MS,
             F::BrownoutMs => self.brownout_ns? as f64 / NS_PER_MS,
-            F::RedoKbRead => self.redo_bytes_read as f64 / 1024.0,
+            // Whole KB, as the alert log's `Completed redo scan read N KB redo`.
+            F::RedoKbRead => (self.redo_bytes_read / 1024) as f64,
             F::BlocksRecovered => self.blocks_recovered as f64,
             F::TransactionsRolledBack => self.transactions_rolled_back as f64,
         })

@@ -170,7 +170,7 @@ fn recovery(out: &mut Out, p: &PhaseResult) {
             f(F::DetectedS).unwrap_or_default(),
             f(F::FreezeMs).unwrap_or_default(),
             f(F::RecoveryMs).unwrap_or_default(),
-            crate::fmt::count(f(F::RedoKbRead).unwrap_or_default().round()),
+            crate::fmt::count(f(F::RedoKbRead).unwrap_or_default()),
             crate::fmt::count(r.blocks_recovered as f64),
             crate::fmt::count(r.transactions_rolled_back as f64),
             brownout,

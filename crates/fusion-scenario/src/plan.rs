@@ -31,6 +31,11 @@ impl Scenario {
         let instance_count = self.instances.len() as u8;
         let catalog = Arc::new(self.catalog.clone());
         let workloads = Arc::new(self.workloads.clone());
+        let lossy_interconnect = self
+            .phases
+            .iter()
+            .flat_map(|p| &p.faults)
+            .any(|f| matches!(f, Fault::Loss { .. }));
         self.instances
             .iter()
             .enumerate()
@@ -44,6 +49,7 @@ impl Scenario {
                 workloads: workloads.clone(),
                 seed,
                 record_history,
+                lossy_interconnect,
             })
             .collect()
     }

@@ -255,14 +255,8 @@ const CASES: &[Case] = &[
     },
     Case {
         name: "a fault kind the model cannot run yet",
-        edits: &[Replace("workers = 4", "workers = 4\n\n[[phase.fault]]\nkind = \"kill\"\ninstance = 2\nat_s = 1")],
-        want: &[at("kind = \"kill\"", 8, "phase[1].fault[1].kind", &["kind \"kill\" cannot run yet", "instance recovery"])],
-        ..CASE
-    },
-    Case {
-        name: "a pause as long as css_misscount would evict",
-        edits: &[Replace("workers = 4", "workers = 4\n\n[[phase.fault]]\nkind = \"pause\"\ninstance = 2\nat_s = 1\nduration_s = 30")],
-        want: &[at("duration_s = 30", 14, "phase[1].fault[1].duration_s", &["a pause of 30 s reaches css_misscount (30 s)", "keep it below css_misscount"])],
+        edits: &[Replace("workers = 4", "workers = 4\n\n[[phase.fault]]\nkind = \"kill\"\ninstance = 2\nat_s = 1\n\n[[phase.fault]]\nkind = \"restart\"\ninstance = 2\nat_s = 2")],
+        want: &[at("kind = \"restart\"", 8, "phase[1].fault[2].kind", &["kind \"restart\" cannot run yet", "rejoining"])],
         ..CASE
     },
     Case {

@@ -252,6 +252,8 @@ pub struct Sim {
     /// Every instance's commits, sampled for the brownout (samples.rs);
     /// `None` when the scenario has no failure fault.
     commits: Option<fusion_driver::brownout::CommitSeries>,
+    /// Per instance: a survivor reported its recovery (samples.rs).
+    recovered: Vec<bool>,
 }
 
 /// Sequence values the simulator keeps at most, for the cross-cluster
@@ -311,6 +313,7 @@ impl Sim {
             vote_latency: s.storage.write_latency,
             fault_log: Vec::new(),
             commits: samples::series_for(s),
+            recovered: vec![false; instance_count],
         }
     }
 
@@ -428,6 +431,10 @@ impl Sim {
                         Ok((at, r)) => (at, r, None),
                         Err(why) => return self.stop(why),
                     },
+                    Io::ReadRedo { thread } => {
+                        let (at, r) = self.store.read_redo(self.now, i, thread.idx());
+                        (at, r, None)
+                    }
                     Io::Vote { .. } | Io::Fence { .. } => return,
                 };
                 let pushed = self.queue.push(
@@ -695,7 +702,10 @@ impl Sim {
                 return Err(why.clone());
             }
             let activity = self.activity();
-            if activity.iter().all(Activity::at_rest) {
+            // A dead instance's blocks are only whole again once a survivor
+            // recovered it (samples.rs).
+            let unrecovered = self.unrecovered();
+            if activity.iter().all(Activity::at_rest) && unrecovered.is_empty() {
                 return Ok(());
             }
             if self.now >= limit {
@@ -703,7 +713,8 @@ impl Sim {
                     "{} s of simulated time",
                     fusion_driver::SETTLE_NS_MAX / NS_PER_S
                 );
-                return fusion_driver::settled(&activity, &waited);
+                fusion_driver::settled(&activity, &waited)?;
+                return Err(samples::not_recovered(&unrecovered, &waited));
             }
         }
     }
@@ -780,6 +791,14 @@ fn is_voting(io: &Io) -> bool {
 /// Run one variant through its phases and collect each phase's activity.
 pub fn run_variant(name: &str, s: &Scenario, opts: &SimOptions) -> VariantOutcome {
     run_phases(Sim::new(s, opts), name, s, opts)
+}
+
+/// Test hook: [`run_variant`] on a network that loses the `k`-th message
+/// of the run (counted from 1, heartbeats not counted).
+pub fn run_variant_losing(name: &str, s: &Scenario, opts: &SimOptions, k: u64) -> VariantOutcome {
+    let mut sim = Sim::new(s, opts);
+    sim.net.lose_nth(k);
+    run_phases(sim, name, s, opts)
 }
 
 /// Run `sim`, new for scenario `s`, through the phases.

@@ -63,6 +63,9 @@ impl Sim {
                 if let Some(l) = self.life.get_mut(i) {
                     *l = Life::Down;
                 }
+                if let Some(x) = self.instances.get_mut(i) {
+                    x.crash(self.now);
+                }
                 self.armed[i] = None;
                 if let Some(c) = self.checker.as_mut() {
                     c.instance_down(InstId(i as u8));

@@ -76,13 +76,41 @@ impl Sim {
             .flat_map(|x| x.take_recoveries())
             .collect();
         out.sort_by_key(|r| (r.completed_at, r.dead_instance.0));
+        for r in &out {
+            if let Some(done) = self.recovered.get_mut(r.dead_instance.idx()) {
+                *done = true;
+            }
+        }
         out
+    }
+
+    /// The instances that are gone (killed, or evicted and stopped) and no
+    /// survivor has reported recovering yet. The end-of-run checks wait for
+    /// them: until then the newest image of what only they held is in their
+    /// redo, not in any cache or the store. (A recovery that completes
+    /// after the last phase is in no phase's report.)
+    pub(crate) fn unrecovered(&mut self) -> Vec<usize> {
+        self.take_recoveries();
+        (0..self.instances.len())
+            .filter(|&i| matches!(self.life.get(i), Some(super::life::Life::Down)))
+            .filter(|&i| !self.recovered.get(i).copied().unwrap_or(true))
+            .collect()
     }
 
     /// The commits sampled so far (None when the run does not sample).
     pub fn commit_series(&self) -> Option<&CommitSeries> {
         self.commits.as_ref()
     }
+}
+
+/// The error of a cluster whose dead instances were not recovered in time.
+pub(crate) fn not_recovered(dead: &[usize], waited: &str) -> String {
+    let names: Vec<String> = dead.iter().map(|i| format!("inst{}", i + 1)).collect();
+    format!(
+        "the cluster did not come to rest within {waited} after the run: no survivor \
+         recovered {} (its blocks are only in its redo), so the end-of-run checks were not run",
+        names.join(", ")
+    )
 }
 
 /// Put each phase's recoveries (`recoveries[k]` for `phases[k]`) into its

@@ -13,6 +13,9 @@ use rand_core::{Rng, SeedableRng};
 
 use crate::redo::{REDO_KEPT_MAX, RedoThread};
 
+/// Bytes one read of a redo thread brings back during instance recovery.
+pub const REDO_READ_BYTES: u64 = 1 << 20;
+
 #[derive(Clone, Copy, Debug, Default)]
 struct Slow {
     latency: Nanos,
@@ -167,6 +170,27 @@ impl Store {
             }
         }
         Ok((now + took, IoResult::Written))
+    }
+
+    /// Instance recovery reads `thread` back, as sequential reads of
+    /// [`REDO_READ_BYTES`] each under the datafiles' latency and IOPS budget:
+    /// more redo to apply, a longer scan.
+    pub fn read_redo(&mut self, now: Nanos, reader: usize, thread: usize) -> (Nanos, IoResult) {
+        let (records, bytes) = match self.threads.get(thread) {
+            Some(t) => (
+                t.records().map(|(_, r)| r.clone()).collect::<Vec<_>>(),
+                t.kept_bytes(),
+            ),
+            None => (Vec::new(), 0),
+        };
+        let reads = bytes.div_ceil(REDO_READ_BYTES).max(1);
+        let fault = self.data_fault.get(reader).copied().flatten();
+        let mut at = now;
+        for _ in 0..reads {
+            let start = self.data_slot(at);
+            at = start + self.jittered(self.model.read_latency, fault);
+        }
+        (at, IoResult::Redo(records))
     }
 
     /// Instance `inst`'s redo thread as kept.

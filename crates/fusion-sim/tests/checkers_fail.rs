@@ -492,6 +492,7 @@ impl Driver {
                     workloads: wl.clone(),
                     seed,
                     record_history: true,
+                    lossy_interconnect: false,
                 })
             })
             .collect();
@@ -552,6 +553,10 @@ impl Driver {
                         Io::Fence { inst } => {
                             self.voting.fence(inst);
                             (self.now + NS_PER_MS, IoResult::Written, None)
+                        }
+                        // This harness keeps no redo: nothing to recover.
+                        Io::ReadRedo { .. } => {
+                            (self.now + NS_PER_MS, IoResult::Redo(Vec::new()), None)
                         }
                     };
                     self.push(

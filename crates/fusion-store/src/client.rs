@@ -476,6 +476,7 @@ impl StoreClient {
                 self.fence(inst, victim).await?;
                 Ok(IoResult::Written)
             }
+            Io::ReadRedo { thread } => Ok(IoResult::Redo(self.read_redo(thread).await?.0)),
         }
     }
 

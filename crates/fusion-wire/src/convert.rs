@@ -230,6 +230,9 @@ impl Codec {
             scn: env.scn,
             sent_at: env.sent_at,
             msg: Some(self.encode_msg(&env.msg)),
+            incarnation: env.incarnation,
+            link_seq: env.link.seq,
+            link_after: env.link.after,
         }
     }
 
@@ -238,9 +241,15 @@ impl Codec {
         Ok(Envelope {
             from: l.inst("Envelope.from", env.from)?,
             to: l.inst("Envelope.to", env.to)?,
+            incarnation: env.incarnation,
             scn: env.scn,
             sent_at: env.sent_at,
             msg: self.decode_msg(env.msg.ok_or(missing("Envelope.msg"))?)?,
+            // Any numbers: the receiving instance checks them against its link.
+            link: fusion_core::msg::LinkStamp {
+                seq: env.link_seq,
+                after: env.link_after,
+            },
         })
     }
 
@@ -378,6 +387,16 @@ impl Codec {
                 incarnation: *incarnation,
                 members: members.0,
             }),
+            Msg::Rebuild(_)
+            | Msg::Promote { .. }
+            | Msg::RecoverBlock { .. }
+            | Msg::SendPi { .. }
+            | Msg::RecoverImage { .. }
+            | Msg::BlockRecovered { .. } => self.encode_reconfig(msg),
+            Msg::LinkAck { cum, got } => K::LinkAck(pb::LinkAck {
+                cum: *cum,
+                got: *got,
+            }),
         };
         pb::Msg { kind: Some(kind) }
     }
@@ -495,6 +514,16 @@ impl Codec {
                 incarnation: h.incarnation,
                 members: l.inst_set("Heartbeat.members", h.members)?,
             },
+            k @ (K::Rebuild(_)
+            | K::Promote(_)
+            | K::RecoverBlock(_)
+            | K::SendPi(_)
+            | K::RecoverImage(_)
+            | K::BlockRecovered(_)) => self.decode_reconfig(k)?,
+            K::LinkAck(a) => Msg::LinkAck {
+                cum: a.cum,
+                got: a.got,
+            },
         })
     }
 
@@ -583,7 +612,7 @@ fn request_pb(r: &Request) -> pb::Request {
     }
 }
 
-fn res_pb(r: ResName) -> pb::ResName {
+pub(crate) fn res_pb(r: ResName) -> pb::ResName {
     let kind = match r.kind {
         EnqKind::RowCache => pb::EnqKind::RowCache,
         EnqKind::Sq => pb::EnqKind::Sq,
@@ -597,7 +626,7 @@ fn res_pb(r: ResName) -> pb::ResName {
     }
 }
 
-fn res_core(field: &'static str, r: Option<pb::ResName>) -> Result<ResName, WireError> {
+pub(crate) fn res_core(field: &'static str, r: Option<pb::ResName>) -> Result<ResName, WireError> {
     let r = r.ok_or(missing(field))?;
     let kind = match pb::EnqKind::try_from(r.kind) {
         Ok(pb::EnqKind::RowCache) => EnqKind::RowCache,
@@ -615,7 +644,7 @@ fn res_core(field: &'static str, r: Option<pb::ResName>) -> Result<ResName, Wire
     Ok(ResName { kind, id: r.id })
 }
 
-fn lock_mode_pb(m: LockMode) -> pb::LockMode {
+pub(crate) fn lock_mode_pb(m: LockMode) -> pb::LockMode {
     match m {
         LockMode::Nl => pb::LockMode::Nl,
         LockMode::Ss => pb::LockMode::Ss,
@@ -626,7 +655,7 @@ fn lock_mode_pb(m: LockMode) -> pb::LockMode {
     }
 }
 
-fn lock_mode_core(field: &'static str, v: i32) -> Result<LockMode, WireError> {
+pub(crate) fn lock_mode_core(field: &'static str, v: i32) -> Result<LockMode, WireError> {
     Ok(match pb::LockMode::try_from(v) {
         Ok(pb::LockMode::Nl) => LockMode::Nl,
         Ok(pb::LockMode::Ss) => LockMode::Ss,
@@ -638,11 +667,11 @@ fn lock_mode_core(field: &'static str, v: i32) -> Result<LockMode, WireError> {
     })
 }
 
-fn lvb_pb(l: Lvb) -> pb::Lvb {
+pub(crate) fn lvb_pb(l: Lvb) -> pb::Lvb {
     pb::Lvb { lo: l.lo, hi: l.hi }
 }
 
-fn lvb_core(l: pb::Lvb) -> Lvb {
+pub(crate) fn lvb_core(l: pb::Lvb) -> Lvb {
     Lvb { lo: l.lo, hi: l.hi }
 }
 

@@ -286,9 +286,11 @@ mod tests {
         let env = Envelope {
             from: InstId(1),
             to: InstId(2),
+            incarnation: 1,
             scn: 9,
             sent_at: 10,
             msg: Msg::Px(PxMsg::Batch(Box::new(b))),
+            link: Default::default(),
         };
         let wire = codec().encode_envelope(&env);
         let len = wire.encoded_len();

@@ -17,6 +17,7 @@
 mod block;
 mod convert;
 mod convert_px;
+mod convert_reconfig;
 mod convert_redo;
 mod crc;
 pub mod framing;
@@ -36,7 +37,7 @@ pub use convert::{Codec, Limits, MAX_INSTANCES, WireError};
 pub use crc::crc32;
 
 /// Version of this protocol, exchanged in `Hello`; peers must agree.
-pub const PROTOCOL_VERSION: u32 = 2;
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// gRPC metadata key carrying the shared token on every block-store call.
 pub const TOKEN_METADATA: &str = "x-fusionlab-token";

@@ -74,6 +74,7 @@ fn ship(i: u64) -> Envelope {
     Envelope {
         from: InstId(0),
         to: InstId(1),
+        incarnation: 1,
         scn: 100 + i,
         sent_at: 1_000 * i,
         msg: Msg::Ship {
@@ -90,6 +91,7 @@ fn ship(i: u64) -> Envelope {
             hops: 2,
             congested: false,
         },
+        link: Default::default(),
     }
 }
 

@@ -213,6 +213,7 @@ fn ges_msg() -> impl Strategy<Value = Msg> {
         }),
         any::<u64>().prop_map(|seq| Msg::ScnBroadcast { seq }),
         any::<u64>().prop_map(|seq| Msg::ScnAck { seq }),
+        (any::<u64>(), any::<u64>()).prop_map(|(cum, got)| Msg::LinkAck { cum, got }),
     ]
 }
 
@@ -291,15 +292,24 @@ fn msg() -> impl Strategy<Value = Msg> {
 }
 
 fn envelope() -> impl Strategy<Value = Envelope> {
-    (inst(), inst(), any::<u64>(), any::<u64>(), msg()).prop_map(|(from, to, scn, sent_at, msg)| {
-        Envelope {
+    (
+        inst(),
+        inst(),
+        any::<u64>(),
+        any::<u64>(),
+        msg(),
+        any::<u64>(),
+        any::<u64>(),
+    )
+        .prop_map(|(from, to, scn, sent_at, msg, seq, after)| Envelope {
             from,
             to,
+            incarnation: 1,
             scn,
             sent_at,
             msg,
-        }
-    })
+            link: fusion_core::msg::LinkStamp { seq, after },
+        })
 }
 
 /// Core -> proto -> bytes -> proto -> core with `codec`.
@@ -388,9 +398,11 @@ fn sample_envelope(msg: Msg) -> pb::Envelope {
     Codec::UNPADDED.encode_envelope(&Envelope {
         from: InstId(0),
         to: InstId(1),
+        incarnation: 1,
         scn: 5,
         sent_at: 6,
         msg,
+        link: Default::default(),
     })
 }
 

@@ -403,7 +403,7 @@ fn run_rejects_a_missing_file_a_bad_set_and_an_unknown_phase() {
 }
 
 /// An expectation on a figure no driver measures (the model has no free
-/// buffer waits and no lost blocks) is refused before anything runs, on
+/// buffer waits and counts no row cache gets) is refused before anything runs, on
 /// either driver, naming the expectation and the metric: it would hold on
 /// a 0 nobody measured.
 #[test]
@@ -418,11 +418,11 @@ op = \"<\"
 value = 1
 
 [[expect]]
-name = \"no block lost\"
+name = \"no row cache get\"
 metric = \"stat:gc cr blocks received\"
 phase = \"baseline\"
 op = \">=\"
-than = {{ metric = \"stat:gc blocks lost\" }}
+than = {{ metric = \"stat:fusionlab dc_sequences gets\" }}
 "
     );
     let path = write("unmeasured", "unmeasured.toml", &text);
@@ -445,7 +445,9 @@ than = {{ metric = \"stat:gc blocks lost\" }}
             "{err}"
         );
         assert!(
-            err.contains("expectation \"no block lost\" reads `stat:gc blocks lost`"),
+            err.contains(
+                "expectation \"no row cache get\" reads `stat:fusionlab dc_sequences gets`"
+            ),
             "{err}"
         );
         assert!(

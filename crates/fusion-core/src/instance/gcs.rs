@@ -12,8 +12,12 @@ use std::collections::VecDeque;
 
 use rustc_hash::FxHashMap;
 
-use crate::msg::{GrantKind, Mode, ReqKind, Request};
-use crate::types::{BlockAddr, InstId, InstSet};
+use crate::msg::{GrantKind, Held, Mode, ReqKind, Request};
+use crate::types::{BlockAddr, InstId, InstSet, Scn};
+
+/// The request id a promotion is recorded under in `busy` (the holder's
+/// `Installed` for it carries the same id).
+pub const PROMOTE_REQ: u64 = u64::MAX;
 
 /// What the master decided for a request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,6 +64,10 @@ struct Resource {
     queue: VecDeque<Request>,
     acks_pending: u32,
     after_acks: Option<AfterAcks>,
+    /// Claimed for instance recovery: requests queue until it is recovered.
+    claimed: bool,
+    /// While the directory is rebuilt: the newest past image reported and its holder.
+    newest_pi: Option<(Scn, InstId)>,
 }
 
 impl Resource {
@@ -69,6 +77,7 @@ impl Resource {
             && self.pi.is_empty()
             && self.busy.is_none()
             && self.queue.is_empty()
+            && !self.claimed
     }
 
     /// `who` no longer holds the block in S.
@@ -143,7 +152,7 @@ impl Directory {
     /// A block request reached its master. `None`: it queues behind a transfer.
     pub fn request(&mut self, req: Request) -> Option<Route> {
         let r = self.res(req.blk);
-        if r.busy.is_some() {
+        if r.busy.is_some() || r.claimed {
             r.queue.push_back(req);
             return None;
         }
@@ -311,7 +320,7 @@ impl Directory {
     /// Asked one at a time: routing one may change what the next one finds.
     pub fn next_queued(&mut self, blk: BlockAddr) -> Drained {
         let r = self.res(blk);
-        if r.busy.is_some() {
+        if r.busy.is_some() || r.claimed {
             return Drained::Busy;
         }
         match r.queue.pop_front() {
@@ -341,9 +350,12 @@ impl Directory {
         }
     }
 
-    /// A holder aged its copy out.
+    /// A holder aged its copy out (or had no past image left to promote).
     pub fn relinquish(&mut self, from: InstId, blk: BlockAddr, mode: Mode) {
         let r = self.res(blk);
+        if r.busy == Some((from, PROMOTE_REQ)) {
+            r.busy = None;
+        }
         match mode {
             Mode::X if r.x == Some(from) => r.x = None,
             _ => r.drop_s(from),
@@ -381,6 +393,113 @@ impl Directory {
         let holders = std::mem::take(&mut r.pi);
         self.tidy(blk);
         holders
+    }
+}
+
+/// Where the newest image of a claimed block is (see [`Directory::recover_source`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// A survivor holds it current: nothing to recover.
+    Current,
+    /// This past-image holder has the newest image.
+    Pi(InstId),
+    Disk,
+}
+
+/// Rebuilding after a reconfiguration: the directory starts empty, every
+/// member reports what it holds of the blocks mastered here, and the
+/// recovering instance claims its recovery set.
+impl Directory {
+    /// Forget everything: the incarnation changed, every member reports again.
+    pub fn clear(&mut self) {
+        self.res.clear();
+    }
+
+    /// `from` holds `blk` so.
+    pub fn rebuild(&mut self, from: InstId, blk: BlockAddr, held: Held) {
+        let r = self.res(blk);
+        match held {
+            Held::X { .. } => r.x = Some(from),
+            Held::S { dirty } => {
+                r.s.insert(from);
+                if dirty {
+                    r.writer = Some(from);
+                }
+            }
+            Held::Pi { scn } => {
+                r.pi.insert(from);
+                if r.newest_pi.is_none_or(|(s, _)| scn > s) {
+                    r.newest_pi = Some((scn, from));
+                }
+            }
+        }
+    }
+
+    /// The recovering instance claims `blk`: requests wait until it is recovered.
+    pub fn claim(&mut self, blk: BlockAddr) {
+        self.res(blk).claimed = true;
+    }
+
+    /// Every member has reported. Returns the past images to promote: for
+    /// an unclaimed block nobody holds current, the newest past image is the
+    /// current block now (it was shipped in X to an instance that died, or
+    /// its transfer was lost with the old incarnation); the block is busy
+    /// until its holder confirms. A claimed block is promoted by recovery.
+    pub fn finish_rebuild(&mut self) -> Vec<(BlockAddr, InstId)> {
+        let mut promote = Vec::new();
+        for (&blk, r) in self.res.iter_mut() {
+            if let Some(x) = r.x {
+                // An X holder beside S holders cannot be: an X transfer
+                // starts only once every S copy was given up.
+                debug_assert!(
+                    r.s.is_empty(),
+                    "{blk:?}: X holder {x} beside S holders {:?} after a rebuild",
+                    r.s
+                );
+                r.s = InstSet::default();
+                r.writer = None;
+            }
+            if r.claimed {
+                continue;
+            }
+            if r.x.is_none()
+                && r.s.is_empty()
+                && let Some((_, holder)) = r.newest_pi
+            {
+                r.busy = Some((holder, PROMOTE_REQ));
+                promote.push((blk, holder));
+            }
+            r.newest_pi = None;
+        }
+        promote.sort_unstable();
+        promote
+    }
+
+    /// Where recovery finds the newest image of a claimed block.
+    pub fn recover_source(&mut self, blk: BlockAddr) -> Source {
+        let r = self.res(blk);
+        if r.x.is_some() || !r.s.is_empty() {
+            return Source::Current;
+        }
+        match r.newest_pi {
+            Some((_, holder)) => Source::Pi(holder),
+            None => Source::Disk,
+        }
+    }
+
+    /// The claimed block is recovered: with `written` it is on disk and
+    /// every past image is obsolete (returned, to be discarded); without, a
+    /// survivor held it current and nothing changed. The queue may go on
+    /// (call [`Directory::next_queued`]).
+    pub fn recovered(&mut self, blk: BlockAddr, written: bool) -> InstSet {
+        let r = self.res(blk);
+        r.claimed = false;
+        r.newest_pi = None;
+        if written {
+            std::mem::take(&mut r.pi)
+        } else {
+            InstSet::default()
+        }
     }
 }
 

@@ -291,6 +291,51 @@ impl Ges {
         lk.user.is_none()
     }
 
+    // ----- reconfiguration ---------------------------------------------------------------
+
+    /// The locks this instance holds (NL omitted), with their value blocks,
+    /// and forgets the masters' asks: a new incarnation's masters ask again.
+    pub fn held(&mut self) -> Vec<(ResName, LockMode, Lvb)> {
+        let mut held: Vec<(ResName, LockMode, Lvb)> = self
+            .locks
+            .iter_mut()
+            .filter(|(_, l)| l.mode != LockMode::Nl)
+            .map(|(&res, l)| {
+                l.bast = false;
+                (res, l.mode, l.lvb)
+            })
+            .collect();
+        held.sort_unstable_by_key(|&(res, _, _)| res);
+        held
+    }
+
+    /// The conversions this instance has outstanding: (resource, mode, token).
+    pub fn pending_converts(&self) -> Vec<(ResName, LockMode, u64)> {
+        let mut out: Vec<(ResName, LockMode, u64)> = self
+            .locks
+            .iter()
+            .filter_map(|(&res, l)| l.pending.map(|(mode, token, _)| (res, mode, token)))
+            .collect();
+        out.sort_unstable_by_key(|&(res, _, token)| (res, token));
+        out
+    }
+
+    /// Forget the resources mastered here: the members report again.
+    pub fn clear_master(&mut self) {
+        self.master.clear();
+    }
+
+    /// `from` holds `res` in `mode`. The value block kept is the most
+    /// advanced one reported (a dead X holder's newer one is lost: Oracle's
+    /// "VALBLKs dubious").
+    pub fn rebuild(&mut self, from: InstId, res: ResName, mode: LockMode, lvb: Lvb) {
+        let r = self.master.entry(res).or_default();
+        r.set(from, mode);
+        if lvb.hi > r.lvb.hi {
+            r.lvb = lvb;
+        }
+    }
+
     // ----- the master's side ------------------------------------------------------------
 
     /// A conversion request reached the master (this instance): granted at

@@ -264,6 +264,24 @@ impl Lgwr {
         self.want_cpu()
     }
 
+    /// A reconfiguration: acknowledgements of the old incarnation will not
+    /// come. Every broadcast still unacknowledged is sent again to the
+    /// `others` survivors (returned: their numbers), and each waits for
+    /// theirs; with no survivor left to tell, they are acknowledged now.
+    pub fn rebroadcast(&mut self, others: u32, now: Nanos, stats: &mut Stats) -> Vec<u64> {
+        let seqs: Vec<u64> = self.broadcasts.iter().map(|b| b.seq).collect();
+        for b in &mut self.broadcasts {
+            b.pending = others;
+        }
+        if others == 0 {
+            for &seq in &seqs {
+                self.scn_ack(seq, now, stats);
+            }
+            return Vec::new();
+        }
+        seqs
+    }
+
     /// An instance acknowledged broadcast `seq`. Commits are released in
     /// broadcast order; take the committers with [`Lgwr::next_acked`].
     pub fn scn_ack(&mut self, seq: u64, now: Nanos, stats: &mut Stats) {

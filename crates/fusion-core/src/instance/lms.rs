@@ -91,6 +91,9 @@ struct Worker {
     running: Option<(Job, Nanos)>,
     parked: FxHashMap<u64, (Box<Serve>, Nanos)>,
     next_park: u64,
+    /// The running job belongs to an incarnation that ended: when its CPU
+    /// step ends it is dropped, not carried out.
+    stale: bool,
 }
 
 #[derive(Debug)]
@@ -111,6 +114,7 @@ impl Lms {
                     running: None,
                     parked: FxHashMap::default(),
                     next_park: 1,
+                    stale: false,
                 })
                 .collect(),
             pin_waiters: FxHashMap::default(),
@@ -159,9 +163,33 @@ impl Lms {
         Some(&mut worker.running.insert(next).0)
     }
 
-    /// Worker `w`'s CPU step ended: its job and when it was queued.
+    /// Worker `w`'s CPU step ended: its job and when it was queued (`None`
+    /// when the job was dropped by a reconfiguration meanwhile).
     pub fn finish(&mut self, w: u8) -> Option<(Job, Nanos)> {
-        self.workers.get_mut(usize::from(w))?.running.take()
+        let worker = self.workers.get_mut(usize::from(w))?;
+        let job = worker.running.take();
+        if std::mem::take(&mut worker.stale) {
+            return None;
+        }
+        job
+    }
+
+    /// A reconfiguration: every job of the old incarnation is dropped (the
+    /// directory is rebuilt and the requesters ask again). A job on the CPU
+    /// is dropped when its step ends. Returns the jobs dropped.
+    pub fn purge(&mut self) -> usize {
+        let mut dropped = 0;
+        for worker in &mut self.workers {
+            dropped += worker.queue.len() + worker.parked.len();
+            worker.queue.clear();
+            worker.parked.clear();
+            if worker.running.is_some() {
+                worker.stale = true;
+                dropped += 1;
+            }
+        }
+        self.pin_waiters.clear();
+        dropped
     }
 
     /// Set a job aside until a flush or a pin lets it go on.

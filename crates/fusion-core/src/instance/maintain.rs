@@ -165,6 +165,11 @@ impl Instance {
             return Some(ExecPoint::None);
         };
         let my = self.sessions.session(sid).xid;
+        if !holder.is_none() && holder != my && self.roll_back_dead(buf, holder) {
+            // A dead instance's transaction recovery rolled back here: look again.
+            return self.maintain_leaf(sid, buf, table);
+        }
+        let img = &self.cache.get(buf).image;
         if !holder.is_none() && holder != my {
             let state = img.state_of(holder, &|x| self.tx_state(x));
             if !matches!(state, TxState::Committed(_)) {

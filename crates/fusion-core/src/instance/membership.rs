@@ -2,7 +2,7 @@
 //! the voting-file I/O, an eviction of others (a reconfiguration) or of
 //! this instance (it stops).
 
-use super::css::{HEARTBEAT_NS, Verdict, names};
+use super::css::{HEARTBEAT_NS, Verdict};
 use super::{Instance, IoPurpose, Timer};
 use crate::msg::{Io, Msg};
 use crate::types::{InstId, InstSet};
@@ -67,41 +67,41 @@ impl Instance {
             format!("ORA-29740: {why}, group incarnation {inc}"),
         );
         self.alert.write(self.now, "Instance terminated by LMON");
+        self.stop(why);
+    }
+
+    /// The instance was killed (SIGKILL of every process): it stops at once.
+    pub fn crash(&mut self, now: crate::config::Nanos) {
+        if self.halted.is_none() {
+            self.now = self.now.max(now);
+            self.stop("killed".into());
+        }
+    }
+
+    /// Every process stops; what was only in memory (the buffer cache, the
+    /// undo in it) is gone, what was written is in the store.
+    fn stop(&mut self, why: String) {
         self.halted = Some(why);
         self.actions.clear();
         self.timers.clear();
+        self.cache = super::cache::Cache::new(self.cache.capacity, self.layout.total_blocks);
     }
 
-    /// Others are dead or on the losing side: evict them and reconfigure.
-    fn evict(&mut self, dead: InstSet, survivors: InstSet) {
+    /// Others are dead or on the losing side (this instance's own finding,
+    /// or a survivor's report of the new incarnation): evict them and reconfigure.
+    pub(super) fn evict(&mut self, dead: InstSet, survivors: InstSet) {
         let (old, new) = self.css.reconfigure(survivors);
         // The departed masters' resources move to the survivors.
         self.masters.set_members(survivors);
-        let now = self.now;
-        self.alert.write(
-            now,
-            format!("Reconfiguration started (old inc {old}, new inc {new})"),
-        );
-        self.alert.write(
-            now,
-            format!(
-                "List of instances: {} (myinst: {})",
-                names(survivors),
-                self.id.number()
-            ),
-        );
-        self.alert.write(
-            now,
-            format!("Evicting instance {} from cluster", names(dead)),
-        );
-        self.alert.write(now, "Global Resource Directory frozen");
-        self.alert
-            .write(now, "* dead instance detected - domain 0 invalid = TRUE");
+        self.alert_reconfiguration(old, new, dead);
         // Fence the dead at the store before anyone reads their redo: an
         // evicted instance that is only frozen must not write behind the
         // recovery's back when it wakes.
         for d in dead.iter() {
             self.start_io(Io::Fence { inst: d }, IoPurpose::Fence);
+            // Nothing is sent to it again, acknowledged or not.
+            self.links.forget(d);
         }
+        self.begin_reconfig(dead);
     }
 }

@@ -14,13 +14,16 @@ mod cache;
 mod checkpoint;
 mod css;
 mod dbwr;
+mod delivery;
 mod execution;
 mod gcs;
 mod ges;
 mod history;
 mod hogs;
 mod insert;
+mod inspect;
 mod lgwr;
+mod link;
 mod lms;
 mod maintain;
 mod masters;
@@ -29,10 +32,12 @@ mod px;
 mod px_alloc;
 mod px_host;
 mod px_slave;
+mod reconfig;
 mod route;
 mod sequence;
 mod serve;
 mod session;
+mod smon;
 mod transactions;
 
 use std::cmp::Reverse;
@@ -76,6 +81,10 @@ pub struct InstanceConfig {
     pub seed: u64,
     /// Record reads and writes for the correctness checkers (tests).
     pub record_history: bool,
+    /// The interconnect may lose messages (a phase has a `loss` fault): the
+    /// database's messages are numbered, acknowledged and sent again
+    /// (`link.rs`), and a block not received within 500 ms is `lost`.
+    pub lossy_interconnect: bool,
 }
 
 /// Administrative commands (the admin service in the live runtime, phase
@@ -149,6 +158,10 @@ enum Timer {
     HogWake(u32, u64),
     /// The membership service's heartbeats.
     CssTick,
+    /// Re-send what a peer has not acknowledged (the peer, the timer's generation).
+    LinkResend(InstId, u64),
+    /// A block request not answered within 500 ms is lost (the block, the request).
+    GcLost(BlockAddr, u64),
 }
 
 /// What an outstanding I/O is for.
@@ -182,6 +195,15 @@ enum IoPurpose {
     Vote,
     /// Fencing an evicted instance at the store.
     Fence,
+    /// Instance recovery reads a dead thread.
+    RedoScan,
+    /// Instance recovery reads a block of the recovery set from disk.
+    RecoverRead,
+    /// Instance recovery writes a recovered block.
+    RecoverWrite {
+        blk: BlockAddr,
+        scn: Scn,
+    },
 }
 
 /// The instance.
@@ -252,6 +274,12 @@ pub struct Instance {
     halted: Option<String>,
     /// Instance recoveries this instance completed since the driver last took them.
     recoveries: Vec<crate::recovery::RecoveryReport>,
+    /// A reconfiguration's freeze and what it holds (reconfig.rs).
+    reconfig: reconfig::Reconfig,
+    /// Instance recovery, on the recovering instance (smon.rs).
+    smon: smon::Smon,
+    /// Reliable delivery when the interconnect may lose messages (off otherwise).
+    links: link::Links,
 }
 
 impl Instance {
@@ -266,6 +294,7 @@ impl Instance {
             workloads,
             seed,
             record_history,
+            lossy_interconnect,
         } = cfg;
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         rng.set_stream(u64::from(id.0) + 1);
@@ -317,6 +346,9 @@ impl Instance {
             alert: alert::AlertLog::default(),
             halted: None,
             recoveries: Vec::new(),
+            reconfig: reconfig::Reconfig::default(),
+            smon: smon::Smon::default(),
+            links: link::Links::new(instances, lossy_interconnect),
             params,
             costs,
             layout,
@@ -392,8 +424,12 @@ impl Instance {
             return;
         }
         self.css.alive(env.from, now);
-        self.observe_scn(env.scn);
-        self.on_message(env);
+        if self.links.on() || env.link.seq != 0 || matches!(env.msg, Msg::LinkAck { .. }) {
+            self.link_receive(env);
+        } else {
+            self.observe_scn(env.scn);
+            self.receive(env);
+        }
         self.run_ready();
     }
 
@@ -441,6 +477,15 @@ impl Instance {
             (IoPurpose::Vote, IoResult::Votes(votes)) => self.on_votes(&votes),
             (IoPurpose::Fence, IoResult::Written) => {}
             (_, IoResult::Fenced) => self.on_fenced(),
+            (IoPurpose::RedoScan, IoResult::Redo(records)) => self.on_redo_read(records),
+            (IoPurpose::RecoverRead, IoResult::Read(block)) => {
+                self.stats.incr(Stat::PhysicalReads);
+                self.smon_apply(*block);
+            }
+            (IoPurpose::RecoverWrite { blk, scn }, IoResult::Written) => {
+                self.stats.incr(Stat::PhysicalWrites);
+                self.smon_block_done(blk, scn, true);
+            }
             (p, r) => self.error(format!("I/O {id} ({p:?}) completed with {r:?}")),
         }
         self.run_ready();
@@ -509,128 +554,6 @@ impl Instance {
         }
     }
 
-    /// Counters as `v$sysstat` / `v$system_event` would show them now.
-    pub fn stats(&self) -> Stats {
-        let mut s = self.stats.clone();
-        s.add(Stat::OsBusyTime, self.sched.busy);
-        s
-    }
-
-    pub fn params(&self) -> &Params {
-        &self.params
-    }
-
-    pub fn scn(&self) -> Scn {
-        self.scn
-    }
-
-    /// Why this instance stopped (evicted by the cluster), if it did.
-    pub fn halted(&self) -> Option<&str> {
-        self.halted.as_deref()
-    }
-
-    /// The cluster incarnation and its members as this instance sees them.
-    pub fn membership(&self) -> (u32, crate::types::InstSet) {
-        (self.css.incarnation(), self.css.members())
-    }
-
-    /// Alert log lines written since the last call.
-    pub fn take_alert_log(&mut self) -> Vec<AlertLine> {
-        self.alert.take(self.now)
-    }
-
-    /// Instance recoveries this instance performed since the last call.
-    pub fn take_recoveries(&mut self) -> Vec<crate::recovery::RecoveryReport> {
-        std::mem::take(&mut self.recoveries)
-    }
-
-    /// Problems with peers' messages or I/O seen so far.
-    pub fn errors(&self) -> &[String] {
-        &self.errors
-    }
-
-    /// Keep the sequence values handed out for [`Instance::take_nextvals`]
-    /// (the simulator checks them; off by default so nothing grows unread).
-    pub fn log_nextvals(&mut self, on: bool) {
-        self.nextvals = on.then(Vec::new);
-    }
-
-    /// Sequence values handed out since the last call: (sequence, value), in order.
-    pub fn take_nextvals(&mut self) -> Vec<(u32, i64)> {
-        self.nextvals
-            .as_mut()
-            .map(std::mem::take)
-            .unwrap_or_default()
-    }
-
-    /// The master's view of a global enqueue this instance masters: holders and queue length.
-    pub fn enqueue_entry(
-        &self,
-        res: crate::msg::ResName,
-    ) -> Option<(Vec<(InstId, crate::msg::LockMode)>, usize)> {
-        self.ges.view(res)
-    }
-
-    /// The buffers of a block in this cache (for checkers and `status`).
-    pub fn buffers_of(&self, blk: BlockAddr) -> impl Iterator<Item = &Buffer> {
-        self.cache.buffers_of(blk).map(|id| self.cache.get(id))
-    }
-
-    /// All buffers (for checkers).
-    pub fn buffers(&self) -> impl Iterator<Item = &Buffer> {
-        self.cache.iter().map(|(_, b)| b)
-    }
-
-    /// Buffers in use and the cache's capacity.
-    pub fn cache_usage(&self) -> (usize, usize) {
-        (self.cache.used(), self.cache.capacity)
-    }
-
-    /// The master's view of a block this instance masters: (X holder, S holders, PI holders).
-    pub fn directory_entry(
-        &self,
-        blk: BlockAddr,
-    ) -> Option<(Option<InstId>, Vec<InstId>, Vec<InstId>)> {
-        self.directory.view(blk)
-    }
-
-    /// Whether a transaction of this instance has committed, and at which SCN.
-    pub fn commit_scn(&self, xid: Xid) -> Option<Scn> {
-        self.txns.commit_scn(xid)
-    }
-
-    pub fn lms_count(&self) -> usize {
-        self.lms.count()
-    }
-
-    /// Sessions that are not idle.
-    /// Every session has stopped (its workload is disabled or done) and holds nothing.
-    pub fn sessions_at_rest(&self) -> bool {
-        self.sessions.iter().all(|s| s.at_rest())
-    }
-
-    pub fn active_sessions(&self) -> usize {
-        self.sessions.iter().filter(|s| !s.is_idle()).count()
-    }
-
-    /// What sessions wait on right now: (event, sessions), by event.
-    pub fn current_waits(&self) -> Vec<(crate::stats::Wait, u32)> {
-        let mut out: Vec<(crate::stats::Wait, u32)> = Vec::new();
-        for w in self.sessions.iter().filter_map(|s| s.waiting_on()) {
-            match out.iter_mut().find(|(e, _)| *e == w) {
-                Some((_, n)) => *n += 1,
-                None => out.push((w, 1)),
-            }
-        }
-        out.sort();
-        out
-    }
-
-    /// Sessions that finished their iterations (finite workloads).
-    pub fn sessions_finished(&self) -> bool {
-        self.sessions.iter().all(|s| s.finished)
-    }
-
     // ----- internals --------------------------------------------------------------
 
     /// The master of a block now (see masters.rs).
@@ -655,6 +578,11 @@ impl Instance {
     }
 
     fn send(&mut self, to: InstId, msg: Msg) {
+        if !self.css.is_member(to) {
+            // An evicted instance: nothing reaches it any more (a waiter of
+            // its, say, was answered after it died).
+            return;
+        }
         if msg.is_gcs() {
             self.stats.incr(Stat::GcsMessagesSent);
         } else if msg.is_ges() {
@@ -663,10 +591,15 @@ impl Instance {
         let env = Envelope {
             from: self.id,
             to,
+            incarnation: self.css.incarnation(),
             scn: self.scn,
             sent_at: self.now,
             msg,
+            link: Default::default(),
         };
+        if self.links.on() {
+            return self.link_send(env);
+        }
         self.actions.push_back(Action::Send(env));
     }
 
@@ -807,6 +740,8 @@ impl Instance {
                 self.arm(dbwr::DBWR_TICK, Timer::DbwrTick);
             }
             Timer::CssTick => self.css_tick(),
+            Timer::LinkResend(peer, epoch) => self.link_resend(peer, epoch),
+            Timer::GcLost(blk, req) => self.gc_lost(blk, req),
             Timer::HogWake(h, epoch) => {
                 if let Some(p) = self.hogs.wakes(h, epoch) {
                     let busy = self.hogs.busy_time();
@@ -858,6 +793,12 @@ impl Instance {
             } => self.on_enq_grant(res, mode, token, lvb),
             Msg::EnqBast { res, .. } => self.on_enq_bast(res),
             Msg::Px(m) => self.on_px(from, m),
+            // Reconfiguration and recovery: LMON's and SMON's, not LMS's.
+            Msg::Promote { blk } => self.on_promote(blk),
+            Msg::RecoverBlock { blk } => self.dir_recover(from, blk),
+            Msg::SendPi { blk, to } => self.send_pi(blk, to),
+            Msg::RecoverImage { blk, source } => self.on_recover_image(blk, source),
+            Msg::BlockRecovered { blk, scn } => self.dir_block_recovered(from, blk, scn),
             msg => self.lms_enqueue(from, env.sent_at, msg),
         }
     }
@@ -914,47 +855,6 @@ impl Instance {
     fn history_full(&mut self) {
         let e = format!("{}: {}", self.id, self.history.full_error());
         self.errors.push(e);
-    }
-
-    // ----- statements (tkprof) ------------------------------------------------------
-
-    fn register_statements(&mut self, catalog: &Catalog) {
-        let find_or_add = |stats: &mut Stats, sql: String, recursive: bool| -> usize {
-            match stats.statements.iter().position(|s| s.sql == sql) {
-                Some(i) => i,
-                None => {
-                    stats
-                        .statements
-                        .push(crate::tkprof::StmtStat::new(sql, recursive));
-                    stats.statements.len() - 1
-                }
-            }
-        };
-        let workloads = Arc::clone(&self.workloads);
-        self.stmt_ids = workloads
-            .iter()
-            .map(|w| {
-                w.transactions
-                    .iter()
-                    .map(|t| {
-                        t.steps
-                            .iter()
-                            .map(|st| {
-                                crate::tkprof::sql_of(st, catalog)
-                                    .map(|sql| find_or_add(&mut self.stats, sql, false))
-                            })
-                            .collect()
-                    })
-                    .collect()
-            })
-            .collect();
-        if !catalog.sequences.is_empty() {
-            self.update_seq_stmt = Some(find_or_add(
-                &mut self.stats,
-                crate::tkprof::UPDATE_SEQ.to_string(),
-                true,
-            ));
-        }
     }
 
     // ----- CPU hogs ---------------------------------------------------------------------

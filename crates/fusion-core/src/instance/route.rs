@@ -17,8 +17,8 @@ use crate::types::{BlockAddr, InstId, Scn};
 impl Instance {
     // ----- the directory (this instance as master) ---------------------------------
 
-    /// A block request reached its master (this instance).
-    pub(super) fn dir_request(&mut self, req: Request) {
+    /// A block request reached its master (this instance), which is not frozen.
+    pub(super) fn dir_request_now(&mut self, req: Request) {
         if let Some(route) = self.directory.request(req) {
             self.follow(route);
         }
@@ -114,6 +114,15 @@ impl Instance {
     /// A holder aged its copy out.
     pub(super) fn dir_relinquish(&mut self, from: InstId, blk: BlockAddr, mode: Mode) {
         self.directory.relinquish(from, blk, mode);
+        // A promotion the holder could not make leaves the block free again.
+        self.dir_drain(blk);
+    }
+
+    /// Route the requests queued on `blk`, one by one, while nothing is in flight.
+    pub(super) fn dir_drain(&mut self, blk: BlockAddr) {
+        while let Drained::Route(route) = self.directory.next_queued(blk) {
+            self.follow(route);
+        }
     }
 
     /// The current holder wrote the block: past images up to `scn` are obsolete.
@@ -132,9 +141,14 @@ impl Instance {
 
     /// Append one redo record; returns the address a flush must reach to cover it.
     pub(super) fn redo(&mut self, record: RedoRecord) -> u64 {
+        let (xid, bytes, change) = (record.xid, record.bytes, record.change.is_some());
         let (rba, write_now) = self
             .lgwr
             .append(record, self.params.log_buffer, &mut self.stats);
+        if change && xid.inst() == self.id && !xid.is_none() {
+            self.txns
+                .changed_at(xid, rba.saturating_sub(u64::from(bytes)));
+        }
         if write_now {
             self.request_flush(rba, None);
         }
@@ -164,14 +178,14 @@ impl Instance {
     /// a write that carries commits.
     pub(super) fn lgwr_step_done(&mut self) {
         let broadcast = self.params.broadcast_on_commit();
-        let others = u32::from(self.instance_count).saturating_sub(1);
-        let write = self.lgwr.take_write(broadcast, others, &mut self.stats);
+        // The members of the incarnation acknowledge (all instances, until one dies).
+        let others = self.css.peers();
+        let write = self
+            .lgwr
+            .take_write(broadcast, others.len(), &mut self.stats);
         if let Some(seq) = write.broadcast {
-            for i in 0..self.instance_count {
-                let to = InstId(i);
-                if to != self.id {
-                    self.send(to, Msg::ScnBroadcast { seq });
-                }
+            for to in others.iter() {
+                self.send(to, Msg::ScnBroadcast { seq });
             }
         }
         let started = self.now;
@@ -179,7 +193,12 @@ impl Instance {
             Io::WriteRedo {
                 records: write.records,
                 bytes: write.bytes,
-                checkpoint: self.dbwr.checkpoint(),
+                // The store keeps the redo from here on: the checkpoint, or
+                // the first change of the oldest transaction still active.
+                checkpoint: self
+                    .txns
+                    .oldest_active_rba()
+                    .map_or(self.dbwr.checkpoint(), |r| r.min(self.dbwr.checkpoint())),
             },
             IoPurpose::RedoWrite {
                 upto: write.upto,
@@ -339,7 +358,13 @@ impl Instance {
     /// Session `sid` wants `res` in `mode`. True when it holds it now; false
     /// when it waits (timed as `event`) and will be made ready once it does.
     pub(super) fn enq_get(&mut self, sid: u32, res: ResName, mode: LockMode, event: Wait) -> bool {
-        let master = self.enqueue_master(res);
+        // While the directory is frozen the master here may not grant
+        // without asking (it does not know yet who holds what).
+        let master = if self.grd_frozen() {
+            InstId(u8::MAX)
+        } else {
+            self.enqueue_master(res)
+        };
         match self.ges.get(sid, res, mode, master, &mut self.stats) {
             Get::Held => true,
             Get::Wait { convert } => {
@@ -390,7 +415,7 @@ impl Instance {
         let token = self.ges.start_convert(res, mode, self.now);
         let master = self.enqueue_master(res);
         if master == self.id {
-            self.ges_master_convert(self.id, res, mode, token);
+            self.ges_convert_here(res, mode, token);
         } else {
             self.send(master, Msg::EnqConvert { res, mode, token });
         }

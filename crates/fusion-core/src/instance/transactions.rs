@@ -37,6 +37,24 @@ pub(super) struct Transactions {
     waiters: FxHashMap<u64, Vec<TxWaiter>>,
     /// Commit SCNs of other instances' transactions learned so far.
     remote_commits: FxHashMap<Xid, Scn>,
+    /// Dead instances' transactions, from instance recovery's first pass:
+    /// nobody can be asked about them any more.
+    dead: FxHashMap<InstId, DeadTxns>,
+    /// The redo address of each active transaction's first change, both
+    /// ways: the store must keep the redo from the oldest on, or a crash
+    /// would leave that transaction's early changes with no record of who
+    /// made them (the model keeps undo only in the blocks).
+    first_rba: std::collections::BTreeSet<(u64, Xid)>,
+    first_rba_of: FxHashMap<Xid, u64>,
+}
+
+/// What recovery learned of a dead instance's transactions.
+#[derive(Clone, Debug, Default)]
+struct DeadTxns {
+    /// Uncommitted at the crash: rolled back by recovery (never visible).
+    uncommitted: rustc_hash::FxHashSet<Xid>,
+    /// Any other transaction of that instance committed at or before this SCN.
+    floor_scn: Scn,
 }
 
 impl Transactions {
@@ -47,7 +65,23 @@ impl Transactions {
             next_seq: 1,
             waiters: FxHashMap::default(),
             remote_commits: FxHashMap::default(),
+            dead: FxHashMap::default(),
+            first_rba: std::collections::BTreeSet::new(),
+            first_rba_of: FxHashMap::default(),
         }
+    }
+
+    /// Transaction `xid` of this instance wrote redo from `rba` on.
+    pub(super) fn changed_at(&mut self, xid: Xid, rba: u64) {
+        if let std::collections::hash_map::Entry::Vacant(e) = self.first_rba_of.entry(xid) {
+            e.insert(rba);
+            self.first_rba.insert((rba, xid));
+        }
+    }
+
+    /// The first redo address of the oldest active transaction that changed something.
+    pub(super) fn oldest_active_rba(&self) -> Option<u64> {
+        self.first_rba.first().map(|&(rba, _)| rba)
     }
 
     /// A new transaction of this instance, active until [`Transactions::commit`].
@@ -71,9 +105,35 @@ impl Transactions {
         } else {
             match self.remote_commits.get(&xid) {
                 Some(&s) => TxState::Committed(s),
-                None => TxState::Unknown,
+                None => match self.dead.get(&xid.inst()) {
+                    Some(d) if d.uncommitted.contains(&xid) => TxState::Active,
+                    Some(d) => TxState::Committed(d.floor_scn),
+                    None => TxState::Unknown,
+                },
             }
         }
+    }
+
+    /// Recovery read a dead instance's thread: its transactions are known here now.
+    pub(super) fn learn_dead(&mut self, thread: &crate::msg::DeadThread) {
+        for &(xid, scn) in &thread.committed {
+            self.remote_commits.insert(xid, scn);
+        }
+        let d = self.dead.entry(thread.inst).or_default();
+        d.uncommitted.extend(thread.uncommitted.iter().copied());
+        d.floor_scn = thread.floor_scn;
+    }
+
+    /// A dead instance's transaction that recovery rolls back.
+    pub(super) fn is_dead_uncommitted(&self, xid: Xid) -> bool {
+        self.dead
+            .get(&xid.inst())
+            .is_some_and(|d| d.uncommitted.contains(&xid))
+    }
+
+    /// Whether recovery told this instance about `inst`'s transactions.
+    pub(super) fn knows_dead(&self, inst: InstId) -> bool {
+        self.dead.contains_key(&inst)
     }
 
     /// The commit SCN of a transaction of this instance, once it committed.
@@ -96,6 +156,9 @@ impl Transactions {
         let slot = &mut self.commit_scns[xid.seq() as usize];
         assert!(*slot == 0, "{}: {xid} committed twice", self.me);
         *slot = scn;
+        if let Some(rba) = self.first_rba_of.remove(&xid) {
+            self.first_rba.remove(&(rba, xid));
+        }
     }
 
     /// `waiter` waits until `xid` ends; it is handed back by

@@ -332,6 +332,12 @@ impl Cluster {
                         self.voting.fence(inst);
                         (self.latencies.write_ns, IoResult::Written, Lands::Nothing)
                     }
+                    // The harness keeps no thread to read back: nothing to recover.
+                    Io::ReadRedo { .. } => (
+                        self.latencies.read_ns,
+                        IoResult::Redo(Vec::new()),
+                        Lands::Nothing,
+                    ),
                 };
                 self.schedule(
                     latency_ns,
@@ -495,6 +501,7 @@ pub fn configs(
             workloads: workloads.clone(),
             seed: 7,
             record_history: true,
+            lossy_interconnect: false,
         })
         .collect()
 }

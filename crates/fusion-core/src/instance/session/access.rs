@@ -556,6 +556,10 @@ impl Instance {
             _ => return Some(ExecPoint::None),
         };
         if !lock.is_none() && lock != my {
+            // A dead instance's transaction recovery rolls back: here, now.
+            if self.roll_back_dead(buf, lock) {
+                return self.update_row(sid, buf, table, key, rowid);
+            }
             let state = self
                 .cache
                 .get(buf)

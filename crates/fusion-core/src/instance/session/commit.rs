@@ -161,9 +161,13 @@ impl Instance {
         if holder.inst() == self.id {
             self.txns.wait_for_end(holder, TxWaiter::Session(sid));
         } else {
-            let token = self.sessions.start_lookup(sid, self.scn);
+            let token = self.sessions.start_lookup(sid, self.scn, holder, true);
             self.sessions.session_mut(sid).pending_lookups = 1;
-            self.send(holder.inst(), Msg::TxWait { xid: holder, token });
+            if self.css.is_member(holder.inst()) {
+                self.send(holder.inst(), Msg::TxWait { xid: holder, token });
+            } else {
+                self.ask_dead(token);
+            }
         }
     }
 
@@ -174,9 +178,13 @@ impl Instance {
             if x.inst() == self.id || x.inst().0 >= self.instance_count {
                 continue;
             }
-            let token = self.sessions.start_lookup(sid, self.scn);
-            self.send(x.inst(), Msg::TxQuery { xid: x, token });
+            let token = self.sessions.start_lookup(sid, self.scn, x, false);
             asked += 1;
+            if self.css.is_member(x.inst()) {
+                self.send(x.inst(), Msg::TxQuery { xid: x, token });
+            } else {
+                self.ask_dead(token);
+            }
         }
         if asked == 0 {
             // Nothing could be asked (a transaction of a non-existent instance): read on.

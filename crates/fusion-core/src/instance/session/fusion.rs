@@ -8,7 +8,8 @@
 //! `make_room` frees a buffer for whatever is installed (or built) here.
 
 use super::super::cache::{BufState, Victim};
-use super::super::{Instance, IoPurpose};
+use super::super::link::RETRANSMIT_NS;
+use super::super::{Instance, IoPurpose, Timer};
 use super::state::{PendingRequest, SessionState};
 use crate::block::{Block, Body};
 use crate::config::Nanos;
@@ -41,7 +42,7 @@ impl Instance {
         kind: ReqKind,
         scan: bool,
     ) {
-        let id = self.sessions.start_request(blk, sid, self.now, scan);
+        let id = self.sessions.start_request(blk, sid, self.now, scan, kind);
         let placeholder = match kind {
             ReqKind::Cr { .. } => Wait::GcCrRequest,
             ReqKind::Current { .. } => Wait::GcCurrentRequest,
@@ -54,11 +55,70 @@ impl Instance {
             kind,
             timing: Timing::default(),
         };
+        if self.links.on() {
+            self.arm(RETRANSMIT_NS, Timer::GcLost(blk, id));
+        }
         let master = self.block_master(blk);
         if master == self.id {
             self.dir_request(req);
         } else {
             self.send(master, Msg::Request(req));
+        }
+    }
+
+    /// 500 ms after request `req` for `blk` went out (or after it was last
+    /// called lost), nothing came back (rac-internals §1.10): if its session
+    /// still waits for the block or the grant, that wait ends as `gc cr
+    /// block lost` (`gc current block lost`), `gc blocks lost` counts it, and
+    /// the session waits again: under `gc cr request retry` (`gc current
+    /// retry`) when its own request is what the sublayer sends again, else
+    /// under the placeholder while the reply is sent again. Another 500 ms
+    /// without an answer is another loss. No alert log line: Oracle writes
+    /// none for a lost block.
+    pub(in crate::instance) fn gc_lost(&mut self, blk: BlockAddr, req: u64) {
+        let Some(pending) = self.sessions.request(blk, req) else {
+            return;
+        };
+        let owner = pending.owner;
+        let s = self.sessions.session(owner);
+        let cr = match s.waiting_on() {
+            _ if s.st != SessionState::WaitBlock => return,
+            Some(Wait::GcCrRequest | Wait::GcCrRequestRetry) => true,
+            Some(Wait::GcCurrentRequest | Wait::GcCurrentRetry) => false,
+            // Granted: the session reads the block from disk now.
+            _ => return,
+        };
+        let (lost, retry, placeholder) = if cr {
+            (
+                Wait::GcCrBlockLost,
+                Wait::GcCrRequestRetry,
+                Wait::GcCrRequest,
+            )
+        } else {
+            (
+                Wait::GcCurrentBlockLost,
+                Wait::GcCurrentRetry,
+                Wait::GcCurrentRequest,
+            )
+        };
+        self.end_wait(owner, Some(lost));
+        self.stats.incr(Stat::GcBlocksLost);
+        let master = self.block_master(blk);
+        let again = if master != self.id && self.request_unacked(master, blk, req) {
+            retry
+        } else {
+            placeholder
+        };
+        self.begin_wait(owner, again, SessionState::WaitBlock);
+        self.arm(RETRANSMIT_NS, Timer::GcLost(blk, req));
+    }
+
+    /// The event a request's wait ends under when the block or grant came:
+    /// `event`, unless the wait is a retry, which keeps its name.
+    fn answered_as(&self, sid: u32, event: Wait) -> Option<Wait> {
+        match self.sessions.session(sid).waiting_on() {
+            Some(Wait::GcCrRequestRetry | Wait::GcCurrentRetry) => None,
+            _ => Some(event),
         }
     }
 
@@ -96,7 +156,8 @@ impl Instance {
         let event = ship_event(block_kind, congested, busy, hops);
         let owner = pending.owner;
         if self.sessions.session(owner).st == SessionState::WaitBlock {
-            self.end_wait(owner, Some(event));
+            let event = self.answered_as(owner, event);
+            self.end_wait(owner, event);
             self.set_ready(owner);
         }
         match kind {
@@ -230,7 +291,8 @@ impl Instance {
             (ReqKind::Current { .. }, true) => Wait::GcCurrentGrantCongested,
         };
         if self.sessions.session(pending.owner).st == SessionState::WaitBlock {
-            self.end_wait(pending.owner, Some(event));
+            let event = self.answered_as(pending.owner, event);
+            self.end_wait(pending.owner, event);
         }
         self.granted(pending, req, grant);
     }

@@ -56,12 +56,14 @@ pub(in crate::instance) enum AfterCpu {
 /// A request this instance has outstanding for a block.
 #[derive(Clone, Copy, Debug)]
 pub(in crate::instance) struct PendingRequest {
-    pub(super) id: u64,
+    pub(in crate::instance) id: u64,
     /// The session that asked (others wait behind it on the block).
     pub(super) owner: u32,
     pub(super) sent_at: Nanos,
     /// For a full scan: a granted read is `db file scattered read`.
     pub(super) scan: bool,
+    /// What was asked: a reconfiguration asks the new master again.
+    pub(in crate::instance) kind: crate::msg::ReqKind,
 }
 
 /// One foreground session. Fields the index, insert, sequence and PX code
@@ -187,8 +189,19 @@ pub(in crate::instance) struct Sessions {
     requests: FxHashMap<BlockAddr, PendingRequest>,
     next_request: u64,
     /// Outstanding transaction lookups: token -> (session, our SCN when asked).
-    tx_lookups: FxHashMap<u64, (u32, Scn)>,
+    tx_lookups: FxHashMap<u64, Lookup>,
     next_lookup: u64,
+}
+
+/// A question about another instance's transaction, until it is answered.
+#[derive(Clone, Copy, Debug)]
+pub(in crate::instance) struct Lookup {
+    pub(in crate::instance) sid: u32,
+    /// Our SCN when we asked.
+    pub(in crate::instance) asked_at: Scn,
+    pub(in crate::instance) xid: Xid,
+    /// A row lock wait (`TxWait`: answered when it ends), else a state query.
+    pub(in crate::instance) wait: bool,
 }
 
 impl Default for Sessions {
@@ -377,6 +390,7 @@ impl Sessions {
         owner: u32,
         now: Nanos,
         scan: bool,
+        kind: crate::msg::ReqKind,
     ) -> u64 {
         let id = self.next_request;
         self.next_request += 1;
@@ -387,6 +401,7 @@ impl Sessions {
                 owner,
                 sent_at: now,
                 scan,
+                kind,
             },
         );
         // Sessions queue behind a request (`gc buffer busy acquire`) rather than ask twice.
@@ -407,16 +422,41 @@ impl Sessions {
     }
 
     /// Session `sid` asks another instance about a transaction; returns the question's token.
-    pub(super) fn start_lookup(&mut self, sid: u32, asked_at: Scn) -> u64 {
+    pub(super) fn start_lookup(&mut self, sid: u32, asked_at: Scn, xid: Xid, wait: bool) -> u64 {
         let token = self.next_lookup;
         self.next_lookup += 1;
-        self.tx_lookups.insert(token, (sid, asked_at));
+        self.tx_lookups.insert(
+            token,
+            Lookup {
+                sid,
+                asked_at,
+                xid,
+                wait,
+            },
+        );
         token
     }
 
     /// The answer to question `token` came: who asked, and our SCN when it did.
     pub(super) fn end_lookup(&mut self, token: u64) -> Option<(u32, Scn)> {
-        self.tx_lookups.remove(&token)
+        self.tx_lookups.remove(&token).map(|l| (l.sid, l.asked_at))
+    }
+
+    // ----- reconfiguration ----------------------------------------------------------
+
+    /// Every outstanding block request, by block, to ask the new masters again.
+    pub(in crate::instance) fn outstanding_requests(&self) -> Vec<(BlockAddr, PendingRequest)> {
+        let mut out: Vec<(BlockAddr, PendingRequest)> =
+            self.requests.iter().map(|(&b, &r)| (b, r)).collect();
+        out.sort_unstable_by_key(|&(b, r)| (r.id, b));
+        out
+    }
+
+    /// Every unanswered question about a transaction, by token.
+    pub(in crate::instance) fn outstanding_lookups(&self) -> Vec<(u64, Lookup)> {
+        let mut out: Vec<(u64, Lookup)> = self.tx_lookups.iter().map(|(&t, &l)| (t, l)).collect();
+        out.sort_unstable_by_key(|&(t, _)| t);
+        out
     }
 }
 
@@ -468,14 +508,20 @@ mod tests {
     fn a_request_answers_only_to_its_id() {
         let mut s = table(1);
         let blk = BlockAddr(3);
-        let id = s.start_request(blk, 0, 100, true);
+        let id = s.start_request(
+            blk,
+            0,
+            100,
+            true,
+            crate::msg::ReqKind::Current { new_block: false },
+        );
         assert!(s.has_request(blk) && s.need(blk));
         assert!(s.request(blk, id + 1).is_none());
         let r = s.request(blk, id).unwrap();
         assert_eq!((r.owner, r.sent_at, r.scan), (0, 100, true));
         s.end_request(blk);
         assert!(!s.has_request(blk));
-        let token = s.start_lookup(0, 42);
+        let token = s.start_lookup(0, 42, Xid::NONE, false);
         assert_eq!(s.end_lookup(token), Some((0, 42)));
         assert_eq!(s.end_lookup(token), None);
     }

@@ -13,7 +13,7 @@ use rand_core::Rng;
 use super::super::execution::{ExecPoint, Purpose, SeqStep};
 use super::super::{Instance, Proc, Timer};
 use super::state::{AfterCpu, Session, SessionState};
-use crate::config::{Access, KeyDist, KeySpec, Nanos, Step, WorkloadSpec};
+use crate::config::{Access, Catalog, KeyDist, KeySpec, Nanos, Step, WorkloadSpec};
 use crate::stats::Stat;
 use crate::types::Xid;
 
@@ -23,6 +23,48 @@ pub(super) fn unit(rng: &mut impl Rng) -> f64 {
 }
 
 impl Instance {
+    /// Give every workload step's statement (and the recursive `update
+    /// seq$`) its place in `stats.statements`.
+    pub(in crate::instance) fn register_statements(&mut self, catalog: &Catalog) {
+        let find_or_add =
+            |stats: &mut crate::stats::Stats, sql: String, recursive: bool| -> usize {
+                match stats.statements.iter().position(|s| s.sql == sql) {
+                    Some(i) => i,
+                    None => {
+                        stats
+                            .statements
+                            .push(crate::tkprof::StmtStat::new(sql, recursive));
+                        stats.statements.len() - 1
+                    }
+                }
+            };
+        let workloads = Arc::clone(&self.workloads);
+        self.stmt_ids = workloads
+            .iter()
+            .map(|w| {
+                w.transactions
+                    .iter()
+                    .map(|t| {
+                        t.steps
+                            .iter()
+                            .map(|st| {
+                                crate::tkprof::sql_of(st, catalog)
+                                    .map(|sql| find_or_add(&mut self.stats, sql, false))
+                            })
+                            .collect()
+                    })
+                    .collect()
+            })
+            .collect();
+        if !catalog.sequences.is_empty() {
+            self.update_seq_stmt = Some(find_or_add(
+                &mut self.stats,
+                crate::tkprof::UPDATE_SEQ.to_string(),
+                true,
+            ));
+        }
+    }
+
     /// Create this instance's sessions; they log on spread over a short interval.
     pub(in crate::instance) fn start_sessions(&mut self) {
         let workloads = self.workloads.clone();

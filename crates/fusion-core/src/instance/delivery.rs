@@ -1,0 +1,148 @@
+//! Routing the reliable delivery sublayer's decisions (link.rs) when the
+//! interconnect may lose messages: numbering what goes out, acknowledging
+//! what comes in and handing it to the protocol in the order of its key,
+//! and re-sending what was not acknowledged in time. Nothing is re-sent to
+//! an instance that is no longer a member: its link is forgotten.
+
+use super::link::LinkFull;
+use super::{Instance, Timer};
+use crate::msg::{Action, Envelope, LinkStamp, Msg};
+use crate::types::InstId;
+
+impl Instance {
+    /// Send a message through the sublayer (it is on).
+    pub(super) fn link_send(&mut self, mut env: Envelope) {
+        if !self.css.is_member(env.to) {
+            // Dropped by the network's far end anyway; nothing to keep.
+            self.actions.push_back(Action::Send(env));
+            return;
+        }
+        match self.links.send(self.now, &mut env) {
+            Ok(arm) => {
+                if let Some((at, epoch)) = arm {
+                    self.arm(at - self.now, Timer::LinkResend(env.to, epoch));
+                }
+                self.actions.push_back(Action::Send(env));
+            }
+            Err(LinkFull { unacked, window }) => self.error(format!(
+                "the link to {} is full ({unacked} messages unacknowledged, {window} numbers \
+                 beyond its last cumulative acknowledgement): {} stops acknowledging, a {} \
+                 message to it was dropped",
+                env.to,
+                env.to,
+                msg_name(&env.msg)
+            )),
+        }
+    }
+
+    /// A message from a member arrived: an acknowledgement, a numbered
+    /// message (acknowledged, and handed over with whatever it released),
+    /// or an unnumbered one.
+    pub(super) fn link_receive(&mut self, env: Envelope) {
+        let from = env.from;
+        if !self.links.on() {
+            return self.error(format!(
+                "{from} sent a {} with link numbers, but this interconnect loses nothing",
+                msg_name(&env.msg)
+            ));
+        }
+        if let Msg::LinkAck { cum, got } = env.msg {
+            self.observe_scn(env.scn);
+            if let Err(e) = self.links.acked(from, cum, got) {
+                self.error(e.0);
+            }
+            return;
+        }
+        if env.link.seq == 0 {
+            return self.error(format!(
+                "{from} sent a {} without a link number",
+                msg_name(&env.msg)
+            ));
+        }
+        let arrival = match self.links.receive(env) {
+            Ok(a) => a,
+            Err(e) => return self.error(e.0),
+        };
+        if let Some((cum, got)) = arrival.ack {
+            let ack = Envelope {
+                from: self.id,
+                to: from,
+                incarnation: self.css.incarnation(),
+                scn: self.scn,
+                sent_at: self.now,
+                msg: Msg::LinkAck { cum, got },
+                link: LinkStamp::default(),
+            };
+            self.actions.push_back(Action::Send(ack));
+        }
+        for env in arrival.deliver {
+            self.observe_scn(env.scn);
+            self.receive(env);
+        }
+    }
+
+    /// The re-send timer of the link to `peer` fired.
+    pub(super) fn link_resend(&mut self, peer: InstId, epoch: u64) {
+        if !self.css.is_member(peer) {
+            self.links.forget(peer);
+            return;
+        }
+        let (again, arm) = self.links.due(self.now, peer, epoch);
+        for env in again {
+            self.actions.push_back(Action::Send(env));
+        }
+        if let Some((at, epoch)) = arm {
+            self.arm(at - self.now, Timer::LinkResend(peer, epoch));
+        }
+    }
+
+    /// Whether this instance's request `req` for `blk` to its master has not
+    /// been acknowledged yet: the sublayer sends the requester's own request
+    /// again (a retry), rather than a reply being late.
+    pub(super) fn request_unacked(
+        &self,
+        master: InstId,
+        blk: crate::types::BlockAddr,
+        req: u64,
+    ) -> bool {
+        self.links
+            .unacked(master)
+            .any(|e| matches!(&e.msg, Msg::Request(r) if r.id == req && r.blk == blk))
+    }
+}
+
+/// A message's kind, for an error message.
+fn msg_name(msg: &Msg) -> &'static str {
+    match msg {
+        Msg::Request(_) => "Request",
+        Msg::Forward { .. } => "Forward",
+        Msg::Grant { .. } => "Grant",
+        Msg::Ship { .. } => "Ship",
+        Msg::Installed { .. } => "Installed",
+        Msg::Invalidate { .. } => "Invalidate",
+        Msg::InvalidateAck { .. } => "InvalidateAck",
+        Msg::NotHeld { .. } => "NotHeld",
+        Msg::DownConverted { .. } => "DownConverted",
+        Msg::Relinquish { .. } => "Relinquish",
+        Msg::Written { .. } => "Written",
+        Msg::DiscardPi { .. } => "DiscardPi",
+        Msg::TxQuery { .. } => "TxQuery",
+        Msg::TxStatus { .. } => "TxStatus",
+        Msg::TxWait { .. } => "TxWait",
+        Msg::EnqConvert { .. } => "EnqConvert",
+        Msg::EnqGrant { .. } => "EnqGrant",
+        Msg::EnqBast { .. } => "EnqBast",
+        Msg::EnqDown { .. } => "EnqDown",
+        Msg::Px(_) => "Px",
+        Msg::ScnBroadcast { .. } => "ScnBroadcast",
+        Msg::ScnAck { .. } => "ScnAck",
+        Msg::Heartbeat { .. } => "Heartbeat",
+        Msg::LinkAck { .. } => "LinkAck",
+        Msg::Rebuild(_) => "Rebuild",
+        Msg::Promote { .. } => "Promote",
+        Msg::RecoverBlock { .. } => "RecoverBlock",
+        Msg::SendPi { .. } => "SendPi",
+        Msg::RecoverImage { .. } => "RecoverImage",
+        Msg::BlockRecovered { .. } => "BlockRecovered",
+    }
+}

@@ -1,0 +1,133 @@
+//! What the drivers, the checkers and `status` may read of an instance:
+//! its counters, membership, alert log and recoveries, buffers, directory
+//! and enqueue entries, and its sessions' state. Nothing here changes it,
+//! except taking the lines and reports handed out once.
+
+use super::{AlertLine, Buffer, Instance};
+use crate::config::Params;
+use crate::stats::{Stat, Stats};
+use crate::types::{BlockAddr, InstId, Scn, Xid};
+
+impl Instance {
+    /// Counters as `v$sysstat` / `v$system_event` would show them now.
+    pub fn stats(&self) -> Stats {
+        let mut s = self.stats.clone();
+        s.add(Stat::OsBusyTime, self.sched.busy);
+        s
+    }
+
+    pub fn params(&self) -> &Params {
+        &self.params
+    }
+
+    pub fn scn(&self) -> Scn {
+        self.scn
+    }
+
+    /// Why this instance stopped (evicted by the cluster), if it did.
+    pub fn halted(&self) -> Option<&str> {
+        self.halted.as_deref()
+    }
+
+    /// The cluster incarnation and its members as this instance sees them.
+    pub fn membership(&self) -> (u32, crate::types::InstSet) {
+        (self.css.incarnation(), self.css.members())
+    }
+
+    /// Alert log lines written since the last call.
+    pub fn take_alert_log(&mut self) -> Vec<AlertLine> {
+        self.alert.take(self.now)
+    }
+
+    /// Instance recoveries this instance performed since the last call.
+    pub fn take_recoveries(&mut self) -> Vec<crate::recovery::RecoveryReport> {
+        std::mem::take(&mut self.recoveries)
+    }
+
+    /// Problems with peers' messages or I/O seen so far.
+    pub fn errors(&self) -> &[String] {
+        &self.errors
+    }
+
+    /// Keep the sequence values handed out for [`Instance::take_nextvals`]
+    /// (the simulator checks them; off by default so nothing grows unread).
+    pub fn log_nextvals(&mut self, on: bool) {
+        self.nextvals = on.then(Vec::new);
+    }
+
+    /// Sequence values handed out since the last call: (sequence, value), in order.
+    pub fn take_nextvals(&mut self) -> Vec<(u32, i64)> {
+        self.nextvals
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    /// The master's view of a global enqueue this instance masters: holders and queue length.
+    pub fn enqueue_entry(
+        &self,
+        res: crate::msg::ResName,
+    ) -> Option<(Vec<(InstId, crate::msg::LockMode)>, usize)> {
+        self.ges.view(res)
+    }
+
+    /// The buffers of a block in this cache (for checkers and `status`).
+    pub fn buffers_of(&self, blk: BlockAddr) -> impl Iterator<Item = &Buffer> {
+        self.cache.buffers_of(blk).map(|id| self.cache.get(id))
+    }
+
+    /// All buffers (for checkers).
+    pub fn buffers(&self) -> impl Iterator<Item = &Buffer> {
+        self.cache.iter().map(|(_, b)| b)
+    }
+
+    /// Buffers in use and the cache's capacity.
+    pub fn cache_usage(&self) -> (usize, usize) {
+        (self.cache.used(), self.cache.capacity)
+    }
+
+    /// The master's view of a block this instance masters: (X holder, S holders, PI holders).
+    pub fn directory_entry(
+        &self,
+        blk: BlockAddr,
+    ) -> Option<(Option<InstId>, Vec<InstId>, Vec<InstId>)> {
+        self.directory.view(blk)
+    }
+
+    /// Whether a transaction of this instance has committed, and at which SCN.
+    pub fn commit_scn(&self, xid: Xid) -> Option<Scn> {
+        self.txns.commit_scn(xid)
+    }
+
+    pub fn lms_count(&self) -> usize {
+        self.lms.count()
+    }
+
+    /// Sessions that are not idle.
+    /// Every session has stopped (its workload is disabled or done) and holds nothing.
+    pub fn sessions_at_rest(&self) -> bool {
+        self.sessions.iter().all(|s| s.at_rest())
+    }
+
+    pub fn active_sessions(&self) -> usize {
+        self.sessions.iter().filter(|s| !s.is_idle()).count()
+    }
+
+    /// What sessions wait on right now: (event, sessions), by event.
+    pub fn current_waits(&self) -> Vec<(crate::stats::Wait, u32)> {
+        let mut out: Vec<(crate::stats::Wait, u32)> = Vec::new();
+        for w in self.sessions.iter().filter_map(|s| s.waiting_on()) {
+            match out.iter_mut().find(|(e, _)| *e == w) {
+                Some((_, n)) => *n += 1,
+                None => out.push((w, 1)),
+            }
+        }
+        out.sort();
+        out
+    }
+
+    /// Sessions that finished their iterations (finite workloads).
+    pub fn sessions_finished(&self) -> bool {
+        self.sessions.iter().all(|s| s.finished)
+    }
+}

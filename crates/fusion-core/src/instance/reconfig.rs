@@ -1,0 +1,531 @@
+//! Reconfiguration after an eviction (rac-internals.md §8, steps 2–3 and 11).
+//!
+//! Every survivor, when it evicts the dead (membership.rs) or first hears of
+//! the new incarnation from another survivor's report:
+//! 1. drops the old incarnation's global cache state: its part of the
+//!    directory, the enqueues it masters, the LMS jobs under way (a message
+//!    of an older incarnation is discarded on arrival from now on);
+//! 2. freezes the directory ("Global Resource Directory frozen"): until every
+//!    member has reported, requests for blocks and enqueues mastered here
+//!    are held;
+//! 3. reports to every member what it holds of the resources that member
+//!    masters now (current blocks, past images, enqueue locks); the
+//!    recovering instance first reads the dead threads (smon.rs) and adds
+//!    the blocks it claims and the dead instances' transactions;
+//! 4. asks again, of the new masters, everything it had outstanding: block
+//!    requests, enqueue conversions, transaction lookups, SCN broadcasts.
+//!
+//! Once every member's report is in, the directory promotes the newest past
+//! image of each block nobody holds current, unfreezes ("Reconfiguration
+//! complete") and serves what it held.
+//!
+//! `Reconfig` owns the freeze and the held messages; the instance routes.
+
+use super::cache::BufState;
+use super::css::names;
+use super::gcs::PROMOTE_REQ;
+use super::{Instance, IoPurpose};
+use crate::config::Nanos;
+use crate::msg::{Envelope, Held, LockMode, Mode, Msg, Rebuild, Request, ResName};
+use crate::types::{BlockAddr, InstId, InstSet};
+
+/// Messages held while frozen (or from an incarnation not joined yet) at
+/// most: far more than every session and LMS of a cluster can have
+/// outstanding at once. Past it the rest is dropped and reported.
+pub const HELD_MESSAGES_MAX: usize = 1 << 20;
+
+/// Work held until the directory unfreezes.
+#[derive(Debug)]
+enum HeldWork {
+    /// A message of the current incarnation.
+    Message(Envelope),
+    /// A block request for the local master.
+    Request(Request),
+    /// An enqueue conversion for the local master: (resource, mode, token).
+    Convert(ResName, LockMode, u64),
+}
+
+#[derive(Debug, Default)]
+pub(super) struct Reconfig {
+    /// The members whose report has not come yet, while frozen.
+    waiting: Option<InstSet>,
+    /// When the freeze began.
+    frozen_at: Nanos,
+    held: Vec<HeldWork>,
+    /// Messages of a newer incarnation than this instance's, until it joins.
+    early: Vec<Envelope>,
+    /// This instance's own reports, while the recovering instance reads the
+    /// dead threads before sending them.
+    reports: Vec<(InstId, Rebuild)>,
+    /// Transaction lookups about dead instances, answered once recovery
+    /// says what it found: tokens.
+    dead_lookups: Vec<u64>,
+    /// Messages dropped past [`HELD_MESSAGES_MAX`].
+    dropped: u64,
+}
+
+impl Reconfig {
+    pub(super) fn frozen(&self) -> bool {
+        self.waiting.is_some()
+    }
+
+    fn hold(&mut self, work: HeldWork) {
+        if self.held.len() < HELD_MESSAGES_MAX {
+            self.held.push(work);
+        } else {
+            self.dropped += 1;
+        }
+    }
+}
+
+impl Instance {
+    /// A message from a member, with its incarnation checked: older ones are
+    /// discarded, newer ones wait until this instance joins (a member's
+    /// report makes it join at once), and while frozen everything but the
+    /// reports is held.
+    pub(super) fn receive(&mut self, env: Envelope) {
+        let mine = self.css.incarnation();
+        if env.incarnation < mine {
+            self.stats.incr(crate::stats::Stat::GcsMessagesDiscarded);
+            return;
+        }
+        if env.incarnation > mine {
+            match &env.msg {
+                Msg::Rebuild(r) if r.members.contains(self.id) => {
+                    let members = r.members;
+                    let dead = InstSet(self.css.members().0 & !members.0);
+                    self.evict(dead, members);
+                }
+                Msg::Rebuild(_) => {
+                    self.halt(format!(
+                        "evicted by instance {}: incarnation {} does not include this instance",
+                        env.from.number(),
+                        env.incarnation
+                    ));
+                    return;
+                }
+                _ => {
+                    if self.reconfig.early.len() < HELD_MESSAGES_MAX {
+                        self.reconfig.early.push(env);
+                    } else {
+                        self.reconfig.dropped += 1;
+                    }
+                    return;
+                }
+            }
+            if env.incarnation != self.css.incarnation() {
+                self.error(format!(
+                    "{} reported incarnation {} but joining it made this one {}",
+                    env.from,
+                    env.incarnation,
+                    self.css.incarnation()
+                ));
+                return;
+            }
+        }
+        if let Msg::Rebuild(r) = env.msg {
+            self.on_rebuild(env.from, *r);
+            return;
+        }
+        if self.reconfig.frozen() {
+            self.reconfig.hold(HeldWork::Message(env));
+            return;
+        }
+        self.on_message(env);
+    }
+
+    /// A block request for the master here: held while frozen.
+    pub(super) fn dir_request(&mut self, req: Request) {
+        if self.reconfig.frozen() {
+            self.reconfig.hold(HeldWork::Request(req));
+            return;
+        }
+        self.dir_request_now(req);
+    }
+
+    /// An enqueue conversion for the master here: held while frozen.
+    pub(super) fn ges_convert_here(&mut self, res: ResName, mode: LockMode, token: u64) {
+        if self.reconfig.frozen() {
+            self.reconfig.hold(HeldWork::Convert(res, mode, token));
+            return;
+        }
+        let me = self.id;
+        self.ges_master_convert(me, res, mode, token);
+    }
+
+    /// The directory is frozen: sessions may not take the local master's
+    /// free-lock shortcut.
+    pub(super) fn grd_frozen(&self) -> bool {
+        self.reconfig.frozen()
+    }
+
+    /// The new incarnation begins here: drop the old one's global state,
+    /// freeze, report what this instance holds, and ask again for what it
+    /// waited for. `dead` left the cluster.
+    pub(super) fn begin_reconfig(&mut self, dead: InstSet) {
+        let members = self.css.members();
+        let now = self.now;
+        self.directory.clear();
+        self.ges.clear_master();
+        self.lms.purge();
+        self.reconfig.waiting = Some(members);
+        self.reconfig.frozen_at = now;
+        self.reconfig.held.clear();
+        // This instance's own report goes into its directory at once, so
+        // that whatever changes here during the freeze comes after it.
+        let mut reports = self.holdings(members);
+        if let Some(pos) = reports.iter().position(|(i, _)| *i == self.id) {
+            let (me, own) = reports.remove(pos);
+            self.apply_report(me, own);
+        }
+        self.reconfig.reports = reports;
+        self.resubmit(members);
+        let recoverer = members.first() == Some(self.id);
+        if recoverer && !dead.is_empty() {
+            self.alert.write(now, "Post SMON to start 1st pass IR");
+            self.smon_start(dead);
+        } else {
+            self.send_reports();
+        }
+        // Messages of this incarnation that came before this instance joined it.
+        let early = std::mem::take(&mut self.reconfig.early);
+        for env in early {
+            self.receive(env);
+        }
+    }
+
+    /// What this instance holds, as one report per member (by the new masters).
+    fn holdings(&mut self, members: InstSet) -> Vec<(InstId, Rebuild)> {
+        let mut reports: Vec<(InstId, Rebuild)> = members
+            .iter()
+            .map(|m| {
+                (
+                    m,
+                    Rebuild {
+                        members,
+                        ..Rebuild::default()
+                    },
+                )
+            })
+            .collect();
+        let slot = |reports: &[(InstId, Rebuild)], m: InstId| {
+            reports.iter().position(|(i, _)| *i == m).unwrap_or(0)
+        };
+        let mut blocks: Vec<(BlockAddr, Held)> = Vec::new();
+        for (_, b) in self.cache.iter() {
+            let held = match b.state {
+                BufState::Xcur => Held::X { dirty: b.dirty },
+                BufState::Scur => Held::S { dirty: b.dirty },
+                BufState::Pi => Held::Pi { scn: b.image.scn },
+                BufState::Cr { .. } => continue,
+            };
+            blocks.push((b.blk, held));
+        }
+        // A block granted and still being read from disk is held in the
+        // mode granted: the old master recorded it so.
+        for purpose in self.io.values() {
+            if let IoPurpose::GrantRead { blk, mode, .. } = *purpose {
+                let held = match mode {
+                    Mode::X => Held::X { dirty: false },
+                    Mode::S => Held::S { dirty: false },
+                };
+                blocks.push((blk, held));
+            }
+        }
+        blocks.sort_unstable_by_key(|&(b, _)| b);
+        for (blk, held) in blocks {
+            let m = self.block_master(blk);
+            let i = slot(&reports, m);
+            reports[i].1.blocks.push((blk, held));
+        }
+        for (res, mode, lvb) in self.ges.held() {
+            let m = self.enqueue_master(res);
+            let i = slot(&reports, m);
+            reports[i].1.locks.push((res, mode, lvb));
+        }
+        reports
+    }
+
+    /// Send this instance's reports (the recovering instance once it has
+    /// read the dead threads and added its claims).
+    pub(super) fn send_reports(&mut self) {
+        let reports = std::mem::take(&mut self.reconfig.reports);
+        for (to, report) in reports {
+            self.send(to, Msg::Rebuild(Box::new(report)));
+        }
+        let me = self.id;
+        self.member_reported(me);
+    }
+
+    /// Add the recovering instance's claims and what it learned of the dead
+    /// transactions to the reports still to be sent.
+    pub(super) fn add_to_reports(
+        &mut self,
+        claims: Vec<BlockAddr>,
+        dead: Vec<crate::msg::DeadThread>,
+    ) {
+        for blk in claims {
+            let m = self.block_master(blk);
+            if m == self.id {
+                self.directory.claim(blk);
+            } else if let Some((_, r)) = self.reconfig.reports.iter_mut().find(|(i, _)| *i == m) {
+                r.claims.push(blk);
+            }
+        }
+        for d in &dead {
+            self.txns.learn_dead(d);
+        }
+        for (_, r) in &mut self.reconfig.reports {
+            r.dead.clone_from(&dead);
+        }
+    }
+
+    /// Ask the new masters again for everything outstanding.
+    fn resubmit(&mut self, members: InstSet) {
+        for (blk, p) in self.sessions.outstanding_requests() {
+            let reading = self.io.values().any(
+                |purpose| matches!(*purpose, IoPurpose::GrantRead { blk: b, req, .. } if b == blk && req == p.id),
+            );
+            if reading {
+                continue;
+            }
+            let req = Request {
+                id: p.id,
+                blk,
+                requester: self.id,
+                kind: p.kind,
+                timing: crate::msg::Timing::default(),
+            };
+            self.stats.incr(crate::stats::Stat::GcsRequestsResubmitted);
+            self.submit_request(req);
+        }
+        for (res, mode, token) in self.ges.pending_converts() {
+            let master = self.enqueue_master(res);
+            if master == self.id {
+                self.ges_convert_here(res, mode, token);
+            } else {
+                self.send(master, Msg::EnqConvert { res, mode, token });
+            }
+        }
+        for (token, l) in self.sessions.outstanding_lookups() {
+            let owner = l.xid.inst();
+            if members.contains(owner) {
+                let msg = if l.wait {
+                    Msg::TxWait { xid: l.xid, token }
+                } else {
+                    Msg::TxQuery { xid: l.xid, token }
+                };
+                self.send(owner, msg);
+            } else {
+                self.reconfig.dead_lookups.push(token);
+            }
+        }
+        let others = members.len().saturating_sub(1);
+        let now = self.now;
+        for seq in self.lgwr.rebroadcast(others, now, &mut self.stats) {
+            for to in members.without(self.id).iter() {
+                self.send(to, Msg::ScnBroadcast { seq });
+            }
+        }
+        while let Some(s) = self.lgwr.next_acked() {
+            self.session_flushed(s);
+        }
+    }
+
+    /// A block request to its master, here or remote.
+    pub(super) fn submit_request(&mut self, req: Request) {
+        let master = self.block_master(req.blk);
+        if master == self.id {
+            self.dir_request(req);
+        } else {
+            self.send(master, Msg::Request(req));
+        }
+    }
+
+    /// A question about a transaction of an instance that is no longer a
+    /// member: answered here once recovery says what it found.
+    pub(super) fn ask_dead(&mut self, token: u64) {
+        self.reconfig.dead_lookups.push(token);
+        if !self.reconfig.frozen() {
+            self.answer_dead_lookups();
+        }
+    }
+
+    /// A member's report for the new incarnation.
+    fn on_rebuild(&mut self, from: InstId, r: Rebuild) {
+        if !self.reconfig.waiting.is_some_and(|w| w.contains(from)) {
+            self.error(format!(
+                "{from} sent a reconfiguration report nobody waited for"
+            ));
+            return;
+        }
+        self.apply_report(from, r);
+        self.member_reported(from);
+    }
+
+    fn apply_report(&mut self, from: InstId, r: Rebuild) {
+        for (blk, held) in r.blocks {
+            self.directory.rebuild(from, blk, held);
+        }
+        for (res, mode, lvb) in r.locks {
+            self.ges.rebuild(from, res, mode, lvb);
+        }
+        for blk in r.claims {
+            self.directory.claim(blk);
+        }
+        for d in &r.dead {
+            self.txns.learn_dead(d);
+        }
+    }
+
+    /// `from`'s report is complete; once every member's is, unfreeze.
+    fn member_reported(&mut self, from: InstId) {
+        let Some(waiting) = self.reconfig.waiting.as_mut() else {
+            return;
+        };
+        waiting.remove(from);
+        if waiting.is_empty() {
+            self.unfreeze();
+        }
+    }
+
+    /// Every member reported: promote the newest past images of blocks
+    /// nobody holds current, unfreeze, and serve what was held.
+    fn unfreeze(&mut self) {
+        self.reconfig.waiting = None;
+        let now = self.now;
+        for (blk, holder) in self.directory.finish_rebuild() {
+            if holder == self.id {
+                self.on_promote(blk);
+            } else {
+                self.send(holder, Msg::Promote { blk });
+            }
+        }
+        if self.reconfig.dropped > 0 {
+            let n = std::mem::take(&mut self.reconfig.dropped);
+            self.error(format!(
+                "{n} messages dropped while the directory was frozen (at most {HELD_MESSAGES_MAX} are held)"
+            ));
+        }
+        self.alert
+            .write(now, "Submitted all GCS remote-cache requests");
+        self.alert.write(
+            now,
+            format!(
+                "Reconfiguration complete (total time {:.1} secs)",
+                now.saturating_sub(self.reconfig.frozen_at) as f64 / 1e9
+            ),
+        );
+        self.answer_dead_lookups();
+        let held = std::mem::take(&mut self.reconfig.held);
+        for work in held {
+            match work {
+                HeldWork::Message(env) => self.on_message(env),
+                HeldWork::Request(req) => self.dir_request_now(req),
+                HeldWork::Convert(res, mode, token) => {
+                    let me = self.id;
+                    self.ges_master_convert(me, res, mode, token);
+                }
+            }
+        }
+        self.smon_unfrozen();
+    }
+
+    /// Answer the questions about dead instances' transactions from what recovery found.
+    fn answer_dead_lookups(&mut self) {
+        let tokens = std::mem::take(&mut self.reconfig.dead_lookups);
+        let mut unknown = Vec::new();
+        for token in tokens {
+            let Some(l) = self
+                .sessions
+                .outstanding_lookups()
+                .into_iter()
+                .find(|(t, _)| *t == token)
+                .map(|(_, l)| l)
+            else {
+                continue;
+            };
+            if !self.txns.knows_dead(l.xid.inst()) {
+                unknown.push(token);
+                continue;
+            }
+            let report = match self.tx_state(l.xid) {
+                crate::block::TxState::Committed(s) => crate::msg::TxReport::Committed(s),
+                _ => crate::msg::TxReport::Active,
+            };
+            self.on_tx_status(l.xid, token, report);
+        }
+        self.reconfig.dead_lookups = unknown;
+    }
+
+    /// The master made this instance's newest past image of `blk` the
+    /// current block (X): it was shipped to an instance that died, or the
+    /// transfer was lost with the old incarnation.
+    pub(super) fn on_promote(&mut self, blk: BlockAddr) {
+        let newest = self
+            .cache
+            .buffers_of(blk)
+            .filter(|&id| self.cache.get(id).state == BufState::Pi)
+            .max_by_key(|&id| self.cache.get(id).image.scn);
+        let master = self.block_master(blk);
+        let me = self.id;
+        match newest {
+            Some(id) if self.cache.current(blk).is_none() => {
+                self.cache.set_state(id, BufState::Xcur);
+                self.stats.incr(crate::stats::Stat::GcsPastImagesPromoted);
+                if master == me {
+                    self.dir_installed(me, blk, PROMOTE_REQ, Mode::X, None, false);
+                } else {
+                    self.send(
+                        master,
+                        Msg::Installed {
+                            blk,
+                            req: PROMOTE_REQ,
+                            mode: Mode::X,
+                            prev_holder: None,
+                            pi_kept: false,
+                        },
+                    );
+                }
+                self.wake_block(blk);
+            }
+            _ => {
+                // Gone meanwhile (a write covered it): the block is on disk.
+                if master == me {
+                    self.dir_relinquish(me, blk, Mode::X);
+                } else {
+                    self.send(master, Msg::Relinquish { blk, mode: Mode::X });
+                }
+            }
+        }
+    }
+
+    /// The alert log's lines at the start of a reconfiguration.
+    pub(super) fn alert_reconfiguration(&mut self, old: u32, new: u32, dead: InstSet) {
+        let now = self.now;
+        let members = self.css.members();
+        self.alert.write(
+            now,
+            format!("Reconfiguration started (old inc {old}, new inc {new})"),
+        );
+        self.alert.write(
+            now,
+            format!(
+                "List of instances: {} (myinst: {})",
+                names(members),
+                self.id.number()
+            ),
+        );
+        if !dead.is_empty() {
+            self.alert.write(
+                now,
+                format!("Evicting instance {} from cluster", names(dead)),
+            );
+        }
+        self.alert.write(now, "Global Resource Directory frozen");
+        if !dead.is_empty() {
+            self.alert
+                .write(now, "* dead instance detected - domain 0 invalid = TRUE");
+        }
+    }
+}

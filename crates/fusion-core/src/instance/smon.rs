@@ -1,0 +1,398 @@
+//! SMON's instance recovery of the dead instances' redo threads, on the
+//! recovering instance (the lowest-numbered survivor), rac-internals.md §8
+//! steps 4–12:
+//! 1. while the directory is frozen, read each dead thread from the store
+//!    and run the first pass (recovery.rs): the recovery set, sorted by
+//!    first-dirty SCN, and the dead transactions, committed or not;
+//! 2. claim the recovery set at the blocks' masters (with this instance's
+//!    reconfiguration reports, reconfig.rs): requests for a claimed block
+//!    wait until it is recovered;
+//! 3. once unfrozen, recover [`RECOVERY_BLOCKS_IN_FLIGHT`] blocks at a time:
+//!    the master says where the newest image is (a survivor's current copy:
+//!    nothing to do; its newest past image; or disk), the dead threads'
+//!    changes newer than the image are applied to it, the dead
+//!    transactions' uncommitted changes rolled back, and the block written
+//!    before its claim is released.
+//!
+//! The dead transactions' changes in blocks outside the recovery set are
+//! rolled back where they are met (on-demand rollback, access.rs): every
+//! member learned which transactions did not commit.
+
+use rustc_hash::FxHashMap;
+
+use super::{Instance, IoPurpose};
+use crate::block::Block;
+use crate::config::Nanos;
+use crate::msg::{DeadThread, Io, Msg, RecoverSource, RedoRecord};
+use crate::recovery::{RecoveryReport, first_pass, roll_back_uncommitted, roll_forward};
+use crate::types::{BlockAddr, InstId, InstSet, Scn, Xid};
+
+/// Blocks recovered at once (the reads, applies and writes of Oracle's
+/// parallel recovery processes overlap this much).
+pub const RECOVERY_BLOCKS_IN_FLIGHT: usize = 16;
+
+#[derive(Debug, Default)]
+pub(super) struct Smon {
+    run: Option<Box<Run>>,
+}
+
+#[derive(Debug)]
+struct Run {
+    dead: InstSet,
+    detected_at: Nanos,
+    /// Threads not read yet.
+    reading: u32,
+    /// The dead threads' records, merged by SCN once all are read.
+    records: Vec<RedoRecord>,
+    /// Per block of the recovery set: its change records, in SCN order.
+    changes: FxHashMap<BlockAddr, Vec<usize>>,
+    blocks: Vec<BlockAddr>,
+    next: usize,
+    in_flight: usize,
+    uncommitted: Vec<Xid>,
+    redo_bytes: u64,
+    unfrozen_at: Option<Nanos>,
+    blocks_read: u64,
+    blocks_written: u64,
+    blocks_recovered: u64,
+    applied_bytes: u64,
+}
+
+impl Instance {
+    /// This instance recovers `dead`: read their threads.
+    pub(super) fn smon_start(&mut self, dead: InstSet) {
+        let now = self.now;
+        self.alert
+            .write(now, "Instance recovery: looking for dead threads");
+        self.alert.write(
+            now,
+            format!("Beginning instance recovery of {} threads", dead.len()),
+        );
+        self.alert.write(now, "Started redo scan");
+        self.smon.run = Some(Box::new(Run {
+            dead,
+            detected_at: now,
+            reading: dead.len(),
+            records: Vec::new(),
+            changes: FxHashMap::default(),
+            blocks: Vec::new(),
+            next: 0,
+            in_flight: 0,
+            uncommitted: Vec::new(),
+            redo_bytes: 0,
+            unfrozen_at: None,
+            blocks_read: 0,
+            blocks_written: 0,
+            blocks_recovered: 0,
+            applied_bytes: 0,
+        }));
+        for thread in dead.iter() {
+            self.start_io(Io::ReadRedo { thread }, IoPurpose::RedoScan);
+        }
+    }
+
+    /// A dead thread was read.
+    pub(super) fn on_redo_read(&mut self, records: Vec<RedoRecord>) {
+        let Some(run) = self.smon.run.as_mut() else {
+            return;
+        };
+        run.records.extend(records);
+        run.reading = run.reading.saturating_sub(1);
+        if run.reading > 0 {
+            return;
+        }
+        // Several threads' records merge by SCN (each thread is in order).
+        run.records.sort_by_key(|r| r.scn);
+        let set = first_pass(&run.records);
+        run.redo_bytes = set.redo_bytes;
+        run.uncommitted.clone_from(&set.uncommitted);
+        run.blocks = set.blocks.iter().map(|b| b.blk).collect();
+        for (i, r) in run.records.iter().enumerate() {
+            if let (Some(blk), Some(_)) = (r.blk, &r.change) {
+                run.changes.entry(blk).or_default().push(i);
+            }
+        }
+        run.changes
+            .retain(|blk, _| set.blocks.iter().any(|b| b.blk == *blk));
+        let dead: Vec<DeadThread> = run
+            .dead
+            .iter()
+            .map(|inst| DeadThread {
+                inst,
+                committed: set
+                    .committed
+                    .iter()
+                    .copied()
+                    .filter(|(x, _)| x.inst() == inst)
+                    .collect(),
+                uncommitted: set
+                    .uncommitted
+                    .iter()
+                    .copied()
+                    .filter(|x| x.inst() == inst)
+                    .collect(),
+                floor_scn: floor_scn(&run.records, inst, self.scn),
+            })
+            .collect();
+        let claims = run.blocks.clone();
+        let (kb, n) = (set.redo_bytes / 1024, claims.len());
+        self.alert.write(
+            self.now,
+            format!("Completed redo scan read {kb} KB redo, {n} data blocks need recovery"),
+        );
+        self.add_to_reports(claims, dead);
+        self.send_reports();
+    }
+
+    /// The directory unfroze: apply the redo.
+    pub(super) fn smon_unfrozen(&mut self) {
+        let now = self.now;
+        let Some(run) = self.smon.run.as_mut() else {
+            return;
+        };
+        if run.reading > 0 || run.unfrozen_at.is_some() {
+            return;
+        }
+        run.unfrozen_at = Some(now);
+        self.alert.write(now, "Started redo application");
+        self.smon_next();
+    }
+
+    /// Start recovering blocks up to the window.
+    fn smon_next(&mut self) {
+        let mut ask = Vec::new();
+        if let Some(run) = self.smon.run.as_mut() {
+            while run.in_flight < RECOVERY_BLOCKS_IN_FLIGHT && run.next < run.blocks.len() {
+                ask.push(run.blocks[run.next]);
+                run.next += 1;
+                run.in_flight += 1;
+            }
+        }
+        for blk in ask {
+            let master = self.block_master(blk);
+            if master == self.id {
+                let me = self.id;
+                self.dir_recover(me, blk);
+            } else {
+                self.send(master, Msg::RecoverBlock { blk });
+            }
+        }
+        self.smon_maybe_done();
+    }
+
+    /// Where the newest image of a claimed block is came back.
+    pub(super) fn on_recover_image(&mut self, blk: BlockAddr, source: RecoverSource) {
+        match source {
+            RecoverSource::Current => self.smon_block_done(blk, 0, false),
+            RecoverSource::Disk => {
+                if let Some(run) = self.smon.run.as_mut() {
+                    run.blocks_read += 1;
+                }
+                self.start_io(Io::ReadBlock { blk }, IoPurpose::RecoverRead);
+            }
+            RecoverSource::Image(image) => self.smon_apply(*image),
+        }
+    }
+
+    /// The second pass for one block: the dead threads' newer changes, then
+    /// the rollback of their uncommitted ones; the result is written.
+    pub(super) fn smon_apply(&mut self, image: Block) {
+        let blk = image.addr;
+        let scn = self.next_scn();
+        let Some(run) = self.smon.run.as_mut() else {
+            return;
+        };
+        let records = run
+            .changes
+            .get(&blk)
+            .map(|ix| {
+                ix.iter()
+                    .filter_map(|&i| run.records.get(i))
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_default();
+        let image_scn = image.scn;
+        let applied_bytes: u64 = records
+            .iter()
+            .filter(|r| r.scn > image_scn)
+            .map(|r| u64::from(r.bytes))
+            .sum();
+        match roll_forward(image, records) {
+            Ok((mut block, _)) => {
+                roll_back_uncommitted(&mut block, &run.uncommitted, scn);
+                run.applied_bytes += applied_bytes;
+                run.blocks_recovered += 1;
+                let scn = block.scn;
+                self.start_io(
+                    Io::WriteBlock {
+                        block: Box::new(block),
+                    },
+                    IoPurpose::RecoverWrite { blk, scn },
+                );
+            }
+            Err(e) => {
+                self.error(format!("instance recovery: {e}"));
+                self.smon_block_done(blk, 0, false);
+            }
+        }
+    }
+
+    /// A recovered block is on disk (or needed nothing): release its claim.
+    pub(super) fn smon_block_done(&mut self, blk: BlockAddr, scn: Scn, written: bool) {
+        if let Some(run) = self.smon.run.as_mut() {
+            run.in_flight = run.in_flight.saturating_sub(1);
+            if written {
+                run.blocks_written += 1;
+            }
+        }
+        let master = self.block_master(blk);
+        if master == self.id {
+            let me = self.id;
+            self.dir_block_recovered(me, blk, scn);
+        } else {
+            self.send(master, Msg::BlockRecovered { blk, scn });
+        }
+        self.smon_next();
+    }
+
+    fn smon_maybe_done(&mut self) {
+        let done = self.smon.run.as_ref().is_some_and(|r| {
+            r.unfrozen_at.is_some() && r.in_flight == 0 && r.next >= r.blocks.len()
+        });
+        if !done {
+            return;
+        }
+        let Some(run) = self.smon.run.take() else {
+            return;
+        };
+        let now = self.now;
+        self.alert.write(
+            now,
+            format!(
+                "Completed redo application of {:.2}MB",
+                run.applied_bytes as f64 / (1024.0 * 1024.0)
+            ),
+        );
+        for thread in run.dead.iter() {
+            self.alert.write(
+                now,
+                format!(
+                    "Completed instance recovery at Thread {}: scn {}",
+                    thread.number(),
+                    self.scn
+                ),
+            );
+        }
+        self.alert.write(
+            now,
+            format!(
+                "  {} data blocks read, {} data blocks written, {} redo k-bytes read",
+                run.blocks_read,
+                run.blocks_written,
+                run.redo_bytes / 1024
+            ),
+        );
+        let unfrozen_at = run.unfrozen_at.unwrap_or(now);
+        for dead_instance in run.dead.iter() {
+            self.recoveries.push(RecoveryReport {
+                dead_instance,
+                recovered_by: self.id,
+                detected_at: run.detected_at,
+                unfrozen_at,
+                cache_recovered_at: now,
+                completed_at: now,
+                redo_bytes_read: run.redo_bytes,
+                blocks_recovered: run.blocks_recovered,
+                transactions_rolled_back: run
+                    .uncommitted
+                    .iter()
+                    .filter(|x| x.inst() == dead_instance)
+                    .count() as u64,
+            });
+        }
+    }
+
+    /// On-demand rollback: `xid` is a dead instance's uncommitted
+    /// transaction with changes in current buffer `buf` (held in X by a
+    /// session that met its lock): roll them back here. Returns whether
+    /// anything was rolled back (then look at the block again).
+    pub(super) fn roll_back_dead(&mut self, buf: super::cache::BufId, xid: Xid) -> bool {
+        if !self.txns.is_dead_uncommitted(xid) {
+            return false;
+        }
+        let scn = self.next_scn();
+        let applied = self.cache.get_mut(buf).image.roll_back(xid, scn);
+        if applied == 0 {
+            return false;
+        }
+        self.stats.add(
+            crate::stats::Stat::RollbackUndoRecordsApplied,
+            u64::from(applied),
+        );
+        let (rba, now) = (self.lgwr.end_rba(), self.now);
+        self.cache.dirtied(buf, rba, now);
+        true
+    }
+
+    // ----- the master's and the past-image holder's side ----------------------------
+
+    /// The recovering instance asks where the newest image of a claimed block is.
+    pub(super) fn dir_recover(&mut self, recoverer: InstId, blk: BlockAddr) {
+        use super::gcs::Source;
+        match self.directory.recover_source(blk) {
+            Source::Current => self.recover_reply(recoverer, blk, RecoverSource::Current),
+            Source::Disk => self.recover_reply(recoverer, blk, RecoverSource::Disk),
+            Source::Pi(holder) if holder == self.id => self.send_pi(blk, recoverer),
+            Source::Pi(holder) => self.send(holder, Msg::SendPi { blk, to: recoverer }),
+        }
+    }
+
+    /// Send this instance's newest past image of `blk` to the recovering instance.
+    pub(super) fn send_pi(&mut self, blk: BlockAddr, to: InstId) {
+        let newest = self
+            .cache
+            .buffers_of(blk)
+            .filter(|&id| self.cache.get(id).state == super::BufState::Pi)
+            .max_by_key(|&id| self.cache.get(id).image.scn);
+        let source = match newest {
+            Some(id) => RecoverSource::Image(Box::new(self.cache.get(id).image.clone())),
+            // Written and discarded meanwhile: the disk has it.
+            None => RecoverSource::Disk,
+        };
+        self.recover_reply(to, blk, source);
+    }
+
+    fn recover_reply(&mut self, to: InstId, blk: BlockAddr, source: RecoverSource) {
+        if to == self.id {
+            self.on_recover_image(blk, source);
+        } else {
+            self.send(to, Msg::RecoverImage { blk, source });
+        }
+    }
+
+    /// A claimed block is recovered (on disk as of `scn` when `scn` > 0):
+    /// past images it covers go, and requests waiting for it go on.
+    pub(super) fn dir_block_recovered(&mut self, _from: InstId, blk: BlockAddr, scn: Scn) {
+        let holders = self.directory.recovered(blk, scn > 0);
+        for h in holders.iter() {
+            if h == self.id {
+                self.discard_pi(blk, scn);
+            } else {
+                self.send(h, Msg::DiscardPi { blk, scn });
+            }
+        }
+        self.dir_drain(blk);
+    }
+}
+
+/// The SCN at or before which a transaction of `inst` that is in none of
+/// the redo read committed: the first record of its thread read (or, with
+/// none, the reader's SCN).
+fn floor_scn(records: &[RedoRecord], inst: InstId, now: Scn) -> Scn {
+    records
+        .iter()
+        .filter(|r| !r.xid.is_none() && r.xid.inst() == inst)
+        .map(|r| r.scn)
+        .min()
+        .unwrap_or(now)
+}

@@ -1,0 +1,133 @@
+//! Instance recovery in the simulator: after a kill the survivors
+//! reconfigure, the lowest survivor recovers the dead thread, and the
+//! cluster goes on with every acknowledged commit kept.
+
+use fusion_core::config::{KeyDist, NS_PER_MS, NS_PER_S, Nanos, Params, Step};
+use fusion_core::stats::Stat;
+use fusion_scenario::{Direction, Fault, LinkTarget, Scenario};
+use fusion_sim::{SimOptions, run_variant};
+use fusion_testkit::{ScenarioBuilder, btree, phase, table, txn, update_by_index, workload};
+
+const MISSCOUNT_S: u32 = 3;
+
+/// Three instances updating rows of a small table, then a phase with `faults`
+/// and a phase after it.
+fn cluster_with(faults: Vec<Fault>, seconds: Nanos) -> Scenario {
+    let mut failing = phase("failing", seconds * NS_PER_S);
+    failing.faults = faults;
+    ScenarioBuilder::new(3)
+        .params(Params {
+            css_misscount: MISSCOUNT_S,
+            ..fusion_testkit::params(4, 2_000)
+        })
+        .table(table("t", 3_000, 50))
+        .index(btree("t_pk", 0, 64, 64))
+        .workload(workload(
+            "oltp",
+            3,
+            2,
+            5 * NS_PER_MS,
+            vec![txn(
+                "upd",
+                1,
+                vec![update_by_index(KeyDist::Uniform, 2), Step::Commit],
+            )],
+        ))
+        .phase(phase("before", 2 * NS_PER_S))
+        .phase(failing)
+        .phase(phase("after", 3 * NS_PER_S))
+        .build()
+}
+
+fn lines_of(o: &fusion_sim::VariantOutcome, phase: usize, inst: u8) -> Vec<String> {
+    o.result.phases[phase]
+        .alert_log
+        .iter()
+        .filter(|a| a.instance == inst)
+        .map(|a| a.line.clone())
+        .collect()
+}
+
+fn commits(o: &fusion_sim::VariantOutcome, phase: usize, inst: u8) -> u64 {
+    o.result.phases[phase]
+        .instance(inst)
+        .map_or(0, |i| i.stats.get(Stat::UserCommits))
+}
+
+#[test]
+fn a_killed_instance_is_recovered_and_the_survivors_go_on() {
+    let s = cluster_with(
+        vec![Fault::Kill {
+            instance: 3,
+            at: NS_PER_S,
+        }],
+        u64::from(MISSCOUNT_S) + 6,
+    );
+    let o = run_variant("kill", &s, &SimOptions::checked());
+    assert!(o.errors.is_empty(), "{:#?}", o.errors);
+    let recoverer = lines_of(&o, 1, 1);
+    for expected in [
+        "Post SMON to start 1st pass IR",
+        "Started redo scan",
+        "Reconfiguration complete",
+        "Started redo application",
+        "Completed instance recovery at Thread 3",
+    ] {
+        assert!(
+            recoverer.iter().any(|l| l.starts_with(expected)),
+            "no {expected:?} in {recoverer:#?}"
+        );
+    }
+    let scan = recoverer
+        .iter()
+        .find(|l| l.starts_with("Completed redo scan"))
+        .cloned()
+        .unwrap_or_default();
+    assert!(scan.contains("data blocks need recovery"), "{scan}");
+    // Instance 2 reconfigured too, but recovered nothing.
+    let other = lines_of(&o, 1, 2);
+    assert!(
+        other
+            .iter()
+            .any(|l| l.starts_with("Reconfiguration complete")),
+        "{other:#?}"
+    );
+    assert!(
+        !other.iter().any(|l| l.starts_with("Started redo scan")),
+        "{other:#?}"
+    );
+    // The survivors commit after the recovery as they did before the kill.
+    for survivor in [1u8, 2] {
+        let after = commits(&o, 2, survivor);
+        let before = commits(&o, 0, survivor);
+        assert!(
+            after > before,
+            "instance {survivor}: {before} commits before, {after} after"
+        );
+    }
+    let check = o.check.as_ref().map(|c| c.violations.clone());
+    assert_eq!(check, Some(vec![]), "{:?}", o.check);
+}
+
+#[test]
+fn a_partitioned_instance_is_evicted_and_recovered() {
+    let s = cluster_with(
+        vec![Fault::Partition {
+            target: LinkTarget::Instance(3),
+            direction: Direction::Both,
+        }],
+        u64::from(MISSCOUNT_S) + 6,
+    );
+    let o = run_variant("partition", &s, &SimOptions::checked());
+    assert!(o.errors.is_empty(), "{:#?}", o.errors);
+    let recoverer = lines_of(&o, 1, 1);
+    assert!(
+        recoverer
+            .iter()
+            .any(|l| l.starts_with("Completed instance recovery at Thread 3")),
+        "{recoverer:#?}"
+    );
+    assert!(commits(&o, 2, 2) > 0);
+    let check = o.check.as_ref().map(|c| c.violations.clone());
+    assert_eq!(check, Some(vec![]), "{:?}", o.check);
+}

@@ -1,0 +1,170 @@
+//! Reconfiguration and instance recovery messages on the wire: the members'
+//! reports to the new masters (`Rebuild`), past-image promotion, and the
+//! recovering instance's questions and answers about claimed blocks.
+//! Everything a peer sends is checked as the other messages are (instance
+//! numbers, block addresses, transaction ids within the cluster's limits).
+
+use fusion_core::msg::{DeadThread, Held, Msg, Rebuild, RecoverSource};
+
+use crate::convert::{
+    Codec, WireError, lock_mode_core, lock_mode_pb, lvb_core, lvb_pb, missing, res_core, res_pb,
+};
+use crate::pb;
+use crate::pb::msg::Kind as K;
+
+impl Codec {
+    /// A reconfiguration message (the caller matched one).
+    pub(crate) fn encode_reconfig(&self, msg: &Msg) -> K {
+        match msg {
+            Msg::Rebuild(r) => K::Rebuild(pb::Rebuild {
+                members: r.members.0,
+                blocks: r
+                    .blocks
+                    .iter()
+                    .map(|&(blk, held)| pb::HeldBlock {
+                        blk: blk.0,
+                        held: Some(match held {
+                            Held::X { dirty } => pb::held_block::Held::XDirty(dirty),
+                            Held::S { dirty } => pb::held_block::Held::SDirty(dirty),
+                            Held::Pi { scn } => pb::held_block::Held::PiScn(scn),
+                        }),
+                    })
+                    .collect(),
+                locks: r
+                    .locks
+                    .iter()
+                    .map(|&(res, mode, lvb)| pb::HeldLock {
+                        res: Some(res_pb(res)),
+                        mode: lock_mode_pb(mode) as i32,
+                        lvb: Some(lvb_pb(lvb)),
+                    })
+                    .collect(),
+                claims: r.claims.iter().map(|b| b.0).collect(),
+                dead: r
+                    .dead
+                    .iter()
+                    .map(|d| pb::DeadThread {
+                        inst: u32::from(d.inst.0),
+                        committed: d
+                            .committed
+                            .iter()
+                            .map(|&(xid, scn)| pb::CommittedTxn { xid: xid.0, scn })
+                            .collect(),
+                        uncommitted: d.uncommitted.iter().map(|x| x.0).collect(),
+                        floor_scn: d.floor_scn,
+                    })
+                    .collect(),
+            }),
+            Msg::Promote { blk } => K::Promote(pb::Promote { blk: blk.0 }),
+            Msg::RecoverBlock { blk } => K::RecoverBlock(pb::RecoverBlock { blk: blk.0 }),
+            Msg::SendPi { blk, to } => K::SendPi(pb::SendPi {
+                blk: blk.0,
+                to: u32::from(to.0),
+            }),
+            Msg::RecoverImage { blk, source } => K::RecoverImage(pb::RecoverImage {
+                blk: blk.0,
+                source: Some(match source {
+                    RecoverSource::Current => pb::recover_image::Source::Current(true),
+                    RecoverSource::Disk => pb::recover_image::Source::Disk(true),
+                    RecoverSource::Image(b) => {
+                        pb::recover_image::Source::Image(self.encode_block(b))
+                    }
+                }),
+            }),
+            Msg::BlockRecovered { blk, scn } => K::BlockRecovered(pb::BlockRecovered {
+                blk: blk.0,
+                scn: *scn,
+            }),
+            // The caller routes only the messages above here.
+            other => unreachable!("not a reconfiguration message: {other:?}"),
+        }
+    }
+
+    /// A reconfiguration message from a peer, checked.
+    pub(crate) fn decode_reconfig(&self, kind: K) -> Result<Msg, WireError> {
+        let l = &self.limits;
+        Ok(match kind {
+            K::Rebuild(r) => {
+                let mut blocks = Vec::with_capacity(r.blocks.len().min(1 << 16));
+                for b in r.blocks {
+                    let held = match b.held.ok_or(missing("HeldBlock.held"))? {
+                        pb::held_block::Held::XDirty(dirty) => Held::X { dirty },
+                        pb::held_block::Held::SDirty(dirty) => Held::S { dirty },
+                        pb::held_block::Held::PiScn(scn) => Held::Pi { scn },
+                    };
+                    blocks.push((l.blk("HeldBlock.blk", b.blk)?, held));
+                }
+                let mut locks = Vec::with_capacity(r.locks.len().min(1 << 16));
+                for k in r.locks {
+                    locks.push((
+                        res_core("HeldLock.res", k.res)?,
+                        lock_mode_core("HeldLock.mode", k.mode)?,
+                        lvb_core(k.lvb.ok_or(missing("HeldLock.lvb"))?),
+                    ));
+                }
+                let claims = r
+                    .claims
+                    .into_iter()
+                    .map(|b| l.blk("Rebuild.claims", b))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let mut dead = Vec::with_capacity(r.dead.len().min(64));
+                for d in r.dead {
+                    let committed = d
+                        .committed
+                        .into_iter()
+                        .map(|c| Ok((l.xid("CommittedTxn.xid", c.xid)?, c.scn)))
+                        .collect::<Result<Vec<_>, WireError>>()?;
+                    let uncommitted = d
+                        .uncommitted
+                        .into_iter()
+                        .map(|x| l.xid("DeadThread.uncommitted", x))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    dead.push(DeadThread {
+                        inst: l.inst("DeadThread.inst", d.inst)?,
+                        committed,
+                        uncommitted,
+                        floor_scn: d.floor_scn,
+                    });
+                }
+                Msg::Rebuild(Box::new(Rebuild {
+                    members: l.inst_set("Rebuild.members", r.members)?,
+                    blocks,
+                    locks,
+                    claims,
+                    dead,
+                }))
+            }
+            K::Promote(p) => Msg::Promote {
+                blk: l.blk("Promote.blk", p.blk)?,
+            },
+            K::RecoverBlock(r) => Msg::RecoverBlock {
+                blk: l.blk("RecoverBlock.blk", r.blk)?,
+            },
+            K::SendPi(s) => Msg::SendPi {
+                blk: l.blk("SendPi.blk", s.blk)?,
+                to: l.inst("SendPi.to", s.to)?,
+            },
+            K::RecoverImage(r) => Msg::RecoverImage {
+                blk: l.blk("RecoverImage.blk", r.blk)?,
+                source: match r.source.ok_or(missing("RecoverImage.source"))? {
+                    pb::recover_image::Source::Current(_) => RecoverSource::Current,
+                    pb::recover_image::Source::Disk(_) => RecoverSource::Disk,
+                    pb::recover_image::Source::Image(bytes) => RecoverSource::Image(Box::new(
+                        self.decode_block("RecoverImage.image", &bytes)?,
+                    )),
+                },
+            },
+            K::BlockRecovered(b) => Msg::BlockRecovered {
+                blk: l.blk("BlockRecovered.blk", b.blk)?,
+                scn: b.scn,
+            },
+            other => {
+                return Err(WireError::OutOfRange {
+                    field: "Msg.kind",
+                    value: 0,
+                    expected: format!("a reconfiguration message, not {other:?}"),
+                });
+            }
+        })
+    }
+}
