@@ -303,6 +303,15 @@ pub enum Msg {
         blk: BlockAddr,
         scn: Scn,
     },
+    /// A past image's holder to the block's master: my past image holds my
+    /// checkpoint back (`fast_start_mttr_target`); have the current block written.
+    WriteRequest {
+        blk: BlockAddr,
+    },
+    /// Master to the current holder: write the block (a past image waits for it).
+    WriteCurrent {
+        blk: BlockAddr,
+    },
     /// The reliable delivery sublayer's acknowledgement (only when the
     /// interconnect may lose messages, `instance/link.rs`): the sender's
     /// messages up to `cum` arrived, and so did `got`.

@@ -392,7 +392,9 @@ impl Codec {
             | Msg::RecoverBlock { .. }
             | Msg::SendPi { .. }
             | Msg::RecoverImage { .. }
-            | Msg::BlockRecovered { .. } => self.encode_reconfig(msg),
+            | Msg::BlockRecovered { .. }
+            | Msg::WriteRequest { .. }
+            | Msg::WriteCurrent { .. } => self.encode_reconfig(msg),
             Msg::LinkAck { cum, got } => K::LinkAck(pb::LinkAck {
                 cum: *cum,
                 got: *got,
@@ -519,7 +521,9 @@ impl Codec {
             | K::RecoverBlock(_)
             | K::SendPi(_)
             | K::RecoverImage(_)
-            | K::BlockRecovered(_)) => self.decode_reconfig(k)?,
+            | K::BlockRecovered(_)
+            | K::WriteRequest(_)
+            | K::WriteCurrent(_)) => self.decode_reconfig(k)?,
             K::LinkAck(a) => Msg::LinkAck {
                 cum: a.cum,
                 got: a.got,

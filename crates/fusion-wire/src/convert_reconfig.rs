@@ -1,6 +1,7 @@
 //! Reconfiguration and instance recovery messages on the wire: the members'
 //! reports to the new masters (`Rebuild`), past-image promotion, and the
-//! recovering instance's questions and answers about claimed blocks.
+//! recovering instance's questions and answers about claimed blocks, and
+//! the write requests past images make.
 //! Everything a peer sends is checked as the other messages are (instance
 //! numbers, block addresses, transaction ids within the cluster's limits).
 
@@ -75,6 +76,8 @@ impl Codec {
                 blk: blk.0,
                 scn: *scn,
             }),
+            Msg::WriteRequest { blk } => K::WriteRequest(pb::WriteRequest { blk: blk.0 }),
+            Msg::WriteCurrent { blk } => K::WriteCurrent(pb::WriteCurrent { blk: blk.0 }),
             // The caller routes only the messages above here.
             other => unreachable!("not a reconfiguration message: {other:?}"),
         }
@@ -157,6 +160,12 @@ impl Codec {
             K::BlockRecovered(b) => Msg::BlockRecovered {
                 blk: l.blk("BlockRecovered.blk", b.blk)?,
                 scn: b.scn,
+            },
+            K::WriteRequest(w) => Msg::WriteRequest {
+                blk: l.blk("WriteRequest.blk", w.blk)?,
+            },
+            K::WriteCurrent(w) => Msg::WriteCurrent {
+                blk: l.blk("WriteCurrent.blk", w.blk)?,
             },
             other => {
                 return Err(WireError::OutOfRange {

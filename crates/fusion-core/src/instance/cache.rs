@@ -532,6 +532,22 @@ impl Cache {
         self.remove_where(blk, |_, b| b.state == BufState::Pi && b.image.scn <= scn)
     }
 
+    /// This instance's changes to `blk` below redo address `rba` are on
+    /// disk: its past images' first-dirty addresses move up to it.
+    pub fn past_images_on_disk_below(&mut self, blk: BlockAddr, rba: u64) {
+        let mut at = self.heads.get(blk.idx()).copied().unwrap_or(NIL);
+        while at != NIL {
+            let id = buf_id(at as usize);
+            let b = self.get_mut(id);
+            if b.state == BufState::Pi
+                && let Some(first) = b.first_rba
+            {
+                b.first_rba = Some(first.max(rba));
+            }
+            at = b.chain;
+        }
+    }
+
     /// Dirty current buffers DBWR may write, with when they were dirtied:
     /// those dirty for `age` or longer (the checkpoint), and with `cold`, the
     /// coldest `cold` buffers whatever their age (sorted as 0, written first).

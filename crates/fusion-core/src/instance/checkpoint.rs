@@ -27,13 +27,30 @@
 //! between instances keeps the checkpoints of its past images' holders back
 //! until its current holder writes it.
 
+use rustc_hash::{FxHashMap, FxHashSet};
+
 use super::Instance;
-use super::cache::BufId;
+use super::cache::{BufId, BufState};
 use crate::block::Change;
 use crate::config::Nanos;
 use crate::msg::RedoRecord;
 use crate::stats::Stat;
-use crate::types::{Scn, Xid};
+use crate::types::{BlockAddr, Scn, Xid};
+
+/// A past image's holder asks for a write of its block at most this often.
+pub const PI_WRITE_ASK_NS: Nanos = crate::config::NS_PER_S;
+
+/// Writes asked for because of past images (`fast_start_mttr_target`): a
+/// past image cannot be written by its holder, and it holds that holder's
+/// checkpoint back until the current block is written (rac-internals.md
+/// §1.5: the PI holder asks the master, which asks the current holder).
+#[derive(Debug, Default)]
+pub(super) struct PiWrites {
+    /// Blocks this instance asked a write of, when (one ask a second at most).
+    asked: FxHashMap<BlockAddr, Nanos>,
+    /// Current blocks the masters asked this instance to write.
+    to_write: FxHashSet<BlockAddr>,
+}
 
 /// Redo bytes recovery reads and applies per second, the rate
 /// `fast_start_mttr_target` is turned into a redo bound with: 1 MiB/s, the
@@ -126,5 +143,96 @@ impl Instance {
             out.sort_unstable();
             out.dedup();
         }
+    }
+
+    /// Past images whose first change lies below `below` hold the
+    /// checkpoint back: ask their masters to have the current block written.
+    pub(super) fn ask_pi_writes(&mut self, below: u64) {
+        let now = self.now;
+        let mut blks: Vec<BlockAddr> = self
+            .cache
+            .iter()
+            .filter(|(_, b)| b.state == BufState::Pi && b.first_rba.is_some_and(|f| f < below))
+            .map(|(_, b)| b.blk)
+            .collect();
+        blks.sort_unstable();
+        blks.dedup();
+        let cache = &self.cache;
+        self.pi_writes.asked.retain(|&blk, _| {
+            cache
+                .buffers_of(blk)
+                .any(|id| cache.get(id).state == BufState::Pi)
+        });
+        for blk in blks {
+            if self
+                .pi_writes
+                .asked
+                .get(&blk)
+                .is_some_and(|&t| now.saturating_sub(t) < PI_WRITE_ASK_NS)
+            {
+                continue;
+            }
+            self.pi_writes.asked.insert(blk, now);
+            let master = self.block_master(blk);
+            if master == self.id {
+                let me = self.id;
+                self.dir_write_request(me, blk);
+            } else {
+                self.send(master, crate::msg::Msg::WriteRequest { blk });
+            }
+        }
+    }
+
+    /// The master (here) of `blk` was asked for a write by a past image's
+    /// holder, `from`: the current holder writes, and the write's discard
+    /// reaches `from`.
+    pub(super) fn dir_write_request(&mut self, from: crate::types::InstId, blk: BlockAddr) {
+        self.directory.note_pi(blk, from);
+        match self.directory.writer(blk) {
+            Some(h) if h == self.id => self.write_current_asked(blk),
+            Some(h) => self.send(h, crate::msg::Msg::WriteCurrent { blk }),
+            // Nobody holds it current (or the directory is being rebuilt):
+            // the holder asks again later.
+            None => {}
+        }
+    }
+
+    /// The master asked this instance to write its current `blk`: DBWR's next pass does.
+    pub(super) fn write_current_asked(&mut self, blk: BlockAddr) {
+        if let Some(id) = self.cache.current(blk)
+            && self.cache.get(id).dirty
+        {
+            self.pi_writes.to_write.insert(blk);
+        }
+    }
+
+    /// Add the current blocks the masters asked for to DBWR's candidates,
+    /// first. An ask stays until the block is written (a busy writer or
+    /// redo still to flush defers it to the next pass) or is no longer
+    /// held dirty here.
+    pub(super) fn asked_write_candidates(&mut self, out: &mut Vec<(Nanos, BufId)>) {
+        if self.pi_writes.to_write.is_empty() {
+            return;
+        }
+        let cache = &self.cache;
+        self.pi_writes
+            .to_write
+            .retain(|&blk| cache.current(blk).is_some_and(|id| cache.get(id).dirty));
+        let mut blks: Vec<BlockAddr> = self.pi_writes.to_write.iter().copied().collect();
+        blks.sort_unstable();
+        for blk in blks {
+            if let Some(id) = self.cache.current(blk)
+                && !self.cache.get(id).leaving
+            {
+                out.push((0, id));
+            }
+        }
+        out.sort_unstable();
+        out.dedup_by_key(|c| c.1);
+    }
+
+    /// `blk` was written: a write asked for it is done.
+    pub(super) fn asked_write_done(&mut self, blk: BlockAddr) {
+        self.pi_writes.to_write.remove(&blk);
     }
 }

@@ -144,5 +144,7 @@ fn msg_name(msg: &Msg) -> &'static str {
         Msg::SendPi { .. } => "SendPi",
         Msg::RecoverImage { .. } => "RecoverImage",
         Msg::BlockRecovered { .. } => "BlockRecovered",
+        Msg::WriteRequest { .. } => "WriteRequest",
+        Msg::WriteCurrent { .. } => "WriteCurrent",
     }
 }

@@ -386,6 +386,21 @@ impl Directory {
         }
     }
 
+    /// `from` says it holds a past image of `blk` (it asks for a write): the
+    /// next write's discard reaches it even if an earlier write forgot it.
+    pub fn note_pi(&mut self, blk: BlockAddr, from: InstId) {
+        if let Some(r) = self.res.get_mut(&blk) {
+            r.pi.insert(from);
+        }
+    }
+
+    /// Who writes the block now: its X holder, or the S holder that
+    /// down-converted from X for fairness and holds it dirty.
+    pub fn writer(&self, blk: BlockAddr) -> Option<InstId> {
+        let r = self.res.get(&blk)?;
+        r.x.or(r.writer)
+    }
+
     /// The current holder wrote the block: returns the instances whose past
     /// images up to the write's SCN are now obsolete.
     pub fn written(&mut self, blk: BlockAddr) -> InstSet {

@@ -21,6 +21,7 @@ use crate::config::{NS_PER_S, Nanos};
 use crate::cpu::ProcId;
 use crate::msg::RedoRecord;
 use crate::stats::{Stat, Stats, Wait};
+use crate::types::Scn;
 
 /// LGWR writes at least this often when there is redo to write.
 pub const LGWR_TIMEOUT: Nanos = 3 * NS_PER_S;
@@ -84,7 +85,17 @@ pub struct Lgwr {
     broadcast_seq: u64,
     /// Committers whose redo is on disk, waiting for the SCN acknowledgements.
     ack_waiters: BinaryHeap<Reverse<(u64, u32)>>,
+    /// Every [`SCN_MARK_EVERY`] bytes of redo, the SCN and address of the
+    /// record there (at most [`SCN_MARKS_MAX`]): where a write at an SCN
+    /// leaves this thread's changes on disk (`rba_after`).
+    marks: VecDeque<(Scn, u64)>,
+    next_mark: u64,
 }
+
+/// Redo bytes between two SCN marks.
+pub const SCN_MARK_EVERY: u64 = 64 << 10;
+/// SCN marks kept (4 GiB of redo).
+pub const SCN_MARKS_MAX: usize = 1 << 16;
 
 /// One write's commit SCN broadcast.
 #[derive(Debug)]
@@ -116,6 +127,8 @@ impl Lgwr {
             acked: 0,
             broadcast_seq: 0,
             ack_waiters: BinaryHeap::new(),
+            marks: VecDeque::new(),
+            next_mark: 0,
         }
     }
 
@@ -138,6 +151,9 @@ impl Lgwr {
         stats: &mut Stats,
     ) -> (u64, bool) {
         let bytes = u64::from(record.bytes);
+        if self.next_rba >= self.next_mark {
+            self.mark(record.scn);
+        }
         self.buffered_commit |= record.commit;
         self.buffer.push(record);
         self.buffered_bytes += bytes;
@@ -145,6 +161,27 @@ impl Lgwr {
         stats.incr(Stat::RedoEntries);
         stats.add(Stat::RedoSize, bytes);
         (self.next_rba, self.buffered_bytes >= log_buffer / 3)
+    }
+
+    #[cold]
+    fn mark(&mut self, scn: Scn) {
+        if self.marks.len() >= SCN_MARKS_MAX {
+            self.marks.pop_front();
+        }
+        self.marks.push_back((scn, self.next_rba));
+        self.next_mark = self.next_rba + SCN_MARK_EVERY;
+    }
+
+    /// A redo address at or before this thread's first record with an SCN
+    /// above `scn` (a write of a block at `scn` covers this instance's
+    /// changes to it below that address). `None` when the marks kept do not
+    /// reach back that far.
+    pub fn rba_after(&self, scn: Scn) -> Option<u64> {
+        // SCNs only grow along a thread: the last mark at or below `scn`.
+        let i = self.marks.partition_point(|&(s, _)| s <= scn);
+        i.checked_sub(1)
+            .and_then(|i| self.marks.get(i))
+            .map(|&(_, rba)| rba)
     }
 
     /// Append a block written record: no bytes, no statistic, no write of

@@ -104,7 +104,9 @@ impl OrderKey {
             | Msg::RecoverBlock { blk }
             | Msg::SendPi { blk, .. }
             | Msg::RecoverImage { blk, .. }
-            | Msg::BlockRecovered { blk, .. } => Block(*blk),
+            | Msg::BlockRecovered { blk, .. }
+            | Msg::WriteRequest { blk }
+            | Msg::WriteCurrent { blk } => Block(*blk),
             Msg::Rebuild(_) => Reconfig,
             Msg::TxQuery { xid, .. } | Msg::TxStatus { xid, .. } | Msg::TxWait { xid, .. } => {
                 Tx(*xid)

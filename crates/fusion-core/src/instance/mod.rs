@@ -278,6 +278,8 @@ pub struct Instance {
     reconfig: reconfig::Reconfig,
     /// Instance recovery, on the recovering instance (smon.rs).
     smon: smon::Smon,
+    /// Writes asked for because of past images (checkpoint.rs).
+    pi_writes: checkpoint::PiWrites,
     /// Reliable delivery when the interconnect may lose messages (off otherwise).
     links: link::Links,
 }
@@ -348,6 +350,7 @@ impl Instance {
             recoveries: Vec::new(),
             reconfig: reconfig::Reconfig::default(),
             smon: smon::Smon::default(),
+            pi_writes: checkpoint::PiWrites::default(),
             links: link::Links::new(instances, lossy_interconnect),
             params,
             costs,

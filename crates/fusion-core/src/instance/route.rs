@@ -260,7 +260,9 @@ impl Instance {
             .write_candidates(self.now, dbwr::CHECKPOINT_AGE, cold);
         if let Some(below) = self.mttr_bound() {
             self.mttr_candidates(below, &mut candidates);
+            self.ask_pi_writes(below);
         }
+        self.asked_write_candidates(&mut candidates);
         let cache = &self.cache;
         let lgwr = &self.lgwr;
         let flush_to = self.dbwr.pass(
@@ -334,10 +336,25 @@ impl Instance {
                 b.first_rba = Some(first.max(rba));
             }
         }
+        // Shipped away during the write: the past image left here holds
+        // changes the write covered; what is not on disk begins after it.
+        let newer_pis: Vec<_> = self
+            .cache
+            .buffers_of(blk)
+            .filter(|&id| {
+                let b = self.cache.get(id);
+                b.state == super::BufState::Pi && b.image.scn > scn
+            })
+            .collect();
+        for id in newer_pis {
+            let b = self.cache.get_mut(id);
+            b.first_rba = b.first_rba.map(|first| first.max(rba));
+        }
         self.lgwr
             .append_block_written(RedoRecord::block_written(blk, scn));
         // Our own past images of the block are now obsolete too.
         self.discard_pi(blk, scn);
+        self.asked_write_done(blk);
         let master = self.block_master(blk);
         if master == self.id {
             let me = self.id;

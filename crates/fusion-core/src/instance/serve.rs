@@ -35,7 +35,9 @@ impl Instance {
             | Msg::InvalidateAck { blk, .. }
             | Msg::Relinquish { blk, .. }
             | Msg::Written { blk, .. }
-            | Msg::DiscardPi { blk, .. } => Some(*blk),
+            | Msg::DiscardPi { blk, .. }
+            | Msg::WriteRequest { blk }
+            | Msg::WriteCurrent { blk } => Some(*blk),
             Msg::NotHeld { req } | Msg::DownConverted { req } => Some(req.blk),
             _ => None,
         };
@@ -141,6 +143,8 @@ impl Instance {
             Msg::Invalidate { blk, req } => self.invalidate_local(from, blk, req),
             Msg::Written { blk, scn } => self.dir_written(from, blk, scn),
             Msg::DiscardPi { blk, scn } => self.discard_pi(blk, scn),
+            Msg::WriteRequest { blk } => self.dir_write_request(from, blk),
+            Msg::WriteCurrent { blk } => self.write_current_asked(blk),
             Msg::TxQuery { xid, token } => {
                 let report = self.tx_report(xid);
                 self.send(from, Msg::TxStatus { xid, token, report });
@@ -412,6 +416,12 @@ impl Instance {
     pub(super) fn discard_pi(&mut self, blk: BlockAddr, scn: Scn) {
         let discarded = self.cache.discard_past_images(blk, scn);
         self.stats.add(Stat::GcsPastImagesDiscarded, discarded);
+        // A newer past image took over an older one's first-dirty address
+        // (cache.rs, `give_up_current`); this instance's changes the write
+        // covered are on disk now: what is not begins later.
+        if let Some(rba) = self.lgwr.rba_after(scn) {
+            self.cache.past_images_on_disk_below(blk, rba);
+        }
     }
 }
 

@@ -1,0 +1,54 @@
+//! The shipped failure scenarios as a DBA runs them: an instance killed,
+//! partitioned or frozen is recovered, and `fast_start_mttr_target` decides
+//! how much redo the recovery reads.
+
+use fusion_report::RunResult;
+use fusionlab_tests::{run_clean, shipped_with};
+
+/// KB of redo read by the recovery in `variant`'s phase `phase`, from the
+/// recovering instance's alert log.
+fn redo_kb_read(r: &RunResult, variant: &str, phase: &str) -> u64 {
+    let v = r
+        .variants
+        .iter()
+        .find(|v| v.name == variant)
+        .unwrap_or_else(|| panic!("no variant {variant}"));
+    let p = v.phase(phase).unwrap_or_else(|| panic!("no phase {phase}"));
+    p.alert_log
+        .iter()
+        .find_map(|a| {
+            a.line
+                .strip_prefix("Completed redo scan read ")
+                .and_then(|rest| rest.split(' ').next())
+                .and_then(|kb| kb.parse().ok())
+        })
+        .unwrap_or_else(|| panic!("no redo scan in {:#?}", p.alert_log))
+}
+
+#[test]
+fn a_low_fast_start_mttr_target_leaves_less_redo_to_recover() {
+    let (r, _) = run_clean(&shipped_with("instance-crash-recovery", &[]), None);
+    let (loose, tight) = (
+        redo_kb_read(&r, "default", "crash"),
+        redo_kb_read(&r, "mttr-1s", "crash"),
+    );
+    assert!(
+        tight * 3 < loose * 2,
+        "{tight} KB read with a 1 s target, {loose} KB without"
+    );
+    assert_eq!(
+        r.verdicts.iter().filter(|v| !v.passed).count(),
+        0,
+        "{:?}",
+        r.verdicts
+    );
+}
+
+#[test]
+fn the_failure_scenarios_reproduce() {
+    for name in ["split-brain", "frozen-node"] {
+        let (r, _) = run_clean(&shipped_with(name, &[]), None);
+        let failed: Vec<_> = r.verdicts.iter().filter(|v| !v.passed).collect();
+        assert!(failed.is_empty(), "{name}: {failed:?}");
+    }
+}
