@@ -20,8 +20,10 @@
 //!   or lose it, and both are right. A read or a final image may show the
 //!   version it committed or the one before it.
 //!
-//! A restarted instance ([`ConsistencyChecker::instance_up`]) is a new
-//! incarnation: its horizon counts again from its next drain.
+//! A restarted instance is a new life: once the newest incarnation admits
+//! it (or [`ConsistencyChecker::instance_up`] says so), its buffers and
+//! horizon count again, the horizon from its next drain; what it did before
+//! the cluster admitted it counts for nothing.
 
 use fusion_core::instance::Instance;
 use fusion_core::types::{InstId, Scn, Xid};
@@ -38,6 +40,11 @@ type Writes = Vec<(usize, u64, i64)>;
 pub(crate) struct Crashes {
     /// Per instance (0-based): down.
     down: Vec<bool>,
+    /// Per instance: the newest incarnation seen when it went down (a
+    /// later one that admits it admits a new life).
+    down_at: Vec<u32>,
+    /// The newest incarnation seen (`note_evictions`).
+    newest: u32,
     /// Commits not acknowledged yet, with their SCN and writes: in doubt
     /// if their instance dies now. Holds the commits waiting for their
     /// `log file sync`, a few per session at most.
@@ -52,6 +59,8 @@ impl Crashes {
     pub(crate) fn new(instances: usize) -> Crashes {
         Crashes {
             down: vec![false; instances],
+            down_at: vec![0; instances],
+            newest: 0,
             unacked: FxHashMap::default(),
             doubt: FxHashMap::default(),
             rolled_back: FxHashMap::default(),
@@ -104,6 +113,10 @@ impl ConsistencyChecker {
             return;
         }
         self.crash.down[i] = true;
+        if i >= self.crash.down_at.len() {
+            self.crash.down_at.resize(i + 1, 0);
+        }
+        self.crash.down_at[i] = self.crash.newest;
         let mut open: Vec<Xid> = self
             .open
             .keys()
@@ -157,12 +170,22 @@ impl ConsistencyChecker {
                 (incarnation, std::cmp::Reverse(i.id.0), members)
             })
             .max_by_key(|m| (m.0, m.1));
-        let Some((_, _, members)) = newest else {
+        let Some((incarnation, _, members)) = newest else {
             return;
         };
+        self.crash.newest = self.crash.newest.max(incarnation);
         for inst in instances {
-            if !members.contains(inst.id) && !self.is_down(inst.id) {
+            let member = members.contains(inst.id);
+            let admitted_since = self
+                .crash
+                .down_at
+                .get(inst.id.idx())
+                .is_some_and(|&at| incarnation > at);
+            if !member && !self.is_down(inst.id) {
                 self.instance_down(inst.id);
+            } else if member && admitted_since && self.is_down(inst.id) && inst.halted().is_none() {
+                // A restarted instance a later incarnation admitted: a new life.
+                self.instance_up(inst.id);
             }
         }
     }

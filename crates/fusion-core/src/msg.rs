@@ -549,6 +549,10 @@ pub enum Io {
     Fence {
         inst: InstId,
     },
+    /// Lift `inst`'s fence: it was restarted, and the cluster admits it.
+    Unfence {
+        inst: InstId,
+    },
     /// Read a (dead) instance's redo thread as the store keeps it, from its
     /// last checkpoint on ([`IoResult::Redo`]).
     ReadRedo {

@@ -77,6 +77,7 @@ impl Store {
             Io::WriteRedo { records, .. } => format!("redo write of {} records", records.len()),
             Io::Vote { .. } => "disk heartbeat".to_string(),
             Io::Fence { inst } => format!("fence of {inst}"),
+            Io::Unfence { inst } => format!("lifting the fence of {inst}"),
             Io::ReadRedo { thread } => format!("read of redo thread {}", thread.number()),
         };
         let fail = |s: tonic::Status| {
@@ -193,10 +194,12 @@ impl Store {
                     .map_err(|e| bad(format!("{}: store sent a bad vote: {e}", self.me)))?;
                 Ok(IoResult::Votes(votes))
             }
-            Io::Fence { inst } => {
+            Io::Fence { inst } | Io::Unfence { inst } => {
+                let lift = matches!(io, Io::Unfence { .. });
                 c.fence(self.request(fusion_wire::pb::FenceRequest {
                     instance: me,
                     fence: u32::from(inst.0),
+                    lift,
                 }))
                 .await
                 .map_err(fail)?;

@@ -50,6 +50,7 @@ impl Scenario {
                 seed,
                 record_history,
                 lossy_interconnect,
+                life: 0,
             })
             .collect()
     }

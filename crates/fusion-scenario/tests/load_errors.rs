@@ -254,12 +254,6 @@ const CASES: &[Case] = &[
         ..CASE
     },
     Case {
-        name: "a fault kind the model cannot run yet",
-        edits: &[Replace("workers = 4", "workers = 4\n\n[[phase.fault]]\nkind = \"kill\"\ninstance = 2\nat_s = 1\n\n[[phase.fault]]\nkind = \"restart\"\ninstance = 2\nat_s = 2")],
-        want: &[at("kind = \"restart\"", 8, "phase[1].fault[2].kind", &["kind \"restart\" cannot run yet", "rejoining"])],
-        ..CASE
-    },
-    Case {
         name: "a pause without its duration",
         edits: &[Replace("workers = 4", "workers = 4\n\n[[phase.fault]]\nkind = \"pause\"\ninstance = 2")],
         want: &[at_nth("[[phase.fault]]", 2, 1, "phase[1].fault[1]", &["missing required key `duration_s`"])],

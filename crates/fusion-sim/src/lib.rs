@@ -252,8 +252,13 @@ pub struct Sim {
     /// Every instance's commits, sampled for the brownout (samples.rs);
     /// `None` when the scenario has no failure fault.
     commits: Option<fusion_driver::brownout::CommitSeries>,
-    /// Per instance: a survivor reported its recovery (samples.rs).
-    recovered: Vec<bool>,
+    /// Per instance: its lives the cluster admitted and the recoveries of
+    /// it survivors reported (samples.rs).
+    lives_recovered: Vec<samples::Lives>,
+    /// Each instance's configuration, to start it again after a kill.
+    configs: Vec<fusion_core::instance::InstanceConfig>,
+    /// How many times each instance was restarted.
+    lives: Vec<u32>,
 }
 
 /// Sequence values the simulator keeps at most, for the cross-cluster
@@ -265,11 +270,8 @@ impl Sim {
         let seed = opts.seed.unwrap_or(s.seed);
         let instance_count = s.instances.len();
         let layout = s.layout();
-        let instances = s
-            .instance_configs(&layout, seed, opts.check)
-            .into_iter()
-            .map(Instance::new)
-            .collect();
+        let configs = s.instance_configs(&layout, seed, opts.check);
+        let instances = configs.iter().cloned().map(Instance::new).collect();
         let block_size = s.block_size();
         let mut instances: Vec<Instance> = instances;
         if !s.catalog.sequences.is_empty() {
@@ -313,7 +315,9 @@ impl Sim {
             vote_latency: s.storage.write_latency,
             fault_log: Vec::new(),
             commits: samples::series_for(s),
-            recovered: vec![false; instance_count],
+            lives_recovered: vec![samples::Lives::default(); instance_count],
+            lives: vec![0; instance_count],
+            configs,
         }
     }
 
@@ -392,6 +396,10 @@ impl Sim {
                         self.voting.fence(inst);
                         IoResult::Written
                     }
+                    Io::Unfence { inst } => {
+                        self.voting.unfence(inst);
+                        IoResult::Written
+                    }
                     _ => IoResult::Fenced,
                 };
                 let ev = Ev::Io {
@@ -435,7 +443,7 @@ impl Sim {
                         let (at, r) = self.store.read_redo(self.now, i, thread.idx());
                         (at, r, None)
                     }
-                    Io::Vote { .. } | Io::Fence { .. } => return,
+                    Io::Vote { .. } | Io::Fence { .. } | Io::Unfence { .. } => return,
                 };
                 let pushed = self.queue.push(
                     self.now,
@@ -713,8 +721,10 @@ impl Sim {
                     "{} s of simulated time",
                     fusion_driver::SETTLE_NS_MAX / NS_PER_S
                 );
-                fusion_driver::settled(&activity, &waited)?;
-                return Err(samples::not_recovered(&unrecovered, &waited));
+                if !unrecovered.is_empty() {
+                    return Err(samples::not_recovered(&unrecovered, &waited));
+                }
+                return fusion_driver::settled(&activity, &waited);
             }
         }
     }
@@ -785,7 +795,7 @@ impl Sim {
 
 /// Whether an I/O goes to the voting file (disk heartbeats, fencing).
 fn is_voting(io: &Io) -> bool {
-    matches!(io, Io::Vote { .. } | Io::Fence { .. })
+    matches!(io, Io::Vote { .. } | Io::Fence { .. } | Io::Unfence { .. })
 }
 
 /// Run one variant through its phases and collect each phase's activity.

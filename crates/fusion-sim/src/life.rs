@@ -28,8 +28,13 @@ pub(crate) enum Life {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum LifeEvent {
     Kill(usize),
-    Pause { inst: usize, duration: Nanos },
+    Pause {
+        inst: usize,
+        duration: Nanos,
+    },
     Resume(usize),
+    /// A killed instance starts again (a new process, an empty cache) and joins.
+    Restart(usize),
 }
 
 impl Sim {
@@ -87,7 +92,34 @@ impl Sim {
                 }
             }
             LifeEvent::Resume(i) => self.resume(i),
+            LifeEvent::Restart(i) => self.restart(i),
         }
+    }
+
+    /// A killed instance starts again: a new instance (its next life) that
+    /// asks the cluster to admit it; its redo thread starts anew (the old
+    /// one was recovered).
+    fn restart(&mut self, i: usize) {
+        if !matches!(self.life.get(i), Some(Life::Down)) {
+            return;
+        }
+        let Some(mut cfg) = self.configs.get(i).cloned() else {
+            return;
+        };
+        self.lives[i] += 1;
+        cfg.life = self.lives[i];
+        let mut x = fusion_core::instance::Instance::new(cfg);
+        x.carry_over(&self.instances[i]);
+        if self.seq_order.is_some() {
+            x.log_nextvals(true);
+        }
+        self.instances[i] = x;
+        self.life[i] = Life::Up;
+        self.store.restart_thread(i);
+        self.fault_log
+            .push((self.now, InstId(i as u8), "restarted (startup)".to_string()));
+        self.armed[i] = None;
+        self.drain(i);
     }
 
     /// A frozen instance goes on: what reached it meanwhile is handed over,
@@ -215,6 +247,10 @@ pub(crate) fn timeline_of(
                     inst: usize::from(instance).saturating_sub(1),
                     duration,
                 },
+            )),
+            Fault::Restart { instance, at } => Some((
+                start + at,
+                LifeEvent::Restart(usize::from(instance).saturating_sub(1)),
             )),
             _ => None,
         })

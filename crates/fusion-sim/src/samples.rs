@@ -16,7 +16,21 @@ use fusion_report::PhaseResult;
 use fusion_scenario::{Fault, Scenario};
 
 use super::Sim;
-use super::life::LifeEvent;
+use super::life::{Life, LifeEvent};
+
+/// An instance's lives: how many the cluster admitted (the last by its
+/// number) and how many recoveries of it survivors reported.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Lives {
+    admitted: u32,
+    admitted_life: Option<u32>,
+    recovered: u32,
+    /// The life last seen, and the newest incarnation when it was first
+    /// seen: a later incarnation that has it as a member admitted it (the
+    /// one it was born into still names its earlier life).
+    life_seen: u32,
+    born: u32,
+}
 
 /// The commit series of a run of `s`: sampled only when it has failure faults.
 pub(crate) fn series_for(s: &Scenario) -> Option<CommitSeries> {
@@ -52,6 +66,7 @@ impl Sim {
 
     /// Every instance's `user commits` and whether it is up, now.
     fn sample(&mut self) {
+        self.note_admissions();
         let sample = (0..self.instances.len())
             .map(|i| {
                 (
@@ -77,23 +92,64 @@ impl Sim {
             .collect();
         out.sort_by_key(|r| (r.completed_at, r.dead_instance.0));
         for r in &out {
-            if let Some(done) = self.recovered.get_mut(r.dead_instance.idx()) {
-                *done = true;
+            if let Some(l) = self.lives_recovered.get_mut(r.dead_instance.idx()) {
+                l.recovered += 1;
             }
         }
         out
     }
 
-    /// The instances that are gone (killed, or evicted and stopped) and no
-    /// survivor has reported recovering yet. The end-of-run checks wait for
-    /// them: until then the newest image of what only they held is in their
-    /// redo, not in any cache or the store. (A recovery that completes
-    /// after the last phase is in no phase's report.)
+    /// Note which instances' current lives the cluster has admitted: those
+    /// in the newest incarnation of the instances that are up (looked at
+    /// every sample and every step of the quiesce).
+    fn note_admissions(&mut self) {
+        let newest = (0..self.instances.len())
+            .filter(|&i| self.is_up(i) && self.instances[i].halted().is_none())
+            .map(|i| {
+                let (incarnation, members) = self.instances[i].membership();
+                (incarnation, std::cmp::Reverse(i), members)
+            })
+            .max_by_key(|m| (m.0, m.1));
+        let Some((incarnation, _, members)) = newest else {
+            return;
+        };
+        for (i, x) in self.instances.iter().enumerate() {
+            let life = self.lives.get(i).copied().unwrap_or(0);
+            let Some(l) = self.lives_recovered.get_mut(i) else {
+                continue;
+            };
+            if life != l.life_seen {
+                l.life_seen = life;
+                l.born = incarnation;
+            }
+            if members.contains(x.id)
+                && (life == 0 || incarnation > l.born)
+                && self.life.get(i).is_some_and(|l| !matches!(l, Life::Down))
+                && l.admitted_life != Some(life)
+            {
+                l.admitted_life = Some(life);
+                l.admitted += 1;
+            }
+        }
+    }
+
+    /// The instances with an admitted life that ended (killed, or evicted
+    /// and stopped) that no survivor has reported recovering yet. The
+    /// end-of-run checks wait for them: until then the newest image of what
+    /// only they held is in their redo, not in any cache or the store. (A
+    /// recovery that completes after the last phase is in no phase's
+    /// report; a life killed before the cluster admitted it held nothing.)
     pub(crate) fn unrecovered(&mut self) -> Vec<usize> {
+        self.note_admissions();
         self.take_recoveries();
         (0..self.instances.len())
-            .filter(|&i| matches!(self.life.get(i), Some(super::life::Life::Down)))
-            .filter(|&i| !self.recovered.get(i).copied().unwrap_or(true))
+            .filter(|&i| {
+                let l = self.lives_recovered.get(i).copied().unwrap_or_default();
+                let down = matches!(self.life.get(i), Some(Life::Down));
+                let current = self.lives.get(i).copied().unwrap_or(0);
+                let running = !down && l.admitted_life == Some(current);
+                l.recovered < l.admitted - u32::from(running).min(l.admitted)
+            })
             .collect()
     }
 

@@ -32,6 +32,9 @@ pub struct Store {
     rng: ChaCha8Rng,
     /// Each instance's redo from its checkpoint on.
     threads: Vec<RedoThread>,
+    /// A restarted instance's earlier life's redo, until a recovery reads it.
+    retired: Vec<Vec<RedoRecord>>,
+    retired_bytes: Vec<u64>,
     /// Keep the redo records (for instance recovery); off, only the
     /// thread's addresses move: a run without failures reads nothing back,
     /// and a block that keeps moving between instances is never written,
@@ -52,6 +55,8 @@ impl Store {
             data_fault: vec![None; instances],
             rng,
             threads: vec![RedoThread::default(); instances],
+            retired: vec![Vec::new(); instances],
+            retired_bytes: vec![0; instances],
             keep_redo: false,
         }
     }
@@ -176,13 +181,21 @@ impl Store {
     /// [`REDO_READ_BYTES`] each under the datafiles' latency and IOPS budget:
     /// more redo to apply, a longer scan.
     pub fn read_redo(&mut self, now: Nanos, reader: usize, thread: usize) -> (Nanos, IoResult) {
-        let (records, bytes) = match self.threads.get(thread) {
-            Some(t) => (
-                t.records().map(|(_, r)| r.clone()).collect::<Vec<_>>(),
-                t.kept_bytes(),
-            ),
-            None => (Vec::new(), 0),
-        };
+        // An earlier life's redo not recovered yet comes first, once.
+        let mut records = self
+            .retired
+            .get_mut(thread)
+            .map(std::mem::take)
+            .unwrap_or_default();
+        let mut bytes = self
+            .retired_bytes
+            .get_mut(thread)
+            .map(std::mem::take)
+            .unwrap_or(0);
+        if let Some(t) = self.threads.get(thread) {
+            records.extend(t.records().map(|(_, r)| r.clone()));
+            bytes += t.kept_bytes();
+        }
         let reads = bytes.div_ceil(REDO_READ_BYTES).max(1);
         let fault = self.data_fault.get(reader).copied().flatten();
         let mut at = now;
@@ -191,6 +204,21 @@ impl Store {
             at = start + self.jittered(self.model.read_latency, fault);
         }
         (at, IoResult::Redo(records))
+    }
+
+    /// A restarted instance writes its thread from the start again. What
+    /// its earlier life left is kept apart until a recovery reads it (the
+    /// restart may come before the cluster has even noticed the death).
+    pub fn restart_thread(&mut self, inst: usize) {
+        if let (Some(t), Some(r), Some(b)) = (
+            self.threads.get_mut(inst),
+            self.retired.get_mut(inst),
+            self.retired_bytes.get_mut(inst),
+        ) {
+            let old = std::mem::take(t);
+            r.extend(old.records().map(|(_, rec)| rec.clone()));
+            *b += old.kept_bytes();
+        }
     }
 
     /// Instance `inst`'s redo thread as kept.

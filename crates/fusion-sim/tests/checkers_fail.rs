@@ -493,6 +493,7 @@ impl Driver {
                     seed,
                     record_history: true,
                     lossy_interconnect: false,
+                    life: 0,
                 })
             })
             .collect();
@@ -552,6 +553,10 @@ impl Driver {
                         }
                         Io::Fence { inst } => {
                             self.voting.fence(inst);
+                            (self.now + NS_PER_MS, IoResult::Written, None)
+                        }
+                        Io::Unfence { inst } => {
+                            self.voting.unfence(inst);
                             (self.now + NS_PER_MS, IoResult::Written, None)
                         }
                         // This harness keeps no redo: nothing to recover.

@@ -131,3 +131,54 @@ fn a_partitioned_instance_is_evicted_and_recovered() {
     let check = o.check.as_ref().map(|c| c.violations.clone());
     assert_eq!(check, Some(vec![]), "{:?}", o.check);
 }
+
+#[test]
+fn a_killed_instance_restarts_rejoins_and_works_again() {
+    let mut s = cluster_with(
+        vec![
+            Fault::Kill {
+                instance: 3,
+                at: NS_PER_S,
+            },
+            Fault::Restart {
+                instance: 3,
+                at: 2 * NS_PER_S,
+            },
+        ],
+        u64::from(MISSCOUNT_S) + 8,
+    );
+    s.phases
+        .push(fusion_testkit::phase("rejoined", 3 * NS_PER_S));
+    let o = run_variant("restart", &s, &SimOptions::checked());
+    assert!(o.errors.is_empty(), "{:#?}", o.errors);
+    // The old life is evicted and recovered first, then the new one admitted.
+    let third = lines_of(&o, 1, 3);
+    assert!(
+        third.iter().any(|l| l.starts_with("Instance restarted")),
+        "{third:#?}"
+    );
+    assert!(
+        third
+            .iter()
+            .any(|l| l.starts_with("Instance joined the cluster")),
+        "{third:#?}"
+    );
+    let first = lines_of(&o, 1, 1);
+    let recovered = first
+        .iter()
+        .position(|l| l.starts_with("Completed instance recovery at Thread 3"));
+    let admitted = first
+        .iter()
+        .position(|l| l.starts_with("List of instances: 1, 2, 3"));
+    assert!(
+        matches!((recovered, admitted), (Some(r), Some(a)) if r < a),
+        "{first:#?}"
+    );
+    // The rejoined instance commits in the last phase; nothing was lost.
+    assert!(
+        commits(&o, 3, 3) > 0,
+        "instance 3 did not work after rejoining"
+    );
+    let check = o.check.as_ref().map(|c| c.violations.clone());
+    assert_eq!(check, Some(vec![]), "{:?}", o.check);
+}

@@ -477,6 +477,10 @@ impl StoreClient {
                 Ok(IoResult::Written)
             }
             Io::ReadRedo { thread } => Ok(IoResult::Redo(self.read_redo(thread).await?.0)),
+            Io::Unfence { inst: victim } => {
+                self.unfence(inst, victim).await?;
+                Ok(IoResult::Written)
+            }
         }
     }
 
@@ -498,9 +502,24 @@ impl StoreClient {
 
     /// Fence `victim`: the store refuses its later calls.
     pub async fn fence(&self, inst: InstId, victim: InstId) -> Result<(), ClientError> {
+        self.fence_call(inst, victim, false).await
+    }
+
+    /// Lift `victim`'s fence: it was restarted and joins the cluster again.
+    pub async fn unfence(&self, inst: InstId, victim: InstId) -> Result<(), ClientError> {
+        self.fence_call(inst, victim, true).await
+    }
+
+    async fn fence_call(
+        &self,
+        inst: InstId,
+        victim: InstId,
+        lift: bool,
+    ) -> Result<(), ClientError> {
         let msg = pb::FenceRequest {
             instance: u32::from(inst.0),
             fence: u32::from(victim.0),
+            lift,
         };
         self.call("Fence", msg, |mut c, r| async move { c.fence(r).await })
             .await

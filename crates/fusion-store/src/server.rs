@@ -393,11 +393,12 @@ impl BlockStore for StoreService {
         let victim = disk.check_instance(req.fence)?;
         let victim = u8::try_from(victim)
             .map_err(|_| Status::invalid_argument("field `FenceRequest.fence` is too large"))?;
-        self.inner
-            .voting
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .fence(InstId(victim));
+        let mut voting = self.inner.voting.lock().unwrap_or_else(|p| p.into_inner());
+        if req.lift {
+            voting.unfence(InstId(victim));
+        } else {
+            voting.fence(InstId(victim));
+        }
         Ok(Response::new(pb::FenceResponse {}))
     }
 }

@@ -53,6 +53,10 @@ pub struct Css {
     /// Per instance: its last disk heartbeat counter and when it last moved.
     disk: Vec<Option<(u64, Nanos)>>,
     beat: u64,
+    /// A restarted instance that has not joined the cluster yet: it beats
+    /// (incarnation 0, members itself) until a member's report admits it,
+    /// and decides nothing meanwhile.
+    joining: bool,
 }
 
 impl Css {
@@ -70,7 +74,50 @@ impl Css {
             heard: vec![now; usize::from(instances)],
             disk: vec![None; usize::from(instances)],
             beat: 0,
+            joining: false,
         }
+    }
+
+    /// A restarted instance of a cluster of `instances`, asking to join.
+    pub fn joining(me: InstId, instances: u8, misscount_s: u32) -> Css {
+        let mut css = Css::new(me, instances, misscount_s, 0);
+        css.members = InstSet::default();
+        css.members.insert(me);
+        css.incarnation = 0;
+        css.joining = true;
+        css
+    }
+
+    pub fn is_joining(&self) -> bool {
+        self.joining
+    }
+
+    /// Whom to send a network heartbeat: the other members, or, while
+    /// joining, every other instance (whoever is up answers by admitting it).
+    pub fn beat_to(&self) -> InstSet {
+        if self.joining {
+            let mut all = InstSet::default();
+            for i in 0..self.heard.len() {
+                all.insert(InstId(i as u8));
+            }
+            all.without(self.me)
+        } else {
+            self.peers()
+        }
+    }
+
+    /// Join incarnation `incarnation` with `members` (a member's report
+    /// said so): returns the old and the new incarnation.
+    pub fn adopt(&mut self, incarnation: u32, members: InstSet, now: Nanos) -> (u32, u32) {
+        let old = self.incarnation;
+        self.incarnation = incarnation;
+        self.members = members;
+        if self.joining {
+            // Everyone is heard from now on: nobody was silent while we booted.
+            self.heard.iter_mut().for_each(|t| *t = now);
+            self.joining = false;
+        }
+        (old, incarnation)
     }
 
     pub fn members(&self) -> InstSet {
@@ -129,11 +176,19 @@ impl Css {
         incarnation: u32,
         members: InstSet,
     ) -> Verdict {
+        if self.joining {
+            return Verdict::Wait;
+        }
         if incarnation > self.incarnation && !members.contains(self.me) {
             return Verdict::Stop(format!(
                 "evicted by instance {}: incarnation {incarnation} does not include this instance",
                 from.number()
             ));
+        }
+        if incarnation == 0 {
+            // A restarted instance asking to join: its old life is dead until
+            // the cluster evicts it, whatever the new one says.
+            return Verdict::Wait;
         }
         if let Some(t) = self.heard.get_mut(from.idx()) {
             *t = (*t).max(now);
@@ -150,7 +205,14 @@ impl Css {
 
     /// The voting file as read by this instance's disk heartbeat at `now`.
     pub fn votes(&mut self, now: Nanos, votes: &[Vote]) -> Verdict {
+        if self.joining {
+            return Verdict::Wait;
+        }
         for v in votes {
+            if v.incarnation == 0 {
+                // A restarted instance booting: not its old life's heartbeat.
+                continue;
+            }
             if v.incarnation > self.incarnation && !v.members.contains(self.me) {
                 return Verdict::Stop(format!(
                     "evicted by instance {}: incarnation {} does not include this instance",

@@ -13,7 +13,7 @@ impl Instance {
     /// heartbeat to the voting file (one at a time: a slow store delays it).
     pub(super) fn css_tick(&mut self) {
         let (incarnation, members) = (self.css.incarnation(), self.css.members());
-        for peer in self.css.peers().iter() {
+        for peer in self.css.beat_to().iter() {
             self.send(
                 peer,
                 Msg::Heartbeat {
@@ -32,8 +32,39 @@ impl Instance {
 
     /// A member's network heartbeat.
     pub(super) fn on_heartbeat(&mut self, from: InstId, incarnation: u32, members: InstSet) {
+        if incarnation == 0 && !self.css.is_joining() {
+            self.join_request(from);
+        }
         let verdict = self.css.heard(from, self.now, incarnation, members);
         self.act_on(verdict);
+    }
+
+    /// A restarted instance beats, asking to join. The lowest-numbered
+    /// member admits it once its old life is evicted and recovered and no
+    /// reconfiguration is under way: it lifts the instance's fence, then
+    /// reconfigures with it (`on_unfenced`).
+    fn join_request(&mut self, from: InstId) {
+        let lowest = self.css.members().first() == Some(self.id);
+        if !lowest
+            || self.css.is_member(from)
+            || self.grd_frozen()
+            || self.smon_running()
+            || self.admitting.is_some()
+        {
+            return;
+        }
+        self.admitting = Some(from);
+        self.start_io(Io::Unfence { inst: from }, IoPurpose::Unfence);
+    }
+
+    /// The store lets the joining instance do I/O again: reconfigure with it.
+    pub(super) fn on_unfenced(&mut self) {
+        let Some(joiner) = self.admitting.take() else {
+            return;
+        };
+        let mut members = self.css.members();
+        members.insert(joiner);
+        self.evict(InstSet::default(), members);
     }
 
     /// The voting file as the disk heartbeat read it.
@@ -53,6 +84,11 @@ impl Instance {
 
     /// The store refused an I/O: this instance was fenced by the others.
     pub(super) fn on_fenced(&mut self) {
+        if self.css.is_joining() {
+            // Still fenced from its old life until a member admits it.
+            self.vote_in_flight = false;
+            return;
+        }
         self.halt("evicted: the store refused this instance's I/O (fenced by the cluster)".into());
     }
 
@@ -78,6 +114,15 @@ impl Instance {
         }
     }
 
+    /// A restarted instance takes over the counters of its earlier life, so
+    /// that a phase's figures (differences of counters) stay whole across
+    /// the restart; Oracle's would start from zero, and AWR would refuse a
+    /// snapshot pair across it.
+    pub fn carry_over(&mut self, earlier: &Instance) {
+        self.stats = earlier.stats.clone();
+        self.sched.busy = earlier.sched.busy;
+    }
+
     /// Every process stops; what was only in memory (the buffer cache, the
     /// undo in it) is gone, what was written is in the store.
     fn stop(&mut self, why: String) {
@@ -91,6 +136,18 @@ impl Instance {
     /// or a survivor's report of the new incarnation): evict them and reconfigure.
     pub(super) fn evict(&mut self, dead: InstSet, survivors: InstSet) {
         let (old, new) = self.css.reconfigure(survivors);
+        self.new_incarnation(old, new, dead, survivors);
+    }
+
+    /// A member's report brought incarnation `incarnation` of `members`
+    /// here first (or admitted this restarted instance): join it.
+    pub(super) fn join_incarnation(&mut self, incarnation: u32, members: InstSet) {
+        let dead = InstSet(self.css.members().0 & !members.0);
+        let (old, new) = self.css.adopt(incarnation, members, self.now);
+        self.new_incarnation(old, new, dead, members);
+    }
+
+    fn new_incarnation(&mut self, old: u32, new: u32, dead: InstSet, survivors: InstSet) {
         // The departed masters' resources move to the survivors.
         self.masters.set_members(survivors);
         self.alert_reconfiguration(old, new, dead);

@@ -85,7 +85,15 @@ pub struct InstanceConfig {
     /// database's messages are numbered, acknowledged and sent again
     /// (`link.rs`), and a block not received within 500 ms is `lost`.
     pub lossy_interconnect: bool,
+    /// How many times this instance started before (0: with the cluster).
+    /// A restarted instance joins the running cluster (a reconfiguration)
+    /// before its sessions start, and numbers its transactions after its
+    /// earlier lives' (`LIFE_XIDS`).
+    pub life: u32,
 }
+
+/// Transaction numbers each life of an instance has to itself.
+pub const LIFE_XIDS: u64 = 1 << 40;
 
 /// Administrative commands (the admin service in the live runtime, phase
 /// boundaries in the simulator).
@@ -195,6 +203,8 @@ enum IoPurpose {
     Vote,
     /// Fencing an evicted instance at the store.
     Fence,
+    /// Lifting a restarted instance's fence before admitting it.
+    Unfence,
     /// Instance recovery reads a dead thread.
     RedoScan,
     /// Instance recovery reads a block of the recovery set from disk.
@@ -280,6 +290,10 @@ pub struct Instance {
     smon: smon::Smon,
     /// Writes asked for because of past images (checkpoint.rs).
     pi_writes: checkpoint::PiWrites,
+    /// A restarted instance this one is admitting (its fence being lifted).
+    admitting: Option<InstId>,
+    /// A restarted instance's sessions wait until it has joined.
+    sessions_pending: bool,
     /// Reliable delivery when the interconnect may lose messages (off otherwise).
     links: link::Links,
 }
@@ -297,6 +311,7 @@ impl Instance {
             seed,
             record_history,
             lossy_interconnect,
+            life,
         } = cfg;
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         rng.set_stream(u64::from(id.0) + 1);
@@ -311,7 +326,7 @@ impl Instance {
             lgwr: Lgwr::new(0),
             dbwr: Dbwr::new([]),
             sessions: Sessions::default(),
-            txns: Transactions::new(id),
+            txns: Transactions::new(id, u64::from(life).saturating_mul(LIFE_XIDS)),
             io: FxHashMap::default(),
             next_io: 1,
             hogs: hogs::CpuHogs::default(),
@@ -342,7 +357,11 @@ impl Instance {
             update_seq_stmt: None,
             errors: Vec::new(),
             px: px::PxState::default(),
-            css: css::Css::new(id, instances, params.css_misscount, 0),
+            css: if life == 0 {
+                css::Css::new(id, instances, params.css_misscount, 0)
+            } else {
+                css::Css::joining(id, instances, params.css_misscount)
+            },
             masters: masters::Masters::new(instances),
             vote_in_flight: false,
             alert: alert::AlertLog::default(),
@@ -351,6 +370,8 @@ impl Instance {
             reconfig: reconfig::Reconfig::default(),
             smon: smon::Smon::default(),
             pi_writes: checkpoint::PiWrites::default(),
+            admitting: None,
+            sessions_pending: life > 0,
             links: link::Links::new(instances, lossy_interconnect),
             params,
             costs,
@@ -383,7 +404,9 @@ impl Instance {
         inst.dbwr = Dbwr::new(writers);
         inst.px_prestart();
         inst.register_statements(&catalog);
-        inst.start_sessions();
+        if !inst.sessions_pending {
+            inst.start_sessions();
+        }
         inst.arm(lgwr::LGWR_TIMEOUT, Timer::LgwrTimeout);
         inst.arm(dbwr::DBWR_TICK, Timer::DbwrTick);
         inst.arm(css::HEARTBEAT_NS, Timer::CssTick);
@@ -422,8 +445,10 @@ impl Instance {
             self.on_heartbeat(env.from, incarnation, members);
             return;
         }
-        if !self.css.is_member(env.from) {
-            // An evicted instance's late messages: it is no longer in the cluster.
+        if !self.css.is_member(env.from) && !matches!(env.msg, Msg::Rebuild(_)) {
+            // An evicted instance's late messages: it is no longer in the
+            // cluster. (A report names the members of a new incarnation,
+            // which may be news here: it is let through.)
             return;
         }
         self.css.alive(env.from, now);
@@ -479,6 +504,7 @@ impl Instance {
             }
             (IoPurpose::Vote, IoResult::Votes(votes)) => self.on_votes(&votes),
             (IoPurpose::Fence, IoResult::Written) => {}
+            (IoPurpose::Unfence, IoResult::Written) => self.on_unfenced(),
             (_, IoResult::Fenced) => self.on_fenced(),
             (IoPurpose::RedoScan, IoResult::Redo(records)) => self.on_redo_read(records),
             (IoPurpose::RecoverRead, IoResult::Read(block)) => {
@@ -581,7 +607,7 @@ impl Instance {
     }
 
     fn send(&mut self, to: InstId, msg: Msg) {
-        if !self.css.is_member(to) {
+        if !self.css.is_member(to) && !msg.is_css() {
             // An evicted instance: nothing reaches it any more (a waiter of
             // its, say, was answered after it died).
             return;

@@ -93,8 +93,7 @@ impl Instance {
             match &env.msg {
                 Msg::Rebuild(r) if r.members.contains(self.id) => {
                     let members = r.members;
-                    let dead = InstSet(self.css.members().0 & !members.0);
-                    self.evict(dead, members);
+                    self.join_incarnation(env.incarnation, members);
                 }
                 Msg::Rebuild(_) => {
                     self.halt(format!(
@@ -203,6 +202,8 @@ impl Instance {
                     m,
                     Rebuild {
                         members,
+                        // What recovery found so far, for an instance that joins.
+                        dead: self.txns.dead_threads().to_vec(),
                         ..Rebuild::default()
                     },
                 )
@@ -276,7 +277,7 @@ impl Instance {
             self.txns.learn_dead(d);
         }
         for (_, r) in &mut self.reconfig.reports {
-            r.dead.clone_from(&dead);
+            r.dead.extend(dead.iter().cloned());
         }
     }
 
@@ -429,6 +430,12 @@ impl Instance {
             }
         }
         self.smon_unfrozen();
+        if std::mem::take(&mut self.sessions_pending) {
+            // A restarted instance joined: its sessions log on now.
+            self.alert
+                .write(now, "Instance joined the cluster: sessions start");
+            self.start_sessions();
+        }
     }
 
     /// Answer the questions about dead instances' transactions from what recovery found.

@@ -91,6 +91,11 @@ impl Instance {
         }
     }
 
+    /// An instance recovery is under way here.
+    pub(super) fn smon_running(&self) -> bool {
+        self.smon.run.is_some()
+    }
+
     /// A dead thread was read.
     pub(super) fn on_redo_read(&mut self, records: Vec<RedoRecord>) {
         let Some(run) = self.smon.run.as_mut() else {

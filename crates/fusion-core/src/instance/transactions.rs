@@ -24,10 +24,13 @@ pub(super) enum TxWaiter {
 #[derive(Clone, Debug)]
 pub(super) struct Transactions {
     me: InstId,
-    /// Commit SCN of each of this instance's transactions, by sequence; 0
-    /// while active. Grows by one slot per transaction, like Oracle's undo
-    /// segment headers' transaction tables would without reuse.
+    /// Commit SCN of each of this instance's transactions, by sequence
+    /// from `base`; 0 while active. Grows by one slot per transaction, like
+    /// Oracle's undo segment headers' transaction tables would without reuse.
     commit_scns: Vec<Scn>,
+    /// The first sequence of this life of the instance (an earlier life's
+    /// transactions were recovered by the others; their numbers are not reused).
+    base: u64,
     /// The sequence the next transaction gets (0 is `Xid::NONE`'s).
     next_seq: u64,
     /// Who waits for an active transaction to end, by its sequence.
@@ -40,6 +43,9 @@ pub(super) struct Transactions {
     /// Dead instances' transactions, from instance recovery's first pass:
     /// nobody can be asked about them any more.
     dead: FxHashMap<InstId, DeadTxns>,
+    /// What recovery reported of each dead thread, as it came: passed on to
+    /// an instance that joins later (a restarted one learns its own past).
+    dead_threads: Vec<crate::msg::DeadThread>,
     /// The redo address of each active transaction's first change, both
     /// ways: the store must keep the redo from the oldest on, or a crash
     /// would leave that transaction's early changes with no record of who
@@ -58,14 +64,16 @@ struct DeadTxns {
 }
 
 impl Transactions {
-    pub(super) fn new(me: InstId) -> Transactions {
+    pub(super) fn new(me: InstId, base: u64) -> Transactions {
         Transactions {
             me,
             commit_scns: Vec::new(),
-            next_seq: 1,
+            base,
+            next_seq: base + 1,
             waiters: FxHashMap::default(),
             remote_commits: FxHashMap::default(),
             dead: FxHashMap::default(),
+            dead_threads: Vec::new(),
             first_rba: std::collections::BTreeSet::new(),
             first_rba_of: FxHashMap::default(),
         }
@@ -88,17 +96,23 @@ impl Transactions {
     pub(super) fn begin(&mut self) -> Xid {
         let xid = Xid::new(self.me, self.next_seq);
         self.next_seq += 1;
-        let seq = xid.seq() as usize;
+        let seq = self.slot(xid);
         if self.commit_scns.len() <= seq {
             self.commit_scns.resize(seq + 1, 0);
         }
         xid
     }
 
+    /// Where one of this life's transactions is in `commit_scns` (its
+    /// sequence is above `base`, at most `LIFE_XIDS` above it: it fits).
+    fn slot(&self, xid: Xid) -> usize {
+        (xid.seq() - self.base) as usize
+    }
+
     /// What this instance knows about a transaction right now.
     pub(super) fn state(&self, xid: Xid) -> TxState {
-        if xid.inst() == self.me {
-            match self.commit_scns.get(xid.seq() as usize) {
+        if xid.inst() == self.me && xid.seq() > self.base {
+            match self.commit_scns.get(self.slot(xid)) {
                 Some(&s) if s > 0 => TxState::Committed(s),
                 _ => TxState::Active,
             }
@@ -121,7 +135,15 @@ impl Transactions {
         }
         let d = self.dead.entry(thread.inst).or_default();
         d.uncommitted.extend(thread.uncommitted.iter().copied());
-        d.floor_scn = thread.floor_scn;
+        d.floor_scn = d.floor_scn.max(thread.floor_scn);
+        if !self.dead_threads.contains(thread) {
+            self.dead_threads.push(thread.clone());
+        }
+    }
+
+    /// Every dead thread recovery reported, to pass on to a joining instance.
+    pub(super) fn dead_threads(&self) -> &[crate::msg::DeadThread] {
+        &self.dead_threads
     }
 
     /// A dead instance's transaction that recovery rolls back.
@@ -138,8 +160,8 @@ impl Transactions {
 
     /// The commit SCN of a transaction of this instance, once it committed.
     pub(super) fn commit_scn(&self, xid: Xid) -> Option<Scn> {
-        (xid.inst() == self.me)
-            .then(|| self.commit_scns.get(xid.seq() as usize).copied())
+        (xid.inst() == self.me && xid.seq() > self.base)
+            .then(|| self.commit_scns.get(self.slot(xid)).copied())
             .flatten()
             .filter(|&s| s > 0)
     }
@@ -153,7 +175,8 @@ impl Transactions {
             "{}: commit of {xid} at {scn}",
             self.me
         );
-        let slot = &mut self.commit_scns[xid.seq() as usize];
+        let i = self.slot(xid);
+        let slot = &mut self.commit_scns[i];
         assert!(*slot == 0, "{}: {xid} committed twice", self.me);
         *slot = scn;
         if let Some(rba) = self.first_rba_of.remove(&xid) {
@@ -185,7 +208,7 @@ mod tests {
 
     #[test]
     fn own_transactions_are_active_until_they_commit() {
-        let mut t = Transactions::new(InstId(0));
+        let mut t = Transactions::new(InstId(0), 0);
         let x = t.begin();
         assert_eq!(t.state(x), TxState::Active);
         assert_eq!(t.commit_scn(x), None);
@@ -204,7 +227,7 @@ mod tests {
 
     #[test]
     fn other_instances_transactions_are_unknown_until_learned() {
-        let mut t = Transactions::new(InstId(0));
+        let mut t = Transactions::new(InstId(0), 0);
         let theirs = Xid::new(InstId(1), 5);
         assert_eq!(t.state(theirs), TxState::Unknown);
         assert_eq!(t.commit_scn(theirs), None);
@@ -215,7 +238,7 @@ mod tests {
     #[test]
     #[should_panic(expected = "committed twice")]
     fn a_transaction_commits_once() {
-        let mut t = Transactions::new(InstId(0));
+        let mut t = Transactions::new(InstId(0), 0);
         let x = t.begin();
         t.commit(x, 1);
         t.commit(x, 2);

@@ -332,6 +332,10 @@ impl Cluster {
                         self.voting.fence(inst);
                         (self.latencies.write_ns, IoResult::Written, Lands::Nothing)
                     }
+                    Io::Unfence { inst } => {
+                        self.voting.unfence(inst);
+                        (self.latencies.write_ns, IoResult::Written, Lands::Nothing)
+                    }
                     // The harness keeps no thread to read back: nothing to recover.
                     Io::ReadRedo { .. } => (
                         self.latencies.read_ns,
@@ -502,6 +506,7 @@ pub fn configs(
             seed: 7,
             record_history: true,
             lossy_interconnect: false,
+            life: 0,
         })
         .collect()
 }

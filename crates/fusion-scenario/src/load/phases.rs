@@ -333,11 +333,10 @@ impl Validator<'_> {
     }
 
     /// Whether the model can run `fault` to the end. A killed, frozen or
-    /// cut-off instance is evicted and recovered by the survivors; what the
-    /// model cannot do yet is refused rather than run wrong: an instance
-    /// starting again and rejoining, lost messages, and an eviction while
-    /// parallel queries run (their slaves on the dead instance are not
-    /// failed over).
+    /// cut-off instance is evicted and recovered by the survivors, and a
+    /// killed one may start again and rejoin; what the model cannot do yet
+    /// is refused rather than run wrong: an eviction while parallel queries
+    /// run (their slaves on the dead instance are not failed over).
     fn runnable(
         &mut self,
         fault: &Fault,
@@ -367,8 +366,9 @@ impl Validator<'_> {
             _ => false,
         };
         let why = match fault {
-            Fault::Restart { .. } => {
-                "an instance starting again and rejoining the cluster is not modeled yet"
+            Fault::Restart { .. } if workloads.iter().any(is_parallel) => {
+                "a workload runs parallel queries, and an instance failure under a \
+                 parallel query (its slaves lost with the instance) is not modeled yet"
             }
             _ if evicts && workloads.iter().any(is_parallel) => {
                 "a workload runs parallel queries, and an instance failure under a \
