@@ -350,9 +350,22 @@ impl ConsistencyChecker {
     pub fn coherence(&mut self, instances: &[Instance]) {
         self.report.events_checked += 1;
         let mut touched: Vec<usize> = Vec::new();
+        // The cluster is the newest incarnation's members: an instance it
+        // evicted (frozen, or cut off and not yet stopped) holds nothing any
+        // more in its eyes, and is fenced from the store.
+        let cluster = instances
+            .iter()
+            .filter(|x| x.halted().is_none())
+            .map(Instance::membership)
+            .max_by_key(|&(incarnation, _)| incarnation)
+            .map(|(_, members)| members);
         for inst in instances {
-            if self.is_down(inst.id) || inst.halted().is_some() {
-                // Gone: what its memory held is no one's any more.
+            // Gone (down: killed, stopped, or left out of the newest
+            // incarnation): what its memory held is no one's any more.
+            if self.is_down(inst.id)
+                || inst.halted().is_some()
+                || cluster.is_some_and(|m| !m.contains(inst.id))
+            {
                 continue;
             }
             for b in inst.buffers() {

@@ -155,6 +155,7 @@ impl Instance {
         // evicted instance that is only frozen must not write behind the
         // recovery's back when it wakes.
         for d in dead.iter() {
+            self.fences_in_flight += 1;
             self.start_io(Io::Fence { inst: d }, IoPurpose::Fence);
             // Nothing is sent to it again, acknowledged or not.
             self.links.forget(d);

@@ -290,6 +290,8 @@ pub struct Instance {
     smon: smon::Smon,
     /// Writes asked for because of past images (checkpoint.rs).
     pi_writes: checkpoint::PiWrites,
+    /// Fences of evicted instances not yet up at the store.
+    fences_in_flight: u32,
     /// A restarted instance this one is admitting (its fence being lifted).
     admitting: Option<InstId>,
     /// A restarted instance's sessions wait until it has joined.
@@ -371,6 +373,7 @@ impl Instance {
             smon: smon::Smon::default(),
             pi_writes: checkpoint::PiWrites::default(),
             admitting: None,
+            fences_in_flight: 0,
             sessions_pending: life > 0,
             links: link::Links::new(instances, lossy_interconnect),
             params,
@@ -503,7 +506,10 @@ impl Instance {
                 self.px_read_done(worker, seq, blocks)
             }
             (IoPurpose::Vote, IoResult::Votes(votes)) => self.on_votes(&votes),
-            (IoPurpose::Fence, IoResult::Written) => {}
+            (IoPurpose::Fence, IoResult::Written) => {
+                self.fences_in_flight = self.fences_in_flight.saturating_sub(1);
+                self.smon_read_threads();
+            }
             (IoPurpose::Unfence, IoResult::Written) => self.on_unfenced(),
             (_, IoResult::Fenced) => self.on_fenced(),
             (IoPurpose::RedoScan, IoResult::Redo(records)) => self.on_redo_read(records),

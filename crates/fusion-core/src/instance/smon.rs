@@ -42,6 +42,8 @@ struct Run {
     detected_at: Nanos,
     /// Threads not read yet.
     reading: u32,
+    /// The reads were issued (once the dead are fenced).
+    read_started: bool,
     /// The dead threads' records, merged by SCN once all are read.
     records: Vec<RedoRecord>,
     /// Per block of the recovery set: its change records, in SCN order.
@@ -73,6 +75,7 @@ impl Instance {
             dead,
             detected_at: now,
             reading: dead.len(),
+            read_started: false,
             records: Vec::new(),
             changes: FxHashMap::default(),
             blocks: Vec::new(),
@@ -86,7 +89,24 @@ impl Instance {
             blocks_recovered: 0,
             applied_bytes: 0,
         }));
-        for thread in dead.iter() {
+        self.smon_read_threads();
+    }
+
+    /// Read the dead threads once every fence is up: a thread read before
+    /// its instance is fenced could miss what it writes meanwhile (a frozen
+    /// or cut-off instance still runs).
+    pub(super) fn smon_read_threads(&mut self) {
+        if self.fences_in_flight > 0 {
+            return;
+        }
+        let Some(run) = self.smon.run.as_mut() else {
+            return;
+        };
+        if run.read_started {
+            return;
+        }
+        run.read_started = true;
+        for thread in run.dead.iter() {
             self.start_io(Io::ReadRedo { thread }, IoPurpose::RedoScan);
         }
     }
