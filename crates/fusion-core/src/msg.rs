@@ -303,6 +303,11 @@ pub enum Msg {
         blk: BlockAddr,
         scn: Scn,
     },
+    /// The recovering instance to every member: these dead threads are
+    /// recovered (a later recovery need not read them again).
+    ThreadsRecovered {
+        threads: crate::types::InstSet,
+    },
     /// A past image's holder to the block's master: my past image holds my
     /// checkpoint back (`fast_start_mttr_target`); have the current block written.
     WriteRequest {
@@ -393,6 +398,33 @@ impl Msg {
                 u64::from(message_bytes).saturating_add(16u64.saturating_mul((items + txns) as u64))
             }
             _ => u64::from(message_bytes),
+        }
+    }
+
+    /// The block a global cache message is about (`None` for the others):
+    /// its LMS worker, and the key it keeps its order by on a lossy link.
+    pub fn blk(&self) -> Option<BlockAddr> {
+        match self {
+            Msg::Request(r)
+            | Msg::Forward { req: r, .. }
+            | Msg::Grant { req: r, .. }
+            | Msg::Ship { req: r, .. }
+            | Msg::NotHeld { req: r }
+            | Msg::DownConverted { req: r } => Some(r.blk),
+            Msg::Installed { blk, .. }
+            | Msg::Invalidate { blk, .. }
+            | Msg::InvalidateAck { blk, .. }
+            | Msg::Relinquish { blk, .. }
+            | Msg::Written { blk, .. }
+            | Msg::DiscardPi { blk, .. }
+            | Msg::Promote { blk }
+            | Msg::RecoverBlock { blk }
+            | Msg::SendPi { blk, .. }
+            | Msg::RecoverImage { blk, .. }
+            | Msg::BlockRecovered { blk, .. }
+            | Msg::WriteRequest { blk }
+            | Msg::WriteCurrent { blk } => Some(*blk),
+            _ => None,
         }
     }
 

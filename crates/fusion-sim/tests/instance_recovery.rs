@@ -13,9 +13,13 @@ const MISSCOUNT_S: u32 = 3;
 /// Three instances updating rows of a small table, then a phase with `faults`
 /// and a phase after it.
 fn cluster_with(faults: Vec<Fault>, seconds: Nanos) -> Scenario {
+    cluster_of(3, faults, seconds)
+}
+
+fn cluster_of(instances: u8, faults: Vec<Fault>, seconds: Nanos) -> Scenario {
     let mut failing = phase("failing", seconds * NS_PER_S);
     failing.faults = faults;
-    ScenarioBuilder::new(3)
+    ScenarioBuilder::new(instances)
         .params(Params {
             css_misscount: MISSCOUNT_S,
             ..fusion_testkit::params(4, 2_000)
@@ -24,7 +28,7 @@ fn cluster_with(faults: Vec<Fault>, seconds: Nanos) -> Scenario {
         .index(btree("t_pk", 0, 64, 64))
         .workload(workload(
             "oltp",
-            3,
+            instances,
             2,
             5 * NS_PER_MS,
             vec![txn(
@@ -178,6 +182,64 @@ fn a_killed_instance_restarts_rejoins_and_works_again() {
     assert!(
         commits(&o, 3, 3) > 0,
         "instance 3 did not work after rejoining"
+    );
+    let check = o.check.as_ref().map(|c| c.violations.clone());
+    assert_eq!(check, Some(vec![]), "{:?}", o.check);
+}
+
+#[test]
+fn the_recovering_instance_dies_and_another_recovers_both_threads() {
+    // Instance 1's disk is slow, so its recovery of instance 4 takes
+    // seconds, and instance 1 dies in the middle of it.
+    let s = cluster_of(
+        4,
+        vec![
+            Fault::DiskLatency {
+                instance: 1,
+                device: fusion_scenario::Device::Data,
+                latency: 400 * NS_PER_MS,
+                jitter: 0,
+            },
+            Fault::Kill {
+                instance: 4,
+                at: NS_PER_S,
+            },
+            // Instance 4's death is detected 5 s later, its recovery
+            // applies redo from 0.4 s after that for another 0.4 s.
+            Fault::Kill {
+                instance: 1,
+                at: 4_600 * NS_PER_MS,
+            },
+        ],
+        u64::from(MISSCOUNT_S) + 10,
+    );
+    let o = run_variant("double", &s, &SimOptions::checked());
+    assert!(o.errors.is_empty(), "{:#?}", o.errors);
+    let first = lines_of(&o, 1, 1);
+    assert!(
+        first
+            .iter()
+            .any(|l| l.starts_with("Started redo application"))
+            && !first
+                .iter()
+                .any(|l| l.starts_with("Completed instance recovery")),
+        "instance 1 was to die in the middle of its recovery: {first:#?}"
+    );
+    let second = lines_of(&o, 1, 2);
+    assert!(
+        second
+            .iter()
+            .any(|l| l == "Beginning instance recovery of 2 threads"),
+        "{second:#?}"
+    );
+    assert!(
+        second
+            .iter()
+            .any(|l| l.starts_with("Completed instance recovery at Thread 1"))
+            && second
+                .iter()
+                .any(|l| l.starts_with("Completed instance recovery at Thread 4")),
+        "{second:#?}"
     );
     let check = o.check.as_ref().map(|c| c.violations.clone());
     assert_eq!(check, Some(vec![]), "{:?}", o.check);

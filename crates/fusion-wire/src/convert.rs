@@ -394,7 +394,8 @@ impl Codec {
             | Msg::RecoverImage { .. }
             | Msg::BlockRecovered { .. }
             | Msg::WriteRequest { .. }
-            | Msg::WriteCurrent { .. } => self.encode_reconfig(msg),
+            | Msg::WriteCurrent { .. }
+            | Msg::ThreadsRecovered { .. } => self.encode_reconfig(msg),
             Msg::LinkAck { cum, got } => K::LinkAck(pb::LinkAck {
                 cum: *cum,
                 got: *got,
@@ -523,7 +524,8 @@ impl Codec {
             | K::RecoverImage(_)
             | K::BlockRecovered(_)
             | K::WriteRequest(_)
-            | K::WriteCurrent(_)) => self.decode_reconfig(k)?,
+            | K::WriteCurrent(_)
+            | K::ThreadsRecovered(_)) => self.decode_reconfig(k)?,
             K::LinkAck(a) => Msg::LinkAck {
                 cum: a.cum,
                 got: a.got,

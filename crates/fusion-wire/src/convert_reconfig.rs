@@ -77,6 +77,9 @@ impl Codec {
                 scn: *scn,
             }),
             Msg::WriteRequest { blk } => K::WriteRequest(pb::WriteRequest { blk: blk.0 }),
+            Msg::ThreadsRecovered { threads } => {
+                K::ThreadsRecovered(pb::ThreadsRecovered { threads: threads.0 })
+            }
             Msg::WriteCurrent { blk } => K::WriteCurrent(pb::WriteCurrent { blk: blk.0 }),
             // The caller routes only the messages above here.
             other => unreachable!("not a reconfiguration message: {other:?}"),
@@ -160,6 +163,9 @@ impl Codec {
             K::BlockRecovered(b) => Msg::BlockRecovered {
                 blk: l.blk("BlockRecovered.blk", b.blk)?,
                 scn: b.scn,
+            },
+            K::ThreadsRecovered(t) => Msg::ThreadsRecovered {
+                threads: l.inst_set("ThreadsRecovered.threads", t.threads)?,
             },
             K::WriteRequest(w) => Msg::WriteRequest {
                 blk: l.blk("WriteRequest.blk", w.blk)?,

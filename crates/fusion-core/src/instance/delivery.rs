@@ -145,6 +145,7 @@ fn msg_name(msg: &Msg) -> &'static str {
         Msg::RecoverImage { .. } => "RecoverImage",
         Msg::BlockRecovered { .. } => "BlockRecovered",
         Msg::WriteRequest { .. } => "WriteRequest",
+        Msg::ThreadsRecovered { .. } => "ThreadsRecovered",
         Msg::WriteCurrent { .. } => "WriteCurrent",
     }
 }

@@ -87,27 +87,11 @@ impl OrderKey {
     /// (Clusterware's heartbeats, the acknowledgements).
     pub fn of(msg: &Msg) -> Option<OrderKey> {
         use OrderKey::*;
+        if let Some(blk) = msg.blk() {
+            return Some(Block(blk));
+        }
         Some(match msg {
-            Msg::Request(r)
-            | Msg::Forward { req: r, .. }
-            | Msg::Grant { req: r, .. }
-            | Msg::Ship { req: r, .. }
-            | Msg::NotHeld { req: r }
-            | Msg::DownConverted { req: r } => Block(r.blk),
-            Msg::Installed { blk, .. }
-            | Msg::Invalidate { blk, .. }
-            | Msg::InvalidateAck { blk, .. }
-            | Msg::Relinquish { blk, .. }
-            | Msg::Written { blk, .. }
-            | Msg::DiscardPi { blk, .. }
-            | Msg::Promote { blk }
-            | Msg::RecoverBlock { blk }
-            | Msg::SendPi { blk, .. }
-            | Msg::RecoverImage { blk, .. }
-            | Msg::BlockRecovered { blk, .. }
-            | Msg::WriteRequest { blk }
-            | Msg::WriteCurrent { blk } => Block(*blk),
-            Msg::Rebuild(_) => Reconfig,
+            Msg::Rebuild(_) | Msg::ThreadsRecovered { .. } => Reconfig,
             Msg::TxQuery { xid, .. } | Msg::TxStatus { xid, .. } | Msg::TxWait { xid, .. } => {
                 Tx(*xid)
             }
@@ -117,7 +101,8 @@ impl OrderKey {
             | Msg::EnqDown { res, .. } => Enqueue(*res),
             Msg::Px(_) => Px,
             Msg::ScnBroadcast { .. } | Msg::ScnAck { .. } => Scn,
-            Msg::Heartbeat { .. } | Msg::LinkAck { .. } => return None,
+            // Heartbeats and acknowledgements (the block messages returned above).
+            _ => return None,
         })
     }
 }

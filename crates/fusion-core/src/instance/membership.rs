@@ -49,6 +49,7 @@ impl Instance {
             || self.css.is_member(from)
             || self.grd_frozen()
             || self.smon_running()
+            || self.unrecovered.contains(from)
             || self.admitting.is_some()
         {
             return;

@@ -206,13 +206,18 @@ enum IoPurpose {
     /// Lifting a restarted instance's fence before admitting it.
     Unfence,
     /// Instance recovery reads a dead thread.
-    RedoScan,
+    RedoScan {
+        run: u32,
+    },
     /// Instance recovery reads a block of the recovery set from disk.
-    RecoverRead,
+    RecoverRead {
+        run: u32,
+    },
     /// Instance recovery writes a recovered block.
     RecoverWrite {
         blk: BlockAddr,
         scn: Scn,
+        run: u32,
     },
 }
 
@@ -290,6 +295,9 @@ pub struct Instance {
     smon: smon::Smon,
     /// Writes asked for because of past images (checkpoint.rs).
     pi_writes: checkpoint::PiWrites,
+    /// Dead instances whose threads no recovery has finished yet: a new
+    /// reconfiguration recovers them too (the recovering instance may die).
+    unrecovered: crate::types::InstSet,
     /// Fences of evicted instances not yet up at the store.
     fences_in_flight: u32,
     /// A restarted instance this one is admitting (its fence being lifted).
@@ -374,6 +382,7 @@ impl Instance {
             pi_writes: checkpoint::PiWrites::default(),
             admitting: None,
             fences_in_flight: 0,
+            unrecovered: crate::types::InstSet::default(),
             sessions_pending: life > 0,
             links: link::Links::new(instances, lossy_interconnect),
             params,
@@ -448,10 +457,13 @@ impl Instance {
             self.on_heartbeat(env.from, incarnation, members);
             return;
         }
-        if !self.css.is_member(env.from) && !matches!(env.msg, Msg::Rebuild(_)) {
+        if !self.css.is_member(env.from)
+            && env.incarnation <= self.css.incarnation()
+            && !matches!(env.msg, Msg::Rebuild(_))
+        {
             // An evicted instance's late messages: it is no longer in the
-            // cluster. (A report names the members of a new incarnation,
-            // which may be news here: it is let through.)
+            // cluster. (A newer incarnation's messages, reports first, may
+            // come from members this instance does not know of yet.)
             return;
         }
         self.css.alive(env.from, now);
@@ -512,14 +524,23 @@ impl Instance {
             }
             (IoPurpose::Unfence, IoResult::Written) => self.on_unfenced(),
             (_, IoResult::Fenced) => self.on_fenced(),
-            (IoPurpose::RedoScan, IoResult::Redo(records)) => self.on_redo_read(records),
-            (IoPurpose::RecoverRead, IoResult::Read(block)) => {
-                self.stats.incr(Stat::PhysicalReads);
-                self.smon_apply(*block);
+            // A recovery started over drops its earlier run's I/O.
+            (IoPurpose::RedoScan { run }, IoResult::Redo(records)) => {
+                if self.smon_current(run) {
+                    self.on_redo_read(records);
+                }
             }
-            (IoPurpose::RecoverWrite { blk, scn }, IoResult::Written) => {
+            (IoPurpose::RecoverRead { run }, IoResult::Read(block)) => {
+                self.stats.incr(Stat::PhysicalReads);
+                if self.smon_current(run) {
+                    self.smon_apply(*block);
+                }
+            }
+            (IoPurpose::RecoverWrite { blk, scn, run }, IoResult::Written) => {
                 self.stats.incr(Stat::PhysicalWrites);
-                self.smon_block_done(blk, scn, true);
+                if self.smon_current(run) {
+                    self.smon_block_done(blk, scn, true);
+                }
             }
             (p, r) => self.error(format!("I/O {id} ({p:?}) completed with {r:?}")),
         }
@@ -834,6 +855,9 @@ impl Instance {
             Msg::SendPi { blk, to } => self.send_pi(blk, to),
             Msg::RecoverImage { blk, source } => self.on_recover_image(blk, source),
             Msg::BlockRecovered { blk, scn } => self.dir_block_recovered(from, blk, scn),
+            Msg::ThreadsRecovered { threads } => {
+                self.unrecovered = crate::types::InstSet(self.unrecovered.0 & !threads.0);
+            }
             msg => self.lms_enqueue(from, env.sent_at, msg),
         }
     }

@@ -179,10 +179,14 @@ impl Instance {
         }
         self.reconfig.reports = reports;
         self.resubmit(members);
+        // Every thread no recovery finished yet: the recovering instance of
+        // an earlier reconfiguration may be among the dead.
+        self.unrecovered = InstSet((self.unrecovered.0 | dead.0) & !members.0);
+        let to_recover = self.unrecovered;
         let recoverer = members.first() == Some(self.id);
-        if recoverer && !dead.is_empty() {
+        if recoverer && !to_recover.is_empty() {
             self.alert.write(now, "Post SMON to start 1st pass IR");
-            self.smon_start(dead);
+            self.smon_start(to_recover);
         } else {
             self.send_reports();
         }

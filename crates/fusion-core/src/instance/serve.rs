@@ -21,26 +21,10 @@ impl Instance {
     pub(super) fn lms_enqueue(&mut self, from: InstId, sent_at: Nanos, mut msg: Msg) {
         self.stats.incr(Stat::GcsMsgsReceived);
         let wire = self.now.saturating_sub(sent_at);
-        let blk = match &mut msg {
-            Msg::Request(r) => {
-                r.timing.request += wire;
-                Some(r.blk)
-            }
-            Msg::Forward { req, .. } => {
-                req.timing.request += wire;
-                Some(req.blk)
-            }
-            Msg::Installed { blk, .. }
-            | Msg::Invalidate { blk, .. }
-            | Msg::InvalidateAck { blk, .. }
-            | Msg::Relinquish { blk, .. }
-            | Msg::Written { blk, .. }
-            | Msg::DiscardPi { blk, .. }
-            | Msg::WriteRequest { blk }
-            | Msg::WriteCurrent { blk } => Some(*blk),
-            Msg::NotHeld { req } | Msg::DownConverted { req } => Some(req.blk),
-            _ => None,
-        };
+        if let Msg::Request(req) | Msg::Forward { req, .. } = &mut msg {
+            req.timing.request += wire;
+        }
+        let blk = msg.blk();
         let w = blk.map_or(0, |b| self.lms.worker_for(b));
         let job = match msg {
             Msg::Forward {

@@ -34,6 +34,8 @@ pub const RECOVERY_BLOCKS_IN_FLIGHT: usize = 16;
 #[derive(Debug, Default)]
 pub(super) struct Smon {
     run: Option<Box<Run>>,
+    /// The number of the run under way (a run started over gets the next).
+    run_no: u32,
 }
 
 #[derive(Debug)]
@@ -61,9 +63,12 @@ struct Run {
 }
 
 impl Instance {
-    /// This instance recovers `dead`: read their threads.
+    /// This instance recovers `dead`: read their threads. A recovery under
+    /// way here is started over: the directory it claimed blocks in is gone.
     pub(super) fn smon_start(&mut self, dead: InstSet) {
         let now = self.now;
+        self.smon.run = None;
+        self.smon.run_no = self.smon.run_no.wrapping_add(1);
         self.alert
             .write(now, "Instance recovery: looking for dead threads");
         self.alert.write(
@@ -107,8 +112,14 @@ impl Instance {
         }
         run.read_started = true;
         for thread in run.dead.iter() {
-            self.start_io(Io::ReadRedo { thread }, IoPurpose::RedoScan);
+            let run = self.smon.run_no;
+            self.start_io(Io::ReadRedo { thread }, IoPurpose::RedoScan { run });
         }
+    }
+
+    /// Whether I/O of run `run` belongs to the recovery under way.
+    pub(super) fn smon_current(&self, run: u32) -> bool {
+        self.smon.run.is_some() && self.smon.run_no == run
     }
 
     /// An instance recovery is under way here.
@@ -213,7 +224,8 @@ impl Instance {
                 if let Some(run) = self.smon.run.as_mut() {
                     run.blocks_read += 1;
                 }
-                self.start_io(Io::ReadBlock { blk }, IoPurpose::RecoverRead);
+                let run = self.smon.run_no;
+                self.start_io(Io::ReadBlock { blk }, IoPurpose::RecoverRead { run });
             }
             RecoverSource::Image(image) => self.smon_apply(*image),
         }
@@ -252,7 +264,11 @@ impl Instance {
                     Io::WriteBlock {
                         block: Box::new(block),
                     },
-                    IoPurpose::RecoverWrite { blk, scn },
+                    IoPurpose::RecoverWrite {
+                        blk,
+                        scn,
+                        run: self.smon.run_no,
+                    },
                 );
             }
             Err(e) => {
@@ -318,6 +334,11 @@ impl Instance {
             ),
         );
         let unfrozen_at = run.unfrozen_at.unwrap_or(now);
+        // Nobody needs to read these threads again.
+        self.unrecovered = InstSet(self.unrecovered.0 & !run.dead.0);
+        for to in self.css.peers().iter() {
+            self.send(to, Msg::ThreadsRecovered { threads: run.dead });
+        }
         for dead_instance in run.dead.iter() {
             self.recoveries.push(RecoveryReport {
                 dead_instance,
