@@ -11,6 +11,13 @@
 //! - Indexes (at the end): every index is a valid B-tree holding each
 //!   committed row's key exactly once (`index_check.rs`).
 //!
+//! Crashes (`crash.rs`): a killed or evicted instance
+//! ([`ConsistencyChecker::instance_down`], `Instance::halted`, or left out
+//! of the newest incarnation of the cluster's membership) holds no
+//! cache and no horizon any more; its acknowledged commits must survive,
+//! its open transactions must be rolled back, and a commit of it that was
+//! not acknowledged yet is in doubt (either outcome is right).
+//!
 //! The checker keeps no observation beyond the moment it can verify it: a
 //! read waits (`pending.rs`) only until every instance's SCN passed its
 //! snapshot, so that no commit it must see can still arrive, and is checked
@@ -18,6 +25,7 @@
 //! snapshot may still see are kept. Its memory grows with the rows written,
 //! not with the length of the run.
 
+mod crash;
 mod index_check;
 mod pending;
 mod rows;
@@ -42,6 +50,17 @@ pub struct CheckReport {
     /// Index leaf entries walked by the index check.
     pub index_entries_checked: u64,
     pub commits: u64,
+    /// Commits acknowledged to their session (`log file sync` ended).
+    pub commits_acknowledged: u64,
+    /// Commits of an instance that died before acknowledging them: kept or
+    /// lost, either is right.
+    pub commits_in_doubt: u64,
+    /// Acknowledged commits with a change missing at the end (by the
+    /// row's last writer; each is also a lost-write violation).
+    pub commits_lost: u64,
+    /// Open transactions of instances that died: their changes must not
+    /// survive.
+    pub transactions_rolled_back: u64,
     pub violations: Vec<String>,
 }
 
@@ -79,6 +98,8 @@ pub struct ConsistencyChecker {
     s_holders: Vec<u8>,
     /// The simulator's drains, reused from event to event.
     buf: Vec<Observation>,
+    /// What the instances' deaths leave to check (crash.rs).
+    crash: crash::Crashes,
 }
 
 /// Violations kept in the report (the first ones; the checks go on counting).
@@ -104,6 +125,7 @@ impl ConsistencyChecker {
             x_holders: vec![0; blocks],
             s_holders: vec![0; blocks],
             buf: Vec::new(),
+            crash: crash::Crashes::new(instances),
         }
     }
 
@@ -156,12 +178,21 @@ impl ConsistencyChecker {
         // A horizon looks at every session: asked for only when a trim is due.
         let trim = self.rows.wants_trim();
         let mut buf = std::mem::take(&mut self.buf);
+        self.note_evictions(instances);
         for inst in instances.iter_mut() {
             let h = inst.drain_history(&mut buf, usize::MAX);
             let snapshot = if trim { h.map(|h| h.snapshot) } else { None };
-            self.mark(inst.id, inst.scn(), snapshot);
-            self.take(&buf);
+            // What an instance the cluster already evicted still does (a
+            // frozen one waking up before it finds itself fenced) counts
+            // for nothing: the cluster has moved on without it.
+            if !self.is_down(inst.id) {
+                self.mark(inst.id, inst.scn(), snapshot);
+                self.take(&buf);
+            }
             buf.clear();
+            if inst.halted().is_some() && !self.is_down(inst.id) {
+                self.instance_down(inst.id);
+            }
         }
         self.buf = buf;
         self.settle();
@@ -189,7 +220,7 @@ impl ConsistencyChecker {
     /// The SCN at or below which no commit is still to come: the lowest
     /// mark, once every instance has one.
     fn settled(&self) -> Option<Scn> {
-        self.marks.iter().map(|m| m.scn).min().flatten()
+        self.live_marks().map(|m| m.scn).min().flatten()
     }
 
     /// Verify every waiting read no commit to come can change.
@@ -205,7 +236,7 @@ impl ConsistencyChecker {
     /// Forget the versions no read still to come can see: below the lowest
     /// snapshot an instance may still read at and the lowest one waiting.
     fn trim(&mut self) {
-        let Some(floor) = self.marks.iter().map(|m| m.snapshot).min().flatten() else {
+        let Some(floor) = self.live_marks().map(|m| m.snapshot).min().flatten() else {
             return;
         };
         let horizon = self.pending.lowest().map_or(floor, |p| p.min(floor));
@@ -227,9 +258,11 @@ impl ConsistencyChecker {
                 }
                 self.rows.written((table, key), xid);
             }
+            Observation::Acknowledged { xid } => self.acknowledged(xid),
             Observation::Commit { xid, scn } => {
                 self.report.commits += 1;
-                for (t, k, v) in self.open.remove(&xid).unwrap_or_default() {
+                let writes = self.open.remove(&xid).unwrap_or_default();
+                for &(t, k, v) in &writes {
                     if let Some(&seen) = self.early.get(&(t, k))
                         && scn <= seen
                     {
@@ -242,6 +275,7 @@ impl ConsistencyChecker {
                     }
                     self.rows.committed((t, k), scn, v);
                 }
+                self.committed(xid, scn, writes);
             }
             Observation::Read {
                 xid,
@@ -303,7 +337,7 @@ impl ConsistencyChecker {
             .get(&(r.table, r.key))
             .and_then(|row| row.seen_at(r.snapshot))
             .or(exists.then_some(0));
-        if r.val != expected {
+        if r.val != expected && !self.doubtful_read(r, exists) {
             self.violation(format!(
                 "CR read by {} at snapshot {} of table {} key {} returned {:?}, expected {:?}",
                 r.xid, r.snapshot, r.table, r.key, r.val, expected
@@ -326,7 +360,12 @@ impl ConsistencyChecker {
             .max_by_key(|&(incarnation, _)| incarnation)
             .map(|(_, members)| members);
         for inst in instances {
-            if inst.halted().is_some() || cluster.is_some_and(|m| !m.contains(inst.id)) {
+            // Gone (down: killed, stopped, or left out of the newest
+            // incarnation): what its memory held is no one's any more.
+            if self.is_down(inst.id)
+                || inst.halted().is_some()
+                || cluster.is_some_and(|m| !m.contains(inst.id))
+            {
                 continue;
             }
             for b in inst.buffers() {
@@ -368,8 +407,12 @@ impl ConsistencyChecker {
             self.take_drained(inst.id, &buf, h);
         }
         let instances: &[Instance] = instances;
+        let up: Vec<&Instance> = instances
+            .iter()
+            .filter(|i| !self.is_down(i.id) && i.halted().is_none())
+            .collect();
         self.finish_with(|blk| {
-            let current = instances.iter().find_map(|i| {
+            let current = up.iter().find_map(|i| {
                 i.buffers_of(blk)
                     .find(|b| matches!(b.state, BufState::Xcur | BufState::Scur))
                     .map(|b| (b.image.clone(), i.id.to_string()))
@@ -414,6 +457,8 @@ impl ConsistencyChecker {
         // history comes instance by instance, not in one global order, so
         // arrival order only decides for a writer that never committed.
         let mut lost = Vec::new();
+        // The writers of rows found lost whose commit was acknowledged.
+        let mut lost_by: Vec<Xid> = Vec::new();
         for &(&(table, key), row) in &rows {
             self.report.rows_checked += 1;
             let uncommitted = self.open.get(&row.last).and_then(|w| {
@@ -421,7 +466,18 @@ impl ConsistencyChecker {
                     .find(|(t, k, _)| (*t, *k) == (table, key))
                     .map(|e| e.2)
             });
-            let Some(want) = uncommitted.or(row.newest()) else {
+            let initial = self
+                .layout
+                .tables
+                .get(table)
+                .is_some_and(|t| key >= 1 && key <= t.initial_rows)
+                .then_some(0);
+            // A row only rolled-back transactions wrote holds its initial value.
+            let rolled_back = self.crash.rolled_back_row(&(table, key));
+            let Some(want) = uncommitted
+                .or(row.newest())
+                .or(initial.filter(|_| rolled_back))
+            else {
                 continue;
             };
             let Some(rowid) = self.layout.initial_rowid(table, key) else {
@@ -432,15 +488,32 @@ impl ConsistencyChecker {
                 .as_ref()
                 .and_then(|(b, _)| b.row(rowid.slot))
                 .map(|r| r.val);
+            if got == Some(want)
+                || (uncommitted.is_none()
+                    && self.crash.doubtful_value(&(table, key), row, got, initial))
+            {
+                continue;
+            }
+            let acked_writer = uncommitted.is_none() && row.newest().is_some();
+            if acked_writer && !lost_by.contains(&row.last) {
+                lost_by.push(row.last);
+            }
             // Only the first ones are reported.
-            if got != Some(want) && lost.len() < VIOLATIONS_MAX {
+            if lost.len() < VIOLATIONS_MAX {
                 let at = image.map_or("nowhere".to_string(), |(_, at)| at);
-                lost.push(format!(
-                    "lost write: table {table} key {key} holds {got:?} in {at}, last written {want}"
-                ));
+                lost.push(match self.crash.rolled_back_value(&(table, key), got) {
+                    Some(xid) => format!(
+                        "rolled-back change survives: table {table} key {key} holds {got:?} in \
+                         {at}, written by {xid} of an instance that died, expected {want}"
+                    ),
+                    None => format!(
+                        "lost write: table {table} key {key} holds {got:?} in {at}, last written {want}"
+                    ),
+                });
             }
         }
         drop(rows);
+        self.report.commits_lost = lost_by.len() as u64;
         for p in problems.into_iter().chain(lost) {
             self.violation(p);
         }

@@ -52,6 +52,28 @@ impl Row {
         }
     }
 
+    /// Every value a snapshot at `snapshot` may see when the versions in
+    /// `doubtful` (commits in doubt: their instance died before it
+    /// acknowledged them) may have been lost: the newest version at or
+    /// before it, and each older one as long as every newer one is in
+    /// doubt (down to `initial`, the row's value before any version).
+    pub(crate) fn seen_at_doubtful(
+        &self,
+        snapshot: Scn,
+        doubtful: &[(Scn, i64)],
+        initial: Option<i64>,
+    ) -> Vec<Option<i64>> {
+        let mut out = Vec::new();
+        for v in self.versions().iter().rev().filter(|v| v.0 <= snapshot) {
+            out.push(Some(v.1));
+            if !doubtful.contains(v) {
+                return out;
+            }
+        }
+        out.push(initial);
+        out
+    }
+
     /// The newest committed value.
     pub(crate) fn newest(&self) -> Option<i64> {
         match &self.versions {

@@ -187,6 +187,74 @@ pub enum Metric {
     SqlPerExec(SqlColumn),
     /// Foreground time waited in one wait class, in ms: `class_ms:<class>`.
     ClassTimeMs(WaitClass),
+    /// A figure of the phase's instance recoveries (the recovery summary),
+    /// not a statistic: `recovery:<figure>`. [`Metric::eval`] has no value
+    /// for it; the report reads it from the phase's recoveries.
+    Recovery(RecoveryFigure),
+}
+
+/// A figure of an instance recovery, as `recovery:<name>` names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecoveryFigure {
+    /// When the survivors declared the instance dead, seconds from the
+    /// phase's start.
+    DetectedS,
+    /// The global resource directory frozen, ms.
+    FreezeMs,
+    /// From detection to the end of recovery, ms.
+    RecoveryMs,
+    /// How long the survivors' commits per second stayed below half their
+    /// rate before the fault, ms.
+    BrownoutMs,
+    /// Redo read, KB.
+    RedoKbRead,
+    BlocksRecovered,
+    TransactionsRolledBack,
+}
+
+impl RecoveryFigure {
+    pub const ALL: &'static [RecoveryFigure] = &[
+        RecoveryFigure::DetectedS,
+        RecoveryFigure::FreezeMs,
+        RecoveryFigure::RecoveryMs,
+        RecoveryFigure::BrownoutMs,
+        RecoveryFigure::RedoKbRead,
+        RecoveryFigure::BlocksRecovered,
+        RecoveryFigure::TransactionsRolledBack,
+    ];
+
+    /// The name after `recovery:` (and the key in JSON `recovery`).
+    pub fn name(self) -> &'static str {
+        match self {
+            RecoveryFigure::DetectedS => "detected_s",
+            RecoveryFigure::FreezeMs => "freeze_ms",
+            RecoveryFigure::RecoveryMs => "recovery_ms",
+            RecoveryFigure::BrownoutMs => "brownout_ms",
+            RecoveryFigure::RedoKbRead => "redo_kb_read",
+            RecoveryFigure::BlocksRecovered => "blocks_recovered",
+            RecoveryFigure::TransactionsRolledBack => "transactions_rolled_back",
+        }
+    }
+
+    /// Whether it is a time (ms), else a count (`detected_s` is neither:
+    /// seconds).
+    pub fn is_ms(self) -> bool {
+        matches!(
+            self,
+            RecoveryFigure::FreezeMs | RecoveryFigure::RecoveryMs | RecoveryFigure::BrownoutMs
+        )
+    }
+
+    /// Whether recoveries add up (counts) rather than the largest standing
+    /// for them all (times).
+    pub fn sums(self) -> bool {
+        matches!(
+            self,
+            RecoveryFigure::RedoKbRead
+                | RecoveryFigure::BlocksRecovered
+                | RecoveryFigure::TransactionsRolledBack
+        )
+    }
 }
 
 /// A column of tkprof's call table.
@@ -262,7 +330,8 @@ impl Metric {
     /// `stat:<v$sysstat name>`, `rate:<v$sysstat name>`,
     /// `waits:<event>`, `time_ms:<event>`, `avg_ms:<event>`,
     /// `decomp_ms:<cr|current>:<part>`, `decomp_share:<cr|current>:<part>`,
-    /// `sql:<column>`, `sql_per_exec:<column>`, `class_ms:<wait class>`.
+    /// `sql:<column>`, `sql_per_exec:<column>`, `class_ms:<wait class>`,
+    /// `recovery:<figure>`.
     pub fn parse(text: &str) -> Result<Metric, String> {
         let t = text.trim();
         if let Some(line) = AwrLine::ALL
@@ -333,7 +402,22 @@ impl Metric {
                     )
                 })
         };
+        let recovery = |name: &str| {
+            RecoveryFigure::ALL
+                .iter()
+                .copied()
+                .find(|f| f.name().eq_ignore_ascii_case(name.trim()))
+                .ok_or_else(|| {
+                    let names: Vec<_> = RecoveryFigure::ALL.iter().map(|f| f.name()).collect();
+                    format!(
+                        "unknown recovery figure `{}` (one of: {})",
+                        name.trim(),
+                        names.join(", ")
+                    )
+                })
+        };
         match kind.trim() {
+            "recovery" => Ok(Metric::Recovery(recovery(rest)?)),
             "sql" => Ok(Metric::Sql(column(rest)?)),
             "sql_per_exec" => Ok(Metric::SqlPerExec(column(rest)?)),
             "class_ms" => Ok(Metric::ClassTimeMs(class(rest)?)),
@@ -345,14 +429,16 @@ impl Metric {
             "decomp_ms" => decomp(rest).map(|(k, p)| Metric::DecompMs(k, p)),
             "decomp_share" => decomp(rest).map(|(k, p)| Metric::DecompShare(k, p)),
             other => Err(format!(
-                "unknown metric prefix `{other}:` (stat, rate, waits, time_ms, avg_ms, decomp_ms, decomp_share, sql, sql_per_exec, class_ms)"
+                "unknown metric prefix `{other}:` (stat, rate, waits, time_ms, avg_ms, decomp_ms, decomp_share, sql, sql_per_exec, class_ms, recovery)"
             )),
         }
     }
 
-    /// Evaluate over the activity `s` of an interval `elapsed_ns` long.
+    /// Evaluate over the activity `s` of an interval `elapsed_ns` long
+    /// (`None` for a [`Metric::Recovery`] figure: not in the statistics).
     pub fn eval(self, s: &Stats, elapsed_ns: u64) -> Option<f64> {
         match self {
+            Metric::Recovery(_) => None,
             Metric::Awr(line) => line.eval(s),
             Metric::Stat(stat) => Some(stat_value(s, stat)),
             Metric::PerSecond(stat) => {
@@ -441,6 +527,15 @@ mod tests {
             Ok(Metric::ClassTimeMs(WaitClass::Cluster))
         );
         assert!(Metric::parse("sql:gets").unwrap_err().contains("query"));
+        assert_eq!(
+            Metric::parse("recovery:brownout_ms"),
+            Ok(Metric::Recovery(RecoveryFigure::BrownoutMs))
+        );
+        assert!(
+            Metric::parse("recovery:downtime")
+                .unwrap_err()
+                .contains("recovery_ms")
+        );
     }
 
     #[test]

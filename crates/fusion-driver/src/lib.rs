@@ -4,10 +4,12 @@
 //! the check that it came to rest ([`settle`]), how the counters
 //! snapshotted at phase edges become the run's result ([`outcome`]), the
 //! cluster-wide count of sequence values out of order and duplicated
-//! ([`seq_order`]), and which figures each driver measures ([`measured`]).
+//! ([`seq_order`]), which figures each driver measures ([`measured`]), and
+//! the brownout of an instance failure from the commits sampled ([`brownout`]).
 //!
 //! No I/O and no clock: the drivers pass times in.
 
+pub mod brownout;
 pub mod measured;
 pub mod net;
 pub mod outcome;

@@ -103,6 +103,13 @@ pub fn unmeasured(metric: Metric, driver: Driver) -> Option<&'static str> {
     let figure = match metric {
         Metric::Stat(s) | Metric::PerSecond(s) => Figure::Stat(s),
         Metric::EventWaits(w) | Metric::EventTimeMs(w) | Metric::EventAvgMs(w) => Figure::Wait(w),
+        // The recovery summary: the live runner does not report recoveries yet.
+        Metric::Recovery(_) if driver == Driver::Live => {
+            return Some(
+                "the live runner does not report instance recoveries yet (the simulator does)",
+            );
+        }
+        Metric::Recovery(_) => return None,
         // Formulas over figures the instances count (AWR lines, the latency
         // decomposition, the tkprof columns) and sums over every event of a
         // wait class (some never waited on, as in Oracle).
@@ -233,6 +240,14 @@ mod tests {
                 assert!(unmeasured(m, d).is_some(), "{m:?}");
             }
         }
+    }
+
+    #[test]
+    fn only_the_simulator_reports_recoveries_for_now() {
+        use fusion_core::metrics::RecoveryFigure;
+        let m = Metric::Recovery(RecoveryFigure::BrownoutMs);
+        assert_eq!(unmeasured(m, Driver::Simulator), None);
+        assert!(unmeasured(m, Driver::Live).is_some());
     }
 
     #[test]

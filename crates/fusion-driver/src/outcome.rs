@@ -89,6 +89,7 @@ impl VariantOutcome {
 /// (`before`, 0-based instance order) and after it (`after`). Counters are
 /// differenced; the largest waits are `after`'s own, which are the phase's
 /// because the phase's first command reset them (`Command::ResetPeaks`).
+/// The phase's instance recoveries (`recovery`) are left for the driver.
 pub fn phase_result(
     name: &str,
     scenario: &Scenario,
@@ -102,6 +103,9 @@ pub fn phase_result(
     alert_log.sort_by_key(|a| a.at_ns);
     PhaseResult {
         alert_log,
+        // Filled in by the driver once the run is over: a recovery's
+        // brownout is measured past the phase (`brownout::recovery_entry`).
+        recovery: Vec::new(),
         name: name.to_string(),
         start_ns,
         elapsed_ns,

@@ -533,6 +533,11 @@ pub fn encode_observation(o: &Observation) -> pb::Observation {
             snapshot: scn,
             ..Default::default()
         },
+        Observation::Acknowledged { xid } => pb::Observation {
+            kind: 3,
+            xid: xid.0,
+            ..Default::default()
+        },
     }
 }
 
@@ -558,6 +563,37 @@ pub fn decode_observation(o: &pb::Observation, from: &str) -> Result<Observation
             xid,
             scn: o.snapshot,
         },
+        3 => Observation::Acknowledged { xid },
         k => return Err(format!("{from}: unknown observation kind {k}")),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fusion_core::types::{InstId, Xid};
+
+    #[test]
+    fn every_observation_survives_the_wire() {
+        let xid = Xid::new(InstId(1), 7);
+        for o in [
+            Observation::Read {
+                xid,
+                snapshot: 9,
+                table: 2,
+                key: 5,
+                val: None,
+            },
+            Observation::Write {
+                xid,
+                table: 2,
+                key: 5,
+                val: -3,
+            },
+            Observation::Commit { xid, scn: 11 },
+            Observation::Acknowledged { xid },
+        ] {
+            assert_eq!(decode_observation(&encode_observation(&o), "inst2"), Ok(o));
+        }
+    }
 }

@@ -381,6 +381,8 @@ async fn run_variant(name: &str, s: &Scenario, r: &LiveRun<'_>) -> Result<Varian
                 // Live instances do not send their alert log lines to the runner yet.
                 Vec::new(),
             )
+            // Nor their recoveries: `recovery` stays empty (the recovery
+            // summary is the simulator's for now).
         })
         .collect();
     let mut outcome = VariantOutcome::new(

@@ -19,6 +19,7 @@ pub(crate) enum Shown {
     /// Per second of the interval.
     PerSecond,
     Bytes,
+    Seconds,
 }
 
 impl Shown {
@@ -43,6 +44,9 @@ impl Shown {
             Metric::ClassTimeMs(_) => Shown::Ms,
             Metric::Sql(c) | Metric::SqlPerExec(c) if c.is_time() => Shown::FineMs,
             Metric::Sql(_) | Metric::SqlPerExec(_) => Shown::Count,
+            Metric::Recovery(f) if f.is_ms() => Shown::Ms,
+            Metric::Recovery(fusion_core::metrics::RecoveryFigure::DetectedS) => Shown::Seconds,
+            Metric::Recovery(_) => Shown::Count,
         }
     }
 
@@ -56,6 +60,7 @@ impl Shown {
             Shown::Count => count(v),
             Shown::PerSecond => format!("{v:.2}/s"),
             Shown::Bytes => format!("{} bytes", count(v)),
+            Shown::Seconds => format!("{v:.3} s"),
         }
     }
 }

@@ -98,7 +98,38 @@ fn phase(p: &PhaseResult) -> Value {
             .collect();
         o.insert("alert_log".into(), Value::Array(lines));
     }
+    if !p.recovery.is_empty()
+        && let Some(o) = v.as_object_mut()
+    {
+        o.insert("recovery".into(), recovery(p));
+    }
     v
+}
+
+/// `recovery`: the phase's instance recoveries (1-based instances; times
+/// in ms, detection in s from the phase's start; `brownout_ms` null when
+/// there was no rate before the fault to compare with).
+fn recovery(p: &PhaseResult) -> Value {
+    use fusion_core::metrics::RecoveryFigure as F;
+    let rows: Vec<Value> = p
+        .recovery
+        .iter()
+        .map(|r| {
+            let f = |figure: F| r.figure(figure, p.start_ns);
+            json!({
+                "dead_instance": r.dead_instance,
+                "recovered_by": r.recovered_by,
+                "detected_s": f(F::DetectedS),
+                "freeze_ms": f(F::FreezeMs),
+                "recovery_ms": f(F::RecoveryMs),
+                "brownout_ms": f(F::BrownoutMs),
+                "redo_kb_read": f(F::RedoKbRead),
+                "blocks_recovered": r.blocks_recovered,
+                "transactions_rolled_back": r.transactions_rolled_back,
+            })
+        })
+        .collect();
+    Value::Array(rows)
 }
 
 fn instance(i: &InstanceResult) -> Value {
@@ -216,6 +247,7 @@ mod tests {
         s.statements.push(st);
         let phase = |name: &str| PhaseResult {
             alert_log: Vec::new(),
+            recovery: Vec::new(),
             name: name.into(),
             start_ns: 0,
             elapsed_ns: 30_000_000_000,

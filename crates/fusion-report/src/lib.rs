@@ -1,6 +1,8 @@
-//! Reports of a run: AWR-style text, the JSON contract, verdicts and the myth tour.
+//! Reports of a run: AWR-style text, the JSON contract, verdicts and the myth
+//! tour; and the summary of `fusionlab chaos` runs.
 
 pub mod awr;
+pub mod chaos;
 mod fmt;
 pub mod json;
 pub mod model;

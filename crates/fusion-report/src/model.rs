@@ -47,6 +47,54 @@ pub struct PhaseResult {
     /// (reconfigurations, evictions, instance recovery, and the faults that
     /// killed or froze an instance).
     pub alert_log: Vec<AlertEntry>,
+    /// The instance recoveries that completed in the phase, in the order
+    /// they completed (the recovery summary and JSON `recovery`).
+    pub recovery: Vec<RecoveryEntry>,
+}
+
+/// One instance recovery, as the report shows it. Instances are 1-based;
+/// times are cluster time (ns).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecoveryEntry {
+    pub dead_instance: u8,
+    pub recovered_by: u8,
+    /// The survivors declared it dead (the reconfiguration began).
+    pub detected_ns: u64,
+    /// The global resource directory was frozen this long.
+    pub freeze_ns: u64,
+    /// From detection to the end of recovery (its uncommitted transactions
+    /// rolled back).
+    pub recovery_ns: u64,
+    pub redo_bytes_read: u64,
+    pub blocks_recovered: u64,
+    pub transactions_rolled_back: u64,
+    /// How long the survivors' committed transactions per second stayed
+    /// below half their rate before the fault; `None` when there was no
+    /// rate before the fault to compare with (`fusion_driver::brownout`).
+    pub brownout_ns: Option<u64>,
+}
+
+impl RecoveryEntry {
+    /// `figure` of this recovery in the unit `recovery:<figure>` reads it
+    /// (`detected_s` from `phase_start_ns`); `None` for an unknown brownout.
+    pub fn figure(
+        &self,
+        figure: fusion_core::metrics::RecoveryFigure,
+        phase_start_ns: u64,
+    ) -> Option<f64> {
+        use fusion_core::metrics::RecoveryFigure as F;
+        const NS_PER_MS: f64 = 1e6;
+        Some(match figure {
+            F::DetectedS => (self.detected_ns as f64 - phase_start_ns as f64) / 1e9,
+            F::FreezeMs => self.freeze_ns as f64 / NS_PER_MS,
+            F::RecoveryMs => self.recovery_ns as f64 / NS_PER_MS,
+            F::BrownoutMs => self.brownout_ns? as f64 / NS_PER_MS,
+            // Whole KB, as the alert log's `Completed redo scan read N KB redo`.
+            F::RedoKbRead => (self.redo_bytes_read / 1024) as f64,
+            F::BlocksRecovered => self.blocks_recovered as f64,
+            F::TransactionsRolledBack => self.transactions_rolled_back as f64,
+        })
+    }
 }
 
 /// One alert log line: when (cluster time), which instance (1-based), what.

@@ -118,6 +118,9 @@ fn phase_section(out: &mut Out, p: &PhaseResult, opts: &TextOptions) {
     if !p.alert_log.is_empty() {
         alert_log(out, p);
     }
+    if !p.recovery.is_empty() {
+        recovery(out, p);
+    }
     for i in &p.instances {
         instance_section(out, p, i, opts);
     }
@@ -132,6 +135,45 @@ fn alert_log(out: &mut Out, p: &PhaseResult) {
             a.at_ns as f64 / NS_PER_S,
             a.instance,
             a.line
+        ));
+    }
+    out.blank();
+}
+
+/// The phase's instance recoveries, one line per failure: who died, who
+/// recovered it, when it was detected (s from the phase's start), how long
+/// the directory was frozen, how long recovery took from detection, the
+/// redo it read, the blocks it recovered, the transactions it rolled back,
+/// and the survivors' brownout.
+fn recovery(out: &mut Out, p: &PhaseResult) {
+    use fusion_core::metrics::RecoveryFigure as F;
+    out.line("Instance recovery");
+    out.line(format!(
+        "  {:<6}  {:<12}  {:>12}  {:>11}  {:>13}  {:>14}  {:>16}  {:>16}  {:>13}",
+        "dead",
+        "recovered by",
+        "detected (s)",
+        "freeze (ms)",
+        "recovery (ms)",
+        "redo read (KB)",
+        "blocks recovered",
+        "txns rolled back",
+        "brownout (ms)"
+    ));
+    for r in &p.recovery {
+        let f = |figure: F| r.figure(figure, p.start_ns);
+        let brownout = f(F::BrownoutMs).map_or_else(|| "-".to_string(), |v| format!("{v:.0}"));
+        out.line(format!(
+            "  {:<6}  {:<12}  {:>12.3}  {:>11.0}  {:>13.0}  {:>14}  {:>16}  {:>16}  {:>13}",
+            format!("inst{}", r.dead_instance),
+            format!("inst{}", r.recovered_by),
+            f(F::DetectedS).unwrap_or_default(),
+            f(F::FreezeMs).unwrap_or_default(),
+            f(F::RecoveryMs).unwrap_or_default(),
+            crate::fmt::count(f(F::RedoKbRead).unwrap_or_default()),
+            crate::fmt::count(r.blocks_recovered as f64),
+            crate::fmt::count(r.transactions_rolled_back as f64),
+            brownout,
         ));
     }
     out.blank();
@@ -550,6 +592,7 @@ cr         200       1.000 0.100 ( 10.0%) 0.050 (  5.0%) 0.300 ( 30.0%) 0.500 ( 
     fn small_run() -> RunResult {
         let phase = |slow: u64| PhaseResult {
             alert_log: Vec::new(),
+            recovery: Vec::new(),
             name: "starved".into(),
             start_ns: 5_000 * MS,
             elapsed_ns: 5_000 * MS,
@@ -685,5 +728,69 @@ cr         200       1.000 0.100 ( 10.0%) 0.050 (  5.0%) 0.300 ( 30.0%) 0.500 ( 
             ),
             "{text}"
         );
+    }
+
+    /// A phase with one instance recovery: the text section and JSON
+    /// `recovery`; a phase without one shows neither.
+    #[test]
+    fn instance_recovery_is_summarized_only_where_there_was_one() {
+        use fusion_core::metrics::RecoveryFigure as F;
+        let mut r = small_run();
+        let none = render(&r, &TextOptions::default());
+        assert!(!none.contains("Instance recovery"));
+        let entry = crate::model::RecoveryEntry {
+            dead_instance: 3,
+            recovered_by: 1,
+            detected_ns: 7_250 * MS,
+            freeze_ns: 120 * MS,
+            recovery_ns: 2_400 * MS,
+            redo_bytes_read: 512 * 1024,
+            blocks_recovered: 1_234,
+            transactions_rolled_back: 5,
+            brownout_ns: Some(3_100 * MS),
+        };
+        r.variants[0].phases[0].recovery = vec![entry.clone()];
+        let text = render(&r, &TextOptions::default());
+        let at = text.find("Instance recovery").expect("the section");
+        let section: Vec<&str> = text[at..].lines().take(3).collect();
+        assert_eq!(
+            section[2],
+            "  inst3   inst1                2.250          120           2400             512             1,234                 5           3100",
+            "{section:#?}"
+        );
+        assert_eq!(
+            text.matches("Instance recovery").count(),
+            1,
+            "one phase had one"
+        );
+        let j = crate::json::to_json(&r);
+        let rec = &j["variants"][0]["phases"][0]["recovery"][0];
+        for (k, v) in [
+            ("dead_instance", 3.0),
+            ("recovered_by", 1.0),
+            ("detected_s", 2.25),
+            ("freeze_ms", 120.0),
+            ("recovery_ms", 2400.0),
+            ("brownout_ms", 3100.0),
+            ("redo_kb_read", 512.0),
+            ("blocks_recovered", 1234.0),
+        ] {
+            assert_eq!(rec[k].as_f64(), Some(v), "{k}: {rec}");
+        }
+        assert!(j["variants"][1]["phases"][0].get("recovery").is_none());
+        // As expectation figures: the largest time, the sum of counts.
+        let mut p = r.variants[0].phases[0].clone();
+        p.recovery.push(crate::model::RecoveryEntry {
+            dead_instance: 2,
+            brownout_ns: None,
+            recovery_ns: 900 * MS,
+            ..entry
+        });
+        let v = |f, i| crate::verdict::recovery_value(f, i, &p);
+        assert_eq!(v(F::RecoveryMs, None), Some(2400.0));
+        assert_eq!(v(F::RecoveryMs, Some(2)), Some(900.0));
+        assert_eq!(v(F::BlocksRecovered, None), Some(2468.0));
+        assert_eq!(v(F::BrownoutMs, Some(2)), None, "no rate before the fault");
+        assert_eq!(v(F::FreezeMs, Some(1)), None, "instance 1 did not die");
     }
 }

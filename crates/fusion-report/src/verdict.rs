@@ -178,6 +178,18 @@ fn value_of(m: &MetricRef, variant: &str, variants: &[VariantResult]) -> Result<
             m.phase
         )
     })?;
+    if let Metric::Recovery(figure) = m.metric {
+        return recovery_value(figure, m.instance, phase).ok_or_else(|| {
+            format!(
+                "`{}` had nothing to measure ({})",
+                m.text,
+                match m.instance {
+                    Some(id) => format!("no recovery of instance {id} in phase `{}`", m.phase),
+                    None => format!("no instance recovery in phase `{}`", m.phase),
+                }
+            )
+        });
+    }
     let stats: Stats = match m.instance {
         Some(id) => phase
             .instance(id)
@@ -192,6 +204,28 @@ fn value_of(m: &MetricRef, variant: &str, variants: &[VariantResult]) -> Result<
             nothing_because(m.metric)
         )
     })
+}
+
+/// A `recovery:<figure>` of `phase`: of the recoveries of dead instance
+/// `instance` (1-based), or of every recovery of the phase when `None`.
+/// Several recoveries add up for counts (redo, blocks, transactions) and
+/// the largest stands for them for times. `None`: no such recovery (or no
+/// brownout known for any of them).
+pub fn recovery_value(
+    figure: fusion_core::metrics::RecoveryFigure,
+    instance: Option<u8>,
+    phase: &crate::model::PhaseResult,
+) -> Option<f64> {
+    let values = phase
+        .recovery
+        .iter()
+        .filter(|r| instance.is_none_or(|i| r.dead_instance == i))
+        .filter_map(|r| r.figure(figure, phase.start_ns));
+    if figure.sums() {
+        values.reduce(|a, b| a + b)
+    } else {
+        values.reduce(f64::max)
+    }
 }
 
 /// Why a figure has no value: its denominator was zero.
@@ -216,6 +250,7 @@ fn nothing_because(metric: Metric) -> String {
         Metric::DecompMs(k, _) => format!("no gc {} blocks received", kind(k)),
         Metric::DecompShare(k, _) => format!("no gc {} block receive time", kind(k)),
         Metric::SqlPerExec(_) => "no execution of a user statement".into(),
+        Metric::Recovery(_) => "no instance recovery".into(),
         Metric::Stat(_)
         | Metric::EventWaits(_)
         | Metric::EventTimeMs(_)
@@ -253,6 +288,7 @@ mod tests {
     fn phase(name: &str, instances: Vec<InstanceResult>) -> PhaseResult {
         PhaseResult {
             alert_log: Vec::new(),
+            recovery: Vec::new(),
             name: name.into(),
             start_ns: 0,
             elapsed_ns: 10_000 * MS,

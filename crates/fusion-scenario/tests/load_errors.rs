@@ -321,6 +321,12 @@ const CASES: &[Case] = &[
         ..CASE
     },
     Case {
+        name: "unknown recovery figure",
+        edits: &[Append("\n[[expect]]\nname = \"e\"\nmetric = \"recovery:downtime_ms\"\nphase = \"starved\"\nop = \"<\"\nvalue = 0\n")],
+        want: &[at("metric", 10, "expect[0].metric", &["unknown recovery figure `downtime_ms`", "recovery_ms", "brownout_ms"])],
+        ..CASE
+    },
+    Case {
         name: "unknown metric",
         edits: &[Append("\n[[expect]]\nname = \"e\"\nmetric = \"Avg global cache fast block time\"\nphase = \"starved\"\nop = \">\"\nvalue = 0\n")],
         want: &[at("metric", 10, "expect[0].metric", &["unknown metric"])],

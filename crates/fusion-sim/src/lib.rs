@@ -8,6 +8,7 @@
 
 mod life;
 mod redo;
+mod samples;
 mod store;
 
 use std::cmp::Reverse;
@@ -248,6 +249,12 @@ pub struct Sim {
     vote_latency: Nanos,
     /// Kills, pauses and continues as they happened: (time, instance, what).
     fault_log: Vec<(Nanos, InstId, String)>,
+    /// Every instance's commits, sampled for the brownout (samples.rs);
+    /// `None` when the scenario has no failure fault.
+    commits: Option<fusion_driver::brownout::CommitSeries>,
+    /// Per instance: its lives the cluster admitted and the recoveries of
+    /// it survivors reported (samples.rs).
+    lives_recovered: Vec<samples::Lives>,
     /// Each instance's configuration, to start it again after a kill.
     configs: Vec<fusion_core::instance::InstanceConfig>,
     /// How many times each instance was restarted.
@@ -307,6 +314,8 @@ impl Sim {
             voting: fusion_core::voting::VotingFile::new(instance_count),
             vote_latency: s.storage.write_latency,
             fault_log: Vec::new(),
+            commits: samples::series_for(s),
+            lives_recovered: vec![samples::Lives::default(); instance_count],
             lives: vec![0; instance_count],
             configs,
         }
@@ -478,8 +487,13 @@ impl Sim {
 
     /// Process events up to `until`.
     pub fn run_until(&mut self, until: Nanos) {
+        // A frozen or dead instance fires no timer: re-arming it would only
+        // queue a wake-up to drop (one per call, so the events counted would
+        // depend on where a run stops, as it does at every sample).
         for i in 0..self.instances.len() {
-            self.drain(i);
+            if self.is_up(i) {
+                self.drain(i);
+            }
         }
         // A wake-up that is due before anything queued skips the queue.
         let mut direct: Option<(Nanos, usize)> = None;
@@ -696,7 +710,10 @@ impl Sim {
                 return Err(why.clone());
             }
             let activity = self.activity();
-            if activity.iter().all(Activity::at_rest) {
+            // A dead instance's blocks are only whole again once a survivor
+            // recovered it (samples.rs).
+            let unrecovered = self.unrecovered();
+            if activity.iter().all(Activity::at_rest) && unrecovered.is_empty() {
                 return Ok(());
             }
             if self.now >= limit {
@@ -704,6 +721,9 @@ impl Sim {
                     "{} s of simulated time",
                     fusion_driver::SETTLE_NS_MAX / NS_PER_S
                 );
+                if !unrecovered.is_empty() {
+                    return Err(samples::not_recovered(&unrecovered, &waited));
+                }
                 return fusion_driver::settled(&activity, &waited);
             }
         }
@@ -794,6 +814,7 @@ pub fn run_variant_losing(name: &str, s: &Scenario, opts: &SimOptions, k: u64) -
 /// Run `sim`, new for scenario `s`, through the phases.
 fn run_phases(mut sim: Sim, name: &str, s: &Scenario, opts: &SimOptions) -> VariantOutcome {
     let mut phases = Vec::new();
+    let mut recoveries = Vec::new();
     let mut stopped = None;
     for phase in &s.phases {
         // The counters before the phase's own commands: what a command sets
@@ -809,7 +830,7 @@ fn run_phases(mut sim: Sim, name: &str, s: &Scenario, opts: &SimOptions) -> Vari
             }
         }
         let timeline = life::timeline_of(start, &phase.faults);
-        sim.run_to(start + phase.duration, &timeline);
+        sim.run_sampled(start + phase.duration, &timeline);
         if let Some(why) = sim.stopped() {
             // A phase cut short is left out of the result.
             stopped = Some(format!("phase {:?}: {why}", phase.name));
@@ -824,7 +845,9 @@ fn run_phases(mut sim: Sim, name: &str, s: &Scenario, opts: &SimOptions) -> Vari
             &sim.snapshot(),
             sim.take_alert_log(),
         ));
+        recoveries.push(sim.take_recoveries());
     }
+    samples::attach_recoveries(&mut phases, recoveries, s, sim.commit_series());
     // What the run did, before the checkers' quiet period below.
     let ran = Ran::Simulated {
         events: sim.events,

@@ -72,6 +72,9 @@ impl Sim {
                     x.crash(self.now);
                 }
                 self.armed[i] = None;
+                if let Some(c) = self.checker.as_mut() {
+                    c.instance_down(InstId(i as u8));
+                }
                 self.fault_log
                     .push((self.now, InstId(i as u8), "killed (SIGKILL)".to_string()));
             }

@@ -20,7 +20,8 @@ use crate::tour::{self, TourArgs};
 #[command(after_help = "\
 Exit status: 0 ran (whatever the verdicts); 1 `validate` found problems (or a shipped \
 scenario does not load); 2 bad input (missing file or name, invalid scenario, bad --set, \
-unknown --phase, usage, a run estimated to need more memory than --max-memory); 3 the simulator reported protocol errors or checker violations; \
+unknown --phase, usage, a run estimated to need more memory than --max-memory); 3 the simulator reported protocol errors or checker violations \
+(`chaos`: a run lost an acknowledged commit, broke a check or hit a protocol error); \
 4 a live cluster failed (an instance or the store died or did not answer).")]
 pub struct Cli {
     #[command(subcommand)]
@@ -33,6 +34,10 @@ pub enum Command {
     Tour(TourCmd),
     /// Simulate one scenario and print its report.
     Run(RunCmd),
+    /// Run a scenario's workload many times with random failures (kill,
+    /// restart, pause, loss, partition: the kinds the loader accepts), the
+    /// checkers on, and count acknowledged and lost commits.
+    Chaos(ChaosCmd),
     /// Load a scenario and report its problems without running it.
     Validate(ValidateCmd),
     /// List the shipped scenarios.
@@ -192,6 +197,30 @@ pub struct RunCmd {
 }
 
 #[derive(Args)]
+pub struct ChaosCmd {
+    /// A scenario file, or the name of a shipped scenario.
+    #[arg(value_name = "FILE|NAME")]
+    pub scenario: String,
+    /// Runs, each with its own seed and faults.
+    #[arg(long, default_value_t = 10)]
+    pub runs: u32,
+    /// The first run's seed (run i has seed S + i); default: the scenario's.
+    /// `--runs 1 --seed X` replays the run that printed seed X.
+    #[arg(long, value_name = "S")]
+    pub seed: Option<u64>,
+    /// Print one JSON object instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Override a value of the file before the faults are added (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+    /// Refuse to run when the estimated peak memory of a run is above this
+    /// (runs in parallel share it); default: half of the machine's memory.
+    #[arg(long, value_name = "SIZE", value_parser = crate::memory::parse_size)]
+    pub max_memory: Option<u64>,
+}
+
+#[derive(Args)]
 pub struct ValidateCmd {
     /// A scenario file, or the name of a shipped scenario.
     #[arg(value_name = "FILE|NAME")]
@@ -244,6 +273,18 @@ pub fn dispatch(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::R
         Command::Instance(i) => {
             crate::live::instance(i.id, &i.interconnect, &i.admin, i.addr_file.as_deref(), err)
         }
+        Command::Chaos(c) => crate::chaos::chaos(
+            &crate::chaos::ChaosArgs {
+                scenario: c.scenario,
+                runs: c.runs,
+                seed: c.seed,
+                json: c.json,
+                sets: c.sets,
+                max_memory: c.max_memory,
+            },
+            out,
+            err,
+        ),
         Command::Validate(v) => commands::validate(
             &v.scenario,
             &v.sets,

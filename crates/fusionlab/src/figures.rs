@@ -176,6 +176,9 @@ pub fn with_unit(metric: Metric, v: f64) -> String {
         Metric::PerSecond(_) => format!("{}/s", grouped(v, 1)),
         Metric::DecompShare(..) => format!("{:.1} %", v * 100.0),
         Metric::ClassTimeMs(_) => format!("{} ms", ms(v)),
+        Metric::Recovery(f) if f.is_ms() => format!("{} ms", ms(v)),
+        Metric::Recovery(fusion_core::metrics::RecoveryFigure::DetectedS) => format!("{v:.3} s"),
+        Metric::Recovery(_) => count(v),
         Metric::Sql(c) | Metric::SqlPerExec(c) => match c {
             _ if c.is_time() => format!("{} ms", fine_ms(v)),
             SqlColumn::Query | SqlColumn::Current => format!("{} gets", count(v)),
@@ -205,6 +208,9 @@ pub fn measure(result: &RunResult, m: &MetricRef) -> Option<f64> {
         None => result.variants.first()?,
     };
     let phase = variant.phase(&m.phase)?;
+    if let Metric::Recovery(figure) = m.metric {
+        return fusion_report::verdict::recovery_value(figure, m.instance, phase);
+    }
     let stats = match m.instance {
         Some(id) => phase.instance(id)?.stats.clone(),
         None => phase.cluster_stats(),

@@ -6,12 +6,14 @@
 //! - [`report`]: what a run prints, on the simulator and live alike.
 //! - [`tour`]: the myth tour.
 //! - [`bench`]: the simulator speed benchmark.
+//! - [`chaos`]: `fusionlab chaos`, runs with random failures and the checkers on.
 //! - [`live`]: the live cluster (`store`, `instance`, `up`, `status`, `down`, `run --live`).
 //! - [`figures`]: the compact per-phase figures and number formatting the tour uses.
 //! - [`memory`]: `--max-memory`, refusing a run estimated not to fit.
 
 pub mod args;
 pub mod bench;
+pub mod chaos;
 pub mod cli;
 pub mod commands;
 pub mod figures;

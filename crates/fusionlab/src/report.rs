@@ -97,6 +97,18 @@ pub fn run_summary(outcomes: &[VariantOutcome]) -> String {
                 grouped(c.index_entries_checked as f64, 0),
                 grouped(c.commits as f64, 0),
             ));
+            // Only a run where instances died (or a commit was lost) says more.
+            if c.commits_in_doubt + c.transactions_rolled_back + c.commits_lost > 0 {
+                s.push_str(&format!(
+                    "checked {name} across failures: {} commits acknowledged, {} lost, {} in doubt \
+                     (not acknowledged when their instance died), {} open transactions of dead \
+                     instances rolled back\n",
+                    grouped(c.commits_acknowledged as f64, 0),
+                    grouped(c.commits_lost as f64, 0),
+                    grouped(c.commits_in_doubt as f64, 0),
+                    grouped(c.transactions_rolled_back as f64, 0),
+                ));
+            }
         }
     }
     s

@@ -133,6 +133,13 @@ pub enum Observation {
         xid: Xid,
         scn: Scn,
     },
+    /// The commit of `xid` was acknowledged to its session: its `log file
+    /// sync` ended (the commit record is on disk). Recorded after its
+    /// `Commit`; a commit not acknowledged when its instance died is in
+    /// doubt (it is committed if its record reached the disk).
+    Acknowledged {
+        xid: Xid,
+    },
 }
 
 /// The processes of an instance, each a user of the CPU run queue.

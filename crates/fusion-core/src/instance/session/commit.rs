@@ -92,6 +92,7 @@ impl Instance {
         self.wake_tx_waiters(xid, scn);
         self.stats.incr(Stat::RedoSynchWrites);
         if self.request_flush(rba, Some(FlushWaiter::Session(sid))) {
+            self.record(Observation::Acknowledged { xid });
             self.end_txn(sid);
         } else {
             self.begin_wait(sid, Wait::LogFileSync, SessionState::WaitCommit);
@@ -129,6 +130,8 @@ impl Instance {
         if let Some(since) = self.sessions.waiting_since(sid) {
             self.stats.add(Stat::RedoSynchTime, self.now - since);
         }
+        let xid = self.sessions.session(sid).xid;
+        self.record(Observation::Acknowledged { xid });
         self.end_wait(sid, None);
         self.end_txn(sid);
     }

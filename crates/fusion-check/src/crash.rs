@@ -1,0 +1,411 @@
+//! The checks across crashes. An instance that was killed or evicted is
+//! down ([`ConsistencyChecker::instance_down`]; on every event the
+//! simulator's checker also takes as down an instance that stopped itself,
+//! `Instance::halted`, and one the newest incarnation of the membership
+//! leaves out, frozen or not): its memory is
+//! gone, so its buffers count neither for coherence nor as the newest image
+//! of a block, and its horizon no longer holds back the reads waiting for
+//! commits (it will commit nothing more). What it did before stays:
+//!
+//! - a commit it **acknowledged** to its session (`Observation::Acknowledged`:
+//!   the commit record was on disk) must survive, in the store or in a
+//!   surviving instance's cache, as any other commit (the lost-write and CR
+//!   checks); one that did not is counted in `commits_lost`;
+//! - its **open transactions** must be rolled back by the instance recovery:
+//!   a row only they wrote must hold its value from before them, and a
+//!   change of theirs found at the end is reported as a rolled-back change
+//!   that survives;
+//! - a commit it made but had **not acknowledged** yet is in doubt: its
+//!   record may or may not have reached the disk, so the recovery may keep
+//!   or lose it, and both are right. A read or a final image may show the
+//!   version it committed or the one before it.
+//!
+//! A restarted instance is a new life: once the newest incarnation admits
+//! it (or [`ConsistencyChecker::instance_up`] says so), its buffers and
+//! horizon count again, the horizon from its next drain; what it did before
+//! the cluster admitted it counts for nothing.
+
+use fusion_core::instance::Instance;
+use fusion_core::types::{InstId, Scn, Xid};
+use rustc_hash::FxHashMap;
+
+use super::pending::Read;
+use super::rows::{Row, RowKey};
+use super::{ConsistencyChecker, Mark};
+
+/// A transaction's writes: (table, key, value).
+type Writes = Vec<(usize, u64, i64)>;
+
+/// What the deaths of instances leave to check.
+pub(crate) struct Crashes {
+    /// Per instance (0-based): down.
+    down: Vec<bool>,
+    /// Per instance: the newest incarnation seen when it went down (a
+    /// later one that admits it admits a new life).
+    down_at: Vec<u32>,
+    /// The newest incarnation seen (`note_evictions`).
+    newest: u32,
+    /// Commits not acknowledged yet, with their SCN and writes: in doubt
+    /// if their instance dies now. Holds the commits waiting for their
+    /// `log file sync`, a few per session at most.
+    unacked: FxHashMap<Xid, (Scn, Writes)>,
+    /// Per row, the versions committed in doubt (commit SCN, value).
+    doubt: FxHashMap<RowKey, Vec<(Scn, i64)>>,
+    /// Per row, the changes of transactions rolled back by a death.
+    rolled_back: FxHashMap<RowKey, Vec<(Xid, i64)>>,
+}
+
+impl Crashes {
+    pub(crate) fn new(instances: usize) -> Crashes {
+        Crashes {
+            down: vec![false; instances],
+            down_at: vec![0; instances],
+            newest: 0,
+            unacked: FxHashMap::default(),
+            doubt: FxHashMap::default(),
+            rolled_back: FxHashMap::default(),
+        }
+    }
+
+    /// Whether only transactions rolled back by a death wrote `row` (or
+    /// some did): its value from before them is expected.
+    pub(crate) fn rolled_back_row(&self, row: &RowKey) -> bool {
+        self.rolled_back.contains_key(row)
+    }
+
+    /// The rolled-back transaction that wrote `got` to `row`, if one did.
+    pub(crate) fn rolled_back_value(&self, row: &RowKey, got: Option<i64>) -> Option<Xid> {
+        let got = got?;
+        self.rolled_back
+            .get(row)?
+            .iter()
+            .rev()
+            .find(|(_, v)| *v == got)
+            .map(|(x, _)| *x)
+    }
+
+    /// Whether `got`, the newest image's value of `row`, is right given the
+    /// commits in doubt on it: the newest version, or an older one all of
+    /// whose successors are in doubt.
+    pub(crate) fn doubtful_value(
+        &self,
+        key: &RowKey,
+        row: &Row,
+        got: Option<i64>,
+        initial: Option<i64>,
+    ) -> bool {
+        self.doubt
+            .get(key)
+            .is_some_and(|d| row.seen_at_doubtful(Scn::MAX, d, initial).contains(&got))
+    }
+}
+
+impl ConsistencyChecker {
+    /// `inst` crashed (killed) or was evicted: from now on its buffers and
+    /// its horizon do not count, its open transactions are expected rolled
+    /// back, and its commits not acknowledged yet are in doubt.
+    pub fn instance_down(&mut self, inst: InstId) {
+        let i = inst.idx();
+        if i >= self.crash.down.len() {
+            self.crash.down.resize(i + 1, false);
+        }
+        if self.crash.down[i] {
+            return;
+        }
+        self.crash.down[i] = true;
+        if i >= self.crash.down_at.len() {
+            self.crash.down_at.resize(i + 1, 0);
+        }
+        self.crash.down_at[i] = self.crash.newest;
+        let mut open: Vec<Xid> = self
+            .open
+            .keys()
+            .filter(|x| x.inst() == inst)
+            .copied()
+            .collect();
+        open.sort_unstable();
+        for xid in open {
+            let Some(writes) = self.open.remove(&xid) else {
+                continue;
+            };
+            self.report.transactions_rolled_back += 1;
+            for (t, k, v) in writes {
+                self.crash
+                    .rolled_back
+                    .entry((t, k))
+                    .or_default()
+                    .push((xid, v));
+            }
+        }
+        let mut doubt: Vec<Xid> = self
+            .crash
+            .unacked
+            .keys()
+            .filter(|x| x.inst() == inst)
+            .copied()
+            .collect();
+        doubt.sort_unstable();
+        for xid in doubt {
+            let Some((scn, writes)) = self.crash.unacked.remove(&xid) else {
+                continue;
+            };
+            self.report.commits_in_doubt += 1;
+            for (t, k, v) in writes {
+                self.crash.doubt.entry((t, k)).or_default().push((scn, v));
+            }
+        }
+        // Reads waiting only for it can be verified now.
+        self.settle();
+    }
+
+    /// Every instance the newest incarnation of the cluster (as the
+    /// instances that are up see it) leaves out is down: evicted, even if
+    /// it is frozen and does not know it yet.
+    pub(crate) fn note_evictions(&mut self, instances: &[Instance]) {
+        let newest = instances
+            .iter()
+            .filter(|i| !self.is_down(i.id) && i.halted().is_none())
+            .map(|i| {
+                let (incarnation, members) = i.membership();
+                (incarnation, std::cmp::Reverse(i.id.0), members)
+            })
+            .max_by_key(|m| (m.0, m.1));
+        let Some((incarnation, _, members)) = newest else {
+            return;
+        };
+        self.crash.newest = self.crash.newest.max(incarnation);
+        for inst in instances {
+            let member = members.contains(inst.id);
+            let admitted_since = self
+                .crash
+                .down_at
+                .get(inst.id.idx())
+                .is_some_and(|&at| incarnation > at);
+            if !member && !self.is_down(inst.id) {
+                self.instance_down(inst.id);
+            } else if member && admitted_since && self.is_down(inst.id) && inst.halted().is_none() {
+                // A restarted instance a later incarnation admitted: a new life.
+                self.instance_up(inst.id);
+            }
+        }
+    }
+
+    /// `inst` started again (a new incarnation, empty cache): its buffers
+    /// and horizon count again, the horizon from its next drain.
+    pub fn instance_up(&mut self, inst: InstId) {
+        let i = inst.idx();
+        if let Some(d) = self.crash.down.get_mut(i) {
+            *d = false;
+        }
+        if let Some(m) = self.marks.get_mut(i) {
+            *m = Mark::default();
+        }
+    }
+
+    /// Whether `inst` is down (killed or evicted, not restarted).
+    pub fn is_down(&self, inst: InstId) -> bool {
+        self.crash.down.get(inst.idx()).copied().unwrap_or(false)
+    }
+
+    /// The marks of the instances that are not down.
+    pub(crate) fn live_marks(&self) -> impl Iterator<Item = &Mark> {
+        self.marks
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !self.crash.down.get(*i).copied().unwrap_or(false))
+            .map(|(_, m)| m)
+    }
+
+    /// `xid` committed at `scn` with `writes`: in doubt until acknowledged.
+    pub(crate) fn committed(&mut self, xid: Xid, scn: Scn, writes: Writes) {
+        self.crash.unacked.insert(xid, (scn, writes));
+    }
+
+    /// `xid`'s commit was acknowledged to its session.
+    pub(crate) fn acknowledged(&mut self, xid: Xid) {
+        self.report.commits_acknowledged += 1;
+        self.crash.unacked.remove(&xid);
+    }
+
+    /// Whether a read that did not return the expected value returned one
+    /// a commit in doubt explains (the version before a lost one).
+    pub(crate) fn doubtful_read(&self, r: &Read, exists: bool) -> bool {
+        let key = (r.table, r.key);
+        let (Some(d), Some(row)) = (self.crash.doubt.get(&key), self.rows.get(&key)) else {
+            return false;
+        };
+        row.seen_at_doubtful(r.snapshot, d, exists.then_some(0))
+            .contains(&r.val)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use fusion_core::config::{Catalog, TableDef};
+    use fusion_core::instance::{Horizon, Observation};
+    use fusion_core::layout::Layout;
+    use fusion_core::types::{InstId, Xid};
+
+    use crate::{CheckReport, ConsistencyChecker};
+
+    fn layout() -> Arc<Layout> {
+        let catalog = Catalog {
+            tables: vec![TableDef {
+                name: "t".into(),
+                rows: 10,
+                rows_per_block: 10,
+                free_blocks_per_instance: 0,
+                orgs: 1,
+                partition_by_org: false,
+                distinct_values: 0,
+            }],
+            ..Catalog::default()
+        };
+        Arc::new(Layout::new(&catalog, 2, 1))
+    }
+
+    fn x(inst: u8, seq: u64) -> Xid {
+        Xid::new(InstId(inst), seq)
+    }
+
+    fn write(xid: Xid, key: u64, val: i64) -> Observation {
+        Observation::Write {
+            xid,
+            table: 0,
+            key,
+            val,
+        }
+    }
+
+    fn commit(xid: Xid, scn: u64) -> Observation {
+        Observation::Commit { xid, scn }
+    }
+
+    fn ack(xid: Xid) -> Observation {
+        Observation::Acknowledged { xid }
+    }
+
+    fn read(snapshot: u64, key: u64, val: i64) -> Observation {
+        Observation::Read {
+            xid: Xid::NONE,
+            snapshot,
+            table: 0,
+            key,
+            val: Some(val),
+        }
+    }
+
+    fn horizon(scn: u64) -> Option<Horizon> {
+        Some(Horizon { scn, snapshot: scn })
+    }
+
+    /// Finish with the store holding `images`: (key, value) of table 0's
+    /// block (every other row at its initial 0).
+    fn finish(c: ConsistencyChecker, images: &[(u64, i64)]) -> CheckReport {
+        let layout = layout();
+        let mut stored = layout.initial_blocks();
+        for &(key, val) in images {
+            let rowid = layout.initial_rowid(0, key).expect("a row");
+            let block = &mut stored[rowid.blk.idx()];
+            let change = fusion_core::block::Change::UpdateRow {
+                slot: rowid.slot,
+                val,
+            };
+            assert!(block.apply(&change, Xid::new(InstId(0), 999), 1));
+        }
+        c.finish_with(|blk| {
+            stored
+                .get(blk.idx())
+                .map(|b| (b.clone(), "the store".to_string()))
+        })
+    }
+
+    #[test]
+    fn an_acknowledged_commit_of_a_dead_instance_must_survive() {
+        for (image, lost) in [(7, 0), (0, 1)] {
+            let mut c = ConsistencyChecker::new(layout());
+            let a = x(1, 1);
+            c.take_drained(
+                InstId(1),
+                &[write(a, 3, 7), commit(a, 10), ack(a)],
+                horizon(11),
+            );
+            c.instance_down(InstId(1));
+            c.take_drained(InstId(0), &[read(20, 3, image)], horizon(21));
+            let r = finish(c, &[(3, image)]);
+            assert_eq!(r.commits_acknowledged, 1);
+            assert_eq!(r.commits_lost, lost, "{:?}", r.violations);
+            // Lost: the read after it and the final image both say so.
+            assert_eq!(r.violations.len(), 2 * lost as usize, "{:?}", r.violations);
+        }
+    }
+
+    #[test]
+    fn an_open_transaction_of_a_dead_instance_must_be_rolled_back() {
+        for (image, violations) in [(0, 0), (9, 1)] {
+            let mut c = ConsistencyChecker::new(layout());
+            let a = x(1, 1);
+            c.take_drained(InstId(1), &[write(a, 4, 9)], horizon(5));
+            c.instance_down(InstId(1));
+            let r = finish(c, &[(4, image)]);
+            assert_eq!(r.transactions_rolled_back, 1);
+            assert_eq!(r.violations.len(), violations, "{:?}", r.violations);
+            if violations > 0 {
+                assert!(
+                    r.violations[0].starts_with("rolled-back change survives: table 0 key 4"),
+                    "{:?}",
+                    r.violations
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_commit_not_acknowledged_before_the_death_is_in_doubt_either_way() {
+        for image in [5, 1] {
+            let mut c = ConsistencyChecker::new(layout());
+            let (a, b) = (x(0, 1), x(1, 1));
+            c.take_drained(
+                InstId(0),
+                &[write(a, 2, 1), commit(a, 10), ack(a)],
+                horizon(11),
+            );
+            c.take_drained(InstId(1), &[write(b, 2, 5), commit(b, 20)], horizon(21));
+            c.instance_down(InstId(1));
+            c.take_drained(InstId(0), &[read(30, 2, image)], horizon(31));
+            let r = finish(c, &[(2, image)]);
+            assert_eq!(r.commits_in_doubt, 1);
+            assert!(r.violations.is_empty(), "{image}: {:?}", r.violations);
+        }
+        // But not any value.
+        let mut c = ConsistencyChecker::new(layout());
+        let b = x(1, 1);
+        c.take_drained(InstId(1), &[write(b, 2, 5), commit(b, 20)], horizon(21));
+        c.instance_down(InstId(1));
+        let r = finish(c, &[(2, 3)]);
+        assert_eq!(r.violations.len(), 1, "{:?}", r.violations);
+    }
+
+    #[test]
+    fn a_dead_instance_holds_no_read_back() {
+        let mut c = ConsistencyChecker::new(layout());
+        let a = x(0, 1);
+        c.take_drained(InstId(1), &[], horizon(5));
+        c.take_drained(
+            InstId(0),
+            &[write(a, 1, 2), commit(a, 10), ack(a)],
+            horizon(40),
+        );
+        c.take_drained(InstId(0), &[read(30, 1, 2)], horizon(40));
+        assert_eq!(c.kept().0, 1, "waits for instance 1, at 5");
+        c.instance_down(InstId(1));
+        assert_eq!(c.kept().0, 0, "instance 1 will commit nothing more");
+        c.instance_up(InstId(1));
+        c.take_drained(InstId(0), &[read(45, 1, 2)], horizon(50));
+        assert_eq!(c.kept().0, 1, "a restarted instance counts again");
+        let r = finish(c, &[(1, 2)]);
+        assert!(r.violations.is_empty(), "{:?}", r.violations);
+    }
+}

@@ -1,0 +1,266 @@
+//! The recovery summary's simulator side: each instance's committed
+//! transactions sampled every [`SAMPLE_NS`] of cluster time while a
+//! scenario with failure faults runs (the brownout is read off them,
+//! `fusion_driver::brownout`), and the instance recoveries gathered at
+//! every phase's end into the phase results.
+//!
+//! Sampling stops the event loop at the sample times, as a timed fault
+//! does; it reads counters and changes nothing. A scenario without failure
+//! faults is not sampled at all.
+
+use fusion_core::config::Nanos;
+use fusion_core::recovery::RecoveryReport;
+use fusion_core::stats::Stat;
+use fusion_driver::brownout::{CommitSeries, SAMPLE_NS, SAMPLES_MAX, recovery_entry};
+use fusion_report::PhaseResult;
+use fusion_scenario::{Fault, Scenario};
+
+use super::Sim;
+use super::life::{Life, LifeEvent};
+
+/// An instance's lives: how many the cluster admitted (the last by its
+/// number) and how many recoveries of it survivors reported.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Lives {
+    admitted: u32,
+    admitted_life: Option<u32>,
+    recovered: u32,
+    /// The life last seen, and the newest incarnation when it was first
+    /// seen: a later incarnation that has it as a member admitted it (the
+    /// one it was born into still names its earlier life).
+    life_seen: u32,
+    born: u32,
+}
+
+/// The commit series of a run of `s`: sampled only when it has failure faults.
+pub(crate) fn series_for(s: &Scenario) -> Option<CommitSeries> {
+    s.phases
+        .iter()
+        .flat_map(|p| &p.faults)
+        .any(Fault::is_failure)
+        .then(|| CommitSeries::new(0, SAMPLE_NS))
+}
+
+impl Sim {
+    /// [`Sim::run_to`], stopping at every sample time on the way to take a
+    /// sample of every instance's commits (when the run samples).
+    pub(crate) fn run_sampled(&mut self, until: Nanos, timeline: &[(Nanos, LifeEvent)]) {
+        let mut applied = 0;
+        while let Some(at) = self
+            .commits
+            .as_ref()
+            .filter(|c| c.samples.len() < SAMPLES_MAX)
+            .map(CommitSeries::next_at)
+            .filter(|&t| t <= until)
+        {
+            let upto = applied + timeline[applied..].partition_point(|(t, _)| *t <= at);
+            self.run_to(at, &timeline[applied..upto]);
+            applied = upto;
+            if self.stopped.is_some() {
+                return;
+            }
+            self.sample();
+        }
+        self.run_to(until, &timeline[applied..]);
+    }
+
+    /// Every instance's `user commits` and whether it is up, now.
+    fn sample(&mut self) {
+        self.note_admissions();
+        let sample = (0..self.instances.len())
+            .map(|i| {
+                (
+                    self.instances[i].stats().get(Stat::UserCommits),
+                    self.is_up(i),
+                )
+            })
+            .collect();
+        // Past SAMPLES_MAX nothing more is kept (nor taken): the brownout
+        // is measured over the samples kept.
+        if let Some(c) = self.commits.as_mut() {
+            c.push(sample);
+        }
+    }
+
+    /// The instance recoveries completed since the last call, every
+    /// instance's, in the order of their completion.
+    pub(crate) fn take_recoveries(&mut self) -> Vec<RecoveryReport> {
+        let mut out: Vec<RecoveryReport> = self
+            .instances
+            .iter_mut()
+            .flat_map(|x| x.take_recoveries())
+            .collect();
+        out.sort_by_key(|r| (r.completed_at, r.dead_instance.0));
+        for r in &out {
+            if let Some(l) = self.lives_recovered.get_mut(r.dead_instance.idx()) {
+                l.recovered += 1;
+            }
+        }
+        out
+    }
+
+    /// Note which instances' current lives the cluster has admitted: those
+    /// in the newest incarnation of the instances that are up (looked at
+    /// every sample and every step of the quiesce).
+    fn note_admissions(&mut self) {
+        let newest = (0..self.instances.len())
+            .filter(|&i| self.is_up(i) && self.instances[i].halted().is_none())
+            .map(|i| {
+                let (incarnation, members) = self.instances[i].membership();
+                (incarnation, std::cmp::Reverse(i), members)
+            })
+            .max_by_key(|m| (m.0, m.1));
+        let Some((incarnation, _, members)) = newest else {
+            return;
+        };
+        for (i, x) in self.instances.iter().enumerate() {
+            let life = self.lives.get(i).copied().unwrap_or(0);
+            let Some(l) = self.lives_recovered.get_mut(i) else {
+                continue;
+            };
+            if life != l.life_seen {
+                l.life_seen = life;
+                l.born = incarnation;
+            }
+            if members.contains(x.id)
+                && (life == 0 || incarnation > l.born)
+                && self.life.get(i).is_some_and(|l| !matches!(l, Life::Down))
+                && l.admitted_life != Some(life)
+            {
+                l.admitted_life = Some(life);
+                l.admitted += 1;
+            }
+        }
+    }
+
+    /// The instances with an admitted life that ended (killed, or evicted
+    /// and stopped) that no survivor has reported recovering yet. The
+    /// end-of-run checks wait for them: until then the newest image of what
+    /// only they held is in their redo, not in any cache or the store. (A
+    /// recovery that completes after the last phase is in no phase's
+    /// report; a life killed before the cluster admitted it held nothing.)
+    pub(crate) fn unrecovered(&mut self) -> Vec<usize> {
+        self.note_admissions();
+        self.take_recoveries();
+        (0..self.instances.len())
+            .filter(|&i| {
+                let l = self.lives_recovered.get(i).copied().unwrap_or_default();
+                let down = matches!(self.life.get(i), Some(Life::Down));
+                let current = self.lives.get(i).copied().unwrap_or(0);
+                let running = !down && l.admitted_life == Some(current);
+                l.recovered < l.admitted - u32::from(running).min(l.admitted)
+            })
+            .collect()
+    }
+
+    /// The commits sampled so far (None when the run does not sample).
+    pub fn commit_series(&self) -> Option<&CommitSeries> {
+        self.commits.as_ref()
+    }
+}
+
+/// The error of a cluster whose dead instances were not recovered in time.
+pub(crate) fn not_recovered(dead: &[usize], waited: &str) -> String {
+    let names: Vec<String> = dead.iter().map(|i| format!("inst{}", i + 1)).collect();
+    format!(
+        "the cluster did not come to rest within {waited} after the run: no survivor \
+         recovered {} (its blocks are only in its redo), so the end-of-run checks were not run",
+        names.join(", ")
+    )
+}
+
+/// Put each phase's recoveries (`recoveries[k]` for `phases[k]`) into its
+/// result, with their brownouts measured over the whole run's `series`
+/// (a brownout goes on past the phase that saw the recovery).
+pub(crate) fn attach_recoveries(
+    phases: &mut [PhaseResult],
+    recoveries: Vec<Vec<RecoveryReport>>,
+    s: &Scenario,
+    series: Option<&CommitSeries>,
+) {
+    for (p, rs) in phases.iter_mut().zip(recoveries) {
+        p.recovery = rs
+            .iter()
+            .map(|r| recovery_entry(r, &s.phases, series))
+            .collect();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use fusion_core::config::{KeyDist, NS_PER_MS, NS_PER_S, Step};
+    use fusion_testkit::{ScenarioBuilder, btree, phase, table, txn, update_by_index, workload};
+
+    use super::*;
+    use crate::{SimOptions, run_phases};
+
+    /// Two phases, updates on every instance, instance 2 frozen for 400 ms
+    /// in the second (a failure fault: the run samples).
+    fn paused() -> Scenario {
+        let mut second = phase("second", 2 * NS_PER_S);
+        second.faults.push(Fault::Pause {
+            instance: 2,
+            at: 500 * NS_PER_MS,
+            duration: 400 * NS_PER_MS,
+        });
+        ScenarioBuilder::new(3)
+            .table(table("t", 400, 20))
+            .index(btree("t_pk", 0, 32, 32))
+            .workload(workload(
+                "w",
+                2,
+                8,
+                NS_PER_MS,
+                vec![txn(
+                    "upd",
+                    1,
+                    vec![update_by_index(KeyDist::Uniform, 1), Step::Commit],
+                )],
+            ))
+            .phase(phase("first", NS_PER_S))
+            .phase(second)
+            .build()
+    }
+
+    #[test]
+    fn commits_are_sampled_every_100_ms_and_sampling_changes_nothing() {
+        let s = paused();
+        let opts = SimOptions::default();
+        let sim = Sim::new(&s, &opts);
+        assert!(sim.commit_series().is_some(), "a failure fault: sampled");
+        let mut probe = Sim::new(&s, &opts);
+        for p in &s.phases {
+            let start = probe.now();
+            for i in 0..probe.instances.len() {
+                for cmd in p.commands_for(i) {
+                    probe.command(i, cmd);
+                }
+            }
+            let timeline = crate::life::timeline_of(start, &p.faults);
+            probe.run_sampled(start + p.duration, &timeline);
+        }
+        let series = probe.commit_series().expect("sampled");
+        // 0 s, 0.1 s, ..., 3.0 s.
+        assert_eq!(series.samples.len(), 31);
+        let up = |k: usize| series.samples[k][1].1;
+        // The pause: from 1.5 s to 1.9 s of the timeline.
+        assert!(up(14) && !up(15) && !up(18) && up(19), "{series:?}");
+        let last = &series.samples[30];
+        // The workload runs on instances 1 and 2.
+        assert!(last[0].0 > 0 && last[1].0 > 0 && last[2].0 == 0, "{last:?}");
+        assert!(series.samples.windows(2).all(|w| w[0][0].0 <= w[1][0].0));
+        // The same run without samples: the same report, bit for bit.
+        let sampled = run_phases(Sim::new(&s, &opts), "v", &s, &opts);
+        let mut plain = Sim::new(&s, &opts);
+        plain.commits = None;
+        let plain = run_phases(plain, "v", &s, &opts);
+        assert_eq!(sampled.events(), plain.events());
+        for (a, b) in sampled.result.phases.iter().zip(&plain.result.phases) {
+            for (x, y) in a.instances.iter().zip(&b.instances) {
+                assert_eq!(x.stats, y.stats);
+            }
+            assert_eq!(a.alert_log, b.alert_log);
+            assert!(a.recovery.is_empty(), "no instance died");
+        }
+    }
+}

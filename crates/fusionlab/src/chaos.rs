@@ -1,0 +1,789 @@
+//! `fusionlab chaos SCENARIO --runs N [--seed S] [--json]`: in the spirit of
+//! TigerBeetle's VOPR and Jepsen, run a scenario's workload N times, each
+//! time with a few failures drawn at random over its timeline, with the
+//! checkers on, and count what was acknowledged and what was lost.
+//!
+//! - **Seeds.** Run `i` (0-based) has seed `S + i` (wrapping; `S` defaults
+//!   to the scenario's seed). That seed draws the run's faults and is the
+//!   simulation's seed, so `fusionlab chaos SCENARIO --runs 1 --seed X`
+//!   replays the run that printed seed `X` exactly.
+//! - **Faults.** Each run draws 1 to 3 faults at times spread uniformly over
+//!   the timeline, in time order: `kill` (an instance crashes), `restart` (a
+//!   killed one comes back), `pause` (a freeze below `css_misscount`), a
+//!   pause of `css_misscount` or more (it ends in an eviction), `loss` (1 to
+//!   20 % of the messages of all links, one instance's or one link's, for
+//!   the phase) and `partition` (one instance cut off for the phase). At
+//!   most `max(1, (n - 1) / 2)` of the `n` instances are ever taken down
+//!   (killed, or evicted by a long pause or a partition) in one run, so a
+//!   majority stays (with 2 instances: one, the tie goes to the survivor's
+//!   cohort) and at least one instance is always up.
+//! - **Validation.** The faults are the scenario model's `Fault`s written
+//!   into the scenario's own `[[phase.fault]]` tables and loaded by the
+//!   loader, as a file would be: a drawn set the loader refuses is redrawn.
+//!   A kind the loader refuses outright (one the model cannot run yet) is
+//!   not drawn at all: each kind is tried once on the scenario before the
+//!   runs, and the output says which kinds were drawn and why the others
+//!   were not. So the kinds drawn follow what the loader accepts.
+//! - **Runs** go over the machine's cores (`std::thread::scope`); the
+//!   results are put in seed order, so the output does not depend on it.
+//!
+//! Exit status 3 when any run lost an acknowledged commit, broke a check or
+//! hit a protocol error.
+
+use std::io::Write;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use anyhow::{Context, Result};
+use fusion_core::config::{NS_PER_MS, NS_PER_S, Nanos};
+use fusion_report::chaos::{ChaosResult, ChaosRun, describe_fault};
+use fusion_scenario::{Direction, Fault, LinkTarget, LoadedScenario, Scenario};
+use fusion_sim::SimOptions;
+use rand_chacha::ChaCha8Rng;
+use rand_core::{Rng, SeedableRng};
+
+use crate::memory::{MemoryLimit, within_limit};
+use crate::{Failure, exit, shipped};
+
+/// What `fusionlab chaos` was asked.
+#[derive(Clone, Debug, Default)]
+pub struct ChaosArgs {
+    /// `FILE|NAME`.
+    pub scenario: String,
+    pub runs: u32,
+    /// The first run's seed (default: the scenario's).
+    pub seed: Option<u64>,
+    pub json: bool,
+    /// `--set KEY=VALUE`, applied before the faults are added.
+    pub sets: Vec<String>,
+    pub max_memory: Option<u64>,
+}
+
+/// The kinds of fault a run may draw.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Kind {
+    Kill,
+    Restart,
+    Pause,
+    /// A pause of `css_misscount` or more: the cluster evicts the instance.
+    LongPause,
+    Loss,
+    Partition,
+}
+
+impl Kind {
+    pub const ALL: &'static [Kind] = &[
+        Kind::Kill,
+        Kind::Restart,
+        Kind::Pause,
+        Kind::LongPause,
+        Kind::Loss,
+        Kind::Partition,
+    ];
+
+    /// As the output and JSON name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Kill => "kill",
+            Kind::Restart => "restart",
+            Kind::Pause => "pause",
+            Kind::LongPause => "long_pause",
+            Kind::Loss => "loss",
+            Kind::Partition => "partition",
+        }
+    }
+
+    /// Whether it takes an instance down for good (until a restart).
+    fn takes_down(self) -> bool {
+        matches!(self, Kind::Kill | Kind::LongPause | Kind::Partition)
+    }
+}
+
+/// A fault drawn for a run: its kind, the phase (index) it belongs to and
+/// the model's fault.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Drawn {
+    pub kind: Kind,
+    pub phase: usize,
+    pub fault: Fault,
+}
+
+/// One run's outcome.
+#[derive(Clone, Debug, Default)]
+pub struct RunOutcome {
+    pub seed: u64,
+    pub faults: Vec<Drawn>,
+    pub acknowledged: u64,
+    pub lost: u64,
+    pub violations: Vec<String>,
+    pub errors: Vec<String>,
+}
+
+impl RunOutcome {
+    pub fn failed(&self) -> bool {
+        self.lost > 0 || !self.violations.is_empty() || !self.errors.is_empty()
+    }
+}
+
+/// The scenario as chaos runs it: its text, label, overrides, and what the
+/// loader made of it.
+struct Base {
+    text: String,
+    label: String,
+    sets: Vec<String>,
+    scenario: Scenario,
+    variant: String,
+}
+
+impl Base {
+    /// Load the scenario with `faults` added to its phases. Err: the
+    /// loader's message.
+    fn with(&self, faults: &[Drawn]) -> Result<LoadedScenario, String> {
+        let text = with_faults(&self.text, faults)?;
+        fusion_scenario::load_str(&text, &self.label, &self.sets).map_err(|e| e.to_string())
+    }
+
+    fn instances(&self) -> usize {
+        self.scenario.instances.len()
+    }
+
+    /// `css_misscount` of instance `i` (0-based), ns.
+    fn misscount(&self, i: usize) -> Nanos {
+        let s = self
+            .scenario
+            .instances
+            .get(i)
+            .map_or(30, |p| p.css_misscount);
+        Nanos::from(s) * NS_PER_S
+    }
+}
+
+/// Run `fusionlab chaos`.
+pub fn chaos(a: &ChaosArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8> {
+    if a.runs == 0 {
+        return Err(Failure::input("--runs: give at least 1 run").into());
+    }
+    let source = shipped::resolve(&a.scenario)?;
+    let (text, label) = source.text()?;
+    let loaded = source
+        .load(&a.sets)
+        .map_err(|e| Failure::input(e.to_string()))?;
+    let estimate = within_limit(&loaded, true, &MemoryLimit::new(a.max_memory))?;
+    let Some(first) = loaded.variants.first() else {
+        return Err(Failure::input(format!("{label}: no variant to run")).into());
+    };
+    if first.scenario.phases.iter().all(|p| p.duration == 0) {
+        return Err(Failure::input(format!("{label}: the timeline is empty")).into());
+    }
+    let base = Base {
+        text,
+        label,
+        sets: a.sets.clone(),
+        scenario: first.scenario.clone(),
+        variant: first.name.clone(),
+    };
+    let (drawable, refused) = drawable_kinds(&base);
+    let start = a.seed.unwrap_or(base.scenario.seed);
+    let seeds: Vec<u64> = (0..u64::from(a.runs))
+        .map(|i| start.wrapping_add(i))
+        .collect();
+    let limit = MemoryLimit::new(a.max_memory);
+    let by_memory = usize::try_from(limit.bytes / estimate.bytes.max(1)).unwrap_or(usize::MAX);
+    let workers = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .min(seeds.len())
+        .min(by_memory.max(1));
+    let outcomes = run_all(&base, &drawable, &seeds, workers)?;
+    let phases = &base.scenario.phases;
+    let result = ChaosResult {
+        scenario: loaded.name.clone(),
+        replay: format!("fusionlab chaos {}", a.scenario),
+        seed: start,
+        kinds_drawn: drawable.iter().map(|k| k.name().to_string()).collect(),
+        kinds_not_drawn: refused
+            .iter()
+            .map(|(k, why)| (k.name().to_string(), why.clone()))
+            .collect(),
+        kinds: Kind::ALL.iter().map(|k| k.name().to_string()).collect(),
+        runs: outcomes
+            .iter()
+            .map(|o| ChaosRun {
+                seed: o.seed,
+                faults: o
+                    .faults
+                    .iter()
+                    .map(|d| {
+                        let phase = phases.get(d.phase).map_or("?", |p| p.name.as_str());
+                        (d.kind.name().to_string(), describe_fault(&d.fault, phase))
+                    })
+                    .collect(),
+                acknowledged: o.acknowledged,
+                lost: o.lost,
+                violations: o.violations.clone(),
+                errors: o.errors.clone(),
+            })
+            .collect(),
+    };
+    if a.json {
+        let v = fusion_report::chaos::json(&result);
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&v).context("cannot serialize the summary")?
+        )?;
+    } else {
+        out.write_all(fusion_report::chaos::text(&result).as_bytes())?;
+    }
+    for o in outcomes.iter().filter(|o| o.failed()) {
+        for line in o.violations.iter().chain(&o.errors) {
+            writeln!(err, "fusionlab: chaos seed {}: {line}", o.seed)?;
+        }
+    }
+    Ok(if outcomes.iter().any(RunOutcome::failed) {
+        exit::SIM_ERRORS
+    } else {
+        exit::OK
+    })
+}
+
+/// Run every seed on `workers` threads; outcomes in seed order.
+fn run_all(
+    base: &Base,
+    drawable: &[Kind],
+    seeds: &[u64],
+    workers: usize,
+) -> Result<Vec<RunOutcome>> {
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<Result<RunOutcome, String>>>> =
+        Mutex::new(vec![None; seeds.len()]);
+    std::thread::scope(|scope| {
+        for _ in 0..workers.max(1) {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(&seed) = seeds.get(i) else {
+                        break;
+                    };
+                    let r = one_run(base, drawable, seed);
+                    if let Ok(mut all) = results.lock() {
+                        all[i] = Some(r);
+                    }
+                }
+            });
+        }
+    });
+    let results = results
+        .into_inner()
+        .map_err(|_| anyhow::anyhow!("a chaos run panicked"))?;
+    let mut out = Vec::with_capacity(seeds.len());
+    for (r, seed) in results.into_iter().zip(seeds) {
+        match r {
+            Some(Ok(o)) => out.push(o),
+            Some(Err(why)) => return Err(Failure::input(why).into()),
+            None => anyhow::bail!("chaos run with seed {seed} did not finish (a thread panicked)"),
+        }
+    }
+    Ok(out)
+}
+
+/// Draws at most before a run gives up finding faults the loader accepts.
+const DRAWS_MAX: u32 = 50;
+
+/// One run: draw faults the loader accepts, simulate with the checkers on.
+fn one_run(base: &Base, drawable: &[Kind], seed: u64) -> Result<RunOutcome, String> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    // Apart from the simulation's own streams of the same seed.
+    rng.set_stream(77);
+    let mut last = String::new();
+    for _ in 0..DRAWS_MAX {
+        let faults = draw(base, drawable, &mut rng);
+        let loaded = match base.with(&faults) {
+            Ok(l) => l,
+            Err(why) => {
+                last = why;
+                continue;
+            }
+        };
+        let Some(v) = loaded.variants.iter().find(|v| v.name == base.variant) else {
+            return Err(format!(
+                "chaos seed {seed}: variant {} is gone",
+                base.variant
+            ));
+        };
+        let opts = SimOptions {
+            seed: Some(seed),
+            check: true,
+        };
+        let o = fusion_sim::run_variant(&v.name, &v.scenario, &opts);
+        let (violations, errors): (Vec<String>, Vec<String>) =
+            o.errors.iter().cloned().partition(|e| o.is_violation(e));
+        let (acknowledged, lost) = o
+            .check
+            .as_ref()
+            .map_or((0, 0), |c| (c.commits_acknowledged, c.commits_lost));
+        return Ok(RunOutcome {
+            seed,
+            faults,
+            acknowledged,
+            lost,
+            violations,
+            errors,
+        });
+    }
+    Err(format!(
+        "chaos seed {seed}: no set of faults drawn in {DRAWS_MAX} tries loads; the last: {last}"
+    ))
+}
+
+/// A number in `0..n` (0 when `n` is 0).
+fn below(rng: &mut ChaCha8Rng, n: u64) -> u64 {
+    if n == 0 { 0 } else { rng.next_u64() % n }
+}
+
+/// One of `items`, if any.
+fn pick<T: Copy>(rng: &mut ChaCha8Rng, items: &[T]) -> Option<T> {
+    let n = u64::try_from(items.len()).ok()?;
+    items.get(usize::try_from(below(rng, n)).ok()?).copied()
+}
+
+/// At most this many instances of `n` are ever taken down in a run.
+pub fn max_down(n: usize) -> usize {
+    if n < 2 { 0 } else { ((n - 1) / 2).max(1) }
+}
+
+/// 1 to 3 faults at random times of the timeline, in time order, of the
+/// `drawable` kinds, keeping a majority of instances up.
+fn draw(base: &Base, drawable: &[Kind], rng: &mut ChaCha8Rng) -> Vec<Drawn> {
+    let phases = &base.scenario.phases;
+    let total: Nanos = phases.iter().map(|p| p.duration).sum();
+    let n = base.instances();
+    let count = 1 + below(rng, 3);
+    let mut times: Vec<Nanos> = (0..count).map(|_| below(rng, total)).collect();
+    times.sort_unstable();
+    // Per instance: killed (not restarted), evicted, ever taken down.
+    let mut killed = vec![false; n];
+    let mut evicted = vec![false; n];
+    let mut victims: Vec<usize> = Vec::new();
+    let mut out = Vec::new();
+    for t in times {
+        let Some((phase, at)) = locate(phases, t) else {
+            continue;
+        };
+        // Milliseconds, as a file would write it.
+        let at = at / NS_PER_MS * NS_PER_MS;
+        let up: Vec<usize> = (0..n).filter(|&i| !killed[i] && !evicted[i]).collect();
+        let can_fall: Vec<usize> = up
+            .iter()
+            .copied()
+            .filter(|i| victims.contains(i) || victims.len() < max_down(n))
+            .filter(|_| up.len() > 1)
+            .collect();
+        let dead: Vec<usize> = (0..n).filter(|&i| killed[i]).collect();
+        let kinds: Vec<Kind> = drawable
+            .iter()
+            .copied()
+            .filter(|k| match k {
+                Kind::Kill | Kind::LongPause | Kind::Partition => !can_fall.is_empty(),
+                Kind::Restart => !dead.is_empty(),
+                Kind::Pause => !up.is_empty(),
+                Kind::Loss => n > 1,
+            })
+            .collect();
+        let Some(kind) = pick(rng, &kinds) else {
+            continue;
+        };
+        let who = match kind {
+            k if k.takes_down() => pick(rng, &can_fall),
+            Kind::Restart => pick(rng, &dead),
+            Kind::Pause => pick(rng, &up),
+            _ => Some(0),
+        };
+        let Some(who) = who else {
+            continue;
+        };
+        let instance = u8::try_from(who + 1).unwrap_or(u8::MAX);
+        let fault = match kind {
+            Kind::Kill => Fault::Kill { instance, at },
+            Kind::Restart => Fault::Restart { instance, at },
+            Kind::Pause => {
+                // 100 ms up to 5 s, below css_misscount.
+                let most = base
+                    .misscount(who)
+                    .saturating_sub(NS_PER_MS)
+                    .clamp(100 * NS_PER_MS, 5 * NS_PER_S);
+                let duration = 100 * NS_PER_MS + below(rng, most / NS_PER_MS - 99) * NS_PER_MS;
+                Fault::Pause {
+                    instance,
+                    at,
+                    duration: duration.min(most),
+                }
+            }
+            Kind::LongPause => Fault::Pause {
+                instance,
+                at,
+                duration: base.misscount(who) + below(rng, 5_000) * NS_PER_MS,
+            },
+            Kind::Loss => Fault::Loss {
+                target: random_target(rng, n),
+                loss_ppm: 10_000 * u32::try_from(1 + below(rng, 20)).unwrap_or(1),
+                correlation_ppm: 0,
+            },
+            Kind::Partition => Fault::Partition {
+                target: LinkTarget::Instance(instance),
+                direction: Direction::Both,
+            },
+        };
+        match kind {
+            Kind::Kill => killed[who] = true,
+            Kind::Restart => killed[who] = false,
+            Kind::LongPause | Kind::Partition => evicted[who] = true,
+            _ => {}
+        }
+        if kind.takes_down() && !victims.contains(&who) {
+            victims.push(who);
+        }
+        out.push(Drawn { kind, phase, fault });
+    }
+    out
+}
+
+/// All links, one instance's, or one link (one direction).
+fn random_target(rng: &mut ChaCha8Rng, n: usize) -> LinkTarget {
+    let inst = |rng: &mut ChaCha8Rng| {
+        u8::try_from(1 + below(rng, u64::try_from(n).unwrap_or(1))).unwrap_or(1)
+    };
+    match below(rng, 3) {
+        0 => LinkTarget::All,
+        1 => LinkTarget::Instance(inst(rng)),
+        _ => {
+            let from = inst(rng);
+            let mut to = inst(rng);
+            if to == from {
+                to = if from as usize >= n { 1 } else { from + 1 };
+            }
+            LinkTarget::Link { from, to }
+        }
+    }
+}
+
+/// The phase (index) that holds timeline time `t`, and `t` from its start.
+fn locate(phases: &[fusion_scenario::Phase], t: Nanos) -> Option<(usize, Nanos)> {
+    let mut start: Nanos = 0;
+    for (i, p) in phases.iter().enumerate() {
+        if t < start + p.duration {
+            return Some((i, t - start));
+        }
+        start += p.duration;
+    }
+    None
+}
+
+/// Try each kind once on the scenario: the kinds the loader accepts, and
+/// for the others the loader's reason (its first message).
+fn drawable_kinds(base: &Base) -> (Vec<Kind>, Vec<(Kind, String)>) {
+    let n = base.instances();
+    let last = u8::try_from(n).unwrap_or(u8::MAX);
+    let phase = base
+        .scenario
+        .phases
+        .iter()
+        .position(|p| p.duration > 0)
+        .unwrap_or(0);
+    let half = base
+        .scenario
+        .phases
+        .get(phase)
+        .map_or(0, |p| p.duration / 2)
+        / NS_PER_MS
+        * NS_PER_MS;
+    let misscount = base.misscount(n.saturating_sub(1));
+    let mut ok = Vec::new();
+    let mut refused = Vec::new();
+    for &kind in Kind::ALL {
+        let mut faults = vec![];
+        let mut add = |fault: Fault| faults.push(Drawn { kind, phase, fault });
+        if n < 2 || (kind.takes_down() && max_down(n) == 0) {
+            refused.push((kind, "the cluster has a single instance".to_string()));
+            continue;
+        }
+        match kind {
+            Kind::Kill => add(Fault::Kill {
+                instance: last,
+                at: 0,
+            }),
+            Kind::Restart => {
+                add(Fault::Kill {
+                    instance: last,
+                    at: 0,
+                });
+                add(Fault::Restart {
+                    instance: last,
+                    at: half,
+                });
+            }
+            Kind::Pause => add(Fault::Pause {
+                instance: last,
+                at: 0,
+                duration: (misscount / 2).max(NS_PER_MS),
+            }),
+            Kind::LongPause => add(Fault::Pause {
+                instance: last,
+                at: 0,
+                duration: misscount,
+            }),
+            Kind::Loss => add(Fault::Loss {
+                target: LinkTarget::All,
+                loss_ppm: 10_000,
+                correlation_ppm: 0,
+            }),
+            Kind::Partition => add(Fault::Partition {
+                target: LinkTarget::Instance(last),
+                direction: Direction::Both,
+            }),
+        }
+        match base.with(&faults) {
+            Ok(_) => ok.push(kind),
+            // Its probe kills first: say so when that is what was refused.
+            Err(why) if kind == Kind::Restart && refused.iter().any(|r| r.0 == Kind::Kill) => {
+                refused.push((kind, format!("it follows a kill, and {}", reason(&why))));
+            }
+            Err(why) => refused.push((kind, reason(&why))),
+        }
+    }
+    (ok, refused)
+}
+
+/// The heart of a loader message: its first line, without the place.
+fn reason(message: &str) -> String {
+    let line = message.lines().next().unwrap_or_default();
+    // `file:line:col: `key`: what` -> `what`
+    match line.split_once("`: ") {
+        Some((_, what)) => what.to_string(),
+        None => line.to_string(),
+    }
+}
+
+/// `text` with each fault added to its phase's `[[phase.fault]]` tables.
+fn with_faults(text: &str, faults: &[Drawn]) -> Result<String, String> {
+    if faults.is_empty() {
+        return Ok(text.to_string());
+    }
+    let mut doc: toml_edit::DocumentMut = text
+        .parse()
+        .map_err(|e| format!("the scenario does not parse: {e}"))?;
+    let phases = doc
+        .get_mut("phase")
+        .ok_or_else(|| "the scenario has no [[phase]]".to_string())?;
+    for d in faults {
+        let table = fault_table(&d.fault);
+        match phases {
+            toml_edit::Item::ArrayOfTables(aot) => {
+                let phase = aot
+                    .get_mut(d.phase)
+                    .ok_or_else(|| format!("no phase {}", d.phase))?;
+                let entry = phase
+                    .entry("fault")
+                    .or_insert(toml_edit::Item::ArrayOfTables(Default::default()));
+                match entry {
+                    toml_edit::Item::ArrayOfTables(f) => f.push(table),
+                    toml_edit::Item::Value(toml_edit::Value::Array(f)) => {
+                        f.push(table.into_inline_table());
+                    }
+                    _ => return Err("`phase.fault` is neither tables nor an array".into()),
+                }
+            }
+            toml_edit::Item::Value(toml_edit::Value::Array(list)) => {
+                let phase = list
+                    .get_mut(d.phase)
+                    .and_then(toml_edit::Value::as_inline_table_mut)
+                    .ok_or_else(|| format!("no phase {}", d.phase))?;
+                let entry = phase
+                    .entry("fault")
+                    .or_insert(toml_edit::Value::Array(Default::default()));
+                let toml_edit::Value::Array(f) = entry else {
+                    return Err("`phase.fault` is not an array".into());
+                };
+                f.push(table.into_inline_table());
+            }
+            _ => return Err("`phase` is neither tables nor an array".into()),
+        }
+    }
+    Ok(doc.to_string())
+}
+
+/// A fault as a scenario file writes it.
+fn fault_table(f: &Fault) -> toml_edit::Table {
+    use toml_edit::value;
+    let seconds = |ns: Nanos| value(ns as f64 / NS_PER_S as f64);
+    let mut t = toml_edit::Table::new();
+    t.insert("kind", value(f.kind()));
+    match *f {
+        Fault::Kill { instance, at } | Fault::Restart { instance, at } => {
+            t.insert("instance", value(i64::from(instance)));
+            t.insert("at_s", seconds(at));
+        }
+        Fault::Pause {
+            instance,
+            at,
+            duration,
+        } => {
+            t.insert("instance", value(i64::from(instance)));
+            t.insert("at_s", seconds(at));
+            t.insert("duration_s", seconds(duration));
+        }
+        Fault::Loss {
+            target,
+            loss_ppm,
+            correlation_ppm,
+        } => {
+            t.insert("target", target_item(target));
+            t.insert("loss_pct", value(f64::from(loss_ppm) / 10_000.0));
+            t.insert(
+                "correlation_pct",
+                value(f64::from(correlation_ppm) / 10_000.0),
+            );
+        }
+        Fault::Partition { target, direction } => {
+            t.insert("target", target_item(target));
+            t.insert(
+                "direction",
+                value(match direction {
+                    Direction::Both => "both",
+                    Direction::To => "to",
+                    Direction::From => "from",
+                }),
+            );
+        }
+        // Not drawn: slowdowns are the scenario's own business.
+        _ => {}
+    }
+    t
+}
+
+fn target_item(t: LinkTarget) -> toml_edit::Item {
+    let mut inline = toml_edit::InlineTable::new();
+    match t {
+        LinkTarget::All => return toml_edit::value("all"),
+        LinkTarget::Instance(i) => {
+            inline.insert("instance", i64::from(i).into());
+        }
+        LinkTarget::Link { from, to } => {
+            inline.insert("from", i64::from(from).into());
+            inline.insert("to", i64::from(to).into());
+        }
+    }
+    toml_edit::value(inline)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TEXT: &str = r#"[scenario]
+name = "c"
+title = "chaos"
+[cluster]
+instances = 5
+[[table]]
+name = "t"
+rows = 200
+rows_per_block = 20
+[[index]]
+name = "t_pk"
+table = "t"
+[[workload]]
+name = "w"
+instances = "all"
+sessions_per_instance = 1
+think_time_ms = 5
+[[workload.transaction]]
+name = "x"
+steps = [{ op = "read", table = "t", via = "t_pk" }, { op = "commit" }]
+[[phase]]
+name = "a"
+duration_s = 2
+[[phase]]
+name = "b"
+duration_s = 3
+[[phase.fault]]
+kind = "stress_cpu"
+instance = 1
+workers = 1
+"#;
+
+    fn base() -> Base {
+        let loaded =
+            fusion_scenario::load_str(TEXT, "c.toml", &[]).unwrap_or_else(|e| panic!("{e}"));
+        Base {
+            text: TEXT.to_string(),
+            label: "c.toml".into(),
+            sets: Vec::new(),
+            scenario: loaded.variants[0].scenario.clone(),
+            variant: loaded.variants[0].name.clone(),
+        }
+    }
+
+    /// Whatever is drawable, a run never takes down more than its budget,
+    /// restarts only what it killed, and leaves someone up.
+    #[test]
+    fn draws_keep_a_majority_up_and_restart_only_the_killed() {
+        let b = base();
+        for seed in 0..300 {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let faults = draw(&b, Kind::ALL, &mut rng);
+            assert!((1..=3).contains(&faults.len()) || faults.is_empty());
+            let (mut killed, mut victims) = (vec![false; 5], Vec::new());
+            for d in &faults {
+                let inst = match d.fault {
+                    Fault::Kill { instance, .. }
+                    | Fault::Restart { instance, .. }
+                    | Fault::Pause { instance, .. } => usize::from(instance) - 1,
+                    Fault::Partition {
+                        target: LinkTarget::Instance(i),
+                        ..
+                    } => usize::from(i) - 1,
+                    _ => continue,
+                };
+                match d.kind {
+                    Kind::Restart => assert!(killed[inst], "seed {seed}: {faults:?}"),
+                    Kind::Kill => killed[inst] = true,
+                    _ => {}
+                }
+                if d.kind == Kind::Restart {
+                    killed[inst] = false;
+                }
+                if d.kind.takes_down() && !victims.contains(&inst) {
+                    victims.push(inst);
+                }
+            }
+            assert!(victims.len() <= max_down(5), "seed {seed}: {faults:?}");
+        }
+        assert_eq!(
+            (max_down(1), max_down(2), max_down(3), max_down(5)),
+            (0, 1, 1, 2)
+        );
+    }
+
+    /// A drawn fault written into the file is the fault the loader reads
+    /// back (or one it refuses as not runnable yet, by its kind).
+    #[test]
+    fn faults_written_into_the_file_load_back_as_drawn() {
+        let b = base();
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        for _ in 0..100 {
+            let faults = draw(&b, Kind::ALL, &mut rng);
+            match b.with(&faults) {
+                Ok(l) => {
+                    let phases = &l.variants[0].scenario.phases;
+                    for d in &faults {
+                        assert!(phases[d.phase].faults.contains(&d.fault), "{d:?}");
+                    }
+                }
+                Err(why) => assert!(
+                    why.contains("cannot run yet") || why.contains("css_misscount"),
+                    "{why}"
+                ),
+            }
+        }
+    }
+}
