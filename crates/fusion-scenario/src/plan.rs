@@ -35,7 +35,9 @@ impl Scenario {
             .phases
             .iter()
             .flat_map(|p| &p.faults)
-            .any(|f| matches!(f, Fault::Loss { .. }));
+            // A partition drops messages too: healed before anyone is
+            // evicted, what it dropped must be sent again.
+            .any(|f| matches!(f, Fault::Loss { .. } | Fault::Partition { .. }));
         self.instances
             .iter()
             .enumerate()

@@ -81,7 +81,8 @@ pub struct InstanceConfig {
     pub seed: u64,
     /// Record reads and writes for the correctness checkers (tests).
     pub record_history: bool,
-    /// The interconnect may lose messages (a phase has a `loss` fault): the
+    /// The interconnect may lose messages (a phase has a `loss` or a
+    /// `partition` fault): the
     /// database's messages are numbered, acknowledged and sent again
     /// (`link.rs`), and a block not received within 500 ms is `lost`.
     pub lossy_interconnect: bool,
