@@ -52,3 +52,25 @@ fn the_failure_scenarios_reproduce() {
         assert!(failed.is_empty(), "{name}: {failed:?}");
     }
 }
+
+/// Found by `fusionlab chaos`: the partition cut instance 3's `Written`
+/// for a block it had just written, so instance 1's older past image was
+/// never discarded; promoting it over the newer disk image lost instance
+/// 3's committed change. A past image is promoted (or recovered from) only
+/// when it is newer than the disk.
+#[test]
+fn a_past_image_older_than_the_disk_is_never_made_current() {
+    let loaded = shipped_with("split-brain", &[]);
+    let (_, outcomes) = fusion_sim::run_scenario(
+        &loaded,
+        &fusion_sim::SimOptions {
+            seed: Some(6),
+            check: true,
+        },
+    );
+    for o in &outcomes {
+        assert!(o.errors.is_empty(), "{:?}", o.errors);
+        let violations = o.check.as_ref().map(|c| c.violations.clone());
+        assert_eq!(violations, Some(vec![]));
+    }
+}

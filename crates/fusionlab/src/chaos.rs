@@ -564,16 +564,17 @@ fn reason(message: &str) -> String {
 }
 
 /// `text` with each fault added to its phase's `[[phase.fault]]` tables.
+/// The scenario's own failures (a failure scenario's kill, say) are taken
+/// out first: a run's failures are the drawn ones, over the workload and
+/// the other faults of the file.
 fn with_faults(text: &str, faults: &[Drawn]) -> Result<String, String> {
-    if faults.is_empty() {
-        return Ok(text.to_string());
-    }
     let mut doc: toml_edit::DocumentMut = text
         .parse()
         .map_err(|e| format!("the scenario does not parse: {e}"))?;
     let phases = doc
         .get_mut("phase")
         .ok_or_else(|| "the scenario has no [[phase]]".to_string())?;
+    without_failures(phases);
     for d in faults {
         let table = fault_table(&d.fault);
         match phases {
@@ -612,6 +613,46 @@ fn with_faults(text: &str, faults: &[Drawn]) -> Result<String, String> {
 }
 
 /// A fault as a scenario file writes it.
+/// Kinds a chaos run draws: a file's own faults of these kinds are removed.
+const FAILURE_KINDS: &[&str] = &["kill", "restart", "pause", "loss", "partition"];
+
+fn without_failures(phases: &mut toml_edit::Item) {
+    let is_failure = |kind: Option<&str>| kind.is_some_and(|k| FAILURE_KINDS.contains(&k));
+    let strip_array = |a: &mut toml_edit::Array| {
+        a.retain(|v| {
+            !is_failure(
+                v.as_inline_table()
+                    .and_then(|t| t.get("kind"))
+                    .and_then(|k| k.as_str()),
+            )
+        });
+    };
+    let strip_phase = |fault: Option<&mut toml_edit::Item>| match fault {
+        Some(toml_edit::Item::ArrayOfTables(f)) => {
+            f.retain(|t| !is_failure(t.get("kind").and_then(|k| k.as_str())));
+        }
+        Some(toml_edit::Item::Value(toml_edit::Value::Array(f))) => strip_array(f),
+        _ => {}
+    };
+    match phases {
+        toml_edit::Item::ArrayOfTables(aot) => {
+            for phase in aot.iter_mut() {
+                strip_phase(phase.get_mut("fault"));
+            }
+        }
+        toml_edit::Item::Value(toml_edit::Value::Array(list)) => {
+            for phase in list.iter_mut() {
+                if let Some(t) = phase.as_inline_table_mut()
+                    && let Some(toml_edit::Value::Array(f)) = t.get_mut("fault")
+                {
+                    strip_array(f);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
 fn fault_table(f: &Fault) -> toml_edit::Table {
     use toml_edit::value;
     let seconds = |ns: Nanos| value(ns as f64 / NS_PER_S as f64);

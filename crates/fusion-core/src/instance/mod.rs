@@ -206,6 +206,10 @@ enum IoPurpose {
     Fence,
     /// Lifting a restarted instance's fence before admitting it.
     Unfence,
+    /// Before promoting its past image, the holder reads the disk's image.
+    PromoteCheck {
+        blk: BlockAddr,
+    },
     /// Instance recovery reads a dead thread.
     RedoScan {
         run: u32,
@@ -524,6 +528,10 @@ impl Instance {
                 self.smon_read_threads();
             }
             (IoPurpose::Unfence, IoResult::Written) => self.on_unfenced(),
+            (IoPurpose::PromoteCheck { blk }, IoResult::Read(disk)) => {
+                self.stats.incr(Stat::PhysicalReads);
+                self.on_promote_checked(blk, disk.scn);
+            }
             (_, IoResult::Fenced) => self.on_fenced(),
             // A recovery started over drops its earlier run's I/O.
             (IoPurpose::RedoScan { run }, IoResult::Redo(records)) => {
@@ -534,7 +542,7 @@ impl Instance {
             (IoPurpose::RecoverRead { run }, IoResult::Read(block)) => {
                 self.stats.incr(Stat::PhysicalReads);
                 if self.smon_current(run) {
-                    self.smon_apply(*block);
+                    self.smon_disk_read(*block);
                 }
             }
             (IoPurpose::RecoverWrite { blk, scn, run }, IoResult::Written) => {

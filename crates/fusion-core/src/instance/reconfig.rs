@@ -473,6 +473,18 @@ impl Instance {
     /// current block (X): it was shipped to an instance that died, or the
     /// transfer was lost with the old incarnation.
     pub(super) fn on_promote(&mut self, blk: BlockAddr) {
+        // The disk may hold a newer image than the past image: a write whose
+        // `Written` was lost with the old incarnation did not discard it.
+        self.start_io(
+            crate::msg::Io::ReadBlock { blk },
+            IoPurpose::PromoteCheck { blk },
+        );
+    }
+
+    /// The disk's image of `blk` is as of `disk_scn`: promote the newest
+    /// past image if it is newer, else drop the past images the disk covers
+    /// and leave the block to the disk.
+    pub(super) fn on_promote_checked(&mut self, blk: BlockAddr, disk_scn: crate::types::Scn) {
         let newest = self
             .cache
             .buffers_of(blk)
@@ -481,7 +493,9 @@ impl Instance {
         let master = self.block_master(blk);
         let me = self.id;
         match newest {
-            Some(id) if self.cache.current(blk).is_none() => {
+            Some(id)
+                if self.cache.current(blk).is_none() && self.cache.get(id).image.scn > disk_scn =>
+            {
                 self.cache.set_state(id, BufState::Xcur);
                 self.stats.incr(crate::stats::Stat::GcsPastImagesPromoted);
                 if master == me {
@@ -501,7 +515,8 @@ impl Instance {
                 self.wake_block(blk);
             }
             _ => {
-                // Gone meanwhile (a write covered it): the block is on disk.
+                // Gone meanwhile, or older than the disk: the disk has it.
+                self.discard_pi(blk, disk_scn);
                 if master == me {
                     self.dir_relinquish(me, blk, Mode::X);
                 } else {

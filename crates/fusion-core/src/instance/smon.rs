@@ -46,6 +46,9 @@ struct Run {
     reading: u32,
     /// The reads were issued (once the dead are fenced).
     read_started: bool,
+    /// Past images sent for blocks being recovered, until the disk's image
+    /// is read to compare.
+    past_images: FxHashMap<BlockAddr, Block>,
     /// The dead threads' records, merged by SCN once all are read.
     records: Vec<RedoRecord>,
     /// Per block of the recovery set: its change records, in SCN order.
@@ -81,6 +84,7 @@ impl Instance {
             detected_at: now,
             reading: dead.len(),
             read_started: false,
+            past_images: FxHashMap::default(),
             records: Vec::new(),
             changes: FxHashMap::default(),
             blocks: Vec::new(),
@@ -220,14 +224,32 @@ impl Instance {
     pub(super) fn on_recover_image(&mut self, blk: BlockAddr, source: RecoverSource) {
         match source {
             RecoverSource::Current => self.smon_block_done(blk, 0, false),
-            RecoverSource::Disk => {
+            RecoverSource::Disk | RecoverSource::Image(_) => {
+                if let (Some(run), RecoverSource::Image(pi)) = (self.smon.run.as_mut(), source) {
+                    run.past_images.insert(blk, *pi);
+                }
+                // The disk too: a write whose news was lost with the old
+                // incarnation may have made it newer than every past image.
                 if let Some(run) = self.smon.run.as_mut() {
                     run.blocks_read += 1;
                 }
                 let run = self.smon.run_no;
                 self.start_io(Io::ReadBlock { blk }, IoPurpose::RecoverRead { run });
             }
-            RecoverSource::Image(image) => self.smon_apply(*image),
+        }
+    }
+
+    /// A block of the recovery set was read from disk: recover from it, or
+    /// from the past image sent for it if that is newer.
+    pub(super) fn smon_disk_read(&mut self, disk: Block) {
+        let pi = self
+            .smon
+            .run
+            .as_mut()
+            .and_then(|r| r.past_images.remove(&disk.addr));
+        match pi {
+            Some(pi) if pi.scn > disk.scn => self.smon_apply(pi),
+            _ => self.smon_apply(disk),
         }
     }
 
