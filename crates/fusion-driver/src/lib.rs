@@ -16,7 +16,7 @@ pub mod outcome;
 pub mod seq_order;
 pub mod settle;
 
-pub use measured::{Driver, refusal};
+pub use measured::{Driver, fault_refusal, refusal};
 pub use net::{Interconnect, LinkFault};
 pub use outcome::{Ran, VariantOutcome, phase_result, run_result};
 pub use seq_order::{SEQ_VALUES_MAX, SeqOrder};

@@ -154,8 +154,15 @@ pub fn unmeasurable(loaded: &LoadedScenario, driver: Driver) -> Vec<String> {
     out
 }
 
-/// A fault of `loaded` that `driver` cannot carry out: a live cluster does
-/// not kill, freeze or start its processes yet (the simulator does).
+/// Err: a fault of `loaded` that `driver` cannot carry out: a live cluster
+/// does not kill, freeze or start its processes yet (the simulator does).
+pub fn fault_refusal(loaded: &LoadedScenario, driver: Driver) -> Result<(), String> {
+    match unrunnable_fault(loaded, driver) {
+        Some(why) => Err(format!("{}: {why}", loaded.path)),
+        None => Ok(()),
+    }
+}
+
 fn unrunnable_fault(loaded: &LoadedScenario, driver: Driver) -> Option<String> {
     if driver != Driver::Live {
         return None;
@@ -187,9 +194,6 @@ fn unrunnable_fault(loaded: &LoadedScenario, driver: Driver) -> Option<String> {
 /// Err: `loaded` names figures `driver` does not measure, and which (a
 /// message for the user, as for a scenario that does not load).
 pub fn refusal(loaded: &LoadedScenario, driver: Driver) -> Result<(), String> {
-    if let Some(why) = unrunnable_fault(loaded, driver) {
-        return Err(format!("{}: {why}", loaded.path));
-    }
     let lines = unmeasurable(loaded, driver);
     if lines.is_empty() {
         return Ok(());

@@ -575,6 +575,16 @@ fn with_faults(text: &str, faults: &[Drawn]) -> Result<String, String> {
         .get_mut("phase")
         .ok_or_else(|| "the scenario has no [[phase]]".to_string())?;
     without_failures(phases);
+    // Only the first variant runs; the others may name the failures just
+    // taken out (`phase.freeze.fault.0.duration_s`).
+    if let Some(toml_edit::Item::ArrayOfTables(variants)) = doc.get_mut("variant") {
+        while variants.len() > 1 {
+            variants.remove(variants.len() - 1);
+        }
+    }
+    let phases = doc
+        .get_mut("phase")
+        .ok_or_else(|| "the scenario has no [[phase]]".to_string())?;
     for d in faults {
         let table = fault_table(&d.fault);
         match phases {

@@ -375,6 +375,7 @@ pub fn run_live(
     // A figure a live cluster does not measure would read 0: refused before
     // any process starts.
     fusion_driver::refusal(&loaded, Driver::Live)
+        .and_then(|()| fusion_driver::fault_refusal(&loaded, Driver::Live))
         .map_err(|e| Failure::input(format!("fusionlab run --live: {e}")))?;
     // The instances and the store hold what the simulator would, in several
     // processes of (by default) this machine.

@@ -90,11 +90,15 @@ pub fn measurable_by(
 ) -> Vec<LoadedScenario> {
     myths
         .into_iter()
-        .filter(|m| match fusion_driver::refusal(m, driver) {
-            Ok(()) => true,
-            Err(why) => {
-                broken.push(why);
-                false
+        .filter(|m| {
+            match fusion_driver::refusal(m, driver)
+                .and_then(|()| fusion_driver::fault_refusal(m, driver))
+            {
+                Ok(()) => true,
+                Err(why) => {
+                    broken.push(why);
+                    false
+                }
             }
         })
         .collect()
