@@ -287,11 +287,17 @@ impl Instance {
 
     /// Ask the new masters again for everything outstanding.
     fn resubmit(&mut self, members: InstSet) {
+        // Requests granted and being read from disk were reported as held.
+        let reading: rustc_hash::FxHashSet<(BlockAddr, u64)> = self
+            .io
+            .values()
+            .filter_map(|purpose| match *purpose {
+                IoPurpose::GrantRead { blk, req, .. } => Some((blk, req)),
+                _ => None,
+            })
+            .collect();
         for (blk, p) in self.sessions.outstanding_requests() {
-            let reading = self.io.values().any(
-                |purpose| matches!(*purpose, IoPurpose::GrantRead { blk: b, req, .. } if b == blk && req == p.id),
-            );
-            if reading {
+            if reading.contains(&(blk, p.id)) {
                 continue;
             }
             let req = Request {

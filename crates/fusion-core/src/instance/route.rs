@@ -336,20 +336,10 @@ impl Instance {
                 b.first_rba = Some(first.max(rba));
             }
         }
-        // Shipped away during the write: the past image left here holds
+        // Shipped away during the write: a past image left here holds
         // changes the write covered; what is not on disk begins after it.
-        let newer_pis: Vec<_> = self
-            .cache
-            .buffers_of(blk)
-            .filter(|&id| {
-                let b = self.cache.get(id);
-                b.state == super::BufState::Pi && b.image.scn > scn
-            })
-            .collect();
-        for id in newer_pis {
-            let b = self.cache.get_mut(id);
-            b.first_rba = b.first_rba.map(|first| first.max(rba));
-        }
+        // (Older ones are discarded just below.)
+        self.cache.past_images_on_disk_below(blk, rba);
         self.lgwr
             .append_block_written(RedoRecord::block_written(blk, scn));
         // Our own past images of the block are now obsolete too.
