@@ -197,7 +197,7 @@ pub fn chaos(a: &ChaosArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<
     let phases = &base.scenario.phases;
     let result = ChaosResult {
         scenario: loaded.name.clone(),
-        replay: format!("fusionlab chaos {}", a.scenario),
+        replay: replay_command(&a.scenario, &a.sets),
         seed: start,
         kinds_drawn: drawable.iter().map(|k| k.name().to_string()).collect(),
         kinds_not_drawn: refused
@@ -480,6 +480,28 @@ fn locate(phases: &[fusion_scenario::Phase], t: Nanos) -> Option<(usize, Nanos)>
 
 /// Try each kind once on the scenario: the kinds the loader accepts, and
 /// for the others the loader's reason (its first message).
+/// The command that runs this scenario again with the same `--set`
+/// values (the table adds `--runs 1 --seed X`): a replay without them would
+/// run another timeline.
+fn replay_command(scenario: &str, sets: &[String]) -> String {
+    let mut command = format!("fusionlab chaos {}", shell_word(scenario));
+    for set in sets {
+        command.push_str(" --set ");
+        command.push_str(&shell_word(set));
+    }
+    command
+}
+
+/// `word` as one shell word: quoted when it holds anything a shell reads.
+fn shell_word(word: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c);
+    if !word.is_empty() && word.chars().all(plain) {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
 fn drawable_kinds(base: &Base) -> (Vec<Kind>, Vec<(Kind, String)>) {
     let n = base.instances();
     let last = u8::try_from(n).unwrap_or(u8::MAX);
@@ -729,6 +751,20 @@ fn target_item(t: LinkTarget) -> toml_edit::Item {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_replay_command_keeps_the_sets_quoted_for_a_shell() {
+        let sets = vec![
+            "phase.crash.duration_s=12".to_string(),
+            "scenario.title=a b's".to_string(),
+        ];
+        assert_eq!(
+            replay_command("my scenarios/x.toml", &sets),
+            "fusionlab chaos 'my scenarios/x.toml' --set phase.crash.duration_s=12 \
+             --set 'scenario.title=a b'\\''s'"
+        );
+        assert_eq!(replay_command("split-brain", &[]), "fusionlab chaos split-brain");
+    }
 
     const TEXT: &str = r#"[scenario]
 name = "c"
