@@ -349,6 +349,9 @@ pub struct Rebuild {
     pub claims: Vec<BlockAddr>,
     /// The dead instances' transactions (from the recovering instance; to every member).
     pub dead: Vec<DeadThread>,
+    /// The sender's first transaction number of its life: a thread recovered
+    /// later covers its transactions up to this life's (`DeadThread::xids_below`).
+    pub xid_base: u64,
 }
 
 /// What the first pass over a dead instance's redo thread learned of its
@@ -363,6 +366,10 @@ pub struct DeadThread {
     /// A transaction of this instance in neither list committed before the
     /// redo read begins, at or before this SCN.
     pub floor_scn: Scn,
+    /// What this record says covers the instance's transactions numbered
+    /// below this: the lives up to the one that died. A later life's are
+    /// its own, and it is asked about them.
+    pub xids_below: u64,
 }
 
 /// Where the newest image of a block being recovered is.

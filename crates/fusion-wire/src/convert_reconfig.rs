@@ -53,8 +53,10 @@ impl Codec {
                             .collect(),
                         uncommitted: d.uncommitted.iter().map(|x| x.0).collect(),
                         floor_scn: d.floor_scn,
+                        xids_below: d.xids_below,
                     })
                     .collect(),
+                xid_base: r.xid_base,
             }),
             Msg::Promote { blk } => K::Promote(pb::Promote { blk: blk.0 }),
             Msg::RecoverBlock { blk } => K::RecoverBlock(pb::RecoverBlock { blk: blk.0 }),
@@ -130,6 +132,7 @@ impl Codec {
                         committed,
                         uncommitted,
                         floor_scn: d.floor_scn,
+                        xids_below: d.xids_below,
                     });
                 }
                 Msg::Rebuild(Box::new(Rebuild {
@@ -138,6 +141,7 @@ impl Codec {
                     locks,
                     claims,
                     dead,
+                    xid_base: r.xid_base,
                 }))
             }
             K::Promote(p) => Msg::Promote {

@@ -31,6 +31,7 @@
 //! hit a protocol error.
 
 use std::io::Write;
+use std::path::Path;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -57,6 +58,8 @@ pub struct ChaosArgs {
     /// `--set KEY=VALUE`, applied before the faults are added.
     pub sets: Vec<String>,
     pub max_memory: Option<u64>,
+    /// `--save-scenario FILE` (only with one run).
+    pub save_scenario: Option<std::path::PathBuf>,
 }
 
 /// The kinds of fault a run may draw.
@@ -163,6 +166,13 @@ pub fn chaos(a: &ChaosArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<
     if a.runs == 0 {
         return Err(Failure::input("--runs: give at least 1 run").into());
     }
+    if a.save_scenario.is_some() && a.runs != 1 {
+        return Err(Failure::input(format!(
+            "--save-scenario writes one run's scenario: give --runs 1, not {}",
+            a.runs
+        ))
+        .into());
+    }
     let source = shipped::resolve(&a.scenario)?;
     let (text, label) = source.text()?;
     let loaded = source
@@ -224,6 +234,11 @@ pub fn chaos(a: &ChaosArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<
             })
             .collect(),
     };
+    if let (Some(path), Some(run)) = (&a.save_scenario, outcomes.first()) {
+        let file = saved_scenario(&base, run, &result.replay, path)?;
+        std::fs::write(path, file)
+            .map_err(|e| Failure::input(format!("{}: cannot write: {e}", path.display())))?;
+    }
     if a.json {
         let v = fusion_report::chaos::json(&result);
         writeln!(
@@ -480,6 +495,24 @@ fn locate(phases: &[fusion_scenario::Phase], t: Nanos) -> Option<(usize, Nanos)>
 
 /// Try each kind once on the scenario: the kinds the loader accepts, and
 /// for the others the loader's reason (its first message).
+/// The scenario file of one run: the drawn faults in its phases, and a
+/// header saying how `run` replays it (the same seed, sets and checkers).
+fn saved_scenario(base: &Base, run: &RunOutcome, replay: &str, path: &Path) -> Result<String> {
+    let text = with_faults(&base.text, &run.faults).map_err(Failure::input)?;
+    let mut sets = String::new();
+    for set in &base.sets {
+        sets.push_str(" --set ");
+        sets.push_str(&shell_word(set));
+    }
+    Ok(format!(
+        "# Written by `{replay} --runs 1 --seed {seed} --save-scenario ...`: \
+         the run's faults are in its phases.\n\
+         # Replay it: fusionlab run {file} --seed {seed} --check{sets}\n{text}",
+        seed = run.seed,
+        file = shell_word(&path.display().to_string()),
+    ))
+}
+
 /// The command that runs this scenario again with the same `--set`
 /// values (the table adds `--runs 1 --seed X`): a replay without them would
 /// run another timeline.
@@ -763,7 +796,10 @@ mod tests {
             "fusionlab chaos 'my scenarios/x.toml' --set phase.crash.duration_s=12 \
              --set 'scenario.title=a b'\\''s'"
         );
-        assert_eq!(replay_command("split-brain", &[]), "fusionlab chaos split-brain");
+        assert_eq!(
+            replay_command("split-brain", &[]),
+            "fusionlab chaos split-brain"
+        );
     }
 
     const TEXT: &str = r#"[scenario]

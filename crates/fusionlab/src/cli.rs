@@ -218,6 +218,10 @@ pub struct ChaosCmd {
     /// (runs in parallel share it); default: half of the machine's memory.
     #[arg(long, value_name = "SIZE", value_parser = crate::memory::parse_size)]
     pub max_memory: Option<u64>,
+    /// With `--runs 1`: also write the run's scenario file, its drawn faults
+    /// in its phases, to FILE (to keep a failing run as a scenario).
+    #[arg(long, value_name = "FILE")]
+    pub save_scenario: Option<std::path::PathBuf>,
 }
 
 #[derive(Args)]
@@ -281,6 +285,7 @@ pub fn dispatch(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::R
                 json: c.json,
                 sets: c.sets,
                 max_memory: c.max_memory,
+                save_scenario: c.save_scenario,
             },
             out,
             err,

@@ -208,6 +208,7 @@ impl Instance {
                         members,
                         // What recovery found so far, for an instance that joins.
                         dead: self.txns.dead_threads().to_vec(),
+                        xid_base: self.txns.base(),
                         ..Rebuild::default()
                     },
                 )
@@ -384,6 +385,7 @@ impl Instance {
         for blk in r.claims {
             self.directory.claim(blk);
         }
+        self.txns.member_base(from, r.xid_base);
         for d in &r.dead {
             self.txns.learn_dead(d);
         }

@@ -172,6 +172,7 @@ impl Instance {
                     .filter(|x| x.inst() == inst)
                     .collect(),
                 floor_scn: floor_scn(&run.records, inst, self.scn),
+                xids_below: self.txns.xids_below(inst),
             })
             .collect();
         let claims = run.blocks.clone();

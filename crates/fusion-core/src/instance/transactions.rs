@@ -40,6 +40,9 @@ pub(super) struct Transactions {
     waiters: FxHashMap<u64, Vec<TxWaiter>>,
     /// Commit SCNs of other instances' transactions learned so far.
     remote_commits: FxHashMap<Xid, Scn>,
+    /// Each member's first transaction number of its life, from its
+    /// reconfiguration reports: where a recovery of its thread ends.
+    member_bases: FxHashMap<InstId, u64>,
     /// Dead instances' transactions, from instance recovery's first pass:
     /// nobody can be asked about them any more.
     dead: FxHashMap<InstId, DeadTxns>,
@@ -61,6 +64,9 @@ struct DeadTxns {
     uncommitted: rustc_hash::FxHashSet<Xid>,
     /// Any other transaction of that instance committed at or before this SCN.
     floor_scn: Scn,
+    /// The record covers the transactions numbered below this (the lives
+    /// that died); a restarted life's are not the dead one's.
+    xids_below: u64,
 }
 
 impl Transactions {
@@ -72,6 +78,7 @@ impl Transactions {
             next_seq: base + 1,
             waiters: FxHashMap::default(),
             remote_commits: FxHashMap::default(),
+            member_bases: FxHashMap::default(),
             dead: FxHashMap::default(),
             dead_threads: Vec::new(),
             first_rba: std::collections::BTreeSet::new(),
@@ -120,6 +127,7 @@ impl Transactions {
             match self.remote_commits.get(&xid) {
                 Some(&s) => TxState::Committed(s),
                 None => match self.dead.get(&xid.inst()) {
+                    Some(d) if xid.seq() >= d.xids_below => TxState::Unknown,
                     Some(d) if d.uncommitted.contains(&xid) => TxState::Active,
                     Some(d) => TxState::Committed(d.floor_scn),
                     None => TxState::Unknown,
@@ -136,9 +144,31 @@ impl Transactions {
         let d = self.dead.entry(thread.inst).or_default();
         d.uncommitted.extend(thread.uncommitted.iter().copied());
         d.floor_scn = d.floor_scn.max(thread.floor_scn);
+        d.xids_below = d.xids_below.max(thread.xids_below);
         if !self.dead_threads.contains(thread) {
             self.dead_threads.push(thread.clone());
         }
+    }
+
+    /// `inst`'s life numbers its transactions from `base` on (its report).
+    pub(super) fn member_base(&mut self, inst: InstId, base: u64) {
+        self.member_bases.insert(inst, base);
+    }
+
+    /// The first transaction number after every life of `inst` up to its
+    /// latest one known here (the one that died, when it is dead).
+    pub(super) fn xids_below(&self, inst: InstId) -> u64 {
+        let base = if inst == self.me {
+            self.base
+        } else {
+            self.member_bases.get(&inst).copied().unwrap_or(0)
+        };
+        base.saturating_add(super::LIFE_XIDS)
+    }
+
+    /// This life's first transaction number.
+    pub(super) fn base(&self) -> u64 {
+        self.base
     }
 
     /// Every dead thread recovery reported, to pass on to a joining instance.
@@ -223,6 +253,43 @@ mod tests {
             [TxWaiter::Session(3), TxWaiter::Remote(InstId(1), 7)]
         ));
         assert!(t.take_waiters(x).is_empty());
+    }
+
+    /// Found by chaos: a restarted instance's transactions were taken for
+    /// its dead life's, "committed before the redo read", so a consistent
+    /// read saw a change committed after its snapshot.
+    #[test]
+    fn a_dead_thread_answers_for_its_own_lives_only() {
+        let mut t = Transactions::new(InstId(0), 0);
+        let other = InstId(1);
+        // Instance 1 died in its first life: recovery covers that life.
+        let dead = crate::msg::DeadThread {
+            inst: other,
+            committed: vec![(Xid::new(other, 7), 70)],
+            uncommitted: vec![Xid::new(other, 8)],
+            floor_scn: 50,
+            xids_below: t.xids_below(other),
+        };
+        t.learn_dead(&dead);
+        assert_eq!(t.state(Xid::new(other, 3)), TxState::Committed(50));
+        assert_eq!(t.state(Xid::new(other, 7)), TxState::Committed(70));
+        assert_eq!(t.state(Xid::new(other, 8)), TxState::Active);
+        // It restarted and reported its second life: that life's
+        // transactions are its own to answer for.
+        let second = crate::instance::LIFE_XIDS;
+        t.member_base(other, second);
+        t.learn_dead(&dead);
+        assert_eq!(t.state(Xid::new(other, second + 2)), TxState::Unknown);
+        assert_eq!(t.state(Xid::new(other, 3)), TxState::Committed(50));
+        // When the second life dies too, its recovery covers it.
+        t.learn_dead(&crate::msg::DeadThread {
+            inst: other,
+            committed: Vec::new(),
+            uncommitted: Vec::new(),
+            floor_scn: 90,
+            xids_below: t.xids_below(other),
+        });
+        assert_eq!(t.state(Xid::new(other, second + 2)), TxState::Committed(90));
     }
 
     #[test]
