@@ -192,3 +192,48 @@ fn a_recovery_expectation_without_a_recovery_has_nothing_to_measure() {
     );
     assert!(v["variants"][0]["phases"][1].get("recovery").is_none());
 }
+
+/// A file whose later variants and expectations name a failure of its own
+/// (as frozen-node's do) runs: chaos keeps the first variant and judges by
+/// its checkers. `--save-scenario` writes the run as a file `run` replays
+/// with the same checked result.
+#[test]
+fn variants_and_expectations_naming_the_files_failures_do_not_stop_chaos() {
+    let path = scenario("variants");
+    let text = MINI.replace(
+        "name = \"second\"\nduration_s = 2\n",
+        "name = \"second\"\nduration_s = 2\n[[phase.fault]]\nkind = \"pause\"\ninstance = 2\n\
+         duration_s = 0.5\n",
+    ) + "\n[[variant]]\nname = \"short\"\n\n[[variant]]\nname = \"long\"\n\
+         set = { \"phase.second.fault.0.duration_s\" = 1 }\n\n[[expect]]\nname = \"e\"\n\
+         variant = \"long\"\nmetric = \"stat:user commits\"\nphase = \"second\"\nop = \">\"\nvalue = 0\n";
+    std::fs::write(&path, text).expect("writable");
+    let saved = path.with_file_name("saved.toml");
+    let o = chaos(
+        &path,
+        &["--runs", "1", "--seed", "5", "--json", "--save-scenario"],
+    );
+    assert_eq!(o.status.code(), Some(2), "--save-scenario needs a file");
+    let mut args = vec!["--runs", "1", "--seed", "5", "--json", "--save-scenario"];
+    let saved_arg = saved.to_string_lossy().into_owned();
+    args.push(&saved_arg);
+    let v = json(&chaos(&path, &args));
+    assert_eq!(v["runs"], 1);
+    let run = &v["per_run"][0];
+    let file = std::fs::read_to_string(&saved).expect("the run's scenario was written");
+    assert!(file.contains("# Replay it: fusionlab run"), "{file}");
+    assert!(!file.contains("name = \"long\""), "{file}");
+    // The drawn faults are the file's only ones (its own pause is out).
+    let faults = run["faults"].as_array().expect("the run's faults").len();
+    assert_eq!(file.matches("[[phase.fault]]").count(), faults, "{file}");
+    let o = Command::new(BIN)
+        .args(["run", "--check", "--seed", "5"])
+        .arg(&saved)
+        .output()
+        .expect("fusionlab starts");
+    let report = String::from_utf8_lossy(&o.stdout);
+    assert!(report.contains("no violation"), "{report}");
+    // Two runs of the file: the saved scenario refuses `--runs 2`.
+    let o = chaos(&path, &["--runs", "2", "--save-scenario", &saved_arg]);
+    assert_eq!(o.status.code(), Some(2));
+}
