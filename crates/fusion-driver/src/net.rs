@@ -128,8 +128,7 @@ impl Interconnect {
     }
 
     /// Whether a `loss` fault drops the next message on `from -> to`
-    /// (0-based; a draw only on a link with a loss fault). The live host
-    /// asks it of every message that reached its socket.
+    /// (0-based; a draw only on a link with a loss fault).
     pub fn drops(&mut self, from: usize, to: usize) -> bool {
         let Some(link) = self.links.get_mut(from * self.instances + to) else {
             return false;

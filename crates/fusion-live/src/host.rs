@@ -477,17 +477,19 @@ impl<O: Outputs> Host<O> {
     /// overtake), else kept until then. Never earlier than `now`: the
     /// instance's time does not go back.
     fn deliver(&mut self, now: Nanos, env: Envelope) {
-        if self.net.drops(env.from.idx(), self.inst.id.idx()) {
-            // A `loss` fault: the instances send it again (fusion-core's link.rs).
-            return;
-        }
         let bytes = env
             .msg
             .wire_bytes(self.inst.params().db_block_size, self.net.message_bytes());
-        let release = self
-            .net
-            .arrival(env.sent_at, env.from.idx(), self.inst.id.idx(), bytes)
-            .max(now);
+        let css = env.msg.is_css();
+        let Some(release) =
+            self.net
+                .deliver(env.sent_at, env.from.idx(), self.inst.id.idx(), bytes, css)
+        else {
+            // A `partition` cut the link or a `loss` fault dropped it, as on
+            // the simulator: the instances send it again (fusion-core's link.rs).
+            return;
+        };
+        let release = release.max(now);
         if release == now && self.held.is_empty() {
             self.inst.handle_message(now, env);
             return;
