@@ -100,6 +100,16 @@ impl Crashes {
     }
 }
 
+/// What one instance says of the cluster: whether it stopped (evicted),
+/// and the incarnation and members it sees.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemberView {
+    pub inst: InstId,
+    pub halted: bool,
+    pub incarnation: u32,
+    pub members: fusion_core::types::InstSet,
+}
+
 impl ConsistencyChecker {
     /// `inst` crashed (killed) or was evicted: from now on its buffers and
     /// its horizon do not count, its open transactions are expected rolled
@@ -162,30 +172,46 @@ impl ConsistencyChecker {
     /// instances that are up see it) leaves out is down: evicted, even if
     /// it is frozen and does not know it yet.
     pub(crate) fn note_evictions(&mut self, instances: &[Instance]) {
-        let newest = instances
+        let views: Vec<MemberView> = instances
             .iter()
-            .filter(|i| !self.is_down(i.id) && i.halted().is_none())
             .map(|i| {
                 let (incarnation, members) = i.membership();
-                (incarnation, std::cmp::Reverse(i.id.0), members)
+                MemberView {
+                    inst: i.id,
+                    halted: i.halted().is_some(),
+                    incarnation,
+                    members,
+                }
             })
+            .collect();
+        self.note_membership(&views);
+    }
+
+    /// [`ConsistencyChecker::note_evictions`] from what each instance says
+    /// of the cluster (the live runner reads it from their status; an
+    /// instance that cannot answer, killed or frozen, is left out).
+    pub fn note_membership(&mut self, views: &[MemberView]) {
+        let newest = views
+            .iter()
+            .filter(|v| !self.is_down(v.inst) && !v.halted)
+            .map(|v| (v.incarnation, std::cmp::Reverse(v.inst.0), v.members))
             .max_by_key(|m| (m.0, m.1));
         let Some((incarnation, _, members)) = newest else {
             return;
         };
         self.crash.newest = self.crash.newest.max(incarnation);
-        for inst in instances {
-            let member = members.contains(inst.id);
+        for v in views {
+            let member = members.contains(v.inst);
             let admitted_since = self
                 .crash
                 .down_at
-                .get(inst.id.idx())
+                .get(v.inst.idx())
                 .is_some_and(|&at| incarnation > at);
-            if !member && !self.is_down(inst.id) {
-                self.instance_down(inst.id);
-            } else if member && admitted_since && self.is_down(inst.id) && inst.halted().is_none() {
+            if !member && !self.is_down(v.inst) {
+                self.instance_down(v.inst);
+            } else if member && admitted_since && self.is_down(v.inst) && !v.halted {
                 // A restarted instance a later incarnation admitted: a new life.
-                self.instance_up(inst.id);
+                self.instance_up(v.inst);
             }
         }
     }

@@ -39,6 +39,7 @@ use fusion_core::types::{BlockAddr, InstId, Scn, Xid};
 use rustc_hash::FxHashMap;
 
 pub use pending::PENDING_READS_MAX;
+pub use crash::MemberView;
 use pending::{Pending, Read};
 use rows::{RowKey, Rows};
 

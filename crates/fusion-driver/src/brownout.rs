@@ -21,7 +21,7 @@
 
 use fusion_core::config::{NS_PER_MS, NS_PER_S, Nanos};
 use fusion_core::recovery::RecoveryReport;
-use fusion_report::RecoveryEntry;
+use fusion_report::{PhaseResult, RecoveryEntry};
 use fusion_scenario::{Fault, LinkTarget, Phase};
 
 /// The sampling interval of a [`CommitSeries`].
@@ -231,6 +231,23 @@ pub fn recovery_entry(
         blocks_recovered: r.blocks_recovered,
         transactions_rolled_back: r.transactions_rolled_back,
         brownout_ns,
+    }
+}
+
+/// Put each phase's recoveries (`recoveries[k]` for `phases[k]`) into its
+/// result, with their brownouts measured over the whole run's `series`
+/// (a brownout goes on past the phase that saw the recovery).
+pub fn attach_recoveries(
+    phases: &mut [PhaseResult],
+    recoveries: Vec<Vec<RecoveryReport>>,
+    phases_of: &[Phase],
+    series: Option<&CommitSeries>,
+) {
+    for (p, rs) in phases.iter_mut().zip(recoveries) {
+        p.recovery = rs
+            .iter()
+            .map(|r| recovery_entry(r, phases_of, series))
+            .collect();
     }
 }
 

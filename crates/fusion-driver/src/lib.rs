@@ -5,7 +5,9 @@
 //! snapshotted at phase edges become the run's result ([`outcome`]), the
 //! cluster-wide count of sequence values out of order and duplicated
 //! ([`seq_order`]), which figures each driver measures ([`measured`]), and
-//! the brownout of an instance failure from the commits sampled ([`brownout`]).
+//! the brownout of an instance failure from the commits sampled ([`brownout`]),
+//! and the failure faults of a phase as a timeline of kills, pauses and
+//! restarts ([`timeline`]).
 //!
 //! No I/O and no clock: the drivers pass times in.
 
@@ -15,9 +17,11 @@ pub mod net;
 pub mod outcome;
 pub mod seq_order;
 pub mod settle;
+pub mod timeline;
 
 pub use measured::{Driver, fault_refusal, refusal};
 pub use net::{Interconnect, LinkFault};
 pub use outcome::{Ran, VariantOutcome, phase_result, run_result};
 pub use seq_order::{SEQ_VALUES_MAX, SeqOrder};
 pub use settle::{Activity, SETTLE_NS_MAX, quiesce_commands, settled};
+pub use timeline::{LifeEvent, timeline_of};

@@ -154,8 +154,9 @@ pub fn unmeasurable(loaded: &LoadedScenario, driver: Driver) -> Vec<String> {
     out
 }
 
-/// Err: a fault of `loaded` that `driver` cannot carry out: a live cluster
-/// does not kill, freeze or start its processes yet (the simulator does).
+/// Err: a fault of `loaded` that `driver` cannot carry out when it cannot
+/// signal the instances' processes: a live runner on a cluster it did not
+/// start (containers) does not kill, freeze or start them.
 pub fn fault_refusal(loaded: &LoadedScenario, driver: Driver) -> Result<(), String> {
     match unrunnable_fault(loaded, driver) {
         Some(why) => Err(format!("{}: {why}", loaded.path)),
@@ -181,9 +182,9 @@ fn unrunnable_fault(loaded: &LoadedScenario, driver: Driver) -> Option<String> {
             })
             .map(|f| {
                 format!(
-                    "phase {:?} has a `{}` fault, which a live cluster does not carry out yet \
-                     (its processes are not killed, frozen or started by the runner); the \
-                     simulator does: run it without --live",
+                    "phase {:?} has a `{}` fault, which needs a runner that can kill, freeze \
+                     and start the instances' processes: a cluster started by `fusionlab up` or \
+                     by `run --live` itself (or the simulator: run it without --live)",
                     p.name,
                     f.kind()
                 )

@@ -141,4 +141,22 @@ impl Admin {
             .map(|_| ())
             .map_err(self.fail("shutdown"))
     }
+
+    /// The instance crashes (see the `Crash` rpc).
+    pub async fn crash(&self) -> Result<(), String> {
+        let mut c = self.client.clone();
+        c.crash(self.req(pb::Empty {}, Duration::from_secs(5)))
+            .await
+            .map(|_| ())
+            .map_err(self.fail("crash"))
+    }
+
+    /// The alert log lines and recoveries since the last call.
+    pub async fn events(&self) -> Result<pb::EventsResponse, String> {
+        let mut c = self.client.clone();
+        c.events(self.req(pb::Empty {}, Duration::from_secs(10)))
+            .await
+            .map(|r| r.into_inner())
+            .map_err(self.fail("events"))
+    }
 }

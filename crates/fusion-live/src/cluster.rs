@@ -251,6 +251,50 @@ pub fn up(opts: &UpOptions) -> Result<ClusterFile, String> {
     Ok(cluster)
 }
 
+/// Start one instance of `cluster` again (after it was killed) on the
+/// addresses the cluster file gives, with its token; returns its process
+/// id once it listens. Its log goes on in the cluster directory.
+pub fn start_instance(exe: &Path, cluster: &ClusterFile, m: &InstanceMember) -> Result<u32, String> {
+    let name = format!("inst{}", m.id);
+    let addr_file = cluster.dir.join(format!("{name}.addr"));
+    let _ = std::fs::remove_file(&addr_file);
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(cluster.dir.join(format!("{name}.log")))
+        .map_err(|e| format!("{}: {e}", cluster.dir.display()))?;
+    let err = log.try_clone().map_err(|e| e.to_string())?;
+    let mut cmd = Command::new(exe);
+    cmd.args(["instance", "--id", &m.id.to_string()])
+        .args(["--interconnect", &m.interconnect, "--admin", &m.admin])
+        .arg("--addr-file")
+        .arg(&addr_file)
+        .env(TOKEN_ENV, &cluster.token)
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(err);
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot start {} {name}: {e}", exe.display()))?;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Ok(t) = std::fs::read_to_string(&addr_file)
+            && t.ends_with('\n')
+        {
+            return Ok(child.id());
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(format!("{name} exited at start ({status}); see its log"));
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            return Err(format!("{name} did not start within 20 s; see its log"));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 fn kill_all(children: &mut [(String, Child, PathBuf)]) {
     for (_, c, _) in children.iter_mut() {
         let _ = c.kill();

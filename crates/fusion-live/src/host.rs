@@ -65,6 +65,19 @@ pub enum Query {
     Images(tokio::sync::oneshot::Sender<Vec<Block>>),
     /// The sequence values handed out since the last time (taken).
     Nextvals(tokio::sync::oneshot::Sender<NextvalBatch>),
+    /// Crash now, as the simulator's `kill` does (the runner then kills
+    /// the process): nothing more runs, is sent or is written.
+    Crash(tokio::sync::oneshot::Sender<()>),
+    /// The alert log lines and recoveries since the last time (taken).
+    Events(tokio::sync::oneshot::Sender<HostEvents>),
+}
+
+/// What an instance wrote to its alert log and the recoveries it
+/// performed, since the runner last took them.
+#[derive(Clone, Debug, Default)]
+pub struct HostEvents {
+    pub alerts: Vec<fusion_core::instance::AlertLine>,
+    pub recoveries: Vec<fusion_core::recovery::RecoveryReport>,
 }
 
 /// Sequence values the instance handed out, for the runner's cluster-wide
@@ -102,6 +115,14 @@ pub struct HostStatus {
     /// Messages the scenario's network still holds back.
     pub messages_held: usize,
     pub progress: u64,
+    /// Why the instance stopped (the cluster evicted it), if it did.
+    pub halted: Option<String>,
+    /// The cluster incarnation and its members as the instance sees them.
+    pub incarnation: u32,
+    pub members: u64,
+    pub user_commits: u64,
+    /// The instance's clock when the status was taken.
+    pub now: Nanos,
 }
 
 /// Percentiles of one kind of transfer round trip, in microseconds.
@@ -552,6 +573,14 @@ impl<O: Outputs> Host<O> {
                     io_in_flight: self.io_in_flight,
                     messages_held: self.held.len(),
                     progress: self.progress(),
+                    halted: self.inst.halted().map(str::to_string),
+                    incarnation: self.inst.membership().0,
+                    members: self.inst.membership().1.0,
+                    user_commits: self
+                        .inst
+                        .stats()
+                        .get(fusion_core::stats::Stat::UserCommits),
+                    now,
                 });
             }
             Query::History(max, reply) => {
@@ -572,6 +601,18 @@ impl<O: Outputs> Host<O> {
                     },
                 );
                 let _ = reply.send(taken);
+            }
+            Query::Crash(reply) => {
+                self.inst.crash(now);
+                // What the model had not yet delivered dies with it.
+                self.held.clear();
+                let _ = reply.send(());
+            }
+            Query::Events(reply) => {
+                let _ = reply.send(HostEvents {
+                    alerts: self.inst.take_alert_log(),
+                    recoveries: self.inst.take_recoveries(),
+                });
             }
             Query::Images(reply) => {
                 let images = self

@@ -9,9 +9,11 @@ pub mod cluster;
 pub mod deadline;
 pub mod host;
 pub mod links;
+pub mod lives;
 mod nextvals;
 pub mod process;
 pub mod runner;
+mod variant_run;
 mod rx_stamp;
 
 /// Most instances a cluster may have (the wire protocol's limit).

@@ -17,7 +17,7 @@
 //! model delivers it (`host.rs`), as the simulator schedules it.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::{Buf, BytesMut};
@@ -47,8 +47,16 @@ pub const QUEUED_MESSAGES_MAX: usize = 1 << 16;
 #[derive(Debug, Default)]
 pub struct LinkState {
     pub up: AtomicBool,
+    /// It was up once: a message sent while it is down again is dropped (as
+    /// a network drops it), not queued for a peer that may never return.
+    pub was_up: AtomicBool,
     pub sent: AtomicU64,
     pub received: AtomicU64,
+    /// Messages dropped while the connection was down (the peer died, was
+    /// killed, or its process restarts).
+    pub dropped: AtomicU64,
+    /// Times the connection was lost.
+    pub losses: AtomicU64,
 }
 
 /// What the admin service shows of a link (`status`).
@@ -60,8 +68,8 @@ pub struct LinkHandle {
 /// What the host's end and the link's tasks share.
 struct Shared {
     codec: Codec,
-    /// The connection, once it is up.
-    stream: OnceLock<Arc<TcpStream>>,
+    /// The connection while it is up.
+    stream: Mutex<Option<Arc<TcpStream>>>,
     /// Messages the host sent since the last flush, encoded when it
     /// flushes (so that they carry the time they really leave); the host
     /// flushes every turn.
@@ -86,7 +94,7 @@ impl Shared {
     /// rest. Err: the connection is broken, or the peer has not taken
     /// [`UNWRITTEN_BYTES_MAX`] bytes.
     fn flush(&self) -> std::io::Result<()> {
-        let Some(stream) = self.stream.get() else {
+        let Some(stream) = self.stream.lock().ok().and_then(|s| s.clone()) else {
             return Ok(());
         };
         let Ok(mut out) = self.out.lock() else {
@@ -140,6 +148,22 @@ impl Shared {
         self.state.sent.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// The connection is gone: what waited to be written to it is lost
+    /// with it, as on a network.
+    fn lose_connection(&self) {
+        self.state.up.store(false, Ordering::Relaxed);
+        self.state.losses.fetch_add(1, Ordering::Relaxed);
+        if let Ok(mut s) = self.stream.lock() {
+            *s = None;
+        }
+        if let Ok(mut out) = self.out.lock() {
+            out.clear();
+        }
+        if let Ok(mut unsent) = self.unsent.lock() {
+            unsent.clear();
+        }
+    }
+
     /// Keep a message for the next flush, which stamps and encodes it.
     fn hold(&self, env: Envelope) {
         if let Ok(mut unsent) = self.unsent.lock() {
@@ -169,7 +193,7 @@ pub struct LinkReceiver {
 pub fn channel(codec: Codec, clock: Clock) -> (LinkSender, LinkReceiver) {
     let shared = Arc::new(Shared {
         codec,
-        stream: OnceLock::new(),
+        stream: Mutex::new(None),
         unsent: Mutex::new(Vec::new()),
         out: Mutex::new(BytesMut::with_capacity(64 << 10)),
         clock,
@@ -192,16 +216,19 @@ pub fn channel(codec: Codec, clock: Clock) -> (LinkSender, LinkReceiver) {
 }
 
 impl LinkSender {
-    /// Send (or queue) one message; false when the link is gone (or its
-    /// queue before the connection is full). What is sent directly leaves
-    /// at the next [`flush`](Self::flush).
+    /// Send (or queue) one message; false when its queue before the first
+    /// connection is full. What is sent directly leaves at the next
+    /// [`flush`](Self::flush). While a connection that was up is down again
+    /// (the peer died or restarts) the message is dropped, as a network
+    /// drops it: the cluster's membership decides what that means.
     pub fn send(&self, env: Envelope) -> bool {
         let s = &self.shared;
-        if s.queued.load(Ordering::Acquire) == 0 && s.stream.get().is_some() {
-            if !s.state.up.load(Ordering::Relaxed) {
-                return false;
+        if s.queued.load(Ordering::Acquire) == 0 && s.state.was_up.load(Ordering::Relaxed) {
+            if s.state.up.load(Ordering::Relaxed) {
+                s.hold(env);
+            } else {
+                s.state.dropped.fetch_add(1, Ordering::Relaxed);
             }
-            s.hold(env);
             return true;
         }
         if s.queued.fetch_add(1, Ordering::AcqRel) >= QUEUED_MESSAGES_MAX {
@@ -247,102 +274,139 @@ pub const CONNECT_PATIENCE: Duration = Duration::from_secs(15);
 /// How long either end waits for the other's Hello.
 const HELLO_PATIENCE: Duration = Duration::from_secs(5);
 
-/// Connect the link `me -> peer` and start its writer (which sends what the
-/// host queued before the connection was up, and what the socket did not
-/// take at once) and its watcher (which reports the peer going away).
-pub async fn open(
+/// Start the link `me -> peer`: a task that connects (trying again while
+/// the peer is not up or not loaded), writes what the host queued before
+/// the connection was up and whatever the socket did not take at once,
+/// notices the peer going away, and connects again (a restarted peer
+/// answers for the same run). The answer says whether the first connection
+/// came up within [`CONNECT_PATIENCE`]; the task goes on trying either way.
+pub fn open(
     spec: LinkSpec,
     rx: LinkReceiver,
-    host: HostSender,
-) -> Result<LinkHandle, String> {
+) -> (LinkHandle, tokio::sync::oneshot::Receiver<Result<(), String>>) {
     let LinkReceiver {
         shared,
         delayed: mut rx,
     } = rx;
-    let LinkSpec {
-        me,
-        peer,
-        address,
-        token,
-        codec,
-        run,
-    } = spec;
-    let stream = Arc::new(connect(me, peer, &address, &token, codec, run).await?);
-    shared.state.up.store(true, Ordering::Relaxed);
-    let _ = shared.stream.set(stream.clone());
-
-    let lost = {
-        let (shared, host, address) = (shared.clone(), host.clone(), address.clone());
-        move |why: String| {
-            if shared.state.up.swap(false, Ordering::Relaxed) {
-                let _ = host.send(Input::Problem(format!(
-                    "{me}: interconnect to {peer} ({address}) lost after {} messages: {why}; \
-                     requests to {peer} in flight stay unanswered",
-                    shared.state.sent.load(Ordering::Relaxed)
-                )));
-            }
-        }
-    };
-
-    // Writer: what the host queued before the connection was up, in order,
-    // and whatever the socket did not take when the host flushed.
-    let (w_shared, w_stream, w_lost) = (shared.clone(), stream.clone(), lost.clone());
-    tokio::spawn(async move {
-        let s = w_shared;
-        loop {
-            tokio::select! {
-                _ = s.closed.cancelled() => return,
-                env = rx.recv() => {
-                    let Some(env) = env else { return };
-                    s.append(&env);
-                    s.queued.fetch_sub(1, Ordering::AcqRel);
-                }
-                _ = s.wake.notified() => {}
-            }
-            // Push out what is buffered, waiting for the socket as needed.
-            loop {
-                if let Err(e) = s.flush() {
-                    w_lost(e.to_string());
-                    return;
-                }
-                let empty = s.out.lock().map_or(true, |o| o.is_empty());
-                if empty {
-                    break;
-                }
-                tokio::select! {
-                    _ = s.closed.cancelled() => return,
-                    r = w_stream.writable() => if let Err(e) = r {
-                        w_lost(e.to_string());
-                        return;
-                    }
-                }
-            }
-        }
-    });
-
-    // Watcher: the callee sends nothing after its Hello, so anything that
-    // ends the read side means the peer died or dropped us.
-    let (r_shared, r_stream) = (shared.clone(), stream);
-    tokio::spawn(async move {
-        let mut buf = [0u8; 64];
-        let why = loop {
-            tokio::select! {
-                _ = r_shared.closed.cancelled() => return,
-                r = r_stream.readable() => if let Err(e) = r { break e.to_string() },
-            }
-            match r_stream.try_read(&mut buf) {
-                Ok(0) => break "the peer closed the connection".to_string(),
-                Ok(_) => break "the peer sent data after its Hello".to_string(),
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
-                Err(e) => break e.to_string(),
-            }
-        };
-        lost(why);
-    });
-    Ok(LinkHandle {
+    let (first_tx, first_rx) = tokio::sync::oneshot::channel();
+    let handle = LinkHandle {
         state: shared.state.clone(),
-        address,
-    })
+        address: spec.address.clone(),
+    };
+    tokio::spawn(async move {
+        let mut first = Some(first_tx);
+        let started = tokio::time::Instant::now();
+        loop {
+            let stream = tokio::select! {
+                _ = shared.closed.cancelled() => return,
+                s = connect_until_up(&spec, started, &mut first) => Arc::new(s),
+            };
+            if let Ok(mut s) = shared.stream.lock() {
+                *s = Some(stream.clone());
+            }
+            shared.state.up.store(true, Ordering::Relaxed);
+            shared.state.was_up.store(true, Ordering::Relaxed);
+            if let Some(f) = first.take() {
+                let _ = f.send(Ok(()));
+            }
+            if carry(&shared, &stream, &mut rx).await.is_none() {
+                return;
+            }
+            shared.lose_connection();
+        }
+    });
+    (handle, first_rx)
+}
+
+/// Connect and say hello, again and again until it works; past
+/// [`CONNECT_PATIENCE`] since `started`, the first caller hears why not
+/// (once), and the tries go on more slowly.
+async fn connect_until_up(
+    spec: &LinkSpec,
+    started: tokio::time::Instant,
+    first: &mut Option<tokio::sync::oneshot::Sender<Result<(), String>>>,
+) -> TcpStream {
+    let mut pause = Duration::from_millis(50);
+    loop {
+        match try_connect(
+            spec.me,
+            spec.peer,
+            &spec.address,
+            &spec.token,
+            spec.codec,
+            spec.run,
+        )
+        .await
+        {
+            Ok(s) => return s,
+            Err(last) if started.elapsed() >= CONNECT_PATIENCE => {
+                if let Some(f) = first.take() {
+                    let _ = f.send(Err(format!(
+                        "{}: could not open the interconnect to {} at {} within {}s: {last}",
+                        spec.me,
+                        spec.peer,
+                        spec.address,
+                        CONNECT_PATIENCE.as_secs()
+                    )));
+                }
+                pause = Duration::from_millis(500);
+            }
+            Err(_) => {}
+        }
+        tokio::time::sleep(pause).await;
+    }
+}
+
+/// Carry one connection: write what the host queued before it was up (in
+/// order) and what the socket did not take when the host flushed, and
+/// watch its read side (the callee sends nothing after its Hello, so
+/// anything that ends the read side means the peer died or dropped us).
+/// `Some(why)` when the connection is lost; `None` when the host's end is
+/// gone.
+async fn carry(
+    s: &Shared,
+    stream: &TcpStream,
+    rx: &mut mpsc::UnboundedReceiver<Envelope>,
+) -> Option<String> {
+    let mut buf = [0u8; 64];
+    loop {
+        tokio::select! {
+            _ = s.closed.cancelled() => return None,
+            env = rx.recv() => {
+                let env = env?;
+                s.append(&env);
+                s.queued.fetch_sub(1, Ordering::AcqRel);
+            }
+            _ = s.wake.notified() => {}
+            r = stream.readable() => {
+                if let Err(e) = r {
+                    return Some(e.to_string());
+                }
+                match stream.try_read(&mut buf) {
+                    Ok(0) => return Some("the peer closed the connection".to_string()),
+                    Ok(_) => return Some("the peer sent data after its Hello".to_string()),
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+                    Err(e) => return Some(e.to_string()),
+                }
+            }
+        }
+        // Push out what is buffered, waiting for the socket as needed.
+        loop {
+            if let Err(e) = s.flush() {
+                return Some(e.to_string());
+            }
+            let empty = s.out.lock().map_or(true, |o| o.is_empty());
+            if empty {
+                break;
+            }
+            tokio::select! {
+                _ = s.closed.cancelled() => return None,
+                r = stream.writable() => if let Err(e) = r {
+                    return Some(e.to_string());
+                }
+            }
+        }
+    }
 }
 
 /// Write one frame (handshakes only; messages go through [`Shared`]).
@@ -364,30 +428,6 @@ async fn read_frame(s: &mut TcpStream) -> Result<pb::Frame, String> {
     let mut body = vec![0u8; len];
     s.read_exact(&mut body).await.map_err(|e| e.to_string())?;
     decode_frame(&body).map_err(|e| e.to_string())
-}
-
-/// Connect and say hello, retrying while the peer is not up or not loaded.
-async fn connect(
-    me: InstId,
-    peer: InstId,
-    address: &str,
-    token: &str,
-    codec: Codec,
-    run: u64,
-) -> Result<TcpStream, String> {
-    let deadline = tokio::time::Instant::now() + CONNECT_PATIENCE;
-    let mut last = String::new();
-    while tokio::time::Instant::now() < deadline {
-        match try_connect(me, peer, address, token, codec, run).await {
-            Ok(x) => return Ok(x),
-            Err(e) => last = e,
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    Err(format!(
-        "{me}: could not open the interconnect to {peer} at {address} within {}s: {last}",
-        CONNECT_PATIENCE.as_secs()
-    ))
 }
 
 async fn try_connect(

@@ -193,16 +193,22 @@ impl AdminService {
             ));
         }
         let layout = scenario.layout();
-        let cfg = scenario
+        let mut cfg = scenario
             .instance_configs(&layout, r.seed, r.record_history)
             .swap_remove(me.idx());
+        cfg.life = r.life;
+        let carried = r
+            .carried
+            .as_ref()
+            .map(|c| stats_codec::decode(c, "LoadRequest.carried"))
+            .transpose()?;
         let codec = Codec::new(
             scenario.block_size(),
             instance_count as u8,
             layout.total_blocks,
         );
         let clock = Clock::new(r.epoch_ns);
-        let store = Store::new(&r.store, &self.0.opts.token, codec, me)?;
+        let store = Store::new(&r.store, &self.0.opts.token, codec, me)?.for_run(r.epoch_ns);
 
         // A previous scenario's host and links go first.
         if let Some(old) = self.0.loaded.lock().await.take() {
@@ -240,6 +246,9 @@ impl AdminService {
             ),
         );
         let mut inst = Instance::new(cfg);
+        if let Some(c) = carried {
+            inst.carry_over_stats(c);
+        }
         // The runner counts the values handed out across the cluster, as
         // the simulator does (`fusion_driver::SeqOrder`).
         inst.log_nextvals(!scenario.catalog.sequences.is_empty());
@@ -256,7 +265,8 @@ impl AdminService {
                 run: r.epoch_ns,
             });
         }
-        let mut tasks = tokio::task::JoinSet::new();
+        let mut links: Vec<Option<LinkHandle>> = (0..instance_count).map(|_| None).collect();
+        let mut first_up = Vec::new();
         for (i, rx) in receivers.into_iter().enumerate() {
             let Some(rx) = rx else { continue };
             let spec = LinkSpec {
@@ -267,16 +277,21 @@ impl AdminService {
                 codec,
                 run: r.epoch_ns,
             };
-            let host = host_tx.clone();
-            tasks.spawn(async move { (i, links::open(spec, rx, host).await) });
+            let (handle, up) = links::open(spec, rx);
+            links[i] = Some(handle);
+            first_up.push(up);
         }
-        let mut links: Vec<Option<LinkHandle>> = (0..instance_count).map(|_| None).collect();
+        // A run starts with every link up. A restarted instance does not
+        // wait: some peers may be dead, and its links reach them when (if)
+        // they come back.
         let mut failed = Vec::new();
-        while let Some(j) = tasks.join_next().await {
-            match j {
-                Ok((i, Ok(h))) => links[i] = Some(h),
-                Ok((_, Err(e))) => failed.push(e),
-                Err(e) => failed.push(format!("{me}: link task failed: {e}")),
+        if r.life == 0 {
+            for up in first_up {
+                match up.await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => failed.push(e),
+                    Err(_) => failed.push(format!("{me}: a link task ended")),
+                }
             }
         }
         let blocks = layout.total_blocks;
@@ -409,6 +424,11 @@ impl Admin for AdminService {
         out.io_in_flight = s.io_in_flight as u64;
         out.messages_held = s.messages_held as u64;
         out.progress = s.progress;
+        out.halted = s.halted.unwrap_or_default();
+        out.incarnation = s.incarnation;
+        out.members = s.members;
+        out.user_commits = s.user_commits;
+        out.now_ns = s.now;
         Ok(Response::new(out))
     }
 
@@ -483,6 +503,40 @@ impl Admin for AdminService {
             out.values.push(v);
         }
         Ok(Response::new(out))
+    }
+
+    async fn crash(&self, _: Request<pb::Empty>) -> Result<Response<pb::Empty>, Status> {
+        self.ask(Query::Crash).await?;
+        Ok(Response::new(pb::Empty {}))
+    }
+
+    async fn events(&self, _: Request<pb::Empty>) -> Result<Response<pb::EventsResponse>, Status> {
+        let e = self.ask(Query::Events).await?;
+        Ok(Response::new(pb::EventsResponse {
+            alerts: e
+                .alerts
+                .into_iter()
+                .map(|a| pb::AlertLine {
+                    at_ns: a.at,
+                    line: a.line,
+                })
+                .collect(),
+            recoveries: e
+                .recoveries
+                .iter()
+                .map(|r| pb::RecoveryRow {
+                    dead_instance: u32::from(r.dead_instance.0),
+                    recovered_by: u32::from(r.recovered_by.0),
+                    detected_ns: r.detected_at,
+                    unfrozen_ns: r.unfrozen_at,
+                    cache_recovered_ns: r.cache_recovered_at,
+                    completed_ns: r.completed_at,
+                    redo_bytes_read: r.redo_bytes_read,
+                    blocks_recovered: r.blocks_recovered,
+                    transactions_rolled_back: r.transactions_rolled_back,
+                })
+                .collect(),
+        }))
     }
 
     async fn shutdown(&self, _: Request<pb::Empty>) -> Result<Response<pb::Empty>, Status> {

@@ -14,27 +14,30 @@ use fusion_core::block::Block;
 use fusion_core::instance::{Horizon, Observation};
 use fusion_core::stats::Stats;
 use fusion_core::types::{BlockAddr, InstId};
-use fusion_driver::{Activity, Ran, VariantOutcome};
-use fusion_report::{RunResult, VariantResult};
+use fusion_core::recovery::RecoveryReport;
+use fusion_driver::brownout::CommitSeries;
+use fusion_driver::{Ran, VariantOutcome};
+use fusion_report::{AlertEntry, RunResult, VariantResult};
 use fusion_scenario::{LoadedScenario, Scenario};
 use fusion_wire::Codec;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::admin_client::Admin;
+use crate::lives::{Lives, ProcessControl};
+pub use crate::variant_run::VariantRun;
 use crate::clock::monotonic_ns;
 use crate::cluster::ClusterFile;
 use crate::nextvals::Nextvals;
 use crate::pb;
 use crate::process::{HISTORY_CHUNK, decode_observation};
-use crate::stats_codec;
 use crate::store_client::Store;
 
 /// How often a running phase looks at every instance.
-const WATCH_EVERY: Duration = Duration::from_millis(250);
+pub(crate) const WATCH_EVERY: Duration = Duration::from_millis(250);
 /// Longest a running cluster may go without any progress (no logical read,
 /// commit or message anywhere) while sessions are active before the run is
 /// declared hung.
-const STALL_LIMIT: Duration = Duration::from_secs(20);
+pub(crate) const STALL_LIMIT: Duration = Duration::from_secs(20);
 
 /// What to run, and how.
 pub struct LiveRun<'a> {
@@ -48,6 +51,20 @@ pub struct LiveRun<'a> {
     pub check: bool,
     /// Draw a progress bar per phase (on stderr).
     pub progress: bool,
+    /// What carries out the `kill`, `pause` and `restart` faults on the
+    /// instances' processes (None: the run refuses them).
+    pub control: Option<&'a dyn ProcessControl>,
+}
+
+/// A live run that stopped for a reason the scenario did not ask for (an
+/// instance died or stopped answering, a problem it reported): what failed,
+/// and the result of the phases that finished before.
+#[derive(Debug)]
+pub struct LiveFailure {
+    pub message: String,
+    /// The variants run so far, the last one with the phases it finished
+    /// (None when not even one phase did).
+    pub partial: Option<(RunResult, Vec<VariantOutcome>)>,
 }
 
 /// Run every variant of `loaded` on the cluster and evaluate its
@@ -57,17 +74,49 @@ pub struct LiveRun<'a> {
 pub async fn run(
     loaded: &LoadedScenario,
     r: &LiveRun<'_>,
-) -> Result<(RunResult, Vec<VariantOutcome>), String> {
+) -> Result<(RunResult, Vec<VariantOutcome>), LiveFailure> {
     let mut outcomes = Vec::new();
     for v in &loaded.variants {
-        outcomes.push(run_variant(&v.name, &v.scenario, r).await?);
+        match run_variant(&v.name, &v.scenario, r).await {
+            Ok(o) => outcomes.push(o),
+            Err(Stopped { message, partial }) => {
+                outcomes.extend(partial);
+                // The expectations are evaluated on what ran: one on a
+                // phase or variant that did not run says it had nothing
+                // to measure.
+                let partial = (!outcomes.is_empty())
+                    .then(|| (fusion_driver::run_result(loaded, r.seed, &outcomes), outcomes));
+                return Err(LiveFailure { message, partial });
+            }
+        }
     }
     let result = fusion_driver::run_result(loaded, r.seed, &outcomes);
     Ok((result, outcomes))
 }
 
+impl std::fmt::Display for LiveFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// A variant that stopped, and its phases that finished.
+struct Stopped {
+    message: String,
+    partial: Option<VariantOutcome>,
+}
+
+impl From<String> for Stopped {
+    fn from(message: String) -> Stopped {
+        Stopped {
+            message,
+            partial: None,
+        }
+    }
+}
+
 /// Call every admin at once; the first error wins.
-async fn on_all<T, F, Fut>(admins: &[Admin], f: F) -> Result<Vec<T>, String>
+pub(crate) async fn on_all<T, F, Fut>(admins: &[Admin], f: F) -> Result<Vec<T>, String>
 where
     F: Fn(Admin) -> Fut,
     Fut: std::future::Future<Output = Result<T, String>> + Send + 'static,
@@ -94,26 +143,16 @@ where
     Ok(out.into_iter().flatten().collect())
 }
 
-async fn snapshot(admins: &[Admin]) -> Result<Vec<(Stats, u64)>, String> {
-    let raw = on_all(admins, |a| async move {
-        a.stats().await.map(|s| (a.who.clone(), s))
-    })
-    .await?;
-    raw.iter()
-        .map(|(who, s)| stats_codec::decode(s, who).map(|st| (st, s.now_ns)))
-        .collect()
-}
-
 /// Notices a hung cluster: sessions active, yet no instance has done any
 /// work (logical reads, commits, messages) for `limit`.
-struct StallWatch {
+pub(crate) struct StallWatch {
     limit: Duration,
     progress: u64,
     since: std::time::Instant,
 }
 
 impl StallWatch {
-    fn new(limit: Duration) -> StallWatch {
+    pub(crate) fn new(limit: Duration) -> StallWatch {
         StallWatch {
             limit,
             progress: 0,
@@ -121,7 +160,11 @@ impl StallWatch {
         }
     }
 
-    fn check(&mut self, st: &[pb::StatusResponse], now: std::time::Instant) -> Result<(), String> {
+    pub(crate) fn check(
+        &mut self,
+        st: &[pb::StatusResponse],
+        now: std::time::Instant,
+    ) -> Result<(), String> {
         let progress: u64 = st.iter().map(|s| s.progress).sum();
         let active = st.iter().any(|s| s.active_sessions > 0);
         if progress != self.progress || !active {
@@ -151,66 +194,13 @@ impl StallWatch {
     }
 }
 
-/// Look at every instance once: a dead one or one with problems stops the
-/// run, with what the others were waiting on (what was in flight).
-async fn watch(admins: &[Admin]) -> Result<Vec<pb::StatusResponse>, String> {
-    let mut set = tokio::task::JoinSet::new();
-    for (i, a) in admins.iter().enumerate() {
-        let a = a.clone();
-        set.spawn(async move { (i, a.status(Duration::from_secs(3)).await) });
-    }
-    let mut got: Vec<Option<Result<pb::StatusResponse, String>>> =
-        (0..admins.len()).map(|_| None).collect();
-    while let Some(j) = set.join_next().await {
-        match j {
-            Ok((i, r)) => got[i] = Some(r),
-            Err(e) => return Err(format!("status call failed: {e}")),
-        }
-    }
-    let mut lines = Vec::new();
-    for r in got.iter().flatten() {
-        match r {
-            Err(e) => lines.push(e.clone()),
-            Ok(s) => lines.extend(s.errors.iter().cloned()),
-        }
-    }
-    if lines.is_empty() {
-        return Ok(got.into_iter().flatten().flatten().collect());
-    }
-    // Every message to a dead peer reports the same loss: once is enough.
-    let mut seen = std::collections::BTreeSet::new();
-    lines.retain(|l| seen.insert(l.clone()));
-    for (i, r) in got.iter().enumerate() {
-        if let Some(Ok(s)) = r
-            && !s.waits.is_empty()
-        {
-            let waits: Vec<String> = s
-                .waits
-                .iter()
-                .map(|w| format!("{} ({} sessions)", w.event, w.sessions))
-                .collect();
-            lines.push(format!("in flight on inst{}: {}", i + 1, waits.join(", ")));
-        }
-    }
-    Err(lines.join("\n"))
-}
-
-/// Take the sequence values every instance handed out since the last time.
-async fn take_nextvals(admins: &[Admin], into: &mut Nextvals) -> Result<(), String> {
-    let answers = on_all(admins, |a| async move { a.nextvals().await }).await?;
-    for (i, (a, r)) in admins.iter().zip(&answers).enumerate() {
-        into.take(i, r, &a.who)?;
-    }
-    Ok(())
-}
-
 /// One phase's counters on every instance, before and after it.
-struct PhaseSnapshots {
-    name: String,
-    start_ns: u64,
-    end_ns: u64,
-    before: Vec<Stats>,
-    after: Vec<Stats>,
+pub(crate) struct PhaseSnapshots {
+    pub(crate) name: String,
+    pub(crate) start_ns: u64,
+    pub(crate) end_ns: u64,
+    pub(crate) before: Vec<Stats>,
+    pub(crate) after: Vec<Stats>,
 }
 
 /// How long a cluster may take to come up (containers start in any order).
@@ -238,13 +228,14 @@ async fn wait_ready(admins: &[Admin]) -> Result<(), String> {
     }
 }
 
-async fn run_variant(name: &str, s: &Scenario, r: &LiveRun<'_>) -> Result<VariantOutcome, String> {
+async fn run_variant(name: &str, s: &Scenario, r: &LiveRun<'_>) -> Result<VariantOutcome, Stopped> {
     let instance_count = s.instances.len();
     if r.cluster.instances.len() < instance_count {
         return Err(format!(
             "the scenario needs {instance_count} instances; the cluster has {}",
             r.cluster.instances.len()
-        ));
+        )
+        .into());
     }
     let members = &r.cluster.instances[..instance_count];
     let admins: Vec<Admin> = members
@@ -260,6 +251,9 @@ async fn run_variant(name: &str, s: &Scenario, r: &LiveRun<'_>) -> Result<Varian
         codec,
         fusion_core::types::InstId(0),
     )?;
+    // The run: the cluster clock's origin, also what the store is formatted
+    // for (the last variant's hosts may still write: refused from now on).
+    let epoch = monotonic_ns();
     let limit = tokio::time::Instant::now() + READY_LIMIT;
     while let Err(e) = store
         .format(
@@ -267,18 +261,18 @@ async fn run_variant(name: &str, s: &Scenario, r: &LiveRun<'_>) -> Result<Varian
             layout.total_blocks,
             instance_count as u32,
             &s.storage,
+            epoch,
         )
         .await
     {
         if tokio::time::Instant::now() > limit {
-            return Err(e);
+            return Err(e.into());
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     store.load_initial(&layout.initial_blocks()).await?;
 
     let seed = r.seed.unwrap_or(s.seed);
-    let epoch = monotonic_ns();
     let peers: Vec<String> = members.iter().map(|m| m.interconnect.clone()).collect();
     let load = pb::LoadRequest {
         scenario_text: r.text.to_string(),
@@ -290,6 +284,8 @@ async fn run_variant(name: &str, s: &Scenario, r: &LiveRun<'_>) -> Result<Varian
         peers,
         store: r.cluster.store.address.clone(),
         epoch_ns: epoch,
+        life: 0,
+        carried: None,
     };
     on_all(&admins, |a| {
         let l = load.clone();
@@ -297,70 +293,61 @@ async fn run_variant(name: &str, s: &Scenario, r: &LiveRun<'_>) -> Result<Varian
     })
     .await?;
 
-    // Checked: the histories are drained into the checker as the run goes,
-    // so neither the instances nor the runner pile them up.
-    let mut checker = r.check.then(|| ConsistencyChecker::new(layout.clone()));
-    // The values every instance hands out, for the cluster-wide count of
-    // values out of order and duplicated (the simulator counts them too).
-    let mut nextvals = (!s.catalog.sequences.is_empty())
-        .then(|| Nextvals::new(instance_count, s.catalog.sequences.len()));
+    let mut run = VariantRun {
+        admins: &admins,
+        lives: Lives::new(instance_count),
+        // Checked: the histories are drained into the checker as the run
+        // goes, so neither the instances nor the runner pile them up.
+        checker: r.check.then(|| ConsistencyChecker::new(layout.clone())),
+        // The values every instance hands out, for the cluster-wide count
+        // of values out of order and duplicated (the simulator counts them too).
+        nextvals: (!s.catalog.sequences.is_empty())
+            .then(|| Nextvals::new(instance_count, s.catalog.sequences.len())),
+        series: s
+            .phases
+            .iter()
+            .any(|p| p.faults.iter().any(fusion_scenario::Fault::is_failure))
+            .then(|| CommitSeries::new(0, WATCH_EVERY.as_nanos() as u64)),
+        epoch,
+        load,
+        control: r.control,
+    };
     let mut snapshots = Vec::new();
+    let mut alerts: Vec<Vec<AlertEntry>> = Vec::new();
+    let mut recoveries: Vec<Vec<RecoveryReport>> = Vec::new();
+    // The phases that finished, as a result (what a failed run still reports).
+    let partial = |snapshots: &[PhaseSnapshots], alerts: &[Vec<AlertEntry>]| {
+        VariantOutcome::new(
+            VariantResult {
+                name: name.to_string(),
+                phases: phase_results(s, snapshots, alerts),
+            },
+            Ran::Live,
+        )
+    };
     for (k, phase) in s.phases.iter().enumerate() {
-        store.set_faults(&phase.faults).await?;
-        // The counters before the phase's own commands, as the simulator
-        // takes them: what a command sets off at once (a session's first
-        // execution when its workload starts) belongs to the phase it starts.
-        let before = snapshot(&admins).await?;
-        on_all(&admins, |a| async move { a.begin_phase(k as u32).await }).await?;
-        let bar = r
-            .progress
-            .then(|| phase_bar(name, &phase.name, phase.duration));
-        let start = tokio::time::Instant::now();
-        let end = start + Duration::from_nanos(phase.duration);
-        let mut stall = StallWatch::new(STALL_LIMIT);
-        while tokio::time::Instant::now() < end {
-            let left = end - tokio::time::Instant::now();
-            tokio::time::sleep(left.min(WATCH_EVERY)).await;
-            if let Some(b) = &bar {
-                b.set_position(start.elapsed().as_millis() as u64);
+        let stopped = |e: String, snapshots: &[PhaseSnapshots], alerts: &[Vec<AlertEntry>]| {
+            Stopped {
+                message: format!("the run stopped in phase {:?} of {name}:\n{e}", phase.name),
+                partial: (!snapshots.is_empty()).then(|| partial(snapshots, alerts)),
             }
-            let mut watched = watch(&admins)
-                .await
-                .and_then(|st| stall.check(&st, std::time::Instant::now()));
-            if let (Ok(()), Some(c)) = (&watched, checker.as_mut()) {
-                watched = drain_histories(&admins, c, false).await;
-            }
-            if let (Ok(()), Some(n)) = (&watched, nextvals.as_mut()) {
-                watched = take_nextvals(&admins, n).await;
-            }
-            if let Err(e) = watched {
-                if let Some(b) = &bar {
-                    b.abandon();
-                }
-                return Err(format!(
-                    "the run stopped in phase {:?} of {name}:\n{e}",
-                    phase.name
-                ));
-            }
-        }
-        let after = snapshot(&admins).await?;
-        if let Some(b) = bar {
-            b.finish();
-        }
-        // The instances share the runner's clock origin: the first one's
-        // snapshot times stand for the cluster's.
-        snapshots.push(PhaseSnapshots {
-            name: phase.name.clone(),
-            start_ns: before.first().map_or(0, |(_, t)| *t),
-            end_ns: after.first().map_or(0, |(_, t)| *t),
-            before: before.into_iter().map(|(st, _)| st).collect(),
-            after: after.into_iter().map(|(st, _)| st).collect(),
-        });
+        };
+        let ran = run
+            .phase(k, phase, name, r.progress, &store)
+            .await
+            .map_err(|e| stopped(e, &snapshots, &alerts))?;
+        let (snap, phase_alerts, phase_recoveries) = ran;
+        snapshots.push(snap);
+        alerts.push(phase_alerts);
+        recoveries.push(phase_recoveries);
     }
-    if let Some(mut n) = nextvals {
+    // A frozen instance goes on (its pause may reach past the run) so
+    // that the cluster can come to rest.
+    run.resume_all();
+    if let Some(mut n) = run.nextvals.take() {
         // The values of the last watch onwards; then every value in the
         // order handed out, counted into the snapshots that include it.
-        take_nextvals(&admins, &mut n).await?;
+        run.take_nextvals(&mut n).await?;
         n.count_into(
             snapshots
                 .iter_mut()
@@ -368,23 +355,13 @@ async fn run_variant(name: &str, s: &Scenario, r: &LiveRun<'_>) -> Result<Varian
         )
         .map_err(|e| format!("counting the sequence values of {name}: {e}"))?;
     }
-    let phases = snapshots
-        .iter()
-        .map(|p| {
-            fusion_driver::phase_result(
-                &p.name,
-                s,
-                p.start_ns,
-                p.end_ns.saturating_sub(p.start_ns),
-                &p.before,
-                &p.after,
-                // Live instances do not send their alert log lines to the runner yet.
-                Vec::new(),
-            )
-            // Nor their recoveries: `recovery` stays empty (the recovery
-            // summary is the simulator's for now).
-        })
-        .collect();
+    let mut phases = phase_results(s, &snapshots, &alerts);
+    fusion_driver::brownout::attach_recoveries(
+        &mut phases,
+        recoveries,
+        &s.phases,
+        run.series.as_ref(),
+    );
     let mut outcome = VariantOutcome::new(
         VariantResult {
             name: name.to_string(),
@@ -396,48 +373,45 @@ async fn run_variant(name: &str, s: &Scenario, r: &LiveRun<'_>) -> Result<Varian
     // Stop the workloads and faults of the last phase: the cluster may run
     // another variant or scenario next (the live tour does), which should
     // not start with this one's sessions and CPU hogs still busy.
-    on_all(&admins, |a| async move { a.quiesce().await }).await?;
+    run.on_answering(|a| async move { a.quiesce().await })
+        .await?;
 
-    if let Some(c) = checker {
-        match settle(&admins).await? {
+    if let Some(c) = run.checker.take() {
+        match run.settle().await? {
             Err(why) => outcome.errors.push(why),
-            Ok(()) => outcome.set_check(check(&admins, &store, codec, &layout, c).await?),
+            Ok(()) => {
+                let answering = run.answering();
+                outcome.set_check(check(&answering, &store, codec, &layout, c).await?);
+            }
         }
     }
+    // The next variant (or scenario) starts on a whole cluster: a killed
+    // instance's process is started again (it is loaded afresh then).
+    run.revive()?;
     Ok(outcome)
 }
 
-/// Wait for the quiesced cluster to come to rest, for at most
-/// [`fusion_driver::SETTLE_NS_MAX`]. Err: an instance failed; Ok(Err):
-/// the cluster did not come to rest, and what is still in flight.
-async fn settle(admins: &[Admin]) -> Result<Result<(), String>, String> {
-    let limit_ns = fusion_driver::SETTLE_NS_MAX;
-    let limit = tokio::time::Instant::now() + Duration::from_nanos(limit_ns);
-    loop {
-        let activity: Vec<Activity> = watch(admins)
-            .await?
-            .iter()
-            .map(|st| Activity {
-                instance: InstId(st.instance as u8),
-                at_rest: st.at_rest,
-                waits: st
-                    .waits
-                    .iter()
-                    .map(|w| (w.event.clone(), w.sessions))
-                    .collect(),
-                messages_in_flight: st.messages_held,
-                io_in_flight: st.io_in_flight,
-            })
-            .collect();
-        if activity.iter().all(Activity::at_rest) {
-            return Ok(Ok(()));
-        }
-        if tokio::time::Instant::now() > limit {
-            let waited = format!("{} s", limit_ns / 1_000_000_000);
-            return Ok(fusion_driver::settled(&activity, &waited));
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+/// Each phase's result from its snapshots and alert log.
+fn phase_results(
+    s: &Scenario,
+    snapshots: &[PhaseSnapshots],
+    alerts: &[Vec<AlertEntry>],
+) -> Vec<fusion_report::PhaseResult> {
+    snapshots
+        .iter()
+        .zip(alerts)
+        .map(|(p, a)| {
+            fusion_driver::phase_result(
+                &p.name,
+                s,
+                p.start_ns,
+                p.end_ns.saturating_sub(p.start_ns),
+                &p.before,
+                &p.after,
+                a.clone(),
+            )
+        })
+        .collect()
 }
 
 /// Chunks of a history a drain takes from one instance at most while the
@@ -446,11 +420,12 @@ async fn settle(admins: &[Admin]) -> Result<Result<(), String>, String> {
 /// full is an error of the run); at rest, twice that is a peer that lies.
 const DRAIN_CHUNKS_MAX: usize = 64;
 
-/// Take what every instance's history holds into the checker, one chunk of
+/// Take what instance `i`'s history holds into the checker, one chunk of
 /// at most `HISTORY_CHUNK` observations at a time. `at_rest`: nothing is
-/// recorded any more, every history must be taken to its end.
-async fn drain_histories(
-    admins: &[Admin],
+/// recorded any more, the history must be taken to its end.
+pub(crate) async fn drain_one(
+    i: usize,
+    a: &Admin,
     c: &mut ConsistencyChecker,
     at_rest: bool,
 ) -> Result<(), String> {
@@ -460,32 +435,30 @@ async fn drain_histories(
         DRAIN_CHUNKS_MAX
     };
     let chunk = u32::try_from(HISTORY_CHUNK).unwrap_or(u32::MAX);
-    for (i, a) in admins.iter().enumerate() {
-        let id = InstId(u8::try_from(i).map_err(|_| format!("{}: too many instances", a.who))?);
-        let mut caught_up = false;
-        for _ in 0..rounds {
-            let h = a.history(chunk).await?;
-            let obs: Vec<Observation> = h
-                .observations
-                .iter()
-                .map(|o| decode_observation(o, &a.who))
-                .collect::<Result<_, _>>()?;
-            caught_up = h.caught_up;
-            let horizon = caught_up.then_some(Horizon {
-                scn: h.scn,
-                snapshot: h.snapshot,
-            });
-            c.take_drained(id, &obs, horizon);
-            if caught_up {
-                break;
-            }
+    let id = InstId(u8::try_from(i).map_err(|_| format!("{}: too many instances", a.who))?);
+    let mut caught_up = false;
+    for _ in 0..rounds {
+        let h = a.history(chunk).await?;
+        let obs: Vec<Observation> = h
+            .observations
+            .iter()
+            .map(|o| decode_observation(o, &a.who))
+            .collect::<Result<_, _>>()?;
+        caught_up = h.caught_up;
+        let horizon = caught_up.then_some(Horizon {
+            scn: h.scn,
+            snapshot: h.snapshot,
+        });
+        c.take_drained(id, &obs, horizon);
+        if caught_up {
+            break;
         }
-        if at_rest && !caught_up {
-            return Err(format!(
-                "{}: its history did not end after {rounds} chunks of {HISTORY_CHUNK} at rest",
-                a.who
-            ));
-        }
+    }
+    if at_rest && !caught_up {
+        return Err(format!(
+            "{}: its history did not end after {rounds} chunks of {HISTORY_CHUNK} at rest",
+            a.who
+        ));
     }
     Ok(())
 }
@@ -494,24 +467,24 @@ async fn drain_histories(
 /// image of every block (a current buffer somewhere, else the store's), at
 /// rest.
 async fn check(
-    admins: &[Admin],
+    admins: &[(usize, Admin)],
     store: &Store,
     codec: Codec,
     layout: &std::sync::Arc<fusion_core::layout::Layout>,
     mut checker: ConsistencyChecker,
 ) -> Result<fusion_check::CheckReport, String> {
-    drain_histories(admins, &mut checker, true).await?;
+    for (i, a) in admins {
+        drain_one(*i, a, &mut checker, true).await?;
+    }
     let mut newest: Vec<Option<(Block, String)>> = store
         .read_all(layout.total_blocks)
         .await?
         .into_iter()
         .map(|b| Some((b, "the store".to_string())))
         .collect();
-    for (i, imgs) in on_all(admins, |a| async move { a.images().await })
-        .await?
-        .iter()
-        .enumerate()
-    {
+    let just_admins: Vec<Admin> = admins.iter().map(|(_, a)| a.clone()).collect();
+    let images = on_all(&just_admins, |a| async move { a.images().await }).await?;
+    for (&(i, _), imgs) in admins.iter().zip(&images) {
         for bytes in &imgs.blocks {
             let b = codec
                 .decode_block("ImagesResponse.blocks", bytes)
@@ -524,7 +497,7 @@ async fn check(
     Ok(checker.finish_with(|blk: BlockAddr| newest.get(blk.idx()).cloned().flatten()))
 }
 
-fn phase_bar(variant: &str, phase: &str, duration_ns: u64) -> ProgressBar {
+pub(crate) fn phase_bar(variant: &str, phase: &str, duration_ns: u64) -> ProgressBar {
     let b = ProgressBar::new(duration_ns / 1_000_000);
     if let Ok(style) = ProgressStyle::with_template("{prefix:>28} [{bar:40}] {pos}/{len} ms") {
         b.set_style(style.progress_chars("=> "));

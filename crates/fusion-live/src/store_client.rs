@@ -22,6 +22,8 @@ pub struct Store {
     address: String,
     codec: Codec,
     me: InstId,
+    /// The run this client's calls belong to (`RUN_METADATA`), if any.
+    run: Option<MetadataValue<tonic::metadata::Ascii>>,
 }
 
 impl Store {
@@ -42,12 +44,24 @@ impl Store {
             address: address.to_string(),
             codec,
             me,
+            run: None,
         })
+    }
+
+    /// The calls of this client belong to `run`: once the store is
+    /// formatted for another run, they are refused (an instance host of an
+    /// earlier variant must not write into the next one's files).
+    pub fn for_run(mut self, run: u64) -> Store {
+        self.run = run.to_string().parse().ok();
+        self
     }
 
     fn request<T>(&self, msg: T) -> tonic::Request<T> {
         let mut r = tonic::Request::new(msg);
         r.metadata_mut().insert(TOKEN_METADATA, self.token.clone());
+        if let Some(run) = &self.run {
+            r.metadata_mut().insert(fusion_wire::RUN_METADATA, run.clone());
+        }
         r.set_timeout(IO_TIMEOUT);
         r
     }
@@ -233,6 +247,7 @@ impl Store {
         total_blocks: u32,
         instances: u32,
         model: &fusion_scenario::StorageModel,
+        run: u64,
     ) -> Result<(), String> {
         let mut c = self.client.clone();
         c.format(self.request(fusion_wire::pb::FormatRequest {
@@ -247,6 +262,7 @@ impl Store {
                 log_write_latency: model.log_write_latency,
                 iops: model.iops,
             }),
+            run,
         }))
         .await
         .map_err(|s| format!("store at {}: format: {}", self.address, s.message()))?;

@@ -829,7 +829,7 @@ fn run_phases(mut sim: Sim, name: &str, s: &Scenario, opts: &SimOptions) -> Vari
                 sim.command(i, cmd);
             }
         }
-        let timeline = life::timeline_of(start, &phase.faults);
+        let timeline = fusion_driver::timeline_of(start, &phase.faults);
         sim.run_sampled(start + phase.duration, &timeline);
         if let Some(why) = sim.stopped() {
             // A phase cut short is left out of the result.
@@ -847,7 +847,7 @@ fn run_phases(mut sim: Sim, name: &str, s: &Scenario, opts: &SimOptions) -> Vari
         ));
         recoveries.push(sim.take_recoveries());
     }
-    samples::attach_recoveries(&mut phases, recoveries, s, sim.commit_series());
+    fusion_driver::brownout::attach_recoveries(&mut phases, recoveries, &s.phases, sim.commit_series());
     // What the run did, before the checkers' quiet period below.
     let ran = Ran::Simulated {
         events: sim.events,

@@ -11,6 +11,8 @@
 use fusion_core::config::Nanos;
 use fusion_core::types::InstId;
 
+pub(crate) use fusion_driver::LifeEvent;
+
 use super::{Ev, Sim};
 
 /// An instance's state in the simulation.
@@ -22,19 +24,6 @@ pub(crate) enum Life {
         held: Vec<Ev>,
     },
     Down,
-}
-
-/// A change of an instance's life at a time of the timeline.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum LifeEvent {
-    Kill(usize),
-    Pause {
-        inst: usize,
-        duration: Nanos,
-    },
-    Resume(usize),
-    /// A killed instance starts again (a new process, an empty cache) and joins.
-    Restart(usize),
 }
 
 impl Sim {
@@ -224,38 +213,3 @@ impl Sim {
     }
 }
 
-/// A phase's kills and pauses on the timeline, from the phase's start.
-pub(crate) fn timeline_of(
-    start: Nanos,
-    faults: &[fusion_scenario::Fault],
-) -> Vec<(Nanos, LifeEvent)> {
-    use fusion_scenario::Fault;
-    let mut out: Vec<(Nanos, LifeEvent)> = faults
-        .iter()
-        .filter_map(|f| match *f {
-            Fault::Kill { instance, at } => Some((
-                start + at,
-                LifeEvent::Kill(usize::from(instance).saturating_sub(1)),
-            )),
-            Fault::Pause {
-                instance,
-                at,
-                duration,
-            } => Some((
-                start + at,
-                LifeEvent::Pause {
-                    inst: usize::from(instance).saturating_sub(1),
-                    duration,
-                },
-            )),
-            Fault::Restart { instance, at } => Some((
-                start + at,
-                LifeEvent::Restart(usize::from(instance).saturating_sub(1)),
-            )),
-            _ => None,
-        })
-        .collect();
-    // Stable: faults at the same time apply in the file's order.
-    out.sort_by_key(|(t, _)| *t);
-    out
-}

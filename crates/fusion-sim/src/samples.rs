@@ -11,8 +11,7 @@
 use fusion_core::config::Nanos;
 use fusion_core::recovery::RecoveryReport;
 use fusion_core::stats::Stat;
-use fusion_driver::brownout::{CommitSeries, SAMPLE_NS, SAMPLES_MAX, recovery_entry};
-use fusion_report::PhaseResult;
+use fusion_driver::brownout::{CommitSeries, SAMPLE_NS, SAMPLES_MAX};
 use fusion_scenario::{Fault, Scenario};
 
 use super::Sim;
@@ -169,23 +168,6 @@ pub(crate) fn not_recovered(dead: &[usize], waited: &str) -> String {
     )
 }
 
-/// Put each phase's recoveries (`recoveries[k]` for `phases[k]`) into its
-/// result, with their brownouts measured over the whole run's `series`
-/// (a brownout goes on past the phase that saw the recovery).
-pub(crate) fn attach_recoveries(
-    phases: &mut [PhaseResult],
-    recoveries: Vec<Vec<RecoveryReport>>,
-    s: &Scenario,
-    series: Option<&CommitSeries>,
-) {
-    for (p, rs) in phases.iter_mut().zip(recoveries) {
-        p.recovery = rs
-            .iter()
-            .map(|r| recovery_entry(r, &s.phases, series))
-            .collect();
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use fusion_core::config::{KeyDist, NS_PER_MS, NS_PER_S, Step};
@@ -236,7 +218,7 @@ mod tests {
                     probe.command(i, cmd);
                 }
             }
-            let timeline = crate::life::timeline_of(start, &p.faults);
+            let timeline = crate::fusion_driver::timeline_of(start, &p.faults);
             probe.run_sampled(start + p.duration, &timeline);
         }
         let series = probe.commit_series().expect("sampled");

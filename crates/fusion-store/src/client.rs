@@ -215,6 +215,8 @@ impl StoreClient {
         let msg = pb::FormatRequest {
             geometry: Some(geometry.into()),
             model: None,
+            // Any run: this client's calls carry none.
+            run: 0,
         };
         self.call("Format", msg, |mut c, r| async move { c.format(r).await })
             .await

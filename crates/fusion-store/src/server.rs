@@ -56,6 +56,9 @@ struct Shared {
     latency: Latency,
     /// Format replaces the files: one at a time.
     formatting: tokio::sync::Mutex<()>,
+    /// The run the store was last formatted for (0: any): calls of
+    /// another run are refused (`TokenCheck`).
+    run: Arc<std::sync::atomic::AtomicU64>,
     /// The voting file (disk heartbeats) and the fenced instances.
     voting: std::sync::Mutex<VotingFile>,
 }
@@ -73,12 +76,30 @@ pub type AuthedStore = InterceptedService<BlockStoreServer<StoreService>, TokenC
 #[derive(Clone)]
 pub struct TokenCheck {
     token: Arc<str>,
+    /// The run the store was last formatted for (0: any).
+    run: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl tonic::service::Interceptor for TokenCheck {
     fn call(&mut self, req: Request<()>) -> Result<Request<()>, Status> {
         match req.metadata().get(TOKEN_METADATA) {
-            Some(v) if constant_time_eq(v.as_bytes(), self.token.as_bytes()) => Ok(req),
+            Some(v) if constant_time_eq(v.as_bytes(), self.token.as_bytes()) => {
+                let current = self.run.load(std::sync::atomic::Ordering::Acquire);
+                let theirs = req
+                    .metadata()
+                    .get(fusion_wire::RUN_METADATA)
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|v| v.parse::<u64>().ok());
+                match theirs {
+                    Some(r) if current != 0 && r != current => {
+                        Err(Status::failed_precondition(format!(
+                            "a call of run {r}: the store is formatted for run {current} \
+                             (an instance of an earlier run)"
+                        )))
+                    }
+                    _ => Ok(req),
+                }
+            }
             Some(_) => Err(Status::unauthenticated(format!(
                 "wrong {TOKEN_METADATA} for this block store"
             ))),
@@ -102,12 +123,14 @@ impl StoreService {
                 formatting: tokio::sync::Mutex::new(()),
                 // Sized for the largest cluster: the store is formatted later.
                 voting: std::sync::Mutex::new(VotingFile::new(64)),
+                run: Arc::new(std::sync::atomic::AtomicU64::new(0)),
             }),
         })
     }
 
     /// The service with the token check and message limits.
     pub fn into_server(self, token: &str) -> AuthedStore {
+        let run = self.inner.run.clone();
         let server = BlockStoreServer::new(self)
             .max_decoding_message_size(MAX_MESSAGE_BYTES)
             .max_encoding_message_size(MAX_MESSAGE_BYTES);
@@ -115,6 +138,7 @@ impl StoreService {
             server,
             TokenCheck {
                 token: Arc::from(token),
+                run,
             },
         )
     }
@@ -194,6 +218,12 @@ impl BlockStore for StoreService {
         let dir = self.inner.dir.clone();
         let disk = blocking(move || Disk::format(&dir, geometry)).await?;
         *self.inner.disk.write().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(disk));
+        // A new run: no fence or heartbeat of the last one counts (an
+        // instance killed and evicted in it is a member again).
+        *self.inner.voting.lock().unwrap_or_else(|p| p.into_inner()) = VotingFile::new(64);
+        self.inner
+            .run
+            .store(req.run, std::sync::atomic::Ordering::Release);
         Ok(Response::new(pb::FormatResponse {}))
     }
 

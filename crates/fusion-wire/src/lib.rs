@@ -42,6 +42,12 @@ pub const PROTOCOL_VERSION: u32 = 3;
 /// gRPC metadata key carrying the shared token on every block-store call.
 pub const TOKEN_METADATA: &str = "x-fusionlab-token";
 
+/// gRPC metadata key carrying the run an instance was loaded for on its
+/// block-store calls: once the store is formatted for a run, a call of
+/// another one (an instance host of the last variant still writing) is
+/// refused.
+pub const RUN_METADATA: &str = "x-fusionlab-run";
+
 impl pb::Hello {
     /// The first frame an instance sends on an interconnect connection,
     /// loaded for `run`.

@@ -12,6 +12,7 @@ use fusion_core::types::InstId;
 use fusion_driver::Driver;
 use fusion_live::admin_client::Admin;
 use fusion_live::cluster::{self, ClusterFile, TOKEN_ENV, UpOptions};
+use fusion_live::lives::{LocalProcesses, ProcessControl};
 use fusion_live::runner::{self, LiveRun};
 
 use crate::args::RunArgs;
@@ -375,7 +376,6 @@ pub fn run_live(
     // A figure a live cluster does not measure would read 0: refused before
     // any process starts.
     fusion_driver::refusal(&loaded, Driver::Live)
-        .and_then(|()| fusion_driver::fault_refusal(&loaded, Driver::Live))
         .map_err(|e| Failure::input(format!("fusionlab run --live: {e}")))?;
     // The instances and the store hold what the simulator would, in several
     // processes of (by default) this machine.
@@ -386,8 +386,26 @@ pub fn run_live(
         .map(|v| v.scenario.instances.len())
         .max()
         .unwrap_or(1);
+    // A given cluster whose processes this runner cannot signal (containers)
+    // cannot carry out kill, pause or restart: refused before anything runs.
+    let given = cluster
+        .map(|f| ClusterFile::read(f).map_err(Failure::input))
+        .transpose()?;
+    let exe = std::env::current_exe().context("cannot find this program's path")?;
+    if let Some(c) = &given
+        && let Err(why) = LocalProcesses::new(c, exe.clone())
+    {
+        fusion_driver::fault_refusal(&loaded, Driver::Live)
+            .map_err(|e| Failure::input(format!("fusionlab run --live: {e} ({why})")))?;
+    }
     // Our own cluster unless one is given; stopped whatever happens.
     let (c, own) = cluster_for(cluster, needed, "fusionlab run --live", err)?;
+    let control = LocalProcesses::new(&c, exe)
+        .ok()
+        .map(|p| match cluster {
+            Some(f) => p.with_file(f.to_path_buf()),
+            None => p,
+        });
     let rt = runtime()?;
     let result = rt.block_on(runner::run(
         &loaded,
@@ -399,10 +417,13 @@ pub fn run_live(
             seed: a.seed,
             check: a.check,
             progress: !a.json,
+            control: control.as_ref().map(|c| c as &dyn ProcessControl),
         },
     ));
     drop(rt);
     if let Some((c, cluster_dir)) = own {
+        // With the instances restarted during the run, not the first ones.
+        let c = control.as_ref().and_then(|p| p.cluster().ok()).unwrap_or(c);
         stop_cluster(&c);
         if result.is_ok() {
             let _ = std::fs::remove_dir_all(cluster_dir);
@@ -410,9 +431,19 @@ pub fn run_live(
             writeln!(err, "logs of the cluster kept in {}", cluster_dir.display())?;
         }
     }
-    let (result, outcomes) = result.map_err(|e| Failure {
-        code: exit::LIVE_FAILED,
-        message: format!("fusionlab run --live: {e}"),
-    })?;
+    let (result, outcomes) = match result {
+        Ok(r) => r,
+        Err(failure) => {
+            // What finished is still reported, then what stopped the run.
+            if let Some((result, outcomes)) = &failure.partial {
+                crate::report::print_run(result, outcomes, a, out, err)?;
+            }
+            return Err(Failure {
+                code: exit::LIVE_FAILED,
+                message: format!("fusionlab run --live: {}", failure.message),
+            }
+            .into());
+        }
+    };
     crate::report::print_run(&result, &outcomes, a, out, err)
 }

@@ -130,7 +130,8 @@ async fn live(c: &cluster::ClusterFile, k: u32, secs: f64) -> Result<Figures, St
         overrides: &overrides,
         seed: None,
         check: false,
-        progress: false,
+        control: None,
+            progress: false,
     };
     // Forget the warm-up's round trips once it is over (loading takes a moment too).
     let reset = async {
@@ -138,7 +139,7 @@ async fn live(c: &cluster::ClusterFile, k: u32, secs: f64) -> Result<Figures, St
         admin.transfers(true).await
     };
     let (result, reset) = tokio::join!(runner::run(&loaded, &run), reset);
-    let (result, _) = result?;
+    let (result, _) = result.map_err(|e| e.message)?;
     reset?;
     let t = admin.transfers(false).await?;
     let cr = t

@@ -81,7 +81,8 @@ pub fn tour_live(
                 overrides: &[],
                 seed: args.seed,
                 check: false,
-                progress: true,
+                control: None,
+            progress: true,
             },
         ));
         drop(rt);

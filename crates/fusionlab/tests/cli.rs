@@ -757,14 +757,31 @@ fn usage_errors_exit_2() {
 
 #[test]
 fn a_live_run_refuses_faults_it_cannot_carry_out() {
-    let o = fusionlab("live-kill", &["run", "instance-crash-recovery", "--live"]);
+    // A cluster of containers: no process ids, nothing the runner can signal.
+    let dir = std::env::temp_dir().join(format!("fusionlab-cli-refuse-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a scratch directory");
+    let file = dir.join("cluster.toml");
+    std::fs::write(
+        &file,
+        "token = \"t\"\ndir = \"/tmp\"\n[store]\naddress = \"store:7000\"\n\
+         [[instance]]\nid = 1\ninterconnect = \"inst1:7101\"\nadmin = \"inst1:7201\"\n",
+    )
+    .expect("writable");
+    let file = file.to_string_lossy().into_owned();
+    let o = fusionlab(
+        "live-kill",
+        &["run", "instance-crash-recovery", "--live", "--cluster", &file],
+    );
     assert_status(&o, 2);
     let err = stderr(&o);
     assert!(
         err.contains(
-            "phase \"crash\" has a `kill` fault, which a live cluster does not carry out yet"
+            "phase \"crash\" has a `kill` fault, which needs a runner that can kill, freeze \
+             and start the instances' processes"
         ),
         "{err}"
     );
     assert!(err.contains("run it without --live"), "{err}");
+    assert!(err.contains("inst1 has no process id"), "{err}");
+    let _ = std::fs::remove_dir_all(dir);
 }

@@ -124,6 +124,13 @@ impl Instance {
         self.sched.busy = earlier.sched.busy;
     }
 
+    /// [`Instance::carry_over`] from the earlier life's counters as its
+    /// last [`Instance::stats`] showed them (the live runner keeps them
+    /// across the process's death; they include its CPU busy time).
+    pub fn carry_over_stats(&mut self, earlier: crate::stats::Stats) {
+        self.stats = earlier;
+    }
+
     /// Every process stops; what was only in memory (the buffer cache, the
     /// undo in it) is gone, what was written is in the store.
     fn stop(&mut self, why: String) {

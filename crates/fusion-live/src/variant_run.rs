@@ -1,0 +1,545 @@
+//! One variant of a live run while its phases go: the phase loop (its
+//! failure faults carried out on the processes at their times, the
+//! instances watched four times a second), and what the runner keeps of
+//! each instance's life meanwhile ([`Lives`]).
+//!
+//! A `kill` crashes the instance's state machine first (the `Crash` admin
+//! call: exactly what the simulator's kill does), takes what it recorded
+//! up to that instant (history, alert log, counters), then SIGKILLs the
+//! process: its sockets close, its peers see it gone, only its redo in the
+//! store survives. A `pause` is SIGSTOP and, `duration_s` later, SIGCONT. A
+//! `restart` starts the process again on the same addresses and loads it
+//! with its next life and the counters of the earlier one.
+
+use std::time::Duration;
+
+use fusion_check::{ConsistencyChecker, MemberView};
+use fusion_core::recovery::RecoveryReport;
+use fusion_core::stats::Stats;
+use fusion_core::types::{InstId, InstSet};
+use fusion_driver::brownout::CommitSeries;
+use fusion_driver::{Activity, LifeEvent};
+use fusion_report::AlertEntry;
+use fusion_scenario::Phase;
+
+use crate::admin_client::Admin;
+use crate::clock::monotonic_ns;
+use crate::lives::{LiveLife, Lives, ProcessControl};
+use crate::nextvals::Nextvals;
+use crate::pb;
+use crate::runner::{PhaseSnapshots, StallWatch, WATCH_EVERY, drain_one, phase_bar};
+use crate::stats_codec;
+use crate::store_client::Store;
+
+/// The runner's state for one variant.
+pub struct VariantRun<'a> {
+    pub(crate) admins: &'a [Admin],
+    pub(crate) lives: Lives,
+    pub(crate) checker: Option<ConsistencyChecker>,
+    pub(crate) nextvals: Option<Nextvals>,
+    /// Every instance's commits, sampled at each look (failure scenarios).
+    pub(crate) series: Option<CommitSeries>,
+    /// The cluster clock's origin (CLOCK_MONOTONIC ns).
+    pub(crate) epoch: u64,
+    /// What every instance was loaded with (a restarted one gets it again).
+    pub(crate) load: pb::LoadRequest,
+    pub(crate) control: Option<&'a dyn ProcessControl>,
+}
+
+type PhaseRan = (PhaseSnapshots, Vec<AlertEntry>, Vec<RecoveryReport>);
+
+impl VariantRun<'_> {
+    /// The cluster clock now.
+    fn now_ns(&self) -> u64 {
+        monotonic_ns().saturating_sub(self.epoch)
+    }
+
+    /// The admin of every instance that can answer, with its index.
+    pub(crate) fn answering(&self) -> Vec<(usize, Admin)> {
+        self.admins
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| self.lives.answers(*i))
+            .map(|(i, a)| (i, a.clone()))
+            .collect()
+    }
+
+    /// Call every instance that can answer; the first error wins.
+    pub(crate) async fn on_answering<T, F, Fut>(&self, f: F) -> Result<Vec<T>, String>
+    where
+        F: Fn(Admin) -> Fut,
+        Fut: std::future::Future<Output = Result<T, String>> + Send + 'static,
+        T: Send + 'static,
+    {
+        let admins: Vec<Admin> = self.answering().into_iter().map(|(_, a)| a).collect();
+        crate::runner::on_all(&admins, f).await
+    }
+
+    /// One phase: begin it everywhere, carry out its failure faults at their
+    /// times, watch the cluster, snapshot its edges.
+    pub(crate) async fn phase(
+        &mut self,
+        k: usize,
+        phase: &Phase,
+        variant: &str,
+        progress: bool,
+        store: &Store,
+    ) -> Result<PhaseRan, String> {
+        store.set_faults(&phase.faults).await?;
+        // The counters before the phase's own commands, as the simulator
+        // takes them.
+        let before = self.snapshot().await?;
+        let index = u32::try_from(k).map_err(|_| "too many phases".to_string())?;
+        self.on_answering(|a| async move { a.begin_phase(index).await })
+            .await?;
+        let bar = progress.then(|| phase_bar(variant, &phase.name, phase.duration));
+        let start = tokio::time::Instant::now();
+        let start_ns = self.now_ns();
+        let end = start + Duration::from_nanos(phase.duration);
+        let timeline = fusion_driver::timeline_of(start_ns, &phase.faults);
+        let mut next_event = 0;
+        let mut stall = crate::runner::StallWatch::new(crate::runner::STALL_LIMIT);
+        let mut next_look = start + WATCH_EVERY;
+        loop {
+            let now = tokio::time::Instant::now();
+            if now >= end {
+                break;
+            }
+            // Sleep until the next look, fault or resume, or the phase's end.
+            let due_event = timeline.get(next_event).map(|(t, _)| *t);
+            let due_resume = self.lives.resume_at.iter().map(|(t, _)| *t).min();
+            let wake_ns = [due_event, due_resume].into_iter().flatten().min();
+            let mut wake = next_look.min(end);
+            if let Some(t) = wake_ns {
+                let dt = Duration::from_nanos(t.saturating_sub(self.now_ns()));
+                wake = wake.min(now + dt);
+            }
+            tokio::time::sleep_until(wake).await;
+            let now_ns = self.now_ns();
+            while let Some(&(t, ev)) = timeline.get(next_event) {
+                if t > now_ns {
+                    break;
+                }
+                next_event += 1;
+                self.apply(ev, k).await?;
+            }
+            self.resume_due(now_ns)?;
+            if tokio::time::Instant::now() < next_look {
+                continue;
+            }
+            next_look = tokio::time::Instant::now() + WATCH_EVERY;
+            if let Some(b) = &bar {
+                b.set_position(start.elapsed().as_millis() as u64);
+            }
+            let looked = self.look(&mut stall).await;
+            if let Err(e) = looked {
+                if let Some(b) = &bar {
+                    b.abandon();
+                }
+                return Err(e);
+            }
+        }
+        // What is due at the very end (a fault at the phase's last instant).
+        while let Some(&(_, ev)) = timeline.get(next_event) {
+            next_event += 1;
+            self.apply(ev, k).await?;
+        }
+        let after = self.snapshot().await?;
+        if let Some(b) = bar {
+            b.finish();
+        }
+        let (mut alerts, recoveries) = self.take_events().await?;
+        alerts.append(&mut self.lives.alerts);
+        let end_ns = self.now_ns();
+        Ok((
+            PhaseSnapshots {
+                name: phase.name.clone(),
+                start_ns,
+                end_ns,
+                before,
+                after,
+            },
+            alerts,
+            recoveries,
+        ))
+    }
+
+    /// One look at the cluster: its status (an instance that died or that
+    /// reports a problem, unasked, stops the run), evictions, the commits
+    /// series, the histories and sequence values.
+    async fn look(&mut self, stall: &mut StallWatch) -> Result<(), String> {
+        let st = self.watch().await?;
+        stall.check(&st, std::time::Instant::now())?;
+        self.sample(&st);
+        if let Some(mut c) = self.checker.take() {
+            let drained = self.drain(&mut c, false).await;
+            self.checker = Some(c);
+            drained?;
+        }
+        if let Some(mut n) = self.nextvals.take() {
+            let taken = self.take_nextvals(&mut n).await;
+            self.nextvals = Some(n);
+            taken?;
+        }
+        Ok(())
+    }
+
+    /// Every instance that can answer, asked for its status. Err: one that
+    /// should answer does not, or reports a problem.
+    async fn watch(&mut self) -> Result<Vec<pb::StatusResponse>, String> {
+        let mut set = tokio::task::JoinSet::new();
+        for (i, a) in self.admins.iter().enumerate() {
+            if !self.lives.answers(i) {
+                continue;
+            }
+            let a = a.clone();
+            set.spawn(async move { (i, a.status(Duration::from_secs(3)).await) });
+        }
+        let mut got: Vec<(usize, Result<pb::StatusResponse, String>)> = Vec::new();
+        while let Some(j) = set.join_next().await {
+            got.push(j.map_err(|e| format!("status call failed: {e}"))?);
+        }
+        got.sort_by_key(|(i, _)| *i);
+        let mut lines = Vec::new();
+        let mut out = Vec::new();
+        for (i, r) in got {
+            match r {
+                Err(e) => lines.push(e),
+                Ok(s) => {
+                    if !s.halted.is_empty() && self.lives.state[i] == LiveLife::Up {
+                        // The cluster evicted it: it stopped itself.
+                        self.lives.state[i] = LiveLife::Evicted;
+                        let at = self.now_ns();
+                        self.lives.note(at, i, &format!("stopped: {}", s.halted));
+                        if let Some(c) = self.checker.as_mut() {
+                            c.instance_down(InstId(i as u8));
+                        }
+                    }
+                    // What an evicted instance meets (its store writes
+                    // fenced) is the eviction's doing, not the run's problem.
+                    if self.lives.up(i) {
+                        lines.extend(s.errors.iter().cloned());
+                    }
+                    out.push(s);
+                }
+            }
+        }
+        if let Some(c) = self.checker.as_mut() {
+            let views: Vec<MemberView> = out
+                .iter()
+                .filter_map(|s| {
+                    Some(MemberView {
+                        inst: InstId(u8::try_from(s.instance).ok()?),
+                        halted: !s.halted.is_empty(),
+                        incarnation: s.incarnation,
+                        members: InstSet(s.members),
+                    })
+                })
+                .collect();
+            c.note_membership(&views);
+        }
+        if lines.is_empty() {
+            return Ok(out);
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        lines.retain(|l| seen.insert(l.clone()));
+        for s in &out {
+            if !s.waits.is_empty() {
+                let waits: Vec<String> = s
+                    .waits
+                    .iter()
+                    .map(|w| format!("{} ({} sessions)", w.event, w.sessions))
+                    .collect();
+                lines.push(format!(
+                    "in flight on inst{}: {}",
+                    s.instance + 1,
+                    waits.join(", ")
+                ));
+            }
+        }
+        Err(lines.join("\n"))
+    }
+
+    /// Keep a sample of every instance's commits for each sampling time
+    /// that has come (a killed or frozen one: its last count, not up).
+    fn sample(&mut self, st: &[pb::StatusResponse]) {
+        let Some(series) = self.series.as_mut() else {
+            return;
+        };
+        let now = monotonic_ns().saturating_sub(self.epoch);
+        let n = self.lives.state.len();
+        let mut sample: Vec<(u64, bool)> = match series.samples.last() {
+            Some(last) => last.iter().map(|&(c, _)| (c, false)).collect(),
+            None => vec![(0, false); n],
+        };
+        for s in st {
+            if let Some(slot) = usize::try_from(s.instance).ok().and_then(|i| sample.get_mut(i)) {
+                let i = s.instance as usize;
+                *slot = (s.user_commits, self.lives.up(i));
+            }
+        }
+        while series.next_at() <= now {
+            if !series.push(sample.clone()) {
+                return;
+            }
+        }
+    }
+
+    /// Take what every answering instance's history holds into `c`.
+    async fn drain(&self, c: &mut ConsistencyChecker, at_rest: bool) -> Result<(), String> {
+        for (i, a) in self.admins.iter().enumerate() {
+            if !self.lives.answers(i) {
+                continue;
+            }
+            drain_one(i, a, c, at_rest).await?;
+        }
+        Ok(())
+    }
+
+    /// Take the sequence values every answering instance handed out.
+    pub(crate) async fn take_nextvals(&self, into: &mut Nextvals) -> Result<(), String> {
+        for (i, a) in self.admins.iter().enumerate() {
+            if !self.lives.answers(i) {
+                continue;
+            }
+            let r = a.nextvals().await?;
+            into.take(i, &r, &a.who)?;
+        }
+        Ok(())
+    }
+
+    /// Every instance's counters: asked of those that answer, the last ones
+    /// taken of the others (a killed or frozen instance's did not move).
+    async fn snapshot(&mut self) -> Result<Vec<Stats>, String> {
+        for (i, a) in self.admins.iter().enumerate() {
+            if !self.lives.answers(i) {
+                continue;
+            }
+            let raw = a.stats().await?;
+            let st = stats_codec::decode(&raw, &a.who)?;
+            self.lives.last_stats[i] = Some((st, raw.now_ns));
+        }
+        Ok(self
+            .lives
+            .last_stats
+            .iter()
+            .map(|s| s.as_ref().map(|(st, _)| st.clone()).unwrap_or_default())
+            .collect())
+    }
+
+    /// The alert log lines and recoveries of every answering instance.
+    async fn take_events(&self) -> Result<(Vec<AlertEntry>, Vec<RecoveryReport>), String> {
+        let mut alerts = Vec::new();
+        let mut recoveries = Vec::new();
+        for (i, a) in self.admins.iter().enumerate() {
+            if !self.lives.answers(i) {
+                continue;
+            }
+            let e = a.events().await?;
+            collect_events(i, e, &mut alerts, &mut recoveries)?;
+        }
+        Ok((alerts, recoveries))
+    }
+
+    /// Carry out one change of life.
+    async fn apply(&mut self, ev: LifeEvent, phase: usize) -> Result<(), String> {
+        let control = self.control.ok_or_else(|| {
+            "this cluster's processes cannot be killed, frozen or started by the runner".to_string()
+        })?;
+        match ev {
+            LifeEvent::Kill(i) if self.lives.answers(i) => {
+                let a = self.admin(i)?;
+                // The crash first, at this instant; then what it recorded
+                // up to it; then the process.
+                a.crash().await?;
+                if let Some(mut c) = self.checker.take() {
+                    let drained = drain_one(i, &a, &mut c, true).await;
+                    c.instance_down(InstId(i as u8));
+                    self.checker = Some(c);
+                    drained?;
+                }
+                let raw = a.stats().await?;
+                self.lives.last_stats[i] = Some((stats_codec::decode(&raw, &a.who)?, raw.now_ns));
+                let e = a.events().await?;
+                let mut recoveries = Vec::new();
+                collect_events(i, e, &mut self.lives.alerts, &mut recoveries)?;
+                control.kill(i)?;
+                self.lives.state[i] = LiveLife::Killed;
+                let at = self.now_ns();
+                self.lives.note(at, i, "killed (SIGKILL)");
+            }
+            LifeEvent::Pause { inst, duration } if self.lives.up(inst) => {
+                let a = self.admin(inst)?;
+                let raw = a.stats().await?;
+                self.lives.last_stats[inst] =
+                    Some((stats_codec::decode(&raw, &a.who)?, raw.now_ns));
+                control.pause(inst)?;
+                self.lives.state[inst] = LiveLife::Paused;
+                let at = self.now_ns();
+                self.lives.resume_at.push((at.saturating_add(duration), inst));
+                self.lives.note(
+                    at,
+                    inst,
+                    &format!("paused (SIGSTOP) for {:.1} s", duration as f64 / 1e9),
+                );
+            }
+            LifeEvent::Resume(i) => self.resume(i)?,
+            LifeEvent::Restart(i) if self.lives.state.get(i) == Some(&LiveLife::Killed) => {
+                control.restart(i)?;
+                self.lives.life[i] += 1;
+                let mut load = self.load.clone();
+                load.life = self.lives.life[i];
+                load.carried = self.lives.last_stats[i]
+                    .as_ref()
+                    .map(|(st, now)| stats_codec::encode(st, *now));
+                let a = self.admin(i)?;
+                a.load(load).await?;
+                let index = u32::try_from(phase).map_err(|_| "too many phases".to_string())?;
+                a.begin_phase(index).await?;
+                self.lives.state[i] = LiveLife::Up;
+                let at = self.now_ns();
+                self.lives.note(at, i, "restarted (startup)");
+            }
+            // A kill of an instance already gone, a pause of one not up, a
+            // restart of one alive: nothing to do, as on the simulator.
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn admin(&self, i: usize) -> Result<Admin, String> {
+        self.admins
+            .get(i)
+            .cloned()
+            .ok_or_else(|| format!("inst{}: no such instance", i + 1))
+    }
+
+    /// Let frozen instances whose pause has ended go on.
+    fn resume_due(&mut self, now_ns: u64) -> Result<(), String> {
+        let due: Vec<usize> = self
+            .lives
+            .resume_at
+            .iter()
+            .filter(|(t, _)| *t <= now_ns)
+            .map(|(_, i)| *i)
+            .collect();
+        for i in due {
+            self.resume(i)?;
+        }
+        Ok(())
+    }
+
+    fn resume(&mut self, i: usize) -> Result<(), String> {
+        self.lives.resume_at.retain(|(_, j)| *j != i);
+        if self.lives.state.get(i) != Some(&LiveLife::Paused) {
+            return Ok(());
+        }
+        if let Some(control) = self.control {
+            control.resume(i)?;
+        }
+        self.lives.state[i] = LiveLife::Up;
+        let at = self.now_ns();
+        self.lives.note(at, i, "continued (SIGCONT)");
+        Ok(())
+    }
+
+    /// Start every killed instance's process again (not loaded: the next
+    /// variant loads it with the others).
+    pub(crate) fn revive(&mut self) -> Result<(), String> {
+        for i in 0..self.lives.state.len() {
+            if self.lives.state[i] == LiveLife::Killed
+                && let Some(control) = self.control
+            {
+                control.restart(i)?;
+                self.lives.state[i] = LiveLife::Up;
+            }
+        }
+        Ok(())
+    }
+
+    /// Every frozen instance goes on now.
+    pub(crate) fn resume_all(&mut self) {
+        let paused: Vec<usize> = self.lives.resume_at.iter().map(|(_, i)| *i).collect();
+        for i in paused {
+            let _ = self.resume(i);
+        }
+    }
+
+    /// Wait for the quiesced cluster to come to rest and every dead
+    /// instance to be recovered, for at most [`fusion_driver::SETTLE_NS_MAX`].
+    /// Err: an instance failed; Ok(Err): the cluster did not come to rest,
+    /// and what is still in flight.
+    pub(crate) async fn settle(&mut self) -> Result<Result<(), String>, String> {
+        let limit_ns = fusion_driver::SETTLE_NS_MAX;
+        let limit = tokio::time::Instant::now() + Duration::from_nanos(limit_ns);
+        loop {
+            let st = self.watch().await?;
+            // Recovered: a member reports a newest incarnation without the
+            // dead and nothing left to recover is visible as sessions at rest.
+            let activity: Vec<Activity> = st
+                .iter()
+                .map(|st| Activity {
+                    instance: InstId(st.instance as u8),
+                    at_rest: st.at_rest || !st.halted.is_empty(),
+                    waits: st
+                        .waits
+                        .iter()
+                        .map(|w| (w.event.clone(), w.sessions))
+                        .collect(),
+                    messages_in_flight: if st.halted.is_empty() {
+                        st.messages_held
+                    } else {
+                        0
+                    },
+                    io_in_flight: if st.halted.is_empty() {
+                        st.io_in_flight
+                    } else {
+                        0
+                    },
+                })
+                .collect();
+            if activity.iter().all(Activity::at_rest) {
+                return Ok(Ok(()));
+            }
+            if tokio::time::Instant::now() > limit {
+                let waited = format!("{} s", limit_ns / 1_000_000_000);
+                return Ok(fusion_driver::settled(&activity, &waited));
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+/// Alert lines and recoveries of instance `i` (0-based) from its answer.
+fn collect_events(
+    i: usize,
+    e: pb::EventsResponse,
+    alerts: &mut Vec<AlertEntry>,
+    recoveries: &mut Vec<RecoveryReport>,
+) -> Result<(), String> {
+    let instance = u8::try_from(i + 1).map_err(|_| format!("inst{}: too many instances", i + 1))?;
+    alerts.extend(e.alerts.into_iter().map(|a| AlertEntry {
+        at_ns: a.at_ns,
+        instance,
+        line: a.line,
+    }));
+    for r in e.recoveries {
+        let inst = |n: u32, what: &str| {
+            u8::try_from(n)
+                .map(InstId)
+                .map_err(|_| format!("inst{}: events: {what} {n} is not an instance", i + 1))
+        };
+        recoveries.push(RecoveryReport {
+            dead_instance: inst(r.dead_instance, "dead_instance")?,
+            recovered_by: inst(r.recovered_by, "recovered_by")?,
+            detected_at: r.detected_ns,
+            unfrozen_at: r.unfrozen_ns,
+            cache_recovered_at: r.cache_recovered_ns,
+            completed_at: r.completed_ns,
+            redo_bytes_read: r.redo_bytes_read,
+            blocks_recovered: r.blocks_recovered,
+            transactions_rolled_back: r.transactions_rolled_back,
+        });
+    }
+    Ok(())
+}
