@@ -38,8 +38,8 @@ use fusion_core::layout::Layout;
 use fusion_core::types::{BlockAddr, InstId, Scn, Xid};
 use rustc_hash::FxHashMap;
 
-pub use pending::PENDING_READS_MAX;
 pub use crash::MemberView;
+pub use pending::PENDING_READS_MAX;
 use pending::{Pending, Read};
 use rows::{RowKey, Rows};
 
@@ -163,6 +163,12 @@ impl ConsistencyChecker {
         history: &[Observation],
         caught_up: Option<Horizon>,
     ) {
+        // What an instance the cluster evicted still does (a frozen one
+        // waking up before it finds itself fenced) counts for nothing, as
+        // on the simulator (`after_event`).
+        if self.is_down(inst) {
+            return;
+        }
         if let Some(h) = caught_up {
             self.mark(inst, h.scn, Some(h.snapshot));
         }

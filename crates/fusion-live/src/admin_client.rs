@@ -159,4 +159,22 @@ impl Admin {
             .map(|r| r.into_inner())
             .map_err(self.fail("events"))
     }
+
+    /// Stop running the instance before its process is frozen (`Hold`).
+    pub async fn hold(&self) -> Result<(), String> {
+        let mut c = self.client.clone();
+        c.hold(self.req(pb::Empty {}, Duration::from_secs(5)))
+            .await
+            .map(|_| ())
+            .map_err(self.fail("hold"))
+    }
+
+    /// Go on after `hold` and the process's thaw (`Release`).
+    pub async fn release(&self) -> Result<(), String> {
+        let mut c = self.client.clone();
+        c.release(self.req(pb::Empty {}, Duration::from_secs(5)))
+            .await
+            .map(|_| ())
+            .map_err(self.fail("release"))
+    }
 }

@@ -254,7 +254,11 @@ pub fn up(opts: &UpOptions) -> Result<ClusterFile, String> {
 /// Start one instance of `cluster` again (after it was killed) on the
 /// addresses the cluster file gives, with its token; returns its process
 /// id once it listens. Its log goes on in the cluster directory.
-pub fn start_instance(exe: &Path, cluster: &ClusterFile, m: &InstanceMember) -> Result<u32, String> {
+pub fn start_instance(
+    exe: &Path,
+    cluster: &ClusterFile,
+    m: &InstanceMember,
+) -> Result<u32, String> {
     let name = format!("inst{}", m.id);
     let addr_file = cluster.dir.join(format!("{name}.addr"));
     let _ = std::fs::remove_file(&addr_file);

@@ -70,6 +70,12 @@ pub enum Query {
     Crash(tokio::sync::oneshot::Sender<()>),
     /// The alert log lines and recoveries since the last time (taken).
     Events(tokio::sync::oneshot::Sender<HostEvents>),
+    /// Stop running the instance (the runner freezes the process next):
+    /// nothing runs, messages and I/O completions wait, questions are
+    /// still answered, so what it recorded up to here can be taken.
+    Hold(tokio::sync::oneshot::Sender<()>),
+    /// Go on after a [`Query::Hold`]: what fell due meanwhile runs now.
+    Release(tokio::sync::oneshot::Sender<()>),
 }
 
 /// What an instance wrote to its alert log and the recoveries it
@@ -266,7 +272,18 @@ struct Host<O: Outputs> {
     /// Sequence values not yet taken, at most [`NEXTVALS_HELD_MAX`].
     nextvals: NextvalBatch,
     nextvals_full: bool,
+    /// When the host last went round its loop (the clock), and when it
+    /// found that it had been frozen (SIGSTOP): what fell due meanwhile
+    /// runs at that moment, as on the simulator, not at its old times.
+    last_round: Nanos,
+    thawed_at: Nanos,
+    /// Held by the runner: inputs that would run the instance wait here.
+    holding: Option<Vec<Input>>,
 }
+
+/// A host that did not go round its loop for this long while work was due
+/// was frozen (SIGSTOP, or the machine stopped it): not behind.
+const FROZEN_GAP_NS: Nanos = 500_000_000;
 
 /// Inputs handled in a row before the host lets the network tasks run.
 const INPUT_BATCH: usize = 64;
@@ -315,6 +332,9 @@ pub fn spawn<O: Outputs>(
         inputs_full_reported: false,
         nextvals: NextvalBatch::default(),
         nextvals_full: false,
+        last_round: 0,
+        thawed_at: 0,
+        holding: None,
     };
     host.drain();
     Ok(tokio::spawn(async move { host.run(rx, timer).await }))
@@ -323,6 +343,7 @@ pub fn spawn<O: Outputs>(
 impl<O: Outputs> Host<O> {
     async fn run(&mut self, mut rx: UnboundedReceiver<Input>, mut timer: DeadlineTimer) {
         loop {
+            self.note_thaw();
             // Everything that has arrived, up to a batch.
             for _ in 0..INPUT_BATCH {
                 match rx.try_recv() {
@@ -388,6 +409,24 @@ impl<O: Outputs> Host<O> {
         }
     }
 
+    /// A round of the loop long after the last one, with work overdue: the
+    /// process was frozen. The instance's time does not go back; what fell
+    /// due while it was frozen runs now (`catch_up`), as a frozen instance
+    /// of the simulator goes on where it was.
+    fn note_thaw(&mut self) {
+        let now = self.clock.now();
+        let gap = now.saturating_sub(self.last_round);
+        if self.last_round > 0
+            && gap > FROZEN_GAP_NS
+            && self
+                .next_due()
+                .is_some_and(|at| now.saturating_sub(at) > FROZEN_GAP_NS)
+        {
+            self.thawed_at = now;
+        }
+        self.last_round = now;
+    }
+
     /// Run the instance's due steps and timers in time order, for at most
     /// [`TURN_NS`] of real time, so the network and the admin service get the
     /// thread back even when the model asks for more than this process can
@@ -395,6 +434,9 @@ impl<O: Outputs> Host<O> {
     /// clock, and past [`LAG_NS_MAX`] that is reported (the run then stops with
     /// it, instead of hanging or reporting time-dilated figures).
     fn catch_up(&mut self) {
+        if self.holding.is_some() {
+            return;
+        }
         let start = self.clock.now();
         let mut now = start;
         // The first message of a turn leaves at once (a lone answer should
@@ -402,12 +444,14 @@ impl<O: Outputs> Host<O> {
         // but none waits longer than FLUSH_WITHIN_NS (that wait would count
         // as wire time in the latency decomposition).
         let mut first = self.unflushed_since.is_none();
-        while let Some(at) = self.next_due() {
-            if at > now {
+        while let Some(due_at) = self.next_due() {
+            if due_at > now {
                 return;
             }
+            // Due while the process was frozen: it runs at the thaw.
+            let at = due_at.max(self.thawed_at);
             match self.held.first_key_value() {
-                Some((&(due, _), _)) if due == at => {
+                Some((&(due, _), _)) if due == due_at => {
                     if let Some((_, env)) = self.held.pop_first() {
                         self.inst.handle_message(at, env);
                     }
@@ -443,12 +487,17 @@ impl<O: Outputs> Host<O> {
     /// when the host is behind (time never runs past work not yet done).
     fn model_now(&self) -> Nanos {
         let now = self.clock.now();
-        self.next_due().map_or(now, |at| at.min(now))
+        self.next_due()
+            .map_or(now, |at| at.min(now))
+            .max(self.thawed_at.min(now))
     }
 
     /// The earliest of the instance's next deadline and the next held
     /// message's delivery.
     fn next_due(&self) -> Option<Nanos> {
+        if self.holding.is_some() {
+            return None;
+        }
         let held = self.held.keys().next().map(|&(at, _)| at);
         match (self.inst.next_deadline(), held) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -459,6 +508,14 @@ impl<O: Outputs> Host<O> {
     /// Handle one input; false when the host must stop.
     fn input(&mut self, input: Input) -> bool {
         let now = self.model_now();
+        if let Some(parked) = self.holding.as_mut()
+            && matches!(input, Input::Envelope(..) | Input::IoDone { .. })
+        {
+            // Bounded by the inputs' own queue check: they would have
+            // waited there as long.
+            parked.push(input);
+            return true;
+        }
         match input {
             Input::Envelope(mut env, arrived, read) => {
                 // The benchmark's round trips end when the process has the
@@ -576,10 +633,7 @@ impl<O: Outputs> Host<O> {
                     halted: self.inst.halted().map(str::to_string),
                     incarnation: self.inst.membership().0,
                     members: self.inst.membership().1.0,
-                    user_commits: self
-                        .inst
-                        .stats()
-                        .get(fusion_core::stats::Stat::UserCommits),
+                    user_commits: self.inst.stats().get(fusion_core::stats::Stat::UserCommits),
                     now,
                 });
             }
@@ -613,6 +667,19 @@ impl<O: Outputs> Host<O> {
                     alerts: self.inst.take_alert_log(),
                     recoveries: self.inst.take_recoveries(),
                 });
+            }
+            Query::Hold(reply) => {
+                self.holding.get_or_insert_with(Vec::new);
+                let _ = reply.send(());
+            }
+            Query::Release(reply) => {
+                if let Some(parked) = self.holding.take() {
+                    self.thawed_at = self.clock.now();
+                    for input in parked {
+                        self.input(input);
+                    }
+                }
+                let _ = reply.send(());
             }
             Query::Images(reply) => {
                 let images = self

@@ -13,8 +13,8 @@ pub mod lives;
 mod nextvals;
 pub mod process;
 pub mod runner;
-mod variant_run;
 mod rx_stamp;
+mod variant_run;
 
 /// Most instances a cluster may have (the wire protocol's limit).
 pub const MAX_INSTANCES: u32 = fusion_wire::MAX_INSTANCES;

@@ -283,7 +283,10 @@ const HELLO_PATIENCE: Duration = Duration::from_secs(5);
 pub fn open(
     spec: LinkSpec,
     rx: LinkReceiver,
-) -> (LinkHandle, tokio::sync::oneshot::Receiver<Result<(), String>>) {
+) -> (
+    LinkHandle,
+    tokio::sync::oneshot::Receiver<Result<(), String>>,
+) {
     let LinkReceiver {
         shared,
         delayed: mut rx,

@@ -505,6 +505,16 @@ impl Admin for AdminService {
         Ok(Response::new(out))
     }
 
+    async fn hold(&self, _: Request<pb::Empty>) -> Result<Response<pb::Empty>, Status> {
+        self.ask(Query::Hold).await?;
+        Ok(Response::new(pb::Empty {}))
+    }
+
+    async fn release(&self, _: Request<pb::Empty>) -> Result<Response<pb::Empty>, Status> {
+        self.ask(Query::Release).await?;
+        Ok(Response::new(pb::Empty {}))
+    }
+
     async fn crash(&self, _: Request<pb::Empty>) -> Result<Response<pb::Empty>, Status> {
         self.ask(Query::Crash).await?;
         Ok(Response::new(pb::Empty {}))

@@ -12,9 +12,9 @@ use std::time::Duration;
 use fusion_check::ConsistencyChecker;
 use fusion_core::block::Block;
 use fusion_core::instance::{Horizon, Observation};
+use fusion_core::recovery::RecoveryReport;
 use fusion_core::stats::Stats;
 use fusion_core::types::{BlockAddr, InstId};
-use fusion_core::recovery::RecoveryReport;
 use fusion_driver::brownout::CommitSeries;
 use fusion_driver::{Ran, VariantOutcome};
 use fusion_report::{AlertEntry, RunResult, VariantResult};
@@ -23,14 +23,14 @@ use fusion_wire::Codec;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::admin_client::Admin;
-use crate::lives::{Lives, ProcessControl};
-pub use crate::variant_run::VariantRun;
 use crate::clock::monotonic_ns;
 use crate::cluster::ClusterFile;
+use crate::lives::{Lives, ProcessControl};
 use crate::nextvals::Nextvals;
 use crate::pb;
 use crate::process::{HISTORY_CHUNK, decode_observation};
 use crate::store_client::Store;
+pub use crate::variant_run::VariantRun;
 
 /// How often a running phase looks at every instance.
 pub(crate) const WATCH_EVERY: Duration = Duration::from_millis(250);
@@ -84,8 +84,12 @@ pub async fn run(
                 // The expectations are evaluated on what ran: one on a
                 // phase or variant that did not run says it had nothing
                 // to measure.
-                let partial = (!outcomes.is_empty())
-                    .then(|| (fusion_driver::run_result(loaded, r.seed, &outcomes), outcomes));
+                let partial = (!outcomes.is_empty()).then(|| {
+                    (
+                        fusion_driver::run_result(loaded, r.seed, &outcomes),
+                        outcomes,
+                    )
+                });
                 return Err(LiveFailure { message, partial });
             }
         }
@@ -326,12 +330,11 @@ async fn run_variant(name: &str, s: &Scenario, r: &LiveRun<'_>) -> Result<Varian
         )
     };
     for (k, phase) in s.phases.iter().enumerate() {
-        let stopped = |e: String, snapshots: &[PhaseSnapshots], alerts: &[Vec<AlertEntry>]| {
-            Stopped {
+        let stopped =
+            |e: String, snapshots: &[PhaseSnapshots], alerts: &[Vec<AlertEntry>]| Stopped {
                 message: format!("the run stopped in phase {:?} of {name}:\n{e}", phase.name),
                 partial: (!snapshots.is_empty()).then(|| partial(snapshots, alerts)),
-            }
-        };
+            };
         let ran = run
             .phase(k, phase, name, r.progress, &store)
             .await
@@ -343,7 +346,7 @@ async fn run_variant(name: &str, s: &Scenario, r: &LiveRun<'_>) -> Result<Varian
     }
     // A frozen instance goes on (its pause may reach past the run) so
     // that the cluster can come to rest.
-    run.resume_all();
+    run.resume_all().await?;
     if let Some(mut n) = run.nextvals.take() {
         // The values of the last watch onwards; then every value in the
         // order handed out, counted into the snapshots that include it.

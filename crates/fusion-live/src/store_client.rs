@@ -60,7 +60,8 @@ impl Store {
         let mut r = tonic::Request::new(msg);
         r.metadata_mut().insert(TOKEN_METADATA, self.token.clone());
         if let Some(run) = &self.run {
-            r.metadata_mut().insert(fusion_wire::RUN_METADATA, run.clone());
+            r.metadata_mut()
+                .insert(fusion_wire::RUN_METADATA, run.clone());
         }
         r.set_timeout(IO_TIMEOUT);
         r

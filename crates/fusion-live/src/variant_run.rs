@@ -123,7 +123,7 @@ impl VariantRun<'_> {
                 next_event += 1;
                 self.apply(ev, k).await?;
             }
-            self.resume_due(now_ns)?;
+            self.resume_due(now_ns).await?;
             if tokio::time::Instant::now() < next_look {
                 continue;
             }
@@ -273,7 +273,10 @@ impl VariantRun<'_> {
             None => vec![(0, false); n],
         };
         for s in st {
-            if let Some(slot) = usize::try_from(s.instance).ok().and_then(|i| sample.get_mut(i)) {
+            if let Some(slot) = usize::try_from(s.instance)
+                .ok()
+                .and_then(|i| sample.get_mut(i))
+            {
                 let i = s.instance as usize;
                 *slot = (s.user_commits, self.lives.up(i));
             }
@@ -370,20 +373,31 @@ impl VariantRun<'_> {
             }
             LifeEvent::Pause { inst, duration } if self.lives.up(inst) => {
                 let a = self.admin(inst)?;
+                // Held first, so that what it recorded up to the freeze is
+                // taken exactly: once frozen it may be evicted, and what it
+                // does after it wakes counts for nothing.
+                a.hold().await?;
+                if let Some(mut c) = self.checker.take() {
+                    let drained = drain_one(inst, &a, &mut c, true).await;
+                    self.checker = Some(c);
+                    drained?;
+                }
                 let raw = a.stats().await?;
                 self.lives.last_stats[inst] =
                     Some((stats_codec::decode(&raw, &a.who)?, raw.now_ns));
                 control.pause(inst)?;
                 self.lives.state[inst] = LiveLife::Paused;
                 let at = self.now_ns();
-                self.lives.resume_at.push((at.saturating_add(duration), inst));
+                self.lives
+                    .resume_at
+                    .push((at.saturating_add(duration), inst));
                 self.lives.note(
                     at,
                     inst,
                     &format!("paused (SIGSTOP) for {:.1} s", duration as f64 / 1e9),
                 );
             }
-            LifeEvent::Resume(i) => self.resume(i)?,
+            LifeEvent::Resume(i) => self.resume(i).await?,
             LifeEvent::Restart(i) if self.lives.state.get(i) == Some(&LiveLife::Killed) => {
                 control.restart(i)?;
                 self.lives.life[i] += 1;
@@ -415,7 +429,7 @@ impl VariantRun<'_> {
     }
 
     /// Let frozen instances whose pause has ended go on.
-    fn resume_due(&mut self, now_ns: u64) -> Result<(), String> {
+    async fn resume_due(&mut self, now_ns: u64) -> Result<(), String> {
         let due: Vec<usize> = self
             .lives
             .resume_at
@@ -424,12 +438,12 @@ impl VariantRun<'_> {
             .map(|(_, i)| *i)
             .collect();
         for i in due {
-            self.resume(i)?;
+            self.resume(i).await?;
         }
         Ok(())
     }
 
-    fn resume(&mut self, i: usize) -> Result<(), String> {
+    async fn resume(&mut self, i: usize) -> Result<(), String> {
         self.lives.resume_at.retain(|(_, j)| *j != i);
         if self.lives.state.get(i) != Some(&LiveLife::Paused) {
             return Ok(());
@@ -437,6 +451,7 @@ impl VariantRun<'_> {
         if let Some(control) = self.control {
             control.resume(i)?;
         }
+        self.admin(i)?.release().await?;
         self.lives.state[i] = LiveLife::Up;
         let at = self.now_ns();
         self.lives.note(at, i, "continued (SIGCONT)");
@@ -458,11 +473,12 @@ impl VariantRun<'_> {
     }
 
     /// Every frozen instance goes on now.
-    pub(crate) fn resume_all(&mut self) {
+    pub(crate) async fn resume_all(&mut self) -> Result<(), String> {
         let paused: Vec<usize> = self.lives.resume_at.iter().map(|(_, i)| *i).collect();
         for i in paused {
-            let _ = self.resume(i);
+            self.resume(i).await?;
         }
+        Ok(())
     }
 
     /// Wait for the quiesced cluster to come to rest and every dead

@@ -847,7 +847,12 @@ fn run_phases(mut sim: Sim, name: &str, s: &Scenario, opts: &SimOptions) -> Vari
         ));
         recoveries.push(sim.take_recoveries());
     }
-    fusion_driver::brownout::attach_recoveries(&mut phases, recoveries, &s.phases, sim.commit_series());
+    fusion_driver::brownout::attach_recoveries(
+        &mut phases,
+        recoveries,
+        &s.phases,
+        sim.commit_series(),
+    );
     // What the run did, before the checkers' quiet period below.
     let ran = Ran::Simulated {
         events: sim.events,

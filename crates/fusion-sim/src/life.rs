@@ -212,4 +212,3 @@ impl Sim {
         out
     }
 }
-

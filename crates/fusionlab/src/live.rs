@@ -400,12 +400,10 @@ pub fn run_live(
     }
     // Our own cluster unless one is given; stopped whatever happens.
     let (c, own) = cluster_for(cluster, needed, "fusionlab run --live", err)?;
-    let control = LocalProcesses::new(&c, exe)
-        .ok()
-        .map(|p| match cluster {
-            Some(f) => p.with_file(f.to_path_buf()),
-            None => p,
-        });
+    let control = LocalProcesses::new(&c, exe).ok().map(|p| match cluster {
+        Some(f) => p.with_file(f.to_path_buf()),
+        None => p,
+    });
     let rt = runtime()?;
     let result = rt.block_on(runner::run(
         &loaded,

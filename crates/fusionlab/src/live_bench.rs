@@ -131,7 +131,7 @@ async fn live(c: &cluster::ClusterFile, k: u32, secs: f64) -> Result<Figures, St
         seed: None,
         check: false,
         control: None,
-            progress: false,
+        progress: false,
     };
     // Forget the warm-up's round trips once it is over (loading takes a moment too).
     let reset = async {

@@ -82,7 +82,7 @@ pub fn tour_live(
                 seed: args.seed,
                 check: false,
                 control: None,
-            progress: true,
+                progress: true,
             },
         ));
         drop(rt);

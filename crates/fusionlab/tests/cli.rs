@@ -770,7 +770,13 @@ fn a_live_run_refuses_faults_it_cannot_carry_out() {
     let file = file.to_string_lossy().into_owned();
     let o = fusionlab(
         "live-kill",
-        &["run", "instance-crash-recovery", "--live", "--cluster", &file],
+        &[
+            "run",
+            "instance-crash-recovery",
+            "--live",
+            "--cluster",
+            &file,
+        ],
     );
     assert_status(&o, 2);
     let err = stderr(&o);
