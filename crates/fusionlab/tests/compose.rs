@@ -28,9 +28,6 @@ use fusionlab::cli::{Cli, Command as Cmd};
 const SCENARIO: &str = "myth-interconnect-blame";
 const SETS: &str = "--set phase.warmup.duration_s=2 --set phase.baseline.duration_s=5 \
                     --set phase.slow-redo-inst2.duration_s=5";
-/// The image the compose run builds and uses (not `fusionlab:local`, which
-/// the user's own builds hold: this one has the test profile's binary).
-const TEST_IMAGE: &str = "fusionlab:compose-test";
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -418,6 +415,24 @@ impl Project {
     }
 }
 
+/// An image this test built, removed when the test ends. Its tag is the
+/// run's own (not `fusionlab:local`, which the user's builds hold), so
+/// runs from several checkouts on one engine do not swap images.
+struct Image(String);
+
+impl Drop for Image {
+    fn drop(&mut self) {
+        match run(
+            Command::new("docker").args(["image", "rm", &self.0]),
+            Duration::from_secs(60),
+        ) {
+            Ok((0, _)) => {}
+            Ok((_, text)) => eprintln!("image {}: `docker image rm` failed:\n{text}", self.0),
+            Err(e) => eprintln!("image {}: {e}", self.0),
+        }
+    }
+}
+
 impl Drop for Project {
     fn drop(&mut self) {
         let r = run(
@@ -461,30 +476,38 @@ fn compose_runs_the_interconnect_myth_to_its_verdict_when_docker_answers() {
         );
         return;
     };
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let run_id = format!("{}x{nanos}", std::process::id());
     let t0 = Instant::now();
+    let image = Image(format!("fusionlab:test-{run_id}"));
     let (code, text) = run(
         Command::new(repo().join("cluster/build-local-image")).args([
             "--binary",
             env!("CARGO_BIN_EXE_fusionlab"),
             "--tag",
-            TEST_IMAGE,
+            &image.0,
         ]),
         Duration::from_secs(600),
     )
     .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(code, 0, "cluster/build-local-image failed:\n{text}");
     let built = t0.elapsed();
+    if let Some(line) = text
+        .lines()
+        .find(|l| l.starts_with("build-local-image: built"))
+    {
+        println!("compose: {line}");
+    }
 
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
     let token = fusion_live::cluster::new_token().expect("a token");
     let project = Project {
         program,
-        name: format!("fusionlabtest{}x{nanos}", std::process::id()),
+        name: format!("fusionlabtest{run_id}"),
         env: vec![
-            ("FUSIONLAB_IMAGE", TEST_IMAGE.to_string()),
+            ("FUSIONLAB_IMAGE", image.0.clone()),
             (TOKEN_ENV, token),
             ("SCENARIO", SCENARIO.to_string()),
             ("SETS", SETS.to_string()),
@@ -513,5 +536,6 @@ fn compose_runs_the_interconnect_myth_to_its_verdict_when_docker_answers() {
         ran.as_secs_f64()
     );
     drop(project);
+    drop(image);
     println!("compose: all done in {:.1} s", t0.elapsed().as_secs_f64());
 }
