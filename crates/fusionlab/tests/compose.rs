@@ -28,6 +28,8 @@ use fusionlab::cli::{Cli, Command as Cmd};
 const SCENARIO: &str = "myth-interconnect-blame";
 const SETS: &str = "--set phase.warmup.duration_s=2 --set phase.baseline.duration_s=5 \
                     --set phase.slow-redo-inst2.duration_s=5";
+/// Runs of the scenario before the test gives up on its verdict.
+const ATTEMPTS: u32 = 2;
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -502,40 +504,52 @@ fn compose_runs_the_interconnect_myth_to_its_verdict_when_docker_answers() {
         println!("compose: {line}");
     }
 
-    let token = fusion_live::cluster::new_token().expect("a token");
-    let project = Project {
-        program,
-        name: format!("fusionlabtest{run_id}"),
-        env: vec![
-            ("FUSIONLAB_IMAGE", image.0.clone()),
-            (TOKEN_ENV, token),
-            ("SCENARIO", SCENARIO.to_string()),
-            ("SETS", SETS.to_string()),
-        ],
-    };
-    let t1 = Instant::now();
-    let (code, text) = run(
-        project
-            .command()
-            .args(["up", "--no-build", "--exit-code-from", "runner"]),
-        Duration::from_secs(300),
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
-    let ran = t1.elapsed();
-    assert_eq!(
-        code, 0,
-        "`compose up --exit-code-from runner` exited {code}:\n{text}"
-    );
-    assert!(
-        text.contains("VERDICT: REPRODUCED"),
-        "the runner's report has no `VERDICT: REPRODUCED`:\n{text}"
-    );
-    println!(
-        "compose: image built in {:.1} s, `up` to the runner's exit in {:.1} s ({SCENARIO}, {SETS})",
-        built.as_secs_f64(),
-        ran.as_secs_f64()
-    );
-    drop(project);
+    // Live figures follow the host's load: on a shared machine a stall in
+    // the short baseline can sink a ratio. A run that ends well (exit 0)
+    // but does not reproduce is tried once more; any other failure is not.
+    for attempt in 1..=ATTEMPTS {
+        let token = fusion_live::cluster::new_token().expect("a token");
+        let project = Project {
+            program: program.clone(),
+            name: format!("fusionlabtest{run_id}a{attempt}"),
+            env: vec![
+                ("FUSIONLAB_IMAGE", image.0.clone()),
+                (TOKEN_ENV, token),
+                ("SCENARIO", SCENARIO.to_string()),
+                ("SETS", SETS.to_string()),
+            ],
+        };
+        let t1 = Instant::now();
+        let (code, text) = run(
+            project
+                .command()
+                .args(["up", "--no-build", "--exit-code-from", "runner"]),
+            Duration::from_secs(300),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let ran = t1.elapsed();
+        drop(project);
+        assert_eq!(
+            code, 0,
+            "`compose up --exit-code-from runner` exited {code}:\n{text}"
+        );
+        println!(
+            "compose: image built in {:.1} s, `up` to the runner's exit in {:.1} s ({SCENARIO}, {SETS})",
+            built.as_secs_f64(),
+            ran.as_secs_f64()
+        );
+        if text.contains("VERDICT: REPRODUCED") {
+            break;
+        }
+        assert!(
+            attempt < ATTEMPTS,
+            "the runner's report has no `VERDICT: REPRODUCED` in {ATTEMPTS} runs; the last:\n{text}"
+        );
+        println!("compose: run {attempt} did not reproduce (the host's load?), once more:");
+        for l in text.lines().filter(|l| l.contains(" FAIL ")) {
+            println!("  {}", l.trim());
+        }
+    }
     drop(image);
     println!("compose: all done in {:.1} s", t0.elapsed().as_secs_f64());
 }
