@@ -22,7 +22,8 @@ Exit status: 0 ran (whatever the verdicts); 1 `validate` found problems (or a sh
 scenario does not load); 2 bad input (missing file or name, invalid scenario, bad --set, \
 unknown --phase, usage, a run estimated to need more memory than --max-memory); 3 the simulator reported protocol errors or checker violations \
 (`chaos`: a run lost an acknowledged commit, broke a check or hit a protocol error); \
-4 a live cluster failed (an instance or the store died or did not answer).")]
+4 a live cluster failed (an instance or the store died or did not answer); \
+`probe`: 1 the service did not answer.")]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -54,6 +55,10 @@ pub enum Command {
     Store(StoreCmd),
     /// Serve one instance (a process of a live cluster; the token comes from FUSIONLAB_TOKEN).
     Instance(InstanceCmd),
+    /// Make one authenticated call to a block store or an instance's admin
+    /// service and exit 0 if it answered, 1 if not (a container healthcheck;
+    /// the token comes from FUSIONLAB_TOKEN).
+    Probe(ProbeCmd),
     /// The raw TCP side of `bench --live` (an 8 KB echo server).
     #[command(hide = true)]
     BenchEcho(BenchEchoCmd),
@@ -114,6 +119,20 @@ pub struct InstanceCmd {
     /// Write the addresses listened on to this file (for `up`).
     #[arg(long, value_name = "FILE")]
     pub addr_file: Option<std::path::PathBuf>,
+}
+
+#[derive(Args)]
+#[command(group(clap::ArgGroup::new("target").required(true).args(["store", "admin"])))]
+pub struct ProbeCmd {
+    /// A block store's address (host:port): calls its Info.
+    #[arg(long, value_name = "ADDR")]
+    pub store: Option<String>,
+    /// An instance's admin address (host:port): calls its Status.
+    #[arg(long, value_name = "ADDR")]
+    pub admin: Option<String>,
+    /// Deadline for connecting and answering, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 2000)]
+    pub timeout_ms: u64,
 }
 
 #[derive(Args)]
@@ -277,6 +296,12 @@ pub fn dispatch(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::R
         Command::Instance(i) => {
             crate::live::instance(i.id, &i.interconnect, &i.admin, i.addr_file.as_deref(), err)
         }
+        Command::Probe(p) => crate::probe::probe(
+            &crate::probe::Target::new(p.store, p.admin)?,
+            std::time::Duration::from_millis(p.timeout_ms),
+            out,
+            err,
+        ),
         Command::Chaos(c) => crate::chaos::chaos(
             &crate::chaos::ChaosArgs {
                 scenario: c.scenario,

@@ -10,6 +10,7 @@
 //! - [`live`]: the live cluster (`store`, `instance`, `up`, `status`, `down`, `run --live`).
 //! - [`figures`]: the compact per-phase figures and number formatting the tour uses.
 //! - [`memory`]: `--max-memory`, refusing a run estimated not to fit.
+//! - [`probe`]: `fusionlab probe`, one call to a store or an instance (container healthchecks).
 
 pub mod args;
 pub mod bench;
@@ -21,6 +22,7 @@ pub mod live;
 pub mod live_bench;
 pub mod live_tour;
 pub mod memory;
+pub mod probe;
 pub mod report;
 pub mod shipped;
 pub mod tour;
