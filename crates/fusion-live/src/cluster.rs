@@ -48,11 +48,10 @@ pub struct InstanceMember {
 }
 
 impl ClusterFile {
+    /// The cluster a file describes, with the token from FUSIONLAB_TOKEN
+    /// when that is set.
     pub fn read(path: &Path) -> Result<ClusterFile, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("{}: cannot read the cluster file: {e}", path.display()))?;
-        let mut c: ClusterFile =
-            toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut c = ClusterFile::read_stored(path)?;
         // A file shared in a repository (cluster/cluster.toml) leaves the
         // token to the environment, like the processes it describes.
         if let Ok(t) = std::env::var(TOKEN_ENV)
@@ -66,6 +65,16 @@ impl ClusterFile {
                 path.display()
             ));
         }
+        Ok(c)
+    }
+
+    /// The file as written (the token from the environment not applied):
+    /// what a command that updates the file writes back.
+    pub fn read_stored(path: &Path) -> Result<ClusterFile, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("{}: cannot read the cluster file: {e}", path.display()))?;
+        let c: ClusterFile =
+            toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
         for (i, m) in c.instances.iter().enumerate() {
             if usize::from(m.id) != i + 1 {
                 return Err(format!(
@@ -359,13 +368,13 @@ pub fn up(opts: &UpOptions) -> Result<ClusterFile, String> {
 
 /// Restart instance `id` (1-based) of a cluster `up` started: stop it if it
 /// still runs, start it again on the same addresses with the cluster's
-/// token, and record its new pid in `c` (the caller writes the file).
-/// Returns the new pid. The instance comes back with no scenario loaded.
-pub fn restart_instance(c: &mut ClusterFile, id: u8, exe: &Path) -> Result<u32, String> {
+/// token. Returns the new pid, for the caller to record in the cluster
+/// file. The instance comes back with no scenario loaded.
+pub fn restart_instance(c: &ClusterFile, id: u8, exe: &Path) -> Result<u32, String> {
     let count = c.instances.len();
     let m = usize::from(id)
         .checked_sub(1)
-        .and_then(|k| c.instances.get_mut(k))
+        .and_then(|k| c.instances.get(k))
         .ok_or_else(|| format!("inst{id}: the cluster has instances inst1 to inst{count}"))?;
     if m.pid == 0 {
         return Err(format!(
@@ -406,8 +415,7 @@ pub fn restart_instance(c: &mut ClusterFile, id: u8, exe: &Path) -> Result<u32, 
             m.interconnect, m.admin
         ));
     }
-    m.pid = starting[0].child.id();
-    Ok(m.pid)
+    Ok(starting[0].child.id())
 }
 
 /// Whether process `pid` belongs to the cluster in `dir`: its command line
@@ -439,7 +447,8 @@ fn process_id(pid: u32) -> Option<rustix::process::Pid> {
 }
 
 /// Whether a process is alive. A child of ours that exited is reaped here
-/// (a zombie still answers signal 0); anyone else's is asked with signal 0.
+/// (a zombie still answers signal 0); anyone else's is asked with signal 0,
+/// and is dead if it is a zombie its parent has not reaped yet.
 pub fn alive(pid: u32) -> bool {
     let Some(p) = process_id(pid) else {
         return false;
@@ -447,8 +456,17 @@ pub fn alive(pid: u32) -> bool {
     match rustix::process::waitpid(Some(p), rustix::process::WaitOptions::NOHANG) {
         Ok(Some(_)) => false,
         Ok(None) => true,
-        Err(_) => rustix::process::test_kill_process(p).is_ok(),
+        Err(_) => rustix::process::test_kill_process(p).is_ok() && !zombie(pid),
     }
+}
+
+/// Whether a process has exited but not been reaped (state `Z` in
+/// /proc/PID/stat, after the command name in parentheses).
+fn zombie(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+    })
 }
 
 /// Stop a process: SIGTERM, then SIGKILL if it is still there after `grace`.
@@ -465,6 +483,35 @@ pub fn stop(pid: u32, grace: Duration) {
         std::thread::sleep(Duration::from_millis(20));
     }
     let _ = rustix::process::kill_process(p, rustix::process::Signal::KILL);
+}
+
+/// Stop processes at once: SIGTERM to all, SIGKILL to those still there
+/// after `grace`, then wait (at most `grace` again) until they are gone, so
+/// that a caller that returns leaves none behind.
+pub fn stop_all(pids: &[u32], grace: Duration) {
+    let signal_all = |pids: &[u32], signal| {
+        for p in pids.iter().filter_map(|&p| process_id(p)) {
+            let _ = rustix::process::kill_process(p, signal);
+        }
+    };
+    signal_all(pids, rustix::process::Signal::TERM);
+    let mut left = pids.to_vec();
+    for then in [Some(rustix::process::Signal::KILL), None] {
+        let end = Instant::now() + grace;
+        loop {
+            left.retain(|&p| alive(p));
+            if left.is_empty() {
+                return;
+            }
+            if Instant::now() > end {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if let Some(signal) = then {
+            signal_all(&left, signal);
+        }
+    }
 }
 
 /// Write a listener's address(es) for `up`, one per line, atomically.

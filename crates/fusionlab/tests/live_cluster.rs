@@ -353,6 +353,15 @@ fn run_live_from_the_command_line_prints_the_json_contract() {
         .expect("runs");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
+    // The cluster it started in a directory of its own is gone with it.
+    let cluster_dir = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("starting a local cluster of 3 instances in "))
+        .expect("where the cluster ran");
+    assert!(
+        !Path::new(cluster_dir).exists(),
+        "{cluster_dir} was left behind"
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
     assert_eq!(v["scenario"], "live-hot-rows");
     let phases = v["phases"].as_array().expect("phases");
