@@ -313,11 +313,21 @@ fn strangers_on_the_interconnect_cost_little_memory_and_are_reported_once() {
     assert_ok(&short_run(&file));
 }
 
+/// A child process killed when the test ends, whatever happens.
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// Start `fusionlab ARGS` with at most `files` open file descriptors, its
 /// stderr in `log`, the token in the environment.
-fn start_with_fd_limit(files: u32, args: &[&str], log: &Path, token: &str) -> Child {
+fn start_with_fd_limit(files: u32, args: &[&str], log: &Path, token: &str) -> Killed {
     let log = std::fs::File::create(log).expect("log");
-    Command::new("sh")
+    let child = Command::new("sh")
         .arg("-c")
         .arg(format!("ulimit -n {files} && exec \"$0\" \"$@\""))
         .arg(EXE)
@@ -327,7 +337,8 @@ fn start_with_fd_limit(files: u32, args: &[&str], log: &Path, token: &str) -> Ch
         .stdout(Stdio::null())
         .stderr(log)
         .spawn()
-        .expect("starts")
+        .expect("starts");
+    Killed(child)
 }
 
 /// The addresses a process wrote to its address file, once it did.
@@ -400,7 +411,13 @@ fn an_instance_out_of_file_descriptors_says_so_once_and_serves_again() {
     );
     let addrs = addresses(&addr_file);
     let (interconnect, admin) = (addrs[0].clone(), addrs[1].clone());
-    let held = exhaust_files(child.id(), 40, &interconnect, &log, "interconnect listener");
+    let held = exhaust_files(
+        child.0.id(),
+        40,
+        &interconnect,
+        &log,
+        "interconnect listener",
+    );
     // An admin call while there is no descriptor for it: it waits.
     let (tx, rx) = mpsc::channel();
     let admin_for_call = admin.clone();
@@ -426,7 +443,7 @@ fn an_instance_out_of_file_descriptors_says_so_once_and_serves_again() {
     caller.join().expect("caller");
     assert!(answer.is_ok(), "{answer:?}");
     assert_eq!(
-        child.try_wait().expect("waits"),
+        child.0.try_wait().expect("waits"),
         None,
         "the instance exited"
     );
@@ -443,8 +460,6 @@ fn an_instance_out_of_file_descriptors_says_so_once_and_serves_again() {
             "{text}"
         );
     }
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 /// The same for the block store's listener.
@@ -469,7 +484,7 @@ fn a_store_out_of_file_descriptors_says_so_once_and_serves_again() {
         token,
     );
     let addr = addresses(&addr_file).remove(0);
-    let held = exhaust_files(child.id(), 40, &addr, &log, "block store listener");
+    let held = exhaust_files(child.0.id(), 40, &addr, &log, "block store listener");
     drop(held);
     let rt = rt();
     wait_until("the store answers again", Duration::from_secs(20), || {
@@ -481,15 +496,13 @@ fn a_store_out_of_file_descriptors_says_so_once_and_serves_again() {
         })
         .is_ok()
     });
-    assert_eq!(child.try_wait().expect("waits"), None, "the store exited");
+    assert_eq!(child.0.try_wait().expect("waits"), None, "the store exited");
     let text = std::fs::read_to_string(&log).expect("log");
     assert_eq!(
         out_of_files(&log, "block store listener"),
         1,
         "one report per streak:\n{text}"
     );
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 /// `status` asks the store: a killed store is NOT ANSWERING, with why, and
