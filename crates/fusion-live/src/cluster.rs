@@ -48,11 +48,10 @@ pub struct InstanceMember {
 }
 
 impl ClusterFile {
+    /// The cluster a file describes, with the token from FUSIONLAB_TOKEN
+    /// when that is set.
     pub fn read(path: &Path) -> Result<ClusterFile, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("{}: cannot read the cluster file: {e}", path.display()))?;
-        let mut c: ClusterFile =
-            toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut c = ClusterFile::read_stored(path)?;
         // A file shared in a repository (cluster/cluster.toml) leaves the
         // token to the environment, like the processes it describes.
         if let Ok(t) = std::env::var(TOKEN_ENV)
@@ -66,6 +65,16 @@ impl ClusterFile {
                 path.display()
             ));
         }
+        Ok(c)
+    }
+
+    /// The file as written (the token from the environment not applied):
+    /// what a command that updates the file writes back.
+    pub fn read_stored(path: &Path) -> Result<ClusterFile, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("{}: cannot read the cluster file: {e}", path.display()))?;
+        let c: ClusterFile =
+            toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
         for (i, m) in c.instances.iter().enumerate() {
             if usize::from(m.id) != i + 1 {
                 return Err(format!(
@@ -85,12 +94,43 @@ impl ClusterFile {
         Ok(c)
     }
 
+    /// Write the file readable by its owner only (it holds the token): a
+    /// new file created with mode 0600 replaces the old one, so the token is
+    /// never in a file others may read, even for a moment, and a reader
+    /// never sees half a file.
     pub fn write(&self, path: &Path) -> Result<(), String> {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+
         let text = toml::to_string_pretty(self).map_err(|e| e.to_string())?;
         let text = format!(
             "# A Fusionlab cluster, written by `fusionlab up`. Keep it private: it holds the token.\n{text}"
         );
-        std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "cluster.toml".into());
+        let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+        let fail = |what: &Path, e: std::io::Error| format!("{}: {e}", what.display());
+        // A leftover of a writer that died here (same pid) is ours to replace.
+        let _ = std::fs::remove_file(&tmp);
+        let written = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)
+            .and_then(|mut f| {
+                f.write_all(text.as_bytes())?;
+                f.sync_all()
+            });
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(fail(&tmp, e));
+        }
+        std::fs::rename(&tmp, path).map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            fail(path, e)
+        })
     }
 }
 
@@ -122,6 +162,143 @@ fn port(base: u16, offset: u16) -> String {
     }
 }
 
+/// One process of a cluster being started: its name (`store`, `inst2`),
+/// the child and its address file.
+struct Starting {
+    name: String,
+    child: Child,
+    addr_file: PathBuf,
+}
+
+/// How a process started in a cluster directory treats the log it finds.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Log {
+    /// A new cluster: start the log afresh.
+    Fresh,
+    /// A restart: append, so the process's earlier life stays readable.
+    Append,
+}
+
+/// Start one process of the cluster in `dir`: `exe` with `args`, the token
+/// in its environment, its log in `dir/NAME.log` and its addresses written
+/// to `dir/NAME.addr`.
+fn start_member(
+    exe: &Path,
+    dir: &Path,
+    name: &str,
+    args: &[String],
+    token: &str,
+    log: Log,
+) -> Result<Starting, String> {
+    let addr_file = dir.join(format!("{name}.addr"));
+    let _ = std::fs::remove_file(&addr_file);
+    let log_path = dir.join(format!("{name}.log"));
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .write(true)
+        .append(log == Log::Append)
+        .truncate(log == Log::Fresh)
+        .open(&log_path)
+        .map_err(|e| format!("{}: {e}", log_path.display()))?;
+    let err = log
+        .try_clone()
+        .map_err(|e| format!("{}: {e}", log_path.display()))?;
+    let mut cmd = Command::new(exe);
+    cmd.args(args)
+        .arg("--addr-file")
+        .arg(&addr_file)
+        .env(TOKEN_ENV, token)
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(err);
+    // Its own process group: a Ctrl-C in the shell that ran `up` does not stop the cluster.
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    let child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot start {} {name}: {e}", exe.display()))?;
+    Ok(Starting {
+        name: name.to_string(),
+        child,
+        addr_file,
+    })
+}
+
+/// How long the processes of a cluster have to start listening.
+const START_PATIENCE: Duration = Duration::from_secs(20);
+
+/// Wait until every process wrote its address file; the addresses of each,
+/// in order. A process that exits first, or a start slower than
+/// [`START_PATIENCE`], kills them all and fails with what its log says.
+fn wait_listening(dir: &Path, starting: &mut [Starting]) -> Result<Vec<Vec<String>>, String> {
+    let deadline = Instant::now() + START_PATIENCE;
+    let mut addrs: Vec<Vec<String>> = vec![Vec::new(); starting.len()];
+    loop {
+        let mut missing = false;
+        let mut exited = None;
+        for (k, s) in starting.iter_mut().enumerate() {
+            if !addrs[k].is_empty() {
+                continue;
+            }
+            if let Ok(Some(status)) = s.child.try_wait() {
+                let log = std::fs::read_to_string(dir.join(format!("{}.log", s.name)))
+                    .unwrap_or_default();
+                exited = Some(format!("{} exited at start ({status}):\n{log}", s.name));
+                break;
+            }
+            match std::fs::read_to_string(&s.addr_file) {
+                Ok(t) if t.ends_with('\n') => {
+                    addrs[k] = t.lines().map(str::to_string).collect();
+                }
+                _ => missing = true,
+            }
+        }
+        if let Some(e) = exited {
+            kill_all(starting);
+            return Err(e);
+        }
+        if !missing {
+            return Ok(addrs);
+        }
+        if Instant::now() > deadline {
+            kill_all(starting);
+            return Err(format!(
+                "the cluster did not start within {} s (see the logs in {})",
+                START_PATIENCE.as_secs(),
+                dir.display()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Create a cluster directory (and its parents) readable by its owner only:
+/// it holds the logs, the store's files and the cluster file.
+pub fn create_private_dir(dir: &Path) -> Result<(), String> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| {
+            format!(
+                "{}: cannot create the cluster directory: {e}",
+                dir.display()
+            )
+        })
+}
+
+fn instance_args(id: u8, interconnect: &str, admin: &str) -> Vec<String> {
+    vec![
+        "instance".into(),
+        "--id".into(),
+        id.to_string(),
+        "--interconnect".into(),
+        interconnect.into(),
+        "--admin".into(),
+        admin.into(),
+    ]
+}
+
 /// Start the store and the instances; returns once every one listens.
 pub fn up(opts: &UpOptions) -> Result<ClusterFile, String> {
     if opts.instances == 0 || u32::from(opts.instances) > fusion_wire::MAX_INSTANCES {
@@ -130,104 +307,42 @@ pub fn up(opts: &UpOptions) -> Result<ClusterFile, String> {
             fusion_wire::MAX_INSTANCES
         ));
     }
-    std::fs::create_dir_all(&opts.dir).map_err(|e| format!("{}: {e}", opts.dir.display()))?;
+    create_private_dir(&opts.dir)?;
     let token = new_token()?;
-    let mut children: Vec<(String, Child, PathBuf)> = Vec::new();
-    let spawn = |name: &str, args: Vec<String>| -> Result<(Child, PathBuf), String> {
-        let addr_file = opts.dir.join(format!("{name}.addr"));
-        let _ = std::fs::remove_file(&addr_file);
-        let log = std::fs::File::create(opts.dir.join(format!("{name}.log")))
-            .map_err(|e| format!("{}: {e}", opts.dir.display()))?;
-        let err = log.try_clone().map_err(|e| e.to_string())?;
-        let mut cmd = Command::new(&opts.exe);
-        cmd.args(&args)
-            .arg("--addr-file")
-            .arg(&addr_file)
-            .env(TOKEN_ENV, &token)
-            .stdin(Stdio::null())
-            .stdout(log)
-            .stderr(err);
-        // Its own process group: a Ctrl-C in the shell that ran `up` does not stop the cluster.
-        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-        let child = cmd
-            .spawn()
-            .map_err(|e| format!("cannot start {} {name}: {e}", opts.exe.display()))?;
-        Ok((child, addr_file))
-    };
+    let mut starting: Vec<Starting> = Vec::new();
     let store_dir = opts.dir.join("store");
-    let (c, f) = spawn(
-        "store",
-        vec![
-            "store".into(),
-            "--listen".into(),
-            port(opts.base_port, 0),
-            "--dir".into(),
-            store_dir.display().to_string(),
-        ],
-    )?;
-    children.push(("store".into(), c, f));
+    let store_args = vec![
+        "store".into(),
+        "--listen".into(),
+        port(opts.base_port, 0),
+        "--dir".into(),
+        store_dir.display().to_string(),
+    ];
+    let mut start = |name: &str, args: Vec<String>| -> Result<(), String> {
+        match start_member(&opts.exe, &opts.dir, name, &args, &token, Log::Fresh) {
+            Ok(s) => {
+                starting.push(s);
+                Ok(())
+            }
+            Err(e) => {
+                kill_all(&mut starting);
+                Err(e)
+            }
+        }
+    };
+    start("store", store_args)?;
     for i in 1..=opts.instances {
         let o = 2 * u16::from(i);
-        let (c, f) = spawn(
-            &format!("inst{i}"),
-            vec![
-                "instance".into(),
-                "--id".into(),
-                i.to_string(),
-                "--interconnect".into(),
-                port(opts.base_port, o - 1),
-                "--admin".into(),
-                port(opts.base_port, o),
-            ],
-        )?;
-        children.push((format!("inst{i}"), c, f));
+        let args = instance_args(i, &port(opts.base_port, o - 1), &port(opts.base_port, o));
+        start(&format!("inst{i}"), args)?;
     }
-    // Wait for every address file; a child that exits first fails the start.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let mut addrs: Vec<Vec<String>> = vec![Vec::new(); children.len()];
-    loop {
-        let mut missing = false;
-        let mut exited = None;
-        for (k, (name, child, file)) in children.iter_mut().enumerate() {
-            if !addrs[k].is_empty() {
-                continue;
-            }
-            if let Ok(Some(status)) = child.try_wait() {
-                exited = Some(format!("{name} exited at start ({status})"));
-                let log = std::fs::read_to_string(opts.dir.join(format!("{name}.log")))
-                    .unwrap_or_default();
-                exited = exited.map(|e| format!("{e}:\n{log}"));
-                break;
-            }
-            match std::fs::read_to_string(&*file) {
-                Ok(t) if t.ends_with('\n') => {
-                    addrs[k] = t.lines().map(str::to_string).collect();
-                }
-                _ => missing = true,
-            }
-        }
-        if let Some(e) = exited {
-            kill_all(&mut children);
-            return Err(e);
-        }
-        if !missing {
-            break;
-        }
-        if Instant::now() > deadline {
-            kill_all(&mut children);
-            return Err(
-                "the cluster did not start within 20 s (see the logs in the cluster directory)"
-                    .into(),
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let pid = |k: usize| children[k].1.id();
+    let addrs = wait_listening(&opts.dir, &mut starting)?;
+    let pid = |k: usize| starting[k].child.id();
     let field = |k: usize, j: usize| -> Result<String, String> {
         addrs[k]
             .get(j)
             .cloned()
-            .ok_or_else(|| format!("{}: address file is incomplete", children[k].0))
+            .ok_or_else(|| format!("{}: address file is incomplete", starting[k].name))
     };
     let cluster = ClusterFile {
         token,
@@ -251,77 +366,112 @@ pub fn up(opts: &UpOptions) -> Result<ClusterFile, String> {
     Ok(cluster)
 }
 
-/// Start one instance of `cluster` again (after it was killed) on the
-/// addresses the cluster file gives, with its token; returns its process
-/// id once it listens. Its log goes on in the cluster directory.
-pub fn start_instance(
-    exe: &Path,
-    cluster: &ClusterFile,
-    m: &InstanceMember,
-) -> Result<u32, String> {
-    let name = format!("inst{}", m.id);
-    let addr_file = cluster.dir.join(format!("{name}.addr"));
-    let _ = std::fs::remove_file(&addr_file);
-    let log = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(cluster.dir.join(format!("{name}.log")))
-        .map_err(|e| format!("{}: {e}", cluster.dir.display()))?;
-    let err = log.try_clone().map_err(|e| e.to_string())?;
-    let mut cmd = Command::new(exe);
-    cmd.args(["instance", "--id", &m.id.to_string()])
-        .args(["--interconnect", &m.interconnect, "--admin", &m.admin])
-        .arg("--addr-file")
-        .arg(&addr_file)
-        .env(TOKEN_ENV, &cluster.token)
-        .stdin(Stdio::null())
-        .stdout(log)
-        .stderr(err);
-    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| format!("cannot start {} {name}: {e}", exe.display()))?;
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Ok(t) = std::fs::read_to_string(&addr_file)
-            && t.ends_with('\n')
-        {
-            return Ok(child.id());
+/// Restart instance `id` (1-based) of a cluster `up` started: stop it if it
+/// still runs, start it again on the same addresses with the cluster's
+/// token. Returns the new pid, for the caller to record in the cluster
+/// file. The instance comes back with no scenario loaded.
+pub fn restart_instance(c: &ClusterFile, id: u8, exe: &Path) -> Result<u32, String> {
+    let count = c.instances.len();
+    let m = usize::from(id)
+        .checked_sub(1)
+        .and_then(|k| c.instances.get(k))
+        .ok_or_else(|| format!("inst{id}: the cluster has instances inst1 to inst{count}"))?;
+    if m.pid == 0 {
+        return Err(format!(
+            "inst{id}: the cluster file has no pid for it (not started by `fusionlab up`): \
+             restart it where it runs"
+        ));
+    }
+    if alive(m.pid) {
+        if !runs_in(m.pid, &c.dir) {
+            return Err(format!(
+                "inst{id}: pid {} is not a process of the cluster in {} (its command line does \
+                 not name that directory): left alone",
+                m.pid,
+                c.dir.display()
+            ));
         }
-        if let Ok(Some(status)) = child.try_wait() {
-            return Err(format!("{name} exited at start ({status}); see its log"));
+        stop(m.pid, Duration::from_secs(3));
+        if alive(m.pid) {
+            return Err(format!("inst{id}: pid {} did not stop", m.pid));
         }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            return Err(format!("{name} did not start within 20 s; see its log"));
-        }
-        std::thread::sleep(Duration::from_millis(10));
+    }
+    let name = format!("inst{id}");
+    let args = instance_args(id, &m.interconnect, &m.admin);
+    let mut starting = vec![start_member(
+        exe,
+        &c.dir,
+        &name,
+        &args,
+        &c.token,
+        Log::Append,
+    )?];
+    let addrs = wait_listening(&c.dir, &mut starting)?;
+    let listening = addrs.first().map(Vec::as_slice).unwrap_or_default();
+    if listening != [m.interconnect.as_str(), m.admin.as_str()] {
+        kill_all(&mut starting);
+        return Err(format!(
+            "{name} listens on {listening:?}, not on its addresses {} and {}",
+            m.interconnect, m.admin
+        ));
+    }
+    Ok(starting[0].child.id())
+}
+
+/// Whether process `pid` belongs to the cluster in `dir`: its command line
+/// names that directory (every process `up` starts is given its address
+/// file there). A pid from an old cluster file may have been reused by any
+/// process since; such a process is not ours to stop.
+pub fn runs_in(pid: u32, dir: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+        return false;
+    };
+    let dir = dir.as_os_str().as_bytes();
+    !dir.is_empty() && cmdline.split(|&b| b == 0).any(|arg| arg.starts_with(dir))
+}
+
+fn kill_all(starting: &mut [Starting]) {
+    for s in starting.iter_mut() {
+        let _ = s.child.kill();
+        let _ = s.child.wait();
     }
 }
 
-fn kill_all(children: &mut [(String, Child, PathBuf)]) {
-    for (_, c, _) in children.iter_mut() {
-        let _ = c.kill();
-        let _ = c.wait();
-    }
+/// A pid from a cluster file as the kernel's: none for 0 or one past
+/// `i32::MAX` (which `kill` would take for a process group).
+fn process_id(pid: u32) -> Option<rustix::process::Pid> {
+    i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
 }
 
 /// Whether a process is alive. A child of ours that exited is reaped here
-/// (a zombie still answers signal 0); anyone else's is asked with signal 0.
+/// (a zombie still answers signal 0); anyone else's is asked with signal 0,
+/// and is dead if it is a zombie its parent has not reaped yet.
 pub fn alive(pid: u32) -> bool {
-    let Some(p) = rustix::process::Pid::from_raw(pid as i32) else {
+    let Some(p) = process_id(pid) else {
         return false;
     };
     match rustix::process::waitpid(Some(p), rustix::process::WaitOptions::NOHANG) {
         Ok(Some(_)) => false,
         Ok(None) => true,
-        Err(_) => rustix::process::test_kill_process(p).is_ok(),
+        Err(_) => rustix::process::test_kill_process(p).is_ok() && !zombie(pid),
     }
+}
+
+/// Whether a process has exited but not been reaped (state `Z` in
+/// /proc/PID/stat, after the command name in parentheses).
+fn zombie(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+    })
 }
 
 /// Stop a process: SIGTERM, then SIGKILL if it is still there after `grace`.
 pub fn stop(pid: u32, grace: Duration) {
-    let Some(p) = rustix::process::Pid::from_raw(pid as i32) else {
+    let Some(p) = process_id(pid) else {
         return;
     };
     let _ = rustix::process::kill_process(p, rustix::process::Signal::TERM);
@@ -335,10 +485,127 @@ pub fn stop(pid: u32, grace: Duration) {
     let _ = rustix::process::kill_process(p, rustix::process::Signal::KILL);
 }
 
+/// Stop processes at once: SIGTERM to all, SIGKILL to those still there
+/// after `grace`, then wait (at most `grace` again) until they are gone, so
+/// that a caller that returns leaves none behind.
+pub fn stop_all(pids: &[u32], grace: Duration) {
+    let signal_all = |pids: &[u32], signal| {
+        for p in pids.iter().filter_map(|&p| process_id(p)) {
+            let _ = rustix::process::kill_process(p, signal);
+        }
+    };
+    signal_all(pids, rustix::process::Signal::TERM);
+    let mut left = pids.to_vec();
+    for then in [Some(rustix::process::Signal::KILL), None] {
+        let end = Instant::now() + grace;
+        loop {
+            left.retain(|&p| alive(p));
+            if left.is_empty() {
+                return;
+            }
+            if Instant::now() > end {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if let Some(signal) = then {
+            signal_all(&left, signal);
+        }
+    }
+}
+
 /// Write a listener's address(es) for `up`, one per line, atomically.
 pub fn write_addr_file(path: &Path, addrs: &[std::net::SocketAddr]) -> Result<(), String> {
     let tmp = path.with_extension("tmp");
     let text: String = addrs.iter().map(|a| format!("{a}\n")).collect();
     std::fs::write(&tmp, text).map_err(|e| format!("{}: {e}", tmp.display()))?;
     std::fs::rename(&tmp, path).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+
+    fn cluster(dir: &Path) -> ClusterFile {
+        ClusterFile {
+            token: "0123abcd".into(),
+            dir: dir.to_path_buf(),
+            store: Member {
+                address: "127.0.0.1:7000".into(),
+                pid: 10,
+            },
+            instances: vec![InstanceMember {
+                id: 1,
+                interconnect: "127.0.0.1:7001".into(),
+                admin: "127.0.0.1:7002".into(),
+                pid: 11,
+            }],
+        }
+    }
+
+    fn mode(path: &Path) -> u32 {
+        std::fs::metadata(path)
+            .expect("exists")
+            .permissions()
+            .mode()
+            & 0o777
+    }
+
+    #[test]
+    fn the_cluster_file_is_private_even_when_it_replaces_a_readable_one() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("cluster.toml");
+        let c = cluster(dir.path());
+        c.write(&path).expect("writes");
+        assert_eq!(mode(&path), 0o600);
+        assert_eq!(ClusterFile::read(&path).expect("reads back"), c);
+
+        // One left readable by others (an older fusionlab, a copy) is
+        // replaced by a private file, not rewritten in place.
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+        let mut moved = c.clone();
+        moved.instances[0].pid = 12;
+        moved.write(&path).expect("writes");
+        assert_eq!(mode(&path), 0o600);
+        assert_eq!(ClusterFile::read(&path).expect("reads back"), moved);
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .expect("lists")
+            .map(|e| e.expect("entry").file_name())
+            .collect();
+        assert_eq!(names, ["cluster.toml"], "a temporary file was left behind");
+    }
+
+    #[test]
+    fn a_cluster_directory_is_created_private() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let nested = dir.path().join("a").join("b");
+        create_private_dir(&nested).expect("creates");
+        assert_eq!(mode(&nested), 0o700);
+        assert_eq!(mode(&dir.path().join("a")), 0o700);
+    }
+
+    #[test]
+    fn a_pid_belongs_to_a_cluster_only_if_its_command_line_names_the_directory() {
+        // This test process runs from the target directory.
+        let exe = std::env::current_exe().expect("exe");
+        let target = exe.parent().expect("a directory");
+        assert!(runs_in(std::process::id(), target));
+        assert!(!runs_in(
+            std::process::id(),
+            Path::new("/no/such/fusionlab/cluster")
+        ));
+        assert!(!runs_in(std::process::id(), Path::new("")));
+        assert!(!runs_in(0, target));
+    }
+
+    #[test]
+    fn pids_a_cluster_file_cannot_mean_are_not_signalled() {
+        assert!(process_id(0).is_none());
+        // Would be -1 as an i32: kill(-1) signals every process we may signal.
+        assert!(process_id(u32::MAX).is_none());
+        assert!(!alive(u32::MAX));
+        assert!(process_id(1).is_some());
+    }
 }

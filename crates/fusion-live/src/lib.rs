@@ -48,16 +48,3 @@ pub fn check_token(
         ))
     }
 }
-
-/// Accepted connections with Nagle off: with `serve_with_incoming`, tonic
-/// does not set TCP_NODELAY itself, and small messages would wait 40 ms.
-pub fn nodelay(
-    incoming: tokio_stream::wrappers::TcpListenerStream,
-) -> impl tokio_stream::Stream<Item = std::io::Result<tokio::net::TcpStream>> {
-    use tokio_stream::StreamExt;
-    incoming.map(|s| {
-        s.inspect(|s| {
-            let _ = s.set_nodelay(true);
-        })
-    })
-}

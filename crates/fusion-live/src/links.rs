@@ -25,6 +25,7 @@ use fusion_core::config::Nanos;
 use fusion_core::msg::Envelope;
 use fusion_core::types::InstId;
 use fusion_wire::Codec;
+use fusion_wire::accept::{Acceptor, Admitted, ListenerNews, Reporter};
 use fusion_wire::framing::{self, decode_frame, encode_frame, envelope_frame, hello_frame};
 use fusion_wire::pb::{self, Hello, frame};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -273,6 +274,10 @@ pub struct LinkSpec {
 pub const CONNECT_PATIENCE: Duration = Duration::from_secs(15);
 /// How long either end waits for the other's Hello.
 const HELLO_PATIENCE: Duration = Duration::from_secs(5);
+/// Connections an instance lets wait for their `Hello` at once (a cluster
+/// has at most a few peers connecting, each retrying one at a time):
+/// further ones are closed at once, so strangers cannot pile them up.
+pub const HELLOS_PENDING_MAX: usize = 64;
 
 /// Start the link `me -> peer`: a task that connects (trying again while
 /// the peer is not up or not loaded), writes what the host queued before
@@ -419,15 +424,20 @@ async fn write_frame(s: &mut TcpStream, f: &pb::Frame) -> std::io::Result<()> {
     s.write_all(&buf).await
 }
 
-/// Read one frame (handshakes only, before the stream is framed).
-async fn read_frame(s: &mut TcpStream) -> Result<pb::Frame, String> {
-    let len = s.read_u32().await.map_err(|e| e.to_string())? as usize;
-    if len > framing::MAX_FRAME {
-        return Err(format!(
-            "a frame of {len} bytes (at most {})",
-            framing::MAX_FRAME
-        ));
-    }
+/// Read one handshake frame (`Hello` or `Refusal`, before the peer is
+/// known): at most [`framing::PRE_AUTH_MAX_FRAME`] bytes, whatever the
+/// length the peer announces.
+async fn read_handshake(s: &mut TcpStream) -> Result<pb::Frame, String> {
+    let announced = s.read_u32().await.map_err(|e| e.to_string())?;
+    let len = usize::try_from(announced)
+        .ok()
+        .filter(|&len| len <= framing::PRE_AUTH_MAX_FRAME)
+        .ok_or_else(|| {
+            format!(
+                "a handshake frame of {announced} bytes (at most {})",
+                framing::PRE_AUTH_MAX_FRAME
+            )
+        })?;
     let mut body = vec![0u8; len];
     s.read_exact(&mut body).await.map_err(|e| e.to_string())?;
     decode_frame(&body).map_err(|e| e.to_string())
@@ -449,7 +459,7 @@ async fn try_connect(
     write_frame(&mut s, &hello_frame(Hello::new(me, token, run)))
         .await
         .map_err(|e| e.to_string())?;
-    let answer = tokio::time::timeout(HELLO_PATIENCE, read_frame(&mut s))
+    let answer = tokio::time::timeout(HELLO_PATIENCE, read_handshake(&mut s))
         .await
         .map_err(|_| {
             format!(
@@ -488,27 +498,61 @@ pub struct Wiring {
 /// The interconnect listener of one instance.
 #[derive(Clone)]
 pub struct InterconnectService {
-    pub me: InstId,
-    pub token: String,
-    pub wiring: Arc<Mutex<Option<Wiring>>>,
+    me: InstId,
+    token: String,
+    wiring: Arc<Mutex<Option<Wiring>>>,
+}
+
+/// How an instance process reports trouble with one of its listeners: in
+/// its log, and as a problem of the instance (which `status` shows and
+/// which stops a run) while a scenario is loaded.
+pub fn instance_reporter(wiring: Arc<Mutex<Option<Wiring>>>) -> Reporter {
+    Arc::new(move |news| match news {
+        ListenerNews::Trouble(t) => {
+            eprintln!("{t}");
+            let host = wiring
+                .lock()
+                .ok()
+                .and_then(|w| w.as_ref().map(|w| w.host.clone()));
+            if let Some(host) = host {
+                let _ = host.send(Input::Problem(t));
+            }
+        }
+        ListenerNews::Recovered(r) => eprintln!("{r}"),
+    })
 }
 
 impl InterconnectService {
-    /// Take the peers' connections until the process ends.
-    pub async fn serve(self, listener: TcpListener) -> std::io::Result<()> {
+    pub fn new(me: InstId, token: String, wiring: Arc<Mutex<Option<Wiring>>>) -> Self {
+        InterconnectService { me, token, wiring }
+    }
+
+    /// Take the peers' connections until the process ends: accept errors
+    /// are reported and retried, at most [`HELLOS_PENDING_MAX`] connections
+    /// wait for their Hello at once.
+    pub async fn serve(self, listener: TcpListener) {
+        let what = match listener.local_addr() {
+            Ok(a) => format!("{}: interconnect listener {a}", self.me),
+            Err(_) => format!("{}: interconnect listener", self.me),
+        };
+        let report = instance_reporter(self.wiring.clone());
+        let mut acceptor = Acceptor::new(listener, what, HELLOS_PENDING_MAX, report);
         loop {
-            let (conn, _) = listener.accept().await?;
+            let conn = acceptor.accept().await;
             let svc = self.clone();
             tokio::spawn(async move { svc.take(conn).await });
         }
     }
 
-    /// One peer's connection: check its Hello, then hand every message to
-    /// the host.
-    async fn take(self, mut conn: TcpStream) {
-        let _ = conn.set_nodelay(true);
+    /// One peer's connection: check its Hello (holding a slot of the
+    /// connections waiting for one), then hand every message to the host.
+    async fn take(self, conn: Admitted) {
+        let Admitted {
+            stream: mut conn,
+            slot: hello_slot,
+        } = conn;
         let me = self.me;
-        let hello = match tokio::time::timeout(HELLO_PATIENCE, read_frame(&mut conn)).await {
+        let hello = match tokio::time::timeout(HELLO_PATIENCE, read_handshake(&mut conn)).await {
             Ok(Ok(pb::Frame {
                 kind: Some(frame::Kind::Hello(h)),
             })) => h,
@@ -552,6 +596,8 @@ impl InterconnectService {
         {
             return;
         }
+        // An instance of the cluster: it no longer counts as waiting.
+        drop(hello_slot);
         // When the kernel received what the process reads: without the
         // timestamps (not Linux?) arrival is when the frame is read.
         let stamps = crate::rx_stamp::enable(std::os::fd::AsFd::as_fd(&conn)).is_ok();

@@ -124,7 +124,7 @@ impl ProcessControl for LocalProcesses {
             .get(inst)
             .cloned()
             .ok_or_else(|| format!("inst{}: no such instance", inst + 1))?;
-        let pid = cluster::start_instance(&self.exe, &c, &m)?;
+        let pid = cluster::restart_instance(&c, m.id, &self.exe)?;
         if let Some(m) = c.instances.get_mut(inst) {
             m.pid = pid;
         }

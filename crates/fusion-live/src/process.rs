@@ -13,10 +13,10 @@ use fusion_core::types::InstId;
 use fusion_driver::Interconnect;
 use fusion_scenario::{Fault, Scenario};
 use fusion_wire::Codec;
+use fusion_wire::accept::{Acceptor, grpc_server};
 use rand_core::SeedableRng;
 use tokio::net::TcpListener;
 use tokio::sync::{Notify, oneshot};
-use tokio_stream::wrappers::TcpListenerStream;
 use tonic::{Request, Response, Status};
 
 use crate::clock::Clock;
@@ -29,6 +29,15 @@ use crate::store_client::Store;
 
 /// How long an admin call waits for the instance host.
 const HOST_TIMEOUT: Duration = Duration::from_secs(10);
+/// Connections the admin service holds at once (the runner's, `status`,
+/// `down`): past it new ones are closed at once.
+pub const ADMIN_CONNECTIONS_MAX: usize = 32;
+/// Calls in progress on one admin connection at once (the runner makes one
+/// per instance at a time); more wait.
+pub const ADMIN_CALLS_PER_CONNECTION_MAX: usize = 16;
+/// Longest an admin call may run on the server (the clients' deadlines are
+/// 3 to 60 s): a call stuck past it ends with DEADLINE_EXCEEDED.
+pub const ADMIN_CALL_TIMEOUT: Duration = Duration::from_secs(90);
 /// Most observations one `History` answer carries: 64 Ki, about 2 MB on
 /// the wire. The runner drains an instance's history in such chunks.
 pub const HISTORY_CHUNK: usize = 1 << 16;
@@ -71,11 +80,7 @@ pub async fn serve(
         loaded: tokio::sync::Mutex::new(None),
         shutdown: Notify::new(),
     });
-    let ic = InterconnectService {
-        me: opts.id,
-        token: opts.token.clone(),
-        wiring,
-    };
+    let ic = InterconnectService::new(opts.id, opts.token.clone(), wiring.clone());
     let token = opts.token.clone();
     let check = move |req: Request<()>| crate::check_token(&req, &token);
     let admin_svc = tonic::service::interceptor::InterceptedService::new(
@@ -86,13 +91,25 @@ pub async fn serve(
     );
     let stop = state.clone();
     let ic_server = ic.serve(interconnect);
-    let admin_server = tonic::transport::Server::builder()
+    let admin_what = match admin.local_addr() {
+        Ok(a) => format!("{}: admin listener {a}", opts.id),
+        Err(_) => format!("{}: admin listener", opts.id),
+    };
+    let admin_incoming = Acceptor::new(
+        admin,
+        admin_what,
+        ADMIN_CONNECTIONS_MAX,
+        links::instance_reporter(wiring),
+    )
+    .into_incoming();
+    let admin_server = grpc_server(ADMIN_CALL_TIMEOUT, ADMIN_CALLS_PER_CONNECTION_MAX)
         .add_service(admin_svc)
-        .serve_with_incoming_shutdown(crate::nodelay(TcpListenerStream::new(admin)), async move {
-            stop.shutdown.notified().await
-        });
+        .serve_with_incoming_shutdown(
+            admin_incoming,
+            async move { stop.shutdown.notified().await },
+        );
     tokio::select! {
-        r = ic_server => r.map_err(|e| format!("{}: interconnect server: {e}", opts.id))?,
+        () = ic_server => {}
         r = admin_server => r.map_err(|e| format!("{}: admin server: {e}", opts.id))?,
     }
     // Stop the instance host before the process ends.

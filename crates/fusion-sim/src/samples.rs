@@ -218,7 +218,7 @@ mod tests {
                     probe.command(i, cmd);
                 }
             }
-            let timeline = crate::fusion_driver::timeline_of(start, &p.faults);
+            let timeline = fusion_driver::timeline_of(start, &p.faults);
             probe.run_sampled(start + p.duration, &timeline);
         }
         let series = probe.commit_series().expect("sampled");

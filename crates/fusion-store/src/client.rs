@@ -102,6 +102,15 @@ pub struct StoreInfo {
     pub overflow_writes: u64,
 }
 
+/// What a store says to a Ping.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StorePing {
+    /// The store process's id.
+    pub pid: u32,
+    /// Whether a run formatted it (its datafile and redo threads exist).
+    pub formatted: bool,
+}
+
 /// A connection to one block store. Cheap to clone (one HTTP/2 connection,
 /// shared; it reconnects by itself after a failure).
 #[derive(Clone)]
@@ -221,6 +230,19 @@ impl StoreClient {
         self.call("Format", msg, |mut c, r| async move { c.format(r).await })
             .await
             .map(drop)
+    }
+
+    /// Whether the store answers (and accepts the token), without touching its files.
+    pub async fn ping(&self) -> Result<StorePing, ClientError> {
+        let r = self
+            .call("Ping", pb::PingRequest {}, |mut c, r| async move {
+                c.ping(r).await
+            })
+            .await?;
+        Ok(StorePing {
+            pid: r.pid,
+            formatted: r.formatted,
+        })
     }
 
     pub async fn info(&self) -> Result<StoreInfo, ClientError> {

@@ -26,11 +26,11 @@ mod error;
 mod latency;
 mod server;
 
-pub use client::{ClientError, ClientErrorKind, StoreClient, StoreInfo};
+pub use client::{ClientError, ClientErrorKind, StoreClient, StoreInfo, StorePing};
 pub use disk::{Disk, Geometry, MAX_BLOCK_SIZE, MAX_TOTAL_BLOCKS, MIN_BLOCK_SIZE};
 pub use error::StoreError;
 pub use latency::{Device, LatencyModel};
 pub use server::{
-    AuthedStore, FENCED, MAX_MESSAGE_BYTES, StoreConfig, StoreHandle, StoreService, TokenCheck,
-    serve, spawn,
+    AuthedStore, FENCED, MAX_MESSAGE_BYTES, STORE_CALL_TIMEOUT, STORE_CALLS_PER_CONNECTION_MAX,
+    STORE_CONNECTIONS_MAX, StoreConfig, StoreHandle, StoreService, TokenCheck, serve, spawn,
 };

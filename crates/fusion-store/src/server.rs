@@ -9,19 +9,30 @@ use std::time::Duration;
 
 use fusion_core::types::{BlockAddr, InstId};
 use fusion_core::voting::VotingFile;
+use fusion_wire::accept::{Acceptor, ListenerNews, Reporter, grpc_server};
 use fusion_wire::pb::block_store_server::{BlockStore, BlockStoreServer};
 use fusion_wire::{TOKEN_METADATA, constant_time_eq, pb};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
-use tokio_stream::StreamExt;
-use tokio_stream::wrappers::TcpListenerStream;
 use tonic::service::interceptor::InterceptedService;
 use tonic::{Request, Response, Status};
 
 use crate::disk::{Disk, Geometry};
 use crate::error::StoreError;
 use crate::latency::{Delay, Device, Latency, LatencyModel};
+
+/// Connections the store holds at once (one per instance and the runner's,
+/// plus `status`): past it new ones are closed at once.
+pub const STORE_CONNECTIONS_MAX: usize = 64;
+/// Calls in progress on one connection at once. An instance issues its
+/// I/Os concurrently on one connection, and a call waits in the store for
+/// its modeled latency: the limit is far above what a scenario issues, so
+/// that no call waits here unmodeled.
+pub const STORE_CALLS_PER_CONNECTION_MAX: usize = 1024;
+/// Longest a call may run in the store (clients wait 10 s): past it the call
+/// ends with DEADLINE_EXCEEDED instead of holding its connection.
+pub const STORE_CALL_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Largest gRPC message either side accepts: a batch of blocks (tonic's
 /// default of 4 MiB is 512 blocks of 8 KiB).
@@ -225,6 +236,22 @@ impl BlockStore for StoreService {
             .run
             .store(req.run, std::sync::atomic::Ordering::Release);
         Ok(Response::new(pb::FormatResponse {}))
+    }
+
+    async fn ping(
+        &self,
+        _req: Request<pb::PingRequest>,
+    ) -> Result<Response<pb::PingResponse>, Status> {
+        let formatted = self
+            .inner
+            .disk
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some();
+        Ok(Response::new(pb::PingResponse {
+            pid: std::process::id(),
+            formatted,
+        }))
     }
 
     async fn info(
@@ -436,7 +463,9 @@ impl BlockStore for StoreService {
 /// How a fenced instance's calls fail (FAILED_PRECONDITION, this first).
 pub const FENCED: &str = "fenced";
 
-/// Serve the block store on `listener` until `shutdown` completes.
+/// Serve the block store on `listener` until `shutdown` completes: at most
+/// [`STORE_CONNECTIONS_MAX`] connections, accept errors (EMFILE, ...)
+/// logged once and retried, every call ended after [`STORE_CALL_TIMEOUT`].
 ///
 /// Accepted connections get TCP_NODELAY: tonic's own `tcp_nodelay` does not
 /// apply to `serve_with_incoming`, and without it a block-sized answer waits
@@ -456,13 +485,16 @@ async fn serve_service(
     token: &str,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), StoreError> {
-    let incoming = TcpListenerStream::new(listener).map(|conn| {
-        conn.inspect(|s| {
-            // Best effort: a socket that refuses it still works, only slower.
-            let _ = s.set_nodelay(true);
-        })
+    let what = match listener.local_addr() {
+        Ok(a) => format!("block store listener {a}"),
+        Err(_) => "block store listener".to_string(),
+    };
+    // The store's log is its stderr; `status` asks it with Ping.
+    let report: Reporter = Arc::new(|news| match news {
+        ListenerNews::Trouble(m) | ListenerNews::Recovered(m) => eprintln!("{m}"),
     });
-    tonic::transport::Server::builder()
+    let incoming = Acceptor::new(listener, what, STORE_CONNECTIONS_MAX, report).into_incoming();
+    grpc_server(STORE_CALL_TIMEOUT, STORE_CALLS_PER_CONNECTION_MAX)
         .add_service(service.into_server(token))
         .serve_with_incoming_shutdown(incoming, shutdown)
         .await?;

@@ -474,3 +474,62 @@ async fn a_torn_slot_is_reported_and_a_write_repairs_it() {
     );
     assert_eq!(disk.read_block(BlockAddr(2)).unwrap().1, older);
 }
+
+/// Ping answers who the store is and whether a run formatted it, and
+/// needs the token like every other call.
+#[tokio::test]
+async fn ping_answers_with_the_token_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = start(StoreConfig::new(dir.path(), TOKEN)).await;
+    let c = client(&h).await;
+    let p = c.ping().await.unwrap();
+    assert_eq!(p.pid, std::process::id());
+    assert!(!p.formatted);
+    c.format(geometry(&layout())).await.unwrap();
+    assert!(c.ping().await.unwrap().formatted);
+
+    let bad = StoreClient::connect(h.addr().to_string(), "nope", TIMEOUT)
+        .await
+        .unwrap();
+    let e = bad.ping().await.unwrap_err();
+    assert!(matches!(e.kind, ClientErrorKind::Unauthenticated(_)), "{e}");
+    assert!(e.to_string().contains("Ping"), "{e}");
+}
+
+/// Connections that never speak hold the store's connection slots, not its
+/// memory: past `STORE_CONNECTIONS_MAX` new ones are closed at once, and
+/// once those go the store serves again.
+#[tokio::test]
+async fn the_store_closes_connections_past_its_limit_and_serves_once_they_go() {
+    use tokio::io::AsyncReadExt;
+
+    let dir = tempfile::tempdir().unwrap();
+    let h = start(StoreConfig::new(dir.path(), TOKEN)).await;
+    let mut idle = Vec::new();
+    for _ in 0..fusion_store::STORE_CONNECTIONS_MAX {
+        idle.push(tokio::net::TcpStream::connect(h.addr()).await.unwrap());
+    }
+    // Taken after all the idle ones (the listener's queue is in order):
+    // closed at once, unanswered.
+    let mut extra = tokio::net::TcpStream::connect(h.addr()).await.unwrap();
+    let mut b = [0u8; 1];
+    let read = tokio::time::timeout(TIMEOUT, extra.read(&mut b))
+        .await
+        .expect("closed at once, not kept");
+    assert!(matches!(read, Ok(0) | Err(_)), "{read:?}");
+
+    drop(idle);
+    // The store notices the idle ones closing on its own time.
+    let deadline = Instant::now() + TIMEOUT;
+    let pinged = loop {
+        let answer = match StoreClient::connect(h.addr().to_string(), TOKEN, TIMEOUT).await {
+            Ok(c) => c.ping().await.map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        if answer.is_ok() || Instant::now() > deadline {
+            break answer;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(pinged.is_ok(), "{pinged:?}");
+}

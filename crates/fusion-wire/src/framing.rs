@@ -12,6 +12,11 @@ use crate::pb;
 /// plus a few hundred bytes; a parallel-query row batch is bigger).
 pub const MAX_FRAME: usize = 64 << 20;
 
+/// The largest frame read before a peer's `Hello` is accepted (a `Hello`,
+/// or a callee's `Refusal`, is a few dozen bytes plus the token): a stranger
+/// cannot make an instance allocate [`MAX_FRAME`] by announcing it.
+pub const PRE_AUTH_MAX_FRAME: usize = 4 << 10;
+
 /// Length of the prefix in front of every frame.
 pub const PREFIX: usize = 4;
 

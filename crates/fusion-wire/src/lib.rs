@@ -11,9 +11,13 @@
 //! and the binary block encoding that shipped blocks and datafile slots use
 //! ([`encode_block`], [`decode_block`]).
 //!
+//! Every server of the cluster takes its connections through an
+//! [`accept::Acceptor`] (accept errors retried, connections limited).
+//!
 //! Decoding never trusts a peer: every missing oneof, unknown enum value and
 //! out-of-range id is a [`WireError`] naming the field, never a panic.
 
+pub mod accept;
 mod block;
 mod convert;
 mod convert_px;

@@ -23,7 +23,9 @@ scenario does not load); 2 bad input (missing file or name, invalid scenario, ba
 unknown --phase, usage, a run estimated to need more memory than --max-memory); 3 the simulator reported protocol errors or checker violations \
 (`chaos`: a run lost an acknowledged commit, broke a check or hit a protocol error); \
 4 a live cluster failed (an instance or the store died or did not answer); \
-`probe`: 1 the service did not answer.")]
+`probe`: 1 the service did not answer. \
+130 / 143 a live run or tour stopped by SIGINT (Ctrl-C) / SIGTERM, after stopping the cluster \
+it started (or quiescing the one it was given).")]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -51,6 +53,9 @@ pub enum Command {
     Status(ClusterArg),
     /// Stop a live cluster started by `up`.
     Down(ClusterArg),
+    /// Restart one instance of a cluster started by `up` (stopped first if it
+    /// runs), on the same addresses; it comes back with no scenario loaded.
+    Restart(RestartCmd),
     /// Serve the block store (a process of a live cluster; the token comes from FUSIONLAB_TOKEN).
     Store(StoreCmd),
     /// Serve one instance (a process of a live cluster; the token comes from FUSIONLAB_TOKEN).
@@ -90,6 +95,15 @@ impl ClusterArg {
             crate::live::cluster_file(std::path::Path::new(crate::live::DEFAULT_DIR))
         })
     }
+}
+
+#[derive(Args)]
+pub struct RestartCmd {
+    /// The instance: inst1, inst2, ... (or its number).
+    #[arg(value_name = "instN")]
+    pub instance: String,
+    #[command(flatten)]
+    pub cluster: ClusterArg,
 }
 
 #[derive(Args)]
@@ -292,6 +306,7 @@ pub fn dispatch(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::R
         Command::Up(u) => crate::live::up(u.instances, &u.dir, u.base_port, out),
         Command::Status(c) => crate::live::status(&c.file(), out),
         Command::Down(c) => crate::live::down(&c.file(), out),
+        Command::Restart(r) => crate::live::restart(&r.instance, &r.cluster.file(), out),
         Command::Store(s) => crate::live::store(&s.listen, &s.dir, s.addr_file.as_deref(), err),
         Command::Instance(i) => {
             crate::live::instance(i.id, &i.interconnect, &i.admin, i.addr_file.as_deref(), err)

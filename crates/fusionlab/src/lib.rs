@@ -7,7 +7,8 @@
 //! - [`tour`]: the myth tour.
 //! - [`bench`]: the simulator speed benchmark.
 //! - [`chaos`]: `fusionlab chaos`, runs with random failures and the checkers on.
-//! - [`live`]: the live cluster (`store`, `instance`, `up`, `status`, `down`, `run --live`).
+//! - [`live`]: the live cluster (`store`, `instance`, `up`, `status`, `down`, `restart`, `run --live`).
+//! - [`interrupt`]: SIGINT and SIGTERM for the live commands that start or drive a cluster.
 //! - [`figures`]: the compact per-phase figures and number formatting the tour uses.
 //! - [`memory`]: `--max-memory`, refusing a run estimated not to fit.
 //! - [`probe`]: `fusionlab probe`, one call to a store or an instance (container healthchecks).
@@ -18,6 +19,7 @@ pub mod chaos;
 pub mod cli;
 pub mod commands;
 pub mod figures;
+pub mod interrupt;
 pub mod live;
 pub mod live_bench;
 pub mod live_tour;
@@ -60,4 +62,8 @@ pub mod exit {
     pub const SIM_ERRORS: u8 = 3;
     /// A live cluster failed: an instance or the store died or did not answer.
     pub const LIVE_FAILED: u8 = 4;
+    /// A live run or tour was stopped by SIGINT (Ctrl-C): 128 + 2.
+    pub const INTERRUPTED: u8 = 130;
+    /// A live run or tour was stopped by SIGTERM: 128 + 15.
+    pub const TERMINATED: u8 = 143;
 }

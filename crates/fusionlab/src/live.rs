@@ -14,9 +14,12 @@ use fusion_live::admin_client::Admin;
 use fusion_live::cluster::{self, ClusterFile, TOKEN_ENV, UpOptions};
 use fusion_live::lives::{LocalProcesses, ProcessControl};
 use fusion_live::runner::{self, LiveRun};
+use fusion_report::RunResult;
+use fusion_scenario::LoadedScenario;
 
 use crate::args::RunArgs;
 use crate::commands::check_phases;
+use crate::interrupt::{Interruption, Interrupts};
 use crate::memory::MemoryLimit;
 use crate::shipped;
 use crate::{Failure, exit};
@@ -158,7 +161,9 @@ pub fn up(instances: u8, cluster_dir: &Path, base_port: u16, out: &mut dyn Write
     let file = cluster_file(cluster_dir);
     if file.exists()
         && let Ok(c) = ClusterFile::read(&file)
-        && c.instances.iter().any(|m| cluster::alive(m.pid))
+        && c.instances
+            .iter()
+            .any(|m| cluster::alive(m.pid) && cluster::runs_in(m.pid, &c.dir))
     {
         return Err(Failure::input(format!(
             "a cluster is already up ({}); `fusionlab down` first",
@@ -197,7 +202,10 @@ pub fn up(instances: u8, cluster_dir: &Path, base_port: u16, out: &mut dyn Write
     Ok(exit::OK)
 }
 
-/// `fusionlab status`: one line per process.
+/// How long `status` waits for each process's answer.
+const STATUS_PATIENCE: Duration = Duration::from_secs(2);
+
+/// `fusionlab status`: one line per instance, and whether the store answers.
 pub fn status(file: &Path, out: &mut dyn Write) -> Result<u8> {
     let c = ClusterFile::read(file).map_err(Failure::input)?;
     let rt = runtime()?;
@@ -207,7 +215,7 @@ pub fn status(file: &Path, out: &mut dyn Write) -> Result<u8> {
             let name = format!("inst{}", m.id);
             let a = Admin::new(&name, &m.admin, &c.token);
             let s = match a {
-                Ok(a) => a.status(Duration::from_secs(2)).await,
+                Ok(a) => a.status(STATUS_PATIENCE).await,
                 Err(e) => Err(e),
             };
             rows.push((m.clone(), s));
@@ -274,15 +282,40 @@ pub fn status(file: &Path, out: &mut dyn Write) -> Result<u8> {
         }
     }
     writeln!(out, "{t}")?;
-    let store_alive = c.store.pid == 0 || cluster::alive(c.store.pid);
-    writeln!(
-        out,
-        "block store {} (pid {}): {}",
-        c.store.address,
-        c.store.pid,
-        if store_alive { "alive" } else { "NOT RUNNING" }
-    )?;
-    Ok(if down == 0 && store_alive {
+    // Asked, not looked up by pid: a process that is there but does not
+    // serve (stopped, its port taken by another) is not alive either.
+    let store = rt.block_on(async {
+        let client =
+            fusion_store::StoreClient::connect(&c.store.address, &c.token, STATUS_PATIENCE).await?;
+        client.ping().await
+    });
+    let store_answers = store.is_ok();
+    match store {
+        Ok(p) => {
+            let moved = if c.store.pid != 0 && p.pid != c.store.pid {
+                format!(" (the cluster file says pid {})", c.store.pid)
+            } else {
+                String::new()
+            };
+            writeln!(
+                out,
+                "block store {} (pid {}{moved}): answering, {}",
+                c.store.address,
+                p.pid,
+                if p.formatted {
+                    "formatted"
+                } else {
+                    "not formatted yet (no run has loaded it)"
+                }
+            )?;
+        }
+        Err(e) => writeln!(
+            out,
+            "block store {} (pid {}): NOT ANSWERING: {e}",
+            c.store.address, c.store.pid
+        )?,
+    }
+    Ok(if down == 0 && store_answers {
         exit::OK
     } else {
         exit::LIVE_FAILED
@@ -302,51 +335,207 @@ pub fn down(file: &Path, out: &mut dyn Write) -> Result<u8> {
     Ok(exit::OK)
 }
 
+/// Stop every process of a cluster: each instance is asked to shut down
+/// (all at once), then every process `up` started that is still there is
+/// sent SIGTERM, and SIGKILL 3 s later. A pid whose process does not name
+/// the cluster's directory is someone else's by now and left alone.
 pub(crate) fn stop_cluster(c: &ClusterFile) {
     if let Ok(rt) = runtime() {
         rt.block_on(async {
+            let mut asked = tokio::task::JoinSet::new();
             for m in &c.instances {
                 if let Ok(a) = Admin::new(&format!("inst{}", m.id), &m.admin, &c.token) {
-                    let _ = a.shutdown().await;
+                    asked.spawn(async move { a.shutdown().await });
                 }
             }
+            while asked.join_next().await.is_some() {}
         });
     }
-    for m in &c.instances {
-        if m.pid != 0 {
-            cluster::stop(m.pid, Duration::from_secs(3));
+    let pids: Vec<u32> = c
+        .instances
+        .iter()
+        .map(|m| m.pid)
+        .chain([c.store.pid])
+        .filter(|&pid| pid != 0 && cluster::runs_in(pid, &c.dir))
+        .collect();
+    cluster::stop_all(&pids, Duration::from_secs(3));
+}
+
+/// Stop what a run left going on a cluster it was given: every instance's
+/// workloads and faults (admin Quiesce) and the store's disk faults. Returns
+/// what could not be done, one line each (an instance that has nothing
+/// loaded has nothing to stop).
+pub(crate) fn quiesce_cluster(c: &ClusterFile) -> Vec<String> {
+    let rt = match runtime() {
+        Ok(rt) => rt,
+        Err(e) => return vec![format!("{e:#}")],
+    };
+    rt.block_on(async {
+        let mut asked = tokio::task::JoinSet::new();
+        for m in &c.instances {
+            match Admin::new(&format!("inst{}", m.id), &m.admin, &c.token) {
+                Ok(a) => {
+                    asked.spawn(async move { a.quiesce().await });
+                }
+                Err(e) => {
+                    asked.spawn(async move { Err(e) });
+                }
+            }
+        }
+        let mut problems = Vec::new();
+        while let Some(done) = asked.join_next().await {
+            match done {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) if e.ends_with("no scenario loaded") => {}
+                Ok(Err(e)) => problems.push(e),
+                Err(e) => problems.push(format!("quiesce: {e}")),
+            }
+        }
+        let store =
+            fusion_store::StoreClient::connect(&c.store.address, &c.token, STATUS_PATIENCE).await;
+        if let Err(e) = match store {
+            Ok(s) => s.clear_faults().await,
+            Err(e) => Err(e),
+        } {
+            problems.push(e.to_string());
+        }
+        problems.sort();
+        problems
+    })
+}
+
+/// How a run on a cluster ended, for [`leave_cluster`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RunEnd {
+    Completed,
+    Failed,
+    Interrupted,
+}
+
+/// Leave the cluster a run used. One started for the run (`own`, its
+/// directory) is stopped, every process of it, and its directory removed
+/// unless the run failed (then its logs are kept and named). One the run
+/// was given is quiesced if the run did not complete, so that no workload
+/// of an abandoned run keeps going.
+pub(crate) fn leave_cluster(
+    c: &ClusterFile,
+    own: Option<&Path>,
+    end: RunEnd,
+    what: &str,
+    err: &mut dyn Write,
+) -> Result<()> {
+    match own {
+        Some(cluster_dir) => {
+            stop_cluster(c);
+            if end == RunEnd::Failed {
+                writeln!(err, "logs of the cluster kept in {}", cluster_dir.display())?;
+            } else if let Err(e) = std::fs::remove_dir_all(cluster_dir) {
+                writeln!(
+                    err,
+                    "{what}: cannot remove the cluster directory {}: {e}",
+                    cluster_dir.display()
+                )?;
+            }
+        }
+        None if end == RunEnd::Completed => {}
+        None => {
+            let problems = quiesce_cluster(c);
+            if problems.is_empty() {
+                writeln!(
+                    err,
+                    "{what}: stopped the workloads and faults of the run on the cluster's {} \
+                     instances",
+                    c.instances.len()
+                )?;
+            } else {
+                writeln!(
+                    err,
+                    "{what}: could not stop everything the run left going on the cluster:\n{}",
+                    problems.join("\n")
+                )?;
+            }
         }
     }
-    if c.store.pid != 0 {
-        cluster::stop(c.store.pid, Duration::from_secs(3));
+    Ok(())
+}
+
+/// A live run, or the signal that cut it short.
+pub(crate) enum Ended {
+    Ran(Result<(RunResult, Vec<fusion_driver::VariantOutcome>), runner::LiveFailure>),
+    Interrupted(Interruption),
+}
+
+impl Ended {
+    pub(crate) fn end(&self) -> RunEnd {
+        match self {
+            Ended::Ran(Ok(_)) => RunEnd::Completed,
+            Ended::Ran(Err(_)) => RunEnd::Failed,
+            Ended::Interrupted(_) => RunEnd::Interrupted,
+        }
     }
 }
 
+/// Run `loaded` live unless SIGINT or SIGTERM comes first (or came while
+/// the cluster started): then the run is dropped where it is.
+pub(crate) fn run_until_interrupted(
+    interrupts: &Interrupts,
+    loaded: &LoadedScenario,
+    run: &LiveRun<'_>,
+) -> Result<Ended> {
+    let rt = runtime()?;
+    let ended = rt.block_on(async {
+        tokio::select! {
+            r = runner::run(loaded, run) => Ended::Ran(r),
+            s = interrupts.wait() => Ended::Interrupted(s),
+        }
+    });
+    // The runner's tasks end with its runtime, before the cluster is left.
+    drop(rt);
+    Ok(ended)
+}
+
 /// The cluster a live command runs on: the one `file` describes, or one of
-/// `needed` instances started here (returned with its directory, for the
-/// caller to stop and clean up).
+/// `needed` instances started here in a new private directory with an
+/// unpredictable name (returned, for the caller to stop the cluster and
+/// clean up with [`leave_cluster`]).
 pub(crate) fn cluster_for(
     file: Option<&Path>,
     needed: usize,
     what: &str,
     err: &mut dyn Write,
-) -> Result<(ClusterFile, Option<(ClusterFile, PathBuf)>)> {
+) -> Result<(ClusterFile, Option<PathBuf>)> {
     if let Some(f) = file {
         return Ok((ClusterFile::read(f).map_err(Failure::input)?, None));
     }
-    let cluster_dir = std::env::temp_dir().join(format!("fusionlab-live-{}", std::process::id()));
-    let exe = std::env::current_exe().context("cannot find this program's path")?;
-    writeln!(
-        err,
-        "starting a local cluster of {needed} instances in {}",
-        cluster_dir.display()
-    )?;
     // A loaded scenario has at most 16 instances; refuse rather than wrap.
     let instances = u8::try_from(needed).map_err(|_| {
         Failure::input(format!(
             "{what}: {needed} instances, a cluster has at most 255"
         ))
     })?;
+    let exe = std::env::current_exe().context("cannot find this program's path")?;
+    // Created 0700 under a random name: nobody else can read the logs or
+    // plant files where the processes will write theirs.
+    let cluster_dir = {
+        use std::os::unix::fs::PermissionsExt;
+        tempfile::Builder::new()
+            .prefix("fusionlab-live-")
+            .permissions(std::fs::Permissions::from_mode(0o700))
+            .tempdir()
+            .map_err(|e| Failure {
+                code: exit::LIVE_FAILED,
+                message: format!(
+                    "{what}: cannot create a cluster directory in {}: {e}",
+                    std::env::temp_dir().display()
+                ),
+            })?
+            .keep()
+    };
+    writeln!(
+        err,
+        "starting a local cluster of {needed} instances in {}",
+        cluster_dir.display()
+    )?;
     let c = cluster::up(&UpOptions {
         instances,
         dir: cluster_dir.clone(),
@@ -355,9 +544,12 @@ pub(crate) fn cluster_for(
     })
     .map_err(|e| Failure {
         code: exit::LIVE_FAILED,
-        message: format!("{what}: {e}"),
+        message: format!(
+            "{what}: {e}\nlogs of the cluster kept in {}",
+            cluster_dir.display()
+        ),
     })?;
-    Ok((c.clone(), Some((c, cluster_dir))))
+    Ok((c, Some(cluster_dir)))
 }
 
 /// `fusionlab run --live`: run a scenario on a cluster (its own, or `--cluster FILE`).
@@ -377,6 +569,16 @@ pub fn run_live(
     // any process starts.
     fusion_driver::refusal(&loaded, Driver::Live)
         .map_err(|e| Failure::input(format!("fusionlab run --live: {e}")))?;
+    // A given cluster whose processes this runner cannot signal (containers)
+    // cannot carry out kill, pause or restart: refused before anything runs.
+    let exe = std::env::current_exe().context("cannot find this program's path")?;
+    if let Some(f) = cluster {
+        let given = ClusterFile::read(f).map_err(Failure::input)?;
+        if let Err(why) = LocalProcesses::new(&given, exe.clone()) {
+            fusion_driver::fault_refusal(&loaded, Driver::Live)
+                .map_err(|e| Failure::input(format!("fusionlab run --live: {e} ({why})")))?;
+        }
+    }
     // The instances and the store hold what the simulator would, in several
     // processes of (by default) this machine.
     crate::memory::within_limit(&loaded, a.check, &MemoryLimit::new(a.max_memory))?;
@@ -386,26 +588,17 @@ pub fn run_live(
         .map(|v| v.scenario.instances.len())
         .max()
         .unwrap_or(1);
-    // A given cluster whose processes this runner cannot signal (containers)
-    // cannot carry out kill, pause or restart: refused before anything runs.
-    let given = cluster
-        .map(|f| ClusterFile::read(f).map_err(Failure::input))
-        .transpose()?;
-    let exe = std::env::current_exe().context("cannot find this program's path")?;
-    if let Some(c) = &given
-        && let Err(why) = LocalProcesses::new(c, exe.clone())
-    {
-        fusion_driver::fault_refusal(&loaded, Driver::Live)
-            .map_err(|e| Failure::input(format!("fusionlab run --live: {e} ({why})")))?;
-    }
+    // Caught from before the cluster starts, so that a Ctrl-C at any point
+    // stops what this command started.
+    let interrupts = Interrupts::install()?;
     // Our own cluster unless one is given; stopped whatever happens.
-    let (c, own) = cluster_for(cluster, needed, "fusionlab run --live", err)?;
+    let (c, own) = cluster_for(cluster, needed, WHAT, err)?;
     let control = LocalProcesses::new(&c, exe).ok().map(|p| match cluster {
         Some(f) => p.with_file(f.to_path_buf()),
         None => p,
     });
-    let rt = runtime()?;
-    let result = rt.block_on(runner::run(
+    let ended = run_until_interrupted(
+        &interrupts,
         &loaded,
         &LiveRun {
             cluster: &c,
@@ -415,33 +608,83 @@ pub fn run_live(
             seed: a.seed,
             check: a.check,
             progress: !a.json,
-            control: control.as_ref().map(|c| c as &dyn ProcessControl),
+            control: control.as_ref().map(|p| p as &dyn ProcessControl),
         },
-    ));
-    drop(rt);
-    if let Some((c, cluster_dir)) = own {
-        // With the instances restarted during the run, not the first ones.
-        let c = control.as_ref().and_then(|p| p.cluster().ok()).unwrap_or(c);
-        stop_cluster(&c);
-        if result.is_ok() {
-            let _ = std::fs::remove_dir_all(cluster_dir);
-        } else {
-            writeln!(err, "logs of the cluster kept in {}", cluster_dir.display())?;
+    );
+    let end = ended.as_ref().map_or(RunEnd::Failed, Ended::end);
+    // With the instances restarted during the run, not the first ones.
+    let c = control.as_ref().and_then(|p| p.cluster().ok()).unwrap_or(c);
+    leave_cluster(&c, own.as_deref(), end, WHAT, err)?;
+    match ended? {
+        Ended::Interrupted(s) => {
+            writeln!(err, "{WHAT}: interrupted by {s}")?;
+            Ok(s.exit_status())
         }
-    }
-    let (result, outcomes) = match result {
-        Ok(r) => r,
-        Err(failure) => {
+        Ended::Ran(Ok((result, outcomes))) => {
+            crate::report::print_run(&result, &outcomes, a, out, err)
+        }
+        Ended::Ran(Err(failure)) => {
             // What finished is still reported, then what stopped the run.
             if let Some((result, outcomes)) = &failure.partial {
                 crate::report::print_run(result, outcomes, a, out, err)?;
             }
-            return Err(Failure {
+            Err(Failure {
                 code: exit::LIVE_FAILED,
-                message: format!("fusionlab run --live: {}", failure.message),
+                message: format!("{WHAT}: {}", failure.message),
             }
-            .into());
+            .into())
         }
+    }
+}
+
+const WHAT: &str = "fusionlab run --live";
+
+/// `fusionlab restart instN`: restart one instance of a cluster `up`
+/// started, on its addresses, and record its new pid in the cluster file.
+pub fn restart(instance: &str, file: &Path, out: &mut dyn Write) -> Result<u8> {
+    let id = instance
+        .strip_prefix("inst")
+        .unwrap_or(instance)
+        .parse::<u8>()
+        .ok()
+        .filter(|&id| id > 0)
+        .ok_or_else(|| {
+            Failure::input(format!(
+                "fusionlab restart: {instance:?} is not an instance (inst1, inst2, ...)"
+            ))
+        })?;
+    let c = ClusterFile::read(file).map_err(Failure::input)?;
+    let mut stored = ClusterFile::read_stored(file).map_err(Failure::input)?;
+    let Some(k) = usize::from(id)
+        .checked_sub(1)
+        .filter(|&k| k < stored.instances.len())
+    else {
+        return Err(Failure::input(format!(
+            "fusionlab restart: {}: the cluster has inst1 to inst{}, no inst{id}",
+            file.display(),
+            stored.instances.len()
+        ))
+        .into());
     };
-    crate::report::print_run(&result, &outcomes, a, out, err)
+    let exe = std::env::current_exe().context("cannot find this program's path")?;
+    let was = stored.instances[k].pid;
+    let pid = cluster::restart_instance(&c, id, &exe).map_err(|e| Failure {
+        code: exit::LIVE_FAILED,
+        message: format!("fusionlab restart: {e}"),
+    })?;
+    stored.instances[k].pid = pid;
+    stored.write(file).map_err(|e| Failure {
+        code: exit::LIVE_FAILED,
+        message: format!(
+            "fusionlab restart: inst{id} runs as pid {pid}, but the cluster file was not updated: {e}"
+        ),
+    })?;
+    let m = &stored.instances[k];
+    writeln!(
+        out,
+        "inst{id} restarted: pid {pid} (was {was}), interconnect {}, admin {}; no scenario is \
+         loaded on it until the next run",
+        m.interconnect, m.admin
+    )?;
+    Ok(exit::OK)
 }

@@ -9,18 +9,20 @@ use std::path::Path;
 
 use anyhow::Result;
 use fusion_driver::Driver;
-use fusion_live::runner::{self, LiveRun};
+use fusion_live::runner::LiveRun;
 use fusion_scenario::LoadedScenario;
 
-use crate::live::{cluster_for, runtime, stop_cluster};
+use crate::interrupt::Interrupts;
+use crate::live::{Ended, cluster_for, leave_cluster, run_until_interrupted};
 use crate::tour::{
     MythRun, TourArgs, measurable_by, shipped_myths, show_run, tour_header, tour_summary,
 };
 use crate::{exit, shipped};
 
 /// Run every shipped myth live. A myth the given cluster is too small for is
-/// left out with a message; a live failure stops the tour (the summary shows
-/// the myths that ran).
+/// left out with a message; a live failure, SIGINT or SIGTERM stops the tour
+/// (the summary shows the myths that ran; a signal's exit status is 128 plus
+/// its number), stopping the cluster it started or quiescing the one given.
 pub fn tour_live(
     args: &TourArgs,
     cluster: Option<&Path>,
@@ -42,9 +44,12 @@ pub fn tour_live(
             .unwrap_or(1)
     };
     let given = match cluster {
-        Some(f) => Some(cluster_for(Some(f), 0, "fusionlab tour --live", err)?.0),
+        Some(f) => Some(cluster_for(Some(f), 0, WHAT, err)?.0),
         None => None,
     };
+    // Caught from here on, between myths as well as during one.
+    let interrupts = Interrupts::install()?;
+    let mut interrupted = None;
     let total = myths.len();
     tour_header(total, "on a live cluster, in real time", out)?;
     let (mut runs, mut skipped, mut failed) = (Vec::new(), 0, None);
@@ -54,7 +59,7 @@ pub fn tour_live(
         {
             writeln!(
                 err,
-                "fusionlab tour --live: {} cannot run on this cluster: it needs {} instances, the cluster has {}",
+                "{WHAT}: {} cannot run on this cluster: it needs {} instances, the cluster has {}",
                 loaded.name,
                 needs(&loaded),
                 c.instances.len()
@@ -65,14 +70,18 @@ pub fn tour_live(
         let Some(source) = shipped::find(&loaded.name) else {
             continue;
         };
+        if let Some(s) = interrupts.received() {
+            interrupted = Some(s);
+            break;
+        }
         // A fresh cluster per myth unless one was given, as `run --live`.
         let (c, own) = match &given {
             Some(c) => (c.clone(), None),
-            None => cluster_for(None, needs(&loaded), "fusionlab tour --live", err)?,
+            None => cluster_for(None, needs(&loaded), WHAT, err)?,
         };
         let label = source.label();
-        let rt = runtime()?;
-        let ran = rt.block_on(runner::run(
+        let ended = run_until_interrupted(
+            &interrupts,
             &loaded,
             &LiveRun {
                 cluster: &c,
@@ -84,29 +93,32 @@ pub fn tour_live(
                 control: None,
                 progress: true,
             },
-        ));
-        drop(rt);
-        if let Some((c, cluster_dir)) = own {
-            stop_cluster(&c);
-            if ran.is_ok() {
-                let _ = std::fs::remove_dir_all(cluster_dir);
-            } else {
-                writeln!(err, "logs of the cluster kept in {}", cluster_dir.display())?;
-            }
-        }
-        match ran {
-            Ok((result, outcomes)) => {
+        );
+        let end = ended
+            .as_ref()
+            .map_or(crate::live::RunEnd::Failed, Ended::end);
+        leave_cluster(&c, own.as_deref(), end, WHAT, err)?;
+        match ended? {
+            Ended::Ran(Ok((result, outcomes))) => {
                 let run = MythRun::new(loaded, result, &outcomes);
                 show_run(i, total, &run, args, out, err)?;
                 runs.push(run);
             }
-            Err(e) => {
-                failed = Some(format!("fusionlab tour --live: {}: {e}", loaded.name));
+            Ended::Ran(Err(e)) => {
+                failed = Some(format!("{WHAT}: {}: {e}", loaded.name));
+                break;
+            }
+            Ended::Interrupted(s) => {
+                interrupted = Some(s);
                 break;
             }
         }
     }
     tour_summary(&runs, args.seed, out)?;
+    if let Some(s) = interrupted {
+        writeln!(err, "{WHAT}: interrupted by {s}")?;
+        return Ok(s.exit_status());
+    }
     if let Some(f) = failed {
         writeln!(err, "{f}")?;
         return Ok(exit::LIVE_FAILED);
@@ -117,3 +129,5 @@ pub fn tour_live(
         exit::OK
     })
 }
+
+const WHAT: &str = "fusionlab tour --live";

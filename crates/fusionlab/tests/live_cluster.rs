@@ -107,6 +107,7 @@ fn three_instances_keep_data_correct_and_agree_on_transfers() {
                 seed: None,
                 check: true,
                 progress: false,
+                control: None,
             },
         ))
         .expect("the live run completes");
@@ -238,6 +239,7 @@ fn a_killed_instance_stops_the_run_with_its_name_and_the_store_keeps_acknowledge
             seed: None,
             check: false,
             progress: false,
+            control: None,
         };
         let killer = async {
             tokio::time::sleep(Duration::from_millis(1500)).await;
@@ -260,7 +262,7 @@ fn a_killed_instance_stops_the_run_with_its_name_and_the_store_keeps_acknowledge
     });
     let err = outcome.expect_err("the run cannot finish without inst2");
     assert!(
-        err.contains("inst2"),
+        err.message.contains("inst2"),
         "the error does not name inst2: {err}"
     );
     assert!(
@@ -353,6 +355,15 @@ fn run_live_from_the_command_line_prints_the_json_contract() {
         .expect("runs");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
+    // The cluster it started in a directory of its own is gone with it.
+    let cluster_dir = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("starting a local cluster of 3 instances in "))
+        .expect("where the cluster ran");
+    assert!(
+        !Path::new(cluster_dir).exists(),
+        "{cluster_dir} was left behind"
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
     assert_eq!(v["scenario"], "live-hot-rows");
     let phases = v["phases"].as_array().expect("phases");
@@ -385,11 +396,12 @@ fn an_instance_that_cannot_keep_up_with_real_time_says_so() {
             seed: None,
             check: false,
             progress: false,
+            control: None,
         },
     ));
     let err = outcome.expect_err("an instance far behind real time cannot finish the run");
     assert!(
-        err.contains("inst1") && err.contains("behind real time"),
+        err.message.contains("inst1") && err.message.contains("behind real time"),
         "unexpected error: {err}"
     );
     assert!(
@@ -433,6 +445,7 @@ fn one_cluster_runs_variants_and_scenarios_back_to_back() {
             seed: None,
             check: false,
             progress: false,
+            control: None,
         };
         let (result, _) = rt
             .block_on(runner::run(&loaded, &run))
@@ -484,6 +497,7 @@ fn sequence_values_out_of_order_and_duplicated_are_measured_live() {
                 seed: None,
                 check: false,
                 progress: false,
+                control: None,
             },
         ))
         .expect("the live run completes");
