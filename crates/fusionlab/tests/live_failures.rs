@@ -1,0 +1,161 @@
+//! The failure faults on real processes, as a user runs them: `run --live`
+//! of the shipped failure scenarios (shortened) kills, freezes and cuts off
+//! instance processes; the survivors detect it, reconfigure and recover the
+//! dead instance from its redo thread in the store, and the checkers find
+//! every acknowledged commit there. A death the scenario did not ask for
+//! still gives the report of the phases that finished, and exit status 4.
+
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const EXE: &str = env!("CARGO_BIN_EXE_fusionlab");
+
+fn run_live(args: &[&str]) -> Output {
+    Command::new(EXE)
+        .args(["run", "--live", "--check"])
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("fusionlab starts")
+}
+
+/// Every variant checked with no violation and nothing lost; returns stdout.
+fn checked_clean(o: &Output) -> String {
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        matches!(o.status.code(), Some(0)),
+        "exit {:?}\n{err}\n{out}",
+        o.status.code()
+    );
+    assert!(!err.contains("violation"), "{err}");
+    for line in out.lines().filter(|l| l.contains("across failures")) {
+        assert!(line.contains(" 0 lost"), "{line}");
+    }
+    out
+}
+
+#[test]
+fn a_killed_instance_is_recovered_from_its_redo_and_nothing_acknowledged_is_lost() {
+    let o = run_live(&[
+        "instance-crash-recovery",
+        "--set",
+        "phase.warmup.duration_s=1",
+        "--set",
+        "phase.baseline.duration_s=2",
+        "--set",
+        "phase.crash.duration_s=9",
+        "--set",
+        "phase.after.duration_s=2",
+    ]);
+    let out = checked_clean(&o);
+    assert!(out.contains("Instance killed (SIGKILL)"), "{out}");
+    assert!(out.contains("Completed instance recovery at Thread 3"), "{out}");
+    // The recovery summary: instance 3 recovered by instance 1, redo read.
+    let row = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("inst3   inst1"))
+        .unwrap_or_else(|| panic!("no recovery summary row:\n{out}"));
+    let redo_kb: u64 = row
+        .split_whitespace()
+        .nth(5)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no redo figure in {row:?}"));
+    assert!(redo_kb > 0, "{row}");
+    assert!(out.matches("across failures").count() == 2, "{out}");
+}
+
+#[test]
+fn a_frozen_instance_is_waited_for_then_evicted_and_recovered() {
+    let o = run_live(&[
+        "frozen-node",
+        "--set",
+        "phase.warmup.duration_s=1",
+        "--set",
+        "phase.baseline.duration_s=2",
+        "--set",
+        "phase.freeze.duration_s=11",
+        "--set",
+        "phase.after.duration_s=2",
+    ]);
+    let out = checked_clean(&o);
+    assert!(out.contains("Instance paused (SIGSTOP) for 3.0 s"), "{out}");
+    assert!(out.contains("Instance continued (SIGCONT)"), "{out}");
+    // The long freeze: evicted, its own alert line once it woke, recovered.
+    assert!(out.contains("Evicting instance 2 from cluster"), "{out}");
+    assert!(out.contains("Completed instance recovery at Thread 2"), "{out}");
+}
+
+#[test]
+fn a_death_the_scenario_did_not_ask_for_reports_the_finished_phases_and_exits_4() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let scenario = dir.path().join("two.toml");
+    std::fs::write(
+        &scenario,
+        "[scenario]\nname = \"two\"\ntitle = \"two phases\"\n[cluster]\ninstances = 2\n\
+         [[table]]\nname = \"t\"\nrows = 2000\nrows_per_block = 20\n[[index]]\nname = \"t_pk\"\n\
+         table = \"t\"\n[[workload]]\nname = \"w\"\ninstances = \"all\"\nsessions_per_instance = 2\n\
+         think_time_ms = 5\n[[workload.transaction]]\nname = \"u\"\nsteps = [{ op = \"update\", \
+         table = \"t\", via = \"t_pk\", keys = \"hot\" }, { op = \"commit\" }]\n\
+         [[phase]]\nname = \"first\"\nduration_s = 2\n[[phase]]\nname = \"second\"\nduration_s = 30\n",
+    )
+    .expect("writable");
+    let mut child = Command::new(EXE)
+        .args(["run", "--live"])
+        .arg(&scenario)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("fusionlab starts");
+    // Kill instance 2 from outside, in the second phase: its pid is in the
+    // cluster's log directory name's process list (the only instance 2 of
+    // this run's cluster).
+    let started = Instant::now();
+    let pid = loop {
+        assert!(started.elapsed() < Duration::from_secs(30), "no inst2 appeared");
+        std::thread::sleep(Duration::from_millis(200));
+        if let Some(pid) = instance_pid(child.id(), "2") {
+            break pid;
+        }
+    };
+    std::thread::sleep(Duration::from_secs(4));
+    let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
+    let o = child.wait_with_output().expect("fusionlab ends");
+    let out = String::from_utf8_lossy(&o.stdout);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(4), "{err}");
+    assert!(err.contains("the run stopped in phase \"second\""), "{err}");
+    assert!(err.contains("inst2"), "{err}");
+    // The first phase's report is there.
+    assert!(out.contains("(phase first,"), "{out}");
+    assert!(!out.contains("(phase second,"), "{out}");
+}
+
+/// The pid of instance `id` started by the `fusionlab` process `parent`.
+fn instance_pid(parent: u32, id: &str) -> Option<u32> {
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // The parent pid is the 4th field, after the command in parentheses.
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok());
+        if ppid != Some(parent) {
+            continue;
+        }
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let args: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
+        let is_it = args.windows(2).any(|w| w[0] == b"--id" && w[1] == id.as_bytes())
+            && args.iter().any(|a| *a == b"instance");
+        if is_it {
+            return Some(pid);
+        }
+    }
+    None
+}
