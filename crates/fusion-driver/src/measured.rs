@@ -103,12 +103,8 @@ pub fn unmeasured(metric: Metric, driver: Driver) -> Option<&'static str> {
     let figure = match metric {
         Metric::Stat(s) | Metric::PerSecond(s) => Figure::Stat(s),
         Metric::EventWaits(w) | Metric::EventTimeMs(w) | Metric::EventAvgMs(w) => Figure::Wait(w),
-        // The recovery summary: the live runner does not report recoveries yet.
-        Metric::Recovery(_) if driver == Driver::Live => {
-            return Some(
-                "the live runner does not report instance recoveries yet (the simulator does)",
-            );
-        }
+        // The recovery summary: both drivers gather the instances' reports
+        // and measure the brownout on the commits they sample.
         Metric::Recovery(_) => return None,
         // Formulas over figures the instances count (AWR lines, the latency
         // decomposition, the tkprof columns) and sums over every event of a
@@ -248,11 +244,11 @@ mod tests {
     }
 
     #[test]
-    fn only_the_simulator_reports_recoveries_for_now() {
+    fn both_drivers_report_recoveries() {
         use fusion_core::metrics::RecoveryFigure;
         let m = Metric::Recovery(RecoveryFigure::BrownoutMs);
         assert_eq!(unmeasured(m, Driver::Simulator), None);
-        assert!(unmeasured(m, Driver::Live).is_some());
+        assert_eq!(unmeasured(m, Driver::Live), None);
     }
 
     #[test]

@@ -50,7 +50,10 @@ fn a_killed_instance_is_recovered_from_its_redo_and_nothing_acknowledged_is_lost
     ]);
     let out = checked_clean(&o);
     assert!(out.contains("Instance killed (SIGKILL)"), "{out}");
-    assert!(out.contains("Completed instance recovery at Thread 3"), "{out}");
+    assert!(
+        out.contains("Completed instance recovery at Thread 3"),
+        "{out}"
+    );
     // The recovery summary: instance 3 recovered by instance 1, redo read.
     let row = out
         .lines()
@@ -83,7 +86,10 @@ fn a_frozen_instance_is_waited_for_then_evicted_and_recovered() {
     assert!(out.contains("Instance continued (SIGCONT)"), "{out}");
     // The long freeze: evicted, its own alert line once it woke, recovered.
     assert!(out.contains("Evicting instance 2 from cluster"), "{out}");
-    assert!(out.contains("Completed instance recovery at Thread 2"), "{out}");
+    assert!(
+        out.contains("Completed instance recovery at Thread 2"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -100,7 +106,7 @@ fn a_death_the_scenario_did_not_ask_for_reports_the_finished_phases_and_exits_4(
          [[phase]]\nname = \"first\"\nduration_s = 2\n[[phase]]\nname = \"second\"\nduration_s = 30\n",
     )
     .expect("writable");
-    let mut child = Command::new(EXE)
+    let child = Command::new(EXE)
         .args(["run", "--live"])
         .arg(&scenario)
         .stdin(Stdio::null())
@@ -113,7 +119,10 @@ fn a_death_the_scenario_did_not_ask_for_reports_the_finished_phases_and_exits_4(
     // this run's cluster).
     let started = Instant::now();
     let pid = loop {
-        assert!(started.elapsed() < Duration::from_secs(30), "no inst2 appeared");
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "no inst2 appeared"
+        );
         std::thread::sleep(Duration::from_millis(200));
         if let Some(pid) = instance_pid(child.id(), "2") {
             break pid;
@@ -151,7 +160,9 @@ fn instance_pid(parent: u32, id: &str) -> Option<u32> {
         }
         let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
         let args: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
-        let is_it = args.windows(2).any(|w| w[0] == b"--id" && w[1] == id.as_bytes())
+        let is_it = args
+            .windows(2)
+            .any(|w| w[0] == b"--id" && w[1] == id.as_bytes())
             && args.iter().any(|a| *a == b"instance");
         if is_it {
             return Some(pid);
