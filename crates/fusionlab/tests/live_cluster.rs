@@ -16,51 +16,14 @@ use std::time::{Duration, Instant};
 use fusion_core::stats::Stat;
 use fusion_core::types::InstId;
 use fusion_live::admin_client::Admin;
-use fusion_live::cluster::{self, ClusterFile, UpOptions};
+use fusion_live::cluster::{self, ClusterFile};
 use fusion_live::runner::{self, LiveRun};
 
-const EXE: &str = env!("CARGO_BIN_EXE_fusionlab");
+mod common;
+use common::{Cluster, EXE, assert_ok, fusionlab, up};
 
 fn scenario_path() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/live/hot_rows.toml")
-}
-
-/// A cluster that is stopped when the test ends, whatever happens.
-struct Cluster(ClusterFile);
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        for m in &self.0.instances {
-            cluster::stop(m.pid, Duration::from_secs(2));
-        }
-        cluster::stop(self.0.store.pid, Duration::from_secs(2));
-    }
-}
-
-fn up(dir: &Path, instances: u8) -> Cluster {
-    Cluster(
-        cluster::up(&UpOptions {
-            instances,
-            dir: dir.to_path_buf(),
-            base_port: 0,
-            exe: EXE.into(),
-        })
-        .expect("cluster starts"),
-    )
-}
-
-/// Run the `fusionlab` binary with these arguments.
-fn fusionlab<S: AsRef<std::ffi::OsStr>>(args: impl IntoIterator<Item = S>) -> std::process::Output {
-    Command::new(EXE).args(args).output().expect("runs")
-}
-
-/// The command succeeded; its stderr says why if not.
-fn assert_ok(out: &std::process::Output) {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::hot_rows()
 }
 
 /// `fusionlab status --cluster FILE`.

@@ -8,7 +8,8 @@
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-const EXE: &str = env!("CARGO_BIN_EXE_fusionlab");
+mod common;
+use common::EXE;
 
 fn run_live(args: &[&str]) -> Output {
     Command::new(EXE)

@@ -21,60 +21,20 @@ use std::time::{Duration, Instant};
 
 use fusion_core::types::InstId;
 use fusion_live::admin_client::Admin;
-use fusion_live::cluster::{self, ClusterFile, UpOptions};
+use fusion_live::cluster::{self, ClusterFile};
 use fusion_wire::framing::{decode_frame, encode_frame, hello_frame};
 use fusion_wire::pb;
 
-const EXE: &str = env!("CARGO_BIN_EXE_fusionlab");
-
-fn hot_rows() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/live/hot_rows.toml")
-}
-
-/// A cluster that is stopped when the test ends, whatever happens.
-struct Cluster(ClusterFile);
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        let pids: Vec<u32> = self
-            .0
-            .instances
-            .iter()
-            .map(|m| m.pid)
-            .chain([self.0.store.pid])
-            .collect();
-        cluster::stop_all(&pids, Duration::from_secs(2));
-    }
-}
+mod common;
+use common::{Cluster, EXE, assert_ok, fusionlab, hot_rows};
 
 /// A cluster started with the library (the processes are this test's
 /// children) and its cluster file, written as `up` writes it.
 fn up(dir: &Path, instances: u8) -> (Cluster, PathBuf) {
-    let c = cluster::up(&UpOptions {
-        instances,
-        dir: dir.to_path_buf(),
-        base_port: 0,
-        exe: EXE.into(),
-    })
-    .expect("cluster starts");
+    let c = common::up(dir, instances);
     let file = dir.join("cluster.toml");
-    c.write(&file).expect("cluster file");
-    (Cluster(c), file)
-}
-
-/// Run the `fusionlab` binary with these arguments.
-fn fusionlab<S: AsRef<std::ffi::OsStr>>(args: impl IntoIterator<Item = S>) -> Output {
-    Command::new(EXE).args(args).output().expect("runs")
-}
-
-fn assert_ok(out: &Output) {
-    assert!(
-        out.status.success(),
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    c.0.write(&file).expect("cluster file");
+    (c, file)
 }
 
 /// A short live run of the hot-rows scenario on the cluster in `file`.

@@ -1,0 +1,64 @@
+//! What the live tests of the binary share: the binary, the hot-rows
+//! scenario, a local cluster stopped when the test ends, and running the
+//! binary. (Each test file includes it with `mod common;` and uses what it
+//! needs.)
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use fusion_live::cluster::{self, ClusterFile, UpOptions};
+
+pub const EXE: &str = env!("CARGO_BIN_EXE_fusionlab");
+
+/// The hot-rows scenario of the live tests.
+pub fn hot_rows() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/live/hot_rows.toml")
+}
+
+/// A cluster that is stopped when the test ends, whatever happens.
+pub struct Cluster(pub ClusterFile);
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let pids: Vec<u32> = self
+            .0
+            .instances
+            .iter()
+            .map(|m| m.pid)
+            .chain([self.0.store.pid])
+            .collect();
+        cluster::stop_all(&pids, Duration::from_secs(2));
+    }
+}
+
+/// A cluster started with the library (the processes are this test's
+/// children).
+pub fn up(dir: &Path, instances: u8) -> Cluster {
+    Cluster(
+        cluster::up(&UpOptions {
+            instances,
+            dir: dir.to_path_buf(),
+            base_port: 0,
+            exe: EXE.into(),
+        })
+        .expect("cluster starts"),
+    )
+}
+
+/// Run the `fusionlab` binary with these arguments.
+pub fn fusionlab<S: AsRef<std::ffi::OsStr>>(args: impl IntoIterator<Item = S>) -> Output {
+    Command::new(EXE).args(args).output().expect("runs")
+}
+
+/// The command succeeded; its exit status and output say why if not.
+pub fn assert_ok(out: &Output) {
+    assert!(
+        out.status.success(),
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
