@@ -136,6 +136,42 @@ fn a_partitioned_instance_is_evicted_and_recovered() {
     assert_eq!(check, Some(vec![]), "{:?}", o.check);
 }
 
+/// Found by chaos: an instance restarted before the others evicted its old
+/// life took the numbered messages they still sent to that life, and its
+/// link numbering ran ahead of theirs once they admitted it ("acknowledged
+/// messages N and M; only K were sent", for the rest of the run).
+#[test]
+fn a_restart_before_the_old_life_is_evicted_keeps_the_link_numbering_in_step() {
+    let s = cluster_with(
+        vec![
+            Fault::Kill {
+                instance: 3,
+                at: NS_PER_S,
+            },
+            Fault::Restart {
+                instance: 3,
+                at: NS_PER_S + 500 * NS_PER_MS,
+            },
+            Fault::Loss {
+                target: LinkTarget::All,
+                loss_ppm: 50_000,
+                correlation_ppm: 0,
+            },
+        ],
+        u64::from(MISSCOUNT_S) + 8,
+    );
+    let o = run_variant("early-restart", &s, &SimOptions::default());
+    let protocol: Vec<&String> = o.errors.iter().filter(|e| !o.is_violation(e)).collect();
+    assert!(protocol.is_empty(), "{protocol:#?}");
+    let third = lines_of(&o, 1, 3);
+    assert!(
+        third
+            .iter()
+            .any(|l| l.starts_with("Instance joined the cluster")),
+        "{third:#?}"
+    );
+}
+
 #[test]
 fn a_killed_instance_restarts_rejoins_and_works_again() {
     let mut s = cluster_with(

@@ -472,6 +472,18 @@ impl Instance {
             return;
         }
         self.css.alive(env.from, now);
+        if self.css.is_joining()
+            && (env.link.seq != 0 || matches!(env.msg, Msg::LinkAck { .. }))
+            && !matches!(&env.msg, Msg::Rebuild(r) if r.members.contains(self.id))
+        {
+            // A restarted instance not admitted yet: what the members number
+            // for it was meant for its earlier life (they have not evicted
+            // it yet), or comes before the report that admits it. Neither is
+            // taken or acknowledged: numbering it here would run ahead of
+            // the members', who start again at the admission (found by
+            // chaos). What is meant for this life is sent again.
+            return;
+        }
         if self.links.on() || env.link.seq != 0 || matches!(env.msg, Msg::LinkAck { .. }) {
             self.link_receive(env);
         } else {
