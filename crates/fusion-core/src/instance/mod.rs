@@ -878,6 +878,7 @@ impl Instance {
             Msg::BlockRecovered { blk, scn } => self.dir_block_recovered(from, blk, scn),
             Msg::ThreadsRecovered { threads } => {
                 self.unrecovered = crate::types::InstSet(self.unrecovered.0 & !threads.0);
+                self.roll_back_dead_in_cache();
             }
             msg => self.lms_enqueue(from, env.sent_at, msg),
         }

@@ -362,6 +362,7 @@ impl Instance {
         for to in self.css.peers().iter() {
             self.send(to, Msg::ThreadsRecovered { threads: run.dead });
         }
+        self.roll_back_dead_in_cache();
         for dead_instance in run.dead.iter() {
             self.recoveries.push(RecoveryReport {
                 dead_instance,
@@ -378,6 +379,49 @@ impl Instance {
                     .filter(|x| x.inst() == dead_instance)
                     .count() as u64,
             });
+        }
+    }
+
+    /// Transaction recovery once a dead thread is recovered: the dead
+    /// instances' uncommitted changes in blocks this instance holds current
+    /// in X (shipped to it before the death, so instance recovery found them
+    /// current and left them as they were) are rolled back now, as SMON rolls
+    /// back dead transactions, rather than only when a session meets their
+    /// row locks (found by chaos: a block nobody touched again kept the
+    /// change). A buffer in use, or on its way out, is rolled back when its
+    /// last pin goes (see [`Instance::roll_back_dead_at_unpin`]).
+    pub(super) fn roll_back_dead_in_cache(&mut self) {
+        if !self.txns.has_dead() {
+            return;
+        }
+        let ids: Vec<super::cache::BufId> = self.cache.iter().map(|(id, _)| id).collect();
+        for id in ids {
+            self.roll_back_dead_at_unpin(id);
+        }
+    }
+
+    /// Roll back, in one unpinned current buffer held in X, every change of
+    /// a dead instance's uncommitted transaction. Cheap when no instance
+    /// died: nothing is looked at.
+    pub(super) fn roll_back_dead_at_unpin(&mut self, buf: super::cache::BufId) {
+        if !self.txns.has_dead() {
+            return;
+        }
+        let Some(b) = self.cache.try_get(buf) else {
+            return;
+        };
+        if b.state != super::BufState::Xcur || b.pinned() || b.leaving {
+            return;
+        }
+        let dead: Vec<Xid> = b
+            .image
+            .itl
+            .iter()
+            .filter(|e| e.commit.is_none() && self.txns.is_dead_uncommitted(e.xid))
+            .map(|e| e.xid)
+            .collect();
+        for xid in dead {
+            self.roll_back_dead(buf, xid);
         }
     }
 

@@ -176,6 +176,12 @@ impl Transactions {
         &self.dead_threads
     }
 
+    /// Whether recovery told this instance of any dead instance's
+    /// transactions (none in a run without failures).
+    pub(super) fn has_dead(&self) -> bool {
+        !self.dead.is_empty()
+    }
+
     /// A dead instance's transaction that recovery rolls back.
     pub(super) fn is_dead_uncommitted(&self, xid: Xid) -> bool {
         self.dead

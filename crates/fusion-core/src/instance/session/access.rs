@@ -275,6 +275,7 @@ impl Instance {
             b.pins = b.pins.saturating_sub(1);
         }
         if !self.cache.get(buf).pinned() {
+            self.roll_back_dead_at_unpin(buf);
             self.unpinned(blk);
             self.wake_block(blk);
         }
