@@ -320,6 +320,9 @@ impl Instance {
     fn granted(&mut self, pending: PendingRequest, req: Request, grant: GrantKind) {
         let blk = req.blk;
         match grant {
+            GrantKind::Disk(_) if self.holds_xcur(blk) => {
+                self.answered_by_promotion(pending.owner, blk, req.id);
+            }
             GrantKind::Disk(mode) => {
                 let event = if pending.scan {
                     Wait::DbFileScatteredRead
@@ -368,6 +371,27 @@ impl Instance {
         }
     }
 
+    /// Whether this instance holds `blk` current in X.
+    fn holds_xcur(&self, blk: BlockAddr) -> bool {
+        self.cache
+            .current(blk)
+            .is_some_and(|id| self.cache.get(id).state == BufState::Xcur)
+    }
+
+    /// A disk read was granted for a request of ours while our own past
+    /// image of the block was made current (a reconfiguration promoted it
+    /// while the request, sent again, waited at the master, which took it for
+    /// a request after a lost relinquish). The disk's image is older than
+    /// ours (found by chaos: installing it threw committed changes away), so
+    /// the request is answered by the buffer we hold: the master learns we
+    /// hold X, and the session looks again.
+    fn answered_by_promotion(&mut self, owner: u32, blk: BlockAddr, req: u64) {
+        self.sessions.end_request(blk);
+        self.installed(blk, req, Mode::X, None, false);
+        self.ready_owner(owner);
+        self.wake_block(blk);
+    }
+
     /// A granted disk read completed.
     pub(in crate::instance) fn on_grant_read(
         &mut self,
@@ -380,6 +404,11 @@ impl Instance {
         let Some(pending) = self.sessions.request(blk, req) else {
             return;
         };
+        if self.holds_xcur(blk) {
+            // Promoted while the read was under way: see `answered_by_promotion`.
+            self.answered_by_promotion(pending.owner, blk, req);
+            return;
+        }
         self.sessions.end_request(blk);
         self.install_current(blk, mode, block, false);
         self.installed(blk, req, mode, None, false);
