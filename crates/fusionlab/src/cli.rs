@@ -45,6 +45,13 @@ pub enum Command {
     Validate(ValidateCmd),
     /// List the shipped scenarios.
     List,
+    /// List the runs recorded in the run store (every `run` unless --no-store).
+    Runs(crate::runs::RunsCmd),
+    /// Print a stored run's report again (text, --json or --html).
+    Show(crate::runs::ShowCmd),
+    /// Compare two stored runs, AWR "Compare Periods" style: each figure's
+    /// 1st, 2nd, Diff and %Diff, the largest differences first.
+    Compare(crate::runs::CompareCmd),
     /// Measure simulator speed: transfers and events per wall second, simulated seconds per wall second.
     Bench(BenchCmd),
     /// Start a local live cluster (a block store and N instance processes on loopback) and return.
@@ -227,6 +234,8 @@ pub struct RunCmd {
     /// 512M); default: half of the machine's physical memory.
     #[arg(long, value_name = "SIZE", value_parser = crate::memory::parse_size)]
     pub max_memory: Option<u64>,
+    #[command(flatten)]
+    pub store: crate::runs::StoreArgs,
 }
 
 #[derive(Args)]
@@ -296,6 +305,7 @@ pub fn dispatch(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::R
                 phases: r.phases,
                 check: r.check,
                 max_memory: r.max_memory,
+                recording: r.store.recording(),
             };
             if r.live {
                 crate::live::run_live(&args, r.cluster.as_deref(), out, err)
@@ -338,6 +348,9 @@ pub fn dispatch(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::R
             err,
         ),
         Command::List => commands::list(out, err),
+        Command::Runs(c) => crate::runs::runs(&c, out),
+        Command::Show(c) => crate::runs::show(&c, out),
+        Command::Compare(c) => crate::runs::compare(&c, out),
         Command::Bench(b) if b.live => crate::live_bench::bench_live(b.seconds, b.rounds, out, err),
         Command::Bench(b) => {
             crate::bench::bench(&crate::bench::BenchArgs { seconds: b.seconds }, out, err)

@@ -12,6 +12,7 @@
 //! - [`figures`]: the compact per-phase figures and number formatting the tour uses.
 //! - [`memory`]: `--max-memory`, refusing a run estimated not to fit.
 //! - [`probe`]: `fusionlab probe`, one call to a store or an instance (container healthchecks).
+//! - [`runs`]: the run store: `run` records, `runs`, `show`, `compare`.
 
 pub mod args;
 pub mod bench;
@@ -26,6 +27,7 @@ pub mod live_tour;
 pub mod memory;
 pub mod probe;
 pub mod report;
+pub mod runs;
 pub mod shipped;
 pub mod tour;
 

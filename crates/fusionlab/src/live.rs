@@ -621,7 +621,11 @@ pub fn run_live(
             Ok(s.exit_status())
         }
         Ended::Ran(Ok((result, outcomes))) => {
-            crate::report::print_run(&result, &outcomes, a, out, err)
+            let code = crate::report::print_run(&result, &outcomes, a, out, err)?;
+            let scenario =
+                Some((text, label)).filter(|_| !matches!(a.recording, crate::runs::Recording::Off));
+            crate::runs::record(a, scenario, "live", (&result, &outcomes), code, err)?;
+            Ok(code)
         }
         Ended::Ran(Err(failure)) => {
             // What finished is still reported, then what stopped the run.
