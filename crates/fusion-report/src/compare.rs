@@ -446,14 +446,30 @@ fn run_line(which: &str, r: &RunLabel) -> String {
     )
 }
 
-fn sets_line(which: &str, r: &RunLabel) -> String {
+/// The run's overrides under its line, as many to a line as fit in 100
+/// columns (one alone when it is longer).
+fn sets_lines(o: &mut Out, r: &RunLabel) {
+    const INDENT: &str = "     ";
     if r.sets.is_empty() {
-        format!("{which}  no --set")
-    } else {
-        let sets: Vec<String> = r.sets.iter().map(|s| format!("--set {s}")).collect();
-        format!("{which}  {}", sets.join(" "))
+        o.line(format!("{INDENT}no --set"));
+        return;
     }
+    let mut line = String::new();
+    for s in r.sets.iter().map(|s| format!("--set {s}")) {
+        if !line.is_empty() && INDENT.len() + line.len() + 1 + s.len() > LINE_MAX {
+            o.line(format!("{INDENT}{line}"));
+            line.clear();
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(&s);
+    }
+    o.line(format!("{INDENT}{line}"));
 }
+
+/// The widest line of the text comparison.
+const LINE_MAX: usize = 100;
 
 /// A block's heading: `Phase lms-starved, inst1 (variant v)`.
 pub fn block_title(b: &Block) -> String {
@@ -470,9 +486,9 @@ pub fn render_text(c: &Comparison) -> String {
     let mut o = Out::default();
     o.title("AWR Compare Periods Report", '=');
     o.line(run_line("1st", &c.first));
-    o.line(sets_line("   ", &c.first));
+    sets_lines(&mut o, &c.first);
     o.line(run_line("2nd", &c.second));
-    o.line(sets_line("   ", &c.second));
+    sets_lines(&mut o, &c.second);
     o.line("Diff = 2nd - 1st; %Diff = Diff / 1st (new: from 0).");
     o.line("Largest Diff first (statistics: largest %Diff first).");
     for (which, list) in [("1st", &c.only_first), ("2nd", &c.only_second)] {
@@ -636,13 +652,18 @@ mod tests {
     fn every_text_line_fits_100_columns() {
         let a = report(0.5, 100, &["baseline"]);
         let b = report(1234567.25, 99_999_999, &["baseline"]);
-        let c = compare((&label(1), &a), (&label(2), &b), &CompareOptions::default())
-            .expect("compares");
+        let mut many = label(2);
+        many.sets = (0..12)
+            .map(|i| format!("phase.phase-number-{i}.duration_s=1"))
+            .collect();
+        let c =
+            compare((&label(1), &a), (&many, &b), &CompareOptions::default()).expect("compares");
         let text = render_text(&c);
         assert!(text.starts_with("AWR Compare Periods Report\n"));
         for line in text.lines() {
             assert!(line.chars().count() <= 100, "too long: {line:?}");
         }
         assert!(text.contains("Avg global cache cr block receive time (ms)"));
+        assert_eq!(text.matches("--set phase.phase-number-").count(), 12);
     }
 }
