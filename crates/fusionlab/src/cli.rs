@@ -137,6 +137,9 @@ pub struct InstanceCmd {
     /// Address of the admin server (keep it on loopback unless the network is private).
     #[arg(long, default_value = "127.0.0.1:0")]
     pub admin: String,
+    /// Serve Prometheus metrics (`GET /metrics`) on this address (none by default).
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<String>,
     /// Write the addresses listened on to this file (for `up`).
     #[arg(long, value_name = "FILE")]
     pub addr_file: Option<std::path::PathBuf>,
@@ -318,9 +321,14 @@ pub fn dispatch(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::R
         Command::Down(c) => crate::live::down(&c.file(), out),
         Command::Restart(r) => crate::live::restart(&r.instance, &r.cluster.file(), out),
         Command::Store(s) => crate::live::store(&s.listen, &s.dir, s.addr_file.as_deref(), err),
-        Command::Instance(i) => {
-            crate::live::instance(i.id, &i.interconnect, &i.admin, i.addr_file.as_deref(), err)
-        }
+        Command::Instance(i) => crate::live::instance(
+            i.id,
+            &i.interconnect,
+            &i.admin,
+            i.metrics.as_deref(),
+            i.addr_file.as_deref(),
+            err,
+        ),
         Command::Probe(p) => crate::probe::probe(
             &crate::probe::Target::new(p.store, p.admin)?,
             std::time::Duration::from_millis(p.timeout_ms),
