@@ -165,16 +165,15 @@ fn a_real_prometheus_scrapes_every_instance() {
         .iter()
         .map(|m| format!("'{}'", m.metrics))
         .collect();
-    // As cluster/prometheus.yml does: the instances' own `instance` label
-    // (1, 2, 3) is kept over Prometheus's (host:port).
+    // The shipped configuration (cluster/prometheus.yml), its compose
+    // targets replaced by this cluster's.
+    let shipped = std::fs::read_to_string(repo().join("cluster/prometheus.yml")).expect("shipped");
+    let compose_targets = r#"["inst1:9100", "inst2:9100", "inst3:9100"]"#;
+    assert!(shipped.contains(compose_targets), "{shipped}");
     let config = dir.path().join("prometheus.yml");
     std::fs::write(
         &config,
-        format!(
-            "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: fusionlab\n    \
-             honor_labels: true\n    static_configs:\n      - targets: [{}]\n",
-            targets.join(", ")
-        ),
+        shipped.replace(compose_targets, &format!("[{}]", targets.join(", "))),
     )
     .expect("config");
     let web = format!("127.0.0.1:{}", free_port());
@@ -217,6 +216,7 @@ fn a_real_prometheus_scrapes_every_instance() {
                 let names: Vec<&str> = seen.iter().map(|(i, _)| i.as_str()).collect();
                 assert_eq!(names, ["1", "2", "3"], "{body}");
                 eprintln!("prometheus scraped gc cr blocks received: {seen:?}");
+                dashboard_queries_answer(&web);
                 break;
             }
         }
@@ -227,6 +227,52 @@ fn a_real_prometheus_scrapes_every_instance() {
         );
         std::thread::sleep(Duration::from_millis(500));
     }
+}
+
+fn repo() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Every query of the shipped Grafana dashboard is one Prometheus answers
+/// with data (Grafana's `$__rate_interval` as 5 s).
+fn dashboard_queries_answer(web: &str) {
+    let text =
+        std::fs::read_to_string(repo().join("cluster/grafana-dashboard.json")).expect("dashboard");
+    let dashboard: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    let panels = dashboard["panels"].as_array().expect("panels");
+    assert!(panels.len() >= 6);
+    for p in panels {
+        for t in p["targets"].as_array().expect("targets") {
+            let expr = t["expr"]
+                .as_str()
+                .expect("expr")
+                .replace("$__rate_interval", "5s");
+            let (status, body) = get(web, &format!("/api/v1/query?query={}", url_encode(&expr)));
+            let v: serde_json::Value = serde_json::from_str(&body).expect("JSON");
+            assert_eq!(
+                (status, v["status"].as_str()),
+                (200, Some("success")),
+                "{expr}: {body}"
+            );
+            // A gauge of now may be empty after the run (no session waits);
+            // every counter and rate has series.
+            if !expr.starts_with("fusionlab_sessions_waiting") {
+                let n = v["data"]["result"].as_array().map_or(0, Vec::len);
+                assert!(n > 0, "{}: no series for {expr}", p["title"]);
+            }
+        }
+    }
+}
+
+fn url_encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
 }
 
 /// The path of `program` on PATH.
