@@ -60,6 +60,10 @@ pub enum Command {
     Status(ClusterArg),
     /// Stop a live cluster started by `up`.
     Down(ClusterArg),
+    /// Watch a live cluster, oratop style, refreshed every second: per
+    /// instance gc cr/current receive ms, blocks received per second, top
+    /// waits, run queue, LMS backlog, the faults in force. `q` quits.
+    Top(TopCmd),
     /// Restart one instance of a cluster started by `up` (stopped first if it
     /// runs), on the same addresses; it comes back with no scenario loaded.
     Restart(RestartCmd),
@@ -102,6 +106,19 @@ impl ClusterArg {
             crate::live::cluster_file(std::path::Path::new(crate::live::DEFAULT_DIR))
         })
     }
+}
+
+#[derive(Args)]
+pub struct TopCmd {
+    #[command(flatten)]
+    pub cluster: ClusterArg,
+    /// Milliseconds between refreshes.
+    #[arg(long, value_name = "MS", default_value_t = 1000,
+          value_parser = clap::value_parser!(u64).range(100..=60_000))]
+    pub interval_ms: u64,
+    /// Print one screen (the figures of one interval) as text and exit.
+    #[arg(long)]
+    pub once: bool,
 }
 
 #[derive(Args)]
@@ -319,6 +336,12 @@ pub fn dispatch(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::R
         Command::Up(u) => crate::live::up(u.instances, &u.dir, u.base_port, out),
         Command::Status(c) => crate::live::status(&c.file(), out),
         Command::Down(c) => crate::live::down(&c.file(), out),
+        Command::Top(t) => crate::top::top(
+            &t.cluster.file(),
+            std::time::Duration::from_millis(t.interval_ms),
+            t.once,
+            out,
+        ),
         Command::Restart(r) => crate::live::restart(&r.instance, &r.cluster.file(), out),
         Command::Store(s) => crate::live::store(&s.listen, &s.dir, s.addr_file.as_deref(), err),
         Command::Instance(i) => crate::live::instance(

@@ -1,9 +1,11 @@
-//! Live metrics: each instance of a cluster `up` started serves
+//! Watching a live cluster. Metrics: each instance of a cluster `up` started serves
 //! `GET /metrics` at the address its cluster file names. While a scenario
 //! runs, a plain HTTP GET finds the v$ statistics and wait events under
 //! their names, and the counters grow between two scrapes. When Debian's
 //! `prometheus` is installed, a real Prometheus server scrapes the three
 //! instances and answers a query over them (skipped with a note if not).
+//! `fusionlab top --once` shows the phase, its faults and every instance's
+//! figures of the interval.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -41,8 +43,9 @@ fn value(body: &str, series: &str) -> Option<f64> {
         .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
 }
 
-/// A live run of the hot-rows scenario against `cluster`, `secs` long.
-fn start_run(cluster: &Cluster, dir: &Path, secs: u32) -> Child {
+/// A live run of the hot-rows scenario against `cluster`, its first phase
+/// `secs` long, and `sets`.
+fn start_run_with(cluster: &Cluster, dir: &Path, secs: u32, sets: &[&str]) -> Child {
     let file = dir.join("cluster.toml");
     cluster.0.write(&file).expect("cluster file");
     Command::new(EXE)
@@ -50,12 +53,17 @@ fn start_run(cluster: &Cluster, dir: &Path, secs: u32) -> Child {
         .arg(&file)
         .arg(hot_rows())
         .args(["--set", &format!("phase.run.duration_s={secs}")])
+        .args(sets.iter().flat_map(|s| ["--set", s]))
         .env("FUSIONLAB_DATA_DIR", DATA_DIR)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("fusionlab starts")
+}
+
+fn start_run(cluster: &Cluster, dir: &Path, secs: u32) -> Child {
+    start_run_with(cluster, dir, secs, &[])
 }
 
 fn finish(run: Child) {
@@ -283,4 +291,64 @@ fn which(program: &str) -> Result<std::path::PathBuf, ()> {
         .map(|d| d.join(program))
         .find(|p| p.is_file())
         .ok_or(())
+}
+
+#[test]
+fn top_shows_the_phase_its_faults_and_each_instances_figures() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cluster = up(&dir.path().join("cluster"), 3);
+    let file = dir.path().join("cluster.toml");
+    let run = start_run_with(
+        &cluster,
+        dir.path(),
+        1,
+        &["phase.slow-link-inst1.duration_s=5"],
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let screen = loop {
+        let out = Command::new(EXE)
+            .args(["top", "--once", "--interval-ms", "500", "--cluster"])
+            .arg(&file)
+            .output()
+            .expect("top runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let screen = String::from_utf8_lossy(&out.stdout).into_owned();
+        if screen.contains("phase slow-link-inst1") {
+            break screen;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "never in the faulted phase:\n{screen}"
+        );
+    };
+    for line in [
+        "scenario live-hot-rows / live-hot-rows  phase slow-link-inst1",
+        "faults in force: latency +2.0 ms on inst1's links in \"slow-link-inst1\"",
+        "Inst  gc cr ms  gc cur ms blocks/s  commits/s runq  LMS bklg active state",
+    ] {
+        assert!(
+            screen.lines().any(|l| l == line),
+            "no {line:?} in\n{screen}"
+        );
+    }
+    // A line per instance, up, with blocks received in the interval.
+    for id in 1..=3 {
+        let row = screen
+            .lines()
+            .find(|l| l.starts_with(&format!("inst{id} ")) && l.ends_with(" up"))
+            .unwrap_or_else(|| panic!("no row for inst{id}:\n{screen}"));
+        let blocks: f64 = row
+            .split_whitespace()
+            .nth(3)
+            .and_then(|b| b.parse().ok())
+            .unwrap_or_else(|| panic!("blocks/s in {row:?}"));
+        assert!(blocks > 0.0, "{row}");
+    }
+    assert!(screen.contains("ms/s  avg"), "top waits:\n{screen}");
+    assert!(screen.lines().all(|l| l.chars().count() <= 100));
+    finish(run);
 }
