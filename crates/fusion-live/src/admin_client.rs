@@ -92,6 +92,12 @@ impl Admin {
             .map_err(self.fail("stats"))
     }
 
+    /// The instance's counters now, decoded, with its clock (ns).
+    pub async fn stats_decoded(&self) -> Result<(fusion_core::stats::Stats, u64), String> {
+        let raw = self.stats().await?;
+        Ok((crate::stats_codec::decode(&raw, &self.who)?, raw.now_ns))
+    }
+
     pub async fn status(&self, timeout: Duration) -> Result<pb::StatusResponse, String> {
         let mut c = self.client.clone();
         c.status(self.req(pb::Empty {}, timeout))

@@ -43,6 +43,10 @@ pub struct InstanceMember {
     pub id: u8,
     pub interconnect: String,
     pub admin: String,
+    /// Where the instance serves its Prometheus metrics (`GET /metrics`);
+    /// empty when it serves none.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub metrics: String,
     #[serde(default)]
     pub pid: u32,
 }
@@ -139,7 +143,8 @@ impl ClusterFile {
 pub struct UpOptions {
     pub instances: u8,
     pub dir: PathBuf,
-    /// Ports from here (store, then interconnect and admin per instance); 0 = any free port.
+    /// Ports from here (store, then interconnect and admin per instance,
+    /// then each instance's metrics); 0 = any free port.
     pub base_port: u16,
     /// The `fusionlab` binary to start (normally this one).
     pub exe: PathBuf,
@@ -287,8 +292,8 @@ pub fn create_private_dir(dir: &Path) -> Result<(), String> {
         })
 }
 
-fn instance_args(id: u8, interconnect: &str, admin: &str) -> Vec<String> {
-    vec![
+fn instance_args(id: u8, interconnect: &str, admin: &str, metrics: &str) -> Vec<String> {
+    let mut args = vec![
         "instance".into(),
         "--id".into(),
         id.to_string(),
@@ -296,7 +301,11 @@ fn instance_args(id: u8, interconnect: &str, admin: &str) -> Vec<String> {
         interconnect.into(),
         "--admin".into(),
         admin.into(),
-    ]
+    ];
+    if !metrics.is_empty() {
+        args.extend(["--metrics".into(), metrics.into()]);
+    }
+    args
 }
 
 /// Start the store and the instances; returns once every one listens.
@@ -333,7 +342,14 @@ pub fn up(opts: &UpOptions) -> Result<ClusterFile, String> {
     start("store", store_args)?;
     for i in 1..=opts.instances {
         let o = 2 * u16::from(i);
-        let args = instance_args(i, &port(opts.base_port, o - 1), &port(opts.base_port, o));
+        // The metrics ports follow every instance's interconnect and admin.
+        let m = 2 * u16::from(opts.instances) + u16::from(i);
+        let args = instance_args(
+            i,
+            &port(opts.base_port, o - 1),
+            &port(opts.base_port, o),
+            &port(opts.base_port, m),
+        );
         start(&format!("inst{i}"), args)?;
     }
     let addrs = wait_listening(&opts.dir, &mut starting)?;
@@ -358,6 +374,7 @@ pub fn up(opts: &UpOptions) -> Result<ClusterFile, String> {
                     id: i,
                     interconnect: field(k, 0)?,
                     admin: field(k, 1)?,
+                    metrics: field(k, 2)?,
                     pid: pid(k),
                 })
             })
@@ -397,7 +414,7 @@ pub fn restart_instance(c: &ClusterFile, id: u8, exe: &Path) -> Result<u32, Stri
         }
     }
     let name = format!("inst{id}");
-    let args = instance_args(id, &m.interconnect, &m.admin);
+    let args = instance_args(id, &m.interconnect, &m.admin, &m.metrics);
     let mut starting = vec![start_member(
         exe,
         &c.dir,
@@ -408,11 +425,15 @@ pub fn restart_instance(c: &ClusterFile, id: u8, exe: &Path) -> Result<u32, Stri
     )?];
     let addrs = wait_listening(&c.dir, &mut starting)?;
     let listening = addrs.first().map(Vec::as_slice).unwrap_or_default();
-    if listening != [m.interconnect.as_str(), m.admin.as_str()] {
+    let mut expected = vec![m.interconnect.as_str(), m.admin.as_str()];
+    if !m.metrics.is_empty() {
+        expected.push(m.metrics.as_str());
+    }
+    if listening != expected.as_slice() {
         kill_all(&mut starting);
         return Err(format!(
-            "{name} listens on {listening:?}, not on its addresses {} and {}",
-            m.interconnect, m.admin
+            "{name} listens on {listening:?}, not on its addresses {}",
+            expected.join(", ")
         ));
     }
     Ok(starting[0].child.id())
@@ -540,6 +561,7 @@ mod tests {
                 id: 1,
                 interconnect: "127.0.0.1:7001".into(),
                 admin: "127.0.0.1:7002".into(),
+                metrics: "127.0.0.1:7003".into(),
                 pid: 11,
             }],
         }

@@ -10,6 +10,7 @@ pub mod deadline;
 pub mod host;
 pub mod links;
 pub mod lives;
+pub mod metrics;
 mod nextvals;
 pub mod process;
 pub mod runner;

@@ -58,6 +58,10 @@ struct Loaded {
     links: Vec<Option<LinkHandle>>,
     received: Arc<Vec<AtomicU64>>,
     codec: Codec,
+    /// The phase the runner began last and its faults, a line each (what
+    /// `status` tells `fusionlab top`).
+    phase: String,
+    faults: Vec<String>,
 }
 
 struct State {
@@ -67,11 +71,13 @@ struct State {
     shutdown: Notify,
 }
 
-/// Serve an instance on the two listeners until `Shutdown` is called.
+/// Serve an instance on its listeners until `Shutdown` is called: the
+/// interconnect, the admin service and, when given, the metrics.
 pub async fn serve(
     opts: InstanceOptions,
     interconnect: TcpListener,
     admin: TcpListener,
+    metrics: Option<TcpListener>,
 ) -> Result<(), String> {
     let wiring = Arc::new(Mutex::new(None));
     let state = Arc::new(State {
@@ -99,9 +105,20 @@ pub async fn serve(
         admin,
         admin_what,
         ADMIN_CONNECTIONS_MAX,
-        links::instance_reporter(wiring),
+        links::instance_reporter(wiring.clone()),
     )
     .into_incoming();
+    let metrics_server = async {
+        match metrics {
+            Some(l) => {
+                let id = opts.id.0.saturating_add(1);
+                let sampler = sampler(state.clone());
+                let report = links::instance_reporter(wiring.clone());
+                crate::metrics::serve(id, l, sampler, report, std::future::pending()).await;
+            }
+            None => std::future::pending().await,
+        }
+    };
     let admin_server = grpc_server(ADMIN_CALL_TIMEOUT, ADMIN_CALLS_PER_CONNECTION_MAX)
         .add_service(admin_svc)
         .serve_with_incoming_shutdown(
@@ -110,6 +127,7 @@ pub async fn serve(
         );
     tokio::select! {
         () = ic_server => {}
+        () = metrics_server => {}
         r = admin_server => r.map_err(|e| format!("{}: admin server: {e}", opts.id))?,
     }
     // Stop the instance host before the process ends.
@@ -117,6 +135,18 @@ pub async fn serve(
         stop_host(l).await;
     }
     Ok(())
+}
+
+/// What a scrape of the metrics asks the host: its counters and status.
+fn sampler(state: Arc<State>) -> crate::metrics::Sampler {
+    Arc::new(move || {
+        let admin = AdminService(state.clone());
+        Box::pin(async move {
+            let (stats, _) = admin.ask(Query::Stats).await.ok()?;
+            let status = admin.ask(Query::Status).await.ok()?;
+            Some(crate::metrics::Sample { stats, status })
+        })
+    })
 }
 
 async fn stop_host(mut l: Loaded) {
@@ -320,6 +350,8 @@ impl AdminService {
             links,
             received,
             codec,
+            phase: String::new(),
+            faults: Vec::new(),
         });
         if !failed.is_empty() {
             return Err(failed.join("; "));
@@ -328,6 +360,14 @@ impl AdminService {
             instances: instance_count as u32,
             blocks,
         })
+    }
+
+    /// Remember the phase begun, for `status`.
+    async fn in_phase(&self, name: String, faults: Vec<String>) {
+        if let Some(l) = self.0.loaded.lock().await.as_mut() {
+            l.phase = name;
+            l.faults = faults;
+        }
     }
 
     /// Start a phase on the host: the faults on the links into this
@@ -373,13 +413,20 @@ impl Admin for AdminService {
                 .ok_or_else(|| Status::out_of_range(format!("no phase {index}")))?
         };
         let commands = phase.commands_for(me);
+        let faults: Vec<String> = phase
+            .faults
+            .iter()
+            .map(|f| fusion_report::chaos::describe_fault(f, &phase.name))
+            .collect();
         self.begin(phase.faults, commands).await?;
+        self.in_phase(phase.name, faults).await;
         Ok(Response::new(pb::Empty {}))
     }
 
     async fn quiesce(&self, _: Request<pb::Empty>) -> Result<Response<pb::Empty>, Status> {
         self.begin(Vec::new(), fusion_driver::quiesce_commands())
             .await?;
+        self.in_phase("quiesce".into(), Vec::new()).await;
         Ok(Response::new(pb::Empty {}))
     }
 
@@ -400,7 +447,11 @@ impl Admin for AdminService {
             match l.as_ref() {
                 None => return Ok(Response::new(out)),
                 Some(l) => (
-                    l.name.clone(),
+                    {
+                        out.phase = l.phase.clone();
+                        out.faults = l.faults.clone();
+                        l.name.clone()
+                    },
                     l.links
                         .iter()
                         .enumerate()
@@ -446,6 +497,8 @@ impl Admin for AdminService {
         out.members = s.members;
         out.user_commits = s.user_commits;
         out.now_ns = s.now;
+        out.run_queue = u32::try_from(s.run_queue).unwrap_or(u32::MAX);
+        out.lms_backlog = u32::try_from(s.lms_backlog).unwrap_or(u32::MAX);
         Ok(Response::new(out))
     }
 

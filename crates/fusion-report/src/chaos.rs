@@ -107,7 +107,39 @@ pub fn describe_fault(fault: &Fault, phase: &str) -> String {
             target(t)
         ),
         Fault::Partition { target: t, .. } => format!("partition of {} in {phase:?}", target(t)),
-        _ => format!("{} in {phase:?}", fault.kind()),
+        Fault::StressCpu {
+            instance,
+            workers,
+            load_pct,
+        } => format!("stress_cpu inst{instance}: {workers} workers at {load_pct} % in {phase:?}"),
+        Fault::DiskLatency {
+            instance,
+            device,
+            latency,
+            ..
+        } => format!(
+            "disk_latency inst{instance} {}: {} ms in {phase:?}",
+            match device {
+                fusion_scenario::Device::Redo => "redo",
+                fusion_scenario::Device::Data => "data",
+            },
+            grouped(latency as f64 / 1e6, 1)
+        ),
+        Fault::NetworkLatency {
+            target: t, latency, ..
+        } => format!(
+            "latency +{} ms on {} in {phase:?}",
+            grouped(latency as f64 / 1e6, 1),
+            target(t)
+        ),
+        Fault::Bandwidth {
+            target: t,
+            rate_bps,
+        } => format!(
+            "bandwidth {} Mbit/s on {} in {phase:?}",
+            grouped(rate_bps as f64 / 1e6, 0),
+            target(t)
+        ),
     }
 }
 
@@ -235,6 +267,43 @@ pub fn text(r: &ChaosResult) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn phase_long_faults_say_what_they_do() {
+        let said = |f: Fault| describe_fault(&f, "p");
+        assert_eq!(
+            said(Fault::StressCpu {
+                instance: 2,
+                workers: 8,
+                load_pct: 100
+            }),
+            "stress_cpu inst2: 8 workers at 100 % in \"p\""
+        );
+        assert_eq!(
+            said(Fault::DiskLatency {
+                instance: 2,
+                device: fusion_scenario::Device::Redo,
+                latency: 20_000_000,
+                jitter: 0
+            }),
+            "disk_latency inst2 redo: 20.0 ms in \"p\""
+        );
+        assert_eq!(
+            said(Fault::NetworkLatency {
+                target: LinkTarget::Instance(1),
+                latency: 2_500_000,
+                jitter: 0
+            }),
+            "latency +2.5 ms on inst1's links in \"p\""
+        );
+        assert_eq!(
+            said(Fault::Bandwidth {
+                target: LinkTarget::All,
+                rate_bps: 100_000_000
+            }),
+            "bandwidth 100 Mbit/s on all links in \"p\""
+        );
+    }
 
     #[test]
     fn a_failing_run_is_listed_with_its_faults_and_replay() {

@@ -3,6 +3,8 @@
 
 pub mod awr;
 pub mod chaos;
+pub mod compare;
+pub mod compare_html;
 mod fmt;
 pub mod json;
 pub mod model;

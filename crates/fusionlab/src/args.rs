@@ -16,4 +16,7 @@ pub struct RunArgs {
     pub check: bool,
     /// `--max-memory`: refuse a run estimated to need more (default: half the machine).
     pub max_memory: Option<u64>,
+    /// Whether the run is recorded in the run store (off unless the
+    /// command line asked: runs made through the library are not).
+    pub recording: crate::runs::Recording,
 }

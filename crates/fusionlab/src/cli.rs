@@ -45,6 +45,13 @@ pub enum Command {
     Validate(ValidateCmd),
     /// List the shipped scenarios.
     List,
+    /// List the runs recorded in the run store (every `run` unless --no-store).
+    Runs(crate::runs::RunsCmd),
+    /// Print a stored run's report again (text, --json or --html).
+    Show(crate::runs::ShowCmd),
+    /// Compare two stored runs, AWR "Compare Periods" style: each figure's
+    /// 1st, 2nd, Diff and %Diff, the largest differences first.
+    Compare(crate::runs::CompareCmd),
     /// Measure simulator speed: transfers and events per wall second, simulated seconds per wall second.
     Bench(BenchCmd),
     /// Start a local live cluster (a block store and N instance processes on loopback) and return.
@@ -53,6 +60,10 @@ pub enum Command {
     Status(ClusterArg),
     /// Stop a live cluster started by `up`.
     Down(ClusterArg),
+    /// Watch a live cluster, oratop style, refreshed every second: per
+    /// instance gc cr/current receive ms, blocks received per second, top
+    /// waits, run queue, LMS backlog, the faults in force. `q` quits.
+    Top(TopCmd),
     /// Restart one instance of a cluster started by `up` (stopped first if it
     /// runs), on the same addresses; it comes back with no scenario loaded.
     Restart(RestartCmd),
@@ -98,6 +109,19 @@ impl ClusterArg {
 }
 
 #[derive(Args)]
+pub struct TopCmd {
+    #[command(flatten)]
+    pub cluster: ClusterArg,
+    /// Milliseconds between refreshes.
+    #[arg(long, value_name = "MS", default_value_t = 1000,
+          value_parser = clap::value_parser!(u64).range(100..=60_000))]
+    pub interval_ms: u64,
+    /// Print one screen (the figures of one interval) as text and exit.
+    #[arg(long)]
+    pub once: bool,
+}
+
+#[derive(Args)]
 pub struct RestartCmd {
     /// The instance: inst1, inst2, ... (or its number).
     #[arg(value_name = "instN")]
@@ -130,6 +154,9 @@ pub struct InstanceCmd {
     /// Address of the admin server (keep it on loopback unless the network is private).
     #[arg(long, default_value = "127.0.0.1:0")]
     pub admin: String,
+    /// Serve Prometheus metrics (`GET /metrics`) on this address (none by default).
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<String>,
     /// Write the addresses listened on to this file (for `up`).
     #[arg(long, value_name = "FILE")]
     pub addr_file: Option<std::path::PathBuf>,
@@ -227,6 +254,8 @@ pub struct RunCmd {
     /// 512M); default: half of the machine's physical memory.
     #[arg(long, value_name = "SIZE", value_parser = crate::memory::parse_size)]
     pub max_memory: Option<u64>,
+    #[command(flatten)]
+    pub store: crate::runs::StoreArgs,
 }
 
 #[derive(Args)]
@@ -296,6 +325,7 @@ pub fn dispatch(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::R
                 phases: r.phases,
                 check: r.check,
                 max_memory: r.max_memory,
+                recording: r.store.recording(),
             };
             if r.live {
                 crate::live::run_live(&args, r.cluster.as_deref(), out, err)
@@ -306,11 +336,22 @@ pub fn dispatch(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::R
         Command::Up(u) => crate::live::up(u.instances, &u.dir, u.base_port, out),
         Command::Status(c) => crate::live::status(&c.file(), out),
         Command::Down(c) => crate::live::down(&c.file(), out),
+        Command::Top(t) => crate::top::top(
+            &t.cluster.file(),
+            std::time::Duration::from_millis(t.interval_ms),
+            t.once,
+            out,
+        ),
         Command::Restart(r) => crate::live::restart(&r.instance, &r.cluster.file(), out),
         Command::Store(s) => crate::live::store(&s.listen, &s.dir, s.addr_file.as_deref(), err),
-        Command::Instance(i) => {
-            crate::live::instance(i.id, &i.interconnect, &i.admin, i.addr_file.as_deref(), err)
-        }
+        Command::Instance(i) => crate::live::instance(
+            i.id,
+            &i.interconnect,
+            &i.admin,
+            i.metrics.as_deref(),
+            i.addr_file.as_deref(),
+            err,
+        ),
         Command::Probe(p) => crate::probe::probe(
             &crate::probe::Target::new(p.store, p.admin)?,
             std::time::Duration::from_millis(p.timeout_ms),
@@ -338,6 +379,9 @@ pub fn dispatch(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::R
             err,
         ),
         Command::List => commands::list(out, err),
+        Command::Runs(c) => crate::runs::runs(&c, out),
+        Command::Show(c) => crate::runs::show(&c, out),
+        Command::Compare(c) => crate::runs::compare(&c, out),
         Command::Bench(b) if b.live => crate::live_bench::bench_live(b.seconds, b.rounds, out, err),
         Command::Bench(b) => {
             crate::bench::bench(&crate::bench::BenchArgs { seconds: b.seconds }, out, err)

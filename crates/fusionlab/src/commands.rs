@@ -20,12 +20,15 @@ pub fn run(a: &RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8> 
     check_phases(&loaded, &a.phases)?;
     fusion_driver::refusal(&loaded, Driver::Simulator).map_err(Failure::input)?;
     within_limit(&loaded, a.check, &MemoryLimit::new(a.max_memory))?;
+    let scenario = crate::runs::scenario_text(a)?;
     let opts = SimOptions {
         seed: a.seed,
         check: a.check,
     };
     let (result, outcomes) = fusion_sim::run_scenario(&loaded, &opts);
-    crate::report::print_run(&result, &outcomes, a, out, err)
+    let code = crate::report::print_run(&result, &outcomes, a, out, err)?;
+    crate::runs::record(a, scenario, "simulator", (&result, &outcomes), code, err)?;
+    Ok(code)
 }
 
 /// `--phase` names must exist in the run.

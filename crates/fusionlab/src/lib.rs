@@ -12,6 +12,8 @@
 //! - [`figures`]: the compact per-phase figures and number formatting the tour uses.
 //! - [`memory`]: `--max-memory`, refusing a run estimated not to fit.
 //! - [`probe`]: `fusionlab probe`, one call to a store or an instance (container healthchecks).
+//! - [`runs`]: the run store: `run` records, `runs`, `show`, `compare`.
+//! - [`top`], [`top_view`]: `fusionlab top`, a live cluster's screen refreshed every second.
 
 pub mod args;
 pub mod bench;
@@ -26,7 +28,10 @@ pub mod live_tour;
 pub mod memory;
 pub mod probe;
 pub mod report;
+pub mod runs;
 pub mod shipped;
+pub mod top;
+pub mod top_view;
 pub mod tour;
 
 /// A failure the user caused or must know about, with the exit status it maps to.

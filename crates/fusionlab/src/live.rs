@@ -111,6 +111,7 @@ pub fn instance(
     id: u8,
     interconnect: &str,
     admin: &str,
+    metrics: Option<&str>,
     addr_file: Option<&Path>,
     err: &mut dyn Write,
 ) -> Result<u8> {
@@ -132,20 +133,27 @@ pub fn instance(
     rt.block_on(async {
         let ic = bind(interconnect, "interconnect").await?;
         let ad = bind(admin, "admin").await?;
+        let me = match metrics {
+            Some(m) => Some(bind(m, "metrics").await?),
+            None => None,
+        };
         let (ica, ada) = (ic.local_addr()?, ad.local_addr()?);
+        let mea = me.as_ref().map(|l| l.local_addr()).transpose()?;
         if let Some(f) = addr_file {
-            cluster::write_addr_file(f, &[ica, ada]).map_err(Failure::input)?;
+            let addrs: Vec<SocketAddr> = [ica, ada].into_iter().chain(mea).collect();
+            cluster::write_addr_file(f, &addrs).map_err(Failure::input)?;
         }
+        let metrics_line = mea.map_or(String::new(), |a| format!(", metrics http://{a}/metrics"));
         writeln!(
             err,
-            "fusionlab instance {id}: interconnect {ica}, admin {ada}"
+            "fusionlab instance {id}: interconnect {ica}, admin {ada}{metrics_line}"
         )?;
         let opts = fusion_live::process::InstanceOptions {
             id: InstId(id - 1),
             token,
         };
         tokio::select! {
-            r = fusion_live::process::serve(opts, ic, ad) => r.map_err(|e| anyhow::anyhow!(e))?,
+            r = fusion_live::process::serve(opts, ic, ad, me) => r.map_err(|e| anyhow::anyhow!(e))?,
             _ = terminated() => {}
         }
         Ok(exit::OK)
@@ -193,8 +201,8 @@ pub fn up(instances: u8, cluster_dir: &Path, base_port: u16, out: &mut dyn Write
     for m in &c.instances {
         writeln!(
             out,
-            "inst{}        interconnect {}  admin {}  (pid {})",
-            m.id, m.interconnect, m.admin, m.pid
+            "inst{}        interconnect {}  admin {}  metrics {}  (pid {})",
+            m.id, m.interconnect, m.admin, m.metrics, m.pid
         )?;
     }
     writeln!(out, "cluster file {}", file.display())?;
@@ -621,7 +629,11 @@ pub fn run_live(
             Ok(s.exit_status())
         }
         Ended::Ran(Ok((result, outcomes))) => {
-            crate::report::print_run(&result, &outcomes, a, out, err)
+            let code = crate::report::print_run(&result, &outcomes, a, out, err)?;
+            let scenario =
+                Some((text, label)).filter(|_| !matches!(a.recording, crate::runs::Recording::Off));
+            crate::runs::record(a, scenario, "live", (&result, &outcomes), code, err)?;
+            Ok(code)
         }
         Ended::Ran(Err(failure)) => {
             // What finished is still reported, then what stopped the run.

@@ -36,14 +36,7 @@ pub fn print_run(
             err.write_all(run_summary(outcomes).as_bytes())?;
         }
     } else {
-        let text = TextOptions {
-            names_9i: a.names_9i,
-            phases: (!a.phases.is_empty()).then(|| a.phases.clone()),
-            program: Some(program()),
-        };
-        out.write_all(fusion_report::render(result, &text).as_bytes())?;
-        writeln!(out)?;
-        out.write_all(run_summary(outcomes).as_bytes())?;
+        out.write_all(text_report(result, outcomes, a).as_bytes())?;
     }
     let problems = problem_lines(outcomes);
     for p in &problems {
@@ -54,6 +47,19 @@ pub fn print_run(
     } else {
         exit::SIM_ERRORS
     })
+}
+
+/// The text report as `run` prints it: the report, a blank line, what ran.
+pub fn text_report(result: &RunResult, outcomes: &[VariantOutcome], a: &RunArgs) -> String {
+    let text = TextOptions {
+        names_9i: a.names_9i,
+        phases: (!a.phases.is_empty()).then(|| a.phases.clone()),
+        program: Some(program()),
+    };
+    let mut s = fusion_report::render(result, &text);
+    s.push('\n');
+    s.push_str(&run_summary(outcomes));
+    s
 }
 
 /// One line per variant: what ran (simulated time and events, or live), and

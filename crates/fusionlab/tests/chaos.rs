@@ -180,6 +180,10 @@ fn a_recovery_expectation_without_a_recovery_has_nothing_to_measure() {
     let o = Command::new(BIN)
         .args(["run", "--json"])
         .arg(&path)
+        .env(
+            "FUSIONLAB_DATA_DIR",
+            concat!(env!("CARGO_TARGET_TMPDIR"), "/fusionlab-data"),
+        )
         .output()
         .expect("fusionlab starts");
     let v = json(&o);
@@ -229,6 +233,10 @@ fn variants_and_expectations_naming_the_files_failures_do_not_stop_chaos() {
     let o = Command::new(BIN)
         .args(["run", "--check", "--seed", "5"])
         .arg(&saved)
+        .env(
+            "FUSIONLAB_DATA_DIR",
+            concat!(env!("CARGO_TARGET_TMPDIR"), "/fusionlab-data"),
+        )
         .output()
         .expect("fusionlab starts");
     let report = String::from_utf8_lossy(&o.stdout);

@@ -73,6 +73,11 @@ fn fusionlab_in(dir: &Path, args: &[&str]) -> Output {
     Command::new(BIN)
         .args(args)
         .current_dir(dir)
+        // Runs are stored under the build's temporary directory, not $HOME.
+        .env(
+            "FUSIONLAB_DATA_DIR",
+            concat!(env!("CARGO_TARGET_TMPDIR"), "/fusionlab-data"),
+        )
         .output()
         .expect("fusionlab starts")
 }

@@ -553,3 +553,67 @@ fn compose_runs_the_interconnect_myth_to_its_verdict_when_docker_answers() {
     drop(image);
     println!("compose: all done in {:.1} s", t0.elapsed().as_secs_f64());
 }
+
+/// Each instance serves its metrics where the cluster file and the shipped
+/// Prometheus configuration look for them, and the Grafana dashboard is
+/// valid JSON over the metrics the instances serve.
+#[test]
+fn instances_serve_metrics_where_prometheus_looks() {
+    let c = compose();
+    let cluster = cluster_file();
+    let prometheus =
+        std::fs::read_to_string(repo().join("cluster/prometheus.yml")).expect("prometheus.yml");
+    let prometheus: serde_yaml_ng::Value = serde_yaml_ng::from_str(&prometheus).expect("YAML");
+    let job = &prometheus["scrape_configs"][0];
+    assert_eq!(
+        job["honor_labels"].as_bool(),
+        Some(true),
+        "keeps instance=\"1\""
+    );
+    let targets: Vec<&str> = job["static_configs"][0]["targets"]
+        .as_sequence()
+        .expect("targets")
+        .iter()
+        .map(|t| t.as_str().expect("a string"))
+        .collect();
+    let metrics: Vec<&str> = cluster
+        .instances
+        .iter()
+        .map(|m| m.metrics.as_str())
+        .collect();
+    assert_eq!(targets, metrics);
+    for m in &cluster.instances {
+        let svc = format!("inst{}", m.id);
+        match parse(&command(&c["services"][svc.as_str()])) {
+            Cmd::Instance(i) => {
+                let served = i.metrics.expect("--metrics");
+                assert!(served.starts_with("0.0.0.0:"), "{svc}: {served}");
+                assert_eq!(port(&served), port(&m.metrics), "{svc} metrics");
+                assert!(m.metrics.starts_with(&format!("{svc}:")));
+            }
+            _ => panic!("{svc} does not run `fusionlab instance`"),
+        }
+    }
+    let text = std::fs::read_to_string(repo().join("cluster/grafana-dashboard.json"))
+        .expect("the dashboard");
+    let dashboard: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    for p in dashboard["panels"].as_array().expect("panels") {
+        for t in p["targets"].as_array().expect("targets") {
+            let expr = t["expr"].as_str().expect("a query");
+            assert!(expr.contains("fusionlab_"), "{expr}");
+        }
+    }
+    // The monitoring services publish on the host's loopback only.
+    let monitoring = std::fs::read_to_string(repo().join("cluster/docker-compose.monitoring.yml"))
+        .expect("docker-compose.monitoring.yml");
+    let monitoring: serde_yaml_ng::Value = serde_yaml_ng::from_str(&monitoring).expect("YAML");
+    for (name, svc) in monitoring["services"].as_mapping().expect("services") {
+        for p in svc["ports"].as_sequence().into_iter().flatten() {
+            let p = p.as_str().expect("a port string");
+            assert!(
+                p.starts_with("127.0.0.1:"),
+                "{name:?} publishes {p} beyond loopback"
+            );
+        }
+    }
+}

@@ -314,6 +314,7 @@ fn run_live_from_the_command_line_prints_the_json_contract() {
     let out = Command::new(EXE)
         .args(["run", "--live", "--json", "--set", "phase.run.duration_s=1"])
         .arg(scenario_path())
+        .env("FUSIONLAB_DATA_DIR", common::DATA_DIR)
         .output()
         .expect("runs");
     let stderr = String::from_utf8_lossy(&out.stderr);

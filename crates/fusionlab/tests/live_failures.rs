@@ -9,12 +9,13 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::EXE;
+use common::{DATA_DIR, EXE};
 
 fn run_live(args: &[&str]) -> Output {
     Command::new(EXE)
         .args(["run", "--live", "--check"])
         .args(args)
+        .env("FUSIONLAB_DATA_DIR", DATA_DIR)
         .stdin(Stdio::null())
         .output()
         .expect("fusionlab starts")
@@ -116,6 +117,7 @@ fn a_death_the_scenario_did_not_ask_for_reports_the_finished_phases_and_exits_4(
     let child = Command::new(EXE)
         .args(["run", "--live"])
         .arg(&scenario)
+        .env("FUSIONLAB_DATA_DIR", DATA_DIR)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

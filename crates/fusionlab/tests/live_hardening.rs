@@ -593,6 +593,7 @@ impl Watched {
     fn start<S: AsRef<std::ffi::OsStr>>(args: impl IntoIterator<Item = S>) -> Watched {
         let mut child = Command::new(EXE)
             .args(args)
+            .env("FUSIONLAB_DATA_DIR", common::DATA_DIR)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

@@ -103,6 +103,17 @@ impl Instance {
         self.lms.count()
     }
 
+    /// Processes waiting for a CPU now (the run queue, both classes).
+    pub fn run_queue_len(&self) -> usize {
+        self.sched.queued()
+    }
+
+    /// LMS work not done yet: jobs queued, running, and set aside for a
+    /// flush or a pin, over every LMS worker.
+    pub fn lms_backlog(&self) -> usize {
+        self.lms.backlog()
+    }
+
     /// Sessions that are not idle.
     /// Every session has stopped (its workload is disabled or done) and holds nothing.
     pub fn sessions_at_rest(&self) -> bool {

@@ -125,6 +125,14 @@ impl Lms {
         self.workers.len()
     }
 
+    /// Jobs queued, running and parked, over every worker.
+    pub fn backlog(&self) -> usize {
+        self.workers
+            .iter()
+            .map(|w| w.queue.len() + usize::from(w.running.is_some()) + w.parked.len())
+            .sum()
+    }
+
     pub fn proc(&self, w: u8) -> ProcId {
         self.workers[usize::from(w)].proc
     }

@@ -12,6 +12,10 @@ use fusion_live::cluster::{self, ClusterFile, UpOptions};
 
 pub const EXE: &str = env!("CARGO_BIN_EXE_fusionlab");
 
+/// Where the runs these tests make are stored: under the build's temporary
+/// directory, not the home of whoever runs the tests.
+pub const DATA_DIR: &str = concat!(env!("CARGO_TARGET_TMPDIR"), "/fusionlab-data");
+
 /// The hot-rows scenario of the live tests.
 pub fn hot_rows() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/live/hot_rows.toml")
@@ -49,7 +53,11 @@ pub fn up(dir: &Path, instances: u8) -> Cluster {
 
 /// Run the `fusionlab` binary with these arguments.
 pub fn fusionlab<S: AsRef<std::ffi::OsStr>>(args: impl IntoIterator<Item = S>) -> Output {
-    Command::new(EXE).args(args).output().expect("runs")
+    Command::new(EXE)
+        .args(args)
+        .env("FUSIONLAB_DATA_DIR", DATA_DIR)
+        .output()
+        .expect("runs")
 }
 
 /// The command succeeded; its exit status and output say why if not.

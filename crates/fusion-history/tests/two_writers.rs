@@ -1,0 +1,74 @@
+//! Two processes recording runs into one store at once, each opening the
+//! store for every run as `fusionlab run` does (the first opens race to
+//! create the schema too): every run of both is there, numbered once.
+//!
+//! The writers are this test binary again, started with `WRITER_DIR` set.
+
+use std::process::Command;
+
+use fusion_history::{Access, NewRun, RunStore};
+
+const RUNS_EACH: usize = 150;
+
+fn writer(dir: &str, name: &str) {
+    for i in 0..RUNS_EACH {
+        let store = RunStore::open(std::path::Path::new(dir), Access::Write)
+            .unwrap_or_else(|e| panic!("{name} run {i}: {e}"));
+        let run = NewRun {
+            scenario: name.to_string(),
+            seed: i as u64,
+            report_json: "{}".into(),
+            // A report of a realistic size: the write takes a while.
+            report_text: "x".repeat(64 * 1024),
+            ..NewRun::default()
+        };
+        store
+            .record(&run)
+            .unwrap_or_else(|e| panic!("{name} run {i}: {e}"));
+    }
+}
+
+#[test]
+fn two_processes_record_at_once() {
+    if let (Ok(dir), Ok(name)) = (std::env::var("WRITER_DIR"), std::env::var("WRITER_NAME")) {
+        writer(&dir, &name);
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let exe = std::env::current_exe().expect("this test binary");
+    let children: Vec<_> = ["a", "b"]
+        .iter()
+        .map(|name| {
+            Command::new(&exe)
+                .args(["two_processes_record_at_once", "--exact", "--nocapture"])
+                .env("WRITER_DIR", dir.path())
+                .env("WRITER_NAME", name)
+                .spawn()
+                .expect("a writer starts")
+        })
+        .collect();
+    for mut c in children {
+        let status = c.wait().expect("a writer ends");
+        assert!(status.success(), "a writer failed: {status}");
+    }
+    let store = RunStore::open(dir.path(), Access::Read).expect("opens");
+    let rows = store.list(None).expect("lists");
+    assert_eq!(rows.len(), 2 * RUNS_EACH);
+    for name in ["a", "b"] {
+        let mut seeds: Vec<u64> = rows
+            .iter()
+            .filter(|r| r.scenario == name)
+            .map(|r| r.seed)
+            .collect();
+        seeds.sort_unstable();
+        assert_eq!(seeds, (0..RUNS_EACH as u64).collect::<Vec<_>>(), "{name}");
+    }
+    let ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
+    assert_eq!(ids, (1..=(2 * RUNS_EACH) as i64).collect::<Vec<_>>());
+    // The two writers' runs interleave: they did write at once.
+    let switches = rows
+        .windows(2)
+        .filter(|w| w[0].scenario != w[1].scenario)
+        .count();
+    eprintln!("writers took turns {switches} times");
+}
