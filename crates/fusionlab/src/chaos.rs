@@ -43,8 +43,8 @@ use fusion_sim::SimOptions;
 use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
 
-use crate::memory::{MemoryLimit, within_limit};
 use crate::chaos_file::with_faults;
+use crate::memory::{MemoryLimit, within_limit};
 use crate::{Failure, exit, shipped};
 
 /// What `fusionlab chaos` was asked.
@@ -197,8 +197,8 @@ impl Base {
     /// [`Base::with`], and the text it loaded.
     fn with_text(&self, faults: &[Drawn]) -> Result<(String, LoadedScenario), String> {
         let text = with_faults(&self.text, faults)?;
-        let loaded = fusion_scenario::load_str(&text, &self.label, &self.sets)
-            .map_err(|e| e.to_string())?;
+        let loaded =
+            fusion_scenario::load_str(&text, &self.label, &self.sets).map_err(|e| e.to_string())?;
         Ok((text, loaded))
     }
 

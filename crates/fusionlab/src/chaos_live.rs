@@ -119,7 +119,11 @@ pub(crate) fn run_all(
             ),
         };
         // A run that lost, broke or failed keeps its cluster's logs.
-        let end = if outcome.failed() { RunEnd::Failed } else { end };
+        let end = if outcome.failed() {
+            RunEnd::Failed
+        } else {
+            end
+        };
         writeln!(
             err,
             "{WHAT}: seed {seed}: {} acknowledged, {} lost, {} violations, {} protocol errors",
