@@ -13,6 +13,8 @@ use crate::fmt::grouped;
 #[derive(Clone, Debug, Default)]
 pub struct ChaosResult {
     pub scenario: String,
+    /// What carried the runs out: `simulator`, or `live` (real processes).
+    pub driver: String,
     /// The command that reruns the scenario, before `--runs 1 --seed X`.
     pub replay: String,
     /// The first run's seed (run i has seed + i).
@@ -143,7 +145,7 @@ pub fn describe_fault(fault: &Fault, phase: &str) -> String {
     }
 }
 
-/// The JSON object: `{scenario, seed, runs, kinds_drawn, kinds_not_drawn,
+/// The JSON object: `{scenario, driver, seed, runs, kinds_drawn, kinds_not_drawn,
 /// faults, commits_acknowledged, commits_lost, violations, protocol_errors,
 /// failing_seeds, per_run}`.
 pub fn json(r: &ChaosResult) -> Value {
@@ -154,6 +156,7 @@ pub fn json(r: &ChaosResult) -> Value {
         .collect();
     json!({
         "scenario": r.scenario,
+        "driver": r.driver,
         "seed": r.seed,
         "runs": r.runs.len(),
         "kinds_drawn": r.kinds_drawn,
@@ -193,6 +196,14 @@ pub fn text(r: &ChaosResult) -> String {
         if runs == 1 { "" } else { "s" },
         r.seed,
         r.seed
+    ));
+    s.push_str(&format!(
+        "driver: {}\n",
+        if r.driver == "live" {
+            "live (each run on a local cluster of real processes, one after the other)"
+        } else {
+            r.driver.as_str()
+        }
     ));
     s.push_str(&format!(
         "kinds drawn: {}\n",
@@ -321,6 +332,7 @@ mod tests {
         };
         let r = ChaosResult {
             scenario: "s".into(),
+            driver: "live".into(),
             replay: "fusionlab chaos s.toml".into(),
             seed: 5,
             kinds: vec!["kill".into(), "pause".into()],
@@ -338,6 +350,7 @@ mod tests {
             "  kill inst2 at 1.000 s of \"a\"",
             "  replay: fusionlab chaos s.toml --runs 1 --seed 6",
             "not drawn: pause: no",
+            "driver: live (each run on a local cluster of real processes",
         ] {
             assert!(t.contains(line), "`{line}` missing:\n{t}");
         }
@@ -346,5 +359,6 @@ mod tests {
         assert_eq!(j["faults"], json!({ "kill": 2, "pause": 0 }));
         assert_eq!(j["failing_seeds"], json!([6]));
         assert_eq!(j["commits_lost"], 1);
+        assert_eq!(j["driver"], "live");
     }
 }

@@ -43,6 +43,7 @@ use fusion_sim::SimOptions;
 use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
 
+use crate::chaos_file::with_faults;
 use crate::memory::{MemoryLimit, within_limit};
 use crate::{Failure, exit, shipped};
 
@@ -60,6 +61,9 @@ pub struct ChaosArgs {
     pub max_memory: Option<u64>,
     /// `--save-scenario FILE` (only with one run).
     pub save_scenario: Option<std::path::PathBuf>,
+    /// `--live`: each run on a local cluster of real processes, one after
+    /// the other (see [`crate::chaos_live`]).
+    pub live: bool,
 }
 
 /// The kinds of fault a run may draw.
@@ -130,20 +134,72 @@ impl RunOutcome {
 
 /// The scenario as chaos runs it: its text, label, overrides, and what the
 /// loader made of it.
-struct Base {
+pub(crate) struct Base {
     text: String,
-    label: String,
-    sets: Vec<String>,
-    scenario: Scenario,
+    pub(crate) label: String,
+    pub(crate) sets: Vec<String>,
+    pub(crate) scenario: Scenario,
     variant: String,
+}
+
+/// One run's faults drawn and loaded: what a driver carries out.
+pub(crate) struct Prepared {
+    pub(crate) seed: u64,
+    pub(crate) faults: Vec<Drawn>,
+    /// The scenario file with the faults in its phases (live instances
+    /// load this text), and what the loader made of it.
+    pub(crate) text: String,
+    pub(crate) loaded: LoadedScenario,
+    /// The variant to run, in `loaded`.
+    pub(crate) variant: usize,
+}
+
+impl Prepared {
+    /// The run's outcome from what the driver reports: commits acknowledged
+    /// and lost from the checkers, their violations apart from the
+    /// protocol's errors.
+    pub(crate) fn outcome(self, o: &fusion_driver::VariantOutcome) -> RunOutcome {
+        let (violations, errors): (Vec<String>, Vec<String>) =
+            o.errors.iter().cloned().partition(|e| o.is_violation(e));
+        let (acknowledged, lost) = o
+            .check
+            .as_ref()
+            .map_or((0, 0), |c| (c.commits_acknowledged, c.commits_lost));
+        RunOutcome {
+            seed: self.seed,
+            faults: self.faults,
+            acknowledged,
+            lost,
+            violations,
+            errors,
+        }
+    }
+
+    /// The run could not be carried out (a live cluster failed): a
+    /// protocol error of the run, with nothing counted.
+    pub(crate) fn failed(self, why: String) -> RunOutcome {
+        RunOutcome {
+            seed: self.seed,
+            faults: self.faults,
+            errors: vec![why],
+            ..RunOutcome::default()
+        }
+    }
 }
 
 impl Base {
     /// Load the scenario with `faults` added to its phases. Err: the
     /// loader's message.
     fn with(&self, faults: &[Drawn]) -> Result<LoadedScenario, String> {
+        self.with_text(faults).map(|(_, loaded)| loaded)
+    }
+
+    /// [`Base::with`], and the text it loaded.
+    fn with_text(&self, faults: &[Drawn]) -> Result<(String, LoadedScenario), String> {
         let text = with_faults(&self.text, faults)?;
-        fusion_scenario::load_str(&text, &self.label, &self.sets).map_err(|e| e.to_string())
+        let loaded =
+            fusion_scenario::load_str(&text, &self.label, &self.sets).map_err(|e| e.to_string())?;
+        Ok((text, loaded))
     }
 
     fn instances(&self) -> usize {
@@ -192,7 +248,21 @@ pub fn chaos(a: &ChaosArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<
         scenario: first.scenario.clone(),
         variant: first.name.clone(),
     };
-    let (drawable, refused) = drawable_kinds(&base);
+    // A kind the driver refuses is not drawn either, with its reason.
+    let driver_refusal = |l: &LoadedScenario| {
+        if a.live {
+            crate::chaos_live::refusal(l)
+        } else {
+            Ok(())
+        }
+    };
+    if a.live {
+        // Figures a live cluster does not measure: refused before any run.
+        let plain = base.with(&[]).map_err(Failure::input)?;
+        fusion_driver::refusal(&plain, fusion_driver::Driver::Live)
+            .map_err(|e| Failure::input(format!("fusionlab chaos --live: {e}")))?;
+    }
+    let (drawable, refused) = drawable_kinds(&base, &driver_refusal);
     let start = a.seed.unwrap_or(base.scenario.seed);
     let seeds: Vec<u64> = (0..u64::from(a.runs))
         .map(|i| start.wrapping_add(i))
@@ -203,11 +273,16 @@ pub fn chaos(a: &ChaosArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<
         .map_or(1, usize::from)
         .min(seeds.len())
         .min(by_memory.max(1));
-    let outcomes = run_all(&base, &drawable, &seeds, workers)?;
+    let (outcomes, interrupted) = if a.live {
+        crate::chaos_live::run_all(&base, &drawable, &seeds, err)?
+    } else {
+        (run_all(&base, &drawable, &seeds, workers)?, None)
+    };
     let phases = &base.scenario.phases;
     let result = ChaosResult {
         scenario: loaded.name.clone(),
-        replay: replay_command(&a.scenario, &a.sets),
+        driver: if a.live { "live" } else { "simulator" }.to_string(),
+        replay: replay_command(&a.scenario, a.live, &a.sets),
         seed: start,
         kinds_drawn: drawable.iter().map(|k| k.name().to_string()).collect(),
         kinds_not_drawn: refused
@@ -235,7 +310,7 @@ pub fn chaos(a: &ChaosArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<
             .collect(),
     };
     if let (Some(path), Some(run)) = (&a.save_scenario, outcomes.first()) {
-        let file = saved_scenario(&base, run, &result.replay, path)?;
+        let file = saved_scenario(&base, run, &result.replay, a.live, path)?;
         std::fs::write(path, file)
             .map_err(|e| Failure::input(format!("{}: cannot write: {e}", path.display())))?;
     }
@@ -253,6 +328,15 @@ pub fn chaos(a: &ChaosArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<
         for line in o.violations.iter().chain(&o.errors) {
             writeln!(err, "fusionlab: chaos seed {}: {line}", o.seed)?;
         }
+    }
+    if let Some(s) = interrupted {
+        writeln!(
+            err,
+            "fusionlab chaos --live: interrupted by {s} after {} of {} runs",
+            outcomes.len(),
+            seeds.len()
+        )?;
+        return Ok(s.exit_status());
     }
     Ok(if outcomes.iter().any(RunOutcome::failed) {
         exit::SIM_ERRORS
@@ -304,45 +388,47 @@ fn run_all(
 /// Draws at most before a run gives up finding faults the loader accepts.
 const DRAWS_MAX: u32 = 50;
 
-/// One run: draw faults the loader accepts, simulate with the checkers on.
+/// One run on the simulator: draw faults the loader accepts, simulate
+/// with the checkers on.
 fn one_run(base: &Base, drawable: &[Kind], seed: u64) -> Result<RunOutcome, String> {
+    let run = prepare(base, drawable, seed)?;
+    let v = &run.loaded.variants[run.variant];
+    let opts = SimOptions {
+        seed: Some(seed),
+        check: true,
+    };
+    let o = fusion_sim::run_variant(&v.name, &v.scenario, &opts);
+    Ok(run.outcome(&o))
+}
+
+/// Draw a run's faults from its seed until the loader accepts them (the
+/// same draws whichever driver carries the run out). Err: none did.
+pub(crate) fn prepare(base: &Base, drawable: &[Kind], seed: u64) -> Result<Prepared, String> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     // Apart from the simulation's own streams of the same seed.
     rng.set_stream(77);
     let mut last = String::new();
     for _ in 0..DRAWS_MAX {
         let faults = draw(base, drawable, &mut rng);
-        let loaded = match base.with(&faults) {
+        let (text, loaded) = match base.with_text(&faults) {
             Ok(l) => l,
             Err(why) => {
                 last = why;
                 continue;
             }
         };
-        let Some(v) = loaded.variants.iter().find(|v| v.name == base.variant) else {
+        let Some(variant) = loaded.variants.iter().position(|v| v.name == base.variant) else {
             return Err(format!(
                 "chaos seed {seed}: variant {} is gone",
                 base.variant
             ));
         };
-        let opts = SimOptions {
-            seed: Some(seed),
-            check: true,
-        };
-        let o = fusion_sim::run_variant(&v.name, &v.scenario, &opts);
-        let (violations, errors): (Vec<String>, Vec<String>) =
-            o.errors.iter().cloned().partition(|e| o.is_violation(e));
-        let (acknowledged, lost) = o
-            .check
-            .as_ref()
-            .map_or((0, 0), |c| (c.commits_acknowledged, c.commits_lost));
-        return Ok(RunOutcome {
+        return Ok(Prepared {
             seed,
             faults,
-            acknowledged,
-            lost,
-            violations,
-            errors,
+            text,
+            loaded,
+            variant,
         });
     }
     Err(format!(
@@ -493,11 +579,15 @@ fn locate(phases: &[fusion_scenario::Phase], t: Nanos) -> Option<(usize, Nanos)>
     None
 }
 
-/// Try each kind once on the scenario: the kinds the loader accepts, and
-/// for the others the loader's reason (its first message).
 /// The scenario file of one run: the drawn faults in its phases, and a
 /// header saying how `run` replays it (the same seed, sets and checkers).
-fn saved_scenario(base: &Base, run: &RunOutcome, replay: &str, path: &Path) -> Result<String> {
+fn saved_scenario(
+    base: &Base,
+    run: &RunOutcome,
+    replay: &str,
+    live: bool,
+    path: &Path,
+) -> Result<String> {
     let text = with_faults(&base.text, &run.faults).map_err(Failure::input)?;
     let mut sets = String::new();
     for set in &base.sets {
@@ -507,8 +597,9 @@ fn saved_scenario(base: &Base, run: &RunOutcome, replay: &str, path: &Path) -> R
     Ok(format!(
         "# Written by `{replay} --runs 1 --seed {seed} --save-scenario ...`: \
          the run's faults are in its phases.\n\
-         # Replay it: fusionlab run {file} --seed {seed} --check{sets}\n{text}",
+         # Replay it: fusionlab run{driver} {file} --seed {seed} --check{sets}\n{text}",
         seed = run.seed,
+        driver = if live { " --live" } else { "" },
         file = shell_word(&path.display().to_string()),
     ))
 }
@@ -516,8 +607,9 @@ fn saved_scenario(base: &Base, run: &RunOutcome, replay: &str, path: &Path) -> R
 /// The command that runs this scenario again with the same `--set`
 /// values (the table adds `--runs 1 --seed X`): a replay without them would
 /// run another timeline.
-fn replay_command(scenario: &str, sets: &[String]) -> String {
-    let mut command = format!("fusionlab chaos {}", shell_word(scenario));
+fn replay_command(scenario: &str, live: bool, sets: &[String]) -> String {
+    let driver = if live { "--live " } else { "" };
+    let mut command = format!("fusionlab chaos {driver}{}", shell_word(scenario));
     for set in sets {
         command.push_str(" --set ");
         command.push_str(&shell_word(set));
@@ -535,7 +627,14 @@ fn shell_word(word: &str) -> String {
     }
 }
 
-fn drawable_kinds(base: &Base) -> (Vec<Kind>, Vec<(Kind, String)>) {
+/// Try each kind once on the scenario: the kinds the loader accepts, and
+/// for the others the loader's reason (its first message). `driver` says
+/// whether the driver that carries the runs out refuses a
+/// scenario the loader accepted (its reason).
+fn drawable_kinds(
+    base: &Base,
+    driver: &dyn Fn(&LoadedScenario) -> Result<(), String>,
+) -> (Vec<Kind>, Vec<(Kind, String)>) {
     let n = base.instances();
     let last = u8::try_from(n).unwrap_or(u8::MAX);
     let phase = base
@@ -596,8 +695,8 @@ fn drawable_kinds(base: &Base) -> (Vec<Kind>, Vec<(Kind, String)>) {
                 direction: Direction::Both,
             }),
         }
-        match base.with(&faults) {
-            Ok(_) => ok.push(kind),
+        match base.with(&faults).and_then(|l| driver(&l)) {
+            Ok(()) => ok.push(kind),
             // Its probe kills first: say so when that is what was refused.
             Err(why) if kind == Kind::Restart && refused.iter().any(|r| r.0 == Kind::Kill) => {
                 refused.push((kind, format!("it follows a kill, and {}", reason(&why))));
@@ -618,173 +717,6 @@ fn reason(message: &str) -> String {
     }
 }
 
-/// `text` with each fault added to its phase's `[[phase.fault]]` tables.
-/// The scenario's own failures (a failure scenario's kill, say) are taken
-/// out first: a run's failures are the drawn ones, over the workload and
-/// the other faults of the file.
-fn with_faults(text: &str, faults: &[Drawn]) -> Result<String, String> {
-    let mut doc: toml_edit::DocumentMut = text
-        .parse()
-        .map_err(|e| format!("the scenario does not parse: {e}"))?;
-    let phases = doc
-        .get_mut("phase")
-        .ok_or_else(|| "the scenario has no [[phase]]".to_string())?;
-    without_failures(phases);
-    // Only the first variant runs; the others may name the failures just
-    // taken out (`phase.freeze.fault.0.duration_s`).
-    if let Some(toml_edit::Item::ArrayOfTables(variants)) = doc.get_mut("variant") {
-        while variants.len() > 1 {
-            variants.remove(variants.len() - 1);
-        }
-    }
-    // A chaos run is judged by its checkers, not by the file's expectations
-    // or its tour summary, which may name the variants just taken out.
-    doc.remove("expect");
-    doc.remove("tour");
-    let phases = doc
-        .get_mut("phase")
-        .ok_or_else(|| "the scenario has no [[phase]]".to_string())?;
-    for d in faults {
-        let table = fault_table(&d.fault);
-        match phases {
-            toml_edit::Item::ArrayOfTables(aot) => {
-                let phase = aot
-                    .get_mut(d.phase)
-                    .ok_or_else(|| format!("no phase {}", d.phase))?;
-                let entry = phase
-                    .entry("fault")
-                    .or_insert(toml_edit::Item::ArrayOfTables(Default::default()));
-                match entry {
-                    toml_edit::Item::ArrayOfTables(f) => f.push(table),
-                    toml_edit::Item::Value(toml_edit::Value::Array(f)) => {
-                        f.push(table.into_inline_table());
-                    }
-                    _ => return Err("`phase.fault` is neither tables nor an array".into()),
-                }
-            }
-            toml_edit::Item::Value(toml_edit::Value::Array(list)) => {
-                let phase = list
-                    .get_mut(d.phase)
-                    .and_then(toml_edit::Value::as_inline_table_mut)
-                    .ok_or_else(|| format!("no phase {}", d.phase))?;
-                let entry = phase
-                    .entry("fault")
-                    .or_insert(toml_edit::Value::Array(Default::default()));
-                let toml_edit::Value::Array(f) = entry else {
-                    return Err("`phase.fault` is not an array".into());
-                };
-                f.push(table.into_inline_table());
-            }
-            _ => return Err("`phase` is neither tables nor an array".into()),
-        }
-    }
-    Ok(doc.to_string())
-}
-
-/// A fault as a scenario file writes it.
-/// Kinds a chaos run draws: a file's own faults of these kinds are removed.
-const FAILURE_KINDS: &[&str] = &["kill", "restart", "pause", "loss", "partition"];
-
-fn without_failures(phases: &mut toml_edit::Item) {
-    let is_failure = |kind: Option<&str>| kind.is_some_and(|k| FAILURE_KINDS.contains(&k));
-    let strip_array = |a: &mut toml_edit::Array| {
-        a.retain(|v| {
-            !is_failure(
-                v.as_inline_table()
-                    .and_then(|t| t.get("kind"))
-                    .and_then(|k| k.as_str()),
-            )
-        });
-    };
-    let strip_phase = |fault: Option<&mut toml_edit::Item>| match fault {
-        Some(toml_edit::Item::ArrayOfTables(f)) => {
-            f.retain(|t| !is_failure(t.get("kind").and_then(|k| k.as_str())));
-        }
-        Some(toml_edit::Item::Value(toml_edit::Value::Array(f))) => strip_array(f),
-        _ => {}
-    };
-    match phases {
-        toml_edit::Item::ArrayOfTables(aot) => {
-            for phase in aot.iter_mut() {
-                strip_phase(phase.get_mut("fault"));
-            }
-        }
-        toml_edit::Item::Value(toml_edit::Value::Array(list)) => {
-            for phase in list.iter_mut() {
-                if let Some(t) = phase.as_inline_table_mut()
-                    && let Some(toml_edit::Value::Array(f)) = t.get_mut("fault")
-                {
-                    strip_array(f);
-                }
-            }
-        }
-        _ => {}
-    }
-}
-
-fn fault_table(f: &Fault) -> toml_edit::Table {
-    use toml_edit::value;
-    let seconds = |ns: Nanos| value(ns as f64 / NS_PER_S as f64);
-    let mut t = toml_edit::Table::new();
-    t.insert("kind", value(f.kind()));
-    match *f {
-        Fault::Kill { instance, at } | Fault::Restart { instance, at } => {
-            t.insert("instance", value(i64::from(instance)));
-            t.insert("at_s", seconds(at));
-        }
-        Fault::Pause {
-            instance,
-            at,
-            duration,
-        } => {
-            t.insert("instance", value(i64::from(instance)));
-            t.insert("at_s", seconds(at));
-            t.insert("duration_s", seconds(duration));
-        }
-        Fault::Loss {
-            target,
-            loss_ppm,
-            correlation_ppm,
-        } => {
-            t.insert("target", target_item(target));
-            t.insert("loss_pct", value(f64::from(loss_ppm) / 10_000.0));
-            t.insert(
-                "correlation_pct",
-                value(f64::from(correlation_ppm) / 10_000.0),
-            );
-        }
-        Fault::Partition { target, direction } => {
-            t.insert("target", target_item(target));
-            t.insert(
-                "direction",
-                value(match direction {
-                    Direction::Both => "both",
-                    Direction::To => "to",
-                    Direction::From => "from",
-                }),
-            );
-        }
-        // Not drawn: slowdowns are the scenario's own business.
-        _ => {}
-    }
-    t
-}
-
-fn target_item(t: LinkTarget) -> toml_edit::Item {
-    let mut inline = toml_edit::InlineTable::new();
-    match t {
-        LinkTarget::All => return toml_edit::value("all"),
-        LinkTarget::Instance(i) => {
-            inline.insert("instance", i64::from(i).into());
-        }
-        LinkTarget::Link { from, to } => {
-            inline.insert("from", i64::from(from).into());
-            inline.insert("to", i64::from(to).into());
-        }
-    }
-    toml_edit::value(inline)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -796,13 +728,17 @@ mod tests {
             "scenario.title=a b's".to_string(),
         ];
         assert_eq!(
-            replay_command("my scenarios/x.toml", &sets),
+            replay_command("my scenarios/x.toml", false, &sets),
             "fusionlab chaos 'my scenarios/x.toml' --set phase.crash.duration_s=12 \
              --set 'scenario.title=a b'\\''s'"
         );
         assert_eq!(
-            replay_command("split-brain", &[]),
+            replay_command("split-brain", false, &[]),
             "fusionlab chaos split-brain"
+        );
+        assert_eq!(
+            replay_command("split-brain", true, &[]),
+            "fusionlab chaos --live split-brain"
         );
     }
 

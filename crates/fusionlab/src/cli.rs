@@ -24,7 +24,7 @@ unknown --phase, usage, a run estimated to need more memory than --max-memory); 
 (`chaos`: a run lost an acknowledged commit, broke a check or hit a protocol error); \
 4 a live cluster failed (an instance or the store died or did not answer); \
 `probe`: 1 the service did not answer. \
-130 / 143 a live run or tour stopped by SIGINT (Ctrl-C) / SIGTERM, after stopping the cluster \
+130 / 143 a live run, tour or chaos stopped by SIGINT (Ctrl-C) / SIGTERM, after stopping the cluster \
 it started (or quiescing the one it was given).")]
 pub struct Cli {
     #[command(subcommand)]
@@ -39,7 +39,8 @@ pub enum Command {
     Run(RunCmd),
     /// Run a scenario's workload many times with random failures (kill,
     /// restart, pause, loss, partition: the kinds the loader accepts), the
-    /// checkers on, and count acknowledged and lost commits.
+    /// checkers on, and count acknowledged and lost commits; with --live on
+    /// real processes.
     Chaos(ChaosCmd),
     /// Load a scenario and report its problems without running it.
     Validate(ValidateCmd),
@@ -284,6 +285,12 @@ pub struct ChaosCmd {
     /// in its phases, to FILE (to keep a failing run as a scenario).
     #[arg(long, value_name = "FILE")]
     pub save_scenario: Option<std::path::PathBuf>,
+    /// Carry out each run on a local cluster of real processes (one after
+    /// the other, in real time): the same faults from the same seeds, kill
+    /// as SIGKILL, pause as SIGSTOP/SIGCONT. The seed fixes the faults and
+    /// their times, not the interleaving.
+    #[arg(long)]
+    pub live: bool,
 }
 
 #[derive(Args)]
@@ -367,6 +374,7 @@ pub fn dispatch(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::R
                 sets: c.sets,
                 max_memory: c.max_memory,
                 save_scenario: c.save_scenario,
+                live: c.live,
             },
             out,
             err,

@@ -7,6 +7,8 @@
 //! - [`tour`]: the myth tour.
 //! - [`bench`]: the simulator speed benchmark.
 //! - [`chaos`]: `fusionlab chaos`, runs with random failures and the checkers on.
+//! - `chaos_file`: a chaos run's faults written into the scenario file.
+//! - [`chaos_live`]: `fusionlab chaos --live`, those runs on real processes.
 //! - [`live`]: the live cluster (`store`, `instance`, `up`, `status`, `down`, `restart`, `run --live`).
 //! - [`interrupt`]: SIGINT and SIGTERM for the live commands that start or drive a cluster.
 //! - [`figures`]: the compact per-phase figures and number formatting the tour uses.
@@ -18,6 +20,8 @@
 pub mod args;
 pub mod bench;
 pub mod chaos;
+mod chaos_file;
+pub mod chaos_live;
 pub mod cli;
 pub mod commands;
 pub mod figures;

@@ -26,7 +26,7 @@ use fusion_wire::framing::{decode_frame, encode_frame, hello_frame};
 use fusion_wire::pb;
 
 mod common;
-use common::{Cluster, EXE, assert_ok, fusionlab, hot_rows};
+use common::{Cluster, EXE, assert_ok, fusionlab, hot_rows, processes_in};
 
 /// A cluster started with the library (the processes are this test's
 /// children) and its cluster file, written as `up` writes it.
@@ -129,30 +129,6 @@ fn refusal_to_a_stranger(interconnect: &str) -> Option<String> {
         Some(pb::frame::Kind::Refusal(r)) => Some(r.reason),
         other => panic!("a refusal expected, got {other:?}"),
     }
-}
-
-/// Processes whose command line names `dir` (a cluster's processes are
-/// given their address files there).
-fn processes_in(dir: &Path) -> Vec<(u32, String)> {
-    let needle = dir.display().to_string();
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        if cmdline.contains(&needle) {
-            found.push((pid, cmdline));
-        }
-    }
-    found
 }
 
 /// Up to 100 connections that announce a 64 MiB frame and send 1 MiB of it

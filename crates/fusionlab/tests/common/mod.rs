@@ -70,3 +70,27 @@ pub fn assert_ok(out: &Output) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Processes whose command line names `dir` (a cluster's processes are
+/// given their address files there).
+pub fn processes_in(dir: &Path) -> Vec<(u32, String)> {
+    let needle = dir.display().to_string();
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if cmdline.contains(&needle) {
+            found.push((pid, cmdline));
+        }
+    }
+    found
+}

@@ -1,0 +1,139 @@
+//! `fusionlab chaos --live SCENARIO --runs N`: the simulator's chaos runs
+//! (the same draws from the same seeds, see [`crate::chaos`]) carried out
+//! on real processes. Each run starts a private local cluster (a block
+//! store and one process per instance on 127.0.0.1), runs the drawn
+//! variant with the checkers on, `kill` as SIGKILL, `pause` as SIGSTOP and
+//! SIGCONT, `restart` as a new process, `loss` and `partition` on the live
+//! interconnect, then stops the cluster (its logs kept when the run
+//! failed) before the next run. Runs are one after the other: they take
+//! real time.
+//!
+//! The seed fixes a run's faults and their times, not the interleaving of
+//! real processes: a live run is not replayed byte for byte.
+//!
+//! A cluster that fails for a reason the run did not ask for (an instance
+//! dies unasked, stops answering) is a protocol error of that run, with
+//! its message, and the campaign goes on. SIGINT or SIGTERM stops the
+//! cluster of the run under way and ends the campaign with the runs done.
+
+use std::io::Write;
+
+use anyhow::{Context, Result};
+use fusion_driver::Driver;
+use fusion_live::lives::{LocalProcesses, ProcessControl};
+use fusion_live::runner::LiveRun;
+use fusion_scenario::LoadedScenario;
+
+use crate::Failure;
+use crate::chaos::{Base, Kind, RunOutcome, prepare};
+use crate::interrupt::{Interruption, Interrupts};
+use crate::live::{Ended, RunEnd, cluster_for, leave_cluster, run_until_interrupted};
+
+const WHAT: &str = "fusionlab chaos --live";
+
+/// The cluster of every live chaos run is one this command starts, whose
+/// instance processes it signals (kill, pause, restart). A driver that
+/// cannot (a cluster it is given, containers) refuses those kinds, and
+/// they are not drawn.
+const CONTROLS_ITS_PROCESSES: bool = true;
+
+/// Err: the live driver cannot carry out `loaded`'s faults (why).
+pub(crate) fn refusal(loaded: &LoadedScenario) -> Result<(), String> {
+    if CONTROLS_ITS_PROCESSES {
+        return Ok(());
+    }
+    fusion_driver::fault_refusal(loaded, Driver::Live)
+}
+
+/// Carry out the run of each seed, one after the other, each on a cluster
+/// of its own. Returns the outcomes in seed order, and the signal that cut
+/// the campaign short (the runs done before it are returned).
+pub(crate) fn run_all(
+    base: &Base,
+    drawable: &[Kind],
+    seeds: &[u64],
+    err: &mut dyn Write,
+) -> Result<(Vec<RunOutcome>, Option<Interruption>)> {
+    // Caught from before the first cluster starts, so that a Ctrl-C at any
+    // point stops what this command started.
+    let interrupts = Interrupts::install()?;
+    let exe = std::env::current_exe().context("cannot find this program's path")?;
+    let needed = base.scenario.instances.len();
+    let mut outcomes = Vec::with_capacity(seeds.len());
+    for (i, &seed) in seeds.iter().enumerate() {
+        if let Some(s) = interrupts.received() {
+            return Ok((outcomes, Some(s)));
+        }
+        let run = prepare(base, drawable, seed).map_err(Failure::input)?;
+        writeln!(
+            err,
+            "{WHAT}: run {} of {} (seed {seed}), {} fault{}",
+            i + 1,
+            seeds.len(),
+            run.faults.len(),
+            if run.faults.len() == 1 { "" } else { "s" }
+        )?;
+        let (c, own) = match cluster_for(None, needed, WHAT, err) {
+            Ok(started) => started,
+            Err(e) => {
+                outcomes.push(run.failed(format!("the cluster did not start: {e:#}")));
+                continue;
+            }
+        };
+        let control = LocalProcesses::new(&c, exe.clone()).ok();
+        let ended = run_until_interrupted(
+            &interrupts,
+            &run.loaded,
+            &LiveRun {
+                cluster: &c,
+                text: &run.text,
+                label: &base.label,
+                overrides: &base.sets,
+                seed: Some(seed),
+                check: true,
+                progress: false,
+                control: control.as_ref().map(|p| p as &dyn ProcessControl),
+            },
+        );
+        // With the instances restarted during the run, not the first ones.
+        let c = control.as_ref().and_then(|p| p.cluster().ok()).unwrap_or(c);
+        let (outcome, end) = match ended {
+            Err(e) => {
+                leave_cluster(&c, own.as_deref(), RunEnd::Failed, WHAT, err)?;
+                return Err(e);
+            }
+            Ok(Ended::Interrupted(s)) => {
+                leave_cluster(&c, own.as_deref(), RunEnd::Interrupted, WHAT, err)?;
+                return Ok((outcomes, Some(s)));
+            }
+            Ok(Ended::Ran(Ok((_, variants)))) => match variants.first() {
+                Some(o) => (run.outcome(o), RunEnd::Completed),
+                None => (
+                    run.failed("the live run reported no variant".into()),
+                    RunEnd::Failed,
+                ),
+            },
+            Ok(Ended::Ran(Err(failure))) => (
+                run.failed(format!("the live cluster failed: {}", failure.message)),
+                RunEnd::Failed,
+            ),
+        };
+        // A run that lost, broke or failed keeps its cluster's logs.
+        let end = if outcome.failed() {
+            RunEnd::Failed
+        } else {
+            end
+        };
+        writeln!(
+            err,
+            "{WHAT}: seed {seed}: {} acknowledged, {} lost, {} violations, {} protocol errors",
+            outcome.acknowledged,
+            outcome.lost,
+            outcome.violations.len(),
+            outcome.errors.len()
+        )?;
+        leave_cluster(&c, own.as_deref(), end, WHAT, err)?;
+        outcomes.push(outcome);
+    }
+    Ok((outcomes, None))
+}
