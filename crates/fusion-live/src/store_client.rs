@@ -291,15 +291,20 @@ impl Store {
         Ok(())
     }
 
-    /// Every block, in address order (for the end-of-run checks).
-    pub async fn read_all(&self, total: u32) -> Result<Vec<fusion_core::block::Block>, String> {
+    /// Every block, in address order (for the end-of-run checks), read in
+    /// the name of instance index `instance` (the store refuses a fenced one).
+    pub async fn read_all(
+        &self,
+        instance: u32,
+        total: u32,
+    ) -> Result<Vec<fusion_core::block::Block>, String> {
         let mut out = Vec::with_capacity(total as usize);
         let all: Vec<u32> = (0..total).collect();
         for chunk in all.chunks(256) {
             let mut c = self.client.clone();
             let r = c
                 .read_blocks(self.request(ReadBlocksRequest {
-                    instance: 0,
+                    instance,
                     blks: chunk.to_vec(),
                 }))
                 .await
