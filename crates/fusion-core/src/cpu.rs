@@ -40,6 +40,10 @@ struct Task {
     started_at: Option<Nanos>,
     queued_at: Nanos,
     waited: Nanos,
+    /// On a core whose threads share its pipelines: wall time is work times
+    /// `.0 / .1` (threads running on the core / pipelines), set when the
+    /// step (re)starts on a CPU; `(1, 1)` at full speed.
+    stretch: (u32, u32),
 }
 
 #[derive(Clone, Debug, Default)]
@@ -81,6 +85,11 @@ pub struct Scheduler {
     /// The latest time the run queue has reached. Time never goes back: a
     /// step's start, slice and end are all measured from it.
     clock: Nanos,
+    /// Hardware threads per core (CPUs `c * threads_per_core ..` share core
+    /// `c`); 1: every CPU is a core of its own.
+    threads_per_core: u32,
+    /// Threads of a core that run at full speed at once.
+    pipelines_per_core: u32,
 }
 
 /// A fixed-size bit set over CPU numbers.
@@ -118,6 +127,17 @@ impl Bits {
 
 impl Scheduler {
     pub fn new(cpu_count: u32, quantum: Nanos) -> Scheduler {
+        Scheduler::with_cores(cpu_count, quantum, 1, 1)
+    }
+
+    /// CPUs that are hardware threads, `threads_per_core` to a core whose
+    /// `pipelines_per_core` pipelines they share (chip multithreading).
+    pub fn with_cores(
+        cpu_count: u32,
+        quantum: Nanos,
+        threads_per_core: u32,
+        pipelines_per_core: u32,
+    ) -> Scheduler {
         let cpus = cpu_count.max(1) as usize;
         Scheduler {
             cpus: vec![Cpu::default(); cpus],
@@ -132,6 +152,8 @@ impl Scheduler {
             idle: Bits::new(cpus, true),
             running_ts: Bits::new(cpus, false),
             clock: 0,
+            threads_per_core: threads_per_core.max(1),
+            pipelines_per_core: pipelines_per_core.max(1),
         }
     }
 
@@ -154,6 +176,7 @@ impl Scheduler {
             started_at: None,
             queued_at: now,
             waited: 0,
+            stretch: (1, 1),
         };
         if let Some(k) = self
             .reserved
@@ -363,7 +386,9 @@ impl Scheduler {
     }
 
     fn event_time(&self, cpu: &Cpu, task: &Task) -> Nanos {
-        let end = cpu.slice_start.saturating_add(task.remaining);
+        let end = cpu
+            .slice_start
+            .saturating_add(wall(task.remaining, task.stretch));
         match task.class {
             SchedClass::RealTime => end,
             SchedClass::TimeShare => end.min(cpu.slice_start.saturating_add(self.quantum)),
@@ -444,7 +469,15 @@ impl Scheduler {
         // events are handled in time order), so neither subtraction can
         // underflow: debug builds check them, as the assert they would be.
         let ran = now - cpu.slice_start;
-        task.remaining -= ran;
+        task.remaining -= if task.stretch.0 == task.stretch.1 {
+            ran
+        } else if ran >= wall(task.remaining, task.stretch) {
+            task.remaining
+        } else {
+            // Work done at the shared pipeline's speed (rounded down: the
+            // step ends at its event, never before).
+            (u128::from(ran) * u128::from(task.stretch.1) / u128::from(task.stretch.0)) as Nanos
+        };
         self.busy += ran;
         self.running_ts.set(i, false);
         if cpu.reserved_for.is_none() {
@@ -455,6 +488,9 @@ impl Scheduler {
 
     fn run_on(&mut self, i: usize, mut task: Task, now: Nanos) {
         task.waited += now - task.queued_at;
+        if self.threads_per_core > 1 {
+            task.stretch = self.stretch_on(i);
+        }
         task.started_at.get_or_insert(now);
         self.idle.set(i, false);
         self.running_ts.set(i, task.class == SchedClass::TimeShare);
@@ -471,10 +507,41 @@ impl Scheduler {
         self.set_due(i, at);
     }
 
+    /// How much slower a step starting on CPU `i` runs: the threads that
+    /// will run on its core, this one included, over the core's pipelines.
+    /// Set when the step starts (siblings that start or stop later do not
+    /// change it: steps are short, and the average is what counts).
+    fn stretch_on(&self, i: usize) -> (u32, u32) {
+        let tpc = self.threads_per_core as usize;
+        let first = i / tpc * tpc;
+        let siblings = self.cpus[first..(first + tpc).min(self.cpus.len())]
+            .iter()
+            .enumerate()
+            .filter(|&(k, c)| first + k != i && c.task.is_some())
+            .count() as u32;
+        let running = siblings + 1;
+        if running > self.pipelines_per_core {
+            (running, self.pipelines_per_core)
+        } else {
+            (1, 1)
+        }
+    }
+
     fn dispatch(&mut self, i: usize, now: Nanos) {
         if let Some(t) = self.rt.pop_front().or_else(|| self.ts.pop_front()) {
             self.run_on(i, t, now);
         }
+    }
+}
+
+/// Wall time of `work` ns of CPU at `stretch` (threads over pipelines).
+#[inline]
+fn wall(work: Nanos, stretch: (u32, u32)) -> Nanos {
+    if stretch.0 == stretch.1 {
+        work
+    } else {
+        let w = (u128::from(work) * u128::from(stretch.0)).div_ceil(u128::from(stretch.1));
+        Nanos::try_from(w).unwrap_or(Nanos::MAX)
     }
 }
 

@@ -180,6 +180,9 @@ fn statements(s: &Stats) -> Value {
 fn sysstat(s: &Stats) -> Value {
     let mut m = Map::new();
     for &stat in Stat::ALL {
+        if stat.inside_node() && s.get(stat) == 0 {
+            continue;
+        }
         let v = match stat.unit() {
             Unit::Time => s.get(stat) / NS_PER_US,
             Unit::Count | Unit::Bytes => s.get(stat),

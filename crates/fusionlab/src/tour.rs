@@ -9,9 +9,9 @@ use std::sync::{Mutex, mpsc};
 
 use anyhow::Result;
 use fusion_driver::{Driver, VariantOutcome};
-use fusion_report::{RunResult, TourRow, render_tour};
+use fusion_report::{RunResult, TourRow, render_node_tour, render_tour};
 use fusion_scenario::estimate::{MemoryEstimate, estimate};
-use fusion_scenario::{LoadedScenario, TourSpec};
+use fusion_scenario::{LoadedScenario, TourPart, TourSpec};
 use fusion_sim::SimOptions;
 
 use crate::figures::{key_figures, measure, px_figures, with_unit};
@@ -104,19 +104,104 @@ pub fn measurable_by(
         .collect()
 }
 
-/// `fusionlab tour`: the shipped myths.
+/// `fusionlab tour`: the shipped myths, then the figures inside one node.
 pub fn tour(args: &TourArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8> {
-    let (myths, mut broken) = shipped_myths();
-    let myths = measurable_by(Driver::Simulator, myths, &mut broken);
+    let (all, mut broken) = shipped_myths();
+    let all = measurable_by(Driver::Simulator, all, &mut broken);
     for b in &broken {
         writeln!(err, "{b}")?;
     }
-    let code = tour_of(myths, args, out, err)?;
+    let (myths, node): (Vec<_>, Vec<_>) =
+        all.into_iter().partition(|m| part_of(m) == TourPart::Myths);
+    let mut code = tour_of(myths, args, out, err)?;
+    if !node.is_empty() {
+        let node_code = node_tour_of(node, args, out, err)?;
+        if code == exit::OK {
+            code = node_code;
+        }
+    }
     Ok(if code == exit::OK && !broken.is_empty() {
         exit::INVALID
     } else {
         code
     })
+}
+
+/// The part of the tour a scenario belongs to.
+pub fn part_of(m: &LoadedScenario) -> TourPart {
+    m.tour.as_ref().map_or(TourPart::Myths, |t| t.part)
+}
+
+/// The tour's second part, inside one node: these scenarios (in the order
+/// given) and their summary beside the seed papers' figures.
+pub fn node_tour_of(
+    runs_of: Vec<LoadedScenario>,
+    args: &TourArgs,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<u8> {
+    let total = runs_of.len();
+    writeln!(out)?;
+    writeln!(out, "{RULE}")?;
+    writeln!(
+        out,
+        "Inside one node: {total} figure{} of the NUMA and CMT papers, run on the simulator",
+        if total == 1 { "" } else { "s" }
+    )?;
+    writeln!(out, "{RULE}")?;
+    writeln!(out)?;
+    let mut runs = Vec::with_capacity(total);
+    let mut errors = 0;
+    let opts = SimOptions {
+        seed: args.seed,
+        check: false,
+    };
+    in_parallel(runs_of, &opts, |i, run| -> Result<()> {
+        errors += show_run(i, total, &run, args, out, err)?;
+        runs.push(run);
+        Ok(())
+    })?;
+    writeln!(out, "{RULE}")?;
+    writeln!(out, "Inside one node: summary")?;
+    writeln!(out, "{RULE}")?;
+    let rows: Vec<TourRow> = runs.iter().map(tour_row).collect();
+    out.write_all(render_node_tour(&rows).as_bytes())?;
+    let seeds: Vec<String> = runs
+        .iter()
+        .map(|r| format!("{} {}", r.loaded.name, seeds_of(r, args.seed)))
+        .collect();
+    for line in wrap_list("seeds: ", &seeds) {
+        writeln!(out, "{line}")?;
+    }
+    Ok(if errors > 0 {
+        exit::SIM_ERRORS
+    } else {
+        exit::OK
+    })
+}
+
+/// `items` after `head`, comma-separated, in lines of at most 100 columns.
+fn wrap_list(head: &str, items: &[String]) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = head.to_string();
+    for (i, item) in items.iter().enumerate() {
+        let piece = if i + 1 < items.len() {
+            format!("{item},")
+        } else {
+            item.clone()
+        };
+        if line.len() + 1 + piece.len() > 100 && line.len() > head.len() {
+            lines.push(line);
+            line = format!("{}{piece}", " ".repeat(head.len()));
+        } else {
+            if line.len() > head.len() {
+                line.push(' ');
+            }
+            line.push_str(&piece);
+        }
+    }
+    lines.push(line);
+    lines
 }
 
 /// Run these myths (in the order given) and print the tour. Exit status 0
@@ -279,8 +364,12 @@ pub fn myth_block(number: usize, total: usize, run: &MythRun, args: &TourArgs) -
     let (l, r) = (&run.loaded, &run.result);
     let mut s = String::new();
     let claim = l.myth.as_deref().unwrap_or(&l.title);
+    let word = match part_of(l) {
+        TourPart::Myths => "Myth",
+        TourPart::Node => "Figure",
+    };
     s.push_str(&format!(
-        "{RULE}\nMyth {number} of {total}: {claim}\n{RULE}\n"
+        "{RULE}\n{word} {number} of {total}: {claim}\n{RULE}\n"
     ));
     s.push_str(&format!("{}: {}\n", l.name, l.title));
     s.push_str(&run.summary);

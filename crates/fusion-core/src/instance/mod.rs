@@ -28,6 +28,7 @@ mod lms;
 mod maintain;
 mod masters;
 mod membership;
+mod numa;
 mod px;
 mod px_alloc;
 mod px_host;
@@ -61,8 +62,10 @@ use session::Sessions;
 use transactions::{Transactions, TxWaiter};
 
 use crate::block::Block;
+use crate::config::Server;
 use crate::config::{Catalog, Costs, Nanos, ParamValue, Params, SequenceDef, WorkloadSpec};
-use crate::cpu::{ProcId, SchedClass, Scheduler, StepDone};
+use crate::cpu::{ProcId, SchedClass, StepDone};
+use crate::cpus::Cpus;
 use crate::layout::Layout;
 use crate::msg::{Action, Envelope, Io, IoResult, Msg};
 use crate::stats::{Stat, Stats};
@@ -91,6 +94,10 @@ pub struct InstanceConfig {
     /// before its sessions start, and numbers its transactions after its
     /// earlier lives' (`LIFE_XIDS`).
     pub life: u32,
+    /// The server the instance runs on (`[server]`): locality groups,
+    /// hardware threads, memory costs. `None`: `cpu_count` plain CPUs and
+    /// no memory model.
+    pub server: Option<Server>,
 }
 
 /// Transaction numbers each life of an instance has to itself.
@@ -238,7 +245,9 @@ pub struct Instance {
     scn: Scn,
     now: Nanos,
     stats: Stats,
-    sched: Scheduler,
+    sched: Cpus,
+    /// Memory by locality group, with a server description (numa.rs).
+    numa: Option<numa::Numa>,
     procs: Vec<Proc>,
     proc_names: Vec<String>,
     classes: Vec<SchedClass>,
@@ -327,6 +336,7 @@ impl Instance {
             record_history,
             lossy_interconnect,
             life,
+            server,
         } = cfg;
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         rng.set_stream(u64::from(id.0) + 1);
@@ -334,7 +344,9 @@ impl Instance {
         let mut inst = Instance {
             id,
             instance_count: instances,
-            sched: Scheduler::new(params.cpu_count, costs.time_slice),
+            sched: Cpus::new(params.cpu_count, costs.time_slice, server.as_ref()),
+            numa: server
+                .map(|s| numa::Numa::new(s, params.numa_support, capacity, params.db_block_size)),
             cache: Cache::new(capacity, layout.total_blocks),
             directory: Directory::new(id),
             lms: Lms::new([]),
@@ -433,9 +445,13 @@ impl Instance {
     fn add_proc(&mut self, p: Proc, name: String) -> ProcId {
         self.procs.push(p);
         self.proc_names.push(name);
-        let class = self.class_by_name((self.procs.len() - 1) as ProcId);
+        let id = (self.procs.len() - 1) as ProcId;
+        let class = self.class_by_name(id);
         self.classes.push(class);
-        (self.procs.len() - 1) as ProcId
+        if let Some(numa) = self.numa.as_mut() {
+            numa.add_proc(id, None);
+        }
+        id
     }
 
     // ----- the driver's interface -------------------------------------------------
@@ -717,7 +733,8 @@ impl Instance {
 
     fn cpu(&mut self, proc: ProcId, demand: Nanos) {
         let class = self.class_of(proc);
-        self.sched.request(self.now, proc, class, demand);
+        let group = self.numa.as_ref().map_or(0, |n| n.home(proc));
+        self.sched.request(self.now, proc, class, demand, group);
     }
 
     /// Move time to `now`: finish CPU steps and fire timers in time order.

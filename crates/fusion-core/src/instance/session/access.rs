@@ -64,6 +64,12 @@ impl Instance {
                 s.st = SessionState::Cpu(AfterCpu::Visit(buf));
                 let proc = s.proc;
                 self.cache.touch(buf);
+                if let Some(numa) = self.numa.as_mut() {
+                    // The CPU stalls on the lines of the buffer and of the
+                    // process's memory, by where they live.
+                    let home = numa.home(proc);
+                    extra_ns += numa.buffer_get(self.now, home, buf, &mut self.stats);
+                }
                 self.cpu(proc, cpu_ns + extra_ns);
                 false
             }
@@ -211,7 +217,7 @@ impl Instance {
                 let extra_ns =
                     self.costs.cr_build + self.costs.undo_apply * Nanos::from(cp.undo_applied);
                 self.cache.limit_cr(blk);
-                self.make_room();
+                self.make_room(sid);
                 let state = BufState::Cr {
                     lo: cp.lo,
                     hi: cp.hi,
