@@ -44,6 +44,8 @@ struct Task {
     /// `.0 / .1` (threads running on the core / pipelines), set when the
     /// step (re)starts on a CPU; `(1, 1)` at full speed.
     stretch: (u32, u32),
+    /// A stall on memory: holds the CPU, not the core's pipelines.
+    stall: bool,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -167,7 +169,14 @@ impl Scheduler {
     }
 
     /// Ask for `demand` ns of CPU for `proc`.
-    fn request_inner(&mut self, now: Nanos, proc: ProcId, class: SchedClass, demand: Nanos) {
+    fn request_inner(
+        &mut self,
+        now: Nanos,
+        proc: ProcId,
+        class: SchedClass,
+        demand: Nanos,
+        stall: bool,
+    ) {
         let task = Task {
             proc,
             class,
@@ -177,6 +186,7 @@ impl Scheduler {
             queued_at: now,
             waited: 0,
             stretch: (1, 1),
+            stall,
         };
         if let Some(k) = self
             .reserved
@@ -280,7 +290,15 @@ impl Scheduler {
     /// Ask for `demand` ns of CPU for `proc`.
     pub fn request(&mut self, now: Nanos, proc: ProcId, class: SchedClass, demand: Nanos) {
         self.tick(now);
-        self.request_inner(now, proc, class, demand);
+        self.request_inner(now, proc, class, demand, false);
+        self.find_next();
+    }
+
+    /// Ask for `demand` ns of a stall on memory for `proc`: it holds a CPU
+    /// but leaves its core's pipelines to the other threads.
+    pub fn request_stall(&mut self, now: Nanos, proc: ProcId, class: SchedClass, demand: Nanos) {
+        self.tick(now);
+        self.request_inner(now, proc, class, demand, true);
         self.find_next();
     }
 
@@ -489,7 +507,11 @@ impl Scheduler {
     fn run_on(&mut self, i: usize, mut task: Task, now: Nanos) {
         task.waited += now - task.queued_at;
         if self.threads_per_core > 1 {
-            task.stretch = self.stretch_on(i);
+            task.stretch = if task.stall {
+                (1, 1)
+            } else {
+                self.stretch_on(i)
+            };
         }
         task.started_at.get_or_insert(now);
         self.idle.set(i, false);
@@ -508,7 +530,8 @@ impl Scheduler {
     }
 
     /// How much slower a step starting on CPU `i` runs: the threads that
-    /// will run on its core, this one included, over the core's pipelines.
+    /// will compute on its core (not those stalled on memory), this one
+    /// included, over the core's pipelines.
     /// Set when the step starts (siblings that start or stop later do not
     /// change it: steps are short, and the average is what counts).
     fn stretch_on(&self, i: usize) -> (u32, u32) {
@@ -517,7 +540,7 @@ impl Scheduler {
         let siblings = self.cpus[first..(first + tpc).min(self.cpus.len())]
             .iter()
             .enumerate()
-            .filter(|&(k, c)| first + k != i && c.task.is_some())
+            .filter(|&(k, c)| first + k != i && c.task.as_ref().is_some_and(|t| !t.stall))
             .count() as u32;
         let running = siblings + 1;
         if running > self.pipelines_per_core {

@@ -57,6 +57,25 @@ impl Cpus {
         }
     }
 
+    /// Ask for `demand` ns of a stall on memory: the CPU is held, but the
+    /// core's pipelines are left to its other threads.
+    pub fn request_stall(
+        &mut self,
+        now: Nanos,
+        proc: ProcId,
+        class: SchedClass,
+        demand: Nanos,
+        group: u8,
+    ) {
+        match self {
+            Cpus::One(s) => s.request_stall(now, proc, class, demand),
+            Cpus::Groups(g) => {
+                let i = usize::from(group) % g.len();
+                g[i].request_stall(now, proc, class, demand)
+            }
+        }
+    }
+
     /// Withdraw a process's step. Returns whether it was found.
     pub fn cancel(&mut self, now: Nanos, proc: ProcId) -> bool {
         match self {

@@ -205,6 +205,9 @@ pub enum NodeFigure {
     LocalPct,
     /// Average time of one `memory_writes` write, ns (the SLB's "Avg nsec/op").
     NsPerMemoryWrite,
+    /// Share of the blocks read from disk into a buffer of another group's
+    /// memory than the reader's, %.
+    RemoteReadPct,
 }
 
 impl NodeFigure {
@@ -212,6 +215,7 @@ impl NodeFigure {
         NodeFigure::RemotePct,
         NodeFigure::LocalPct,
         NodeFigure::NsPerMemoryWrite,
+        NodeFigure::RemoteReadPct,
     ];
 
     /// The name after `node:`.
@@ -220,12 +224,16 @@ impl NodeFigure {
             NodeFigure::RemotePct => "remote_pct",
             NodeFigure::LocalPct => "local_pct",
             NodeFigure::NsPerMemoryWrite => "ns_per_memory_write",
+            NodeFigure::RemoteReadPct => "remote_read_pct",
         }
     }
 
     /// Whether the figure is a percentage (else nanoseconds).
     pub fn is_pct(self) -> bool {
-        matches!(self, NodeFigure::RemotePct | NodeFigure::LocalPct)
+        matches!(
+            self,
+            NodeFigure::RemotePct | NodeFigure::LocalPct | NodeFigure::RemoteReadPct
+        )
     }
 
     fn eval(self, s: &Stats) -> Option<f64> {
@@ -239,6 +247,10 @@ impl NodeFigure {
             NodeFigure::NsPerMemoryWrite => ratio(
                 s.get(Stat::MemoryWriteOpTime) as f64,
                 s.get(Stat::MemoryWriteOps),
+            ),
+            NodeFigure::RemoteReadPct => ratio(
+                100.0 * s.get(Stat::NumaRemoteReads) as f64,
+                s.get(Stat::PhysicalReadsCache),
             ),
         }
     }

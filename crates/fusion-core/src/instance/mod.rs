@@ -797,28 +797,40 @@ impl Instance {
                     self.stats.statements[st].cpu_ns += ran;
                 }
                 self.stats.add(Stat::ForegroundCpuWaitTime, d.waited);
-                self.session_cpu_done(s, d);
             }
-            Proc::Lms(w) => {
+            Proc::Lms(_) => {
                 self.stats.add(Stat::BackgroundCpuTime, ran);
                 self.stats.add(Stat::LmsCpuWaitTime, d.waited);
-                self.lms_step_done(w, d);
             }
             Proc::Lgwr => {
                 self.stats.add(Stat::BackgroundCpuTime, ran);
                 self.stats.add(Stat::LgwrCpuWaitTime, d.waited);
-                self.lgwr_step_done();
             }
-            Proc::Dbwr(w) => {
-                self.stats.add(Stat::BackgroundCpuTime, ran);
-                self.dbwr_step_done(w);
-            }
-            Proc::Hog(h) => self.hog_step_done(h),
-            Proc::PxServer(i) => {
+            Proc::Dbwr(_) => self.stats.add(Stat::BackgroundCpuTime, ran),
+            Proc::Hog(_) => {}
+            Proc::PxServer(_) => {
                 self.stats.add(Stat::CpuUsedBySession, ran);
                 self.stats.add(Stat::ForegroundCpuWaitTime, d.waited);
-                self.px_server_step_done(i, d);
             }
+        }
+        if let Some(numa) = self.numa.as_mut()
+            && let Some(stall) = numa.stall_after(self.now, d.proc, &mut self.stats)
+        {
+            // The step's computing is done; it stalls on its memory on the
+            // CPU it holds (not sharing the core's pipelines), then goes on.
+            let group = numa.home(d.proc);
+            let class = self.class_of(d.proc);
+            self.sched
+                .request_stall(self.now, d.proc, class, stall.max(1), group);
+            return;
+        }
+        match proc {
+            Proc::Session(s) => self.session_cpu_done(s, d),
+            Proc::Lms(w) => self.lms_step_done(w, d),
+            Proc::Lgwr => self.lgwr_step_done(),
+            Proc::Dbwr(w) => self.dbwr_step_done(w),
+            Proc::Hog(h) => self.hog_step_done(h),
+            Proc::PxServer(i) => self.px_server_step_done(i, d),
         }
     }
 

@@ -38,6 +38,21 @@ pub enum Lines {
     Striped,
 }
 
+/// What a CPU step touches in memory; its stall is worked out when the
+/// step's computing is done, on the CPU it ran on (so the queues are asked
+/// when the lines are, not while the step still waits for a CPU).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Touch {
+    /// A buffer get on buffer slot `buf` (pinned until the visit ends).
+    Get { buf: u32 },
+    /// `ops` lines of the process's private memory.
+    Private { ops: u32 },
+    /// DBWR writing a batch: per group, the blocks it writes from that
+    /// group's memory (their bytes go to the writer's group's I/O
+    /// controller, and the writer reads a line of each buffer's header).
+    Write { blocks_by_group: Vec<u32> },
+}
+
 #[derive(Debug)]
 pub struct Numa {
     server: Server,
@@ -61,6 +76,8 @@ pub struct Numa {
     /// Next group a striped line goes to.
     stripe: u64,
     block_lines: u32,
+    /// Per process: what its step running now touches, if anything.
+    pending: Vec<Option<Touch>>,
 }
 
 impl Numa {
@@ -78,6 +95,7 @@ impl Numa {
             memory_line_ns: server.memory_bandwidth.map(Server::line_service),
             link_line_ns: server.link_bandwidth.map(Server::line_service),
             stripe: 0,
+            pending: Vec::new(),
             block_lines: (u64::from(block_size) / LINE_BYTES).max(1) as u32,
             server,
         }
@@ -164,7 +182,7 @@ impl Numa {
     /// The stall of a buffer get by a process of group `home` on buffer
     /// `buf`: the buffer's lines, the SGA state objects' and the private
     /// memory's, and the bytes of a disk read still to cross.
-    pub fn buffer_get(&mut self, now: Nanos, home: u8, buf: u32, stats: &mut Stats) -> Nanos {
+    fn buffer_get(&mut self, now: Nanos, home: u8, buf: u32, stats: &mut Stats) -> Nanos {
         let at = self.buffer_group(buf, home);
         let s = &self.server;
         let (b, sga, private) = (
@@ -178,8 +196,18 @@ impl Numa {
             Lines::Striped
         };
         let private_at = self.private_lines(home);
-        let dma = std::mem::take(self.dma_pending.get_mut(buf as usize).unwrap_or(&mut false));
-        let dma = dma.then_some((at, self.block_lines));
+        let read = self
+            .dma_pending
+            .get_mut(buf as usize)
+            .is_some_and(std::mem::take);
+        let dma: &[(u8, u32)] = if read {
+            if usize::from(at) != usize::from(home) % self.groups() {
+                stats.add(Stat::NumaRemoteReads, 1);
+            }
+            &[(at, self.block_lines)]
+        } else {
+            &[]
+        };
         self.stall(
             now,
             home,
@@ -187,6 +215,54 @@ impl Numa {
             dma,
             stats,
         )
+    }
+
+    /// Process `proc`'s step touches `touch`: its stall comes after its computing.
+    pub fn defer(&mut self, proc: ProcId, touch: Touch) {
+        let i = proc as usize;
+        if self.pending.len() <= i {
+            self.pending.resize(i + 1, None);
+        }
+        self.pending[i] = Some(touch);
+    }
+
+    /// Process `proc`'s computing is done: the stall of what it touched
+    /// (`None`: nothing deferred, the step is over).
+    pub fn stall_after(&mut self, now: Nanos, proc: ProcId, stats: &mut Stats) -> Option<Nanos> {
+        let touch = self.pending.get_mut(proc as usize)?.take()?;
+        let home = self.home(proc);
+        Some(match touch {
+            Touch::Get { buf } => self.buffer_get(now, home, buf, stats),
+            Touch::Private { ops } => {
+                let at = self.private_lines(home);
+                self.stall(now, home, &[(at, ops)], &[], stats)
+            }
+            Touch::Write { blocks_by_group } => self.write_batch(now, home, &blocks_by_group, stats),
+        })
+    }
+
+    /// The lines a writer of group `home` moves out of each group's memory
+    /// (the block's bytes, which only the queues feel) and reads (one line
+    /// of each buffer's header per block, which the CPU waits for).
+    fn write_batch(
+        &mut self,
+        now: Nanos,
+        home: u8,
+        blocks_by_group: &[u32],
+        stats: &mut Stats,
+    ) -> Nanos {
+        let mut headers: Vec<(Lines, u32)> = Vec::with_capacity(blocks_by_group.len());
+        let mut dma: Vec<(u8, u32)> = Vec::with_capacity(blocks_by_group.len());
+        for (g, &blocks) in blocks_by_group.iter().enumerate() {
+            if blocks > 0 {
+                headers.push((Lines::In(g as u8), blocks));
+                dma.push((g as u8, blocks.saturating_mul(self.block_lines)));
+                if usize::from(home) % self.groups() != g {
+                    stats.add(Stat::NumaRemoteWrites, u64::from(blocks));
+                }
+            }
+        }
+        self.stall(now, home, &headers, &dma, stats)
     }
 
     /// Where a process of group `home` finds its private memory.
@@ -198,15 +274,15 @@ impl Numa {
     }
 
     /// The stall of a step by a process of group `home` touching `touches`
-    /// (where, how many lines), plus `dma`: a block's lines moved by the
-    /// I/O controller of `home` to group `.0`'s memory (no latency of the
+    /// (where, how many lines), plus `dma`: blocks' lines the I/O controller
+    /// of `home` moves to or from group `.0`'s memory (no latency of the
     /// CPU's own, only the queues).
     pub fn stall(
         &mut self,
         now: Nanos,
         home: u8,
         touches: &[(Lines, u32)],
-        dma: Option<(u8, u32)>,
+        dma: &[(u8, u32)],
         stats: &mut Stats,
     ) -> Nanos {
         let n = self.groups();
@@ -244,12 +320,11 @@ impl Numa {
         // The queues: each memory serves its lines, the link the remote ones.
         let mut done_at = now;
         let mut remote_moved = remote;
-        if let Some((to, lines)) = dma {
+        for &(to, lines) in dma {
             let to = usize::from(to) % per_group.len();
             per_group[to] += u64::from(lines);
             if to != home_g {
                 remote_moved += u64::from(lines);
-                stats.add(Stat::NumaRemoteReads, 1);
             }
         }
         if let Some(ns) = self.memory_line_ns {

@@ -10,6 +10,7 @@
 
 use super::super::Instance;
 use super::super::Observation;
+use super::super::numa;
 use super::super::cache::{BufId, BufState};
 use super::super::execution::{ExecPoint, Purpose};
 use super::state::{AfterCpu, SessionState};
@@ -65,10 +66,9 @@ impl Instance {
                 let proc = s.proc;
                 self.cache.touch(buf);
                 if let Some(numa) = self.numa.as_mut() {
-                    // The CPU stalls on the lines of the buffer and of the
-                    // process's memory, by where they live.
-                    let home = numa.home(proc);
-                    extra_ns += numa.buffer_get(self.now, home, buf, &mut self.stats);
+                    // After computing, the CPU stalls on the lines of the
+                    // buffer and of the process's memory, by where they live.
+                    numa.defer(proc, numa::Touch::Get { buf });
                 }
                 self.cpu(proc, cpu_ns + extra_ns);
                 false

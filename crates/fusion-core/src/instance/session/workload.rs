@@ -425,15 +425,11 @@ impl Instance {
         let s = self.sessions.session_mut(sid);
         s.st = SessionState::Cpu(AfterCpu::Memory { ops });
         let proc = s.proc;
-        let stall = match self.numa.as_mut() {
-            Some(numa) => {
-                let home = numa.home(proc);
-                let at = numa.private_lines(home);
-                numa.stall(self.now, home, &[(at, ops)], None, &mut self.stats)
-            }
-            None => 0,
-        };
-        self.cpu(proc, stall.max(1));
+        if let Some(numa) = self.numa.as_mut() {
+            numa.defer(proc, super::super::numa::Touch::Private { ops });
+        }
+        // Writing a line is all stall: the computing is a nanosecond.
+        self.cpu(proc, 1);
     }
 
     /// The writes are done: count them with the time they took, then go on.
