@@ -237,7 +237,9 @@ impl Numa {
                 let at = self.private_lines(home);
                 self.stall(now, home, &[(at, ops)], &[], stats)
             }
-            Touch::Write { blocks_by_group } => self.write_batch(now, home, &blocks_by_group, stats),
+            Touch::Write { blocks_by_group } => {
+                self.write_batch(now, home, &blocks_by_group, stats)
+            }
         })
     }
 

@@ -10,9 +10,9 @@
 
 use super::super::Instance;
 use super::super::Observation;
-use super::super::numa;
 use super::super::cache::{BufId, BufState};
 use super::super::execution::{ExecPoint, Purpose};
+use super::super::numa;
 use super::state::{AfterCpu, SessionState};
 use crate::block::{Body, Change, CrCopy, CrError, TxState};
 use crate::config::Nanos;
