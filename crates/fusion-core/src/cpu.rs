@@ -691,6 +691,30 @@ mod tests {
     }
 
     #[test]
+    fn threads_of_a_core_share_its_pipeline_but_not_their_stalls() {
+        // One core of 2 threads with 1 pipeline: two steps computing at once
+        // each run at half speed.
+        let mut s = Scheduler::with_cores(2, 1_000, 2, 1);
+        s.request(0, 1, SchedClass::TimeShare, 100);
+        s.request(0, 2, SchedClass::TimeShare, 100);
+        let d = run_until(&mut s, 10_000);
+        let two = d.iter().find(|x| x.proc == 2).unwrap();
+        assert_eq!(two.done_at, 200, "the second thread shared the pipeline");
+        // Two cores of one thread each: both at full speed.
+        let mut s = Scheduler::with_cores(2, 1_000, 1, 1);
+        s.request(0, 1, SchedClass::TimeShare, 100);
+        s.request(0, 2, SchedClass::TimeShare, 100);
+        let d = run_until(&mut s, 10_000);
+        assert!(d.iter().all(|x| x.done_at == 100));
+        // A thread stalled on memory leaves the pipeline to its sibling.
+        let mut s = Scheduler::with_cores(2, 1_000, 2, 1);
+        s.request_stall(0, 1, SchedClass::TimeShare, 100);
+        s.request(0, 2, SchedClass::TimeShare, 100);
+        let d = run_until(&mut s, 10_000);
+        assert!(d.iter().all(|x| x.done_at == 100), "{d:?}");
+    }
+
+    #[test]
     #[cfg(debug_assertions)]
     #[should_panic(expected = "went back in time")]
     fn time_going_back_is_a_bug() {

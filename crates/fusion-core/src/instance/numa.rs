@@ -350,3 +350,61 @@ impl Numa {
         stall
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server(groups: u32, placement: Placement) -> Server {
+        Server {
+            groups,
+            cores_per_group: 1,
+            local_latency: 100,
+            remote_latency: 300,
+            placement,
+            ..Server::default()
+        }
+    }
+
+    #[test]
+    fn interleaved_private_memory_is_remote_n_minus_1_in_n() {
+        let mut n = Numa::new(server(4, Placement::Interleaved), false, 64, 8192);
+        let mut st = Stats::default();
+        n.add_proc(0, None);
+        let stall = n.stall(0, 0, &[(Lines::Striped, 400)], &[], &mut st);
+        assert_eq!(st.get(Stat::NumaRemoteAccesses), 300);
+        assert_eq!(st.get(Stat::NumaLocalAccesses), 100);
+        assert_eq!(stall, 100 * 100 + 300 * 300, "latency-bound: no bandwidth given");
+        let mut n = Numa::new(server(4, Placement::FirstTouch), false, 64, 8192);
+        let at = n.private_lines(2);
+        assert_eq!(at, Lines::In(2), "first touch: private memory is local");
+    }
+
+    #[test]
+    fn a_full_link_makes_a_step_wait_for_its_turn() {
+        let mut sv = server(2, Placement::FirstTouch);
+        // 64 bytes at 640 MB/s: 100 ns a line on the link.
+        sv.link_bandwidth = Some(640_000_000);
+        let mut n = Numa::new(sv, false, 64, 8192);
+        let mut st = Stats::default();
+        // 10 remote lines: latency 3,000 ns, link 1,000 ns: latency-bound.
+        assert_eq!(n.stall(0, 0, &[(Lines::In(1), 10)], &[], &mut st), 3_000);
+        // A block's 128 lines moved by DMA cost no latency of the CPU's own,
+        // only the link's queue: behind the 1,000 ns queued, its 12,800 ns.
+        let t = n.stall(0, 0, &[], &[(1, 128)], &mut st);
+        assert_eq!(t, 1_000 + 12_800, "behind the 10 lines queued, then its own 128");
+    }
+
+    #[test]
+    fn numa_support_takes_free_buffers_of_the_own_group() {
+        let mut n = Numa::new(server(4, Placement::FirstTouch), true, 64, 8192);
+        // Slots placed by their first toucher's group while it has room.
+        assert_eq!(n.buffer_group(0, 3), 3);
+        assert_eq!(n.buffer_group(1, 3), 3);
+        assert!(n.prefers(0, 3) && !n.prefers(0, 1));
+        // Without support: slot `b` lives in group `b mod n`, any is taken.
+        let mut plain = Numa::new(server(4, Placement::FirstTouch), false, 64, 8192);
+        assert_eq!(plain.buffer_group(5, 3), 1);
+        assert!(plain.prefers(5, 3));
+    }
+}
