@@ -43,7 +43,7 @@ struct Task {
     /// On a core whose threads share its pipelines: wall time is work times
     /// `.0 / .1` (threads running on the core / pipelines), set when the
     /// step (re)starts on a CPU; `(1, 1)` at full speed.
-    stretch: (u32, u32),
+    stretch: (u8, u8),
     /// A stall on memory: holds the CPU, not the core's pipelines.
     stall: bool,
 }
@@ -154,8 +154,9 @@ impl Scheduler {
             idle: Bits::new(cpus, true),
             running_ts: Bits::new(cpus, false),
             clock: 0,
-            threads_per_core: threads_per_core.max(1),
-            pipelines_per_core: pipelines_per_core.max(1),
+            threads_per_core: threads_per_core.clamp(1, u32::from(u8::MAX)),
+            pipelines_per_core: pipelines_per_core
+                .clamp(1, threads_per_core.clamp(1, u32::from(u8::MAX))),
         }
     }
 
@@ -489,12 +490,8 @@ impl Scheduler {
         let ran = now - cpu.slice_start;
         task.remaining -= if task.stretch.0 == task.stretch.1 {
             ran
-        } else if ran >= wall(task.remaining, task.stretch) {
-            task.remaining
         } else {
-            // Work done at the shared pipeline's speed (rounded down: the
-            // step ends at its event, never before).
-            (u128::from(ran) * u128::from(task.stretch.1) / u128::from(task.stretch.0)) as Nanos
+            work_done(ran, task.remaining, task.stretch)
         };
         self.busy += ran;
         self.running_ts.set(i, false);
@@ -507,11 +504,7 @@ impl Scheduler {
     fn run_on(&mut self, i: usize, mut task: Task, now: Nanos) {
         task.waited += now - task.queued_at;
         if self.threads_per_core > 1 {
-            task.stretch = if task.stall {
-                (1, 1)
-            } else {
-                self.stretch_on(i)
-            };
+            task.stretch = self.stretch_on(i, task.stall);
         }
         task.started_at.get_or_insert(now);
         self.idle.set(i, false);
@@ -534,7 +527,12 @@ impl Scheduler {
     /// included, over the core's pipelines.
     /// Set when the step starts (siblings that start or stop later do not
     /// change it: steps are short, and the average is what counts).
-    fn stretch_on(&self, i: usize) -> (u32, u32) {
+    #[cold]
+    #[inline(never)]
+    fn stretch_on(&self, i: usize, stall: bool) -> (u8, u8) {
+        if stall {
+            return (1, 1);
+        }
         let tpc = self.threads_per_core as usize;
         let first = i / tpc * tpc;
         let siblings = self.cpus[first..(first + tpc).min(self.cpus.len())]
@@ -544,7 +542,8 @@ impl Scheduler {
             .count() as u32;
         let running = siblings + 1;
         if running > self.pipelines_per_core {
-            (running, self.pipelines_per_core)
+            // Both at most `threads_per_core`, which `with_cores` keeps within a u8.
+            (running as u8, self.pipelines_per_core as u8)
         } else {
             (1, 1)
         }
@@ -558,13 +557,34 @@ impl Scheduler {
 }
 
 /// Wall time of `work` ns of CPU at `stretch` (threads over pipelines).
-#[inline]
-fn wall(work: Nanos, stretch: (u32, u32)) -> Nanos {
+#[inline(always)]
+fn wall(work: Nanos, stretch: (u8, u8)) -> Nanos {
     if stretch.0 == stretch.1 {
         work
     } else {
-        let w = (u128::from(work) * u128::from(stretch.0)).div_ceil(u128::from(stretch.1));
-        Nanos::try_from(w).unwrap_or(Nanos::MAX)
+        wall_shared(work, stretch)
+    }
+}
+
+/// [`wall`] on a core whose pipelines are shared (out of the hot path:
+/// without hardware threads it never runs).
+#[cold]
+#[inline(never)]
+fn wall_shared(work: Nanos, stretch: (u8, u8)) -> Nanos {
+    let w = (u128::from(work) * u128::from(stretch.0)).div_ceil(u128::from(stretch.1));
+    Nanos::try_from(w).unwrap_or(Nanos::MAX)
+}
+
+/// Work done in `ran` ns of wall time at `stretch`, at most `remaining`
+/// (rounded down: a step ends at its event, never before).
+#[cold]
+#[inline(never)]
+fn work_done(ran: Nanos, remaining: Nanos, stretch: (u8, u8)) -> Nanos {
+    if ran >= wall_shared(remaining, stretch) {
+        remaining
+    } else {
+        // Below `remaining`, so within a u64.
+        (u128::from(ran) * u128::from(stretch.1) / u128::from(stretch.0)) as Nanos
     }
 }
 

@@ -11,6 +11,9 @@ use crate::cpu::{ProcId, SchedClass, Scheduler, StepDone};
 
 /// The run queues.
 #[derive(Clone, Debug)]
+// The single run queue stays inline: it is on the path of every event, and
+// an instance has one `Cpus`.
+#[allow(clippy::large_enum_variant)]
 pub enum Cpus {
     /// Every CPU in one run queue (no server description).
     One(Scheduler),
@@ -69,10 +72,7 @@ impl Cpus {
     ) {
         match self {
             Cpus::One(s) => s.request_stall(now, proc, class, demand),
-            Cpus::Groups(g) => {
-                let i = usize::from(group) % g.len();
-                g[i].request_stall(now, proc, class, demand)
-            }
+            Cpus::Groups(g) => in_group(g, group).request_stall(now, proc, class, demand),
         }
     }
 
@@ -80,24 +80,25 @@ impl Cpus {
     pub fn cancel(&mut self, now: Nanos, proc: ProcId) -> bool {
         match self {
             Cpus::One(s) => s.cancel(now, proc),
-            Cpus::Groups(g) => g.iter_mut().fold(false, |f, s| s.cancel(now, proc) || f),
+            // A process is in one group's run queue only.
+            Cpus::Groups(g) => g.iter_mut().any(|s| s.cancel(now, proc)),
         }
     }
 
     /// Finish the steps due by `now` (in group order at one time).
-    #[inline]
+    #[inline(always)]
     pub fn advance(&mut self, now: Nanos, done: &mut Vec<StepDone>) {
         match self {
             Cpus::One(s) => s.advance(now, done),
-            Cpus::Groups(g) => g.iter_mut().for_each(|s| s.advance(now, done)),
+            Cpus::Groups(g) => advance_groups(g, now, done),
         }
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn settle(&mut self, now: Nanos) {
         match self {
             Cpus::One(s) => s.settle(now),
-            Cpus::Groups(g) => g.iter_mut().for_each(|s| s.settle(now)),
+            Cpus::Groups(g) => settle_groups(g, now),
         }
     }
 
@@ -109,11 +110,11 @@ impl Cpus {
     }
 
     /// When the next step ends or a time slice expires, in any group.
-    #[inline]
+    #[inline(always)]
     pub fn next_event(&self) -> Option<Nanos> {
         match self {
             Cpus::One(s) => s.next_event(),
-            Cpus::Groups(g) => g.iter().filter_map(Scheduler::next_event).min(),
+            Cpus::Groups(g) => next_in_groups(g),
         }
     }
 
@@ -136,4 +137,27 @@ impl Cpus {
             }
         }
     }
+}
+
+// The groups' paths, out of line: without a server they never run, and the
+// single run queue's stay as small as they were.
+
+fn in_group(g: &mut [Scheduler], group: u8) -> &mut Scheduler {
+    let i = usize::from(group) % g.len();
+    &mut g[i]
+}
+
+#[inline(never)]
+fn advance_groups(g: &mut [Scheduler], now: Nanos, done: &mut Vec<StepDone>) {
+    g.iter_mut().for_each(|s| s.advance(now, done))
+}
+
+#[inline(never)]
+fn settle_groups(g: &mut [Scheduler], now: Nanos) {
+    g.iter_mut().for_each(|s| s.settle(now))
+}
+
+#[inline(never)]
+fn next_in_groups(g: &[Scheduler]) -> Option<Nanos> {
+    g.iter().filter_map(Scheduler::next_event).min()
 }

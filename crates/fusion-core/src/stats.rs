@@ -174,7 +174,6 @@ name_enum! {
         NumaLocalAccesses => "fusionlab local memory accesses",
         NumaRemoteAccesses => "fusionlab remote memory accesses",
         NumaRemoteReads => "fusionlab reads into remote memory",
-        NumaRemoteWrites => "fusionlab writes from remote memory",
         NumaStallTime => "fusionlab memory stall time",
         MemoryWriteOps => "fusionlab memory write ops",
         MemoryWriteOpTime => "fusionlab memory write op time",
@@ -192,7 +191,6 @@ impl Stat {
             NumaLocalAccesses
                 | NumaRemoteAccesses
                 | NumaRemoteReads
-                | NumaRemoteWrites
                 | NumaStallTime
                 | MemoryWriteOps
                 | MemoryWriteOpTime

@@ -52,14 +52,32 @@ impl MythRun {
     }
 }
 
-/// The shipped scenarios with a `[tour]` section, by tour order then name;
-/// and the messages of those that do not load.
+/// The shipped scenarios of the tour's first part (a `[tour]` section of
+/// the myths part), by tour order then name; and the messages of those
+/// that do not load.
 pub fn shipped_myths() -> (Vec<LoadedScenario>, Vec<String>) {
+    shipped_part(Some(TourPart::Myths))
+}
+
+/// The shipped scenarios of the tour's second part, inside one node.
+pub fn shipped_node() -> (Vec<LoadedScenario>, Vec<String>) {
+    let (node, _) = shipped_part(Some(TourPart::Node));
+    (node, Vec::new())
+}
+
+/// The shipped scenarios with a `[tour]` section of `part` (`None`: any).
+fn shipped_part(part: Option<TourPart>) -> (Vec<LoadedScenario>, Vec<String>) {
     let mut myths = Vec::new();
     let mut broken = Vec::new();
     for s in shipped::all() {
         match s.load(&[]) {
-            Ok(l) if l.tour.is_some() => myths.push(l),
+            Ok(l)
+                if l.tour
+                    .as_ref()
+                    .is_some_and(|t| part.is_none_or(|p| t.part == p)) =>
+            {
+                myths.push(l)
+            }
             Ok(_) => {}
             Err(e) => broken.push(e.to_string()),
         }
@@ -106,13 +124,13 @@ pub fn measurable_by(
 
 /// `fusionlab tour`: the shipped myths, then the figures inside one node.
 pub fn tour(args: &TourArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8> {
-    let (all, mut broken) = shipped_myths();
-    let all = measurable_by(Driver::Simulator, all, &mut broken);
+    let (myths, mut broken) = shipped_myths();
+    let myths = measurable_by(Driver::Simulator, myths, &mut broken);
+    let (node, _) = shipped_node();
+    let node = measurable_by(Driver::Simulator, node, &mut broken);
     for b in &broken {
         writeln!(err, "{b}")?;
     }
-    let (myths, node): (Vec<_>, Vec<_>) =
-        all.into_iter().partition(|m| part_of(m) == TourPart::Myths);
     let mut code = tour_of(myths, args, out, err)?;
     if !node.is_empty() {
         let node_code = node_tour_of(node, args, out, err)?;
@@ -125,11 +143,6 @@ pub fn tour(args: &TourArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result
     } else {
         code
     })
-}
-
-/// The part of the tour a scenario belongs to.
-pub fn part_of(m: &LoadedScenario) -> TourPart {
-    m.tour.as_ref().map_or(TourPart::Myths, |t| t.part)
 }
 
 /// The tour's second part, inside one node: these scenarios (in the order
@@ -157,7 +170,7 @@ pub fn node_tour_of(
         check: false,
     };
     in_parallel(runs_of, &opts, |i, run| -> Result<()> {
-        errors += show_run(i, total, &run, args, out, err)?;
+        errors += show_run_in(TourPart::Node, i, total, &run, args, out, err)?;
         runs.push(run);
         Ok(())
     })?;
@@ -257,7 +270,20 @@ pub fn show_run(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<usize> {
-    out.write_all(myth_block(i + 1, total, run, args).as_bytes())?;
+    show_run_in(TourPart::Myths, i, total, run, args, out, err)
+}
+
+/// [`show_run`] in one part of the tour (its blocks say `Myth` or `Figure`).
+fn show_run_in(
+    part: TourPart,
+    i: usize,
+    total: usize,
+    run: &MythRun,
+    args: &TourArgs,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<usize> {
+    out.write_all(myth_block_in(part, i + 1, total, run, args).as_bytes())?;
     out.flush()?;
     for e in &run.errors {
         writeln!(err, "{e}")?;
@@ -287,7 +313,7 @@ fn tour_threads(myths: usize) -> usize {
 /// Refuse the tour when the myths that may run at once (the largest, one
 /// per thread; one at a time `live`) are estimated above `limit`.
 pub fn within_memory(limit: &MemoryLimit, live: bool) -> Result<(), Failure> {
-    let (myths, _) = shipped_myths();
+    let (myths, _) = shipped_part(if live { Some(TourPart::Myths) } else { None });
     let mut estimates: Vec<(MemoryEstimate, &LoadedScenario)> =
         myths.iter().map(|m| (estimate(m, false), m)).collect();
     estimates.sort_by_key(|e| std::cmp::Reverse(e.0.bytes));
@@ -361,10 +387,20 @@ fn in_parallel(
 /// The compact block of one myth: claim and title, key figures per phase
 /// and instance, expectations with their details, the verdict.
 pub fn myth_block(number: usize, total: usize, run: &MythRun, args: &TourArgs) -> String {
+    myth_block_in(TourPart::Myths, number, total, run, args)
+}
+
+fn myth_block_in(
+    part: TourPart,
+    number: usize,
+    total: usize,
+    run: &MythRun,
+    args: &TourArgs,
+) -> String {
     let (l, r) = (&run.loaded, &run.result);
     let mut s = String::new();
     let claim = l.myth.as_deref().unwrap_or(&l.title);
-    let word = match part_of(l) {
+    let word = match part {
         TourPart::Myths => "Myth",
         TourPart::Node => "Figure",
     };

@@ -788,6 +788,23 @@ impl Instance {
         let Some(&proc) = self.procs.get(d.proc as usize) else {
             return;
         };
+        if self.numa.is_some() && self.memory_stall_first(proc, d) {
+            return;
+        }
+        self.account_cpu(proc, d);
+        match proc {
+            Proc::Session(s) => self.session_cpu_done(s, d),
+            Proc::Lms(w) => self.lms_step_done(w, d),
+            Proc::Lgwr => self.lgwr_step_done(),
+            Proc::Dbwr(w) => self.dbwr_step_done(w),
+            Proc::Hog(h) => self.hog_step_done(h),
+            Proc::PxServer(i) => self.px_server_step_done(i, d),
+        }
+    }
+
+    /// The CPU a finished step used and waited for, in the statistics.
+    #[inline(always)]
+    fn account_cpu(&mut self, proc: Proc, d: StepDone) {
         let ran = (d.done_at - d.requested_at).saturating_sub(d.waited);
         self.stats.add(Stat::OsCpuWaitTime, d.waited);
         match proc {
@@ -813,25 +830,26 @@ impl Instance {
                 self.stats.add(Stat::ForegroundCpuWaitTime, d.waited);
             }
         }
-        if let Some(numa) = self.numa.as_mut()
-            && let Some(stall) = numa.stall_after(self.now, d.proc, &mut self.stats)
-        {
-            // The step's computing is done; it stalls on its memory on the
-            // CPU it holds (not sharing the core's pipelines), then goes on.
-            let group = numa.home(d.proc);
-            let class = self.class_of(d.proc);
-            self.sched
-                .request_stall(self.now, d.proc, class, stall.max(1), group);
-            return;
-        }
-        match proc {
-            Proc::Session(s) => self.session_cpu_done(s, d),
-            Proc::Lms(w) => self.lms_step_done(w, d),
-            Proc::Lgwr => self.lgwr_step_done(),
-            Proc::Dbwr(w) => self.dbwr_step_done(w),
-            Proc::Hog(h) => self.hog_step_done(h),
-            Proc::PxServer(i) => self.px_server_step_done(i, d),
-        }
+    }
+
+    /// With a `[server]`: a step whose computing is done stalls on the
+    /// memory it touched, on the CPU it holds (not sharing the core's
+    /// pipelines), before the process goes on. True when it does.
+    #[cold]
+    #[inline(never)]
+    fn memory_stall_first(&mut self, proc: Proc, d: StepDone) -> bool {
+        let Some(numa) = self.numa.as_mut() else {
+            return false;
+        };
+        let Some(stall) = numa.stall_after(self.now, d.proc, &mut self.stats) else {
+            return false;
+        };
+        let group = numa.home(d.proc);
+        self.account_cpu(proc, d);
+        let class = self.class_of(d.proc);
+        self.sched
+            .request_stall(self.now, d.proc, class, stall.max(1), group);
+        true
     }
 
     fn on_timer(&mut self, timer: Timer) {

@@ -47,10 +47,6 @@ pub enum Touch {
     Get { buf: u32 },
     /// `ops` lines of the process's private memory.
     Private { ops: u32 },
-    /// DBWR writing a batch: per group, the blocks it writes from that
-    /// group's memory (their bytes go to the writer's group's I/O
-    /// controller, and the writer reads a line of each buffer's header).
-    Write { blocks_by_group: Vec<u32> },
 }
 
 #[derive(Debug)]
@@ -237,34 +233,7 @@ impl Numa {
                 let at = self.private_lines(home);
                 self.stall(now, home, &[(at, ops)], &[], stats)
             }
-            Touch::Write { blocks_by_group } => {
-                self.write_batch(now, home, &blocks_by_group, stats)
-            }
         })
-    }
-
-    /// The lines a writer of group `home` moves out of each group's memory
-    /// (the block's bytes, which only the queues feel) and reads (one line
-    /// of each buffer's header per block, which the CPU waits for).
-    fn write_batch(
-        &mut self,
-        now: Nanos,
-        home: u8,
-        blocks_by_group: &[u32],
-        stats: &mut Stats,
-    ) -> Nanos {
-        let mut headers: Vec<(Lines, u32)> = Vec::with_capacity(blocks_by_group.len());
-        let mut dma: Vec<(u8, u32)> = Vec::with_capacity(blocks_by_group.len());
-        for (g, &blocks) in blocks_by_group.iter().enumerate() {
-            if blocks > 0 {
-                headers.push((Lines::In(g as u8), blocks));
-                dma.push((g as u8, blocks.saturating_mul(self.block_lines)));
-                if usize::from(home) % self.groups() != g {
-                    stats.add(Stat::NumaRemoteWrites, u64::from(blocks));
-                }
-            }
-        }
-        self.stall(now, home, &headers, &dma, stats)
     }
 
     /// Where a process of group `home` finds its private memory.
@@ -374,8 +343,12 @@ mod tests {
         let stall = n.stall(0, 0, &[(Lines::Striped, 400)], &[], &mut st);
         assert_eq!(st.get(Stat::NumaRemoteAccesses), 300);
         assert_eq!(st.get(Stat::NumaLocalAccesses), 100);
-        assert_eq!(stall, 100 * 100 + 300 * 300, "latency-bound: no bandwidth given");
-        let mut n = Numa::new(server(4, Placement::FirstTouch), false, 64, 8192);
+        assert_eq!(
+            stall,
+            100 * 100 + 300 * 300,
+            "latency-bound: no bandwidth given"
+        );
+        let n = Numa::new(server(4, Placement::FirstTouch), false, 64, 8192);
         let at = n.private_lines(2);
         assert_eq!(at, Lines::In(2), "first touch: private memory is local");
     }
@@ -392,7 +365,11 @@ mod tests {
         // A block's 128 lines moved by DMA cost no latency of the CPU's own,
         // only the link's queue: behind the 1,000 ns queued, its 12,800 ns.
         let t = n.stall(0, 0, &[], &[(1, 128)], &mut st);
-        assert_eq!(t, 1_000 + 12_800, "behind the 10 lines queued, then its own 128");
+        assert_eq!(
+            t,
+            1_000 + 12_800,
+            "behind the 10 lines queued, then its own 128"
+        );
     }
 
     #[test]
