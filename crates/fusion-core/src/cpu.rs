@@ -40,6 +40,12 @@ struct Task {
     started_at: Option<Nanos>,
     queued_at: Nanos,
     waited: Nanos,
+    /// On a core whose threads share its pipelines: wall time is work times
+    /// `.0 / .1` (threads running on the core / pipelines), set when the
+    /// step (re)starts on a CPU; `(1, 1)` at full speed.
+    stretch: (u8, u8),
+    /// A stall on memory: holds the CPU, not the core's pipelines.
+    stall: bool,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -81,6 +87,11 @@ pub struct Scheduler {
     /// The latest time the run queue has reached. Time never goes back: a
     /// step's start, slice and end are all measured from it.
     clock: Nanos,
+    /// Hardware threads per core (CPUs `c * threads_per_core ..` share core
+    /// `c`); 1: every CPU is a core of its own.
+    threads_per_core: u32,
+    /// Threads of a core that run at full speed at once.
+    pipelines_per_core: u32,
 }
 
 /// A fixed-size bit set over CPU numbers.
@@ -118,6 +129,17 @@ impl Bits {
 
 impl Scheduler {
     pub fn new(cpu_count: u32, quantum: Nanos) -> Scheduler {
+        Scheduler::with_cores(cpu_count, quantum, 1, 1)
+    }
+
+    /// CPUs that are hardware threads, `threads_per_core` to a core whose
+    /// `pipelines_per_core` pipelines they share (chip multithreading).
+    pub fn with_cores(
+        cpu_count: u32,
+        quantum: Nanos,
+        threads_per_core: u32,
+        pipelines_per_core: u32,
+    ) -> Scheduler {
         let cpus = cpu_count.max(1) as usize;
         Scheduler {
             cpus: vec![Cpu::default(); cpus],
@@ -132,6 +154,9 @@ impl Scheduler {
             idle: Bits::new(cpus, true),
             running_ts: Bits::new(cpus, false),
             clock: 0,
+            threads_per_core: threads_per_core.clamp(1, u32::from(u8::MAX)),
+            pipelines_per_core: pipelines_per_core
+                .clamp(1, threads_per_core.clamp(1, u32::from(u8::MAX))),
         }
     }
 
@@ -145,7 +170,14 @@ impl Scheduler {
     }
 
     /// Ask for `demand` ns of CPU for `proc`.
-    fn request_inner(&mut self, now: Nanos, proc: ProcId, class: SchedClass, demand: Nanos) {
+    fn request_inner(
+        &mut self,
+        now: Nanos,
+        proc: ProcId,
+        class: SchedClass,
+        demand: Nanos,
+        stall: bool,
+    ) {
         let task = Task {
             proc,
             class,
@@ -154,6 +186,8 @@ impl Scheduler {
             started_at: None,
             queued_at: now,
             waited: 0,
+            stretch: (1, 1),
+            stall,
         };
         if let Some(k) = self
             .reserved
@@ -257,7 +291,15 @@ impl Scheduler {
     /// Ask for `demand` ns of CPU for `proc`.
     pub fn request(&mut self, now: Nanos, proc: ProcId, class: SchedClass, demand: Nanos) {
         self.tick(now);
-        self.request_inner(now, proc, class, demand);
+        self.request_inner(now, proc, class, demand, false);
+        self.find_next();
+    }
+
+    /// Ask for `demand` ns of a stall on memory for `proc`: it holds a CPU
+    /// but leaves its core's pipelines to the other threads.
+    pub fn request_stall(&mut self, now: Nanos, proc: ProcId, class: SchedClass, demand: Nanos) {
+        self.tick(now);
+        self.request_inner(now, proc, class, demand, true);
         self.find_next();
     }
 
@@ -363,7 +405,9 @@ impl Scheduler {
     }
 
     fn event_time(&self, cpu: &Cpu, task: &Task) -> Nanos {
-        let end = cpu.slice_start.saturating_add(task.remaining);
+        let end = cpu
+            .slice_start
+            .saturating_add(wall(task.remaining, task.stretch));
         match task.class {
             SchedClass::RealTime => end,
             SchedClass::TimeShare => end.min(cpu.slice_start.saturating_add(self.quantum)),
@@ -444,7 +488,11 @@ impl Scheduler {
         // events are handled in time order), so neither subtraction can
         // underflow: debug builds check them, as the assert they would be.
         let ran = now - cpu.slice_start;
-        task.remaining -= ran;
+        task.remaining -= if task.stretch.0 == task.stretch.1 {
+            ran
+        } else {
+            work_done(ran, task.remaining, task.stretch)
+        };
         self.busy += ran;
         self.running_ts.set(i, false);
         if cpu.reserved_for.is_none() {
@@ -455,6 +503,9 @@ impl Scheduler {
 
     fn run_on(&mut self, i: usize, mut task: Task, now: Nanos) {
         task.waited += now - task.queued_at;
+        if self.threads_per_core > 1 {
+            task.stretch = self.stretch_on(i, task.stall);
+        }
         task.started_at.get_or_insert(now);
         self.idle.set(i, false);
         self.running_ts.set(i, task.class == SchedClass::TimeShare);
@@ -471,10 +522,69 @@ impl Scheduler {
         self.set_due(i, at);
     }
 
+    /// How much slower a step starting on CPU `i` runs: the threads that
+    /// will compute on its core (not those stalled on memory), this one
+    /// included, over the core's pipelines.
+    /// Set when the step starts (siblings that start or stop later do not
+    /// change it: steps are short, and the average is what counts).
+    #[cold]
+    #[inline(never)]
+    fn stretch_on(&self, i: usize, stall: bool) -> (u8, u8) {
+        if stall {
+            return (1, 1);
+        }
+        let tpc = self.threads_per_core as usize;
+        let first = i / tpc * tpc;
+        let siblings = self.cpus[first..(first + tpc).min(self.cpus.len())]
+            .iter()
+            .enumerate()
+            .filter(|&(k, c)| first + k != i && c.task.as_ref().is_some_and(|t| !t.stall))
+            .count() as u32;
+        let running = siblings + 1;
+        if running > self.pipelines_per_core {
+            // Both at most `threads_per_core`, which `with_cores` keeps within a u8.
+            (running as u8, self.pipelines_per_core as u8)
+        } else {
+            (1, 1)
+        }
+    }
+
     fn dispatch(&mut self, i: usize, now: Nanos) {
         if let Some(t) = self.rt.pop_front().or_else(|| self.ts.pop_front()) {
             self.run_on(i, t, now);
         }
+    }
+}
+
+/// Wall time of `work` ns of CPU at `stretch` (threads over pipelines).
+#[inline(always)]
+fn wall(work: Nanos, stretch: (u8, u8)) -> Nanos {
+    if stretch.0 == stretch.1 {
+        work
+    } else {
+        wall_shared(work, stretch)
+    }
+}
+
+/// [`wall`] on a core whose pipelines are shared (out of the hot path:
+/// without hardware threads it never runs).
+#[cold]
+#[inline(never)]
+fn wall_shared(work: Nanos, stretch: (u8, u8)) -> Nanos {
+    let w = (u128::from(work) * u128::from(stretch.0)).div_ceil(u128::from(stretch.1));
+    Nanos::try_from(w).unwrap_or(Nanos::MAX)
+}
+
+/// Work done in `ran` ns of wall time at `stretch`, at most `remaining`
+/// (rounded down: a step ends at its event, never before).
+#[cold]
+#[inline(never)]
+fn work_done(ran: Nanos, remaining: Nanos, stretch: (u8, u8)) -> Nanos {
+    if ran >= wall_shared(remaining, stretch) {
+        remaining
+    } else {
+        // Below `remaining`, so within a u64.
+        (u128::from(ran) * u128::from(stretch.1) / u128::from(stretch.0)) as Nanos
     }
 }
 
@@ -598,6 +708,30 @@ mod tests {
         assert!(s.cancel(100, 7));
         assert_eq!(s.next_event(), None);
         assert_eq!(s.busy, 100);
+    }
+
+    #[test]
+    fn threads_of_a_core_share_its_pipeline_but_not_their_stalls() {
+        // One core of 2 threads with 1 pipeline: two steps computing at once
+        // each run at half speed.
+        let mut s = Scheduler::with_cores(2, 1_000, 2, 1);
+        s.request(0, 1, SchedClass::TimeShare, 100);
+        s.request(0, 2, SchedClass::TimeShare, 100);
+        let d = run_until(&mut s, 10_000);
+        let two = d.iter().find(|x| x.proc == 2).unwrap();
+        assert_eq!(two.done_at, 200, "the second thread shared the pipeline");
+        // Two cores of one thread each: both at full speed.
+        let mut s = Scheduler::with_cores(2, 1_000, 1, 1);
+        s.request(0, 1, SchedClass::TimeShare, 100);
+        s.request(0, 2, SchedClass::TimeShare, 100);
+        let d = run_until(&mut s, 10_000);
+        assert!(d.iter().all(|x| x.done_at == 100));
+        // A thread stalled on memory leaves the pipeline to its sibling.
+        let mut s = Scheduler::with_cores(2, 1_000, 2, 1);
+        s.request_stall(0, 1, SchedClass::TimeShare, 100);
+        s.request(0, 2, SchedClass::TimeShare, 100);
+        let d = run_until(&mut s, 10_000);
+        assert!(d.iter().all(|x| x.done_at == 100), "{d:?}");
     }
 
     #[test]

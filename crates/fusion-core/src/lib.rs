@@ -8,6 +8,7 @@ pub mod bitmap;
 pub mod block;
 pub mod config;
 pub mod cpu;
+pub mod cpus;
 pub mod instance;
 pub mod layout;
 pub mod metrics;

@@ -187,10 +187,73 @@ pub enum Metric {
     SqlPerExec(SqlColumn),
     /// Foreground time waited in one wait class, in ms: `class_ms:<class>`.
     ClassTimeMs(WaitClass),
+    /// A figure of memory inside one node (a `[server]`): `node:<figure>`.
+    Node(NodeFigure),
     /// A figure of the phase's instance recoveries (the recovery summary),
     /// not a statistic: `recovery:<figure>`. [`Metric::eval`] has no value
     /// for it; the report reads it from the phase's recoveries.
     Recovery(RecoveryFigure),
+}
+
+/// A figure of memory inside one node, as `node:<name>` names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NodeFigure {
+    /// Share of memory accesses (cache lines) served by another locality
+    /// group's memory, %.
+    RemotePct,
+    /// Share served by the process's own group's memory, %.
+    LocalPct,
+    /// Average time of one `memory_writes` write, ns (the SLB's "Avg nsec/op").
+    NsPerMemoryWrite,
+    /// Share of the blocks read from disk into a buffer of another group's
+    /// memory than the reader's, %.
+    RemoteReadPct,
+}
+
+impl NodeFigure {
+    pub const ALL: &'static [NodeFigure] = &[
+        NodeFigure::RemotePct,
+        NodeFigure::LocalPct,
+        NodeFigure::NsPerMemoryWrite,
+        NodeFigure::RemoteReadPct,
+    ];
+
+    /// The name after `node:`.
+    pub fn name(self) -> &'static str {
+        match self {
+            NodeFigure::RemotePct => "remote_pct",
+            NodeFigure::LocalPct => "local_pct",
+            NodeFigure::NsPerMemoryWrite => "ns_per_memory_write",
+            NodeFigure::RemoteReadPct => "remote_read_pct",
+        }
+    }
+
+    /// Whether the figure is a percentage (else nanoseconds).
+    pub fn is_pct(self) -> bool {
+        matches!(
+            self,
+            NodeFigure::RemotePct | NodeFigure::LocalPct | NodeFigure::RemoteReadPct
+        )
+    }
+
+    fn eval(self, s: &Stats) -> Option<f64> {
+        let (local, remote) = (
+            s.get(Stat::NumaLocalAccesses),
+            s.get(Stat::NumaRemoteAccesses),
+        );
+        match self {
+            NodeFigure::RemotePct => ratio(100.0 * remote as f64, local + remote),
+            NodeFigure::LocalPct => ratio(100.0 * local as f64, local + remote),
+            NodeFigure::NsPerMemoryWrite => ratio(
+                s.get(Stat::MemoryWriteOpTime) as f64,
+                s.get(Stat::MemoryWriteOps),
+            ),
+            NodeFigure::RemoteReadPct => ratio(
+                100.0 * s.get(Stat::NumaRemoteReads) as f64,
+                s.get(Stat::PhysicalReadsCache),
+            ),
+        }
+    }
 }
 
 /// A figure of an instance recovery, as `recovery:<name>` names it.
@@ -331,7 +394,7 @@ impl Metric {
     /// `waits:<event>`, `time_ms:<event>`, `avg_ms:<event>`,
     /// `decomp_ms:<cr|current>:<part>`, `decomp_share:<cr|current>:<part>`,
     /// `sql:<column>`, `sql_per_exec:<column>`, `class_ms:<wait class>`,
-    /// `recovery:<figure>`.
+    /// `recovery:<figure>`, `node:<figure>`.
     pub fn parse(text: &str) -> Result<Metric, String> {
         let t = text.trim();
         if let Some(line) = AwrLine::ALL
@@ -416,8 +479,23 @@ impl Metric {
                     )
                 })
         };
+        let node = |name: &str| {
+            NodeFigure::ALL
+                .iter()
+                .copied()
+                .find(|f| f.name().eq_ignore_ascii_case(name.trim()))
+                .ok_or_else(|| {
+                    let names: Vec<_> = NodeFigure::ALL.iter().map(|f| f.name()).collect();
+                    format!(
+                        "unknown node figure `{}` (one of: {})",
+                        name.trim(),
+                        names.join(", ")
+                    )
+                })
+        };
         match kind.trim() {
             "recovery" => Ok(Metric::Recovery(recovery(rest)?)),
+            "node" => Ok(Metric::Node(node(rest)?)),
             "sql" => Ok(Metric::Sql(column(rest)?)),
             "sql_per_exec" => Ok(Metric::SqlPerExec(column(rest)?)),
             "class_ms" => Ok(Metric::ClassTimeMs(class(rest)?)),
@@ -429,7 +507,7 @@ impl Metric {
             "decomp_ms" => decomp(rest).map(|(k, p)| Metric::DecompMs(k, p)),
             "decomp_share" => decomp(rest).map(|(k, p)| Metric::DecompShare(k, p)),
             other => Err(format!(
-                "unknown metric prefix `{other}:` (stat, rate, waits, time_ms, avg_ms, decomp_ms, decomp_share, sql, sql_per_exec, class_ms, recovery)"
+                "unknown metric prefix `{other}:` (stat, rate, waits, time_ms, avg_ms, decomp_ms, decomp_share, sql, sql_per_exec, class_ms, recovery, node)"
             )),
         }
     }
@@ -439,6 +517,7 @@ impl Metric {
     pub fn eval(self, s: &Stats, elapsed_ns: u64) -> Option<f64> {
         match self {
             Metric::Recovery(_) => None,
+            Metric::Node(f) => f.eval(s),
             Metric::Awr(line) => line.eval(s),
             Metric::Stat(stat) => Some(stat_value(s, stat)),
             Metric::PerSecond(stat) => {

@@ -170,10 +170,33 @@ name_enum! {
         PxStatementsQueued => "fusionlab PX statements queued",
         PxStatementsCompleted => "fusionlab PX statements completed",
         PxStatementElapsedTime => "fusionlab PX statement elapsed time",
+        // Inside one node (a `[server]` description): memory by locality group.
+        NumaLocalAccesses => "fusionlab local memory accesses",
+        NumaRemoteAccesses => "fusionlab remote memory accesses",
+        NumaRemoteReads => "fusionlab reads into remote memory",
+        NumaStallTime => "fusionlab memory stall time",
+        MemoryWriteOps => "fusionlab memory write ops",
+        MemoryWriteOpTime => "fusionlab memory write op time",
     }
 }
 
 impl Stat {
+    /// The statistics only a server description (`[server]`) moves: reports
+    /// leave them out while they are 0, so a run without one prints what it
+    /// always printed.
+    pub fn inside_node(self) -> bool {
+        use Stat::*;
+        matches!(
+            self,
+            NumaLocalAccesses
+                | NumaRemoteAccesses
+                | NumaRemoteReads
+                | NumaStallTime
+                | MemoryWriteOps
+                | MemoryWriteOpTime
+        )
+    }
+
     pub fn unit(self) -> Unit {
         use Stat::*;
         match self {
@@ -208,7 +231,9 @@ impl Stat {
             | LgwrCpuWaitTime
             | ForegroundCpuWaitTime
             | GlobalEnqueueGetTime
-            | PxStatementElapsedTime => Unit::Time,
+            | PxStatementElapsedTime
+            | NumaStallTime
+            | MemoryWriteOpTime => Unit::Time,
             _ => Unit::Count,
         }
     }

@@ -69,7 +69,7 @@ pub fn sql_of(step: &crate::config::Step, cat: &crate::config::Catalog) -> Optio
         ),
         Step::NextVal { sequence: s, .. } => format!("SELECT {}.NEXTVAL FROM DUAL", seq(*s)),
         Step::ParallelQuery(q) => q.sql(cat),
-        Step::Commit | Step::Think { .. } => return None,
+        Step::Commit | Step::Think { .. } | Step::MemoryWrites { .. } => return None,
     })
 }
 

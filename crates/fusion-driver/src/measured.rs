@@ -114,7 +114,8 @@ pub fn unmeasured(metric: Metric, driver: Driver) -> Option<&'static str> {
         | Metric::DecompShare(..)
         | Metric::Sql(_)
         | Metric::SqlPerExec(_)
-        | Metric::ClassTimeMs(_) => return None,
+        | Metric::ClassTimeMs(_)
+        | Metric::Node(_) => return None,
     };
     TABLE
         .iter()

@@ -20,6 +20,8 @@ pub(crate) enum Shown {
     PerSecond,
     Bytes,
     Seconds,
+    /// Nanoseconds (a memory access).
+    Ns,
 }
 
 impl Shown {
@@ -47,6 +49,8 @@ impl Shown {
             Metric::Recovery(f) if f.is_ms() => Shown::Ms,
             Metric::Recovery(fusion_core::metrics::RecoveryFigure::DetectedS) => Shown::Seconds,
             Metric::Recovery(_) => Shown::Count,
+            Metric::Node(f) if f.is_pct() => Shown::Pct,
+            Metric::Node(_) => Shown::Ns,
         }
     }
 
@@ -56,6 +60,7 @@ impl Shown {
             Shown::Ms => format!("{v:.2} ms"),
             Shown::FineMs => format!("{v:.3} ms"),
             Shown::Pct => format!("{v:.2} %"),
+            Shown::Ns => format!("{v:.1} ns"),
             Shown::Share => format!("{:.2} %", v * 100.0),
             Shown::Count => count(v),
             Shown::PerSecond => format!("{v:.2}/s"),

@@ -5,6 +5,8 @@
 //!   "phases": [ { "name", "elapsed_us",
 //!                 "instances": [ { "id",
 //!                                  "sysstat": { "<v$sysstat name>": number },
+//!                                    (every statistic; those inside one node, `fusionlab ...
+//!                                    memory ...`, only when not 0: a run without `[server]`)
 //!                                  "events": { "<event>": { "waits", "time_us", "waits_fg",
 //!                                                           "time_fg_us", "max_us",
 //!                                                           "histogram_us": { "<upper bound us>": count } } },
@@ -180,6 +182,9 @@ fn statements(s: &Stats) -> Value {
 fn sysstat(s: &Stats) -> Value {
     let mut m = Map::new();
     for &stat in Stat::ALL {
+        if stat.inside_node() && s.get(stat) == 0 {
+            continue;
+        }
         let v = match stat.unit() {
             Unit::Time => s.get(stat) / NS_PER_US,
             Unit::Count | Unit::Bytes => s.get(stat),
@@ -311,7 +316,12 @@ mod tests {
         let i = &p[0]["instances"][0];
         assert_eq!(i["id"], 1);
         let sys = i["sysstat"].as_object().expect("sysstat object");
-        assert_eq!(sys.len(), Stat::COUNT, "every statistic is present");
+        let node_stats = Stat::ALL.iter().filter(|s| s.inside_node()).count();
+        assert_eq!(
+            sys.len(),
+            Stat::COUNT - node_stats,
+            "every statistic is present, but those inside one node while they are 0"
+        );
         assert_eq!(sys["DB time"], 2_500_000, "time in integer microseconds");
         assert_eq!(sys["gc cr block receive time"], 15_000);
         assert_eq!(sys["gc cr blocks received"], 10);

@@ -17,5 +17,5 @@ pub mod verdict;
 pub use json::to_json;
 pub use model::*;
 pub use text::{TextOptions, render};
-pub use tour::{TourRow, render_tour};
+pub use tour::{TourRow, render_node_tour, render_tour};
 pub use verdict::evaluate;

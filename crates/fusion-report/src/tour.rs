@@ -22,17 +22,42 @@ pub struct TourRow {
 /// One table: # | Myth (scenario) | Verdict | Key figure | Measured | Deck,
 /// then a count of myths reproduced.
 pub fn render_tour(rows: &[TourRow]) -> String {
+    render(rows, ["Myth (scenario)", "Deck"], "myths")
+}
+
+/// The second part's summary, inside one node: per scenario its verdict,
+/// then the key figure, ours and the seed paper's, a line each (so that
+/// every line stays short; `deck_figure` holds the paper's figure).
+pub fn render_node_tour(rows: &[TourRow]) -> String {
+    let mut s = String::new();
+    for (i, r) in rows.iter().enumerate() {
+        let verdict = if r.reproduced {
+            "REPRODUCED"
+        } else {
+            "NOT REPRODUCED"
+        };
+        s.push_str(&format!("{:>2}. {}: {verdict}\n", i + 1, r.scenario));
+        s.push_str(&format!("    {}\n", r.label));
+        s.push_str(&format!("    ours:  {}\n", r.key_figure));
+        s.push_str(&format!("    paper: {}\n", r.deck_figure));
+    }
+    let done = rows.iter().filter(|r| r.reproduced).count();
+    s.push_str(&format!("{done} of {} figures reproduced\n", rows.len()));
+    s
+}
+
+fn render(rows: &[TourRow], [claim, source]: [&str; 2], noun: &str) -> String {
     let mut t = Table::new();
     t.load_style(ASCII_FULL_CONDENSED)
         .force_no_tty()
         .set_content_arrangement(ContentArrangement::Disabled)
         .set_header(vec![
             "#",
-            "Myth (scenario)",
+            claim,
             "Verdict",
             "Key figure",
             "Measured",
-            "Deck",
+            source,
         ]);
     for (i, r) in rows.iter().enumerate() {
         t.add_row(vec![
@@ -51,7 +76,7 @@ pub fn render_tour(rows: &[TourRow]) -> String {
     }
     let done = rows.iter().filter(|r| r.reproduced).count();
     format!(
-        "{}\n{done} of {} myths reproduced\n",
+        "{}\n{done} of {} {noun} reproduced\n",
         t.trim_fmt(),
         rows.len()
     )

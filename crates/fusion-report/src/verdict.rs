@@ -251,6 +251,7 @@ fn nothing_because(metric: Metric) -> String {
         Metric::DecompShare(k, _) => format!("no gc {} block receive time", kind(k)),
         Metric::SqlPerExec(_) => "no execution of a user statement".into(),
         Metric::Recovery(_) => "no instance recovery".into(),
+        Metric::Node(_) => "no memory access counted (is there a [server]?)".into(),
         Metric::Stat(_)
         | Metric::EventWaits(_)
         | Metric::EventTimeMs(_)

@@ -18,6 +18,7 @@ mod phases;
 mod problems;
 mod px;
 mod read;
+mod server;
 mod steps;
 mod tour;
 mod workload;
@@ -89,6 +90,7 @@ const ROOT_KEYS: &[&str] = &[
     "costs",
     "network",
     "storage",
+    "server",
     "table",
     "index",
     "sequence",
@@ -320,7 +322,7 @@ impl Validator<'_> {
             .and_then(|seed| u64::try_from(seed).ok())
             .unwrap_or(1);
         let instance_count = self.cluster(section("cluster"));
-        let instances = self.instances(section("parameters"), instance_count);
+        let mut instances = self.instances(section("parameters"), instance_count);
         let costs = section("costs").map(|c| self.costs(c)).unwrap_or_default();
         let network = section("network")
             .map(|c| self.network(c))
@@ -328,6 +330,11 @@ impl Validator<'_> {
         let storage = section("storage")
             .map(|c| self.storage(c))
             .unwrap_or_default();
+        let server = section("server").and_then(|c| self.server(c));
+        self.has_server = section("server").is_some();
+        if let Some(s) = &server {
+            self.server_cpus(s, &mut instances, root_table);
+        }
         let mut catalog = self.catalog(section("table"), section("index"));
         if let Some(node) = section("sequence") {
             catalog.sequences = self.sequences(node);
@@ -373,6 +380,7 @@ impl Validator<'_> {
             costs,
             network,
             storage,
+            server,
             catalog,
             workloads,
             phases,

@@ -2,7 +2,7 @@
 //! runner execute. Everything here has passed the loader's checks (names
 //! resolve, instance numbers are in range, numbers are in their ranges).
 
-use fusion_core::config::{Catalog, Costs, Nanos, ParamValue, Params, WorkloadSpec};
+use fusion_core::config::{Catalog, Costs, Nanos, ParamValue, Params, Server, WorkloadSpec};
 use fusion_core::metrics::Metric;
 
 /// A scenario with its variants resolved. When the file has no `[[variant]]`,
@@ -29,6 +29,8 @@ pub struct LoadedScenario {
 pub struct TourSpec {
     /// Position in the tour (lower first).
     pub order: u32,
+    /// Which part of the tour: the RAC myths, or inside one node.
+    pub part: TourPart,
     /// The figure the tour shows. Its `variant` is always set (the first
     /// variant when the file named none).
     pub measured: MetricRef,
@@ -39,6 +41,17 @@ pub struct TourSpec {
     pub label: String,
     /// What the deck measured for the same figure, as free text.
     pub deck: String,
+}
+
+/// The parts of the tour, printed one after the other.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub enum TourPart {
+    /// The RAC myths deck (seed 004): `part = "myths"`, the default.
+    #[default]
+    Myths,
+    /// Inside one node: NUMA, writers, CMT, parallel maintenance (seeds
+    /// 000-003): `part = "node"`.
+    Node,
 }
 
 /// One runnable configuration.
@@ -58,6 +71,8 @@ pub struct Scenario {
     pub costs: Costs,
     pub network: NetworkModel,
     pub storage: StorageModel,
+    /// The server each instance runs on (`[server]`), if described.
+    pub server: Option<Server>,
     pub catalog: Catalog,
     pub workloads: Vec<WorkloadSpec>,
     pub phases: Vec<Phase>,

@@ -53,6 +53,7 @@ impl Scenario {
                 record_history,
                 lossy_interconnect,
                 life: 0,
+                server: self.server.clone(),
             })
             .collect()
     }

@@ -183,6 +183,55 @@ const CASES: &[Case] = &[
         want: &[at("db_block_size", 17, "parameters.inst2.db_block_size", &["must be the same on every instance"])],
         ..CASE
     },
+    // ---- [server]: inside one node -------------------------------------------
+    Case {
+        name: "unknown server key and bad server values",
+        edits: &[Append("\n[server]\nlocality_groupz = 4\nthreads_per_core = 16\nlocal_latency_ns = 100\nremote_latency_ns = 50\nmemory = \"striped\"\nlink_bandwidth_mb_s = -5\n")],
+        want: &[
+            at("locality_groupz", 1, "server.locality_groupz", &["unknown key `locality_groupz`", "did you mean `locality_groups`"]),
+            at("threads_per_core = 16", 20, "server.threads_per_core", &["expected at most 8, found 16", "UltraSPARC T2"]),
+            at("remote_latency_ns = 50", 21, "server.remote_latency_ns", &["below local_latency_ns (100)"]),
+            at("memory = \"striped\"", 10, "server.memory", &["unknown memory placement `striped`", "interleaved or first_touch"]),
+            at("link_bandwidth_mb_s = -5", 23, "server.link_bandwidth_mb_s", &["expected a number > 0, found -5"]),
+        ],
+        ..CASE
+    },
+    Case {
+        name: "too many locality groups",
+        edits: &[Append("\n[server]\nlocality_groups = 65\n")],
+        want: &[at("locality_groups = 65", 19, "server.locality_groups", &["expected at most 64, found 65"])],
+        ..CASE
+    },
+    Case {
+        name: "cpu_count that is not the server's",
+        edits: &[Append("\n[parameters]\ncpu_count = 6\n\n[server]\nlocality_groups = 2\ncores_per_group = 4\n")],
+        want: &[at("cpu_count = 6", 13, "parameters.cpu_count", &["cpu_count is 6 but [server] has 8 CPUs", "leave cpu_count out"])],
+        ..CASE
+    },
+    Case {
+        name: "a server with more CPUs than cpu_count allows",
+        edits: &[Append("\n[server]\nlocality_groups = 64\ncores_per_group = 8\nthreads_per_core = 8\n")],
+        want: &[at("[server]", 1, "server", &["the server has 4096 CPUs", "more than cpu_count allows (1024)"])],
+        ..CASE
+    },
+    Case {
+        name: "memory_writes without a server, and _enable_NUMA_support not a boolean",
+        edits: &[
+            Replace(MIN_STEPS, "steps = [{ op = \"memory_writes\", ops = 1000 }]"),
+            Append("\n[parameters]\n_enable_NUMA_support = \"maybe\"\n"),
+        ],
+        want: &[
+            at("memory_writes", 17, "workload[0].transaction[0].steps[0].op", &["needs a [server] description"]),
+            at("_enable_NUMA_support", 24, "parameters._enable_NUMA_support", &["expected TRUE or FALSE, got `maybe`"]),
+        ],
+        ..CASE
+    },
+    Case {
+        name: "an unknown node figure",
+        edits: &[Append("\n[[expect]]\nname = \"n\"\nmetric = \"node:remote_share\"\nphase = \"baseline\"\nop = \">\"\nvalue = 1\n")],
+        want: &[at("node:remote_share", 10, "expect[0].metric", &["unknown node figure `remote_share`", "remote_pct"])],
+        ..CASE
+    },
     // ---- steps, indexes, sequences --------------------------------------------
     Case {
         name: "unknown index in via",
@@ -574,7 +623,7 @@ const CASES: &[Case] = &[
         edits: &[Append(TOUR), Replace("label =", "lable =")],
         want: &[
             at("[tour]", 1, "tour", &["missing required key `label`"]),
-            at("lable", 1, "tour.lable", &["unknown key `lable` (valid here: order, measured, versus, label, deck; did you mean `label`?)"]),
+            at("lable", 1, "tour.lable", &["unknown key `lable` (valid here: order, part, measured, versus, label, deck; did you mean `label`?)"]),
         ],
         ..CASE
     },

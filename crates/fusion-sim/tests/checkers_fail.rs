@@ -494,6 +494,7 @@ impl Driver {
                     record_history: true,
                     lossy_interconnect: false,
                     life: 0,
+                    server: None,
                 })
             })
             .collect();

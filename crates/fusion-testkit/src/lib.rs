@@ -29,6 +29,7 @@ impl ScenarioBuilder {
                 costs: Costs::default(),
                 network: NetworkModel::default(),
                 storage: StorageModel::default(),
+                server: None,
                 catalog: Catalog::default(),
                 workloads: Vec::new(),
                 phases: Vec::new(),

@@ -179,6 +179,8 @@ pub fn with_unit(metric: Metric, v: f64) -> String {
         Metric::Recovery(f) if f.is_ms() => format!("{} ms", ms(v)),
         Metric::Recovery(fusion_core::metrics::RecoveryFigure::DetectedS) => format!("{v:.3} s"),
         Metric::Recovery(_) => count(v),
+        Metric::Node(f) if f.is_pct() => format!("{v:.1} %"),
+        Metric::Node(_) => format!("{v:.1} ns"),
         Metric::Sql(c) | Metric::SqlPerExec(c) => match c {
             _ if c.is_time() => format!("{} ms", fine_ms(v)),
             SqlColumn::Query | SqlColumn::Current => format!("{} gets", count(v)),

@@ -29,6 +29,8 @@ pub fn tour_live(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<u8> {
+    // The myths only: the part inside one node runs on the simulator
+    // (`fusionlab tour`); each of its scenarios runs live on its own.
     let (myths, mut broken) = shipped_myths();
     // A myth with a figure a live cluster does not measure is left out, as
     // one that does not load: its verdict would rest on a 0.

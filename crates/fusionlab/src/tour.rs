@@ -9,9 +9,9 @@ use std::sync::{Mutex, mpsc};
 
 use anyhow::Result;
 use fusion_driver::{Driver, VariantOutcome};
-use fusion_report::{RunResult, TourRow, render_tour};
+use fusion_report::{RunResult, TourRow, render_node_tour, render_tour};
 use fusion_scenario::estimate::{MemoryEstimate, estimate};
-use fusion_scenario::{LoadedScenario, TourSpec};
+use fusion_scenario::{LoadedScenario, TourPart, TourSpec};
 use fusion_sim::SimOptions;
 
 use crate::figures::{key_figures, measure, px_figures, with_unit};
@@ -52,14 +52,32 @@ impl MythRun {
     }
 }
 
-/// The shipped scenarios with a `[tour]` section, by tour order then name;
-/// and the messages of those that do not load.
+/// The shipped scenarios of the tour's first part (a `[tour]` section of
+/// the myths part), by tour order then name; and the messages of those
+/// that do not load.
 pub fn shipped_myths() -> (Vec<LoadedScenario>, Vec<String>) {
+    shipped_part(Some(TourPart::Myths))
+}
+
+/// The shipped scenarios of the tour's second part, inside one node.
+pub fn shipped_node() -> (Vec<LoadedScenario>, Vec<String>) {
+    let (node, _) = shipped_part(Some(TourPart::Node));
+    (node, Vec::new())
+}
+
+/// The shipped scenarios with a `[tour]` section of `part` (`None`: any).
+fn shipped_part(part: Option<TourPart>) -> (Vec<LoadedScenario>, Vec<String>) {
     let mut myths = Vec::new();
     let mut broken = Vec::new();
     for s in shipped::all() {
         match s.load(&[]) {
-            Ok(l) if l.tour.is_some() => myths.push(l),
+            Ok(l)
+                if l.tour
+                    .as_ref()
+                    .is_some_and(|t| part.is_none_or(|p| t.part == p)) =>
+            {
+                myths.push(l)
+            }
             Ok(_) => {}
             Err(e) => broken.push(e.to_string()),
         }
@@ -104,19 +122,99 @@ pub fn measurable_by(
         .collect()
 }
 
-/// `fusionlab tour`: the shipped myths.
+/// `fusionlab tour`: the shipped myths, then the figures inside one node.
 pub fn tour(args: &TourArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8> {
     let (myths, mut broken) = shipped_myths();
     let myths = measurable_by(Driver::Simulator, myths, &mut broken);
+    let (node, _) = shipped_node();
+    let node = measurable_by(Driver::Simulator, node, &mut broken);
     for b in &broken {
         writeln!(err, "{b}")?;
     }
-    let code = tour_of(myths, args, out, err)?;
+    let mut code = tour_of(myths, args, out, err)?;
+    if !node.is_empty() {
+        let node_code = node_tour_of(node, args, out, err)?;
+        if code == exit::OK {
+            code = node_code;
+        }
+    }
     Ok(if code == exit::OK && !broken.is_empty() {
         exit::INVALID
     } else {
         code
     })
+}
+
+/// The tour's second part, inside one node: these scenarios (in the order
+/// given) and their summary beside the seed papers' figures.
+pub fn node_tour_of(
+    runs_of: Vec<LoadedScenario>,
+    args: &TourArgs,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<u8> {
+    let total = runs_of.len();
+    writeln!(out)?;
+    writeln!(out, "{RULE}")?;
+    writeln!(
+        out,
+        "Inside one node: {total} figure{} of the NUMA and CMT papers, run on the simulator",
+        if total == 1 { "" } else { "s" }
+    )?;
+    writeln!(out, "{RULE}")?;
+    writeln!(out)?;
+    let mut runs = Vec::with_capacity(total);
+    let mut errors = 0;
+    let opts = SimOptions {
+        seed: args.seed,
+        check: false,
+    };
+    in_parallel(runs_of, &opts, |i, run| -> Result<()> {
+        errors += show_run_in(TourPart::Node, i, total, &run, args, out, err)?;
+        runs.push(run);
+        Ok(())
+    })?;
+    writeln!(out, "{RULE}")?;
+    writeln!(out, "Inside one node: summary")?;
+    writeln!(out, "{RULE}")?;
+    let rows: Vec<TourRow> = runs.iter().map(tour_row).collect();
+    out.write_all(render_node_tour(&rows).as_bytes())?;
+    let seeds: Vec<String> = runs
+        .iter()
+        .map(|r| format!("{} {}", r.loaded.name, seeds_of(r, args.seed)))
+        .collect();
+    for line in wrap_list("seeds: ", &seeds) {
+        writeln!(out, "{line}")?;
+    }
+    Ok(if errors > 0 {
+        exit::SIM_ERRORS
+    } else {
+        exit::OK
+    })
+}
+
+/// `items` after `head`, comma-separated, in lines of at most 100 columns.
+fn wrap_list(head: &str, items: &[String]) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = head.to_string();
+    for (i, item) in items.iter().enumerate() {
+        let piece = if i + 1 < items.len() {
+            format!("{item},")
+        } else {
+            item.clone()
+        };
+        if line.len() + 1 + piece.len() > 100 && line.len() > head.len() {
+            lines.push(line);
+            line = format!("{}{piece}", " ".repeat(head.len()));
+        } else {
+            if line.len() > head.len() {
+                line.push(' ');
+            }
+            line.push_str(&piece);
+        }
+    }
+    lines.push(line);
+    lines
 }
 
 /// Run these myths (in the order given) and print the tour. Exit status 0
@@ -172,7 +270,20 @@ pub fn show_run(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<usize> {
-    out.write_all(myth_block(i + 1, total, run, args).as_bytes())?;
+    show_run_in(TourPart::Myths, i, total, run, args, out, err)
+}
+
+/// [`show_run`] in one part of the tour (its blocks say `Myth` or `Figure`).
+fn show_run_in(
+    part: TourPart,
+    i: usize,
+    total: usize,
+    run: &MythRun,
+    args: &TourArgs,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<usize> {
+    out.write_all(myth_block_in(part, i + 1, total, run, args).as_bytes())?;
     out.flush()?;
     for e in &run.errors {
         writeln!(err, "{e}")?;
@@ -202,7 +313,7 @@ fn tour_threads(myths: usize) -> usize {
 /// Refuse the tour when the myths that may run at once (the largest, one
 /// per thread; one at a time `live`) are estimated above `limit`.
 pub fn within_memory(limit: &MemoryLimit, live: bool) -> Result<(), Failure> {
-    let (myths, _) = shipped_myths();
+    let (myths, _) = shipped_part(if live { Some(TourPart::Myths) } else { None });
     let mut estimates: Vec<(MemoryEstimate, &LoadedScenario)> =
         myths.iter().map(|m| (estimate(m, false), m)).collect();
     estimates.sort_by_key(|e| std::cmp::Reverse(e.0.bytes));
@@ -276,11 +387,25 @@ fn in_parallel(
 /// The compact block of one myth: claim and title, key figures per phase
 /// and instance, expectations with their details, the verdict.
 pub fn myth_block(number: usize, total: usize, run: &MythRun, args: &TourArgs) -> String {
+    myth_block_in(TourPart::Myths, number, total, run, args)
+}
+
+fn myth_block_in(
+    part: TourPart,
+    number: usize,
+    total: usize,
+    run: &MythRun,
+    args: &TourArgs,
+) -> String {
     let (l, r) = (&run.loaded, &run.result);
     let mut s = String::new();
     let claim = l.myth.as_deref().unwrap_or(&l.title);
+    let word = match part {
+        TourPart::Myths => "Myth",
+        TourPart::Node => "Figure",
+    };
     s.push_str(&format!(
-        "{RULE}\nMyth {number} of {total}: {claim}\n{RULE}\n"
+        "{RULE}\n{word} {number} of {total}: {claim}\n{RULE}\n"
     ));
     s.push_str(&format!("{}: {}\n", l.name, l.title));
     s.push_str(&run.summary);

@@ -4,8 +4,10 @@
 //! The parallel-execution parameters are in `px_params`.
 
 pub mod px_params;
+pub mod server;
 
 pub use px_params::PxParams;
+pub use server::{Placement, Server};
 
 /// Nanoseconds, the unit of every time in the core.
 pub type Nanos = u64;
@@ -54,6 +56,12 @@ pub struct Params {
     /// buffers whose first change is more than this many seconds of
     /// recovery behind the end of redo (see `instance/checkpoint.rs`).
     pub fast_start_mttr_target: u32,
+    /// `_enable_NUMA_support`: on a server with locality groups the
+    /// database places its memory by group (one LRU per group, a process
+    /// takes a free buffer of its own group first, state objects near their
+    /// process) and runs at least one DBWR per group, each writing its
+    /// group's buffers. No effect without a `[server]` description.
+    pub numa_support: bool,
 }
 
 impl Default for Params {
@@ -73,6 +81,7 @@ impl Default for Params {
             max_commit_propagation_delay: 0,
             css_misscount: 30,
             fast_start_mttr_target: 0,
+            numa_support: false,
         }
     }
 }
@@ -106,6 +115,7 @@ impl Params {
         "max_commit_propagation_delay",
         "css_misscount",
         "fast_start_mttr_target",
+        "_enable_NUMA_support",
     ];
 
     /// Parameters that may change at a phase boundary of a running instance.
@@ -190,6 +200,7 @@ impl Params {
             // At least two heartbeats must be missed: one second apart.
             "css_misscount" => self.css_misscount = int(value, 2, 600)? as u32,
             "fast_start_mttr_target" => self.fast_start_mttr_target = int(value, 0, 3600)? as u32,
+            "_enable_numa_support" => self.numa_support = boolean(value)?,
             _ => {
                 return Err(format!(
                     "unknown parameter `{name}` (known: {})",
@@ -208,6 +219,18 @@ impl Params {
                 .high_priority_processes
                 .split('|')
                 .any(|pat| glob_match(pat.trim(), process))
+    }
+}
+
+/// A boolean parameter: `TRUE`/`FALSE` (as TOML's `true`/`false` arrive) or 1/0.
+fn boolean(value: &ParamValue) -> Result<bool, String> {
+    match value {
+        ParamValue::Int(0) => Ok(false),
+        ParamValue::Int(1) => Ok(true),
+        ParamValue::Text(t) if t.trim().eq_ignore_ascii_case("true") => Ok(true),
+        ParamValue::Text(t) if t.trim().eq_ignore_ascii_case("false") => Ok(false),
+        ParamValue::Int(n) => Err(format!("expected TRUE or FALSE, got `{n}`")),
+        ParamValue::Text(t) => Err(format!("expected TRUE or FALSE, got `{}`", t.trim())),
     }
 }
 
@@ -522,6 +545,12 @@ pub enum Step {
     /// The session idles (user think time).
     Think {
         time: Nanos,
+    },
+    /// `ops` writes of one cache line each, at random places of the
+    /// session's private memory (the SLB's `memhammer`): no SQL, only the
+    /// memory of a `[server]`, placed by its policy.
+    MemoryWrites {
+        ops: u32,
     },
 }
 

@@ -315,10 +315,18 @@ impl Cache {
 
     /// Find a buffer to replace, from the cold end: CR copies and clean,
     /// unpinned current buffers. Dirty buffers and past images are skipped
-    /// (DBWR must write them first). Returns the victim and how many were inspected.
-    pub fn victim(&mut self, busy: impl Fn(BlockAddr) -> bool) -> (Victim, u32) {
+    /// (DBWR must write them first). A replaceable buffer `prefer` accepts is
+    /// taken first (one of the taker's own locality group, with NUMA
+    /// support); else the coldest replaceable one. Returns the victim and how
+    /// many were inspected.
+    pub fn victim(
+        &mut self,
+        busy: impl Fn(BlockAddr) -> bool,
+        prefer: impl Fn(BufId) -> bool,
+    ) -> (Victim, u32) {
         let mut at = self.lru_tail;
         let mut inspected = 0;
+        let mut fallback = NIL;
         while at != NIL && inspected < MAX_SCAN {
             inspected += 1;
             let b = self.get(at);
@@ -333,13 +341,27 @@ impl Cache {
                     BufState::Pi => false,
                 };
             if ok {
-                let relinquish = b.is_current().then_some((b.blk, b.state));
-                self.discard(at);
-                return (Victim::Free { relinquish }, inspected);
+                if prefer(at) {
+                    return (self.replace(at), inspected);
+                }
+                if fallback == NIL {
+                    fallback = at;
+                }
             }
             at = prev;
         }
+        if fallback != NIL {
+            return (self.replace(fallback), inspected);
+        }
         (Victim::None, inspected)
+    }
+
+    /// Drop replaceable buffer `at`, saying whether the master must be told.
+    fn replace(&mut self, at: BufId) -> Victim {
+        let b = self.get(at);
+        let relinquish = b.is_current().then_some((b.blk, b.state));
+        self.discard(at);
+        Victim::Free { relinquish }
     }
 
     /// Drop the oldest unpinned CR copies of `blk` beyond [`MAX_CR_PER_BLOCK`] - 1,
@@ -682,7 +704,7 @@ mod tests {
         c.get_mut(a).dirty = true;
         c.touch(b);
         // Cold end: a (dirty, skipped), then d (clean scur).
-        let (v, _) = c.victim(|_| false);
+        let (v, _) = c.victim(|_| false, |_| true);
         assert!(matches!(
             v,
             Victim::Free {
@@ -690,10 +712,10 @@ mod tests {
             }
         ));
         assert!(c.try_get(d).is_none());
-        let (v, _) = c.victim(|_| false);
+        let (v, _) = c.victim(|_| false, |_| true);
         assert!(matches!(v, Victim::Free { relinquish: None }));
         assert_eq!(c.buffers_of(BlockAddr(1)).collect::<Vec<_>>(), vec![a]);
-        let (v, _) = c.victim(|_| false);
+        let (v, _) = c.victim(|_| false, |_| true);
         assert!(matches!(v, Victim::None));
         assert_eq!(c.used(), 1);
     }

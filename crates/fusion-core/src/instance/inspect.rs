@@ -12,7 +12,7 @@ impl Instance {
     /// Counters as `v$sysstat` / `v$system_event` would show them now.
     pub fn stats(&self) -> Stats {
         let mut s = self.stats.clone();
-        s.add(Stat::OsBusyTime, self.sched.busy);
+        s.add(Stat::OsBusyTime, self.sched.busy());
         s
     }
 

@@ -121,7 +121,7 @@ impl Instance {
     /// snapshot pair across it.
     pub fn carry_over(&mut self, earlier: &Instance) {
         self.stats = earlier.stats.clone();
-        self.sched.busy = earlier.sched.busy;
+        self.sched.set_busy(earlier.sched.busy());
     }
 
     /// [`Instance::carry_over`] from the earlier life's counters as its

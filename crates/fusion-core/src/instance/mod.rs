@@ -28,6 +28,7 @@ mod lms;
 mod maintain;
 mod masters;
 mod membership;
+mod numa;
 mod px;
 mod px_alloc;
 mod px_host;
@@ -61,8 +62,10 @@ use session::Sessions;
 use transactions::{Transactions, TxWaiter};
 
 use crate::block::Block;
+use crate::config::Server;
 use crate::config::{Catalog, Costs, Nanos, ParamValue, Params, SequenceDef, WorkloadSpec};
-use crate::cpu::{ProcId, SchedClass, Scheduler, StepDone};
+use crate::cpu::{ProcId, SchedClass, StepDone};
+use crate::cpus::Cpus;
 use crate::layout::Layout;
 use crate::msg::{Action, Envelope, Io, IoResult, Msg};
 use crate::stats::{Stat, Stats};
@@ -91,6 +94,10 @@ pub struct InstanceConfig {
     /// before its sessions start, and numbers its transactions after its
     /// earlier lives' (`LIFE_XIDS`).
     pub life: u32,
+    /// The server the instance runs on (`[server]`): locality groups,
+    /// hardware threads, memory costs. `None`: `cpu_count` plain CPUs and
+    /// no memory model.
+    pub server: Option<Server>,
 }
 
 /// Transaction numbers each life of an instance has to itself.
@@ -238,7 +245,9 @@ pub struct Instance {
     scn: Scn,
     now: Nanos,
     stats: Stats,
-    sched: Scheduler,
+    sched: Cpus,
+    /// Memory by locality group, with a server description (numa.rs).
+    numa: Option<numa::Numa>,
     procs: Vec<Proc>,
     proc_names: Vec<String>,
     classes: Vec<SchedClass>,
@@ -327,6 +336,7 @@ impl Instance {
             record_history,
             lossy_interconnect,
             life,
+            server,
         } = cfg;
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         rng.set_stream(u64::from(id.0) + 1);
@@ -334,7 +344,9 @@ impl Instance {
         let mut inst = Instance {
             id,
             instance_count: instances,
-            sched: Scheduler::new(params.cpu_count, costs.time_slice),
+            sched: Cpus::new(params.cpu_count, costs.time_slice, server.as_ref()),
+            numa: server
+                .map(|s| numa::Numa::new(s, params.numa_support, capacity, params.db_block_size)),
             cache: Cache::new(capacity, layout.total_blocks),
             directory: Directory::new(id),
             lms: Lms::new([]),
@@ -433,9 +445,13 @@ impl Instance {
     fn add_proc(&mut self, p: Proc, name: String) -> ProcId {
         self.procs.push(p);
         self.proc_names.push(name);
-        let class = self.class_by_name((self.procs.len() - 1) as ProcId);
+        let id = (self.procs.len() - 1) as ProcId;
+        let class = self.class_by_name(id);
         self.classes.push(class);
-        (self.procs.len() - 1) as ProcId
+        if let Some(numa) = self.numa.as_mut() {
+            numa.add_proc(id, None);
+        }
+        id
     }
 
     // ----- the driver's interface -------------------------------------------------
@@ -717,7 +733,8 @@ impl Instance {
 
     fn cpu(&mut self, proc: ProcId, demand: Nanos) {
         let class = self.class_of(proc);
-        self.sched.request(self.now, proc, class, demand);
+        let group = self.numa.as_ref().map_or(0, |n| n.home(proc));
+        self.sched.request(self.now, proc, class, demand, group);
     }
 
     /// Move time to `now`: finish CPU steps and fire timers in time order.
@@ -771,6 +788,23 @@ impl Instance {
         let Some(&proc) = self.procs.get(d.proc as usize) else {
             return;
         };
+        if self.numa.is_some() && self.memory_stall_first(proc, d) {
+            return;
+        }
+        self.account_cpu(proc, d);
+        match proc {
+            Proc::Session(s) => self.session_cpu_done(s, d),
+            Proc::Lms(w) => self.lms_step_done(w, d),
+            Proc::Lgwr => self.lgwr_step_done(),
+            Proc::Dbwr(w) => self.dbwr_step_done(w),
+            Proc::Hog(h) => self.hog_step_done(h),
+            Proc::PxServer(i) => self.px_server_step_done(i, d),
+        }
+    }
+
+    /// The CPU a finished step used and waited for, in the statistics.
+    #[inline(always)]
+    fn account_cpu(&mut self, proc: Proc, d: StepDone) {
         let ran = (d.done_at - d.requested_at).saturating_sub(d.waited);
         self.stats.add(Stat::OsCpuWaitTime, d.waited);
         match proc {
@@ -780,29 +814,42 @@ impl Instance {
                     self.stats.statements[st].cpu_ns += ran;
                 }
                 self.stats.add(Stat::ForegroundCpuWaitTime, d.waited);
-                self.session_cpu_done(s, d);
             }
-            Proc::Lms(w) => {
+            Proc::Lms(_) => {
                 self.stats.add(Stat::BackgroundCpuTime, ran);
                 self.stats.add(Stat::LmsCpuWaitTime, d.waited);
-                self.lms_step_done(w, d);
             }
             Proc::Lgwr => {
                 self.stats.add(Stat::BackgroundCpuTime, ran);
                 self.stats.add(Stat::LgwrCpuWaitTime, d.waited);
-                self.lgwr_step_done();
             }
-            Proc::Dbwr(w) => {
-                self.stats.add(Stat::BackgroundCpuTime, ran);
-                self.dbwr_step_done(w);
-            }
-            Proc::Hog(h) => self.hog_step_done(h),
-            Proc::PxServer(i) => {
+            Proc::Dbwr(_) => self.stats.add(Stat::BackgroundCpuTime, ran),
+            Proc::Hog(_) => {}
+            Proc::PxServer(_) => {
                 self.stats.add(Stat::CpuUsedBySession, ran);
                 self.stats.add(Stat::ForegroundCpuWaitTime, d.waited);
-                self.px_server_step_done(i, d);
             }
         }
+    }
+
+    /// With a `[server]`: a step whose computing is done stalls on the
+    /// memory it touched, on the CPU it holds (not sharing the core's
+    /// pipelines), before the process goes on. True when it does.
+    #[cold]
+    #[inline(never)]
+    fn memory_stall_first(&mut self, proc: Proc, d: StepDone) -> bool {
+        let Some(numa) = self.numa.as_mut() else {
+            return false;
+        };
+        let Some(stall) = numa.stall_after(self.now, d.proc, &mut self.stats) else {
+            return false;
+        };
+        let group = numa.home(d.proc);
+        self.account_cpu(proc, d);
+        let class = self.class_of(d.proc);
+        self.sched
+            .request_stall(self.now, d.proc, class, stall.max(1), group);
+        true
     }
 
     fn on_timer(&mut self, timer: Timer) {

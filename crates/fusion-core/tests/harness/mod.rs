@@ -507,6 +507,7 @@ pub fn configs(
             record_history: true,
             lossy_interconnect: false,
             life: 0,
+            server: None,
         })
         .collect()
 }

@@ -401,7 +401,10 @@ fn visit_rates(s: &Scenario, sizes: &[SegmentSize]) -> Vec<f64> {
                     Step::Count { index, rows, .. } => {
                         add(Segment::Index(*index), 2.0 * f64::from(*rows) * share);
                     }
-                    Step::ParallelQuery(_) | Step::Commit | Step::Think { .. } => {}
+                    Step::ParallelQuery(_)
+                    | Step::Commit
+                    | Step::Think { .. }
+                    | Step::MemoryWrites { .. } => {}
                 }
             }
         }

@@ -108,6 +108,11 @@ fn txn_work(s: &Scenario, sizes: &[SegmentSize], steps: &[Step]) -> TxnWork {
             }
             Step::ParallelQuery(_) => w.cpu += ns(c.execute),
             Step::Think { time } => w.wait += ns(*time),
+            // Memory only: at least a local line's latency per write (nothing grows).
+            Step::MemoryWrites { ops } => {
+                let latency = s.server.as_ref().map_or(1, |sv| sv.local_latency);
+                w.cpu += f64::from(*ops) * latency as f64;
+            }
             Step::Commit => {}
         }
     }

@@ -71,6 +71,24 @@ pub(super) const RATE_WHY: &str = "slower, a 32 KB block takes a quarter of a se
 /// serialization under a second.
 pub(super) const MESSAGE_BYTES_MAX: u32 = 65_536;
 pub(super) const MESSAGE_WHY: &str = "the largest UDP datagram";
+/// Locality groups of a server: the memory model keeps a line count per
+/// group for every CPU step on the stack.
+pub(super) const GROUPS_MAX: u32 = 64;
+pub(super) const GROUPS_WHY: &str = "the memory model counts a step's lines per group in a fixed array of 64 (the largest NUMA servers have 64 boards or sockets)";
+/// Hardware threads per core: the largest CMT core (SPARC T-series) has 8.
+pub(super) const THREADS_PER_CORE_MAX: u32 = 8;
+pub(super) const THREADS_WHY: &str =
+    "the largest chip-multithreading core (UltraSPARC T2) runs 8 threads";
+/// One cache line's latency: a millisecond is a thousand times any real machine's.
+pub(super) const LATENCY_NS_MAX: u32 = 1_000_000;
+pub(super) const LATENCY_WHY: &str = "a cache line comes in well under a microsecond on any machine, and latencies are multiplied by the lines of every step in 64-bit nanoseconds";
+/// Memory writes in one `memory_writes` step (one CPU step).
+pub(super) const MEMORY_OPS_MAX: u32 = 1_000_000;
+pub(super) const MEMORY_OPS_WHY: &str = "one step is one CPU step: a million writes already take tens of milliseconds; repeat the step for more";
+/// Lines one buffer get misses, per kind of memory.
+pub(super) const LINES_PER_GET_MAX: u32 = 1024;
+pub(super) const LINES_WHY: &str =
+    "an 8 KB buffer is 128 lines; each line a get touches is counted per step";
 
 /// The `n`-th element of an array of tables at the root (`[[table]]`, ...).
 fn nth_item<'n>(root: &'n Node, section: &str, n: usize) -> Option<&'n Node> {

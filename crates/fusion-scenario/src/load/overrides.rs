@@ -20,6 +20,7 @@ const VARIANT_SETTABLE: &[&str] = &[
     "costs",
     "network",
     "storage",
+    "server",
     "table",
     "index",
     "sequence",

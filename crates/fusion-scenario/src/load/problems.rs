@@ -13,6 +13,9 @@ pub(super) struct Validator<'a> {
     /// The file's text, to turn spans into lines and columns.
     pub(super) text: &'a str,
     pub(super) problems: Vec<Problem>,
+    /// The variant being read describes a `[server]` (steps that only a
+    /// server's memory can run check it).
+    pub(super) has_server: bool,
 }
 
 impl<'a> Validator<'a> {
@@ -21,6 +24,7 @@ impl<'a> Validator<'a> {
             file,
             text,
             problems: Vec::new(),
+            has_server: false,
         }
     }
 

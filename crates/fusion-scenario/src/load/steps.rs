@@ -6,7 +6,7 @@ use fusion_core::config::{
     Access, Catalog, IndexKind, KeyDist, KeySpec, NS_PER_MS, Step, TableDef,
 };
 
-use super::limits::{KEYS_MAX, KEYS_WHY, grouped};
+use super::limits::{KEYS_MAX, KEYS_WHY, MEMORY_OPS_MAX, MEMORY_OPS_WHY, grouped};
 use super::problems::{Validator, names_list, quoted_list, suggest};
 use super::px::QueryDraft;
 use super::read::{Bound, TableView, describe_deep};
@@ -21,6 +21,7 @@ const OPS: &[&str] = &[
     "commit",
     "think",
     "parallel_query",
+    "memory_writes",
 ];
 const KEY_DISTS: &[&str] = &["uniform", "sequential", "hot"];
 
@@ -34,6 +35,7 @@ fn op_keys(op: &str) -> Option<&'static [&'static str]> {
         "commit" => &["op"],
         "think" => &["op", "ms"],
         "parallel_query" => &["op", "query"],
+        "memory_writes" => &["op", "ops"],
         _ => return None,
     })
 }
@@ -84,6 +86,7 @@ impl Validator<'_> {
             "commit" => return Some(Step::Commit),
             "think" => return self.think_step(&step),
             "parallel_query" => return self.parallel_query_step(&step, queries),
+            "memory_writes" => return self.memory_writes_step(&step),
             _ => {}
         }
         let rows = self.opt_u32(&step, "rows", 1, u32::MAX, 1);
@@ -131,6 +134,23 @@ impl Validator<'_> {
         let ms = self.req(step, "ms")?;
         self.duration(ms, &step.at("ms"), NS_PER_MS, false)
             .map(|time| Step::Think { time })
+    }
+
+    /// `{ op = "memory_writes", ops }`: writes to the session's private
+    /// memory, which only a `[server]` describes.
+    fn memory_writes_step(&mut self, step: &TableView) -> Option<Step> {
+        let ops = self.req(step, "ops")?;
+        let ops = self.u32_limited(ops, &step.at("ops"), 1, MEMORY_OPS_MAX, MEMORY_OPS_WHY)?;
+        if !self.has_server {
+            let at = step.get("op").unwrap_or(step.node);
+            self.err(
+                at,
+                &step.at("op"),
+                "a `memory_writes` step needs a [server] description (its memory is what it measures)",
+            );
+            return None;
+        }
+        Some(Step::MemoryWrites { ops })
     }
 
     /// `{ op = "nextval", sequence, rows }`.

@@ -5,10 +5,10 @@
 use super::expect::{SideDraft, VariantRef, phase_str};
 use super::problems::Validator;
 use super::{BuiltVariant, variant_names};
-use crate::model::{MetricRef, TourSpec};
+use crate::model::{MetricRef, TourPart, TourSpec};
 use crate::tree::{KeyPath, Node};
 
-const TOUR_KEYS: &[&str] = &["order", "measured", "versus", "label", "deck"];
+const TOUR_KEYS: &[&str] = &["order", "part", "measured", "versus", "label", "deck"];
 const FIGURE_KEYS: &[&str] = &["metric", "phase", "instance", "variant"];
 
 /// `[tour]` read, its figures not yet checked against the variants.
@@ -36,6 +36,22 @@ impl Validator<'_> {
         let order = self
             .req(&tour, "order")
             .and_then(|v| self.u32_in(v, &tour.at("order"), 0, u32::MAX));
+        let part = match tour.get("part") {
+            None => TourPart::Myths,
+            Some(p) => match self.string(p, &tour.at("part")).as_deref() {
+                Some("myths") => TourPart::Myths,
+                Some("node") => TourPart::Node,
+                Some(other) => {
+                    self.err(
+                        p,
+                        &tour.at("part"),
+                        format!("unknown tour part `{other}` (myths or node)"),
+                    );
+                    TourPart::Myths
+                }
+                None => TourPart::Myths,
+            },
+        };
         let label = self
             .req(&tour, "label")
             .and_then(|v| self.one_line(v, &tour.at("label")));
@@ -71,6 +87,7 @@ impl Validator<'_> {
         Some(TourDraft {
             tour: TourSpec {
                 order,
+                part,
                 measured: measured.metric_ref.clone(),
                 versus: Vec::new(),
                 label,

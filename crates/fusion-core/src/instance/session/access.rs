@@ -12,6 +12,7 @@ use super::super::Instance;
 use super::super::Observation;
 use super::super::cache::{BufId, BufState};
 use super::super::execution::{ExecPoint, Purpose};
+use super::super::numa;
 use super::state::{AfterCpu, SessionState};
 use crate::block::{Body, Change, CrCopy, CrError, TxState};
 use crate::config::Nanos;
@@ -64,6 +65,11 @@ impl Instance {
                 s.st = SessionState::Cpu(AfterCpu::Visit(buf));
                 let proc = s.proc;
                 self.cache.touch(buf);
+                if let Some(numa) = self.numa.as_mut() {
+                    // After computing, the CPU stalls on the lines of the
+                    // buffer and of the process's memory, by where they live.
+                    numa.defer(proc, numa::Touch::Get { buf });
+                }
                 self.cpu(proc, cpu_ns + extra_ns);
                 false
             }
@@ -211,7 +217,7 @@ impl Instance {
                 let extra_ns =
                     self.costs.cr_build + self.costs.undo_apply * Nanos::from(cp.undo_applied);
                 self.cache.limit_cr(blk);
-                self.make_room();
+                self.make_room(sid);
                 let state = BufState::Cr {
                     lo: cp.lo,
                     hi: cp.hi,

@@ -177,7 +177,7 @@ impl Instance {
                     ReqKind::Current { .. } => Xid::NONE,
                 };
                 self.cache.limit_cr(blk);
-                self.make_room();
+                self.make_room(owner);
                 let private_to = private.then_some(reader);
                 self.cache
                     .insert(blk, BufState::Cr { lo, hi, private_to }, block);
@@ -186,11 +186,11 @@ impl Instance {
                 self.sessions.session_mut(owner).raw = Some((Box::new(block), sender_scn))
             }
             ShipKind::Shared => {
-                self.install_current(blk, Mode::S, block, false);
+                self.install_current(owner, blk, Mode::S, block, false);
                 self.installed(blk, req.id, Mode::S, None, false);
             }
             ShipKind::Current => {
-                self.install_current(blk, Mode::X, block, pi_kept);
+                self.install_current(owner, blk, Mode::X, block, pi_kept);
                 self.installed(blk, req.id, Mode::X, Some(from), pi_kept);
             }
         }
@@ -229,7 +229,15 @@ impl Instance {
     }
 
     /// Install a current block (X or S), cleaned out with the commits this instance knows.
-    fn install_current(&mut self, blk: BlockAddr, mode: Mode, mut block: Block, dirty: bool) {
+    /// `taker`: the session the block is for (it takes the free buffer).
+    fn install_current(
+        &mut self,
+        taker: u32,
+        blk: BlockAddr,
+        mode: Mode,
+        mut block: Block,
+        dirty: bool,
+    ) {
         if let Some(old) = self.cache.current(blk) {
             // Our S copy, replaced by the block the S holder that writes it
             // shipped (see `Directory::route`): a reader may still hold it
@@ -237,7 +245,7 @@ impl Instance {
             self.cache.retire_current(old);
         }
         block.clean_out_known(&|x| self.tx_state(x));
-        self.make_room();
+        self.make_room(taker);
         let state = if mode == Mode::X {
             BufState::Xcur
         } else {
@@ -355,7 +363,14 @@ impl Instance {
             }
             GrantKind::New => {
                 self.sessions.end_request(blk);
-                self.install_current(blk, Mode::X, Block::new(blk, Body::Unformatted), false);
+                let owner = pending.owner;
+                self.install_current(
+                    owner,
+                    blk,
+                    Mode::X,
+                    Block::new(blk, Body::Unformatted),
+                    false,
+                );
                 self.installed(blk, req.id, Mode::X, None, false);
                 self.ready_owner(pending.owner);
                 self.wake_block(blk);
@@ -410,18 +425,38 @@ impl Instance {
             return;
         }
         self.sessions.end_request(blk);
-        self.install_current(blk, mode, block, false);
+        self.install_current(pending.owner, blk, mode, block, false);
+        if let Some(numa) = self.numa.as_mut()
+            && let Some(buf) = self.cache.current(blk)
+        {
+            // The block came through the reader's group's I/O controller.
+            numa.read_into(buf);
+        }
         self.installed(blk, req, mode, None, false);
         self.ready_owner(pending.owner);
         self.wake_block(blk);
     }
 
     /// Free a buffer if the cache is full.
-    pub(in crate::instance) fn make_room(&mut self) {
+    ///
+    /// `taker` is the session that needs the buffer: with NUMA support it
+    /// takes one of its own locality group first.
+    pub(in crate::instance) fn make_room(&mut self, taker: u32) {
         self.stats.incr(Stat::FreeBufferRequested);
+        let group = match self.numa.as_ref() {
+            Some(n) if n.aware() => Some(n.home(self.sessions.session(taker).proc)),
+            _ => None,
+        };
         while self.cache.used() >= self.cache.capacity {
             let sessions = &self.sessions;
-            let (victim, inspected) = self.cache.victim(|b| sessions.need(b));
+            let numa = &self.numa;
+            let (victim, inspected) = self.cache.victim(
+                |b| sessions.need(b),
+                |buf| match (group, numa) {
+                    (Some(g), Some(n)) => n.prefers(buf, g),
+                    _ => true,
+                },
+            );
             self.stats
                 .add(Stat::FreeBufferInspected, u64::from(inspected));
             match victim {

@@ -194,7 +194,7 @@ impl Instance {
     }
 
     /// A session's CPU step ended: go on with what it was for.
-    pub(super) fn session_cpu_done(&mut self, sid: u32, _d: StepDone) {
+    pub(super) fn session_cpu_done(&mut self, sid: u32, d: StepDone) {
         let SessionState::Cpu(after) = self.sessions.session(sid).st else {
             return;
         };
@@ -209,6 +209,7 @@ impl Instance {
             AfterCpu::Commit => self.commit_done(sid),
             AfterCpu::Split => self.split_done(sid),
             AfterCpu::Px => self.px_qc_cpu_done(sid),
+            AfterCpu::Memory { ops } => self.memory_writes_done(sid, ops, d),
         }
     }
 }

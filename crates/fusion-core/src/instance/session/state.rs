@@ -51,6 +51,10 @@ pub(in crate::instance) enum AfterCpu {
     Split,
     /// Parallel execution work of the QC (merging a buffer, or running serially).
     Px,
+    /// Writes to the session's private memory (`memory_writes`).
+    Memory {
+        ops: u32,
+    },
 }
 
 /// A request this instance has outstanding for a block.

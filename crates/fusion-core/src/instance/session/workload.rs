@@ -239,6 +239,10 @@ impl Instance {
                 self.think(sid, *time);
                 return ControlFlow::Break(false);
             }
+            Step::MemoryWrites { ops } => {
+                self.memory_writes(sid, *ops);
+                return ControlFlow::Break(false);
+            }
             Step::Read {
                 access: Access::FullScan,
                 ..
@@ -356,7 +360,7 @@ impl Instance {
             Step::ParallelQuery(_) => ExecPoint::Px {
                 qref: crate::px::QueryRef::at(w, template, at),
             },
-            Step::Commit | Step::Think { .. } => ExecPoint::None,
+            Step::Commit | Step::Think { .. } | Step::MemoryWrites { .. } => ExecPoint::None,
         }
     }
 
@@ -413,6 +417,29 @@ impl Instance {
     }
 
     /// The session thinks for `duration` (its database call ends).
+    /// `ops` writes of a line of the session's private memory: one CPU
+    /// step that stalls on them as the server's memory answers (the loader
+    /// accepts the step only with a `[server]`).
+    fn memory_writes(&mut self, sid: u32, ops: u32) {
+        self.stmt_close(sid);
+        let s = self.sessions.session_mut(sid);
+        s.st = SessionState::Cpu(AfterCpu::Memory { ops });
+        let proc = s.proc;
+        if let Some(numa) = self.numa.as_mut() {
+            numa.defer(proc, super::super::numa::Touch::Private { ops });
+        }
+        // Writing a line is all stall: the computing is a nanosecond.
+        self.cpu(proc, 1);
+    }
+
+    /// The writes are done: count them with the time they took, then go on.
+    pub(super) fn memory_writes_done(&mut self, sid: u32, ops: u32, d: crate::cpu::StepDone) {
+        self.stats.add(Stat::MemoryWriteOps, u64::from(ops));
+        self.stats
+            .add(Stat::MemoryWriteOpTime, d.done_at - d.requested_at);
+        self.resume(sid);
+    }
+
     pub(super) fn think(&mut self, sid: u32, duration: Nanos) {
         self.stmt_close(sid);
         let now = self.now;

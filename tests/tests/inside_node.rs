@@ -1,0 +1,105 @@
+//! Inside one node: sweeps over the shipped NUMA scenarios (shortened) that
+//! must move the right way as the machine grows, because the effects come
+//! from where memory lives and from the queues of the memory and the link,
+//! not from a number in the file.
+
+use fusion_core::metrics::{Metric, NodeFigure};
+use fusion_core::stats::Stat;
+use fusion_report::RunResult;
+use fusion_scenario::MetricRef;
+use fusionlab::figures::measure;
+use fusionlab_tests::{run_clean, shipped_with};
+
+fn run(name: &str, overrides: &[String]) -> RunResult {
+    let o: Vec<&str> = overrides.iter().map(String::as_str).collect();
+    run_clean(&shipped_with(name, &o), None).0
+}
+
+fn figure(r: &RunResult, metric: Metric, variant: &str, phase: &str) -> f64 {
+    let m = MetricRef {
+        metric,
+        text: String::new(),
+        variant: Some(variant.to_string()),
+        phase: phase.to_string(),
+        instance: None,
+    };
+    measure(r, &m).unwrap_or_else(|| panic!("no {metric:?} in {variant}/{phase}"))
+}
+
+#[test]
+fn interleaved_remote_share_grows_with_the_groups() {
+    let mut shares = Vec::new();
+    for groups in [1u32, 2, 4, 8] {
+        let r = run(
+            "suma-vs-numa",
+            &[
+                format!("server.locality_groups={groups}"),
+                "phase.hammer.duration_s=0.05".to_string(),
+            ],
+        );
+        let remote = figure(&r, Metric::Node(NodeFigure::RemotePct), "suma-8", "hammer");
+        let want = 100.0 * f64::from(groups - 1) / f64::from(groups);
+        assert!(
+            (remote - want).abs() < 2.0,
+            "{groups} groups interleaved: {remote:.1} % remote, about {want:.1} % expected"
+        );
+        // Bound to their own group's memory, nothing is remote, whatever the groups.
+        let bound = figure(&r, Metric::Node(NodeFigure::RemotePct), "numa-8", "hammer");
+        assert_eq!(bound, 0.0, "{groups} groups, node-local");
+        shares.push(remote);
+    }
+    assert!(
+        shares.windows(2).all(|w| w[1] > w[0]),
+        "remote share by groups 1, 2, 4, 8: {shares:?}"
+    );
+}
+
+#[test]
+fn the_quad_local_buffer_gain_grows_with_the_quads() {
+    let mut gains = Vec::new();
+    for quads in [2u32, 4, 8] {
+        let r = run(
+            "numa-quad-local-buffers",
+            &[
+                format!("server.locality_groups={quads}"),
+                format!("workload.oltp.sessions_per_instance={}", 48 * quads),
+                "phase.warmup.duration_s=0.1".to_string(),
+                "phase.run.duration_s=0.2".to_string(),
+            ],
+        );
+        // The -8 variants take the quads of the file (overridden here).
+        let tps = |v: &str| figure(&r, Metric::PerSecond(Stat::UserCommits), v, "run");
+        let gain = tps("qlbp-8") / tps("off-8");
+        let remote_reads = figure(&r, Metric::Node(NodeFigure::RemoteReadPct), "off-8", "run");
+        let want = 100.0 * f64::from(quads - 1) / f64::from(quads);
+        assert!(
+            (remote_reads - want).abs() < 5.0,
+            "{quads} quads without QLBP: {remote_reads:.1} % of reads into remote memory, about {want:.1} % expected"
+        );
+        gains.push(gain);
+    }
+    assert!(
+        gains[0] < 1.04 && gains[1] < 1.04,
+        "QLBP gains at 2 and 4 quads: {gains:?} (insignificant expected)"
+    );
+    assert!(
+        gains[2] > gains[1] + 0.08,
+        "QLBP gain at 8 quads {:.3} must clearly exceed the one at 4, {:.3}",
+        gains[2],
+        gains[1]
+    );
+}
+
+#[test]
+fn mpo_placement_raises_the_local_share_and_the_throughput() {
+    let r = run(
+        "mpo-locality-groups",
+        &["phase.run.duration_s=0.15".to_string()],
+    );
+    let local = |v: &str| figure(&r, Metric::Node(NodeFigure::LocalPct), v, "run");
+    let tps = |v: &str| figure(&r, Metric::PerSecond(Stat::UserCommits), v, "run");
+    assert!(local("oltp-mpo") > local("oltp") + 8.0);
+    assert!(local("dss-mpo") > local("dss"));
+    assert!(tps("oltp-mpo") > tps("oltp"));
+    assert!(tps("dss-mpo") > tps("dss"));
+}
