@@ -77,6 +77,14 @@ impl Cpus {
     }
 
     /// Withdraw a process's step. Returns whether it was found.
+    /// Processes waiting for a CPU now, over every run queue.
+    pub fn queued(&self) -> usize {
+        match self {
+            Cpus::One(s) => s.queued(),
+            Cpus::Groups(g) => g.iter().map(Scheduler::queued).sum(),
+        }
+    }
+
     pub fn cancel(&mut self, now: Nanos, proc: ProcId) -> bool {
         match self {
             Cpus::One(s) => s.cancel(now, proc),
