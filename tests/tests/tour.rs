@@ -99,6 +99,7 @@ fn the_tour_is_deterministic_and_takes_a_seed() {
     let (code, c, _) = tour(&TourArgs {
         names_9i: false,
         seed: Some(5),
+        ..TourArgs::default()
     });
     assert_eq!(code, 0);
     let program = fusionlab::report::program();
@@ -114,6 +115,7 @@ fn the_tour_in_9i_names() {
     let (code, out, _) = tour(&TourArgs {
         names_9i: true,
         seed: None,
+        ..TourArgs::default()
     });
     assert_eq!(code, 0);
     for modern in [

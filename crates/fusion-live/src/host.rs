@@ -129,6 +129,10 @@ pub struct HostStatus {
     pub user_commits: u64,
     /// The instance's clock when the status was taken.
     pub now: Nanos,
+    /// Processes waiting for a CPU now.
+    pub run_queue: usize,
+    /// Requests the LMS workers hold unfinished now.
+    pub lms_backlog: usize,
 }
 
 /// Percentiles of one kind of transfer round trip, in microseconds.
@@ -635,6 +639,8 @@ impl<O: Outputs> Host<O> {
                     members: self.inst.membership().1.0,
                     user_commits: self.inst.stats().get(fusion_core::stats::Stat::UserCommits),
                     now,
+                    run_queue: self.inst.run_queue_len(),
+                    lms_backlog: self.inst.lms_backlog(),
                 });
             }
             Query::History(max, reply) => {

@@ -446,6 +446,8 @@ impl Admin for AdminService {
         out.members = s.members;
         out.user_commits = s.user_commits;
         out.now_ns = s.now;
+        out.run_queue = u32::try_from(s.run_queue).unwrap_or(u32::MAX);
+        out.lms_backlog = u32::try_from(s.lms_backlog).unwrap_or(u32::MAX);
         Ok(Response::new(out))
     }
 

@@ -1,12 +1,14 @@
-//! Reports of a run: AWR-style text, the JSON contract, verdicts and the myth
-//! tour; and the summary of `fusionlab chaos` runs.
+//! Reports of a run: AWR-style text, the JSON contract, the HTML page with
+//! charts, verdicts and the myth tour; and the summary of `fusionlab chaos` runs.
 
 pub mod awr;
 pub mod chaos;
 mod fmt;
+pub mod html;
 pub mod json;
 pub mod model;
 pub mod px;
+pub mod series;
 mod sheet;
 pub mod text;
 pub mod tour;
@@ -14,6 +16,7 @@ pub mod verdict;
 
 pub use json::to_json;
 pub use model::*;
+pub use series::{InstanceSeries, Series, SeriesPoint, TopWait};
 pub use text::{TextOptions, render};
 pub use tour::{TourRow, render_tour};
 pub use verdict::evaluate;

@@ -605,8 +605,8 @@ cr         200       1.000 0.100 ( 10.0%) 0.050 (  5.0%) 0.300 ( 30.0%) 0.500 ( 
             seed: 42,
             has_variants: true,
             variants: vec![
-                VariantResult { name: "normal-priority".into(), phases: vec![phase(20)] },
-                VariantResult { name: "rt-lms".into(), phases: vec![phase(0)] },
+                VariantResult { name: "normal-priority".into(), phases: vec![phase(20)], series: None },
+                VariantResult { name: "rt-lms".into(), phases: vec![phase(0)], series: None },
             ],
             verdicts: vec![
                 Verdict {

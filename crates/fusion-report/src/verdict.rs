@@ -300,6 +300,7 @@ mod tests {
         VariantResult {
             name: name.into(),
             phases,
+            series: None,
         }
     }
 

@@ -328,6 +328,7 @@ fn one_run(base: &Base, drawable: &[Kind], seed: u64) -> Result<RunOutcome, Stri
         let opts = SimOptions {
             seed: Some(seed),
             check: true,
+            ..SimOptions::default()
         };
         let o = fusion_sim::run_variant(&v.name, &v.scenario, &opts);
         let (violations, errors): (Vec<String>, Vec<String>) =

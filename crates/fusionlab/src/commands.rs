@@ -20,12 +20,18 @@ pub fn run(a: &RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8> 
     check_phases(&loaded, &a.phases)?;
     fusion_driver::refusal(&loaded, Driver::Simulator).map_err(Failure::input)?;
     within_limit(&loaded, a.check, &MemoryLimit::new(a.max_memory))?;
+    let html = crate::report::HtmlFile::create(a.html.as_deref())?;
     let opts = SimOptions {
         seed: a.seed,
         check: a.check,
+        interval_ns: a.interval_ns(),
     };
     let (result, outcomes) = fusion_sim::run_scenario(&loaded, &opts);
-    crate::report::print_run(&result, &outcomes, a, out, err)
+    let code = crate::report::print_run(&result, &outcomes, a, out, err)?;
+    if let Some(h) = html {
+        h.write_run(&result, &loaded, a.names_9i)?;
+    }
+    Ok(code)
 }
 
 /// `--phase` names must exist in the run.

@@ -28,6 +28,17 @@ pub struct TourArgs {
     pub names_9i: bool,
     /// Replace every scenario's seed.
     pub seed: Option<u64>,
+    /// `--interval-ms`: the time series' interval (default 1 s).
+    pub interval_ms: Option<u64>,
+    /// `--html FILE`: also write the tour as one HTML page there.
+    pub html: Option<std::path::PathBuf>,
+}
+
+impl TourArgs {
+    /// The time series' interval of cluster time.
+    pub fn interval_ns(&self) -> u64 {
+        crate::args::interval_ns(self.interval_ms)
+    }
 }
 
 /// One myth after its run.
@@ -129,12 +140,14 @@ pub fn tour_of(
     err: &mut dyn Write,
 ) -> Result<u8> {
     let total = myths.len();
+    let html = crate::report::HtmlFile::create(args.html.as_deref())?;
     tour_header(total, "on the simulator", out)?;
     let mut runs = Vec::with_capacity(total);
     let mut errors = 0;
     let opts = SimOptions {
         seed: args.seed,
         check: false,
+        interval_ns: args.interval_ns(),
     };
     in_parallel(myths, &opts, |i, run| -> Result<()> {
         errors += show_run(i, total, &run, args, out, err)?;
@@ -142,6 +155,9 @@ pub fn tour_of(
         Ok(())
     })?;
     tour_summary(&runs, args.seed, out)?;
+    if let Some(h) = html {
+        write_tour_html(h, &runs, args)?;
+    }
     Ok(if errors > 0 {
         exit::SIM_ERRORS
     } else {
@@ -189,6 +205,34 @@ pub fn tour_summary(runs: &[MythRun], seed: Option<u64>, out: &mut dyn Write) ->
     out.write_all(render_tour(&rows).as_bytes())?;
     writeln!(out, "{}", seeds_line(runs, seed))?;
     Ok(())
+}
+
+/// The tour as one HTML page.
+pub fn write_tour_html(
+    html: crate::report::HtmlFile,
+    runs: &[MythRun],
+    args: &TourArgs,
+) -> Result<()> {
+    let rows: Vec<TourRow> = runs.iter().map(tour_row).collect();
+    let myths: Vec<fusion_report::html::TourMyth<'_>> = runs
+        .iter()
+        .zip(&rows)
+        .map(|(r, row)| fusion_report::html::TourMyth {
+            loaded: &r.loaded,
+            result: &r.result,
+            row,
+            ran: &r.summary,
+        })
+        .collect();
+    let opts = fusion_report::html::HtmlOptions {
+        names_9i: args.names_9i,
+        program: Some(program()),
+    };
+    html.write(&fusion_report::html::tour_page(
+        &myths,
+        &seeds_line(runs, args.seed),
+        &opts,
+    ))
 }
 
 /// Threads the tour runs myths on.

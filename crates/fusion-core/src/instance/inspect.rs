@@ -103,6 +103,19 @@ impl Instance {
         self.lms.count()
     }
 
+    /// The LMS backlog now: requests its LMS workers hold and have not
+    /// finished (queued, on or waiting for the CPU, parked for a log flush
+    /// or a pin). A gauge for the time series.
+    pub fn lms_backlog(&self) -> usize {
+        self.lms.backlog()
+    }
+
+    /// The CPU run queue now: processes runnable but waiting for a CPU
+    /// (the `r` column of vmstat). A gauge for the time series.
+    pub fn run_queue_len(&self) -> usize {
+        self.sched.queued()
+    }
+
     /// Sessions that are not idle.
     /// Every session has stopped (its workload is disabled or done) and holds nothing.
     pub fn sessions_at_rest(&self) -> bool {

@@ -125,6 +125,15 @@ impl Lms {
         self.workers.len()
     }
 
+    /// Jobs every worker holds and has not finished: queued, on (or
+    /// waiting for) the CPU, and parked for a log flush or a pin.
+    pub fn backlog(&self) -> usize {
+        self.workers
+            .iter()
+            .map(|w| w.queue.len() + usize::from(w.running.is_some()) + w.parked.len())
+            .sum()
+    }
+
     pub fn proc(&self, w: u8) -> ProcId {
         self.workers[usize::from(w)].proc
     }
