@@ -14,6 +14,7 @@ pub mod text;
 pub mod tour;
 pub mod verdict;
 
+pub use fmt::{TEXT_WIDTH, wrap, wrapped};
 pub use json::to_json;
 pub use model::*;
 pub use series::{InstanceSeries, Series, SeriesPoint, TopWait};

@@ -18,6 +18,7 @@ use crate::figures::{key_figures, measure, px_figures, with_unit};
 use crate::memory::{LOWER, MemoryLimit, parts_text, size_text};
 use crate::report::{problem_lines, program, run_summary};
 use crate::{Failure, exit, shipped};
+use fusion_report::wrapped;
 
 const RULE: &str = "==============================================================================";
 
@@ -203,7 +204,7 @@ pub fn tour_summary(runs: &[MythRun], seed: Option<u64>, out: &mut dyn Write) ->
     writeln!(out, "{RULE}")?;
     let rows: Vec<TourRow> = runs.iter().map(tour_row).collect();
     out.write_all(render_tour(&rows).as_bytes())?;
-    writeln!(out, "{}", seeds_line(runs, seed))?;
+    writeln!(out, "{}", wrapped(&seeds_line(runs, seed), "", "  "))?;
     Ok(())
 }
 
@@ -323,11 +324,17 @@ pub fn myth_block(number: usize, total: usize, run: &MythRun, args: &TourArgs) -
     let (l, r) = (&run.loaded, &run.result);
     let mut s = String::new();
     let claim = l.myth.as_deref().unwrap_or(&l.title);
+    let heading = format!("Myth {number} of {total}: ");
     s.push_str(&format!(
-        "{RULE}\nMyth {number} of {total}: {claim}\n{RULE}\n"
+        "{RULE}\n{}\n{RULE}\n",
+        wrapped(claim, &heading, &" ".repeat(heading.len()))
     ));
-    s.push_str(&format!("{}: {}\n", l.name, l.title));
-    s.push_str(&run.summary);
+    s.push_str(&wrapped(&format!("{}: {}", l.name, l.title), "", "  "));
+    s.push('\n');
+    for line in run.summary.lines() {
+        s.push_str(&wrapped(line, "", "  "));
+        s.push('\n');
+    }
     s.push_str(&format!("seed: {}\n\n", seeds_of(run, args.seed)));
     s.push_str(&key_figures(r, args.names_9i));
     s.push_str(&px_figures(r));
@@ -337,9 +344,11 @@ pub fn myth_block(number: usize, total: usize, run: &MythRun, args: &TourArgs) -
     }
     for v in &r.verdicts {
         let result = if v.passed { "PASS" } else { "FAIL" };
-        s.push_str(&format!("  {result}  {}\n", v.name));
+        s.push_str(&wrapped(&v.name, &format!("  {result}  "), "        "));
+        s.push('\n');
         for line in v.detail.lines() {
-            s.push_str(&format!("        {line}\n"));
+            s.push_str(&wrapped(line, "        ", "          "));
+            s.push('\n');
         }
     }
     let verdict = if r.reproduced() {
