@@ -74,7 +74,7 @@ fn header(out: &mut Out, r: &RunResult, opts: &TextOptions) {
     }
     let names: Vec<&str> = r.variants.iter().map(|v| v.name.as_str()).collect();
     if r.has_variants {
-        out.line(format!("variants: {}", names.join(", ")));
+        out.line(wrapped(&names.join(", "), "variants: ", "          "));
     }
     out.blank();
 }
