@@ -50,7 +50,14 @@ pub fn shipped_with(name: &str, overrides: &[&str]) -> LoadedScenario {
 /// Simulate every variant (with `seed` instead of the scenario's, if
 /// given); no variant may report a protocol error.
 pub fn run_clean(loaded: &LoadedScenario, seed: Option<u64>) -> (RunResult, Vec<VariantOutcome>) {
-    let (result, outcomes) = run_scenario(loaded, &SimOptions { seed, check: false });
+    let (result, outcomes) = run_scenario(
+        loaded,
+        &SimOptions {
+            seed,
+            check: false,
+            ..SimOptions::default()
+        },
+    );
     for o in &outcomes {
         assert!(
             o.errors.is_empty(),

@@ -66,6 +66,7 @@ fn a_past_image_older_than_the_disk_is_never_made_current() {
         &fusion_sim::SimOptions {
             seed: Some(6),
             check: true,
+            ..fusion_sim::SimOptions::default()
         },
     );
     for o in &outcomes {
@@ -98,6 +99,7 @@ fn chaos_found_runs_replay_clean() {
             &fusion_sim::SimOptions {
                 seed: Some(seed),
                 check: true,
+                ..fusion_sim::SimOptions::default()
             },
         );
         for o in &outcomes {

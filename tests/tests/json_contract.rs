@@ -15,6 +15,7 @@ fn keys_types_and_units() {
         &SimOptions {
             seed: Some(77),
             check: false,
+            ..SimOptions::default()
         },
     );
     let j = to_json(&result);

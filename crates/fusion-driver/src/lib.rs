@@ -6,8 +6,9 @@
 //! cluster-wide count of sequence values out of order and duplicated
 //! ([`seq_order`]), which figures each driver measures ([`measured`]), and
 //! the brownout of an instance failure from the commits sampled ([`brownout`]),
-//! and the failure faults of a phase as a timeline of kills, pauses and
-//! restarts ([`timeline`]).
+//! the failure faults of a phase as a timeline of kills, pauses and
+//! restarts ([`timeline`]), and the run's time series from the counters
+//! sampled at a fixed interval ([`series`]).
 //!
 //! No I/O and no clock: the drivers pass times in.
 
@@ -16,6 +17,7 @@ pub mod measured;
 pub mod net;
 pub mod outcome;
 pub mod seq_order;
+pub mod series;
 pub mod settle;
 pub mod timeline;
 
@@ -23,5 +25,6 @@ pub use measured::{Driver, fault_refusal, refusal};
 pub use net::{Interconnect, LinkFault};
 pub use outcome::{Ran, VariantOutcome, phase_result, run_result};
 pub use seq_order::{SEQ_VALUES_MAX, SeqOrder};
+pub use series::{InstantSample, SeriesRecorder};
 pub use settle::{Activity, SETTLE_NS_MAX, quiesce_commands, settled};
 pub use timeline::{LifeEvent, timeline_of};

@@ -33,6 +33,9 @@ use crate::store_client::Store;
 pub use crate::variant_run::VariantRun;
 
 /// How often a running phase looks at every instance.
+/// The time series' interval when none is asked for.
+pub use fusion_driver::series::DEFAULT_INTERVAL_NS;
+
 pub(crate) const WATCH_EVERY: Duration = Duration::from_millis(250);
 /// Longest a running cluster may go without any progress (no logical read,
 /// commit or message anywhere) while sessions are active before the run is
@@ -51,6 +54,9 @@ pub struct LiveRun<'a> {
     pub check: bool,
     /// Draw a progress bar per phase (on stderr).
     pub progress: bool,
+    /// The time series' interval of cluster time (`--interval-ms`;
+    /// [`DEFAULT_INTERVAL_NS`] by default).
+    pub interval_ns: u64,
     /// What carries out the `kill`, `pause` and `restart` faults on the
     /// instances' processes (None: the run refuses them).
     pub control: Option<&'a dyn ProcessControl>,
@@ -312,6 +318,8 @@ async fn run_variant(name: &str, s: &Scenario, r: &LiveRun<'_>) -> Result<Varian
             .iter()
             .any(|p| p.faults.iter().any(fusion_scenario::Fault::is_failure))
             .then(|| CommitSeries::new(0, WATCH_EVERY.as_nanos() as u64)),
+        interval_ns: r.interval_ns,
+        recorder: None,
         epoch,
         load,
         control: r.control,
@@ -325,6 +333,7 @@ async fn run_variant(name: &str, s: &Scenario, r: &LiveRun<'_>) -> Result<Varian
             VariantResult {
                 name: name.to_string(),
                 phases: phase_results(s, snapshots, alerts),
+                series: None,
             },
             Ran::Live,
         )
@@ -358,6 +367,7 @@ async fn run_variant(name: &str, s: &Scenario, r: &LiveRun<'_>) -> Result<Varian
         )
         .map_err(|e| format!("counting the sequence values of {name}: {e}"))?;
     }
+    let series = run.finish_series().await?;
     let mut phases = phase_results(s, &snapshots, &alerts);
     fusion_driver::brownout::attach_recoveries(
         &mut phases,
@@ -369,6 +379,7 @@ async fn run_variant(name: &str, s: &Scenario, r: &LiveRun<'_>) -> Result<Varian
         VariantResult {
             name: name.to_string(),
             phases,
+            series,
         },
         Ran::Live,
     );

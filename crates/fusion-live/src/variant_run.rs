@@ -18,7 +18,7 @@ use fusion_core::recovery::RecoveryReport;
 use fusion_core::stats::Stats;
 use fusion_core::types::{InstId, InstSet};
 use fusion_driver::brownout::CommitSeries;
-use fusion_driver::{Activity, LifeEvent};
+use fusion_driver::{Activity, InstantSample, LifeEvent, SeriesRecorder};
 use fusion_report::AlertEntry;
 use fusion_scenario::Phase;
 
@@ -39,6 +39,10 @@ pub struct VariantRun<'a> {
     pub(crate) nextvals: Option<Nextvals>,
     /// Every instance's commits, sampled at each look (failure scenarios).
     pub(crate) series: Option<CommitSeries>,
+    /// The time series' interval, and the series once the first phase
+    /// started (sampled when due, between the looks).
+    pub(crate) interval_ns: u64,
+    pub(crate) recorder: Option<SeriesRecorder>,
     /// The cluster clock's origin (CLOCK_MONOTONIC ns).
     pub(crate) epoch: u64,
     /// What every instance was loaded with (a restarted one gets it again).
@@ -95,6 +99,10 @@ impl VariantRun<'_> {
         let bar = progress.then(|| phase_bar(variant, &phase.name, phase.duration));
         let start = tokio::time::Instant::now();
         let start_ns = self.now_ns();
+        if self.recorder.is_none() {
+            let n = self.admins.len();
+            self.recorder = Some(SeriesRecorder::new(n, start_ns, self.interval_ns));
+        }
         let end = start + Duration::from_nanos(phase.duration);
         let timeline = fusion_driver::timeline_of(start_ns, &phase.faults);
         let mut next_event = 0;
@@ -108,7 +116,11 @@ impl VariantRun<'_> {
             // Sleep until the next look, fault or resume, or the phase's end.
             let due_event = timeline.get(next_event).map(|(t, _)| *t);
             let due_resume = self.lives.resume_at.iter().map(|(t, _)| *t).min();
-            let wake_ns = [due_event, due_resume].into_iter().flatten().min();
+            let due_sample = self.recorder.as_ref().and_then(SeriesRecorder::next_at);
+            let wake_ns = [due_event, due_resume, due_sample]
+                .into_iter()
+                .flatten()
+                .min();
             let mut wake = next_look.min(end);
             if let Some(t) = wake_ns {
                 let dt = Duration::from_nanos(t.saturating_sub(self.now_ns()));
@@ -124,6 +136,9 @@ impl VariantRun<'_> {
                 self.apply(ev, k).await?;
             }
             self.resume_due(now_ns).await?;
+            if due_sample.is_some_and(|t| t <= self.now_ns()) {
+                self.sample_series().await?;
+            }
             if tokio::time::Instant::now() < next_look {
                 continue;
             }
@@ -286,6 +301,49 @@ impl VariantRun<'_> {
                 return;
             }
         }
+    }
+
+    /// Every instance's counters and gauges now, into the time series.
+    async fn sample_series(&mut self) -> Result<(), String> {
+        let gauges = self.gauges().await?;
+        let stats = self.snapshot().await?;
+        let at = self.now_ns();
+        let samples: Vec<InstantSample<'_>> = stats
+            .iter()
+            .zip(&gauges)
+            .enumerate()
+            .map(|(i, (stats, &(run_queue, lms_backlog)))| InstantSample {
+                stats,
+                run_queue,
+                lms_backlog,
+                up: self.lives.up(i),
+            })
+            .collect();
+        if let Some(r) = self.recorder.as_mut() {
+            r.record(at, &samples);
+        }
+        Ok(())
+    }
+
+    /// The series of the variant, with a last point up to now (`None`
+    /// before the first phase started).
+    pub(crate) async fn finish_series(&mut self) -> Result<Option<fusion_report::Series>, String> {
+        if self.recorder.is_none() {
+            return Ok(None);
+        }
+        self.sample_series().await?;
+        Ok(self.recorder.take().map(|r| r.series().clone()))
+    }
+
+    /// Every instance's run queue and LMS backlog now (0 for one that
+    /// cannot answer).
+    async fn gauges(&self) -> Result<Vec<(usize, usize)>, String> {
+        let mut out = vec![(0, 0); self.admins.len()];
+        for (i, a) in self.answering() {
+            let s = a.status(Duration::from_secs(3)).await?;
+            out[i] = (s.run_queue as usize, s.lms_backlog as usize);
+        }
+        Ok(out)
     }
 
     /// Take what every answering instance's history holds into `c`.

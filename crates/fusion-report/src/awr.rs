@@ -18,7 +18,7 @@ pub fn tkprof(s: &Stats, names_9i: bool) -> String {
     let secs = |ns: u64| format!("{:.2}", ns as f64 / NS_PER_S);
     let rule = "------- ------  -------- ---------- ---------- ---------- ----------  ----------";
     for st in s.statements.iter().filter(|x| !x.is_empty()) {
-        out.line(&st.sql);
+        out.line(crate::fmt::wrapped(&st.sql, "", ""));
         if st.recursive {
             out.line("(recursive)");
         }
@@ -301,7 +301,9 @@ pub fn decomposition(s: &Stats) -> String {
                 .eval(s, 0)
                 .map(|x| format!("{:>5.1}%", 100.0 * x))
                 .unwrap_or_else(|| "    -".to_string());
-            row.push(format!("{ms:.3} ({share})"));
+            // Three significant decimals at most, so that the table fits
+            // 100 columns even with seconds-long flushes.
+            row.push(format!("{} {share}", short_ms(ms)));
         }
         t.add_row(row);
     }
@@ -311,6 +313,17 @@ pub fn decomposition(s: &Stats) -> String {
         out.line("(no gc block received)");
     }
     out.0
+}
+
+/// Milliseconds in at most 6 characters below 10 s: `0.116`, `22.24`, `238.1`.
+fn short_ms(ms: f64) -> String {
+    if ms < 10.0 {
+        format!("{ms:.3}")
+    } else if ms < 100.0 {
+        format!("{ms:.2}")
+    } else {
+        format!("{ms:.1}")
+    }
 }
 
 /// The background waits behind gc latency and the CPU run queue.
@@ -335,17 +348,22 @@ pub fn background(s: &Stats, elapsed_ns: u64, cpu_count: u32, names_9i: bool) ->
     } else {
         "-".to_string()
     };
+    // One figure a line: each fits a terminal whatever its numbers.
     let mut out = Out::default();
     out.line(format!(
-        "Background waits:  {}  |  {}",
-        event(Wait::GcsLogFlushSync),
+        "Background waits:  {}",
+        event(Wait::GcsLogFlushSync)
+    ));
+    out.line(format!(
+        "                   {}",
         event(Wait::LogFileParallelWrite)
     ));
     out.line(format!(
-        "CPU run queue:     LMS {}, LGWR {}, foreground {}  |  CPU busy {busy} of {cpu_count} CPUs",
+        "CPU run queue:     LMS {}, LGWR {}, foreground {}",
         ms(Stat::LmsCpuWaitTime),
         ms(Stat::LgwrCpuWaitTime),
         ms(Stat::ForegroundCpuWaitTime)
     ));
+    out.line(format!("CPU busy:          {busy} of {cpu_count} CPUs"));
     out.0
 }

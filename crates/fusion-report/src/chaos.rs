@@ -197,24 +197,25 @@ pub fn text(r: &ChaosResult) -> String {
         r.seed,
         r.seed
     ));
-    s.push_str(&format!(
-        "driver: {}\n",
-        if r.driver == "live" {
-            "live (each run on a local cluster of real processes, one after the other)"
-        } else {
-            r.driver.as_str()
-        }
-    ));
-    s.push_str(&format!(
-        "kinds drawn: {}\n",
-        if r.kinds_drawn.is_empty() {
-            "none".to_string()
-        } else {
-            r.kinds_drawn.join(", ")
-        }
-    ));
+    // Long lines wrap under themselves: the summary fits 100 columns.
+    let mut line = |text: &str, first: &str, rest: &str| {
+        s.push_str(&crate::fmt::wrapped(text, first, rest));
+        s.push('\n');
+    };
+    let kinds = if r.kinds_drawn.is_empty() {
+        "none".to_string()
+    } else {
+        r.kinds_drawn.join(", ")
+    };
+    let driver = if r.driver == "live" {
+        "live (each run on a local cluster of real processes, one after the other)"
+    } else {
+        r.driver.as_str()
+    };
+    line(driver, "driver: ", "  ");
+    line(&kinds, "kinds drawn: ", "  ");
     for (k, why) in &r.kinds_not_drawn {
-        s.push_str(&format!("not drawn: {k}: {why}\n"));
+        line(&format!("{k}: {why}"), "not drawn: ", "  ");
     }
     s.push('\n');
     let by_kind = r.faults();
@@ -250,7 +251,12 @@ pub fn text(r: &ChaosResult) -> String {
         ),
     ];
     for (what, v) in rows {
-        s.push_str(&format!("{what:<22}{v}\n"));
+        s.push_str(&crate::fmt::wrapped(
+            &v,
+            &format!("{what:<22}"),
+            &" ".repeat(22),
+        ));
+        s.push('\n');
     }
     for o in r.runs.iter().filter(|o| o.failed()) {
         s.push_str(&format!(
@@ -261,11 +267,14 @@ pub fn text(r: &ChaosResult) -> String {
             o.violations.len(),
             o.errors.len()
         ));
-        for f in &o.faults {
-            s.push_str(&format!("  {}\n", f.1));
-        }
-        for line in o.violations.iter().chain(&o.errors).take(3) {
-            s.push_str(&format!("  {line}\n"));
+        for line in o
+            .faults
+            .iter()
+            .map(|f| &f.1)
+            .chain(o.violations.iter().chain(&o.errors).take(3))
+        {
+            s.push_str(&crate::fmt::wrapped(line, "  ", "    "));
+            s.push('\n');
         }
         s.push_str(&format!(
             "  replay: {} --runs 1 --seed {}\n",

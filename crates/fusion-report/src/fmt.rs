@@ -114,6 +114,62 @@ fn group(int: &str) -> String {
     format!("{sign}{out}")
 }
 
+/// The widest line a text report prints: it fits a 100-column terminal.
+pub const TEXT_WIDTH: usize = 100;
+
+/// `text` broken at spaces into lines of at most `width` characters, the
+/// first starting with `first`, the others with `rest` (as AWR wraps a long
+/// SQL text under its row). A word longer than a line is cut.
+pub fn wrap(text: &str, width: usize, first: &str, rest: &str) -> Vec<String> {
+    // Each word with the spaces before it: kept inside a line (`a  >=  b`),
+    // dropped where the line breaks.
+    let mut pieces: Vec<(usize, &str)> = Vec::new();
+    let mut spaces = 0;
+    for part in text.split(' ') {
+        if part.is_empty() {
+            spaces += 1;
+            continue;
+        }
+        pieces.push((spaces, part));
+        spaces = 1;
+    }
+    let mut lines = Vec::new();
+    let mut line = first.to_string();
+    // No word on `line` yet.
+    let mut empty = true;
+    for (spaces, word) in pieces {
+        let used = line.chars().count();
+        let need = word.chars().count() + if empty { 0 } else { spaces };
+        if !empty && used + need > width {
+            lines.push(std::mem::replace(&mut line, rest.to_string()));
+            empty = true;
+        }
+        if !empty {
+            line.push_str(&" ".repeat(spaces));
+        }
+        let mut chars: Vec<char> = word.chars().collect();
+        loop {
+            let room = width.saturating_sub(line.chars().count()).max(1);
+            if chars.len() <= room {
+                line.extend(chars);
+                break;
+            }
+            line.extend(chars.drain(..room));
+            lines.push(std::mem::replace(&mut line, rest.to_string()));
+        }
+        empty = false;
+    }
+    if !empty || lines.is_empty() {
+        lines.push(line);
+    }
+    lines.iter().map(|l| l.trim_end().to_string()).collect()
+}
+
+/// [`wrap`] at [`TEXT_WIDTH`], joined with newlines (no last newline).
+pub fn wrapped(text: &str, first: &str, rest: &str) -> String {
+    wrap(text, TEXT_WIDTH, first, rest).join("\n")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -127,5 +183,19 @@ mod tests {
         assert_eq!(grouped(0.5, 2), "0.50");
         assert_eq!(factor(10.0), "10");
         assert_eq!(factor(0.5), "0.5");
+    }
+
+    #[test]
+    fn long_text_wraps_under_its_row_at_word_boundaries() {
+        let lines = wrap("aaa bbb ccc ddd", 10, "  ", "    ");
+        assert_eq!(lines, vec!["  aaa bbb", "    ccc", "    ddd"]);
+        assert!(lines.iter().all(|l| l.chars().count() <= 10));
+        // A word longer than a line is cut, never left over the width.
+        let lines = wrap("x abcdefghijklmnop", 8, "", "..");
+        assert_eq!(lines, vec!["x", "..abcdef", "..ghijkl", "..mnop"]);
+        assert_eq!(wrap("", 8, "> ", ""), vec![">"]);
+        assert_eq!(wrapped("short", "  ", ""), "  short");
+        // Spacing inside a line is kept; at a break it goes.
+        assert_eq!(wrap("a  >=  b  c", 9, "", ""), vec!["a  >=  b", "c"]);
     }
 }

@@ -22,7 +22,17 @@
 //!    "qc_instance", "qc_sid", "instance", "name", "server_set", "requested_dop", "dop", "rows",
 //!    "bytes_sent_remote", "bytes_received_remote", "bytes_sent_local" } ],
 //!    "pairs": [ { "from", "to", "bytes", "buffers" } ] })
-//!   "variants": [ { "name", "phases": [...] } ]   (only when the scenario declares variants)
+//!   "series": { "interval_us", "truncated",
+//!               "instances": [ { "id",
+//!                                "points": [ { "t_s", "length_us", "up",
+//!                                              "gc_cr_blocks_received", "gc_cr_receive_us", "avg_gc_cr_receive_ms",
+//!                                              "gc_current_blocks_received", "gc_current_receive_us",
+//!                                              "avg_gc_current_receive_ms", "user_commits",
+//!                                              "wait_class_us": { "<wait class>": number },
+//!                                              "top_waits": [ { "event", "waits", "time_us" } ],
+//!                                              "run_queue", "lms_backlog" } ] } ] }
+//!             (the first variant's; absent when the run took none)
+//!   "variants": [ { "name", "phases": [...], "series": {...} } ]   (only when the scenario declares variants)
 //!   "verdicts": [ { "name", "passed", "detail" } ],
 //!   "reproduced": bool }
 //! ```
@@ -32,12 +42,19 @@
 //! had waits, histogram buckets only when not empty. Bucket `i` counts waits
 //! shorter than `2^i` us, keyed by that bound; the last bucket (2^31) also
 //! holds everything longer.
+//!
+//! A series point covers the `length_us` before `t_s` (cluster time, s);
+//! its counts and times are the interval's, `avg_*` null without a block;
+//! `run_queue` (processes waiting for a CPU) and `lms_backlog` (requests
+//! LMS holds unfinished) are read at `t_s`; `top_waits` are the interval's
+//! five largest non-idle waits by time.
 
 use fusion_core::metrics::AwrLine;
 use fusion_core::stats::{EventStat, Stat, Stats, Unit, Wait};
 use serde_json::{Map, Value, json};
 
 use crate::model::{InstanceResult, PhaseResult, RunResult, VariantResult};
+use crate::series::{SERIES_WAIT_CLASSES, Series, SeriesPoint};
 
 const NS_PER_US: u64 = 1_000;
 
@@ -50,11 +67,22 @@ pub fn to_json(result: &RunResult) -> Value {
     o.insert("seed".into(), json!(result.seed));
     let first = result.variants.first().map(phases).unwrap_or_default();
     o.insert("phases".into(), Value::Array(first));
+    if let Some(s) = result.variants.first().and_then(|v| v.series.as_ref()) {
+        o.insert("series".into(), series(s));
+    }
     if result.has_variants {
         let variants = result
             .variants
             .iter()
-            .map(|v| json!({ "name": v.name, "phases": phases(v) }))
+            .map(|v| {
+                let mut o = Map::new();
+                o.insert("name".into(), json!(v.name));
+                o.insert("phases".into(), Value::Array(phases(v)));
+                if let Some(s) = &v.series {
+                    o.insert("series".into(), series(s));
+                }
+                Value::Object(o)
+            })
             .collect();
         o.insert("variants".into(), Value::Array(variants));
     }
@@ -66,6 +94,51 @@ pub fn to_json(result: &RunResult) -> Value {
     o.insert("verdicts".into(), Value::Array(verdicts));
     o.insert("reproduced".into(), json!(result.reproduced()));
     Value::Object(o)
+}
+
+/// `series`: per instance, the figures of every interval.
+fn series(s: &Series) -> Value {
+    let instances: Vec<Value> = s
+        .instances
+        .iter()
+        .map(|i| {
+            let points: Vec<Value> = i.points.iter().map(point).collect();
+            json!({ "id": i.id, "points": points })
+        })
+        .collect();
+    json!({
+        "interval_us": s.interval_ns / NS_PER_US,
+        "truncated": s.truncated,
+        "instances": instances,
+    })
+}
+
+fn point(p: &SeriesPoint) -> Value {
+    let mut classes = Map::new();
+    for (c, ns) in SERIES_WAIT_CLASSES.iter().zip(&p.wait_class_ns) {
+        classes.insert(c.name().into(), json!(ns / NS_PER_US));
+    }
+    let top: Vec<Value> = p
+        .top_waits
+        .iter()
+        .map(|w| json!({ "event": w.event, "waits": w.waits, "time_us": w.time_ns / NS_PER_US }))
+        .collect();
+    json!({
+        "t_s": p.end_ns as f64 / 1e9,
+        "length_us": p.length_ns / NS_PER_US,
+        "up": p.up,
+        "gc_cr_blocks_received": p.gc_cr_blocks_received,
+        "gc_cr_receive_us": p.gc_cr_receive_ns / NS_PER_US,
+        "avg_gc_cr_receive_ms": p.gc_cr_receive_ms(),
+        "gc_current_blocks_received": p.gc_current_blocks_received,
+        "gc_current_receive_us": p.gc_current_receive_ns / NS_PER_US,
+        "avg_gc_current_receive_ms": p.gc_current_receive_ms(),
+        "user_commits": p.user_commits,
+        "wait_class_us": classes,
+        "top_waits": top,
+        "run_queue": p.run_queue,
+        "lms_backlog": p.lms_backlog,
+    })
 }
 
 fn phases(v: &VariantResult) -> Vec<Value> {
@@ -273,10 +346,35 @@ mod tests {
                 VariantResult {
                     name: "a".into(),
                     phases: vec![phase("baseline"), phase("slow-redo")],
+                    series: Some(Series {
+                        interval_ns: 1_000_000_000,
+                        truncated: false,
+                        instances: vec![crate::series::InstanceSeries {
+                            id: 1,
+                            points: vec![SeriesPoint {
+                                end_ns: 1_000_000_000,
+                                length_ns: 1_000_000_000,
+                                up: true,
+                                gc_cr_blocks_received: 4,
+                                gc_cr_receive_ns: 6_000_000,
+                                user_commits: 9,
+                                wait_class_ns: [2_000_000, 0, 0, 0, 0, 0, 0, 0, 0],
+                                top_waits: vec![crate::series::TopWait {
+                                    event: "gc cr block 2-way",
+                                    waits: 4,
+                                    time_ns: 2_000_000,
+                                }],
+                                run_queue: 2,
+                                lms_backlog: 1,
+                                ..SeriesPoint::default()
+                            }],
+                        }],
+                    }),
                 },
                 VariantResult {
                     name: "b".into(),
                     phases: vec![phase("baseline")],
+                    series: None,
                 },
             ],
             verdicts: vec![Verdict {
@@ -349,6 +447,22 @@ mod tests {
             st["waits"]["gc current block 2-way"],
             json!({ "times_waited": 1, "max_wait_us": 1_000, "total_waited_us": 1_000 })
         );
+        assert_eq!(j["series"]["interval_us"], 1_000_000);
+        let point = &j["series"]["instances"][0]["points"][0];
+        assert_eq!(point["t_s"], 1.0);
+        assert_eq!(point["avg_gc_cr_receive_ms"], 1.5);
+        assert_eq!(point["avg_gc_current_receive_ms"], Value::Null);
+        assert_eq!(point["user_commits"], 9);
+        assert_eq!(point["wait_class_us"]["Cluster"], 2_000);
+        assert_eq!(point["wait_class_us"]["Commit"], 0);
+        assert_eq!(
+            point["top_waits"][0],
+            json!({ "event": "gc cr block 2-way", "waits": 4, "time_us": 2_000 })
+        );
+        assert_eq!(
+            (point["run_queue"].clone(), point["lms_backlog"].clone()),
+            (json!(2), json!(1))
+        );
     }
 
     #[test]
@@ -363,6 +477,8 @@ mod tests {
             j["phases"], v[0]["phases"],
             "top-level phases are the first variant's"
         );
+        assert_eq!(j["series"], v[0]["series"], "and so is the series");
+        assert!(v[1].get("series").is_none(), "b took none");
         let text = serde_json::to_string(&j).expect("serializes");
         assert_eq!(
             text,

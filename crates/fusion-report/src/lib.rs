@@ -1,21 +1,25 @@
-//! Reports of a run: AWR-style text, the JSON contract, verdicts and the myth
-//! tour; and the summary of `fusionlab chaos` runs.
+//! Reports of a run: AWR-style text, the JSON contract, the HTML page with
+//! charts, verdicts and the myth tour; and the summary of `fusionlab chaos` runs.
 
 pub mod awr;
 pub mod chaos;
 pub mod compare;
 pub mod compare_html;
 mod fmt;
+pub mod html;
 pub mod json;
 pub mod model;
 pub mod px;
+pub mod series;
 mod sheet;
 pub mod text;
 pub mod tour;
 pub mod verdict;
 
+pub use fmt::{TEXT_WIDTH, wrap, wrapped};
 pub use json::to_json;
 pub use model::*;
+pub use series::{InstanceSeries, Series, SeriesPoint, TopWait};
 pub use text::{TextOptions, render};
 pub use tour::{TourRow, render_node_tour, render_tour};
 pub use verdict::evaluate;

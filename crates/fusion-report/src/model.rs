@@ -27,6 +27,9 @@ impl RunResult {
 pub struct VariantResult {
     pub name: String,
     pub phases: Vec<PhaseResult>,
+    /// The figures of every interval of the run, per instance (`None`
+    /// when the driver took none).
+    pub series: Option<crate::series::Series>,
 }
 
 impl VariantResult {

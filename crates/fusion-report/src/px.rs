@@ -42,10 +42,13 @@ pub fn text(view: &PxView) -> String {
                 slaves.join(", ")
             )
         };
-        out.push_str(&format!(
-            "\nStatement {} ({}): QC inst{} sid {}, requested DOP {}, DOP {}, {placed}\n",
+        let statement = format!(
+            "Statement {} ({}): QC inst{} sid {}, requested DOP {}, DOP {}, {placed}",
             q.query, q.plan, q.qc_inst, q.qc_sid, q.requested_dop, q.dop
-        ));
+        );
+        out.push('\n');
+        out.push_str(&crate::fmt::wrapped(&statement, "", "  "));
+        out.push('\n');
         let leaves = if q.leaves > 0 {
             format!(", {} index leaves", count(q.leaves as f64))
         } else {
@@ -115,10 +118,10 @@ pub fn text(view: &PxView) -> String {
                 )
             })
             .collect();
-        out.push_str(&format!(
-            "\nTable-queue traffic by instance pair: {}\n",
-            pairs.join("; ")
-        ));
+        let traffic = format!("Table-queue traffic by instance pair: {}", pairs.join("; "));
+        out.push('\n');
+        out.push_str(&crate::fmt::wrapped(&traffic, "", "  "));
+        out.push('\n');
     }
     out
 }
@@ -228,7 +231,13 @@ mod tests {
         assert!(lines[head + 3].starts_with("1      - p000"), "{t}");
         assert!(lines[head + 4].starts_with("2      - p000"), "{t}");
         assert!(lines[head + 4].ends_with("2,148             0"), "{t}");
-        assert!(t.contains("requested DOP 16, DOP 16, 1 server set, slaves on inst1 1, inst2 1"));
+        // The statement's line wraps under itself at 100 columns.
+        assert!(t.lines().all(|l| l.len() <= crate::fmt::TEXT_WIDTH), "{t}");
+        assert!(
+            t.replace("\n  ", " ")
+                .contains("requested DOP 16, DOP 16, 1 server set, slaves on inst1 1, inst2 1"),
+            "{t}"
+        );
         assert!(t.contains("elapsed 25.91 ms"));
         assert!(t.contains("inst2 -> inst1 2,148 bytes (1 buffers)"));
         assert_eq!(text(&PxView::default()), "");

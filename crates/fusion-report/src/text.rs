@@ -16,6 +16,7 @@ pub use crate::awr::{
     TopEvent, background, decomposition, load_profile, tkprof, top_events, workload_characteristics,
 };
 use crate::awr::{pct_db_time, top_events_table};
+use crate::fmt::{TEXT_WIDTH, wrapped};
 use crate::model::{InstanceResult, PhaseResult, RunResult, VariantResult};
 use crate::sheet::{NS_PER_S, Out, table};
 
@@ -63,9 +64,9 @@ fn header(out: &mut Out, r: &RunResult, opts: &TextOptions) {
     out.line(format!("Fusionlab report: {}", r.scenario));
     out.line(RULE);
     out.line(format!("scenario: {}", r.scenario));
-    out.line(format!("title: {}", r.title));
+    out.line(wrapped(&r.title, "title: ", "       "));
     if let Some(m) = &r.myth {
-        out.line(format!("myth: {m}"));
+        out.line(wrapped(m, "myth: ", "      "));
     }
     match &opts.program {
         Some(program) => out.line(format!("seed: {} ({program})", r.seed)),
@@ -73,7 +74,7 @@ fn header(out: &mut Out, r: &RunResult, opts: &TextOptions) {
     }
     let names: Vec<&str> = r.variants.iter().map(|v| v.name.as_str()).collect();
     if r.has_variants {
-        out.line(format!("variants: {}", names.join(", ")));
+        out.line(wrapped(&names.join(", "), "variants: ", "          "));
     }
     out.blank();
 }
@@ -130,12 +131,14 @@ fn phase_section(out: &mut Out, p: &PhaseResult, opts: &TextOptions) {
 fn alert_log(out: &mut Out, p: &PhaseResult) {
     out.line("Alert log");
     for a in &p.alert_log {
-        out.line(format!(
-            "  {:>10.3} s  inst {:<2}  {}",
+        // A long line goes on under itself, past the time and instance.
+        let head = format!(
+            "  {:>10.3} s  inst {:<2}  ",
             a.at_ns as f64 / NS_PER_S,
-            a.instance,
-            a.line
-        ));
+            a.instance
+        );
+        let indent = " ".repeat(head.chars().count());
+        out.line(wrapped(&a.line, &head, &indent));
     }
     out.blank();
 }
@@ -149,22 +152,26 @@ fn recovery(out: &mut Out, p: &PhaseResult) {
     use fusion_core::metrics::RecoveryFigure as F;
     out.line("Instance recovery");
     out.line(format!(
-        "  {:<6}  {:<12}  {:>12}  {:>11}  {:>13}  {:>14}  {:>16}  {:>16}  {:>13}",
+        "  {:<6}  {:<9}  {:>8}  {:>7}  {:>8}  {:>9}  {:>9}  {:>11}  {:>8}",
         "dead",
-        "recovered by",
-        "detected (s)",
-        "freeze (ms)",
-        "recovery (ms)",
-        "redo read (KB)",
-        "blocks recovered",
-        "txns rolled back",
-        "brownout (ms)"
+        "recovered",
+        "detected",
+        "freeze",
+        "recovery",
+        "redo read",
+        "blocks",
+        "txns rolled",
+        "brownout"
+    ));
+    out.line(format!(
+        "  {:<6}  {:<9}  {:>8}  {:>7}  {:>8}  {:>9}  {:>9}  {:>11}  {:>8}",
+        "", "by", "(s)", "(ms)", "(ms)", "(KB)", "recovered", "back", "(ms)"
     ));
     for r in &p.recovery {
         let f = |figure: F| r.figure(figure, p.start_ns);
         let brownout = f(F::BrownoutMs).map_or_else(|| "-".to_string(), |v| format!("{v:.0}"));
         out.line(format!(
-            "  {:<6}  {:<12}  {:>12.3}  {:>11.0}  {:>13.0}  {:>14}  {:>16}  {:>16}  {:>13}",
+            "  {:<6}  {:<9}  {:>8.3}  {:>7.0}  {:>8.0}  {:>9}  {:>9}  {:>11}  {:>8}",
             format!("inst{}", r.dead_instance),
             format!("inst{}", r.recovered_by),
             f(F::DetectedS).unwrap_or_default(),
@@ -227,7 +234,7 @@ fn comparison(out: &mut Out, r: &RunResult, opts: &TextOptions) {
         "Figure".to_string(),
     ];
     header.extend(r.variants.iter().map(|v| v.name.clone()));
-    let mut t = table(&header, &(3..header.len()).collect::<Vec<_>>());
+    let mut rows: Vec<Vec<String>> = Vec::new();
     for phase in phases {
         let ids: BTreeSet<u8> = r
             .variants
@@ -269,12 +276,61 @@ fn comparison(out: &mut Out, r: &RunResult, opts: &TextOptions) {
                         .unwrap_or_else(|| "n/a".to_string());
                     row.push(cell);
                 }
-                t.add_row(row);
+                rows.push(row);
             }
         }
     }
-    out.table(&t);
-    out.blank();
+    // As many variants per table as fit the width; the others in the
+    // tables below, each with the phase, instance and figure again.
+    for columns in column_groups(&header, &rows, 3, TEXT_WIDTH) {
+        let pick = |row: &[String]| -> Vec<String> {
+            (0..3)
+                .chain(columns.iter().copied())
+                .filter_map(|c| row.get(c).cloned())
+                .collect()
+        };
+        let head = pick(&header);
+        let mut t = table(&head, &(3..head.len()).collect::<Vec<_>>());
+        for row in &rows {
+            t.add_row(pick(row));
+        }
+        out.table(&t);
+        out.blank();
+    }
+}
+
+/// The columns after the first `fixed` in groups whose table (one space
+/// between columns, the fixed ones repeated) fits `width`; a column too
+/// wide for any is alone in its group.
+fn column_groups(
+    header: &[String],
+    rows: &[Vec<String>],
+    fixed: usize,
+    width: usize,
+) -> Vec<Vec<usize>> {
+    let column_width = |c: usize| {
+        std::iter::once(header)
+            .chain(rows.iter().map(Vec::as_slice))
+            .filter_map(|r| r.get(c))
+            .map(|s| s.chars().count())
+            .max()
+            .unwrap_or(0)
+    };
+    let base: usize = (0..fixed).map(|c| column_width(c) + 1).sum();
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    let mut used = base;
+    for c in fixed..header.len() {
+        let w = column_width(c) + 1;
+        match groups.last_mut() {
+            Some(g) if used + w <= width + 1 => g.push(c),
+            _ => {
+                groups.push(vec![c]);
+                used = base;
+            }
+        }
+        used += w;
+    }
+    groups
 }
 
 fn awr_cell(line: AwrLine, s: &Stats) -> String {
@@ -301,15 +357,14 @@ fn verdicts(out: &mut Out, r: &RunResult) {
     if r.verdicts.is_empty() {
         out.line("(the scenario declares no expectations: nothing was checked)");
     } else {
-        let mut t = table(&["Expectation", "Result", "Detail"], &[]);
+        // The result, the expectation, and its figures wrapped under it.
         for v in &r.verdicts {
-            t.add_row(vec![
-                v.name.as_str(),
-                if v.passed { "PASS" } else { "FAIL" },
-                v.detail.as_str(),
-            ]);
+            let result = if v.passed { "PASS" } else { "FAIL" };
+            out.line(wrapped(&v.name, &format!("{result}  "), "      "));
+            for line in v.detail.lines() {
+                out.line(wrapped(line, "      ", "        "));
+            }
         }
-        out.table(&t);
     }
     out.blank();
     out.line(if r.reproduced() {
@@ -496,9 +551,9 @@ log file sync            100    0.50          5.00       5.0 Commit
         let expected = "\
 Received block latency decomposition (avg ms per block, % of receive time)
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-Block Received Avg receive   request send   lms cpu wait lms processing      log flush           wire
------ -------- ----------- -------------- -------------- -------------- -------------- --------------
-cr         200       1.000 0.100 ( 10.0%) 0.050 (  5.0%) 0.300 ( 30.0%) 0.500 ( 50.0%) 0.050 (  5.0%)
+Block Received Avg receive request send lms cpu wait lms processing    log flush         wire
+----- -------- ----------- ------------ ------------ -------------- ------------ ------------
+cr         200       1.000 0.100  10.0% 0.050   5.0%   0.300  30.0% 0.500  50.0% 0.050   5.0%
 ";
         assert_eq!(text, expected);
         assert!(decomposition(&Stats::default()).contains("(no gc block received)"));
@@ -513,10 +568,12 @@ cr         200       1.000 0.100 ( 10.0%) 0.050 (  5.0%) 0.300 ( 30.0%) 0.500 ( 
         let text = background(&s, 2_000 * MS, 4, false);
         assert_eq!(
             text,
-            "Background waits:  gcs log flush sync 1 waits, avg 4.00 ms  |  log file parallel write 100 waits, avg 50.00 ms\n\
-             CPU run queue:     LMS 12.3 ms, LGWR 0.0 ms, foreground 0.0 ms  |  CPU busy 75.0 % of 4 CPUs\n"
+            "Background waits:  gcs log flush sync 1 waits, avg 4.00 ms\n                   \
+             log file parallel write 100 waits, avg 50.00 ms\n\
+             CPU run queue:     LMS 12.3 ms, LGWR 0.0 ms, foreground 0.0 ms\n\
+             CPU busy:          75.0 % of 4 CPUs\n"
         );
-        assert!(background(&s, 0, 0, false).contains("CPU busy - of 0 CPUs"));
+        assert!(background(&s, 0, 0, false).contains("CPU busy:          - of 0 CPUs"));
     }
 
     #[test]
@@ -605,8 +662,8 @@ cr         200       1.000 0.100 ( 10.0%) 0.050 (  5.0%) 0.300 ( 30.0%) 0.500 ( 
             seed: 42,
             has_variants: true,
             variants: vec![
-                VariantResult { name: "normal-priority".into(), phases: vec![phase(20)] },
-                VariantResult { name: "rt-lms".into(), phases: vec![phase(0)] },
+                VariantResult { name: "normal-priority".into(), phases: vec![phase(20)], series: None },
+                VariantResult { name: "rt-lms".into(), phases: vec![phase(0)], series: None },
             ],
             verdicts: vec![
                 Verdict {
@@ -752,12 +809,13 @@ cr         200       1.000 0.100 ( 10.0%) 0.050 (  5.0%) 0.300 ( 30.0%) 0.500 ( 
         r.variants[0].phases[0].recovery = vec![entry.clone()];
         let text = render(&r, &TextOptions::default());
         let at = text.find("Instance recovery").expect("the section");
-        let section: Vec<&str> = text[at..].lines().take(3).collect();
+        let section: Vec<&str> = text[at..].lines().take(4).collect();
         assert_eq!(
-            section[2],
-            "  inst3   inst1                2.250          120           2400             512             1,234                 5           3100",
+            section[3],
+            "  inst3   inst1         2.250      120      2400        512      1,234            5      3100",
             "{section:#?}"
         );
+        assert!(section.iter().all(|l| l.len() <= TEXT_WIDTH));
         assert_eq!(
             text.matches("Instance recovery").count(),
             1,

@@ -1,7 +1,7 @@
 //! The myth tour summary: one line per myth, what was measured next to what
 //! the deck measured.
 
-use comfy_table::{ContentArrangement, Table, presets::ASCII_FULL_CONDENSED};
+use crate::fmt::{TEXT_WIDTH, wrap};
 
 /// One myth of the tour, after its scenario ran.
 #[derive(Clone, Debug, PartialEq)]
@@ -19,10 +19,47 @@ pub struct TourRow {
     pub deck_figure: String,
 }
 
-/// One table: # | Myth (scenario) | Verdict | Key figure | Measured | Deck,
-/// then a count of myths reproduced.
+/// One row per myth, AWR style: its number, verdict and claim (with the
+/// scenario), and under it the key figure, as measured and as the deck
+/// measured it, wrapped to fit 100 columns; then a count of myths
+/// reproduced.
 pub fn render_tour(rows: &[TourRow]) -> String {
-    render(rows, ["Myth (scenario)", "Deck"], "myths")
+    const VERDICT_W: usize = 14;
+    let indent = " ".repeat(4 + VERDICT_W + 2);
+    let mut out = format!(
+        "{:>2}  {:<VERDICT_W$}  Myth (scenario)\n{}  {}  {}\n",
+        "#",
+        "Verdict",
+        "-".repeat(2),
+        "-".repeat(VERDICT_W),
+        "-".repeat(TEXT_WIDTH - indent.len())
+    );
+    for (i, r) in rows.iter().enumerate() {
+        let verdict = if r.reproduced {
+            "REPRODUCED"
+        } else {
+            "NOT REPRODUCED"
+        };
+        let head = format!("{:>2}  {verdict:<VERDICT_W$}  ", i + 1);
+        let lines = [
+            wrap(
+                &format!("{} ({})", r.myth, r.scenario),
+                TEXT_WIDTH,
+                &head,
+                &indent,
+            ),
+            labelled(&indent, "key figure: ", &r.label),
+            labelled(&indent, "measured:   ", &r.key_figure),
+            labelled(&indent, "deck:       ", &r.deck_figure),
+        ];
+        for line in lines.iter().flatten() {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    let done = rows.iter().filter(|r| r.reproduced).count();
+    out.push_str(&format!("{done} of {} myths reproduced\n", rows.len()));
+    out
 }
 
 /// The second part's summary, inside one node: per scenario its verdict,
@@ -46,40 +83,11 @@ pub fn render_node_tour(rows: &[TourRow]) -> String {
     s
 }
 
-fn render(rows: &[TourRow], [claim, source]: [&str; 2], noun: &str) -> String {
-    let mut t = Table::new();
-    t.load_style(ASCII_FULL_CONDENSED)
-        .force_no_tty()
-        .set_content_arrangement(ContentArrangement::Disabled)
-        .set_header(vec![
-            "#",
-            claim,
-            "Verdict",
-            "Key figure",
-            "Measured",
-            source,
-        ]);
-    for (i, r) in rows.iter().enumerate() {
-        t.add_row(vec![
-            (i + 1).to_string(),
-            format!("{} ({})", r.myth, r.scenario),
-            if r.reproduced {
-                "REPRODUCED"
-            } else {
-                "NOT REPRODUCED"
-            }
-            .to_string(),
-            r.label.clone(),
-            r.key_figure.clone(),
-            r.deck_figure.clone(),
-        ]);
-    }
-    let done = rows.iter().filter(|r| r.reproduced).count();
-    format!(
-        "{}\n{done} of {} {noun} reproduced\n",
-        t.trim_fmt(),
-        rows.len()
-    )
+/// `label` then `text` at `indent`, wrapped under itself.
+fn labelled(indent: &str, label: &str, text: &str) -> Vec<String> {
+    let first = format!("{indent}{label}");
+    let rest = " ".repeat(first.chars().count());
+    wrap(text, TEXT_WIDTH, &first, &rest)
 }
 
 #[cfg(test)]
@@ -108,15 +116,47 @@ mod tests {
         ];
         let text = render_tour(&rows);
         let lines: Vec<&str> = text.lines().collect();
-        assert!(lines[1].starts_with("| # | Myth (scenario)"), "{text}");
         assert!(
-            text.contains(
-                "| 1 | GC problems are the interconnect (interconnect) | REPRODUCED     | inst2 cr flush | 4,212.0 ms |"
-            ),
+            lines[0].starts_with(" #  Verdict         Myth (scenario)"),
             "{text}"
         );
-        assert!(text.contains("NOT REPRODUCED"));
+        assert_eq!(
+            lines[2], " 1  REPRODUCED      GC problems are the interconnect (interconnect)",
+            "{text}"
+        );
+        assert_eq!(lines[3], "                    key figure: inst2 cr flush");
+        assert_eq!(lines[4], "                    measured:   4,212.0 ms");
+        assert_eq!(
+            lines[5],
+            "                    deck:       node 2 cr flush 4380.0 ms"
+        );
+        assert!(
+            lines[6].starts_with(" 2  NOT REPRODUCED  NOCACHE"),
+            "{text}"
+        );
         assert!(text.ends_with("1 of 2 myths reproduced\n"));
+        assert!(
+            text.lines().all(|l| l.chars().count() <= TEXT_WIDTH),
+            "{text}"
+        );
+        // A long text wraps under its row.
+        let long = TourRow {
+            deck_figure: "word ".repeat(40),
+            ..rows[0].clone()
+        };
+        let wrapped = render_tour(&[long]);
+        assert!(
+            wrapped.lines().all(|l| l.chars().count() <= TEXT_WIDTH),
+            "{wrapped}"
+        );
+        assert!(
+            wrapped
+                .lines()
+                .filter(|l| l.trim_start().starts_with("word"))
+                .count()
+                >= 2,
+            "{wrapped}"
+        );
         assert_eq!(text, render_tour(&rows));
     }
 }

@@ -301,6 +301,7 @@ mod tests {
         VariantResult {
             name: name.into(),
             phases,
+            series: None,
         }
     }
 

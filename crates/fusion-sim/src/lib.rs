@@ -35,20 +35,32 @@ use store::Store;
 const FAR_NS: Nanos = NS_PER_MS;
 
 /// How to run.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct SimOptions {
     /// Replace the scenario's seed.
     pub seed: Option<u64>,
     /// Run the correctness checkers (after every event, and over the history at the end).
     pub check: bool,
+    /// The time series' interval of cluster time (`--interval-ms`).
+    pub interval_ns: Nanos,
+}
+
+impl Default for SimOptions {
+    fn default() -> SimOptions {
+        SimOptions {
+            seed: None,
+            check: false,
+            interval_ns: fusion_driver::series::DEFAULT_INTERVAL_NS,
+        }
+    }
 }
 
 impl SimOptions {
     /// The scenario's own seed, with the correctness checkers.
     pub fn checked() -> SimOptions {
         SimOptions {
-            seed: None,
             check: true,
+            ..SimOptions::default()
         }
     }
 }
@@ -252,6 +264,8 @@ pub struct Sim {
     /// Every instance's commits, sampled for the brownout (samples.rs);
     /// `None` when the scenario has no failure fault.
     commits: Option<fusion_driver::brownout::CommitSeries>,
+    /// The run's time series, sampled at the same stops (samples.rs).
+    series: Option<fusion_driver::SeriesRecorder>,
     /// Per instance: its lives the cluster admitted and the recoveries of
     /// it survivors reported (samples.rs).
     lives_recovered: Vec<samples::Lives>,
@@ -315,6 +329,11 @@ impl Sim {
             vote_latency: s.storage.write_latency,
             fault_log: Vec::new(),
             commits: samples::series_for(s),
+            series: Some(fusion_driver::SeriesRecorder::new(
+                instance_count,
+                0,
+                opts.interval_ns,
+            )),
             lives_recovered: vec![samples::Lives::default(); instance_count],
             lives: vec![0; instance_count],
             configs,
@@ -853,6 +872,7 @@ fn run_phases(mut sim: Sim, name: &str, s: &Scenario, opts: &SimOptions) -> Vari
         &s.phases,
         sim.commit_series(),
     );
+    let series = sim.finish_series();
     // What the run did, before the checkers' quiet period below.
     let ran = Ran::Simulated {
         events: sim.events,
@@ -862,6 +882,7 @@ fn run_phases(mut sim: Sim, name: &str, s: &Scenario, opts: &SimOptions) -> Vari
         VariantResult {
             name: name.to_string(),
             phases,
+            series,
         },
         ran,
     );

@@ -4,14 +4,20 @@
 //! `fusion_driver::brownout`), and the instance recoveries gathered at
 //! every phase's end into the phase results.
 //!
+//! The same stops take the run's time series (`fusion_driver::series`):
+//! every instance's counters and gauges at each interval's end.
+//!
 //! Sampling stops the event loop at the sample times, as a timed fault
 //! does; it reads counters and changes nothing. A scenario without failure
-//! faults is not sampled at all.
+//! faults samples no commits, only the series.
 
 use fusion_core::config::Nanos;
+use fusion_core::instance::Instance;
 use fusion_core::recovery::RecoveryReport;
-use fusion_core::stats::Stat;
+use fusion_core::stats::{Stat, Stats};
 use fusion_driver::brownout::{CommitSeries, SAMPLE_NS, SAMPLES_MAX};
+use fusion_driver::{InstantSample, SeriesRecorder};
+use fusion_report::Series;
 use fusion_scenario::{Fault, Scenario};
 
 use super::Sim;
@@ -42,25 +48,69 @@ pub(crate) fn series_for(s: &Scenario) -> Option<CommitSeries> {
 
 impl Sim {
     /// [`Sim::run_to`], stopping at every sample time on the way to take a
-    /// sample of every instance's commits (when the run samples).
+    /// sample of every instance's commits (when the run samples them) and
+    /// of the time series.
     pub(crate) fn run_sampled(&mut self, until: Nanos, timeline: &[(Nanos, LifeEvent)]) {
         let mut applied = 0;
-        while let Some(at) = self
-            .commits
-            .as_ref()
-            .filter(|c| c.samples.len() < SAMPLES_MAX)
-            .map(CommitSeries::next_at)
-            .filter(|&t| t <= until)
-        {
+        loop {
+            let commits_at = self
+                .commits
+                .as_ref()
+                .filter(|c| c.samples.len() < SAMPLES_MAX)
+                .map(CommitSeries::next_at);
+            let series_at = self.series.as_ref().and_then(SeriesRecorder::next_at);
+            let Some(at) = commits_at.into_iter().chain(series_at).min() else {
+                break;
+            };
+            if at > until {
+                break;
+            }
             let upto = applied + timeline[applied..].partition_point(|(t, _)| *t <= at);
             self.run_to(at, &timeline[applied..upto]);
             applied = upto;
             if self.stopped.is_some() {
                 return;
             }
-            self.sample();
+            if commits_at == Some(at) {
+                self.sample();
+            }
+            if series_at == Some(at) {
+                self.sample_series(at);
+            }
         }
         self.run_to(until, &timeline[applied..]);
+    }
+
+    /// Every instance's counters and gauges now, for the time series.
+    fn sample_series(&mut self, at: Nanos) {
+        let stats: Vec<Stats> = self.instances.iter().map(Instance::stats).collect();
+        let samples = self.instant_samples(&stats);
+        if let Some(r) = self.series.as_mut() {
+            r.record(at, &samples);
+        }
+    }
+
+    fn instant_samples<'a>(&self, stats: &'a [Stats]) -> Vec<InstantSample<'a>> {
+        stats
+            .iter()
+            .enumerate()
+            .map(|(i, stats)| InstantSample {
+                stats,
+                run_queue: self.instances[i].run_queue_len(),
+                lms_backlog: self.instances[i].lms_backlog(),
+                up: self.is_up(i),
+            })
+            .collect()
+    }
+
+    /// The time series of the run so far, with a last shorter point up to
+    /// now when the run ended between two sample times (`None` when it was
+    /// not taken).
+    pub(crate) fn finish_series(&mut self) -> Option<Series> {
+        let stats: Vec<Stats> = self.instances.iter().map(Instance::stats).collect();
+        let samples = self.instant_samples(&stats);
+        let now = self.now;
+        self.series.take().map(|r| r.finish(now, &samples))
     }
 
     /// Every instance's `user commits` and whether it is up, now.
@@ -235,7 +285,9 @@ mod tests {
         let sampled = run_phases(Sim::new(&s, &opts), "v", &s, &opts);
         let mut plain = Sim::new(&s, &opts);
         plain.commits = None;
+        plain.series = None;
         let plain = run_phases(plain, "v", &s, &opts);
+        assert!(plain.result.series.is_none());
         assert_eq!(sampled.events(), plain.events());
         for (a, b) in sampled.result.phases.iter().zip(&plain.result.phases) {
             for (x, y) in a.instances.iter().zip(&b.instances) {
@@ -243,6 +295,56 @@ mod tests {
             }
             assert_eq!(a.alert_log, b.alert_log);
             assert!(a.recovery.is_empty(), "no instance died");
+        }
+    }
+
+    #[test]
+    fn the_series_has_a_point_per_interval_and_sampling_it_changes_nothing() {
+        let s = paused();
+        // An interval that is no multiple of the brownout's 100 ms: the
+        // loop stops at both kinds of sample time.
+        let opts = SimOptions {
+            interval_ns: 250 * NS_PER_MS,
+            ..SimOptions::default()
+        };
+        let sampled = run_phases(Sim::new(&s, &opts), "v", &s, &opts);
+        let series = sampled.result.series.as_ref().expect("a series");
+        assert_eq!(series.interval_ns, 250 * NS_PER_MS);
+        assert_eq!(series.instances.len(), 3);
+        let points = &series.instances[1].points;
+        // 3 s of run: 12 points of 250 ms.
+        assert_eq!(points.len(), 12);
+        assert!(points.iter().all(|p| p.length_ns == 250 * NS_PER_MS));
+        assert_eq!(points[11].end_ns, 3 * NS_PER_S);
+        // inst2 is frozen from 1.5 s to 1.9 s: down at 1.5 s and 1.75 s,
+        // up again at 2 s.
+        let up: Vec<bool> = points.iter().map(|p| p.up).collect();
+        assert!(up[4] && !up[5] && !up[6] && up[7], "{up:?}");
+        // The workload runs on instances 1 and 2, and commits add up to the
+        // phases' counts.
+        let commits: u64 = points.iter().map(|p| p.user_commits).sum();
+        let phases: u64 = sampled
+            .result
+            .phases
+            .iter()
+            .map(|p| p.instances[1].stats.get(Stat::UserCommits))
+            .sum();
+        assert!(commits > 0);
+        assert_eq!(commits, phases);
+        assert!(
+            series.instances[2]
+                .points
+                .iter()
+                .all(|p| p.user_commits == 0)
+        );
+        let mut plain = Sim::new(&s, &opts);
+        plain.series = None;
+        let plain = run_phases(plain, "v", &s, &opts);
+        assert_eq!(sampled.events(), plain.events());
+        for (a, b) in sampled.result.phases.iter().zip(&plain.result.phases) {
+            for (x, y) in a.instances.iter().zip(&b.instances) {
+                assert_eq!(x.stats, y.stats);
+            }
         }
     }
 }

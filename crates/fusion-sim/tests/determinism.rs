@@ -90,7 +90,15 @@ fn scenario(instances: u8, seed: u64) -> Scenario {
 }
 
 fn run(s: &Scenario, seed: Option<u64>, check: bool) -> VariantOutcome {
-    run_variant("det", s, &SimOptions { seed, check })
+    run_variant(
+        "det",
+        s,
+        &SimOptions {
+            seed,
+            check,
+            ..SimOptions::default()
+        },
+    )
 }
 
 /// Every figure of two runs that must agree, with a message naming the first difference.

@@ -19,4 +19,22 @@ pub struct RunArgs {
     /// Whether the run is recorded in the run store (off unless the
     /// command line asked: runs made through the library are not).
     pub recording: crate::runs::Recording,
+    /// `--interval-ms`: the time series' interval (default 1 s).
+    pub interval_ms: Option<u64>,
+    /// `--html FILE`: also write the HTML report there.
+    pub html: Option<std::path::PathBuf>,
+}
+
+impl RunArgs {
+    /// The time series' interval of cluster time.
+    pub fn interval_ns(&self) -> u64 {
+        interval_ns(self.interval_ms)
+    }
+}
+
+/// `--interval-ms` in nanoseconds; the default without it.
+pub fn interval_ns(interval_ms: Option<u64>) -> u64 {
+    interval_ms.map_or(fusion_driver::series::DEFAULT_INTERVAL_NS, |ms| {
+        ms.saturating_mul(1_000_000)
+    })
 }

@@ -396,6 +396,7 @@ fn one_run(base: &Base, drawable: &[Kind], seed: u64) -> Result<RunOutcome, Stri
     let opts = SimOptions {
         seed: Some(seed),
         check: true,
+        ..SimOptions::default()
     };
     let o = fusion_sim::run_variant(&v.name, &v.scenario, &opts);
     Ok(run.outcome(&o))

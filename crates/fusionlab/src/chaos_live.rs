@@ -85,6 +85,7 @@ pub(crate) fn run_all(
             &interrupts,
             &run.loaded,
             &LiveRun {
+                interval_ns: fusion_driver::series::DEFAULT_INTERVAL_NS,
                 cluster: &c,
                 text: &run.text,
                 label: &base.label,

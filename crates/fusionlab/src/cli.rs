@@ -219,6 +219,20 @@ pub struct TourCmd {
     /// 512M); default: half of the machine's physical memory.
     #[arg(long, value_name = "SIZE", value_parser = crate::memory::parse_size)]
     pub max_memory: Option<u64>,
+    #[command(flatten)]
+    pub pictures: PicturesArgs,
+}
+
+/// The time series and the HTML report (`run` and `tour`).
+#[derive(Args, Default)]
+pub struct PicturesArgs {
+    /// Also write the report as one self-contained HTML page with charts to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<std::path::PathBuf>,
+    /// The time series' interval, in milliseconds of cluster time (JSON
+    /// `series`, the HTML charts); default 1000.
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..=86_400_000))]
+    pub interval_ms: Option<u64>,
 }
 
 #[derive(Args)]
@@ -257,6 +271,8 @@ pub struct RunCmd {
     pub max_memory: Option<u64>,
     #[command(flatten)]
     pub store: crate::runs::StoreArgs,
+    #[command(flatten)]
+    pub pictures: PicturesArgs,
 }
 
 #[derive(Args)]
@@ -314,6 +330,8 @@ pub fn dispatch(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::R
             let args = TourArgs {
                 names_9i: t.names_9i,
                 seed: t.seed,
+                interval_ms: t.pictures.interval_ms,
+                html: t.pictures.html,
             };
             tour::within_memory(&MemoryLimit::new(t.max_memory), t.live)?;
             if t.live {
@@ -333,6 +351,8 @@ pub fn dispatch(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::R
                 check: r.check,
                 max_memory: r.max_memory,
                 recording: r.store.recording(),
+                interval_ms: r.pictures.interval_ms,
+                html: r.pictures.html,
             };
             if r.live {
                 crate::live::run_live(&args, r.cluster.as_deref(), out, err)

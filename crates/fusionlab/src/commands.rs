@@ -21,13 +21,18 @@ pub fn run(a: &RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8> 
     fusion_driver::refusal(&loaded, Driver::Simulator).map_err(Failure::input)?;
     within_limit(&loaded, a.check, &MemoryLimit::new(a.max_memory))?;
     let scenario = crate::runs::scenario_text(a)?;
+    let html = crate::report::HtmlFile::create(a.html.as_deref())?;
     let opts = SimOptions {
         seed: a.seed,
         check: a.check,
+        interval_ns: a.interval_ns(),
     };
     let (result, outcomes) = fusion_sim::run_scenario(&loaded, &opts);
     let code = crate::report::print_run(&result, &outcomes, a, out, err)?;
     crate::runs::record(a, scenario, "simulator", (&result, &outcomes), code, err)?;
+    if let Some(h) = html {
+        h.write_run(&result, &loaded, a.names_9i)?;
+    }
     Ok(code)
 }
 

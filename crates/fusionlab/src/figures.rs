@@ -1,8 +1,6 @@
 //! The compact figures of a run the tour prints, and number formatting.
 
-use comfy_table::{
-    CellAlignment, ContentArrangement, ContentLineStyle, LineStyle, Table, TableStyle,
-};
+use comfy_table::{ContentLineStyle, LineStyle, TableStyle};
 use fusion_core::metrics::{AwrLine, Metric, SqlColumn};
 use fusion_core::stats::{Stats, Unit};
 use fusion_report::RunResult;
@@ -17,78 +15,108 @@ pub const STYLE: TableStyle = TableStyle::new()
 
 /// Per variant, phase and instance, one line: gc cr and current receive
 /// times, the cr and current flush times of the blocks it served, and its top
-/// foreground wait event with its average.
+/// foreground wait event with its average. A variant's name heads its
+/// lines; a top wait too long for 100 columns wraps under its column.
 pub fn key_figures(result: &RunResult, names_9i: bool) -> String {
     let variants = result.has_variants && result.variants.len() > 1;
-    let mut header = Vec::new();
-    if variants {
-        header.push("Variant");
-    }
-    header.extend([
-        "Phase",
-        "Inst",
-        "gc cr recv ms",
-        "gc cur recv ms",
-        "cr flush ms",
-        "cur flush ms",
-        "Top foreground wait (avg)",
-    ]);
-    let first_number = usize::from(variants) + 1;
-    let mut t = Table::new();
-    t.load_style(STYLE)
-        .force_no_tty()
-        .set_content_arrangement(ContentArrangement::Disabled)
-        .set_header(header);
+    let heads: [[&str; 7]; 2] = [
+        ["", "", "gc cr", "gc cur", "cr", "cur", ""],
+        [
+            "Phase",
+            "Inst",
+            "recv ms",
+            "recv ms",
+            "flush ms",
+            "flush ms",
+            "Top foreground wait (avg)",
+        ],
+    ];
+    // `None`: a variant's heading.
+    let mut rows: Vec<(Option<[String; 7]>, String)> = Vec::new();
     for v in &result.variants {
-        let mut first_of_variant = true;
+        if variants {
+            rows.push((None, format!("{}:", v.name)));
+        }
         for p in &v.phases {
-            let mut first_of_phase = true;
-            for i in &p.instances {
-                let mut row = Vec::new();
-                if variants {
-                    row.push(if first_of_variant {
-                        v.name.clone()
-                    } else {
-                        String::new()
-                    });
-                }
-                row.push(if first_of_phase {
+            for (k, i) in p.instances.iter().enumerate() {
+                let figure =
+                    |line: AwrLine| line.eval(&i.stats).map_or_else(|| "-".to_string(), ms);
+                let phase = if k == 0 {
                     p.name.clone()
                 } else {
                     String::new()
-                });
-                row.push(i.id.to_string());
-                for line in [
-                    AwrLine::CrReceiveMs,
-                    AwrLine::CurrentReceiveMs,
-                    AwrLine::CrFlushMs,
-                    AwrLine::CurrentFlushMs,
-                ] {
-                    row.push(line.eval(&i.stats).map_or_else(|| "-".to_string(), ms));
-                }
-                row.push(top_wait(&i.stats, names_9i));
-                t.add_row(row);
-                first_of_variant = false;
-                first_of_phase = false;
+                };
+                rows.push((
+                    Some([
+                        phase,
+                        i.id.to_string(),
+                        figure(AwrLine::CrReceiveMs),
+                        figure(AwrLine::CurrentReceiveMs),
+                        figure(AwrLine::CrFlushMs),
+                        figure(AwrLine::CurrentFlushMs),
+                        top_wait(&i.stats, names_9i),
+                    ]),
+                    String::new(),
+                ));
             }
         }
     }
-    for c in t.column_iter_mut() {
-        c.set_padding((0, 1));
+    let indent = if variants { "  " } else { "" };
+    let mut widths = [0usize; 6];
+    for (c, w) in widths.iter_mut().enumerate() {
+        let cells = rows.iter().filter_map(|r| r.0.as_ref()).map(|r| &r[c]);
+        *w = heads
+            .iter()
+            .map(|h| h[c].len())
+            .chain(cells.map(|x| x.chars().count()))
+            .max()
+            .unwrap_or(0);
     }
-    for i in first_number..first_number + 5 {
-        if let Some(c) = t.column_mut(i) {
-            c.set_cell_alignment(CellAlignment::Right);
+    widths[0] += indent.len();
+    let line = |cells: [&str; 7], indent: &str| -> Vec<String> {
+        let mut head = format!("{indent}{:<w$}", cells[0], w = widths[0] - indent.len());
+        head.push_str(&format!("  {:>w$}", cells[1], w = widths[1]));
+        for (c, cell) in cells.iter().enumerate().take(6).skip(2) {
+            head.push_str(&format!("  {cell:>w$}", w = widths[c]));
+        }
+        head.push_str("  ");
+        let rest = " ".repeat(head.chars().count());
+        fusion_report::wrap(cells[6], fusion_report::TEXT_WIDTH, &head, &rest)
+    };
+    let mut out: Vec<String> = Vec::new();
+    for h in &heads {
+        out.extend(line(*h, ""));
+    }
+    let rule: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
+    let top_w = rows
+        .iter()
+        .filter_map(|r| r.0.as_ref())
+        .map(|r| r[6].chars().count())
+        .chain([heads[1][6].len()])
+        .max()
+        .unwrap_or(0);
+    let used = widths.iter().map(|w| w + 2).sum::<usize>();
+    out.push(format!(
+        "{}  {}",
+        rule.join("  "),
+        "-".repeat(top_w.min(fusion_report::TEXT_WIDTH.saturating_sub(used)))
+    ));
+    for (row, heading) in &rows {
+        match row {
+            None => out.push(heading.clone()),
+            Some(r) => out.extend(line(
+                [&r[0], &r[1], &r[2], &r[3], &r[4], &r[5], &r[6]],
+                indent,
+            )),
         }
     }
-    let text = t.trim_fmt();
-    let mut out: String = text
-        .lines()
-        .map(str::trim_end)
+    let mut text: String = out
+        .iter()
+        .map(|l| l.trim_end())
         .collect::<Vec<_>>()
         .join("\n");
-    out.push('\n');
-    out
+    text.push('\n');
+    text
 }
 
 /// One line per parallel statement of the run: where it ran, how long it
@@ -121,15 +149,17 @@ pub fn px_figures(result: &RunResult) -> String {
                 } else {
                     String::new()
                 };
-                out.push_str(&format!(
-                    "  {variant}{}: {} DOP {} (requested {}), slaves {place}, {} ms, {} bytes across\n",
+                let line = format!(
+                    "{variant}{}: {} DOP {} (requested {}), slaves {place}, {} ms, {} bytes across",
                     p.name,
                     q.query,
                     q.dop,
                     q.requested_dop,
                     ms(q.elapsed_ns as f64 / 1e6),
                     grouped(across as f64, 0)
-                ));
+                );
+                out.push_str(&fusion_report::wrapped(&line, "  ", "    "));
+                out.push('\n');
             }
         }
     }

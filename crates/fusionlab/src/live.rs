@@ -590,6 +590,7 @@ pub fn run_live(
     // The instances and the store hold what the simulator would, in several
     // processes of (by default) this machine.
     crate::memory::within_limit(&loaded, a.check, &MemoryLimit::new(a.max_memory))?;
+    let html = crate::report::HtmlFile::create(a.html.as_deref())?;
     let needed = loaded
         .variants
         .iter()
@@ -614,6 +615,7 @@ pub fn run_live(
             label: &label,
             overrides: &a.sets,
             seed: a.seed,
+            interval_ns: a.interval_ns(),
             check: a.check,
             progress: !a.json,
             control: control.as_ref().map(|p| p as &dyn ProcessControl),
@@ -633,12 +635,18 @@ pub fn run_live(
             let scenario =
                 Some((text, label)).filter(|_| !matches!(a.recording, crate::runs::Recording::Off));
             crate::runs::record(a, scenario, "live", (&result, &outcomes), code, err)?;
+            if let Some(h) = html {
+                h.write_run(&result, &loaded, a.names_9i)?;
+            }
             Ok(code)
         }
         Ended::Ran(Err(failure)) => {
             // What finished is still reported, then what stopped the run.
             if let Some((result, outcomes)) = &failure.partial {
                 crate::report::print_run(result, outcomes, a, out, err)?;
+                if let Some(h) = html {
+                    h.write_run(result, &loaded, a.names_9i)?;
+                }
             }
             Err(Failure {
                 code: exit::LIVE_FAILED,

@@ -129,6 +129,7 @@ async fn live(c: &cluster::ClusterFile, k: u32, secs: f64) -> Result<Figures, St
         label: "bench/live_cr.toml",
         overrides: &overrides,
         seed: None,
+        interval_ns: runner::DEFAULT_INTERVAL_NS,
         check: false,
         control: None,
         progress: false,

@@ -51,6 +51,7 @@ pub fn tour_live(
     };
     // Caught from here on, between myths as well as during one.
     let interrupts = Interrupts::install()?;
+    let html = crate::report::HtmlFile::create(args.html.as_deref())?;
     let mut interrupted = None;
     let total = myths.len();
     tour_header(total, "on a live cluster, in real time", out)?;
@@ -91,6 +92,7 @@ pub fn tour_live(
                 label: &label,
                 overrides: &[],
                 seed: args.seed,
+                interval_ns: args.interval_ns(),
                 check: false,
                 control: None,
                 progress: true,
@@ -117,6 +119,9 @@ pub fn tour_live(
         }
     }
     tour_summary(&runs, args.seed, out)?;
+    if let Some(h) = html {
+        crate::tour::write_tour_html(h, &runs, args)?;
+    }
     if let Some(s) = interrupted {
         writeln!(err, "{WHAT}: interrupted by {s}")?;
         return Ok(s.exit_status());

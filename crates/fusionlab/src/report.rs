@@ -12,6 +12,54 @@ use crate::args::RunArgs;
 use crate::exit;
 use crate::figures::grouped;
 
+/// The file `--html FILE` names, created before the run so that a path
+/// that cannot be written is refused at once (bad input), not after it.
+pub struct HtmlFile {
+    path: std::path::PathBuf,
+    file: std::fs::File,
+}
+
+impl HtmlFile {
+    /// Create (truncate) the file `--html` names, if any.
+    pub fn create(path: Option<&std::path::Path>) -> Result<Option<HtmlFile>, crate::Failure> {
+        let Some(path) = path else {
+            return Ok(None);
+        };
+        let file = std::fs::File::create(path).map_err(|e| {
+            crate::Failure::input(format!(
+                "--html {}: cannot write the HTML report there: {e}",
+                path.display()
+            ))
+        })?;
+        Ok(Some(HtmlFile {
+            path: path.to_path_buf(),
+            file,
+        }))
+    }
+
+    /// Write the page.
+    pub fn write(mut self, html: &str) -> Result<()> {
+        self.file
+            .write_all(html.as_bytes())
+            .and_then(|()| self.file.flush())
+            .with_context(|| format!("cannot write the HTML report to {}", self.path.display()))
+    }
+
+    /// Write the page of a run.
+    pub fn write_run(
+        self,
+        result: &RunResult,
+        loaded: &fusion_scenario::LoadedScenario,
+        names_9i: bool,
+    ) -> Result<()> {
+        let opts = fusion_report::html::HtmlOptions {
+            names_9i,
+            program: Some(program()),
+        };
+        self.write(&fusion_report::html::run_page(result, loaded, &opts))
+    }
+}
+
 /// This program and its version, as the rerun lines print it. (The build
 /// does not know its git commit, so only the version.)
 pub fn program() -> String {
@@ -148,6 +196,7 @@ mod tests {
             VariantResult {
                 name: "v".into(),
                 phases: Vec::new(),
+                series: None,
             },
             ran,
         )

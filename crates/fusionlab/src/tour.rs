@@ -18,6 +18,7 @@ use crate::figures::{key_figures, measure, px_figures, with_unit};
 use crate::memory::{LOWER, MemoryLimit, parts_text, size_text};
 use crate::report::{problem_lines, program, run_summary};
 use crate::{Failure, exit, shipped};
+use fusion_report::wrapped;
 
 const RULE: &str = "==============================================================================";
 
@@ -28,6 +29,17 @@ pub struct TourArgs {
     pub names_9i: bool,
     /// Replace every scenario's seed.
     pub seed: Option<u64>,
+    /// `--interval-ms`: the time series' interval (default 1 s).
+    pub interval_ms: Option<u64>,
+    /// `--html FILE`: also write the tour as one HTML page there.
+    pub html: Option<std::path::PathBuf>,
+}
+
+impl TourArgs {
+    /// The time series' interval of cluster time.
+    pub fn interval_ns(&self) -> u64 {
+        crate::args::interval_ns(self.interval_ms)
+    }
 }
 
 /// One myth after its run.
@@ -168,6 +180,7 @@ pub fn node_tour_of(
     let opts = SimOptions {
         seed: args.seed,
         check: false,
+        interval_ns: args.interval_ns(),
     };
     in_parallel(runs_of, &opts, |i, run| -> Result<()> {
         errors += show_run_in(TourPart::Node, i, total, &run, args, out, err)?;
@@ -227,12 +240,14 @@ pub fn tour_of(
     err: &mut dyn Write,
 ) -> Result<u8> {
     let total = myths.len();
+    let html = crate::report::HtmlFile::create(args.html.as_deref())?;
     tour_header(total, "on the simulator", out)?;
     let mut runs = Vec::with_capacity(total);
     let mut errors = 0;
     let opts = SimOptions {
         seed: args.seed,
         check: false,
+        interval_ns: args.interval_ns(),
     };
     in_parallel(myths, &opts, |i, run| -> Result<()> {
         errors += show_run(i, total, &run, args, out, err)?;
@@ -240,6 +255,9 @@ pub fn tour_of(
         Ok(())
     })?;
     tour_summary(&runs, args.seed, out)?;
+    if let Some(h) = html {
+        write_tour_html(h, &runs, args)?;
+    }
     Ok(if errors > 0 {
         exit::SIM_ERRORS
     } else {
@@ -298,8 +316,36 @@ pub fn tour_summary(runs: &[MythRun], seed: Option<u64>, out: &mut dyn Write) ->
     writeln!(out, "{RULE}")?;
     let rows: Vec<TourRow> = runs.iter().map(tour_row).collect();
     out.write_all(render_tour(&rows).as_bytes())?;
-    writeln!(out, "{}", seeds_line(runs, seed))?;
+    writeln!(out, "{}", wrapped(&seeds_line(runs, seed), "", "  "))?;
     Ok(())
+}
+
+/// The tour as one HTML page.
+pub fn write_tour_html(
+    html: crate::report::HtmlFile,
+    runs: &[MythRun],
+    args: &TourArgs,
+) -> Result<()> {
+    let rows: Vec<TourRow> = runs.iter().map(tour_row).collect();
+    let myths: Vec<fusion_report::html::TourMyth<'_>> = runs
+        .iter()
+        .zip(&rows)
+        .map(|(r, row)| fusion_report::html::TourMyth {
+            loaded: &r.loaded,
+            result: &r.result,
+            row,
+            ran: &r.summary,
+        })
+        .collect();
+    let opts = fusion_report::html::HtmlOptions {
+        names_9i: args.names_9i,
+        program: Some(program()),
+    };
+    html.write(&fusion_report::html::tour_page(
+        &myths,
+        &seeds_line(runs, args.seed),
+        &opts,
+    ))
 }
 
 /// Threads the tour runs myths on.
@@ -404,11 +450,17 @@ fn myth_block_in(
         TourPart::Myths => "Myth",
         TourPart::Node => "Figure",
     };
+    let heading = format!("{word} {number} of {total}: ");
     s.push_str(&format!(
-        "{RULE}\n{word} {number} of {total}: {claim}\n{RULE}\n"
+        "{RULE}\n{}\n{RULE}\n",
+        wrapped(claim, &heading, &" ".repeat(heading.len()))
     ));
-    s.push_str(&format!("{}: {}\n", l.name, l.title));
-    s.push_str(&run.summary);
+    s.push_str(&wrapped(&format!("{}: {}", l.name, l.title), "", "  "));
+    s.push('\n');
+    for line in run.summary.lines() {
+        s.push_str(&wrapped(line, "", "  "));
+        s.push('\n');
+    }
     s.push_str(&format!("seed: {}\n\n", seeds_of(run, args.seed)));
     s.push_str(&key_figures(r, args.names_9i));
     s.push_str(&px_figures(r));
@@ -418,9 +470,11 @@ fn myth_block_in(
     }
     for v in &r.verdicts {
         let result = if v.passed { "PASS" } else { "FAIL" };
-        s.push_str(&format!("  {result}  {}\n", v.name));
+        s.push_str(&wrapped(&v.name, &format!("  {result}  "), "        "));
+        s.push('\n');
         for line in v.detail.lines() {
-            s.push_str(&format!("        {line}\n"));
+            s.push_str(&wrapped(line, "        ", "          "));
+            s.push('\n');
         }
     }
     let verdict = if r.reproduced() {

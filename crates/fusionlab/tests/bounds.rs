@@ -241,6 +241,7 @@ fn try_run(sets: &[String]) -> Outcome {
     let opts = SimOptions {
         seed: None,
         check: false,
+        ..SimOptions::default()
     };
     let (_result, outcomes) = fusion_sim::run_scenario(&loaded, &opts);
     assert_eq!(outcomes.len(), loaded.variants.len());

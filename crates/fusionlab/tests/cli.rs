@@ -628,6 +628,75 @@ fn run_by_name_prints_only_json_with_json() {
 }
 
 #[test]
+fn run_takes_its_time_series_at_the_interval_asked_and_writes_the_html_page() {
+    // Five phases of 0.2 s: 1 s of cluster time, four points of 250 ms.
+    let sets = short(CPU, 0.2);
+    let dir = scratch("series");
+    let page = dir.join("report.html");
+    let page_arg = page.display().to_string();
+    let o = fusionlab_in(
+        &dir,
+        &args(
+            &[
+                "run",
+                CPU,
+                "--json",
+                "--interval-ms",
+                "250",
+                "--html",
+                &page_arg,
+            ],
+            &sets,
+        ),
+    );
+    assert_status(&o, 0);
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).expect("stdout is only JSON");
+    assert_eq!(j["series"]["interval_us"], 250_000);
+    let instances = j["series"]["instances"].as_array().expect("per instance");
+    assert_eq!(instances.len(), 2);
+    let points = instances[0]["points"].as_array().expect("points");
+    let ends: Vec<f64> = points.iter().filter_map(|p| p["t_s"].as_f64()).collect();
+    assert_eq!(ends, [0.25, 0.5, 0.75, 1.0]);
+    // The points add up to the phases.
+    let commits: u64 = points
+        .iter()
+        .filter_map(|p| p["user_commits"].as_u64())
+        .sum();
+    let phases: u64 = j["phases"]
+        .as_array()
+        .expect("phases")
+        .iter()
+        .filter_map(|p| p["instances"][0]["sysstat"]["user commits"].as_u64())
+        .sum();
+    assert_eq!(commits, phases);
+    let html = std::fs::read_to_string(&page).expect("the page was written");
+    assert!(html.starts_with("<!DOCTYPE html>") && html.contains("<svg"));
+    // The default interval is 1 s.
+    let o = fusionlab("series-default", &args(&["run", CPU, "--json"], &sets));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).expect("stdout is only JSON");
+    assert_eq!(j["series"]["interval_us"], 1_000_000);
+}
+
+#[test]
+fn html_to_a_path_that_cannot_be_written_and_a_zero_interval_are_bad_input() {
+    let o = fusionlab(
+        "html-bad",
+        &["run", CPU, "--html", "/nonexistent-dir/report.html"],
+    );
+    assert_status(&o, 2);
+    assert!(
+        stderr(&o)
+            .contains("--html /nonexistent-dir/report.html: cannot write the HTML report there"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(stdout(&o), "", "refused before the run");
+    let o = fusionlab("interval-zero", &["run", CPU, "--interval-ms", "0"]);
+    assert_status(&o, 2);
+    assert!(stderr(&o).contains("--interval-ms"), "{}", stderr(&o));
+}
+
+#[test]
 fn run_text_report_shows_the_seed_and_the_set_values() {
     let sets = short(CPU, 0.2);
     let o = fusionlab("text", &args(&["run", CPU], &sets));
