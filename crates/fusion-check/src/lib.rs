@@ -25,6 +25,7 @@
 //! snapshot may still see are kept. Its memory grows with the rows written,
 //! not with the length of the run.
 
+mod coherence;
 mod crash;
 mod index_check;
 mod pending;
@@ -95,8 +96,7 @@ pub struct ConsistencyChecker {
     /// per row, the highest snapshot among them. A commit at or below it
     /// that arrives later is one they should have seen.
     early: FxHashMap<RowKey, Scn>,
-    x_holders: Vec<u8>,
-    s_holders: Vec<u8>,
+    coherence: coherence::Coherence,
     /// The simulator's drains, reused from event to event.
     buf: Vec<Observation>,
     /// What the instances' deaths leave to check (crash.rs).
@@ -123,8 +123,7 @@ impl ConsistencyChecker {
             pending: Pending::new(limit),
             marks: vec![Mark::default(); instances],
             early: FxHashMap::default(),
-            x_holders: vec![0; blocks],
-            s_holders: vec![0; blocks],
+            coherence: coherence::Coherence::new(blocks),
             buf: Vec::new(),
             crash: crash::Crashes::new(instances),
         }
@@ -206,7 +205,10 @@ impl ConsistencyChecker {
         if trim {
             self.trim();
         }
-        self.coherence(instances);
+        self.report.events_checked += 1;
+        let counted = self.counted(instances);
+        let found = self.coherence.after_event(instances, counted);
+        self.report_conflicts(found);
     }
 
     /// `inst` handed over everything it recorded: every later commit of it
@@ -353,53 +355,41 @@ impl ConsistencyChecker {
     }
 
     /// Coherence now: at most one instance holds a block in X, and nobody in
-    /// S beside it. Counts as one event checked.
+    /// S beside it, over every buffer. Counts as one event checked.
     pub fn coherence(&mut self, instances: &[Instance]) {
         self.report.events_checked += 1;
-        let mut touched: Vec<usize> = Vec::new();
-        // The cluster is the newest incarnation's members: an instance it
-        // evicted (frozen, or cut off and not yet stopped) holds nothing any
-        // more in its eyes, and is fenced from the store.
+        let counted = self.counted(instances);
+        let found = self.coherence.full(instances, &counted);
+        self.report_conflicts(found);
+    }
+
+    /// Whose buffers count, by position: the newest incarnation's members.
+    /// An instance it evicted (frozen, or cut off and not yet stopped) holds
+    /// nothing any more in its eyes and is fenced from the store; one down
+    /// (killed, stopped) holds nothing at all.
+    fn counted(&self, instances: &[Instance]) -> Vec<bool> {
         let cluster = instances
             .iter()
             .filter(|x| x.halted().is_none())
             .map(Instance::membership)
             .max_by_key(|&(incarnation, _)| incarnation)
             .map(|(_, members)| members);
-        for inst in instances {
-            // Gone (down: killed, stopped, or left out of the newest
-            // incarnation): what its memory held is no one's any more.
-            if self.is_down(inst.id)
-                || inst.halted().is_some()
-                || cluster.is_some_and(|m| !m.contains(inst.id))
-            {
-                continue;
-            }
-            for b in inst.buffers() {
-                let a = b.blk.idx();
-                match b.state {
-                    BufState::Xcur => self.x_holders[a] += 1,
-                    BufState::Scur => self.s_holders[a] += 1,
-                    _ => continue,
-                }
-                touched.push(a);
-            }
-        }
-        touched.sort_unstable();
-        touched.dedup();
-        for &a in &touched {
-            let (x, s) = (self.x_holders[a], self.s_holders[a]);
-            if x > 1 || (x == 1 && s > 0) {
-                self.violation(format!(
-                    "coherence: {} held in X by {x} and in S by {s} instances at event {}",
-                    BlockAddr(a as u32),
-                    self.report.events_checked
-                ));
-            }
-        }
-        for a in touched {
-            self.x_holders[a] = 0;
-            self.s_holders[a] = 0;
+        instances
+            .iter()
+            .map(|inst| {
+                !(self.is_down(inst.id)
+                    || inst.halted().is_some()
+                    || cluster.is_some_and(|m| !m.contains(inst.id)))
+            })
+            .collect()
+    }
+
+    fn report_conflicts(&mut self, found: Vec<coherence::Conflict>) {
+        for c in found {
+            self.violation(format!(
+                "coherence: {} held in X by {} and in S by {} instances at event {}",
+                c.blk, c.x, c.s, self.report.events_checked
+            ));
         }
     }
 

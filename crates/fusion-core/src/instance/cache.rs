@@ -112,7 +112,23 @@ pub struct Cache {
     /// [`Cache::forget_private`] walks no chain when there are none.
     private_crs: usize,
     pub capacity: usize,
+    /// Blocks whose current holding (xcur, scur or none) changed, kept only
+    /// once a checker asked for them ([`Cache::take_current_changes`]).
+    current_changes: Option<CurrentChanges>,
 }
+
+/// The change log behind [`Cache::take_current_changes`].
+#[derive(Clone, Debug, Default)]
+struct CurrentChanges {
+    blocks: Vec<BlockAddr>,
+    /// More changes than [`CURRENT_CHANGES_MAX`] came between two takes:
+    /// the log was dropped and the taker must look at everything.
+    overflowed: bool,
+}
+
+/// Changes logged between two takes before the log gives up (a checker takes
+/// them after every event, which changes a handful).
+const CURRENT_CHANGES_MAX: usize = 4096;
 
 /// What to do with a buffer chosen for replacement.
 pub enum Victim {
@@ -137,6 +153,36 @@ impl Cache {
             used: 0,
             private_crs: 0,
             capacity: capacity.max(16),
+            current_changes: None,
+        }
+    }
+
+    /// Moves into `out` the blocks whose current holding changed since the
+    /// last call, so that a coherence check looks at those only. Returns
+    /// whether `out` got every change: not on the first call (the log starts
+    /// then) nor after more than [`CURRENT_CHANGES_MAX`] changes between two
+    /// calls; the caller then looks at every buffer.
+    pub fn take_current_changes(&mut self, out: &mut Vec<BlockAddr>) -> bool {
+        match &mut self.current_changes {
+            Some(log) => {
+                out.append(&mut log.blocks);
+                !std::mem::take(&mut log.overflowed)
+            }
+            None => {
+                self.current_changes = Some(CurrentChanges::default());
+                false
+            }
+        }
+    }
+
+    fn note_current_change(&mut self, blk: BlockAddr) {
+        if let Some(log) = &mut self.current_changes {
+            if log.blocks.len() < CURRENT_CHANGES_MAX {
+                log.blocks.push(blk);
+            } else {
+                log.blocks.clear();
+                log.overflowed = true;
+            }
         }
     }
 
@@ -205,8 +251,12 @@ impl Cache {
             self.private_crs + usize::from(is_private(state)) - usize::from(was_private);
         let b = self.get(id);
         let blk = b.blk;
-        if was_current != b.is_current() {
+        let is_current = b.is_current();
+        if was_current != is_current {
             self.reindex_current(blk);
+        }
+        if was_current || is_current {
+            self.note_current_change(blk);
         }
     }
 
@@ -248,6 +298,9 @@ impl Cache {
             // The newest current buffer is the one the chain finds first.
             *c = id;
         }
+        if matches!(state, BufState::Xcur | BufState::Scur) {
+            self.note_current_change(blk);
+        }
         self.used += 1;
         self.private_crs += usize::from(is_private(state));
         self.link_head(id);
@@ -276,10 +329,13 @@ impl Cache {
     /// (the caller empties the slot).
     fn detach(&mut self, id: BufId) {
         self.unlink(id);
-        let (blk, chain, private) = {
+        let (blk, chain, private, current) = {
             let b = self.get(id);
-            (b.blk, b.chain, is_private(b.state))
+            (b.blk, b.chain, is_private(b.state), b.is_current())
         };
+        if current {
+            self.note_current_change(blk);
+        }
         // Unchain.
         let head = &mut self.heads[blk.idx()];
         if *head == id {
@@ -718,5 +774,63 @@ mod tests {
         let (v, _) = c.victim(|_| false, |_| true);
         assert!(matches!(v, Victim::None));
         assert_eq!(c.used(), 1);
+    }
+
+    /// The change log a coherence checker reads: it starts on the first
+    /// take (which says it is incomplete), then names every block whose
+    /// current holding changed, and says so again when it overflowed.
+    #[test]
+    fn current_changes_name_every_change_of_holding() {
+        let mut c = Cache::new(16, 10);
+        let mut out = Vec::new();
+        let a = c.insert(BlockAddr(1), BufState::Scur, img(1));
+        assert!(
+            !c.take_current_changes(&mut out),
+            "the first take is incomplete"
+        );
+        assert!(out.is_empty());
+        c.set_state(a, BufState::Xcur);
+        let cr = c.insert(
+            BlockAddr(2),
+            BufState::Cr {
+                lo: 0,
+                hi: 5,
+                private_to: None,
+            },
+            img(2),
+        );
+        c.set_state(
+            cr,
+            BufState::Cr {
+                lo: 0,
+                hi: 6,
+                private_to: None,
+            },
+        );
+        c.insert(BlockAddr(3), BufState::Scur, img(3));
+        assert!(c.take_current_changes(&mut out));
+        assert_eq!(
+            out,
+            vec![BlockAddr(1), BlockAddr(3)],
+            "a CR copy changes no holding"
+        );
+        out.clear();
+        c.remove(a);
+        assert!(c.take_current_changes(&mut out));
+        assert_eq!(out, vec![BlockAddr(1)]);
+        out.clear();
+        let b = c.current(BlockAddr(3)).expect("scur buffer of block 3");
+        for _ in 0..=CURRENT_CHANGES_MAX / 2 {
+            c.set_state(b, BufState::Xcur);
+            c.set_state(b, BufState::Scur);
+        }
+        assert!(
+            !c.take_current_changes(&mut out),
+            "an overflowed log says so"
+        );
+        assert!(out.len() <= CURRENT_CHANGES_MAX);
+        out.clear();
+        assert!(c.take_current_changes(&mut out));
+        assert!(out.is_empty());
     }
 }

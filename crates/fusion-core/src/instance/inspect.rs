@@ -81,6 +81,15 @@ impl Instance {
         self.cache.iter().map(|(_, b)| b)
     }
 
+    /// The blocks whose current holding changed since the last call (for a
+    /// checker's coherence check); false when `out` may miss some (the first
+    /// call, or too many changes between two), see [`Cache::take_current_changes`].
+    ///
+    /// [`Cache::take_current_changes`]: super::cache::Cache::take_current_changes
+    pub fn take_current_changes(&mut self, out: &mut Vec<BlockAddr>) -> bool {
+        self.cache.take_current_changes(out)
+    }
+
     /// Buffers in use and the cache's capacity.
     pub fn cache_usage(&self) -> (usize, usize) {
         (self.cache.used(), self.cache.capacity)
