@@ -102,7 +102,7 @@ impl Coherence {
             // Test builds check the logs against a full look now and then: a
             // change the cache forgot to log would hide a conflict until the
             // next full look.
-            if cfg!(debug_assertions) && self.checks_since_full % 64 == 0 {
+            if cfg!(debug_assertions) && self.checks_since_full.is_multiple_of(64) {
                 let counted = self.counted.clone();
                 let since = self.checks_since_full;
                 let all = self.full(instances, &counted);
