@@ -445,7 +445,7 @@ enum Ev {
 }
 
 /// How the test driver's block store behaves.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Storage {
     Faithful,
     /// Datafile writes complete but are never applied: reads return the initial images.
@@ -477,9 +477,27 @@ impl Driver {
         storage: Storage,
         check: bool,
     ) -> Driver {
+        Driver::with_workload(
+            size,
+            buffers,
+            seed,
+            storage,
+            check,
+            workload(size, sessions),
+        )
+    }
+
+    fn with_workload(
+        size: u8,
+        buffers: u64,
+        seed: u64,
+        storage: Storage,
+        check: bool,
+        work: WorkloadSpec,
+    ) -> Driver {
         let cat = Arc::new(catalog());
         let layout = layout(size);
-        let wl = Arc::new(vec![workload(size, sessions)]);
+        let wl = Arc::new(vec![work]);
         let insts: Vec<Instance> = (0..size)
             .map(|i| {
                 Instance::new(InstanceConfig {
@@ -705,6 +723,44 @@ fn a_store_that_drops_writes_is_caught() {
         r.commits,
         r.reads_checked
     );
+}
+
+/// Updates only, over a store that drops its writes: an update that finds
+/// its block aged out reads the initial image back and computes its new
+/// value from an undone one (a lost update). No session reads, so only the
+/// value each update overwrote, checked as a read at the change's SCN, can
+/// show it before the end.
+#[test]
+fn an_update_of_an_undone_value_is_caught_as_it_happens() {
+    let updates = fusion_testkit::workload(
+        "u",
+        2,
+        1,
+        200 * NS_PER_US,
+        vec![txn(
+            "update",
+            1,
+            vec![update_by_index(KeyDist::Uniform, 2), Step::Commit],
+        )],
+    );
+    for (storage, lost) in [(Storage::DropsWrites, true), (Storage::Faithful, false)] {
+        let mut d = Driver::with_workload(2, 16, 1, storage, true, updates.clone());
+        d.run_until(3_000 * NS_PER_MS);
+        let r = d.finish();
+        assert!(r.commits > 50, "too little work: {} commits", r.commits);
+        // Readers with a transaction: the updates themselves.
+        let by_updates: Vec<String> = with(&r, "CR read by ")
+            .into_iter()
+            .filter(|v| !v.contains(&format!("CR read by {} ", Xid::NONE)))
+            .collect();
+        assert_eq!(
+            !by_updates.is_empty(),
+            lost,
+            "{storage:?}: {} commits, {:?}",
+            r.commits,
+            r.violations
+        );
+    }
 }
 
 /// The control: the same cluster, same work, same driver and seed over a

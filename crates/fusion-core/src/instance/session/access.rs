@@ -581,17 +581,25 @@ impl Instance {
         let xid = self.session_xid(sid);
         let scn = self.next_scn();
         self.clean_out_buffer(buf);
-        let old = self
-            .cache
-            .get(buf)
-            .image
-            .row(rowid.slot)
-            .map_or(0, |r| r.val);
+        let old_row = self.cache.get(buf).image.row(rowid.slot).map(|r| r.val);
+        let old = old_row.unwrap_or(0);
         let val = self.layout.tables[table].updated_value(old);
         let slot = rowid.slot;
         self.change_block(buf, Change::UpdateRow { slot, val }, xid, scn, 200);
         self.stats.incr(Stat::RowsUpdated);
         self.touch_block(sid, rowid.blk);
+        // What the update overwrote, for the checker as a read at the
+        // change's SCN: every other commit to the row came before this
+        // transaction took its row lock, so an update applied to an older
+        // image of the block (a lost update: the new value computed from an
+        // undone one) reads wrong here.
+        self.record(Observation::Read {
+            xid,
+            snapshot: scn,
+            table,
+            key,
+            val: old_row,
+        });
         self.record(Observation::Write {
             xid,
             table,
