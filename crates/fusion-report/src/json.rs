@@ -381,6 +381,7 @@ mod tests {
                 name: "e".into(),
                 passed: true,
                 detail: "d".into(),
+                measured: None,
             }],
         }
     }

@@ -1,5 +1,6 @@
 //! Reports of a run: AWR-style text, the JSON contract, the HTML page with
-//! charts, verdicts and the myth tour; and the summary of `fusionlab chaos` runs.
+//! charts, verdicts and the myth tour; and the summaries of `fusionlab chaos`
+//! and `fusionlab sweep` runs.
 
 pub mod awr;
 pub mod chaos;
@@ -12,6 +13,7 @@ pub mod model;
 pub mod px;
 pub mod series;
 mod sheet;
+pub mod sweep;
 pub mod text;
 pub mod tour;
 pub mod verdict;

@@ -143,4 +143,24 @@ pub struct Verdict {
     pub passed: bool,
     /// The numbers behind it, e.g. `inst1 baseline 0.41 ms -> lms-normal 38.2 ms (x93.2, need >= x10)`.
     pub detail: String,
+    /// The measured figure and what it was held against, when both sides
+    /// had a value (a sweep's median and range).
+    pub measured: Option<Measured>,
+}
+
+/// An expectation's two sides as numbers.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Measured {
+    /// The left side.
+    pub value: f64,
+    /// What the left side is compared with: the factor times the right side.
+    pub target: f64,
+    pub(crate) shown: crate::fmt::Shown,
+}
+
+impl Measured {
+    /// A figure in the left side's unit, as the verdict prints it.
+    pub fn show(&self, v: f64) -> String {
+        self.shown.show(v)
+    }
 }

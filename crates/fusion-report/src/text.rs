@@ -671,12 +671,14 @@ cr         200       1.000 0.100  10.0% 0.050   5.0%   0.300  30.0% 0.500  50.0%
                     passed: true,
                     detail: "inst1 starved: 21.00 ms  >=  5 x inst2 starved: 1.00 ms (= 5.00 ms)  -> ratio 21.0"
                         .into(),
+                    measured: None,
                 },
                 Verdict {
                     name: "starved LMS slows gc [rt-lms]".into(),
                     passed: false,
                     detail: "inst1 starved: 1.00 ms  >=  5 x inst2 starved: 1.00 ms (= 5.00 ms)  -> ratio 1.0"
                         .into(),
+                    measured: None,
                 },
             ],
         }

@@ -14,7 +14,7 @@ use fusion_core::stats::Stats;
 use fusion_scenario::{Expectation, LoadedScenario, MetricRef, Operand};
 
 use crate::fmt::{Shown, factor};
-use crate::model::{VariantResult, Verdict};
+use crate::model::{Measured, VariantResult, Verdict};
 
 /// One verdict per expectation (per variant when the left side names none and
 /// the run has several variants), in the order the scenario declares them.
@@ -27,6 +27,7 @@ pub fn evaluate(loaded: &LoadedScenario, variants: &[VariantResult]) -> Vec<Verd
                 name: e.name.clone(),
                 passed: false,
                 detail: "the run produced no results to measure".to_string(),
+                measured: None,
             }),
             (None, [only]) => out.push(evaluate_one(e, &only.name, variants, e.name.clone())),
             (None, several) => {
@@ -92,6 +93,11 @@ fn evaluate_one(
                 name,
                 passed: e.op.holds(*l, target),
                 detail: format!("{}: {}  {op}  {rhs}", left.place, shown.show(*l)),
+                measured: Some(Measured {
+                    value: *l,
+                    target,
+                    shown,
+                }),
             }
         }
         (Ok(l), Some(Ok(r))) => {
@@ -117,6 +123,11 @@ fn evaluate_one(
                 name,
                 passed: e.op.holds(*l, target),
                 detail: format!("{}: {}  {op}  {rhs}{ratio}", left.place, shown.show(*l)),
+                measured: Some(Measured {
+                    value: *l,
+                    target,
+                    shown,
+                }),
             }
         }
         _ => {
@@ -142,6 +153,7 @@ fn missing(name: String, sides: &[Side]) -> Verdict {
         name,
         passed: false,
         detail: reasons.join("; "),
+        measured: None,
     }
 }
 

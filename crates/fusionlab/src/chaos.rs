@@ -32,8 +32,6 @@
 
 use std::io::Write;
 use std::path::Path;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::{Context, Result};
 use fusion_core::config::{NS_PER_MS, NS_PER_S, Nanos};
@@ -268,11 +266,7 @@ pub fn chaos(a: &ChaosArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<
         .map(|i| start.wrapping_add(i))
         .collect();
     let limit = MemoryLimit::new(a.max_memory);
-    let by_memory = usize::try_from(limit.bytes / estimate.bytes.max(1)).unwrap_or(usize::MAX);
-    let workers = std::thread::available_parallelism()
-        .map_or(1, usize::from)
-        .min(seeds.len())
-        .min(by_memory.max(1));
+    let workers = crate::pool::workers(None, seeds.len(), estimate.bytes, limit.bytes);
     let (outcomes, interrupted) = if a.live {
         crate::chaos_live::run_all(&base, &drawable, &seeds, err)?
     } else {
@@ -352,37 +346,16 @@ fn run_all(
     seeds: &[u64],
     workers: usize,
 ) -> Result<Vec<RunOutcome>> {
-    let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<Result<RunOutcome, String>>>> =
-        Mutex::new(vec![None; seeds.len()]);
-    std::thread::scope(|scope| {
-        for _ in 0..workers.max(1) {
-            scope.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(&seed) = seeds.get(i) else {
-                        break;
-                    };
-                    let r = one_run(base, drawable, seed);
-                    if let Ok(mut all) = results.lock() {
-                        all[i] = Some(r);
-                    }
-                }
-            });
-        }
-    });
-    let results = results
-        .into_inner()
-        .map_err(|_| anyhow::anyhow!("a chaos run panicked"))?;
-    let mut out = Vec::with_capacity(seeds.len());
-    for (r, seed) in results.into_iter().zip(seeds) {
-        match r {
-            Some(Ok(o)) => out.push(o),
-            Some(Err(why)) => return Err(Failure::input(why).into()),
-            None => anyhow::bail!("chaos run with seed {seed} did not finish (a thread panicked)"),
-        }
-    }
-    Ok(out)
+    let results = crate::pool::map_ordered(
+        seeds,
+        workers,
+        |&seed| one_run(base, drawable, seed),
+        |seed| format!("chaos run with seed {seed}"),
+    )?;
+    results
+        .into_iter()
+        .map(|r| r.map_err(|why| Failure::input(why).into()))
+        .collect()
 }
 
 /// Draws at most before a run gives up finding faults the loader accepts.
@@ -619,7 +592,7 @@ fn replay_command(scenario: &str, live: bool, sets: &[String]) -> String {
 }
 
 /// `word` as one shell word: quoted when it holds anything a shell reads.
-fn shell_word(word: &str) -> String {
+pub(crate) fn shell_word(word: &str) -> String {
     let plain = |c: char| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c);
     if !word.is_empty() && word.chars().all(plain) {
         word.to_string()

@@ -42,6 +42,11 @@ pub enum Command {
     /// checkers on, and count acknowledged and lost commits; with --live on
     /// real processes.
     Chaos(ChaosCmd),
+    /// Run a scenario over many seeds (and every combination of --vary
+    /// values) on every core, and print the verdicts' distribution: on how
+    /// many seeds it REPRODUCED, each expectation's pass rate, and its
+    /// figure's median and range.
+    Sweep(SweepCmd),
     /// Load a scenario and report its problems without running it.
     Validate(ValidateCmd),
     /// List the shipped scenarios.
@@ -310,6 +315,36 @@ pub struct ChaosCmd {
 }
 
 #[derive(Args)]
+pub struct SweepCmd {
+    /// A scenario file, or the name of a shipped scenario.
+    #[arg(value_name = "FILE|NAME")]
+    pub scenario: String,
+    /// The seeds: `A..B` (both included) or one seed.
+    #[arg(long, value_name = "A..B", default_value = "1..100")]
+    pub seeds: String,
+    /// A key of the file and the values to try (repeatable: every
+    /// combination runs each seed), e.g. `--vary params.gcs_server_processes=1,2,4`.
+    #[arg(long, value_name = "KEY=v1,v2,...")]
+    pub vary: Vec<String>,
+    /// Override a value of the file in every run (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+    /// Runs at once (default: every core, fewer when memory is short).
+    #[arg(long, value_name = "N")]
+    pub jobs: Option<usize>,
+    /// Print one JSON object instead of the text.
+    #[arg(long)]
+    pub json: bool,
+    /// Run the consistency checkers too (slower); a violation is a failed run.
+    #[arg(long)]
+    pub check: bool,
+    /// Refuse to run when the estimated peak memory of the runs at once is
+    /// above this; default: half of the machine's memory.
+    #[arg(long, value_name = "SIZE", value_parser = crate::memory::parse_size)]
+    pub max_memory: Option<u64>,
+}
+
+#[derive(Args)]
 pub struct ValidateCmd {
     /// A scenario file, or the name of a shipped scenario.
     #[arg(value_name = "FILE|NAME")]
@@ -395,6 +430,20 @@ pub fn dispatch(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::R
                 max_memory: c.max_memory,
                 save_scenario: c.save_scenario,
                 live: c.live,
+            },
+            out,
+            err,
+        ),
+        Command::Sweep(c) => crate::sweep::sweep(
+            &crate::sweep::SweepArgs {
+                scenario: c.scenario,
+                seeds: c.seeds,
+                vary: c.vary,
+                sets: c.sets,
+                jobs: c.jobs,
+                json: c.json,
+                check: c.check,
+                max_memory: c.max_memory,
             },
             out,
             err,

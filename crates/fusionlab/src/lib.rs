@@ -13,6 +13,8 @@
 //! - [`interrupt`]: SIGINT and SIGTERM for the live commands that start or drive a cluster.
 //! - [`figures`]: the compact per-phase figures and number formatting the tour uses.
 //! - [`memory`]: `--max-memory`, refusing a run estimated not to fit.
+//! - [`pool`]: independent simulator runs over the cores, results in order (`chaos`, `sweep`).
+//! - [`sweep`]: `fusionlab sweep`, a scenario over seeds and varied values, the verdicts' distribution.
 //! - [`probe`]: `fusionlab probe`, one call to a store or an instance (container healthchecks).
 //! - [`runs`]: the run store: `run` records, `runs`, `show`, `compare`.
 //! - [`top`], [`top_view`]: `fusionlab top`, a live cluster's screen refreshed every second.
@@ -30,10 +32,12 @@ pub mod live;
 pub mod live_bench;
 pub mod live_tour;
 pub mod memory;
+pub mod pool;
 pub mod probe;
 pub mod report;
 pub mod runs;
 pub mod shipped;
+pub mod sweep;
 pub mod top;
 pub mod top_view;
 pub mod tour;
