@@ -16,7 +16,7 @@ use crate::tree::{KeyPath, Node};
 pub(super) const BLOCKS_MAX: u64 = u32::MAX as u64;
 /// Rows of a table and the ends of a key range. Sequential keys are drawn
 /// as `position x keys / sessions` in 64 bits, with up to 960,000 sessions
-/// (16 instances x `SESSIONS_PER_INSTANCE_MAX`, about 2^20): 2^40 keys keep
+/// (64 instances x `SESSIONS_PER_INSTANCE_MAX`, about 2^22): 2^40 keys keep
 /// that product below 2^64. (Far more rows than memory holds anyway.)
 pub(super) const KEYS_MAX: i64 = 1 << 40;
 pub(super) const KEYS_WHY: &str = "keys are 40-bit so that drawing sequential keys over every session stays within 64-bit arithmetic";
