@@ -14,6 +14,7 @@ pub mod series;
 mod sheet;
 pub mod text;
 pub mod tour;
+pub mod trace;
 pub mod verdict;
 
 pub use fmt::{TEXT_WIDTH, wrap, wrapped};
