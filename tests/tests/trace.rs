@@ -15,7 +15,7 @@ use serde_json::Value;
 const CPU_MYTH_TRACE_BYTES_MAX: usize = 50_000_000;
 
 /// Run every variant of `loaded` with a trace kept in memory.
-fn traced(loaded: &LoadedScenario, window: TraceWindow) -> (String, TraceSummary, Value) {
+fn traced(loaded: &LoadedScenario, window: TraceWindow) -> (Value, TraceSummary, Value) {
     let writer = TraceWriter::new(TraceOut::memory(), window);
     let (result, _, writer) =
         fusion_sim::run_scenario_traced(loaded, &SimOptions::default(), writer);
@@ -104,7 +104,10 @@ fn assert_flows_whole(trace: &Value) -> usize {
             let inside = by_thread
                 .get(thread)
                 .is_some_and(|l| l.iter().any(|&(a, b, _)| a <= *at && *at <= b));
-            assert!(inside, "flow {id}: its {ph} at {at} ns on {thread:?} is in no slice");
+            assert!(
+                inside,
+                "flow {id}: its {ph} at {at} ns on {thread:?} is in no slice"
+            );
         }
     }
     flows.len()
@@ -163,6 +166,7 @@ fn the_whole_cpu_myth_trace_fits_in_50_mb_parses_nests_and_its_arrows_end() {
             .any(|e| e["ph"] == "i" && e["name"].as_str().is_some_and(|n| n.contains("stress_cpu")))
     );
     assert!(threads.iter().any(|n| n.starts_with("stress")));
+    assert!(named("X", "stress_cpu (runnable or running)") > 0);
     // The run queue and LMS backlog as counters, per instance.
     assert!(named("C", "run queue") > 10);
     assert!(named("C", "LMS backlog") > 10);
@@ -200,7 +204,13 @@ fn a_window_keeps_only_its_time_and_whole_arrows() {
     assert!(timed > 100, "{timed} events in the window");
     assert_nested(&trace);
     assert!(assert_flows_whole(&trace) > 0);
-    assert!(summary.transfers_unfinished > 0, "arrows cut by the window are left out");
+    assert!(
+        summary.transfers_unfinished > 0,
+        "arrows cut by the window are left out"
+    );
     let (_, whole, _) = traced(&loaded, TraceWindow::ALL);
     assert!(summary.json_bytes * 2 < whole.json_bytes);
+    // The same run, the same trace.
+    let (_, again, same) = traced(&loaded, window);
+    assert_eq!((again, same), (summary, trace));
 }

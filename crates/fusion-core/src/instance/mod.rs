@@ -914,8 +914,12 @@ impl Instance {
     // ----- CPU hogs ---------------------------------------------------------------------
 
     fn set_hogs(&mut self, workers: u32, load_pct: u32) {
+        let were_busy = self.hogs.fully_loaded();
         for p in self.hogs.restart(load_pct) {
             self.sched.cancel(self.now, p);
+            if were_busy {
+                self.trace_hog(p, false);
+            }
         }
         for i in 0..workers {
             // Hog processes are created once and reused across phases.
@@ -926,6 +930,9 @@ impl Instance {
             };
             let demand = self.hogs.add(proc);
             self.cpu(proc, demand);
+            if self.hogs.fully_loaded() {
+                self.trace_hog(proc, true);
+            }
         }
     }
 

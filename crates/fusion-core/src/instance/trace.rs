@@ -80,6 +80,10 @@ pub enum TraceRecord {
         began: Nanos,
         ended: Nanos,
     },
+    /// A fully-loaded CPU hog (`stress_cpu` at 100 %) began (`busy`) or
+    /// stopped asking for a CPU at `at`. Its one CPU request never ends, so
+    /// no `Cpu` record shows it: between the two it is runnable or running.
+    Hog { proc: ProcId, busy: bool, at: Nanos },
     /// A block request passed `hop` on process `proc` at `at`.
     Transfer {
         id: TransferId,
@@ -173,6 +177,18 @@ impl Instance {
                 event,
                 began: self.now.saturating_sub(took),
                 ended: self.now,
+            });
+        }
+    }
+
+    /// A fully-loaded hog began (`busy`) or stopped asking for a CPU now.
+    #[inline(always)]
+    pub(super) fn trace_hog(&mut self, proc: ProcId, busy: bool) {
+        if let Some(log) = self.trace.as_mut() {
+            log.push(TraceRecord::Hog {
+                proc,
+                busy,
+                at: self.now,
             });
         }
     }

@@ -44,6 +44,10 @@ pub use out::{TraceOut, TraceWindow};
 /// died) and counted as unfinished.
 pub const TRANSFERS_PENDING_MAX: usize = 1 << 16;
 
+/// A fully-loaded CPU hog's slice: it wants a CPU all along, and runs or
+/// waits in the run queue as the scheduler decides.
+const HOG_SLICE: &str = "stress_cpu (runnable or running)";
+
 /// How many processes a variant's pids leave room for: the cluster and
 /// its instances (at most 64).
 const PIDS_PER_VARIANT: u32 = 100;
@@ -90,6 +94,10 @@ pub struct TraceWriter {
     threads_named: HashSet<(u32, u32)>,
     /// Per thread (pid, tid): its CPU slice not written yet.
     cpu_open: HashMap<(u32, u32), OpenCpu>,
+    /// Per fully-loaded hog's thread: since when it has asked for a CPU.
+    hogs_busy: HashMap<(u32, u32), Nanos>,
+    /// The latest time drained (where busy hogs' slices end with the variant).
+    last_now: Nanos,
     gauges: Vec<Gauge>,
     flows: HashMap<(u32, TransferId), Hops>,
     next_id: u64,
@@ -111,6 +119,8 @@ impl TraceWriter {
             label: None,
             threads_named: HashSet::new(),
             cpu_open: HashMap::new(),
+            hogs_busy: HashMap::new(),
+            last_now: 0,
             gauges: Vec::new(),
             flows: HashMap::new(),
             next_id: 1,
@@ -177,6 +187,7 @@ impl TraceWriter {
             self.record(pid, r, x);
         }
         self.scratch = records;
+        self.last_now = self.last_now.max(now);
         let runq = x.run_queue_len() as u64;
         let backlog = x.lms_backlog() as u64;
         self.gauge(inst, now, runq, backlog);
@@ -277,6 +288,14 @@ impl TraceWriter {
                     }
                 }
             }
+            TraceRecord::Hog { proc, busy, at } => {
+                let tid = self.thread(pid, proc, x);
+                if busy {
+                    self.hogs_busy.insert((pid, tid), at);
+                } else if let Some(since) = self.hogs_busy.remove(&(pid, tid)) {
+                    self.slice(pid, tid, HOG_SLICE, since, at, None);
+                }
+            }
             TraceRecord::Transfer { id, hop, proc, at } => {
                 let tid = self.thread(pid, proc, x);
                 self.hop((self.variant, id), hop, pid, tid, at);
@@ -365,14 +384,22 @@ impl TraceWriter {
         self.slice(pid, tid, "CPU", c.start, c.end, runnable);
     }
 
-    /// Write every thread's CPU slice still open (in thread order, so that
-    /// the same run writes the same file).
+    /// Write every thread's CPU slice still open, and the busy hogs' up
+    /// to the last time drained (in thread order, so that the same run
+    /// writes the same file).
     fn close_cpu_slices(&mut self) {
         let mut open: Vec<((u32, u32), OpenCpu)> = self.cpu_open.drain().collect();
         open.sort_unstable_by_key(|(k, _)| *k);
         for ((pid, tid), c) in open {
             self.cpu_slice(pid, tid, c);
         }
+        let mut hogs: Vec<((u32, u32), Nanos)> = self.hogs_busy.drain().collect();
+        hogs.sort_unstable();
+        let end = self.last_now;
+        for ((pid, tid), since) in hogs {
+            self.slice(pid, tid, HOG_SLICE, since, end, None);
+        }
+        self.last_now = 0;
     }
 
     // ----- writing -------------------------------------------------------------------
