@@ -34,16 +34,22 @@ fn ns(us: &Value) -> i64 {
     (us.as_f64().expect("a time") * 1000.0).round() as i64
 }
 
-fn thread_key(e: &Value) -> (u64, u64) {
+fn thread_key(e: &Value) -> Thread {
     (
         e["pid"].as_u64().expect("pid"),
         e["tid"].as_u64().expect("tid"),
     )
 }
 
-/// Every complete slice, per thread: (start, end, name), in nanoseconds.
-fn slices(trace: &Value) -> HashMap<(u64, u64), Vec<(i64, i64, String)>> {
-    let mut by_thread: HashMap<(u64, u64), Vec<(i64, i64, String)>> = HashMap::new();
+/// A thread: (pid, tid).
+type Thread = (u64, u64);
+
+/// A complete slice: (start, end, name), in nanoseconds.
+type Slice = (i64, i64, String);
+
+/// Every complete slice, per thread.
+fn slices(trace: &Value) -> HashMap<Thread, Vec<Slice>> {
+    let mut by_thread: HashMap<Thread, Vec<Slice>> = HashMap::new();
     for e in events(trace).iter().filter(|e| e["ph"] == "X") {
         let start = ns(&e["ts"]);
         let end = start + ns(&e["dur"]);
@@ -60,7 +66,7 @@ fn slices(trace: &Value) -> HashMap<(u64, u64), Vec<(i64, i64, String)>> {
 fn assert_nested(trace: &Value) {
     for (thread, mut list) in slices(trace) {
         list.sort_by_key(|&(start, end, _)| (start, std::cmp::Reverse(end)));
-        let mut open: Vec<&(i64, i64, String)> = Vec::new();
+        let mut open: Vec<&Slice> = Vec::new();
         for s in &list {
             while open.last().is_some_and(|o| o.1 <= s.0) {
                 open.pop();
@@ -80,7 +86,8 @@ fn assert_nested(trace: &Value) {
 /// its events lies inside a slice of its thread (where it binds). Returns
 /// how many flows.
 fn assert_flows_whole(trace: &Value) -> usize {
-    let mut flows: HashMap<u64, Vec<(&str, i64, (u64, u64))>> = HashMap::new();
+    // Per flow id: (phase, time, thread) of each of its events.
+    let mut flows: HashMap<u64, Vec<(&str, i64, Thread)>> = HashMap::new();
     for e in events(trace) {
         let ph = e["ph"].as_str().expect("ph");
         if matches!(ph, "s" | "t" | "f") {

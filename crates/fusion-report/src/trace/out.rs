@@ -131,7 +131,7 @@ impl TraceWindow {
 /// Seconds of cluster time `text` names (`12`, `2.5`), in nanoseconds.
 fn seconds_ns(text: &str) -> Option<Nanos> {
     let s: f64 = text.trim().parse().ok()?;
-    if !s.is_finite() || s < 0.0 || s > 1e9 {
+    if !s.is_finite() || !(0.0..=1e9).contains(&s) {
         return None;
     }
     // Below 1e18 ns: exact enough and within u64.
