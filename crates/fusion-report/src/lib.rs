@@ -16,6 +16,7 @@ mod sheet;
 pub mod sweep;
 pub mod text;
 pub mod tour;
+pub mod trace;
 pub mod verdict;
 
 pub use fmt::{TEXT_WIDTH, wrap, wrapped};

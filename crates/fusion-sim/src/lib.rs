@@ -19,6 +19,7 @@ use fusion_core::msg::{Action, Io, IoResult};
 use fusion_core::stats::Stats;
 use fusion_core::types::InstId;
 use fusion_driver::{Activity, Interconnect, SeqOrder};
+use fusion_report::trace::TraceWriter;
 use fusion_report::{RunResult, VariantResult};
 use fusion_scenario::{Fault, LoadedScenario, Scenario};
 use rand_chacha::ChaCha8Rng;
@@ -102,6 +103,8 @@ pub struct Sim {
     configs: Vec<fusion_core::instance::InstanceConfig>,
     /// How many times each instance was restarted.
     lives: Vec<u32>,
+    /// The timeline trace being written (`run --trace`), fed after every event.
+    trace: Option<TraceWriter>,
 }
 
 /// Sequence values the simulator keeps at most, for the cross-cluster
@@ -166,6 +169,32 @@ impl Sim {
             lives_recovered: vec![samples::Lives::default(); instance_count],
             lives: vec![0; instance_count],
             configs,
+            trace: None,
+        }
+    }
+
+    /// Write the timeline trace of this run into `w`: every instance keeps
+    /// trace records from now on, drained after every event.
+    pub fn attach_trace(&mut self, w: TraceWriter) {
+        for x in &mut self.instances {
+            x.set_tracing(true);
+        }
+        self.trace = Some(w);
+    }
+
+    /// The trace writer, taken back at the end of the run.
+    pub fn detach_trace(&mut self) -> Option<TraceWriter> {
+        for x in &mut self.instances {
+            x.set_tracing(false);
+        }
+        self.trace.take()
+    }
+
+    /// Hand what instance `i` recorded to the trace (only with one).
+    #[cold]
+    fn drain_trace(&mut self, i: usize) {
+        if let (Some(t), Some(x)) = (self.trace.as_mut(), self.instances.get_mut(i)) {
+            t.drain(i, self.now, x);
         }
     }
 
@@ -201,6 +230,9 @@ impl Sim {
     /// Perform what instance `i` asked for, then re-arm its timer.
     fn drain(&mut self, i: usize) {
         self.perform(i);
+        if self.trace.is_some() {
+            self.drain_trace(i);
+        }
         self.rearm(i, None);
     }
 
@@ -418,6 +450,9 @@ impl Sim {
                 }
             };
             self.perform(i);
+            if self.trace.is_some() {
+                self.drain_trace(i);
+            }
             self.note_halt(i);
             if self.nextvals.is_some() || self.seq_order.is_some() {
                 self.track_nextvals(at, i);
@@ -651,6 +686,26 @@ pub fn run_variant(name: &str, s: &Scenario, opts: &SimOptions) -> VariantOutcom
     run_phases(Sim::new(s, opts), name, s, opts)
 }
 
+/// [`run_variant`], writing its timeline trace into `trace` (the variant's
+/// `index` of `count`, see [`TraceWriter::begin_variant`]).
+pub fn run_variant_traced(
+    name: &str,
+    s: &Scenario,
+    opts: &SimOptions,
+    (index, count): (usize, usize),
+    mut trace: TraceWriter,
+) -> (VariantOutcome, TraceWriter) {
+    let mut sim = Sim::new(s, opts);
+    trace.begin_variant(index, count, name, s.instances.len());
+    sim.attach_trace(trace);
+    let outcome = run_phases_with(&mut sim, name, s, opts);
+    let trace = match sim.detach_trace() {
+        Some(t) => t,
+        None => unreachable!("the trace was attached above"),
+    };
+    (outcome, trace)
+}
+
 /// Test hook: [`run_variant`] on a network that loses the `k`-th message
 /// of the run (counted from 1, heartbeats not counted).
 pub fn run_variant_losing(name: &str, s: &Scenario, opts: &SimOptions, k: u64) -> VariantOutcome {
@@ -661,6 +716,11 @@ pub fn run_variant_losing(name: &str, s: &Scenario, opts: &SimOptions, k: u64) -
 
 /// Run `sim`, new for scenario `s`, through the phases.
 fn run_phases(mut sim: Sim, name: &str, s: &Scenario, opts: &SimOptions) -> VariantOutcome {
+    run_phases_with(&mut sim, name, s, opts)
+}
+
+/// Run `sim`, new for scenario `s`, through the phases.
+fn run_phases_with(sim: &mut Sim, name: &str, s: &Scenario, opts: &SimOptions) -> VariantOutcome {
     let mut phases = Vec::new();
     let mut recoveries = Vec::new();
     let mut stopped = None;
@@ -672,6 +732,9 @@ fn run_phases(mut sim: Sim, name: &str, s: &Scenario, opts: &SimOptions) -> Vari
         let before = sim.snapshot();
         // The same start of phase as the live runtime's.
         sim.set_faults(&phase.faults);
+        if let Some(t) = sim.trace.as_mut() {
+            t.phase(&phase.name, start, phase.duration, &phase.faults);
+        }
         for i in 0..sim.instances.len() {
             for cmd in phase.commands_for(i) {
                 sim.command(i, cmd);
@@ -749,6 +812,23 @@ pub fn run_scenario(
         .collect();
     let result = fusion_driver::run_result(loaded, opts.seed, &outcomes);
     (result, outcomes)
+}
+
+/// [`run_scenario`], writing the timeline trace of every variant into `trace`.
+pub fn run_scenario_traced(
+    loaded: &LoadedScenario,
+    opts: &SimOptions,
+    mut trace: TraceWriter,
+) -> (RunResult, Vec<VariantOutcome>, TraceWriter) {
+    let count = loaded.variants.len();
+    let mut outcomes = Vec::with_capacity(count);
+    for (index, v) in loaded.variants.iter().enumerate() {
+        let (o, t) = run_variant_traced(&v.name, &v.scenario, opts, (index, count), trace);
+        trace = t;
+        outcomes.push(o);
+    }
+    let result = fusion_driver::run_result(loaded, opts.seed, &outcomes);
+    (result, outcomes, trace)
 }
 
 #[cfg(test)]

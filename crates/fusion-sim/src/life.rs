@@ -102,6 +102,11 @@ impl Sim {
         if self.seq_order.is_some() {
             x.log_nextvals(true);
         }
+        if self.trace.is_some() {
+            // What the old life recorded and was not drained yet goes first.
+            self.drain_trace(i);
+            x.set_tracing(true);
+        }
         self.instances[i] = x;
         self.life[i] = Life::Up;
         self.store.restart_thread(i);

@@ -23,6 +23,10 @@ pub struct RunArgs {
     pub interval_ms: Option<u64>,
     /// `--html FILE`: also write the HTML report there.
     pub html: Option<std::path::PathBuf>,
+    /// `--trace FILE`: also write the timeline trace there (simulator only).
+    pub trace: Option<std::path::PathBuf>,
+    /// `--trace-window A..B`: the cluster time the trace keeps (default: all).
+    pub trace_window: Option<fusion_report::trace::TraceWindow>,
 }
 
 impl RunArgs {

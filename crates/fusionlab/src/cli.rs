@@ -278,6 +278,15 @@ pub struct RunCmd {
     pub store: crate::runs::StoreArgs,
     #[command(flatten)]
     pub pictures: PicturesArgs,
+    /// Also write a timeline trace (Chrome/Perfetto JSON, gzipped when FILE
+    /// ends in .gz) to FILE: open it in ui.perfetto.dev. Simulator only.
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<std::path::PathBuf>,
+    /// Keep only this window of cluster time in the trace: A..B seconds, e.g. 10..12.5.
+    #[arg(long, value_name = "A..B", requires = "trace",
+          value_parser = clap::builder::ValueParser::new(
+              |s: &str| s.parse::<fusion_report::trace::TraceWindow>()))]
+    pub trace_window: Option<fusion_report::trace::TraceWindow>,
 }
 
 #[derive(Args)]
@@ -388,6 +397,8 @@ pub fn dispatch(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::R
                 recording: r.store.recording(),
                 interval_ms: r.pictures.interval_ms,
                 html: r.pictures.html,
+                trace: r.trace,
+                trace_window: r.trace_window,
             };
             if r.live {
                 crate::live::run_live(&args, r.cluster.as_deref(), out, err)

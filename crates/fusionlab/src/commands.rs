@@ -22,12 +22,21 @@ pub fn run(a: &RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8> 
     within_limit(&loaded, a.check, &MemoryLimit::new(a.max_memory))?;
     let scenario = crate::runs::scenario_text(a)?;
     let html = crate::report::HtmlFile::create(a.html.as_deref())?;
+    let trace = crate::trace::TraceFile::create(a.trace.as_deref(), a.trace_window)?;
     let opts = SimOptions {
         seed: a.seed,
         check: a.check,
         interval_ns: a.interval_ns(),
     };
-    let (result, outcomes) = fusion_sim::run_scenario(&loaded, &opts);
+    let (result, outcomes) = match trace {
+        Some(t) => {
+            let (result, outcomes, writer) =
+                fusion_sim::run_scenario_traced(&loaded, &opts, t.writer);
+            crate::trace::finish(&t.path, writer, err)?;
+            (result, outcomes)
+        }
+        None => fusion_sim::run_scenario(&loaded, &opts),
+    };
     let code = crate::report::print_run(&result, &outcomes, a, out, err)?;
     crate::runs::record(a, scenario, "simulator", (&result, &outcomes), code, err)?;
     if let Some(h) = html {

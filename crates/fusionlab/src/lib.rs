@@ -41,6 +41,7 @@ pub mod sweep;
 pub mod top;
 pub mod top_view;
 pub mod tour;
+pub mod trace;
 
 /// A failure the user caused or must know about, with the exit status it maps to.
 /// Its message is printed to stderr as is (loader messages already name

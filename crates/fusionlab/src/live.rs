@@ -567,6 +567,13 @@ pub fn run_live(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<u8> {
+    if let Some(path) = &a.trace {
+        return Err(Failure::input(format!(
+            "--trace {}: the timeline trace is simulator-only for now; run without --live",
+            path.display()
+        ))
+        .into());
+    }
     let source = shipped::resolve(&a.scenario)?;
     let (text, label) = source.text()?;
     let loaded = source

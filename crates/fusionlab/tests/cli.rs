@@ -865,3 +865,75 @@ fn a_live_run_refuses_faults_it_cannot_carry_out() {
     assert!(err.contains("inst1 has no process id"), "{err}");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn run_writes_a_gzipped_trace_and_says_what_it_holds() {
+    let sets = short(CPU, 0.2);
+    let dir = scratch("trace-gz");
+    let file = dir.join("run.json.gz");
+    let file_arg = file.display().to_string();
+    let o = fusionlab_in(&dir, &args(&["run", CPU, "--trace", &file_arg], &sets));
+    assert_status(&o, 0);
+    assert!(stderr(&o).contains("trace: "), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("block transfers, written to"),
+        "{}",
+        stderr(&o)
+    );
+    let packed = std::fs::read(&file).expect("the trace was written");
+    assert_eq!(packed[..2], [0x1f, 0x8b], "gzip's magic number");
+    let mut json = Vec::new();
+    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&packed[..]), &mut json)
+        .expect("a whole gzip stream");
+    let trace: serde_json::Value = serde_json::from_slice(&json).expect("JSON inside");
+    let events = trace["traceEvents"].as_array().expect("traceEvents");
+    assert!(events.iter().any(|e| e["ph"] == "X" && e["name"] == "CPU"));
+    // The report on stdout is the one a run without a trace prints.
+    let plain = fusionlab("trace-plain", &args(&["run", CPU], &sets));
+    assert_eq!(stdout(&o), stdout(&plain));
+}
+
+#[test]
+fn a_bad_trace_window_or_a_live_trace_is_refused_naming_the_flag() {
+    for (window, says) in [
+        ("3..1", "the start must come before the end"),
+        ("2..2", "the start must come before the end"),
+        ("-1..2", "is not a number of seconds"),
+        ("10", "expected A..B"),
+    ] {
+        // `=`: a value may begin with `-`.
+        let flag = format!("--trace-window={window}");
+        let o = fusionlab("trace-window", &["run", CPU, "--trace", "x.json", &flag]);
+        assert_status(&o, 2);
+        assert!(
+            stderr(&o).contains("--trace-window"),
+            "{window}: {}",
+            stderr(&o)
+        );
+        assert!(stderr(&o).contains(says), "{window}: {}", stderr(&o));
+        assert_eq!(stdout(&o), "", "refused before the run");
+    }
+    let o = fusionlab(
+        "trace-window-alone",
+        &["run", CPU, "--trace-window", "1..2"],
+    );
+    assert_status(&o, 2);
+    assert!(stderr(&o).contains("--trace"), "{}", stderr(&o));
+    let o = fusionlab("trace-live", &["run", CPU, "--live", "--trace", "x.json"]);
+    assert_status(&o, 2);
+    assert!(
+        stderr(&o).contains("--trace x.json: the timeline trace is simulator-only for now"),
+        "{}",
+        stderr(&o)
+    );
+    let o = fusionlab(
+        "trace-unwritable",
+        &["run", CPU, "--trace", "/nonexistent-dir/t.json"],
+    );
+    assert_status(&o, 2);
+    assert!(
+        stderr(&o).contains("--trace /nonexistent-dir/t.json: cannot write the trace there"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -63,6 +63,11 @@ impl Dbwr {
         }
     }
 
+    /// Writer `w`'s process.
+    pub fn proc(&self, w: u8) -> Option<ProcId> {
+        self.writers.get(usize::from(w)).map(|x| x.proc)
+    }
+
     /// The checkpoint position last worked out.
     pub fn checkpoint(&self) -> u64 {
         self.checkpoint

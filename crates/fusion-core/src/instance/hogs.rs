@@ -50,6 +50,11 @@ impl CpuHogs {
         }
     }
 
+    /// Whether the hogs are busy all the time (one CPU request that never ends).
+    pub fn fully_loaded(&self) -> bool {
+        self.load_pct >= 100
+    }
+
     pub fn procs(&self) -> &[ProcId] {
         &self.procs
     }

@@ -40,6 +40,7 @@ mod sequence;
 mod serve;
 mod session;
 mod smon;
+mod trace;
 mod transactions;
 
 use events::{IoPurpose, Proc, Timer};
@@ -62,6 +63,7 @@ pub use history::Horizon;
 use lgwr::Lgwr;
 use lms::Lms;
 use session::Sessions;
+pub use trace::{Hop, TRACE_PENDING_MAX, TraceRecord, TransferId};
 use transactions::{Transactions, TxWaiter};
 
 use crate::block::Block;
@@ -240,6 +242,8 @@ pub struct Instance {
     sessions_pending: bool,
     /// Reliable delivery when the interconnect may lose messages (off otherwise).
     links: link::Links,
+    /// The timeline trace's records, when the driver asked for them (trace.rs).
+    trace: Option<Box<trace::TraceLog>>,
 }
 
 impl Instance {
@@ -322,6 +326,7 @@ impl Instance {
             unrecovered: crate::types::InstSet::default(),
             sessions_pending: life > 0,
             links: link::Links::new(instances, lossy_interconnect),
+            trace: None,
             params,
             costs,
             layout,
@@ -708,6 +713,7 @@ impl Instance {
         let Some(&proc) = self.procs.get(d.proc as usize) else {
             return;
         };
+        self.trace_cpu(d);
         if self.numa.is_some() && self.memory_stall_first(proc, d) {
             return;
         }
@@ -908,8 +914,12 @@ impl Instance {
     // ----- CPU hogs ---------------------------------------------------------------------
 
     fn set_hogs(&mut self, workers: u32, load_pct: u32) {
+        let were_busy = self.hogs.fully_loaded();
         for p in self.hogs.restart(load_pct) {
             self.sched.cancel(self.now, p);
+            if were_busy {
+                self.trace_hog(p, false);
+            }
         }
         for i in 0..workers {
             // Hog processes are created once and reused across phases.
@@ -920,6 +930,9 @@ impl Instance {
             };
             let demand = self.hogs.add(proc);
             self.cpu(proc, demand);
+            if self.hogs.fully_loaded() {
+                self.trace_hog(proc, true);
+            }
         }
     }
 

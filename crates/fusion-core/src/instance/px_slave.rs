@@ -216,7 +216,9 @@ impl Instance {
                     if ev.class() != WaitClass::Idle {
                         wk.db_ns += took;
                     }
+                    let proc = wk.proc;
                     self.wait_event(ev, took, true);
+                    self.trace_wait(proc, ev, took);
                 }
             }
         }

@@ -210,6 +210,7 @@ impl Instance {
     pub(super) fn on_redo_written(&mut self, upto: u64, started: Nanos) {
         let took = self.now - started;
         self.lgwr.written(upto, took, self.now, &mut self.stats);
+        self.trace_background_wait(self.lgwr.proc(), Wait::LogFileParallelWrite, took);
         while let Some(waiter) = self.lgwr.next_released() {
             match waiter {
                 FlushWaiter::Session(s) => self.session_flushed(s),
@@ -354,6 +355,9 @@ impl Instance {
         }
         if let Some(took) = self.dbwr.written(w, started, self.now) {
             self.wait_event(Wait::DbFileParallelWrite, took, false);
+            if let Some(proc) = self.dbwr.proc(w) {
+                self.trace_background_wait(proc, Wait::DbFileParallelWrite, took);
+            }
             // The batch is on disk: the checkpoint may move now, not a tick later.
             let checkpoint = self.checkpoint_position();
             self.dbwr.advance_checkpoint(checkpoint);

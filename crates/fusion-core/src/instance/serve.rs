@@ -84,6 +84,9 @@ impl Instance {
             + d.waited.saturating_sub(d.started_at - d.requested_at);
         let run = (d.done_at - d.requested_at).saturating_sub(d.waited);
         self.stats.add(Stat::GcsMsgsProcessTime, run);
+        if self.tracing() {
+            self.trace_lms_job(w, &job);
+        }
         match job {
             Job::Msg { from, msg } => self.lms_message(from, msg, wait, run),
             Job::Serve(mut s) => {
@@ -281,6 +284,7 @@ impl Instance {
         };
         let took = self.now - since;
         self.wait_event(Wait::GcsLogFlushSync, took, false);
+        self.trace_background_wait(self.lms.proc(w), Wait::GcsLogFlushSync, took);
         s.req.timing.flush += took;
         // Counted with its time when it completes, so an interval's average is
         // never a time without its count (or a count without its time).

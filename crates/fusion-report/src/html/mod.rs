@@ -6,7 +6,7 @@
 //! The page is deterministic: the same result gives the same bytes. Every
 //! text from a scenario or a result is escaped ([`esc`]).
 
-mod sections;
+pub(crate) mod sections;
 pub mod svg;
 
 use std::fmt::Write;

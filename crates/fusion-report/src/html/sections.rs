@@ -201,7 +201,7 @@ fn timeline(v: &VariantResult, scenario: Option<&Scenario>) -> Timeline {
 }
 
 /// A fault as a mark: when in its phase (ns) and what.
-fn fault_mark(f: &Fault) -> (u64, String) {
+pub(crate) fn fault_mark(f: &Fault) -> (u64, String) {
     let ms = |ns: u64| format!("{} ms", svg::num(ns as f64 / 1e6));
     let target = |t: &LinkTarget| match t {
         LinkTarget::All => "all links".to_string(),

@@ -9,7 +9,7 @@
 
 use super::super::cache::{BufState, Victim};
 use super::super::link::RETRANSMIT_NS;
-use super::super::{Instance, IoPurpose, Timer};
+use super::super::{Hop, Instance, IoPurpose, Timer};
 use super::state::{PendingRequest, SessionState};
 use crate::block::{Block, Body};
 use crate::config::Nanos;
@@ -48,6 +48,8 @@ impl Instance {
             ReqKind::Current { .. } => Wait::GcCurrentRequest,
         };
         self.begin_wait(sid, placeholder, SessionState::WaitBlock);
+        let me = self.id;
+        self.trace_session_hop(sid, me, id, Hop::Request);
         let req = Request {
             id,
             blk,
@@ -167,8 +169,11 @@ impl Instance {
         let owner = pending.owner;
         if self.sessions.session(owner).st == SessionState::WaitBlock {
             let event = self.answered_as(owner, event);
+            self.trace_received(owner, req, event, false);
             self.end_wait(owner, event);
             self.set_ready(owner);
+        } else {
+            self.trace_received(owner, req, Some(event), false);
         }
         match kind {
             ShipKind::Cr { lo, hi, private } => {
@@ -310,7 +315,10 @@ impl Instance {
         };
         if self.sessions.session(pending.owner).st == SessionState::WaitBlock {
             let event = self.answered_as(pending.owner, event);
+            self.trace_received(pending.owner, req, event, true);
             self.end_wait(pending.owner, event);
+        } else {
+            self.trace_received(pending.owner, req, Some(event), true);
         }
         self.granted(pending, req, grant);
     }
@@ -322,6 +330,7 @@ impl Instance {
         };
         // The placeholder wait never really happened.
         self.sessions.forget_wait(pending.owner);
+        self.trace_session_hop(pending.owner, req.requester, req.id, Hop::Abandoned);
         self.granted(pending, req, grant);
     }
 
@@ -483,6 +492,26 @@ impl Instance {
                     break;
                 }
             }
+        }
+    }
+}
+
+impl Instance {
+    /// The trace's last hop of a request: the block (or the grant) reached
+    /// the session that asked, whose wait ends as `event` (`None`: the name
+    /// it has, a retry's).
+    #[inline(always)]
+    fn trace_received(&mut self, sid: u32, req: Request, event: Option<Wait>, grant: bool) {
+        if self.tracing() {
+            let event = event
+                .or_else(|| self.sessions.session(sid).waiting_on())
+                .unwrap_or(Wait::GcCrRequest);
+            let hop = if grant {
+                Hop::Granted { event }
+            } else {
+                Hop::Received { event }
+            };
+            self.trace_session_hop(sid, req.requester, req.id, hop);
         }
     }
 }

@@ -59,6 +59,10 @@ impl Instance {
         if let Some((began_as, took)) = self.sessions.end_wait(sid, self.now) {
             let ev = event.unwrap_or(began_as);
             self.wait_event(ev, took, true);
+            if self.tracing() {
+                let proc = self.sessions.session(sid).proc;
+                self.trace_wait(proc, ev, took);
+            }
             if let Some(st) = self.stmt_target(sid) {
                 self.stats.statements[st].wait(ev, took);
             }
