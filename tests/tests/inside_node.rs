@@ -103,3 +103,57 @@ fn mpo_placement_raises_the_local_share_and_the_throughput() {
     assert!(tps("oltp-mpo") > tps("oltp"));
     assert!(tps("dss-mpo") > tps("dss"));
 }
+
+#[test]
+fn checkpoint_throughput_grows_with_true_writers_not_with_io_slaves() {
+    // Writes per second during the checkpoint, by the number of true
+    // writers (variant writers) and of I/O slaves behind one writer
+    // (variant io-slaves), at 4, 8 and 16 of each.
+    let mut writers = Vec::new();
+    let mut slaves = Vec::new();
+    for n in [4u32, 8, 16] {
+        let r = run(
+            "dbwr-writers",
+            &[
+                format!("parameters.db_writer_processes={n}"),
+                format!("variant.io-slaves.set.parameters.dbwr_io_slaves={n}"),
+                "phase.checkpoint.duration_s=0.15".to_string(),
+            ],
+        );
+        let rate = |v: &str| figure(&r, Metric::PerSecond(Stat::PhysicalWrites), v, "checkpoint");
+        writers.push(rate("writers"));
+        slaves.push(rate("io-slaves"));
+        let remote = figure(
+            &r,
+            Metric::Stat(Stat::NumaRemoteWrites),
+            "writers",
+            "checkpoint",
+        );
+        let written = figure(
+            &r,
+            Metric::Stat(Stat::PhysicalWrites),
+            "writers",
+            "checkpoint",
+        );
+        assert!(
+            remote > 0.8 * written,
+            "{n} writers without NUMA support: {remote} of {written} writes from remote memory"
+        );
+    }
+    for w in writers.windows(2) {
+        assert!(
+            w[1] > 1.6 * w[0],
+            "doubling the true writers must nearly double the throughput: {writers:?}"
+        );
+    }
+    for s in slaves.windows(2) {
+        assert!(
+            s[1] < 1.25 * s[0],
+            "the one writer bounds the slaves' throughput: {slaves:?}"
+        );
+    }
+    assert!(
+        slaves[2] < writers[0],
+        "16 slaves write less than 4 true writers: {slaves:?} vs {writers:?}"
+    );
+}
