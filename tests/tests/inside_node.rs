@@ -157,3 +157,32 @@ fn checkpoint_throughput_grows_with_true_writers_not_with_io_slaves() {
         "16 slaves write less than 4 true writers: {slaves:?} vs {writers:?}"
     );
 }
+
+#[test]
+fn cmt_throughput_grows_with_users_while_threads_fill_the_cores() {
+    let r = run(
+        "cmt-concurrency",
+        &[
+            "phase.warmup.duration_s=0.15".to_string(),
+            "phase.run.duration_s=0.1".to_string(),
+        ],
+    );
+    let tps: Vec<f64> = ["users-8", "users-16", "users-32", "users-64"]
+        .iter()
+        .map(|v| figure(&r, Metric::PerSecond(Stat::UserCommits), v, "run"))
+        .collect();
+    // Up to 16 users every thread has a pipeline of its own: linear.
+    assert!(tps[1] > 1.8 * tps[0], "8 -> 16 users: {tps:?}");
+    // Beyond, the threads share the cores' pipelines: each doubling of the
+    // users gains less than the one before, but still gains.
+    let gains: Vec<f64> = tps.windows(2).map(|w| w[1] / w[0]).collect();
+    assert!(
+        gains.windows(2).all(|g| g[1] < g[0]) && gains.iter().all(|&g| g > 1.15),
+        "gains per doubling of the users: {gains:?}"
+    );
+    let total = tps[3] / tps[0];
+    assert!(
+        (4.0..6.0).contains(&total),
+        "8 -> 64 users: {total:.2} times (paper 5)"
+    );
+}
