@@ -186,3 +186,34 @@ fn cmt_throughput_grows_with_users_while_threads_fill_the_cores() {
         "8 -> 64 users: {total:.2} times (paper 5)"
     );
 }
+
+#[test]
+fn the_index_build_speeds_up_as_parallel_servers_target_comes_down() {
+    // On the T5220's 64 threads: the target bounds automatic DOP (half of
+    // it per server set); fewer readers read more blocks per I/O on the
+    // datafiles' 1,000 IOPS.
+    let mut elapsed = Vec::new();
+    for target in [256u32, 64, 32] {
+        let r = run(
+            "parallel-index-build",
+            &[format!("parameters.parallel_servers_target={target}")],
+        );
+        let e = figure(
+            &r,
+            Metric::Stat(Stat::PxStatementElapsedTime),
+            "defaults",
+            "build",
+        );
+        let reads = figure(
+            &r,
+            Metric::Stat(Stat::PhysicalReadIoRequests),
+            "defaults",
+            "build",
+        );
+        elapsed.push((target, e, reads));
+    }
+    assert!(
+        elapsed.windows(2).all(|w| w[1].1 < 0.7 * w[0].1 && w[1].2 < w[0].2),
+        "(target, elapsed ns, read requests): {elapsed:?}"
+    );
+}
