@@ -213,7 +213,9 @@ fn the_index_build_speeds_up_as_parallel_servers_target_comes_down() {
         elapsed.push((target, e, reads));
     }
     assert!(
-        elapsed.windows(2).all(|w| w[1].1 < 0.7 * w[0].1 && w[1].2 < w[0].2),
+        elapsed
+            .windows(2)
+            .all(|w| w[1].1 < 0.7 * w[0].1 && w[1].2 < w[0].2),
         "(target, elapsed ns, read requests): {elapsed:?}"
     );
 }

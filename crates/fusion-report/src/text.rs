@@ -199,9 +199,7 @@ fn instance_section(out: &mut Out, p: &PhaseResult, i: &InstanceResult, opts: &T
         out.line(format!(
             "  derived: parallel_max_servers {}, parallel_servers_target {}, \
              parallel_degree_limit {}",
-            t.parallel_max_servers,
-            t.parallel_servers_target,
-            t.parallel_degree_limit
+            t.parallel_max_servers, t.parallel_servers_target, t.parallel_degree_limit
         ));
     }
     out.blank();

@@ -138,10 +138,10 @@ impl Instance {
                 self.costs.dbwr_io_submit
             };
         for start in self.dbwr.start_writers() {
-            if let Some(touch) = self.batch_touch(start.proc) {
-                if let Some(numa) = self.numa.as_mut() {
-                    numa.defer(start.proc, touch);
-                }
+            if let Some(touch) = self.batch_touch(start.proc)
+                && let Some(numa) = self.numa.as_mut()
+            {
+                numa.defer(start.proc, touch);
             }
             self.cpu(start.proc, per_block * start.blocks as Nanos);
         }
