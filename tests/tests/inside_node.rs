@@ -103,3 +103,119 @@ fn mpo_placement_raises_the_local_share_and_the_throughput() {
     assert!(tps("oltp-mpo") > tps("oltp"));
     assert!(tps("dss-mpo") > tps("dss"));
 }
+
+#[test]
+fn checkpoint_throughput_grows_with_true_writers_not_with_io_slaves() {
+    // Writes per second during the checkpoint, by the number of true
+    // writers (variant writers) and of I/O slaves behind one writer
+    // (variant io-slaves), at 4, 8 and 16 of each.
+    let mut writers = Vec::new();
+    let mut slaves = Vec::new();
+    for n in [4u32, 8, 16] {
+        let r = run(
+            "dbwr-writers",
+            &[
+                format!("parameters.db_writer_processes={n}"),
+                format!("variant.io-slaves.set.parameters.dbwr_io_slaves={n}"),
+                "phase.checkpoint.duration_s=0.15".to_string(),
+            ],
+        );
+        let rate = |v: &str| figure(&r, Metric::PerSecond(Stat::PhysicalWrites), v, "checkpoint");
+        writers.push(rate("writers"));
+        slaves.push(rate("io-slaves"));
+        let remote = figure(
+            &r,
+            Metric::Stat(Stat::NumaRemoteWrites),
+            "writers",
+            "checkpoint",
+        );
+        let written = figure(
+            &r,
+            Metric::Stat(Stat::PhysicalWrites),
+            "writers",
+            "checkpoint",
+        );
+        assert!(
+            remote > 0.8 * written,
+            "{n} writers without NUMA support: {remote} of {written} writes from remote memory"
+        );
+    }
+    for w in writers.windows(2) {
+        assert!(
+            w[1] > 1.6 * w[0],
+            "doubling the true writers must nearly double the throughput: {writers:?}"
+        );
+    }
+    for s in slaves.windows(2) {
+        assert!(
+            s[1] < 1.25 * s[0],
+            "the one writer bounds the slaves' throughput: {slaves:?}"
+        );
+    }
+    assert!(
+        slaves[2] < writers[0],
+        "16 slaves write less than 4 true writers: {slaves:?} vs {writers:?}"
+    );
+}
+
+#[test]
+fn cmt_throughput_grows_with_users_while_threads_fill_the_cores() {
+    let r = run(
+        "cmt-concurrency",
+        &[
+            "phase.warmup.duration_s=0.15".to_string(),
+            "phase.run.duration_s=0.1".to_string(),
+        ],
+    );
+    let tps: Vec<f64> = ["users-8", "users-16", "users-32", "users-64"]
+        .iter()
+        .map(|v| figure(&r, Metric::PerSecond(Stat::UserCommits), v, "run"))
+        .collect();
+    // Up to 16 users every thread has a pipeline of its own: linear.
+    assert!(tps[1] > 1.8 * tps[0], "8 -> 16 users: {tps:?}");
+    // Beyond, the threads share the cores' pipelines: each doubling of the
+    // users gains less than the one before, but still gains.
+    let gains: Vec<f64> = tps.windows(2).map(|w| w[1] / w[0]).collect();
+    assert!(
+        gains.windows(2).all(|g| g[1] < g[0]) && gains.iter().all(|&g| g > 1.15),
+        "gains per doubling of the users: {gains:?}"
+    );
+    let total = tps[3] / tps[0];
+    assert!(
+        (4.0..6.0).contains(&total),
+        "8 -> 64 users: {total:.2} times (paper 5)"
+    );
+}
+
+#[test]
+fn the_index_build_speeds_up_as_parallel_servers_target_comes_down() {
+    // On the T5220's 64 threads: the target bounds automatic DOP (half of
+    // it per server set); fewer readers read more blocks per I/O on the
+    // datafiles' 1,000 IOPS.
+    let mut elapsed = Vec::new();
+    for target in [256u32, 64, 32] {
+        let r = run(
+            "parallel-index-build",
+            &[format!("parameters.parallel_servers_target={target}")],
+        );
+        let e = figure(
+            &r,
+            Metric::Stat(Stat::PxStatementElapsedTime),
+            "defaults",
+            "build",
+        );
+        let reads = figure(
+            &r,
+            Metric::Stat(Stat::PhysicalReadIoRequests),
+            "defaults",
+            "build",
+        );
+        elapsed.push((target, e, reads));
+    }
+    assert!(
+        elapsed
+            .windows(2)
+            .all(|w| w[1].1 < 0.7 * w[0].1 && w[1].2 < w[0].2),
+        "(target, elapsed ns, read requests): {elapsed:?}"
+    );
+}

@@ -118,6 +118,10 @@ impl Bits {
         }
     }
 
+    fn get(&self, i: usize) -> bool {
+        self.0[i / 64] & (1u64 << (i % 64)) != 0
+    }
+
     fn first(&self) -> Option<usize> {
         self.0
             .iter()
@@ -199,7 +203,12 @@ impl Scheduler {
             self.run_on(i as usize, task, now);
             return;
         }
-        if let Some(i) = self.idle.first() {
+        let idle = if self.threads_per_core > 1 {
+            self.idle_on_quietest_core()
+        } else {
+            self.idle.first()
+        };
+        if let Some(i) = idle {
             self.run_on(i, task, now);
             return;
         }
@@ -522,6 +531,30 @@ impl Scheduler {
         self.set_due(i, at);
     }
 
+    /// An idle CPU on the core with the fewest threads busy (the Solaris
+    /// dispatcher spreads runnable threads over a CMT chip's cores before
+    /// it doubles them up on one core's pipelines); the lowest such.
+    #[cold]
+    #[inline(never)]
+    fn idle_on_quietest_core(&self) -> Option<usize> {
+        let tpc = self.threads_per_core as usize;
+        let mut best: Option<(usize, usize)> = None;
+        for first in (0..self.cpus.len()).step_by(tpc) {
+            let end = (first + tpc).min(self.cpus.len());
+            let Some(i) = (first..end).find(|&i| self.idle.get(i)) else {
+                continue;
+            };
+            let busy = self.cpus[first..end]
+                .iter()
+                .filter(|c| c.task.is_some() || c.reserved_for.is_some())
+                .count();
+            if best.is_none_or(|(b, _)| busy < b) {
+                best = Some((busy, i));
+            }
+        }
+        best.map(|(_, i)| i).or_else(|| self.idle.first())
+    }
+
     /// How much slower a step starting on CPU `i` runs: the threads that
     /// will compute on its core (not those stalled on memory), this one
     /// included, over the core's pipelines.
@@ -732,6 +765,25 @@ mod tests {
         s.request(0, 2, SchedClass::TimeShare, 100);
         let d = run_until(&mut s, 10_000);
         assert!(d.iter().all(|x| x.done_at == 100), "{d:?}");
+    }
+
+    #[test]
+    fn runnable_threads_spread_over_the_cores_first() {
+        // Two cores of 4 threads, 2 pipelines each: four steps at once take
+        // two threads of each core (full speed), not four of the first.
+        let mut s = Scheduler::with_cores(8, 1_000, 4, 2);
+        for p in 1..=4 {
+            s.request(0, p, SchedClass::TimeShare, 100);
+        }
+        let d = run_until(&mut s, 10_000);
+        assert!(d.iter().all(|x| x.done_at == 100), "{d:?}");
+        // Packed on one core they would share its 2 pipelines 4 ways.
+        let mut packed = Scheduler::with_cores(4, 1_000, 4, 2);
+        for p in 1..=4 {
+            packed.request(0, p, SchedClass::TimeShare, 100);
+        }
+        let d = run_until(&mut packed, 10_000);
+        assert!(d.iter().any(|x| x.done_at > 100), "{d:?}");
     }
 
     #[test]

@@ -174,6 +174,8 @@ name_enum! {
         NumaLocalAccesses => "fusionlab local memory accesses",
         NumaRemoteAccesses => "fusionlab remote memory accesses",
         NumaRemoteReads => "fusionlab reads into remote memory",
+        NumaRemoteWrites => "fusionlab writes from remote memory",
+        DbwrCheckpoints => "DBWR checkpoints",
         NumaStallTime => "fusionlab memory stall time",
         MemoryWriteOps => "fusionlab memory write ops",
         MemoryWriteOpTime => "fusionlab memory write op time",
@@ -181,9 +183,9 @@ name_enum! {
 }
 
 impl Stat {
-    /// The statistics only a server description (`[server]`) moves: reports
-    /// leave them out while they are 0, so a run without one prints what it
-    /// always printed.
+    /// The statistics only a server description (`[server]`) or a phase's
+    /// `checkpoint` moves: reports leave them out while they are 0, so a
+    /// run without them prints what it always printed.
     pub fn inside_node(self) -> bool {
         use Stat::*;
         matches!(
@@ -191,6 +193,8 @@ impl Stat {
             NumaLocalAccesses
                 | NumaRemoteAccesses
                 | NumaRemoteReads
+                | NumaRemoteWrites
+                | DbwrCheckpoints
                 | NumaStallTime
                 | MemoryWriteOps
                 | MemoryWriteOpTime

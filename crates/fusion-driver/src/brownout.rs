@@ -349,6 +349,7 @@ mod tests {
             parameters: Vec::new(),
             faults,
             workloads: None,
+            checkpoint: false,
         };
         let phases = vec![
             phase(

@@ -119,6 +119,17 @@ pub fn phase_result(
                 cpu_count: params.cpu_count,
                 db_block_size: params.db_block_size,
                 stats: a.since(b),
+                threads: scenario
+                    .server
+                    .as_ref()
+                    .filter(|s| s.threads_per_core > 1)
+                    .map(|s| fusion_report::ThreadDefaults {
+                        cores: s.groups.saturating_mul(s.cores_per_group),
+                        threads_per_core: s.threads_per_core,
+                        parallel_max_servers: params.px.max_servers(params.cpu_count),
+                        parallel_servers_target: params.px.servers_target(params.cpu_count),
+                        parallel_degree_limit: params.px.degree_limit(params.cpu_count),
+                    }),
             })
             .collect(),
     }

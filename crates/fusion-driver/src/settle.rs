@@ -24,6 +24,7 @@ pub fn quiesce_commands() -> Vec<Command> {
         parameters: Vec::new(),
         faults: Vec::new(),
         workloads: Some(Vec::new()),
+        checkpoint: false,
     };
     // Without parameters or faults the commands are every instance's.
     quiet.commands_for(0)

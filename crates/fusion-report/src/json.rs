@@ -334,6 +334,7 @@ mod tests {
                 cpu_count: 4,
                 db_block_size: 8192,
                 stats: s.clone(),
+                threads: None,
             }],
         };
         RunResult {

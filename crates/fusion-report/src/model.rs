@@ -134,6 +134,21 @@ pub struct InstanceResult {
     pub db_block_size: u32,
     /// Activity during the phase.
     pub stats: Stats,
+    /// On a server of hardware threads (`[server]` `threads_per_core` > 1):
+    /// what `cpu_count` counts and the parallel defaults derived from it.
+    pub threads: Option<ThreadDefaults>,
+}
+
+/// `cpu_count` on a chip-multithreading server: cores times threads, and
+/// the parallel-execution limits Oracle derives from it (the T-series
+/// white paper's table 4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ThreadDefaults {
+    pub cores: u32,
+    pub threads_per_core: u32,
+    pub parallel_max_servers: u32,
+    pub parallel_servers_target: u32,
+    pub parallel_degree_limit: u32,
 }
 
 /// The outcome of one expectation.

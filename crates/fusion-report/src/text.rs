@@ -191,6 +191,17 @@ fn instance_section(out: &mut Out, p: &PhaseResult, i: &InstanceResult, opts: &T
         "Instance {}   (phase {}, cpu_count {}, db_block_size {})",
         i.id, p.name, i.cpu_count, i.db_block_size
     ));
+    if let Some(t) = i.threads {
+        out.line(format!(
+            "  cpu_count {} = {} cores x {} hardware threads (each thread is a CPU)",
+            i.cpu_count, t.cores, t.threads_per_core
+        ));
+        out.line(format!(
+            "  derived: parallel_max_servers {}, parallel_servers_target {}, \
+             parallel_degree_limit {}",
+            t.parallel_max_servers, t.parallel_servers_target, t.parallel_degree_limit
+        ));
+    }
     out.blank();
     out.0.push_str(&workload_characteristics(&i.stats));
     out.blank();
@@ -643,6 +654,7 @@ cr         200       1.000 0.100  10.0% 0.050   5.0%   0.300  30.0% 0.500  50.0%
             cpu_count: 4,
             db_block_size: 8192,
             stats: s,
+            threads: None,
         }
     }
 

@@ -295,6 +295,7 @@ mod tests {
             cpu_count: 4,
             db_block_size: 8192,
             stats,
+            threads: None,
         }
     }
 

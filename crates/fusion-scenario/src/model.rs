@@ -133,6 +133,9 @@ pub struct Phase {
     pub faults: Vec<Fault>,
     /// Workloads whose sessions run in this phase; `None` = all.
     pub workloads: Option<Vec<String>>,
+    /// `checkpoint = true`: the phase starts with `ALTER SYSTEM
+    /// CHECKPOINT` on every instance (DBWR writes every dirty buffer).
+    pub checkpoint: bool,
 }
 
 /// Which network links a fault applies to.

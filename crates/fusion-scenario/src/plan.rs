@@ -98,6 +98,11 @@ impl Phase {
             .unwrap_or((0, 100));
         out.push(Command::StressCpu { workers, load_pct });
         out.push(Command::EnableWorkloads(self.workloads.clone()));
+        if self.checkpoint {
+            // After the workloads are set: a phase that stops them writes
+            // what they left dirty.
+            out.push(Command::Checkpoint);
+        }
         out
     }
 }

@@ -197,6 +197,22 @@ const CASES: &[Case] = &[
         ..CASE
     },
     Case {
+        name: "DBWR's memory and slaves out of range",
+        edits: &[Append("\n[server]\nio_lines_per_write = 2000\n\n[parameters]\ndbwr_io_slaves = 101\n\n[costs]\ndbwr_io_submit_us = -3\n")],
+        want: &[
+            at("io_lines_per_write = 2000", 22, "server.io_lines_per_write", &["expected at most 1,024, found 2000"]),
+            at("dbwr_io_slaves = 101", 18, "parameters.dbwr_io_slaves", &["101 out of range 0..=100"]),
+            at("dbwr_io_submit_us = -3", 21, "costs.dbwr_io_submit_us", &["expected a number >= 0, found -3"]),
+        ],
+        ..CASE
+    },
+    Case {
+        name: "a phase's checkpoint that is not a boolean",
+        edits: &[Replace("name = \"baseline\"\nduration_s = 10", "name = \"baseline\"\nduration_s = 10\ncheckpoint = \"yes\"")],
+        want: &[at("checkpoint = \"yes\"", 14, "phase[0].checkpoint", &["expected true or false, found \"yes\""])],
+        ..CASE
+    },
+    Case {
         name: "too many locality groups",
         edits: &[Append("\n[server]\nlocality_groups = 65\n")],
         want: &[at("locality_groups = 65", 19, "server.locality_groups", &["expected at most 64, found 65"])],

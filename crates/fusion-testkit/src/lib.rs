@@ -201,6 +201,7 @@ pub fn phase(name: &str, duration: Nanos) -> Phase {
         parameters: Vec::new(),
         faults: Vec::new(),
         workloads: None,
+        checkpoint: false,
     }
 }
 

@@ -26,6 +26,11 @@ pub struct Params {
     pub gcs_server_processes: u32,
     /// `db_writer_processes`.
     pub db_writer_processes: u32,
+    /// `dbwr_io_slaves`: above 0, one DBWR (`DBW0`, whatever
+    /// `db_writer_processes` says, as Oracle does) builds every write
+    /// batch and hands each write to one of this many I/O slaves (`I101`,
+    /// ...), which only submit it.
+    pub dbwr_io_slaves: u32,
     /// `db_cache_size` in bytes (the buffer cache holds `db_cache_size / db_block_size` buffers).
     pub db_cache_size: u64,
     /// `db_block_size` in bytes (cluster-wide; the padded size of a shipped block).
@@ -59,8 +64,11 @@ pub struct Params {
     /// `_enable_NUMA_support`: on a server with locality groups the
     /// database places its memory by group (one LRU per group, a process
     /// takes a free buffer of its own group first, state objects near their
-    /// process) and runs at least one DBWR per group, each writing its
-    /// group's buffers. No effect without a `[server]` description.
+    /// process) and, where the server models DBWR's memory
+    /// (`write_lines_per_buffer`, `io_lines_per_write`), each DBWR writes
+    /// the buffers of its own group (one writer per group when
+    /// `db_writer_processes` is the group count). No effect without a
+    /// `[server]` description.
     pub numa_support: bool,
 }
 
@@ -70,6 +78,7 @@ impl Default for Params {
             cpu_count: 4,
             gcs_server_processes: 0,
             db_writer_processes: 1,
+            dbwr_io_slaves: 0,
             db_cache_size: 64 << 20,
             db_block_size: 8192,
             high_priority_processes: "LMS*|VKTM*".to_string(),
@@ -92,6 +101,7 @@ impl Params {
         "cpu_count",
         "gcs_server_processes",
         "db_writer_processes",
+        "dbwr_io_slaves",
         "db_cache_size",
         "db_block_size",
         "_high_priority_processes",
@@ -173,6 +183,7 @@ impl Params {
             "cpu_count" => self.cpu_count = int(value, 1, 1024)? as u32,
             "gcs_server_processes" => self.gcs_server_processes = int(value, 1, 100)? as u32,
             "db_writer_processes" => self.db_writer_processes = int(value, 1, 100)? as u32,
+            "dbwr_io_slaves" => self.dbwr_io_slaves = int(value, 0, 100)? as u32,
             "db_cache_size" => self.db_cache_size = int(value, 1 << 16, 1 << 40)?,
             "db_block_size" => {
                 let n = int(value, 2048, 32768)?;
@@ -301,8 +312,13 @@ pub struct Costs {
     pub lms_send: Nanos,
     /// LGWR CPU for one write.
     pub lgwr_write: Nanos,
-    /// DBWR CPU for one block written.
+    /// DBWR CPU for one block written: building the write batch, freeing
+    /// the buffer and posting its waiters.
     pub dbwr_write: Nanos,
+    /// Submitting one write to the operating system (the system call and
+    /// the driver's set-up): the writer's CPU, or an I/O slave's with
+    /// `dbwr_io_slaves`. 0 by default (folded into `dbwr_write`).
+    pub dbwr_io_submit: Nanos,
     /// Installing a received block in the buffer cache.
     pub block_install: Nanos,
     /// Reading or rewriting one bitmap piece of a bitmap index (counting
@@ -338,6 +354,7 @@ impl Default for Costs {
             lms_send: 30 * NS_PER_US,
             lgwr_write: 50 * NS_PER_US,
             dbwr_write: 30 * NS_PER_US,
+            dbwr_io_submit: 0,
             block_install: 10 * NS_PER_US,
             bitmap_piece: 2 * NS_PER_US,
             time_slice: 10 * NS_PER_MS,

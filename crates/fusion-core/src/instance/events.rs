@@ -11,6 +11,8 @@ pub(super) enum Proc {
     Lms(u8),
     Lgwr,
     Dbwr(u8),
+    /// A DBWR I/O slave (`I101`, ...), with `dbwr_io_slaves`.
+    DbwrSlave(u8),
     Hog(u32),
     /// A PX server (`P000`, ...), by its index in the instance's pool.
     PxServer(u32),

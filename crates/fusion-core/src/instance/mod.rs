@@ -14,6 +14,7 @@ mod cache;
 mod checkpoint;
 mod css;
 mod dbwr;
+mod dbwr_route;
 mod delivery;
 mod events;
 mod execution;
@@ -124,6 +125,10 @@ pub enum Command {
     /// far, so the next snapshot's `max_ns` is the interval's own
     /// ([`Stats::reset_peaks`]).
     ResetPeaks,
+    /// `ALTER SYSTEM CHECKPOINT`: DBWR writes every buffer dirty now, its
+    /// writers going from one batch straight to the next until none is
+    /// left (`DBWR checkpoints` counts the checkpoints completed).
+    Checkpoint,
 }
 
 /// What the checkers see: reads with their snapshot, and changes and commits.
@@ -182,6 +187,8 @@ pub struct Instance {
     lms: Lms,
     lgwr: Lgwr,
     dbwr: Dbwr,
+    /// DBWR's I/O slaves (`dbwr_io_slaves`; none by default).
+    dbwr_slaves: dbwr::IoSlaves,
     /// The foreground sessions, their queues and outstanding requests (session/).
     sessions: Sessions,
     /// This instance's transactions and what it knows of the others'.
@@ -275,7 +282,8 @@ impl Instance {
             directory: Directory::new(id),
             lms: Lms::new([]),
             lgwr: Lgwr::new(0),
-            dbwr: Dbwr::new([]),
+            dbwr: Dbwr::new([], None),
+            dbwr_slaves: dbwr::IoSlaves::default(),
             sessions: Sessions::default(),
             txns: Transactions::new(id, u64::from(life).saturating_mul(LIFE_XIDS)),
             io: FxHashMap::default(),
@@ -352,10 +360,7 @@ impl Instance {
             .collect();
         inst.lms = Lms::new(lms);
         inst.lgwr = Lgwr::new(inst.add_proc(Proc::Lgwr, "LGWR".into()));
-        let writers: Vec<ProcId> = (0..inst.params.db_writer_processes)
-            .map(|i| inst.add_proc(Proc::Dbwr(worker(i)), format!("DBW{i}")))
-            .collect();
-        inst.dbwr = Dbwr::new(writers);
+        inst.start_writers();
         inst.px_prestart();
         inst.register_statements(&catalog);
         if !inst.sessions_pending {
@@ -547,6 +552,7 @@ impl Instance {
                 self.wake_enabled_sessions();
             }
             Command::ResetPeaks => self.stats.reset_peaks(),
+            Command::Checkpoint => self.begin_checkpoint(),
         }
         self.run_ready();
     }
@@ -723,6 +729,7 @@ impl Instance {
             Proc::Lms(w) => self.lms_step_done(w, d),
             Proc::Lgwr => self.lgwr_step_done(),
             Proc::Dbwr(w) => self.dbwr_step_done(w),
+            Proc::DbwrSlave(i) => self.dbwr_slave_step_done(i),
             Proc::Hog(h) => self.hog_step_done(h),
             Proc::PxServer(i) => self.px_server_step_done(i, d),
         }
@@ -749,7 +756,7 @@ impl Instance {
                 self.stats.add(Stat::BackgroundCpuTime, ran);
                 self.stats.add(Stat::LgwrCpuWaitTime, d.waited);
             }
-            Proc::Dbwr(_) => self.stats.add(Stat::BackgroundCpuTime, ran),
+            Proc::Dbwr(_) | Proc::DbwrSlave(_) => self.stats.add(Stat::BackgroundCpuTime, ran),
             Proc::Hog(_) => {}
             Proc::PxServer(_) => {
                 self.stats.add(Stat::CpuUsedBySession, ran);

@@ -47,6 +47,16 @@ pub enum Touch {
     Get { buf: u32 },
     /// `ops` lines of the process's private memory.
     Private { ops: u32 },
+    /// A database writer's batch or an I/O slave's write: per group, the
+    /// blocks it handles from that group's memory, the `lines` of each it
+    /// reads (the CPU waits for them), and with `transfer` the blocks'
+    /// bytes moved to the process's group's I/O controller (only the
+    /// queues feel them).
+    Write {
+        blocks_by_group: Vec<u32>,
+        lines: u32,
+        transfer: bool,
+    },
 }
 
 #[derive(Debug)]
@@ -233,7 +243,69 @@ impl Numa {
                 let at = self.private_lines(home);
                 self.stall(now, home, &[(at, ops)], &[], stats)
             }
+            Touch::Write {
+                blocks_by_group,
+                lines,
+                transfer,
+            } => self.write(now, home, &blocks_by_group, lines, transfer, stats),
         })
+    }
+
+    /// The server models DBWR's memory (`Server::models_writes`).
+    pub fn models_writes(&self) -> bool {
+        self.server.models_writes()
+    }
+
+    /// The lines a writer reads per buffer, and those the process that
+    /// submits a write touches.
+    pub fn write_lines(&self) -> (u32, u32) {
+        (
+            self.server.write_lines_per_buffer,
+            self.server.io_lines_per_write,
+        )
+    }
+
+    /// Locality groups.
+    pub fn group_count(&self) -> usize {
+        self.groups()
+    }
+
+    /// The group buffer slot `buf`'s memory is in (a slot nobody placed yet
+    /// counts where plain placement would put it).
+    pub fn group_of(&self, buf: u32) -> u8 {
+        match self.slot_group.get(buf as usize) {
+            Some(&g) if g != UNPLACED => g,
+            _ => (buf as usize % self.groups()) as u8,
+        }
+    }
+
+    /// The stall of a write step by a process of group `home` (see `Touch::Write`).
+    fn write(
+        &mut self,
+        now: Nanos,
+        home: u8,
+        blocks_by_group: &[u32],
+        lines: u32,
+        transfer: bool,
+        stats: &mut Stats,
+    ) -> Nanos {
+        let home_g = usize::from(home) % self.groups();
+        let mut touches: Vec<(Lines, u32)> = Vec::with_capacity(blocks_by_group.len());
+        let mut dma: Vec<(u8, u32)> = Vec::new();
+        for (g, &blocks) in blocks_by_group.iter().enumerate() {
+            if blocks == 0 {
+                continue;
+            }
+            let g8 = (g % self.groups()) as u8;
+            touches.push((Lines::In(g8), blocks.saturating_mul(lines)));
+            if transfer {
+                dma.push((g8, blocks.saturating_mul(self.block_lines)));
+                if g % self.groups() != home_g {
+                    stats.add(Stat::NumaRemoteWrites, u64::from(blocks));
+                }
+            }
+        }
+        self.stall(now, home, &touches, &dma, stats)
     }
 
     /// Where a process of group `home` finds its private memory.
@@ -370,6 +442,27 @@ mod tests {
             1_000 + 12_800,
             "behind the 10 lines queued, then its own 128"
         );
+    }
+
+    #[test]
+    fn a_remote_write_costs_its_lines_remote_and_crosses_the_link() {
+        let mut sv = server(2, Placement::FirstTouch);
+        // 100 ns a line on the link.
+        sv.link_bandwidth = Some(640_000_000);
+        let mut n = Numa::new(sv, false, 64, 4096);
+        let mut st = Stats::default();
+        // One block of group 0 written by a process of group 0: 4 lines local.
+        let local = n.write(0, 0, &[1, 0], 4, true, &mut st);
+        assert_eq!(local, 4 * 100);
+        assert_eq!(st.get(Stat::NumaRemoteWrites), 0);
+        // One block of group 1: 4 remote lines, and its 64 lines on the link
+        // (6,400 ns) behind the 4 (400 ns): the queue, not the latency, bounds it.
+        let remote = n.write(1_000_000, 0, &[0, 1], 4, true, &mut st);
+        assert_eq!(remote, (4 + 64) * 100);
+        assert_eq!(st.get(Stat::NumaRemoteWrites), 1);
+        // Without the transfer (the writer only reads): latency only.
+        let read = n.write(2_000_000, 0, &[0, 1], 4, false, &mut st);
+        assert_eq!(read, 4 * 300);
     }
 
     #[test]

@@ -1,14 +1,14 @@
 //! The instance as a router: the directory's, LGWR's and DBWR's answers
 //! turned into messages, I/O, CPU requests and calls on other components.
 //! No state lives here; every decision was taken by the component that owns
-//! the state (gcs.rs, lgwr.rs, dbwr.rs), and the holder's side of a transfer
-//! is routed in serve.rs.
+//! the state (gcs.rs, lgwr.rs), the holder's side of a transfer is routed
+//! in serve.rs and DBWR's answers in dbwr_route.rs.
 
 use super::gcs::{Drained, Route};
 use super::ges::{Get, HandOn};
 use super::lgwr::{Flush, FlushWaiter};
 use super::session::SessionState;
-use super::{Instance, IoPurpose, dbwr};
+use super::{Instance, IoPurpose};
 use crate::config::Nanos;
 use crate::msg::{GrantKind, Io, LockMode, Lvb, Mode, Msg, RedoRecord, Request, ResName};
 use crate::stats::{Stat, Wait};
@@ -211,12 +211,17 @@ impl Instance {
         let took = self.now - started;
         self.lgwr.written(upto, took, self.now, &mut self.stats);
         self.trace_background_wait(self.lgwr.proc(), Wait::LogFileParallelWrite, took);
+        let mut dbwr_waited = false;
         while let Some(waiter) = self.lgwr.next_released() {
             match waiter {
                 FlushWaiter::Session(s) => self.session_flushed(s),
                 FlushWaiter::Lms(worker, job) => self.lms_flushed(worker, job),
-                FlushWaiter::Dbwr => {}
+                FlushWaiter::Dbwr => dbwr_waited = true,
             }
+        }
+        if dbwr_waited && self.dbwr.checkpointing() {
+            // The redo a checkpoint's buffers waited for is on disk.
+            self.dbwr_pass(false);
         }
         if self.lgwr.resume() {
             self.lgwr_run();
@@ -234,133 +239,6 @@ impl Instance {
     pub(super) fn lgwr_timeout(&mut self) {
         if let Some(rba) = self.lgwr.timeout() {
             self.request_flush(rba, None);
-        }
-    }
-
-    // ----- DBWR ----------------------------------------------------------------------
-
-    /// The cache is short of clean buffers: write now (once until the next tick).
-    pub(super) fn dbwr_urgent(&mut self) {
-        if self.dbwr.urgent() {
-            self.dbwr_pass(true);
-        }
-    }
-
-    pub(super) fn dbwr_tick(&mut self) {
-        let nearly_full = self.cache.used() * 10 >= self.cache.capacity * 9;
-        let urgent = self.dbwr.tick(nearly_full);
-        let checkpoint = self.checkpoint_position();
-        self.dbwr.advance_checkpoint(checkpoint);
-        self.dbwr_pass(urgent);
-    }
-
-    fn dbwr_pass(&mut self, urgent: bool) {
-        let cold = urgent.then(|| dbwr::BATCH * self.dbwr.writer_slots());
-        let mut candidates = self
-            .cache
-            .write_candidates(self.now, dbwr::CHECKPOINT_AGE, cold);
-        if let Some(below) = self.mttr_bound() {
-            self.mttr_candidates(below, &mut candidates);
-            self.ask_pi_writes(below);
-        }
-        self.asked_write_candidates(&mut candidates);
-        let cache = &self.cache;
-        let lgwr = &self.lgwr;
-        let flush_to = self.dbwr.pass(
-            candidates.into_iter().map(|(_, id)| {
-                let b = cache.get(id);
-                (b.blk, b.last_rba)
-            }),
-            |rba| lgwr.redo_pending(rba),
-        );
-        if flush_to > 0 {
-            self.request_flush(flush_to, Some(FlushWaiter::Dbwr));
-        }
-        for start in self.dbwr.start_writers() {
-            let cost = self.costs.dbwr_write * start.blocks as Nanos;
-            self.cpu(start.proc, cost);
-        }
-    }
-
-    /// A writer got its CPU: issue its writes.
-    pub(super) fn dbwr_step_done(&mut self, w: u8) {
-        for blk in self.dbwr.take_batch(w, self.now) {
-            let Some(id) = self.cache.current(blk) else {
-                continue;
-            };
-            let b = self.cache.get(id);
-            // A dirty scur buffer was down-converted for fairness: still ours to write.
-            if !b.dirty || !b.is_current() {
-                continue;
-            }
-            let block = Box::new(b.image.clone());
-            let scn = block.scn;
-            let rba = b.last_rba;
-            self.dbwr.write_issued(w);
-            self.start_io(
-                Io::WriteBlock { block },
-                IoPurpose::DbwrWrite {
-                    blk,
-                    scn,
-                    rba,
-                    writer: w,
-                    started: self.now,
-                },
-            );
-        }
-        self.dbwr.batch_issued(w);
-    }
-
-    /// DBWR's write of `blk` as of `scn` completed; `rba` is where this
-    /// instance's last change in the written image ended.
-    pub(super) fn on_block_written(
-        &mut self,
-        blk: BlockAddr,
-        scn: Scn,
-        rba: u64,
-        w: u8,
-        started: Nanos,
-    ) {
-        self.stats.incr(Stat::PhysicalWrites);
-        self.stats.incr(Stat::DbwrCheckpointBuffersWritten);
-        if let Some(id) = self.cache.current(blk) {
-            let b = self.cache.get_mut(id);
-            if b.image.scn == scn {
-                b.dirty = false;
-                b.first_rba = None;
-                if b.global {
-                    b.global = false;
-                    self.stats.incr(Stat::DbwrFusionWrites);
-                }
-            } else if let Some(first) = b.first_rba {
-                // Changed during the write: what is not on disk begins after it.
-                b.first_rba = Some(first.max(rba));
-            }
-        }
-        // Shipped away during the write: a past image left here holds
-        // changes the write covered; what is not on disk begins after it.
-        // (Older ones are discarded just below.)
-        self.cache.past_images_on_disk_below(blk, rba);
-        self.lgwr
-            .append_block_written(RedoRecord::block_written(blk, scn));
-        // Our own past images of the block are now obsolete too.
-        self.discard_pi(blk, scn);
-        self.asked_write_done(blk);
-        let master = self.block_master(blk);
-        if master == self.id {
-            let me = self.id;
-            self.dir_written(me, blk, scn);
-        } else {
-            self.send(master, Msg::Written { blk, scn });
-        }
-        if let Some(took) = self.dbwr.written(w, started, self.now) {
-            self.wait_event(Wait::DbFileParallelWrite, took, false);
-            if let Some(proc) = self.dbwr.proc(w) {
-                self.trace_background_wait(proc, Wait::DbFileParallelWrite, took);
-            }
-            // The batch is on disk: the checkpoint may move now, not a tick later.
-            let checkpoint = self.checkpoint_position();
-            self.dbwr.advance_checkpoint(checkpoint);
         }
     }
 

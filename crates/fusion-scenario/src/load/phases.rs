@@ -11,7 +11,14 @@ use super::read::{Bound, TableView};
 use crate::model::{Device, Direction, Fault, LinkTarget, Phase};
 use crate::tree::{KeyPath, Node, Val};
 
-const PHASE_KEYS: &[&str] = &["name", "duration_s", "workloads", "parameters", "fault"];
+const PHASE_KEYS: &[&str] = &[
+    "name",
+    "duration_s",
+    "workloads",
+    "parameters",
+    "fault",
+    "checkpoint",
+];
 const FAULT_KINDS: &[&str] = &[
     "stress_cpu",
     "disk_latency",
@@ -132,12 +139,14 @@ impl Validator<'_> {
                     self.err(fault_node, &fault_path, why);
                 }
             }
+            let checkpoint = self.opt_bool(&phase, "checkpoint", false);
             out.push(Phase {
                 name: name.unwrap_or_default(),
                 duration,
                 parameters,
                 faults,
                 workloads: selected,
+                checkpoint,
             });
         }
         out

@@ -26,6 +26,8 @@ const SERVER_KEYS: &[&str] = &[
     "buffer_lines_per_get",
     "sga_lines_per_get",
     "private_lines_per_get",
+    "write_lines_per_buffer",
+    "io_lines_per_write",
 ];
 
 /// The largest `cpu_count` (Params' range).
@@ -105,6 +107,8 @@ impl Validator<'_> {
             buffer_lines_per_get: lines(self, "buffer_lines_per_get", d.buffer_lines_per_get),
             sga_lines_per_get: lines(self, "sga_lines_per_get", d.sga_lines_per_get),
             private_lines_per_get: lines(self, "private_lines_per_get", d.private_lines_per_get),
+            write_lines_per_buffer: lines(self, "write_lines_per_buffer", d.write_lines_per_buffer),
+            io_lines_per_write: lines(self, "io_lines_per_write", d.io_lines_per_write),
         };
         if server.cpus() > CPUS_MAX {
             self.err(
