@@ -224,22 +224,34 @@ impl Project {
             ids: Vec::new(),
             cuts,
         };
+        match p.bring_up() {
+            Ok(()) => Ok(p),
+            Err(e) => {
+                // Whatever of it started goes again.
+                let _ = p.down(false);
+                Err(e)
+            }
+        }
+    }
+
+    /// `up` the store and the instances, and wait until each is healthy.
+    fn bring_up(&mut self) -> Result<(), String> {
         let mut services = vec!["store".to_string()];
-        services.extend((1..=instances).map(|i| format!("inst{i}")));
+        services.extend((1..=self.instances).map(|i| format!("inst{i}")));
         let mut args = vec!["up", "-d", "--no-build"];
         args.extend(services.iter().map(String::as_str));
-        p.compose(&args)?;
+        self.compose(&args)?;
         for s in &services {
-            let id = p.compose(&["ps", "-q", s.as_str()])?.trim().to_string();
+            let id = self.compose(&["ps", "-q", s.as_str()])?.trim().to_string();
             if id.is_empty() {
                 return Err(format!("compose started no container for {s}"));
             }
-            p.wait_healthy(&id, s)?;
+            self.wait_healthy(&id, s)?;
             if s != "store" {
-                p.ids.push(id);
+                self.ids.push(id);
             }
         }
-        Ok(p)
+        Ok(())
     }
 
     /// `compose -p NAME -f FILE -f OVERRIDE ARGS`, with the token and image.
