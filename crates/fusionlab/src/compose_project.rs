@@ -45,6 +45,8 @@ pub struct ComposeOpts {
 /// dropped.
 pub struct Project {
     name: String,
+    /// `docker-compose` or `docker compose`.
+    program: Vec<&'static str>,
     opts: ComposeOpts,
     /// Holds the override file and, for a failed run, the services' logs.
     dir: tempfile::TempDir,
@@ -74,7 +76,7 @@ fn host_of(inst: usize) -> u8 {
 pub fn docker(args: &[&str], env: &[(&str, &str)], timeout: Duration) -> Result<String, String> {
     let program = args.first().copied().unwrap_or("docker");
     let mut cmd = Command::new(program);
-    cmd.args(&args[1..])
+    cmd.args(args.get(1..).unwrap_or_default())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -216,6 +218,7 @@ impl Project {
         .map_err(|e| format!("cannot write the compose override: {e}"))?;
         let mut p = Project {
             name: format!("fusionlab-chaos-{}-{seed}", std::process::id()),
+            program: compose_program()?,
             opts: opts.clone(),
             dir,
             token: fusion_live::cluster::new_token()?,
@@ -263,7 +266,7 @@ impl Project {
             .join("override.yml")
             .to_string_lossy()
             .to_string();
-        let mut all = compose_program()?;
+        let mut all = self.program.clone();
         all.extend([
             "-p",
             self.name.as_str(),
