@@ -35,13 +35,14 @@ fn cut_of(d: &Drawn) -> Option<(usize, usize)> {
     }
 }
 
+/// A run's scenario text as the instances load it, what the loader made
+/// of it, and the (phase, instance) cuts the containers carry out.
+type Unpartitioned = (String, fusion_scenario::LoadedScenario, Vec<(usize, usize)>);
+
 /// The run as the instances load it: its partitions taken out of the
 /// scenario (the containers are cut off instead), with the phases and
 /// instances they cut.
-fn without_partitions(
-    base: &Base,
-    run: &Prepared,
-) -> Result<(String, fusion_scenario::LoadedScenario, Vec<(usize, usize)>), String> {
+fn without_partitions(base: &Base, run: &Prepared) -> Result<Unpartitioned, String> {
     let cuts: Vec<(usize, usize)> = run.faults.iter().filter_map(cut_of).collect();
     if cuts.is_empty() {
         return Ok((run.text.clone(), run.loaded.clone(), cuts));
