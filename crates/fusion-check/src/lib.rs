@@ -504,7 +504,9 @@ impl ConsistencyChecker {
                          {at}, written by {xid} of an instance that died, expected {want}"
                     ),
                     None => format!(
-                        "lost write: table {table} key {key} holds {got:?} in {at}, last written {want}"
+                        "lost write: table {table} key {key} holds {got:?} in {at}, last written {want} \
+                         (by {})",
+                        row.last
                     ),
                 });
             }

@@ -22,6 +22,16 @@ pub trait ProcessControl: Send + Sync {
     fn resume(&self, inst: usize) -> Result<(), String>;
     /// Start it again on the same addresses; returns once it listens.
     fn restart(&self, inst: usize) -> Result<(), String>;
+    /// Phase `phase` (0-based) begins, its instances told. A control that
+    /// cuts the scenario's partitions for real (containers: `docker network
+    /// disconnect` from the interconnect network) cuts this phase's here.
+    fn phase_begins(&self, _phase: usize) -> Result<(), String> {
+        Ok(())
+    }
+    /// Phase `phase` ends: what `phase_begins` cut is joined again.
+    fn phase_ends(&self, _phase: usize) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 /// Where each instance of a live run is, as the runner sees it.

@@ -390,12 +390,18 @@ async fn run_variant(name: &str, s: &Scenario, r: &LiveRun<'_>) -> Result<Varian
     run.on_answering(|a| async move { a.quiesce().await })
         .await?;
 
-    if let Some(c) = run.checker.take() {
-        match run.settle().await? {
-            Err(why) => outcome.errors.push(why),
-            Ok(()) => {
-                let answering = run.answering();
-                outcome.set_check(check(&answering, &store, codec, &layout, c).await?);
+    if run.checker.is_some() {
+        // The checker stays in while the cluster settles: an eviction seen
+        // only now (an instance frozen to the end, woken by `resume_all`)
+        // must reach it before the woken instance's history does.
+        let settled = run.settle().await?;
+        if let Some(c) = run.checker.take() {
+            match settled {
+                Err(why) => outcome.errors.push(why),
+                Ok(()) => {
+                    let answering = run.answering();
+                    outcome.set_check(check(&answering, &store, codec, &layout, c).await?);
+                }
             }
         }
     }

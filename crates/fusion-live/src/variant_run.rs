@@ -96,6 +96,9 @@ impl VariantRun<'_> {
         let index = u32::try_from(k).map_err(|_| "too many phases".to_string())?;
         self.on_answering(|a| async move { a.begin_phase(index).await })
             .await?;
+        if let Some(control) = self.control {
+            control.phase_begins(k)?;
+        }
         let bar = progress.then(|| phase_bar(variant, &phase.name, phase.duration));
         let start = tokio::time::Instant::now();
         let start_ns = self.now_ns();
@@ -158,6 +161,9 @@ impl VariantRun<'_> {
         while let Some(&(_, ev)) = timeline.get(next_event) {
             next_event += 1;
             self.apply(ev, k).await?;
+        }
+        if let Some(control) = self.control {
+            control.phase_ends(k)?;
         }
         let after = self.snapshot().await?;
         if let Some(b) = bar {

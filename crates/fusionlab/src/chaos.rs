@@ -62,6 +62,9 @@ pub struct ChaosArgs {
     /// `--live`: each run on a local cluster of real processes, one after
     /// the other (see [`crate::chaos_live`]).
     pub live: bool,
+    /// `--compose`: each run on a compose project of containers (see
+    /// [`crate::chaos_compose`]); implies the live runner.
+    pub compose: Option<crate::compose_project::ComposeOpts>,
 }
 
 /// The kinds of fault a run may draw.
@@ -193,6 +196,14 @@ impl Base {
     }
 
     /// [`Base::with`], and the text it loaded.
+    /// The scenario with `faults` in its phases, as its text and loaded.
+    pub(crate) fn with_text_of(
+        &self,
+        faults: &[Drawn],
+    ) -> Result<(String, LoadedScenario), String> {
+        self.with_text(faults)
+    }
+
     fn with_text(&self, faults: &[Drawn]) -> Result<(String, LoadedScenario), String> {
         let text = with_faults(&self.text, faults)?;
         let loaded =
@@ -246,15 +257,22 @@ pub fn chaos(a: &ChaosArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<
         scenario: first.scenario.clone(),
         variant: first.name.clone(),
     };
+    // Real processes (--live) or containers (--compose): the live runner.
+    let real = a.live || a.compose.is_some();
+    let (driver, flag) = match (&a.compose, a.live) {
+        (Some(_), _) => ("compose", "--compose "),
+        (None, true) => ("live", "--live "),
+        (None, false) => ("simulator", ""),
+    };
     // A kind the driver refuses is not drawn either, with its reason.
     let driver_refusal = |l: &LoadedScenario| {
-        if a.live {
+        if real {
             crate::chaos_live::refusal(l)
         } else {
             Ok(())
         }
     };
-    if a.live {
+    if real {
         // Figures a live cluster does not measure: refused before any run.
         let plain = base.with(&[]).map_err(Failure::input)?;
         fusion_driver::refusal(&plain, fusion_driver::Driver::Live)
@@ -267,7 +285,9 @@ pub fn chaos(a: &ChaosArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<
         .collect();
     let limit = MemoryLimit::new(a.max_memory);
     let workers = crate::pool::workers(None, seeds.len(), estimate.bytes, limit.bytes);
-    let (outcomes, interrupted) = if a.live {
+    let (outcomes, interrupted) = if let Some(opts) = &a.compose {
+        crate::chaos_compose::run_all(&base, &drawable, &seeds, opts, err)?
+    } else if a.live {
         crate::chaos_live::run_all(&base, &drawable, &seeds, err)?
     } else {
         (run_all(&base, &drawable, &seeds, workers)?, None)
@@ -275,8 +295,8 @@ pub fn chaos(a: &ChaosArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<
     let phases = &base.scenario.phases;
     let result = ChaosResult {
         scenario: loaded.name.clone(),
-        driver: if a.live { "live" } else { "simulator" }.to_string(),
-        replay: replay_command(&a.scenario, a.live, &a.sets),
+        driver: driver.to_string(),
+        replay: replay_command(&a.scenario, flag, &a.sets),
         seed: start,
         kinds_drawn: drawable.iter().map(|k| k.name().to_string()).collect(),
         kinds_not_drawn: refused
@@ -304,7 +324,7 @@ pub fn chaos(a: &ChaosArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<
             .collect(),
     };
     if let (Some(path), Some(run)) = (&a.save_scenario, outcomes.first()) {
-        let file = saved_scenario(&base, run, &result.replay, a.live, path)?;
+        let file = saved_scenario(&base, run, &result.replay, real, path)?;
         std::fs::write(path, file)
             .map_err(|e| Failure::input(format!("{}: cannot write: {e}", path.display())))?;
     }
@@ -326,7 +346,7 @@ pub fn chaos(a: &ChaosArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<
     if let Some(s) = interrupted {
         writeln!(
             err,
-            "fusionlab chaos --live: interrupted by {s} after {} of {} runs",
+            "fusionlab chaos {flag}: interrupted by {s} after {} of {} runs",
             outcomes.len(),
             seeds.len()
         )?;
@@ -581,8 +601,7 @@ fn saved_scenario(
 /// The command that runs this scenario again with the same `--set`
 /// values (the table adds `--runs 1 --seed X`): a replay without them would
 /// run another timeline.
-fn replay_command(scenario: &str, live: bool, sets: &[String]) -> String {
-    let driver = if live { "--live " } else { "" };
+fn replay_command(scenario: &str, driver: &str, sets: &[String]) -> String {
     let mut command = format!("fusionlab chaos {driver}{}", shell_word(scenario));
     for set in sets {
         command.push_str(" --set ");
@@ -702,16 +721,16 @@ mod tests {
             "scenario.title=a b's".to_string(),
         ];
         assert_eq!(
-            replay_command("my scenarios/x.toml", false, &sets),
+            replay_command("my scenarios/x.toml", "", &sets),
             "fusionlab chaos 'my scenarios/x.toml' --set phase.crash.duration_s=12 \
              --set 'scenario.title=a b'\\''s'"
         );
         assert_eq!(
-            replay_command("split-brain", false, &[]),
+            replay_command("split-brain", "", &[]),
             "fusionlab chaos split-brain"
         );
         assert_eq!(
-            replay_command("split-brain", true, &[]),
+            replay_command("split-brain", "--live ", &[]),
             "fusionlab chaos --live split-brain"
         );
     }

@@ -321,6 +321,19 @@ pub struct ChaosCmd {
     /// their times, not the interleaving.
     #[arg(long)]
     pub live: bool,
+    /// Carry out each run on the compose cluster instead (one project of
+    /// containers per run, one after the other): kill as `docker kill`,
+    /// pause as `docker pause`/`unpause`, restart as `docker start`,
+    /// partition as `docker network disconnect` from the interconnect
+    /// network. Needs a Docker engine and the image (cluster/build-local-image).
+    #[arg(long, conflicts_with = "live")]
+    pub compose: bool,
+    /// With --compose: the compose file [default: cluster/docker-compose.yml].
+    #[arg(long, value_name = "FILE", requires = "compose")]
+    pub compose_file: Option<std::path::PathBuf>,
+    /// With --compose: the image of every service [default: FUSIONLAB_IMAGE, else fusionlab:local].
+    #[arg(long, value_name = "IMAGE", requires = "compose")]
+    pub image: Option<String>,
 }
 
 #[derive(Args)]
@@ -441,6 +454,11 @@ pub fn dispatch(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::R
                 max_memory: c.max_memory,
                 save_scenario: c.save_scenario,
                 live: c.live,
+                compose: if c.compose {
+                    Some(crate::chaos_compose::opts(c.compose_file, c.image)?)
+                } else {
+                    None
+                },
             },
             out,
             err,

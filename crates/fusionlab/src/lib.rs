@@ -22,10 +22,12 @@
 pub mod args;
 pub mod bench;
 pub mod chaos;
+pub mod chaos_compose;
 mod chaos_file;
 pub mod chaos_live;
 pub mod cli;
 pub mod commands;
+pub mod compose_project;
 pub mod figures;
 pub mod interrupt;
 pub mod live;
