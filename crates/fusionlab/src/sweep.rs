@@ -124,7 +124,9 @@ pub fn sweep(a: &SweepArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<
     let limit = MemoryLimit::new(a.max_memory);
     // The file itself first, so that its own problems are not blamed on a
     // varied value.
-    source.load(&a.sets).map_err(|e| Failure::input(e.to_string()))?;
+    source
+        .load(&a.sets)
+        .map_err(|e| Failure::input(e.to_string()))?;
     let mut loaded: Vec<LoadedScenario> = Vec::with_capacity(combos.len());
     let mut run_bytes = 0;
     for values in &combos {
