@@ -29,19 +29,26 @@ pub fn map_ordered<T: Sync, R: Send>(
     let next = AtomicUsize::new(0);
     let slots: Mutex<Vec<Option<R>>> = Mutex::new((0..items.len()).map(|_| None).collect());
     std::thread::scope(|scope| {
-        for _ in 0..workers.max(1) {
-            scope.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(item) = items.get(i) else {
-                        break;
-                    };
-                    let r = run(item);
-                    if let Ok(mut all) = slots.lock() {
-                        all[i] = Some(r);
+        let threads: Vec<_> = (0..workers.max(1))
+            .map(|_| {
+                scope.spawn(|| {
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(item) = items.get(i) else {
+                            break;
+                        };
+                        let r = run(item);
+                        if let Ok(mut all) = slots.lock() {
+                            all[i] = Some(r);
+                        }
                     }
-                }
-            });
+                })
+            })
+            .collect();
+        // Joined here, a thread's panic is its empty slots below, not a
+        // panic of the whole scope.
+        for t in threads {
+            let _ = t.join();
         }
     });
     let slots = slots
