@@ -72,6 +72,11 @@ struct Shared {
     run: Arc<std::sync::atomic::AtomicU64>,
     /// The voting file (disk heartbeats) and the fenced instances.
     voting: std::sync::Mutex<VotingFile>,
+    /// Per instance, held shared while one of its writes is applied and
+    /// exclusively while it is fenced: a write checks the fence again under
+    /// it, so none lands once `Fence` has returned (the survivors read the
+    /// dead thread then), however long its modeled latency held it.
+    io_gates: Vec<std::sync::RwLock<()>>,
 }
 
 /// The `BlockStore` service. Cheap to clone.
@@ -134,6 +139,9 @@ impl StoreService {
                 formatting: tokio::sync::Mutex::new(()),
                 // Sized for the largest cluster: the store is formatted later.
                 voting: std::sync::Mutex::new(VotingFile::new(64)),
+                io_gates: (0..fusion_wire::MAX_INSTANCES)
+                    .map(|_| std::sync::RwLock::new(()))
+                    .collect(),
                 run: Arc::new(std::sync::atomic::AtomicU64::new(0)),
             }),
         })
@@ -165,6 +173,26 @@ impl StoreService {
             )));
         }
         Ok(())
+    }
+
+    /// Apply one of `inst`'s writes unless it was fenced meanwhile (see
+    /// `io_gates`); runs on a blocking thread, after the modeled wait.
+    fn gated<T>(
+        &self,
+        inst: usize,
+        apply: impl FnOnce() -> Result<T, StoreError>,
+    ) -> Result<Result<T, Status>, StoreError> {
+        let gate = self
+            .inner
+            .io_gates
+            .get(inst)
+            .map(|g| g.read().unwrap_or_else(|p| p.into_inner()));
+        if let Err(fenced) = self.unfenced(inst) {
+            return Ok(Err(fenced));
+        }
+        let out = apply()?;
+        drop(gate);
+        Ok(Ok(out))
     }
 
     fn disk(&self) -> Result<Arc<Disk>, Status> {
@@ -318,7 +346,18 @@ impl BlockStore for StoreService {
         } else {
             self.inner.latency.data(inst, true)
         };
-        let applied = modeled(delay, blocking(move || disk.write_blocks(&blocks, initial))).await?;
+        let svc = self.clone();
+        let applied = modeled(
+            delay,
+            blocking(move || {
+                if initial {
+                    Ok(Ok(disk.write_blocks(&blocks, initial)?))
+                } else {
+                    svc.gated(inst, || disk.write_blocks(&blocks, initial))
+                }
+            }),
+        )
+        .await??;
         Ok(Response::new(pb::WriteBlocksResponse { applied }))
     }
 
@@ -341,9 +380,12 @@ impl BlockStore for StoreService {
         let delay = self.inner.latency.redo(inst);
         let thread_bytes = modeled(
             delay,
-            blocking(move || disk.append_redo(inst, &records, bytes, sync)),
+            blocking({
+                let svc = self.clone();
+                move || svc.gated(inst, || disk.append_redo(inst, &records, bytes, sync))
+            }),
         )
-        .await?;
+        .await??;
         Ok(Response::new(pb::AppendRedoResponse { thread_bytes }))
     }
 
@@ -450,12 +492,27 @@ impl BlockStore for StoreService {
         let victim = disk.check_instance(req.fence)?;
         let victim = u8::try_from(victim)
             .map_err(|_| Status::invalid_argument("field `FenceRequest.fence` is too large"))?;
-        let mut voting = self.inner.voting.lock().unwrap_or_else(|p| p.into_inner());
-        if req.lift {
-            voting.unfence(InstId(victim));
-        } else {
-            voting.fence(InstId(victim));
-        }
+        let lift = req.lift;
+        let svc = self.clone();
+        // Exclusive: the victim's writes under way are applied first, and
+        // every later one finds the fence (`gated`).
+        blocking(move || {
+            let gate = svc
+                .inner
+                .io_gates
+                .get(usize::from(victim))
+                .map(|g| g.write().unwrap_or_else(|p| p.into_inner()));
+            let mut voting = svc.inner.voting.lock().unwrap_or_else(|p| p.into_inner());
+            if lift {
+                voting.unfence(InstId(victim));
+            } else {
+                voting.fence(InstId(victim));
+            }
+            drop(voting);
+            drop(gate);
+            Ok(())
+        })
+        .await?;
         Ok(Response::new(pb::FenceResponse {}))
     }
 }

@@ -533,3 +533,55 @@ async fn the_store_closes_connections_past_its_limit_and_serves_once_they_go() {
     };
     assert!(pinged.is_ok(), "{pinged:?}");
 }
+
+/// A write of an evicted instance that passed the fence check but waited
+/// for its I/O slot must not land once `Fence` has returned: the survivors
+/// read the dead instance's blocks and redo then. Ten writes queue behind
+/// 10 IOPS; the fence comes while most of them wait.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_write_of_a_fenced_instance_lands_after_the_fence() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = StoreConfig::new(dir.path(), TOKEN);
+    config.latency = LatencyModel {
+        iops: 10,
+        ..LatencyModel::ZERO
+    };
+    let h = start(config).await;
+    let c = client(&h).await;
+    let l = layout();
+    c.format(geometry(&l)).await.unwrap();
+    c.load_images(&l.initial_blocks()).await.unwrap();
+    let victim = InstId(2);
+    let blk = BlockAddr(3);
+    let base = l.initial_blocks()[3].clone();
+    let mut tasks = Vec::new();
+    for i in 0..10u64 {
+        let c = c.clone();
+        let b = changed(base.clone(), i as i64 + 1, 100 + i);
+        tasks.push(tokio::spawn(async move {
+            c.write_blocks(victim, std::slice::from_ref(&b)).await
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    c.fence(InstId(0), victim).await.unwrap();
+    let at_fence = c.read_block(InstId(0), blk).await.unwrap();
+    let mut refused = 0;
+    for t in tasks {
+        match t.await.unwrap() {
+            Ok(_) => {}
+            Err(e) if e.is_fenced() => refused += 1,
+            Err(e) => panic!("a write failed otherwise: {e}"),
+        }
+    }
+    let later = c.read_block(InstId(0), blk).await.unwrap();
+    assert_eq!(
+        later.scn, at_fence.scn,
+        "a write of the fenced instance landed after the fence returned"
+    );
+    assert!(
+        refused > 0,
+        "every write landed before the fence: the test lost its premise"
+    );
+    drop(c);
+    h.shutdown(Duration::from_secs(1)).await.unwrap();
+}
