@@ -179,6 +179,14 @@ name_enum! {
         NumaStallTime => "fusionlab memory stall time",
         MemoryWriteOps => "fusionlab memory write ops",
         MemoryWriteOpTime => "fusionlab memory write op time",
+        // RMAN (a phase's `backup`): instance/backup.rs.
+        RmanBackupsCompleted => "fusionlab RMAN backups completed",
+        RmanBackupElapsedTime => "fusionlab RMAN backup elapsed time",
+        RmanBlocksBackedUp => "fusionlab RMAN blocks backed up",
+        RmanReads => "fusionlab RMAN read IO requests",
+        RmanWorkUnits => "fusionlab RMAN files and sections backed up",
+        RmanChannelsUsed => "fusionlab RMAN channels used",
+        RmanChannelBlocksMax => "fusionlab RMAN largest channel's blocks",
     }
 }
 
@@ -198,6 +206,13 @@ impl Stat {
                 | NumaStallTime
                 | MemoryWriteOps
                 | MemoryWriteOpTime
+                | RmanBackupsCompleted
+                | RmanBackupElapsedTime
+                | RmanBlocksBackedUp
+                | RmanReads
+                | RmanWorkUnits
+                | RmanChannelsUsed
+                | RmanChannelBlocksMax
         )
     }
 
@@ -237,7 +252,8 @@ impl Stat {
             | GlobalEnqueueGetTime
             | PxStatementElapsedTime
             | NumaStallTime
-            | MemoryWriteOpTime => Unit::Time,
+            | MemoryWriteOpTime
+            | RmanBackupElapsedTime => Unit::Time,
             _ => Unit::Count,
         }
     }
