@@ -191,8 +191,8 @@ name_enum! {
 }
 
 impl Stat {
-    /// The statistics only a server description (`[server]`) or a phase's
-    /// `checkpoint` moves: reports leave them out while they are 0, so a
+    /// The statistics only a server description (`[server]`), a phase's
+    /// `checkpoint` or its `backup` moves: reports leave them out while they are 0, so a
     /// run without them prints what it always printed.
     pub fn inside_node(self) -> bool {
         use Stat::*;
