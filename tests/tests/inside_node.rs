@@ -219,3 +219,59 @@ fn the_index_build_speeds_up_as_parallel_servers_target_comes_down() {
         "(target, elapsed ns, read requests): {elapsed:?}"
     );
 }
+
+/// The RMAN backup of `rman-multisection` (variant `channels-1`, the file's
+/// own phase) with `backup` set to `backup`: (elapsed ms, blocks of the
+/// busiest channel).
+fn backup_with(backup: &str) -> (f64, f64) {
+    let r = run(
+        "rman-multisection",
+        &[format!("phase.backup.backup={backup}")],
+    );
+    let fig = |stat| figure(&r, Metric::Stat(stat), "channels-1", "backup");
+    assert_eq!(fig(Stat::RmanBackupsCompleted), 1.0, "{backup}");
+    (
+        fig(Stat::RmanBackupElapsedTime),
+        fig(Stat::RmanChannelBlocksMax),
+    )
+}
+
+#[test]
+fn backup_time_falls_with_channels_until_the_largest_file_bounds_it_unless_multisection() {
+    // The file's CPU per block (rman_block_us): a channel backs up its
+    // blocks no faster than this, so the busiest channel bounds the backup.
+    let per_block_ms = 2.04;
+    let whole: Vec<(u32, (f64, f64))> = [1u32, 2, 3, 4, 8, 17]
+        .iter()
+        .map(|&n| (n, backup_with(&format!("{{ channels = {n} }}"))))
+        .collect();
+    let e = |i: usize| whole[i].1.0;
+    assert!(
+        e(1) < 0.7 * e(0) && e(2) < e(1),
+        "1 to 3 channels must help: {whole:?}"
+    );
+    for &(n, (elapsed, busiest)) in &whole[2..] {
+        // From 3 channels on, the channel with the largest file (40 % of
+        // the blocks) works alone at the end: no faster than 3 channels.
+        assert!(elapsed >= 0.95 * e(2), "{n} channels: {whole:?}");
+        assert!(elapsed >= busiest * per_block_ms, "{n} channels: {whole:?}");
+    }
+    let sections: Vec<(u32, (f64, f64))> = [4u32, 8, 16]
+        .iter()
+        .map(|&n| {
+            (
+                n,
+                backup_with(&format!("{{ channels = {n}, section_size_mb = 1 }}")),
+            )
+        })
+        .collect();
+    assert!(
+        sections.windows(2).all(|w| w[1].1.0 < 0.75 * w[0].1.0),
+        "with sections every channel more helps: {sections:?}"
+    );
+    // Multisection breaks the bound: 16 channels well under the largest file's time.
+    assert!(
+        sections[2].1.0 < 0.5 * e(2),
+        "sections {sections:?} vs whole files {whole:?}"
+    );
+}

@@ -179,12 +179,20 @@ name_enum! {
         NumaStallTime => "fusionlab memory stall time",
         MemoryWriteOps => "fusionlab memory write ops",
         MemoryWriteOpTime => "fusionlab memory write op time",
+        // RMAN (a phase's `backup`): instance/backup.rs.
+        RmanBackupsCompleted => "fusionlab RMAN backups completed",
+        RmanBackupElapsedTime => "fusionlab RMAN backup elapsed time",
+        RmanBlocksBackedUp => "fusionlab RMAN blocks backed up",
+        RmanReads => "fusionlab RMAN read IO requests",
+        RmanWorkUnits => "fusionlab RMAN files and sections backed up",
+        RmanChannelsUsed => "fusionlab RMAN channels used",
+        RmanChannelBlocksMax => "fusionlab RMAN largest channel's blocks",
     }
 }
 
 impl Stat {
-    /// The statistics only a server description (`[server]`) or a phase's
-    /// `checkpoint` moves: reports leave them out while they are 0, so a
+    /// The statistics only a server description (`[server]`), a phase's
+    /// `checkpoint` or its `backup` moves: reports leave them out while they are 0, so a
     /// run without them prints what it always printed.
     pub fn inside_node(self) -> bool {
         use Stat::*;
@@ -198,6 +206,13 @@ impl Stat {
                 | NumaStallTime
                 | MemoryWriteOps
                 | MemoryWriteOpTime
+                | RmanBackupsCompleted
+                | RmanBackupElapsedTime
+                | RmanBlocksBackedUp
+                | RmanReads
+                | RmanWorkUnits
+                | RmanChannelsUsed
+                | RmanChannelBlocksMax
         )
     }
 
@@ -237,7 +252,8 @@ impl Stat {
             | GlobalEnqueueGetTime
             | PxStatementElapsedTime
             | NumaStallTime
-            | MemoryWriteOpTime => Unit::Time,
+            | MemoryWriteOpTime
+            | RmanBackupElapsedTime => Unit::Time,
             _ => Unit::Count,
         }
     }

@@ -350,6 +350,7 @@ mod tests {
             faults,
             workloads: None,
             checkpoint: false,
+            backup: None,
         };
         let phases = vec![
             phase(

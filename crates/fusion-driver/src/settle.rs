@@ -25,6 +25,7 @@ pub fn quiesce_commands() -> Vec<Command> {
         faults: Vec::new(),
         workloads: Some(Vec::new()),
         checkpoint: false,
+        backup: None,
     };
     // Without parameters or faults the commands are every instance's.
     quiet.commands_for(0)

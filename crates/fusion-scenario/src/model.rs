@@ -136,6 +136,19 @@ pub struct Phase {
     /// `checkpoint = true`: the phase starts with `ALTER SYSTEM
     /// CHECKPOINT` on every instance (DBWR writes every dirty buffer).
     pub checkpoint: bool,
+    /// `backup = { ... }`: the phase starts an RMAN backup of the database,
+    /// run by instance 1 (fusion-core `instance/backup.rs`).
+    pub backup: Option<Backup>,
+}
+
+/// An RMAN `BACKUP DATABASE` (a phase's `backup`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Backup {
+    /// `CONFIGURE DEVICE TYPE DISK PARALLELISM channels`.
+    pub channels: u32,
+    /// `SECTION SIZE` in MB: multisection, each channel backs up a section
+    /// at a time. `None`: a channel backs up a whole datafile.
+    pub section_size_mb: Option<u32>,
 }
 
 /// Which network links a fault applies to.

@@ -103,6 +103,12 @@ impl Phase {
             // what they left dirty.
             out.push(Command::Checkpoint);
         }
+        if let Some(backup) = self.backup.filter(|_| idx == 0) {
+            out.push(Command::Backup {
+                channels: backup.channels,
+                section_size_mb: backup.section_size_mb,
+            });
+        }
         out
     }
 }

@@ -207,6 +207,20 @@ const CASES: &[Case] = &[
         ..CASE
     },
     Case {
+        name: "a phase's RMAN backup with bad values",
+        edits: &[
+            Replace("name = \"baseline\"\nduration_s = 10", "name = \"baseline\"\nduration_s = 10\nbackup = { channels = 0, section_size_mb = \"1M\", filesperset = 4 }"),
+            Append("\n[costs]\nrman_block_us = -1\n"),
+        ],
+        want: &[
+            at("channels = 0", 23, "phase[0].backup.channels", &["expected an integer in 1..=255, found 0"]),
+            at("section_size_mb = \"1M\"", 44, "phase[0].backup.section_size_mb", &["found \"1M\""]),
+            at("filesperset", 50, "phase[0].backup.filesperset", &["unknown key `filesperset`", "channels, section_size_mb"]),
+            at("rman_block_us = -1", 17, "costs.rman_block_us", &["expected a number >= 0, found -1"]),
+        ],
+        ..CASE
+    },
+    Case {
         name: "a phase's checkpoint that is not a boolean",
         edits: &[Replace("name = \"baseline\"\nduration_s = 10", "name = \"baseline\"\nduration_s = 10\ncheckpoint = \"yes\"")],
         want: &[at("checkpoint = \"yes\"", 14, "phase[0].checkpoint", &["expected true or false, found \"yes\""])],

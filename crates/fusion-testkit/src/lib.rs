@@ -202,6 +202,7 @@ pub fn phase(name: &str, duration: Nanos) -> Phase {
         faults: Vec::new(),
         workloads: None,
         checkpoint: false,
+        backup: None,
     }
 }
 

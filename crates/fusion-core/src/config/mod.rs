@@ -336,6 +336,10 @@ pub struct Costs {
     pub px_message_remote: Nanos,
     /// Starting a PX server process beyond `parallel_min_servers`.
     pub px_server_start: Nanos,
+    /// An RMAN channel backing up one block it read: checking it (the
+    /// block checksum, skipping unused blocks) and compressing it into the
+    /// backup piece's buffer.
+    pub rman_block: Nanos,
 }
 
 impl Default for Costs {
@@ -355,6 +359,7 @@ impl Default for Costs {
             lgwr_write: 50 * NS_PER_US,
             dbwr_write: 30 * NS_PER_US,
             dbwr_io_submit: 0,
+            rman_block: 100 * NS_PER_US,
             block_install: 10 * NS_PER_US,
             bitmap_piece: 2 * NS_PER_US,
             time_slice: 10 * NS_PER_MS,

@@ -16,6 +16,8 @@ pub(super) enum Proc {
     Hog(u32),
     /// A PX server (`P000`, ...), by its index in the instance's pool.
     PxServer(u32),
+    /// An RMAN channel (`ORA_DISK_1`, ...), by its index (backup.rs).
+    RmanChannel(u32),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -62,6 +64,10 @@ pub(super) enum IoPurpose {
     PxRead {
         worker: usize,
         seq: u64,
+    },
+    /// An RMAN channel's read of the file or section it backs up.
+    BackupRead {
+        channel: u32,
     },
     /// The disk heartbeat (voting file).
     Vote,

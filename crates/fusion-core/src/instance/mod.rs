@@ -10,6 +10,7 @@
 //! Time only moves through the `now` given to each input, and must not go back.
 
 mod alert;
+mod backup;
 mod cache;
 mod checkpoint;
 mod css;
@@ -129,6 +130,13 @@ pub enum Command {
     /// writers going from one batch straight to the next until none is
     /// left (`DBWR checkpoints` counts the checkpoints completed).
     Checkpoint,
+    /// RMAN `BACKUP DATABASE` with `CONFIGURE DEVICE TYPE DISK PARALLELISM
+    /// channels` and, when given, `SECTION SIZE section_size_mb M`
+    /// (multisection): see `backup.rs`.
+    Backup {
+        channels: u32,
+        section_size_mb: Option<u32>,
+    },
 }
 
 /// What the checkers see: reads with their snapshot, and changes and commits.
@@ -189,6 +197,8 @@ pub struct Instance {
     dbwr: Dbwr,
     /// DBWR's I/O slaves (`dbwr_io_slaves`; none by default).
     dbwr_slaves: dbwr::IoSlaves,
+    /// RMAN's channels and the backup they run (backup.rs).
+    rman: backup::Rman,
     /// The foreground sessions, their queues and outstanding requests (session/).
     sessions: Sessions,
     /// This instance's transactions and what it knows of the others'.
@@ -284,6 +294,7 @@ impl Instance {
             lgwr: Lgwr::new(0),
             dbwr: Dbwr::new([], None),
             dbwr_slaves: dbwr::IoSlaves::default(),
+            rman: backup::Rman::default(),
             sessions: Sessions::default(),
             txns: Transactions::new(id, u64::from(life).saturating_mul(LIFE_XIDS)),
             io: FxHashMap::default(),
@@ -480,6 +491,9 @@ impl Instance {
             (IoPurpose::PxRead { worker, seq }, IoResult::ReadMany(blocks)) => {
                 self.px_read_done(worker, seq, blocks)
             }
+            (IoPurpose::BackupRead { channel }, IoResult::ReadMany(blocks)) => {
+                self.backup_read_done(channel, blocks.len())
+            }
             (IoPurpose::Vote, IoResult::Votes(votes)) => self.on_votes(&votes),
             (IoPurpose::Fence, IoResult::Written) => {
                 self.fences_in_flight = self.fences_in_flight.saturating_sub(1);
@@ -553,6 +567,10 @@ impl Instance {
             }
             Command::ResetPeaks => self.stats.reset_peaks(),
             Command::Checkpoint => self.begin_checkpoint(),
+            Command::Backup {
+                channels,
+                section_size_mb,
+            } => self.begin_backup(channels, section_size_mb),
         }
         self.run_ready();
     }
@@ -732,6 +750,7 @@ impl Instance {
             Proc::DbwrSlave(i) => self.dbwr_slave_step_done(i),
             Proc::Hog(h) => self.hog_step_done(h),
             Proc::PxServer(i) => self.px_server_step_done(i, d),
+            Proc::RmanChannel(c) => self.backup_step_done(c),
         }
     }
 
@@ -756,7 +775,9 @@ impl Instance {
                 self.stats.add(Stat::BackgroundCpuTime, ran);
                 self.stats.add(Stat::LgwrCpuWaitTime, d.waited);
             }
-            Proc::Dbwr(_) | Proc::DbwrSlave(_) => self.stats.add(Stat::BackgroundCpuTime, ran),
+            Proc::Dbwr(_) | Proc::DbwrSlave(_) | Proc::RmanChannel(_) => {
+                self.stats.add(Stat::BackgroundCpuTime, ran)
+            }
             Proc::Hog(_) => {}
             Proc::PxServer(_) => {
                 self.stats.add(Stat::CpuUsedBySession, ran);

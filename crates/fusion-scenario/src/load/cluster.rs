@@ -36,6 +36,7 @@ const COST_KEYS: &[&str] = &[
     "px_message_local_us",
     "px_message_remote_us",
     "px_server_start_ms",
+    "rman_block_us",
 ];
 const NETWORK_KEYS: &[&str] = &[
     "latency_us",
@@ -358,6 +359,7 @@ impl Validator<'_> {
             lgwr_write: us(self, "lgwr_write_us", defaults.lgwr_write),
             dbwr_write: us(self, "dbwr_write_us", defaults.dbwr_write),
             dbwr_io_submit: us(self, "dbwr_io_submit_us", defaults.dbwr_io_submit),
+            rman_block: us(self, "rman_block_us", defaults.rman_block),
             block_install: us(self, "block_install_us", defaults.block_install),
             bitmap_piece: us(self, "bitmap_piece_us", defaults.bitmap_piece),
             time_slice: ms(self, "time_slice_ms", true, defaults.time_slice),

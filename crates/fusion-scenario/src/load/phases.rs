@@ -8,7 +8,7 @@ use fusion_core::config::{NS_PER_MS, NS_PER_S, Nanos, ParamValue, Step, Workload
 use super::limits::{TIMELINE_NS_MAX, TIMELINE_WHY, WORKERS_MAX, WORKERS_WHY};
 use super::problems::{Validator, names_list, quoted_list, suggest};
 use super::read::{Bound, TableView};
-use crate::model::{Device, Direction, Fault, LinkTarget, Phase};
+use crate::model::{Backup, Device, Direction, Fault, LinkTarget, Phase};
 use crate::tree::{KeyPath, Node, Val};
 
 const PHASE_KEYS: &[&str] = &[
@@ -18,7 +18,12 @@ const PHASE_KEYS: &[&str] = &[
     "parameters",
     "fault",
     "checkpoint",
+    "backup",
 ];
+/// The keys of a phase's `backup = { ... }` (RMAN `BACKUP DATABASE`).
+const BACKUP_KEYS: &[&str] = &["channels", "section_size_mb"];
+/// RMAN allocates at most 255 channels per device type.
+const BACKUP_CHANNELS_MAX: u32 = 255;
 const FAULT_KINDS: &[&str] = &[
     "stress_cpu",
     "disk_latency",
@@ -140,6 +145,9 @@ impl Validator<'_> {
                 }
             }
             let checkpoint = self.opt_bool(&phase, "checkpoint", false);
+            let backup = phase
+                .get("backup")
+                .and_then(|node| self.backup(node, &phase.at("backup")));
             out.push(Phase {
                 name: name.unwrap_or_default(),
                 duration,
@@ -147,9 +155,32 @@ impl Validator<'_> {
                 faults,
                 workloads: selected,
                 checkpoint,
+                backup,
             });
         }
         out
+    }
+
+    /// `backup = { channels = N, section_size_mb = S }`: RMAN `BACKUP
+    /// DATABASE` with `CONFIGURE DEVICE TYPE DISK PARALLELISM N` and, when
+    /// `section_size_mb` is given, `SECTION SIZE S M` (multisection).
+    fn backup(&mut self, node: &Node, path: &KeyPath) -> Option<Backup> {
+        let before = self.problems.len();
+        let table = self.table(node, path, BACKUP_KEYS)?;
+        let channels = self.opt_u32_limited(
+            &table,
+            "channels",
+            (1, BACKUP_CHANNELS_MAX),
+            "RMAN allocates at most 255 channels of a device type",
+            1,
+        );
+        let section_size_mb = table
+            .get("section_size_mb")
+            .and_then(|v| self.u32_in(v, &table.at("section_size_mb"), 1, 1 << 20));
+        (self.problems.len() == before).then_some(Backup {
+            channels,
+            section_size_mb,
+        })
     }
 
     /// `workloads`: the workloads the phase runs (all when not given).
