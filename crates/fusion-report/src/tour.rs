@@ -74,9 +74,17 @@ pub fn render_node_tour(rows: &[TourRow]) -> String {
             "NOT REPRODUCED"
         };
         s.push_str(&format!("{:>2}. {}: {verdict}\n", i + 1, r.scenario));
-        s.push_str(&format!("    {}\n", r.label));
-        s.push_str(&format!("    ours:  {}\n", r.key_figure));
-        s.push_str(&format!("    paper: {}\n", r.deck_figure));
+        // Each line wrapped under itself: the summary fits TEXT_WIDTH.
+        for (label, text) in [
+            ("", &r.label),
+            ("ours:  ", &r.key_figure),
+            ("paper: ", &r.deck_figure),
+        ] {
+            for line in labelled("    ", label, text) {
+                s.push_str(&line);
+                s.push('\n');
+            }
+        }
     }
     let done = rows.iter().filter(|r| r.reproduced).count();
     s.push_str(&format!("{done} of {} figures reproduced\n", rows.len()));
@@ -158,5 +166,33 @@ mod tests {
             "{wrapped}"
         );
         assert_eq!(text, render_tour(&rows));
+    }
+
+    #[test]
+    fn the_node_summary_wraps_long_figures_under_themselves() {
+        let long = "1 channel 2:25:10; 4 channels 0:58:46 (no better than 3); 50 channels with SECTION SIZE 1M 0:17:00 (8.5 times)";
+        let rows = vec![TourRow {
+            myth: String::new(),
+            scenario: "rman-multisection".into(),
+            reproduced: true,
+            label: "backup elapsed".into(),
+            key_figure: "34,098.0 ms vs 2,337.5 ms".into(),
+            deck_figure: long.into(),
+        }];
+        let text = render_node_tour(&rows);
+        assert!(text.lines().all(|l| l.chars().count() <= 100), "{text}");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], " 1. rman-multisection: REPRODUCED");
+        assert!(
+            lines[3].starts_with("    paper: 1 channel 2:25:10;"),
+            "{text}"
+        );
+        assert!(lines[4].starts_with("           "), "{text}");
+        assert_eq!(
+            text.split_whitespace().collect::<Vec<_>>().join(" "),
+            format!(
+                "1. rman-multisection: REPRODUCED backup elapsed ours: 34,098.0 ms vs 2,337.5 ms paper: {long} 1 of 1 figures reproduced"
+            )
+        );
     }
 }
