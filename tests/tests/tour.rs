@@ -153,3 +153,33 @@ fn no_myth_is_an_empty_tour() {
     assert!(out.contains("no shipped scenario has a [tour] section"));
     assert!(out.contains("0 of 0 myths reproduced"));
 }
+
+/// The second part, inside one node, on shortened copies of its shipped
+/// scenarios: every line of it fits 100 columns too (the papers' figures
+/// are long), and its summary counts every scenario.
+#[test]
+fn the_node_part_fits_100_columns() {
+    use fusion_scenario::TourPart;
+    let node: Vec<LoadedScenario> = shipped::all()
+        .iter()
+        .filter(|s| {
+            s.load(&[])
+                .ok()
+                .and_then(|l| l.tour)
+                .is_some_and(|t| t.part == TourPart::Node)
+        })
+        .map(|s| load_short(s.text, &s.label(), 0.2, &[]))
+        .collect();
+    assert!(node.len() >= 7, "{} node scenarios", node.len());
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    fusionlab::tour::node_tour_of(node, &TourArgs::default(), &mut out, &mut err)
+        .expect("the node part runs");
+    let out = String::from_utf8(out).expect("utf-8");
+    for line in out.lines() {
+        assert!(
+            line.chars().count() <= 100,
+            "wider than 100 columns:\n{line}"
+        );
+    }
+    assert!(out.contains("Inside one node: summary"), "{out}");
+}
