@@ -25,6 +25,8 @@ pub(crate) struct Coherence {
     changed: Vec<BlockAddr>,
     /// Whose buffers counted at the last check, by position.
     counted: Vec<bool>,
+    /// The one before, reused (`counted_buffer`).
+    spare: Vec<bool>,
     checks_since_full: u32,
 }
 
@@ -35,13 +37,18 @@ impl Coherence {
             s_holders: vec![0; blocks],
             changed: Vec::new(),
             counted: Vec::new(),
+            spare: Vec::new(),
             checks_since_full: 0,
         }
     }
 
-    /// Count every buffer of the instances `counted` names.
+    /// A full look: count every buffer of the instances `counted` names.
     pub fn full(&mut self, instances: &[Instance], counted: &[bool]) -> Vec<Conflict> {
         self.checks_since_full = 0;
+        self.count_all(instances, counted)
+    }
+
+    fn count_all(&mut self, instances: &[Instance], counted: &[bool]) -> Vec<Conflict> {
         let mut touched: Vec<usize> = Vec::new();
         for (inst, _) in instances.iter().zip(counted).filter(|(_, c)| **c) {
             for b in inst.buffers() {
@@ -72,6 +79,15 @@ impl Coherence {
         found
     }
 
+    /// A vector for the caller to fill with whose buffers count now (by
+    /// position) and hand to [`Coherence::after_event`]: the one used two
+    /// checks ago, so that no check allocates.
+    pub fn counted_buffer(&mut self) -> Vec<bool> {
+        let mut v = std::mem::take(&mut self.spare);
+        v.clear();
+        v
+    }
+
     /// Count again the blocks whose current holding changed since the last
     /// check; everything when a log may be incomplete, when whose buffers
     /// count changed (an eviction, a rejoin), and every
@@ -86,27 +102,22 @@ impl Coherence {
         self.checks_since_full += 1;
         let full =
             !complete || counted != self.counted || self.checks_since_full >= CHECKS_PER_FULL_LOOK;
-        self.counted = counted;
+        self.spare = std::mem::replace(&mut self.counted, counted);
+        let counted = std::mem::take(&mut self.counted);
         let found = if full {
-            let counted = std::mem::take(&mut self.counted);
-            let found = self.full(instances, &counted);
-            self.counted = counted;
-            found
+            self.full(instances, &counted)
         } else {
             changed.sort_unstable_by_key(|b| b.0);
             changed.dedup();
             let found: Vec<Conflict> = changed
                 .iter()
-                .filter_map(|&blk| self.count(instances, blk))
+                .filter_map(|&blk| count(instances, &counted, blk))
                 .collect();
             // Test builds check the logs against a full look now and then: a
             // change the cache forgot to log would hide a conflict until the
             // next full look.
             if cfg!(debug_assertions) && self.checks_since_full.is_multiple_of(64) {
-                let counted = self.counted.clone();
-                let since = self.checks_since_full;
-                let all = self.full(instances, &counted);
-                self.checks_since_full = since;
+                let all = self.count_all(instances, &counted);
                 let blocks = |c: &[Conflict]| c.iter().map(|c| c.blk.0).collect::<Vec<_>>();
                 debug_assert!(
                     blocks(&all).iter().all(|b| blocks(&found).contains(b)),
@@ -117,22 +128,23 @@ impl Coherence {
             }
             found
         };
+        self.counted = counted;
         self.changed = changed;
         found
     }
+}
 
-    /// One block's holders among the counted instances, when against the rule.
-    fn count(&self, instances: &[Instance], blk: BlockAddr) -> Option<Conflict> {
-        let (mut x, mut s) = (0u8, 0u8);
-        for (inst, _) in instances.iter().zip(&self.counted).filter(|(_, c)| **c) {
-            for b in inst.buffers_of(blk) {
-                match b.state {
-                    BufState::Xcur => x = x.saturating_add(1),
-                    BufState::Scur => s = s.saturating_add(1),
-                    _ => {}
-                }
+/// One block's holders among the counted instances, when against the rule.
+fn count(instances: &[Instance], counted: &[bool], blk: BlockAddr) -> Option<Conflict> {
+    let (mut x, mut s) = (0u8, 0u8);
+    for (inst, _) in instances.iter().zip(counted).filter(|(_, c)| **c) {
+        for b in inst.buffers_of(blk) {
+            match b.state {
+                BufState::Xcur => x = x.saturating_add(1),
+                BufState::Scur => s = s.saturating_add(1),
+                _ => {}
             }
         }
-        (x > 1 || (x == 1 && s > 0)).then_some(Conflict { blk, x, s })
     }
+    (x > 1 || (x == 1 && s > 0)).then_some(Conflict { blk, x, s })
 }

@@ -206,7 +206,8 @@ impl ConsistencyChecker {
             self.trim();
         }
         self.report.events_checked += 1;
-        let counted = self.counted(instances);
+        let mut counted = self.coherence.counted_buffer();
+        self.counted(instances, &mut counted);
         let found = self.coherence.after_event(instances, counted);
         self.report_conflicts(found);
     }
@@ -358,7 +359,8 @@ impl ConsistencyChecker {
     /// S beside it, over every buffer. Counts as one event checked.
     pub fn coherence(&mut self, instances: &[Instance]) {
         self.report.events_checked += 1;
-        let counted = self.counted(instances);
+        let mut counted = Vec::new();
+        self.counted(instances, &mut counted);
         let found = self.coherence.full(instances, &counted);
         self.report_conflicts(found);
     }
@@ -367,21 +369,18 @@ impl ConsistencyChecker {
     /// An instance it evicted (frozen, or cut off and not yet stopped) holds
     /// nothing any more in its eyes and is fenced from the store; one down
     /// (killed, stopped) holds nothing at all.
-    fn counted(&self, instances: &[Instance]) -> Vec<bool> {
+    fn counted(&self, instances: &[Instance], out: &mut Vec<bool>) {
         let cluster = instances
             .iter()
             .filter(|x| x.halted().is_none())
             .map(Instance::membership)
             .max_by_key(|&(incarnation, _)| incarnation)
             .map(|(_, members)| members);
-        instances
-            .iter()
-            .map(|inst| {
-                !(self.is_down(inst.id)
-                    || inst.halted().is_some()
-                    || cluster.is_some_and(|m| !m.contains(inst.id)))
-            })
-            .collect()
+        out.extend(instances.iter().map(|inst| {
+            !(self.is_down(inst.id)
+                || inst.halted().is_some()
+                || cluster.is_some_and(|m| !m.contains(inst.id)))
+        }));
     }
 
     fn report_conflicts(&mut self, found: Vec<coherence::Conflict>) {

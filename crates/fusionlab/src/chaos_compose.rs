@@ -18,6 +18,7 @@ use fusion_scenario::{Fault, LinkTarget};
 
 use crate::Failure;
 use crate::chaos::{Base, Drawn, Kind, Prepared, RunOutcome, prepare};
+use crate::chaos_live::announce;
 use crate::compose_project::{ComposeOpts, Project, engine_answers};
 use crate::interrupt::{Interruption, Interrupts};
 use crate::live::{Ended, run_until_interrupted};
@@ -77,14 +78,7 @@ pub(crate) fn run_all(
             return Ok((outcomes, Some(s)));
         }
         let run = prepare(base, drawable, seed).map_err(Failure::input)?;
-        writeln!(
-            err,
-            "{WHAT}: run {} of {} (seed {seed}), {} fault{}",
-            i + 1,
-            seeds.len(),
-            run.faults.len(),
-            if run.faults.len() == 1 { "" } else { "s" }
-        )?;
+        announce(err, WHAT, (i, seeds.len()), seed, &run)?;
         let (text, loaded, cuts) = without_partitions(base, &run).map_err(Failure::input)?;
         let project = match Project::start(opts, needed, seed, cuts) {
             Ok(p) => p,

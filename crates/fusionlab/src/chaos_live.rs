@@ -37,6 +37,24 @@ const WHAT: &str = "fusionlab chaos --live";
 /// they are not drawn.
 const CONTROLS_ITS_PROCESSES: bool = true;
 
+/// The progress line before run `i` (0-based) of `runs`, on stderr:
+/// real-time runs take seconds each, so the user sees where the campaign is.
+pub(crate) fn announce(
+    err: &mut dyn Write,
+    what: &str,
+    (i, runs): (usize, usize),
+    seed: u64,
+    run: &crate::chaos::Prepared,
+) -> std::io::Result<()> {
+    let n = run.faults.len();
+    writeln!(
+        err,
+        "{what}: run {} of {runs} (seed {seed}), {n} fault{}",
+        i + 1,
+        if n == 1 { "" } else { "s" }
+    )
+}
+
 /// Err: the live driver cannot carry out `loaded`'s faults (why).
 pub(crate) fn refusal(loaded: &LoadedScenario) -> Result<(), String> {
     if CONTROLS_ITS_PROCESSES {
@@ -65,14 +83,7 @@ pub(crate) fn run_all(
             return Ok((outcomes, Some(s)));
         }
         let run = prepare(base, drawable, seed).map_err(Failure::input)?;
-        writeln!(
-            err,
-            "{WHAT}: run {} of {} (seed {seed}), {} fault{}",
-            i + 1,
-            seeds.len(),
-            run.faults.len(),
-            if run.faults.len() == 1 { "" } else { "s" }
-        )?;
+        announce(err, WHAT, (i, seeds.len()), seed, &run)?;
         let (c, own) = match cluster_for(None, needed, WHAT, err) {
             Ok(started) => started,
             Err(e) => {
