@@ -61,3 +61,57 @@ fn every_shipped_scenario_is_deterministic() {
         assert_eq!(json(&loaded, None), json(&loaded, None), "{}", s.name);
     }
 }
+
+/// One run on several threads (the simulator's parallel windows) gives the
+/// serial run's report byte for byte, and processes the same events.
+fn same_on_threads(loaded: &fusion_scenario::LoadedScenario, threads: usize) {
+    let run = |threads| {
+        let (result, outcomes) = run_scenario(
+            loaded,
+            &SimOptions {
+                threads,
+                ..SimOptions::default()
+            },
+        );
+        let json = serde_json::to_string_pretty(&to_json(&result)).expect("the report serializes");
+        let text = render(&result, &TextOptions::default());
+        let ran: Vec<String> = outcomes.iter().map(|o| format!("{:?}", o.ran)).collect();
+        let errors: Vec<Vec<String>> = outcomes.iter().map(|o| o.errors.clone()).collect();
+        (json, text, ran, errors)
+    };
+    let serial = run(1);
+    let parallel = run(threads);
+    assert!(
+        serial.0 == parallel.0,
+        "{}: the JSON report differs on {threads} threads",
+        loaded.name
+    );
+    assert!(
+        serial.1 == parallel.1,
+        "{}: the text report differs on {threads} threads",
+        loaded.name
+    );
+    assert_eq!(serial.2, parallel.2, "{}: events processed", loaded.name);
+    assert_eq!(serial.3, parallel.3, "{}: errors", loaded.name);
+}
+
+#[test]
+fn every_shipped_scenario_gives_the_same_bytes_on_several_threads() {
+    for s in fusionlab::shipped::all() {
+        same_on_threads(&shipped_short(s.name, 0.15, &[]), 2);
+    }
+}
+
+#[test]
+fn failures_give_the_same_bytes_on_several_threads() {
+    // Full length: the kills, freezes, partitions and losses land, members
+    // are evicted and fenced, survivors recover them.
+    for name in [
+        "instance-crash-recovery",
+        "split-brain",
+        "frozen-node",
+        "interconnect-loss",
+    ] {
+        same_on_threads(&fusionlab_tests::shipped_with(name, &[]), 3);
+    }
+}

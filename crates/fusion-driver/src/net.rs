@@ -149,6 +149,13 @@ impl Interconnect {
         dropped
     }
 
+    /// The shortest time any message takes from its send to its arrival:
+    /// the model's latency (faults and serialization only add to it). A
+    /// parallel simulator's window is no longer than this.
+    pub fn latency_ns_min(&self) -> Nanos {
+        self.model.latency
+    }
+
     /// Bytes of a message without a block (`network.message_bytes`).
     pub fn message_bytes(&self) -> u32 {
         self.model.message_bytes

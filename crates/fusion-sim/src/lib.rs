@@ -10,7 +10,9 @@ mod life;
 mod queue;
 mod redo;
 mod samples;
+mod step;
 mod store;
+mod window;
 
 use fusion_check::ConsistencyChecker;
 use fusion_core::config::{NS_PER_MS, NS_PER_S, Nanos};
@@ -28,7 +30,7 @@ use rand_core::SeedableRng;
 pub use fusion_driver::{Ran, VariantOutcome};
 use life::Life;
 pub use queue::QUEUED_EVENTS_MAX;
-use queue::{Ev, PAYLOAD, Queue, WAKE, key_time};
+use queue::{Ev, Queue, Taken, key_time};
 pub use redo::{REDO_KEPT_MAX, RedoThread};
 use store::Store;
 
@@ -41,6 +43,10 @@ pub struct SimOptions {
     pub check: bool,
     /// The time series' interval of cluster time (`--interval-ms`).
     pub interval_ns: Nanos,
+    /// Threads to advance the instances on (`--threads`): 1 runs serially;
+    /// more give the same result, byte for byte (window.rs). A checked or
+    /// traced run is serial.
+    pub threads: usize,
 }
 
 impl Default for SimOptions {
@@ -49,6 +55,7 @@ impl Default for SimOptions {
             seed: None,
             check: false,
             interval_ns: fusion_driver::series::DEFAULT_INTERVAL_NS,
+            threads: 1,
         }
     }
 }
@@ -105,6 +112,13 @@ pub struct Sim {
     lives: Vec<u32>,
     /// The timeline trace being written (`run --trace`), fed after every event.
     trace: Option<TraceWriter>,
+    /// The threads and lanes of a parallel run (window.rs); `None`: serial.
+    lanes: Option<window::Lanes>,
+    /// No message or I/O arrives sooner than this after it is sent: the
+    /// longest a parallel window may be (0: the run is serial).
+    lookahead_ns: Nanos,
+    /// Parallel windows run so far.
+    windows: u64,
 }
 
 /// Sequence values the simulator keeps at most, for the cross-cluster
@@ -142,7 +156,7 @@ impl Sim {
         {
             store.keep_redo();
         }
-        Sim {
+        let mut sim = Sim {
             now: 0,
             queue: Queue::default(),
             instances,
@@ -170,12 +184,21 @@ impl Sim {
             lives: vec![0; instance_count],
             configs,
             trace: None,
-        }
+            lanes: (opts.threads > 1 && !opts.check && instance_count >= 2)
+                .then(|| window::Lanes::new(opts.threads, instance_count).ok())
+                .flatten(),
+            lookahead_ns: 0,
+            windows: 0,
+        };
+        sim.lookahead_ns = sim.net.latency_ns_min().min(sim.store.latency_ns_min());
+        sim
     }
 
     /// Write the timeline trace of this run into `w`: every instance keeps
     /// trace records from now on, drained after every event.
     pub fn attach_trace(&mut self, w: TraceWriter) {
+        // The trace is fed in event order, as it happens: serially.
+        self.lanes = None;
         for x in &mut self.instances {
             x.set_tracing(true);
         }
@@ -211,7 +234,7 @@ impl Sim {
         for ev in self.queue.slots.iter().flatten() {
             match ev {
                 Ev::Deliver(_) => messages += 1,
-                Ev::Io { .. } => io += 1,
+                Ev::Io { .. } | Ev::Fence { .. } => io += 1,
             }
         }
         let timers = self.queue.len() - messages - io;
@@ -272,12 +295,15 @@ impl Sim {
                         Ok(votes) => IoResult::Votes(votes),
                         Err(fusion_core::voting::Fenced) => IoResult::Fenced,
                     },
+                    // The fence holds once its write reached the voting
+                    // file: from the time this I/O completes, just before
+                    // the instance learns it did.
                     Io::Fence { inst } => {
-                        self.voting.fence(inst);
+                        self.fence_lands(inst, true);
                         IoResult::Written
                     }
                     Io::Unfence { inst } => {
-                        self.voting.unfence(inst);
+                        self.fence_lands(inst, false);
                         IoResult::Written
                     }
                     _ => IoResult::Fenced,
@@ -342,17 +368,35 @@ impl Sim {
         }
     }
 
+    /// A fence (or its lifting) reaches the voting file: not an instance's
+    /// event, so not counted as one.
+    fn fence_applies(&mut self, inst: InstId, fenced: bool) {
+        if fenced {
+            self.voting.fence(inst);
+        } else {
+            self.voting.unfence(inst);
+        }
+    }
+
+    /// Queue the fence of `inst` (or its lifting) to reach the voting file
+    /// one voting I/O from now.
+    fn fence_lands(&mut self, inst: InstId, fenced: bool) {
+        let ev = Ev::Fence { inst, fenced };
+        if self
+            .queue
+            .push(self.now, self.now + self.vote_latency, ev)
+            .is_err()
+        {
+            self.queue_full();
+        }
+    }
+
     /// Re-arm instance `i`'s timer. With `direct: Some(until)`, a wake-up that
     /// would be the very next event popped (strictly before everything in the
     /// queue, and not past `until`) is returned instead of pushed: the caller
     /// processes it at once, in exactly the order the queue would have given.
     fn rearm(&mut self, i: usize, direct: Option<Nanos>) -> Option<Nanos> {
-        // A frozen instance that goes on has overdue timers: they fire now.
-        let d = self.instances[i].next_deadline()?.max(self.now);
-        if self.armed[i].is_some_and(|a| d >= a) {
-            return None;
-        }
-        self.armed[i] = Some(d);
+        let d = step::rearm(self.instances.get(i)?, self.armed.get_mut(i)?, self.now)?;
         if let Some(until) = direct
             && d <= until
             && self.queue.peek().is_none_or(|top| d < key_time(top))
@@ -375,80 +419,47 @@ impl Sim {
                 self.drain(i);
             }
         }
+        if self.lanes.is_some() && self.lookahead_ns > 0 {
+            return self.run_windows(until);
+        }
         // A wake-up that is due before anything queued skips the queue.
         let mut direct: Option<(Nanos, usize)> = None;
         while self.stopped.is_none() {
-            let (at, payload) = match direct.take() {
-                Some((at, i)) => (at, WAKE | i as u64),
+            let (at, taken) = match direct.take() {
+                Some((at, i)) => (at, Taken::Wake(i)),
                 None => {
                     let Some(key) = self.queue.pop_until(until) else {
                         break;
                     };
-                    (key_time(key), key as u64 & PAYLOAD)
+                    (key_time(key), self.queue.take(key))
                 }
             };
-            // The event is taken out of its slot only here, so a message is not
-            // copied through temporaries on the way.
-            let ev = if payload & WAKE != 0 {
-                None
-            } else {
-                let slot = payload as usize;
-                let Some(ev) = self.queue.slots.get_mut(slot).and_then(Option::take) else {
+            let (i, ev) = match taken {
+                Taken::Wake(i) => (i, None),
+                Taken::Event(Ev::Fence { inst, fenced }) => {
+                    self.fence_applies(inst, fenced);
                     continue;
-                };
-                self.queue.free.push(slot as u32);
-                Some(ev)
+                }
+                Taken::Event(ev) => (ev.instance(), Some(ev)),
+                Taken::Gone => continue,
             };
             self.now = at;
             self.events += 1;
-            let i = match ev {
-                None => {
-                    let i = (payload & !WAKE) as usize;
-                    if !self.is_up(i) {
-                        self.armed[i] = None;
-                        continue;
-                    }
-                    self.wake(at, i)
-                }
-                Some(Ev::Deliver(env)) => {
-                    let i = env.to.idx();
-                    let Some(Ev::Deliver(env)) = self.hold_or_drop(i, Ev::Deliver(env)) else {
-                        continue;
-                    };
-                    self.instances[i].handle_message(at, env);
-                    i
-                }
-                Some(Ev::Io {
-                    inst,
-                    id,
-                    mut result,
-                    write,
-                }) => {
-                    let i = inst as usize;
-                    if matches!(self.life.get(i), Some(Life::Down)) {
-                        // It crashed before the write reached the disk.
-                        continue;
-                    }
-                    if let Some(block) = write {
-                        if self.voting.is_fenced(InstId(inst)) {
-                            result = IoResult::Fenced;
-                        } else {
-                            self.store.apply(*block);
-                        }
-                    }
-                    let io = Ev::Io {
-                        inst,
-                        id,
-                        result,
-                        write: None,
-                    };
-                    let Some(Ev::Io { id, result, .. }) = self.hold_or_drop(i, io) else {
-                        continue;
-                    };
-                    self.instances[i].handle_io(at, id, result);
-                    i
-                }
+            let fenced = self.voting.is_fenced(InstId(i as u8));
+            let (Some(x), Some(life), Some(armed)) = (
+                self.instances.get_mut(i),
+                self.life.get_mut(i),
+                self.armed.get_mut(i),
+            ) else {
+                continue;
             };
+            let landed = step::land(x, life, armed, fenced, at, ev);
+            if let Some(block) = landed.write {
+                self.store.apply(*block);
+            }
+            if !landed.handled {
+                continue;
+            }
             self.perform(i);
             if self.trace.is_some() {
                 self.drain_trace(i);
@@ -467,34 +478,30 @@ impl Sim {
         }
     }
 
-    /// The sequence values instance `i` handed out at `at`: counted out of
-    /// order or duplicated, and logged when asked.
+    /// The sequence values instance `i` handed out at `at`.
     fn track_nextvals(&mut self, at: Nanos, i: usize) {
         for (seq, v) in self.instances[i].take_nextvals() {
-            if let Some(o) = self.seq_order.as_mut()
-                && let Err(why) = o.observe(i, seq, v)
-            {
-                self.stopped.get_or_insert(why);
-            }
-            if let Some(log) = self.nextvals.as_mut() {
-                if log.len() >= SEQ_VALUES_MAX {
-                    self.stopped.get_or_insert_with(|| {
-                        format!("the log of sequence values is full ({SEQ_VALUES_MAX} values)")
-                    });
-                } else {
-                    log.push((at, i, seq, v));
-                }
-            }
+            self.observe_nextval(at, i, seq, v);
         }
     }
 
-    /// Instance `i`'s timer fired at `at`.
-    fn wake(&mut self, at: Nanos, i: usize) -> usize {
-        if self.armed[i] == Some(at) {
-            self.armed[i] = None;
+    /// A sequence value instance `i` handed out at `at`: counted out of
+    /// order or duplicated, and logged when asked.
+    fn observe_nextval(&mut self, at: Nanos, i: usize, seq: u32, v: i64) {
+        if let Some(o) = self.seq_order.as_mut()
+            && let Err(why) = o.observe(i, seq, v)
+        {
+            self.stopped.get_or_insert(why);
         }
-        self.instances[i].handle_timeout(at);
-        i
+        if let Some(log) = self.nextvals.as_mut() {
+            if log.len() >= SEQ_VALUES_MAX {
+                self.stopped.get_or_insert_with(|| {
+                    format!("the log of sequence values is full ({SEQ_VALUES_MAX} values)")
+                });
+            } else {
+                log.push((at, i, seq, v));
+            }
+        }
     }
 
     pub fn now(&self) -> Nanos {
@@ -553,6 +560,11 @@ impl Sim {
     /// The interconnect and store faults of a phase (replacing the previous
     /// phase's). CPU stress is an instance command (`Phase::commands_for`).
     fn set_faults(&mut self, faults: &[Fault]) {
+        self.set_faults_only(faults);
+        self.lookahead_ns = self.net.latency_ns_min().min(self.store.latency_ns_min());
+    }
+
+    fn set_faults_only(&mut self, faults: &[Fault]) {
         self.net.set_faults(faults);
         self.store.clear_faults();
         for f in faults {
@@ -636,6 +648,7 @@ impl Sim {
             let (inst, counter): (InstId, fn(&mut Activity) -> &mut u64) = match ev {
                 Ev::Deliver(env) => (env.to, |a| &mut a.messages_in_flight),
                 Ev::Io { inst, .. } => (InstId(*inst), |a| &mut a.io_in_flight),
+                Ev::Fence { .. } => continue,
             };
             if matches!(self.life.get(inst.idx()), Some(Life::Down)) {
                 continue;
@@ -668,6 +681,11 @@ impl Sim {
         self.events
     }
 
+    /// How many parallel windows the run went through (0: it ran serially).
+    pub fn windows(&self) -> u64 {
+        self.windows
+    }
+
     /// Every instance's statistics, with the cluster-wide sequence checks.
     fn snapshot(&self) -> Vec<Stats> {
         (0..self.instances.len())
@@ -680,6 +698,25 @@ impl Sim {
 fn is_voting(io: &Io) -> bool {
     matches!(io, Io::Vote { .. } | Io::Fence { .. } | Io::Unfence { .. })
 }
+
+/// The threads a run of `loaded` gets by default: every core when its
+/// biggest cluster has at least [`PARALLEL_INSTANCES_MIN`] instances, else 1.
+pub fn default_threads(loaded: &LoadedScenario) -> usize {
+    let instances = loaded
+        .variants
+        .iter()
+        .map(|v| v.scenario.instances.len())
+        .max()
+        .unwrap_or(0);
+    if instances < PARALLEL_INSTANCES_MIN {
+        return 1;
+    }
+    std::thread::available_parallelism().map_or(1, usize::from)
+}
+
+/// Instances a cluster needs for a run to go parallel by default: fewer
+/// gain too little over the cost of the windows (docs/benchmarks.md).
+pub const PARALLEL_INSTANCES_MIN: usize = 1_000;
 
 /// Run one variant through its phases and collect each phase's activity.
 pub fn run_variant(name: &str, s: &Scenario, opts: &SimOptions) -> VariantOutcome {
@@ -834,6 +871,48 @@ pub fn run_scenario_traced(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_on_two_threads_goes_through_windows_and_ends_as_the_serial_one() {
+        let s = ScenarioBuilder::new(3)
+            .table(table("t", 400, 20))
+            .index(btree("t_pk", 0, 32, 32))
+            .workload(workload(
+                "w",
+                3,
+                8,
+                NS_PER_MS,
+                vec![txn(
+                    "read",
+                    1,
+                    vec![read_by_index(KeyDist::Uniform, 2), Step::Commit],
+                )],
+            ))
+            .phase(phase("first", 200 * NS_PER_MS))
+            .build();
+        let run = |threads| {
+            let opts = SimOptions {
+                threads,
+                ..SimOptions::default()
+            };
+            let mut sim = Sim::new(&s, &opts);
+            let o = run_phases_with(&mut sim, "v", &s, &opts);
+            (format!("{:?} {:?}", o.result, o.ran), sim.windows())
+        };
+        let (serial, none) = run(1);
+        let (parallel, windows) = run(2);
+        assert_eq!(none, 0, "one thread is serial");
+        assert!(windows > 100, "{windows} windows");
+        assert!(serial == parallel, "the two runs differ");
+        // A checked run is serial: the checkers look after every event.
+        let checked = SimOptions {
+            threads: 2,
+            ..SimOptions::checked()
+        };
+        let mut sim = Sim::new(&s, &checked);
+        run_phases_with(&mut sim, "v", &s, &checked);
+        assert_eq!(sim.windows(), 0);
+    }
     use fusion_core::config::{KeyDist, Step};
     use fusion_testkit::{ScenarioBuilder, btree, phase, read_by_index, table, txn, workload};
 

@@ -26,6 +26,21 @@ pub(crate) enum Life {
     Down,
 }
 
+impl Life {
+    /// An event for this instance when it is not up: held while it is
+    /// frozen, dropped when it is gone. Returns the event back when it is up.
+    pub(crate) fn hold_or_drop(&mut self, ev: Ev) -> Option<Ev> {
+        match self {
+            Life::Up => Some(ev),
+            Life::Paused { held, .. } => {
+                held.push(ev);
+                None
+            }
+            Life::Down => None,
+        }
+    }
+}
+
 impl Sim {
     /// Whether instance `i` processes events now.
     pub(crate) fn is_up(&self, i: usize) -> bool {
@@ -35,19 +50,6 @@ impl Sim {
     /// Instances that are up (not killed, evicted or frozen).
     pub fn up(&self) -> Vec<bool> {
         (0..self.instances.len()).map(|i| self.is_up(i)).collect()
-    }
-
-    /// An event for instance `i` that is not up: held while it is frozen,
-    /// dropped when it is gone. Returns the event back when `i` is up.
-    pub(crate) fn hold_or_drop(&mut self, i: usize, ev: Ev) -> Option<Ev> {
-        match self.life.get_mut(i) {
-            Some(Life::Up) | None => Some(ev),
-            Some(Life::Paused { held, .. }) => {
-                held.push(ev);
-                None
-            }
-            Some(Life::Down) => None,
-        }
     }
 
     /// Apply a change of life at the current time.
@@ -153,11 +155,12 @@ impl Sim {
 
     /// An instance the cluster evicted has stopped: it is gone.
     pub(crate) fn note_halt(&mut self, i: usize) {
-        if matches!(self.life.get(i), Some(Life::Up))
-            && self.instances.get(i).is_some_and(|x| x.halted().is_some())
-        {
-            self.life[i] = Life::Down;
-            self.armed[i] = None;
+        if let (Some(x), Some(life), Some(armed)) = (
+            self.instances.get(i),
+            self.life.get_mut(i),
+            self.armed.get_mut(i),
+        ) {
+            crate::step::note_halt(x, life, armed);
         }
     }
 }

@@ -6,6 +6,7 @@ use std::collections::BinaryHeap;
 
 use fusion_core::config::{NS_PER_MS, Nanos};
 use fusion_core::msg::{Envelope, IoResult};
+use fusion_core::types::InstId;
 
 /// Events further ahead than this when pushed go to `Queue::far`.
 const FAR_NS: Nanos = NS_PER_MS;
@@ -19,6 +20,24 @@ pub(crate) enum Ev {
         result: IoResult,
         write: Option<Box<fusion_core::block::Block>>,
     },
+    /// A fence (or its lifting) reaches the voting file, one I/O time after
+    /// it was asked for. Cluster-wide: a parallel window ends before it.
+    Fence {
+        inst: InstId,
+        fenced: bool,
+    },
+}
+
+impl Ev {
+    /// The instance (0-based) the event is for; the voting file's
+    /// [`Ev::Fence`] names the instance fenced.
+    pub(crate) fn instance(&self) -> usize {
+        match self {
+            Ev::Deliver(env) => env.to.idx(),
+            Ev::Io { inst, .. } => usize::from(*inst),
+            Ev::Fence { inst, .. } => inst.idx(),
+        }
+    }
 }
 
 /// A queue entry in one integer, so the queue compares one `u128`: the time in
@@ -66,6 +85,18 @@ pub(crate) struct Queue {
     seq_max: u64,
     /// [`QUEUED_EVENTS_MAX`], lowered by tests.
     pub(crate) queued_max: usize,
+    /// The keys of the queued [`Ev::Fence`] events, earliest first: the
+    /// events a parallel window may not pass (window.rs).
+    barriers: Vec<Key>,
+}
+
+/// A queued event, taken out of the queue.
+pub(crate) enum Taken {
+    /// Instance `.0`'s timer.
+    Wake(usize),
+    Event(Ev),
+    /// Its slot was empty (never: slots are freed only when taken).
+    Gone,
 }
 
 /// The queue holds [`QUEUED_EVENTS_MAX`] events: the event was not queued.
@@ -82,6 +113,7 @@ impl Default for Queue {
             seq: 0,
             seq_max: SEQ_MAX,
             queued_max: QUEUED_EVENTS_MAX,
+            barriers: Vec::new(),
         }
     }
 }
@@ -91,7 +123,7 @@ impl Queue {
         self.near.len() + self.far.len()
     }
 
-    pub(crate) fn push_key(&mut self, now: Nanos, at: Nanos, payload: u64) {
+    pub(crate) fn push_key(&mut self, now: Nanos, at: Nanos, payload: u64) -> Key {
         debug_assert!(at >= now, "an event queued in the past: {at} ns < {now} ns");
         if self.seq >= self.seq_max {
             self.renumber();
@@ -100,7 +132,7 @@ impl Queue {
         let key = (Key::from(at) << 64) | Key::from((self.seq << SEQ_SHIFT) | payload);
         if at > now.saturating_add(FAR_NS) || self.near.len() >= NEAR_MAX {
             self.far.push(Reverse(key));
-            return;
+            return key;
         }
         let pos = self
             .near
@@ -108,6 +140,7 @@ impl Queue {
             .rposition(|&k| k > key)
             .map_or(0, |p| p + 1);
         self.near.insert(pos, key);
+        key
     }
 
     pub(crate) fn push(&mut self, now: Nanos, at: Nanos, ev: Ev) -> Result<(), QueueFull> {
@@ -115,6 +148,7 @@ impl Queue {
             return Err(QueueFull);
         }
         // A freed slot is always empty: writing it needs no drop of the old value.
+        let barrier = matches!(ev, Ev::Fence { .. });
         let slot = match self.free.pop() {
             Some(i) if self.slots.get(i as usize).is_some_and(Option::is_none) => {
                 self.slots[i as usize] = Some(ev);
@@ -126,8 +160,17 @@ impl Queue {
                 (self.slots.len() - 1) as u64
             }
         };
-        self.push_key(now, at, slot);
+        let key = self.push_key(now, at, slot);
+        if barrier {
+            let pos = self.barriers.partition_point(|&b| b < key);
+            self.barriers.insert(pos, key);
+        }
         Ok(())
+    }
+
+    /// The earliest queued barrier's key (see [`Ev::Fence`]).
+    pub(crate) fn first_barrier(&self) -> Option<Key> {
+        self.barriers.first().copied()
     }
 
     pub(crate) fn push_wake(
@@ -157,6 +200,18 @@ impl Queue {
         }
         // Which part holds an event does not change the order (the next
         // event is the earlier of the two tops): all go to the heap.
+        self.barriers = keys
+            .iter()
+            .copied()
+            .filter(|&k| {
+                let payload = k as u64 & PAYLOAD;
+                payload & WAKE == 0
+                    && matches!(
+                        self.slots.get(payload as usize),
+                        Some(Some(Ev::Fence { .. }))
+                    )
+            })
+            .collect();
         self.far = keys.into_iter().map(Reverse).collect();
         self.seq = self.far.len() as u64;
     }
@@ -173,13 +228,46 @@ impl Queue {
     /// Remove and return the next event's key if it is not after `until`.
     pub(crate) fn pop_until(&mut self, until: Nanos) -> Option<Key> {
         let key = self.peek().filter(|&k| key_time(k) <= until)?;
+        self.remove_next(key);
+        Some(key)
+    }
+
+    /// Remove and return the next event's key if it comes before `end`.
+    pub(crate) fn pop_before(&mut self, end: Key) -> Option<Key> {
+        let key = self.peek().filter(|&k| k < end)?;
+        self.remove_next(key);
+        Some(key)
+    }
+
+    /// Take out `key`, the next event.
+    fn remove_next(&mut self, key: Key) {
         // Keys are unique: the next one is on top of the part that holds it.
         if self.near.last() == Some(&key) {
             self.near.pop();
         } else {
             self.far.pop();
         }
-        Some(key)
+        if self.barriers.first() == Some(&key) {
+            self.barriers.remove(0);
+        }
+    }
+
+    /// Take the event of `key` out of its slot (a wake-up's instance is in
+    /// the key). Each event is taken once, where it is
+    /// processed, so a message is not copied through temporaries.
+    pub(crate) fn take(&mut self, key: Key) -> Taken {
+        let payload = key as u64 & PAYLOAD;
+        if payload & WAKE != 0 {
+            return Taken::Wake((payload & !WAKE) as usize);
+        }
+        let slot = payload as usize;
+        match self.slots.get_mut(slot).and_then(Option::take) {
+            Some(ev) => {
+                self.free.push(slot as u32);
+                Taken::Event(ev)
+            }
+            None => Taken::Gone,
+        }
     }
 }
 

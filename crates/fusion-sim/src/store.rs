@@ -235,6 +235,20 @@ impl Store {
         }
     }
 
+    /// The shortest time any I/O takes from its issue to its completion,
+    /// under the faults now set (a slow disk's latency replaces the model's).
+    pub fn latency_ns_min(&self) -> Nanos {
+        let m = &self.model;
+        self.redo_fault
+            .iter()
+            .chain(&self.data_fault)
+            .flatten()
+            .map(|f| f.latency)
+            .chain([m.read_latency, m.write_latency, m.log_write_latency])
+            .min()
+            .unwrap_or(0)
+    }
+
     pub fn clear_faults(&mut self) {
         self.redo_fault.iter_mut().for_each(|f| *f = None);
         self.data_fault.iter_mut().for_each(|f| *f = None);

@@ -27,6 +27,8 @@ pub struct RunArgs {
     pub trace: Option<std::path::PathBuf>,
     /// `--trace-window A..B`: the cluster time the trace keeps (default: all).
     pub trace_window: Option<fusion_report::trace::TraceWindow>,
+    /// `--threads N`: the simulator's threads (default: chosen by the cluster's size).
+    pub threads: Option<usize>,
 }
 
 impl RunArgs {

@@ -278,6 +278,11 @@ pub struct RunCmd {
     pub store: crate::runs::StoreArgs,
     #[command(flatten)]
     pub pictures: PicturesArgs,
+    /// Advance the simulated instances on N threads: the same result, byte
+    /// for byte, sooner on a big cluster. Default: every core when the
+    /// cluster is big enough to gain (see docs/benchmarks.md); 1 is serial.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub threads: Option<u16>,
     /// Also write a timeline trace (Chrome/Perfetto JSON, gzipped when FILE
     /// ends in .gz) to FILE: open it in ui.perfetto.dev. Simulator only.
     #[arg(long, value_name = "FILE")]
@@ -412,6 +417,7 @@ pub fn dispatch(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::R
                 html: r.pictures.html,
                 trace: r.trace,
                 trace_window: r.trace_window,
+                threads: r.threads.map(usize::from),
             };
             if r.live {
                 crate::live::run_live(&args, r.cluster.as_deref(), out, err)

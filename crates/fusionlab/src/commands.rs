@@ -27,6 +27,9 @@ pub fn run(a: &RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8> 
         seed: a.seed,
         check: a.check,
         interval_ns: a.interval_ns(),
+        threads: a
+            .threads
+            .unwrap_or_else(|| fusion_sim::default_threads(&loaded)),
     };
     let (result, outcomes) = match trace {
         Some(t) => {

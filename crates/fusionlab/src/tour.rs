@@ -181,6 +181,8 @@ pub fn node_tour_of(
         seed: args.seed,
         check: false,
         interval_ns: args.interval_ns(),
+        // The tour runs its scenarios side by side, one thread each.
+        threads: 1,
     };
     in_parallel(runs_of, &opts, |i, run| -> Result<()> {
         errors += show_run_in(TourPart::Node, i, total, &run, args, out, err)?;
@@ -248,6 +250,8 @@ pub fn tour_of(
         seed: args.seed,
         check: false,
         interval_ns: args.interval_ns(),
+        // The tour runs its scenarios side by side, one thread each.
+        threads: 1,
     };
     in_parallel(myths, &opts, |i, run| -> Result<()> {
         errors += show_run(i, total, &run, args, out, err)?;
