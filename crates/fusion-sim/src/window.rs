@@ -27,23 +27,153 @@ use fusion_core::config::Nanos;
 use fusion_core::instance::Instance;
 use fusion_core::msg::Action;
 use fusion_core::types::InstId;
-use rayon::prelude::*;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use crate::life::Life;
-use crate::queue::{Ev, Key, Taken, key_time};
+use crate::queue::{Ev, Key, SEQ_SHIFT, Taken, key_time};
 use crate::{Sim, step};
 
-/// The worker threads and each instance's lane, kept between windows so a
-/// window allocates nothing once they have grown.
+/// The threads of a parallel run and each instance's lane, kept between
+/// windows so a window allocates nothing once they have grown.
 pub(crate) struct Lanes {
-    pool: std::sync::Arc<rayon::ThreadPool>,
+    /// This thread and `threads - 1` workers.
+    threads: usize,
     lanes: Vec<Lane>,
-    /// The merge's heap of lane heads: (time, class, order, lane).
-    heads: BinaryHeap<Reverse<(Nanos, u8, u64, u32)>>,
+    /// The merge's heap of lane heads (see [`head_of`]).
+    heads: BinaryHeap<Reverse<u128>>,
     /// Per lane: its next record to merge.
     cursor: Vec<usize>,
+}
+
+impl Lanes {
+    /// `threads` threads (this one included) for `instances` lanes.
+    pub(crate) fn new(threads: usize, instances: usize) -> Lanes {
+        Lanes {
+            threads,
+            lanes: (0..instances).map(|_| Lane::default()).collect(),
+            heads: BinaryHeap::new(),
+            cursor: vec![0; instances],
+        }
+    }
+}
+
+/// One instance with its lane, as the threads share them while windows run:
+/// aligned so two slots never share a cache line.
+#[repr(align(128))]
+struct Slot {
+    x: Instance,
+    life: Life,
+    armed: Option<Nanos>,
+    lane: Lane,
+}
+
+/// What the threads share while windows run. A window lasts tens of
+/// microseconds, about what waking a sleeping thread takes: the workers
+/// spin (then yield) between windows instead of sleeping.
+struct Crew {
+    slots: Vec<Mutex<Slot>>,
+    /// Bumped to start a window (or, with `quit`, to end the workers).
+    epoch: AtomicU64,
+    quit: AtomicBool,
+    /// Workers done with this window.
+    done: AtomicUsize,
+    /// The window's [`Window::wake_end`].
+    wake_end: AtomicU64,
+    /// The fenced instances as the window began (a bit per instance).
+    fenced: AtomicU64,
+    nextvals: bool,
+}
+
+/// Spins before a waiting thread starts yielding its core.
+const SPINS_MAX: u32 = 1 << 12;
+
+impl Crew {
+    fn lock(&self, i: usize) -> Option<MutexGuard<'_, Slot>> {
+        self.slots
+            .get(i)
+            .map(|m| m.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// Every slot, locked (by the coordinating thread, between windows).
+    fn lock_all(&self) -> Vec<MutexGuard<'_, Slot>> {
+        self.slots
+            .iter()
+            .map(|m| m.lock().unwrap_or_else(PoisonError::into_inner))
+            .collect()
+    }
+
+    /// Run thread `k`'s lanes of this window: every `threads`-th from `k`.
+    /// An instance stays on one thread from window to window, so what it
+    /// touches stays in that core's caches.
+    fn run_share(&self, k: usize, threads: usize) {
+        let w = Window {
+            wake_end: self.wake_end.load(Ordering::Acquire),
+            nextvals: self.nextvals,
+        };
+        let fenced = self.fenced.load(Ordering::Acquire);
+        for i in (k..self.slots.len()).step_by(threads.max(1)) {
+            let Some(mut slot) = self.lock(i) else {
+                return;
+            };
+            if slot.lane.inputs.is_empty() {
+                continue;
+            }
+            let Slot {
+                x,
+                life,
+                armed,
+                lane,
+            } = &mut *slot;
+            lane.run(x, life, armed, fenced >> i & 1 == 1, w);
+        }
+    }
+
+    /// A worker: run each window's lanes until told to quit.
+    fn work(&self, k: usize, threads: usize) {
+        let mut seen = 0;
+        loop {
+            let mut spins = 0u32;
+            loop {
+                let e = self.epoch.load(Ordering::Acquire);
+                if e != seen {
+                    seen = e;
+                    break;
+                }
+                if spins < SPINS_MAX {
+                    spins += 1;
+                    std::hint::spin_loop();
+                } else {
+                    std::thread::yield_now();
+                }
+            }
+            if self.quit.load(Ordering::Acquire) {
+                return;
+            }
+            self.run_share(k, threads);
+            self.done.fetch_add(1, Ordering::AcqRel);
+        }
+    }
+
+    /// Run one window on every thread; returns when every lane is done.
+    fn window(&self, workers: usize, w: Window, fenced: u64) {
+        self.wake_end.store(w.wake_end, Ordering::Release);
+        self.fenced.store(fenced, Ordering::Release);
+        self.done.store(0, Ordering::Release);
+        self.epoch.fetch_add(1, Ordering::AcqRel);
+        self.run_share(0, workers + 1);
+        let mut spins = 0u32;
+        while self.done.load(Ordering::Acquire) < workers {
+            if spins < SPINS_MAX {
+                spins += 1;
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+    }
 }
 
 /// One instance's share of a window.
@@ -93,24 +223,6 @@ struct Window {
     /// Wake-ups at or after this time wait for a later window.
     wake_end: Nanos,
     nextvals: bool,
-}
-
-impl Lanes {
-    /// `threads` workers (at least 2) for `instances` lanes; an error when
-    /// the system refuses the threads.
-    pub(crate) fn new(threads: usize, instances: usize) -> Result<Lanes, String> {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .thread_name(|n| format!("fusion-sim-lane-{n}"))
-            .build()
-            .map_err(|e| format!("cannot start {threads} simulator threads: {e}"))?;
-        Ok(Lanes {
-            pool: std::sync::Arc::new(pool),
-            lanes: (0..instances).map(|_| Lane::default()).collect(),
-            heads: BinaryHeap::new(),
-            cursor: vec![0; instances],
-        })
-    }
 }
 
 impl Lane {
@@ -182,17 +294,54 @@ impl Sim {
         let Some(mut lanes) = self.lanes.take() else {
             return;
         };
-        // The whole loop on a worker: each window's lanes are then shared by
-        // work stealing, without waking this thread from outside the pool.
-        let pool = std::sync::Arc::clone(&lanes.pool);
-        pool.install(|| self.windows_until(&mut lanes, until));
+        // The instances go to the threads' slots for the run and come back.
+        let slots = std::mem::take(&mut self.instances)
+            .into_iter()
+            .zip(std::mem::take(&mut self.life))
+            .zip(std::mem::take(&mut self.armed))
+            .zip(std::mem::take(&mut lanes.lanes))
+            .map(|(((x, life), armed), lane)| {
+                Mutex::new(Slot {
+                    x,
+                    life,
+                    armed,
+                    lane,
+                })
+            })
+            .collect();
+        let crew = Crew {
+            slots,
+            epoch: AtomicU64::new(0),
+            quit: AtomicBool::new(false),
+            done: AtomicUsize::new(0),
+            wake_end: AtomicU64::new(0),
+            fenced: AtomicU64::new(0),
+            nextvals: self.nextvals.is_some() || self.seq_order.is_some(),
+        };
+        let workers = lanes.threads.saturating_sub(1);
+        std::thread::scope(|scope| {
+            for k in 1..=workers {
+                let crew = &crew;
+                scope.spawn(move || crew.work(k, workers + 1));
+            }
+            self.windows_until(&crew, &mut lanes, workers, until);
+            crew.quit.store(true, Ordering::Release);
+            crew.epoch.fetch_add(1, Ordering::AcqRel);
+        });
+        for m in crew.slots {
+            let slot = m.into_inner().unwrap_or_else(PoisonError::into_inner);
+            self.instances.push(slot.x);
+            self.life.push(slot.life);
+            self.armed.push(slot.armed);
+            lanes.lanes.push(slot.lane);
+        }
         self.lanes = Some(lanes);
         if self.stopped.is_none() {
             self.now = self.now.max(until);
         }
     }
 
-    fn windows_until(&mut self, lanes: &mut Lanes, until: Nanos) {
+    fn windows_until(&mut self, crew: &Crew, lanes: &mut Lanes, workers: usize, until: Nanos) {
         while self.stopped.is_none() {
             let Some(top) = self.queue.peek().filter(|&k| key_time(k) <= until) else {
                 break;
@@ -213,81 +362,59 @@ impl Sim {
             if let Some(b) = self.queue.first_barrier() {
                 end = end.min(b);
             }
-            self.deal(lanes, end);
+            self.deal(crew, end);
+            let fenced = (0..crew.slots.len())
+                .filter(|&i| self.voting.is_fenced(InstId(i as u8)))
+                .fold(0u64, |bits, i| bits | 1 << i);
             let w = Window {
                 wake_end: key_time(end),
-                nextvals: self.nextvals.is_some() || self.seq_order.is_some(),
+                nextvals: crew.nextvals,
             };
-            self.run_lanes(lanes, w);
+            crew.window(workers, w, fenced);
             self.windows += 1;
-            self.merge(lanes);
+            self.merge(crew, lanes);
         }
     }
 
     /// Hand every event before `end` to its instance's lane.
-    fn deal(&mut self, lanes: &mut Lanes, end: Key) {
+    fn deal(&mut self, crew: &Crew, end: Key) {
+        let mut slots = crew.lock_all();
         while let Some(k) = self.queue.pop_before(end) {
             let (i, ev) = match self.queue.take(k) {
                 Taken::Wake(i) => (i, None),
                 Taken::Event(ev) => (ev.instance(), Some(ev)),
                 Taken::Gone => continue,
             };
-            if let Some(lane) = lanes.lanes.get_mut(i) {
-                lane.inputs.push_back((k, ev));
+            if let Some(slot) = slots.get_mut(i) {
+                slot.lane.inputs.push_back((k, ev));
             }
         }
-    }
-
-    /// Every lane with events runs its window, on the workers.
-    fn run_lanes(&mut self, lanes: &mut Lanes, w: Window) {
-        let voting = &self.voting;
-        let work = self
-            .instances
-            .iter_mut()
-            .zip(self.life.iter_mut())
-            .zip(self.armed.iter_mut())
-            .zip(lanes.lanes.iter_mut())
-            .enumerate()
-            .filter(|(_, (_, lane))| !lane.inputs.is_empty());
-        let mut work: Vec<_> = work.collect();
-        if work.len() == 1 {
-            // Nothing to share: no hand-over to a worker.
-            for (i, (((x, life), armed), lane)) in work {
-                lane.run(x, life, armed, voting.is_fenced(InstId(i as u8)), w);
-            }
-            return;
-        }
-        work.par_iter_mut()
-            .for_each(|(i, (((x, life), armed), lane))| {
-                lane.run(x, life, armed, voting.is_fenced(InstId(*i as u8)), w);
-            });
     }
 
     /// Replay the lanes' records in the serial order (see the module).
-    fn merge(&mut self, lanes: &mut Lanes) {
-        let Lanes {
-            lanes,
-            heads,
-            cursor,
-            ..
-        } = lanes;
+    fn merge(&mut self, crew: &Crew, lanes: &mut Lanes) {
+        let mut slots = crew.lock_all();
+        let Lanes { heads, cursor, .. } = lanes;
         heads.clear();
-        for (l, lane) in lanes.iter_mut().enumerate() {
+        for (l, slot) in slots.iter_mut().enumerate() {
             cursor[l] = 0;
-            lane.ranks.clear();
-            if let Some(head) = head_of(lane, 0, l) {
+            slot.lane.ranks.clear();
+            if let Some(head) = head_of(&slot.lane, 0, l) {
                 heads.push(Reverse(head));
             }
         }
         let mut rank = 0u64;
-        while let Some(Reverse((at, _, _, l))) = heads.pop() {
-            let l = l as usize;
-            let lane = &mut lanes[l];
+        while let Some(Reverse(head)) = heads.pop() {
+            let l = (head & 0xff) as usize;
+            let Some(lane) = slots.get_mut(l).map(|s| &mut s.lane) else {
+                continue;
+            };
             let r = cursor[l];
             cursor[l] += 1;
             lane.ranks.push(rank);
             rank += 1;
             if self.stopped.is_none() {
+                let at = (head >> 64) as Nanos;
                 self.now = at;
                 self.events += 1;
                 let outs = lane.recs.get(r).map_or(0, |rec| rec.outs);
@@ -311,22 +438,23 @@ impl Sim {
                 heads.push(Reverse(head));
             }
         }
-        for lane in lanes.iter_mut() {
-            lane.recs.clear();
+        for slot in slots.iter_mut() {
+            slot.lane.recs.clear();
             // Left only when the run stopped part way.
-            lane.outs.clear();
+            slot.lane.outs.clear();
         }
     }
 }
 
-/// Lane `l`'s record `r` as a merge key: (time, 0, queue order) for an
-/// event queued before the window, (time, 1, pusher's rank) for a wake-up
-/// queued inside it (its pusher, an earlier record, is ranked already).
-fn head_of(lane: &Lane, r: usize, l: usize) -> Option<(Nanos, u8, u64, u32)> {
+/// Lane `l`'s record `r` as a merge key, one integer: its time, then 0 and
+/// its queue sequence number for an event queued before the window, or 1
+/// and its pusher's rank for a wake-up queued inside it (the pusher, an
+/// earlier record, is ranked already), then the lane.
+fn head_of(lane: &Lane, r: usize, l: usize) -> Option<u128> {
     let rec = lane.recs.get(r)?;
     let (class, order) = match rec.origin {
-        Origin::Queued(low) => (0, low),
+        Origin::Queued(low) => (0, low >> SEQ_SHIFT),
         Origin::Woken(p) => (1, lane.ranks.get(p as usize).copied().unwrap_or(0)),
     };
-    Some((rec.at, class, order, l as u32))
+    Some(u128::from(rec.at) << 64 | class << 63 | u128::from(order) << 8 | l as u128)
 }

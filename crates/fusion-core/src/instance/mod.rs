@@ -349,7 +349,10 @@ impl Instance {
             params,
             costs,
             layout,
-            workloads,
+            // An instance's own copy: a session takes a handle on it per
+            // execution, and a count shared by instances running on other
+            // threads (a parallel simulation) would bounce between cores.
+            workloads: Arc::new(Vec::clone(&workloads)),
             rng,
             scn: 1,
             now: 0,
