@@ -69,6 +69,9 @@ pub struct Scheduler {
     pub busy: Nanos,
     /// When each CPU's step ends or its slice expires (`Nanos::MAX` if idle).
     due: Vec<Nanos>,
+    /// CPUs whose `due` entry was set and not cleared since, so that
+    /// finding the earliest walks the busy CPUs only, not every CPU.
+    dated: Bits,
     /// The earliest of `due` as (time, CPU), ties to the lowest CPU, or
     /// [`NO_DUE`]. Kept up to date at once when an event moves earlier;
     /// when the earliest one moves later, `next_stale` defers the scan of
@@ -152,6 +155,7 @@ impl Scheduler {
             quantum: quantum.max(1),
             busy: 0,
             due: vec![Nanos::MAX; cpus],
+            dated: Bits::new(cpus, false),
             next: NO_DUE,
             next_stale: false,
             reserved: Vec::new(),
@@ -376,6 +380,7 @@ impl Scheduler {
             self.clock
         );
         self.due[i] = at;
+        self.dated.set(i, true);
         if (at, i as u32) < self.next {
             self.next = (at, i as u32);
             self.next_stale = false;
@@ -387,6 +392,7 @@ impl Scheduler {
     /// CPU `i` has no event any more.
     fn clear_due(&mut self, i: usize) {
         self.due[i] = Nanos::MAX;
+        self.dated.set(i, false);
         if self.next.1 == i as u32 {
             self.next_stale = true;
         }
@@ -399,9 +405,17 @@ impl Scheduler {
         }
         self.next_stale = false;
         let mut next = NO_DUE;
-        for (i, &at) in self.due.iter().enumerate() {
-            if at < next.0 {
-                next = (at, i as u32);
+        // In CPU order, so that a tie goes to the lowest CPU; a CPU not
+        // dated is due at `Nanos::MAX`, which never wins the comparison.
+        for (w, &word) in self.dated.0.iter().enumerate() {
+            let mut bits = word;
+            while bits != 0 {
+                let i = w * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                let at = self.due[i];
+                if at < next.0 {
+                    next = (at, i as u32);
+                }
             }
         }
         if next == NO_DUE {
