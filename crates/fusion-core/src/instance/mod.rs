@@ -189,6 +189,10 @@ pub struct Instance {
     timers: BinaryHeap<Reverse<(Nanos, u64, Timer)>>,
     timer_seq: u64,
     actions: VecDeque<Action>,
+    /// Boxes that carried shipped blocks here, emptied, for the blocks
+    /// this instance ships: a block ping-pongs, so its box is reused rather
+    /// than allocated by one instance and freed by the other every transfer.
+    spare_block_boxes: Vec<Box<Block>>,
     done: Vec<StepDone>,
     cache: Cache,
     directory: Directory,
@@ -360,6 +364,7 @@ impl Instance {
             timers: BinaryHeap::new(),
             timer_seq: 0,
             actions: VecDeque::new(),
+            spare_block_boxes: Vec::new(),
             done: Vec::new(),
         };
         // Worker numbers are 8-bit: `gcs_server_processes` and
@@ -841,17 +846,20 @@ impl Instance {
                 pi_kept,
                 hops,
                 congested,
-            } => self.on_ship(
-                from,
-                env.sent_at,
-                env.scn,
-                req,
-                kind,
-                *block,
-                pi_kept,
-                hops,
-                congested,
-            ),
+            } => {
+                let block = self.unbox_block(block);
+                self.on_ship(
+                    from,
+                    env.sent_at,
+                    env.scn,
+                    req,
+                    kind,
+                    block,
+                    pi_kept,
+                    hops,
+                    congested,
+                )
+            }
             Msg::Grant { req, grant } => self.on_grant(from, env.sent_at, req, grant),
             Msg::TxStatus { xid, token, report } => self.on_tx_status(xid, token, report),
             // Global enqueues are LMD's work, not LMS's; it is not charged CPU here.

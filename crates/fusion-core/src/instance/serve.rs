@@ -9,7 +9,7 @@ use super::Instance;
 use super::cache::{BufId, BufState};
 use super::lgwr::FlushWaiter;
 use super::lms::{CONGESTED_AFTER, Job, Serve, Stage};
-use crate::block::{Block, CrCopy, CrError, TxState};
+use crate::block::{Block, Body, CrCopy, CrError, TxState};
 use crate::config::Nanos;
 use crate::cpu::StepDone;
 use crate::msg::{Msg, ReqKind, Request, ShipKind, TxReport};
@@ -361,12 +361,13 @@ impl Instance {
             }
         };
         let congested = s.congested;
+        let block = self.box_block(block);
         self.send(
             req.requester,
             Msg::Ship {
                 req,
                 kind,
-                block: Box::new(block),
+                block,
                 pi_kept,
                 hops,
                 congested,
@@ -375,6 +376,29 @@ impl Instance {
         if matches!(req.kind, ReqKind::Current { .. }) {
             self.wake_block(req.blk);
         }
+    }
+
+    /// `block` in a box, a spare one if there is one (see `spare_block_boxes`).
+    fn box_block(&mut self, block: Block) -> Box<Block> {
+        match self.spare_block_boxes.pop() {
+            Some(mut b) => {
+                *b = block;
+                b
+            }
+            None => Box::new(block),
+        }
+    }
+
+    /// The block a box carried here; the box is kept for a block shipped
+    /// from here (a few at most: shipping takes them as fast as they come).
+    pub(super) fn unbox_block(&mut self, mut b: Box<Block>) -> Block {
+        const SPARE_BOXES_MAX: usize = 16;
+        let empty = Block::new(b.addr, Body::Unformatted);
+        let block = std::mem::replace(&mut *b, empty);
+        if self.spare_block_boxes.len() < SPARE_BOXES_MAX {
+            self.spare_block_boxes.push(b);
+        }
+        block
     }
 
     /// The current block leaves: keep a past image if it is dirty, else drop it.
