@@ -193,6 +193,9 @@ pub struct Instance {
     /// this instance ships: a block ping-pongs, so its box is reused rather
     /// than allocated by one instance and freed by the other every transfer.
     spare_block_boxes: Vec<Box<Block>>,
+    /// Boxes of served requests this instance shipped, for the next ones
+    /// (one is allocated per request forwarded here otherwise).
+    spare_serves: Vec<Box<lms::Serve>>,
     done: Vec<StepDone>,
     cache: Cache,
     directory: Directory,
@@ -365,6 +368,7 @@ impl Instance {
             timer_seq: 0,
             actions: VecDeque::new(),
             spare_block_boxes: Vec::new(),
+            spare_serves: Vec::new(),
             done: Vec::new(),
         };
         // Worker numbers are 8-bit: `gcs_server_processes` and

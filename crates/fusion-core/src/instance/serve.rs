@@ -31,7 +31,7 @@ impl Instance {
                 req,
                 master,
                 shared,
-            } => Job::Serve(Box::new(Serve::new(req, master, shared))),
+            } => Job::Serve(self.boxed_serve(Serve::new(req, master, shared))),
             msg => Job::Msg { from, msg },
         };
         if let Err(full) = self.lms.enqueue(w, job, self.now) {
@@ -49,11 +49,8 @@ impl Instance {
     pub(super) fn lms_serve_here(&mut self, req: Request, shared: bool) {
         let w = self.lms.worker_for(req.blk);
         let me = self.id;
-        self.lms.enqueue_front(
-            w,
-            Job::Serve(Box::new(Serve::new(req, me, shared))),
-            self.now,
-        );
+        let job = Job::Serve(self.boxed_serve(Serve::new(req, me, shared)));
+        self.lms.enqueue_front(w, job, self.now);
         self.lms_kick(w);
     }
 
@@ -322,8 +319,19 @@ impl Instance {
         }
     }
 
+    /// `serve` in a box, a spare one if there is one (see `spare_serves`).
+    fn boxed_serve(&mut self, serve: Serve) -> Box<Serve> {
+        match self.spare_serves.pop() {
+            Some(mut b) => {
+                *b = serve;
+                b
+            }
+            None => Box::new(serve),
+        }
+    }
+
     /// Send the block to the requester.
-    fn ship(&mut self, s: Box<Serve>, buf: BufId, send_time: Nanos) {
+    fn ship(&mut self, mut s: Box<Serve>, buf: BufId, send_time: Nanos) {
         let req = s.req;
         // 2-way: the request went straight to the holder (the master was the
         // requester or the holder itself); 3-way: a third instance forwarded it.
@@ -336,7 +344,7 @@ impl Instance {
             (ReqKind::Cr { .. }, false) => {
                 self.stats.incr(Stat::GcCrBlocksServed);
                 self.stats.add(Stat::GcCrBlockSendTime, send_time);
-                match s.built {
+                match s.built.take() {
                     Some((_, Ok(cp))) => {
                         let kind = ShipKind::Cr {
                             lo: cp.lo,
@@ -361,6 +369,11 @@ impl Instance {
             }
         };
         let congested = s.congested;
+        // Emptied of its CR copy above: kept for the next request served here.
+        const SPARE_SERVES_MAX: usize = 16;
+        if self.spare_serves.len() < SPARE_SERVES_MAX {
+            self.spare_serves.push(s);
+        }
         let block = self.box_block(block);
         self.send(
             req.requester,
