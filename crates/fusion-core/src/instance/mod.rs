@@ -192,9 +192,12 @@ pub struct Instance {
     /// Boxes that carried shipped blocks here, emptied, for the blocks
     /// this instance ships: a block ping-pongs, so its box is reused rather
     /// than allocated by one instance and freed by the other every transfer.
+    // Boxed on purpose: the boxes themselves are what is kept for reuse.
+    #[allow(clippy::vec_box)]
     spare_block_boxes: Vec<Box<Block>>,
     /// Boxes of served requests this instance shipped, for the next ones
     /// (one is allocated per request forwarded here otherwise).
+    #[allow(clippy::vec_box)]
     spare_serves: Vec<Box<lms::Serve>>,
     done: Vec<StepDone>,
     cache: Cache,
