@@ -69,6 +69,9 @@ pub struct Scheduler {
     pub busy: Nanos,
     /// When each CPU's step ends or its slice expires (`Nanos::MAX` if idle).
     due: Vec<Nanos>,
+    /// CPUs whose `due` entry was set and not cleared since, so that
+    /// finding the earliest walks the busy CPUs only, not every CPU.
+    dated: Bits,
     /// The earliest of `due` as (time, CPU), ties to the lowest CPU, or
     /// [`NO_DUE`]. Kept up to date at once when an event moves earlier;
     /// when the earliest one moves later, `next_stale` defers the scan of
@@ -94,13 +97,22 @@ pub struct Scheduler {
     pipelines_per_core: u32,
 }
 
-/// A fixed-size bit set over CPU numbers.
+/// A fixed-size bit set over CPU numbers. The first 64 CPUs (all of them
+/// in nearly every scenario) are a word of their own, so setting one of
+/// their bits, done several times per CPU step, is a plain word operation.
 #[derive(Clone, Debug)]
-struct Bits(Vec<u64>);
+struct Bits {
+    low: u64,
+    /// CPUs 64 and up, 64 to a word.
+    high: Vec<u64>,
+}
 
 impl Bits {
     fn new(len: usize, on: bool) -> Bits {
-        let mut b = Bits(vec![0; len.div_ceil(64)]);
+        let mut b = Bits {
+            low: 0,
+            high: vec![0; len.saturating_sub(64).div_ceil(64)],
+        };
         if on {
             for i in 0..len {
                 b.set(i, true);
@@ -109,25 +121,38 @@ impl Bits {
         b
     }
 
+    #[inline]
     fn set(&mut self, i: usize, on: bool) {
-        let (w, m) = (i / 64, 1u64 << (i % 64));
-        if on {
-            self.0[w] |= m;
+        let (word, m) = if i < 64 {
+            (&mut self.low, 1u64 << i)
         } else {
-            self.0[w] &= !m;
+            (&mut self.high[i / 64 - 1], 1u64 << (i % 64))
+        };
+        if on {
+            *word |= m;
+        } else {
+            *word &= !m;
         }
     }
 
     fn get(&self, i: usize) -> bool {
-        self.0[i / 64] & (1u64 << (i % 64)) != 0
+        let word = if i < 64 {
+            self.low
+        } else {
+            self.high[i / 64 - 1]
+        };
+        word & (1u64 << (i % 64)) != 0
     }
 
     fn first(&self) -> Option<usize> {
-        self.0
+        if self.low != 0 {
+            return Some(self.low.trailing_zeros() as usize);
+        }
+        self.high
             .iter()
             .enumerate()
             .find(|(_, w)| **w != 0)
-            .map(|(i, w)| i * 64 + w.trailing_zeros() as usize)
+            .map(|(k, w)| (k + 1) * 64 + w.trailing_zeros() as usize)
     }
 }
 
@@ -152,6 +177,7 @@ impl Scheduler {
             quantum: quantum.max(1),
             busy: 0,
             due: vec![Nanos::MAX; cpus],
+            dated: Bits::new(cpus, false),
             next: NO_DUE,
             next_stale: false,
             reserved: Vec::new(),
@@ -376,6 +402,7 @@ impl Scheduler {
             self.clock
         );
         self.due[i] = at;
+        self.dated.set(i, true);
         if (at, i as u32) < self.next {
             self.next = (at, i as u32);
             self.next_stale = false;
@@ -387,22 +414,39 @@ impl Scheduler {
     /// CPU `i` has no event any more.
     fn clear_due(&mut self, i: usize) {
         self.due[i] = Nanos::MAX;
+        self.dated.set(i, false);
         if self.next.1 == i as u32 {
             self.next_stale = true;
         }
     }
 
     /// Make `next` exact again after the earliest event moved later.
+    #[inline]
     fn find_next(&mut self) {
-        if !self.next_stale {
-            return;
+        if self.next_stale {
+            self.find_next_scan();
         }
+    }
+
+    /// [`Scheduler::find_next`]'s look at every dated CPU.
+    fn find_next_scan(&mut self) {
         self.next_stale = false;
         let mut next = NO_DUE;
-        for (i, &at) in self.due.iter().enumerate() {
-            if at < next.0 {
-                next = (at, i as u32);
+        // In CPU order, so that a tie goes to the lowest CPU; a CPU not
+        // dated is due at `Nanos::MAX`, which never wins the comparison.
+        let mut earliest = |base: usize, mut bits: u64| {
+            while bits != 0 {
+                let i = base + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                let at = self.due[i];
+                if at < next.0 {
+                    next = (at, i as u32);
+                }
             }
+        };
+        earliest(0, self.dated.low);
+        for (k, &word) in self.dated.high.iter().enumerate() {
+            earliest((k + 1) * 64, word);
         }
         if next == NO_DUE {
             // Only idle CPUs, or steps due at `Nanos::MAX` (which `due` cannot tell apart).

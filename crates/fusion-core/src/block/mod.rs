@@ -126,7 +126,7 @@ pub struct Itl {
 }
 
 /// A block image: what the buffer cache, the store and the wire carry.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq)]
 pub struct Block {
     pub addr: BlockAddr,
     /// SCN of the last change.
@@ -137,6 +137,50 @@ pub struct Block {
     pub undo: Vec<UndoRec>,
     /// Highest commit SCN whose undo was trimmed: reads older than this cannot be built.
     pub trimmed_scn: Scn,
+}
+
+impl Clone for Block {
+    fn clone(&self) -> Block {
+        Block {
+            addr: self.addr,
+            scn: self.scn,
+            body: self.body.clone(),
+            itl: self.itl.clone(),
+            undo: self.undo.clone(),
+            trimmed_scn: self.trimmed_scn,
+        }
+    }
+
+    /// Copies into this image's own vectors where they fit (a past image
+    /// taking over an older one's allocations), rather than allocating anew.
+    fn clone_from(&mut self, src: &Block) {
+        self.addr = src.addr;
+        self.scn = src.scn;
+        match (&mut self.body, &src.body) {
+            (Body::Table { rows }, Body::Table { rows: from }) => rows.clone_from(from),
+            (
+                Body::Leaf {
+                    entries,
+                    next,
+                    low,
+                    high,
+                },
+                Body::Leaf {
+                    entries: e,
+                    next: n,
+                    low: l,
+                    high: h,
+                },
+            ) => {
+                entries.clone_from(e);
+                (*next, *low, *high) = (*n, *l, *h);
+            }
+            (body, from) => body.clone_from(from),
+        }
+        self.itl.clone_from(&src.itl);
+        self.undo.clone_from(&src.undo);
+        self.trimmed_scn = src.trimmed_scn;
+    }
 }
 
 impl Block {

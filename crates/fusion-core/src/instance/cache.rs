@@ -1,7 +1,7 @@
 //! The buffer cache: buffers of blocks in their states (current exclusive or
 //! shared, consistent-read copies, past images), dirty tracking, pins and LRU.
 
-use crate::block::Block;
+use crate::block::{Block, Body};
 use crate::config::Nanos;
 use crate::types::{BlockAddr, Scn, Xid};
 
@@ -491,6 +491,9 @@ impl Cache {
     /// a clean one is dropped. Returns the image and whether a PI was kept.
     pub fn give_up_current(&mut self, id: BufId) -> (Block, bool) {
         let blk = self.get(id).blk;
+        // The image of the older past image this one replaces: the copy
+        // kept here reuses its vectors instead of allocating its own.
+        let mut spare = None;
         if self.get(id).dirty {
             // A newer past image makes an older one useless: keep one per
             // block. It holds the older one's changes too, so it keeps the
@@ -504,6 +507,13 @@ impl Cache {
                 let b = self.get_mut(id);
                 b.first_rba = Some(b.first_rba.map_or(o, |f| f.min(o)));
             }
+            if let Some(old) = self
+                .buffers_of(blk)
+                .find(|&other| other != id && self.get(other).state == BufState::Pi)
+            {
+                let empty = Block::new(blk, Body::Unformatted);
+                spare = Some(std::mem::replace(&mut self.get_mut(old).image, empty));
+            }
             self.remove_where(blk, |other, b| other != id && b.state == BufState::Pi);
         }
         let b = self.get_mut(id);
@@ -511,7 +521,13 @@ impl Cache {
         if b.dirty {
             // The original, whose vectors have room to grow, travels to the
             // next holder, which changes it.
-            let copy = b.image.clone();
+            let copy = match spare {
+                Some(mut copy) => {
+                    copy.clone_from(&b.image);
+                    copy
+                }
+                None => b.image.clone(),
+            };
             let image = std::mem::replace(&mut b.image, copy);
             self.set_state(id, BufState::Pi);
             (image, true)

@@ -86,9 +86,11 @@ pub struct QueueFull {
 #[derive(Debug)]
 struct Worker {
     proc: ProcId,
+    /// Jobs and when they were queued; while `running`, the front one is
+    /// the job on (or waiting for) the CPU. It stays there until it ends
+    /// rather than moving out: a job with a message is large to move.
     queue: VecDeque<(Job, Nanos)>,
-    /// The job on (or waiting for) the CPU, and when it was queued.
-    running: Option<(Job, Nanos)>,
+    running: bool,
     parked: FxHashMap<u64, (Box<Serve>, Nanos)>,
     next_park: u64,
     /// The running job belongs to an incarnation that ended: when its CPU
@@ -111,7 +113,7 @@ impl Lms {
                 .map(|proc| Worker {
                     proc,
                     queue: VecDeque::new(),
-                    running: None,
+                    running: false,
                     parked: FxHashMap::default(),
                     next_park: 1,
                     stale: false,
@@ -129,7 +131,7 @@ impl Lms {
     pub fn backlog(&self) -> usize {
         self.workers
             .iter()
-            .map(|w| w.queue.len() + usize::from(w.running.is_some()) + w.parked.len())
+            .map(|w| w.queue.len() + w.parked.len())
             .sum()
     }
 
@@ -147,35 +149,42 @@ impl Lms {
 
     /// Queue a job behind the others.
     pub fn enqueue(&mut self, w: u8, job: Job, now: Nanos) -> Result<(), QueueFull> {
-        let queue = &mut self.workers[usize::from(w)].queue;
-        if queue.len() >= QUEUE_LIMIT {
+        let worker = &mut self.workers[usize::from(w)];
+        if worker.queue.len() - usize::from(worker.running) >= QUEUE_LIMIT {
             return Err(QueueFull { worker: w });
         }
-        queue.push_back((job, now));
+        worker.queue.push_back((job, now));
         Ok(())
     }
 
     /// Queue a job ahead of the others: work already under way goes on first.
     pub fn enqueue_front(&mut self, w: u8, job: Job, now: Nanos) {
-        self.workers[usize::from(w)].queue.push_front((job, now));
+        let worker = &mut self.workers[usize::from(w)];
+        // Behind the running job, ahead of the waiting ones.
+        worker.queue.insert(usize::from(worker.running), (job, now));
     }
 
     /// If worker `w` is idle, its next job, now running: the caller works out
     /// the CPU it needs and asks for it.
     pub fn start_next(&mut self, w: u8) -> Option<&mut Job> {
         let worker = &mut self.workers[usize::from(w)];
-        if worker.running.is_some() {
+        if worker.running {
             return None;
         }
-        let next = worker.queue.pop_front()?;
-        Some(&mut worker.running.insert(next).0)
+        let (job, _) = worker.queue.front_mut()?;
+        worker.running = true;
+        Some(job)
     }
 
     /// Worker `w`'s CPU step ended: its job and when it was queued (`None`
     /// when the job was dropped by a reconfiguration meanwhile).
     pub fn finish(&mut self, w: u8) -> Option<(Job, Nanos)> {
         let worker = self.workers.get_mut(usize::from(w))?;
-        let job = worker.running.take();
+        let job = if std::mem::take(&mut worker.running) {
+            worker.queue.pop_front()
+        } else {
+            None
+        };
         if std::mem::take(&mut worker.stale) {
             return None;
         }
@@ -189,11 +198,11 @@ impl Lms {
         let mut dropped = 0;
         for worker in &mut self.workers {
             dropped += worker.queue.len() + worker.parked.len();
-            worker.queue.clear();
+            // The running job stays at the front until its step ends.
+            worker.queue.truncate(usize::from(worker.running));
             worker.parked.clear();
-            if worker.running.is_some() {
+            if worker.running {
                 worker.stale = true;
-                dropped += 1;
             }
         }
         self.pin_waiters.clear();

@@ -189,6 +189,16 @@ pub struct Instance {
     timers: BinaryHeap<Reverse<(Nanos, u64, Timer)>>,
     timer_seq: u64,
     actions: VecDeque<Action>,
+    /// Boxes that carried shipped blocks here, emptied, for the blocks
+    /// this instance ships: a block ping-pongs, so its box is reused rather
+    /// than allocated by one instance and freed by the other every transfer.
+    // Boxed on purpose: the boxes themselves are what is kept for reuse.
+    #[allow(clippy::vec_box)]
+    spare_block_boxes: Vec<Box<Block>>,
+    /// Boxes of served requests this instance shipped, for the next ones
+    /// (one is allocated per request forwarded here otherwise).
+    #[allow(clippy::vec_box)]
+    spare_serves: Vec<Box<lms::Serve>>,
     done: Vec<StepDone>,
     cache: Cache,
     directory: Directory,
@@ -363,6 +373,8 @@ impl Instance {
             timers: BinaryHeap::new(),
             timer_seq: 0,
             actions: VecDeque::new(),
+            spare_block_boxes: Vec::new(),
+            spare_serves: Vec::new(),
             done: Vec::new(),
         };
         // Worker numbers are 8-bit: `gcs_server_processes` and
@@ -844,17 +856,20 @@ impl Instance {
                 pi_kept,
                 hops,
                 congested,
-            } => self.on_ship(
-                from,
-                env.sent_at,
-                env.scn,
-                req,
-                kind,
-                *block,
-                pi_kept,
-                hops,
-                congested,
-            ),
+            } => {
+                let block = self.unbox_block(block);
+                self.on_ship(
+                    from,
+                    env.sent_at,
+                    env.scn,
+                    req,
+                    kind,
+                    block,
+                    pi_kept,
+                    hops,
+                    congested,
+                )
+            }
             Msg::Grant { req, grant } => self.on_grant(from, env.sent_at, req, grant),
             Msg::TxStatus { xid, token, report } => self.on_tx_status(xid, token, report),
             // Global enqueues are LMD's work, not LMS's; it is not charged CPU here.

@@ -9,7 +9,7 @@ use super::Instance;
 use super::cache::{BufId, BufState};
 use super::lgwr::FlushWaiter;
 use super::lms::{CONGESTED_AFTER, Job, Serve, Stage};
-use crate::block::{Block, CrCopy, CrError, TxState};
+use crate::block::{Block, Body, CrCopy, CrError, TxState};
 use crate::config::Nanos;
 use crate::cpu::StepDone;
 use crate::msg::{Msg, ReqKind, Request, ShipKind, TxReport};
@@ -31,7 +31,7 @@ impl Instance {
                 req,
                 master,
                 shared,
-            } => Job::Serve(Box::new(Serve::new(req, master, shared))),
+            } => Job::Serve(self.boxed_serve(Serve::new(req, master, shared))),
             msg => Job::Msg { from, msg },
         };
         if let Err(full) = self.lms.enqueue(w, job, self.now) {
@@ -49,11 +49,8 @@ impl Instance {
     pub(super) fn lms_serve_here(&mut self, req: Request, shared: bool) {
         let w = self.lms.worker_for(req.blk);
         let me = self.id;
-        self.lms.enqueue_front(
-            w,
-            Job::Serve(Box::new(Serve::new(req, me, shared))),
-            self.now,
-        );
+        let job = Job::Serve(self.boxed_serve(Serve::new(req, me, shared)));
+        self.lms.enqueue_front(w, job, self.now);
         self.lms_kick(w);
     }
 
@@ -322,8 +319,19 @@ impl Instance {
         }
     }
 
+    /// `serve` in a box, a spare one if there is one (see `spare_serves`).
+    fn boxed_serve(&mut self, serve: Serve) -> Box<Serve> {
+        match self.spare_serves.pop() {
+            Some(mut b) => {
+                *b = serve;
+                b
+            }
+            None => Box::new(serve),
+        }
+    }
+
     /// Send the block to the requester.
-    fn ship(&mut self, s: Box<Serve>, buf: BufId, send_time: Nanos) {
+    fn ship(&mut self, mut s: Box<Serve>, buf: BufId, send_time: Nanos) {
         let req = s.req;
         // 2-way: the request went straight to the holder (the master was the
         // requester or the holder itself); 3-way: a third instance forwarded it.
@@ -336,7 +344,7 @@ impl Instance {
             (ReqKind::Cr { .. }, false) => {
                 self.stats.incr(Stat::GcCrBlocksServed);
                 self.stats.add(Stat::GcCrBlockSendTime, send_time);
-                match s.built {
+                match s.built.take() {
                     Some((_, Ok(cp))) => {
                         let kind = ShipKind::Cr {
                             lo: cp.lo,
@@ -361,12 +369,18 @@ impl Instance {
             }
         };
         let congested = s.congested;
+        // Emptied of its CR copy above: kept for the next request served here.
+        const SPARE_SERVES_MAX: usize = 16;
+        if self.spare_serves.len() < SPARE_SERVES_MAX {
+            self.spare_serves.push(s);
+        }
+        let block = self.box_block(block);
         self.send(
             req.requester,
             Msg::Ship {
                 req,
                 kind,
-                block: Box::new(block),
+                block,
                 pi_kept,
                 hops,
                 congested,
@@ -375,6 +389,29 @@ impl Instance {
         if matches!(req.kind, ReqKind::Current { .. }) {
             self.wake_block(req.blk);
         }
+    }
+
+    /// `block` in a box, a spare one if there is one (see `spare_block_boxes`).
+    fn box_block(&mut self, block: Block) -> Box<Block> {
+        match self.spare_block_boxes.pop() {
+            Some(mut b) => {
+                *b = block;
+                b
+            }
+            None => Box::new(block),
+        }
+    }
+
+    /// The block a box carried here; the box is kept for a block shipped
+    /// from here (a few at most: shipping takes them as fast as they come).
+    pub(super) fn unbox_block(&mut self, mut b: Box<Block>) -> Block {
+        const SPARE_BOXES_MAX: usize = 16;
+        let empty = Block::new(b.addr, Body::Unformatted);
+        let block = std::mem::replace(&mut *b, empty);
+        if self.spare_block_boxes.len() < SPARE_BOXES_MAX {
+            self.spare_block_boxes.push(b);
+        }
+        block
     }
 
     /// The current block leaves: keep a past image if it is dirty, else drop it.

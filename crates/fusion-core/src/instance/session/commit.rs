@@ -82,12 +82,15 @@ impl Instance {
         self.txns.commit(xid, scn);
         let rba = self.redo(RedoRecord::commit(scn, xid, 100));
         // Fast commit cleanout of the blocks still held here.
-        let touched = std::mem::take(&mut self.sessions.session_mut(sid).touched);
-        for blk in touched {
+        // Emptied, not dropped: the next transaction reuses its allocation.
+        let mut touched = std::mem::take(&mut self.sessions.session_mut(sid).touched);
+        for &blk in &touched {
             if let Some(id) = self.cache.current(blk) {
                 self.cache.get_mut(id).image.clean_out(xid, scn);
             }
         }
+        touched.clear();
+        self.sessions.session_mut(sid).touched = touched;
         self.record(Observation::Commit { xid, scn });
         self.wake_tx_waiters(xid, scn);
         self.stats.incr(Stat::RedoSynchWrites);

@@ -155,13 +155,12 @@ impl Instance {
             return false;
         }
         let template = self.pick_template(spec);
-        let update_keys = self.draw_update_keys(sid, spec, template);
+        self.draw_update_keys(sid, spec, template);
         let s = self.sessions.session_mut(sid);
         s.template = template;
         s.step = 0;
         s.execs_left = 0;
         s.in_txn = true;
-        s.update_keys = update_keys;
         s.xid = Xid::NONE;
         s.touched.clear();
         true
@@ -187,13 +186,13 @@ impl Instance {
 
     /// The keys a transaction's updates will change, per table, drawn up
     /// front so that its row locks are taken in key order.
-    fn draw_update_keys(
-        &mut self,
-        sid: u32,
-        spec: &WorkloadSpec,
-        template: usize,
-    ) -> Vec<(usize, Vec<u64>)> {
-        let mut keys: Vec<(usize, Vec<u64>)> = Vec::new();
+    ///
+    /// They replace the session's `update_keys`, whose vectors are reused
+    /// (cleared, not dropped: no allocation per transaction).
+    fn draw_update_keys(&mut self, sid: u32, spec: &WorkloadSpec, template: usize) {
+        let mut keys = std::mem::take(&mut self.sessions.session_mut(sid).update_keys);
+        // Tables drawn for so far: `keys[..tables]`; the rest are old vectors to reuse.
+        let mut tables = 0;
         if let Some(t) = spec.transactions.get(template) {
             for step in t.steps.iter() {
                 if let Step::Update {
@@ -205,19 +204,30 @@ impl Instance {
                 {
                     for _ in 0..*rows {
                         let k = self.draw_key(sid, *table, key_spec);
-                        match keys.iter_mut().find(|(tb, _)| tb == table) {
+                        match keys[..tables].iter_mut().find(|(tb, _)| tb == table) {
                             Some((_, v)) => v.push(k),
-                            None => keys.push((*table, vec![k])),
+                            None => {
+                                match keys.get_mut(tables) {
+                                    Some((tb, v)) => {
+                                        *tb = *table;
+                                        v.clear();
+                                        v.push(k);
+                                    }
+                                    None => keys.push((*table, vec![k])),
+                                }
+                                tables += 1;
+                            }
                         }
                     }
                 }
             }
         }
+        keys.truncate(tables);
         for (_, v) in &mut keys {
             v.sort_unstable();
             v.reverse(); // popped from the end: ascending order
         }
-        keys
+        self.sessions.session_mut(sid).update_keys = keys;
     }
 
     /// The transaction's next step begins. `Continue`: its executions
