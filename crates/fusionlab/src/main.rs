@@ -8,13 +8,6 @@ use clap::Parser;
 use fusionlab::cli::{Cli, dispatch};
 use fusionlab::{Failure, exit};
 
-/// mimalloc: a simulator run on several threads frees on one thread what
-/// another allocated (messages, block images), which the system allocator
-/// serializes on its arenas' locks (docs/benchmarks.md, "One run on several
-/// threads").
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // Unlocked handles: long-running commands (`instance`, `store`) have
