@@ -30,7 +30,7 @@ use rand_core::SeedableRng;
 pub use fusion_driver::{Ran, VariantOutcome};
 use life::Life;
 pub use queue::QUEUED_EVENTS_MAX;
-use queue::{Ev, Queue, Taken, key_time};
+use queue::{Ev, PAYLOAD, Queue, WAKE, key_time};
 pub use redo::{REDO_KEPT_MAX, RedoThread};
 use store::Store;
 
@@ -424,23 +424,33 @@ impl Sim {
         // A wake-up that is due before anything queued skips the queue.
         let mut direct: Option<(Nanos, usize)> = None;
         while self.stopped.is_none() {
-            let (at, taken) = match direct.take() {
-                Some((at, i)) => (at, Taken::Wake(i)),
+            let (at, payload) = match direct.take() {
+                Some((at, i)) => (at, WAKE | i as u64),
                 None => {
                     let Some(key) = self.queue.pop_until(until) else {
                         break;
                     };
-                    (key_time(key), self.queue.take(key))
+                    (key_time(key), key as u64 & PAYLOAD)
                 }
             };
-            let (i, ev) = match taken {
-                Taken::Wake(i) => (i, None),
-                Taken::Event(Ev::Fence { inst, fenced }) => {
+            // The event is taken out of its slot only here and moved no
+            // more until its instance gets it: a message is large.
+            let ev = if payload & WAKE != 0 {
+                None
+            } else {
+                let Some(ev) = self.queue.take_slot(payload) else {
+                    continue;
+                };
+                Some(ev)
+            };
+            let i = match &ev {
+                None => (payload & !WAKE) as usize,
+                Some(Ev::Fence { inst, fenced }) => {
+                    let (inst, fenced) = (*inst, *fenced);
                     self.fence_applies(inst, fenced);
                     continue;
                 }
-                Taken::Event(ev) => (ev.instance(), Some(ev)),
-                Taken::Gone => continue,
+                Some(ev) => ev.instance(),
             };
             self.now = at;
             self.events += 1;

@@ -226,6 +226,7 @@ impl Queue {
     }
 
     /// Remove and return the next event's key if it is not after `until`.
+    #[inline]
     pub(crate) fn pop_until(&mut self, until: Nanos) -> Option<Key> {
         let key = self.peek().filter(|&k| key_time(k) <= until)?;
         self.remove_next(key);
@@ -240,6 +241,7 @@ impl Queue {
     }
 
     /// Take out `key`, the next event.
+    #[inline]
     fn remove_next(&mut self, key: Key) {
         // Keys are unique: the next one is on top of the part that holds it.
         if self.near.last() == Some(&key) {
@@ -250,6 +252,16 @@ impl Queue {
         if self.barriers.first() == Some(&key) {
             self.barriers.remove(0);
         }
+    }
+
+    /// Take the event of slot `payload` (a key's low bits, not a wake-up's)
+    /// out of it; `None` if it was empty.
+    #[inline(always)]
+    pub(crate) fn take_slot(&mut self, payload: u64) -> Option<Ev> {
+        let slot = payload as usize;
+        let ev = self.slots.get_mut(slot).and_then(Option::take)?;
+        self.free.push(slot as u32);
+        Some(ev)
     }
 
     /// Take the event of `key` out of its slot (a wake-up's instance is in
