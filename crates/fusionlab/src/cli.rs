@@ -281,7 +281,8 @@ pub struct RunCmd {
     /// Advance the simulated instances on N threads: the same result, byte
     /// for byte, sooner on a big cluster. Default: every core when the
     /// cluster is big enough to gain (see docs/benchmarks.md); 1 is serial.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    #[arg(long, value_name = "N", conflicts_with = "live",
+          value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub threads: Option<u16>,
     /// Also write a timeline trace (Chrome/Perfetto JSON, gzipped when FILE
     /// ends in .gz) to FILE: open it in ui.perfetto.dev. Simulator only.

@@ -937,3 +937,36 @@ fn a_bad_trace_window_or_a_live_trace_is_refused_naming_the_flag() {
         stderr(&o)
     );
 }
+
+#[test]
+fn threads_give_the_same_report_and_bad_counts_are_named() {
+    let tail = short(CPU, 0.2);
+    let one = fusionlab(
+        "threads-1",
+        &args(&["run", CPU, "--no-store", "--threads", "1"], &tail),
+    );
+    let three = fusionlab(
+        "threads-3",
+        &args(&["run", CPU, "--no-store", "--threads", "3"], &tail),
+    );
+    assert_status(&one, 0);
+    assert_status(&three, 0);
+    assert!(
+        stdout(&one).contains("Top 5 Timed Foreground Events"),
+        "{}",
+        stdout(&one)
+    );
+    assert!(
+        stdout(&one) == stdout(&three),
+        "the reports differ on 3 threads"
+    );
+    for bad in ["0", "1025", "many"] {
+        let o = fusionlab("threads-bad", &["run", CPU, "--threads", bad]);
+        assert_status(&o, 2);
+        assert!(stderr(&o).contains("--threads"), "{bad}: {}", stderr(&o));
+        assert_eq!(stdout(&o), "", "refused before the run");
+    }
+    let o = fusionlab("threads-live", &["run", CPU, "--live", "--threads", "2"]);
+    assert_status(&o, 2);
+    assert!(stderr(&o).contains("cannot be used with"), "{}", stderr(&o));
+}
