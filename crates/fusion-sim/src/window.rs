@@ -46,6 +46,9 @@ pub(crate) struct Lanes {
     heads: BinaryHeap<Reverse<u128>>,
     /// Per lane: its next record to merge.
     cursor: Vec<usize>,
+    /// Test hook: the lane that panics (a stand-in for a bug in the model).
+    #[cfg(test)]
+    pub(crate) panic_in_lane: Option<usize>,
 }
 
 impl Lanes {
@@ -56,6 +59,8 @@ impl Lanes {
             lanes: (0..instances).map(|_| Lane::default()).collect(),
             heads: BinaryHeap::new(),
             cursor: vec![0; instances],
+            #[cfg(test)]
+            panic_in_lane: None,
         }
     }
 }
@@ -85,6 +90,8 @@ struct Crew {
     /// The fenced instances as the window began (a bit per instance).
     fenced: AtomicU64,
     nextvals: bool,
+    #[cfg(test)]
+    panic_in_lane: Option<usize>,
 }
 
 /// Spins before a waiting thread starts yielding its core.
@@ -121,6 +128,8 @@ impl Crew {
             if slot.lane.inputs.is_empty() {
                 continue;
             }
+            #[cfg(test)]
+            assert!(self.panic_in_lane != Some(i), "lane {i} panics, as asked");
             let Slot {
                 x,
                 life,
@@ -152,8 +161,11 @@ impl Crew {
             if self.quit.load(Ordering::Acquire) {
                 return;
             }
+            // Counted done even when a lane panics (a bug in the model):
+            // the coordinator then stops and the scope hands the panic on,
+            // instead of everyone waiting for this thread forever.
+            let _done = Done(self);
             self.run_share(k, threads);
-            self.done.fetch_add(1, Ordering::AcqRel);
         }
     }
 
@@ -165,7 +177,7 @@ impl Crew {
         self.epoch.fetch_add(1, Ordering::AcqRel);
         self.run_share(0, workers + 1);
         let mut spins = 0u32;
-        while self.done.load(Ordering::Acquire) < workers {
+        while self.done.load(Ordering::Acquire) < workers && !self.quit.load(Ordering::Acquire) {
             if spins < SPINS_MAX {
                 spins += 1;
                 std::hint::spin_loop();
@@ -173,6 +185,30 @@ impl Crew {
                 std::thread::yield_now();
             }
         }
+    }
+}
+
+/// Marks a worker done with its window when dropped, also by a panic,
+/// which also tells everyone to quit.
+struct Done<'a>(&'a Crew);
+
+impl Drop for Done<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.quit.store(true, Ordering::Release);
+        }
+        self.0.done.fetch_add(1, Ordering::AcqRel);
+    }
+}
+
+/// Ends the workers when the coordinating thread leaves its loop, also
+/// by a panic: the scope joins them before it hands a panic on.
+struct Dismiss<'a>(&'a Crew);
+
+impl Drop for Dismiss<'_> {
+    fn drop(&mut self) {
+        self.0.quit.store(true, Ordering::Release);
+        self.0.epoch.fetch_add(1, Ordering::AcqRel);
     }
 }
 
@@ -317,6 +353,8 @@ impl Sim {
             wake_end: AtomicU64::new(0),
             fenced: AtomicU64::new(0),
             nextvals: self.nextvals.is_some() || self.seq_order.is_some(),
+            #[cfg(test)]
+            panic_in_lane: lanes.panic_in_lane,
         };
         let workers = lanes.threads.saturating_sub(1);
         std::thread::scope(|scope| {
@@ -324,9 +362,8 @@ impl Sim {
                 let crew = &crew;
                 scope.spawn(move || crew.work(k, workers + 1));
             }
+            let _dismiss = Dismiss(&crew);
             self.windows_until(&crew, &mut lanes, workers, until);
-            crew.quit.store(true, Ordering::Release);
-            crew.epoch.fetch_add(1, Ordering::AcqRel);
         });
         for m in crew.slots {
             let slot = m.into_inner().unwrap_or_else(PoisonError::into_inner);
@@ -371,6 +408,10 @@ impl Sim {
                 nextvals: crew.nextvals,
             };
             crew.window(workers, w, fenced);
+            if crew.quit.load(Ordering::Acquire) {
+                // A worker panicked: the scope hands its panic on.
+                return;
+            }
             self.windows += 1;
             self.merge(crew, lanes);
         }
@@ -457,4 +498,48 @@ fn head_of(lane: &Lane, r: usize, l: usize) -> Option<u128> {
         Origin::Woken(p) => (1, lane.ranks.get(p as usize).copied().unwrap_or(0)),
     };
     Some(u128::from(rec.at) << 64 | class << 63 | u128::from(order) << 8 | l as u128)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Sim, SimOptions};
+    use fusion_core::config::{KeyDist, NS_PER_MS, Step};
+    use fusion_testkit::{ScenarioBuilder, btree, phase, read_by_index, table, txn, workload};
+
+    /// A panic in a lane, on a worker or on the coordinating thread, ends
+    /// the run with that panic: nobody waits for the thread that died.
+    #[test]
+    fn a_panicking_lane_ends_the_run_with_its_panic_not_a_hang() {
+        let s = ScenarioBuilder::new(3)
+            .table(table("t", 400, 20))
+            .index(btree("t_pk", 0, 32, 32))
+            .workload(workload(
+                "w",
+                3,
+                4,
+                NS_PER_MS,
+                vec![txn(
+                    "read",
+                    1,
+                    vec![read_by_index(KeyDist::Uniform, 2), Step::Commit],
+                )],
+            ))
+            .phase(phase("first", 50 * NS_PER_MS))
+            .build();
+        let opts = SimOptions {
+            threads: 2,
+            ..SimOptions::default()
+        };
+        // Lane 1 runs on the worker, lane 0 on the coordinating thread.
+        for lane in [1, 0] {
+            let mut sim = Sim::new(&s, &opts);
+            if let Some(l) = sim.lanes.as_mut() {
+                l.panic_in_lane = Some(lane);
+            }
+            let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                crate::run_phases_with(&mut sim, "v", &s, &opts)
+            }));
+            assert!(ran.is_err(), "lane {lane}: the run went on");
+        }
+    }
 }
