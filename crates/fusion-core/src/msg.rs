@@ -63,6 +63,18 @@ pub enum ShipKind {
     Current,
 }
 
+/// A block shipped from its holder to the requester ([`Msg::Ship`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Shipment {
+    pub req: Request,
+    pub kind: ShipKind,
+    pub block: Block,
+    pub pi_kept: bool,
+    /// 2 when the master served it, 3 when forwarded.
+    pub hops: u8,
+    pub congested: bool,
+}
+
 /// How the requester may proceed without a block.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GrantKind {
@@ -164,15 +176,9 @@ pub enum Msg {
         req: Request,
         grant: GrantKind,
     },
-    /// Holder to requester. `hops`: 2 when the master served it, 3 when forwarded.
-    Ship {
-        req: Request,
-        kind: ShipKind,
-        block: Box<Block>,
-        pi_kept: bool,
-        hops: u8,
-        congested: bool,
-    },
+    /// Holder to requester. Boxed: inline, its fields made every message (and every
+    /// envelope the simulator moves) 32 bytes larger.
+    Ship(Box<Shipment>),
     /// Requester to master: the transfer is complete, record the new holder.
     Installed {
         blk: BlockAddr,
@@ -387,7 +393,7 @@ impl Msg {
     /// Bytes on the wire: shipped blocks are padded to the block size.
     pub fn wire_bytes(&self, block_size: u32, message_bytes: u32) -> u64 {
         match self {
-            Msg::Ship { .. }
+            Msg::Ship(_)
             | Msg::RecoverImage {
                 source: RecoverSource::Image(_),
                 ..
@@ -415,9 +421,9 @@ impl Msg {
             Msg::Request(r)
             | Msg::Forward { req: r, .. }
             | Msg::Grant { req: r, .. }
-            | Msg::Ship { req: r, .. }
             | Msg::NotHeld { req: r }
             | Msg::DownConverted { req: r } => Some(r.blk),
+            Msg::Ship(s) => Some(s.req.blk),
             Msg::Installed { blk, .. }
             | Msg::Invalidate { blk, .. }
             | Msg::InvalidateAck { blk, .. }
@@ -618,4 +624,22 @@ pub enum IoResult {
 pub enum Action {
     Send(Envelope),
     Io { id: u64, io: Io },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every envelope is moved by value through the simulator's event queue,
+    /// the LMS queue and the instance's calls: a large variant kept inline
+    /// (a shipped block's fields) would make every one of them larger.
+    #[test]
+    fn a_message_is_no_larger_than_a_forwarded_request() {
+        let forward = std::mem::size_of::<Request>() + 8;
+        assert!(
+            std::mem::size_of::<Msg>() <= forward,
+            "{}",
+            std::mem::size_of::<Msg>()
+        );
+    }
 }

@@ -30,13 +30,9 @@ fn ships_to(
     cluster
         .sent()
         .filter_map(|(at, env)| match &env.msg {
-            Msg::Ship {
-                req,
-                kind,
-                block,
-                hops,
-                ..
-            } if env.to == to && req.blk == blk => Some((at, *kind, *hops, (**block).clone())),
+            Msg::Ship(s) if env.to == to && s.req.blk == blk => {
+                Some((at, s.kind, s.hops, s.block.clone()))
+            }
             _ => None,
         })
         .collect()
@@ -54,7 +50,7 @@ fn routed(
             let (req, what) = match &env.msg {
                 Msg::Request(req) => (req, "request"),
                 Msg::Forward { req, .. } => (req, "forward"),
-                Msg::Ship { req, .. } => (req, "ship"),
+                Msg::Ship(s) => (&s.req, "ship"),
                 _ => return None,
             };
             (req.blk == blk && req.requester == requester).then_some((env.from, env.to, what))

@@ -39,9 +39,7 @@ fn ships_to(cluster: &Cluster, to: InstId, blk: BlockAddr) -> Vec<(Nanos, ShipKi
     cluster
         .sent()
         .filter_map(|(at, env)| match &env.msg {
-            Msg::Ship {
-                req, kind, pi_kept, ..
-            } if env.to == to && req.blk == blk => Some((at, *kind, *pi_kept)),
+            Msg::Ship(s) if env.to == to && s.req.blk == blk => Some((at, s.kind, s.pi_kept)),
             _ => None,
         })
         .collect()

@@ -187,7 +187,7 @@ impl TransferClock {
     fn arrived(&mut self, me: InstId, env: &Envelope, at: Nanos) {
         use fusion_core::msg::Msg;
         let (req, shipped) = match &env.msg {
-            Msg::Ship { req, .. } => (req, true),
+            Msg::Ship(s) => (&s.req, true),
             // A grant ends the request without a block: not a transfer.
             Msg::Grant { req, .. } => (req, false),
             _ => return,

@@ -5,7 +5,7 @@
 use fusion_core::block::{Block, Body};
 use fusion_core::msg::{
     EnqKind, Envelope, GrantKind, LockMode, Lvb, Mode, Msg, RedoRecord, ReqKind, Request, ResName,
-    ShipKind, Timing, TxReport,
+    ShipKind, Shipment, Timing, TxReport,
 };
 use fusion_core::types::{BlockAddr, InstId, InstSet, Xid};
 use thiserror::Error;
@@ -282,20 +282,13 @@ impl Codec {
                 req: Some(request_pb(req)),
                 grant: grant_pb(*grant) as i32,
             }),
-            Msg::Ship {
-                req,
-                kind,
-                block,
-                pi_kept,
-                hops,
-                congested,
-            } => K::Ship(pb::Ship {
-                req: Some(request_pb(req)),
-                kind: Some(ship_kind_pb(*kind)),
-                block: self.encode_block(block),
-                pi_kept: *pi_kept,
-                hops: u32::from(*hops),
-                congested: *congested,
+            Msg::Ship(s) => K::Ship(pb::Ship {
+                req: Some(request_pb(&s.req)),
+                kind: Some(ship_kind_pb(s.kind)),
+                block: self.encode_block(&s.block),
+                pi_kept: s.pi_kept,
+                hops: u32::from(s.hops),
+                congested: s.congested,
             }),
             Msg::Installed {
                 blk,
@@ -429,14 +422,14 @@ impl Codec {
                     pb::ship::Kind::Shared(_) => ShipKind::Shared,
                     pb::ship::Kind::Current(_) => ShipKind::Current,
                 };
-                Msg::Ship {
+                Msg::Ship(Box::new(Shipment {
                     req: self.request(s.req.ok_or(missing("Ship.req"))?)?,
                     kind,
-                    block: Box::new(self.decode_block("Ship.block", &s.block)?),
+                    block: self.decode_block("Ship.block", &s.block)?,
                     pi_kept: s.pi_kept,
                     hops: narrow("Ship.hops", s.hops)?,
                     congested: s.congested,
-                }
+                }))
             }
             K::Installed(i) => Msg::Installed {
                 blk: l.blk("Installed.blk", i.blk)?,

@@ -3,7 +3,7 @@
 //! bad frames are errors that say what was wrong.
 
 use fusion_core::block::{Block, Body};
-use fusion_core::msg::{Envelope, Msg, ReqKind, Request, ShipKind, Timing};
+use fusion_core::msg::{Envelope, Msg, ReqKind, Request, ShipKind, Shipment, Timing};
 use fusion_core::types::{BlockAddr, InstId};
 use fusion_wire::framing::{
     MAX_FRAME, decode_frame, encode_frame, envelope_frame, frame_codec, hello_frame, refusal_frame,
@@ -77,7 +77,7 @@ fn ship(i: u64) -> Envelope {
         incarnation: 1,
         scn: 100 + i,
         sent_at: 1_000 * i,
-        msg: Msg::Ship {
+        msg: Msg::Ship(Box::new(Shipment {
             req: Request {
                 id: i,
                 blk: BlockAddr(7),
@@ -86,11 +86,11 @@ fn ship(i: u64) -> Envelope {
                 timing: Timing::default(),
             },
             kind: ShipKind::Current,
-            block: Box::new(block),
+            block,
             pi_kept: false,
             hops: 2,
             congested: false,
-        },
+        })),
         link: Default::default(),
     }
 }

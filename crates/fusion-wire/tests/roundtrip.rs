@@ -4,7 +4,7 @@
 use fusion_core::block::{Block, Body, Change, Itl, LeafEntry, Piece, Row, UndoOp, UndoRec};
 use fusion_core::msg::{
     EnqKind, Envelope, GrantKind, LockMode, Lvb, Mode, Msg, ReqKind, Request, ResName, ShipKind,
-    Timing, TxReport,
+    Shipment, Timing, TxReport,
 };
 use fusion_core::types::{BlockAddr, InstId, Rowid, Xid};
 use fusion_wire::{
@@ -251,14 +251,16 @@ fn msg() -> impl Strategy<Value = Msg> {
             any::<u8>(),
             any::<bool>()
         )
-            .prop_map(|(req, kind, block, pi_kept, hops, congested)| Msg::Ship {
-                req,
-                kind,
-                block: Box::new(block),
-                pi_kept,
-                hops,
-                congested
-            }),
+            .prop_map(
+                |(req, kind, block, pi_kept, hops, congested)| Msg::Ship(Box::new(Shipment {
+                    req,
+                    kind,
+                    block,
+                    pi_kept,
+                    hops,
+                    congested
+                }))
+            ),
         (
             addr(),
             any::<u64>(),
@@ -451,14 +453,14 @@ fn truncated_block_names_the_field() {
     assert!(e.to_string().contains("truncated"), "{e}");
 
     // Inside a message, the error names the message field and the block field.
-    let mut env = sample_envelope(Msg::Ship {
+    let mut env = sample_envelope(Msg::Ship(Box::new(Shipment {
         req: sample_request(),
         kind: ShipKind::Current,
-        block: Box::new(sample_block()),
+        block: sample_block(),
         pi_kept: false,
         hops: 2,
         congested: false,
-    });
+    })));
     if let Some(pb::msg::Kind::Ship(s)) = env.msg.as_mut().and_then(|m| m.kind.as_mut()) {
         s.block.truncate(20);
     }
@@ -510,14 +512,14 @@ fn missing_oneofs_name_the_field() {
     }
     assert_eq!(decode_err(env).field(), "Request.kind");
 
-    let mut env = sample_envelope(Msg::Ship {
+    let mut env = sample_envelope(Msg::Ship(Box::new(Shipment {
         req: sample_request(),
         kind: ShipKind::Raw,
-        block: Box::new(sample_block()),
+        block: sample_block(),
         pi_kept: true,
         hops: 3,
         congested: true,
-    });
+    })));
     if let Some(pb::msg::Kind::Ship(s)) = env.msg.as_mut().and_then(|m| m.kind.as_mut()) {
         s.kind = None;
     }
@@ -648,14 +650,14 @@ fn out_of_range_ids_name_the_field() {
     });
     assert_eq!(decode_err(env).field(), "TxQuery.xid");
 
-    let env = sample_envelope(Msg::Ship {
+    let env = sample_envelope(Msg::Ship(Box::new(Shipment {
         req: sample_request(),
         kind: ShipKind::Shared,
-        block: Box::new(sample_block()),
+        block: sample_block(),
         pi_kept: false,
         hops: 2,
         congested: false,
-    });
+    })));
     let mut env2 = env.clone();
     if let Some(pb::msg::Kind::Ship(s)) = env2.msg.as_mut().and_then(|m| m.kind.as_mut()) {
         s.hops = 256;

@@ -117,7 +117,7 @@ fn msg_name(msg: &Msg) -> &'static str {
         Msg::Request(_) => "Request",
         Msg::Forward { .. } => "Forward",
         Msg::Grant { .. } => "Grant",
-        Msg::Ship { .. } => "Ship",
+        Msg::Ship(_) => "Ship",
         Msg::Installed { .. } => "Installed",
         Msg::Invalidate { .. } => "Invalidate",
         Msg::InvalidateAck { .. } => "InvalidateAck",

@@ -74,7 +74,7 @@ use crate::config::{Catalog, Costs, Nanos, ParamValue, Params, SequenceDef, Work
 use crate::cpu::{ProcId, SchedClass, StepDone};
 use crate::cpus::Cpus;
 use crate::layout::Layout;
-use crate::msg::{Action, Envelope, Io, IoResult, Msg};
+use crate::msg::{Action, Envelope, Io, IoResult, Msg, Shipment};
 use crate::stats::{Stat, Stats};
 use crate::types::{BlockAddr, InstId, Scn, Xid};
 
@@ -189,12 +189,12 @@ pub struct Instance {
     timers: BinaryHeap<Reverse<(Nanos, u64, Timer)>>,
     timer_seq: u64,
     actions: VecDeque<Action>,
-    /// Boxes that carried shipped blocks here, emptied, for the blocks
-    /// this instance ships: a block ping-pongs, so its box is reused rather
-    /// than allocated by one instance and freed by the other every transfer.
+    /// Boxes that carried shipments here, their blocks taken, for the
+    /// blocks this instance ships: a block ping-pongs, so its box is reused
+    /// rather than allocated by one instance and freed by the other every transfer.
     // Boxed on purpose: the boxes themselves are what is kept for reuse.
     #[allow(clippy::vec_box)]
-    spare_block_boxes: Vec<Box<Block>>,
+    spare_ship_boxes: Vec<Box<Shipment>>,
     /// Boxes of served requests this instance shipped, for the next ones
     /// (one is allocated per request forwarded here otherwise).
     #[allow(clippy::vec_box)]
@@ -373,7 +373,7 @@ impl Instance {
             timers: BinaryHeap::new(),
             timer_seq: 0,
             actions: VecDeque::new(),
-            spare_block_boxes: Vec::new(),
+            spare_ship_boxes: Vec::new(),
             spare_serves: Vec::new(),
             done: Vec::new(),
         };
@@ -849,15 +849,10 @@ impl Instance {
         match env.msg {
             // Replies to this instance's own requests are handled at once by the
             // receiving foreground; requests for others go through an LMS.
-            Msg::Ship {
-                req,
-                kind,
-                block,
-                pi_kept,
-                hops,
-                congested,
-            } => {
-                let block = self.unbox_block(block);
+            Msg::Ship(ship) => {
+                let (req, kind, pi_kept, hops, congested) =
+                    (ship.req, ship.kind, ship.pi_kept, ship.hops, ship.congested);
+                let block = self.unbox_shipped_block(ship);
                 self.on_ship(
                     from,
                     env.sent_at,

@@ -12,7 +12,7 @@ use super::lms::{CONGESTED_AFTER, Job, Serve, Stage};
 use crate::block::{Block, Body, CrCopy, CrError, TxState};
 use crate::config::Nanos;
 use crate::cpu::StepDone;
-use crate::msg::{Msg, ReqKind, Request, ShipKind, TxReport};
+use crate::msg::{Msg, ReqKind, Request, ShipKind, Shipment, TxReport};
 use crate::stats::{Stat, Wait};
 use crate::types::{BlockAddr, InstId, Scn, Xid};
 
@@ -374,42 +374,39 @@ impl Instance {
         if self.spare_serves.len() < SPARE_SERVES_MAX {
             self.spare_serves.push(s);
         }
-        let block = self.box_block(block);
-        self.send(
-            req.requester,
-            Msg::Ship {
-                req,
-                kind,
-                block,
-                pi_kept,
-                hops,
-                congested,
-            },
-        );
+        let ship = self.box_shipment(Shipment {
+            req,
+            kind,
+            block,
+            pi_kept,
+            hops,
+            congested,
+        });
+        self.send(req.requester, Msg::Ship(ship));
         if matches!(req.kind, ReqKind::Current { .. }) {
             self.wake_block(req.blk);
         }
     }
 
-    /// `block` in a box, a spare one if there is one (see `spare_block_boxes`).
-    fn box_block(&mut self, block: Block) -> Box<Block> {
-        match self.spare_block_boxes.pop() {
+    /// `ship` in a box, a spare one if there is one (see `spare_ship_boxes`).
+    fn box_shipment(&mut self, ship: Shipment) -> Box<Shipment> {
+        match self.spare_ship_boxes.pop() {
             Some(mut b) => {
-                *b = block;
+                *b = ship;
                 b
             }
-            None => Box::new(block),
+            None => Box::new(ship),
         }
     }
 
-    /// The block a box carried here; the box is kept for a block shipped
-    /// from here (a few at most: shipping takes them as fast as they come).
-    pub(super) fn unbox_block(&mut self, mut b: Box<Block>) -> Block {
+    /// The block a shipment carried here; the box is kept for a block
+    /// shipped from here (a few at most: shipping takes them as fast as they come).
+    pub(super) fn unbox_shipped_block(&mut self, mut b: Box<Shipment>) -> Block {
         const SPARE_BOXES_MAX: usize = 16;
-        let empty = Block::new(b.addr, Body::Unformatted);
-        let block = std::mem::replace(&mut *b, empty);
-        if self.spare_block_boxes.len() < SPARE_BOXES_MAX {
-            self.spare_block_boxes.push(b);
+        let empty = Block::new(b.block.addr, Body::Unformatted);
+        let block = std::mem::replace(&mut b.block, empty);
+        if self.spare_ship_boxes.len() < SPARE_BOXES_MAX {
+            self.spare_ship_boxes.push(b);
         }
         block
     }
