@@ -880,27 +880,37 @@ pub fn run_scenario_traced(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+    use fusion_core::config::{KeyDist, Step};
+    use fusion_testkit::{ScenarioBuilder, btree, phase, read_by_index, table, txn, workload};
 
-    #[test]
-    fn a_run_on_two_threads_goes_through_windows_and_ends_as_the_serial_one() {
-        let s = ScenarioBuilder::new(3)
+    /// `instances` instances of `sessions` sessions each reading a 400-row
+    /// table by its index, through `phases` (name, length).
+    pub(crate) fn reads(instances: u8, sessions: u32, phases: &[(&str, Nanos)]) -> Scenario {
+        let mut b = ScenarioBuilder::new(instances)
             .table(table("t", 400, 20))
             .index(btree("t_pk", 0, 32, 32))
             .workload(workload(
                 "w",
-                3,
-                8,
+                instances,
+                sessions,
                 NS_PER_MS,
                 vec![txn(
                     "read",
                     1,
                     vec![read_by_index(KeyDist::Uniform, 2), Step::Commit],
                 )],
-            ))
-            .phase(phase("first", 200 * NS_PER_MS))
-            .build();
+            ));
+        for (name, length) in phases {
+            b = b.phase(phase(name, *length));
+        }
+        b.build()
+    }
+
+    #[test]
+    fn a_run_on_two_threads_goes_through_windows_and_ends_as_the_serial_one() {
+        let s = reads(3, 8, &[("first", 200 * NS_PER_MS)]);
         let run = |threads| {
             let opts = SimOptions {
                 threads,
@@ -924,28 +934,14 @@ mod tests {
         run_phases_with(&mut sim, "v", &s, &checked);
         assert_eq!(sim.windows(), 0);
     }
-    use fusion_core::config::{KeyDist, Step};
-    use fusion_testkit::{ScenarioBuilder, btree, phase, read_by_index, table, txn, workload};
 
     #[test]
     fn a_full_event_queue_stops_the_run_with_an_error_not_a_panic() {
-        let s = ScenarioBuilder::new(2)
-            .table(table("t", 400, 20))
-            .index(btree("t_pk", 0, 32, 32))
-            .workload(workload(
-                "w",
-                2,
-                8,
-                NS_PER_MS,
-                vec![txn(
-                    "read",
-                    1,
-                    vec![read_by_index(KeyDist::Uniform, 2), Step::Commit],
-                )],
-            ))
-            .phase(phase("first", 100 * NS_PER_MS))
-            .phase(phase("second", 100 * NS_PER_MS))
-            .build();
+        let s = reads(
+            2,
+            8,
+            &[("first", 100 * NS_PER_MS), ("second", 100 * NS_PER_MS)],
+        );
         let opts = SimOptions::checked();
         let roomy = run_variant("roomy", &s, &opts);
         assert!(roomy.errors.is_empty(), "{:?}", roomy.errors);

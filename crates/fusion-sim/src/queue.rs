@@ -272,12 +272,8 @@ impl Queue {
         if payload & WAKE != 0 {
             return Taken::Wake((payload & !WAKE) as usize);
         }
-        let slot = payload as usize;
-        match self.slots.get_mut(slot).and_then(Option::take) {
-            Some(ev) => {
-                self.free.push(slot as u32);
-                Taken::Event(ev)
-            }
+        match self.take_slot(payload) {
+            Some(ev) => Taken::Event(ev),
             None => Taken::Gone,
         }
     }

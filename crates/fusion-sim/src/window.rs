@@ -503,29 +503,13 @@ fn head_of(lane: &Lane, r: usize, l: usize) -> Option<u128> {
 #[cfg(test)]
 mod tests {
     use crate::{Sim, SimOptions};
-    use fusion_core::config::{KeyDist, NS_PER_MS, Step};
-    use fusion_testkit::{ScenarioBuilder, btree, phase, read_by_index, table, txn, workload};
+    use fusion_core::config::NS_PER_MS;
 
     /// A panic in a lane, on a worker or on the coordinating thread, ends
     /// the run with that panic: nobody waits for the thread that died.
     #[test]
     fn a_panicking_lane_ends_the_run_with_its_panic_not_a_hang() {
-        let s = ScenarioBuilder::new(3)
-            .table(table("t", 400, 20))
-            .index(btree("t_pk", 0, 32, 32))
-            .workload(workload(
-                "w",
-                3,
-                4,
-                NS_PER_MS,
-                vec![txn(
-                    "read",
-                    1,
-                    vec![read_by_index(KeyDist::Uniform, 2), Step::Commit],
-                )],
-            ))
-            .phase(phase("first", 50 * NS_PER_MS))
-            .build();
+        let s = crate::tests::reads(3, 4, &[("first", 50 * NS_PER_MS)]);
         let opts = SimOptions {
             threads: 2,
             ..SimOptions::default()

@@ -849,22 +849,7 @@ impl Instance {
         match env.msg {
             // Replies to this instance's own requests are handled at once by the
             // receiving foreground; requests for others go through an LMS.
-            Msg::Ship(ship) => {
-                let (req, kind, pi_kept, hops, congested) =
-                    (ship.req, ship.kind, ship.pi_kept, ship.hops, ship.congested);
-                let block = self.unbox_shipped_block(ship);
-                self.on_ship(
-                    from,
-                    env.sent_at,
-                    env.scn,
-                    req,
-                    kind,
-                    block,
-                    pi_kept,
-                    hops,
-                    congested,
-                )
-            }
+            Msg::Ship(ship) => self.on_ship(from, env.sent_at, env.scn, ship),
             Msg::Grant { req, grant } => self.on_grant(from, env.sent_at, req, grant),
             Msg::TxStatus { xid, token, report } => self.on_tx_status(xid, token, report),
             // Global enqueues are LMD's work, not LMS's; it is not charged CPU here.

@@ -14,7 +14,7 @@ use super::state::{PendingRequest, SessionState};
 use crate::block::{Block, Body};
 use crate::config::Nanos;
 use crate::metrics::{BlockKind, Part};
-use crate::msg::{GrantKind, Io, Mode, Msg, ReqKind, Request, ShipKind, Timing};
+use crate::msg::{GrantKind, Io, Mode, Msg, ReqKind, Request, ShipKind, Shipment, Timing};
 use crate::stats::{Stat, Wait};
 use crate::types::{BlockAddr, InstId, Scn, Xid};
 
@@ -142,13 +142,11 @@ impl Instance {
         from: InstId,
         sent_at: Nanos,
         sender_scn: Scn,
-        req: Request,
-        kind: ShipKind,
-        block: Block,
-        pi_kept: bool,
-        hops: u8,
-        congested: bool,
+        ship: Box<Shipment>,
     ) {
+        let (req, kind, pi_kept, hops, congested) =
+            (ship.req, ship.kind, ship.pi_kept, ship.hops, ship.congested);
+        let block = self.unbox_shipped_block(ship);
         let blk = req.blk;
         let Some(pending) = self.sessions.request(blk, req.id) else {
             self.errors.push(format!(
