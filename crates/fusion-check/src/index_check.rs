@@ -91,7 +91,7 @@ fn check_index(
                 out.push(format!("{name}: no image of {}", node.blk));
                 continue;
             };
-            match &block.body {
+            match &*block.body {
                 Body::Branch { entries } => {
                     if entries.first().map(|e| e.0) != Some(node.lo) {
                         out.push(format!(

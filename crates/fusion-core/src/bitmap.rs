@@ -177,7 +177,7 @@ pub fn build(root: BlockAddr, shape: &BitmapShape) -> Vec<Block> {
 pub fn count_in(block: &Block, value: i64) -> (u64, u32, Option<BlockAddr>) {
     let Body::Bitmap {
         pieces, next, high, ..
-    } = &block.body
+    } = &*block.body
     else {
         return (0, 0, None);
     };

@@ -319,7 +319,7 @@ impl Layout {
                 t.parts.iter().map(|p| p.header).collect()
             };
             for h in headers {
-                out[h.idx()].body = Body::SegHeader {
+                *out[h.idx()].body_mut() = Body::SegHeader {
                     used: vec![0; usize::from(self.instances.max(1))],
                 };
             }
@@ -333,7 +333,7 @@ impl Layout {
                     val: t.initial_value(key),
                     lock: Xid::NONE,
                 };
-                let body = &mut out[rowid.blk.idx()].body;
+                let body = out[rowid.blk.idx()].body_mut();
                 if !matches!(body, Body::Table { .. }) {
                     *body = Body::Table { rows: Vec::new() };
                 }
@@ -343,7 +343,7 @@ impl Layout {
             }
             for (first, end) in t.initial_runs() {
                 for a in first..end {
-                    let body = &mut out[a as usize].body;
+                    let body = out[a as usize].body_mut();
                     if matches!(body, Body::Unformatted) {
                         *body = Body::Table { rows: Vec::new() };
                     }
@@ -380,7 +380,7 @@ impl Layout {
                     })
                 })
                 .collect();
-            out[b.idx()].body = Body::Table { rows };
+            *out[b.idx()].body_mut() = Body::Table { rows };
         }
         out
     }

@@ -609,7 +609,7 @@ fn build(initial: &[i64], ops: &[Op]) -> (Block, Model) {
 }
 
 fn rows_of(b: &Block) -> Vec<Option<i64>> {
-    match &b.body {
+    match &*b.body {
         Body::Table { rows } => rows.iter().map(|r| r.map(|r| r.val)).collect(),
         other => panic!("not a table block: {other:?}"),
     }

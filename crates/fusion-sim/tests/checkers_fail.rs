@@ -374,12 +374,12 @@ fn a_broken_index_structure_is_reported() {
             Some((b, "the store".to_string()))
         })
     };
-    let entries = |b: &mut Block| match &mut b.body {
+    let entries = |b: &mut Block| match b.body_mut() {
         fusion_core::block::Body::Leaf { entries, .. } => entries.clone(),
         _ => panic!("not a leaf"),
     };
     let set = |b: &mut Block, e: Vec<fusion_core::block::LeafEntry>| {
-        if let fusion_core::block::Body::Leaf { entries, .. } = &mut b.body {
+        if let fusion_core::block::Body::Leaf { entries, .. } = b.body_mut() {
             *entries = e;
         }
     };

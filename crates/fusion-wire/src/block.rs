@@ -21,6 +21,7 @@
 //! it happened.
 
 use std::fmt;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use fusion_core::block::{Block, Body, Itl, LeafEntry, Piece, Row, UndoOp, UndoRec};
@@ -273,7 +274,7 @@ pub fn decode_block(bytes: &[u8]) -> Result<Block, BlockError> {
     Ok(Block {
         addr,
         scn,
-        body,
+        body: Arc::new(body),
         itl,
         undo,
         trimmed_scn,

@@ -4,6 +4,8 @@
 //! carries its body as a block image (the block encoding, unpadded), so it is
 //! checked as every shipped block is.
 
+use std::sync::Arc;
+
 use fusion_core::block::{Block, Body, Change, SplitBlock};
 use fusion_core::msg::RedoRecord;
 use fusion_core::types::{BlockAddr, Rowid};
@@ -34,7 +36,7 @@ fn image(
     let block = Block {
         addr: BlockAddr(0),
         scn: 0,
-        body: body.clone(),
+        body: Arc::new(body.clone()),
         itl: itl.to_vec(),
         undo: undo.to_vec(),
         trimmed_scn: 0,
@@ -140,12 +142,12 @@ impl Codec {
                         reason: "a formatted body carries no ITL or undo".to_string(),
                     });
                 }
-                Change::Format(Box::new(b.body))
+                Change::Format(Box::new(Arc::unwrap_or_clone(b.body)))
             }
             K::SplitNew(bytes) => {
                 let b = self.decode_block("RedoChange.split_new", &bytes)?;
                 Change::SplitNew(Box::new(SplitBlock {
-                    body: b.body,
+                    body: Arc::unwrap_or_clone(b.body),
                     itl: b.itl,
                     undo: b.undo,
                 }))

@@ -120,7 +120,7 @@ fn block() -> impl Strategy<Value = Block> {
         .prop_map(|(addr, scn, body, itl, undo, trimmed_scn)| Block {
             addr,
             scn,
-            body,
+            body: std::sync::Arc::new(body),
             itl,
             undo,
             trimmed_scn,

@@ -9,6 +9,8 @@
 //! branch) carries a body. A split's lower half is a truncation and its
 //! parent gains one separator, so redo kept for recovery stays small.
 
+use std::sync::Arc;
+
 use super::{Block, Body, Itl, UndoRec};
 use crate::types::{BlockAddr, Rowid, Scn, Xid};
 
@@ -114,7 +116,7 @@ impl Block {
             Change::UpdateEntry { key, val } => self.update_entry(*key, *val, xid, scn),
             Change::SetBit { at, key, on } => self.change_piece(*at, *key, *on, xid, scn),
             Change::UseBlocks { inst, used } => {
-                let Body::SegHeader { used: now } = &self.body else {
+                let Body::SegHeader { used: now } = &*self.body else {
                     return false;
                 };
                 let mut next = now.clone();
@@ -133,7 +135,7 @@ impl Block {
                 true
             }
             Change::AddChild { sep, child } => {
-                let Body::Branch { entries } = &self.body else {
+                let Body::Branch { entries } = &*self.body else {
                     return false;
                 };
                 let mut entries = entries.clone();
@@ -149,7 +151,7 @@ impl Block {
             Change::SplitNew(new) => {
                 // Unformatted until now: its undo restores that, and comes
                 // after the moved entries' undo, so a rollback reaches it first.
-                self.body = Body::Unformatted;
+                self.body = Arc::new(Body::Unformatted);
                 self.itl = new.itl.clone();
                 self.undo = new.undo.clone();
                 self.replace_body(new.body.clone(), xid, scn);
@@ -194,6 +196,50 @@ mod tests {
                 high: None,
             },
         )
+    }
+
+    /// Images of one block version share their body; a change to one
+    /// (a session's, a rollback's, a CR build's) never shows in another.
+    #[test]
+    fn images_share_a_body_until_one_of_them_changes() {
+        let mut buffer = leaf(&[10, 20]);
+        let past_image = buffer.clone();
+        assert!(Arc::ptr_eq(&buffer.body, &past_image.body));
+        assert!(buffer.apply(
+            &Change::InsertEntry {
+                key: 15,
+                rowid: rid(1)
+            },
+            x(1),
+            7
+        ));
+        assert!(!Arc::ptr_eq(&buffer.body, &past_image.body));
+        assert_eq!(
+            past_image.entry_count(),
+            2,
+            "the past image keeps the old version"
+        );
+        assert_eq!(buffer.entry_count(), 3);
+
+        // A CR copy that rolls nothing back shares the body it was built from.
+        let committed = |_: Xid| TxState::Committed(7);
+        let same = buffer
+            .build_cr(9, Xid::NONE, 9, &committed)
+            .expect("buildable");
+        assert!(Arc::ptr_eq(&same.image.body, &buffer.body));
+        // One that rolls a change back has its own, and the buffer keeps the change.
+        let older = buffer
+            .build_cr(9, Xid::NONE, 9, &|_| TxState::Active)
+            .expect("buildable");
+        assert!(!Arc::ptr_eq(&older.image.body, &buffer.body));
+        assert_eq!(older.image.entry_count(), 2);
+        assert_eq!(buffer.entry_count(), 3);
+
+        // Rolling the transaction back in the buffer leaves the CR copy alone.
+        let shared = buffer.clone();
+        assert_eq!(buffer.roll_back(x(1), 10), 1);
+        assert_eq!(buffer.entry_count(), 2);
+        assert_eq!(shared.entry_count(), 3);
     }
 
     #[test]
@@ -253,7 +299,7 @@ mod tests {
             9
         ));
         assert_eq!(
-            l.body,
+            *l.body,
             Body::Leaf {
                 entries: vec![
                     LeafEntry {
@@ -306,7 +352,7 @@ mod tests {
         let mut h = Block::new(BlockAddr(0), Body::SegHeader { used: vec![0, 0] });
         assert!(h.apply(&Change::UseBlocks { inst: 1, used: 3 }, x(5), 10));
         assert!(!h.apply(&Change::UseBlocks { inst: 2, used: 1 }, x(5), 11));
-        assert_eq!(h.body, Body::SegHeader { used: vec![0, 3] });
+        assert_eq!(*h.body, Body::SegHeader { used: vec![0, 3] });
 
         let mut bm = Block::new(
             BlockAddr(6),
@@ -343,7 +389,7 @@ mod tests {
             op: UndoOp::EntryInsert { key: 30 },
         };
         let new = Change::SplitNew(Box::new(SplitBlock {
-            body: leaf(&[30, 40]).body,
+            body: Arc::unwrap_or_clone(leaf(&[30, 40]).body),
             itl: vec![Itl {
                 xid: x(1),
                 commit: None,
@@ -365,6 +411,6 @@ mod tests {
             }
         };
         let cr = spare.build_cr(8, Xid::NONE, 20, &lookup).unwrap();
-        assert_eq!(cr.image.body, Body::Unformatted);
+        assert_eq!(*cr.image.body, Body::Unformatted);
     }
 }

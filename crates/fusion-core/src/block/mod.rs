@@ -19,6 +19,8 @@ mod xid_set;
 pub use change::{Change, SplitBlock};
 pub use undo::{CrCopy, CrError, TxState, UNDO_KEEP, UndoOp, UndoRec};
 
+use std::sync::Arc;
+
 use crate::types::{BlockAddr, Rowid, Scn, Xid};
 
 /// A table row: the key column, a numeric value and the row lock (the
@@ -131,7 +133,11 @@ pub struct Block {
     pub addr: BlockAddr,
     /// SCN of the last change.
     pub scn: Scn,
-    pub body: Body,
+    /// Shared, copy on write, between the images of one block version: a
+    /// buffer, its past image, the store's copy, a CR copy nothing had to be
+    /// rolled back in, what is shipped. Changed only through
+    /// [`Block::body_mut`], which copies it first if another image shares it.
+    pub body: Arc<Body>,
     pub itl: Vec<Itl>,
     /// Oldest first.
     pub undo: Vec<UndoRec>,
@@ -144,39 +150,20 @@ impl Clone for Block {
         Block {
             addr: self.addr,
             scn: self.scn,
-            body: self.body.clone(),
+            body: Arc::clone(&self.body),
             itl: self.itl.clone(),
             undo: self.undo.clone(),
             trimmed_scn: self.trimmed_scn,
         }
     }
 
-    /// Copies into this image's own vectors where they fit (a past image
-    /// taking over an older one's allocations), rather than allocating anew.
+    /// Shares the body and copies the ITL and undo into this image's own
+    /// vectors where they fit (a past image taking over an older one's
+    /// allocations), rather than allocating anew.
     fn clone_from(&mut self, src: &Block) {
         self.addr = src.addr;
         self.scn = src.scn;
-        match (&mut self.body, &src.body) {
-            (Body::Table { rows }, Body::Table { rows: from }) => rows.clone_from(from),
-            (
-                Body::Leaf {
-                    entries,
-                    next,
-                    low,
-                    high,
-                },
-                Body::Leaf {
-                    entries: e,
-                    next: n,
-                    low: l,
-                    high: h,
-                },
-            ) => {
-                entries.clone_from(e);
-                (*next, *low, *high) = (*n, *l, *h);
-            }
-            (body, from) => body.clone_from(from),
-        }
+        self.body = Arc::clone(&src.body);
         self.itl.clone_from(&src.itl);
         self.undo.clone_from(&src.undo);
         self.trimmed_scn = src.trimmed_scn;
@@ -188,16 +175,22 @@ impl Block {
         Block {
             addr,
             scn: 0,
-            body,
+            body: Arc::new(body),
             itl: Vec::new(),
             undo: Vec::new(),
             trimmed_scn: 0,
         }
     }
 
+    /// The body to change: this image's own, copied first if another image
+    /// still shares it.
+    pub fn body_mut(&mut self) -> &mut Body {
+        Arc::make_mut(&mut self.body)
+    }
+
     /// The row lock on a slot, if the slot holds a row.
     pub fn row(&self, slot: u16) -> Option<&Row> {
-        match &self.body {
+        match &*self.body {
             Body::Table { rows } => rows.get(slot as usize).and_then(|r| r.as_ref()),
             _ => None,
         }
@@ -205,7 +198,7 @@ impl Block {
 
     /// Change a row's value under transaction `xid` (the caller checked the lock).
     fn update_row(&mut self, slot: u16, xid: Xid, val: i64, scn: Scn) -> bool {
-        let Body::Table { rows } = &mut self.body else {
+        let Body::Table { rows } = self.body_mut() else {
             return false;
         };
         let Some(Some(row)) = rows.get_mut(slot as usize) else {
@@ -227,7 +220,7 @@ impl Block {
 
     /// Append a row; returns its slot.
     fn insert_row(&mut self, key: u64, val: i64, xid: Xid, scn: Scn) -> Option<u16> {
-        let Body::Table { rows } = &mut self.body else {
+        let Body::Table { rows } = self.body_mut() else {
             return None;
         };
         let slot = u16::try_from(rows.len()).ok()?;
@@ -242,7 +235,7 @@ impl Block {
 
     /// Rows physically in the block (visible or not).
     pub fn row_slots(&self) -> usize {
-        match &self.body {
+        match &*self.body {
             Body::Table { rows } => rows.len(),
             _ => 0,
         }
@@ -250,7 +243,7 @@ impl Block {
 
     /// Insert a leaf entry in key order.
     fn insert_entry(&mut self, key: u64, rowid: Rowid, xid: Xid, scn: Scn) -> bool {
-        let Body::Leaf { entries, .. } = &mut self.body else {
+        let Body::Leaf { entries, .. } = self.body_mut() else {
             return false;
         };
         let pos = match search_entries(entries, key) {
@@ -273,7 +266,7 @@ impl Block {
     /// Change the value of the entry for `key` (an index on key and value:
     /// the key leads, so the entry keeps its place). False if there is none.
     fn update_entry(&mut self, key: u64, val: i64, xid: Xid, scn: Scn) -> bool {
-        let Body::Leaf { entries, .. } = &mut self.body else {
+        let Body::Leaf { entries, .. } = self.body_mut() else {
             return false;
         };
         let Ok(pos) = search_entries(entries, key) else {
@@ -288,7 +281,7 @@ impl Block {
 
     /// The bitmap piece at `at` (see `Piece::at`), if this leaf holds it.
     pub fn piece(&self, at: u64) -> Option<&Piece> {
-        let Body::Bitmap { pieces, .. } = &self.body else {
+        let Body::Bitmap { pieces, .. } = &*self.body else {
             return None;
         };
         pieces
@@ -300,7 +293,7 @@ impl Block {
     /// Set (`on`) or clear the bit of row `key` in the piece at `at`, under
     /// `xid`, which then holds the piece locked. False if there is no such piece.
     fn change_piece(&mut self, at: u64, key: u64, on: bool, xid: Xid, scn: Scn) -> bool {
-        let Body::Bitmap { pieces, .. } = &mut self.body else {
+        let Body::Bitmap { pieces, .. } = self.body_mut() else {
             return false;
         };
         let Ok(pos) = pieces.binary_search_by_key(&at, Piece::at) else {
@@ -316,13 +309,18 @@ impl Block {
 
     /// Replace the body as one logged change (block splits), keeping the old body as undo.
     fn replace_body(&mut self, body: Body, xid: Xid, scn: Scn) {
-        let before = std::mem::replace(&mut self.body, body);
-        self.record(xid, UndoOp::Body(Box::new(before)), scn);
+        let before = std::mem::replace(&mut self.body, Arc::new(body));
+        // Moved out when no other image shares it, copied otherwise.
+        self.record(
+            xid,
+            UndoOp::Body(Box::new(Arc::unwrap_or_clone(before))),
+            scn,
+        );
     }
 
     /// Entries in a leaf or branch (for split decisions).
     pub fn entry_count(&self) -> usize {
-        match &self.body {
+        match &*self.body {
             Body::Leaf { entries, .. } => entries.len(),
             Body::Branch { entries } => entries.len(),
             _ => 0,
@@ -332,7 +330,7 @@ impl Block {
     /// Index search: in a branch, the child covering `key`; in a leaf, the entry.
     /// (Bitmap indexes descend by `Piece::at` keys the same way.)
     pub fn child_for(&self, key: u64) -> Option<BlockAddr> {
-        let Body::Branch { entries } = &self.body else {
+        let Body::Branch { entries } = &*self.body else {
             return None;
         };
         let pos = entries.partition_point(|(k, _)| *k <= key);
@@ -341,14 +339,14 @@ impl Block {
 
     /// Does this leaf cover `key` (a split may have moved it elsewhere)?
     pub fn leaf_covers(&self, key: u64) -> bool {
-        match &self.body {
+        match &*self.body {
             Body::Leaf { low, high, .. } => key >= *low && high.is_none_or(|h| key < h),
             _ => false,
         }
     }
 
     pub fn leaf_lookup(&self, key: u64) -> Option<&LeafEntry> {
-        let Body::Leaf { entries, .. } = &self.body else {
+        let Body::Leaf { entries, .. } = &*self.body else {
             return None;
         };
         search_entries(entries, key).ok().map(|i| &entries[i])
@@ -356,7 +354,7 @@ impl Block {
 
     /// Approximate encoded size (redo size accounting, wire size before padding).
     pub fn encoded_len(&self) -> usize {
-        let body = match &self.body {
+        let body = match &*self.body {
             Body::Unformatted => 0,
             Body::Table { rows } => rows.len() * 25,
             Body::Leaf { entries, .. } => entries.len() * 22,

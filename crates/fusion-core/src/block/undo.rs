@@ -5,6 +5,8 @@
 
 use super::xid_set::{FewXids, XidIndex, XidSet};
 use super::{Block, Body, Itl, LeafEntry, Piece, Row};
+use std::sync::Arc;
+
 use crate::types::{Scn, Xid};
 
 /// Undo records a block keeps before the oldest committed ones are trimmed.
@@ -207,7 +209,7 @@ impl Block {
         let mut image = Block {
             addr: self.addr,
             scn: self.scn,
-            body: self.body.clone(),
+            body: Arc::clone(&self.body),
             itl: Vec::new(),
             undo: Vec::new(),
             trimmed_scn: self.trimmed_scn,
@@ -222,7 +224,7 @@ impl Block {
                 private_to,
             });
         }
-        let applied = roll_back_body(&self.undo, &mut image.body, |x| invisible.contains(x));
+        let applied = roll_back_body(&self.undo, image.body_mut(), |x| invisible.contains(x));
         Ok(CrCopy {
             image,
             undo_applied: applied,
@@ -242,7 +244,7 @@ impl Block {
         if !self.itl.iter().any(|e| e.xid == xid) {
             return 0;
         }
-        let applied = roll_back_body(&self.undo, &mut self.body, |x| x == xid);
+        let applied = roll_back_body(&self.undo, Arc::make_mut(&mut self.body), |x| x == xid);
         self.undo.retain(|u| u.xid != xid);
         self.itl.retain(|e| e.xid != xid);
         self.scn = self.scn.max(scn);
@@ -315,7 +317,7 @@ impl Block {
             marked |= index.bit(lock);
             marked != committed
         };
-        let all_kept = match &self.body {
+        let all_kept = match &*self.body {
             Body::Table { rows } => !rows.iter().flatten().all(|r| mark(r.lock)),
             Body::Leaf { entries, .. } => !entries.iter().all(|e| mark(e.lock)),
             Body::Bitmap { pieces, .. } => !pieces.iter().all(|p| mark(p.lock)),
@@ -347,7 +349,7 @@ impl Block {
         for u in &self.undo {
             referenced.insert(u.xid);
         }
-        match &self.body {
+        match &*self.body {
             Body::Table { rows } => rows
                 .iter()
                 .flatten()
@@ -643,7 +645,7 @@ mod tests {
 
     impl Block {
         fn body_locks(&self) -> Vec<Xid> {
-            match &self.body {
+            match &*self.body {
                 Body::Table { rows } => rows.iter().flatten().map(|r| r.lock).collect(),
                 _ => Vec::new(),
             }
@@ -681,7 +683,7 @@ mod tests {
                     op: UndoOp::EntryInsert { key: 0 },
                 })
                 .collect();
-            if let Body::Table { rows } = &mut b.body {
+            if let Body::Table { rows } = b.body_mut() {
                 for row in rows.iter_mut().flatten() {
                     row.lock = if next(3) == 0 {
                         Xid::NONE

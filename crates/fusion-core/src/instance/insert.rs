@@ -58,7 +58,7 @@ impl Instance {
     ) -> ExecPoint {
         let per_block = self.layout.tables[table].rows_per_block as usize;
         let b = self.cache.get(buf);
-        if !matches!(b.image.body, Body::Table { .. }) || b.image.row_slots() >= per_block {
+        if !matches!(*b.image.body, Body::Table { .. }) || b.image.row_slots() >= per_block {
             self.insert_blocks[table].0 = None;
             return ExecPoint::InsertAlloc { table, key };
         }
@@ -98,7 +98,7 @@ impl Instance {
     ) -> ExecPoint {
         let me = self.id.idx();
         let t = self.layout.tables[table].clone();
-        let Body::SegHeader { used } = &self.cache.get(buf).image.body else {
+        let Body::SegHeader { used } = &*self.cache.get(buf).image.body else {
             self.errors.push(format!(
                 "{}: segment header of table {table} is corrupt",
                 self.id
@@ -130,7 +130,7 @@ impl Instance {
         if let Some(id) = self.cache.current(blk)
             && self.cache.get(id).state == BufState::Xcur
         {
-            if matches!(self.cache.get(id).image.body, Body::Unformatted) {
+            if matches!(*self.cache.get(id).image.body, Body::Unformatted) {
                 let (xid, scn) = self.recursive_txn();
                 let format = Change::Format(Box::new(Body::Table { rows: Vec::new() }));
                 self.change_block(id, format, xid, scn, 100);
@@ -226,7 +226,7 @@ impl Instance {
 
     fn capacity(&self, ix: usize, block: &Block) -> usize {
         let l = &self.layout.indexes[ix];
-        match block.body {
+        match *block.body {
             Body::Leaf { .. } => l.entries_per_leaf as usize,
             _ => l.entries_per_branch as usize,
         }
@@ -479,7 +479,7 @@ impl Instance {
                 }
             }
         };
-        let leaf = matches!(self.cache.get(nbuf).image.body, Body::Leaf { .. });
+        let leaf = matches!(*self.cache.get(nbuf).image.body, Body::Leaf { .. });
         self.stats.incr(if leaf {
             Stat::LeafNodeSplits
         } else {
@@ -505,7 +505,7 @@ impl Instance {
         match pbuf {
             Some(pb) => {
                 let pimg = &self.cache.get(pb).image;
-                let points = matches!(&pimg.body, Body::Branch { entries } if entries.iter().any(|e| e.1 == node));
+                let points = matches!(&*pimg.body, Body::Branch { entries } if entries.iter().any(|e| e.1 == node));
                 points && pimg.entry_count() < self.layout.indexes[ix].entries_per_branch as usize
             }
             None => true,
@@ -545,7 +545,7 @@ impl Instance {
         scn: Scn,
     ) {
         let Halves { keep, upper, sep } = halves;
-        let node = &self.cache.get(nbuf).image.body;
+        let node = &*self.cache.get(nbuf).image.body;
         let lower = node
             .split_lower(keep, sep, Some(b))
             .unwrap_or_else(|| node.clone());

@@ -119,7 +119,7 @@ impl Instance {
     /// reads, or the piece a change rewrites.
     pub(super) fn bitmap_work(&self, sid: u32, buf: BufId) -> Nanos {
         let img = &self.cache.get(buf).image;
-        if !matches!(img.body, Body::Bitmap { .. }) {
+        if !matches!(*img.body, Body::Bitmap { .. }) {
             return 0;
         }
         match &self.sessions.session(sid).cur {

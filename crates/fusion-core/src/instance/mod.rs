@@ -982,7 +982,7 @@ pub const ERRORS_KEPT: usize = 1000;
 
 /// Check a block image against what a reader expected (used by checkers).
 pub fn row_value(block: &Block, key: u64) -> Option<i64> {
-    match &block.body {
+    match &*block.body {
         crate::block::Body::Table { rows } => {
             rows.iter().flatten().find(|r| r.key == key).map(|r| r.val)
         }

@@ -59,7 +59,7 @@ pub fn rowid(blk: u32, slot: usize) -> i64 {
 /// Rows a producer projects from a block it scanned: (key, val), or
 /// (key, rowid) for an index build. Returns the rows.
 pub fn project(plan: PxPlan, block: &Block, out: &mut Vec<i64>) -> u64 {
-    let Body::Table { rows } = &block.body else {
+    let Body::Table { rows } = &*block.body else {
         return 0;
     };
     let mut projected = 0;

@@ -481,7 +481,7 @@ impl Instance {
         // other segment headers are not read again; nothing is
         // inserted into its partitions, so they say nothing new).
         let mut runs = t.initial_runs();
-        if let Body::SegHeader { used } = &self.cache.get(buf).image.body {
+        if let Body::SegHeader { used } = &*self.cache.get(buf).image.body {
             // One entry per instance (instance ids are 8-bit); a header
             // image with more says nothing about the others.
             for (i, u) in (0..=u8::MAX).zip(used.iter()) {
@@ -538,7 +538,7 @@ impl Instance {
         if !self.history.is_on() {
             return;
         }
-        let rows: Vec<(u64, i64)> = match &self.cache.get(buf).image.body {
+        let rows: Vec<(u64, i64)> = match &*self.cache.get(buf).image.body {
             Body::Table { rows } => rows.iter().flatten().map(|r| (r.key, r.val)).collect(),
             _ => Vec::new(),
         };
