@@ -1,6 +1,8 @@
 //! Where every segment lives in the block address space, who masters each
 //! block, and the initial images the store is loaded with.
 
+use std::sync::Arc;
+
 use crate::bitmap::{self, BitmapShape};
 use crate::block::{Block, Body, LeafEntry, Row};
 use crate::config::{Catalog, IndexDef, IndexKind, TableDef, org_of};
@@ -309,8 +311,11 @@ impl Layout {
 
     /// All blocks with their initial images, in address order.
     pub fn initial_blocks(&self) -> Vec<Block> {
+        // Free space is most of a big datafile: its blocks share one empty
+        // body until they are formatted.
+        let unformatted = Arc::new(Body::Unformatted);
         let mut out: Vec<Block> = (0..self.total_blocks)
-            .map(|a| Block::new(BlockAddr(a), Body::Unformatted))
+            .map(|a| Block::sharing(BlockAddr(a), &unformatted))
             .collect();
         for (ti, t) in self.tables.iter().enumerate() {
             let headers: Vec<BlockAddr> = if t.parts.is_empty() {
@@ -435,7 +440,7 @@ fn build_index(layout: &Layout, ix: &IndexLayout) -> Vec<Block> {
     };
     if ix.part_roots.is_empty() {
         let keys: Vec<u64> = (1..=t.initial_rows).collect();
-        return build_btree(layout, ix, ix.root, &keys);
+        return build_btree(layout, ix, ix.root, keys);
     }
     let orgs = u64::from(t.orgs.max(1));
     let mut out = Vec::new();
@@ -443,14 +448,21 @@ fn build_index(layout: &Layout, ix: &IndexLayout) -> Vec<Block> {
         let keys: Vec<u64> = (p as u64 + 1..=t.initial_rows)
             .step_by(orgs as usize)
             .collect();
-        out.extend(build_btree(layout, ix, root, &keys));
+        out.extend(build_btree(layout, ix, root, keys));
     }
     out
 }
 
-/// Build one B-tree segment over `keys` (ascending) bottom-up: the root at
-/// `root`, then upper levels, then leaves.
-fn build_btree(layout: &Layout, ix: &IndexLayout, root: BlockAddr, keys: &[u64]) -> Vec<Block> {
+/// Build one B-tree segment over the table keys `keys` (ascending)
+/// bottom-up: the root at `root`, then upper levels, then leaves. `keys`
+/// becomes the entry keys in place (a table of millions of rows has no
+/// second list of them at its set-up's peak).
+fn build_btree(
+    layout: &Layout,
+    ix: &IndexLayout,
+    root: BlockAddr,
+    mut keys: Vec<u64>,
+) -> Vec<Block> {
     let leaf_cap = u64::from(ix.entries_per_leaf);
     let leaf_count = crate::types::block_count((keys.len() as u64).div_ceil(leaf_cap).max(1));
     let table = layout.tables.get(ix.table);
@@ -475,8 +487,8 @@ fn build_btree(layout: &Layout, ix: &IndexLayout, root: BlockAddr, keys: &[u64])
     // Entry keys in index order, cut into full leaves; a leaf covers from its
     // first key up to the next leaf's first key. A reverse key index orders
     // the reversed keys.
-    let mut keys: Vec<u64> = keys.iter().map(|&k| ix.entry_key(k)).collect();
     if ix.reverse {
+        keys.iter_mut().for_each(|k| *k = ix.entry_key(*k));
         keys.sort_unstable();
     }
     for l in 0..leaf_count {

@@ -182,6 +182,18 @@ impl Block {
         }
     }
 
+    /// An image of an unchanged block whose body another image holds.
+    pub fn sharing(addr: BlockAddr, body: &Arc<Body>) -> Block {
+        Block {
+            addr,
+            scn: 0,
+            body: Arc::clone(body),
+            itl: Vec::new(),
+            undo: Vec::new(),
+            trimmed_scn: 0,
+        }
+    }
+
     /// The body to change: this image's own, copied first if another image
     /// still shares it.
     pub fn body_mut(&mut self) -> &mut Body {
