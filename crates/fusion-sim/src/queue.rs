@@ -57,6 +57,9 @@ pub(crate) const SEQ_MAX: u64 = (1 << (64 - SEQ_SHIFT)) - 1;
 /// events in flight sends the rest to the heap instead of paying a long
 /// insertion each (the order is the same either way).
 pub(crate) const NEAR_MAX: usize = 512;
+/// Near events up to which an insertion walks from the end rather than
+/// searching by halves.
+const NEAR_WALK_MAX: usize = 32;
 /// Events queued at most (messages on the wire, I/Os, timers; a busy
 /// scenario has thousands). Each holds up to a few hundred bytes, so past
 /// this a run is stopped with an error (about a gigabyte in) rather than
@@ -134,11 +137,18 @@ impl Queue {
             self.far.push(Reverse(key));
             return key;
         }
-        let pos = self
-            .near
-            .iter()
-            .rposition(|&k| k > key)
-            .map_or(0, |p| p + 1);
+        // Sorted latest first: the new key goes after every later one. A
+        // short vector is walked from the end (the new event is usually
+        // among the next few); a long one, a big cluster's hundreds of
+        // events in flight, is searched by halves.
+        let pos = if self.near.len() <= NEAR_WALK_MAX {
+            self.near
+                .iter()
+                .rposition(|&k| k > key)
+                .map_or(0, |p| p + 1)
+        } else {
+            self.near.partition_point(|&k| k > key)
+        };
         self.near.insert(pos, key);
         key
     }
