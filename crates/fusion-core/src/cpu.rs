@@ -37,7 +37,10 @@ struct Task {
     class: SchedClass,
     remaining: Nanos,
     requested_at: Nanos,
-    started_at: Option<Nanos>,
+    /// When the step first got a CPU; [`NOT_STARTED`] until then (a plain
+    /// number, not an `Option`, keeps a task, copied on every start and
+    /// stop, 48 bytes).
+    started_at: Nanos,
     queued_at: Nanos,
     waited: Nanos,
     /// On a core whose threads share its pipelines: wall time is work times
@@ -68,6 +71,8 @@ pub struct Scheduler {
     /// CPU time used by all steps so far (`v$osstat` BUSY_TIME).
     pub busy: Nanos,
     /// When each CPU's step ends or its slice expires (`Nanos::MAX` if idle).
+    /// Whole words of 64 (the CPUs past the last are never dated), so that
+    /// the scan reads a word's entries without a bounds check each.
     due: Vec<Nanos>,
     /// CPUs whose `due` entry was set and not cleared since, so that
     /// finding the earliest walks the busy CPUs only, not every CPU.
@@ -121,18 +126,22 @@ impl Bits {
         b
     }
 
-    #[inline]
+    #[inline(always)]
     fn set(&mut self, i: usize, on: bool) {
-        let (word, m) = if i < 64 {
-            (&mut self.low, 1u64 << i)
+        if i < 64 {
+            // Without a branch on `on`, which is mostly known where this
+            // is inlined, and not where it is not.
+            self.low = self.low & !(1u64 << i) | u64::from(on) << i;
         } else {
-            (&mut self.high[i / 64 - 1], 1u64 << (i % 64))
-        };
-        if on {
-            *word |= m;
-        } else {
-            *word &= !m;
+            self.set_high(i, on);
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn set_high(&mut self, i: usize, on: bool) {
+        let word = &mut self.high[i / 64 - 1];
+        *word = *word & !(1u64 << (i % 64)) | u64::from(on) << (i % 64);
     }
 
     fn get(&self, i: usize) -> bool {
@@ -176,7 +185,7 @@ impl Scheduler {
             ts: VecDeque::new(),
             quantum: quantum.max(1),
             busy: 0,
-            due: vec![Nanos::MAX; cpus],
+            due: vec![Nanos::MAX; cpus.next_multiple_of(64)],
             dated: Bits::new(cpus, false),
             next: NO_DUE,
             next_stale: false,
@@ -200,6 +209,8 @@ impl Scheduler {
     }
 
     /// Ask for `demand` ns of CPU for `proc`.
+    // Inlined in its two callers: on the path of every CPU step.
+    #[inline(always)]
     fn request_inner(
         &mut self,
         now: Nanos,
@@ -213,7 +224,7 @@ impl Scheduler {
             class,
             remaining: demand,
             requested_at: now,
-            started_at: None,
+            started_at: NOT_STARTED,
             queued_at: now,
             waited: 0,
             stretch: (1, 1),
@@ -235,7 +246,7 @@ impl Scheduler {
             self.idle.first()
         };
         if let Some(i) = idle {
-            self.run_on(i, task, now);
+            self.start(i, task, now);
             return;
         }
         if class == SchedClass::RealTime
@@ -431,30 +442,38 @@ impl Scheduler {
     /// [`Scheduler::find_next`]'s look at every dated CPU.
     fn find_next_scan(&mut self) {
         self.next_stale = false;
-        let mut next = NO_DUE;
         // In CPU order, so that a tie goes to the lowest CPU; a CPU not
         // dated is due at `Nanos::MAX`, which never wins the comparison.
-        let mut earliest = |base: usize, mut bits: u64| {
-            while bits != 0 {
-                let i = base + bits.trailing_zeros() as usize;
-                bits &= bits - 1;
-                let at = self.due[i];
-                if at < next.0 {
-                    next = (at, i as u32);
-                }
-            }
-        };
-        earliest(0, self.dated.low);
-        for (k, &word) in self.dated.high.iter().enumerate() {
-            earliest((k + 1) * 64, word);
+        let mut next = earliest_in_word(&self.due, 0, self.dated.low, NO_DUE);
+        if !self.dated.high.is_empty() {
+            next = self.earliest_past_64(next);
         }
         if next == NO_DUE {
-            // Only idle CPUs, or steps due at `Nanos::MAX` (which `due` cannot tell apart).
-            if let Some(i) = self.cpus.iter().position(|c| c.task.is_some()) {
-                next = (Nanos::MAX, i as u32);
-            }
+            next = self.busy_at_max();
         }
         self.next = next;
+    }
+
+    /// [`Scheduler::find_next_scan`] over CPUs 64 and up, after `next`
+    /// from the first 64 (out of line: nearly every run queue has fewer).
+    #[cold]
+    #[inline(never)]
+    fn earliest_past_64(&self, mut next: (Nanos, u32)) -> (Nanos, u32) {
+        for (k, &word) in self.dated.high.iter().enumerate() {
+            next = earliest_in_word(&self.due, (k + 1) * 64, word, next);
+        }
+        next
+    }
+
+    /// No dated CPU is due before `Nanos::MAX`: only idle CPUs, or steps
+    /// due at `Nanos::MAX` (which `due` cannot tell apart).
+    #[cold]
+    #[inline(never)]
+    fn busy_at_max(&self) -> (Nanos, u32) {
+        match self.cpus.iter().position(|c| c.task.is_some()) {
+            Some(i) => (Nanos::MAX, i as u32),
+            None => NO_DUE,
+        }
     }
 
     fn event_time(&self, cpu: &Cpu, task: &Task) -> Nanos {
@@ -478,20 +497,11 @@ impl Scheduler {
             // Events are handled at their own time, in time order.
             self.tick(at);
             let i = cpu as usize;
+            if self.finish(i, at, done) {
+                continue;
+            }
             let mut task = self.take(i, at);
-            if task.remaining == 0 {
-                done.push(StepDone {
-                    proc: task.proc,
-                    requested_at: task.requested_at,
-                    started_at: task.started_at.unwrap_or(at),
-                    done_at: at,
-                    waited: task.waited,
-                });
-                self.clear_due(i);
-                self.cpus[i].reserved_for = Some(task.proc);
-                self.idle.set(i, false);
-                self.reserved.push(i as u32);
-            } else if self.ts.is_empty() {
+            if self.ts.is_empty() {
                 // Slice over but nobody waits: keep running (not waiting).
                 task.queued_at = at;
                 self.run_on(i, task, at);
@@ -503,10 +513,56 @@ impl Scheduler {
         }
     }
 
+    /// CPU `i`'s event at `at`: if it ends the step, report it and hold the
+    /// CPU for its process. What [`Scheduler::take`] does, in place: the
+    /// task is not moved out only to be dropped (the common case, by far).
+    #[inline(always)]
+    fn finish(&mut self, i: usize, at: Nanos, done: &mut Vec<StepDone>) -> bool {
+        let cpu = &mut self.cpus[i];
+        let task = cpu
+            .task
+            .as_ref()
+            .expect("an event is only due on a CPU that runs a task");
+        let ran = at - cpu.slice_start;
+        let work = if task.stretch.0 == task.stretch.1 {
+            ran
+        } else {
+            work_done(ran, task.remaining, task.stretch)
+        };
+        if work != task.remaining {
+            return false;
+        }
+        done.push(StepDone {
+            proc: task.proc,
+            requested_at: task.requested_at,
+            // Set when it got the CPU it ran on.
+            started_at: task.started_at,
+            done_at: at,
+            waited: task.waited,
+        });
+        cpu.reserved_for = Some(task.proc);
+        cpu.task = None;
+        self.busy += ran;
+        self.running_ts.set(i, false);
+        // Not idle: held for the process (`idle` was clear, as it runs a task).
+        self.clear_due(i);
+        self.reserved.push(i as u32);
+        true
+    }
+
     /// Hand CPUs freed by finished steps (and not taken back by their process)
     /// to waiting processes. Call after handling the steps [`Scheduler::advance`] returned.
     fn settle_inner(&mut self, now: Nanos) {
         if self.reserved.is_empty() {
+            return;
+        }
+        if self.rt.is_empty() && self.ts.is_empty() {
+            // Nobody waits: the CPUs just go idle, in any order.
+            for k in 0..self.reserved.len() {
+                let i = self.reserved[k] as usize;
+                self.release(i);
+            }
+            self.reserved.clear();
             return;
         }
         // In CPU order, as a walk over all CPUs would hand them out.
@@ -514,19 +570,25 @@ impl Scheduler {
         held.sort_unstable();
         for &i in &held {
             let i = i as usize;
-            // Only `advance` reserves a CPU, once its step is done, and only
-            // taking it back (which also unlists it) puts a task there.
-            let held_for = self.cpus[i].reserved_for.take();
-            debug_assert!(
-                held_for.is_some() && self.cpus[i].task.is_none(),
-                "CPU {i} listed as reserved holds {:?} for {held_for:?}",
-                self.cpus[i].task
-            );
-            self.idle.set(i, true);
+            self.release(i);
             self.dispatch(i, now);
         }
         held.clear();
         self.reserved = held;
+    }
+
+    /// CPU `i`, held for the process whose step finished there, is free.
+    #[inline(always)]
+    fn release(&mut self, i: usize) {
+        // Only `advance` reserves a CPU, once its step is done, and only
+        // taking it back (which also unlists it) puts a task there.
+        let held_for = self.cpus[i].reserved_for.take();
+        debug_assert!(
+            held_for.is_some() && self.cpus[i].task.is_none(),
+            "CPU {i} listed as reserved holds {:?} for {held_for:?}",
+            self.cpus[i].task
+        );
+        self.idle.set(i, true);
     }
 
     /// Take CPU `i`'s task off it. Its `due` entry is left to the caller,
@@ -554,12 +616,22 @@ impl Scheduler {
         task
     }
 
-    fn run_on(&mut self, i: usize, mut task: Task, now: Nanos) {
+    /// Put `task` on CPU `i` (free, or just taken off) and date its event.
+    fn run_on(&mut self, i: usize, task: Task, now: Nanos) {
+        self.start(i, task, now);
+    }
+
+    /// [`Scheduler::run_on`], inlined where a step mostly starts (a
+    /// request that finds a CPU free).
+    #[inline(always)]
+    fn start(&mut self, i: usize, mut task: Task, now: Nanos) {
         task.waited += now - task.queued_at;
         if self.threads_per_core > 1 {
             task.stretch = self.stretch_on(i, task.stall);
         }
-        task.started_at.get_or_insert(now);
+        if task.started_at == NOT_STARTED {
+            task.started_at = now;
+        }
         self.idle.set(i, false);
         self.running_ts.set(i, task.class == SchedClass::TimeShare);
         let cpu = Cpu {
@@ -633,6 +705,28 @@ impl Scheduler {
     }
 }
 
+/// The earliest of `next` and the `due` entries of the CPUs set in `bits`
+/// (CPUs `base ..`, `base` a multiple of 64), ties to the lowest CPU.
+#[inline(always)]
+fn earliest_in_word(due: &[Nanos], base: usize, mut bits: u64, next: (Nanos, u32)) -> (Nanos, u32) {
+    let (mut best, mut cpu) = next;
+    // One bounds check for the word, none for each CPU in it.
+    let word: &[Nanos; 64] = due[base..base + 64]
+        .try_into()
+        .expect("`due` is whole words");
+    while bits != 0 {
+        // Below 64 (`bits` is not 0), which `% 64` tells the compiler.
+        let k = bits.trailing_zeros() as usize % 64;
+        bits &= bits - 1;
+        let at = word[k];
+        if at < best {
+            best = at;
+            cpu = (base + k) as u32;
+        }
+    }
+    (best, cpu)
+}
+
 /// Wall time of `work` ns of CPU at `stretch` (threads over pipelines).
 #[inline(always)]
 fn wall(work: Nanos, stretch: (u8, u8)) -> Nanos {
@@ -664,6 +758,10 @@ fn work_done(ran: Nanos, remaining: Nanos, stretch: (u8, u8)) -> Nanos {
         (u128::from(ran) * u128::from(stretch.1) / u128::from(stretch.0)) as Nanos
     }
 }
+
+/// [`Task::started_at`] of a step that has not had a CPU yet. A step
+/// that does start at `Nanos::MAX` keeps it as its start all the same.
+const NOT_STARTED: Nanos = Nanos::MAX;
 
 /// `Scheduler::next` when no CPU is busy; even an event at `Nanos::MAX` sorts
 /// before it.
