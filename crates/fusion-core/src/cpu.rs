@@ -230,6 +230,22 @@ impl Scheduler {
             stretch: (1, 1),
             stall,
         };
+        // The common case, checked first: no CPU held for a process whose
+        // step just finished (`request_general` looks for one first), no
+        // hardware threads, and one of the first 64 CPUs free.
+        if self.reserved.is_empty() && self.threads_per_core == 1 && self.idle.low != 0 {
+            let i = self.idle.low.trailing_zeros() as usize;
+            self.start(i, task, now);
+        } else {
+            self.request_general(task, now);
+        }
+    }
+
+    /// [`Scheduler::request_inner`] in general: the process takes back the
+    /// CPU held for it, or gets a free one, preempts, or queues.
+    #[inline(never)]
+    fn request_general(&mut self, task: Task, now: Nanos) {
+        let (proc, class) = (task.proc, task.class);
         if let Some(k) = self
             .reserved
             .iter()
@@ -470,10 +486,11 @@ impl Scheduler {
     #[cold]
     #[inline(never)]
     fn busy_at_max(&self) -> (Nanos, u32) {
-        match self.cpus.iter().position(|c| c.task.is_some()) {
-            Some(i) => (Nanos::MAX, i as u32),
-            None => NO_DUE,
-        }
+        // The dated CPUs are those that run a task (`find_next` runs
+        // between calls, and after each event handled, when they agree).
+        let first = self.dated.first();
+        debug_assert_eq!(first, self.cpus.iter().position(|c| c.task.is_some()));
+        first.map_or(NO_DUE, |i| (Nanos::MAX, i as u32))
     }
 
     fn event_time(&self, cpu: &Cpu, task: &Task) -> Nanos {
