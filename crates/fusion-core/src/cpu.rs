@@ -70,21 +70,10 @@ pub struct Scheduler {
     quantum: Nanos,
     /// CPU time used by all steps so far (`v$osstat` BUSY_TIME).
     pub busy: Nanos,
-    /// When each CPU's step ends or its slice expires (`Nanos::MAX` if idle).
-    /// Whole words of 64 (the CPUs past the last are never dated), so that
-    /// the scan reads a word's entries without a bounds check each.
-    due: Vec<Nanos>,
-    /// CPUs whose `due` entry was set and not cleared since, so that
-    /// finding the earliest walks the busy CPUs only, not every CPU.
-    dated: Bits,
-    /// The earliest of `due` as (time, CPU), ties to the lowest CPU, or
-    /// [`NO_DUE`]. Kept up to date at once when an event moves earlier;
-    /// when the earliest one moves later, `next_stale` defers the scan of
-    /// `due` to when it is read (mostly once per finished step). While
-    /// stale, `next` is still no later than any event, so an event before
-    /// it is the earliest.
-    next: (Nanos, u32),
-    next_stale: bool,
+    /// When each busy CPU's step ends or its slice expires, earliest first:
+    /// a CPU has an event while it runs a task (put there by `start`,
+    /// taken off by `take` or `finish`).
+    events: Events,
     /// CPUs held for the process that just finished a step there.
     reserved: Vec<u32>,
     /// CPUs with no task and no reservation (a bit per CPU), so finding a
@@ -185,10 +174,7 @@ impl Scheduler {
             ts: VecDeque::new(),
             quantum: quantum.max(1),
             busy: 0,
-            due: vec![Nanos::MAX; cpus.next_multiple_of(64)],
-            dated: Bits::new(cpus, false),
-            next: NO_DUE,
-            next_stale: false,
+            events: Events::new(cpus),
             reserved: Vec::new(),
             idle: Bits::new(cpus, true),
             running_ts: Bits::new(cpus, false),
@@ -339,9 +325,6 @@ impl Scheduler {
         {
             self.take(i, now);
             self.dispatch(i, now);
-            if self.cpus[i].task.is_none() {
-                self.clear_due(i);
-            }
             return true;
         }
         let before = self.rt.len() + self.ts.len();
@@ -354,7 +337,6 @@ impl Scheduler {
     pub fn request(&mut self, now: Nanos, proc: ProcId, class: SchedClass, demand: Nanos) {
         self.tick(now);
         self.request_inner(now, proc, class, demand, false);
-        self.find_next();
     }
 
     /// Ask for `demand` ns of a stall on memory for `proc`: it holds a CPU
@@ -362,15 +344,12 @@ impl Scheduler {
     pub fn request_stall(&mut self, now: Nanos, proc: ProcId, class: SchedClass, demand: Nanos) {
         self.tick(now);
         self.request_inner(now, proc, class, demand, true);
-        self.find_next();
     }
 
     /// Withdraw a process's step (a stopped CPU hog). Returns whether it was found.
     pub fn cancel(&mut self, now: Nanos, proc: ProcId) -> bool {
         self.tick(now);
-        let found = self.cancel_inner(now, proc);
-        self.find_next();
-        found
+        self.cancel_inner(now, proc)
     }
 
     /// Advance to `now`: finish steps and rotate time slices. Finished steps are appended to `done`.
@@ -387,14 +366,12 @@ impl Scheduler {
         // event): a CPU handed out here is due no earlier than the clock,
         // which `set_due` asserts.
         self.settle_inner(now);
-        self.find_next();
     }
 
     /// Move processes to a new scheduling class (see `reclassify_inner`).
     pub fn reclassify(&mut self, now: Nanos, class_of: impl Fn(ProcId) -> SchedClass) {
         self.tick(now);
         self.reclassify_inner(now, class_of);
-        self.find_next();
     }
 
     /// Move the clock to `now`, which must not be before it.
@@ -409,88 +386,29 @@ impl Scheduler {
     }
 
     /// When the next step ends or a time slice expires.
+    #[inline]
     pub fn next_event(&self) -> Option<Nanos> {
-        (self.next.1 != NO_DUE.1).then_some(self.next.0)
+        self.events.first().map(|(at, _)| at)
     }
 
     /// Record when CPU `i`'s current task next needs attention.
     fn schedule_due(&mut self, i: usize) {
         if let Some(t) = self.cpus[i].task.as_ref() {
             let at = self.event_time(&self.cpus[i], t);
+            self.events.remove(i as u32);
             self.set_due(i, at);
         }
     }
 
-    /// CPU `i`'s next event is now at `at`.
+    /// CPU `i`, which has no event, has its next at `at`.
+    #[inline(always)]
     fn set_due(&mut self, i: usize, at: Nanos) {
         debug_assert!(
             at >= self.clock,
             "CPU {i} due at {at}, before the run queue's time {}",
             self.clock
         );
-        self.due[i] = at;
-        self.dated.set(i, true);
-        if (at, i as u32) < self.next {
-            self.next = (at, i as u32);
-            self.next_stale = false;
-        } else if self.next.1 == i as u32 {
-            self.next_stale = true;
-        }
-    }
-
-    /// CPU `i` has no event any more.
-    fn clear_due(&mut self, i: usize) {
-        self.due[i] = Nanos::MAX;
-        self.dated.set(i, false);
-        if self.next.1 == i as u32 {
-            self.next_stale = true;
-        }
-    }
-
-    /// Make `next` exact again after the earliest event moved later.
-    #[inline]
-    fn find_next(&mut self) {
-        if self.next_stale {
-            self.find_next_scan();
-        }
-    }
-
-    /// [`Scheduler::find_next`]'s look at every dated CPU.
-    fn find_next_scan(&mut self) {
-        self.next_stale = false;
-        // In CPU order, so that a tie goes to the lowest CPU; a CPU not
-        // dated is due at `Nanos::MAX`, which never wins the comparison.
-        let mut next = earliest_in_word(&self.due, 0, self.dated.low, NO_DUE);
-        if !self.dated.high.is_empty() {
-            next = self.earliest_past_64(next);
-        }
-        if next == NO_DUE {
-            next = self.busy_at_max();
-        }
-        self.next = next;
-    }
-
-    /// [`Scheduler::find_next_scan`] over CPUs 64 and up, after `next`
-    /// from the first 64 (out of line: nearly every run queue has fewer).
-    #[cold]
-    #[inline(never)]
-    fn earliest_past_64(&self, mut next: (Nanos, u32)) -> (Nanos, u32) {
-        for (k, &word) in self.dated.high.iter().enumerate() {
-            next = earliest_in_word(&self.due, (k + 1) * 64, word, next);
-        }
-        next
-    }
-
-    /// No dated CPU is due before `Nanos::MAX`: only idle CPUs, or steps
-    /// due at `Nanos::MAX` (which `due` cannot tell apart).
-    #[cold]
-    #[inline(never)]
-    fn busy_at_max(&self) -> (Nanos, u32) {
-        // The dated CPUs are those that run a task (`find_next` runs
-        // between calls, and after each event handled, when they agree).
-        let first = self.dated.first();
-        debug_assert_eq!(first, self.cpus.iter().position(|c| c.task.is_some()));
-        first.map_or(NO_DUE, |i| (Nanos::MAX, i as u32))
+        self.events.insert(at, i as u32);
     }
 
     fn event_time(&self, cpu: &Cpu, task: &Task) -> Nanos {
@@ -506,9 +424,10 @@ impl Scheduler {
     /// Advance to `now`: finish steps and rotate time slices. Finished steps are appended to `done`.
     fn advance_inner(&mut self, now: Nanos, done: &mut Vec<StepDone>) {
         loop {
-            self.find_next();
-            let (at, cpu) = self.next;
-            if at > now || cpu == NO_DUE.1 {
+            let Some((at, cpu)) = self.events.first() else {
+                return;
+            };
+            if at > now {
                 return;
             }
             // Events are handled at their own time, in time order.
@@ -562,7 +481,8 @@ impl Scheduler {
         self.busy += ran;
         self.running_ts.set(i, false);
         // Not idle: held for the process (`idle` was clear, as it runs a task).
-        self.clear_due(i);
+        // Its event, the first, is gone.
+        self.events.remove(i as u32);
         self.reserved.push(i as u32);
         true
     }
@@ -608,8 +528,7 @@ impl Scheduler {
         self.idle.set(i, true);
     }
 
-    /// Take CPU `i`'s task off it. Its `due` entry is left to the caller,
-    /// which mostly puts another task there at once.
+    /// Take CPU `i`'s task (and its event) off it.
     fn take(&mut self, i: usize, now: Nanos) -> Task {
         let cpu = &mut self.cpus[i];
         let mut task = cpu
@@ -630,6 +549,7 @@ impl Scheduler {
         if cpu.reserved_for.is_none() {
             self.idle.set(i, true);
         }
+        self.events.remove(i as u32);
         task
     }
 
@@ -722,28 +642,6 @@ impl Scheduler {
     }
 }
 
-/// The earliest of `next` and the `due` entries of the CPUs set in `bits`
-/// (CPUs `base ..`, `base` a multiple of 64), ties to the lowest CPU.
-#[inline(always)]
-fn earliest_in_word(due: &[Nanos], base: usize, mut bits: u64, next: (Nanos, u32)) -> (Nanos, u32) {
-    let (mut best, mut cpu) = next;
-    // One bounds check for the word, none for each CPU in it.
-    let word: &[Nanos; 64] = due[base..base + 64]
-        .try_into()
-        .expect("`due` is whole words");
-    while bits != 0 {
-        // Below 64 (`bits` is not 0), which `% 64` tells the compiler.
-        let k = bits.trailing_zeros() as usize % 64;
-        bits &= bits - 1;
-        let at = word[k];
-        if at < best {
-            best = at;
-            cpu = (base + k) as u32;
-        }
-    }
-    (best, cpu)
-}
-
 /// Wall time of `work` ns of CPU at `stretch` (threads over pipelines).
 #[inline(always)]
 fn wall(work: Nanos, stretch: (u8, u8)) -> Nanos {
@@ -780,9 +678,105 @@ fn work_done(ran: Nanos, remaining: Nanos, stretch: (u8, u8)) -> Nanos {
 /// that does start at `Nanos::MAX` keeps it as its start all the same.
 const NOT_STARTED: Nanos = Nanos::MAX;
 
-/// `Scheduler::next` when no CPU is busy; even an event at `Nanos::MAX` sorts
-/// before it.
-const NO_DUE: (Nanos, u32) = (Nanos::MAX, u32::MAX);
+/// The events of the busy CPUs as (time, CPU), in that order: the earliest
+/// first, ties to the lowest CPU (the order in which they are handled).
+///
+/// Kept sorted as events go in: a step's end goes in from the back (it is
+/// mostly later than most events dated before it), and the first event,
+/// mostly the one that goes out, leaves from the front by moving `head` on;
+/// neither walks every busy CPU, as a scan for the earliest did once per
+/// step.
+#[derive(Clone, Debug)]
+struct Events {
+    /// `slots[head..end]`, each event as one number, time then CPU (see
+    /// [`Events::key`]), so that ordering two is one comparison. Twice as
+    /// many slots as CPUs (a CPU has one event at most): when the events
+    /// reach the end they move back to the start, at most once every
+    /// `cpus` events that leave.
+    slots: Vec<u128>,
+    head: usize,
+    end: usize,
+}
+
+impl Events {
+    fn new(cpus: usize) -> Events {
+        Events {
+            slots: vec![0; 2 * cpus],
+            head: 0,
+            end: 0,
+        }
+    }
+
+    /// An event as a number that sorts as (time, CPU) does.
+    #[inline(always)]
+    fn key(at: Nanos, cpu: u32) -> u128 {
+        u128::from(at) << 32 | u128::from(cpu)
+    }
+
+    #[inline(always)]
+    fn first(&self) -> Option<(Nanos, u32)> {
+        if self.head == self.end {
+            return None;
+        }
+        let key = self.slots[self.head];
+        Some(((key >> 32) as Nanos, key as u32))
+    }
+
+    /// Add an event of a CPU that has none.
+    #[inline(always)]
+    fn insert(&mut self, at: Nanos, cpu: u32) {
+        if self.end == self.slots.len() {
+            self.move_to_start();
+        }
+        let key = Events::key(at, cpu);
+        // The events and the free slot after them; from the back, the
+        // later events move back a slot.
+        let live = &mut self.slots[self.head..=self.end];
+        let mut k = live.len() - 1;
+        while k > 0 && live[k - 1] > key {
+            live[k] = live[k - 1];
+            k -= 1;
+        }
+        live[k] = key;
+        self.end += 1;
+    }
+
+    /// Move the events to the first slots (there are more than enough
+    /// for them: a CPU has one at most).
+    #[cold]
+    #[inline(never)]
+    fn move_to_start(&mut self) {
+        self.slots.copy_within(self.head..self.end, 0);
+        self.end -= self.head;
+        self.head = 0;
+        debug_assert!(self.end < self.slots.len(), "more events than CPUs");
+    }
+
+    /// Drop CPU `cpu`'s event, which it has.
+    #[inline(always)]
+    fn remove(&mut self, cpu: u32) {
+        if self.head != self.end && self.slots[self.head] as u32 == cpu {
+            // The first, as when its step ends.
+            self.head += 1;
+        } else {
+            self.remove_later(cpu);
+        }
+    }
+
+    /// [`Events::remove`] of an event not the first (a step preempted, or
+    /// moved by a new class): the events after it move up a slot.
+    #[cold]
+    #[inline(never)]
+    fn remove_later(&mut self, cpu: u32) {
+        let live = &mut self.slots[self.head..self.end];
+        let k = live
+            .iter()
+            .position(|&key| key as u32 == cpu)
+            .expect("a CPU that runs a task has an event");
+        live.copy_within(k + 1.., k);
+        self.end -= 1;
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -943,6 +937,53 @@ mod tests {
         }
         let d = run_until(&mut packed, 10_000);
         assert!(d.iter().any(|x| x.done_at > 100), "{d:?}");
+    }
+
+    #[test]
+    fn events_come_out_earliest_first_ties_to_the_lowest_cpu() {
+        // Two CPUs: four slots, so that events wrap back to the start.
+        let mut e = Events::new(2);
+        assert_eq!(e.first(), None);
+        for round in 0..10 {
+            let t = 100 * round;
+            e.insert(t + 7, 1);
+            e.insert(t + 7, 0);
+            assert_eq!(e.first(), Some((t + 7, 0)), "a tie goes to the lowest CPU");
+            e.remove(0);
+            e.insert(t + 9, 0);
+            assert_eq!(e.first(), Some((t + 7, 1)));
+            e.remove(1);
+            assert_eq!(e.first(), Some((t + 9, 0)));
+            e.remove(0);
+            assert_eq!(e.first(), None);
+        }
+        // An event not the first goes out, the others keep their order;
+        // `Nanos::MAX` sorts last.
+        let mut e = Events::new(4);
+        e.insert(Nanos::MAX, 0);
+        e.insert(5, 3);
+        e.insert(3, 2);
+        e.insert(4, 1);
+        e.remove(1);
+        assert_eq!(e.first(), Some((3, 2)));
+        e.remove(2);
+        assert_eq!(e.first(), Some((5, 3)));
+        e.remove(3);
+        assert_eq!(e.first(), Some((Nanos::MAX, 0)));
+    }
+
+    #[test]
+    fn more_than_64_cpus_are_all_used() {
+        let mut s = Scheduler::new(130, 1_000);
+        for p in 0..130 {
+            s.request(0, p, SchedClass::TimeShare, 10 + u64::from(p));
+        }
+        assert_eq!(s.queued(), 0);
+        let d = run_until(&mut s, 10_000);
+        assert_eq!(d.len(), 130);
+        assert!(d.windows(2).all(|w| w[0].done_at < w[1].done_at), "{d:?}");
+        assert!(d.iter().all(|x| x.waited == 0 && x.started_at == 0));
+        assert_eq!(s.next_event(), None);
     }
 
     #[test]
