@@ -205,7 +205,8 @@ impl Scheduler {
         demand: Nanos,
         stall: bool,
     ) {
-        let task = Task {
+        // Built in each branch: on the first, in place on the CPU.
+        let task = || Task {
             proc,
             class,
             remaining: demand,
@@ -221,9 +222,9 @@ impl Scheduler {
         // hardware threads, and one of the first 64 CPUs free.
         if self.reserved.is_empty() && self.threads_per_core == 1 && self.idle.low != 0 {
             let i = self.idle.low.trailing_zeros() as usize;
-            self.start(i, task, now);
+            self.start(i, task(), now);
         } else {
-            self.request_general(task, now);
+            self.request_general(task(), now);
         }
     }
 
@@ -482,7 +483,7 @@ impl Scheduler {
         self.running_ts.set(i, false);
         // Not idle: held for the process (`idle` was clear, as it runs a task).
         // Its event, the first, is gone.
-        self.events.remove(i as u32);
+        self.events.pop_first(i as u32);
         self.reserved.push(i as u32);
         true
     }
@@ -750,6 +751,14 @@ impl Events {
         self.end -= self.head;
         self.head = 0;
         debug_assert!(self.end < self.slots.len(), "more events than CPUs");
+    }
+
+    /// Drop the first event, CPU `cpu`'s.
+    #[inline(always)]
+    fn pop_first(&mut self, cpu: u32) {
+        debug_assert_eq!(self.first().map(|(_, c)| c), Some(cpu));
+        let _ = cpu;
+        self.head += 1;
     }
 
     /// Drop CPU `cpu`'s event, which it has.
