@@ -362,6 +362,7 @@ impl Scheduler {
 
     /// Hand CPUs freed by finished steps (and not taken back by their process)
     /// to waiting processes. Call after handling the steps [`Scheduler::advance`] returned.
+    #[inline]
     pub fn settle(&mut self, now: Nanos) {
         // Not ticked (this follows `advance` at the same time, on every
         // event): a CPU handed out here is due no earlier than the clock,
@@ -490,17 +491,26 @@ impl Scheduler {
 
     /// Hand CPUs freed by finished steps (and not taken back by their process)
     /// to waiting processes. Call after handling the steps [`Scheduler::advance`] returned.
+    // Inlined where the steps are handled (mostly a CPU or two to free):
+    // handing them out to waiting processes is not.
+    #[inline(always)]
     fn settle_inner(&mut self, now: Nanos) {
-        if self.reserved.is_empty() {
+        if !(self.rt.is_empty() && self.ts.is_empty()) {
+            self.hand_out(now);
             return;
         }
-        if self.rt.is_empty() && self.ts.is_empty() {
-            // Nobody waits: the CPUs just go idle, in any order.
-            for k in 0..self.reserved.len() {
-                let i = self.reserved[k] as usize;
-                self.release(i);
-            }
-            self.reserved.clear();
+        // Nobody waits: the CPUs just go idle, in any order.
+        for k in 0..self.reserved.len() {
+            let i = self.reserved[k] as usize;
+            self.release(i);
+        }
+        self.reserved.clear();
+    }
+
+    /// [`Scheduler::settle`] with processes waiting: the held CPUs go to them.
+    #[inline(never)]
+    fn hand_out(&mut self, now: Nanos) {
+        if self.reserved.is_empty() {
             return;
         }
         // In CPU order, as a walk over all CPUs would hand them out.
