@@ -354,6 +354,7 @@ impl Scheduler {
     }
 
     /// Advance to `now`: finish steps and rotate time slices. Finished steps are appended to `done`.
+    #[inline]
     pub fn advance(&mut self, now: Nanos, done: &mut Vec<StepDone>) {
         // The clock moves with each event handled (a call that handles none
         // changes nothing, whatever its `now`).
@@ -424,6 +425,8 @@ impl Scheduler {
     }
 
     /// Advance to `now`: finish steps and rotate time slices. Finished steps are appended to `done`.
+    // Inlined where the steps are handled; a slice's end (rare) is not.
+    #[inline(always)]
     fn advance_inner(&mut self, now: Nanos, done: &mut Vec<StepDone>) {
         loop {
             let Some((at, cpu)) = self.events.first() else {
@@ -435,19 +438,23 @@ impl Scheduler {
             // Events are handled at their own time, in time order.
             self.tick(at);
             let i = cpu as usize;
-            if self.finish(i, at, done) {
-                continue;
+            if !self.finish(i, at, done) {
+                self.slice_over(i, at);
             }
-            let mut task = self.take(i, at);
-            if self.ts.is_empty() {
-                // Slice over but nobody waits: keep running (not waiting).
-                task.queued_at = at;
-                self.run_on(i, task, at);
-            } else {
-                task.queued_at = at;
-                self.ts.push_back(task);
-                self.dispatch(i, at);
-            }
+        }
+    }
+
+    /// CPU `i`'s time slice is over at `at`, its step not.
+    #[inline(never)]
+    fn slice_over(&mut self, i: usize, at: Nanos) {
+        let mut task = self.take(i, at);
+        task.queued_at = at;
+        if self.ts.is_empty() {
+            // Nobody waits: keep running (not waiting).
+            self.run_on(i, task, at);
+        } else {
+            self.ts.push_back(task);
+            self.dispatch(i, at);
         }
     }
 
