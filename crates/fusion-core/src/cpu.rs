@@ -79,8 +79,6 @@ pub struct Scheduler {
     /// CPUs with no task and no reservation (a bit per CPU), so finding a
     /// free one does not walk every CPU.
     idle: Bits,
-    /// CPUs running a time-sharing task (preemption candidates).
-    running_ts: Bits,
     /// The latest time the run queue has reached. Time never goes back: a
     /// step's start, slice and end are all measured from it.
     clock: Nanos,
@@ -177,7 +175,6 @@ impl Scheduler {
             events: Events::new(cpus),
             reserved: Vec::new(),
             idle: Bits::new(cpus, true),
-            running_ts: Bits::new(cpus, false),
             clock: 0,
             threads_per_core: threads_per_core.clamp(1, u32::from(u8::MAX)),
             pipelines_per_core: pipelines_per_core
@@ -253,7 +250,7 @@ impl Scheduler {
             return;
         }
         if class == SchedClass::RealTime
-            && let Some(i) = self.running_ts.first()
+            && let Some(i) = self.first_running_ts()
         {
             let mut victim = self.take(i, now);
             victim.queued_at = now;
@@ -299,15 +296,8 @@ impl Scheduler {
                 SchedClass::TimeShare => self.ts.push_back(t),
             }
         }
-        for i in 0..self.cpus.len() {
-            let ts = self.cpus[i]
-                .task
-                .as_ref()
-                .is_some_and(|t| t.class == SchedClass::TimeShare);
-            self.running_ts.set(i, ts);
-        }
         while !self.rt.is_empty() {
-            let Some(i) = self.running_ts.first() else {
+            let Some(i) = self.first_running_ts() else {
                 break;
             };
             let mut victim = self.take(i, now);
@@ -315,6 +305,17 @@ impl Scheduler {
             self.ts.push_front(victim);
             self.dispatch(i, now);
         }
+    }
+
+    /// The lowest CPU running a time-sharing step (the one a real-time
+    /// step preempts). A walk over the CPUs, not a set kept up to date on
+    /// every start and stop: it is only needed when no CPU is free.
+    fn first_running_ts(&self) -> Option<usize> {
+        self.cpus.iter().position(|c| {
+            c.task
+                .as_ref()
+                .is_some_and(|t| t.class == SchedClass::TimeShare)
+        })
     }
 
     /// Withdraw a process's step (a stopped CPU hog). Returns whether it was found.
@@ -488,7 +489,6 @@ impl Scheduler {
         cpu.reserved_for = Some(task.proc);
         cpu.task = None;
         self.busy += ran;
-        self.running_ts.set(i, false);
         // Not idle: held for the process (`idle` was clear, as it runs a task).
         // Its event, the first, is gone.
         self.events.pop_first(i as u32);
@@ -563,7 +563,6 @@ impl Scheduler {
             work_done(ran, task.remaining, task.stretch)
         };
         self.busy += ran;
-        self.running_ts.set(i, false);
         if cpu.reserved_for.is_none() {
             self.idle.set(i, true);
         }
@@ -588,7 +587,6 @@ impl Scheduler {
             task.started_at = now;
         }
         self.idle.set(i, false);
-        self.running_ts.set(i, task.class == SchedClass::TimeShare);
         let cpu = Cpu {
             task: None,
             slice_start: now,
