@@ -51,6 +51,24 @@ struct Task {
     stall: bool,
 }
 
+impl Task {
+    /// A step of `demand` ns asked for at `now`.
+    #[inline(always)]
+    fn new(now: Nanos, proc: ProcId, class: SchedClass, demand: Nanos, stall: bool) -> Task {
+        Task {
+            proc,
+            class,
+            remaining: demand,
+            requested_at: now,
+            started_at: NOT_STARTED,
+            queued_at: now,
+            waited: 0,
+            stretch: (1, 1),
+            stall,
+        }
+    }
+}
+
 #[derive(Clone, Debug, Default)]
 struct Cpu {
     task: Option<Task>,
@@ -202,34 +220,31 @@ impl Scheduler {
         demand: Nanos,
         stall: bool,
     ) {
-        // Built in each branch: on the first, in place on the CPU.
-        let task = || Task {
-            proc,
-            class,
-            remaining: demand,
-            requested_at: now,
-            started_at: NOT_STARTED,
-            queued_at: now,
-            waited: 0,
-            stretch: (1, 1),
-            stall,
-        };
         // The common case, checked first: no CPU held for a process whose
         // step just finished (`request_general` looks for one first), no
         // hardware threads, and one of the first 64 CPUs free.
         if self.reserved.is_empty() && self.threads_per_core == 1 && self.idle.low != 0 {
             let i = self.idle.low.trailing_zeros() as usize;
-            self.start(i, task(), now);
+            // Built here, in place on the CPU.
+            let task = Task::new(now, proc, class, demand, stall);
+            self.start(i, task, now);
         } else {
-            self.request_general(task(), now);
+            self.request_general(now, proc, class, demand, stall);
         }
     }
 
     /// [`Scheduler::request_inner`] in general: the process takes back the
     /// CPU held for it, or gets a free one, preempts, or queues.
     #[inline(never)]
-    fn request_general(&mut self, task: Task, now: Nanos) {
-        let (proc, class) = (task.proc, task.class);
+    fn request_general(
+        &mut self,
+        now: Nanos,
+        proc: ProcId,
+        class: SchedClass,
+        demand: Nanos,
+        stall: bool,
+    ) {
+        let task = Task::new(now, proc, class, demand, stall);
         if let Some(k) = self
             .reserved
             .iter()
