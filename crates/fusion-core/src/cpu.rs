@@ -37,7 +37,10 @@ struct Task {
     class: SchedClass,
     remaining: Nanos,
     requested_at: Nanos,
-    started_at: Option<Nanos>,
+    /// When the step first got a CPU; [`NOT_STARTED`] until then (a plain
+    /// number, not an `Option`, keeps a task, copied on every start and
+    /// stop, 48 bytes).
+    started_at: Nanos,
     queued_at: Nanos,
     waited: Nanos,
     /// On a core whose threads share its pipelines: wall time is work times
@@ -46,6 +49,24 @@ struct Task {
     stretch: (u8, u8),
     /// A stall on memory: holds the CPU, not the core's pipelines.
     stall: bool,
+}
+
+impl Task {
+    /// A step of `demand` ns asked for at `now`.
+    #[inline(always)]
+    fn new(now: Nanos, proc: ProcId, class: SchedClass, demand: Nanos, stall: bool) -> Task {
+        Task {
+            proc,
+            class,
+            remaining: demand,
+            requested_at: now,
+            started_at: NOT_STARTED,
+            queued_at: now,
+            waited: 0,
+            stretch: (1, 1),
+            stall,
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default)]
@@ -67,26 +88,15 @@ pub struct Scheduler {
     quantum: Nanos,
     /// CPU time used by all steps so far (`v$osstat` BUSY_TIME).
     pub busy: Nanos,
-    /// When each CPU's step ends or its slice expires (`Nanos::MAX` if idle).
-    due: Vec<Nanos>,
-    /// CPUs whose `due` entry was set and not cleared since, so that
-    /// finding the earliest walks the busy CPUs only, not every CPU.
-    dated: Bits,
-    /// The earliest of `due` as (time, CPU), ties to the lowest CPU, or
-    /// [`NO_DUE`]. Kept up to date at once when an event moves earlier;
-    /// when the earliest one moves later, `next_stale` defers the scan of
-    /// `due` to when it is read (mostly once per finished step). While
-    /// stale, `next` is still no later than any event, so an event before
-    /// it is the earliest.
-    next: (Nanos, u32),
-    next_stale: bool,
+    /// When each busy CPU's step ends or its slice expires, earliest first:
+    /// a CPU has an event while it runs a task (put there by `start`,
+    /// taken off by `take` or `finish`).
+    events: Events,
     /// CPUs held for the process that just finished a step there.
     reserved: Vec<u32>,
     /// CPUs with no task and no reservation (a bit per CPU), so finding a
     /// free one does not walk every CPU.
     idle: Bits,
-    /// CPUs running a time-sharing task (preemption candidates).
-    running_ts: Bits,
     /// The latest time the run queue has reached. Time never goes back: a
     /// step's start, slice and end are all measured from it.
     clock: Nanos,
@@ -121,18 +131,22 @@ impl Bits {
         b
     }
 
-    #[inline]
+    #[inline(always)]
     fn set(&mut self, i: usize, on: bool) {
-        let (word, m) = if i < 64 {
-            (&mut self.low, 1u64 << i)
+        if i < 64 {
+            // Without a branch on `on`, which is mostly known where this
+            // is inlined, and not where it is not.
+            self.low = self.low & !(1u64 << i) | u64::from(on) << i;
         } else {
-            (&mut self.high[i / 64 - 1], 1u64 << (i % 64))
-        };
-        if on {
-            *word |= m;
-        } else {
-            *word &= !m;
+            self.set_high(i, on);
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn set_high(&mut self, i: usize, on: bool) {
+        let word = &mut self.high[i / 64 - 1];
+        *word = *word & !(1u64 << (i % 64)) | u64::from(on) << (i % 64);
     }
 
     fn get(&self, i: usize) -> bool {
@@ -176,13 +190,9 @@ impl Scheduler {
             ts: VecDeque::new(),
             quantum: quantum.max(1),
             busy: 0,
-            due: vec![Nanos::MAX; cpus],
-            dated: Bits::new(cpus, false),
-            next: NO_DUE,
-            next_stale: false,
+            events: Events::new(cpus),
             reserved: Vec::new(),
             idle: Bits::new(cpus, true),
-            running_ts: Bits::new(cpus, false),
             clock: 0,
             threads_per_core: threads_per_core.clamp(1, u32::from(u8::MAX)),
             pipelines_per_core: pipelines_per_core
@@ -200,6 +210,8 @@ impl Scheduler {
     }
 
     /// Ask for `demand` ns of CPU for `proc`.
+    // Inlined in its two callers: on the path of every CPU step.
+    #[inline(always)]
     fn request_inner(
         &mut self,
         now: Nanos,
@@ -208,17 +220,31 @@ impl Scheduler {
         demand: Nanos,
         stall: bool,
     ) {
-        let task = Task {
-            proc,
-            class,
-            remaining: demand,
-            requested_at: now,
-            started_at: None,
-            queued_at: now,
-            waited: 0,
-            stretch: (1, 1),
-            stall,
-        };
+        // The common case, checked first: no CPU held for a process whose
+        // step just finished (`request_general` looks for one first), no
+        // hardware threads, and one of the first 64 CPUs free.
+        if self.reserved.is_empty() && self.threads_per_core == 1 && self.idle.low != 0 {
+            let i = self.idle.low.trailing_zeros() as usize;
+            // Built here, in place on the CPU.
+            let task = Task::new(now, proc, class, demand, stall);
+            self.start(i, task, now);
+        } else {
+            self.request_general(now, proc, class, demand, stall);
+        }
+    }
+
+    /// [`Scheduler::request_inner`] in general: the process takes back the
+    /// CPU held for it, or gets a free one, preempts, or queues.
+    #[inline(never)]
+    fn request_general(
+        &mut self,
+        now: Nanos,
+        proc: ProcId,
+        class: SchedClass,
+        demand: Nanos,
+        stall: bool,
+    ) {
+        let task = Task::new(now, proc, class, demand, stall);
         if let Some(k) = self
             .reserved
             .iter()
@@ -235,11 +261,11 @@ impl Scheduler {
             self.idle.first()
         };
         if let Some(i) = idle {
-            self.run_on(i, task, now);
+            self.start(i, task, now);
             return;
         }
         if class == SchedClass::RealTime
-            && let Some(i) = self.running_ts.first()
+            && let Some(i) = self.first_running_ts()
         {
             let mut victim = self.take(i, now);
             victim.queued_at = now;
@@ -285,15 +311,8 @@ impl Scheduler {
                 SchedClass::TimeShare => self.ts.push_back(t),
             }
         }
-        for i in 0..self.cpus.len() {
-            let ts = self.cpus[i]
-                .task
-                .as_ref()
-                .is_some_and(|t| t.class == SchedClass::TimeShare);
-            self.running_ts.set(i, ts);
-        }
         while !self.rt.is_empty() {
-            let Some(i) = self.running_ts.first() else {
+            let Some(i) = self.first_running_ts() else {
                 break;
             };
             let mut victim = self.take(i, now);
@@ -301,6 +320,17 @@ impl Scheduler {
             self.ts.push_front(victim);
             self.dispatch(i, now);
         }
+    }
+
+    /// The lowest CPU running a time-sharing step (the one a real-time
+    /// step preempts). A walk over the CPUs, not a set kept up to date on
+    /// every start and stop: it is only needed when no CPU is free.
+    fn first_running_ts(&self) -> Option<usize> {
+        self.cpus.iter().position(|c| {
+            c.task
+                .as_ref()
+                .is_some_and(|t| t.class == SchedClass::TimeShare)
+        })
     }
 
     /// Withdraw a process's step (a stopped CPU hog). Returns whether it was found.
@@ -312,9 +342,6 @@ impl Scheduler {
         {
             self.take(i, now);
             self.dispatch(i, now);
-            if self.cpus[i].task.is_none() {
-                self.clear_due(i);
-            }
             return true;
         }
         let before = self.rt.len() + self.ts.len();
@@ -327,7 +354,6 @@ impl Scheduler {
     pub fn request(&mut self, now: Nanos, proc: ProcId, class: SchedClass, demand: Nanos) {
         self.tick(now);
         self.request_inner(now, proc, class, demand, false);
-        self.find_next();
     }
 
     /// Ask for `demand` ns of a stall on memory for `proc`: it holds a CPU
@@ -335,18 +361,16 @@ impl Scheduler {
     pub fn request_stall(&mut self, now: Nanos, proc: ProcId, class: SchedClass, demand: Nanos) {
         self.tick(now);
         self.request_inner(now, proc, class, demand, true);
-        self.find_next();
     }
 
     /// Withdraw a process's step (a stopped CPU hog). Returns whether it was found.
     pub fn cancel(&mut self, now: Nanos, proc: ProcId) -> bool {
         self.tick(now);
-        let found = self.cancel_inner(now, proc);
-        self.find_next();
-        found
+        self.cancel_inner(now, proc)
     }
 
     /// Advance to `now`: finish steps and rotate time slices. Finished steps are appended to `done`.
+    #[inline]
     pub fn advance(&mut self, now: Nanos, done: &mut Vec<StepDone>) {
         // The clock moves with each event handled (a call that handles none
         // changes nothing, whatever its `now`).
@@ -355,19 +379,18 @@ impl Scheduler {
 
     /// Hand CPUs freed by finished steps (and not taken back by their process)
     /// to waiting processes. Call after handling the steps [`Scheduler::advance`] returned.
+    #[inline]
     pub fn settle(&mut self, now: Nanos) {
         // Not ticked (this follows `advance` at the same time, on every
         // event): a CPU handed out here is due no earlier than the clock,
         // which `set_due` asserts.
         self.settle_inner(now);
-        self.find_next();
     }
 
     /// Move processes to a new scheduling class (see `reclassify_inner`).
     pub fn reclassify(&mut self, now: Nanos, class_of: impl Fn(ProcId) -> SchedClass) {
         self.tick(now);
         self.reclassify_inner(now, class_of);
-        self.find_next();
     }
 
     /// Move the clock to `now`, which must not be before it.
@@ -382,79 +405,29 @@ impl Scheduler {
     }
 
     /// When the next step ends or a time slice expires.
+    #[inline]
     pub fn next_event(&self) -> Option<Nanos> {
-        (self.next.1 != NO_DUE.1).then_some(self.next.0)
+        self.events.first().map(|(at, _)| at)
     }
 
     /// Record when CPU `i`'s current task next needs attention.
     fn schedule_due(&mut self, i: usize) {
         if let Some(t) = self.cpus[i].task.as_ref() {
             let at = self.event_time(&self.cpus[i], t);
+            self.events.remove(i as u32);
             self.set_due(i, at);
         }
     }
 
-    /// CPU `i`'s next event is now at `at`.
+    /// CPU `i`, which has no event, has its next at `at`.
+    #[inline(always)]
     fn set_due(&mut self, i: usize, at: Nanos) {
         debug_assert!(
             at >= self.clock,
             "CPU {i} due at {at}, before the run queue's time {}",
             self.clock
         );
-        self.due[i] = at;
-        self.dated.set(i, true);
-        if (at, i as u32) < self.next {
-            self.next = (at, i as u32);
-            self.next_stale = false;
-        } else if self.next.1 == i as u32 {
-            self.next_stale = true;
-        }
-    }
-
-    /// CPU `i` has no event any more.
-    fn clear_due(&mut self, i: usize) {
-        self.due[i] = Nanos::MAX;
-        self.dated.set(i, false);
-        if self.next.1 == i as u32 {
-            self.next_stale = true;
-        }
-    }
-
-    /// Make `next` exact again after the earliest event moved later.
-    #[inline]
-    fn find_next(&mut self) {
-        if self.next_stale {
-            self.find_next_scan();
-        }
-    }
-
-    /// [`Scheduler::find_next`]'s look at every dated CPU.
-    fn find_next_scan(&mut self) {
-        self.next_stale = false;
-        let mut next = NO_DUE;
-        // In CPU order, so that a tie goes to the lowest CPU; a CPU not
-        // dated is due at `Nanos::MAX`, which never wins the comparison.
-        let mut earliest = |base: usize, mut bits: u64| {
-            while bits != 0 {
-                let i = base + bits.trailing_zeros() as usize;
-                bits &= bits - 1;
-                let at = self.due[i];
-                if at < next.0 {
-                    next = (at, i as u32);
-                }
-            }
-        };
-        earliest(0, self.dated.low);
-        for (k, &word) in self.dated.high.iter().enumerate() {
-            earliest((k + 1) * 64, word);
-        }
-        if next == NO_DUE {
-            // Only idle CPUs, or steps due at `Nanos::MAX` (which `due` cannot tell apart).
-            if let Some(i) = self.cpus.iter().position(|c| c.task.is_some()) {
-                next = (Nanos::MAX, i as u32);
-            }
-        }
-        self.next = next;
+        self.events.insert(at, i as u32);
     }
 
     fn event_time(&self, cpu: &Cpu, task: &Task) -> Nanos {
@@ -468,44 +441,97 @@ impl Scheduler {
     }
 
     /// Advance to `now`: finish steps and rotate time slices. Finished steps are appended to `done`.
+    // Inlined where the steps are handled; a slice's end (rare) is not.
+    #[inline(always)]
     fn advance_inner(&mut self, now: Nanos, done: &mut Vec<StepDone>) {
         loop {
-            self.find_next();
-            let (at, cpu) = self.next;
-            if at > now || cpu == NO_DUE.1 {
+            let Some((at, cpu)) = self.events.first() else {
+                return;
+            };
+            if at > now {
                 return;
             }
             // Events are handled at their own time, in time order.
             self.tick(at);
             let i = cpu as usize;
-            let mut task = self.take(i, at);
-            if task.remaining == 0 {
-                done.push(StepDone {
-                    proc: task.proc,
-                    requested_at: task.requested_at,
-                    started_at: task.started_at.unwrap_or(at),
-                    done_at: at,
-                    waited: task.waited,
-                });
-                self.clear_due(i);
-                self.cpus[i].reserved_for = Some(task.proc);
-                self.idle.set(i, false);
-                self.reserved.push(i as u32);
-            } else if self.ts.is_empty() {
-                // Slice over but nobody waits: keep running (not waiting).
-                task.queued_at = at;
-                self.run_on(i, task, at);
-            } else {
-                task.queued_at = at;
-                self.ts.push_back(task);
-                self.dispatch(i, at);
+            if !self.finish(i, at, done) {
+                self.slice_over(i, at);
             }
         }
     }
 
+    /// CPU `i`'s time slice is over at `at`, its step not.
+    #[inline(never)]
+    fn slice_over(&mut self, i: usize, at: Nanos) {
+        let mut task = self.take(i, at);
+        task.queued_at = at;
+        if self.ts.is_empty() {
+            // Nobody waits: keep running (not waiting).
+            self.run_on(i, task, at);
+        } else {
+            self.ts.push_back(task);
+            self.dispatch(i, at);
+        }
+    }
+
+    /// CPU `i`'s event at `at`: if it ends the step, report it and hold the
+    /// CPU for its process. What [`Scheduler::take`] does, in place: the
+    /// task is not moved out only to be dropped (the common case, by far).
+    #[inline(always)]
+    fn finish(&mut self, i: usize, at: Nanos, done: &mut Vec<StepDone>) -> bool {
+        let cpu = &mut self.cpus[i];
+        let task = cpu
+            .task
+            .as_ref()
+            .expect("an event is only due on a CPU that runs a task");
+        let ran = at - cpu.slice_start;
+        let work = if task.stretch.0 == task.stretch.1 {
+            ran
+        } else {
+            work_done(ran, task.remaining, task.stretch)
+        };
+        if work != task.remaining {
+            return false;
+        }
+        done.push(StepDone {
+            proc: task.proc,
+            requested_at: task.requested_at,
+            // Set when it got the CPU it ran on.
+            started_at: task.started_at,
+            done_at: at,
+            waited: task.waited,
+        });
+        cpu.reserved_for = Some(task.proc);
+        cpu.task = None;
+        self.busy += ran;
+        // Not idle: held for the process (`idle` was clear, as it runs a task).
+        // Its event, the first, is gone.
+        self.events.pop_first(i as u32);
+        self.reserved.push(i as u32);
+        true
+    }
+
     /// Hand CPUs freed by finished steps (and not taken back by their process)
     /// to waiting processes. Call after handling the steps [`Scheduler::advance`] returned.
+    // Inlined where the steps are handled (mostly a CPU or two to free):
+    // handing them out to waiting processes is not.
+    #[inline(always)]
     fn settle_inner(&mut self, now: Nanos) {
+        if !(self.rt.is_empty() && self.ts.is_empty()) {
+            self.hand_out(now);
+            return;
+        }
+        // Nobody waits: the CPUs just go idle, in any order.
+        for k in 0..self.reserved.len() {
+            let i = self.reserved[k] as usize;
+            self.release(i);
+        }
+        self.reserved.clear();
+    }
+
+    /// [`Scheduler::settle`] with processes waiting: the held CPUs go to them.
+    #[inline(never)]
+    fn hand_out(&mut self, now: Nanos) {
         if self.reserved.is_empty() {
             return;
         }
@@ -514,23 +540,28 @@ impl Scheduler {
         held.sort_unstable();
         for &i in &held {
             let i = i as usize;
-            // Only `advance` reserves a CPU, once its step is done, and only
-            // taking it back (which also unlists it) puts a task there.
-            let held_for = self.cpus[i].reserved_for.take();
-            debug_assert!(
-                held_for.is_some() && self.cpus[i].task.is_none(),
-                "CPU {i} listed as reserved holds {:?} for {held_for:?}",
-                self.cpus[i].task
-            );
-            self.idle.set(i, true);
+            self.release(i);
             self.dispatch(i, now);
         }
         held.clear();
         self.reserved = held;
     }
 
-    /// Take CPU `i`'s task off it. Its `due` entry is left to the caller,
-    /// which mostly puts another task there at once.
+    /// CPU `i`, held for the process whose step finished there, is free.
+    #[inline(always)]
+    fn release(&mut self, i: usize) {
+        // Only `advance` reserves a CPU, once its step is done, and only
+        // taking it back (which also unlists it) puts a task there.
+        let held_for = self.cpus[i].reserved_for.take();
+        debug_assert!(
+            held_for.is_some() && self.cpus[i].task.is_none(),
+            "CPU {i} listed as reserved holds {:?} for {held_for:?}",
+            self.cpus[i].task
+        );
+        self.idle.set(i, true);
+    }
+
+    /// Take CPU `i`'s task (and its event) off it.
     fn take(&mut self, i: usize, now: Nanos) -> Task {
         let cpu = &mut self.cpus[i];
         let mut task = cpu
@@ -547,21 +578,30 @@ impl Scheduler {
             work_done(ran, task.remaining, task.stretch)
         };
         self.busy += ran;
-        self.running_ts.set(i, false);
         if cpu.reserved_for.is_none() {
             self.idle.set(i, true);
         }
+        self.events.remove(i as u32);
         task
     }
 
-    fn run_on(&mut self, i: usize, mut task: Task, now: Nanos) {
+    /// Put `task` on CPU `i` (free, or just taken off) and date its event.
+    fn run_on(&mut self, i: usize, task: Task, now: Nanos) {
+        self.start(i, task, now);
+    }
+
+    /// [`Scheduler::run_on`], inlined where a step mostly starts (a
+    /// request that finds a CPU free).
+    #[inline(always)]
+    fn start(&mut self, i: usize, mut task: Task, now: Nanos) {
         task.waited += now - task.queued_at;
         if self.threads_per_core > 1 {
             task.stretch = self.stretch_on(i, task.stall);
         }
-        task.started_at.get_or_insert(now);
+        if task.started_at == NOT_STARTED {
+            task.started_at = now;
+        }
         self.idle.set(i, false);
-        self.running_ts.set(i, task.class == SchedClass::TimeShare);
         let cpu = Cpu {
             task: None,
             slice_start: now,
@@ -665,9 +705,117 @@ fn work_done(ran: Nanos, remaining: Nanos, stretch: (u8, u8)) -> Nanos {
     }
 }
 
-/// `Scheduler::next` when no CPU is busy; even an event at `Nanos::MAX` sorts
-/// before it.
-const NO_DUE: (Nanos, u32) = (Nanos::MAX, u32::MAX);
+/// [`Task::started_at`] of a step that has not had a CPU yet. A step
+/// that does start at `Nanos::MAX` keeps it as its start all the same.
+const NOT_STARTED: Nanos = Nanos::MAX;
+
+/// The events of the busy CPUs as (time, CPU), in that order: the earliest
+/// first, ties to the lowest CPU (the order in which they are handled).
+///
+/// Kept sorted as events go in: a step's end goes in from the back (it is
+/// mostly later than most events dated before it), and the first event,
+/// mostly the one that goes out, leaves from the front by moving `head` on;
+/// neither walks every busy CPU, as a scan for the earliest did once per
+/// step.
+#[derive(Clone, Debug)]
+struct Events {
+    /// `slots[head..end]`, each event as one number, time then CPU (see
+    /// [`Events::key`]), so that ordering two is one comparison. Twice as
+    /// many slots as CPUs (a CPU has one event at most): when the events
+    /// reach the end they move back to the start, at most once every
+    /// `cpus` events that leave.
+    slots: Vec<u128>,
+    head: usize,
+    end: usize,
+}
+
+impl Events {
+    fn new(cpus: usize) -> Events {
+        Events {
+            slots: vec![0; 2 * cpus],
+            head: 0,
+            end: 0,
+        }
+    }
+
+    /// An event as a number that sorts as (time, CPU) does.
+    #[inline(always)]
+    fn key(at: Nanos, cpu: u32) -> u128 {
+        u128::from(at) << 32 | u128::from(cpu)
+    }
+
+    #[inline(always)]
+    fn first(&self) -> Option<(Nanos, u32)> {
+        if self.head == self.end {
+            return None;
+        }
+        let key = self.slots[self.head];
+        Some(((key >> 32) as Nanos, key as u32))
+    }
+
+    /// Add an event of a CPU that has none.
+    #[inline(always)]
+    fn insert(&mut self, at: Nanos, cpu: u32) {
+        if self.end == self.slots.len() {
+            self.move_to_start();
+        }
+        let key = Events::key(at, cpu);
+        // The events and the free slot after them; from the back, the
+        // later events move back a slot.
+        let live = &mut self.slots[self.head..=self.end];
+        let mut k = live.len() - 1;
+        while k > 0 && live[k - 1] > key {
+            live[k] = live[k - 1];
+            k -= 1;
+        }
+        live[k] = key;
+        self.end += 1;
+    }
+
+    /// Move the events to the first slots (there are more than enough
+    /// for them: a CPU has one at most).
+    #[cold]
+    #[inline(never)]
+    fn move_to_start(&mut self) {
+        self.slots.copy_within(self.head..self.end, 0);
+        self.end -= self.head;
+        self.head = 0;
+        debug_assert!(self.end < self.slots.len(), "more events than CPUs");
+    }
+
+    /// Drop the first event, CPU `cpu`'s.
+    #[inline(always)]
+    fn pop_first(&mut self, cpu: u32) {
+        debug_assert_eq!(self.first().map(|(_, c)| c), Some(cpu));
+        let _ = cpu;
+        self.head += 1;
+    }
+
+    /// Drop CPU `cpu`'s event, which it has.
+    #[inline(always)]
+    fn remove(&mut self, cpu: u32) {
+        if self.head != self.end && self.slots[self.head] as u32 == cpu {
+            // The first, as when its step ends.
+            self.head += 1;
+        } else {
+            self.remove_later(cpu);
+        }
+    }
+
+    /// [`Events::remove`] of an event not the first (a step preempted, or
+    /// moved by a new class): the events after it move up a slot.
+    #[cold]
+    #[inline(never)]
+    fn remove_later(&mut self, cpu: u32) {
+        let live = &mut self.slots[self.head..self.end];
+        let k = live
+            .iter()
+            .position(|&key| key as u32 == cpu)
+            .expect("a CPU that runs a task has an event");
+        live.copy_within(k + 1.., k);
+        self.end -= 1;
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -828,6 +976,53 @@ mod tests {
         }
         let d = run_until(&mut packed, 10_000);
         assert!(d.iter().any(|x| x.done_at > 100), "{d:?}");
+    }
+
+    #[test]
+    fn events_come_out_earliest_first_ties_to_the_lowest_cpu() {
+        // Two CPUs: four slots, so that events wrap back to the start.
+        let mut e = Events::new(2);
+        assert_eq!(e.first(), None);
+        for round in 0..10 {
+            let t = 100 * round;
+            e.insert(t + 7, 1);
+            e.insert(t + 7, 0);
+            assert_eq!(e.first(), Some((t + 7, 0)), "a tie goes to the lowest CPU");
+            e.remove(0);
+            e.insert(t + 9, 0);
+            assert_eq!(e.first(), Some((t + 7, 1)));
+            e.remove(1);
+            assert_eq!(e.first(), Some((t + 9, 0)));
+            e.remove(0);
+            assert_eq!(e.first(), None);
+        }
+        // An event not the first goes out, the others keep their order;
+        // `Nanos::MAX` sorts last.
+        let mut e = Events::new(4);
+        e.insert(Nanos::MAX, 0);
+        e.insert(5, 3);
+        e.insert(3, 2);
+        e.insert(4, 1);
+        e.remove(1);
+        assert_eq!(e.first(), Some((3, 2)));
+        e.remove(2);
+        assert_eq!(e.first(), Some((5, 3)));
+        e.remove(3);
+        assert_eq!(e.first(), Some((Nanos::MAX, 0)));
+    }
+
+    #[test]
+    fn more_than_64_cpus_are_all_used() {
+        let mut s = Scheduler::new(130, 1_000);
+        for p in 0..130 {
+            s.request(0, p, SchedClass::TimeShare, 10 + u64::from(p));
+        }
+        assert_eq!(s.queued(), 0);
+        let d = run_until(&mut s, 10_000);
+        assert_eq!(d.len(), 130);
+        assert!(d.windows(2).all(|w| w[0].done_at < w[1].done_at), "{d:?}");
+        assert!(d.iter().all(|x| x.waited == 0 && x.started_at == 0));
+        assert_eq!(s.next_event(), None);
     }
 
     #[test]
