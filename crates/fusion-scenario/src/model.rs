@@ -24,6 +24,18 @@ pub struct LoadedScenario {
     pub tour: Option<TourSpec>,
 }
 
+impl LoadedScenario {
+    /// Instances of its largest variant's cluster (variants may differ in
+    /// size): what a run of the whole file needs at once.
+    pub fn instances_max(&self) -> usize {
+        self.variants
+            .iter()
+            .map(|v| v.scenario.instances.len())
+            .max()
+            .unwrap_or(0)
+    }
+}
+
 /// `[tour]`: how the myth tour summarizes the scenario in one line.
 #[derive(Clone, Debug)]
 pub struct TourSpec {

@@ -711,12 +711,7 @@ fn is_voting(io: &Io) -> bool {
 /// The threads a run of `loaded` gets by default: every core when its
 /// biggest cluster has at least [`PARALLEL_INSTANCES_MIN`] instances, else 1.
 pub fn default_threads(loaded: &LoadedScenario) -> usize {
-    let instances = loaded
-        .variants
-        .iter()
-        .map(|v| v.scenario.instances.len())
-        .max()
-        .unwrap_or(0);
+    let instances = loaded.instances_max();
     if instances < PARALLEL_INSTANCES_MIN {
         return 1;
     }

@@ -598,12 +598,7 @@ pub fn run_live(
     // processes of (by default) this machine.
     crate::memory::within_limit(&loaded, a.check, &MemoryLimit::new(a.max_memory))?;
     let html = crate::report::HtmlFile::create(a.html.as_deref())?;
-    let needed = loaded
-        .variants
-        .iter()
-        .map(|v| v.scenario.instances.len())
-        .max()
-        .unwrap_or(1);
+    let needed = loaded.instances_max().max(1);
     // Caught from before the cluster starts, so that a Ctrl-C at any point
     // stops what this command started.
     let interrupts = Interrupts::install()?;

@@ -38,13 +38,7 @@ pub fn tour_live(
     for b in &broken {
         writeln!(err, "{b}")?;
     }
-    let needs = |m: &LoadedScenario| {
-        m.variants
-            .iter()
-            .map(|v| v.scenario.instances.len())
-            .max()
-            .unwrap_or(1)
-    };
+    let needs = |m: &LoadedScenario| m.instances_max().max(1);
     let given = match cluster {
         Some(f) => Some(cluster_for(Some(f), 0, WHAT, err)?.0),
         None => None,

@@ -172,22 +172,19 @@ impl Clone for Block {
 
 impl Block {
     pub fn new(addr: BlockAddr, body: Body) -> Block {
-        Block {
-            addr,
-            scn: 0,
-            body: Arc::new(body),
-            itl: Vec::new(),
-            undo: Vec::new(),
-            trimmed_scn: 0,
-        }
+        Block::with_body(addr, Arc::new(body))
     }
 
     /// An image of an unchanged block whose body another image holds.
     pub fn sharing(addr: BlockAddr, body: &Arc<Body>) -> Block {
+        Block::with_body(addr, Arc::clone(body))
+    }
+
+    fn with_body(addr: BlockAddr, body: Arc<Body>) -> Block {
         Block {
             addr,
             scn: 0,
-            body: Arc::clone(body),
+            body,
             itl: Vec::new(),
             undo: Vec::new(),
             trimmed_scn: 0,

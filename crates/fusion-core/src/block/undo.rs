@@ -244,6 +244,7 @@ impl Block {
         if !self.itl.iter().any(|e| e.xid == xid) {
             return 0;
         }
+        // `body_mut` would borrow all of `self`, and the undo is read meanwhile.
         let applied = roll_back_body(&self.undo, Arc::make_mut(&mut self.body), |x| x == xid);
         self.undo.retain(|u| u.xid != xid);
         self.itl.retain(|e| e.xid != xid);

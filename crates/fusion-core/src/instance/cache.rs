@@ -1,6 +1,8 @@
 //! The buffer cache: buffers of blocks in their states (current exclusive or
 //! shared, consistent-read copies, past images), dirty tracking, pins and LRU.
 
+use std::sync::Arc;
+
 use crate::block::{Block, Body};
 use crate::config::Nanos;
 use crate::types::{BlockAddr, Scn, Xid};
@@ -115,6 +117,9 @@ pub struct Cache {
     /// Blocks whose current holding (xcur, scur or none) changed, kept only
     /// once a checker asked for them ([`Cache::take_current_changes`]).
     current_changes: Option<CurrentChanges>,
+    /// The body of [`Cache::placeholder`]s: one per cache, so that a block
+    /// image moved out of a buffer or a box allocates nothing in its stead.
+    empty_body: Arc<Body>,
 }
 
 /// The change log behind [`Cache::take_current_changes`].
@@ -154,7 +159,13 @@ impl Cache {
             private_crs: 0,
             capacity: capacity.max(16),
             current_changes: None,
+            empty_body: Arc::new(Body::Unformatted),
         }
+    }
+
+    /// An empty image of `blk`, to leave where an image was moved out.
+    pub fn placeholder(&self, blk: BlockAddr) -> Block {
+        Block::sharing(blk, &self.empty_body)
     }
 
     /// Moves into `out` the blocks whose current holding changed since the
@@ -511,7 +522,7 @@ impl Cache {
                 .buffers_of(blk)
                 .find(|&other| other != id && self.get(other).state == BufState::Pi)
             {
-                let empty = Block::new(blk, Body::Unformatted);
+                let empty = self.placeholder(blk);
                 spare = Some(std::mem::replace(&mut self.get_mut(old).image, empty));
             }
             self.remove_where(blk, |other, b| other != id && b.state == BufState::Pi);

@@ -9,7 +9,7 @@ use super::Instance;
 use super::cache::{BufId, BufState};
 use super::lgwr::FlushWaiter;
 use super::lms::{CONGESTED_AFTER, Job, Serve, Stage};
-use crate::block::{Block, Body, CrCopy, CrError, TxState};
+use crate::block::{Block, CrCopy, CrError, TxState};
 use crate::config::Nanos;
 use crate::cpu::StepDone;
 use crate::msg::{Msg, ReqKind, Request, ShipKind, Shipment, TxReport};
@@ -403,7 +403,7 @@ impl Instance {
     /// shipped from here (a few at most: shipping takes them as fast as they come).
     pub(super) fn unbox_shipped_block(&mut self, mut b: Box<Shipment>) -> Block {
         const SPARE_BOXES_MAX: usize = 16;
-        let empty = Block::new(b.block.addr, Body::Unformatted);
+        let empty = self.cache.placeholder(b.block.addr);
         let block = std::mem::replace(&mut b.block, empty);
         if self.spare_ship_boxes.len() < SPARE_BOXES_MAX {
             self.spare_ship_boxes.push(b);
