@@ -74,7 +74,7 @@ fn current_of(cluster: &Cluster, inst: InstId, blk: BlockAddr) -> Option<(BufSta
     cluster.instances[usize::from(inst.0)]
         .buffers_of(blk)
         .find(|b| matches!(b.state, BufState::Xcur | BufState::Scur))
-        .map(|b| (b.state, b.dirty))
+        .map(|b| (b.state, b.dirty()))
 }
 
 /// inst2 (the block's master) changes a row once; inst1 then reads it

@@ -7,6 +7,13 @@ use crate::block::{Block, Body};
 use crate::config::Nanos;
 use crate::types::{BlockAddr, Scn, Xid};
 
+#[cfg(test)]
+mod tests;
+mod victim;
+
+use victim::StuckTail;
+pub use victim::Victim;
+
 pub type BufId = u32;
 const NIL: u32 = u32::MAX;
 
@@ -51,7 +58,10 @@ pub struct Buffer {
     /// per-block current-buffer index right).
     pub state: BufState,
     pub image: Block,
-    pub dirty: bool,
+    /// Changed since it was last written. Read with [`Buffer::dirty`], set
+    /// through the cache (it keeps [`Cache::replaceable`] right), as are the
+    /// pins and `leaving` below.
+    dirty: bool,
     pub dirty_since: Nanos,
     /// Redo byte address of this instance's last change to the block.
     pub last_rba: u64,
@@ -63,11 +73,11 @@ pub struct Buffer {
     /// Dirtied in more than one cache (shipped while dirty): its write is a fusion write.
     pub global: bool,
     /// Readers holding a shared pin.
-    pub pins: u16,
+    pins: u16,
     /// A session changing the block holds the exclusive pin.
-    pub xpin: bool,
+    xpin: bool,
     /// LMS decided to ship it current; local changes wait (`gc buffer busy release`).
-    pub leaving: bool,
+    leaving: bool,
     /// The fairness counter of an xcur buffer: CR requests LMS served from
     /// it since this instance last changed the block (`_fairness_threshold`).
     cr_served: u32,
@@ -80,11 +90,14 @@ pub struct Buffer {
 struct Link {
     prev: u32,
     next: u32,
+    /// Equal to [`StuckTail::epoch`] while the buffer is in the stuck tail.
+    stuck: u32,
 }
 
 const UNLINKED: Link = Link {
     prev: NIL,
     next: NIL,
+    stuck: 0,
 };
 
 impl Buffer {
@@ -94,6 +107,23 @@ impl Buffer {
     pub fn pinned(&self) -> bool {
         self.pins > 0 || self.xpin
     }
+    /// A session changing the block holds it pinned exclusively.
+    pub fn pinned_exclusive(&self) -> bool {
+        self.xpin
+    }
+    pub fn dirty(&self) -> bool {
+        self.dirty
+    }
+    /// LMS is shipping it current; local changes wait.
+    pub fn leaving(&self) -> bool {
+        self.leaving
+    }
+    /// Whether the buffer could be replaced, whoever needs its block: a CR
+    /// copy or a current buffer, clean, unpinned and staying. (Dirty buffers
+    /// and past images wait for DBWR.)
+    fn replaceable(&self) -> bool {
+        !self.pinned() && !self.leaving && !self.dirty && self.state != BufState::Pi
+    }
 }
 
 /// Buffers indexed by slot, chained per block, on one LRU list (head = most recent).
@@ -102,6 +132,11 @@ pub struct Cache {
     slots: Vec<Option<Buffer>>,
     /// The LRU links of each slot.
     links: Vec<Link>,
+    /// [`Buffer::replaceable`] of each slot, kept apart like the links: the
+    /// victim scan inspects up to [`MAX_SCAN`] buffers of a full cache with
+    /// a dirty tail, and reads a byte of each instead of a whole buffer.
+    replaceable: Vec<bool>,
+    stuck_tail: StuckTail,
     free: Vec<u32>,
     heads: Vec<u32>,
     /// Per block, its current (xcur or scur) buffer, so finding it does not
@@ -135,21 +170,17 @@ struct CurrentChanges {
 /// them after every event, which changes a handful).
 const CURRENT_CHANGES_MAX: usize = 4096;
 
-/// What to do with a buffer chosen for replacement.
-pub enum Victim {
-    /// Free to reuse; if it was a current copy the master must be told.
-    Free {
-        relinquish: Option<(BlockAddr, BufState)>,
-    },
-    /// Nothing could be replaced.
-    None,
-}
-
 impl Cache {
     pub fn new(capacity: usize, total_blocks: u32) -> Cache {
         Cache {
             slots: Vec::new(),
             links: Vec::new(),
+            replaceable: Vec::new(),
+            stuck_tail: StuckTail {
+                len: 0,
+                last: NIL,
+                epoch: 1,
+            },
             free: Vec::new(),
             heads: vec![NIL; total_blocks as usize],
             currents: vec![NIL; total_blocks as usize],
@@ -263,6 +294,7 @@ impl Cache {
         let b = self.get(id);
         let blk = b.blk;
         let is_current = b.is_current();
+        self.set_replaceable(id, b.replaceable());
         if was_current != is_current {
             self.reindex_current(blk);
         }
@@ -297,9 +329,12 @@ impl Cache {
             None => {
                 self.slots.push(Some(buf));
                 self.links.push(UNLINKED);
+                self.replaceable.push(false);
                 buf_id(self.slots.len() - 1)
             }
         };
+        // At the head of the list: not in the stuck tail.
+        self.replaceable[id as usize] = state != BufState::Pi;
         if let Some(h) = self.heads.get_mut(blk.idx()) {
             *h = id;
         }
@@ -378,57 +413,6 @@ impl Cache {
             self.unlink(id);
             self.link_head(id);
         }
-    }
-
-    /// Find a buffer to replace, from the cold end: CR copies and clean,
-    /// unpinned current buffers. Dirty buffers and past images are skipped
-    /// (DBWR must write them first). A replaceable buffer `prefer` accepts is
-    /// taken first (one of the taker's own locality group, with NUMA
-    /// support); else the coldest replaceable one. Returns the victim and how
-    /// many were inspected.
-    pub fn victim(
-        &mut self,
-        busy: impl Fn(BlockAddr) -> bool,
-        prefer: impl Fn(BufId) -> bool,
-    ) -> (Victim, u32) {
-        let mut at = self.lru_tail;
-        let mut inspected = 0;
-        let mut fallback = NIL;
-        while at != NIL && inspected < MAX_SCAN {
-            inspected += 1;
-            let b = self.get(at);
-            let prev = self.links[at as usize].prev;
-            let ok = !b.pinned()
-                && !b.leaving
-                && !b.dirty
-                && !busy(b.blk)
-                && match b.state {
-                    BufState::Cr { .. } => true,
-                    BufState::Xcur | BufState::Scur => true,
-                    BufState::Pi => false,
-                };
-            if ok {
-                if prefer(at) {
-                    return (self.replace(at), inspected);
-                }
-                if fallback == NIL {
-                    fallback = at;
-                }
-            }
-            at = prev;
-        }
-        if fallback != NIL {
-            return (self.replace(fallback), inspected);
-        }
-        (Victim::None, inspected)
-    }
-
-    /// Drop replaceable buffer `at`, saying whether the master must be told.
-    fn replace(&mut self, at: BufId) -> Victim {
-        let b = self.get(at);
-        let relinquish = b.is_current().then_some((b.blk, b.state));
-        self.discard(at);
-        Victim::Free { relinquish }
     }
 
     /// Drop the oldest unpinned CR copies of `blk` beyond [`MAX_CR_PER_BLOCK`] - 1,
@@ -585,7 +569,63 @@ impl Cache {
             b.dirty_since = now;
         }
         b.last_rba = rba;
-        std::mem::take(&mut b.cr_served) > 0
+        let cleared = std::mem::take(&mut b.cr_served) > 0;
+        self.set_replaceable(id, false);
+        cleared
+    }
+
+    /// Set whether buffer `id` holds changes not yet on disk (a block
+    /// installed dirty, or written), dirty since `since`.
+    pub fn set_dirty(&mut self, id: BufId, dirty: bool, since: Nanos) {
+        let b = self.get_mut(id);
+        b.dirty = dirty;
+        b.dirty_since = since;
+        self.remark(id);
+    }
+
+    /// DBWR wrote buffer `id`'s image: it is clean.
+    pub fn set_clean(&mut self, id: BufId) {
+        self.get_mut(id).dirty = false;
+        self.remark(id);
+    }
+
+    /// A reader pins buffer `id` (shared).
+    pub fn pin_shared(&mut self, id: BufId) {
+        let b = self.get_mut(id);
+        b.pins += 1;
+        self.set_replaceable(id, false);
+    }
+
+    /// A session about to change the block pins buffer `id` exclusively.
+    pub fn pin_exclusive(&mut self, id: BufId) {
+        self.get_mut(id).xpin = true;
+        self.set_replaceable(id, false);
+    }
+
+    /// Release one pin of buffer `id`: the exclusive one if held, else a
+    /// shared one. Returns whether the buffer is still pinned.
+    pub fn unpin(&mut self, id: BufId) -> bool {
+        let b = self.get_mut(id);
+        if b.xpin {
+            b.xpin = false;
+        } else {
+            debug_assert!(b.pins > 0, "unpin of {}'s unpinned buffer {id}", b.blk);
+            b.pins = b.pins.saturating_sub(1);
+        }
+        let pinned = b.pinned();
+        self.remark(id);
+        pinned
+    }
+
+    /// LMS decided to ship current buffer `id` (or gave up doing so).
+    pub fn set_leaving(&mut self, id: BufId, leaving: bool) {
+        self.get_mut(id).leaving = leaving;
+        self.remark(id);
+    }
+
+    /// Bring buffer `id`'s [`Cache::replaceable`] mark up to date.
+    fn remark(&mut self, id: BufId) {
+        self.set_replaceable(id, self.get(id).replaceable());
     }
 
     /// A newer current image of the block replaces current buffer `id`: it
@@ -703,7 +743,12 @@ impl Cache {
 
     fn unlink(&mut self, id: BufId) {
         debug_assert!(self.try_get(id).is_some(), "buffer {id} is not allocated");
-        let Link { prev, next } = self.links[id as usize];
+        if self.in_stuck_tail(id) {
+            // The run from the tail is broken (or shortened at its end):
+            // walk it again next time.
+            self.forget_stuck_tail();
+        }
+        let Link { prev, next, .. } = self.links[id as usize];
         if prev != NIL {
             self.links[prev as usize].next = next;
         } else if self.lru_head == id {
@@ -722,6 +767,7 @@ impl Cache {
         self.links[id as usize] = Link {
             prev: NIL,
             next: old,
+            stuck: 0,
         };
         if old != NIL {
             self.links[old as usize].prev = id;
@@ -756,108 +802,5 @@ impl Iterator for BufIter<'_> {
         let id = self.at;
         self.at = self.cache.get(id).chain;
         Some(id)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::block::Body;
-
-    fn img(a: u32) -> Block {
-        Block::new(BlockAddr(a), Body::Table { rows: vec![] })
-    }
-
-    #[test]
-    fn chains_lru_and_victims() {
-        let mut c = Cache::new(16, 10);
-        let a = c.insert(BlockAddr(1), BufState::Xcur, img(1));
-        let b = c.insert(
-            BlockAddr(1),
-            BufState::Cr {
-                lo: 0,
-                hi: 5,
-                private_to: None,
-            },
-            img(1),
-        );
-        let d = c.insert(BlockAddr(2), BufState::Scur, img(2));
-        assert_eq!(c.buffers_of(BlockAddr(1)).collect::<Vec<_>>(), vec![b, a]);
-        assert_eq!(c.current(BlockAddr(1)), Some(a));
-        c.get_mut(a).dirty = true;
-        c.touch(b);
-        // Cold end: a (dirty, skipped), then d (clean scur).
-        let (v, _) = c.victim(|_| false, |_| true);
-        assert!(matches!(
-            v,
-            Victim::Free {
-                relinquish: Some((BlockAddr(2), BufState::Scur))
-            }
-        ));
-        assert!(c.try_get(d).is_none());
-        let (v, _) = c.victim(|_| false, |_| true);
-        assert!(matches!(v, Victim::Free { relinquish: None }));
-        assert_eq!(c.buffers_of(BlockAddr(1)).collect::<Vec<_>>(), vec![a]);
-        let (v, _) = c.victim(|_| false, |_| true);
-        assert!(matches!(v, Victim::None));
-        assert_eq!(c.used(), 1);
-    }
-
-    /// The change log a coherence checker reads: it starts on the first
-    /// take (which says it is incomplete), then names every block whose
-    /// current holding changed, and says so again when it overflowed.
-    #[test]
-    fn current_changes_name_every_change_of_holding() {
-        let mut c = Cache::new(16, 10);
-        let mut out = Vec::new();
-        let a = c.insert(BlockAddr(1), BufState::Scur, img(1));
-        assert!(
-            !c.take_current_changes(&mut out),
-            "the first take is incomplete"
-        );
-        assert!(out.is_empty());
-        c.set_state(a, BufState::Xcur);
-        let cr = c.insert(
-            BlockAddr(2),
-            BufState::Cr {
-                lo: 0,
-                hi: 5,
-                private_to: None,
-            },
-            img(2),
-        );
-        c.set_state(
-            cr,
-            BufState::Cr {
-                lo: 0,
-                hi: 6,
-                private_to: None,
-            },
-        );
-        c.insert(BlockAddr(3), BufState::Scur, img(3));
-        assert!(c.take_current_changes(&mut out));
-        assert_eq!(
-            out,
-            vec![BlockAddr(1), BlockAddr(3)],
-            "a CR copy changes no holding"
-        );
-        out.clear();
-        c.remove(a);
-        assert!(c.take_current_changes(&mut out));
-        assert_eq!(out, vec![BlockAddr(1)]);
-        out.clear();
-        let b = c.current(BlockAddr(3)).expect("scur buffer of block 3");
-        for _ in 0..=CURRENT_CHANGES_MAX / 2 {
-            c.set_state(b, BufState::Xcur);
-            c.set_state(b, BufState::Scur);
-        }
-        assert!(
-            !c.take_current_changes(&mut out),
-            "an overflowed log says so"
-        );
-        assert!(out.len() <= CURRENT_CHANGES_MAX);
-        out.clear();
-        assert!(c.take_current_changes(&mut out));
-        assert!(out.is_empty());
     }
 }

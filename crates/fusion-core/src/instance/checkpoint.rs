@@ -132,9 +132,9 @@ impl Instance {
             self.cache
                 .iter()
                 .filter(|(_, b)| {
-                    b.dirty
+                    b.dirty()
                         && b.state == super::BufState::Xcur
-                        && !b.leaving
+                        && !b.leaving()
                         && b.first_rba.is_some_and(|f| f < below)
                 })
                 .map(|(id, b)| (b.dirty_since, id)),
@@ -200,7 +200,7 @@ impl Instance {
     /// The master asked this instance to write its current `blk`: DBWR's next pass does.
     pub(super) fn write_current_asked(&mut self, blk: BlockAddr) {
         if let Some(id) = self.cache.current(blk)
-            && self.cache.get(id).dirty
+            && self.cache.get(id).dirty()
         {
             self.pi_writes.to_write.insert(blk);
         }
@@ -217,12 +217,12 @@ impl Instance {
         let cache = &self.cache;
         self.pi_writes
             .to_write
-            .retain(|&blk| cache.current(blk).is_some_and(|id| cache.get(id).dirty));
+            .retain(|&blk| cache.current(blk).is_some_and(|id| cache.get(id).dirty()));
         let mut blks: Vec<BlockAddr> = self.pi_writes.to_write.iter().copied().collect();
         blks.sort_unstable();
         for blk in blks {
             if let Some(id) = self.cache.current(blk)
-                && !self.cache.get(id).leaving
+                && !self.cache.get(id).leaving()
             {
                 out.push((0, id));
             }

@@ -174,7 +174,7 @@ impl Instance {
         let id = self.cache.current(blk)?;
         let b = self.cache.get(id);
         // A dirty scur buffer was down-converted for fairness: still ours to write.
-        (b.dirty && b.is_current()).then_some(id)
+        (b.dirty() && b.is_current()).then_some(id)
     }
 
     /// A writer got its CPU: issue its writes, or hand them to the slaves.
@@ -268,12 +268,12 @@ impl Instance {
         if let Some(id) = self.cache.current(blk) {
             let b = self.cache.get_mut(id);
             if b.image.scn == scn {
-                b.dirty = false;
                 b.first_rba = None;
                 if b.global {
                     b.global = false;
                     self.stats.incr(Stat::DbwrFusionWrites);
                 }
+                self.cache.set_clean(id);
             } else if let Some(first) = b.first_rba {
                 // Changed during the write: what is not on disk begins after it.
                 b.first_rba = Some(first.max(rba));

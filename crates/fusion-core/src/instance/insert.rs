@@ -206,7 +206,7 @@ impl Instance {
     fn x_ready(&self, blk: BlockAddr) -> bool {
         self.cache.current(blk).is_some_and(|id| {
             let b = self.cache.get(id);
-            b.state == BufState::Xcur && !b.leaving && !b.pinned()
+            b.state == BufState::Xcur && !b.leaving() && !b.pinned()
         })
     }
 
@@ -374,7 +374,7 @@ impl Instance {
             }
         }
         for &id in &pins {
-            self.cache.get_mut(id).xpin = true;
+            self.cache.pin_exclusive(id);
         }
         let s = self.sessions.session_mut(sid);
         s.split_pins = pins;

@@ -220,8 +220,8 @@ impl Instance {
         let mut blocks: Vec<(BlockAddr, Held)> = Vec::new();
         for (_, b) in self.cache.iter() {
             let held = match b.state {
-                BufState::Xcur => Held::X { dirty: b.dirty },
-                BufState::Scur => Held::S { dirty: b.dirty },
+                BufState::Xcur => Held::X { dirty: b.dirty() },
+                BufState::Scur => Held::S { dirty: b.dirty() },
                 BufState::Pi => Held::Pi { scn: b.image.scn },
                 BufState::Cr { .. } => continue,
             };

@@ -228,7 +228,7 @@ impl Instance {
                     self.lms.wait_for_pin(blk, w, id);
                     return;
                 }
-                self.cache.get_mut(buf).leaving = true;
+                self.cache.set_leaving(buf, true);
                 if self.lgwr.redo_pending(self.cache.get(buf).last_rba) {
                     self.park_for_flush(w, s, buf);
                 } else {

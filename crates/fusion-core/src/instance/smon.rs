@@ -410,7 +410,7 @@ impl Instance {
         let Some(b) = self.cache.try_get(buf) else {
             return;
         };
-        if b.state != super::BufState::Xcur || b.pinned() || b.leaving {
+        if b.state != super::BufState::Xcur || b.pinned() || b.leaving() {
             return;
         }
         let dead: Vec<Xid> = b

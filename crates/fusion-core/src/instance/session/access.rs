@@ -117,12 +117,12 @@ impl Instance {
                 let b = self.cache.get(current_buf);
                 b.image
                     .visible_as_is(snapshot, reader, &self.lookup_with_hints(sid))
-                    .map(|v| v && !b.xpin)
+                    .map(|v| v && !b.pinned_exclusive())
             };
             // The copy, when needed, goes straight to its use (not through a tuple).
             return match as_is {
                 Ok(true) => {
-                    self.cache.get_mut(current_buf).pins += 1;
+                    self.cache.pin_shared(current_buf);
                     Acquired::Pinned {
                         buf: current_buf,
                         extra_ns: 0,
@@ -161,7 +161,7 @@ impl Instance {
                 _ => false,
             });
         if let Some(id) = found {
-            self.cache.get_mut(id).pins += 1;
+            self.cache.pin_shared(id);
             return Acquired::Pinned {
                 buf: id,
                 extra_ns: 0,
@@ -224,7 +224,7 @@ impl Instance {
                     private_to: cp.private_to,
                 };
                 let id = self.cache.insert(blk, state, cp.image);
-                self.cache.get_mut(id).pins += 1;
+                self.cache.pin_shared(id);
                 self.sessions.session_mut(sid).hints.clear();
                 Acquired::Pinned {
                     buf: id,
@@ -242,7 +242,7 @@ impl Instance {
         if let Some(current_buf) = self.cache.current(blk) {
             let b = self.cache.get(current_buf);
             if b.state == BufState::Xcur {
-                if b.leaving {
+                if b.leaving() {
                     self.wait_on_block(sid, blk, Wait::GcBufferBusyRelease);
                     return Acquired::Waiting;
                 }
@@ -250,7 +250,7 @@ impl Instance {
                     self.wait_on_block(sid, blk, Wait::BufferBusyWaits);
                     return Acquired::Waiting;
                 }
-                self.cache.get_mut(current_buf).xpin = true;
+                self.cache.pin_exclusive(current_buf);
                 return Acquired::Pinned {
                     buf: current_buf,
                     extra_ns: 0,
@@ -273,14 +273,7 @@ impl Instance {
             return;
         };
         let blk = b.blk;
-        let b = self.cache.get_mut(buf);
-        if b.xpin {
-            b.xpin = false;
-        } else {
-            debug_assert!(b.pins > 0, "unpin of {blk}'s unpinned buffer {buf}");
-            b.pins = b.pins.saturating_sub(1);
-        }
-        if !self.cache.get(buf).pinned() {
+        if !self.cache.unpin(buf) {
             self.roll_back_dead_at_unpin(buf);
             self.unpinned(blk);
             self.wake_block(blk);

@@ -255,11 +255,8 @@ impl Instance {
             BufState::Scur
         };
         let id = self.cache.insert(blk, state, block);
-        let now = self.now;
-        let b = self.cache.get_mut(id);
-        b.dirty = dirty;
-        b.global = dirty;
-        b.dirty_since = now;
+        self.cache.set_dirty(id, dirty, self.now);
+        self.cache.get_mut(id).global = dirty;
     }
 
     /// Tell the master the transfer is complete.
