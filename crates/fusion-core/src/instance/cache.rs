@@ -58,9 +58,9 @@ pub struct Buffer {
     /// per-block current-buffer index right).
     pub state: BufState,
     pub image: Block,
-    /// Changed since it was last written. Read with [`Buffer::dirty`], set
-    /// through the cache (it keeps [`Cache::replaceable`] right), as are the
-    /// pins and `leaving` below.
+    /// Changed since it was last written. Read with [`Buffer::dirty`] and
+    /// set through the cache, as are the pins and `leaving` below (the
+    /// cache keeps its [`Cache::reusable`] marks right).
     dirty: bool,
     pub dirty_since: Nanos,
     /// Redo byte address of this instance's last change to the block.
@@ -118,11 +118,15 @@ impl Buffer {
     pub fn leaving(&self) -> bool {
         self.leaving
     }
-    /// Whether the buffer could be replaced, whoever needs its block: a CR
-    /// copy or a current buffer, clean, unpinned and staying. (Dirty buffers
-    /// and past images wait for DBWR.)
+    /// Whether the buffer could be replaced once nobody pins it: a CR copy
+    /// or a current buffer, clean and staying. (Dirty buffers and past
+    /// images wait for DBWR.)
+    fn reusable(&self) -> bool {
+        !self.leaving && !self.dirty && self.state != BufState::Pi
+    }
+    /// Whether the buffer could be replaced now, whoever needs its block.
     fn replaceable(&self) -> bool {
-        !self.pinned() && !self.leaving && !self.dirty && self.state != BufState::Pi
+        self.reusable() && !self.pinned()
     }
 }
 
@@ -132,10 +136,12 @@ pub struct Cache {
     slots: Vec<Option<Buffer>>,
     /// The LRU links of each slot.
     links: Vec<Link>,
-    /// [`Buffer::replaceable`] of each slot, kept apart like the links: the
+    /// [`Buffer::reusable`] of each slot, kept apart like the links: the
     /// victim scan inspects up to [`MAX_SCAN`] buffers of a full cache with
     /// a dirty tail, and reads a byte of each instead of a whole buffer.
-    replaceable: Vec<bool>,
+    /// (Pins come and go with every visit: the scan reads them from the
+    /// few reusable buffers it finds.)
+    reusable: Vec<bool>,
     stuck_tail: StuckTail,
     free: Vec<u32>,
     heads: Vec<u32>,
@@ -175,7 +181,7 @@ impl Cache {
         Cache {
             slots: Vec::new(),
             links: Vec::new(),
-            replaceable: Vec::new(),
+            reusable: Vec::new(),
             stuck_tail: StuckTail {
                 len: 0,
                 last: NIL,
@@ -294,7 +300,7 @@ impl Cache {
         let b = self.get(id);
         let blk = b.blk;
         let is_current = b.is_current();
-        self.set_replaceable(id, b.replaceable());
+        self.set_reusable(id, b.reusable());
         if was_current != is_current {
             self.reindex_current(blk);
         }
@@ -329,12 +335,12 @@ impl Cache {
             None => {
                 self.slots.push(Some(buf));
                 self.links.push(UNLINKED);
-                self.replaceable.push(false);
+                self.reusable.push(false);
                 buf_id(self.slots.len() - 1)
             }
         };
         // At the head of the list: not in the stuck tail.
-        self.replaceable[id as usize] = state != BufState::Pi;
+        self.reusable[id as usize] = state != BufState::Pi;
         if let Some(h) = self.heads.get_mut(blk.idx()) {
             *h = id;
         }
@@ -570,7 +576,7 @@ impl Cache {
         }
         b.last_rba = rba;
         let cleared = std::mem::take(&mut b.cr_served) > 0;
-        self.set_replaceable(id, false);
+        self.set_reusable(id, false);
         cleared
     }
 
@@ -593,13 +599,11 @@ impl Cache {
     pub fn pin_shared(&mut self, id: BufId) {
         let b = self.get_mut(id);
         b.pins += 1;
-        self.set_replaceable(id, false);
     }
 
     /// A session about to change the block pins buffer `id` exclusively.
     pub fn pin_exclusive(&mut self, id: BufId) {
         self.get_mut(id).xpin = true;
-        self.set_replaceable(id, false);
     }
 
     /// Release one pin of buffer `id`: the exclusive one if held, else a
@@ -612,9 +616,7 @@ impl Cache {
             debug_assert!(b.pins > 0, "unpin of {}'s unpinned buffer {id}", b.blk);
             b.pins = b.pins.saturating_sub(1);
         }
-        let pinned = b.pinned();
-        self.remark(id);
-        pinned
+        b.pinned()
     }
 
     /// LMS decided to ship current buffer `id` (or gave up doing so).
@@ -623,9 +625,10 @@ impl Cache {
         self.remark(id);
     }
 
-    /// Bring buffer `id`'s [`Cache::replaceable`] mark up to date.
+    /// Bring buffer `id`'s [`Cache::reusable`] mark up to date.
+    #[inline]
     fn remark(&mut self, id: BufId) {
-        self.set_replaceable(id, self.get(id).replaceable());
+        self.set_reusable(id, self.get(id).reusable());
     }
 
     /// A newer current image of the block replaces current buffer `id`: it
@@ -741,6 +744,7 @@ impl Cache {
         out
     }
 
+    #[inline]
     fn unlink(&mut self, id: BufId) {
         debug_assert!(self.try_get(id).is_some(), "buffer {id} is not allocated");
         if self.in_stuck_tail(id) {

@@ -1,6 +1,6 @@
 //! Choosing a buffer to replace: the scan from the cold end of the LRU,
-//! and the run of unreplaceable buffers at that end which later scans
-//! count without walking again.
+//! and the run of buffers at that end that cannot be reused (dirty, past
+//! images, leaving) which later scans count without walking again.
 
 use super::{BlockAddr, BufId, BufState, Cache, MAX_SCAN, NIL};
 
@@ -15,11 +15,11 @@ pub enum Victim {
 }
 
 /// What the last victim scans learnt about the cold end of the LRU: its
-/// `len` coldest buffers, up to `last`, cannot be replaced. A full cache
+/// `len` coldest buffers, up to `last`, are not reusable. A full cache
 /// with a dirty tail is scanned again and again while DBWR writes; each
 /// scan then starts past this run of buffers instead of walking it (it
 /// still counts them as inspected, as the walk would have). The run stays
-/// true until one of its buffers leaves the list or becomes replaceable,
+/// true until one of its buffers leaves the list or becomes reusable,
 /// which starts a new epoch: the stamps of the old run no longer match.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct StuckTail {
@@ -68,14 +68,14 @@ impl Cache {
         } else {
             (self.lru_tail, 0)
         };
-        // Still in the run of unreplaceable buffers from the tail.
+        // Still in the run of buffers from the tail that are not reusable.
         let mut stuck = true;
         let mut fallback = None;
         while at != NIL && inspected < MAX_SCAN {
             inspected += 1;
             let link = &mut self.links[at as usize];
             let prev = link.prev;
-            if !self.replaceable[at as usize] {
+            if !self.reusable[at as usize] {
                 if stuck {
                     link.stuck = tail.epoch;
                     self.stuck_tail.len = inspected;
@@ -83,8 +83,9 @@ impl Cache {
                 }
             } else {
                 stuck = false;
-                // Only a replaceable buffer is looked at itself.
-                if !busy(self.get(at).blk) {
+                // Only a reusable buffer is looked at itself.
+                let b = self.get(at);
+                if !b.pinned() && !busy(b.blk) {
                     if prefer(at) {
                         return (Some(at), inspected);
                     }
@@ -111,9 +112,9 @@ impl Cache {
             inspected += 1;
             let b = self.get(at);
             assert_eq!(
-                self.replaceable[at as usize],
-                b.replaceable(),
-                "buffer {at}'s replaceable mark is stale"
+                self.reusable[at as usize],
+                b.reusable(),
+                "buffer {at}'s reusable mark is stale"
             );
             if b.replaceable() && !busy(b.blk) {
                 if prefer(at) {
@@ -134,18 +135,21 @@ impl Cache {
         Victim::Free { relinquish }
     }
 
-    pub(super) fn set_replaceable(&mut self, id: BufId, replaceable: bool) {
-        self.replaceable[id as usize] = replaceable;
-        if replaceable && self.in_stuck_tail(id) {
+    #[inline]
+    pub(super) fn set_reusable(&mut self, id: BufId, reusable: bool) {
+        self.reusable[id as usize] = reusable;
+        if reusable && self.in_stuck_tail(id) {
             self.forget_stuck_tail();
         }
     }
 
+    #[inline]
     pub(super) fn in_stuck_tail(&self, id: BufId) -> bool {
         self.stuck_tail.len > 0 && self.links[id as usize].stuck == self.stuck_tail.epoch
     }
 
     /// The stuck tail is no longer known: the next scan walks from the tail.
+    #[cold]
     pub(super) fn forget_stuck_tail(&mut self) {
         let t = &mut self.stuck_tail;
         t.len = 0;
