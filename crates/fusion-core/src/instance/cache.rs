@@ -1,6 +1,8 @@
 //! The buffer cache: buffers of blocks in their states (current exclusive or
 //! shared, consistent-read copies, past images), dirty tracking, pins and LRU.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::sync::Arc;
 
 use crate::block::{Block, Body};
@@ -69,7 +71,9 @@ pub struct Buffer {
     /// begins (its first-dirty RBA), for a current buffer or a past image
     /// this instance changed; `None` when it holds no such change (clean, or
     /// dirtied only by other instances). The checkpoint is the lowest one.
-    pub first_rba: Option<u64>,
+    /// Read with [`Buffer::first_rba`], set with [`Cache::set_first_rba`]
+    /// (it keeps the checkpoint queue).
+    first_rba: Option<u64>,
     /// Dirtied in more than one cache (shipped while dirty): its write is a fusion write.
     pub global: bool,
     /// Readers holding a shared pin.
@@ -114,6 +118,9 @@ impl Buffer {
     pub fn dirty(&self) -> bool {
         self.dirty
     }
+    pub fn first_rba(&self) -> Option<u64> {
+        self.first_rba
+    }
     /// LMS is shipping it current; local changes wait.
     pub fn leaving(&self) -> bool {
         self.leaving
@@ -124,7 +131,9 @@ impl Buffer {
     fn reusable(&self) -> bool {
         !self.leaving && !self.dirty && self.state != BufState::Pi
     }
-    /// Whether the buffer could be replaced now, whoever needs its block.
+    /// Whether the buffer could be replaced now, whoever needs its block
+    /// (the plain walk the victim scan is checked against asks).
+    #[cfg(any(test, debug_assertions))]
     fn replaceable(&self) -> bool {
         self.reusable() && !self.pinned()
     }
@@ -161,6 +170,12 @@ pub struct Cache {
     /// The body of [`Cache::placeholder`]s: one per cache, so that a block
     /// image moved out of a buffer or a box allocates nothing in its stead.
     empty_body: Arc<Body>,
+    /// The checkpoint queue: `(first-dirty RBA, buffer)` for every buffer
+    /// holding one, lowest first, so the checkpoint position is read off
+    /// its top instead of a scan of the cache after every DBWR batch. An
+    /// entry whose buffer went or moved on is dropped when it comes to the
+    /// top; the queue is rebuilt when such entries outnumber the buffers.
+    first_dirty: BinaryHeap<Reverse<(u64, BufId)>>,
 }
 
 /// The change log behind [`Cache::take_current_changes`].
@@ -197,6 +212,7 @@ impl Cache {
             capacity: capacity.max(16),
             current_changes: None,
             empty_body: Arc::new(Body::Unformatted),
+            first_dirty: BinaryHeap::new(),
         }
     }
 
@@ -505,8 +521,8 @@ impl Cache {
                 .filter_map(|other| self.get(other).first_rba)
                 .min();
             if let Some(o) = older {
-                let b = self.get_mut(id);
-                b.first_rba = Some(b.first_rba.map_or(o, |f| f.min(o)));
+                let first = self.get(id).first_rba.map_or(o, |f| f.min(o));
+                self.set_first_rba(id, Some(first));
             }
             if let Some(old) = self
                 .buffers_of(blk)
@@ -686,14 +702,62 @@ impl Cache {
         let mut at = self.heads.get(blk.idx()).copied().unwrap_or(NIL);
         while at != NIL {
             let id = buf_id(at as usize);
-            let b = self.get_mut(id);
+            let b = self.get(id);
+            let next = b.chain;
             if b.state == BufState::Pi
                 && let Some(first) = b.first_rba
+                && first < rba
             {
-                b.first_rba = Some(first.max(rba));
+                self.set_first_rba(id, Some(rba));
             }
-            at = b.chain;
+            at = next;
         }
+    }
+
+    /// Set where buffer `id`'s first change not yet on disk begins
+    /// ([`Buffer::first_rba`]).
+    pub fn set_first_rba(&mut self, id: BufId, first_rba: Option<u64>) {
+        let b = self.get_mut(id);
+        if b.first_rba == first_rba {
+            return;
+        }
+        b.first_rba = first_rba;
+        if let Some(rba) = first_rba {
+            if self.first_dirty.len() > 2 * self.slots.len() + 64 {
+                self.rebuild_first_dirty();
+            } else {
+                self.first_dirty.push(Reverse((rba, id)));
+            }
+        }
+    }
+
+    /// The lowest first-dirty RBA of the buffers (the checkpoint position,
+    /// when there is one).
+    pub fn first_dirty_rba(&mut self) -> Option<u64> {
+        while let Some(&Reverse((rba, id))) = self.first_dirty.peek() {
+            if self.try_get(id).and_then(|b| b.first_rba) == Some(rba) {
+                break;
+            }
+            self.first_dirty.pop();
+        }
+        let lowest = self.first_dirty.peek().map(|&Reverse((rba, _))| rba);
+        debug_assert_eq!(
+            lowest,
+            self.iter().filter_map(|(_, b)| b.first_rba).min(),
+            "the checkpoint queue's top is not the lowest first-dirty RBA"
+        );
+        lowest
+    }
+
+    /// The checkpoint queue anew from the buffers (it holds too many
+    /// entries of buffers that went or moved on).
+    #[cold]
+    fn rebuild_first_dirty(&mut self) {
+        let entries: Vec<_> = self
+            .iter()
+            .filter_map(|(id, b)| b.first_rba.map(|rba| Reverse((rba, id))))
+            .collect();
+        self.first_dirty = BinaryHeap::from(entries);
     }
 
     /// Dirty current buffers DBWR may write, with when they were dirtied:

@@ -97,19 +97,16 @@ impl Instance {
         if self.cache.dirtied(buf, rba, self.now) {
             self.stats.incr(Stat::GcCrFairnessClears);
         }
-        let b = self.cache.get_mut(buf);
-        if b.first_rba.is_none() {
-            b.first_rba = Some(rba - u64::from(bytes));
+        if self.cache.get(buf).first_rba().is_none() {
+            self.cache.set_first_rba(buf, Some(rba - u64::from(bytes)));
         }
         self.stats.incr(Stat::DbBlockChanges);
     }
 
     /// The checkpoint position now (see the module's comment).
-    pub(super) fn checkpoint_position(&self) -> u64 {
+    pub(super) fn checkpoint_position(&mut self) -> u64 {
         self.cache
-            .iter()
-            .filter_map(|(_, b)| b.first_rba)
-            .min()
+            .first_dirty_rba()
             .unwrap_or_else(|| self.lgwr.end_rba())
     }
 
@@ -135,7 +132,7 @@ impl Instance {
                     b.dirty()
                         && b.state == super::BufState::Xcur
                         && !b.leaving()
-                        && b.first_rba.is_some_and(|f| f < below)
+                        && b.first_rba().is_some_and(|f| f < below)
                 })
                 .map(|(id, b)| (b.dirty_since, id)),
         );
@@ -152,7 +149,7 @@ impl Instance {
         let mut blks: Vec<BlockAddr> = self
             .cache
             .iter()
-            .filter(|(_, b)| b.state == BufState::Pi && b.first_rba.is_some_and(|f| f < below))
+            .filter(|(_, b)| b.state == BufState::Pi && b.first_rba().is_some_and(|f| f < below))
             .map(|(_, b)| b.blk)
             .collect();
         blks.sort_unstable();

@@ -268,15 +268,15 @@ impl Instance {
         if let Some(id) = self.cache.current(blk) {
             let b = self.cache.get_mut(id);
             if b.image.scn == scn {
-                b.first_rba = None;
                 if b.global {
                     b.global = false;
                     self.stats.incr(Stat::DbwrFusionWrites);
                 }
+                self.cache.set_first_rba(id, None);
                 self.cache.set_clean(id);
-            } else if let Some(first) = b.first_rba {
+            } else if let Some(first) = b.first_rba() {
                 // Changed during the write: what is not on disk begins after it.
-                b.first_rba = Some(first.max(rba));
+                self.cache.set_first_rba(id, Some(first.max(rba)));
             }
         }
         // Shipped away during the write: a past image left here holds

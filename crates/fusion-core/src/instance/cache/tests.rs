@@ -252,3 +252,43 @@ fn the_stuck_tail_agrees_with_a_plain_walk() {
         "found {found}, none {none}, scans past a stuck tail {skipped}"
     );
 }
+
+/// The checkpoint queue under random changes: its top is always the lowest
+/// first-dirty RBA of the buffers there are, and it never holds more than
+/// about twice as many entries as there are buffers.
+#[test]
+fn the_checkpoint_queue_tops_at_the_lowest_first_dirty_rba() {
+    use rand_chacha::ChaCha8Rng;
+    use rand_core::{Rng, SeedableRng};
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    let mut c = Cache::new(16, 64);
+    let (mut some, mut none) = (0, 0);
+    for step in 0..20_000 {
+        let ids: Vec<BufId> = c.iter().map(|(id, _)| id).collect();
+        let pick = (!ids.is_empty()).then(|| ids[rng.next_u32() as usize % ids.len()]);
+        match (rng.next_u32() % 5, pick) {
+            (0, _) | (_, None) if c.used() < 40 => {
+                let blk = BlockAddr(rng.next_u32() % 64);
+                c.insert(blk, BufState::Pi, img(blk.0));
+            }
+            (1, Some(id)) => {
+                c.remove(id);
+            }
+            (2, Some(id)) => c.set_first_rba(id, None),
+            (_, Some(id)) => c.set_first_rba(id, Some(u64::from(rng.next_u32() % 1000))),
+            _ => {}
+        }
+        let scanned = c.iter().filter_map(|(_, b)| b.first_rba()).min();
+        assert_eq!(c.first_dirty_rba(), scanned, "step {step}");
+        assert!(c.first_dirty.len() <= 2 * c.slots.len() + 65, "step {step}");
+        if scanned.is_some() {
+            some += 1;
+        } else {
+            none += 1;
+        }
+    }
+    assert!(
+        some > 100 && none > 100,
+        "with a checkpoint {some}, without {none}"
+    );
+}
