@@ -45,8 +45,10 @@ const UNDO: u64 = 64;
 const UNDO_KEEP: u64 = 32;
 /// Each instance's maps from a block to its buffers (chain head, current).
 const BLOCK_MAP: u64 = 8;
-/// A buffer beyond its image: the `Buffer`, its LRU link and slot.
-const BUFFER: u64 = 224;
+/// A buffer beyond its image: the `Buffer` in its slot (168 bytes), its LRU
+/// link (12), its reusable mark (1) and up to two checkpoint-queue entries
+/// (16 each), rounded up.
+const BUFFER: u64 = 240;
 /// Copies of a changed block one cache may hold: the current one, a past
 /// image and `MAX_CR_PER_BLOCK` (6) consistent-read copies; without
 /// readers that want a consistent read of it, the first two.
