@@ -8,8 +8,8 @@
 //! **The checkpoint position** is the lowest such address over the dirty
 //! buffers and past images this instance changed, or the end of redo when
 //! there is none: every change in the thread below it is on disk, in a
-//! block a write covered. DBWR works it out at each tick (so it may lag,
-//! never lead) and LGWR hands it to the store with each redo write, which
+//! block a write covered. DBWR reads it off the cache's checkpoint queue
+//! at each tick and after each batch (so it may lag, never lead) and LGWR hands it to the store with each redo write, which
 //! drops the redo before it. A write that completes after the block changed
 //! again moves the buffer's address to where the written image's last
 //! change ended; a past image that replaces an older one keeps the older
