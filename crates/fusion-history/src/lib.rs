@@ -13,13 +13,14 @@ mod error;
 mod schema;
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 
 pub use dirs::{DATA_DIR_ENV, data_dir};
 pub use error::HistoryError;
 pub use schema::SCHEMA_VERSION;
+use schema::Unprepared;
 
 /// The store's file in its directory.
 pub const FILE_NAME: &str = "runs.sqlite";
@@ -28,6 +29,9 @@ pub const FILE_NAME: &str = "runs.sqlite";
 /// before it gives up (runs are stored in milliseconds; a `show` reading
 /// meanwhile does not block a writer in WAL mode).
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+/// The pause before preparing the store again when SQLite said at once
+/// that another process holds it (see `schema::Unprepared::Busy`).
+const BUSY_RETRY: Duration = Duration::from_millis(5);
 
 /// A run to record.
 #[derive(Clone, Debug, Default)]
@@ -122,9 +126,18 @@ impl RunStore {
         conn.busy_timeout(BUSY_TIMEOUT)
             .map_err(|e| fail(error::sqlite_what(&e)))?;
         let mut store = RunStore { conn, path };
-        schema::prepare(&mut store.conn, access == Access::Write)
-            .map_err(|what| HistoryError::new(&store.path, what))?;
-        Ok(store)
+        let started = Instant::now();
+        loop {
+            match schema::prepare(&mut store.conn, access == Access::Write) {
+                Ok(()) => return Ok(store),
+                Err(Unprepared::Busy(_)) if started.elapsed() < BUSY_TIMEOUT => {
+                    std::thread::sleep(BUSY_RETRY);
+                }
+                Err(Unprepared::Busy(what) | Unprepared::Refused(what)) => {
+                    return Err(HistoryError::new(&store.path, what));
+                }
+            }
+        }
     }
 
     /// The store's file.

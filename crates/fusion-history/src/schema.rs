@@ -34,20 +34,39 @@ CREATE TABLE runs (
 );
 ";
 
+/// Why [`prepare`] did not finish.
+#[derive(Debug)]
+pub(crate) enum Unprepared {
+    /// Another process holds the file. SQLite answers some conflicts at
+    /// once, without waiting in its busy handler: a change of journal mode,
+    /// or a lock upgrade that would deadlock with the other process's (two
+    /// `fusionlab run`s creating a store at once meet both). The caller
+    /// tries again.
+    Busy(String),
+    /// Not a run store this program can use: what it is.
+    Refused(String),
+}
+
 /// Make `conn` a run store of [`SCHEMA_VERSION`]: create the schema in an
 /// empty file, check it in any other. `write`: the caller will record runs
 /// (the write-ahead log is turned on, which lets readers and a writer work
 /// at once).
-pub(crate) fn prepare(conn: &mut Connection, write: bool) -> Result<(), String> {
-    let sql = |e: rusqlite::Error| sqlite_what(&e);
+pub(crate) fn prepare(conn: &mut Connection, write: bool) -> Result<(), Unprepared> {
+    let sql = |e: rusqlite::Error| {
+        use rusqlite::ErrorCode as C;
+        match e.sqlite_error_code() {
+            Some(C::DatabaseBusy | C::DatabaseLocked) => Unprepared::Busy(sqlite_what(&e)),
+            _ => Unprepared::Refused(sqlite_what(&e)),
+        }
+    };
     if write {
         let mode: String = conn
             .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
             .map_err(sql)?;
         if !mode.eq_ignore_ascii_case("wal") {
-            return Err(format!(
+            return Err(Unprepared::Refused(format!(
                 "the run store cannot use a write-ahead log (journal mode {mode})"
-            ));
+            )));
         }
     }
     // Immediate: two processes that find the file empty do not both create
@@ -73,10 +92,10 @@ pub(crate) fn prepare(conn: &mut Connection, write: bool) -> Result<(), String> 
         return tx.commit().map_err(sql);
     }
     if app != APPLICATION_ID {
-        return Err(format!(
+        return Err(Unprepared::Refused(format!(
             "a SQLite database, but not a Fusionlab run store (application id {app:#x}, not \
              {APPLICATION_ID:#x}): use another --store-dir, or move it away"
-        ));
+        )));
     }
     let has_table: bool = tx
         .query_row(
@@ -95,22 +114,22 @@ pub(crate) fn prepare(conn: &mut Connection, write: bool) -> Result<(), String> 
         None
     };
     let Some(version) = version else {
-        return Err(
+        return Err(Unprepared::Refused(
             "a Fusionlab run store without a schema version (damaged): move it away and a new \
              store is started"
                 .into(),
-        );
+        ));
     };
     match version.cmp(&SCHEMA_VERSION) {
         std::cmp::Ordering::Equal => tx.commit().map_err(sql),
-        std::cmp::Ordering::Greater => Err(format!(
+        std::cmp::Ordering::Greater => Err(Unprepared::Refused(format!(
             "run store schema version {version} was written by a newer fusionlab; this one \
              reads version {SCHEMA_VERSION}: use that fusionlab, or another --store-dir"
-        )),
-        std::cmp::Ordering::Less => Err(format!(
+        ))),
+        std::cmp::Ordering::Less => Err(Unprepared::Refused(format!(
             "run store schema version {version} is older than any this fusionlab reads \
              (version {SCHEMA_VERSION}): move it away and a new store is started"
-        )),
+        ))),
     }
 }
 

@@ -72,3 +72,66 @@ fn two_processes_record_at_once() {
         .count();
     eprintln!("writers took turns {switches} times");
 }
+
+/// Processes started together on a directory with no store yet: each
+/// opens it once (they race to turn on the write-ahead log and create the
+/// schema, which SQLite answers with "busy" at once rather than waiting)
+/// and records one run. Every one gets in, in every round.
+#[test]
+fn processes_creating_one_store_at_once_all_get_in() {
+    const ROUNDS: usize = 12;
+    const PROCESSES: usize = 6;
+    if let (Ok(dir), Ok(go)) = (std::env::var("CREATOR_DIR"), std::env::var("CREATOR_GO")) {
+        // All start together: when the parent makes the file `go`.
+        let waited = std::time::Instant::now();
+        while !std::path::Path::new(&go).exists() {
+            assert!(waited.elapsed().as_secs() < 10, "no go in 10 s");
+            std::thread::yield_now();
+        }
+        let store = RunStore::open(std::path::Path::new(&dir), Access::Write)
+            .unwrap_or_else(|e| panic!("open: {e}"));
+        store
+            .record(&NewRun {
+                scenario: "c".into(),
+                ..NewRun::default()
+            })
+            .unwrap_or_else(|e| panic!("record: {e}"));
+        return;
+    }
+    let exe = std::env::current_exe().expect("this test binary");
+    for round in 0..ROUNDS {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let signal = tempfile::tempdir().expect("tempdir");
+        let go = signal.path().join("go");
+        let children: Vec<_> = (0..PROCESSES)
+            .map(|_| {
+                Command::new(&exe)
+                    .args([
+                        "processes_creating_one_store_at_once_all_get_in",
+                        "--exact",
+                        "--nocapture",
+                    ])
+                    .env("CREATOR_DIR", dir.path())
+                    .env("CREATOR_GO", &go)
+                    .spawn()
+                    .expect("a creator starts")
+            })
+            .collect();
+        // Give the last one started time to reach its wait.
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        std::fs::write(&go, b"").expect("go");
+        for mut c in children {
+            let status = c.wait().expect("a creator ends");
+            assert!(
+                status.success(),
+                "round {round}: a creator failed: {status}"
+            );
+        }
+        let store = RunStore::open(dir.path(), Access::Read).expect("opens");
+        assert_eq!(
+            store.list(None).expect("lists").len(),
+            PROCESSES,
+            "round {round}"
+        );
+    }
+}
