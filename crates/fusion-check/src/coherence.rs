@@ -53,7 +53,7 @@ impl Coherence {
         for (inst, _) in instances.iter().zip(counted).filter(|(_, c)| **c) {
             for b in inst.buffers() {
                 let a = b.blk.idx();
-                match b.state {
+                match b.state() {
                     BufState::Xcur => self.x_holders[a] += 1,
                     BufState::Scur => self.s_holders[a] += 1,
                     _ => continue,
@@ -139,7 +139,7 @@ fn count(instances: &[Instance], counted: &[bool], blk: BlockAddr) -> Option<Con
     let (mut x, mut s) = (0u8, 0u8);
     for (inst, _) in instances.iter().zip(counted).filter(|(_, c)| **c) {
         for b in inst.buffers_of(blk) {
-            match b.state {
+            match b.state() {
                 BufState::Xcur => x = x.saturating_add(1),
                 BufState::Scur => s = s.saturating_add(1),
                 _ => {}

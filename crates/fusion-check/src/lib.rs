@@ -410,7 +410,7 @@ impl ConsistencyChecker {
         self.finish_with(|blk| {
             let current = up.iter().find_map(|i| {
                 i.buffers_of(blk)
-                    .find(|b| matches!(b.state, BufState::Xcur | BufState::Scur))
+                    .find(|b| matches!(b.state(), BufState::Xcur | BufState::Scur))
                     .map(|b| (b.image.clone(), i.id.to_string()))
             });
             current.or_else(|| {

@@ -73,8 +73,8 @@ fn values_read(cluster: &Cluster, inst: InstId, key: u64) -> Vec<Option<i64>> {
 fn current_of(cluster: &Cluster, inst: InstId, blk: BlockAddr) -> Option<(BufState, bool)> {
     cluster.instances[usize::from(inst.0)]
         .buffers_of(blk)
-        .find(|b| matches!(b.state, BufState::Xcur | BufState::Scur))
-        .map(|b| (b.state, b.dirty()))
+        .find(|b| matches!(b.state(), BufState::Xcur | BufState::Scur))
+        .map(|b| (b.state(), b.dirty()))
 }
 
 /// inst2 (the block's master) changes a row once; inst1 then reads it
@@ -276,7 +276,7 @@ fn the_s_holder_that_writes_the_block_ships_it_to_a_changer_and_keeps_a_past_ima
     );
     let pi: Vec<&Block> = cluster.instances[1]
         .buffers_of(blk)
-        .filter(|b| b.state == BufState::Pi)
+        .filter(|b| b.state() == BufState::Pi)
         .map(|b| &b.image)
         .collect();
     assert_eq!(pi.len(), 1, "one past image at inst2");

@@ -691,7 +691,7 @@ impl<O: Outputs> Host<O> {
                 let images = self
                     .inst
                     .buffers()
-                    .filter(|b| matches!(b.state, BufState::Xcur | BufState::Scur))
+                    .filter(|b| matches!(b.state(), BufState::Xcur | BufState::Scur))
                     .map(|b| b.image.clone())
                     .collect();
                 let _ = reply.send(images);

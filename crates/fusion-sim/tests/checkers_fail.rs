@@ -674,7 +674,7 @@ fn two_exclusive_holders_of_a_block_are_reported() {
     let both_x = (0..layout(1).total_blocks).any(|a| {
         pair.iter().all(|x| {
             x.buffers_of(fusion_core::types::BlockAddr(a))
-                .any(|b| b.state == BufState::Xcur)
+                .any(|b| b.state() == BufState::Xcur)
         })
     });
     assert!(

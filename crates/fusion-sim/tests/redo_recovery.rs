@@ -97,7 +97,7 @@ fn newest(sim: &Sim, blk: BlockAddr) -> Block {
     sim.instances()
         .iter()
         .flat_map(|i| i.buffers_of(blk))
-        .filter(|b| matches!(b.state, BufState::Xcur | BufState::Scur))
+        .filter(|b| matches!(b.state(), BufState::Xcur | BufState::Scur))
         .map(|b| &b.image)
         .filter(|img| img.scn > stored.scn)
         .max_by_key(|img| img.scn)

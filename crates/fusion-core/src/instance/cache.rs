@@ -56,9 +56,9 @@ pub enum BufState {
 #[derive(Clone, Debug)]
 pub struct Buffer {
     pub blk: BlockAddr,
-    /// Read freely; change it only through [`Cache::set_state`] (it keeps the
-    /// per-block current-buffer index right).
-    pub state: BufState,
+    /// Read with [`Buffer::state`]; set through [`Cache::set_state`] (it
+    /// keeps the per-block current-buffer index and the reusable marks right).
+    state: BufState,
     pub image: Block,
     /// Changed since it was last written. Read with [`Buffer::dirty`] and
     /// set through the cache, as are the pins and `leaving` below (the
@@ -105,6 +105,10 @@ const UNLINKED: Link = Link {
 };
 
 impl Buffer {
+    /// `v$bh.status`; changed only through [`Cache::set_state`].
+    pub fn state(&self) -> BufState {
+        self.state
+    }
     pub fn is_current(&self) -> bool {
         matches!(self.state, BufState::Xcur | BufState::Scur)
     }

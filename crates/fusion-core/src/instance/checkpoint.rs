@@ -130,7 +130,7 @@ impl Instance {
                 .iter()
                 .filter(|(_, b)| {
                     b.dirty()
-                        && b.state == super::BufState::Xcur
+                        && b.state() == super::BufState::Xcur
                         && !b.leaving()
                         && b.first_rba().is_some_and(|f| f < below)
                 })
@@ -149,7 +149,7 @@ impl Instance {
         let mut blks: Vec<BlockAddr> = self
             .cache
             .iter()
-            .filter(|(_, b)| b.state == BufState::Pi && b.first_rba().is_some_and(|f| f < below))
+            .filter(|(_, b)| b.state() == BufState::Pi && b.first_rba().is_some_and(|f| f < below))
             .map(|(_, b)| b.blk)
             .collect();
         blks.sort_unstable();
@@ -158,7 +158,7 @@ impl Instance {
         self.pi_writes.asked.retain(|&blk, _| {
             cache
                 .buffers_of(blk)
-                .any(|id| cache.get(id).state == BufState::Pi)
+                .any(|id| cache.get(id).state() == BufState::Pi)
         });
         for blk in blks {
             if self

@@ -128,7 +128,7 @@ impl Instance {
     /// Format a never-used block for inserts; returns true when the session can go on.
     pub(super) fn format_new(&mut self, sid: u32, table: usize, key: u64, blk: BlockAddr) -> bool {
         if let Some(id) = self.cache.current(blk)
-            && self.cache.get(id).state == BufState::Xcur
+            && self.cache.get(id).state() == BufState::Xcur
         {
             if matches!(*self.cache.get(id).image.body, Body::Unformatted) {
                 let (xid, scn) = self.recursive_txn();
@@ -206,7 +206,7 @@ impl Instance {
     fn x_ready(&self, blk: BlockAddr) -> bool {
         self.cache.current(blk).is_some_and(|id| {
             let b = self.cache.get(id);
-            b.state == BufState::Xcur && !b.leaving() && !b.pinned()
+            b.state() == BufState::Xcur && !b.leaving() && !b.pinned()
         })
     }
 

@@ -219,7 +219,7 @@ impl Instance {
         };
         let mut blocks: Vec<(BlockAddr, Held)> = Vec::new();
         for (_, b) in self.cache.iter() {
-            let held = match b.state {
+            let held = match b.state() {
                 BufState::Xcur => Held::X { dirty: b.dirty() },
                 BufState::Scur => Held::S { dirty: b.dirty() },
                 BufState::Pi => Held::Pi { scn: b.image.scn },
@@ -496,7 +496,7 @@ impl Instance {
         let newest = self
             .cache
             .buffers_of(blk)
-            .filter(|&id| self.cache.get(id).state == BufState::Pi)
+            .filter(|&id| self.cache.get(id).state() == BufState::Pi)
             .max_by_key(|&id| self.cache.get(id).image.scn);
         let master = self.block_master(blk);
         let me = self.id;

@@ -168,7 +168,7 @@ impl Instance {
         }
         match (s.req.kind, s.shared) {
             (ReqKind::Cr { .. }, false) => {
-                if self.cache.get(buf).state != BufState::Xcur {
+                if self.cache.get(buf).state() != BufState::Xcur {
                     // Down-converted for fairness after the master forwarded
                     // this here: it is served from the shared copy now.
                     self.down_converted(s.req, s.master);
@@ -209,7 +209,7 @@ impl Instance {
                 }
             }
             (ReqKind::Cr { .. }, true) => {
-                if self.cache.get(buf).state != BufState::Scur {
+                if self.cache.get(buf).state() != BufState::Scur {
                     self.not_held(s.req, s.master);
                     return;
                 }
@@ -475,7 +475,7 @@ impl HolderView<'_> {
                 };
                 match (s.req.kind, s.shared) {
                     (ReqKind::Cr { .. }, false)
-                        if self.cache.get(buf).state != BufState::Xcur
+                        if self.cache.get(buf).state() != BufState::Xcur
                             || self.cache.fairness_due(buf, self.fairness_threshold) =>
                     {
                         // No copy is built: the master is told to route it again.

@@ -410,7 +410,7 @@ impl Instance {
         let Some(b) = self.cache.try_get(buf) else {
             return;
         };
-        if b.state != super::BufState::Xcur || b.pinned() || b.leaving() {
+        if b.state() != super::BufState::Xcur || b.pinned() || b.leaving() {
             return;
         }
         let dead: Vec<Xid> = b
@@ -465,7 +465,7 @@ impl Instance {
         let newest = self
             .cache
             .buffers_of(blk)
-            .filter(|&id| self.cache.get(id).state == super::BufState::Pi)
+            .filter(|&id| self.cache.get(id).state() == super::BufState::Pi)
             .max_by_key(|&id| self.cache.get(id).image.scn);
         let source = match newest {
             Some(id) => RecoverSource::Image(Box::new(self.cache.get(id).image.clone())),

@@ -149,7 +149,7 @@ impl Instance {
         let found = self
             .cache
             .buffers_of(blk)
-            .find(|&id| match self.cache.get(id).state {
+            .find(|&id| match self.cache.get(id).state() {
                 BufState::Cr { lo, hi, private_to } => {
                     lo <= snapshot
                         && snapshot <= hi
@@ -241,7 +241,7 @@ impl Instance {
     pub(in crate::instance) fn acquire_current(&mut self, sid: u32, blk: BlockAddr) -> Acquired {
         if let Some(current_buf) = self.cache.current(blk) {
             let b = self.cache.get(current_buf);
-            if b.state == BufState::Xcur {
+            if b.state() == BufState::Xcur {
                 if b.leaving() {
                     self.wait_on_block(sid, blk, Wait::GcBufferBusyRelease);
                     return Acquired::Waiting;

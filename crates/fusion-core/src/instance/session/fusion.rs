@@ -394,7 +394,7 @@ impl Instance {
     fn holds_xcur(&self, blk: BlockAddr) -> bool {
         self.cache
             .current(blk)
-            .is_some_and(|id| self.cache.get(id).state == BufState::Xcur)
+            .is_some_and(|id| self.cache.get(id).state() == BufState::Xcur)
     }
 
     /// A disk read was granted for a request of ours while our own past
