@@ -98,6 +98,20 @@ fn current_changes_name_every_change_of_holding() {
     assert!(out.is_empty());
 }
 
+/// The next victim of `c`, anyone's: the block of the current buffer it
+/// freed (`None`: nothing freed) and how many buffers were inspected.
+fn freed(c: &mut Cache) -> (Option<u32>, u32) {
+    let (v, inspected) = c.victim(|_| false, |_| true);
+    let blk = match v {
+        Victim::Free {
+            relinquish: Some((blk, _)),
+        } => Some(blk.0),
+        Victim::Free { relinquish: None } => panic!("a CR copy was freed: there is none"),
+        Victim::None => None,
+    };
+    (blk, inspected)
+}
+
 /// A full cache whose cold end is dirty: the scan goes past the run of
 /// dirty buffers it already walked, and still counts them.
 #[test]
@@ -110,49 +124,19 @@ fn a_scan_counts_the_stuck_tail_it_skips() {
     for &id in &ids[..10] {
         c.set_dirty(id, true, 0);
     }
-    let (v, inspected) = c.victim(|_| false, |_| true);
-    assert!(matches!(
-        v,
-        Victim::Free {
-            relinquish: Some((BlockAddr(10), _))
-        }
-    ));
-    assert_eq!(inspected, 11);
+    assert_eq!(freed(&mut c), (Some(10), 11));
     assert_eq!(c.stuck_tail.len, 10);
     // A buffer of the run written clean: found where it lies.
     c.set_clean(ids[4]);
-    let (v, inspected) = c.victim(|_| false, |_| true);
-    assert!(matches!(
-        v,
-        Victim::Free {
-            relinquish: Some((BlockAddr(4), _))
-        }
-    ));
-    assert_eq!(inspected, 5);
+    assert_eq!(freed(&mut c), (Some(4), 5));
     // The next scan walks the run again (4 before the gap, 5 after).
-    let (v, inspected) = c.victim(|_| false, |_| true);
-    assert!(matches!(
-        v,
-        Victim::Free {
-            relinquish: Some((BlockAddr(11), _))
-        }
-    ));
-    assert_eq!(inspected, 10);
+    assert_eq!(freed(&mut c), (Some(11), 10));
     // Nothing left but the dirty run: none, each buffer counted once.
-    let (v, inspected) = c.victim(|_| false, |_| true);
-    assert!(matches!(v, Victim::None));
-    assert_eq!(inspected, 9);
+    assert_eq!(freed(&mut c), (None, 9));
     // The coldest is used again: the run now starts at the next one.
     c.touch(ids[0]);
     c.set_clean(ids[0]);
-    let (v, inspected) = c.victim(|_| false, |_| true);
-    assert!(matches!(
-        v,
-        Victim::Free {
-            relinquish: Some((BlockAddr(0), _))
-        }
-    ));
-    assert_eq!(inspected, 9);
+    assert_eq!(freed(&mut c), (Some(0), 9));
 }
 
 /// Random changes to a full cache: every scan that starts past the
