@@ -292,7 +292,13 @@ pub fn create_private_dir(dir: &Path) -> Result<(), String> {
         })
 }
 
-fn instance_args(id: u8, interconnect: &str, admin: &str, metrics: &str) -> Vec<String> {
+fn instance_args(
+    id: u8,
+    interconnect: &str,
+    admin: &str,
+    metrics: &str,
+    dir: &Path,
+) -> Vec<String> {
     let mut args = vec![
         "instance".into(),
         "--id".into(),
@@ -301,6 +307,10 @@ fn instance_args(id: u8, interconnect: &str, admin: &str, metrics: &str) -> Vec<
         interconnect.into(),
         "--admin".into(),
         admin.into(),
+        // The runner, on this machine, reads a killed instance's last
+        // observations from here (journal.rs).
+        "--journal-dir".into(),
+        dir.to_string_lossy().into_owned(),
     ];
     if !metrics.is_empty() {
         args.extend(["--metrics".into(), metrics.into()]);
@@ -349,6 +359,7 @@ pub fn up(opts: &UpOptions) -> Result<ClusterFile, String> {
             &port(opts.base_port, o - 1),
             &port(opts.base_port, o),
             &port(opts.base_port, m),
+            &opts.dir,
         );
         start(&format!("inst{i}"), args)?;
     }
@@ -414,7 +425,7 @@ pub fn restart_instance(c: &ClusterFile, id: u8, exe: &Path) -> Result<u32, Stri
         }
     }
     let name = format!("inst{id}");
-    let args = instance_args(id, &m.interconnect, &m.admin, &m.metrics);
+    let args = instance_args(id, &m.interconnect, &m.admin, &m.metrics, &c.dir);
     let mut starting = vec![start_member(
         exe,
         &c.dir,

@@ -24,6 +24,7 @@ use fusion_scenario::Fault;
 
 use crate::clock::Clock;
 use crate::deadline::{DeadlineTimer, absolute};
+use crate::journal::Journal;
 
 /// What reaches the instance from outside.
 pub enum Input {
@@ -283,6 +284,9 @@ struct Host<O: Outputs> {
     thawed_at: Nanos,
     /// Held by the runner: inputs that would run the instance wait here.
     holding: Option<Vec<Input>>,
+    /// With the checks on and a journal directory: the history, written
+    /// through to a file before a step's actions leave (journal.rs).
+    journal: Option<Journal>,
 }
 
 /// A host that did not go round its loop for this long while work was due
@@ -312,6 +316,7 @@ pub fn spawn<O: Outputs>(
     out: O,
     rx: UnboundedReceiver<Input>,
     net: Interconnect,
+    journal: Option<Journal>,
 ) -> std::io::Result<JoinHandle<()>> {
     let timer = DeadlineTimer::new()?;
     // Nothing runs before the runner starts the first phase (the peers may
@@ -339,6 +344,7 @@ pub fn spawn<O: Outputs>(
         last_round: 0,
         thawed_at: 0,
         holding: None,
+        journal,
     };
     host.drain();
     Ok(tokio::spawn(async move { host.run(rx, timer).await }))
@@ -644,9 +650,19 @@ impl<O: Outputs> Host<O> {
                 });
             }
             Query::History(max, reply) => {
-                let mut chunk = Vec::new();
-                let horizon = self.inst.drain_history(&mut chunk, max);
-                let _ = reply.send((chunk, horizon));
+                let (taken, failed) = match self.journal.as_mut() {
+                    Some(j) => j.take(&mut self.inst, max),
+                    None => {
+                        let mut chunk = Vec::new();
+                        let horizon = self.inst.drain_history(&mut chunk, max);
+                        ((chunk, horizon), None)
+                    }
+                };
+                if let Some(e) = failed {
+                    let who = self.inst.id;
+                    self.problem(format!("{who}: {e}"));
+                }
+                let _ = reply.send(taken);
             }
             Query::Transfers(reset, reply) => {
                 let _ = reply.send(self.transfers.read(reset));
@@ -737,6 +753,14 @@ impl<O: Outputs> Host<O> {
 
     /// Perform everything the instance asked for.
     fn drain(&mut self) {
+        // The history first: whatever this step sends or writes may show
+        // its effects elsewhere, so its observations are on file before.
+        if let Some(j) = self.journal.as_mut()
+            && let Err(e) = j.pull(&mut self.inst)
+        {
+            let who = self.inst.id;
+            self.problem(format!("{who}: {e}"));
+        }
         self.log_nextvals();
         while let Some(a) = self.inst.poll_action() {
             match a {

@@ -8,6 +8,7 @@ pub mod clock;
 pub mod cluster;
 pub mod deadline;
 pub mod host;
+pub mod journal;
 pub mod links;
 pub mod lives;
 pub mod metrics;

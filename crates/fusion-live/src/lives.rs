@@ -44,6 +44,12 @@ pub enum LiveLife {
     Killed,
     /// The cluster evicted it: it stopped itself (its process still answers).
     Evicted,
+    /// It stopped answering, and the scenario did not ask for it: killed,
+    /// frozen or cut off from outside (`kill -9`, `docker pause`, a
+    /// firewall rule), since `since_ns` (runner time). The cluster decides
+    /// by its heartbeats whether it is dead; the runner probes it at every
+    /// look and takes it back when it answers again.
+    Lost { since_ns: u64 },
 }
 
 /// The instances of a local cluster (started by `run --live` or `up`), by
@@ -164,6 +170,12 @@ pub struct Lives {
     /// The alert log lines of the runner itself (kills, pauses, restarts),
     /// in the simulator's words, not yet put into a phase.
     pub alerts: Vec<fusion_report::AlertEntry>,
+    /// Observations taken from each instance's current life, over the
+    /// admin service or from its journal: where a journal read starts.
+    pub taken: Vec<u64>,
+    /// Whether the journal of an instance's current life was read to its
+    /// end (it died or was evicted without handing its history over).
+    pub journal_read: Vec<bool>,
 }
 
 impl Lives {
@@ -174,7 +186,14 @@ impl Lives {
             last_stats: vec![None; instances],
             resume_at: Vec::new(),
             alerts: Vec::new(),
+            taken: vec![0; instances],
+            journal_read: vec![false; instances],
         }
+    }
+
+    /// Whether instance `i` stopped answering without the scenario's doing.
+    pub fn lost(&self, i: usize) -> bool {
+        matches!(self.state.get(i), Some(LiveLife::Lost { .. }))
     }
 
     /// Whether instance `i`'s process can answer (not killed, not frozen).
@@ -189,10 +208,15 @@ impl Lives {
 
     /// A line for the alert log, as the simulator writes it.
     pub fn note(&mut self, at_ns: u64, inst: usize, what: &str) {
+        self.note_line(at_ns, inst, format!("Instance {what}"));
+    }
+
+    /// A line for the alert log as it is.
+    pub fn note_line(&mut self, at_ns: u64, inst: usize, line: String) {
         self.alerts.push(fusion_report::AlertEntry {
             at_ns,
             instance: u8::try_from(inst + 1).unwrap_or(u8::MAX),
-            line: format!("Instance {what}"),
+            line,
         });
     }
 }

@@ -48,6 +48,10 @@ pub struct InstanceOptions {
     /// 0-based instance id.
     pub id: InstId,
     pub token: String,
+    /// Where the host keeps its history journal when a run records history
+    /// (journal.rs): the runner reads it back if the process dies from
+    /// outside. None: no journal.
+    pub journal_dir: Option<std::path::PathBuf>,
 }
 
 struct Loaded {
@@ -299,7 +303,18 @@ impl AdminService {
         // The runner counts the values handed out across the cluster, as
         // the simulator does (`fusion_driver::SeqOrder`).
         inst.log_nextvals(!scenario.catalog.sequences.is_empty());
-        let task = host::spawn(inst, clock, outputs, host_rx, net)
+        let journal = match (&self.0.opts.journal_dir, r.record_history) {
+            (Some(dir), true) => Some(
+                crate::journal::Journal::create(dir, me, r.epoch_ns, r.life).map_err(|e| {
+                    format!(
+                        "{me}: cannot create the history journal in {}: {e}",
+                        dir.display()
+                    )
+                })?,
+            ),
+            _ => None,
+        };
+        let task = host::spawn(inst, clock, outputs, host_rx, net, journal)
             .map_err(|e| format!("{me}: could not start the instance host: {e}"))?;
         let received: Arc<Vec<AtomicU64>> =
             Arc::new((0..instance_count).map(|_| AtomicU64::new(0)).collect());

@@ -323,6 +323,22 @@ async fn run_variant(name: &str, s: &Scenario, r: &LiveRun<'_>) -> Result<Varian
         epoch,
         load,
         control: r.control,
+        // The runner reads the journals of a cluster of this machine's
+        // processes (one `up` or this command started).
+        journal_dir: r
+            .cluster
+            .instances
+            .iter()
+            .all(|m| m.pid != 0)
+            .then(|| r.cluster.dir.clone()),
+        scripted_failures: s
+            .phases
+            .iter()
+            .any(|p| p.faults.iter().any(fusion_scenario::Fault::is_failure)),
+        phase_index: 0,
+        none_answer_since: None,
+        undecided: false,
+        unchecked: Vec::new(),
     };
     let mut snapshots = Vec::new();
     let mut alerts: Vec<Vec<AlertEntry>> = Vec::new();
@@ -387,10 +403,13 @@ async fn run_variant(name: &str, s: &Scenario, r: &LiveRun<'_>) -> Result<Varian
     // Stop the workloads and faults of the last phase: the cluster may run
     // another variant or scenario next (the live tour does), which should
     // not start with this one's sessions and CPU hogs still busy.
-    run.on_answering(|a| async move { a.quiesce().await })
-        .await?;
+    run.each(|a| async move { a.quiesce().await }).await?;
+    outcome.errors.append(&mut run.unchecked);
 
     if run.checker.is_some() {
+        // An instance lost to the end: what it recorded last is in its
+        // journal, and it is down whether or not the others evicted it yet.
+        run.give_up_lost()?;
         // The checker stays in while the cluster settles: an eviction seen
         // only now (an instance frozen to the end, woken by `resume_all`)
         // must reach it before the woken instance's history does.
@@ -448,7 +467,7 @@ pub(crate) async fn drain_one(
     a: &Admin,
     c: &mut ConsistencyChecker,
     at_rest: bool,
-) -> Result<(), String> {
+) -> Result<u64, String> {
     let rounds = if at_rest {
         2 * DRAIN_CHUNKS_MAX
     } else {
@@ -457,6 +476,7 @@ pub(crate) async fn drain_one(
     let chunk = u32::try_from(HISTORY_CHUNK).unwrap_or(u32::MAX);
     let id = InstId(u8::try_from(i).map_err(|_| format!("{}: too many instances", a.who))?);
     let mut caught_up = false;
+    let mut taken: u64 = 0;
     for _ in 0..rounds {
         let h = a.history(chunk).await?;
         let obs: Vec<Observation> = h
@@ -469,6 +489,7 @@ pub(crate) async fn drain_one(
             scn: h.scn,
             snapshot: h.snapshot,
         });
+        taken += obs.len() as u64;
         c.take_drained(id, &obs, horizon);
         if caught_up {
             break;
@@ -480,7 +501,7 @@ pub(crate) async fn drain_one(
             a.who
         ));
     }
-    Ok(())
+    Ok(taken)
 }
 
 /// The checkers over the rest of the instances' histories and the newest

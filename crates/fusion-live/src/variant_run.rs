@@ -48,7 +48,29 @@ pub struct VariantRun<'a> {
     /// What every instance was loaded with (a restarted one gets it again).
     pub(crate) load: pb::LoadRequest,
     pub(crate) control: Option<&'a dyn ProcessControl>,
+    /// Where the instances keep their history journals, if the runner can
+    /// read them (a local cluster's directory).
+    pub(crate) journal_dir: Option<std::path::PathBuf>,
+    /// Whether the scenario asks for failures at all: an eviction in a run
+    /// without any is not its doing, and the instance is taken back.
+    pub(crate) scripted_failures: bool,
+    /// The phase under way (0-based), for an instance taken back.
+    pub(crate) phase_index: usize,
+    /// Since when no instance answers the runner (every one lost).
+    pub(crate) none_answer_since: Option<std::time::Instant>,
+    /// Whether a lost instance is still a member in the cluster's newest
+    /// view: the survivors have not decided yet, and may wait for it.
+    pub(crate) undecided: bool,
+    /// What the checks could not see (a lost instance without a journal):
+    /// put in the variant's outcome.
+    pub(crate) unchecked: Vec<String>,
 }
+
+/// How long the runner goes on with no instance answering it before it
+/// says it is cut off from the cluster (exit status 4).
+const NONE_ANSWER_LIMIT: Duration = Duration::from_secs(30);
+/// The deadline of the status call that probes a lost instance.
+const PROBE_TIMEOUT: Duration = Duration::from_millis(700);
 
 type PhaseRan = (PhaseSnapshots, Vec<AlertEntry>, Vec<RecoveryReport>);
 
@@ -68,17 +90,6 @@ impl VariantRun<'_> {
             .collect()
     }
 
-    /// Call every instance that can answer; the first error wins.
-    pub(crate) async fn on_answering<T, F, Fut>(&self, f: F) -> Result<Vec<T>, String>
-    where
-        F: Fn(Admin) -> Fut,
-        Fut: std::future::Future<Output = Result<T, String>> + Send + 'static,
-        T: Send + 'static,
-    {
-        let admins: Vec<Admin> = self.answering().into_iter().map(|(_, a)| a).collect();
-        crate::runner::on_all(&admins, f).await
-    }
-
     /// One phase: begin it everywhere, carry out its failure faults at their
     /// times, watch the cluster, snapshot its edges.
     pub(crate) async fn phase(
@@ -90,11 +101,12 @@ impl VariantRun<'_> {
         store: &Store,
     ) -> Result<PhaseRan, String> {
         store.set_faults(&phase.faults).await?;
+        self.phase_index = k;
         // The counters before the phase's own commands, as the simulator
         // takes them.
         let before = self.snapshot().await?;
         let index = u32::try_from(k).map_err(|_| "too many phases".to_string())?;
-        self.on_answering(|a| async move { a.begin_phase(index).await })
+        self.each(|a| async move { a.begin_phase(index).await })
             .await?;
         if let Some(control) = self.control {
             control.phase_begins(k)?;
@@ -190,7 +202,13 @@ impl VariantRun<'_> {
     /// series, the histories and sequence values.
     async fn look(&mut self, stall: &mut StallWatch) -> Result<(), String> {
         let st = self.watch().await?;
-        stall.check(&st, std::time::Instant::now())?;
+        if self.undecided {
+            // The survivors may wait for a lost member until they evict it
+            // (`css_misscount`): no progress then is not a hang.
+            *stall = StallWatch::new(crate::runner::STALL_LIMIT);
+        } else {
+            stall.check(&st, std::time::Instant::now())?;
+        }
         self.sample(&st);
         if let Some(mut c) = self.checker.take() {
             let drained = self.drain(&mut c, false).await;
@@ -205,16 +223,23 @@ impl VariantRun<'_> {
         Ok(())
     }
 
-    /// Every instance that can answer, asked for its status. Err: one that
-    /// should answer does not, or reports a problem.
+    /// Every instance that can answer, asked for its status, and every lost
+    /// one probed. One that stops answering without the scenario's doing is
+    /// lost, not a failure of the run: the cluster decides by its heartbeats
+    /// whether it is dead, and one that answers again is taken back. Err: a
+    /// problem an instance reports, or no instance answering any more.
     async fn watch(&mut self) -> Result<Vec<pb::StatusResponse>, String> {
         let mut set = tokio::task::JoinSet::new();
         for (i, a) in self.admins.iter().enumerate() {
-            if !self.lives.answers(i) {
+            let timeout = if self.lives.answers(i) {
+                Duration::from_secs(3)
+            } else if self.lives.lost(i) {
+                PROBE_TIMEOUT
+            } else {
                 continue;
-            }
+            };
             let a = a.clone();
-            set.spawn(async move { (i, a.status(Duration::from_secs(3)).await) });
+            set.spawn(async move { (i, a.status(timeout).await) });
         }
         let mut got: Vec<(usize, Result<pb::StatusResponse, String>)> = Vec::new();
         while let Some(j) = set.join_next().await {
@@ -223,9 +248,12 @@ impl VariantRun<'_> {
         got.sort_by_key(|(i, _)| *i);
         let mut lines = Vec::new();
         let mut out = Vec::new();
+        let mut back = Vec::new();
         for (i, r) in got {
             match r {
-                Err(e) => lines.push(e),
+                Err(_) if self.lives.lost(i) => {}
+                Err(e) => self.lose(i, &e),
+                Ok(s) if self.lives.lost(i) => back.push((i, s)),
                 Ok(s) => {
                     if !s.halted.is_empty() && self.lives.state[i] == LiveLife::Up {
                         // The cluster evicted it: it stopped itself.
@@ -234,6 +262,9 @@ impl VariantRun<'_> {
                         self.lives.note(at, i, &format!("stopped: {}", s.halted));
                         if let Some(c) = self.checker.as_mut() {
                             c.instance_down(InstId(i as u8));
+                        }
+                        if !self.scripted_failures {
+                            back.push((i, s.clone()));
                         }
                     }
                     // What an evicted instance meets (its store writes
@@ -245,19 +276,56 @@ impl VariantRun<'_> {
                 }
             }
         }
-        if let Some(c) = self.checker.as_mut() {
-            let views: Vec<MemberView> = out
-                .iter()
-                .filter_map(|s| {
-                    Some(MemberView {
-                        inst: InstId(u8::try_from(s.instance).ok()?),
-                        halted: !s.halted.is_empty(),
-                        incarnation: s.incarnation,
-                        members: InstSet(s.members),
-                    })
+        let views: Vec<MemberView> = out
+            .iter()
+            .filter_map(|s| {
+                Some(MemberView {
+                    inst: InstId(u8::try_from(s.instance).ok()?),
+                    halted: !s.halted.is_empty(),
+                    incarnation: s.incarnation,
+                    members: InstSet(s.members),
                 })
-                .collect();
+            })
+            .collect();
+        // The newest view of the cluster among those that run in it.
+        let newest = views
+            .iter()
+            .filter(|v| !v.halted)
+            .max_by_key(|v| (v.incarnation, std::cmp::Reverse(v.inst.0)))
+            .map(|v| v.members);
+        let lost: Vec<usize> = (0..self.admins.len())
+            .filter(|&i| self.lives.lost(i))
+            .collect();
+        self.undecided = false;
+        for &i in &lost {
+            let evicted = newest.is_some_and(|m| !m.contains(InstId(i as u8)));
+            if evicted {
+                // Its last observations from its journal before the checker
+                // takes it as down (and ignores what it says from then on).
+                self.read_journal(i)?;
+            } else {
+                self.undecided = true;
+            }
+        }
+        if let Some(c) = self.checker.as_mut() {
             c.note_membership(&views);
+        }
+        for (i, s) in back {
+            self.take_back(i, &s).await?;
+        }
+        if out.is_empty() && !lost.is_empty() {
+            let since = *self
+                .none_answer_since
+                .get_or_insert_with(std::time::Instant::now);
+            if since.elapsed() > NONE_ANSWER_LIMIT {
+                return Err(format!(
+                    "no instance has answered the runner for {} s: the runner is cut off \
+                     from the cluster, or every instance is gone",
+                    NONE_ANSWER_LIMIT.as_secs()
+                ));
+            }
+        } else {
+            self.none_answer_since = None;
         }
         if lines.is_empty() {
             return Ok(out);
@@ -279,6 +347,186 @@ impl VariantRun<'_> {
             }
         }
         Err(lines.join("\n"))
+    }
+
+    /// Instance `i` stopped answering (`why`), and the scenario did not ask
+    /// for it: from now on it is probed, not relied on.
+    fn lose(&mut self, i: usize, why: &str) {
+        if !self.lives.answers(i) {
+            return;
+        }
+        let at = self.now_ns();
+        self.lives.state[i] = LiveLife::Lost { since_ns: at };
+        // The admin client names the instance and its address first; the
+        // alert log's column says which instance already.
+        let why = self
+            .admins
+            .get(i)
+            .and_then(|a| why.strip_prefix(&format!("{}: ", a.who)))
+            .unwrap_or(why);
+        self.lives.note_line(
+            at,
+            i,
+            format!(
+                "No answer since {:.3} s (not in the scenario): {why}",
+                at as f64 / 1e9
+            ),
+        );
+    }
+
+    /// A lost or evicted instance answers (`s`): a frozen one woken before
+    /// the cluster evicted it goes on; one evicted, or started again by
+    /// hand with nothing loaded, is started as the instance's next life and
+    /// asks the cluster to admit it, as a restarted one does (Clusterware
+    /// restarts an evicted instance).
+    async fn take_back(&mut self, i: usize, s: &pb::StatusResponse) -> Result<(), String> {
+        let at = self.now_ns();
+        let since = match self.lives.state[i] {
+            LiveLife::Lost { since_ns } => Some(since_ns),
+            _ => None,
+        };
+        let gone = |since: Option<u64>| {
+            since.map_or(String::new(), |t| {
+                format!(" after {:.1} s", at.saturating_sub(t) as f64 / 1e9)
+            })
+        };
+        if s.loaded && s.halted.is_empty() {
+            self.lives.state[i] = LiveLife::Up;
+            self.lives.note_line(
+                at,
+                i,
+                format!(
+                    "Instance answering again{} (not in the scenario)",
+                    gone(since)
+                ),
+            );
+            return Ok(());
+        }
+        if s.loaded {
+            self.lives.note_line(
+                at,
+                i,
+                format!(
+                    "Instance answering again{}: evicted ({}); restarting it (not in the scenario)",
+                    gone(since),
+                    s.halted
+                ),
+            );
+        } else {
+            // A new process: the old life is dead, with what it recorded.
+            self.read_journal(i)?;
+            if let Some(c) = self.checker.as_mut() {
+                c.instance_down(InstId(i as u8));
+            }
+            self.lives.note_line(
+                at,
+                i,
+                format!(
+                    "Instance process started again{} with nothing loaded (not in the scenario)",
+                    gone(since)
+                ),
+            );
+        }
+        self.rejoin(i).await?;
+        let at = self.now_ns();
+        self.lives.note(at, i, "restarted (startup)");
+        Ok(())
+    }
+
+    /// Load instance `i`'s process with its next life and the counters of
+    /// the earlier ones, and begin the phase under way on it.
+    async fn rejoin(&mut self, i: usize) -> Result<(), String> {
+        self.lives.life[i] += 1;
+        self.lives.taken[i] = 0;
+        self.lives.journal_read[i] = false;
+        let mut load = self.load.clone();
+        load.life = self.lives.life[i];
+        load.carried = self.lives.last_stats[i]
+            .as_ref()
+            .map(|(st, now)| stats_codec::encode(st, *now));
+        let a = self.admin(i)?;
+        a.load(load).await?;
+        let index =
+            u32::try_from(self.phase_index).map_err(|_| "too many phases".to_string())?;
+        a.begin_phase(index).await?;
+        self.lives.state[i] = LiveLife::Up;
+        Ok(())
+    }
+
+    /// Feed the checker what instance `i`'s current life recorded and did
+    /// not hand over: the end of its journal (once).
+    fn read_journal(&mut self, i: usize) -> Result<(), String> {
+        if self.lives.journal_read[i] {
+            return Ok(());
+        }
+        self.lives.journal_read[i] = true;
+        let Some(c) = self.checker.as_mut() else {
+            return Ok(());
+        };
+        let who = format!("inst{}", i + 1);
+        let id = InstId(u8::try_from(i).map_err(|_| format!("{who}: too many instances"))?);
+        let Some(dir) = &self.journal_dir else {
+            self.unchecked.push(format!(
+                "{who} stopped answering and its history since the runner's last look is \
+                 not at hand (no history journal on this cluster): the checks may miss or \
+                 misjudge its last commits"
+            ));
+            return Ok(());
+        };
+        let path = crate::journal::path(dir, id, self.epoch, self.lives.life[i]);
+        let obs = crate::journal::read_after(&path, self.lives.taken[i], &who)?;
+        self.lives.taken[i] += obs.len() as u64;
+        c.take_drained(id, &obs, None);
+        Ok(())
+    }
+
+    /// Call every instance that should answer; one that does not is lost
+    /// (not the run's failure); the answers of the others, by instance.
+    /// Err: an instance that answers reports an error.
+    pub(crate) async fn each<T, F, Fut>(&mut self, f: F) -> Result<Vec<(usize, T)>, String>
+    where
+        F: Fn(Admin) -> Fut,
+        Fut: std::future::Future<Output = Result<T, String>> + Send + 'static,
+        T: Send + 'static,
+    {
+        let mut set = tokio::task::JoinSet::new();
+        for (i, a) in self.answering() {
+            let fut = f(a);
+            set.spawn(async move { (i, fut.await) });
+        }
+        let mut out = Vec::new();
+        let mut failed = Vec::new();
+        while let Some(j) = set.join_next().await {
+            match j.map_err(|e| format!("admin call failed: {e}"))? {
+                (i, Ok(v)) => out.push((i, v)),
+                (i, Err(e)) => failed.push((i, e)),
+            }
+        }
+        out.sort_by_key(|(i, _)| *i);
+        let mut errors = Vec::new();
+        for (i, e) in failed {
+            if let Some(e) = self.unless_lost(i, e).await {
+                errors.push(e);
+            }
+        }
+        if !errors.is_empty() {
+            errors.sort();
+            return Err(errors.join("\n"));
+        }
+        Ok(out)
+    }
+
+    /// A call to instance `i` failed with `e`: if its status does not
+    /// answer either, it is lost (None); else `e` stands.
+    async fn unless_lost(&mut self, i: usize, e: String) -> Option<String> {
+        let a = self.admins.get(i)?.clone();
+        match a.status(PROBE_TIMEOUT).await {
+            Ok(_) => Some(e),
+            Err(why) => {
+                self.lose(i, &why);
+                None
+            }
+        }
     }
 
     /// Keep a sample of every instance's commits for each sampling time
@@ -343,47 +591,55 @@ impl VariantRun<'_> {
 
     /// Every instance's run queue and LMS backlog now (0 for one that
     /// cannot answer).
-    async fn gauges(&self) -> Result<Vec<(usize, usize)>, String> {
+    async fn gauges(&mut self) -> Result<Vec<(usize, usize)>, String> {
         let mut out = vec![(0, 0); self.admins.len()];
-        for (i, a) in self.answering() {
-            let s = a.status(Duration::from_secs(3)).await?;
+        let got = self
+            .each(|a| async move { a.status(Duration::from_secs(3)).await })
+            .await?;
+        for (i, s) in got {
             out[i] = (s.run_queue as usize, s.lms_backlog as usize);
         }
         Ok(out)
     }
 
     /// Take what every answering instance's history holds into `c`.
-    async fn drain(&self, c: &mut ConsistencyChecker, at_rest: bool) -> Result<(), String> {
-        for (i, a) in self.admins.iter().enumerate() {
-            if !self.lives.answers(i) {
-                continue;
+    async fn drain(&mut self, c: &mut ConsistencyChecker, at_rest: bool) -> Result<(), String> {
+        for (i, a) in self.answering() {
+            match drain_one(i, &a, c, at_rest).await {
+                Ok(n) => self.lives.taken[i] += n,
+                Err(e) => {
+                    if let Some(e) = self.unless_lost(i, e).await {
+                        return Err(e);
+                    }
+                }
             }
-            drain_one(i, a, c, at_rest).await?;
         }
         Ok(())
     }
 
     /// Take the sequence values every answering instance handed out.
-    pub(crate) async fn take_nextvals(&self, into: &mut Nextvals) -> Result<(), String> {
-        for (i, a) in self.admins.iter().enumerate() {
-            if !self.lives.answers(i) {
-                continue;
+    pub(crate) async fn take_nextvals(&mut self, into: &mut Nextvals) -> Result<(), String> {
+        for (i, a) in self.answering() {
+            match a.nextvals().await {
+                Ok(r) => into.take(i, &r, &a.who)?,
+                Err(e) => {
+                    if let Some(e) = self.unless_lost(i, e).await {
+                        return Err(e);
+                    }
+                }
             }
-            let r = a.nextvals().await?;
-            into.take(i, &r, &a.who)?;
         }
         Ok(())
     }
 
     /// Every instance's counters: asked of those that answer, the last ones
-    /// taken of the others (a killed or frozen instance's did not move).
+    /// taken of the others (a killed, frozen or lost instance's did not
+    /// move since, as far as anyone can tell).
     async fn snapshot(&mut self) -> Result<Vec<Stats>, String> {
-        for (i, a) in self.admins.iter().enumerate() {
-            if !self.lives.answers(i) {
-                continue;
-            }
-            let raw = a.stats().await?;
-            let st = stats_codec::decode(&raw, &a.who)?;
+        let got = self.each(|a| async move { a.stats().await }).await?;
+        for (i, raw) in got {
+            let who = &self.admins[i].who;
+            let st = stats_codec::decode(&raw, who)?;
             self.lives.last_stats[i] = Some((st, raw.now_ns));
         }
         Ok(self
@@ -395,14 +651,11 @@ impl VariantRun<'_> {
     }
 
     /// The alert log lines and recoveries of every answering instance.
-    async fn take_events(&self) -> Result<(Vec<AlertEntry>, Vec<RecoveryReport>), String> {
+    async fn take_events(&mut self) -> Result<(Vec<AlertEntry>, Vec<RecoveryReport>), String> {
         let mut alerts = Vec::new();
         let mut recoveries = Vec::new();
-        for (i, a) in self.admins.iter().enumerate() {
-            if !self.lives.answers(i) {
-                continue;
-            }
-            let e = a.events().await?;
+        let got = self.each(|a| async move { a.events().await }).await?;
+        for (i, e) in got {
             collect_events(i, e, &mut alerts, &mut recoveries)?;
         }
         Ok((alerts, recoveries))
@@ -423,7 +676,7 @@ impl VariantRun<'_> {
                     let drained = drain_one(i, &a, &mut c, true).await;
                     c.instance_down(InstId(i as u8));
                     self.checker = Some(c);
-                    drained?;
+                    self.lives.taken[i] += drained?;
                 }
                 let raw = a.stats().await?;
                 self.lives.last_stats[i] = Some((stats_codec::decode(&raw, &a.who)?, raw.now_ns));
@@ -444,7 +697,7 @@ impl VariantRun<'_> {
                 if let Some(mut c) = self.checker.take() {
                     let drained = drain_one(inst, &a, &mut c, true).await;
                     self.checker = Some(c);
-                    drained?;
+                    self.lives.taken[inst] += drained?;
                 }
                 let raw = a.stats().await?;
                 self.lives.last_stats[inst] =
@@ -522,11 +775,25 @@ impl VariantRun<'_> {
         Ok(())
     }
 
-    /// Start every killed instance's process again (not loaded: the next
-    /// variant loads it with the others).
+    /// Every instance still lost is taken as down: what its journal holds
+    /// goes to the checker first.
+    pub(crate) fn give_up_lost(&mut self) -> Result<(), String> {
+        for i in 0..self.lives.state.len() {
+            if self.lives.lost(i) {
+                self.read_journal(i)?;
+                if let Some(c) = self.checker.as_mut() {
+                    c.instance_down(InstId(i as u8));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Start every killed (or lost) instance's process again (not loaded:
+    /// the next variant loads it with the others).
     pub(crate) fn revive(&mut self) -> Result<(), String> {
         for i in 0..self.lives.state.len() {
-            if self.lives.state[i] == LiveLife::Killed
+            if (self.lives.state[i] == LiveLife::Killed || self.lives.lost(i))
                 && let Some(control) = self.control
             {
                 control.restart(i)?;

@@ -166,6 +166,11 @@ pub struct InstanceCmd {
     /// Write the addresses listened on to this file (for `up`).
     #[arg(long, value_name = "FILE")]
     pub addr_file: Option<std::path::PathBuf>,
+    /// Keep the history journal of checked runs here (`up` gives the
+    /// cluster's directory): the runner reads what a process killed from
+    /// outside recorded last.
+    #[arg(long, value_name = "DIR", env = "FUSIONLAB_JOURNAL_DIR")]
+    pub journal_dir: Option<std::path::PathBuf>,
 }
 
 #[derive(Args)]
@@ -443,6 +448,7 @@ pub fn dispatch(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::R
             &i.admin,
             i.metrics.as_deref(),
             i.addr_file.as_deref(),
+            i.journal_dir.as_deref(),
             err,
         ),
         Command::Probe(p) => crate::probe::probe(

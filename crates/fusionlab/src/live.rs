@@ -113,6 +113,7 @@ pub fn instance(
     admin: &str,
     metrics: Option<&str>,
     addr_file: Option<&Path>,
+    journal_dir: Option<&Path>,
     err: &mut dyn Write,
 ) -> Result<u8> {
     if id == 0 || u32::from(id) > fusion_wire_max() {
@@ -151,6 +152,7 @@ pub fn instance(
         let opts = fusion_live::process::InstanceOptions {
             id: InstId(id - 1),
             token,
+            journal_dir: journal_dir.map(Path::to_path_buf),
         };
         tokio::select! {
             r = fusion_live::process::serve(opts, ic, ad, me) => r.map_err(|e| anyhow::anyhow!(e))?,
