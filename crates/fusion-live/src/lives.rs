@@ -49,7 +49,9 @@ pub enum LiveLife {
     /// firewall rule), since `since_ns` (runner time). The cluster decides
     /// by its heartbeats whether it is dead; the runner probes it at every
     /// look and takes it back when it answers again.
-    Lost { since_ns: u64 },
+    Lost {
+        since_ns: u64,
+    },
 }
 
 /// The instances of a local cluster (started by `run --live` or `up`), by
@@ -189,6 +191,29 @@ impl Lives {
             taken: vec![0; instances],
             journal_read: vec![false; instances],
         }
+    }
+
+    /// Every instance's state in a few words, for the progress line of a
+    /// held phase: `inst1 up, inst2 lost 3.1 s`.
+    pub fn summary(&self, now_ns: u64) -> String {
+        self.state
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let what = match s {
+                    LiveLife::Up => "up".to_string(),
+                    LiveLife::Paused => "paused".to_string(),
+                    LiveLife::Killed => "killed".to_string(),
+                    LiveLife::Evicted => "evicted".to_string(),
+                    LiveLife::Lost { since_ns } => format!(
+                        "lost {:.1} s",
+                        now_ns.saturating_sub(*since_ns) as f64 / 1e9
+                    ),
+                };
+                format!("inst{} {what}", i + 1)
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 
     /// Whether instance `i` stopped answering without the scenario's doing.

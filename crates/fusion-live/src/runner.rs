@@ -60,6 +60,17 @@ pub struct LiveRun<'a> {
     /// What carries out the `kill`, `pause` and `restart` faults on the
     /// instances' processes (None: the run refuses them).
     pub control: Option<&'a dyn ProcessControl>,
+    /// An open-ended phase (`run --live --hold PHASE`), or None.
+    pub hold: Option<Hold>,
+}
+
+/// An open-ended phase: it runs until `end` turns true (the operator's
+/// Ctrl-C or SIGTERM, or `--duration`); the phases and variants after it do
+/// not run, and the run ends with its report and checks.
+#[derive(Clone, Debug)]
+pub struct Hold {
+    pub phase: String,
+    pub end: tokio::sync::watch::Receiver<bool>,
 }
 
 /// A live run that stopped for a reason the scenario did not ask for (an
@@ -83,7 +94,15 @@ pub async fn run(
 ) -> Result<(RunResult, Vec<VariantOutcome>), LiveFailure> {
     let mut outcomes = Vec::new();
     for v in &loaded.variants {
+        let held = r
+            .hold
+            .as_ref()
+            .is_some_and(|h| v.scenario.phases.iter().any(|p| p.name == h.phase));
         match run_variant(&v.name, &v.scenario, r).await {
+            Ok(o) if held => {
+                outcomes.push(o);
+                break;
+            }
             Ok(o) => outcomes.push(o),
             Err(Stopped { message, partial }) => {
                 outcomes.extend(partial);
@@ -331,10 +350,11 @@ async fn run_variant(name: &str, s: &Scenario, r: &LiveRun<'_>) -> Result<Varian
             .iter()
             .all(|m| m.pid != 0)
             .then(|| r.cluster.dir.clone()),
-        scripted_failures: s
+        failures_by_phase: s
             .phases
             .iter()
-            .any(|p| p.faults.iter().any(fusion_scenario::Fault::is_failure)),
+            .map(|p| p.faults.iter().any(fusion_scenario::Fault::is_failure))
+            .collect(),
         phase_index: 0,
         none_answer_since: None,
         undecided: false,
@@ -360,14 +380,19 @@ async fn run_variant(name: &str, s: &Scenario, r: &LiveRun<'_>) -> Result<Varian
                 message: format!("the run stopped in phase {:?} of {name}:\n{e}", phase.name),
                 partial: (!snapshots.is_empty()).then(|| partial(snapshots, alerts)),
             };
+        let hold = r.hold.as_ref().filter(|h| h.phase == phase.name);
         let ran = run
-            .phase(k, phase, name, r.progress, &store)
+            .phase(k, phase, name, r.progress, &store, hold)
             .await
             .map_err(|e| stopped(e, &snapshots, &alerts))?;
         let (snap, phase_alerts, phase_recoveries) = ran;
         snapshots.push(snap);
         alerts.push(phase_alerts);
         recoveries.push(phase_recoveries);
+        if hold.is_some() {
+            // The operator ended the run here.
+            break;
+        }
     }
     // A frozen instance goes on (its pause may reach past the run) so
     // that the cluster can come to rest.
@@ -547,6 +572,19 @@ async fn check(
         }
     }
     Ok(checker.finish_with(|blk: BlockAddr| newest.get(blk.idx()).cloned().flatten()))
+}
+
+/// The progress line of a held phase: how long it has run, and every
+/// instance's state (set at each look).
+pub(crate) fn held_bar(variant: &str, phase: &str) -> ProgressBar {
+    let bar = ProgressBar::new_spinner();
+    if let Ok(style) =
+        ProgressStyle::with_template("{prefix:>28} held {elapsed_precise} (Ctrl-C ends it)  {msg}")
+    {
+        bar.set_style(style);
+    }
+    bar.set_prefix(format!("{variant}: {phase}"));
+    bar
 }
 
 pub(crate) fn phase_bar(variant: &str, phase: &str, duration_ns: u64) -> ProgressBar {

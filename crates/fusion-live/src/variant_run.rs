@@ -51,9 +51,10 @@ pub struct VariantRun<'a> {
     /// Where the instances keep their history journals, if the runner can
     /// read them (a local cluster's directory).
     pub(crate) journal_dir: Option<std::path::PathBuf>,
-    /// Whether the scenario asks for failures at all: an eviction in a run
-    /// without any is not its doing, and the instance is taken back.
-    pub(crate) scripted_failures: bool,
+    /// Whether each phase has failure faults: an eviction while none has
+    /// had any so far is not the scenario's doing, and the instance is
+    /// taken back.
+    pub(crate) failures_by_phase: Vec<bool>,
     /// The phase under way (0-based), for an instance taken back.
     pub(crate) phase_index: usize,
     /// Since when no instance answers the runner (every one lost).
@@ -69,6 +70,8 @@ pub struct VariantRun<'a> {
 /// How long the runner goes on with no instance answering it before it
 /// says it is cut off from the cluster (exit status 4).
 const NONE_ANSWER_LIMIT: Duration = Duration::from_secs(30);
+/// A held phase's longest run (a year: until the operator ends it).
+const HELD_PHASE_MAX: Duration = Duration::from_secs(365 * 24 * 3600);
 /// The deadline of the status call that probes a lost instance.
 const PROBE_TIMEOUT: Duration = Duration::from_millis(700);
 
@@ -99,6 +102,7 @@ impl VariantRun<'_> {
         variant: &str,
         progress: bool,
         store: &Store,
+        hold: Option<&crate::runner::Hold>,
     ) -> Result<PhaseRan, String> {
         store.set_faults(&phase.faults).await?;
         self.phase_index = k;
@@ -111,21 +115,28 @@ impl VariantRun<'_> {
         if let Some(control) = self.control {
             control.phase_begins(k)?;
         }
-        let bar = progress.then(|| phase_bar(variant, &phase.name, phase.duration));
+        let bar = progress.then(|| match hold {
+            Some(_) => crate::runner::held_bar(variant, &phase.name),
+            None => phase_bar(variant, &phase.name, phase.duration),
+        });
         let start = tokio::time::Instant::now();
         let start_ns = self.now_ns();
         if self.recorder.is_none() {
             let n = self.admins.len();
             self.recorder = Some(SeriesRecorder::new(n, start_ns, self.interval_ns));
         }
-        let end = start + Duration::from_nanos(phase.duration);
+        // A held phase runs until its end is called (a signal, --duration).
+        let end = match hold {
+            Some(_) => start + HELD_PHASE_MAX,
+            None => start + Duration::from_nanos(phase.duration),
+        };
         let timeline = fusion_driver::timeline_of(start_ns, &phase.faults);
         let mut next_event = 0;
         let mut stall = crate::runner::StallWatch::new(crate::runner::STALL_LIMIT);
         let mut next_look = start + WATCH_EVERY;
         loop {
             let now = tokio::time::Instant::now();
-            if now >= end {
+            if now >= end || hold.is_some_and(|h| *h.end.borrow()) {
                 break;
             }
             // Sleep until the next look, fault or resume, or the phase's end.
@@ -160,6 +171,9 @@ impl VariantRun<'_> {
             next_look = tokio::time::Instant::now() + WATCH_EVERY;
             if let Some(b) = &bar {
                 b.set_position(start.elapsed().as_millis() as u64);
+                if hold.is_some() {
+                    b.set_message(self.lives.summary(self.now_ns()));
+                }
             }
             let looked = self.look(&mut stall).await;
             if let Err(e) = looked {
@@ -263,7 +277,12 @@ impl VariantRun<'_> {
                         if let Some(c) = self.checker.as_mut() {
                             c.instance_down(InstId(i as u8));
                         }
-                        if !self.scripted_failures {
+                        let scripted = self
+                            .failures_by_phase
+                            .iter()
+                            .take(self.phase_index + 1)
+                            .any(|&f| f);
+                        if !scripted {
                             back.push((i, s.clone()));
                         }
                     }
@@ -446,8 +465,7 @@ impl VariantRun<'_> {
             .map(|(st, now)| stats_codec::encode(st, *now));
         let a = self.admin(i)?;
         a.load(load).await?;
-        let index =
-            u32::try_from(self.phase_index).map_err(|_| "too many phases".to_string())?;
+        let index = u32::try_from(self.phase_index).map_err(|_| "too many phases".to_string())?;
         a.begin_phase(index).await?;
         self.lives.state[i] = LiveLife::Up;
         Ok(())

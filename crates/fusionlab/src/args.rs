@@ -29,6 +29,10 @@ pub struct RunArgs {
     pub trace_window: Option<fusion_report::trace::TraceWindow>,
     /// `--threads N`: the simulator's threads (default: chosen by the cluster's size).
     pub threads: Option<usize>,
+    /// `--hold PHASE` (live): that phase runs until a signal or `hold_ns`.
+    pub hold: Option<String>,
+    /// `--duration`: the held phase's longest run, ns.
+    pub hold_ns: Option<u64>,
 }
 
 impl RunArgs {
@@ -43,4 +47,48 @@ pub fn interval_ns(interval_ms: Option<u64>) -> u64 {
     interval_ms.map_or(fusion_driver::series::DEFAULT_INTERVAL_NS, |ms| {
         ms.saturating_mul(1_000_000)
     })
+}
+
+/// A duration as a chaos user writes it: `90s`, `10m`, `1h`, `500ms`, or
+/// plain seconds; in nanoseconds.
+pub fn parse_duration_ns(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let (number, unit_ns): (&str, u64) = if let Some(n) = t.strip_suffix("ms") {
+        (n, 1_000_000)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1_000_000_000)
+    } else if let Some(n) = t.strip_suffix('m') {
+        (n, 60_000_000_000)
+    } else if let Some(n) = t.strip_suffix('h') {
+        (n, 3_600_000_000_000)
+    } else {
+        (t, 1_000_000_000)
+    };
+    let n: u64 = number
+        .trim()
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration (90s, 10m, 1h, 500ms or seconds)"))?;
+    let ns = n
+        .checked_mul(unit_ns)
+        .filter(|&ns| ns > 0)
+        .ok_or_else(|| format!("{text:?}: a duration above 0 and below 584 years"))?;
+    Ok(ns)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_duration_ns;
+
+    #[test]
+    fn durations_read_as_a_chaos_user_writes_them() {
+        assert_eq!(parse_duration_ns("90s"), Ok(90_000_000_000));
+        assert_eq!(parse_duration_ns("10m"), Ok(600_000_000_000));
+        assert_eq!(parse_duration_ns("1h"), Ok(3_600_000_000_000));
+        assert_eq!(parse_duration_ns("500ms"), Ok(500_000_000));
+        assert_eq!(parse_duration_ns("12"), Ok(12_000_000_000));
+        assert!(parse_duration_ns("0s").is_err());
+        assert!(parse_duration_ns("-3s").is_err());
+        assert!(parse_duration_ns("soon").is_err());
+        assert!(parse_duration_ns("99999999999h").is_err());
+    }
 }

@@ -101,6 +101,7 @@ pub(crate) fn run_all(
                 check: true,
                 progress: false,
                 control: Some(&project as &dyn ProcessControl),
+                hold: None,
             },
         );
         let outcome = match ended {

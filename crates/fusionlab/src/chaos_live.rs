@@ -105,6 +105,7 @@ pub(crate) fn run_all(
                 check: true,
                 progress: false,
                 control: control.as_ref().map(|p| p as &dyn ProcessControl),
+                hold: None,
             },
         );
         // With the instances restarted during the run, not the first ones.

@@ -275,6 +275,15 @@ pub struct RunCmd {
     /// With --live: use this running cluster (a file `up` wrote) instead of starting one.
     #[arg(long, value_name = "FILE", requires = "live")]
     pub cluster: Option<std::path::PathBuf>,
+    /// With --live: keep this phase's workload running until Ctrl-C or
+    /// SIGTERM (or --duration), for faults of your own; then the report and
+    /// the lost-commit check (--check is implied), and exit.
+    #[arg(long, value_name = "PHASE", requires = "live")]
+    pub hold: Option<String>,
+    /// With --hold: end the held phase after this long (90s, 10m, 1h; plain
+    /// seconds too) if no signal ended it first.
+    #[arg(long, value_name = "DURATION", requires = "hold", value_parser = crate::args::parse_duration_ns)]
+    pub duration: Option<u64>,
     /// Refuse to run when the estimated peak memory is above this (e.g. 4G,
     /// 512M); default: half of the machine's physical memory.
     #[arg(long, value_name = "SIZE", value_parser = crate::memory::parse_size)]
@@ -424,6 +433,8 @@ pub fn dispatch(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::R
                 trace: r.trace,
                 trace_window: r.trace_window,
                 threads: r.threads.map(usize::from),
+                hold: r.hold,
+                hold_ns: r.duration,
             };
             if r.live {
                 crate::live::run_live(&args, r.cluster.as_deref(), out, err)

@@ -41,10 +41,12 @@ impl std::fmt::Display for Interruption {
 }
 
 /// The first SIGINT or SIGTERM the process received since it installed
-/// these; later ones (a second Ctrl-C while the cluster stops) are ignored,
-/// so the cleanup finishes.
+/// these, and how many came. Commands that stop at the first ignore the
+/// later ones (a second Ctrl-C while the cluster stops), so the cleanup
+/// finishes; a held run (`run --live --hold`) ends its phase at the first
+/// and gives up its report at the second.
 pub struct Interrupts {
-    first: watch::Receiver<Option<Interruption>>,
+    first: watch::Receiver<(Option<Interruption>, u32)>,
 }
 
 impl Interrupts {
@@ -52,7 +54,7 @@ impl Interrupts {
     /// own runtime), so that they are seen whatever the command is doing:
     /// starting the cluster (blocking), running, or between two runs.
     pub fn install() -> Result<Interrupts> {
-        let (tx, first) = watch::channel(None);
+        let (tx, first) = watch::channel((None, 0u32));
         let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(), String>>();
         std::thread::Builder::new()
             .name("signals".into())
@@ -84,12 +86,9 @@ impl Interrupts {
                             _ = int.recv() => Interruption::Interrupt,
                             _ = term.recv() => Interruption::Terminate,
                         };
-                        tx.send_if_modified(|first| {
-                            if first.is_some() {
-                                return false;
-                            }
-                            *first = Some(got);
-                            true
+                        tx.send_modify(|(first, count)| {
+                            first.get_or_insert(got);
+                            *count = count.saturating_add(1);
                         });
                     }
                 });
@@ -104,14 +103,20 @@ impl Interrupts {
 
     /// The signal received so far, if any.
     pub fn received(&self) -> Option<Interruption> {
-        *self.first.borrow()
+        self.first.borrow().0
     }
 
     /// Wait for the first signal (at once if one was received already).
     pub async fn wait(&self) -> Interruption {
+        self.wait_for(1).await
+    }
+
+    /// Wait until `n` signals came (at once if they did already); the first
+    /// one's kind.
+    pub async fn wait_for(&self, n: u32) -> Interruption {
         let mut first = self.first.clone();
-        match first.wait_for(Option::is_some).await {
-            Ok(got) => got.unwrap_or(Interruption::Interrupt),
+        match first.wait_for(|(_, count)| *count >= n).await {
+            Ok(got) => got.0.unwrap_or(Interruption::Interrupt),
             // The catching thread never ends; if it did, nothing comes.
             Err(_) => std::future::pending().await,
         }

@@ -504,6 +504,48 @@ pub(crate) fn run_until_interrupted(
     Ok(ended)
 }
 
+/// Run `loaded` live with its held phase open-ended: the first SIGINT or
+/// SIGTERM (or `duration_ns`) ends that phase and the run finishes with its
+/// report and checks; a second signal drops it where it is.
+pub(crate) fn run_held(
+    interrupts: &Interrupts,
+    loaded: &LoadedScenario,
+    run: &LiveRun<'_>,
+    end: &tokio::sync::watch::Sender<bool>,
+    duration_ns: Option<u64>,
+    err: &mut dyn Write,
+) -> Result<Ended> {
+    let rt = runtime()?;
+    let (ended, why) = rt.block_on(async {
+        let mut running = std::pin::pin!(runner::run(loaded, run));
+        let over = async {
+            match duration_ns {
+                Some(ns) => tokio::time::sleep(std::time::Duration::from_nanos(ns)).await,
+                None => std::future::pending().await,
+            }
+        };
+        let why = tokio::select! {
+            r = &mut running => return (Ended::Ran(r), None),
+            s = interrupts.wait_for(1) => format!("{s}"),
+            () = over => "--duration".to_string(),
+        };
+        let _ = end.send(true);
+        let ended = tokio::select! {
+            r = &mut running => Ended::Ran(r),
+            s = interrupts.wait_for(2) => Ended::Interrupted(s),
+        };
+        (ended, Some(why))
+    });
+    drop(rt);
+    if let Some(why) = why {
+        writeln!(
+            err,
+            "{WHAT}: the held phase ended ({why}); the report follows"
+        )?;
+    }
+    Ok(ended)
+}
+
 /// The cluster a live command runs on: the one `file` describes, or one of
 /// `needed` instances started here in a new private directory with an
 /// unpredictable name (returned, for the caller to stop the cluster and
@@ -582,6 +624,10 @@ pub fn run_live(
         .load(&a.sets)
         .map_err(|e| Failure::input(e.to_string()))?;
     check_phases(&loaded, &a.phases)?;
+    if let Some(h) = &a.hold {
+        check_phases(&loaded, std::slice::from_ref(h))
+            .map_err(|e| Failure::input(e.message.replacen("--phase", "--hold", 1)))?;
+    }
     // A figure a live cluster does not measure would read 0: refused before
     // any process starts.
     fusion_driver::refusal(&loaded, Driver::Live)
@@ -610,21 +656,27 @@ pub fn run_live(
         Some(f) => p.with_file(f.to_path_buf()),
         None => p,
     });
-    let ended = run_until_interrupted(
-        &interrupts,
-        &loaded,
-        &LiveRun {
-            cluster: &c,
-            text: &text,
-            label: &label,
-            overrides: &a.sets,
-            seed: a.seed,
-            interval_ns: a.interval_ns(),
-            check: a.check,
-            progress: !a.json,
-            control: control.as_ref().map(|p| p as &dyn ProcessControl),
-        },
-    );
+    let (hold_tx, hold_rx) = tokio::sync::watch::channel(false);
+    let run = LiveRun {
+        cluster: &c,
+        text: &text,
+        label: &label,
+        overrides: &a.sets,
+        seed: a.seed,
+        interval_ns: a.interval_ns(),
+        // A held run ends with the lost-commit check of `chaos`.
+        check: a.check || a.hold.is_some(),
+        progress: !a.json,
+        control: control.as_ref().map(|p| p as &dyn ProcessControl),
+        hold: a.hold.as_ref().map(|phase| runner::Hold {
+            phase: phase.clone(),
+            end: hold_rx,
+        }),
+    };
+    let ended = match a.hold {
+        Some(_) => run_held(&interrupts, &loaded, &run, &hold_tx, a.hold_ns, err),
+        None => run_until_interrupted(&interrupts, &loaded, &run),
+    };
     let end = ended.as_ref().map_or(RunEnd::Failed, Ended::end);
     // With the instances restarted during the run, not the first ones.
     let c = control.as_ref().and_then(|p| p.cluster().ok()).unwrap_or(c);

@@ -132,6 +132,7 @@ async fn live(c: &cluster::ClusterFile, k: u32, secs: f64) -> Result<Figures, St
         interval_ns: runner::DEFAULT_INTERVAL_NS,
         check: false,
         control: None,
+        hold: None,
         progress: false,
     };
     // Forget the warm-up's round trips once it is over (loading takes a moment too).

@@ -89,6 +89,7 @@ pub fn tour_live(
                 interval_ns: args.interval_ns(),
                 check: false,
                 control: None,
+                hold: None,
                 progress: true,
             },
         );

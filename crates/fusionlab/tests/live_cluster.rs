@@ -72,6 +72,7 @@ fn three_instances_keep_data_correct_and_agree_on_transfers() {
                 check: true,
                 progress: false,
                 control: None,
+                hold: None,
             },
         ))
         .expect("the live run completes");
@@ -205,6 +206,7 @@ fn a_killed_instance_stops_the_run_with_its_name_and_the_store_keeps_acknowledge
             check: false,
             progress: false,
             control: None,
+            hold: None,
         };
         let killer = async {
             tokio::time::sleep(Duration::from_millis(1500)).await;
@@ -364,6 +366,7 @@ fn an_instance_that_cannot_keep_up_with_real_time_says_so() {
             check: false,
             progress: false,
             control: None,
+            hold: None,
         },
     ));
     let err = outcome.expect_err("an instance far behind real time cannot finish the run");
@@ -414,6 +417,7 @@ fn one_cluster_runs_variants_and_scenarios_back_to_back() {
             check: false,
             progress: false,
             control: None,
+            hold: None,
         };
         let (result, _) = rt
             .block_on(runner::run(&loaded, &run))
@@ -467,6 +471,7 @@ fn sequence_values_out_of_order_and_duplicated_are_measured_live() {
                 check: false,
                 progress: false,
                 control: None,
+                hold: None,
             },
         ))
         .expect("the live run completes");

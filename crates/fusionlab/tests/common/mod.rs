@@ -94,3 +94,42 @@ pub fn processes_in(dir: &Path) -> Vec<(u32, String)> {
     }
     found
 }
+
+/// The pid of a child of the `fusionlab` process `parent` whose arguments
+/// (after the program) satisfy `is_it`.
+pub fn child_pid(parent: u32, is_it: impl Fn(&[String]) -> bool) -> Option<u32> {
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // The parent pid is the 4th field, after the command in parentheses.
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok());
+        if ppid != Some(parent) {
+            continue;
+        }
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let args: Vec<String> = cmdline
+            .split(|&b| b == 0)
+            .skip(1)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        if is_it(&args) {
+            return Some(pid);
+        }
+    }
+    None
+}
+
+/// The pid of instance `id` started by the `fusionlab` process `parent`.
+pub fn instance_pid(parent: u32, id: &str) -> Option<u32> {
+    child_pid(parent, |args| {
+        args.first().is_some_and(|a| a == "instance")
+            && args.windows(2).any(|w| w[0] == "--id" && w[1] == id)
+    })
+}
