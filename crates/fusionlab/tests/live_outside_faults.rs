@@ -221,3 +221,154 @@ fn a_kill_nobody_scripted_during_the_cpu_myth_is_survived() {
     }
     assert!(out.contains("VERDICT:"), "{out}");
 }
+
+/// A network namespace of this test's own, deleted when dropped (with the
+/// firewall rules in it).
+struct Netns(String);
+
+impl Netns {
+    /// None when this machine does not let the test make one (not root, no
+    /// `ip`): the test then says it skipped.
+    fn create() -> Option<Netns> {
+        let name = format!("fusionlab-test-{}", std::process::id());
+        let made = Command::new("ip")
+            .args(["netns", "add", &name])
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !made {
+            return None;
+        }
+        let ns = Netns(name);
+        ns.run(&["ip", "link", "set", "lo", "up"]).then_some(ns)
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.0]).args(args);
+        c
+    }
+
+    fn run(&self, args: &[&str]) -> bool {
+        self.command(args)
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip")
+            .args(["netns", "delete", &self.0])
+            .status();
+    }
+}
+
+/// The port of an address `host:port`.
+fn port(addr: &str) -> &str {
+    addr.rsplit_once(':').map_or(addr, |(_, p)| p)
+}
+
+/// Real packet loss and a firewall rule, inside a network namespace the
+/// test creates: the cluster and the runner run in it; first 30 % of every
+/// TCP segment is dropped by the kernel for a while (`iptables -m
+/// statistic`: this kernel has no netem), then every interconnect port is
+/// cut for longer than `css_misscount`. The loss costs retransmissions and
+/// nothing else; the cut splits the cluster, inst1 survives, the others
+/// stop and are taken back, and are admitted once the rule goes.
+#[test]
+fn real_packet_loss_and_a_firewall_cut_are_survived() {
+    let Some(ns) = Netns::create() else {
+        println!("skipped: cannot create a network namespace here (needs root and iproute2)");
+        return;
+    };
+    if !ns.run(&["iptables", "-L", "-n"]) {
+        println!("skipped: no iptables in a network namespace here");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cdir = dir.path().join("c");
+    let cdir_s = cdir.display().to_string();
+    let up = ns
+        .command(&[EXE, "up", "--instances", "3", "--dir", &cdir_s])
+        .env("FUSIONLAB_DATA_DIR", DATA_DIR)
+        .output()
+        .expect("up runs");
+    common::assert_ok(&up);
+    let file = cdir.join("cluster.toml");
+    let c = fusion_live::cluster::ClusterFile::read(&file).expect("cluster file");
+    let _stop = common::Cluster(c.clone());
+    let file_s = file.display().to_string();
+    let outside_s = outside().display().to_string();
+    let run = ns
+        .command(&[
+            EXE,
+            "run",
+            "--live",
+            "--cluster",
+            &file_s,
+            "--hold",
+            "chaos",
+            &outside_s,
+        ])
+        .env("FUSIONLAB_DATA_DIR", DATA_DIR)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("fusionlab starts");
+    let ports: Vec<&str> = c.instances.iter().map(|m| port(&m.interconnect)).collect();
+    let mut cut = String::new();
+    for p in &ports {
+        cut.push_str(&format!(
+            "iptables -$1 INPUT -p tcp --dport {p} -j DROP; iptables -$1 INPUT -p tcp --sport {p} -j DROP; "
+        ));
+    }
+    let script = format!(
+        r#"set -e
+loss() {{ iptables -$1 INPUT -p tcp -m statistic --mode random --probability 0.3 -j DROP; }}
+cut() {{ {cut} }}
+sleep 4
+loss A; sleep 5; loss D
+sleep 3
+cut A; sleep 6; cut D
+sleep 8
+"#
+    );
+    let faults = ns
+        .command(&["bash", "-c", &script])
+        .output()
+        .expect("bash runs");
+    assert!(
+        faults.status.success(),
+        "the fault script failed: {}",
+        String::from_utf8_lossy(&faults.stderr)
+    );
+    let _ = Command::new("kill")
+        .args(["-INT", &run.id().to_string()])
+        .status();
+    let o = run.wait_with_output().expect("output");
+    let out = clean_report(&o);
+    let alerts = alert_lines(&out);
+    // The cut: a split, inst1 keeps the cluster, the others stop...
+    assert!(
+        alerts
+            .iter()
+            .any(|l| l.contains("inst 1") && l.contains("Evicting instance")),
+        "{alerts:#?}"
+    );
+    assert!(
+        alerts
+            .iter()
+            .any(|l| l.contains("restarting it (not in the scenario)")),
+        "{alerts:#?}"
+    );
+    // ... and once the rule is gone every instance is a member again.
+    let last_list = alerts
+        .iter()
+        .rev()
+        .find(|l| l.contains("inst 1") && l.contains("List of instances:"))
+        .unwrap_or_else(|| panic!("no reconfiguration:\n{alerts:#?}"));
+    assert!(last_list.contains("1, 2, 3"), "{alerts:#?}");
+}
