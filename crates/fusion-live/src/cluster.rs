@@ -22,6 +22,11 @@ pub struct ClusterFile {
     pub token: String,
     /// Where the store keeps its files and the processes their logs.
     pub dir: PathBuf,
+    /// Where the runner finds the instances' history journals (a volume
+    /// it shares with them in containers); a cluster of this machine's
+    /// processes keeps them in `dir`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub journal_dir: Option<PathBuf>,
     pub store: Member,
     #[serde(rename = "instance")]
     pub instances: Vec<InstanceMember>,
@@ -374,6 +379,7 @@ pub fn up(opts: &UpOptions) -> Result<ClusterFile, String> {
     let cluster = ClusterFile {
         token,
         dir: opts.dir.clone(),
+        journal_dir: None,
         store: Member {
             address: field(0, 0)?,
             pid: pid(0),
@@ -564,6 +570,7 @@ mod tests {
         ClusterFile {
             token: "0123abcd".into(),
             dir: dir.to_path_buf(),
+            journal_dir: None,
             store: Member {
                 address: "127.0.0.1:7000".into(),
                 pid: 10,

@@ -344,12 +344,13 @@ async fn run_variant(name: &str, s: &Scenario, r: &LiveRun<'_>) -> Result<Varian
         control: r.control,
         // The runner reads the journals of a cluster of this machine's
         // processes (one `up` or this command started).
-        journal_dir: r
-            .cluster
-            .instances
-            .iter()
-            .all(|m| m.pid != 0)
-            .then(|| r.cluster.dir.clone()),
+        journal_dir: r.cluster.journal_dir.clone().or_else(|| {
+            r.cluster
+                .instances
+                .iter()
+                .all(|m| m.pid != 0)
+                .then(|| r.cluster.dir.clone())
+        }),
         failures_by_phase: s
             .phases
             .iter()

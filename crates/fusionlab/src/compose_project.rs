@@ -159,7 +159,7 @@ fn subnets_in_use() -> Result<String, String> {
 /// The override that gives the project its networks and every service a
 /// fixed address: the interconnect network `internal` (no way out), the
 /// instances on both.
-fn override_yaml(k: u8, instances: usize) -> String {
+fn override_yaml(k: u8, instances: usize, journal: &Path) -> String {
     let mut y = String::new();
     let _ = writeln!(y, "# Written by fusionlab chaos --compose for one run.");
     let _ = writeln!(y, "networks:\n  default:\n    ipam:\n      config:");
@@ -174,13 +174,35 @@ fn override_yaml(k: u8, instances: usize) -> String {
     let _ = writeln!(y, "        ipv4_address: {}", services_ip(k, 10));
     for i in 0..instances {
         let h = host_of(i);
-        let _ = writeln!(y, "  inst{}:\n    networks:\n      default:", i + 1);
+        let _ = writeln!(y, "  inst{}:", i + 1);
+        // The history journals on the host, where this runner reads them.
+        let _ = writeln!(
+            y,
+            "    volumes:\n      - {}:/var/lib/fusionlab/journal",
+            journal.display()
+        );
+        let _ = writeln!(y, "    networks:\n      default:");
         let _ = writeln!(y, "        ipv4_address: {}", services_ip(k, h));
         let _ = writeln!(y, "      interconnect:");
         let _ = writeln!(y, "        ipv4_address: {}", interconnect_ip(k, h));
     }
     y
 }
+
+/// The host directory the instances' journals are bind-mounted from:
+/// writable by the containers' user (10001), whoever runs this.
+fn make_journal_dir(dir: &Path) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir(dir)
+        .and_then(|()| {
+            std::os::unix::fs::chown(dir, Some(CONTAINER_UID), Some(CONTAINER_UID))
+                .or_else(|_| std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777)))
+        })
+        .map_err(|e| format!("cannot create the journal directory {}: {e}", dir.display()))
+}
+
+/// The user the image's processes run as.
+const CONTAINER_UID: u32 = 10001;
 
 impl Project {
     /// Start the store and `instances` instances of a new project named
@@ -211,9 +233,11 @@ impl Project {
             .ok_or_else(|| {
                 "no free subnet 10.213.k.0/24 and 10.214.k.0/24 for the project".to_string()
             })?;
+        let journal = dir.path().join("journal");
+        make_journal_dir(&journal)?;
         std::fs::write(
             dir.path().join("override.yml"),
-            override_yaml(free, instances),
+            override_yaml(free, instances, &journal),
         )
         .map_err(|e| format!("cannot write the compose override: {e}"))?;
         let mut p = Project {
@@ -321,6 +345,7 @@ impl Project {
         ClusterFile {
             token: self.token.clone(),
             dir: self.dir.path().to_path_buf(),
+            journal_dir: Some(self.dir.path().join("journal")),
             store: Member {
                 address: format!("{}:{STORE_PORT}", services_ip(k, 10)),
                 pid: 0,
@@ -451,7 +476,13 @@ mod tests {
 
     #[test]
     fn the_override_gives_every_instance_both_networks_and_the_store_one() {
-        let y = override_yaml(7, 3);
+        let y = override_yaml(7, 3, Path::new("/tmp/p/journal"));
+        assert_eq!(
+            y.matches("- /tmp/p/journal:/var/lib/fusionlab/journal")
+                .count(),
+            3,
+            "{y}"
+        );
         assert!(y.contains("subnet: 10.213.7.0/24") && y.contains("subnet: 10.214.7.0/24"));
         assert!(y.contains("internal: true"));
         assert!(y.contains("ipv4_address: 10.213.7.10"));

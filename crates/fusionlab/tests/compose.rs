@@ -38,7 +38,10 @@ fn repo() -> PathBuf {
 fn compose() -> serde_yaml_ng::Value {
     let text =
         std::fs::read_to_string(repo().join("cluster/docker-compose.yml")).expect("compose file");
-    serde_yaml_ng::from_str(&text).expect("valid YAML")
+    let mut v: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text).expect("valid YAML");
+    // `<<: *fusionlab` as compose reads it.
+    v.apply_merge().expect("merge keys apply");
+    v
 }
 
 /// Compose's interpolation: `${NAME}`, `${NAME:-default}`, `${NAME-default}`
@@ -147,6 +150,25 @@ fn every_service_command_is_one_the_binary_accepts_and_matches_the_cluster_file(
     for (i, m) in cluster.instances.iter().enumerate() {
         assert_eq!(usize::from(m.id), i + 1);
     }
+    // The runner reads a killed instance's history journal from the volume
+    // the instances write it to.
+    let journal = cluster
+        .journal_dir
+        .clone()
+        .expect("journal_dir in the cluster file");
+    let runner = &services[serde_yaml_ng::Value::from("runner")];
+    for name in ["inst1", "inst2", "inst3", "runner"] {
+        let s = &services[serde_yaml_ng::Value::from(name)];
+        let mounts: Vec<&str> = s["volumes"]
+            .as_sequence()
+            .map(|v| v.iter().filter_map(|m| m.as_str()).collect())
+            .unwrap_or_default();
+        assert!(
+            mounts.contains(&format!("journal:{}", journal.display()).as_str()),
+            "{name} does not mount the journal volume: {mounts:?}"
+        );
+    }
+    assert!(runner.is_mapping());
 
     // Every service passes the token through the environment variable the binary reads.
     let anchor_env = &c["x-fusionlab"]["environment"];
