@@ -22,7 +22,7 @@ Exit status: 0 ran (whatever the verdicts); 1 `validate` found problems (or a sh
 scenario does not load); 2 bad input (missing file or name, invalid scenario, bad --set, \
 unknown --phase, usage, a run estimated to need more memory than --max-memory); 3 the simulator reported protocol errors or checker violations \
 (`chaos`: a run lost an acknowledged commit, broke a check or hit a protocol error); \
-4 a live cluster failed (an instance or the store died or did not answer); \
+4 a live run had nothing left to run on (the store gone, no instance answering, a problem an instance reported; an instance killed or frozen from outside is survived); \
 `probe`: 1 the service did not answer. \
 130 / 143 a live run, tour or chaos stopped by SIGINT (Ctrl-C) / SIGTERM, after stopping the cluster \
 it started (or quiescing the one it was given).")]
