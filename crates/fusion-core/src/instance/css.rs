@@ -111,7 +111,7 @@ impl Css {
     pub fn adopt(&mut self, incarnation: u32, members: InstSet, now: Nanos) -> (u32, u32) {
         let old = self.incarnation;
         self.incarnation = incarnation;
-        self.members = members;
+        self.welcome(members, now);
         if self.joining {
             // Everyone is heard from now on: nobody was silent while we booted.
             self.heard.iter_mut().for_each(|t| *t = now);
@@ -185,9 +185,11 @@ impl Css {
                 from.number()
             ));
         }
-        if incarnation == 0 {
+        if incarnation == 0 && !self.members.contains(from) {
             // A restarted instance asking to join: its old life is dead until
-            // the cluster evicts it, whatever the new one says.
+            // the cluster evicts it, whatever the new one says. Once admitted
+            // it beats with incarnation 0 until the news reaches it (a
+            // report lost on a link that was down, live): alive all the same.
             return Verdict::Wait;
         }
         if let Some(t) = self.heard.get_mut(from.idx()) {
@@ -209,7 +211,7 @@ impl Css {
             return Verdict::Wait;
         }
         for v in votes {
-            if v.incarnation == 0 {
+            if v.incarnation == 0 && !self.members.contains(v.inst) {
                 // A restarted instance booting: not its old life's heartbeat.
                 continue;
             }
@@ -299,11 +301,29 @@ impl Css {
     }
 
     /// The others agreed on `survivors`: the next incarnation.
-    pub fn reconfigure(&mut self, survivors: InstSet) -> (u32, u32) {
+    pub fn reconfigure(&mut self, survivors: InstSet, now: Nanos) -> (u32, u32) {
         let old = self.incarnation;
         self.incarnation += 1;
-        self.members = survivors;
+        self.welcome(survivors, now);
         (old, self.incarnation)
+    }
+
+    /// `members` from now on. One admitted just now (a restarted instance)
+    /// was heard at its join request: its silence counts from here, not
+    /// from its old life's last heartbeat (which would take it for dead at
+    /// the next read of the voting file, before its first beat as a member).
+    fn welcome(&mut self, members: InstSet, now: Nanos) {
+        for m in members.iter() {
+            if !self.members.contains(m) && m != self.me {
+                if let Some(t) = self.heard.get_mut(m.idx()) {
+                    *t = now;
+                }
+                if let Some(d) = self.disk.get_mut(m.idx()) {
+                    *d = None;
+                }
+            }
+        }
+        self.members = members;
     }
 }
 
@@ -364,6 +384,59 @@ mod tests {
             }
         }
         last
+    }
+
+    /// A restarted instance admitted by a member beats with incarnation 0
+    /// until the news reaches it (live: the report may wait for a link to
+    /// reconnect): it is a member, alive, not a dead one to evict again.
+    #[test]
+    fn an_admitted_instance_is_not_taken_for_dead_before_it_learns_its_incarnation() {
+        let mut c = Css::new(InstId(0), 3, 3, 0);
+        // Instance 3 died at 0 and was evicted at 4 s.
+        for t in 1..=3 {
+            c.heard(InstId(1), t * S, 1, set(&[0, 1, 2]));
+        }
+        c.reconfigure(set(&[0, 1]), 4 * S);
+        // Its new life asks to join at 9 s and is admitted.
+        c.heard(InstId(2), 9 * S, 0, InstSet::default());
+        c.heard(InstId(1), 9 * S, 2, set(&[0, 1]));
+        let (_, inc) = c.reconfigure(set(&[0, 1, 2]), 9 * S);
+        // It goes on beating with incarnation 0 for a while.
+        let mut file = crate::voting::VotingFile::new(3);
+        let peer = |file: &mut crate::voting::VotingFile, t: u64, hears: InstSet| {
+            let _ = file.heartbeat(Vote {
+                inst: InstId(1),
+                beat: t,
+                incarnation: inc,
+                members: set(&[0, 1, 2]),
+                hears,
+            });
+        };
+        for t in 10..=16 {
+            let now = t * S;
+            peer(&mut file, t, set(&[0, 1, 2]));
+            c.heard(InstId(1), now, inc, set(&[0, 1, 2]));
+            c.heard(InstId(2), now, 0, InstSet::default());
+            let _ = file.heartbeat(Vote {
+                inst: InstId(2),
+                beat: t,
+                incarnation: 0,
+                members: InstSet::default(),
+                hears: set(&[0, 1, 2]),
+            });
+            let votes = file.heartbeat(c.next_vote(now)).unwrap_or_default();
+            assert_eq!(c.votes(now, &votes), Verdict::Wait, "at {t} s");
+        }
+        // Silent (and still on disk) past misscount once it stops: evicted.
+        let mut last = Verdict::Wait;
+        for t in 17..=22 {
+            let now = t * S;
+            peer(&mut file, t, set(&[0, 1]));
+            c.heard(InstId(1), now, inc, set(&[0, 1, 2]));
+            let votes = file.heartbeat(c.next_vote(now)).unwrap_or_default();
+            last = c.votes(now, &votes);
+        }
+        assert!(matches!(last, Verdict::Evict { dead, .. } if dead == set(&[2])), "{last:?}");
     }
 
     #[test]

@@ -143,7 +143,7 @@ impl Instance {
     /// Others are dead or on the losing side (this instance's own finding,
     /// or a survivor's report of the new incarnation): evict them and reconfigure.
     pub(super) fn evict(&mut self, dead: InstSet, survivors: InstSet) {
-        let (old, new) = self.css.reconfigure(survivors);
+        let (old, new) = self.css.reconfigure(survivors, self.now);
         self.new_incarnation(old, new, dead, survivors);
     }
 
