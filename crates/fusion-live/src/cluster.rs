@@ -153,6 +153,8 @@ pub struct UpOptions {
     pub base_port: u16,
     /// The `fusionlab` binary to start (normally this one).
     pub exe: PathBuf,
+    /// Logging flags for every process (`--log-level`, `--log-format`).
+    pub log_args: Vec<String>,
 }
 
 /// A fresh random token.
@@ -335,13 +337,14 @@ pub fn up(opts: &UpOptions) -> Result<ClusterFile, String> {
     let token = new_token()?;
     let mut starting: Vec<Starting> = Vec::new();
     let store_dir = opts.dir.join("store");
-    let store_args = vec![
+    let mut store_args = vec![
         "store".into(),
         "--listen".into(),
         port(opts.base_port, 0),
         "--dir".into(),
         store_dir.display().to_string(),
     ];
+    store_args.extend(opts.log_args.iter().cloned());
     let mut start = |name: &str, args: Vec<String>| -> Result<(), String> {
         match start_member(&opts.exe, &opts.dir, name, &args, &token, Log::Fresh) {
             Ok(s) => {
@@ -359,13 +362,14 @@ pub fn up(opts: &UpOptions) -> Result<ClusterFile, String> {
         let o = 2 * u16::from(i);
         // The metrics ports follow every instance's interconnect and admin.
         let m = 2 * u16::from(opts.instances) + u16::from(i);
-        let args = instance_args(
+        let mut args = instance_args(
             i,
             &port(opts.base_port, o - 1),
             &port(opts.base_port, o),
             &port(opts.base_port, m),
             &opts.dir,
         );
+        args.extend(opts.log_args.iter().cloned());
         start(&format!("inst{i}"), args)?;
     }
     let addrs = wait_listening(&opts.dir, &mut starting)?;

@@ -51,6 +51,8 @@ pub enum Query {
     BeginPhase {
         faults: Vec<Fault>,
         commands: Vec<Command>,
+        /// The phase's span: the host's log lines go under it.
+        span: tracing::Span,
         reply: tokio::sync::oneshot::Sender<()>,
     },
     Stats(tokio::sync::oneshot::Sender<(Stats, Nanos)>),
@@ -287,6 +289,12 @@ struct Host<O: Outputs> {
     /// With the checks on and a journal directory: the history, written
     /// through to a file before a step's actions leave (journal.rs).
     journal: Option<Journal>,
+    /// The log: the span of the phase under way, and of a reconfiguration
+    /// while one holds the directory frozen; how many of the alert log
+    /// lines not yet taken by the runner were logged.
+    phase_span: tracing::Span,
+    reconfiguration: Option<tracing::Span>,
+    alerts_logged: usize,
 }
 
 /// A host that did not go round its loop for this long while work was due
@@ -308,8 +316,32 @@ const LAG_NS_MAX: Nanos = 2_000_000_000;
 /// steps are a microsecond or two. The step still runs no earlier than due.
 const SPIN_NS: Nanos = 20_000;
 
+/// Debug builds only: the host panics this many milliseconds after it
+/// starts (the test that a process's last words reach its log). A release
+/// build never reads it.
+#[cfg(debug_assertions)]
+pub const TEST_PANIC_ENV: &str = "FUSIONLAB_TEST_PANIC_AFTER_MS";
+
+#[cfg(debug_assertions)]
+fn with_test_panic(run: impl Future<Output = ()>) -> impl Future<Output = ()> {
+    let after = std::env::var(TEST_PANIC_ENV)
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok());
+    async move {
+        match after {
+            None => run.await,
+            Some(ms) => tokio::select! {
+                () = run => {}
+                () = tokio::time::sleep(std::time::Duration::from_millis(ms)) => {
+                    panic!("{TEST_PANIC_ENV}={ms}: the instance host panics, as a test asked")
+                }
+            },
+        }
+    }
+}
+
 /// Start the host task for `inst` on the current tokio runtime (which must
-/// have I/O enabled).
+/// have I/O enabled), its log lines under `span` (the run's).
 pub fn spawn<O: Outputs>(
     mut inst: Instance,
     clock: Clock,
@@ -317,7 +349,9 @@ pub fn spawn<O: Outputs>(
     rx: UnboundedReceiver<Input>,
     net: Interconnect,
     journal: Option<Journal>,
+    span: tracing::Span,
 ) -> std::io::Result<JoinHandle<()>> {
+    use tracing::Instrument;
     let timer = DeadlineTimer::new()?;
     // Nothing runs before the runner starts the first phase (the peers may
     // not even be loaded yet). At the instance's own time 0: applied at the
@@ -345,9 +379,18 @@ pub fn spawn<O: Outputs>(
         thawed_at: 0,
         holding: None,
         journal,
+        phase_span: tracing::Span::none(),
+        reconfiguration: None,
+        alerts_logged: 0,
     };
     host.drain();
-    Ok(tokio::spawn(async move { host.run(rx, timer).await }))
+    let run = async move {
+        host.run(rx, timer).await;
+        tracing::info!("instance host stopped");
+    };
+    #[cfg(debug_assertions)]
+    let run = with_test_panic(run);
+    Ok(tokio::spawn(run.instrument(span)))
 }
 
 impl<O: Outputs> Host<O> {
@@ -599,9 +642,39 @@ impl<O: Outputs> Host<O> {
 
     fn problem(&mut self, p: String) {
         if self.problems.len() < PROBLEMS_MAX {
+            let _in = self.phase_span.enter();
+            tracing::warn!("{p}");
             self.problems.push(p);
         } else {
+            if self.dropped_problems == 0 {
+                let _in = self.phase_span.enter();
+                tracing::warn!("more problems than the {PROBLEMS_MAX} kept: counted, not logged");
+            }
             self.dropped_problems += 1;
+        }
+    }
+
+    /// Log the alert log lines written since the last look, under the
+    /// phase's span, and a reconfiguration's under its own (opened when the
+    /// directory freezes, closed after the lines of its completion).
+    fn log_alerts(&mut self) {
+        let reconfiguring = self.inst.reconfiguring();
+        if reconfiguring && self.reconfiguration.is_none() {
+            let _in = self.phase_span.enter();
+            let incarnation = self.inst.membership().0;
+            self.reconfiguration = Some(tracing::info_span!("reconfiguration", incarnation));
+        }
+        let lines = self.inst.alert_log();
+        if lines.len() > self.alerts_logged {
+            let _in = self.phase_span.enter();
+            let _in_reconfiguration = self.reconfiguration.as_ref().map(tracing::Span::enter);
+            for l in &lines[self.alerts_logged..] {
+                log_alert(l);
+            }
+            self.alerts_logged = lines.len();
+        }
+        if !reconfiguring {
+            self.reconfiguration = None;
         }
     }
 
@@ -611,8 +684,10 @@ impl<O: Outputs> Host<O> {
             Query::BeginPhase {
                 faults,
                 commands,
+                span,
                 reply,
             } => {
+                self.phase_span = span;
                 self.net.set_faults(&faults);
                 for c in commands {
                     self.inst.apply(now, c);
@@ -685,8 +760,15 @@ impl<O: Outputs> Host<O> {
                 let _ = reply.send(());
             }
             Query::Events(reply) => {
+                let alerts = self.inst.take_alert_log();
+                // What was not logged yet: the line counting those dropped.
+                for l in alerts.iter().skip(self.alerts_logged) {
+                    let _in = self.phase_span.enter();
+                    log_alert(l);
+                }
+                self.alerts_logged = 0;
                 let _ = reply.send(HostEvents {
-                    alerts: self.inst.take_alert_log(),
+                    alerts,
                     recoveries: self.inst.take_recoveries(),
                 });
             }
@@ -762,6 +844,7 @@ impl<O: Outputs> Host<O> {
             self.problem(format!("{who}: {e}"));
         }
         self.log_nextvals();
+        self.log_alerts();
         while let Some(a) = self.inst.poll_action() {
             match a {
                 fusion_core::msg::Action::Send(mut env) => {
@@ -786,6 +869,13 @@ impl<O: Outputs> Host<O> {
             }
         }
     }
+}
+
+/// One alert log line as a log event (target `alert`), at the instance's
+/// time in seconds since the run began.
+fn log_alert(l: &fusion_core::instance::AlertLine) {
+    let at_s = l.at as f64 / 1e9;
+    tracing::info!(target: "alert", at_s, "{}", l.line);
 }
 
 /// The sending half the rest of the process uses to reach the host.

@@ -509,7 +509,7 @@ pub struct InterconnectService {
 pub fn instance_reporter(wiring: Arc<Mutex<Option<Wiring>>>) -> Reporter {
     Arc::new(move |news| match news {
         ListenerNews::Trouble(t) => {
-            eprintln!("{t}");
+            tracing::warn!("{t}");
             let host = wiring
                 .lock()
                 .ok()
@@ -518,7 +518,7 @@ pub fn instance_reporter(wiring: Arc<Mutex<Option<Wiring>>>) -> Reporter {
                 let _ = host.send(Input::Problem(t));
             }
         }
-        ListenerNews::Recovered(r) => eprintln!("{r}"),
+        ListenerNews::Recovered(r) => tracing::info!("{r}"),
     })
 }
 

@@ -66,6 +66,8 @@ struct Loaded {
     /// `status` tells `fusionlab top`).
     phase: String,
     faults: Vec<String>,
+    /// The log's span of this run (scenario, variant, life).
+    span: tracing::Span,
 }
 
 struct State {
@@ -314,7 +316,21 @@ impl AdminService {
             ),
             _ => None,
         };
-        let task = host::spawn(inst, clock, outputs, host_rx, net, journal)
+        let span = tracing::info_span!(
+            "run",
+            scenario = %loaded.name,
+            variant = %r.variant,
+            life = r.life
+        );
+        span.in_scope(|| {
+            tracing::info!(
+                epoch_ns = r.epoch_ns,
+                instances = instance_count,
+                store = %r.store,
+                "scenario loaded"
+            );
+        });
+        let task = host::spawn(inst, clock, outputs, host_rx, net, journal, span.clone())
             .map_err(|e| format!("{me}: could not start the instance host: {e}"))?;
         let received: Arc<Vec<AtomicU64>> =
             Arc::new((0..instance_count).map(|_| AtomicU64::new(0)).collect());
@@ -367,6 +383,7 @@ impl AdminService {
             codec,
             phase: String::new(),
             faults: Vec::new(),
+            span,
         });
         if !failed.is_empty() {
             return Err(failed.join("; "));
@@ -388,13 +405,43 @@ impl AdminService {
     /// Start a phase on the host: the faults on the links into this
     /// instance (the scenario's network model is applied where messages
     /// arrive) and this instance's commands.
-    async fn begin(&self, faults: Vec<Fault>, commands: Vec<Command>) -> Result<(), Status> {
+    async fn begin(
+        &self,
+        name: &str,
+        faults: Vec<Fault>,
+        commands: Vec<Command>,
+    ) -> Result<(), Status> {
+        let run = self.run_span().await;
+        let span = tracing::info_span!(parent: &run, "phase", name = %name);
+        span.in_scope(|| {
+            let described: Vec<String> = faults
+                .iter()
+                .map(|f| fusion_report::chaos::describe_fault(f, name))
+                .collect();
+            tracing::info!(faults = ?described, "phase begun");
+        });
         self.ask(|reply| Query::BeginPhase {
             faults,
             commands,
+            span,
             reply,
         })
         .await
+    }
+
+    /// The span of the run loaded (none when nothing is loaded).
+    async fn run_span(&self) -> tracing::Span {
+        self.0
+            .loaded
+            .lock()
+            .await
+            .as_ref()
+            .map_or_else(tracing::Span::none, |l| l.span.clone())
+    }
+
+    /// Log an order of the runner under the run's span.
+    async fn log_order(&self, what: &str) {
+        self.run_span().await.in_scope(|| tracing::info!("{what}"));
     }
 }
 
@@ -433,13 +480,13 @@ impl Admin for AdminService {
             .iter()
             .map(|f| fusion_report::chaos::describe_fault(f, &phase.name))
             .collect();
-        self.begin(phase.faults, commands).await?;
+        self.begin(&phase.name, phase.faults, commands).await?;
         self.in_phase(phase.name, faults).await;
         Ok(Response::new(pb::Empty {}))
     }
 
     async fn quiesce(&self, _: Request<pb::Empty>) -> Result<Response<pb::Empty>, Status> {
-        self.begin(Vec::new(), fusion_driver::quiesce_commands())
+        self.begin("quiesce", Vec::new(), fusion_driver::quiesce_commands())
             .await?;
         self.in_phase("quiesce".into(), Vec::new()).await;
         Ok(Response::new(pb::Empty {}))
@@ -591,16 +638,22 @@ impl Admin for AdminService {
     }
 
     async fn hold(&self, _: Request<pb::Empty>) -> Result<Response<pb::Empty>, Status> {
+        self.log_order("held by the runner (it freezes the process next)")
+            .await;
         self.ask(Query::Hold).await?;
         Ok(Response::new(pb::Empty {}))
     }
 
     async fn release(&self, _: Request<pb::Empty>) -> Result<Response<pb::Empty>, Status> {
+        self.log_order("released by the runner").await;
         self.ask(Query::Release).await?;
         Ok(Response::new(pb::Empty {}))
     }
 
     async fn crash(&self, _: Request<pb::Empty>) -> Result<Response<pb::Empty>, Status> {
+        self.run_span().await.in_scope(|| {
+            tracing::warn!("crashing on the runner's order (the scenario's kill: SIGKILL follows)")
+        });
         self.ask(Query::Crash).await?;
         Ok(Response::new(pb::Empty {}))
     }
@@ -635,6 +688,7 @@ impl Admin for AdminService {
     }
 
     async fn shutdown(&self, _: Request<pb::Empty>) -> Result<Response<pb::Empty>, Status> {
+        tracing::info!("shutdown asked over the admin service: stopping");
         // Answer first, then stop serving.
         let s = self.0.clone();
         tokio::spawn(async move {

@@ -8,6 +8,7 @@
 //! instance or a problem one reports stops the run with a message naming it.
 
 use std::time::Duration;
+use tracing::Instrument;
 
 use fusion_check::ConsistencyChecker;
 use fusion_core::block::Block;
@@ -92,19 +93,33 @@ pub async fn run(
     loaded: &LoadedScenario,
     r: &LiveRun<'_>,
 ) -> Result<(RunResult, Vec<VariantOutcome>), LiveFailure> {
+    let span = tracing::info_span!("run", scenario = %loaded.name, seed = ?r.seed);
+    run_variants(loaded, r).instrument(span).await
+}
+
+async fn run_variants(
+    loaded: &LoadedScenario,
+    r: &LiveRun<'_>,
+) -> Result<(RunResult, Vec<VariantOutcome>), LiveFailure> {
     let mut outcomes = Vec::new();
     for v in &loaded.variants {
         let held = r
             .hold
             .as_ref()
             .is_some_and(|h| v.scenario.phases.iter().any(|p| p.name == h.phase));
-        match run_variant(&v.name, &v.scenario, r).await {
+        let variant = tracing::info_span!("variant", name = %v.name);
+        variant.in_scope(|| tracing::info!("variant started"));
+        match run_variant(&v.name, &v.scenario, r)
+            .instrument(variant)
+            .await
+        {
             Ok(o) if held => {
                 outcomes.push(o);
                 break;
             }
             Ok(o) => outcomes.push(o),
             Err(Stopped { message, partial }) => {
+                tracing::error!("the run stopped: {message}");
                 outcomes.extend(partial);
                 // The expectations are evaluated on what ran: one on a
                 // phase or variant that did not run says it had nothing
@@ -382,8 +397,14 @@ async fn run_variant(name: &str, s: &Scenario, r: &LiveRun<'_>) -> Result<Varian
                 partial: (!snapshots.is_empty()).then(|| partial(snapshots, alerts)),
             };
         let hold = r.hold.as_ref().filter(|h| h.phase == phase.name);
+        let span = tracing::info_span!("phase", name = %phase.name);
+        span.in_scope(|| {
+            let duration_s = phase.duration as f64 / 1e9;
+            tracing::info!(duration_s, faults = phase.faults.len(), "phase started");
+        });
         let ran = run
             .phase(k, phase, name, r.progress, &store, hold)
+            .instrument(span)
             .await
             .map_err(|e| stopped(e, &snapshots, &alerts))?;
         let (snap, phase_alerts, phase_recoveries) = ran;

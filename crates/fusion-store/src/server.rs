@@ -209,10 +209,14 @@ impl StoreService {
 async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, StoreError> + Send + 'static,
 ) -> Result<T, Status> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| Status::internal(format!("store I/O task failed: {e}")))?
-        .map_err(Status::from)
+    let done = tokio::task::spawn_blocking(f).await.map_err(|e| {
+        tracing::error!("store I/O task failed: {e}");
+        Status::internal(format!("store I/O task failed: {e}"))
+    })?;
+    done.map_err(|e| {
+        tracing::warn!("{e}");
+        Status::from(e)
+    })
 }
 
 /// Modeled latency around a real I/O: wait for the IOPS slot, do it, then
@@ -263,6 +267,7 @@ impl BlockStore for StoreService {
         self.inner
             .run
             .store(req.run, std::sync::atomic::Ordering::Release);
+        tracing::info!(run = req.run, "formatted for a new run");
         Ok(Response::new(pb::FormatResponse {}))
     }
 
@@ -503,10 +508,14 @@ impl BlockStore for StoreService {
                 .get(usize::from(victim))
                 .map(|g| g.write().unwrap_or_else(|p| p.into_inner()));
             let mut voting = svc.inner.voting.lock().unwrap_or_else(|p| p.into_inner());
+            let by =
+                u8::try_from(inst).map_or_else(|_| inst.to_string(), |i| InstId(i).to_string());
             if lift {
                 voting.unfence(InstId(victim));
+                tracing::info!("fence on {} lifted by {by}", InstId(victim));
             } else {
                 voting.fence(InstId(victim));
+                tracing::warn!("{} fenced by {by}: its writes are refused", InstId(victim));
             }
             drop(voting);
             drop(gate);
@@ -548,7 +557,8 @@ async fn serve_service(
     };
     // The store's log is its stderr; `status` asks it with Ping.
     let report: Reporter = Arc::new(|news| match news {
-        ListenerNews::Trouble(m) | ListenerNews::Recovered(m) => eprintln!("{m}"),
+        ListenerNews::Trouble(m) => tracing::warn!("{m}"),
+        ListenerNews::Recovered(m) => tracing::info!("{m}"),
     });
     let incoming = Acceptor::new(listener, what, STORE_CONNECTIONS_MAX, report).into_incoming();
     grpc_server(STORE_CALL_TIMEOUT, STORE_CALLS_PER_CONNECTION_MAX)

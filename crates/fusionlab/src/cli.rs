@@ -97,6 +97,8 @@ pub struct UpCmd {
     /// First port (store; then interconnect and admin of inst1, inst2, ...); 0 picks free ports.
     #[arg(long, default_value_t = 0)]
     pub base_port: u16,
+    #[command(flatten)]
+    pub log: crate::logs::LogArgs,
 }
 
 #[derive(Args)]
@@ -147,6 +149,8 @@ pub struct StoreCmd {
     /// Write the address listened on to this file (for `up`).
     #[arg(long, value_name = "FILE")]
     pub addr_file: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub log: crate::logs::LogArgs,
 }
 
 #[derive(Args)]
@@ -171,6 +175,8 @@ pub struct InstanceCmd {
     /// outside recorded last.
     #[arg(long, value_name = "DIR", env = "FUSIONLAB_JOURNAL_DIR")]
     pub journal_dir: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub log: crate::logs::LogArgs,
 }
 
 #[derive(Args)]
@@ -231,6 +237,8 @@ pub struct TourCmd {
     pub max_memory: Option<u64>,
     #[command(flatten)]
     pub pictures: PicturesArgs,
+    #[command(flatten)]
+    pub log: crate::logs::LogArgs,
 }
 
 /// The time series and the HTML report (`run` and `tour`).
@@ -307,6 +315,8 @@ pub struct RunCmd {
           value_parser = clap::builder::ValueParser::new(
               |s: &str| s.parse::<fusion_report::trace::TraceWindow>()))]
     pub trace_window: Option<fusion_report::trace::TraceWindow>,
+    #[command(flatten)]
+    pub log: crate::logs::LogArgs,
 }
 
 #[derive(Args)]
@@ -354,6 +364,8 @@ pub struct ChaosCmd {
     /// With --compose: the image of every service [default: FUSIONLAB_IMAGE, else fusionlab:local].
     #[arg(long, value_name = "IMAGE", requires = "compose")]
     pub image: Option<String>,
+    #[command(flatten)]
+    pub log: crate::logs::LogArgs,
 }
 
 #[derive(Args)]
@@ -398,6 +410,24 @@ pub struct ValidateCmd {
     /// 512M); default: half of the machine's physical memory.
     #[arg(long, value_name = "SIZE", value_parser = crate::memory::parse_size)]
     pub max_memory: Option<u64>,
+}
+
+impl Cli {
+    /// The logging flags and role of a live command (one that is, starts
+    /// or drives a cluster process); None for the others, which install no
+    /// logging (the simulator's output stays as it is).
+    pub fn logging(&self) -> Option<(&crate::logs::LogArgs, crate::logs::Role)> {
+        use crate::logs::Role;
+        match self.command.as_ref()? {
+            Command::Store(s) => Some((&s.log, Role::ClusterProcess)),
+            Command::Instance(i) => Some((&i.log, Role::ClusterProcess)),
+            Command::Up(u) => Some((&u.log, Role::Command)),
+            Command::Run(r) if r.live => Some((&r.log, Role::Command)),
+            Command::Tour(t) if t.live => Some((&t.log, Role::Command)),
+            Command::Chaos(c) if c.live || c.compose => Some((&c.log, Role::Command)),
+            _ => None,
+        }
+    }
 }
 
 /// Run what the command line asked for.
@@ -452,7 +482,7 @@ pub fn dispatch(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::R
             out,
         ),
         Command::Restart(r) => crate::live::restart(&r.instance, &r.cluster.file(), out),
-        Command::Store(s) => crate::live::store(&s.listen, &s.dir, s.addr_file.as_deref(), err),
+        Command::Store(s) => crate::live::store(&s.listen, &s.dir, s.addr_file.as_deref()),
         Command::Instance(i) => crate::live::instance(
             i.id,
             &i.interconnect,
@@ -460,7 +490,6 @@ pub fn dispatch(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::R
             i.metrics.as_deref(),
             i.addr_file.as_deref(),
             i.journal_dir.as_deref(),
-            err,
         ),
         Command::Probe(p) => crate::probe::probe(
             &crate::probe::Target::new(p.store, p.admin)?,

@@ -86,6 +86,7 @@ impl Interrupts {
                             _ = int.recv() => Interruption::Interrupt,
                             _ = term.recv() => Interruption::Terminate,
                         };
+                        tracing::warn!(signal = got.name(), "received {got}: stopping");
                         tx.send_modify(|(first, count)| {
                             first.get_or_insert(got);
                             *count = count.saturating_add(1);

@@ -11,6 +11,7 @@
 //! - [`chaos_live`]: `fusionlab chaos --live`, those runs on real processes.
 //! - [`live`]: the live cluster (`store`, `instance`, `up`, `status`, `down`, `restart`, `run --live`).
 //! - [`interrupt`]: SIGINT and SIGTERM for the live commands that start or drive a cluster.
+//! - [`logs`]: the live processes' logs (`tracing`: levels, JSON lines, last words).
 //! - [`figures`]: the compact per-phase figures and number formatting the tour uses.
 //! - [`memory`]: `--max-memory`, refusing a run estimated not to fit.
 //! - [`pool`]: independent simulator runs over the cores, results in order (`chaos`, `sweep`).
@@ -33,6 +34,7 @@ pub mod interrupt;
 pub mod live;
 pub mod live_bench;
 pub mod live_tour;
+pub mod logs;
 pub mod memory;
 pub mod pool;
 pub mod probe;

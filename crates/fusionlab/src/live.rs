@@ -62,7 +62,7 @@ async fn bind(addr: &str, what: &str) -> Result<tokio::net::TcpListener> {
         .with_context(|| format!("cannot listen on {addr} ({what})"))
 }
 
-/// Stop on SIGTERM or Ctrl-C.
+/// Stop on SIGTERM or Ctrl-C, saying so in the log.
 async fn terminated() {
     let term = async {
         match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
@@ -72,19 +72,15 @@ async fn terminated() {
             Err(_) => std::future::pending::<()>().await,
         }
     };
-    tokio::select! {
-        _ = term => {}
-        _ = tokio::signal::ctrl_c() => {}
-    }
+    let signal = tokio::select! {
+        _ = term => "SIGTERM",
+        _ = tokio::signal::ctrl_c() => "SIGINT",
+    };
+    tracing::info!(signal, "received {signal}: stopping");
 }
 
 /// `fusionlab store`: serve the block store.
-pub fn store(
-    listen: &str,
-    store_dir: &Path,
-    addr_file: Option<&Path>,
-    err: &mut dyn Write,
-) -> Result<u8> {
+pub fn store(listen: &str, store_dir: &Path, addr_file: Option<&Path>) -> Result<u8> {
     let token = token_from_env()?;
     let rt = runtime()?;
     rt.block_on(async {
@@ -93,11 +89,11 @@ pub fn store(
         if let Some(f) = addr_file {
             cluster::write_addr_file(f, &[addr]).map_err(Failure::input)?;
         }
-        writeln!(
-            err,
+        tracing::info!(
+            pid = std::process::id(),
             "fusionlab store: listening on {addr}, files in {}",
             store_dir.display()
-        )?;
+        );
         let config = fusion_store::StoreConfig::new(store_dir, token);
         fusion_store::serve(l, config, terminated())
             .await
@@ -114,7 +110,6 @@ pub fn instance(
     metrics: Option<&str>,
     addr_file: Option<&Path>,
     journal_dir: Option<&Path>,
-    err: &mut dyn Write,
 ) -> Result<u8> {
     if id == 0 || u32::from(id) > fusion_wire_max() {
         return Err(Failure::input(format!(
@@ -145,10 +140,10 @@ pub fn instance(
             cluster::write_addr_file(f, &addrs).map_err(Failure::input)?;
         }
         let metrics_line = mea.map_or(String::new(), |a| format!(", metrics http://{a}/metrics"));
-        writeln!(
-            err,
+        tracing::info!(
+            pid = std::process::id(),
             "fusionlab instance {id}: interconnect {ica}, admin {ada}{metrics_line}"
-        )?;
+        );
         let opts = fusion_live::process::InstanceOptions {
             id: InstId(id - 1),
             token,
@@ -189,6 +184,7 @@ pub fn up(instances: u8, cluster_dir: &Path, base_port: u16, out: &mut dyn Write
         dir: cluster_dir.clone(),
         base_port,
         exe,
+        log_args: crate::logs::child_args(),
     })
     .map_err(|e| Failure {
         code: exit::LIVE_FAILED,
@@ -593,6 +589,7 @@ pub(crate) fn cluster_for(
         dir: cluster_dir.clone(),
         base_port: 0,
         exe,
+        log_args: crate::logs::child_args(),
     })
     .map_err(|e| Failure {
         code: exit::LIVE_FAILED,

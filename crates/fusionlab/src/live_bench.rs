@@ -210,6 +210,7 @@ pub fn bench_live(secs: f64, rounds: u32, out: &mut dyn Write, err: &mut dyn Wri
         dir: dir.join("cluster"),
         base_port: 0,
         exe,
+        log_args: Vec::new(),
     })
     .map_err(|e| {
         let _ = echo.kill();

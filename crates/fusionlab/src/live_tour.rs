@@ -1,28 +1,30 @@
 //! `fusionlab tour --live`: the myth tour on a live cluster. The same myths
-//! as the simulator's tour, one after the other, each as `run --live` runs
-//! it: on a fresh local cluster of the instances it needs (or on the
-//! cluster `--cluster FILE` names), each variant's phases in real time; the
-//! same blocks and summary table.
+//! as the simulator's tour, one after the other on one cluster (started
+//! here with as many instances as the largest myth needs, or the one
+//! `--cluster FILE` names), each variant's phases in real time; the same
+//! blocks and summary table.
 
 use std::io::Write;
 use std::path::Path;
 
 use anyhow::Result;
 use fusion_driver::Driver;
+use fusion_live::cluster::ClusterFile;
 use fusion_live::runner::LiveRun;
 use fusion_scenario::LoadedScenario;
 
-use crate::interrupt::Interrupts;
-use crate::live::{Ended, cluster_for, leave_cluster, run_until_interrupted};
+use crate::interrupt::{Interruption, Interrupts};
+use crate::live::{Ended, RunEnd, cluster_for, leave_cluster, run_until_interrupted};
 use crate::tour::{
     MythRun, TourArgs, measurable_by, shipped_myths, show_run, tour_header, tour_summary,
 };
 use crate::{exit, shipped};
 
-/// Run every shipped myth live. A myth the given cluster is too small for is
-/// left out with a message; a live failure, SIGINT or SIGTERM stops the tour
-/// (the summary shows the myths that ran; a signal's exit status is 128 plus
-/// its number), stopping the cluster it started or quiescing the one given.
+/// Run every shipped myth live, all on one cluster. A myth the given
+/// cluster is too small for is left out with a message; a live failure,
+/// SIGINT or SIGTERM stops the tour (the summary shows the myths that ran; a
+/// signal's exit status is 128 plus its number), stopping the cluster it
+/// started or quiescing the one given.
 pub fn tour_live(
     args: &TourArgs,
     cluster: Option<&Path>,
@@ -38,22 +40,72 @@ pub fn tour_live(
     for b in &broken {
         writeln!(err, "{b}")?;
     }
-    let needs = |m: &LoadedScenario| m.instances_max().max(1);
-    let given = match cluster {
-        Some(f) => Some(cluster_for(Some(f), 0, WHAT, err)?.0),
-        None => None,
-    };
-    // Caught from here on, between myths as well as during one.
-    let interrupts = Interrupts::install()?;
+    let largest = myths.iter().map(needs).max().unwrap_or(1);
     let html = crate::report::HtmlFile::create(args.html.as_deref())?;
-    let mut interrupted = None;
+    // Caught from here on, between myths as well as during one, and while
+    // the cluster starts.
+    let interrupts = Interrupts::install()?;
+    // One cluster for every myth: the given one, or one started here and
+    // stopped at the end whatever happens (its logs kept if a myth failed).
+    let (c, own) = cluster_for(cluster, largest, WHAT, err)?;
+    let toured = tour_on(&c, &interrupts, myths, args, out, err);
+    let end = toured.as_ref().map_or(RunEnd::Failed, |t| t.end);
+    leave_cluster(&c, own.as_deref(), end, WHAT, err)?;
+    let t = toured?;
+    tour_summary(&t.runs, args.seed, out)?;
+    if let Some(h) = html {
+        crate::tour::write_tour_html(h, &t.runs, args)?;
+    }
+    if let Some(s) = t.interrupted {
+        writeln!(err, "{WHAT}: interrupted by {s}")?;
+        return Ok(s.exit_status());
+    }
+    if let Some(f) = t.failed {
+        writeln!(err, "{f}")?;
+        return Ok(exit::LIVE_FAILED);
+    }
+    Ok(if t.skipped > 0 || !broken.is_empty() {
+        exit::INVALID
+    } else {
+        exit::OK
+    })
+}
+
+fn needs(m: &LoadedScenario) -> usize {
+    m.instances_max().max(1)
+}
+
+/// What the myths did on the cluster.
+struct Toured {
+    runs: Vec<MythRun>,
+    skipped: usize,
+    failed: Option<String>,
+    interrupted: Option<Interruption>,
+    /// How the cluster is left.
+    end: RunEnd,
+}
+
+/// Run the myths one after the other on `c`, until one fails or a signal
+/// comes.
+fn tour_on(
+    c: &ClusterFile,
+    interrupts: &Interrupts,
+    myths: Vec<LoadedScenario>,
+    args: &TourArgs,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<Toured> {
     let total = myths.len();
     tour_header(total, "on a live cluster, in real time", out)?;
-    let (mut runs, mut skipped, mut failed) = (Vec::new(), 0, None);
+    let mut t = Toured {
+        runs: Vec::new(),
+        skipped: 0,
+        failed: None,
+        interrupted: None,
+        end: RunEnd::Completed,
+    };
     for (i, loaded) in myths.into_iter().enumerate() {
-        if let Some(c) = &given
-            && needs(&loaded) > c.instances.len()
-        {
+        if needs(&loaded) > c.instances.len() {
             writeln!(
                 err,
                 "{WHAT}: {} cannot run on this cluster: it needs {} instances, the cluster has {}",
@@ -61,27 +113,23 @@ pub fn tour_live(
                 needs(&loaded),
                 c.instances.len()
             )?;
-            skipped += 1;
+            t.skipped += 1;
             continue;
         }
         let Some(source) = shipped::find(&loaded.name) else {
             continue;
         };
         if let Some(s) = interrupts.received() {
-            interrupted = Some(s);
+            t.interrupted = Some(s);
+            t.end = RunEnd::Interrupted;
             break;
         }
-        // A fresh cluster per myth unless one was given, as `run --live`.
-        let (c, own) = match &given {
-            Some(c) => (c.clone(), None),
-            None => cluster_for(None, needs(&loaded), WHAT, err)?,
-        };
         let label = source.label();
         let ended = run_until_interrupted(
-            &interrupts,
+            interrupts,
             &loaded,
             &LiveRun {
-                cluster: &c,
+                cluster: c,
                 text: source.text,
                 label: &label,
                 overrides: &[],
@@ -92,44 +140,25 @@ pub fn tour_live(
                 hold: None,
                 progress: true,
             },
-        );
-        let end = ended
-            .as_ref()
-            .map_or(crate::live::RunEnd::Failed, Ended::end);
-        leave_cluster(&c, own.as_deref(), end, WHAT, err)?;
-        match ended? {
+        )?;
+        t.end = ended.end();
+        match ended {
             Ended::Ran(Ok((result, outcomes))) => {
                 let run = MythRun::new(loaded, result, &outcomes);
                 show_run(i, total, &run, args, out, err)?;
-                runs.push(run);
+                t.runs.push(run);
             }
             Ended::Ran(Err(e)) => {
-                failed = Some(format!("{WHAT}: {}: {e}", loaded.name));
+                t.failed = Some(format!("{WHAT}: {}: {e}", loaded.name));
                 break;
             }
             Ended::Interrupted(s) => {
-                interrupted = Some(s);
+                t.interrupted = Some(s);
                 break;
             }
         }
     }
-    tour_summary(&runs, args.seed, out)?;
-    if let Some(h) = html {
-        crate::tour::write_tour_html(h, &runs, args)?;
-    }
-    if let Some(s) = interrupted {
-        writeln!(err, "{WHAT}: interrupted by {s}")?;
-        return Ok(s.exit_status());
-    }
-    if let Some(f) = failed {
-        writeln!(err, "{f}")?;
-        return Ok(exit::LIVE_FAILED);
-    }
-    Ok(if skipped > 0 || !broken.is_empty() {
-        exit::INVALID
-    } else {
-        exit::OK
-    })
+    Ok(t)
 }
 
 const WHAT: &str = "fusionlab tour --live";

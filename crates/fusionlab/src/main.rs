@@ -6,10 +6,23 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use fusionlab::cli::{Cli, dispatch};
+use fusionlab::logs::{self, Role};
 use fusionlab::{Failure, exit};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // The live commands log (the simulator's install nothing).
+    let role = cli
+        .logging()
+        .map(|(args, role)| (logs::init(args, role), role));
+    let role = match role {
+        Some((Err(e), _)) => {
+            let _ = writeln!(io::stderr(), "fusionlab: {e}");
+            return ExitCode::from(exit::BAD_INPUT);
+        }
+        Some((Ok(()), role)) => Some(role),
+        None => None,
+    };
     // Unlocked handles: long-running commands (`instance`, `store`) have
     // other threads that may print (a panic message); holding the lock here
     // for the whole run would block them forever.
@@ -18,8 +31,20 @@ fn main() -> ExitCode {
     let result = dispatch(cli, &mut out, &mut err);
     let code = match result {
         Ok(code) => code,
+        // A cluster process's log is its stderr: its last words are a log
+        // line like the others (a JSON line when the log is JSON).
+        Err(e) if role == Some(Role::ClusterProcess) => {
+            let code = e
+                .downcast_ref::<Failure>()
+                .map_or(exit::BAD_INPUT, |f| f.code);
+            tracing::error!(target: "fusionlab", status = code, "exiting: {e:#}");
+            code
+        }
         Err(e) => failure(&e, &mut err),
     };
+    if role == Some(Role::ClusterProcess) && code == exit::OK {
+        tracing::info!(target: "fusionlab", status = code, "exiting");
+    }
     let _ = out.flush();
     ExitCode::from(code)
 }

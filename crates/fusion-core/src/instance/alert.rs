@@ -35,6 +35,11 @@ impl AlertLog {
         }
     }
 
+    /// The lines written since the last take, left in place.
+    pub(super) fn lines(&self) -> &[AlertLine] {
+        &self.lines
+    }
+
     /// The lines written since the last take (and a last line if some were dropped).
     pub(super) fn take(&mut self, now: Nanos) -> Vec<AlertLine> {
         let mut out = std::mem::take(&mut self.lines);

@@ -39,6 +39,17 @@ impl Instance {
         self.alert.take(self.now)
     }
 
+    /// Alert log lines written since the last [`take_alert_log`](Self::take_alert_log),
+    /// left for it (a live host logs them as they come).
+    pub fn alert_log(&self) -> &[AlertLine] {
+        self.alert.lines()
+    }
+
+    /// Whether a reconfiguration holds the resource directory frozen.
+    pub fn reconfiguring(&self) -> bool {
+        self.reconfig.frozen()
+    }
+
     /// Instance recoveries this instance performed since the last call.
     pub fn take_recoveries(&mut self) -> Vec<crate::recovery::RecoveryReport> {
         std::mem::take(&mut self.recoveries)

@@ -46,6 +46,7 @@ pub fn up(dir: &Path, instances: u8) -> Cluster {
             dir: dir.to_path_buf(),
             base_port: 0,
             exe: EXE.into(),
+            log_args: Vec::new(),
         })
         .expect("cluster starts"),
     )
