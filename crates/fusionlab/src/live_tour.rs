@@ -7,9 +7,10 @@
 use std::io::Write;
 use std::path::Path;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use fusion_driver::Driver;
 use fusion_live::cluster::ClusterFile;
+use fusion_live::lives::{LocalProcesses, ProcessControl};
 use fusion_live::runner::LiveRun;
 use fusion_scenario::LoadedScenario;
 
@@ -36,20 +37,52 @@ pub fn tour_live(
     let (myths, mut broken) = shipped_myths();
     // A myth with a figure a live cluster does not measure is left out, as
     // one that does not load: its verdict would rest on a 0.
-    let myths = measurable_by(Driver::Live, myths, &mut broken);
-    for b in &broken {
-        writeln!(err, "{b}")?;
-    }
+    let myths: Vec<LoadedScenario> = myths
+        .into_iter()
+        .filter(|m| match fusion_driver::refusal(m, Driver::Live) {
+            Ok(()) => true,
+            Err(why) => {
+                broken.push(why);
+                false
+            }
+        })
+        .collect();
     let largest = myths.iter().map(needs).max().unwrap_or(1);
     let html = crate::report::HtmlFile::create(args.html.as_deref())?;
+    let exe = std::env::current_exe().context("cannot find this program's path")?;
     // Caught from here on, between myths as well as during one, and while
     // the cluster starts.
     let interrupts = Interrupts::install()?;
     // One cluster for every myth: the given one, or one started here and
     // stopped at the end whatever happens (its logs kept if a myth failed).
     let (c, own) = cluster_for(cluster, largest, WHAT, err)?;
-    let toured = tour_on(&c, &interrupts, myths, args, out, err);
+    // Its processes killed, frozen and restarted by pid for the myths that
+    // ask (the cluster file kept up to date); a cluster without pids
+    // (containers) cannot, and those myths are left out.
+    let control = LocalProcesses::new(&c, exe).ok().map(|p| match cluster {
+        Some(f) => p.with_file(f.to_path_buf()),
+        None => p,
+    });
+    let myths = if control.is_some() {
+        myths
+    } else {
+        measurable_by(Driver::Live, myths, &mut broken)
+    };
+    for b in &broken {
+        writeln!(err, "{b}")?;
+    }
+    let toured = tour_on(
+        &c,
+        control.as_ref().map(|p| p as &dyn ProcessControl),
+        &interrupts,
+        myths,
+        args,
+        out,
+        err,
+    );
     let end = toured.as_ref().map_or(RunEnd::Failed, |t| t.end);
+    // With the instances restarted during the tour, not the first ones.
+    let c = control.as_ref().and_then(|p| p.cluster().ok()).unwrap_or(c);
     leave_cluster(&c, own.as_deref(), end, WHAT, err)?;
     let t = toured?;
     tour_summary(&t.runs, args.seed, out)?;
@@ -89,6 +122,7 @@ struct Toured {
 /// comes.
 fn tour_on(
     c: &ClusterFile,
+    control: Option<&dyn ProcessControl>,
     interrupts: &Interrupts,
     myths: Vec<LoadedScenario>,
     args: &TourArgs,
@@ -136,7 +170,7 @@ fn tour_on(
                 seed: args.seed,
                 interval_ns: args.interval_ns(),
                 check: false,
-                control: None,
+                control,
                 hold: None,
                 progress: true,
             },

@@ -103,29 +103,38 @@ fn an_instance_log_holds_the_alert_lines_of_a_kill_under_the_run_phase_and_recon
     );
 }
 
-/// One process of a cluster started by hand (as containers start them):
-/// its stderr to `dir/NAME.log`, its addresses to `dir/NAME.addr`.
-fn start(dir: &Path, name: &str, args: &[&str], env: &[(&str, &str)]) -> (Child, Vec<String>) {
+/// One process of a cluster started by hand (as containers start them),
+/// killed with `procs`: its stderr to `dir/NAME.log`; returns the
+/// addresses it wrote to `dir/NAME.addr`.
+fn start(
+    procs: &mut Killed,
+    dir: &Path,
+    name: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> Vec<String> {
     let log = std::fs::File::create(dir.join(format!("{name}.log"))).expect("log");
     let addr_file = dir.join(format!("{name}.addr"));
-    let child = Command::new(EXE)
-        .args(args)
-        .arg("--addr-file")
-        .arg(&addr_file)
-        .env("FUSIONLAB_TOKEN", "logs-test-token")
-        .env_remove("RUST_LOG")
-        .envs(env.iter().copied())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .expect("starts");
+    procs.0.push(
+        Command::new(EXE)
+            .args(args)
+            .arg("--addr-file")
+            .arg(&addr_file)
+            .env("FUSIONLAB_TOKEN", "logs-test-token")
+            .env_remove("RUST_LOG")
+            .envs(env.iter().copied())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("starts"),
+    );
     let end = Instant::now() + Duration::from_secs(20);
     loop {
         if let Ok(t) = std::fs::read_to_string(&addr_file)
             && t.ends_with('\n')
         {
-            return (child, t.lines().map(str::to_string).collect());
+            return t.lines().map(str::to_string).collect();
         }
         assert!(Instant::now() < end, "{name} did not start");
         std::thread::sleep(Duration::from_millis(20));
@@ -155,7 +164,9 @@ fn an_instance_that_panics_logs_why_and_where_as_its_last_json_line_and_exits() 
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path();
     let store_dir = d.join("store");
-    let (store, s) = start(
+    let mut procs = Killed(Vec::new());
+    let s = start(
+        &mut procs,
         d,
         "store",
         &[
@@ -167,7 +178,6 @@ fn an_instance_that_panics_logs_why_and_where_as_its_last_json_line_and_exits() 
         ],
         &[],
     );
-    let mut procs = Killed(vec![store]);
     let mut members = Vec::new();
     for id in 1..=3u8 {
         let name = format!("inst{id}");
@@ -189,8 +199,7 @@ fn an_instance_that_panics_logs_why_and_where_as_its_last_json_line_and_exits() 
         if id == 2 {
             args.extend(["--log-format", "json"]);
         }
-        let (child, a) = start(d, &name, &args, env);
-        procs.0.push(child);
+        let a = start(&mut procs, d, &name, &args, env);
         members.push(format!(
             "[[instance]]\nid = {id}\ninterconnect = \"{}\"\nadmin = \"{}\"\n",
             a[0], a[1]
