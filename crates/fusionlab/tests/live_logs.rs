@@ -216,8 +216,8 @@ fn an_instance_that_panics_logs_why_and_where_as_its_last_json_line_and_exits() 
         ),
     )
     .expect("cluster file");
-    // The run loads the scenario (the host starts) and is cut short by
-    // inst2's death.
+    // The run loads the scenario (the host starts); inst2 dies in it (the
+    // survivors go on without it).
     let run = fusionlab([
         Path::new("run"),
         Path::new("--live"),
@@ -227,19 +227,14 @@ fn an_instance_that_panics_logs_why_and_where_as_its_last_json_line_and_exits() 
         Path::new("phase.run.duration_s=8"),
         &hot_rows(),
     ]);
-    assert_eq!(
-        run.status.code(),
-        Some(4),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    let ran = String::from_utf8_lossy(&run.stderr).into_owned();
     let inst2 = &mut procs.0[2];
     let end = Instant::now() + Duration::from_secs(20);
     let status = loop {
         if let Some(s) = inst2.try_wait().expect("waits") {
             break s;
         }
-        assert!(Instant::now() < end, "inst2 still runs");
+        assert!(Instant::now() < end, "inst2 still runs:\n{ran}");
         std::thread::sleep(Duration::from_millis(50));
     };
     assert_eq!(status.code(), Some(101), "Rust's status for a panic");
