@@ -186,15 +186,14 @@ fn three_instances_keep_data_correct_and_agree_on_transfers() {
 }
 
 #[test]
-fn a_killed_instance_stops_the_run_with_its_name_and_the_store_keeps_acknowledged_redo() {
+fn a_killed_instance_is_noted_lost_the_run_goes_on_and_the_store_keeps_acknowledged_redo() {
     let dir = tempfile::tempdir().expect("tempdir");
     let c = up(dir.path(), 3);
     let text = std::fs::read_to_string(scenario_path()).expect("scenario");
-    let overrides = vec!["phase.run.duration_s=30".to_string()];
+    let overrides = vec!["phase.run.duration_s=8".to_string()];
     let loaded = fusion_scenario::load_str(&text, "hot_rows.toml", &overrides).expect("loads");
     let rt = rt();
     let victim = c.0.instances[1].clone();
-    let started = Instant::now();
     let (outcome, redo_before) = rt.block_on(async {
         let run = LiveRun {
             cluster: &c.0,
@@ -227,16 +226,16 @@ fn a_killed_instance_stops_the_run_with_its_name_and_the_store_keeps_acknowledge
         };
         tokio::join!(runner::run(&loaded, &run), killer)
     });
-    let err = outcome.expect_err("the run cannot finish without inst2");
-    assert!(
-        err.message.contains("inst2"),
-        "the error does not name inst2: {err}"
-    );
-    assert!(
-        started.elapsed() < Duration::from_secs(25),
-        "the run took {:?} to notice",
-        started.elapsed()
-    );
+    // The runner goes on without inst2 (nobody scripted its death), and
+    // says in the alert log that it lost it.
+    let (result, _) = outcome.expect("the run goes on without inst2");
+    let lost = result
+        .variants
+        .iter()
+        .flat_map(|v| &v.phases)
+        .flat_map(|p| &p.alert_log)
+        .find(|a| a.instance == 2 && a.line.contains("(not in the scenario)"));
+    assert!(lost.is_some(), "no alert line for the lost inst2");
 
     // The store still has inst2's redo: at least every write acknowledged
     // before the kill, readable (no torn record).

@@ -436,7 +436,10 @@ mod tests {
             let votes = file.heartbeat(c.next_vote(now)).unwrap_or_default();
             last = c.votes(now, &votes);
         }
-        assert!(matches!(last, Verdict::Evict { dead, .. } if dead == set(&[2])), "{last:?}");
+        assert!(
+            matches!(last, Verdict::Evict { dead, .. } if dead == set(&[2])),
+            "{last:?}"
+        );
     }
 
     #[test]
