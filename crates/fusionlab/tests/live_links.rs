@@ -191,11 +191,13 @@ fn connections_cut_under_a_running_workload_lose_no_message() {
                 std::thread::sleep(RESET_EVERY);
             }
         });
-        let ran = rt.block_on(runner::run(&loaded, &run));
+        let ran = rt
+            .block_on(runner::run(&loaded, &run))
+            .map_err(|e| e.message);
         cutter.join().expect("the cutter ends");
         ran
     });
-    let (result, outcomes) = ran.unwrap_or_else(|e| panic!("the live run failed: {e:?}"));
+    let (result, outcomes) = ran.unwrap_or_else(|e| panic!("the live run failed: {e}"));
 
     // The faults happened: connections were cut with bytes thrown away,
     // and the links connected again each time.

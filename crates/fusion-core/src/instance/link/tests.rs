@@ -290,7 +290,11 @@ fn a_broken_connection_loses_nothing_once_it_is_back() {
         let (cum, seq) = got.ack.expect("acknowledged, duplicate or not");
         a.acked(B, cum, seq).expect("fine");
     }
-    assert_eq!(handed, [2, 3], "the duplicate of 4 is not handed over twice");
+    assert_eq!(
+        handed,
+        [2, 3],
+        "the duplicate of 4 is not handed over twice"
+    );
     assert_eq!(a.unacked(B).count(), 0, "everything acknowledged");
     assert!(
         a.resend_all(2_000_000_000, B).is_empty(),
