@@ -173,6 +173,7 @@ fn connections_cut_under_a_running_workload_lose_no_message() {
         check: true,
         progress: false,
         control: None,
+        hold: None,
     };
     let ran = std::thread::scope(|s| {
         let cutter = s.spawn(|| {
