@@ -15,6 +15,13 @@
 //! The scenario's network (`[network]` and the phases' interconnect faults)
 //! is not applied here: the receiving host holds each message until the
 //! model delivers it (`host.rs`), as the simulator schedules it.
+//!
+//! A connection that breaks loses what was in flight on it (in this
+//! process's buffer and the kernels'), and a link whose connection is down
+//! drops what it is given; the link connects again and tells its host
+//! ([`Input::Reconnected`]), whose instance sends again everything the peer
+//! has not acknowledged (`Delivery::Transport`, fusion-core's link.rs). So
+//! no message is lost to a broken connection, whoever broke it.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -49,14 +56,17 @@ pub const QUEUED_MESSAGES_MAX: usize = 1 << 16;
 pub struct LinkState {
     pub up: AtomicBool,
     /// It was up once: a message sent while it is down again is dropped (as
-    /// a network drops it), not queued for a peer that may never return.
+    /// a network drops it), not queued for a peer that may never return;
+    /// the instance sends it again when the connection is back.
     pub was_up: AtomicBool,
     pub sent: AtomicU64,
     pub received: AtomicU64,
     /// Messages dropped while the connection was down (the peer died, was
-    /// killed, or its process restarts).
+    /// killed, its process restarts, or the connection was reset).
     pub dropped: AtomicU64,
-    /// Times the connection was lost.
+    /// Times the connection was lost (each loss is followed by a
+    /// reconnection attempt, and a re-send of what is unacknowledged once
+    /// it succeeds).
     pub losses: AtomicU64,
 }
 
@@ -150,7 +160,8 @@ impl Shared {
     }
 
     /// The connection is gone: what waited to be written to it is lost
-    /// with it, as on a network.
+    /// with it, as on a network (the instance sends it again once a new
+    /// connection is up).
     fn lose_connection(&self) {
         self.state.up.store(false, Ordering::Relaxed);
         self.state.losses.fetch_add(1, Ordering::Relaxed);
@@ -220,8 +231,10 @@ impl LinkSender {
     /// Send (or queue) one message; false when its queue before the first
     /// connection is full. What is sent directly leaves at the next
     /// [`flush`](Self::flush). While a connection that was up is down again
-    /// (the peer died or restarts) the message is dropped, as a network
-    /// drops it: the cluster's membership decides what that means.
+    /// (the peer died or restarts, the connection was reset) the message is
+    /// dropped, as a network drops it: the instance sends it again when the
+    /// connection is back, and the cluster's membership decides whether a
+    /// peer that stays away is dead.
     pub fn send(&self, env: Envelope) -> bool {
         let s = &self.shared;
         if s.queued.load(Ordering::Acquire) == 0 && s.state.was_up.load(Ordering::Relaxed) {
@@ -268,6 +281,8 @@ pub struct LinkSpec {
     pub codec: Codec,
     /// The run both ends must be loaded for (see `Hello.run`).
     pub run: u64,
+    /// The instance host, told when a lost connection is back.
+    pub host: HostSender,
 }
 
 /// How long a link keeps trying to reach a peer that is not up or not loaded yet.
@@ -283,7 +298,7 @@ pub const HELLOS_PENDING_MAX: usize = 64;
 /// the peer is not up or not loaded), writes what the host queued before
 /// the connection was up and whatever the socket did not take at once,
 /// notices the peer going away, and connects again (a restarted peer
-/// answers for the same run). The answer says whether the first connection
+/// answers for the same run), telling the host once it has. The answer says whether the first connection
 /// came up within [`CONNECT_PATIENCE`]; the task goes on trying either way.
 pub fn open(
     spec: LinkSpec,
@@ -316,6 +331,11 @@ pub fn open(
             shared.state.was_up.store(true, Ordering::Relaxed);
             if let Some(f) = first.take() {
                 let _ = f.send(Ok(()));
+            }
+            if shared.state.losses.load(Ordering::Relaxed) > 0 {
+                // After the connection is up: what the host sends from now
+                // on goes through, so the re-send covers every loss.
+                let _ = spec.host.send(Input::Reconnected(spec.peer));
             }
             if carry(&shared, &stream, &mut rx).await.is_none() {
                 return;

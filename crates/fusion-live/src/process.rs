@@ -250,6 +250,10 @@ impl AdminService {
             .instance_configs(&layout, r.seed, r.record_history)
             .swap_remove(me.idx());
         cfg.life = r.life;
+        // Over real sockets a connection can break under the run (an
+        // outside fault the scenario does not know of): what it loses is
+        // sent again when it is back, whatever the scenario declares.
+        cfg.delivery = cfg.delivery.over_transport();
         let carried = r
             .carried
             .as_ref()
@@ -354,6 +358,7 @@ impl AdminService {
                 token: self.0.opts.token.clone(),
                 codec,
                 run: r.epoch_ns,
+                host: host_tx.clone(),
             };
             let (handle, up) = links::open(spec, rx);
             links[i] = Some(handle);

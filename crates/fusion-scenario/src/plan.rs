@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use fusion_core::instance::{Command, InstanceConfig};
+use fusion_core::instance::{Command, Delivery, InstanceConfig};
 use fusion_core::layout::Layout;
 use fusion_core::types::InstId;
 
@@ -31,13 +31,20 @@ impl Scenario {
         let instance_count = self.instances.len() as u8;
         let catalog = Arc::new(self.catalog.clone());
         let workloads = Arc::new(self.workloads.clone());
-        let lossy_interconnect = self
+        let lossy = self
             .phases
             .iter()
             .flat_map(|p| &p.faults)
             // A partition drops messages too: healed before anyone is
             // evicted, what it dropped must be sent again.
             .any(|f| matches!(f, Fault::Loss { .. } | Fault::Partition { .. }));
+        // The simulator's network loses nothing else; the live runtime
+        // raises this to `Transport` (its connections may break).
+        let delivery = if lossy {
+            Delivery::Lossy
+        } else {
+            Delivery::Direct
+        };
         self.instances
             .iter()
             .enumerate()
@@ -51,7 +58,7 @@ impl Scenario {
                 workloads: workloads.clone(),
                 seed,
                 record_history,
-                lossy_interconnect,
+                delivery,
                 life: 0,
                 server: self.server.clone(),
             })

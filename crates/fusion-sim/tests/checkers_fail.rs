@@ -510,7 +510,7 @@ impl Driver {
                     workloads: wl.clone(),
                     seed,
                     record_history: true,
-                    lossy_interconnect: false,
+                    delivery: fusion_core::instance::Delivery::Direct,
                     life: 0,
                     server: None,
                 })

@@ -1,11 +1,13 @@
 //! Routing the reliable delivery sublayer's decisions (link.rs) when the
 //! interconnect may lose messages: numbering what goes out, acknowledging
 //! what comes in and handing it to the protocol in the order of its key,
-//! and re-sending what was not acknowledged in time. Nothing is re-sent to
-//! an instance that is no longer a member: its link is forgotten.
+//! and re-sending what was not acknowledged in time or when a broken
+//! connection is back. Nothing is re-sent to an instance that is no longer
+//! a member: its link is forgotten.
 
-use super::link::LinkFull;
+use super::link::{Delivery, LinkFull};
 use super::{Instance, Timer};
+use crate::config::Nanos;
 use crate::msg::{Action, Envelope, LinkStamp, Msg};
 use crate::types::InstId;
 
@@ -93,6 +95,28 @@ impl Instance {
         }
         if let Some((at, epoch)) = arm {
             self.arm(at - self.now, Timer::LinkResend(peer, epoch));
+        }
+    }
+
+    /// How this instance's messages reach its peers.
+    pub fn delivery(&self) -> Delivery {
+        self.links.delivery()
+    }
+
+    /// The transport's connection to `peer` broke and is back (live): what
+    /// it did not acknowledge goes again now, since that is all a broken
+    /// connection can have lost. A peer that is no longer a member was
+    /// forgotten at its eviction: nothing goes to it.
+    pub fn handle_reconnect(&mut self, now: Nanos, peer: InstId) {
+        if self.halted.is_some() {
+            return;
+        }
+        self.advance(now);
+        if !self.links.on() || peer == self.id || !self.css.is_member(peer) {
+            return;
+        }
+        for env in self.links.resend_all(self.now, peer) {
+            self.actions.push_back(Action::Send(env));
         }
     }
 

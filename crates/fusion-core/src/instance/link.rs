@@ -1,6 +1,8 @@
 //! Reliable delivery of the database's messages over an interconnect that
-//! may lose them (a scenario with a `loss` fault): `Links`, one sender and
-//! one receiver per peer, as the instance's sublayer under the protocol.
+//! may lose them: `Links`, one sender and one receiver per peer, as the
+//! instance's sublayer under the protocol ([`Delivery`] says when it is on:
+//! a scenario with a `loss` or `partition` fault, and every live run, whose
+//! TCP connections may break under it).
 //!
 //! Oracle's IPC over UDP loses a datagram now and then; the requester of a
 //! block notices after 500 ms (`gc cr block lost`) and the block is sent
@@ -17,11 +19,16 @@
 //!   sender forgets what either covers. A duplicate (a re-sent message whose
 //!   first copy arrived, or whose acknowledgement was lost) is discarded and
 //!   acknowledged again.
-//! - **Re-sending.** What is not acknowledged 500 ms ([`RETRANSMIT_NS`])
-//!   after it was sent goes again (one timer per peer, at the oldest
-//!   copy's due time), with the send time of the new copy (so the wire time
-//!   the requester measures is the copy's that arrived; the time lost is in
-//!   the receive time, not on the wire).
+//! - **Re-sending.** On a lossy interconnect, what is not acknowledged
+//!   500 ms ([`RETRANSMIT_NS`]) after it was sent goes again (one timer per
+//!   peer, at the oldest copy's due time), with the send time of the new
+//!   copy (so the wire time the requester measures is the copy's that
+//!   arrived; the time lost is in the receive time, not on the wire). Over
+//!   a transport that loses nothing while its connection is up, a copy is
+//!   lost only with a connection that broke, so everything unacknowledged
+//!   goes again at once when the connection is back ([`Links::resend_all`],
+//!   on both kinds): no timer, and no copy re-sent while the first is merely
+//!   slow.
 //! - **Order.** The protocol relies on the order of the messages about one
 //!   thing (a block, an enqueue, a transaction, the commit broadcasts,
 //!   parallel execution): each message names the previous one of the same
@@ -51,6 +58,33 @@ use rustc_hash::FxHashMap;
 use crate::config::{NS_PER_MS, Nanos};
 use crate::msg::{Envelope, LinkStamp, Msg, ResName};
 use crate::types::{BlockAddr, InstId, Xid};
+
+/// How an instance's database messages reach its peers.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Delivery {
+    /// Straight through, unnumbered: the simulator's network without a
+    /// `loss` or `partition` fault delivers every message, in order.
+    #[default]
+    Direct,
+    /// Numbered and acknowledged, and sent again when the transport's
+    /// broken connection to the peer is back (`Instance::handle_reconnect`):
+    /// the live runtime's TCP, which loses nothing while a connection is up
+    /// but whatever was in flight when it breaks (an outside fault: a reset,
+    /// a firewall, `ss -K`, a restarted proxy).
+    Transport,
+    /// The network drops messages (a phase has a `loss` or a `partition`
+    /// fault): also sent again 500 ms after the last copy went, and a block
+    /// request unanswered for 500 ms is `lost` (both drivers).
+    Lossy,
+}
+
+impl Delivery {
+    /// What a scenario's delivery becomes over real sockets: never less
+    /// than [`Delivery::Transport`].
+    pub fn over_transport(self) -> Delivery {
+        self.max(Delivery::Transport)
+    }
+}
 
 /// A message not acknowledged this long after it was sent goes again; the
 /// requester of a block calls it lost after the same time (rac-internals
@@ -168,28 +202,39 @@ impl Peer {
     }
 }
 
-/// The sublayer of one instance: off unless the interconnect may lose
-/// messages, and then one [`Peer`] per instance of the cluster.
+/// The sublayer of one instance: off for [`Delivery::Direct`], else one
+/// [`Peer`] per instance of the cluster.
 #[derive(Debug)]
 pub struct Links {
-    on: bool,
+    delivery: Delivery,
     peers: Vec<Peer>,
 }
 
 impl Links {
-    pub fn new(instances: u8, on: bool) -> Links {
-        let peers = if on {
-            (0..instances).map(|_| Peer::default()).collect()
-        } else {
+    pub fn new(instances: u8, delivery: Delivery) -> Links {
+        let peers = if delivery == Delivery::Direct {
             Vec::new()
+        } else {
+            (0..instances).map(|_| Peer::default()).collect()
         };
-        Links { on, peers }
+        Links { delivery, peers }
     }
 
     /// Whether database messages are sequenced, acknowledged and re-sent.
     #[inline(always)]
     pub fn on(&self) -> bool {
-        self.on
+        self.delivery != Delivery::Direct
+    }
+
+    /// Whether the network itself drops messages: copies go again on a
+    /// timer, and a block request can be `lost`.
+    #[inline(always)]
+    pub fn lossy(&self) -> bool {
+        self.delivery == Delivery::Lossy
+    }
+
+    pub fn delivery(&self) -> Delivery {
+        self.delivery
     }
 
     /// Number an outgoing database message to `env.to` and keep a copy
@@ -225,6 +270,9 @@ impl Links {
                 sent: now,
             },
         );
+        if self.delivery != Delivery::Lossy {
+            return Ok(None);
+        }
         Ok(Self::arm(p, now + RETRANSMIT_NS))
     }
 
@@ -357,6 +405,25 @@ impl Links {
         }
         let arm = next.and_then(|at| Self::arm(p, at));
         (again, arm)
+    }
+
+    /// The connection to `peer` broke and is back: every unacknowledged
+    /// message to it goes again now, oldest first (what was in flight on
+    /// the broken one, or given while it was down, is lost; a copy that did
+    /// arrive comes as a duplicate, which the peer discards and
+    /// acknowledges again). A re-send timer then counts from now.
+    pub fn resend_all(&mut self, now: Nanos, peer: InstId) -> Vec<Envelope> {
+        let Some(p) = self.peers.get_mut(peer.idx()) else {
+            return Vec::new();
+        };
+        p.unacked
+            .values_mut()
+            .map(|kept| {
+                kept.sent = now;
+                kept.env.sent_at = now;
+                kept.env.clone()
+            })
+            .collect()
     }
 
     /// The unacknowledged messages to `peer`, oldest first.

@@ -63,6 +63,7 @@ use gcs::Directory;
 use history::History;
 pub use history::Horizon;
 use lgwr::Lgwr;
+pub use link::Delivery;
 use lms::Lms;
 use session::Sessions;
 pub use trace::{Hop, TRACE_PENDING_MAX, TraceRecord, TransferId};
@@ -91,11 +92,12 @@ pub struct InstanceConfig {
     pub seed: u64,
     /// Record reads and writes for the correctness checkers (tests).
     pub record_history: bool,
-    /// The interconnect may lose messages (a phase has a `loss` or a
-    /// `partition` fault): the
-    /// database's messages are numbered, acknowledged and sent again
-    /// (`link.rs`), and a block not received within 500 ms is `lost`.
-    pub lossy_interconnect: bool,
+    /// How the database's messages reach the peers (`link.rs`): straight
+    /// through, or numbered, acknowledged and sent again when a transport's
+    /// connection comes back (live) or after 500 ms (a phase has a `loss`
+    /// or a `partition` fault; then a block not received within 500 ms is
+    /// `lost`).
+    pub delivery: Delivery,
     /// How many times this instance started before (0: with the cluster).
     /// A restarted instance joins the running cluster (a reconfiguration)
     /// before its sessions start, and numbers its transactions after its
@@ -285,7 +287,7 @@ impl Instance {
             workloads,
             seed,
             record_history,
-            lossy_interconnect,
+            delivery,
             life,
             server,
         } = cfg;
@@ -354,7 +356,7 @@ impl Instance {
             fences_in_flight: 0,
             unrecovered: crate::types::InstSet::default(),
             sessions_pending: life > 0,
-            links: link::Links::new(instances, lossy_interconnect),
+            links: link::Links::new(instances, delivery),
             trace: None,
             params,
             costs,

@@ -505,7 +505,7 @@ pub fn configs(
             workloads: workloads.clone(),
             seed: 7,
             record_history: true,
-            lossy_interconnect: false,
+            delivery: fusion_core::instance::Delivery::Direct,
             life: 0,
             server: None,
         })

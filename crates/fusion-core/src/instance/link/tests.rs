@@ -42,7 +42,18 @@ fn send(a: &mut Links, now: Nanos, blk: u32) -> Envelope {
 }
 
 fn pair() -> (Links, Links) {
-    (Links::new(2, true), Links::new(2, true))
+    (
+        Links::new(2, Delivery::Lossy),
+        Links::new(2, Delivery::Lossy),
+    )
+}
+
+/// Two instances over a transport (live TCP).
+fn transport_pair() -> (Links, Links) {
+    (
+        Links::new(2, Delivery::Transport),
+        Links::new(2, Delivery::Transport),
+    )
 }
 
 #[test]
@@ -232,5 +243,61 @@ fn forget_starts_the_link_again() {
         b.receive(e).expect("fine").deliver.len(),
         1,
         "not taken for a duplicate"
+    );
+}
+
+#[test]
+fn over_a_transport_nothing_goes_again_on_a_timer() {
+    let (mut a, _) = transport_pair();
+    let mut e = env(A, B, about(1));
+    assert_eq!(
+        a.send(100, &mut e).expect("room"),
+        None,
+        "no re-send timer: TCP loses nothing while the connection is up"
+    );
+    assert_eq!(e.link.seq, 1, "numbered all the same");
+    assert_eq!(a.unacked(B).count(), 1, "and kept until acknowledged");
+    assert!(!a.lossy() && a.on());
+    assert_eq!(Delivery::Direct.over_transport(), Delivery::Transport);
+    assert_eq!(Delivery::Lossy.over_transport(), Delivery::Lossy);
+}
+
+#[test]
+fn a_broken_connection_loses_nothing_once_it_is_back() {
+    let (mut a, mut b) = transport_pair();
+    // 1 arrives and is acknowledged; 2 and 3 (same block) die with the
+    // connection; 4 arrives but its acknowledgement is lost.
+    let first = send(&mut a, 0, 1);
+    let got = b.receive(first).expect("fine");
+    let (cum, seq) = got.ack.expect("acknowledged");
+    a.acked(B, cum, seq).expect("fine");
+    let _lost = send(&mut a, 10, 2);
+    let _lost_too = send(&mut a, 20, 2);
+    let arrived = send(&mut a, 30, 3);
+    assert_eq!(b.receive(arrived).expect("fine").deliver.len(), 1);
+    // The connection is back at 1 s: everything unacknowledged goes again,
+    // oldest first, stamped with the time it leaves.
+    let again = a.resend_all(1_000_000_000, B);
+    assert_eq!(
+        again.iter().map(|e| e.link.seq).collect::<Vec<_>>(),
+        [2, 3, 4]
+    );
+    assert!(again.iter().all(|e| e.sent_at == 1_000_000_000));
+    let mut handed = Vec::new();
+    for e in again {
+        let got = b.receive(e).expect("fine");
+        handed.extend(got.deliver.iter().map(|e| e.link.seq));
+        let (cum, seq) = got.ack.expect("acknowledged, duplicate or not");
+        a.acked(B, cum, seq).expect("fine");
+    }
+    assert_eq!(
+        handed,
+        [2, 3],
+        "the duplicate of 4 is not handed over twice"
+    );
+    assert_eq!(a.unacked(B).count(), 0, "everything acknowledged");
+    assert!(
+        a.resend_all(2_000_000_000, B).is_empty(),
+        "a second reconnect sends nothing"
     );
 }

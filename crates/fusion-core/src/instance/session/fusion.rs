@@ -57,7 +57,10 @@ impl Instance {
             kind,
             timing: Timing::default(),
         };
-        if self.links.on() {
+        // Only a network that drops messages loses a request: over a
+        // transport (live) one that broke sends everything again when it is
+        // back, and a late block is late, not lost.
+        if self.links.lossy() {
             self.arm(RETRANSMIT_NS, Timer::GcLost(blk, id));
         }
         let master = self.block_master(blk);
