@@ -57,6 +57,11 @@ pub struct Css {
     /// (incarnation 0, members itself) until a member's report admits it,
     /// and decides nothing meanwhile.
     joining: bool,
+    /// Per instance: the incarnation that admitted its current life (0 for
+    /// a member since the start). A message it sent in an older one is its
+    /// earlier life's, late (live: stalled on a connection a firewall held,
+    /// delivered once the rule went).
+    admitted_in: Vec<u32>,
 }
 
 impl Css {
@@ -75,6 +80,7 @@ impl Css {
             disk: vec![None; usize::from(instances)],
             beat: 0,
             joining: false,
+            admitted_in: vec![0; usize::from(instances)],
         }
     }
 
@@ -122,6 +128,15 @@ impl Css {
 
     pub fn members(&self) -> InstSet {
         self.members
+    }
+
+    /// Whether a message `from` a member, sent in `incarnation`, comes from
+    /// an earlier life of it: sent before the incarnation that admitted the
+    /// life it has now.
+    pub fn from_earlier_life(&self, from: InstId, incarnation: u32) -> bool {
+        self.admitted_in
+            .get(from.idx())
+            .is_some_and(|&a| incarnation < a)
     }
 
     pub fn incarnation(&self) -> u32 {
@@ -315,6 +330,13 @@ impl Css {
     fn welcome(&mut self, members: InstSet, now: Nanos) {
         for m in members.iter() {
             if !self.members.contains(m) && m != self.me {
+                // A joining instance meets the members' lives it has not
+                // seen yet; only the members admit a new one.
+                if !self.joining
+                    && let Some(a) = self.admitted_in.get_mut(m.idx())
+                {
+                    *a = self.incarnation;
+                }
                 if let Some(t) = self.heard.get_mut(m.idx()) {
                     *t = now;
                 }
@@ -440,6 +462,26 @@ mod tests {
             matches!(last, Verdict::Evict { dead, .. } if dead == set(&[2])),
             "{last:?}"
         );
+    }
+
+    /// A message a member's earlier life sent, delivered after its new
+    /// life was admitted, is told apart by its incarnation.
+    #[test]
+    fn an_earlier_life_s_late_message_is_told_apart() {
+        let mut c = Css::new(InstId(0), 3, 3, 0);
+        assert!(!c.from_earlier_life(InstId(2), 1));
+        c.reconfigure(set(&[0, 1]), 4 * S);
+        let (_, admitted) = c.reconfigure(set(&[0, 1, 2]), 9 * S);
+        assert!(
+            c.from_earlier_life(InstId(2), 1),
+            "sent by the life evicted in 2"
+        );
+        assert!(!c.from_earlier_life(InstId(2), admitted));
+        assert!(!c.from_earlier_life(InstId(1), 1), "inst2 never left");
+        // A joining instance adopting the cluster admits nobody.
+        let mut j = Css::joining(InstId(2), 3, 3);
+        j.adopt(admitted, set(&[0, 1, 2]), 9 * S);
+        assert!(!j.from_earlier_life(InstId(0), admitted - 1));
     }
 
     #[test]

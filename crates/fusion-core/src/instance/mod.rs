@@ -445,6 +445,11 @@ impl Instance {
             // come from members this instance does not know of yet.)
             return;
         }
+        if self.css.from_earlier_life(env.from, env.incarnation) {
+            // Its earlier life's late messages, now that a new life of it
+            // is a member: that life's links and requests are gone.
+            return;
+        }
         self.css.alive(env.from, now);
         if self.css.is_joining()
             && (env.link.seq != 0 || matches!(env.msg, Msg::LinkAck { .. }))
