@@ -247,17 +247,27 @@ fn forget_starts_the_link_again() {
 }
 
 #[test]
-fn over_a_transport_nothing_goes_again_on_a_timer() {
-    let (mut a, _) = transport_pair();
+fn over_a_transport_only_what_was_not_taken_goes_again_on_a_slow_timer() {
+    let (mut a, mut b) = transport_pair();
     let mut e = env(A, B, about(1));
-    assert_eq!(
-        a.send(100, &mut e).expect("room"),
-        None,
-        "no re-send timer: TCP loses nothing while the connection is up"
-    );
+    let (at, epoch) = a
+        .send(100, &mut e)
+        .expect("room")
+        .expect("a re-send timer, slower than a lossy link's");
+    assert_eq!(at, 100 + TRANSPORT_RETRANSMIT_NS);
+    assert!(TRANSPORT_RETRANSMIT_NS > RETRANSMIT_NS);
     assert_eq!(e.link.seq, 1, "numbered all the same");
     assert_eq!(a.unacked(B).count(), 1, "and kept until acknowledged");
     assert!(!a.lossy() && a.on());
+    // The peer dropped it (a restarted instance before its admission):
+    // it goes again when the timer fires.
+    let (again, _) = a.due(at, B, epoch);
+    assert_eq!(again.len(), 1);
+    let got = b.receive(again[0].clone()).expect("fine");
+    assert_eq!(got.deliver.len(), 1);
+    let (cum, seq) = got.ack.unwrap_or_default();
+    a.acked(B, cum, seq).expect("fine");
+    assert_eq!(a.unacked(B).count(), 0);
     assert_eq!(Delivery::Direct.over_transport(), Delivery::Transport);
     assert_eq!(Delivery::Lossy.over_transport(), Delivery::Lossy);
 }
