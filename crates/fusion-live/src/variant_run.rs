@@ -735,17 +735,8 @@ impl VariantRun<'_> {
             LifeEvent::Resume(i) => self.resume(i).await?,
             LifeEvent::Restart(i) if self.lives.state.get(i) == Some(&LiveLife::Killed) => {
                 control.restart(i)?;
-                self.lives.life[i] += 1;
-                let mut load = self.load.clone();
-                load.life = self.lives.life[i];
-                load.carried = self.lives.last_stats[i]
-                    .as_ref()
-                    .map(|(st, now)| stats_codec::encode(st, *now));
-                let a = self.admin(i)?;
-                a.load(load).await?;
-                let index = u32::try_from(phase).map_err(|_| "too many phases".to_string())?;
-                a.begin_phase(index).await?;
-                self.lives.state[i] = LiveLife::Up;
+                self.phase_index = phase;
+                self.rejoin(i).await?;
                 let at = self.now_ns();
                 self.lives.note(at, i, "restarted (startup)");
             }

@@ -56,6 +56,30 @@ fn alert_lines(out: &str) -> Vec<String> {
     lines
 }
 
+/// Run the operator's fault script to its end, then Ctrl-C the held run
+/// (which ends its phase; the report follows); the run's output.
+fn faults_then_ctrl_c(script: &mut Command, run: std::process::Child) -> Output {
+    let faults = script.output().expect("bash runs");
+    assert!(
+        faults.status.success(),
+        "the fault script failed: {}",
+        String::from_utf8_lossy(&faults.stderr)
+    );
+    let _ = Command::new("kill")
+        .args(["-INT", &run.id().to_string()])
+        .status();
+    let mut run = run;
+    let started = Instant::now();
+    while run.try_wait().expect("waitable").is_none() {
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "the held run did not end after SIGINT"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    run.wait_with_output().expect("output")
+}
+
 /// The row of the recovery summary for `dead`.
 fn recovery_row<'a>(out: &'a str, dead: &str) -> Option<&'a str> {
     out.lines()
@@ -70,7 +94,7 @@ fn a_shell_script_kills_freezes_and_restarts_processes_and_the_cluster_goes_on()
     let file = cdir.join("cluster.toml");
     cluster.0.write(&file).expect("cluster file written");
     let file_s = file.display().to_string();
-    let mut run = Command::new(EXE)
+    let run = Command::new(EXE)
         .args(["run", "--live", "--cluster", &file_s, "--hold", "chaos"])
         .arg(outside())
         .env("FUSIONLAB_DATA_DIR", DATA_DIR)
@@ -95,28 +119,7 @@ kill -STOP "$(pid 2)"; sleep 6; kill -CONT "$(pid 2)"
 sleep 5
 "#
     );
-    let faults = Command::new("bash")
-        .args(["-c", &script])
-        .output()
-        .expect("bash runs");
-    assert!(
-        faults.status.success(),
-        "the fault script failed: {}",
-        String::from_utf8_lossy(&faults.stderr)
-    );
-    // Ctrl-C ends the held phase; the report follows.
-    let _ = Command::new("kill")
-        .args(["-INT", &run.id().to_string()])
-        .status();
-    let started = Instant::now();
-    while run.try_wait().expect("waitable").is_none() {
-        assert!(
-            started.elapsed() < Duration::from_secs(120),
-            "the held run did not end after SIGINT"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let o = run.wait_with_output().expect("output");
+    let o = faults_then_ctrl_c(Command::new("bash").args(["-c", &script]), run);
     let out = clean_report(&o);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("the held phase ended (SIGINT)"), "{err}");
@@ -336,19 +339,7 @@ cut A; sleep 6; cut D
 sleep 8
 "#
     );
-    let faults = ns
-        .command(&["bash", "-c", &script])
-        .output()
-        .expect("bash runs");
-    assert!(
-        faults.status.success(),
-        "the fault script failed: {}",
-        String::from_utf8_lossy(&faults.stderr)
-    );
-    let _ = Command::new("kill")
-        .args(["-INT", &run.id().to_string()])
-        .status();
-    let o = run.wait_with_output().expect("output");
+    let o = faults_then_ctrl_c(&mut ns.command(&["bash", "-c", &script]), run);
     let out = clean_report(&o);
     let alerts = alert_lines(&out);
     // The cut: a split, inst1 keeps the cluster, the others stop...

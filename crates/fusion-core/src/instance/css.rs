@@ -133,7 +133,7 @@ impl Css {
     /// Whether a message `from` a member, sent in `incarnation`, comes from
     /// an earlier life of it: sent before the incarnation that admitted the
     /// life it has now.
-    pub fn from_earlier_life(&self, from: InstId, incarnation: u32) -> bool {
+    pub fn sent_by_earlier_life(&self, from: InstId, incarnation: u32) -> bool {
         self.admitted_in
             .get(from.idx())
             .is_some_and(|&a| incarnation < a)
@@ -469,19 +469,19 @@ mod tests {
     #[test]
     fn an_earlier_life_s_late_message_is_told_apart() {
         let mut c = Css::new(InstId(0), 3, 3, 0);
-        assert!(!c.from_earlier_life(InstId(2), 1));
+        assert!(!c.sent_by_earlier_life(InstId(2), 1));
         c.reconfigure(set(&[0, 1]), 4 * S);
         let (_, admitted) = c.reconfigure(set(&[0, 1, 2]), 9 * S);
         assert!(
-            c.from_earlier_life(InstId(2), 1),
+            c.sent_by_earlier_life(InstId(2), 1),
             "sent by the life evicted in 2"
         );
-        assert!(!c.from_earlier_life(InstId(2), admitted));
-        assert!(!c.from_earlier_life(InstId(1), 1), "inst2 never left");
+        assert!(!c.sent_by_earlier_life(InstId(2), admitted));
+        assert!(!c.sent_by_earlier_life(InstId(1), 1), "inst2 never left");
         // A joining instance adopting the cluster admits nobody.
         let mut j = Css::joining(InstId(2), 3, 3);
         j.adopt(admitted, set(&[0, 1, 2]), 9 * S);
-        assert!(!j.from_earlier_life(InstId(0), admitted - 1));
+        assert!(!j.sent_by_earlier_life(InstId(0), admitted - 1));
     }
 
     #[test]

@@ -445,7 +445,7 @@ impl Instance {
             // come from members this instance does not know of yet.)
             return;
         }
-        if self.css.from_earlier_life(env.from, env.incarnation) {
+        if self.css.sent_by_earlier_life(env.from, env.incarnation) {
             // Its earlier life's late messages, now that a new life of it
             // is a member: that life's links and requests are gone.
             return;

@@ -255,7 +255,7 @@ fn over_a_transport_only_what_was_not_taken_goes_again_on_a_slow_timer() {
         .expect("room")
         .expect("a re-send timer, slower than a lossy link's");
     assert_eq!(at, 100 + TRANSPORT_RETRANSMIT_NS);
-    assert!(TRANSPORT_RETRANSMIT_NS > RETRANSMIT_NS);
+    const { assert!(TRANSPORT_RETRANSMIT_NS > RETRANSMIT_NS) };
     assert_eq!(e.link.seq, 1, "numbered all the same");
     assert_eq!(a.unacked(B).count(), 1, "and kept until acknowledged");
     assert!(!a.lossy() && a.on());
