@@ -595,9 +595,15 @@ impl<O: Outputs> Host<O> {
                 self.io_in_flight = self.io_in_flight.saturating_sub(1);
                 match result {
                     Ok(r) => self.inst.handle_io(now, id, r),
-                    // The request stays unanswered: what waited on it
-                    // waits on, and the runner stops the run with this.
-                    Err(e) => self.problem(e),
+                    // The store failed or did not answer in time (a cut
+                    // between them, the store gone): the instance
+                    // terminates, as on an I/O error; the survivors evict
+                    // and recover it, the runner may start it again. It is
+                    // not a problem of the run unless nobody is left.
+                    Err(e) => {
+                        tracing::warn!(error = %e, "block store I/O failed: terminating the instance");
+                        self.inst.terminate_on_io_error(now, &e);
+                    }
                 }
             }
             Input::Reconnected(peer) => self.inst.handle_reconnect(now, peer),

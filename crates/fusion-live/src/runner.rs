@@ -375,6 +375,7 @@ async fn run_variant(name: &str, s: &Scenario, r: &LiveRun<'_>) -> Result<Varian
         none_answer_since: None,
         undecided: false,
         unchecked: Vec::new(),
+        store_silent_since: None,
     };
     let mut snapshots = Vec::new();
     let mut alerts: Vec<Vec<AlertEntry>> = Vec::new();

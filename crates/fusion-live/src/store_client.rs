@@ -375,4 +375,15 @@ impl Store {
         }
         Ok(())
     }
+
+    /// Whether the store answers (its `Ping`: touches no file), within 2 s.
+    pub async fn ping(&self) -> Result<(), String> {
+        let mut c = self.client.clone();
+        let mut r = self.request(fusion_wire::pb::PingRequest {});
+        r.set_timeout(Duration::from_secs(2));
+        c.ping(r)
+            .await
+            .map(|_| ())
+            .map_err(|s| format!("block store {}: {}", self.address, s.message()))
+    }
 }

@@ -65,7 +65,13 @@ pub struct VariantRun<'a> {
     /// What the checks could not see (a lost instance without a journal):
     /// put in the variant's outcome.
     pub(crate) unchecked: Vec<String>,
+    /// Since when the block store has not answered the runner.
+    pub(crate) store_silent_since: Option<std::time::Instant>,
 }
+
+/// How long the block store may not answer the runner before the run
+/// stops (exit 4).
+const STORE_SILENCE_LIMIT: Duration = Duration::from_secs(5);
 
 /// How long the runner goes on with no instance answering it before it
 /// says it is cut off from the cluster (exit status 4).
@@ -175,7 +181,10 @@ impl VariantRun<'_> {
                     b.set_message(self.lives.summary(self.now_ns()));
                 }
             }
-            let looked = self.look(&mut stall).await;
+            let mut looked = self.look(&mut stall).await;
+            if looked.is_ok() {
+                looked = self.store_answers(store).await;
+            }
             if let Err(e) = looked {
                 if let Some(b) = &bar {
                     b.abandon();
@@ -260,6 +269,13 @@ impl VariantRun<'_> {
             got.push(j.map_err(|e| format!("status call failed: {e}"))?);
         }
         got.sort_by_key(|(i, _)| *i);
+        // The cluster as those that run in it see it, before any change here.
+        let members_now = got
+            .iter()
+            .filter_map(|(_, r)| r.as_ref().ok())
+            .filter(|s| s.halted.is_empty())
+            .max_by_key(|s| (s.incarnation, std::cmp::Reverse(s.instance)))
+            .map(|s| InstSet(s.members));
         let mut lines = Vec::new();
         let mut out = Vec::new();
         let mut back = Vec::new();
@@ -274,8 +290,22 @@ impl VariantRun<'_> {
                         self.lives.state[i] = LiveLife::Evicted;
                         let at = self.now_ns();
                         self.lives.note(at, i, &format!("stopped: {}", s.halted));
-                        if let Some(c) = self.checker.as_mut() {
-                            c.instance_down(InstId(i as u8));
+                        // Stopped while the others still count it a member
+                        // (it terminated on its own: an I/O error), all it
+                        // recorded is from its life as a member: taken
+                        // before it is down. Once evicted, what it did after
+                        // counts for nothing, as on the simulator.
+                        let id = InstId(i as u8);
+                        if let Some(mut c) = self.checker.take() {
+                            let member = members_now.is_some_and(|m| m.contains(id));
+                            let drained = if member {
+                                drain_one(i, &self.admins[i], &mut c, true).await
+                            } else {
+                                Ok(0)
+                            };
+                            c.instance_down(id);
+                            self.checker = Some(c);
+                            self.lives.taken[i] += drained?;
                         }
                         let scripted = self
                             .failures_by_phase
@@ -366,6 +396,31 @@ impl VariantRun<'_> {
             }
         }
         Err(lines.join("\n"))
+    }
+
+    /// The block store answers the runner; Err once it has not for
+    /// [`STORE_SILENCE_LIMIT`]: without it the cluster has nothing to run
+    /// on (its instances terminate on their I/O errors).
+    async fn store_answers(&mut self, store: &Store) -> Result<(), String> {
+        match store.ping().await {
+            Ok(()) => {
+                self.store_silent_since = None;
+                Ok(())
+            }
+            Err(e) => {
+                let since = *self
+                    .store_silent_since
+                    .get_or_insert_with(std::time::Instant::now);
+                if since.elapsed() >= STORE_SILENCE_LIMIT {
+                    Err(format!(
+                        "the block store has not answered for {} s: {e}",
+                        STORE_SILENCE_LIMIT.as_secs()
+                    ))
+                } else {
+                    Ok(())
+                }
+            }
+        }
     }
 
     /// Instance `i` stopped answering (`why`), and the scenario did not ask

@@ -200,11 +200,10 @@ impl Css {
                 from.number()
             ));
         }
-        if incarnation == 0 && !self.members.contains(from) {
+        if incarnation == 0 {
             // A restarted instance asking to join: its old life is dead until
-            // the cluster evicts it, whatever the new one says. Once admitted
-            // it beats with incarnation 0 until the news reaches it (a
-            // report lost on a link that was down, live): alive all the same.
+            // the cluster evicts it, whatever the new one says. (Once
+            // admitted, its silence counts from its admission: `welcome`.)
             return Verdict::Wait;
         }
         if let Some(t) = self.heard.get_mut(from.idx()) {
@@ -226,7 +225,7 @@ impl Css {
             return Verdict::Wait;
         }
         for v in votes {
-            if v.incarnation == 0 && !self.members.contains(v.inst) {
+            if v.incarnation == 0 {
                 // A restarted instance booting: not its old life's heartbeat.
                 continue;
             }
@@ -410,7 +409,9 @@ mod tests {
 
     /// A restarted instance admitted by a member beats with incarnation 0
     /// until the news reaches it (live: the report may wait for a link to
-    /// reconnect): it is a member, alive, not a dead one to evict again.
+    /// reconnect or a re-send): its silence counts from its admission, not
+    /// from its old life's last heartbeat. And a restarted instance whose
+    /// old life is still a member does not keep that life alive.
     #[test]
     fn an_admitted_instance_is_not_taken_for_dead_before_it_learns_its_incarnation() {
         let mut c = Css::new(InstId(0), 3, 3, 0);
@@ -423,38 +424,36 @@ mod tests {
         c.heard(InstId(2), 9 * S, 0, InstSet::default());
         c.heard(InstId(1), 9 * S, 2, set(&[0, 1]));
         let (_, inc) = c.reconfigure(set(&[0, 1, 2]), 9 * S);
-        // It goes on beating with incarnation 0 for a while.
         let mut file = crate::voting::VotingFile::new(3);
-        let peer = |file: &mut crate::voting::VotingFile, t: u64, hears: InstSet| {
+        let vote = |file: &mut crate::voting::VotingFile, inst: u8, t: u64, incarnation: u32| {
             let _ = file.heartbeat(Vote {
-                inst: InstId(1),
+                inst: InstId(inst),
                 beat: t,
-                incarnation: inc,
+                incarnation,
                 members: set(&[0, 1, 2]),
-                hears,
-            });
-        };
-        for t in 10..=16 {
-            let now = t * S;
-            peer(&mut file, t, set(&[0, 1, 2]));
-            c.heard(InstId(1), now, inc, set(&[0, 1, 2]));
-            c.heard(InstId(2), now, 0, InstSet::default());
-            let _ = file.heartbeat(Vote {
-                inst: InstId(2),
-                beat: t,
-                incarnation: 0,
-                members: InstSet::default(),
                 hears: set(&[0, 1, 2]),
             });
+        };
+        // Two seconds with incarnation 0, then it knows.
+        for t in 10..=16 {
+            let now = t * S;
+            let its = if t < 12 { 0 } else { inc };
+            vote(&mut file, 1, t, inc);
+            vote(&mut file, 2, t, its);
+            c.heard(InstId(1), now, inc, set(&[0, 1, 2]));
+            c.heard(InstId(2), now, its, set(&[0, 1, 2]));
             let votes = file.heartbeat(c.next_vote(now)).unwrap_or_default();
             assert_eq!(c.votes(now, &votes), Verdict::Wait, "at {t} s");
         }
-        // Silent (and still on disk) past misscount once it stops: evicted.
+        // Killed at 16 s and started again at once: the new life's beats
+        // (incarnation 0) do not keep the old one alive. Evicted.
         let mut last = Verdict::Wait;
         for t in 17..=22 {
             let now = t * S;
-            peer(&mut file, t, set(&[0, 1]));
+            vote(&mut file, 1, t, inc);
+            vote(&mut file, 2, t, 0);
             c.heard(InstId(1), now, inc, set(&[0, 1, 2]));
+            c.heard(InstId(2), now, 0, InstSet::default());
             let votes = file.heartbeat(c.next_vote(now)).unwrap_or_default();
             last = c.votes(now, &votes);
         }

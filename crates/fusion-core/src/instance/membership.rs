@@ -107,6 +107,25 @@ impl Instance {
         self.stop(why);
     }
 
+    /// The block store failed an I/O of this instance or stopped answering
+    /// it (live: a network cut between them, the store's machine gone):
+    /// as Oracle's LGWR or DBWR on an I/O error, the instance terminates.
+    /// Its redo in the store is what the survivors recover; a driver may
+    /// start it again as its next life.
+    pub fn terminate_on_io_error(&mut self, now: crate::config::Nanos, error: &str) {
+        if self.halted.is_some() {
+            return;
+        }
+        self.now = self.now.max(now);
+        self.alert
+            .write(self.now, format!("I/O error on the block store: {error}"));
+        self.alert.write(
+            self.now,
+            "Instance terminated due to an I/O error on the block store",
+        );
+        self.stop(format!("terminated: I/O error on the block store: {error}"));
+    }
+
     /// The instance was killed (SIGKILL of every process): it stops at once.
     pub fn crash(&mut self, now: crate::config::Nanos) {
         if self.halted.is_none() {
