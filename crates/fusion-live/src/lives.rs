@@ -178,6 +178,9 @@ pub struct Lives {
     /// Whether the journal of an instance's current life was read to its
     /// end (it died or was evicted without handing its history over).
     pub journal_read: Vec<bool>,
+    /// A life the runner started (loaded) that the checker has not seen
+    /// as a member yet: what it records is a member's (see `drain_one`).
+    pub fresh: Vec<bool>,
 }
 
 impl Lives {
@@ -190,6 +193,7 @@ impl Lives {
             alerts: Vec::new(),
             taken: vec![0; instances],
             journal_read: vec![false; instances],
+            fresh: vec![false; instances],
         }
     }
 

@@ -288,6 +288,7 @@ impl VariantRun<'_> {
                     if !s.halted.is_empty() && self.lives.state[i] == LiveLife::Up {
                         // The cluster evicted it: it stopped itself.
                         self.lives.state[i] = LiveLife::Evicted;
+                        self.lives.fresh[i] = false;
                         let at = self.now_ns();
                         self.lives.note(at, i, &format!("stopped: {}", s.halted));
                         // Stopped while the others still count it a member
@@ -299,7 +300,7 @@ impl VariantRun<'_> {
                         if let Some(mut c) = self.checker.take() {
                             let member = members_now.is_some_and(|m| m.contains(id));
                             let drained = if member {
-                                drain_one(i, &self.admins[i], &mut c, true).await
+                                drain_one(i, &self.admins[i], &mut c, true, false).await
                             } else {
                                 Ok(0)
                             };
@@ -431,6 +432,7 @@ impl VariantRun<'_> {
         }
         let at = self.now_ns();
         self.lives.state[i] = LiveLife::Lost { since_ns: at };
+        self.lives.fresh[i] = false;
         // The admin client names the instance and its address first; the
         // alert log's column says which instance already.
         let why = self
@@ -513,6 +515,7 @@ impl VariantRun<'_> {
         self.lives.life[i] += 1;
         self.lives.taken[i] = 0;
         self.lives.journal_read[i] = false;
+        self.lives.fresh[i] = true;
         let mut load = self.load.clone();
         load.life = self.lives.life[i];
         load.carried = self.lives.last_stats[i]
@@ -678,8 +681,15 @@ impl VariantRun<'_> {
     /// Take what every answering instance's history holds into `c`.
     async fn drain(&mut self, c: &mut ConsistencyChecker, at_rest: bool) -> Result<(), String> {
         for (i, a) in self.answering() {
-            match drain_one(i, &a, c, at_rest).await {
-                Ok(n) => self.lives.taken[i] += n,
+            let fresh = self.lives.fresh[i];
+            match drain_one(i, &a, c, at_rest, fresh).await {
+                Ok(n) => {
+                    self.lives.taken[i] += n;
+                    let id = InstId(u8::try_from(i).unwrap_or(u8::MAX));
+                    if fresh && !c.is_down(id) {
+                        self.lives.fresh[i] = false;
+                    }
+                }
                 Err(e) => {
                     if let Some(e) = self.unless_lost(i, e).await {
                         return Err(e);
@@ -746,7 +756,7 @@ impl VariantRun<'_> {
                 // up to it; then the process.
                 a.crash().await?;
                 if let Some(mut c) = self.checker.take() {
-                    let drained = drain_one(i, &a, &mut c, true).await;
+                    let drained = drain_one(i, &a, &mut c, true, false).await;
                     c.instance_down(InstId(i as u8));
                     self.checker = Some(c);
                     self.lives.taken[i] += drained?;
@@ -768,7 +778,7 @@ impl VariantRun<'_> {
                 // does after it wakes counts for nothing.
                 a.hold().await?;
                 if let Some(mut c) = self.checker.take() {
-                    let drained = drain_one(inst, &a, &mut c, true).await;
+                    let drained = drain_one(inst, &a, &mut c, true, false).await;
                     self.checker = Some(c);
                     self.lives.taken[inst] += drained?;
                 }
