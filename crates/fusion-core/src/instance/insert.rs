@@ -99,10 +99,7 @@ impl Instance {
         let me = self.id.idx();
         let t = self.layout.tables[table].clone();
         let Body::SegHeader { used } = &*self.cache.get(buf).image.body else {
-            self.errors.push(format!(
-                "{}: segment header of table {table} is corrupt",
-                self.id
-            ));
+            self.error(format!("segment header of table {table} is corrupt"));
             return ExecPoint::None;
         };
         let mine = used.get(me).copied().unwrap_or(u32::MAX);
@@ -190,8 +187,7 @@ impl Instance {
         let inserted = self.cache.get_mut(buf).image.apply(&entry, xid, scn);
         self.split_unlock(sid, ix);
         if !inserted {
-            self.errors
-                .push(format!("{}: duplicate key {key} in index {ix}", self.id));
+            self.error(format!("duplicate key {key} in index {ix}"));
             return ExecPoint::None;
         }
         self.log_change(buf, entry, xid, scn, 120);

@@ -57,7 +57,7 @@ impl Instance {
 
     /// Problems with peers' messages or I/O seen so far.
     pub fn errors(&self) -> &[String] {
-        &self.errors
+        self.errors.as_slice()
     }
 
     /// Keep the sequence values handed out for [`Instance::take_nextvals`]

@@ -157,9 +157,9 @@ impl Instance {
             Change::Bit(_) => img.piece(t.at).map(|p| p.lock),
         };
         let Some(holder) = holder else {
-            self.errors.push(format!(
-                "{}: index {} has nothing at {} for key {}",
-                self.id, t.ix, t.at, t.key
+            self.error(format!(
+                "index {} has nothing at {} for key {}",
+                t.ix, t.at, t.key
             ));
             self.sessions.session_mut(sid).maint.clear();
             return Some(ExecPoint::None);

@@ -25,6 +25,7 @@ mod history;
 mod hogs;
 mod insert;
 mod inspect;
+mod kernel;
 mod lgwr;
 mod link;
 mod lms;
@@ -239,7 +240,7 @@ pub struct Instance {
     stmt_ids: Vec<Vec<Vec<Option<usize>>>>,
     update_seq_stmt: Option<usize>,
     /// Fatal protocol problems seen (a wrong message from a peer): reported, never panicked on.
-    errors: Vec<String>,
+    errors: kernel::ErrorLog,
     /// Parallel execution: PX servers, hosted slaves, coordinated statements.
     px: px::PxState,
     /// Cluster membership: heartbeats, who is alive, the incarnation.
@@ -337,7 +338,7 @@ impl Instance {
             nextvals: None,
             stmt_ids: Vec::new(),
             update_seq_stmt: None,
-            errors: Vec::new(),
+            errors: kernel::ErrorLog::default(),
             px: px::PxState::default(),
             css: if life == 0 {
                 css::Css::new(id, instances, params.css_misscount, 0)
@@ -479,8 +480,7 @@ impl Instance {
         }
         self.advance(now);
         let Some(purpose) = self.io.remove(&id) else {
-            self.errors
-                .push(format!("{}: completion for unknown I/O {id}", self.id));
+            self.error(format!("completion for unknown I/O {id}"));
             return;
         };
         match (purpose, result) {
@@ -894,15 +894,7 @@ impl Instance {
     /// driver, never panicked on). Kept up to [`ERRORS_KEPT`]: a peer that
     /// sends garbage for ever must not grow the instance without bound.
     pub(super) fn error(&mut self, problem: String) {
-        match self.errors.len() {
-            n if n + 1 < ERRORS_KEPT => self.errors.push(format!("{}: {problem}", self.id)),
-            n if n + 1 == ERRORS_KEPT => self.errors.push(format!(
-                "{}: more problems followed; only the first {} are kept",
-                self.id,
-                ERRORS_KEPT - 1
-            )),
-            _ => {}
-        }
+        self.errors.push(self.id, &problem);
     }
 
     /// Record a foreground or background wait.
@@ -940,8 +932,8 @@ impl Instance {
     #[cold]
     #[inline(never)]
     fn history_full(&mut self) {
-        let e = format!("{}: {}", self.id, self.history.full_error());
-        self.errors.push(e);
+        let e = self.history.full_error();
+        self.error(e);
     }
 
     // ----- CPU hogs ---------------------------------------------------------------------
@@ -984,8 +976,7 @@ impl Instance {
     }
 }
 
-/// Problems an instance keeps for its driver (the last one says more followed).
-pub const ERRORS_KEPT: usize = 1000;
+pub use kernel::ERRORS_KEPT;
 
 /// Check a block image against what a reader expected (used by checkers).
 pub fn row_value(block: &Block, key: u64) -> Option<i64> {

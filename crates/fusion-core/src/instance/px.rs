@@ -405,8 +405,7 @@ impl Instance {
     /// An instance's slaves joined.
     pub(super) fn px_qc_joined(&mut self, exec: ExecId) {
         let Some(sid) = self.px_qc_of(exec) else {
-            self.errors
-                .push(format!("{}: join for unknown execution {exec:?}", self.id));
+            self.error(format!("join for unknown execution {exec:?}"));
             return;
         };
         let Some(qc) = self.px.qcs.get_mut(&sid) else {
@@ -693,16 +692,14 @@ impl Instance {
                 load,
             } => {
                 let Some(sid) = self.px_qc_of(exec) else {
-                    self.errors
-                        .push(format!("{}: probe reply for unknown {exec:?}", self.id));
+                    self.error(format!("probe reply for unknown {exec:?}"));
                     return;
                 };
                 let Some(qc) = self.px.qcs.get_mut(&sid) else {
                     return;
                 };
                 if qc.st != QcState::Probing || qc.offers.iter().any(|o| o.inst == from) {
-                    self.errors
-                        .push(format!("{}: unexpected probe reply from {from}", self.id));
+                    self.error(format!("unexpected probe reply from {from}"));
                     return;
                 }
                 qc.offers.push(Offer {
@@ -729,8 +726,7 @@ impl Instance {
                 placement,
             } => {
                 if exec.qc != from {
-                    self.errors
-                        .push(format!("{}: {from} started another QC's {exec:?}", self.id));
+                    self.error(format!("{from} started another QC's {exec:?}"));
                     return;
                 }
                 self.px_host_start(exec, qc_sid, query, requested, dop, placement);

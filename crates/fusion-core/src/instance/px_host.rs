@@ -206,8 +206,7 @@ impl Instance {
 
     pub(super) fn px_host_execute(&mut self, exec: ExecId) {
         let Some(h) = self.px.hosted.get(&exec) else {
-            self.errors
-                .push(format!("{}: execute of unknown {exec:?}", self.id));
+            self.error(format!("execute of unknown {exec:?}"));
             return;
         };
         for w in h.workers.clone() {

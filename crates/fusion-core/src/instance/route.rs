@@ -4,7 +4,7 @@
 //! the state (gcs.rs, lgwr.rs), the holder's side of a transfer is routed
 //! in serve.rs and DBWR's answers in dbwr_route.rs.
 
-use super::gcs::{Drained, Route};
+use super::gcs::{Drained, Route, UnexpectedAck};
 use super::ges::{Get, HandOn};
 use super::lgwr::{Flush, FlushWaiter};
 use super::session::SessionState;
@@ -74,8 +74,12 @@ impl Instance {
     }
 
     pub(super) fn dir_invalidate_ack(&mut self, from: InstId, blk: BlockAddr) {
-        if let Some(route) = self.directory.invalidate_ack(from, blk) {
-            self.follow(route);
+        match self.directory.invalidate_ack(from, blk) {
+            Ok(Some(route)) => self.follow(route),
+            Ok(None) => {}
+            Err(UnexpectedAck { from, blk }) => self.error(format!(
+                "{from} acknowledged an invalidation of {blk} not asked of it"
+            )),
         }
     }
 

@@ -172,8 +172,7 @@ impl Instance {
         let old = match self.cache.get(buf).image.row(slot) {
             Some(r) if r.key == seq as u64 + 1 => r.val.max(0) as u64,
             _ => {
-                self.errors
-                    .push(format!("{}: SEQ$ has no row for sequence {seq}", self.id));
+                self.error(format!("SEQ$ has no row for sequence {seq}"));
                 self.sessions.session_mut(sid).recursive_start = None;
                 return ExecPoint::None;
             }

@@ -152,9 +152,9 @@ impl Instance {
         let block = self.unbox_shipped_block(ship);
         let blk = req.blk;
         let Some(pending) = self.sessions.request(blk, req.id) else {
-            self.errors.push(format!(
-                "{}: {from} shipped {blk} for request {} we do not have",
-                self.id, req.id
+            self.error(format!(
+                "{from} shipped {blk} for request {} we do not have",
+                req.id
             ));
             return;
         };
@@ -298,9 +298,9 @@ impl Instance {
         grant: GrantKind,
     ) {
         let Some(pending) = self.sessions.request(req.blk, req.id) else {
-            self.errors.push(format!(
-                "{}: grant for {} request {} we do not have",
-                self.id, req.blk, req.id
+            self.error(format!(
+                "grant for {} request {} we do not have",
+                req.blk, req.id
             ));
             return;
         };
@@ -359,10 +359,7 @@ impl Instance {
                 self.sessions.end_request(blk);
                 match self.cache.current(blk) {
                     Some(id) => self.cache.set_state(id, BufState::Xcur),
-                    None => self.errors.push(format!(
-                        "{}: upgrade granted for {blk} but no S copy here",
-                        self.id
-                    )),
+                    None => self.error(format!("upgrade granted for {blk} but no S copy here")),
                 }
                 self.installed(blk, req.id, Mode::X, None, false);
                 self.ready_owner(pending.owner);

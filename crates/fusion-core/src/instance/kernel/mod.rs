@@ -1,0 +1,6 @@
+//! The services every part of the instance shares.
+
+mod errors;
+
+pub use errors::ERRORS_KEPT;
+pub(super) use errors::ErrorLog;
