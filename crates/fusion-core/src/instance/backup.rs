@@ -102,12 +102,12 @@ impl Instance {
     pub(super) fn begin_backup(&mut self, channels: u32, section_size_mb: Option<u32>) {
         if self.rman.started.is_some() {
             self.alert.write(
-                self.now,
+                self.k.now(),
                 "RMAN: BACKUP DATABASE not started: a backup is already running".to_string(),
             );
             return;
         }
-        let block_bytes = u64::from(self.params.db_block_size.max(1));
+        let block_bytes = u64::from(self.k.params().db_block_size.max(1));
         let section_blocks = section_size_mb.map(|mb| {
             u32::try_from((u64::from(mb) << 20) / block_bytes)
                 .unwrap_or(u32::MAX)
@@ -115,7 +115,8 @@ impl Instance {
         });
         // The files, largest first (ties in file order).
         let mut files: Vec<(u32, Runs)> = self
-            .layout
+            .k
+            .layout()
             .tables
             .iter()
             .map(|t| {
@@ -158,7 +159,7 @@ impl Instance {
             None => String::new(),
         };
         self.alert.write(
-            self.now,
+            self.k.now(),
             format!(
                 "RMAN: Starting backup: {channels} channel(s) (ORA_DISK_1..{channels}), {} unit(s){sections}",
                 work.len()
@@ -166,7 +167,7 @@ impl Instance {
         );
         self.rman.work = work;
         self.rman.active = channels;
-        self.rman.started = Some(self.now);
+        self.rman.started = Some(self.k.now());
         for c in &mut self.rman.channels[..channels] {
             c.blocks = 0;
             c.units = 0;
@@ -179,7 +180,7 @@ impl Instance {
 
     /// Channel `c` goes on: the next read of its unit, or the next unit.
     fn backup_next(&mut self, c: usize) {
-        let most = u32::try_from(READ_BYTES / u64::from(self.params.db_block_size.max(1)))
+        let most = u32::try_from(READ_BYTES / u64::from(self.k.params().db_block_size.max(1)))
             .unwrap_or(1)
             .max(1);
         loop {
@@ -200,7 +201,7 @@ impl Instance {
             match unit.next_read(most) {
                 Some((first, count)) => {
                     unit.next += count;
-                    self.stats.incr(Stat::RmanReads);
+                    self.k.incr(Stat::RmanReads);
                     let channel = u32::try_from(c).unwrap_or(u32::MAX);
                     self.start_io(
                         Io::ReadBlocks {
@@ -214,7 +215,7 @@ impl Instance {
                 None => {
                     channel.unit = None;
                     channel.units += 1;
-                    self.stats.incr(Stat::RmanWorkUnits);
+                    self.k.incr(Stat::RmanWorkUnits);
                 }
             }
         }
@@ -231,8 +232,8 @@ impl Instance {
         let blocks = u64::try_from(blocks).unwrap_or(u64::MAX);
         channel.blocks += blocks;
         let proc = channel.proc;
-        self.stats.add(Stat::RmanBlocksBackedUp, blocks);
-        self.cpu(proc, (self.costs.rman_block * blocks).max(1));
+        self.k.add(Stat::RmanBlocksBackedUp, blocks);
+        self.cpu(proc, (self.k.costs().rman_block * blocks).max(1));
     }
 
     /// Channel `c` compressed what it read.
@@ -253,9 +254,9 @@ impl Instance {
                 c + 1,
                 channel.units,
                 channel.blocks,
-                hms(self.now - started)
+                hms(self.k.now() - started)
             );
-            self.alert.write(self.now, line);
+            self.alert.write(self.k.now(), line);
         }
         let active = self.rman.active.min(self.rman.channels.len());
         if self.rman.channels[..active].iter().any(|ch| ch.busy) {
@@ -270,14 +271,14 @@ impl Instance {
             .map(|ch| ch.blocks)
             .max()
             .unwrap_or(0);
-        let elapsed = self.now - started;
-        self.stats.incr(Stat::RmanBackupsCompleted);
-        self.stats.add(Stat::RmanBackupElapsedTime, elapsed);
-        self.stats
+        let elapsed = self.k.now() - started;
+        self.k.incr(Stat::RmanBackupsCompleted);
+        self.k.add(Stat::RmanBackupElapsedTime, elapsed);
+        self.k
             .add(Stat::RmanChannelsUsed, u64::try_from(used).unwrap_or(0));
-        self.stats.add(Stat::RmanChannelBlocksMax, largest);
+        self.k.add(Stat::RmanChannelBlocksMax, largest);
         self.alert.write(
-            self.now,
+            self.k.now(),
             format!("RMAN: Finished backup, elapsed time {}", hms(elapsed)),
         );
         self.rman.started = None;

@@ -94,13 +94,13 @@ impl Instance {
     /// Mark a current buffer changed by the `bytes` of redo that end at `rba`.
     fn dirtied(&mut self, buf: BufId, rba: u64, bytes: u32) {
         // A change clears the block's fairness counter.
-        if self.cache.dirtied(buf, rba, self.now) {
-            self.stats.incr(Stat::GcCrFairnessClears);
+        if self.cache.dirtied(buf, rba, self.k.now()) {
+            self.k.incr(Stat::GcCrFairnessClears);
         }
         if self.cache.get(buf).first_rba().is_none() {
             self.cache.set_first_rba(buf, Some(rba - u64::from(bytes)));
         }
-        self.stats.incr(Stat::DbBlockChanges);
+        self.k.incr(Stat::DbBlockChanges);
     }
 
     /// The checkpoint position now (see the module's comment).
@@ -113,7 +113,7 @@ impl Instance {
     /// With `fast_start_mttr_target` set: the redo address whose changes
     /// must be on disk for recovery to finish within the target.
     pub(super) fn mttr_bound(&self) -> Option<u64> {
-        let target = u64::from(self.params.fast_start_mttr_target);
+        let target = u64::from(self.k.params().fast_start_mttr_target);
         (target > 0).then(|| {
             self.lgwr
                 .end_rba()
@@ -145,7 +145,7 @@ impl Instance {
     /// Past images whose first change lies below `below` hold the
     /// checkpoint back: ask their masters to have the current block written.
     pub(super) fn ask_pi_writes(&mut self, below: u64) {
-        let now = self.now;
+        let now = self.k.now();
         let mut blks: Vec<BlockAddr> = self
             .cache
             .iter()

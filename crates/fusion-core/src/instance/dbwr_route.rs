@@ -32,24 +32,24 @@ impl Instance {
     /// says (Oracle's rule). Worker numbers fit 8 bits: both parameters are
     /// at most 100 (`Params::set`).
     pub(super) fn start_writers(&mut self) {
-        let slaves = self.params.dbwr_io_slaves;
+        let slaves = self.k.params().dbwr_io_slaves;
         let writers = if slaves > 0 {
             1
         } else {
-            self.params.db_writer_processes
+            self.k.params().db_writer_processes
         };
         let number = |i: u32| u8::try_from(i.min(u32::from(u8::MAX))).unwrap_or(u8::MAX);
         let procs: Vec<(ProcId, u8)> = (0..writers)
             .map(|i| {
                 let proc = self.add_proc(Proc::Dbwr(number(i)), format!("DBW{i}"));
-                (proc, self.numa.as_ref().map_or(0, |n| n.home(proc)))
+                (proc, self.k.numa().map_or(0, |n| n.home(proc)))
             })
             .collect();
         // Writers write their own group's buffers when the database places
         // memory by group and the server models what a write touches.
         let groups = self
-            .numa
-            .as_ref()
+            .k
+            .numa()
             .filter(|n| n.aware() && n.models_writes())
             .map(|n| n.group_count());
         self.dbwr = dbwr::Dbwr::new(procs, groups);
@@ -79,10 +79,10 @@ impl Instance {
         let end = self.lgwr.end_rba();
         self.dbwr.begin_full_checkpoint(end);
         self.alert.write(
-            self.now,
+            self.k.now(),
             format!(
                 "Beginning global checkpoint up to RBA {end}, SCN: {}",
-                self.scn
+                self.k.scn()
             ),
         );
         self.check_full_checkpoint();
@@ -96,9 +96,9 @@ impl Instance {
         let position = self.checkpoint_position();
         self.dbwr.advance_checkpoint(position);
         if self.dbwr.full_checkpoint_done(position) {
-            self.stats.incr(Stat::DbwrCheckpoints);
+            self.k.incr(Stat::DbwrCheckpoints);
             self.alert.write(
-                self.now,
+                self.k.now(),
                 format!("Completed checkpoint up to RBA {position}"),
             );
         }
@@ -112,7 +112,7 @@ impl Instance {
         } else {
             dbwr::CHECKPOINT_AGE
         };
-        let mut candidates = self.cache.write_candidates(self.now, age, cold);
+        let mut candidates = self.cache.write_candidates(self.k.now(), age, cold);
         if let Some(below) = self.mttr_bound() {
             self.mttr_candidates(below, &mut candidates);
             self.ask_pi_writes(below);
@@ -120,7 +120,7 @@ impl Instance {
         self.asked_write_candidates(&mut candidates);
         let cache = &self.cache;
         let lgwr = &self.lgwr;
-        let numa = self.numa.as_ref().filter(|n| n.models_writes());
+        let numa = self.k.numa().filter(|n| n.models_writes());
         let flush_to = self.dbwr.pass(
             candidates.into_iter().map(|(_, id)| {
                 let b = cache.get(id);
@@ -131,15 +131,15 @@ impl Instance {
         if flush_to > 0 {
             self.request_flush(flush_to, Some(FlushWaiter::Dbwr));
         }
-        let per_block = self.costs.dbwr_write
+        let per_block = self.k.costs().dbwr_write
             + if self.dbwr_slaves.any() {
                 0
             } else {
-                self.costs.dbwr_io_submit
+                self.k.costs().dbwr_io_submit
             };
         for start in self.dbwr.start_writers() {
             if let Some(touch) = self.batch_touch(start.proc)
-                && let Some(numa) = self.numa.as_mut()
+                && let Some(numa) = self.k.numa_mut()
             {
                 numa.defer(start.proc, touch);
             }
@@ -149,8 +149,8 @@ impl Instance {
 
     /// What writer `proc`'s batch touches in memory, when the server models it.
     fn batch_touch(&self, proc: ProcId) -> Option<Touch> {
-        let numa = self.numa.as_ref().filter(|n| n.models_writes())?;
-        let Some(&Proc::Dbwr(w)) = self.procs.get(proc as usize) else {
+        let numa = self.k.numa().filter(|n| n.models_writes())?;
+        let Some(Proc::Dbwr(w)) = self.k.proc(proc) else {
             return None;
         };
         let groups = numa.group_count();
@@ -180,7 +180,7 @@ impl Instance {
     /// A writer got its CPU: issue its writes, or hand them to the slaves.
     pub(super) fn dbwr_step_done(&mut self, w: u8) {
         let slaves = self.dbwr_slaves.any();
-        for blk in self.dbwr.take_batch(w, self.now) {
+        for blk in self.dbwr.take_batch(w, self.k.now()) {
             if self.still_dirty(blk).is_none() {
                 continue;
             }
@@ -200,7 +200,7 @@ impl Instance {
     /// Idle I/O slaves take the writes handed to them.
     fn start_slaves(&mut self) {
         while let Some((_, proc, blk)) = self.dbwr_slaves.next_start() {
-            if let Some(numa) = self.numa.as_mut().filter(|n| n.models_writes())
+            if let Some(numa) = self.k.numa_mut().filter(|n| n.models_writes())
                 && let Some(id) = self.cache.current(blk)
             {
                 let mut blocks_by_group = vec![0u32; numa.group_count()];
@@ -216,7 +216,7 @@ impl Instance {
                     },
                 );
             }
-            self.cpu(proc, self.costs.dbwr_io_submit.max(1));
+            self.cpu(proc, self.k.costs().dbwr_io_submit.max(1));
         }
     }
 
@@ -248,7 +248,7 @@ impl Instance {
                 scn,
                 rba,
                 writer: w,
-                started: self.now,
+                started: self.k.now(),
             },
         );
     }
@@ -263,14 +263,14 @@ impl Instance {
         w: u8,
         started: Nanos,
     ) {
-        self.stats.incr(Stat::PhysicalWrites);
-        self.stats.incr(Stat::DbwrCheckpointBuffersWritten);
+        self.k.incr(Stat::PhysicalWrites);
+        self.k.incr(Stat::DbwrCheckpointBuffersWritten);
         if let Some(id) = self.cache.current(blk) {
             let b = self.cache.get_mut(id);
             if b.image.scn == scn {
                 if b.global {
                     b.global = false;
-                    self.stats.incr(Stat::DbwrFusionWrites);
+                    self.k.incr(Stat::DbwrFusionWrites);
                 }
                 self.cache.set_first_rba(id, None);
                 self.cache.set_clean(id);
@@ -295,7 +295,7 @@ impl Instance {
         } else {
             self.send(master, Msg::Written { blk, scn });
         }
-        if let Some(took) = self.dbwr.written(w, started, self.now) {
+        if let Some(took) = self.dbwr.written(w, started, self.k.now()) {
             self.wait_event(Wait::DbFileParallelWrite, took, false);
             if let Some(proc) = self.dbwr.proc(w) {
                 self.trace_background_wait(proc, Wait::DbFileParallelWrite, took);

@@ -16,15 +16,15 @@ impl Instance {
     pub(super) fn link_send(&mut self, mut env: Envelope) {
         if !self.css.is_member(env.to) {
             // Dropped by the network's far end anyway; nothing to keep.
-            self.actions.push_back(Action::Send(env));
+            self.k.push_action(Action::Send(env));
             return;
         }
-        match self.links.send(self.now, &mut env) {
+        match self.links.send(self.k.now(), &mut env) {
             Ok(arm) => {
                 if let Some((at, epoch)) = arm {
-                    self.arm(at - self.now, Timer::LinkResend(env.to, epoch));
+                    self.arm(at - self.k.now(), Timer::LinkResend(env.to, epoch));
                 }
-                self.actions.push_back(Action::Send(env));
+                self.k.push_action(Action::Send(env));
             }
             Err(LinkFull { unacked, window }) => self.error(format!(
                 "the link to {} is full ({unacked} messages unacknowledged, {window} numbers \
@@ -70,12 +70,12 @@ impl Instance {
                 from: self.id,
                 to: from,
                 incarnation: self.css.incarnation(),
-                scn: self.scn,
-                sent_at: self.now,
+                scn: self.k.scn(),
+                sent_at: self.k.now(),
                 msg: Msg::LinkAck { cum, got },
                 link: LinkStamp::default(),
             };
-            self.actions.push_back(Action::Send(ack));
+            self.k.push_action(Action::Send(ack));
         }
         for env in arrival.deliver {
             self.observe_scn(env.scn);
@@ -89,12 +89,12 @@ impl Instance {
             self.links.forget(peer);
             return;
         }
-        let (again, arm) = self.links.due(self.now, peer, epoch);
+        let (again, arm) = self.links.due(self.k.now(), peer, epoch);
         for env in again {
-            self.actions.push_back(Action::Send(env));
+            self.k.push_action(Action::Send(env));
         }
         if let Some((at, epoch)) = arm {
-            self.arm(at - self.now, Timer::LinkResend(peer, epoch));
+            self.arm(at - self.k.now(), Timer::LinkResend(peer, epoch));
         }
     }
 
@@ -115,8 +115,8 @@ impl Instance {
         if !self.links.on() || peer == self.id || !self.css.is_member(peer) {
             return;
         }
-        for env in self.links.resend_all(self.now, peer) {
-            self.actions.push_back(Action::Send(env));
+        for env in self.links.resend_all(self.k.now(), peer) {
+            self.k.push_action(Action::Send(env));
         }
     }
 

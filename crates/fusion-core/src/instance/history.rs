@@ -129,8 +129,8 @@ impl Instance {
             .map(|s| s.snapshot)
             .min();
         Horizon {
-            scn: self.scn,
-            snapshot: open.map_or(self.scn, |s| s.min(self.scn)),
+            scn: self.k.scn(),
+            snapshot: open.map_or(self.k.scn(), |s| s.min(self.k.scn())),
         }
     }
 }

@@ -32,8 +32,8 @@ impl Instance {
     /// inserts into a table that has one.
     fn next_index(&self, table: usize, after: Option<usize>) -> Option<usize> {
         let start = after.map_or(0, |a| a + 1);
-        (start..self.layout.indexes.len()).find(|&i| {
-            let l = &self.layout.indexes[i];
+        (start..self.k.layout().indexes.len()).find(|&i| {
+            let l = &self.k.layout().indexes[i];
             l.table == table && l.kind == crate::config::IndexKind::BTree
         })
     }
@@ -43,7 +43,7 @@ impl Instance {
             ix,
             table,
             key,
-            blk: self.layout.index_root(ix, key),
+            blk: self.k.layout().index_root(ix, key),
             purpose: Purpose::Insert(rowid),
         }
     }
@@ -56,7 +56,7 @@ impl Instance {
         table: usize,
         key: u64,
     ) -> ExecPoint {
-        let per_block = self.layout.tables[table].rows_per_block as usize;
+        let per_block = self.k.layout().tables[table].rows_per_block as usize;
         let b = self.cache.get(buf);
         if !matches!(*b.image.body, Body::Table { .. }) || b.image.row_slots() >= per_block {
             self.insert_blocks[table].0 = None;
@@ -73,7 +73,7 @@ impl Instance {
             self.insert_blocks[table].0 = None;
             return ExecPoint::InsertAlloc { table, key };
         };
-        self.stats.incr(Stat::RowsInserted);
+        self.k.incr(Stat::RowsInserted);
         self.touch_block(sid, blk);
         self.record(Observation::Write {
             xid,
@@ -97,7 +97,7 @@ impl Instance {
         key: u64,
     ) -> ExecPoint {
         let me = self.id.idx();
-        let t = self.layout.tables[table].clone();
+        let t = self.k.layout().tables[table].clone();
         let Body::SegHeader { used } = &*self.cache.get(buf).image.body else {
             self.error(format!("segment header of table {table} is corrupt"));
             return ExecPoint::None;
@@ -105,7 +105,7 @@ impl Instance {
         let mine = used.get(me).copied().unwrap_or(u32::MAX);
         if mine >= t.free_per_instance {
             // ORA-01653: the table's free space for this instance is used up.
-            self.stats.incr(Stat::SpaceErrors);
+            self.k.incr(Stat::SpaceErrors);
             return ExecPoint::None;
         }
         let header = self.cache.get(buf).blk;
@@ -162,16 +162,16 @@ impl Instance {
         rowid: Rowid,
         blk: BlockAddr,
     ) -> ExecPoint {
-        let cap = self.layout.indexes[ix].entries_per_leaf as usize;
-        let ekey = self.layout.indexes[ix].entry_key(key);
+        let cap = self.k.layout().indexes[ix].entries_per_leaf as usize;
+        let ekey = self.k.layout().indexes[ix].entry_key(key);
         let img = &self.cache.get(buf).image;
         if !img.leaf_covers(ekey) {
             // A split moved the key since our snapshot: descend again with a fresh one.
-            self.sessions.session_mut(sid).snapshot = self.scn;
+            self.sessions.session_mut(sid).snapshot = self.k.scn();
             return self.index_cursor(ix, table, key, rowid);
         }
         if img.entry_count() >= cap {
-            let root = self.layout.indexes[ix].root;
+            let root = self.k.layout().indexes[ix].root;
             return ExecPoint::Split {
                 ix,
                 table,
@@ -221,7 +221,7 @@ impl Instance {
     }
 
     fn capacity(&self, ix: usize, block: &Block) -> usize {
-        let l = &self.layout.indexes[ix];
+        let l = &self.k.layout().indexes[ix];
         match *block.body {
             Body::Leaf { .. } => l.entries_per_leaf as usize,
             _ => l.entries_per_branch as usize,
@@ -266,7 +266,7 @@ impl Instance {
         let img = &self.cache.get(nbuf).image;
         let full = img.entry_count() >= self.capacity(ix, img);
         if !full {
-            let next = match img.child_for(self.layout.indexes[ix].entry_key(key)) {
+            let next = match img.child_for(self.k.layout().indexes[ix].entry_key(key)) {
                 Some(child) => ExecPoint::Split {
                     ix,
                     table,
@@ -330,11 +330,11 @@ impl Instance {
         if spares.len() >= needed {
             return None;
         }
-        let l = &self.layout.indexes[ix];
+        let l = &self.k.layout().indexes[ix];
         let range = Layout::free_range(l.free_base, l.free_per_instance, self.id);
         let next = range.start + self.index_free[ix];
         if next >= range.end {
-            self.stats.incr(Stat::SpaceErrors);
+            self.k.incr(Stat::SpaceErrors);
             self.split_unlock(sid, ix);
             self.sessions.go_to(sid, ExecPoint::None);
             return Some(true);
@@ -378,7 +378,7 @@ impl Instance {
         let proc = s.proc;
         self.cpu(
             proc,
-            self.costs.row_change * 4 + self.costs.db_block_get * 3,
+            self.k.costs().row_change * 4 + self.k.costs().db_block_get * 3,
         );
     }
 
@@ -423,7 +423,7 @@ impl Instance {
             key,
             rowid,
             parent: None,
-            node: self.layout.indexes[ix].root,
+            node: self.k.layout().indexes[ix].root,
         };
         let Some(nbuf) = self.cache.current(node) else {
             return restart;
@@ -433,7 +433,7 @@ impl Instance {
             return restart;
         }
         let (xid, scn) = self.recursive_txn();
-        let ekey = self.layout.indexes[ix].entry_key(key);
+        let ekey = self.k.layout().indexes[ix].entry_key(key);
         let spares = std::mem::take(&mut self.sessions.session_mut(sid).spares);
         let mut changed = vec![node];
         let halves = split_body(&self.cache.get(nbuf).image.body);
@@ -476,7 +476,7 @@ impl Instance {
             }
         };
         let leaf = matches!(*self.cache.get(nbuf).image.body, Body::Leaf { .. });
-        self.stats.incr(if leaf {
+        self.k.incr(if leaf {
             Stat::LeafNodeSplits
         } else {
             Stat::BranchNodeSplits
@@ -502,7 +502,8 @@ impl Instance {
             Some(pb) => {
                 let pimg = &self.cache.get(pb).image;
                 let points = matches!(&*pimg.body, Body::Branch { entries } if entries.iter().any(|e| e.1 == node));
-                points && pimg.entry_count() < self.layout.indexes[ix].entries_per_branch as usize
+                points
+                    && pimg.entry_count() < self.k.layout().indexes[ix].entries_per_branch as usize
             }
             None => true,
         }
@@ -562,7 +563,7 @@ impl Instance {
 
     /// One block's part of a split, logged as half a block of redo.
     fn split_change(&mut self, buf: BufId, change: Change, xid: Xid, scn: Scn) {
-        let bytes = self.params.db_block_size / 2;
+        let bytes = self.k.params().db_block_size / 2;
         self.change_block(buf, change, xid, scn, bytes);
     }
 

@@ -11,17 +11,17 @@ use crate::types::{BlockAddr, InstId, Scn, Xid};
 impl Instance {
     /// Counters as `v$sysstat` / `v$system_event` would show them now.
     pub fn stats(&self) -> Stats {
-        let mut s = self.stats.clone();
-        s.add(Stat::OsBusyTime, self.sched.busy());
+        let mut s = self.k.stats().clone();
+        s.add(Stat::OsBusyTime, self.k.cpus().busy());
         s
     }
 
     pub fn params(&self) -> &Params {
-        &self.params
+        self.k.params()
     }
 
     pub fn scn(&self) -> Scn {
-        self.scn
+        self.k.scn()
     }
 
     /// Why this instance stopped (evicted by the cluster), if it did.
@@ -36,7 +36,7 @@ impl Instance {
 
     /// Alert log lines written since the last call.
     pub fn take_alert_log(&mut self) -> Vec<AlertLine> {
-        self.alert.take(self.now)
+        self.alert.take(self.k.now())
     }
 
     /// Alert log lines written since the last [`take_alert_log`](Self::take_alert_log),
@@ -57,7 +57,7 @@ impl Instance {
 
     /// Problems with peers' messages or I/O seen so far.
     pub fn errors(&self) -> &[String] {
-        self.errors.as_slice()
+        self.k.errors()
     }
 
     /// Keep the sequence values handed out for [`Instance::take_nextvals`]
@@ -125,7 +125,7 @@ impl Instance {
 
     /// Processes waiting for a CPU now (the run queue, both classes).
     pub fn run_queue_len(&self) -> usize {
-        self.sched.queued()
+        self.k.cpus().queued()
     }
 
     /// LMS work not done yet: jobs queued, running, and set aside for a

@@ -33,7 +33,7 @@ impl Instance {
         new: i64,
     ) -> Vec<IndexChange> {
         let mut out = Vec::new();
-        for (ix, l) in self.layout.indexes.iter().enumerate() {
+        for (ix, l) in self.k.layout().indexes.iter().enumerate() {
             if l.table != table || !l.maintained_on_update() || old == new {
                 continue;
             }
@@ -73,9 +73,9 @@ impl Instance {
         let Some(t) = self.sessions.session(sid).maint.first().copied() else {
             return ExecPoint::None;
         };
-        let root = match self.layout.indexes[t.ix].kind {
-            IndexKind::BTree => self.layout.index_root(t.ix, t.key),
-            IndexKind::Bitmap => self.layout.indexes[t.ix].root,
+        let root = match self.k.layout().indexes[t.ix].kind {
+            IndexKind::BTree => self.k.layout().index_root(t.ix, t.key),
+            IndexKind::Bitmap => self.k.layout().indexes[t.ix].root,
         };
         ExecPoint::Index {
             ix: t.ix,
@@ -126,8 +126,8 @@ impl Instance {
             ExecPoint::Index {
                 purpose: Purpose::Count { value },
                 ..
-            } => self.costs.bitmap_piece * Nanos::from(count_in(img, *value).1),
-            ExecPoint::MaintLeaf { .. } => self.costs.bitmap_piece,
+            } => self.k.costs().bitmap_piece * Nanos::from(count_in(img, *value).1),
+            ExecPoint::MaintLeaf { .. } => self.k.costs().bitmap_piece,
             _ => 0,
         }
     }
@@ -149,7 +149,7 @@ impl Instance {
             Change::Entry(_) => {
                 if !img.leaf_covers(t.at) {
                     // A split moved the entry since the descent: descend again.
-                    self.sessions.session_mut(sid).snapshot = self.scn;
+                    self.sessions.session_mut(sid).snapshot = self.k.scn();
                     return Some(self.next_maintenance(sid, table));
                 }
                 img.leaf_lookup(t.at).map(|e| e.lock)
@@ -192,7 +192,7 @@ impl Instance {
         if self.change_block(buf, change, xid, scn, 150) {
             self.touch_block(sid, blk);
             if matches!(t.change, Change::Bit(_)) {
-                self.stats.incr(Stat::BitmapPiecesChanged);
+                self.k.incr(Stat::BitmapPiecesChanged);
             }
         }
         self.sessions.session_mut(sid).maint.remove(0);

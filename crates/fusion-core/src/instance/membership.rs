@@ -24,7 +24,7 @@ impl Instance {
         }
         if !self.vote_in_flight {
             self.vote_in_flight = true;
-            let vote = self.css.next_vote(self.now);
+            let vote = self.css.next_vote(self.k.now());
             self.start_io(Io::Vote { vote }, IoPurpose::Vote);
         }
         self.arm(HEARTBEAT_NS, Timer::CssTick);
@@ -35,7 +35,7 @@ impl Instance {
         if incarnation == 0 && !self.css.is_joining() {
             self.join_request(from);
         }
-        let verdict = self.css.heard(from, self.now, incarnation, members);
+        let verdict = self.css.heard(from, self.k.now(), incarnation, members);
         self.act_on(verdict);
     }
 
@@ -71,7 +71,7 @@ impl Instance {
     /// The voting file as the disk heartbeat read it.
     pub(super) fn on_votes(&mut self, votes: &[Vote]) {
         self.vote_in_flight = false;
-        let verdict = self.css.votes(self.now, votes);
+        let verdict = self.css.votes(self.k.now(), votes);
         self.act_on(verdict);
     }
 
@@ -100,17 +100,18 @@ impl Instance {
         }
         let inc = self.css.incarnation();
         self.alert.write(
-            self.now,
+            self.k.now(),
             format!("ORA-29740: {why}, group incarnation {inc}"),
         );
-        self.alert.write(self.now, "Instance terminated by LMON");
+        self.alert
+            .write(self.k.now(), "Instance terminated by LMON");
         self.stop(why);
     }
 
     /// The instance was killed (SIGKILL of every process): it stops at once.
     pub fn crash(&mut self, now: crate::config::Nanos) {
         if self.halted.is_none() {
-            self.now = self.now.max(now);
+            self.k.catch_up(now);
             self.stop("killed".into());
         }
     }
@@ -120,30 +121,29 @@ impl Instance {
     /// the restart; Oracle's would start from zero, and AWR would refuse a
     /// snapshot pair across it.
     pub fn carry_over(&mut self, earlier: &Instance) {
-        self.stats = earlier.stats.clone();
-        self.sched.set_busy(earlier.sched.busy());
+        self.k
+            .carry_over(earlier.k.stats().clone(), Some(earlier.k.cpus().busy()));
     }
 
     /// [`Instance::carry_over`] from the earlier life's counters as its
     /// last [`Instance::stats`] showed them (the live runner keeps them
     /// across the process's death; they include its CPU busy time).
     pub fn carry_over_stats(&mut self, earlier: crate::stats::Stats) {
-        self.stats = earlier;
+        self.k.carry_over(earlier, None);
     }
 
     /// Every process stops; what was only in memory (the buffer cache, the
     /// undo in it) is gone, what was written is in the store.
     fn stop(&mut self, why: String) {
         self.halted = Some(why);
-        self.actions.clear();
-        self.timers.clear();
-        self.cache = super::cache::Cache::new(self.cache.capacity, self.layout.total_blocks);
+        self.k.stop();
+        self.cache = super::cache::Cache::new(self.cache.capacity, self.k.layout().total_blocks);
     }
 
     /// Others are dead or on the losing side (this instance's own finding,
     /// or a survivor's report of the new incarnation): evict them and reconfigure.
     pub(super) fn evict(&mut self, dead: InstSet, survivors: InstSet) {
-        let (old, new) = self.css.reconfigure(survivors, self.now);
+        let (old, new) = self.css.reconfigure(survivors, self.k.now());
         self.new_incarnation(old, new, dead, survivors);
     }
 
@@ -151,7 +151,7 @@ impl Instance {
     /// here first (or admitted this restarted instance): join it.
     pub(super) fn join_incarnation(&mut self, incarnation: u32, members: InstSet) {
         let dead = InstSet(self.css.members().0 & !members.0);
-        let (old, new) = self.css.adopt(incarnation, members, self.now);
+        let (old, new) = self.css.adopt(incarnation, members, self.k.now());
         self.new_incarnation(old, new, dead, members);
     }
 

@@ -47,14 +47,9 @@ mod trace;
 mod transactions;
 
 use events::{IoPurpose, Proc, Timer};
+use kernel::Due;
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
 use std::sync::Arc;
-
-use rand_chacha::ChaCha8Rng;
-use rand_core::SeedableRng;
-use rustc_hash::FxHashMap;
 
 pub use alert::{ALERT_LINES_MAX, AlertLine};
 use cache::Cache;
@@ -73,11 +68,10 @@ use transactions::{Transactions, TxWaiter};
 use crate::block::Block;
 use crate::config::Server;
 use crate::config::{Catalog, Costs, Nanos, ParamValue, Params, SequenceDef, WorkloadSpec};
-use crate::cpu::{ProcId, SchedClass, StepDone};
-use crate::cpus::Cpus;
+use crate::cpu::{ProcId, StepDone};
 use crate::layout::Layout;
 use crate::msg::{Action, Envelope, Io, IoResult, Msg, Shipment};
-use crate::stats::{Stat, Stats};
+use crate::stats::Stat;
 use crate::types::{BlockAddr, InstId, Scn, Xid};
 
 /// Everything an instance needs at start.
@@ -174,24 +168,9 @@ pub enum Observation {
 /// The instance.
 pub struct Instance {
     pub id: InstId,
-    instance_count: u8,
-    params: Params,
-    costs: Costs,
-    layout: Arc<Layout>,
+    /// The services every part shares (kernel/).
+    k: kernel::Kernel,
     workloads: Arc<Vec<WorkloadSpec>>,
-    rng: ChaCha8Rng,
-    scn: Scn,
-    now: Nanos,
-    stats: Stats,
-    sched: Cpus,
-    /// Memory by locality group, with a server description (numa.rs).
-    numa: Option<numa::Numa>,
-    procs: Vec<Proc>,
-    proc_names: Vec<String>,
-    classes: Vec<SchedClass>,
-    timers: BinaryHeap<Reverse<(Nanos, u64, Timer)>>,
-    timer_seq: u64,
-    actions: VecDeque<Action>,
     /// Boxes that carried shipments here, their blocks taken, for the
     /// blocks this instance ships: a block ping-pongs, so its box is reused
     /// rather than allocated by one instance and freed by the other every transfer.
@@ -202,7 +181,6 @@ pub struct Instance {
     /// (one is allocated per request forwarded here otherwise).
     #[allow(clippy::vec_box)]
     spare_serves: Vec<Box<lms::Serve>>,
-    done: Vec<StepDone>,
     cache: Cache,
     directory: Directory,
     lms: Lms,
@@ -216,8 +194,6 @@ pub struct Instance {
     sessions: Sessions,
     /// This instance's transactions and what it knows of the others'.
     txns: Transactions,
-    io: FxHashMap<u64, IoPurpose>,
-    next_io: u64,
     hogs: hogs::CpuHogs,
     enabled_workloads: Option<Vec<String>>,
     /// Per table: the block this instance inserts into, and its next free block.
@@ -239,8 +215,6 @@ pub struct Instance {
     /// index into `stats.statements`; and the recursive `update seq$`.
     stmt_ids: Vec<Vec<Vec<Option<usize>>>>,
     update_seq_stmt: Option<usize>,
-    /// Fatal protocol problems seen (a wrong message from a peer): reported, never panicked on.
-    errors: kernel::ErrorLog,
     /// Parallel execution: PX servers, hosted slaves, coordinated statements.
     px: px::PxState,
     /// Cluster membership: heartbeats, who is alive, the incarnation.
@@ -292,15 +266,9 @@ impl Instance {
             life,
             server,
         } = cfg;
-        let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        rng.set_stream(u64::from(id.0) + 1);
         let capacity = params.buffers();
         let mut inst = Instance {
             id,
-            instance_count: instances,
-            sched: Cpus::new(params.cpu_count, costs.time_slice, server.as_ref()),
-            numa: server
-                .map(|s| numa::Numa::new(s, params.numa_support, capacity, params.db_block_size)),
             cache: Cache::new(capacity, layout.total_blocks),
             directory: Directory::new(id),
             lms: Lms::new([]),
@@ -310,8 +278,6 @@ impl Instance {
             rman: backup::Rman::default(),
             sessions: Sessions::default(),
             txns: Transactions::new(id, u64::from(life).saturating_mul(LIFE_XIDS)),
-            io: FxHashMap::default(),
-            next_io: 1,
             hogs: hogs::CpuHogs::default(),
             enabled_workloads: None,
             insert_blocks: layout
@@ -338,7 +304,6 @@ impl Instance {
             nextvals: None,
             stmt_ids: Vec::new(),
             update_seq_stmt: None,
-            errors: kernel::ErrorLog::default(),
             px: px::PxState::default(),
             css: if life == 0 {
                 css::Css::new(id, instances, params.css_misscount, 0)
@@ -359,32 +324,19 @@ impl Instance {
             sessions_pending: life > 0,
             links: link::Links::new(instances, delivery),
             trace: None,
-            params,
-            costs,
-            layout,
             // An instance's own copy: a session takes a handle on it per
             // execution, and a count shared by instances running on other
             // threads (a parallel simulation) would bounce between cores.
             workloads: Arc::new(Vec::clone(&workloads)),
-            rng,
-            scn: 1,
-            now: 0,
-            stats: Stats::default(),
-            procs: Vec::new(),
-            proc_names: Vec::new(),
-            classes: Vec::new(),
-            timers: BinaryHeap::new(),
-            timer_seq: 0,
-            actions: VecDeque::new(),
             spare_ship_boxes: Vec::new(),
             spare_serves: Vec::new(),
-            done: Vec::new(),
+            k: kernel::Kernel::new(id, instances, params, costs, layout, seed, server),
         };
         // Worker numbers are 8-bit: `gcs_server_processes` and
         // `db_writer_processes` are at most 100 (`Params::set`, the loader),
         // and the LMS count derived from `cpu_count` (at most 1,024) is 34.
         let worker = |i: u32| u8::try_from(i).expect("at most 100 LMS and DBWR processes");
-        let lms: Vec<ProcId> = (0..inst.params.lms_count())
+        let lms: Vec<ProcId> = (0..inst.k.params().lms_count())
             .map(|i| inst.add_proc(Proc::Lms(worker(i)), format!("LMS{i}")))
             .collect();
         inst.lms = Lms::new(lms);
@@ -402,15 +354,7 @@ impl Instance {
     }
 
     fn add_proc(&mut self, p: Proc, name: String) -> ProcId {
-        self.procs.push(p);
-        self.proc_names.push(name);
-        let id = (self.procs.len() - 1) as ProcId;
-        let class = self.class_by_name(id);
-        self.classes.push(class);
-        if let Some(numa) = self.numa.as_mut() {
-            numa.add_proc(id, None);
-        }
-        id
+        self.k.add_proc(p, name)
     }
 
     // ----- the driver's interface -------------------------------------------------
@@ -421,10 +365,12 @@ impl Instance {
             return;
         }
         self.advance(now);
-        if env.to != self.id || env.from.0 >= self.instance_count || env.from == self.id {
+        if env.to != self.id || env.from.0 >= self.k.instance_count() || env.from == self.id {
             self.error(format!(
                 "rejected a message addressed to {} from {} (cluster of {})",
-                env.to, env.from, self.instance_count
+                env.to,
+                env.from,
+                self.k.instance_count()
             ));
             return;
         }
@@ -479,8 +425,7 @@ impl Instance {
             return;
         }
         self.advance(now);
-        let Some(purpose) = self.io.remove(&id) else {
-            self.error(format!("completion for unknown I/O {id}"));
+        let Some(purpose) = self.k.io_done(id) else {
             return;
         };
         match (purpose, result) {
@@ -493,8 +438,8 @@ impl Instance {
                 },
                 IoResult::Read(block),
             ) => {
-                self.stats.incr(Stat::PhysicalReads);
-                self.stats.incr(Stat::PhysicalReadsCache);
+                self.k.incr(Stat::PhysicalReads);
+                self.k.incr(Stat::PhysicalReadsCache);
                 self.on_grant_read(blk, req, mode, *block, scan);
             }
             (
@@ -523,7 +468,7 @@ impl Instance {
             }
             (IoPurpose::Unfence, IoResult::Written) => self.on_unfenced(),
             (IoPurpose::PromoteCheck { blk }, IoResult::Read(disk)) => {
-                self.stats.incr(Stat::PhysicalReads);
+                self.k.incr(Stat::PhysicalReads);
                 self.on_promote_checked(blk, disk.scn);
             }
             (_, IoResult::Fenced) => self.on_fenced(),
@@ -534,13 +479,13 @@ impl Instance {
                 }
             }
             (IoPurpose::RecoverRead { run }, IoResult::Read(block)) => {
-                self.stats.incr(Stat::PhysicalReads);
+                self.k.incr(Stat::PhysicalReads);
                 if self.smon_current(run) {
                     self.smon_disk_read(*block);
                 }
             }
             (IoPurpose::RecoverWrite { blk, scn, run }, IoResult::Written) => {
-                self.stats.incr(Stat::PhysicalWrites);
+                self.k.incr(Stat::PhysicalWrites);
                 if self.smon_current(run) {
                     self.smon_block_done(blk, scn, true);
                 }
@@ -566,28 +511,13 @@ impl Instance {
         }
         self.advance(now);
         match cmd {
-            Command::SetParameter { name, value } => {
-                if let Err(e) = self.params.set(&name, &value) {
-                    self.error(e.to_string());
-                }
-                // Priorities apply at once, to processes already waiting for a CPU too.
-                self.classes = (0..self.procs.len() as ProcId)
-                    .map(|p| self.class_by_name(p))
-                    .collect();
-                let classes = &self.classes;
-                self.sched.reclassify(self.now, |p| {
-                    classes
-                        .get(p as usize)
-                        .copied()
-                        .unwrap_or(SchedClass::TimeShare)
-                });
-            }
+            Command::SetParameter { name, value } => self.k.set_param(&name, &value),
             Command::StressCpu { workers, load_pct } => self.set_hogs(workers, load_pct),
             Command::EnableWorkloads(list) => {
                 self.enabled_workloads = list;
                 self.wake_enabled_sessions();
             }
-            Command::ResetPeaks => self.stats.reset_peaks(),
+            Command::ResetPeaks => self.k.stats_mut().reset_peaks(),
             Command::Checkpoint => self.begin_checkpoint(),
             Command::Backup {
                 channels,
@@ -601,7 +531,7 @@ impl Instance {
     // Called for every event by the driver, from another crate.
     #[inline]
     pub fn poll_action(&mut self) -> Option<Action> {
-        self.actions.pop_front()
+        self.k.pop_action()
     }
 
     /// When [`Instance::handle_timeout`] must next be called.
@@ -611,34 +541,27 @@ impl Instance {
         if self.halted.is_some() {
             return None;
         }
-        let t = self.timers.peek().map(|Reverse((t, _, _))| *t);
-        match (t, self.sched.next_event()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        self.k.next_deadline()
     }
 
     // ----- internals --------------------------------------------------------------
 
     /// The master of a block now (see masters.rs).
     fn block_master(&self, blk: BlockAddr) -> InstId {
-        self.masters.block(&self.layout, blk)
+        self.masters.block(self.k.layout(), blk)
     }
 
     /// The master of a global enqueue resource now.
     fn enqueue_master(&self, res: crate::msg::ResName) -> InstId {
-        self.masters.enqueue(&self.layout, res)
+        self.masters.enqueue(self.k.layout(), res)
     }
 
     fn observe_scn(&mut self, scn: Scn) {
-        if scn > self.scn {
-            self.scn = scn;
-        }
+        self.k.observe_scn(scn);
     }
 
     fn next_scn(&mut self) -> Scn {
-        self.scn += 1;
-        self.scn
+        self.k.next_scn()
     }
 
     fn send(&mut self, to: InstId, msg: Msg) {
@@ -648,119 +571,68 @@ impl Instance {
             return;
         }
         if msg.is_gcs() {
-            self.stats.incr(Stat::GcsMessagesSent);
+            self.k.incr(Stat::GcsMessagesSent);
         } else if msg.is_ges() {
-            self.stats.incr(Stat::GesMessagesSent);
+            self.k.incr(Stat::GesMessagesSent);
         }
         let env = Envelope {
             from: self.id,
             to,
             incarnation: self.css.incarnation(),
-            scn: self.scn,
-            sent_at: self.now,
+            scn: self.k.scn(),
+            sent_at: self.k.now(),
             msg,
             link: Default::default(),
         };
         if self.links.on() {
             return self.link_send(env);
         }
-        self.actions.push_back(Action::Send(env));
+        self.k.push_action(Action::Send(env));
     }
 
+    #[inline(always)]
     fn start_io(&mut self, io: Io, purpose: IoPurpose) {
-        let id = self.next_io;
-        self.next_io += 1;
-        self.io.insert(id, purpose);
-        self.actions.push_back(Action::Io { id, io });
+        self.k.start_io(io, purpose);
     }
 
+    #[inline(always)]
     fn arm(&mut self, delay: Nanos, timer: Timer) {
-        self.timer_seq += 1;
-        self.timers
-            .push(Reverse((self.now + delay, self.timer_seq, timer)));
+        self.k.arm(delay, timer);
     }
 
-    /// The scheduling class of a process, as last worked out from the parameters.
-    fn class_of(&self, proc: ProcId) -> SchedClass {
-        self.classes
-            .get(proc as usize)
-            .copied()
-            .unwrap_or(SchedClass::TimeShare)
-    }
-
-    /// The scheduling class the parameters give a process (by its name).
-    fn class_by_name(&self, proc: ProcId) -> SchedClass {
-        let name = self
-            .proc_names
-            .get(proc as usize)
-            .map(String::as_str)
-            .unwrap_or("");
-        if self.params.is_high_priority(name) {
-            SchedClass::RealTime
-        } else {
-            SchedClass::TimeShare
-        }
-    }
-
+    #[inline(always)]
     fn cpu(&mut self, proc: ProcId, demand: Nanos) {
-        let class = self.class_of(proc);
-        let group = self.numa.as_ref().map_or(0, |n| n.home(proc));
-        self.sched.request(self.now, proc, class, demand, group);
+        self.k.cpu(proc, demand);
     }
 
     /// Move time to `now`: finish CPU steps and fire timers in time order.
     fn advance(&mut self, now: Nanos) {
-        // A driver that goes back in time would reorder what already happened.
-        assert!(
-            now >= self.now,
-            "{}: the driver moved time back from {} ns to {now} ns",
-            self.id,
-            self.now
-        );
-        loop {
-            let cpu_at = self.sched.next_event();
-            let timer_at = self.timers.peek().map(|Reverse((t, _, _))| *t);
-            let next = match (cpu_at, timer_at) {
-                (Some(a), Some(b)) => a.min(b),
-                (a, b) => match a.or(b) {
-                    Some(t) => t,
-                    None => break,
-                },
-            };
-            if next > now {
-                break;
-            }
-            debug_assert!(
-                next >= self.now,
-                "{}: an event at {next} ns is in the past",
-                self.id
-            );
-            self.now = next;
-            if cpu_at == Some(next) {
-                self.sched.advance(next, &mut self.done);
-                // Read in place: handling a step never adds to `done` (only
-                // `Scheduler::advance` does), so no take-and-put-back.
-                let mut k = 0;
-                while let Some(&d) = self.done.get(k) {
-                    k += 1;
-                    self.on_step_done(d);
+        self.k.begin_advance(now);
+        while let Some(due) = self.k.next_due(now) {
+            match due {
+                Due::Steps => {
+                    // Read in place: handling a step never adds one (only
+                    // the CPUs' advance does), so no take-and-put-back.
+                    let mut k = 0;
+                    while let Some(d) = self.k.step_done(k) {
+                        k += 1;
+                        self.on_step_done(d);
+                    }
+                    self.k.settle();
                 }
-                self.done.clear();
-                self.sched.settle(next);
-            } else if let Some(Reverse((_, _, timer))) = self.timers.pop() {
-                self.on_timer(timer);
+                Due::Timer(timer) => self.on_timer(timer),
             }
             self.run_ready();
         }
-        self.now = now;
+        self.k.end_advance(now);
     }
 
     fn on_step_done(&mut self, d: StepDone) {
-        let Some(&proc) = self.procs.get(d.proc as usize) else {
+        let Some(proc) = self.k.proc(d.proc) else {
             return;
         };
         self.trace_cpu(d);
-        if self.numa.is_some() && self.memory_stall_first(proc, d) {
+        if self.k.numa().is_some() && self.memory_stall_first(proc, d) {
             return;
         }
         self.account_cpu(proc, d);
@@ -780,30 +652,30 @@ impl Instance {
     #[inline(always)]
     fn account_cpu(&mut self, proc: Proc, d: StepDone) {
         let ran = (d.done_at - d.requested_at).saturating_sub(d.waited);
-        self.stats.add(Stat::OsCpuWaitTime, d.waited);
+        self.k.add(Stat::OsCpuWaitTime, d.waited);
         match proc {
             Proc::Session(s) => {
-                self.stats.add(Stat::CpuUsedBySession, ran);
+                self.k.add(Stat::CpuUsedBySession, ran);
                 if let Some(st) = self.stmt_target(s) {
-                    self.stats.statements[st].cpu_ns += ran;
+                    self.k.stats_mut().statements[st].cpu_ns += ran;
                 }
-                self.stats.add(Stat::ForegroundCpuWaitTime, d.waited);
+                self.k.add(Stat::ForegroundCpuWaitTime, d.waited);
             }
             Proc::Lms(_) => {
-                self.stats.add(Stat::BackgroundCpuTime, ran);
-                self.stats.add(Stat::LmsCpuWaitTime, d.waited);
+                self.k.add(Stat::BackgroundCpuTime, ran);
+                self.k.add(Stat::LmsCpuWaitTime, d.waited);
             }
             Proc::Lgwr => {
-                self.stats.add(Stat::BackgroundCpuTime, ran);
-                self.stats.add(Stat::LgwrCpuWaitTime, d.waited);
+                self.k.add(Stat::BackgroundCpuTime, ran);
+                self.k.add(Stat::LgwrCpuWaitTime, d.waited);
             }
             Proc::Dbwr(_) | Proc::DbwrSlave(_) | Proc::RmanChannel(_) => {
-                self.stats.add(Stat::BackgroundCpuTime, ran)
+                self.k.add(Stat::BackgroundCpuTime, ran)
             }
             Proc::Hog(_) => {}
             Proc::PxServer(_) => {
-                self.stats.add(Stat::CpuUsedBySession, ran);
-                self.stats.add(Stat::ForegroundCpuWaitTime, d.waited);
+                self.k.add(Stat::CpuUsedBySession, ran);
+                self.k.add(Stat::ForegroundCpuWaitTime, d.waited);
             }
         }
     }
@@ -814,17 +686,11 @@ impl Instance {
     #[cold]
     #[inline(never)]
     fn memory_stall_first(&mut self, proc: Proc, d: StepDone) -> bool {
-        let Some(numa) = self.numa.as_mut() else {
+        let Some(stall) = self.k.memory_stall(d.proc) else {
             return false;
         };
-        let Some(stall) = numa.stall_after(self.now, d.proc, &mut self.stats) else {
-            return false;
-        };
-        let group = numa.home(d.proc);
         self.account_cpu(proc, d);
-        let class = self.class_of(d.proc);
-        self.sched
-            .request_stall(self.now, d.proc, class, stall.max(1), group);
+        self.k.stall(d.proc, stall.max(1));
         true
     }
 
@@ -894,12 +760,12 @@ impl Instance {
     /// driver, never panicked on). Kept up to [`ERRORS_KEPT`]: a peer that
     /// sends garbage for ever must not grow the instance without bound.
     pub(super) fn error(&mut self, problem: String) {
-        self.errors.push(self.id, &problem);
+        self.k.error(&problem);
     }
 
     /// Record a foreground or background wait.
     fn wait_event(&mut self, event: crate::stats::Wait, ns: Nanos, foreground: bool) {
-        self.stats.wait(event, ns, foreground);
+        self.k.wait(event, ns, foreground);
     }
 
     // ----- transactions ---------------------------------------------------------------
@@ -941,7 +807,7 @@ impl Instance {
     fn set_hogs(&mut self, workers: u32, load_pct: u32) {
         let were_busy = self.hogs.fully_loaded();
         for p in self.hogs.restart(load_pct) {
-            self.sched.cancel(self.now, p);
+            self.k.cancel_cpu(p);
             if were_busy {
                 self.trace_hog(p, false);
             }
@@ -949,8 +815,8 @@ impl Instance {
         for i in 0..workers {
             // Hog processes are created once and reused across phases.
             let name = format!("stress{i}");
-            let proc = match self.proc_names.iter().position(|n| *n == name) {
-                Some(p) => p as ProcId,
+            let proc = match self.k.find_proc(&name) {
+                Some(p) => p,
                 None => self.add_proc(Proc::Hog(i), name),
             };
             let demand = self.hogs.add(proc);
@@ -963,12 +829,12 @@ impl Instance {
 
     fn hog_step_done(&mut self, h: u32) {
         // A partly-loaded hog sleeps for the rest of its period.
-        let procs = &self.procs;
+        let k = &self.k;
         if self
             .hogs
             .procs()
             .iter()
-            .any(|&p| procs.get(p as usize) == Some(&Proc::Hog(h)))
+            .any(|&p| k.proc(p) == Some(Proc::Hog(h)))
         {
             let (sleep, epoch) = (self.hogs.sleep_time(), self.hogs.epoch());
             self.arm(sleep, Timer::HogWake(h, epoch));

@@ -160,7 +160,7 @@ impl Instance {
                     query,
                     qref,
                     st: QcState::Lock,
-                    started: self.now,
+                    started: self.k.now(),
                     queued_since: None,
                     queued_ns: 0,
                     offers: Vec::new(),
@@ -204,8 +204,8 @@ impl Instance {
 
     /// What this instance offers a QC.
     fn px_offer(&self, group: &str) -> Offer {
-        let p = &self.params.px;
-        let cpu = self.params.cpu_count;
+        let p = &self.k.params().px;
+        let cpu = self.k.params().cpu_count;
         let max = p.max_servers(cpu);
         let target = p.servers_target(cpu);
         Offer {
@@ -225,13 +225,13 @@ impl Instance {
     }
 
     fn px_probe(&mut self, sid: u32) {
-        let force_local = self.params.px.force_local;
-        let group = self.params.px.instance_group.clone();
+        let force_local = self.k.params().px.force_local;
+        let group = self.k.params().px.instance_group.clone();
         let mut local = self.px_offer(&group);
         if force_local {
             local.member = true;
         }
-        let n = self.instance_count;
+        let n = self.k.instance_count();
         let Some(qc) = self.px.qcs.get_mut(&sid) else {
             return;
         };
@@ -261,7 +261,7 @@ impl Instance {
     }
 
     pub(super) fn px_send(&mut self, to: InstId, m: PxMsg) {
-        self.stats.incr(Stat::PxRemoteMessagesSent);
+        self.k.incr(Stat::PxRemoteMessagesSent);
         self.send(to, Msg::Px(m));
     }
 
@@ -269,20 +269,20 @@ impl Instance {
         let Some(qc) = self.px.qcs.get(&sid) else {
             return;
         };
-        let p = &self.params.px;
+        let p = &self.k.params().px;
         let q = &qc.query;
         let bytes: u64 = q
             .tables
             .iter()
-            .filter_map(|&t| self.layout.tables.get(t))
-            .map(|t| u64::from(t.initial_blocks) * u64::from(self.params.db_block_size))
+            .filter_map(|&t| self.k.layout().tables.get(t))
+            .map(|t| u64::from(t.initial_blocks) * u64::from(self.k.params().db_block_size))
             .sum();
         let ask = Ask {
             sets: q.plan.sets(),
             degree: q.degree,
             instances: q.instances,
             policy: p.degree_policy,
-            degree_limit: p.degree_limit(self.params.cpu_count),
+            degree_limit: p.degree_limit(self.k.params().cpu_count),
             threshold: p.min_time_threshold(),
             est_serial: (u128::from(bytes) * u128::from(NS_PER_S)
                 / u128::from(SERIAL_READ_BYTES_PER_S)) as Nanos,
@@ -300,12 +300,12 @@ impl Instance {
                     }
                     if !self.px.queue.contains(&sid) {
                         self.px.queue.push_back(sid);
-                        self.stats.incr(Stat::PxStatementsQueued);
+                        self.k.incr(Stat::PxStatementsQueued);
                     }
                     self.resume(sid);
                     return;
                 }
-                let now = self.now;
+                let now = self.k.now();
                 if let Some(qc) = self.px.qcs.get_mut(&sid) {
                     qc.st = QcState::Queued;
                     qc.requested = requested;
@@ -313,7 +313,7 @@ impl Instance {
                 }
                 if !self.px.queue.contains(&sid) {
                     self.px.queue.push_back(sid);
-                    self.stats.incr(Stat::PxStatementsQueued);
+                    self.k.incr(Stat::PxStatementsQueued);
                 }
                 self.begin_session_wait(sid, Wait::ResmgrPqQueued, SessionState::WaitPx);
             }
@@ -347,7 +347,7 @@ impl Instance {
         let Some(&sid) = self.px.queue.front() else {
             return;
         };
-        let now = self.now;
+        let now = self.k.now();
         let Some(qc) = self.px.qcs.get_mut(&sid) else {
             return;
         };
@@ -488,11 +488,11 @@ impl Instance {
             self.end_wait(sid, None);
         }
         let msg = if remote {
-            self.costs.px_message_remote
+            self.k.costs().px_message_remote
         } else {
-            self.costs.px_message_local
+            self.k.costs().px_message_local
         };
-        let cpu = rows * self.costs.px_row_receive + msg;
+        let cpu = rows * self.k.costs().px_row_receive + msg;
         let s = self.sessions.session_mut(sid);
         s.st = SessionState::Cpu(AfterCpu::Px);
         let proc = s.proc;
@@ -563,7 +563,7 @@ impl Instance {
             return;
         };
         self.px.qc_by_serial.remove(&qc.exec.serial);
-        let now = self.now;
+        let now = self.k.now();
         let elapsed = now - qc.started;
         let result = qc.fin.result();
         let mut per_inst: Vec<(u8, u32)> = Vec::new();
@@ -579,14 +579,14 @@ impl Instance {
         // v$sysstat's parallel-operation counts.
         if qc.serial_worker.is_some() {
             if qc.requested > 1 {
-                self.stats.incr(Stat::ParallelOpsDowngradedToSerial);
+                self.k.incr(Stat::ParallelOpsDowngradedToSerial);
             }
         } else {
-            self.stats.incr(Stat::QueriesParallelized);
-            self.stats.incr(Stat::DfoTreesParallelized);
+            self.k.incr(Stat::QueriesParallelized);
+            self.k.incr(Stat::DfoTreesParallelized);
             let pct = 100 * u64::from(qc.requested - qc.dop.min(qc.requested))
                 / u64::from(qc.requested.max(1));
-            self.stats.incr(match pct {
+            self.k.incr(match pct {
                 0 => Stat::ParallelOpsNotDowngraded,
                 1..=24 => Stat::ParallelOpsDowngraded1To25,
                 25..=49 => Stat::ParallelOpsDowngraded25To50,
@@ -594,14 +594,14 @@ impl Instance {
                 _ => Stat::ParallelOpsDowngraded75To99,
             });
         }
-        self.stats.incr(Stat::PxStatementsCompleted);
-        self.stats.add(Stat::PxStatementElapsedTime, elapsed);
+        self.k.incr(Stat::PxStatementsCompleted);
+        self.k.add(Stat::PxStatementElapsedTime, elapsed);
         let sets = if qc.serial_worker.is_some() {
             0
         } else {
             qc.query.plan.sets()
         };
-        self.stats.px.queries.push(PxQueryRow {
+        self.k.stats_mut().px.queries.push(PxQueryRow {
             qc_inst: self.id.number(),
             qc_sid: sid,
             exec: qc.exec.serial,
@@ -616,7 +616,7 @@ impl Instance {
             result_rows: result.len() as u64,
             leaves: qc.fin.leaves(),
         });
-        self.stats.px.sessions.push(PxSessionRow {
+        self.k.stats_mut().px.sessions.push(PxSessionRow {
             qc_inst: self.id.number(),
             qc_sid: sid,
             exec: qc.exec.serial,
@@ -661,7 +661,7 @@ impl Instance {
 
     pub(super) fn on_px(&mut self, from: InstId, m: PxMsg) {
         if !matches!(m, PxMsg::Batch(_)) {
-            self.stats.incr(Stat::PxRemoteMessagesRecv);
+            self.k.incr(Stat::PxRemoteMessagesRecv);
         }
         match m {
             PxMsg::Probe { exec, group } => {
@@ -771,6 +771,6 @@ impl Instance {
     }
 
     pub(super) fn px_policy(&self) -> DegreePolicy {
-        self.params.px.degree_policy
+        self.k.params().px.degree_policy
     }
 }

@@ -86,7 +86,7 @@ impl Instance {
     pub(super) fn receive(&mut self, env: Envelope) {
         let mine = self.css.incarnation();
         if env.incarnation < mine {
-            self.stats.incr(crate::stats::Stat::GcsMessagesDiscarded);
+            self.k.incr(crate::stats::Stat::GcsMessagesDiscarded);
             return;
         }
         if env.incarnation > mine {
@@ -163,7 +163,7 @@ impl Instance {
     /// waited for. `dead` left the cluster.
     pub(super) fn begin_reconfig(&mut self, dead: InstSet) {
         let members = self.css.members();
-        let now = self.now;
+        let now = self.k.now();
         self.directory.clear();
         self.ges.clear_master();
         self.lms.purge();
@@ -229,7 +229,7 @@ impl Instance {
         }
         // A block granted and still being read from disk is held in the
         // mode granted: the old master recorded it so.
-        for purpose in self.io.values() {
+        for purpose in self.k.io_in_flight() {
             if let IoPurpose::GrantRead { blk, mode, .. } = *purpose {
                 let held = match mode {
                     Mode::X => Held::X { dirty: false },
@@ -290,8 +290,8 @@ impl Instance {
     fn resubmit(&mut self, members: InstSet) {
         // Requests granted and being read from disk were reported as held.
         let reading: rustc_hash::FxHashSet<(BlockAddr, u64)> = self
-            .io
-            .values()
+            .k
+            .io_in_flight()
             .filter_map(|purpose| match *purpose {
                 IoPurpose::GrantRead { blk, req, .. } => Some((blk, req)),
                 _ => None,
@@ -308,7 +308,7 @@ impl Instance {
                 kind: p.kind,
                 timing: crate::msg::Timing::default(),
             };
-            self.stats.incr(crate::stats::Stat::GcsRequestsResubmitted);
+            self.k.incr(crate::stats::Stat::GcsRequestsResubmitted);
             self.submit_request(req);
         }
         for (res, mode, token) in self.ges.pending_converts() {
@@ -333,8 +333,8 @@ impl Instance {
             }
         }
         let others = members.len().saturating_sub(1);
-        let now = self.now;
-        for seq in self.lgwr.rebroadcast(others, now, &mut self.stats) {
+        let now = self.k.now();
+        for seq in self.lgwr.rebroadcast(others, now, self.k.stats_mut()) {
             for to in members.without(self.id).iter() {
                 self.send(to, Msg::ScnBroadcast { seq });
             }
@@ -406,7 +406,7 @@ impl Instance {
     /// nobody holds current, unfreeze, and serve what was held.
     fn unfreeze(&mut self) {
         self.reconfig.waiting = None;
-        let now = self.now;
+        let now = self.k.now();
         for (blk, holder) in self.directory.finish_rebuild() {
             if holder == self.id {
                 self.on_promote(blk);
@@ -505,7 +505,7 @@ impl Instance {
                 if self.cache.current(blk).is_none() && self.cache.get(id).image.scn > disk_scn =>
             {
                 self.cache.set_state(id, BufState::Xcur);
-                self.stats.incr(crate::stats::Stat::GcsPastImagesPromoted);
+                self.k.incr(crate::stats::Stat::GcsPastImagesPromoted);
                 if master == me {
                     self.dir_installed(me, blk, PROMOTE_REQ, Mode::X, None, false);
                 } else {
@@ -536,7 +536,7 @@ impl Instance {
 
     /// The alert log's lines at the start of a reconfiguration.
     pub(super) fn alert_reconfiguration(&mut self, old: u32, new: u32, dead: InstSet) {
-        let now = self.now;
+        let now = self.k.now();
         let members = self.css.members();
         self.alert.write(
             now,

@@ -65,10 +65,10 @@ impl Instance {
 
     fn grant(&mut self, req: Request, grant: GrantKind) {
         if req.requester == self.id {
-            self.stats.incr(Stat::GcLocalGrants);
+            self.k.incr(Stat::GcLocalGrants);
             self.on_local_grant(req, grant);
         } else {
-            self.stats.incr(Stat::GcRemoteGrants);
+            self.k.incr(Stat::GcRemoteGrants);
             self.send(req.requester, Msg::Grant { req, grant });
         }
     }
@@ -146,9 +146,9 @@ impl Instance {
     /// Append one redo record; returns the address a flush must reach to cover it.
     pub(super) fn redo(&mut self, record: RedoRecord) -> u64 {
         let (xid, bytes, change) = (record.xid, record.bytes, record.change.is_some());
-        let (rba, write_now) = self
-            .lgwr
-            .append(record, self.params.log_buffer, &mut self.stats);
+        let (rba, write_now) =
+            self.lgwr
+                .append(record, self.k.params().log_buffer, self.k.stats_mut());
         if change && xid.inst() == self.id && !xid.is_none() {
             self.txns
                 .changed_at(xid, rba.saturating_sub(u64::from(bytes)));
@@ -174,25 +174,25 @@ impl Instance {
     }
 
     fn lgwr_run(&mut self) {
-        let (proc, cost) = (self.lgwr.proc(), self.costs.lgwr_write);
+        let (proc, cost) = (self.lgwr.proc(), self.k.costs().lgwr_write);
         self.cpu(proc, cost);
     }
 
     /// LGWR got its CPU: write everything buffered, and broadcast the SCN of
     /// a write that carries commits.
     pub(super) fn lgwr_step_done(&mut self) {
-        let broadcast = self.params.broadcast_on_commit();
+        let broadcast = self.k.params().broadcast_on_commit();
         // The members of the incarnation acknowledge (all instances, until one dies).
         let others = self.css.peers();
         let write = self
             .lgwr
-            .take_write(broadcast, others.len(), &mut self.stats);
+            .take_write(broadcast, others.len(), self.k.stats_mut());
         if let Some(seq) = write.broadcast {
             for to in others.iter() {
                 self.send(to, Msg::ScnBroadcast { seq });
             }
         }
-        let started = self.now;
+        let started = self.k.now();
         self.start_io(
             Io::WriteRedo {
                 records: write.records,
@@ -212,8 +212,9 @@ impl Instance {
     }
 
     pub(super) fn on_redo_written(&mut self, upto: u64, started: Nanos) {
-        let took = self.now - started;
-        self.lgwr.written(upto, took, self.now, &mut self.stats);
+        let took = self.k.now() - started;
+        self.lgwr
+            .written(upto, took, self.k.now(), self.k.stats_mut());
         self.trace_background_wait(self.lgwr.proc(), Wait::LogFileParallelWrite, took);
         let mut dbwr_waited = false;
         while let Some(waiter) = self.lgwr.next_released() {
@@ -234,7 +235,7 @@ impl Instance {
 
     /// An instance acknowledged broadcast `seq` (LMS passes it on).
     pub(super) fn on_scn_ack(&mut self, seq: u64) {
-        self.lgwr.scn_ack(seq, self.now, &mut self.stats);
+        self.lgwr.scn_ack(seq, self.k.now(), self.k.stats_mut());
         while let Some(s) = self.lgwr.next_acked() {
             self.session_flushed(s);
         }
@@ -258,7 +259,7 @@ impl Instance {
         } else {
             self.enqueue_master(res)
         };
-        match self.ges.get(sid, res, mode, master, &mut self.stats) {
+        match self.ges.get(sid, res, mode, master, self.k.stats_mut()) {
             Get::Held => true,
             Get::Wait { convert } => {
                 self.begin_session_wait(sid, event, SessionState::WaitEnq);
@@ -305,7 +306,7 @@ impl Instance {
 
     /// Send a conversion request to the master (or handle it here).
     fn enq_convert(&mut self, res: ResName, mode: LockMode) {
-        let token = self.ges.start_convert(res, mode, self.now);
+        let token = self.ges.start_convert(res, mode, self.k.now());
         let master = self.enqueue_master(res);
         if master == self.id {
             self.ges_convert_here(res, mode, token);
@@ -316,7 +317,7 @@ impl Instance {
 
     /// Down-convert to NL and hand the value block back to the master.
     fn enq_down(&mut self, res: ResName) {
-        let Some(lvb) = self.ges.down(res, &mut self.stats) else {
+        let Some(lvb) = self.ges.down(res, self.k.stats_mut()) else {
             return;
         };
         let master = self.enqueue_master(res);
@@ -330,9 +331,9 @@ impl Instance {
 
     /// The master granted this instance's conversion.
     pub(super) fn on_enq_grant(&mut self, res: ResName, mode: LockMode, token: u64, lvb: Lvb) {
-        if let Err(problem) = self
-            .ges
-            .granted(res, mode, token, lvb, self.now, &mut self.stats)
+        if let Err(problem) =
+            self.ges
+                .granted(res, mode, token, lvb, self.k.now(), self.k.stats_mut())
         {
             self.error(problem);
             return;

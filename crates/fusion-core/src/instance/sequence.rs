@@ -121,16 +121,16 @@ impl Instance {
                     Wait::RowCacheLock,
                 )
             }
-            SeqStep::Update => match self.layout.seq_block {
+            SeqStep::Update => match self.k.layout().seq_block {
                 Some(blk) => {
-                    let now = self.now;
+                    let now = self.k.now();
                     let recursive_start = &mut self.sessions.session_mut(sid).recursive_start;
                     if recursive_start.is_none() {
                         // The recursive statement starts: parsed and executed each time.
                         *recursive_start = Some(now);
                         if let Some(st) = self.update_seq_stmt {
-                            self.stats.statements[st].parses += 1;
-                            self.stats.statements[st].executions += 1;
+                            self.k.stats_mut().statements[st].parses += 1;
+                            self.k.stats_mut().statements[st].executions += 1;
                         }
                     }
                     self.visit(sid, blk, true)
@@ -180,19 +180,19 @@ impl Instance {
         let new = old + batch;
         let val = new as i64;
         self.change_block(buf, Change::UpdateRow { slot, val }, xid, scn, 200);
-        self.stats.incr(Stat::RowsUpdated);
-        self.stats.add(Stat::SeqValuesAllocated, batch);
+        self.k.incr(Stat::RowsUpdated);
+        self.k.add(Stat::SeqValuesAllocated, batch);
         // The commit posts LGWR without waiting for it (no `log file sync`),
         // so the redo is usually on disk when another instance asks for SEQ$.
         let rba = self.commit_recursive(xid, &[blk]);
         self.request_flush(rba, None);
         self.enq_release(res(EnqKind::RowCache, seq), None);
-        let now = self.now;
+        let now = self.k.now();
         if let Some(t) = self.sessions.session_mut(sid).recursive_start.take()
             && let Some(st) = self.update_seq_stmt
         {
-            self.stats.statements[st].elapsed_ns += now - t;
-            self.stats.statements[st].rows += 1;
+            self.k.stats_mut().statements[st].elapsed_ns += now - t;
+            self.k.stats_mut().statements[st].rows += 1;
         }
         // The first of the values just allocated is handed out here.
         let first = old + 1;
@@ -226,7 +226,7 @@ impl Instance {
             return ExecPoint::None;
         };
         let value = def.value(number);
-        self.stats.incr(Stat::SeqValuesHandedOut);
+        self.k.incr(Stat::SeqValuesHandedOut);
         if let Some(log) = self.nextvals.as_mut() {
             log.push((u32::from(slot_of(seq)), value));
         }

@@ -19,8 +19,8 @@ use crate::types::{BlockAddr, InstId, Scn, Xid};
 impl Instance {
     /// A message for LMS arrived.
     pub(super) fn lms_enqueue(&mut self, from: InstId, sent_at: Nanos, mut msg: Msg) {
-        self.stats.incr(Stat::GcsMsgsReceived);
-        let wire = self.now.saturating_sub(sent_at);
+        self.k.incr(Stat::GcsMsgsReceived);
+        let wire = self.k.now().saturating_sub(sent_at);
         if let Msg::Request(req) | Msg::Forward { req, .. } = &mut msg {
             req.timing.request += wire;
         }
@@ -34,7 +34,7 @@ impl Instance {
             } => Job::Serve(self.boxed_serve(Serve::new(req, master, shared))),
             msg => Job::Msg { from, msg },
         };
-        if let Err(full) = self.lms.enqueue(w, job, self.now) {
+        if let Err(full) = self.lms.enqueue(w, job, self.k.now()) {
             self.error(format!(
                 "LMS{} queue full ({} jobs): dropped a message from {from}",
                 full.worker,
@@ -50,7 +50,7 @@ impl Instance {
         let w = self.lms.worker_for(req.blk);
         let me = self.id;
         let job = Job::Serve(self.boxed_serve(Serve::new(req, me, shared)));
-        self.lms.enqueue_front(w, job, self.now);
+        self.lms.enqueue_front(w, job, self.k.now());
         self.lms_kick(w);
     }
 
@@ -62,10 +62,10 @@ impl Instance {
         // Disjoint borrows: the job keeps the CR copy it builds; the rest is read.
         let view = HolderView {
             cache: &self.cache,
-            costs: &self.costs,
+            costs: self.k.costs(),
             lgwr: &self.lgwr,
-            scn: self.scn,
-            fairness_threshold: self.params.fairness_threshold,
+            scn: self.k.scn(),
+            fairness_threshold: self.k.params().fairness_threshold,
         };
         let txns = &self.txns;
         let demand = view.job_demand(job, &|x| txns.state(x));
@@ -80,7 +80,7 @@ impl Instance {
         let wait = d.started_at.saturating_sub(queued)
             + d.waited.saturating_sub(d.started_at - d.requested_at);
         let run = (d.done_at - d.requested_at).saturating_sub(d.waited);
-        self.stats.add(Stat::GcsMsgsProcessTime, run);
+        self.k.add(Stat::GcsMsgsProcessTime, run);
         if self.tracing() {
             self.trace_lms_job(w, &job);
         }
@@ -174,12 +174,15 @@ impl Instance {
                     self.down_converted(s.req, s.master);
                     return;
                 }
-                if self.cache.fairness_due(buf, self.params.fairness_threshold) {
+                if self
+                    .cache
+                    .fairness_due(buf, self.k.params().fairness_threshold)
+                {
                     // Enough CR copies built from a block nobody here is
                     // changing: hold it in S instead, and let readers take
                     // the shared current image and roll it back themselves.
                     self.cache.down_convert(buf);
-                    self.stats.incr(Stat::GcCrFairnessDownConverts);
+                    self.k.incr(Stat::GcCrFairnessDownConverts);
                     self.down_converted(s.req, s.master);
                     return;
                 }
@@ -189,23 +192,23 @@ impl Instance {
                     Some((scn, b)) if scn == scn_now => b,
                     _ => self.build_for(buf, &s.req),
                 };
-                self.stats.add(
+                self.k.add(
                     Stat::GcCrBlockBuildTime,
-                    run.saturating_sub(self.costs.lms_send),
+                    run.saturating_sub(self.k.costs().lms_send),
                 );
                 if let Ok(cp) = &built
                     && cp.undo_applied > 0
                 {
-                    self.stats.incr(Stat::GcCrBlocksBuilt);
+                    self.k.incr(Stat::GcCrBlocksBuilt);
                 }
                 if built.is_err() {
-                    self.stats.incr(Stat::GcCrLightWorks);
+                    self.k.incr(Stat::GcCrLightWorks);
                 }
                 s.built = Some((scn_now, built));
                 if self.lgwr.redo_pending(self.cache.get(buf).last_rba) {
                     self.park_for_flush(w, s, buf);
                 } else {
-                    self.ship(s, buf, self.costs.lms_send.min(run));
+                    self.ship(s, buf, self.k.costs().lms_send.min(run));
                 }
             }
             (ReqKind::Cr { .. }, true) => {
@@ -224,7 +227,7 @@ impl Instance {
             }
             (ReqKind::Current { .. }, _) => {
                 if self.cache.get(buf).pinned() {
-                    let id = self.lms.park(w, s, self.now);
+                    let id = self.lms.park(w, s, self.k.now());
                     self.lms.wait_for_pin(blk, w, id);
                     return;
                 }
@@ -232,7 +235,7 @@ impl Instance {
                 if self.lgwr.redo_pending(self.cache.get(buf).last_rba) {
                     self.park_for_flush(w, s, buf);
                 } else {
-                    self.ship(s, buf, self.costs.lms_send.min(run));
+                    self.ship(s, buf, self.k.costs().lms_send.min(run));
                 }
             }
         }
@@ -245,7 +248,7 @@ impl Instance {
         self.cache
             .get(buf)
             .image
-            .build_cr(snapshot, reader, self.scn, &|x| self.tx_state(x))
+            .build_cr(snapshot, reader, self.k.scn(), &|x| self.tx_state(x))
     }
 
     /// This instance holds the block in S only (it down-converted for
@@ -270,7 +273,7 @@ impl Instance {
 
     fn park_for_flush(&mut self, w: u8, s: Box<Serve>, buf: BufId) {
         let rba = self.cache.get(buf).last_rba;
-        let id = self.lms.park(w, s, self.now);
+        let id = self.lms.park(w, s, self.k.now());
         self.request_flush(rba, Some(FlushWaiter::Lms(w, id)));
     }
 
@@ -279,7 +282,7 @@ impl Instance {
         let Some((mut s, since)) = self.lms.unpark(w, job) else {
             return;
         };
-        let took = self.now - since;
+        let took = self.k.now() - since;
         self.wait_event(Wait::GcsLogFlushSync, took, false);
         self.trace_background_wait(self.lms.proc(w), Wait::GcsLogFlushSync, took);
         s.req.timing.flush += took;
@@ -287,16 +290,16 @@ impl Instance {
         // never a time without its count (or a count without its time).
         match s.req.kind {
             ReqKind::Cr { .. } => {
-                self.stats.incr(Stat::GcCrBlocksFlushed);
-                self.stats.add(Stat::GcCrBlockFlushTime, took)
+                self.k.incr(Stat::GcCrBlocksFlushed);
+                self.k.add(Stat::GcCrBlockFlushTime, took)
             }
             ReqKind::Current { .. } => {
-                self.stats.incr(Stat::GcCurrentBlocksFlushed);
-                self.stats.add(Stat::GcCurrentBlockFlushTime, took)
+                self.k.incr(Stat::GcCurrentBlocksFlushed);
+                self.k.add(Stat::GcCurrentBlockFlushTime, took)
             }
         }
         s.stage = Stage::Send;
-        self.lms.enqueue_front(w, Job::Serve(s), self.now);
+        self.lms.enqueue_front(w, Job::Serve(s), self.k.now());
         self.lms_kick(w);
     }
 
@@ -310,11 +313,11 @@ impl Instance {
             let Some((mut s, since)) = self.lms.unpark(w, id) else {
                 continue;
             };
-            let took = self.now - since;
+            let took = self.k.now() - since;
             s.req.timing.pin += took;
-            self.stats.add(Stat::GcCurrentBlockPinTime, took);
+            self.k.add(Stat::GcCurrentBlockPinTime, took);
             s.stage = Stage::AfterPin;
-            self.lms.enqueue_front(w, Job::Serve(s), self.now);
+            self.lms.enqueue_front(w, Job::Serve(s), self.k.now());
             self.lms_kick(w);
         }
     }
@@ -342,8 +345,8 @@ impl Instance {
         };
         let (kind, block, pi_kept) = match (req.kind, s.shared) {
             (ReqKind::Cr { .. }, false) => {
-                self.stats.incr(Stat::GcCrBlocksServed);
-                self.stats.add(Stat::GcCrBlockSendTime, send_time);
+                self.k.incr(Stat::GcCrBlocksServed);
+                self.k.add(Stat::GcCrBlockSendTime, send_time);
                 match s.built.take() {
                     Some((_, Ok(cp))) => {
                         let kind = ShipKind::Cr {
@@ -357,13 +360,13 @@ impl Instance {
                 }
             }
             (ReqKind::Cr { .. }, true) => {
-                self.stats.incr(Stat::GcCrBlocksServed);
-                self.stats.add(Stat::GcCrBlockSendTime, send_time);
+                self.k.incr(Stat::GcCrBlocksServed);
+                self.k.add(Stat::GcCrBlockSendTime, send_time);
                 (ShipKind::Shared, self.cache.get(buf).image.clone(), false)
             }
             (ReqKind::Current { .. }, _) => {
-                self.stats.incr(Stat::GcCurrentBlocksServed);
-                self.stats.add(Stat::GcCurrentBlockSendTime, send_time);
+                self.k.incr(Stat::GcCurrentBlocksServed);
+                self.k.add(Stat::GcCurrentBlockSendTime, send_time);
                 let (block, pi) = self.give_up_current(buf);
                 (ShipKind::Current, block, pi)
             }
@@ -437,7 +440,7 @@ impl Instance {
     /// A write covered our past images of `blk`.
     pub(super) fn discard_pi(&mut self, blk: BlockAddr, scn: Scn) {
         let discarded = self.cache.discard_past_images(blk, scn);
-        self.stats.add(Stat::GcsPastImagesDiscarded, discarded);
+        self.k.add(Stat::GcsPastImagesDiscarded, discarded);
         // A newer past image took over an older one's first-dirty address
         // (cache.rs, `give_up_current`); this instance's changes the write
         // covered are on disk now: what is not begins later.

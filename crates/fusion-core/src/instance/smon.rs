@@ -69,7 +69,7 @@ impl Instance {
     /// This instance recovers `dead`: read their threads. A recovery under
     /// way here is started over: the directory it claimed blocks in is gone.
     pub(super) fn smon_start(&mut self, dead: InstSet) {
-        let now = self.now;
+        let now = self.k.now();
         self.smon.run = None;
         self.smon.run_no = self.smon.run_no.wrapping_add(1);
         self.alert
@@ -171,14 +171,14 @@ impl Instance {
                     .copied()
                     .filter(|x| x.inst() == inst)
                     .collect(),
-                floor_scn: floor_scn(&run.records, inst, self.scn),
+                floor_scn: floor_scn(&run.records, inst, self.k.scn()),
                 xids_below: self.txns.xids_below(inst),
             })
             .collect();
         let claims = run.blocks.clone();
         let (kb, n) = (set.redo_bytes / 1024, claims.len());
         self.alert.write(
-            self.now,
+            self.k.now(),
             format!("Completed redo scan read {kb} KB redo, {n} data blocks need recovery"),
         );
         self.add_to_reports(claims, dead);
@@ -187,7 +187,7 @@ impl Instance {
 
     /// The directory unfroze: apply the redo.
     pub(super) fn smon_unfrozen(&mut self) {
-        let now = self.now;
+        let now = self.k.now();
         let Some(run) = self.smon.run.as_mut() else {
             return;
         };
@@ -329,7 +329,7 @@ impl Instance {
         let Some(run) = self.smon.run.take() else {
             return;
         };
-        let now = self.now;
+        let now = self.k.now();
         self.alert.write(
             now,
             format!(
@@ -343,7 +343,7 @@ impl Instance {
                 format!(
                     "Completed instance recovery at Thread {}: scn {}",
                     thread.number(),
-                    self.scn
+                    self.k.scn()
                 ),
             );
         }
@@ -438,11 +438,11 @@ impl Instance {
         if applied == 0 {
             return false;
         }
-        self.stats.add(
+        self.k.add(
             crate::stats::Stat::RollbackUndoRecordsApplied,
             u64::from(applied),
         );
-        let (rba, now) = (self.lgwr.end_rba(), self.now);
+        let (rba, now) = (self.lgwr.end_rba(), self.k.now());
         self.cache.dirtied(buf, rba, now);
         true
     }

@@ -136,7 +136,7 @@ impl Instance {
 
     /// The name of a process (`oracle3`, `LMS0`, `LGWR`, `DBW0`, `stress1`, `P000`).
     pub fn process_name(&self, proc: ProcId) -> Option<&str> {
-        self.proc_names.get(proc as usize).map(String::as_str)
+        self.k.proc_name(proc)
     }
 
     // Each hook below is inlined to one test of `self.trace`; the record is
@@ -162,8 +162,8 @@ impl Instance {
             log.push(TraceRecord::Wait {
                 proc,
                 event,
-                began: self.now.saturating_sub(took),
-                ended: self.now,
+                began: self.k.now().saturating_sub(took),
+                ended: self.k.now(),
             });
         }
     }
@@ -175,8 +175,8 @@ impl Instance {
             log.push(TraceRecord::BackgroundWait {
                 proc,
                 event,
-                began: self.now.saturating_sub(took),
-                ended: self.now,
+                began: self.k.now().saturating_sub(took),
+                ended: self.k.now(),
             });
         }
     }
@@ -188,7 +188,7 @@ impl Instance {
             log.push(TraceRecord::Hog {
                 proc,
                 busy,
-                at: self.now,
+                at: self.k.now(),
             });
         }
     }
@@ -201,7 +201,7 @@ impl Instance {
                 id: TransferId { requester, req },
                 hop,
                 proc,
-                at: self.now,
+                at: self.k.now(),
             });
         }
     }

@@ -9,7 +9,7 @@ pub const ERRORS_KEPT: usize = 1000;
 /// Bounded: a peer that sends garbage for ever must not grow the instance
 /// without bound. The only way in is [`ErrorLog::push`].
 #[derive(Debug, Default)]
-pub(in crate::instance) struct ErrorLog {
+pub(super) struct ErrorLog {
     kept: Vec<String>,
 }
 

@@ -53,19 +53,20 @@ impl Instance {
                 let point = self.sessions.session(sid).cur;
                 if matches!(point, ExecPoint::Scan { .. } | ExecPoint::ScanHeader { .. }) {
                     // Examining the block's rows is part of a scan's work.
-                    extra_ns +=
-                        self.costs.row_examined * self.cache.get(buf).image.row_slots() as Nanos;
+                    extra_ns += self.k.costs().row_examined
+                        * self.cache.get(buf).image.row_slots() as Nanos;
                 }
                 extra_ns += self.bitmap_work(sid, buf);
                 if matches!(point, ExecPoint::Seq { .. }) {
                     // The recursive `update seq$`: its execute call, the change and its commit.
-                    extra_ns += self.costs.execute + self.costs.row_change + self.costs.commit;
+                    extra_ns +=
+                        self.k.costs().execute + self.k.costs().row_change + self.k.costs().commit;
                 }
                 let s = self.sessions.session_mut(sid);
                 s.st = SessionState::Cpu(AfterCpu::Visit(buf));
                 let proc = s.proc;
                 self.cache.touch(buf);
-                if let Some(numa) = self.numa.as_mut() {
+                if let Some(numa) = self.k.numa_mut() {
                     // After computing, the CPU stalls on the lines of the
                     // buffer and of the process's memory, by where they live.
                     numa.defer(proc, numa::Touch::Get { buf });
@@ -76,8 +77,8 @@ impl Instance {
             Acquired::Waiting => false,
             Acquired::Restart => {
                 // Snapshot too old: restart the statement with a new snapshot.
-                self.stats.incr(Stat::SnapshotTooOld);
-                let scn = self.scn;
+                self.k.incr(Stat::SnapshotTooOld);
+                let scn = self.k.scn();
                 self.sessions.session_mut(sid).snapshot = scn;
                 true
             }
@@ -107,7 +108,7 @@ impl Instance {
             let s = self.sessions.session(sid);
             (s.snapshot, s.xid)
         };
-        let get_ns = self.costs.consistent_get;
+        let get_ns = self.k.costs().consistent_get;
         // 1. The current buffer, as it is or rolled back here.
         if let Some(current_buf) = self.cache.current(blk) {
             // A buffer another session is changing right now (exclusive
@@ -133,7 +134,7 @@ impl Instance {
                     let built = self.cache.get(current_buf).image.build_cr(
                         snapshot,
                         reader,
-                        self.scn,
+                        self.k.scn(),
                         &self.lookup_with_hints(sid),
                     );
                     self.use_local_cr(sid, blk, built)
@@ -209,13 +210,13 @@ impl Instance {
     ) -> Acquired {
         match built {
             Ok(cp) => {
-                self.stats.incr(Stat::CrBlocksCreated);
-                self.stats
+                self.k.incr(Stat::CrBlocksCreated);
+                self.k
                     .add(Stat::UndoRecordsApplied, u64::from(cp.undo_applied));
-                self.stats
+                self.k
                     .add(Stat::ConsistentChanges, u64::from(cp.undo_applied));
-                let extra_ns =
-                    self.costs.cr_build + self.costs.undo_apply * Nanos::from(cp.undo_applied);
+                let extra_ns = self.k.costs().cr_build
+                    + self.k.costs().undo_apply * Nanos::from(cp.undo_applied);
                 self.cache.limit_cr(blk);
                 self.make_room(sid);
                 let state = BufState::Cr {
@@ -229,7 +230,7 @@ impl Instance {
                 Acquired::Pinned {
                     buf: id,
                     extra_ns,
-                    cpu_ns: self.costs.consistent_get,
+                    cpu_ns: self.k.costs().consistent_get,
                 }
             }
             Err(CrError::Unknown(xids)) => self.look_up(sid, xids),
@@ -254,7 +255,7 @@ impl Instance {
                 return Acquired::Pinned {
                     buf: current_buf,
                     extra_ns: 0,
-                    cpu_ns: self.costs.db_block_get + self.costs.row_change,
+                    cpu_ns: self.k.costs().db_block_get + self.k.costs().row_change,
                 };
             }
         }
@@ -358,21 +359,21 @@ impl Instance {
                 | ExecPoint::Seq { .. }
         );
         if current_mode {
-            self.stats.incr(Stat::DbBlockGets);
-            self.stats.incr(Stat::DbBlockGetsFromCache);
+            self.k.incr(Stat::DbBlockGets);
+            self.k.incr(Stat::DbBlockGetsFromCache);
         } else {
-            self.stats.incr(Stat::ConsistentGets);
-            self.stats.incr(Stat::ConsistentGetsFromCache);
+            self.k.incr(Stat::ConsistentGets);
+            self.k.incr(Stat::ConsistentGetsFromCache);
         }
         if let Some(st) = self.stmt_target(sid) {
-            let x = &mut self.stats.statements[st];
+            let x = &mut self.k.stats_mut().statements[st];
             if current_mode {
                 x.current += 1;
             } else {
                 x.query += 1;
             }
         }
-        self.stats.incr(Stat::SessionLogicalReads);
+        self.k.incr(Stat::SessionLogicalReads);
     }
 
     /// An index block of a descent: go down to the child, or act at the leaf.
@@ -389,7 +390,7 @@ impl Instance {
         blk: BlockAddr,
         purpose: Purpose,
     ) -> ExecPoint {
-        let ekey = self.layout.indexes[ix].entry_key(key);
+        let ekey = self.k.layout().indexes[ix].entry_key(key);
         let img = &self.cache.get(buf).image;
         if let Some(child) = img.child_for(ekey) {
             return ExecPoint::Index {
@@ -413,7 +414,7 @@ impl Instance {
             }
             Purpose::Read | Purpose::Update => match img.leaf_lookup(ekey) {
                 Some(e) => {
-                    self.stats.incr(Stat::IndexFetchByKey);
+                    self.k.incr(Stat::IndexFetchByKey);
                     ExecPoint::Table {
                         table,
                         key,
@@ -469,7 +470,7 @@ impl Instance {
 
     /// A full scan read the segment header: the runs of blocks to read.
     fn scan_extent(&mut self, sid: u32, buf: BufId, table: usize) -> ExecPoint {
-        let t = &self.layout.tables[table];
+        let t = &self.k.layout().tables[table];
         // Every partition's initial blocks (a partitioned table's
         // other segment headers are not read again; nothing is
         // inserted into its partitions, so they say nothing new).
@@ -505,8 +506,8 @@ impl Instance {
         next: u32,
     ) -> ExecPoint {
         let rows = self.cache.get(buf).image.row_slots() as u64;
-        self.stats.incr(Stat::TableScanBlocksGotten);
-        self.stats.add(Stat::TableScanRowsGotten, rows);
+        self.k.incr(Stat::TableScanBlocksGotten);
+        self.k.add(Stat::TableScanRowsGotten, rows);
         self.scan_rows_seen(sid, buf, table);
         let runs = &self.sessions.session(sid).scan_runs;
         match runs.get(run as usize) {
@@ -576,10 +577,10 @@ impl Instance {
         self.clean_out_buffer(buf);
         let old_row = self.cache.get(buf).image.row(rowid.slot).map(|r| r.val);
         let old = old_row.unwrap_or(0);
-        let val = self.layout.tables[table].updated_value(old);
+        let val = self.k.layout().tables[table].updated_value(old);
         let slot = rowid.slot;
         self.change_block(buf, Change::UpdateRow { slot, val }, xid, scn, 200);
-        self.stats.incr(Stat::RowsUpdated);
+        self.k.incr(Stat::RowsUpdated);
         self.touch_block(sid, rowid.blk);
         // What the update overwrote, for the checker as a read at the
         // change's SCN: every other commit to the row came before this

@@ -65,13 +65,13 @@ impl Instance {
         let s = self.sessions.session_mut(sid);
         s.st = SessionState::Cpu(AfterCpu::Commit);
         let proc = s.proc;
-        self.cpu(proc, self.costs.commit);
+        self.cpu(proc, self.k.costs().commit);
         false
     }
 
     /// The commit call ran: commit, clean out, wake the waiters, and wait for LGWR.
     pub(super) fn commit_done(&mut self, sid: u32) {
-        self.stats.incr(Stat::UserCommits);
+        self.k.incr(Stat::UserCommits);
         let xid = self.sessions.session(sid).xid;
         if xid.is_none() {
             // A read-only transaction has nothing to make durable.
@@ -93,7 +93,7 @@ impl Instance {
         self.sessions.session_mut(sid).touched = touched;
         self.record(Observation::Commit { xid, scn });
         self.wake_tx_waiters(xid, scn);
-        self.stats.incr(Stat::RedoSynchWrites);
+        self.k.incr(Stat::RedoSynchWrites);
         if self.request_flush(rba, Some(FlushWaiter::Session(sid))) {
             self.record(Observation::Acknowledged { xid });
             self.end_txn(sid);
@@ -131,7 +131,7 @@ impl Instance {
             return;
         }
         if let Some(since) = self.sessions.waiting_since(sid) {
-            self.stats.add(Stat::RedoSynchTime, self.now - since);
+            self.k.add(Stat::RedoSynchTime, self.k.now() - since);
         }
         let xid = self.sessions.session(sid).xid;
         self.record(Observation::Acknowledged { xid });
@@ -151,7 +151,7 @@ impl Instance {
         s.iterations += 1;
         s.hints.clear();
         let jitter = if think > 0 {
-            (unit(&mut self.rng) * think as f64) as Nanos
+            (unit(self.k.rng()) * think as f64) as Nanos
         } else {
             0
         };
@@ -164,7 +164,7 @@ impl Instance {
         if holder.inst() == self.id {
             self.txns.wait_for_end(holder, TxWaiter::Session(sid));
         } else {
-            let token = self.sessions.start_lookup(sid, self.scn, holder, true);
+            let token = self.sessions.start_lookup(sid, self.k.scn(), holder, true);
             self.sessions.session_mut(sid).pending_lookups = 1;
             if self.css.is_member(holder.inst()) {
                 self.send(holder.inst(), Msg::TxWait { xid: holder, token });
@@ -178,10 +178,10 @@ impl Instance {
     pub(super) fn look_up(&mut self, sid: u32, xids: Vec<Xid>) -> Acquired {
         let mut asked = 0;
         for x in xids {
-            if x.inst() == self.id || x.inst().0 >= self.instance_count {
+            if x.inst() == self.id || x.inst().0 >= self.k.instance_count() {
                 continue;
             }
-            let token = self.sessions.start_lookup(sid, self.scn, x, false);
+            let token = self.sessions.start_lookup(sid, self.k.scn(), x, false);
             asked += 1;
             if self.css.is_member(x.inst()) {
                 self.send(x.inst(), Msg::TxQuery { xid: x, token });

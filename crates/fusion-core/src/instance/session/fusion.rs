@@ -42,7 +42,9 @@ impl Instance {
         kind: ReqKind,
         scan: bool,
     ) {
-        let id = self.sessions.start_request(blk, sid, self.now, scan, kind);
+        let id = self
+            .sessions
+            .start_request(blk, sid, self.k.now(), scan, kind);
         let placeholder = match kind {
             ReqKind::Cr { .. } => Wait::GcCrRequest,
             ReqKind::Current { .. } => Wait::GcCurrentRequest,
@@ -107,10 +109,10 @@ impl Instance {
             )
         };
         self.end_wait(owner, Some(lost));
-        self.stats.incr(Stat::GcBlocksLost);
+        self.k.incr(Stat::GcBlocksLost);
         let master = self.block_master(blk);
         // The alert log keeps lost blocks beside evictions (bounded: ALERT_LINES_MAX).
-        let now = self.now;
+        let now = self.k.now();
         self.alert.write(
             now,
             format!(
@@ -206,11 +208,11 @@ impl Instance {
     /// Count a received block and split its receive time the deck's way:
     /// request send, LMS CPU wait, LMS processing, log flush and wire.
     fn count_received(&mut self, kind: BlockKind, asked_at: Nanos, sent_at: Nanos, t: Timing) {
-        let total = self.now - asked_at;
+        let total = self.k.now() - asked_at;
         // `sent_at` is on the sender's clock and the timing parts are the
         // peers' measurements: in the live runtime they can add up to a
         // little more than the total, so the remainders are floored at 0.
-        let wire = self.now.saturating_sub(sent_at);
+        let wire = self.k.now().saturating_sub(sent_at);
         let lms = t.lms_proc + t.pin;
         let request = total.saturating_sub(t.lms_wait + lms + t.flush + wire);
         for (part, v) in [
@@ -220,16 +222,16 @@ impl Instance {
             (Part::LogFlush, t.flush),
             (Part::Wire, wire),
         ] {
-            self.stats.add(part.stat(kind), v);
+            self.k.add(part.stat(kind), v);
         }
         match kind {
             BlockKind::Cr => {
-                self.stats.incr(Stat::GcCrBlocksReceived);
-                self.stats.add(Stat::GcCrBlockReceiveTime, total);
+                self.k.incr(Stat::GcCrBlocksReceived);
+                self.k.add(Stat::GcCrBlockReceiveTime, total);
             }
             BlockKind::Current => {
-                self.stats.incr(Stat::GcCurrentBlocksReceived);
-                self.stats.add(Stat::GcCurrentBlockReceiveTime, total);
+                self.k.incr(Stat::GcCurrentBlocksReceived);
+                self.k.add(Stat::GcCurrentBlockReceiveTime, total);
             }
         }
     }
@@ -258,7 +260,7 @@ impl Instance {
             BufState::Scur
         };
         let id = self.cache.insert(blk, state, block);
-        self.cache.set_dirty(id, dirty, self.now);
+        self.cache.set_dirty(id, dirty, self.k.now());
         self.cache.get_mut(id).global = dirty;
     }
 
@@ -430,7 +432,7 @@ impl Instance {
         }
         self.sessions.end_request(blk);
         self.install_current(pending.owner, blk, mode, block, false);
-        if let Some(numa) = self.numa.as_mut()
+        if let Some(numa) = self.k.numa_mut()
             && let Some(buf) = self.cache.current(blk)
         {
             // The block came through the reader's group's I/O controller.
@@ -446,14 +448,14 @@ impl Instance {
     /// `taker` is the session that needs the buffer: with NUMA support it
     /// takes one of its own locality group first.
     pub(in crate::instance) fn make_room(&mut self, taker: u32) {
-        self.stats.incr(Stat::FreeBufferRequested);
-        let group = match self.numa.as_ref() {
+        self.k.incr(Stat::FreeBufferRequested);
+        let group = match self.k.numa() {
             Some(n) if n.aware() => Some(n.home(self.sessions.session(taker).proc)),
             _ => None,
         };
         while self.cache.used() >= self.cache.capacity {
             let sessions = &self.sessions;
-            let numa = &self.numa;
+            let numa = self.k.numa();
             let (victim, inspected) = self.cache.victim(
                 |b| sessions.need(b),
                 |buf| match (group, numa) {
@@ -461,8 +463,7 @@ impl Instance {
                     _ => true,
                 },
             );
-            self.stats
-                .add(Stat::FreeBufferInspected, u64::from(inspected));
+            self.k.add(Stat::FreeBufferInspected, u64::from(inspected));
             match victim {
                 Victim::Free {
                     relinquish: Some((blk, state)),

@@ -40,7 +40,7 @@ impl Instance {
     /// Session `sid` may go on.
     #[inline(always)]
     pub(super) fn set_ready(&mut self, sid: u32) {
-        self.sessions.set_ready(sid, self.now);
+        self.sessions.set_ready(sid, self.k.now());
     }
 
     /// Session `sid` goes on after its CPU step.
@@ -51,12 +51,12 @@ impl Instance {
 
     /// Begin a wait (the event may be renamed when it ends).
     pub(super) fn begin_wait(&mut self, sid: u32, event: Wait, state: SessionState) {
-        self.sessions.begin_wait(sid, event, state, self.now);
+        self.sessions.begin_wait(sid, event, state, self.k.now());
     }
 
     /// End the session's wait, recording it under `event` (or the one it began with).
     pub(super) fn end_wait(&mut self, sid: u32, event: Option<Wait>) {
-        if let Some((began_as, took)) = self.sessions.end_wait(sid, self.now) {
+        if let Some((began_as, took)) = self.sessions.end_wait(sid, self.k.now()) {
             let ev = event.unwrap_or(began_as);
             self.wait_event(ev, took, true);
             if self.tracing() {
@@ -64,7 +64,7 @@ impl Instance {
                 self.trace_wait(proc, ev, took);
             }
             if let Some(st) = self.stmt_target(sid) {
-                self.stats.statements[st].wait(ev, took);
+                self.k.stats_mut().statements[st].wait(ev, took);
             }
         }
     }
@@ -83,7 +83,7 @@ impl Instance {
     /// Session `sid` waits on `event` until something happens to `blk`
     /// (`gc buffer busy acquire` / `release`, `buffer busy waits`).
     pub(super) fn wait_on_block(&mut self, sid: u32, blk: BlockAddr, event: Wait) {
-        self.sessions.wait_on_block(sid, blk, event, self.now);
+        self.sessions.wait_on_block(sid, blk, event, self.k.now());
     }
 
     /// Something changed about `blk`: waiting sessions try again.
@@ -165,7 +165,7 @@ impl Instance {
     fn drive_other(&mut self, sid: u32, point: ExecPoint) -> bool {
         match point {
             ExecPoint::ScanHeader { table } => {
-                let h = self.layout.tables[table].header;
+                let h = self.k.layout().tables[table].header;
                 self.visit(sid, h, false)
             }
             ExecPoint::InsertRow { table, key } => match self.insert_blocks[table].0 {
@@ -177,7 +177,7 @@ impl Instance {
                 }
             },
             ExecPoint::InsertAlloc { table, .. } => {
-                let h = self.layout.tables[table].header;
+                let h = self.k.layout().tables[table].header;
                 self.visit(sid, h, true)
             }
             ExecPoint::InsertNew { table, key, blk } => self.format_new(sid, table, key, blk),
@@ -205,7 +205,7 @@ impl Instance {
         match after {
             AfterCpu::Exec => {
                 // The statement's snapshot: the SCN when its execute call ends.
-                let scn = self.scn;
+                let scn = self.k.scn();
                 self.sessions.session_mut(sid).snapshot = scn;
                 self.resume(sid);
             }

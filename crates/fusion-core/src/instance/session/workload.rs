@@ -49,7 +49,7 @@ impl Instance {
                             .iter()
                             .map(|st| {
                                 crate::tkprof::sql_of(st, catalog)
-                                    .map(|sql| find_or_add(&mut self.stats, sql, false))
+                                    .map(|sql| find_or_add(self.k.stats_mut(), sql, false))
                             })
                             .collect()
                     })
@@ -58,7 +58,7 @@ impl Instance {
             .collect();
         if !catalog.sequences.is_empty() {
             self.update_seq_stmt = Some(find_or_add(
-                &mut self.stats,
+                self.k.stats_mut(),
                 crate::tkprof::UPDATE_SEQ.to_string(),
                 true,
             ));
@@ -80,7 +80,7 @@ impl Instance {
                 assert_eq!(added, sid, "session ids are table positions");
                 // Sessions log on spread over a short interval, not in lockstep.
                 let spread = spec.think_time.max(crate::config::NS_PER_MS);
-                let delay = (unit(&mut self.rng) * spread as f64) as Nanos;
+                let delay = (unit(self.k.rng()) * spread as f64) as Nanos;
                 self.arm(delay, Timer::SessionWake(sid));
             }
         }
@@ -173,7 +173,7 @@ impl Instance {
             .iter()
             .map(|t| u64::from(t.weight.max(1)))
             .sum();
-        let mut pick = self.rng.next_u64() % total.max(1);
+        let mut pick = self.k.rng().next_u64() % total.max(1);
         for (i, t) in spec.transactions.iter().enumerate() {
             let weight = u64::from(t.weight.max(1));
             if pick < weight {
@@ -241,7 +241,7 @@ impl Instance {
         s.step += 1;
         let (template, at) = (s.template, s.step - 1);
         if let Some(st) = self.stmt_id(w, template, at) {
-            self.stats.statements[st].parses += 1;
+            self.k.stats_mut().statements[st].parses += 1;
         }
         let executions = match step {
             Step::Commit => return ControlFlow::Break(self.commit(sid)),
@@ -273,7 +273,7 @@ impl Instance {
     /// which the session is at the execution's first point.
     fn start_execution(&mut self, sid: u32, w: usize, steps: &[Step]) -> bool {
         self.stmt_close(sid);
-        let now = self.now;
+        let now = self.k.now();
         let s = self.sessions.session_mut(sid);
         s.execs_left -= 1;
         let (template, at) = (s.template, s.step - 1);
@@ -284,11 +284,11 @@ impl Instance {
         s.stmt = stmt;
         s.exec_start = now;
         if let Some(st) = stmt {
-            self.stats.statements[st].executions += 1;
-            self.stats.statements[st].rows += 1;
+            self.k.stats_mut().statements[st].executions += 1;
+            self.k.stats_mut().statements[st].rows += 1;
         }
-        let cost = self.costs.execute;
-        self.stats.incr(Stat::ExecuteCount);
+        let cost = self.k.costs().execute;
+        self.k.incr(Stat::ExecuteCount);
         let first = self.first_point(sid, w, template, at, step);
         let s = self.sessions.session_mut(sid);
         s.cur = first;
@@ -325,7 +325,7 @@ impl Instance {
                     ix,
                     table,
                     key,
-                    blk: self.layout.index_root(ix, key),
+                    blk: self.k.layout().index_root(ix, key),
                     purpose: Purpose::Read,
                 }
             }
@@ -335,14 +335,14 @@ impl Instance {
                 ref values,
                 ..
             } => {
-                let distinct = self.layout.tables[table].distinct_values.max(1);
+                let distinct = self.k.layout().tables[table].distinct_values.max(1);
                 let domain = values.range.unwrap_or((1, u64::from(distinct)));
                 let value = self.draw_in(sid, values, domain) as i64;
                 ExecPoint::Index {
                     ix: index,
                     table,
                     key: crate::bitmap::piece_at(value, 0),
-                    blk: self.layout.indexes[index].root,
+                    blk: self.k.layout().indexes[index].root,
                     purpose: Purpose::Count { value },
                 }
             }
@@ -352,7 +352,7 @@ impl Instance {
             Step::Insert { table, .. } => {
                 // Keys of inserted rows interleave by instance above the initial rows.
                 let key = self.next_keys[table];
-                self.next_keys[table] += u64::from(self.instance_count);
+                self.next_keys[table] += u64::from(self.k.instance_count());
                 ExecPoint::InsertRow { table, key }
             }
             Step::NextVal { sequence, .. } => ExecPoint::Seq {
@@ -390,10 +390,10 @@ impl Instance {
                 ix,
                 table,
                 key,
-                blk: self.layout.index_root(ix, key),
+                blk: self.k.layout().index_root(ix, key),
                 purpose: Purpose::Update,
             },
-            Access::FullScan => match self.layout.initial_rowid(table, key) {
+            Access::FullScan => match self.k.layout().initial_rowid(table, key) {
                 Some(rowid) => ExecPoint::Table {
                     table,
                     key,
@@ -417,10 +417,10 @@ impl Instance {
     /// The session stops: its workload is disabled, or (`finished`) it ran all its iterations.
     fn go_idle(&mut self, sid: u32, finished: bool) {
         self.stmt_close(sid);
-        let now = self.now;
+        let now = self.k.now();
         let s = self.sessions.session_mut(sid);
         if let Some(t) = s.call_start.take() {
-            self.stats.add(Stat::DbTime, now - t);
+            self.k.add(Stat::DbTime, now - t);
         }
         s.st = SessionState::Idle;
         s.finished = finished;
@@ -435,7 +435,7 @@ impl Instance {
         let s = self.sessions.session_mut(sid);
         s.st = SessionState::Cpu(AfterCpu::Memory { ops });
         let proc = s.proc;
-        if let Some(numa) = self.numa.as_mut() {
+        if let Some(numa) = self.k.numa_mut() {
             numa.defer(proc, super::super::numa::Touch::Private { ops });
         }
         // Writing a line is all stall: the computing is a nanosecond.
@@ -444,18 +444,18 @@ impl Instance {
 
     /// The writes are done: count them with the time they took, then go on.
     pub(super) fn memory_writes_done(&mut self, sid: u32, ops: u32, d: crate::cpu::StepDone) {
-        self.stats.add(Stat::MemoryWriteOps, u64::from(ops));
-        self.stats
+        self.k.add(Stat::MemoryWriteOps, u64::from(ops));
+        self.k
             .add(Stat::MemoryWriteOpTime, d.done_at - d.requested_at);
         self.resume(sid);
     }
 
     pub(super) fn think(&mut self, sid: u32, duration: Nanos) {
         self.stmt_close(sid);
-        let now = self.now;
+        let now = self.k.now();
         let s = self.sessions.session_mut(sid);
         if let Some(t) = s.call_start.take() {
-            self.stats.add(Stat::DbTime, now - t);
+            self.k.add(Stat::DbTime, now - t);
         }
         s.st = SessionState::Think;
         if duration == 0 {
@@ -468,7 +468,7 @@ impl Instance {
     /// A row key for a step: from the spec's range (the table's initial
     /// rows by default), among the rows of one organisation if it names one.
     fn draw_key(&mut self, sid: u32, table: usize, spec: &KeySpec) -> u64 {
-        let (rows, orgs) = self.layout.tables.get(table).map_or((1, 1), |t| {
+        let (rows, orgs) = self.k.layout().tables.get(table).map_or((1, 1), |t| {
             (t.initial_rows.max(1), u64::from(t.orgs.max(1)))
         });
         let (lo, hi) = spec.range.unwrap_or((1, rows));
@@ -495,13 +495,13 @@ impl Instance {
         debug_assert!(lo <= hi, "key range {lo}..={hi}");
         let span = hi.saturating_sub(lo) + 1;
         match spec.dist {
-            KeyDist::Uniform => lo + self.rng.next_u64() % span,
+            KeyDist::Uniform => lo + self.k.rng().next_u64() % span,
             KeyDist::Hot { fraction, share } => {
                 let hot = ((span as f64 * fraction).ceil() as u64).clamp(1, span);
-                if unit(&mut self.rng) < share || hot == span {
-                    lo + self.rng.next_u64() % hot
+                if unit(self.k.rng()) < share || hot == span {
+                    lo + self.k.rng().next_u64() % hot
                 } else {
-                    lo + hot + self.rng.next_u64() % (span - hot)
+                    lo + hot + self.k.rng().next_u64() % (span - hot)
                 }
             }
             KeyDist::Sequential => {
@@ -509,7 +509,7 @@ impl Instance {
                 // own offset and walks the range one key per draw.
                 let w = self.sessions.session(sid).workload;
                 let per_instance = u64::from(self.workloads[w].sessions_per_instance);
-                let in_cluster = per_instance.max(1) * u64::from(self.instance_count);
+                let in_cluster = per_instance.max(1) * u64::from(self.k.instance_count());
                 let position = u64::from(self.id.0) * per_instance
                     + u64::from(self.sessions.session(sid).ordinal);
                 let s = self.sessions.session_mut(sid);
@@ -531,11 +531,11 @@ impl Instance {
 
     /// The session's current execution ends: charge its elapsed time.
     pub(super) fn stmt_close(&mut self, sid: u32) {
-        let now = self.now;
+        let now = self.k.now();
         let s = self.sessions.session_mut(sid);
         if let Some(st) = s.stmt.take() {
             let took = now - s.exec_start;
-            self.stats.statements[st].elapsed_ns += took;
+            self.k.stats_mut().statements[st].elapsed_ns += took;
         }
     }
 }
