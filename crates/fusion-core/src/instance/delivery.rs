@@ -108,7 +108,7 @@ impl Instance {
     /// connection can have lost. A peer that is no longer a member was
     /// forgotten at its eviction: nothing goes to it.
     pub fn handle_reconnect(&mut self, now: Nanos, peer: InstId) {
-        if self.halted.is_some() {
+        if self.membership.halted().is_some() {
             return;
         }
         self.advance(now);

@@ -26,7 +26,7 @@ impl Instance {
 
     /// Why this instance stopped (evicted by the cluster), if it did.
     pub fn halted(&self) -> Option<&str> {
-        self.halted.as_deref()
+        self.membership.halted()
     }
 
     /// The cluster incarnation and its members as this instance sees them.
@@ -52,7 +52,7 @@ impl Instance {
 
     /// Instance recoveries this instance performed since the last call.
     pub fn take_recoveries(&mut self) -> Vec<crate::recovery::RecoveryReport> {
-        std::mem::take(&mut self.recoveries)
+        self.membership.take_recoveries()
     }
 
     /// Problems with peers' messages or I/O seen so far.
@@ -63,15 +63,12 @@ impl Instance {
     /// Keep the sequence values handed out for [`Instance::take_nextvals`]
     /// (the simulator checks them; off by default so nothing grows unread).
     pub fn log_nextvals(&mut self, on: bool) {
-        self.nextvals = on.then(Vec::new);
+        self.seqs.log_nextvals(on);
     }
 
     /// Sequence values handed out since the last call: (sequence, value), in order.
     pub fn take_nextvals(&mut self) -> Vec<(u32, i64)> {
-        self.nextvals
-            .as_mut()
-            .map(std::mem::take)
-            .unwrap_or_default()
+        self.seqs.take_nextvals()
     }
 
     /// The master's view of a global enqueue this instance masters: holders and queue length.

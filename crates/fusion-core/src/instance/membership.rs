@@ -5,8 +5,128 @@
 use super::css::{HEARTBEAT_NS, Verdict};
 use super::{Instance, IoPurpose, Timer};
 use crate::msg::{Io, Msg};
+use crate::recovery::RecoveryReport;
 use crate::types::{InstId, InstSet};
 use crate::voting::Vote;
+
+/// What this instance's membership work has in flight and what came of it:
+/// the disk heartbeat, the fences of the evicted, the restarted instance
+/// being admitted, the dead threads no recovery has finished, and whether
+/// this instance stopped.
+#[derive(Debug, Default)]
+pub(super) struct Membership {
+    /// A disk heartbeat is in flight (one at a time: a slow store delays it).
+    vote_in_flight: bool,
+    /// Fences of evicted instances not yet up at the store.
+    fences_in_flight: u32,
+    /// A restarted instance this one is admitting (its fence being lifted).
+    admitting: Option<InstId>,
+    /// A restarted instance's sessions wait until it has joined.
+    sessions_pending: bool,
+    /// Why this instance stopped (evicted, killed), if it did: it does nothing more.
+    halted: Option<String>,
+    /// Dead instances whose threads no recovery has finished yet: a new
+    /// reconfiguration recovers them too (the recovering instance may die).
+    unrecovered: InstSet,
+    /// Instance recoveries completed here since the driver last took them
+    /// (one per dead instance recovered: as few as the cluster's restarts).
+    recoveries: Vec<RecoveryReport>,
+}
+
+impl Membership {
+    /// `joining`: a restarted instance, whose sessions wait until it has joined.
+    pub fn new(joining: bool) -> Membership {
+        Membership {
+            sessions_pending: joining,
+            ..Membership::default()
+        }
+    }
+
+    #[inline(always)]
+    pub fn halted(&self) -> Option<&str> {
+        self.halted.as_deref()
+    }
+
+    /// Stop for `why`; false when already stopped (the first reason stays).
+    fn halt(&mut self, why: String) -> bool {
+        if self.halted.is_some() {
+            return false;
+        }
+        self.halted = Some(why);
+        true
+    }
+
+    /// Start a disk heartbeat unless one is in flight: true when it starts.
+    fn start_vote(&mut self) -> bool {
+        !std::mem::replace(&mut self.vote_in_flight, true)
+    }
+
+    fn vote_done(&mut self) {
+        self.vote_in_flight = false;
+    }
+
+    fn fence_started(&mut self) {
+        self.fences_in_flight += 1;
+    }
+
+    /// A fence is up at the store.
+    pub fn fence_done(&mut self) {
+        // The I/O table matched the completion to a fence of ours.
+        debug_assert!(self.fences_in_flight > 0, "a fence completed twice");
+        self.fences_in_flight = self.fences_in_flight.saturating_sub(1);
+    }
+
+    /// Every fence asked for is up: the dead threads may be read.
+    pub fn fences_up(&self) -> bool {
+        self.fences_in_flight == 0
+    }
+
+    /// Whether `from` may be admitted now (as far as this state knows): its
+    /// old life recovered, nobody else being admitted.
+    fn may_admit(&self, from: InstId) -> bool {
+        !self.unrecovered.contains(from) && self.admitting.is_none()
+    }
+
+    fn admit(&mut self, from: InstId) {
+        debug_assert!(self.admitting.is_none(), "admitting two instances at once");
+        self.admitting = Some(from);
+    }
+
+    fn admitted(&mut self) -> Option<InstId> {
+        self.admitting.take()
+    }
+
+    /// The instance joined: true once, when its sessions were waiting.
+    pub fn join_done(&mut self) -> bool {
+        std::mem::take(&mut self.sessions_pending)
+    }
+
+    /// The sessions wait until this restarted instance has joined.
+    pub fn sessions_wait(&self) -> bool {
+        self.sessions_pending
+    }
+
+    /// A reconfiguration to `members` after `dead` died: the threads to
+    /// recover (the dead, and earlier ones no recovery finished).
+    pub fn threads_to_recover(&mut self, dead: InstSet, members: InstSet) -> InstSet {
+        self.unrecovered = InstSet((self.unrecovered.0 | dead.0) & !members.0);
+        self.unrecovered
+    }
+
+    /// Nobody needs to read these threads again (a recovery finished here or
+    /// a peer's said so).
+    pub fn recovered(&mut self, threads: InstSet) {
+        self.unrecovered = InstSet(self.unrecovered.0 & !threads.0);
+    }
+
+    pub fn report_recovery(&mut self, report: RecoveryReport) {
+        self.recoveries.push(report);
+    }
+
+    pub fn take_recoveries(&mut self) -> Vec<RecoveryReport> {
+        std::mem::take(&mut self.recoveries)
+    }
+}
 
 impl Instance {
     /// Once a second: a network heartbeat to every member and a disk
@@ -22,8 +142,7 @@ impl Instance {
                 },
             );
         }
-        if !self.vote_in_flight {
-            self.vote_in_flight = true;
+        if self.membership.start_vote() {
             let vote = self.css.next_vote(self.k.now());
             self.start_io(Io::Vote { vote }, IoPurpose::Vote);
         }
@@ -49,18 +168,17 @@ impl Instance {
             || self.css.is_member(from)
             || self.grd_frozen()
             || self.smon_running()
-            || self.unrecovered.contains(from)
-            || self.admitting.is_some()
+            || !self.membership.may_admit(from)
         {
             return;
         }
-        self.admitting = Some(from);
+        self.membership.admit(from);
         self.start_io(Io::Unfence { inst: from }, IoPurpose::Unfence);
     }
 
     /// The store lets the joining instance do I/O again: reconfigure with it.
     pub(super) fn on_unfenced(&mut self) {
-        let Some(joiner) = self.admitting.take() else {
+        let Some(joiner) = self.membership.admitted() else {
             return;
         };
         let mut members = self.css.members();
@@ -70,7 +188,7 @@ impl Instance {
 
     /// The voting file as the disk heartbeat read it.
     pub(super) fn on_votes(&mut self, votes: &[Vote]) {
-        self.vote_in_flight = false;
+        self.membership.vote_done();
         let verdict = self.css.votes(self.k.now(), votes);
         self.act_on(verdict);
     }
@@ -87,7 +205,7 @@ impl Instance {
     pub(super) fn on_fenced(&mut self) {
         if self.css.is_joining() {
             // Still fenced from its old life until a member admits it.
-            self.vote_in_flight = false;
+            self.membership.vote_done();
             return;
         }
         self.halt("evicted: the store refused this instance's I/O (fenced by the cluster)".into());
@@ -95,7 +213,7 @@ impl Instance {
 
     /// This instance stops at once, as an evicted node's reboot stops it.
     pub(super) fn halt(&mut self, why: String) {
-        if self.halted.is_some() {
+        if self.membership.halted().is_some() {
             return;
         }
         let inc = self.css.incarnation();
@@ -110,7 +228,7 @@ impl Instance {
 
     /// The instance was killed (SIGKILL of every process): it stops at once.
     pub fn crash(&mut self, now: crate::config::Nanos) {
-        if self.halted.is_none() {
+        if self.membership.halted().is_none() {
             self.k.catch_up(now);
             self.stop("killed".into());
         }
@@ -135,7 +253,7 @@ impl Instance {
     /// Every process stops; what was only in memory (the buffer cache, the
     /// undo in it) is gone, what was written is in the store.
     fn stop(&mut self, why: String) {
-        self.halted = Some(why);
+        self.membership.halt(why);
         self.k.stop();
         self.cache = super::cache::Cache::new(self.cache.capacity, self.k.layout().total_blocks);
     }
@@ -163,7 +281,7 @@ impl Instance {
         // evicted instance that is only frozen must not write behind the
         // recovery's back when it wakes.
         for d in dead.iter() {
-            self.fences_in_flight += 1;
+            self.membership.fence_started();
             self.start_io(Io::Fence { inst: d }, IoPurpose::Fence);
             // Nothing is sent to it again, acknowledged or not.
             self.links.forget(d);

@@ -45,6 +45,7 @@ mod session;
 mod smon;
 mod trace;
 mod transactions;
+mod workloads;
 
 use events::{IoPurpose, Proc, Timer};
 use kernel::Due;
@@ -67,10 +68,10 @@ use transactions::{Transactions, TxWaiter};
 
 use crate::block::Block;
 use crate::config::Server;
-use crate::config::{Catalog, Costs, Nanos, ParamValue, Params, SequenceDef, WorkloadSpec};
+use crate::config::{Catalog, Costs, Nanos, ParamValue, Params, WorkloadSpec};
 use crate::cpu::{ProcId, StepDone};
 use crate::layout::Layout;
-use crate::msg::{Action, Envelope, Io, IoResult, Msg, Shipment};
+use crate::msg::{Action, Envelope, Io, IoResult, Msg};
 use crate::stats::Stat;
 use crate::types::{BlockAddr, InstId, Scn, Xid};
 
@@ -170,17 +171,10 @@ pub struct Instance {
     pub id: InstId,
     /// The services every part shares (kernel/).
     k: kernel::Kernel,
-    workloads: Arc<Vec<WorkloadSpec>>,
-    /// Boxes that carried shipments here, their blocks taken, for the
-    /// blocks this instance ships: a block ping-pongs, so its box is reused
-    /// rather than allocated by one instance and freed by the other every transfer.
-    // Boxed on purpose: the boxes themselves are what is kept for reuse.
-    #[allow(clippy::vec_box)]
-    spare_ship_boxes: Vec<Box<Shipment>>,
-    /// Boxes of served requests this instance shipped, for the next ones
-    /// (one is allocated per request forwarded here otherwise).
-    #[allow(clippy::vec_box)]
-    spare_serves: Vec<Box<lms::Serve>>,
+    /// The workloads, the enabled ones and their statements (workloads.rs).
+    workloads: workloads::Workloads,
+    /// Boxes kept for reuse on the transfer path (serve.rs).
+    spares: serve::Spares,
     cache: Cache,
     directory: Directory,
     lms: Lms,
@@ -195,55 +189,30 @@ pub struct Instance {
     /// This instance's transactions and what it knows of the others'.
     txns: Transactions,
     hogs: hogs::CpuHogs,
-    enabled_workloads: Option<Vec<String>>,
-    /// Per table: the block this instance inserts into, and its next free block.
-    insert_blocks: Vec<(Option<BlockAddr>, u32)>,
-    /// Per table: the next key this instance gives an inserted row.
-    next_keys: Vec<u64>,
-    /// Per index: blocks of this instance's free run used by splits.
-    index_free: Vec<u32>,
+    /// Where this instance's inserts go (insert.rs).
+    inserts: insert::InsertPoints,
     /// What the checkers read, when they check (bounded: see history.rs).
     history: History,
     /// The global enqueue service: resources mastered here and this instance's locks.
     ges: ges::Ges,
-    seqs: Vec<SequenceDef>,
-    /// Per sequence: this instance's cached allocation numbers `(lo, hi]` (CACHE NOORDER).
-    seq_cache: Vec<(u64, u64)>,
-    /// Values handed out since the driver last asked, when it asked to see them.
-    nextvals: Option<Vec<(u32, i64)>>,
-    /// Statement of each workload step (`[workload][transaction][step]`), an
-    /// index into `stats.statements`; and the recursive `update seq$`.
-    stmt_ids: Vec<Vec<Vec<Option<usize>>>>,
-    update_seq_stmt: Option<usize>,
+    /// The sequences and this instance's cached values (sequence.rs).
+    seqs: sequence::Sequences,
     /// Parallel execution: PX servers, hosted slaves, coordinated statements.
     px: px::PxState,
     /// Cluster membership: heartbeats, who is alive, the incarnation.
     css: css::Css,
     /// Who masters each block and enqueue (moves only at a reconfiguration).
     masters: masters::Masters,
-    /// A disk heartbeat is in flight.
-    vote_in_flight: bool,
+    /// The disk heartbeat, fences, admission, recoveries, halt (membership.rs).
+    membership: membership::Membership,
     /// The alert log since the driver last took it.
     alert: alert::AlertLog,
-    /// Why this instance stopped (evicted), if it did: it does nothing more.
-    halted: Option<String>,
-    /// Instance recoveries this instance completed since the driver last took them.
-    recoveries: Vec<crate::recovery::RecoveryReport>,
     /// A reconfiguration's freeze and what it holds (reconfig.rs).
     reconfig: reconfig::Reconfig,
     /// Instance recovery, on the recovering instance (smon.rs).
     smon: smon::Smon,
     /// Writes asked for because of past images (checkpoint.rs).
     pi_writes: checkpoint::PiWrites,
-    /// Dead instances whose threads no recovery has finished yet: a new
-    /// reconfiguration recovers them too (the recovering instance may die).
-    unrecovered: crate::types::InstSet,
-    /// Fences of evicted instances not yet up at the store.
-    fences_in_flight: u32,
-    /// A restarted instance this one is admitting (its fence being lifted).
-    admitting: Option<InstId>,
-    /// A restarted instance's sessions wait until it has joined.
-    sessions_pending: bool,
     /// Reliable delivery when the interconnect may lose messages (off otherwise).
     links: link::Links,
     /// The timeline trace's records, when the driver asked for them (trace.rs).
@@ -279,31 +248,10 @@ impl Instance {
             sessions: Sessions::default(),
             txns: Transactions::new(id, u64::from(life).saturating_mul(LIFE_XIDS)),
             hogs: hogs::CpuHogs::default(),
-            enabled_workloads: None,
-            insert_blocks: layout
-                .tables
-                .iter()
-                .map(|t| {
-                    (
-                        None,
-                        crate::layout::Layout::free_range(t.free_base, t.free_per_instance, id)
-                            .start,
-                    )
-                })
-                .collect(),
-            next_keys: layout
-                .tables
-                .iter()
-                .map(|t| t.initial_rows + 1 + u64::from(id.0))
-                .collect(),
-            index_free: vec![0; layout.indexes.len()],
+            inserts: insert::InsertPoints::new(&layout, id, instances),
             history: History::new(record_history),
             ges: ges::Ges::new(id),
-            seqs: catalog.sequences.clone(),
-            seq_cache: vec![(0, 0); catalog.sequences.len()],
-            nextvals: None,
-            stmt_ids: Vec::new(),
-            update_seq_stmt: None,
+            seqs: sequence::Sequences::new(catalog.sequences.clone()),
             px: px::PxState::default(),
             css: if life == 0 {
                 css::Css::new(id, instances, params.css_misscount, 0)
@@ -311,25 +259,18 @@ impl Instance {
                 css::Css::joining(id, instances, params.css_misscount)
             },
             masters: masters::Masters::new(instances),
-            vote_in_flight: false,
             alert: alert::AlertLog::default(),
-            halted: None,
-            recoveries: Vec::new(),
             reconfig: reconfig::Reconfig::default(),
             smon: smon::Smon::default(),
             pi_writes: checkpoint::PiWrites::default(),
-            admitting: None,
-            fences_in_flight: 0,
-            unrecovered: crate::types::InstSet::default(),
-            sessions_pending: life > 0,
+            membership: membership::Membership::new(life > 0),
             links: link::Links::new(instances, delivery),
             trace: None,
             // An instance's own copy: a session takes a handle on it per
             // execution, and a count shared by instances running on other
             // threads (a parallel simulation) would bounce between cores.
-            workloads: Arc::new(Vec::clone(&workloads)),
-            spare_ship_boxes: Vec::new(),
-            spare_serves: Vec::new(),
+            workloads: workloads::Workloads::new(Arc::new(Vec::clone(&workloads))),
+            spares: serve::Spares::default(),
             k: kernel::Kernel::new(id, instances, params, costs, layout, seed, server),
         };
         // Worker numbers are 8-bit: `gcs_server_processes` and
@@ -344,7 +285,7 @@ impl Instance {
         inst.start_writers();
         inst.px_prestart();
         inst.register_statements(&catalog);
-        if !inst.sessions_pending {
+        if !inst.membership.sessions_wait() {
             inst.start_sessions();
         }
         inst.arm(lgwr::LGWR_TIMEOUT, Timer::LgwrTimeout);
@@ -361,7 +302,7 @@ impl Instance {
 
     /// A message from another instance arrived.
     pub fn handle_message(&mut self, now: Nanos, env: Envelope) {
-        if self.halted.is_some() {
+        if self.membership.halted().is_some() {
             return;
         }
         self.advance(now);
@@ -421,7 +362,7 @@ impl Instance {
 
     /// An I/O the instance asked for completed.
     pub fn handle_io(&mut self, now: Nanos, id: u64, result: IoResult) {
-        if self.halted.is_some() {
+        if self.membership.halted().is_some() {
             return;
         }
         self.advance(now);
@@ -463,7 +404,7 @@ impl Instance {
             }
             (IoPurpose::Vote, IoResult::Votes(votes)) => self.on_votes(&votes),
             (IoPurpose::Fence, IoResult::Written) => {
-                self.fences_in_flight = self.fences_in_flight.saturating_sub(1);
+                self.membership.fence_done();
                 self.smon_read_threads();
             }
             (IoPurpose::Unfence, IoResult::Written) => self.on_unfenced(),
@@ -497,7 +438,7 @@ impl Instance {
 
     /// Time reached [`Instance::next_deadline`] (calling it early is harmless).
     pub fn handle_timeout(&mut self, now: Nanos) {
-        if self.halted.is_some() {
+        if self.membership.halted().is_some() {
             return;
         }
         self.advance(now);
@@ -506,7 +447,7 @@ impl Instance {
 
     /// Apply an administrative command.
     pub fn apply(&mut self, now: Nanos, cmd: Command) {
-        if self.halted.is_some() {
+        if self.membership.halted().is_some() {
             return;
         }
         self.advance(now);
@@ -514,7 +455,7 @@ impl Instance {
             Command::SetParameter { name, value } => self.k.set_param(&name, &value),
             Command::StressCpu { workers, load_pct } => self.set_hogs(workers, load_pct),
             Command::EnableWorkloads(list) => {
-                self.enabled_workloads = list;
+                self.workloads.enable(list);
                 self.wake_enabled_sessions();
             }
             Command::ResetPeaks => self.k.stats_mut().reset_peaks(),
@@ -538,7 +479,7 @@ impl Instance {
     // Called for every event by the driver, from another crate.
     #[inline]
     pub fn next_deadline(&self) -> Option<Nanos> {
-        if self.halted.is_some() {
+        if self.membership.halted().is_some() {
             return None;
         }
         self.k.next_deadline()
@@ -749,7 +690,7 @@ impl Instance {
             Msg::RecoverImage { blk, source } => self.on_recover_image(blk, source),
             Msg::BlockRecovered { blk, scn } => self.dir_block_recovered(from, blk, scn),
             Msg::ThreadsRecovered { threads } => {
-                self.unrecovered = crate::types::InstSet(self.unrecovered.0 & !threads.0);
+                self.membership.recovered(threads);
                 self.roll_back_dead_in_cache();
             }
             msg => self.lms_enqueue(from, env.sent_at, msg),

@@ -181,8 +181,7 @@ impl Instance {
         self.resubmit(members);
         // Every thread no recovery finished yet: the recovering instance of
         // an earlier reconfiguration may be among the dead.
-        self.unrecovered = InstSet((self.unrecovered.0 | dead.0) & !members.0);
-        let to_recover = self.unrecovered;
+        let to_recover = self.membership.threads_to_recover(dead, members);
         let recoverer = members.first() == Some(self.id);
         if recoverer && !to_recover.is_empty() {
             self.alert.write(now, "Post SMON to start 1st pass IR");
@@ -442,7 +441,7 @@ impl Instance {
             }
         }
         self.smon_unfrozen();
-        if std::mem::take(&mut self.sessions_pending) {
+        if self.membership.join_done() {
             // A restarted instance joined: its sessions log on now.
             self.alert
                 .write(now, "Instance joined the cluster: sessions start");

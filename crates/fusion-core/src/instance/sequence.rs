@@ -35,9 +35,72 @@ fn res(kind: EnqKind, seq: usize) -> ResName {
     }
 }
 
+/// The sequences and this instance's part of them: each one's definition,
+/// the values cached here (CACHE NOORDER), and, when the driver asked, the
+/// values handed out since it last took them.
+#[derive(Debug)]
+pub(super) struct Sequences {
+    defs: Vec<SequenceDef>,
+    /// Per sequence: this instance's cached allocation numbers `(lo, hi]`.
+    cached: Vec<(u64, u64)>,
+    nextvals: Option<Vec<(u32, i64)>>,
+}
+
+impl Sequences {
+    pub fn new(defs: Vec<SequenceDef>) -> Sequences {
+        Sequences {
+            cached: vec![(0, 0); defs.len()],
+            defs,
+            nextvals: None,
+        }
+    }
+
+    pub fn def(&self, seq: usize) -> Option<&SequenceDef> {
+        self.defs.get(seq)
+    }
+
+    /// The next allocation number of this instance's cache, if any is left.
+    fn take_cached(&mut self, seq: usize) -> Option<u64> {
+        let c = self.cached.get_mut(seq)?;
+        (c.0 < c.1).then(|| {
+            c.0 += 1;
+            c.0
+        })
+    }
+
+    /// Allocation numbers `first..=last` are this instance's now; the first
+    /// is handed out at once. Whatever was left of the old range is
+    /// abandoned: a gap.
+    fn cache(&mut self, seq: usize, first: u64, last: u64) {
+        debug_assert!(first <= last, "sequence {seq}: an empty allocation");
+        if let Some(c) = self.cached.get_mut(seq) {
+            *c = (first, last);
+        }
+    }
+
+    /// Keep the values handed out for the driver (or stop keeping them).
+    pub fn log_nextvals(&mut self, on: bool) {
+        self.nextvals = on.then(Vec::new);
+    }
+
+    /// The values handed out since the last call: (sequence, value), in order.
+    pub fn take_nextvals(&mut self) -> Vec<(u32, i64)> {
+        self.nextvals
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    fn handed_out(&mut self, seq: usize, value: i64) {
+        if let Some(log) = self.nextvals.as_mut() {
+            log.push((u32::from(slot_of(seq)), value));
+        }
+    }
+}
+
 impl Instance {
     fn seq_def(&self, seq: usize) -> Option<&SequenceDef> {
-        self.seqs.get(seq)
+        self.seqs.def(seq)
     }
 
     /// Advance a `nextval`. True when the session can go on at once.
@@ -71,7 +134,7 @@ impl Instance {
                 self.enq_get(sid, res(EnqKind::Sv, seq), LockMode::X, Wait::DfsLockHandle)
             }
             SeqStep::Start => {
-                if let Some(number) = self.take_cached(seq) {
+                if let Some(number) = self.seqs.take_cached(seq) {
                     self.seq_deliver(sid, seq, number, insert);
                     return true;
                 }
@@ -85,7 +148,7 @@ impl Instance {
             }
             SeqStep::HaveSq => {
                 // Another session may have refilled the cache while this one queued.
-                if let Some(number) = self.take_cached(seq) {
+                if let Some(number) = self.seqs.take_cached(seq) {
                     self.enq_release(res(EnqKind::Sq, seq), None);
                     self.seq_deliver(sid, seq, number, insert);
                     return true;
@@ -128,7 +191,7 @@ impl Instance {
                     if recursive_start.is_none() {
                         // The recursive statement starts: parsed and executed each time.
                         *recursive_start = Some(now);
-                        if let Some(st) = self.update_seq_stmt {
+                        if let Some(st) = self.workloads.update_seq_stmt() {
                             self.k.stats_mut().statements[st].parses += 1;
                             self.k.stats_mut().statements[st].executions += 1;
                         }
@@ -141,15 +204,6 @@ impl Instance {
                 }
             },
         }
-    }
-
-    /// The next value of this instance's cache (CACHE NOORDER), if any.
-    fn take_cached(&mut self, seq: usize) -> Option<u64> {
-        let c = self.seq_cache.get_mut(seq)?;
-        (c.0 < c.1).then(|| {
-            c.0 += 1;
-            c.0
-        })
     }
 
     /// The session holds the SEQ$ block in current mode and the row cache
@@ -189,7 +243,7 @@ impl Instance {
         self.enq_release(res(EnqKind::RowCache, seq), None);
         let now = self.k.now();
         if let Some(t) = self.sessions.session_mut(sid).recursive_start.take()
-            && let Some(st) = self.update_seq_stmt
+            && let Some(st) = self.workloads.update_seq_stmt()
         {
             self.k.stats_mut().statements[st].elapsed_ns += now - t;
             self.k.stats_mut().statements[st].rows += 1;
@@ -199,10 +253,7 @@ impl Instance {
         if cache > 0 && order {
             self.enq_release(res(EnqKind::Sv, seq), Some(Lvb { lo: first, hi: new }));
         } else if cache > 0 {
-            if let Some(c) = self.seq_cache.get_mut(seq) {
-                // Whatever was left of the old range is abandoned: a gap.
-                *c = (first, new);
-            }
+            self.seqs.cache(seq, first, new);
             self.enq_release(res(EnqKind::Sq, seq), None);
         }
         self.seq_value(sid, seq, first, insert)
@@ -227,9 +278,7 @@ impl Instance {
         };
         let value = def.value(number);
         self.k.incr(Stat::SeqValuesHandedOut);
-        if let Some(log) = self.nextvals.as_mut() {
-            log.push((u32::from(slot_of(seq)), value));
-        }
+        self.seqs.handed_out(seq, value);
         match insert {
             Some(table) => ExecPoint::InsertRow {
                 table,

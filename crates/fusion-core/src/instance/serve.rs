@@ -16,6 +16,65 @@ use crate::msg::{Msg, ReqKind, Request, ShipKind, Shipment, TxReport};
 use crate::stats::{Stat, Wait};
 use crate::types::{BlockAddr, InstId, Scn, Xid};
 
+/// Boxes kept for reuse on the transfer path. A block ping-pongs, so the
+/// box that carried a shipment here carries the next one from here, rather
+/// than being allocated by one instance and freed by the other every
+/// transfer; likewise the box of a request served here. A few at most:
+/// shipping takes them as fast as they come.
+#[derive(Default)]
+pub(super) struct Spares {
+    // Boxed on purpose: the boxes themselves are what is kept for reuse.
+    #[allow(clippy::vec_box)]
+    ships: Vec<Box<Shipment>>,
+    #[allow(clippy::vec_box)]
+    serves: Vec<Box<Serve>>,
+}
+
+impl Spares {
+    const SHIPS_MAX: usize = 16;
+    const SERVES_MAX: usize = 16;
+
+    /// `ship` in a box, a spare one if there is one.
+    #[inline]
+    fn box_ship(&mut self, ship: Shipment) -> Box<Shipment> {
+        match self.ships.pop() {
+            Some(mut b) => {
+                *b = ship;
+                b
+            }
+            None => Box::new(ship),
+        }
+    }
+
+    /// Keep a box whose block was taken out.
+    #[inline]
+    fn keep_ship(&mut self, b: Box<Shipment>) {
+        if self.ships.len() < Self::SHIPS_MAX {
+            self.ships.push(b);
+        }
+    }
+
+    /// `serve` in a box, a spare one if there is one.
+    #[inline]
+    fn box_serve(&mut self, serve: Serve) -> Box<Serve> {
+        match self.serves.pop() {
+            Some(mut b) => {
+                *b = serve;
+                b
+            }
+            None => Box::new(serve),
+        }
+    }
+
+    /// Keep the box of a request served (emptied of its CR copy).
+    #[inline]
+    fn keep_serve(&mut self, b: Box<Serve>) {
+        if self.serves.len() < Self::SERVES_MAX {
+            self.serves.push(b);
+        }
+    }
+}
+
 impl Instance {
     /// A message for LMS arrived.
     pub(super) fn lms_enqueue(&mut self, from: InstId, sent_at: Nanos, mut msg: Msg) {
@@ -322,15 +381,9 @@ impl Instance {
         }
     }
 
-    /// `serve` in a box, a spare one if there is one (see `spare_serves`).
+    /// `serve` in a box, a spare one if there is one.
     fn boxed_serve(&mut self, serve: Serve) -> Box<Serve> {
-        match self.spare_serves.pop() {
-            Some(mut b) => {
-                *b = serve;
-                b
-            }
-            None => Box::new(serve),
-        }
+        self.spares.box_serve(serve)
     }
 
     /// Send the block to the requester.
@@ -373,10 +426,7 @@ impl Instance {
         };
         let congested = s.congested;
         // Emptied of its CR copy above: kept for the next request served here.
-        const SPARE_SERVES_MAX: usize = 16;
-        if self.spare_serves.len() < SPARE_SERVES_MAX {
-            self.spare_serves.push(s);
-        }
+        self.spares.keep_serve(s);
         let ship = self.box_shipment(Shipment {
             req,
             kind,
@@ -391,26 +441,17 @@ impl Instance {
         }
     }
 
-    /// `ship` in a box, a spare one if there is one (see `spare_ship_boxes`).
+    /// `ship` in a box, a spare one if there is one.
     fn box_shipment(&mut self, ship: Shipment) -> Box<Shipment> {
-        match self.spare_ship_boxes.pop() {
-            Some(mut b) => {
-                *b = ship;
-                b
-            }
-            None => Box::new(ship),
-        }
+        self.spares.box_ship(ship)
     }
 
     /// The block a shipment carried here; the box is kept for a block
     /// shipped from here (a few at most: shipping takes them as fast as they come).
     pub(super) fn unbox_shipped_block(&mut self, mut b: Box<Shipment>) -> Block {
-        const SPARE_BOXES_MAX: usize = 16;
         let empty = self.cache.placeholder(b.block.addr);
         let block = std::mem::replace(&mut b.block, empty);
-        if self.spare_ship_boxes.len() < SPARE_BOXES_MAX {
-            self.spare_ship_boxes.push(b);
-        }
+        self.spares.keep_ship(b);
         block
     }
 

@@ -105,7 +105,7 @@ impl Instance {
     /// its instance is fenced could miss what it writes meanwhile (a frozen
     /// or cut-off instance still runs).
     pub(super) fn smon_read_threads(&mut self) {
-        if self.fences_in_flight > 0 {
+        if !self.membership.fences_up() {
             return;
         }
         let Some(run) = self.smon.run.as_mut() else {
@@ -358,13 +358,13 @@ impl Instance {
         );
         let unfrozen_at = run.unfrozen_at.unwrap_or(now);
         // Nobody needs to read these threads again.
-        self.unrecovered = InstSet(self.unrecovered.0 & !run.dead.0);
+        self.membership.recovered(run.dead);
         for to in self.css.peers().iter() {
             self.send(to, Msg::ThreadsRecovered { threads: run.dead });
         }
         self.roll_back_dead_in_cache();
         for dead_instance in run.dead.iter() {
-            self.recoveries.push(RecoveryReport {
+            self.membership.report_recovery(RecoveryReport {
                 dead_instance,
                 recovered_by: self.id,
                 detected_at: run.detected_at,

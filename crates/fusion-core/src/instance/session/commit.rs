@@ -142,7 +142,7 @@ impl Instance {
     /// The transaction is over: think before the next one.
     fn end_txn(&mut self, sid: u32) {
         let w = self.sessions.session(sid).workload;
-        let think = self.workloads[w].think_time;
+        let think = self.workloads.spec(w).think_time;
         let s = self.sessions.session_mut(sid);
         s.in_txn = false;
         s.xid = Xid::NONE;

@@ -168,7 +168,7 @@ impl Instance {
                 let h = self.k.layout().tables[table].header;
                 self.visit(sid, h, false)
             }
-            ExecPoint::InsertRow { table, key } => match self.insert_blocks[table].0 {
+            ExecPoint::InsertRow { table, key } => match self.inserts.block(table) {
                 Some(blk) => self.visit(sid, blk, true),
                 None => {
                     self.sessions

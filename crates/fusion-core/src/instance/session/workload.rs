@@ -6,7 +6,6 @@
 //! time), in a fixed order per execution: the figures depend on it.
 
 use std::ops::ControlFlow;
-use std::sync::Arc;
 
 use rand_core::Rng;
 
@@ -26,48 +25,13 @@ impl Instance {
     /// Give every workload step's statement (and the recursive `update
     /// seq$`) its place in `stats.statements`.
     pub(in crate::instance) fn register_statements(&mut self, catalog: &Catalog) {
-        let find_or_add =
-            |stats: &mut crate::stats::Stats, sql: String, recursive: bool| -> usize {
-                match stats.statements.iter().position(|s| s.sql == sql) {
-                    Some(i) => i,
-                    None => {
-                        stats
-                            .statements
-                            .push(crate::tkprof::StmtStat::new(sql, recursive));
-                        stats.statements.len() - 1
-                    }
-                }
-            };
-        let workloads = Arc::clone(&self.workloads);
-        self.stmt_ids = workloads
-            .iter()
-            .map(|w| {
-                w.transactions
-                    .iter()
-                    .map(|t| {
-                        t.steps
-                            .iter()
-                            .map(|st| {
-                                crate::tkprof::sql_of(st, catalog)
-                                    .map(|sql| find_or_add(self.k.stats_mut(), sql, false))
-                            })
-                            .collect()
-                    })
-                    .collect()
-            })
-            .collect();
-        if !catalog.sequences.is_empty() {
-            self.update_seq_stmt = Some(find_or_add(
-                self.k.stats_mut(),
-                crate::tkprof::UPDATE_SEQ.to_string(),
-                true,
-            ));
-        }
+        self.workloads
+            .register_statements(self.k.stats_mut(), catalog);
     }
 
     /// Create this instance's sessions; they log on spread over a short interval.
     pub(in crate::instance) fn start_sessions(&mut self) {
-        let workloads = self.workloads.clone();
+        let workloads = self.workloads.specs();
         let me = self.id.number();
         for (w, spec) in workloads.iter().enumerate() {
             if !spec.instances.contains(&me) {
@@ -87,13 +51,7 @@ impl Instance {
     }
 
     fn workload_enabled(&self, w: usize) -> bool {
-        match &self.enabled_workloads {
-            None => true,
-            Some(list) => self
-                .workloads
-                .get(w)
-                .is_some_and(|spec| list.contains(&spec.name)),
-        }
+        self.workloads.enabled(w)
     }
 
     /// The enabled workloads changed: their idle sessions start again.
@@ -123,7 +81,7 @@ impl Instance {
     pub(super) fn next_execution(&mut self, sid: u32) -> bool {
         let w = self.sessions.session(sid).workload;
         // A handle, not a copy: the spec is shared and never changes.
-        let workloads = Arc::clone(&self.workloads);
+        let workloads = self.workloads.specs();
         let spec = &workloads[w];
         if !self.sessions.session(sid).in_txn {
             if !self.begin_transaction(sid, w, spec) {
@@ -350,9 +308,7 @@ impl Instance {
                 table, ref access, ..
             } => self.update_point(sid, table, access),
             Step::Insert { table, .. } => {
-                // Keys of inserted rows interleave by instance above the initial rows.
-                let key = self.next_keys[table];
-                self.next_keys[table] += u64::from(self.k.instance_count());
+                let key = self.inserts.next_key(table);
                 ExecPoint::InsertRow { table, key }
             }
             Step::NextVal { sequence, .. } => ExecPoint::Seq {
@@ -406,12 +362,7 @@ impl Instance {
     }
 
     fn stmt_id(&self, w: usize, template: usize, step: usize) -> Option<usize> {
-        self.stmt_ids
-            .get(w)
-            .and_then(|t| t.get(template))
-            .and_then(|s| s.get(step))
-            .copied()
-            .flatten()
+        self.workloads.stmt_id(w, template, step)
     }
 
     /// The session stops: its workload is disabled, or (`finished`) it ran all its iterations.
@@ -508,7 +459,7 @@ impl Instance {
                 // Each session of the workload in the cluster starts at its
                 // own offset and walks the range one key per draw.
                 let w = self.sessions.session(sid).workload;
-                let per_instance = u64::from(self.workloads[w].sessions_per_instance);
+                let per_instance = u64::from(self.workloads.spec(w).sessions_per_instance);
                 let in_cluster = per_instance.max(1) * u64::from(self.k.instance_count());
                 let position = u64::from(self.id.0) * per_instance
                     + u64::from(self.sessions.session(sid).ordinal);
@@ -524,7 +475,7 @@ impl Instance {
     pub(in crate::instance) fn stmt_target(&self, sid: u32) -> Option<usize> {
         let s = self.sessions.get(sid as usize)?;
         if s.recursive_start.is_some() {
-            return self.update_seq_stmt;
+            return self.workloads.update_seq_stmt();
         }
         s.stmt
     }
