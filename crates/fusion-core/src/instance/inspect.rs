@@ -36,13 +36,13 @@ impl Instance {
 
     /// Alert log lines written since the last call.
     pub fn take_alert_log(&mut self) -> Vec<AlertLine> {
-        self.alert.take(self.k.now())
+        self.obs.take_alert_log(self.k.now())
     }
 
     /// Alert log lines written since the last [`take_alert_log`](Self::take_alert_log),
     /// left for it (a live host logs them as they come).
     pub fn alert_log(&self) -> &[AlertLine] {
-        self.alert.lines()
+        self.obs.alert_lines()
     }
 
     /// Whether a reconfiguration holds the resource directory frozen.

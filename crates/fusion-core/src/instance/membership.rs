@@ -217,12 +217,11 @@ impl Instance {
             return;
         }
         let inc = self.css.incarnation();
-        self.alert.write(
+        self.obs.alert(
             self.k.now(),
             format!("ORA-29740: {why}, group incarnation {inc}"),
         );
-        self.alert
-            .write(self.k.now(), "Instance terminated by LMON");
+        self.obs.alert(self.k.now(), "Instance terminated by LMON");
         self.stop(why);
     }
 

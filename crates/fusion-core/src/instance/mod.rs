@@ -9,41 +9,35 @@
 //!
 //! Time only moves through the `now` given to each input, and must not go back.
 
-mod alert;
-mod backup;
 mod cache;
-mod checkpoint;
 mod css;
-mod dbwr;
-mod dbwr_route;
 mod delivery;
 mod events;
 mod execution;
 mod gcs;
 mod ges;
-mod history;
-mod hogs;
 mod insert;
 mod inspect;
 mod kernel;
-mod lgwr;
 mod link;
 mod lms;
 mod maintain;
+mod maintenance;
 mod masters;
 mod membership;
 mod numa;
+mod observe;
 mod px;
 mod px_alloc;
 mod px_host;
 mod px_slave;
 mod reconfig;
+mod redo;
 mod route;
 mod sequence;
 mod serve;
 mod session;
 mod smon;
-mod trace;
 mod transactions;
 mod workloads;
 
@@ -52,18 +46,15 @@ use kernel::Due;
 
 use std::sync::Arc;
 
-pub use alert::{ALERT_LINES_MAX, AlertLine};
 use cache::Cache;
 pub use cache::{BufState, Buffer};
-use dbwr::Dbwr;
 use gcs::Directory;
-use history::History;
-pub use history::Horizon;
-use lgwr::Lgwr;
 pub use link::Delivery;
 use lms::Lms;
+pub use observe::{
+    ALERT_LINES_MAX, AlertLine, Hop, Horizon, TRACE_PENDING_MAX, TraceRecord, TransferId,
+};
 use session::Sessions;
-pub use trace::{Hop, TRACE_PENDING_MAX, TraceRecord, TransferId};
 use transactions::{Transactions, TxWaiter};
 
 use crate::block::Block;
@@ -178,21 +169,16 @@ pub struct Instance {
     cache: Cache,
     directory: Directory,
     lms: Lms,
-    lgwr: Lgwr,
-    dbwr: Dbwr,
-    /// DBWR's I/O slaves (`dbwr_io_slaves`; none by default).
-    dbwr_slaves: dbwr::IoSlaves,
-    /// RMAN's channels and the backup they run (backup.rs).
-    rman: backup::Rman,
+    /// LGWR, DBWR and its slaves, past-image writes (redo/).
+    redo: redo::Redo,
+    /// RMAN and the CPU hogs (maintenance/).
+    maint: maintenance::Maintenance,
     /// The foreground sessions, their queues and outstanding requests (session/).
     sessions: Sessions,
     /// This instance's transactions and what it knows of the others'.
     txns: Transactions,
-    hogs: hogs::CpuHogs,
     /// Where this instance's inserts go (insert.rs).
     inserts: insert::InsertPoints,
-    /// What the checkers read, when they check (bounded: see history.rs).
-    history: History,
     /// The global enqueue service: resources mastered here and this instance's locks.
     ges: ges::Ges,
     /// The sequences and this instance's cached values (sequence.rs).
@@ -205,18 +191,14 @@ pub struct Instance {
     masters: masters::Masters,
     /// The disk heartbeat, fences, admission, recoveries, halt (membership.rs).
     membership: membership::Membership,
-    /// The alert log since the driver last took it.
-    alert: alert::AlertLog,
+    /// The checkers' history, the alert log, the trace (observe/).
+    obs: observe::Observer,
     /// A reconfiguration's freeze and what it holds (reconfig.rs).
     reconfig: reconfig::Reconfig,
     /// Instance recovery, on the recovering instance (smon.rs).
     smon: smon::Smon,
-    /// Writes asked for because of past images (checkpoint.rs).
-    pi_writes: checkpoint::PiWrites,
     /// Reliable delivery when the interconnect may lose messages (off otherwise).
     links: link::Links,
-    /// The timeline trace's records, when the driver asked for them (trace.rs).
-    trace: Option<Box<trace::TraceLog>>,
 }
 
 impl Instance {
@@ -241,15 +223,11 @@ impl Instance {
             cache: Cache::new(capacity, layout.total_blocks),
             directory: Directory::new(id),
             lms: Lms::new([]),
-            lgwr: Lgwr::new(0),
-            dbwr: Dbwr::new([], None),
-            dbwr_slaves: dbwr::IoSlaves::default(),
-            rman: backup::Rman::default(),
+            redo: redo::Redo::new(0),
+            maint: maintenance::Maintenance::default(),
             sessions: Sessions::default(),
             txns: Transactions::new(id, u64::from(life).saturating_mul(LIFE_XIDS)),
-            hogs: hogs::CpuHogs::default(),
             inserts: insert::InsertPoints::new(&layout, id, instances),
-            history: History::new(record_history),
             ges: ges::Ges::new(id),
             seqs: sequence::Sequences::new(catalog.sequences.clone()),
             px: px::PxState::default(),
@@ -259,13 +237,11 @@ impl Instance {
                 css::Css::joining(id, instances, params.css_misscount)
             },
             masters: masters::Masters::new(instances),
-            alert: alert::AlertLog::default(),
+            obs: observe::Observer::new(record_history),
             reconfig: reconfig::Reconfig::default(),
             smon: smon::Smon::default(),
-            pi_writes: checkpoint::PiWrites::default(),
             membership: membership::Membership::new(life > 0),
             links: link::Links::new(instances, delivery),
-            trace: None,
             // An instance's own copy: a session takes a handle on it per
             // execution, and a count shared by instances running on other
             // threads (a parallel simulation) would bounce between cores.
@@ -281,15 +257,16 @@ impl Instance {
             .map(|i| inst.add_proc(Proc::Lms(worker(i)), format!("LMS{i}")))
             .collect();
         inst.lms = Lms::new(lms);
-        inst.lgwr = Lgwr::new(inst.add_proc(Proc::Lgwr, "LGWR".into()));
+        // Nothing is in it yet but LGWR's process, numbered after the LMSs.
+        inst.redo = redo::Redo::new(inst.add_proc(Proc::Lgwr, "LGWR".into()));
         inst.start_writers();
         inst.px_prestart();
         inst.register_statements(&catalog);
         if !inst.membership.sessions_wait() {
             inst.start_sessions();
         }
-        inst.arm(lgwr::LGWR_TIMEOUT, Timer::LgwrTimeout);
-        inst.arm(dbwr::DBWR_TICK, Timer::DbwrTick);
+        inst.arm(redo::LGWR_TIMEOUT, Timer::LgwrTimeout);
+        inst.arm(redo::DBWR_TICK, Timer::DbwrTick);
         inst.arm(css::HEARTBEAT_NS, Timer::CssTick);
         inst
     }
@@ -640,21 +617,16 @@ impl Instance {
             Timer::SessionWake(s) => self.session_wake(s),
             Timer::LgwrTimeout => {
                 self.lgwr_timeout();
-                self.arm(lgwr::LGWR_TIMEOUT, Timer::LgwrTimeout);
+                self.arm(redo::LGWR_TIMEOUT, Timer::LgwrTimeout);
             }
             Timer::DbwrTick => {
                 self.dbwr_tick();
-                self.arm(dbwr::DBWR_TICK, Timer::DbwrTick);
+                self.arm(redo::DBWR_TICK, Timer::DbwrTick);
             }
             Timer::CssTick => self.css_tick(),
             Timer::LinkResend(peer, epoch) => self.link_resend(peer, epoch),
             Timer::GcLost(blk, req) => self.gc_lost(blk, req),
-            Timer::HogWake(h, epoch) => {
-                if let Some(p) = self.hogs.wakes(h, epoch) {
-                    let busy = self.hogs.busy_time();
-                    self.cpu(p, busy);
-                }
-            }
+            Timer::HogWake(h, epoch) => self.hog_wake(h, epoch),
         }
     }
 
@@ -731,55 +703,15 @@ impl Instance {
     // Inlined: with history off (the usual case) the observation is not even built.
     #[inline(always)]
     pub(super) fn record(&mut self, o: Observation) {
-        if self.history.record(o) {
-            self.history_full();
+        if let Err(e) = self.obs.record(o) {
+            self.history_full(e);
         }
     }
 
     #[cold]
     #[inline(never)]
-    fn history_full(&mut self) {
-        let e = self.history.full_error();
+    fn history_full(&mut self, e: String) {
         self.error(e);
-    }
-
-    // ----- CPU hogs ---------------------------------------------------------------------
-
-    fn set_hogs(&mut self, workers: u32, load_pct: u32) {
-        let were_busy = self.hogs.fully_loaded();
-        for p in self.hogs.restart(load_pct) {
-            self.k.cancel_cpu(p);
-            if were_busy {
-                self.trace_hog(p, false);
-            }
-        }
-        for i in 0..workers {
-            // Hog processes are created once and reused across phases.
-            let name = format!("stress{i}");
-            let proc = match self.k.find_proc(&name) {
-                Some(p) => p,
-                None => self.add_proc(Proc::Hog(i), name),
-            };
-            let demand = self.hogs.add(proc);
-            self.cpu(proc, demand);
-            if self.hogs.fully_loaded() {
-                self.trace_hog(proc, true);
-            }
-        }
-    }
-
-    fn hog_step_done(&mut self, h: u32) {
-        // A partly-loaded hog sleeps for the rest of its period.
-        let k = &self.k;
-        if self
-            .hogs
-            .procs()
-            .iter()
-            .any(|&p| k.proc(p) == Some(Proc::Hog(h)))
-        {
-            let (sleep, epoch) = (self.hogs.sleep_time(), self.hogs.epoch());
-            self.arm(sleep, Timer::HogWake(h, epoch));
-        }
     }
 }
 

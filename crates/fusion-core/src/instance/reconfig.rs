@@ -184,7 +184,7 @@ impl Instance {
         let to_recover = self.membership.threads_to_recover(dead, members);
         let recoverer = members.first() == Some(self.id);
         if recoverer && !to_recover.is_empty() {
-            self.alert.write(now, "Post SMON to start 1st pass IR");
+            self.obs.alert(now, "Post SMON to start 1st pass IR");
             self.smon_start(to_recover);
         } else {
             self.send_reports();
@@ -331,16 +331,7 @@ impl Instance {
                 self.reconfig.dead_lookups.push(token);
             }
         }
-        let others = members.len().saturating_sub(1);
-        let now = self.k.now();
-        for seq in self.lgwr.rebroadcast(others, now, self.k.stats_mut()) {
-            for to in members.without(self.id).iter() {
-                self.send(to, Msg::ScnBroadcast { seq });
-            }
-        }
-        while let Some(s) = self.lgwr.next_acked() {
-            self.session_flushed(s);
-        }
+        self.lgwr_rebroadcast(members);
     }
 
     /// A block request to its master, here or remote.
@@ -419,9 +410,9 @@ impl Instance {
                 "{n} messages dropped while the directory was frozen (at most {HELD_MESSAGES_MAX} are held)"
             ));
         }
-        self.alert
-            .write(now, "Submitted all GCS remote-cache requests");
-        self.alert.write(
+        self.obs
+            .alert(now, "Submitted all GCS remote-cache requests");
+        self.obs.alert(
             now,
             format!(
                 "Reconfiguration complete (total time {:.1} secs)",
@@ -443,8 +434,8 @@ impl Instance {
         self.smon_unfrozen();
         if self.membership.join_done() {
             // A restarted instance joined: its sessions log on now.
-            self.alert
-                .write(now, "Instance joined the cluster: sessions start");
+            self.obs
+                .alert(now, "Instance joined the cluster: sessions start");
             self.start_sessions();
         }
     }
@@ -537,11 +528,11 @@ impl Instance {
     pub(super) fn alert_reconfiguration(&mut self, old: u32, new: u32, dead: InstSet) {
         let now = self.k.now();
         let members = self.css.members();
-        self.alert.write(
+        self.obs.alert(
             now,
             format!("Reconfiguration started (old inc {old}, new inc {new})"),
         );
-        self.alert.write(
+        self.obs.alert(
             now,
             format!(
                 "List of instances: {} (myinst: {})",
@@ -550,15 +541,15 @@ impl Instance {
             ),
         );
         if !dead.is_empty() {
-            self.alert.write(
+            self.obs.alert(
                 now,
                 format!("Evicting instance {} from cluster", names(dead)),
             );
         }
-        self.alert.write(now, "Global Resource Directory frozen");
+        self.obs.alert(now, "Global Resource Directory frozen");
         if !dead.is_empty() {
-            self.alert
-                .write(now, "* dead instance detected - domain 0 invalid = TRUE");
+            self.obs
+                .alert(now, "* dead instance detected - domain 0 invalid = TRUE");
         }
     }
 }

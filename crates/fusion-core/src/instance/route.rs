@@ -1,16 +1,14 @@
-//! The instance as a router: the directory's, LGWR's and DBWR's answers
-//! turned into messages, I/O, CPU requests and calls on other components.
-//! No state lives here; every decision was taken by the component that owns
-//! the state (gcs.rs, lgwr.rs), the holder's side of a transfer is routed
-//! in serve.rs and DBWR's answers in dbwr_route.rs.
+//! The instance as a router: the directory's and GES's answers turned into
+//! messages, I/O, CPU requests and calls on other components. No state
+//! lives here; every decision was taken by the component that owns the
+//! state (gcs.rs, ges.rs), the holder's side of a transfer is routed in
+//! serve.rs, and LGWR's and DBWR's answers in redo/.
 
+use super::Instance;
 use super::gcs::{Drained, Route, UnexpectedAck};
 use super::ges::{Get, HandOn};
-use super::lgwr::{Flush, FlushWaiter};
 use super::session::SessionState;
-use super::{Instance, IoPurpose};
-use crate::config::Nanos;
-use crate::msg::{GrantKind, Io, LockMode, Lvb, Mode, Msg, RedoRecord, Request, ResName};
+use crate::msg::{GrantKind, LockMode, Lvb, Mode, Msg, Request, ResName};
 use crate::stats::{Stat, Wait};
 use crate::types::{BlockAddr, InstId, Scn};
 
@@ -138,112 +136,6 @@ impl Instance {
                 // The writer drops its own past images when its write completes.
                 self.send(h, Msg::DiscardPi { blk, scn });
             }
-        }
-    }
-
-    // ----- LGWR --------------------------------------------------------------------
-
-    /// Append one redo record; returns the address a flush must reach to cover it.
-    pub(super) fn redo(&mut self, record: RedoRecord) -> u64 {
-        let (xid, bytes, change) = (record.xid, record.bytes, record.change.is_some());
-        let (rba, write_now) =
-            self.lgwr
-                .append(record, self.k.params().log_buffer, self.k.stats_mut());
-        if change && xid.inst() == self.id && !xid.is_none() {
-            self.txns
-                .changed_at(xid, rba.saturating_sub(u64::from(bytes)));
-        }
-        if write_now {
-            self.request_flush(rba, None);
-        }
-        rba
-    }
-
-    /// Make sure redo up to `rba` gets written; `waiter` is told when it is.
-    /// Returns true when it already is on disk (nobody is queued then).
-    pub(super) fn request_flush(&mut self, rba: u64, waiter: Option<FlushWaiter>) -> bool {
-        match self.lgwr.request_flush(rba, waiter) {
-            Flush::Durable => true,
-            Flush::Queued { start_write } => {
-                if start_write {
-                    self.lgwr_run();
-                }
-                false
-            }
-        }
-    }
-
-    fn lgwr_run(&mut self) {
-        let (proc, cost) = (self.lgwr.proc(), self.k.costs().lgwr_write);
-        self.cpu(proc, cost);
-    }
-
-    /// LGWR got its CPU: write everything buffered, and broadcast the SCN of
-    /// a write that carries commits.
-    pub(super) fn lgwr_step_done(&mut self) {
-        let broadcast = self.k.params().broadcast_on_commit();
-        // The members of the incarnation acknowledge (all instances, until one dies).
-        let others = self.css.peers();
-        let write = self
-            .lgwr
-            .take_write(broadcast, others.len(), self.k.stats_mut());
-        if let Some(seq) = write.broadcast {
-            for to in others.iter() {
-                self.send(to, Msg::ScnBroadcast { seq });
-            }
-        }
-        let started = self.k.now();
-        self.start_io(
-            Io::WriteRedo {
-                records: write.records,
-                bytes: write.bytes,
-                // The store keeps the redo from here on: the checkpoint, or
-                // the first change of the oldest transaction still active.
-                checkpoint: self
-                    .txns
-                    .oldest_active_rba()
-                    .map_or(self.dbwr.checkpoint(), |r| r.min(self.dbwr.checkpoint())),
-            },
-            IoPurpose::RedoWrite {
-                upto: write.upto,
-                started,
-            },
-        );
-    }
-
-    pub(super) fn on_redo_written(&mut self, upto: u64, started: Nanos) {
-        let took = self.k.now() - started;
-        self.lgwr
-            .written(upto, took, self.k.now(), self.k.stats_mut());
-        self.trace_background_wait(self.lgwr.proc(), Wait::LogFileParallelWrite, took);
-        let mut dbwr_waited = false;
-        while let Some(waiter) = self.lgwr.next_released() {
-            match waiter {
-                FlushWaiter::Session(s) => self.session_flushed(s),
-                FlushWaiter::Lms(worker, job) => self.lms_flushed(worker, job),
-                FlushWaiter::Dbwr => dbwr_waited = true,
-            }
-        }
-        if dbwr_waited && self.dbwr.checkpointing() {
-            // The redo a checkpoint's buffers waited for is on disk.
-            self.dbwr_pass(false);
-        }
-        if self.lgwr.resume() {
-            self.lgwr_run();
-        }
-    }
-
-    /// An instance acknowledged broadcast `seq` (LMS passes it on).
-    pub(super) fn on_scn_ack(&mut self, seq: u64) {
-        self.lgwr.scn_ack(seq, self.k.now(), self.k.stats_mut());
-        while let Some(s) = self.lgwr.next_acked() {
-            self.session_flushed(s);
-        }
-    }
-
-    pub(super) fn lgwr_timeout(&mut self) {
-        if let Some(rba) = self.lgwr.timeout() {
-            self.request_flush(rba, None);
         }
     }
 

@@ -7,8 +7,8 @@
 
 use super::Instance;
 use super::cache::{BufId, BufState};
-use super::lgwr::FlushWaiter;
 use super::lms::{CONGESTED_AFTER, Job, Serve, Stage};
+use super::redo::FlushWaiter;
 use crate::block::{Block, CrCopy, CrError, TxState};
 use crate::config::Nanos;
 use crate::cpu::StepDone;
@@ -122,7 +122,7 @@ impl Instance {
         let view = HolderView {
             cache: &self.cache,
             costs: self.k.costs(),
-            lgwr: &self.lgwr,
+            lgwr: self.redo.lgwr(),
             scn: self.k.scn(),
             fairness_threshold: self.k.params().fairness_threshold,
         };
@@ -264,7 +264,7 @@ impl Instance {
                     self.k.incr(Stat::GcCrLightWorks);
                 }
                 s.built = Some((scn_now, built));
-                if self.lgwr.redo_pending(self.cache.get(buf).last_rba) {
+                if self.redo.redo_pending(self.cache.get(buf).last_rba) {
                     self.park_for_flush(w, s, buf);
                 } else {
                     self.ship(s, buf, self.k.costs().lms_send.min(run));
@@ -278,7 +278,7 @@ impl Instance {
                 // A shared copy this instance down-converted may still have
                 // redo in memory: the image waits for the flush, as a
                 // current block does.
-                if self.lgwr.redo_pending(self.cache.get(buf).last_rba) {
+                if self.redo.redo_pending(self.cache.get(buf).last_rba) {
                     self.park_for_flush(w, s, buf);
                 } else {
                     self.ship(s, buf, run);
@@ -291,7 +291,7 @@ impl Instance {
                     return;
                 }
                 self.cache.set_leaving(buf, true);
-                if self.lgwr.redo_pending(self.cache.get(buf).last_rba) {
+                if self.redo.redo_pending(self.cache.get(buf).last_rba) {
                     self.park_for_flush(w, s, buf);
                 } else {
                     self.ship(s, buf, self.k.costs().lms_send.min(run));
@@ -485,7 +485,7 @@ impl Instance {
         // A newer past image took over an older one's first-dirty address
         // (cache.rs, `give_up_current`); this instance's changes the write
         // covered are on disk now: what is not begins later.
-        if let Some(rba) = self.lgwr.rba_after(scn) {
+        if let Some(rba) = self.redo.rba_after(scn) {
             self.cache.past_images_on_disk_below(blk, rba);
         }
     }
@@ -495,7 +495,7 @@ impl Instance {
 struct HolderView<'a> {
     cache: &'a super::cache::Cache,
     costs: &'a crate::config::Costs,
-    lgwr: &'a super::lgwr::Lgwr,
+    lgwr: &'a super::redo::Lgwr,
     scn: Scn,
     /// `_fairness_threshold`: see [`super::cache::Cache::fairness_due`].
     fairness_threshold: u32,

@@ -72,13 +72,13 @@ impl Instance {
         let now = self.k.now();
         self.smon.run = None;
         self.smon.run_no = self.smon.run_no.wrapping_add(1);
-        self.alert
-            .write(now, "Instance recovery: looking for dead threads");
-        self.alert.write(
+        self.obs
+            .alert(now, "Instance recovery: looking for dead threads");
+        self.obs.alert(
             now,
             format!("Beginning instance recovery of {} threads", dead.len()),
         );
-        self.alert.write(now, "Started redo scan");
+        self.obs.alert(now, "Started redo scan");
         self.smon.run = Some(Box::new(Run {
             dead,
             detected_at: now,
@@ -177,7 +177,7 @@ impl Instance {
             .collect();
         let claims = run.blocks.clone();
         let (kb, n) = (set.redo_bytes / 1024, claims.len());
-        self.alert.write(
+        self.obs.alert(
             self.k.now(),
             format!("Completed redo scan read {kb} KB redo, {n} data blocks need recovery"),
         );
@@ -195,7 +195,7 @@ impl Instance {
             return;
         }
         run.unfrozen_at = Some(now);
-        self.alert.write(now, "Started redo application");
+        self.obs.alert(now, "Started redo application");
         self.smon_next();
     }
 
@@ -330,7 +330,7 @@ impl Instance {
             return;
         };
         let now = self.k.now();
-        self.alert.write(
+        self.obs.alert(
             now,
             format!(
                 "Completed redo application of {:.2}MB",
@@ -338,7 +338,7 @@ impl Instance {
             ),
         );
         for thread in run.dead.iter() {
-            self.alert.write(
+            self.obs.alert(
                 now,
                 format!(
                     "Completed instance recovery at Thread {}: scn {}",
@@ -347,7 +347,7 @@ impl Instance {
                 ),
             );
         }
-        self.alert.write(
+        self.obs.alert(
             now,
             format!(
                 "  {} data blocks read, {} data blocks written, {} redo k-bytes read",
@@ -442,7 +442,7 @@ impl Instance {
             crate::stats::Stat::RollbackUndoRecordsApplied,
             u64::from(applied),
         );
-        let (rba, now) = (self.lgwr.end_rba(), self.k.now());
+        let (rba, now) = (self.redo.end_rba(), self.k.now());
         self.cache.dirtied(buf, rba, now);
         true
     }

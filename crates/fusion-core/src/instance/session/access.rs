@@ -529,7 +529,7 @@ impl Instance {
 
     /// A full scan saw these rows: let the checkers verify them (when recording).
     fn scan_rows_seen(&mut self, sid: u32, buf: BufId, table: usize) {
-        if !self.history.is_on() {
+        if !self.obs.history_on() {
             return;
         }
         let rows: Vec<(u64, i64)> = match &*self.cache.get(buf).image.body {

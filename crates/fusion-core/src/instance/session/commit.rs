@@ -7,7 +7,7 @@
 //! once, without a session wait.
 
 use super::super::execution::ExecPoint;
-use super::super::lgwr::FlushWaiter;
+use super::super::redo::FlushWaiter;
 use super::super::{Instance, Observation, TxWaiter};
 use super::access::Acquired;
 use super::state::{AfterCpu, SessionState};

@@ -113,7 +113,7 @@ impl Instance {
         let master = self.block_master(blk);
         // The alert log keeps lost blocks beside evictions (bounded: ALERT_LINES_MAX).
         let now = self.k.now();
-        self.alert.write(
+        self.obs.alert(
             now,
             format!(
                 "{}: {blk} requested through instance {} (nothing within 500 ms, retried)",

@@ -23,8 +23,8 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use super::Instance;
-use super::events::{IoPurpose, Proc};
+use super::super::Instance;
+use super::super::events::{IoPurpose, Proc};
 use crate::config::{NS_PER_S, Nanos};
 use crate::cpu::ProcId;
 use crate::msg::Io;
@@ -99,9 +99,13 @@ fn hms(ns: Nanos) -> String {
 
 impl Instance {
     /// `BACKUP DATABASE` with `channels` channels and, when given, `SECTION SIZE`.
-    pub(super) fn begin_backup(&mut self, channels: u32, section_size_mb: Option<u32>) {
-        if self.rman.started.is_some() {
-            self.alert.write(
+    pub(in crate::instance) fn begin_backup(
+        &mut self,
+        channels: u32,
+        section_size_mb: Option<u32>,
+    ) {
+        if self.maint.rman.started.is_some() {
+            self.obs.alert(
                 self.k.now(),
                 "RMAN: BACKUP DATABASE not started: a backup is already running".to_string(),
             );
@@ -142,11 +146,11 @@ impl Instance {
             }
         }
         let channels = usize::try_from(channels.max(1)).unwrap_or(1);
-        while self.rman.channels.len() < channels {
-            let i = self.rman.channels.len();
+        while self.maint.rman.channels.len() < channels {
+            let i = self.maint.rman.channels.len();
             let number = u32::try_from(i).unwrap_or(u32::MAX);
             let proc = self.add_proc(Proc::RmanChannel(number), format!("ORA_DISK_{}", i + 1));
-            self.rman.channels.push(Channel {
+            self.maint.rman.channels.push(Channel {
                 proc,
                 unit: None,
                 blocks: 0,
@@ -158,17 +162,17 @@ impl Instance {
             Some(mb) => format!(" section size {mb} M"),
             None => String::new(),
         };
-        self.alert.write(
+        self.obs.alert(
             self.k.now(),
             format!(
                 "RMAN: Starting backup: {channels} channel(s) (ORA_DISK_1..{channels}), {} unit(s){sections}",
                 work.len()
             ),
         );
-        self.rman.work = work;
-        self.rman.active = channels;
-        self.rman.started = Some(self.k.now());
-        for c in &mut self.rman.channels[..channels] {
+        self.maint.rman.work = work;
+        self.maint.rman.active = channels;
+        self.maint.rman.started = Some(self.k.now());
+        for c in &mut self.maint.rman.channels[..channels] {
             c.blocks = 0;
             c.units = 0;
             c.busy = true;
@@ -184,11 +188,11 @@ impl Instance {
             .unwrap_or(1)
             .max(1);
         loop {
-            let Some(channel) = self.rman.channels.get_mut(c) else {
+            let Some(channel) = self.maint.rman.channels.get_mut(c) else {
                 return;
             };
             if channel.unit.is_none() {
-                channel.unit = self.rman.work.pop_front();
+                channel.unit = self.maint.rman.work.pop_front();
                 if channel.unit.is_none() {
                     channel.busy = false;
                     self.backup_channel_done(c);
@@ -222,10 +226,10 @@ impl Instance {
     }
 
     /// Channel `c`'s read brought `blocks` blocks: check and compress them.
-    pub(super) fn backup_read_done(&mut self, c: u32, blocks: usize) {
+    pub(in crate::instance) fn backup_read_done(&mut self, c: u32, blocks: usize) {
         let Some(channel) = usize::try_from(c)
             .ok()
-            .and_then(|c| self.rman.channels.get_mut(c))
+            .and_then(|c| self.maint.rman.channels.get_mut(c))
         else {
             return;
         };
@@ -237,7 +241,7 @@ impl Instance {
     }
 
     /// Channel `c` compressed what it read.
-    pub(super) fn backup_step_done(&mut self, c: u32) {
+    pub(in crate::instance) fn backup_step_done(&mut self, c: u32) {
         if let Ok(c) = usize::try_from(c) {
             self.backup_next(c);
         }
@@ -245,10 +249,10 @@ impl Instance {
 
     /// Channel `c` found no work left; the last one ends the backup.
     fn backup_channel_done(&mut self, c: usize) {
-        let Some(started) = self.rman.started else {
+        let Some(started) = self.maint.rman.started else {
             return;
         };
-        if let Some(channel) = self.rman.channels.get(c) {
+        if let Some(channel) = self.maint.rman.channels.get(c) {
             let line = format!(
                 "RMAN: channel ORA_DISK_{}: {} file(s) or section(s), {} blocks, finished after {}",
                 c + 1,
@@ -256,17 +260,17 @@ impl Instance {
                 channel.blocks,
                 hms(self.k.now() - started)
             );
-            self.alert.write(self.k.now(), line);
+            self.obs.alert(self.k.now(), line);
         }
-        let active = self.rman.active.min(self.rman.channels.len());
-        if self.rman.channels[..active].iter().any(|ch| ch.busy) {
+        let active = self.maint.rman.active.min(self.maint.rman.channels.len());
+        if self.maint.rman.channels[..active].iter().any(|ch| ch.busy) {
             return;
         }
-        let used = self.rman.channels[..active]
+        let used = self.maint.rman.channels[..active]
             .iter()
             .filter(|ch| ch.units > 0)
             .count();
-        let largest = self.rman.channels[..active]
+        let largest = self.maint.rman.channels[..active]
             .iter()
             .map(|ch| ch.blocks)
             .max()
@@ -277,12 +281,12 @@ impl Instance {
         self.k
             .add(Stat::RmanChannelsUsed, u64::try_from(used).unwrap_or(0));
         self.k.add(Stat::RmanChannelBlocksMax, largest);
-        self.alert.write(
+        self.obs.alert(
             self.k.now(),
             format!("RMAN: Finished backup, elapsed time {}", hms(elapsed)),
         );
-        self.rman.started = None;
-        self.rman.active = 0;
+        self.maint.rman.started = None;
+        self.maint.rman.active = 0;
     }
 }
 

@@ -29,8 +29,8 @@
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::Instance;
-use super::cache::{BufId, BufState};
+use super::super::Instance;
+use super::super::cache::{BufId, BufState};
 use crate::block::Change;
 use crate::config::Nanos;
 use crate::msg::RedoRecord;
@@ -62,7 +62,7 @@ impl Instance {
     /// Make `change` to the current buffer `buf` under `xid` at `scn`, and
     /// log it as `bytes` of redo. False, with nothing done, when the change
     /// does not fit the block.
-    pub(super) fn change_block(
+    pub(in crate::instance) fn change_block(
         &mut self,
         buf: BufId,
         change: Change,
@@ -78,7 +78,7 @@ impl Instance {
     }
 
     /// Log a change already made to `buf` (see [`Instance::change_block`]).
-    pub(super) fn log_change(
+    pub(in crate::instance) fn log_change(
         &mut self,
         buf: BufId,
         change: Change,
@@ -104,18 +104,19 @@ impl Instance {
     }
 
     /// The checkpoint position now (see the module's comment).
-    pub(super) fn checkpoint_position(&mut self) -> u64 {
+    pub(in crate::instance) fn checkpoint_position(&mut self) -> u64 {
         self.cache
             .first_dirty_rba()
-            .unwrap_or_else(|| self.lgwr.end_rba())
+            .unwrap_or_else(|| self.redo.lgwr.end_rba())
     }
 
     /// With `fast_start_mttr_target` set: the redo address whose changes
     /// must be on disk for recovery to finish within the target.
-    pub(super) fn mttr_bound(&self) -> Option<u64> {
+    pub(in crate::instance) fn mttr_bound(&self) -> Option<u64> {
         let target = u64::from(self.k.params().fast_start_mttr_target);
         (target > 0).then(|| {
-            self.lgwr
+            self.redo
+                .lgwr
                 .end_rba()
                 .saturating_sub(target.saturating_mul(RECOVERY_REDO_PER_S))
         })
@@ -123,14 +124,14 @@ impl Instance {
 
     /// Add to DBWR's candidates `(dirty since, buffer)`, sorted and without
     /// repeats, the buffers whose first change lies below `below`.
-    pub(super) fn mttr_candidates(&self, below: u64, out: &mut Vec<(Nanos, BufId)>) {
+    pub(in crate::instance) fn mttr_candidates(&self, below: u64, out: &mut Vec<(Nanos, BufId)>) {
         let before = out.len();
         out.extend(
             self.cache
                 .iter()
                 .filter(|(_, b)| {
                     b.dirty()
-                        && b.state() == super::BufState::Xcur
+                        && b.state() == BufState::Xcur
                         && !b.leaving()
                         && b.first_rba().is_some_and(|f| f < below)
                 })
@@ -144,7 +145,7 @@ impl Instance {
 
     /// Past images whose first change lies below `below` hold the
     /// checkpoint back: ask their masters to have the current block written.
-    pub(super) fn ask_pi_writes(&mut self, below: u64) {
+    pub(in crate::instance) fn ask_pi_writes(&mut self, below: u64) {
         let now = self.k.now();
         let mut blks: Vec<BlockAddr> = self
             .cache
@@ -155,13 +156,14 @@ impl Instance {
         blks.sort_unstable();
         blks.dedup();
         let cache = &self.cache;
-        self.pi_writes.asked.retain(|&blk, _| {
+        self.redo.pi_writes.asked.retain(|&blk, _| {
             cache
                 .buffers_of(blk)
                 .any(|id| cache.get(id).state() == BufState::Pi)
         });
         for blk in blks {
             if self
+                .redo
                 .pi_writes
                 .asked
                 .get(&blk)
@@ -169,7 +171,7 @@ impl Instance {
             {
                 continue;
             }
-            self.pi_writes.asked.insert(blk, now);
+            self.redo.pi_writes.asked.insert(blk, now);
             let master = self.block_master(blk);
             if master == self.id {
                 let me = self.id;
@@ -183,7 +185,11 @@ impl Instance {
     /// The master (here) of `blk` was asked for a write by a past image's
     /// holder, `from`: the current holder writes, and the write's discard
     /// reaches `from`.
-    pub(super) fn dir_write_request(&mut self, from: crate::types::InstId, blk: BlockAddr) {
+    pub(in crate::instance) fn dir_write_request(
+        &mut self,
+        from: crate::types::InstId,
+        blk: BlockAddr,
+    ) {
         self.directory.note_pi(blk, from);
         match self.directory.writer(blk) {
             Some(h) if h == self.id => self.write_current_asked(blk),
@@ -195,11 +201,11 @@ impl Instance {
     }
 
     /// The master asked this instance to write its current `blk`: DBWR's next pass does.
-    pub(super) fn write_current_asked(&mut self, blk: BlockAddr) {
+    pub(in crate::instance) fn write_current_asked(&mut self, blk: BlockAddr) {
         if let Some(id) = self.cache.current(blk)
             && self.cache.get(id).dirty()
         {
-            self.pi_writes.to_write.insert(blk);
+            self.redo.pi_writes.to_write.insert(blk);
         }
     }
 
@@ -207,15 +213,16 @@ impl Instance {
     /// first. An ask stays until the block is written (a busy writer or
     /// redo still to flush defers it to the next pass) or is no longer
     /// held dirty here.
-    pub(super) fn asked_write_candidates(&mut self, out: &mut Vec<(Nanos, BufId)>) {
-        if self.pi_writes.to_write.is_empty() {
+    pub(in crate::instance) fn asked_write_candidates(&mut self, out: &mut Vec<(Nanos, BufId)>) {
+        if self.redo.pi_writes.to_write.is_empty() {
             return;
         }
         let cache = &self.cache;
-        self.pi_writes
+        self.redo
+            .pi_writes
             .to_write
             .retain(|&blk| cache.current(blk).is_some_and(|id| cache.get(id).dirty()));
-        let mut blks: Vec<BlockAddr> = self.pi_writes.to_write.iter().copied().collect();
+        let mut blks: Vec<BlockAddr> = self.redo.pi_writes.to_write.iter().copied().collect();
         blks.sort_unstable();
         for blk in blks {
             if let Some(id) = self.cache.current(blk)
@@ -229,7 +236,7 @@ impl Instance {
     }
 
     /// `blk` was written: a write asked for it is done.
-    pub(super) fn asked_write_done(&mut self, blk: BlockAddr) {
-        self.pi_writes.to_write.remove(&blk);
+    pub(in crate::instance) fn asked_write_done(&mut self, blk: BlockAddr) {
+        self.redo.pi_writes.to_write.remove(&blk);
     }
 }
