@@ -31,7 +31,7 @@ impl Instance {
 
     /// The cluster incarnation and its members as this instance sees them.
     pub fn membership(&self) -> (u32, crate::types::InstSet) {
-        (self.css.incarnation(), self.css.members())
+        (self.membership.incarnation(), self.membership.members())
     }
 
     /// Alert log lines written since the last call.
@@ -47,7 +47,7 @@ impl Instance {
 
     /// Whether a reconfiguration holds the resource directory frozen.
     pub fn reconfiguring(&self) -> bool {
-        self.reconfig.frozen()
+        self.membership.reconfiguring()
     }
 
     /// Instance recoveries this instance performed since the last call.

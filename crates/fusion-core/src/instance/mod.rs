@@ -10,8 +10,6 @@
 //! Time only moves through the `now` given to each input, and must not go back.
 
 mod cache;
-mod css;
-mod delivery;
 mod events;
 mod execution;
 mod gcs;
@@ -19,7 +17,6 @@ mod ges;
 mod insert;
 mod inspect;
 mod kernel;
-mod link;
 mod lms;
 mod maintain;
 mod maintenance;
@@ -31,13 +28,11 @@ mod px;
 mod px_alloc;
 mod px_host;
 mod px_slave;
-mod reconfig;
 mod redo;
 mod route;
 mod sequence;
 mod serve;
 mod session;
-mod smon;
 mod transactions;
 mod workloads;
 
@@ -49,7 +44,7 @@ use std::sync::Arc;
 use cache::Cache;
 pub use cache::{BufState, Buffer};
 use gcs::Directory;
-pub use link::Delivery;
+pub use membership::Delivery;
 use lms::Lms;
 pub use observe::{
     ALERT_LINES_MAX, AlertLine, Hop, Horizon, TRACE_PENDING_MAX, TraceRecord, TransferId,
@@ -185,20 +180,12 @@ pub struct Instance {
     seqs: sequence::Sequences,
     /// Parallel execution: PX servers, hosted slaves, coordinated statements.
     px: px::PxState,
-    /// Cluster membership: heartbeats, who is alive, the incarnation.
-    css: css::Css,
     /// Who masters each block and enqueue (moves only at a reconfiguration).
     masters: masters::Masters,
-    /// The disk heartbeat, fences, admission, recoveries, halt (membership.rs).
+    /// CSS, reconfiguration, SMON, links (membership/).
     membership: membership::Membership,
     /// The checkers' history, the alert log, the trace (observe/).
     obs: observe::Observer,
-    /// A reconfiguration's freeze and what it holds (reconfig.rs).
-    reconfig: reconfig::Reconfig,
-    /// Instance recovery, on the recovering instance (smon.rs).
-    smon: smon::Smon,
-    /// Reliable delivery when the interconnect may lose messages (off otherwise).
-    links: link::Links,
 }
 
 impl Instance {
@@ -231,17 +218,9 @@ impl Instance {
             ges: ges::Ges::new(id),
             seqs: sequence::Sequences::new(catalog.sequences.clone()),
             px: px::PxState::default(),
-            css: if life == 0 {
-                css::Css::new(id, instances, params.css_misscount, 0)
-            } else {
-                css::Css::joining(id, instances, params.css_misscount)
-            },
             masters: masters::Masters::new(instances),
             obs: observe::Observer::new(record_history),
-            reconfig: reconfig::Reconfig::default(),
-            smon: smon::Smon::default(),
-            membership: membership::Membership::new(life > 0),
-            links: link::Links::new(instances, delivery),
+            membership: membership::Membership::new(id, instances, &params, life, delivery),
             // An instance's own copy: a session takes a handle on it per
             // execution, and a count shared by instances running on other
             // threads (a parallel simulation) would bounce between cores.
@@ -267,7 +246,7 @@ impl Instance {
         }
         inst.arm(redo::LGWR_TIMEOUT, Timer::LgwrTimeout);
         inst.arm(redo::DBWR_TICK, Timer::DbwrTick);
-        inst.arm(css::HEARTBEAT_NS, Timer::CssTick);
+        inst.arm(membership::HEARTBEAT_NS, Timer::CssTick);
         inst
     }
 
@@ -301,8 +280,8 @@ impl Instance {
             self.on_heartbeat(env.from, incarnation, members);
             return;
         }
-        if !self.css.is_member(env.from)
-            && env.incarnation <= self.css.incarnation()
+        if !self.membership.is_member(env.from)
+            && env.incarnation <= self.membership.incarnation()
             && !matches!(env.msg, Msg::Rebuild(_))
         {
             // An evicted instance's late messages: it is no longer in the
@@ -310,13 +289,13 @@ impl Instance {
             // come from members this instance does not know of yet.)
             return;
         }
-        if self.css.sent_by_earlier_life(env.from, env.incarnation) {
+        if self.membership.sent_by_earlier_life(env.from, env.incarnation) {
             // Its earlier life's late messages, now that a new life of it
             // is a member: that life's links and requests are gone.
             return;
         }
-        self.css.alive(env.from, now);
-        if self.css.is_joining()
+        self.membership.alive(env.from, now);
+        if self.membership.is_joining()
             && (env.link.seq != 0 || matches!(env.msg, Msg::LinkAck { .. }))
             && !matches!(&env.msg, Msg::Rebuild(r) if r.members.contains(self.id))
         {
@@ -328,7 +307,8 @@ impl Instance {
             // chaos). What is meant for this life is sent again.
             return;
         }
-        if self.links.on() || env.link.seq != 0 || matches!(env.msg, Msg::LinkAck { .. }) {
+        if self.membership.links_on() || env.link.seq != 0 || matches!(env.msg, Msg::LinkAck { .. })
+        {
             self.link_receive(env);
         } else {
             self.observe_scn(env.scn);
@@ -483,7 +463,7 @@ impl Instance {
     }
 
     fn send(&mut self, to: InstId, msg: Msg) {
-        if !self.css.is_member(to) && !msg.is_css() {
+        if !self.membership.is_member(to) && !msg.is_css() {
             // An evicted instance: nothing reaches it any more (a waiter of
             // its, say, was answered after it died).
             return;
@@ -496,13 +476,13 @@ impl Instance {
         let env = Envelope {
             from: self.id,
             to,
-            incarnation: self.css.incarnation(),
+            incarnation: self.membership.incarnation(),
             scn: self.k.scn(),
             sent_at: self.k.now(),
             msg,
             link: Default::default(),
         };
-        if self.links.on() {
+        if self.membership.links_on() {
             return self.link_send(env);
         }
         self.k.push_action(Action::Send(env));

@@ -56,7 +56,7 @@ impl Instance {
     pub(in crate::instance) fn lgwr_step_done(&mut self) {
         let broadcast = self.k.params().broadcast_on_commit();
         // The members of the incarnation acknowledge (all instances, until one dies).
-        let others = self.css.peers();
+        let others = self.membership.peers();
         let write = self
             .redo
             .lgwr

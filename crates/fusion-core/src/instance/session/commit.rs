@@ -166,7 +166,7 @@ impl Instance {
         } else {
             let token = self.sessions.start_lookup(sid, self.k.scn(), holder, true);
             self.sessions.session_mut(sid).pending_lookups = 1;
-            if self.css.is_member(holder.inst()) {
+            if self.membership.is_member(holder.inst()) {
                 self.send(holder.inst(), Msg::TxWait { xid: holder, token });
             } else {
                 self.ask_dead(token);
@@ -183,7 +183,7 @@ impl Instance {
             }
             let token = self.sessions.start_lookup(sid, self.k.scn(), x, false);
             asked += 1;
-            if self.css.is_member(x.inst()) {
+            if self.membership.is_member(x.inst()) {
                 self.send(x.inst(), Msg::TxQuery { xid: x, token });
             } else {
                 self.ask_dead(token);

@@ -8,7 +8,7 @@
 //! `make_room` frees a buffer for whatever is installed (or built) here.
 
 use super::super::cache::{BufState, Victim};
-use super::super::link::RETRANSMIT_NS;
+use super::super::membership::RETRANSMIT_NS;
 use super::super::{Hop, Instance, IoPurpose, Timer};
 use super::state::{PendingRequest, SessionState};
 use crate::block::{Block, Body};
@@ -62,7 +62,7 @@ impl Instance {
         // Only a network that drops messages loses a request: over a
         // transport (live) one that broke sends everything again when it is
         // back, and a late block is late, not lost.
-        if self.links.lossy() {
+        if self.membership.links_lossy() {
             self.arm(RETRANSMIT_NS, Timer::GcLost(blk, id));
         }
         let master = self.block_master(blk);

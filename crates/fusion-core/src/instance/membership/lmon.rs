@@ -1,9 +1,9 @@
 //! Routing the membership service's decisions (css.rs): heartbeats out,
 //! the voting-file I/O, an eviction of others (a reconfiguration) or of
-//! this instance (it stops).
+//! this instance (it stops); and [`Standing`], what that work has in flight.
 
+use super::super::{Instance, IoPurpose, Timer};
 use super::css::{HEARTBEAT_NS, Verdict};
-use super::{Instance, IoPurpose, Timer};
 use crate::msg::{Io, Msg};
 use crate::recovery::RecoveryReport;
 use crate::types::{InstId, InstSet};
@@ -14,7 +14,7 @@ use crate::voting::Vote;
 /// being admitted, the dead threads no recovery has finished, and whether
 /// this instance stopped.
 #[derive(Debug, Default)]
-pub(super) struct Membership {
+pub(super) struct Standing {
     /// A disk heartbeat is in flight (one at a time: a slow store delays it).
     vote_in_flight: bool,
     /// Fences of evicted instances not yet up at the store.
@@ -33,12 +33,12 @@ pub(super) struct Membership {
     recoveries: Vec<RecoveryReport>,
 }
 
-impl Membership {
+impl Standing {
     /// `joining`: a restarted instance, whose sessions wait until it has joined.
-    pub fn new(joining: bool) -> Membership {
-        Membership {
+    pub fn new(joining: bool) -> Standing {
+        Standing {
             sessions_pending: joining,
-            ..Membership::default()
+            ..Standing::default()
         }
     }
 
@@ -131,9 +131,12 @@ impl Membership {
 impl Instance {
     /// Once a second: a network heartbeat to every member and a disk
     /// heartbeat to the voting file (one at a time: a slow store delays it).
-    pub(super) fn css_tick(&mut self) {
-        let (incarnation, members) = (self.css.incarnation(), self.css.members());
-        for peer in self.css.beat_to().iter() {
+    pub(in crate::instance) fn css_tick(&mut self) {
+        let (incarnation, members) = (
+            self.membership.css.incarnation(),
+            self.membership.css.members(),
+        );
+        for peer in self.membership.css.beat_to().iter() {
             self.send(
                 peer,
                 Msg::Heartbeat {
@@ -142,19 +145,27 @@ impl Instance {
                 },
             );
         }
-        if self.membership.start_vote() {
-            let vote = self.css.next_vote(self.k.now());
+        if self.membership.standing.start_vote() {
+            let vote = self.membership.css.next_vote(self.k.now());
             self.start_io(Io::Vote { vote }, IoPurpose::Vote);
         }
         self.arm(HEARTBEAT_NS, Timer::CssTick);
     }
 
     /// A member's network heartbeat.
-    pub(super) fn on_heartbeat(&mut self, from: InstId, incarnation: u32, members: InstSet) {
-        if incarnation == 0 && !self.css.is_joining() {
+    pub(in crate::instance) fn on_heartbeat(
+        &mut self,
+        from: InstId,
+        incarnation: u32,
+        members: InstSet,
+    ) {
+        if incarnation == 0 && !self.membership.css.is_joining() {
             self.join_request(from);
         }
-        let verdict = self.css.heard(from, self.k.now(), incarnation, members);
+        let verdict = self
+            .membership
+            .css
+            .heard(from, self.k.now(), incarnation, members);
         self.act_on(verdict);
     }
 
@@ -163,33 +174,33 @@ impl Instance {
     /// reconfiguration is under way: it lifts the instance's fence, then
     /// reconfigures with it (`on_unfenced`).
     fn join_request(&mut self, from: InstId) {
-        let lowest = self.css.members().first() == Some(self.id);
+        let lowest = self.membership.css.members().first() == Some(self.id);
         if !lowest
-            || self.css.is_member(from)
+            || self.membership.css.is_member(from)
             || self.grd_frozen()
             || self.smon_running()
-            || !self.membership.may_admit(from)
+            || !self.membership.standing.may_admit(from)
         {
             return;
         }
-        self.membership.admit(from);
+        self.membership.standing.admit(from);
         self.start_io(Io::Unfence { inst: from }, IoPurpose::Unfence);
     }
 
     /// The store lets the joining instance do I/O again: reconfigure with it.
-    pub(super) fn on_unfenced(&mut self) {
-        let Some(joiner) = self.membership.admitted() else {
+    pub(in crate::instance) fn on_unfenced(&mut self) {
+        let Some(joiner) = self.membership.standing.admitted() else {
             return;
         };
-        let mut members = self.css.members();
+        let mut members = self.membership.css.members();
         members.insert(joiner);
         self.evict(InstSet::default(), members);
     }
 
     /// The voting file as the disk heartbeat read it.
-    pub(super) fn on_votes(&mut self, votes: &[Vote]) {
-        self.membership.vote_done();
-        let verdict = self.css.votes(self.k.now(), votes);
+    pub(in crate::instance) fn on_votes(&mut self, votes: &[Vote]) {
+        self.membership.standing.vote_done();
+        let verdict = self.membership.css.votes(self.k.now(), votes);
         self.act_on(verdict);
     }
 
@@ -202,21 +213,21 @@ impl Instance {
     }
 
     /// The store refused an I/O: this instance was fenced by the others.
-    pub(super) fn on_fenced(&mut self) {
-        if self.css.is_joining() {
+    pub(in crate::instance) fn on_fenced(&mut self) {
+        if self.membership.css.is_joining() {
             // Still fenced from its old life until a member admits it.
-            self.membership.vote_done();
+            self.membership.standing.vote_done();
             return;
         }
         self.halt("evicted: the store refused this instance's I/O (fenced by the cluster)".into());
     }
 
     /// This instance stops at once, as an evicted node's reboot stops it.
-    pub(super) fn halt(&mut self, why: String) {
-        if self.membership.halted().is_some() {
+    pub(in crate::instance) fn halt(&mut self, why: String) {
+        if self.membership.standing.halted().is_some() {
             return;
         }
-        let inc = self.css.incarnation();
+        let inc = self.membership.css.incarnation();
         self.obs.alert(
             self.k.now(),
             format!("ORA-29740: {why}, group incarnation {inc}"),
@@ -227,7 +238,7 @@ impl Instance {
 
     /// The instance was killed (SIGKILL of every process): it stops at once.
     pub fn crash(&mut self, now: crate::config::Nanos) {
-        if self.membership.halted().is_none() {
+        if self.membership.standing.halted().is_none() {
             self.k.catch_up(now);
             self.stop("killed".into());
         }
@@ -252,23 +263,28 @@ impl Instance {
     /// Every process stops; what was only in memory (the buffer cache, the
     /// undo in it) is gone, what was written is in the store.
     fn stop(&mut self, why: String) {
-        self.membership.halt(why);
+        self.membership.standing.halt(why);
         self.k.stop();
-        self.cache = super::cache::Cache::new(self.cache.capacity, self.k.layout().total_blocks);
+        self.cache =
+            super::super::cache::Cache::new(self.cache.capacity, self.k.layout().total_blocks);
     }
 
     /// Others are dead or on the losing side (this instance's own finding,
     /// or a survivor's report of the new incarnation): evict them and reconfigure.
-    pub(super) fn evict(&mut self, dead: InstSet, survivors: InstSet) {
-        let (old, new) = self.css.reconfigure(survivors, self.k.now());
+    pub(in crate::instance) fn evict(&mut self, dead: InstSet, survivors: InstSet) {
+        let now = self.k.now();
+        let (old, new) = self.membership.css.reconfigure(survivors, now);
         self.new_incarnation(old, new, dead, survivors);
     }
 
     /// A member's report brought incarnation `incarnation` of `members`
     /// here first (or admitted this restarted instance): join it.
-    pub(super) fn join_incarnation(&mut self, incarnation: u32, members: InstSet) {
-        let dead = InstSet(self.css.members().0 & !members.0);
-        let (old, new) = self.css.adopt(incarnation, members, self.k.now());
+    pub(in crate::instance) fn join_incarnation(&mut self, incarnation: u32, members: InstSet) {
+        let dead = InstSet(self.membership.css.members().0 & !members.0);
+        let (old, new) = self
+            .membership
+            .css
+            .adopt(incarnation, members, self.k.now());
         self.new_incarnation(old, new, dead, members);
     }
 
@@ -280,10 +296,10 @@ impl Instance {
         // evicted instance that is only frozen must not write behind the
         // recovery's back when it wakes.
         for d in dead.iter() {
-            self.membership.fence_started();
+            self.membership.standing.fence_started();
             self.start_io(Io::Fence { inst: d }, IoPurpose::Fence);
             // Nothing is sent to it again, acknowledged or not.
-            self.links.forget(d);
+            self.membership.links.forget(d);
         }
         self.begin_reconfig(dead);
     }

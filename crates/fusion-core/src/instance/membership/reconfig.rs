@@ -21,10 +21,10 @@
 //!
 //! `Reconfig` owns the freeze and the held messages; the instance routes.
 
-use super::cache::BufState;
+use super::super::cache::BufState;
+use super::super::gcs::PROMOTE_REQ;
+use super::super::{Instance, IoPurpose};
 use super::css::names;
-use super::gcs::PROMOTE_REQ;
-use super::{Instance, IoPurpose};
 use crate::config::Nanos;
 use crate::msg::{Envelope, Held, LockMode, Mode, Msg, Rebuild, Request, ResName};
 use crate::types::{BlockAddr, InstId, InstSet};
@@ -65,7 +65,7 @@ pub(super) struct Reconfig {
 }
 
 impl Reconfig {
-    pub(super) fn frozen(&self) -> bool {
+    pub(in crate::instance) fn frozen(&self) -> bool {
         self.waiting.is_some()
     }
 
@@ -83,8 +83,8 @@ impl Instance {
     /// discarded, newer ones wait until this instance joins (a member's
     /// report makes it join at once), and while frozen everything but the
     /// reports is held.
-    pub(super) fn receive(&mut self, env: Envelope) {
-        let mine = self.css.incarnation();
+    pub(in crate::instance) fn receive(&mut self, env: Envelope) {
+        let mine = self.membership.css.incarnation();
         if env.incarnation < mine {
             self.k.incr(crate::stats::Stat::GcsMessagesDiscarded);
             return;
@@ -104,20 +104,20 @@ impl Instance {
                     return;
                 }
                 _ => {
-                    if self.reconfig.early.len() < HELD_MESSAGES_MAX {
-                        self.reconfig.early.push(env);
+                    if self.membership.reconfig.early.len() < HELD_MESSAGES_MAX {
+                        self.membership.reconfig.early.push(env);
                     } else {
-                        self.reconfig.dropped += 1;
+                        self.membership.reconfig.dropped += 1;
                     }
                     return;
                 }
             }
-            if env.incarnation != self.css.incarnation() {
+            if env.incarnation != self.membership.css.incarnation() {
                 self.error(format!(
                     "{} reported incarnation {} but joining it made this one {}",
                     env.from,
                     env.incarnation,
-                    self.css.incarnation()
+                    self.membership.css.incarnation()
                 ));
                 return;
             }
@@ -126,26 +126,33 @@ impl Instance {
             self.on_rebuild(env.from, *r);
             return;
         }
-        if self.reconfig.frozen() {
-            self.reconfig.hold(HeldWork::Message(env));
+        if self.membership.reconfig.frozen() {
+            self.membership.reconfig.hold(HeldWork::Message(env));
             return;
         }
         self.on_message(env);
     }
 
     /// A block request for the master here: held while frozen.
-    pub(super) fn dir_request(&mut self, req: Request) {
-        if self.reconfig.frozen() {
-            self.reconfig.hold(HeldWork::Request(req));
+    pub(in crate::instance) fn dir_request(&mut self, req: Request) {
+        if self.membership.reconfig.frozen() {
+            self.membership.reconfig.hold(HeldWork::Request(req));
             return;
         }
         self.dir_request_now(req);
     }
 
     /// An enqueue conversion for the master here: held while frozen.
-    pub(super) fn ges_convert_here(&mut self, res: ResName, mode: LockMode, token: u64) {
-        if self.reconfig.frozen() {
-            self.reconfig.hold(HeldWork::Convert(res, mode, token));
+    pub(in crate::instance) fn ges_convert_here(
+        &mut self,
+        res: ResName,
+        mode: LockMode,
+        token: u64,
+    ) {
+        if self.membership.reconfig.frozen() {
+            self.membership
+                .reconfig
+                .hold(HeldWork::Convert(res, mode, token));
             return;
         }
         let me = self.id;
@@ -154,22 +161,22 @@ impl Instance {
 
     /// The directory is frozen: sessions may not take the local master's
     /// free-lock shortcut.
-    pub(super) fn grd_frozen(&self) -> bool {
-        self.reconfig.frozen()
+    pub(in crate::instance) fn grd_frozen(&self) -> bool {
+        self.membership.reconfig.frozen()
     }
 
     /// The new incarnation begins here: drop the old one's global state,
     /// freeze, report what this instance holds, and ask again for what it
     /// waited for. `dead` left the cluster.
-    pub(super) fn begin_reconfig(&mut self, dead: InstSet) {
-        let members = self.css.members();
+    pub(in crate::instance) fn begin_reconfig(&mut self, dead: InstSet) {
+        let members = self.membership.css.members();
         let now = self.k.now();
         self.directory.clear();
         self.ges.clear_master();
         self.lms.purge();
-        self.reconfig.waiting = Some(members);
-        self.reconfig.frozen_at = now;
-        self.reconfig.held.clear();
+        self.membership.reconfig.waiting = Some(members);
+        self.membership.reconfig.frozen_at = now;
+        self.membership.reconfig.held.clear();
         // This instance's own report goes into its directory at once, so
         // that whatever changes here during the freeze comes after it.
         let mut reports = self.holdings(members);
@@ -177,11 +184,11 @@ impl Instance {
             let (me, own) = reports.remove(pos);
             self.apply_report(me, own);
         }
-        self.reconfig.reports = reports;
+        self.membership.reconfig.reports = reports;
         self.resubmit(members);
         // Every thread no recovery finished yet: the recovering instance of
         // an earlier reconfiguration may be among the dead.
-        let to_recover = self.membership.threads_to_recover(dead, members);
+        let to_recover = self.membership.standing.threads_to_recover(dead, members);
         let recoverer = members.first() == Some(self.id);
         if recoverer && !to_recover.is_empty() {
             self.obs.alert(now, "Post SMON to start 1st pass IR");
@@ -190,7 +197,7 @@ impl Instance {
             self.send_reports();
         }
         // Messages of this incarnation that came before this instance joined it.
-        let early = std::mem::take(&mut self.reconfig.early);
+        let early = std::mem::take(&mut self.membership.reconfig.early);
         for env in early {
             self.receive(env);
         }
@@ -253,8 +260,8 @@ impl Instance {
 
     /// Send this instance's reports (the recovering instance once it has
     /// read the dead threads and added its claims).
-    pub(super) fn send_reports(&mut self) {
-        let reports = std::mem::take(&mut self.reconfig.reports);
+    pub(in crate::instance) fn send_reports(&mut self) {
+        let reports = std::mem::take(&mut self.membership.reconfig.reports);
         for (to, report) in reports {
             self.send(to, Msg::Rebuild(Box::new(report)));
         }
@@ -264,7 +271,7 @@ impl Instance {
 
     /// Add the recovering instance's claims and what it learned of the dead
     /// transactions to the reports still to be sent.
-    pub(super) fn add_to_reports(
+    pub(in crate::instance) fn add_to_reports(
         &mut self,
         claims: Vec<BlockAddr>,
         dead: Vec<crate::msg::DeadThread>,
@@ -273,14 +280,20 @@ impl Instance {
             let m = self.block_master(blk);
             if m == self.id {
                 self.directory.claim(blk);
-            } else if let Some((_, r)) = self.reconfig.reports.iter_mut().find(|(i, _)| *i == m) {
+            } else if let Some((_, r)) = self
+                .membership
+                .reconfig
+                .reports
+                .iter_mut()
+                .find(|(i, _)| *i == m)
+            {
                 r.claims.push(blk);
             }
         }
         for d in &dead {
             self.txns.learn_dead(d);
         }
-        for (_, r) in &mut self.reconfig.reports {
+        for (_, r) in &mut self.membership.reconfig.reports {
             r.dead.extend(dead.iter().cloned());
         }
     }
@@ -328,14 +341,14 @@ impl Instance {
                 };
                 self.send(owner, msg);
             } else {
-                self.reconfig.dead_lookups.push(token);
+                self.membership.reconfig.dead_lookups.push(token);
             }
         }
         self.lgwr_rebroadcast(members);
     }
 
     /// A block request to its master, here or remote.
-    pub(super) fn submit_request(&mut self, req: Request) {
+    pub(in crate::instance) fn submit_request(&mut self, req: Request) {
         let master = self.block_master(req.blk);
         if master == self.id {
             self.dir_request(req);
@@ -346,16 +359,21 @@ impl Instance {
 
     /// A question about a transaction of an instance that is no longer a
     /// member: answered here once recovery says what it found.
-    pub(super) fn ask_dead(&mut self, token: u64) {
-        self.reconfig.dead_lookups.push(token);
-        if !self.reconfig.frozen() {
+    pub(in crate::instance) fn ask_dead(&mut self, token: u64) {
+        self.membership.reconfig.dead_lookups.push(token);
+        if !self.membership.reconfig.frozen() {
             self.answer_dead_lookups();
         }
     }
 
     /// A member's report for the new incarnation.
     fn on_rebuild(&mut self, from: InstId, r: Rebuild) {
-        if !self.reconfig.waiting.is_some_and(|w| w.contains(from)) {
+        if !self
+            .membership
+            .reconfig
+            .waiting
+            .is_some_and(|w| w.contains(from))
+        {
             self.error(format!(
                 "{from} sent a reconfiguration report nobody waited for"
             ));
@@ -383,7 +401,7 @@ impl Instance {
 
     /// `from`'s report is complete; once every member's is, unfreeze.
     fn member_reported(&mut self, from: InstId) {
-        let Some(waiting) = self.reconfig.waiting.as_mut() else {
+        let Some(waiting) = self.membership.reconfig.waiting.as_mut() else {
             return;
         };
         waiting.remove(from);
@@ -395,7 +413,7 @@ impl Instance {
     /// Every member reported: promote the newest past images of blocks
     /// nobody holds current, unfreeze, and serve what was held.
     fn unfreeze(&mut self) {
-        self.reconfig.waiting = None;
+        self.membership.reconfig.waiting = None;
         let now = self.k.now();
         for (blk, holder) in self.directory.finish_rebuild() {
             if holder == self.id {
@@ -404,8 +422,8 @@ impl Instance {
                 self.send(holder, Msg::Promote { blk });
             }
         }
-        if self.reconfig.dropped > 0 {
-            let n = std::mem::take(&mut self.reconfig.dropped);
+        if self.membership.reconfig.dropped > 0 {
+            let n = std::mem::take(&mut self.membership.reconfig.dropped);
             self.error(format!(
                 "{n} messages dropped while the directory was frozen (at most {HELD_MESSAGES_MAX} are held)"
             ));
@@ -416,11 +434,11 @@ impl Instance {
             now,
             format!(
                 "Reconfiguration complete (total time {:.1} secs)",
-                now.saturating_sub(self.reconfig.frozen_at) as f64 / 1e9
+                now.saturating_sub(self.membership.reconfig.frozen_at) as f64 / 1e9
             ),
         );
         self.answer_dead_lookups();
-        let held = std::mem::take(&mut self.reconfig.held);
+        let held = std::mem::take(&mut self.membership.reconfig.held);
         for work in held {
             match work {
                 HeldWork::Message(env) => self.on_message(env),
@@ -432,7 +450,7 @@ impl Instance {
             }
         }
         self.smon_unfrozen();
-        if self.membership.join_done() {
+        if self.membership.standing.join_done() {
             // A restarted instance joined: its sessions log on now.
             self.obs
                 .alert(now, "Instance joined the cluster: sessions start");
@@ -442,7 +460,7 @@ impl Instance {
 
     /// Answer the questions about dead instances' transactions from what recovery found.
     fn answer_dead_lookups(&mut self) {
-        let tokens = std::mem::take(&mut self.reconfig.dead_lookups);
+        let tokens = std::mem::take(&mut self.membership.reconfig.dead_lookups);
         let mut unknown = Vec::new();
         for token in tokens {
             let Some(l) = self
@@ -464,13 +482,13 @@ impl Instance {
             };
             self.on_tx_status(l.xid, token, report);
         }
-        self.reconfig.dead_lookups = unknown;
+        self.membership.reconfig.dead_lookups = unknown;
     }
 
     /// The master made this instance's newest past image of `blk` the
     /// current block (X): it was shipped to an instance that died, or the
     /// transfer was lost with the old incarnation.
-    pub(super) fn on_promote(&mut self, blk: BlockAddr) {
+    pub(in crate::instance) fn on_promote(&mut self, blk: BlockAddr) {
         // The disk may hold a newer image than the past image: a write whose
         // `Written` was lost with the old incarnation did not discard it.
         self.start_io(
@@ -482,7 +500,11 @@ impl Instance {
     /// The disk's image of `blk` is as of `disk_scn`: promote the newest
     /// past image if it is newer, else drop the past images the disk covers
     /// and leave the block to the disk.
-    pub(super) fn on_promote_checked(&mut self, blk: BlockAddr, disk_scn: crate::types::Scn) {
+    pub(in crate::instance) fn on_promote_checked(
+        &mut self,
+        blk: BlockAddr,
+        disk_scn: crate::types::Scn,
+    ) {
         let newest = self
             .cache
             .buffers_of(blk)
@@ -525,9 +547,9 @@ impl Instance {
     }
 
     /// The alert log's lines at the start of a reconfiguration.
-    pub(super) fn alert_reconfiguration(&mut self, old: u32, new: u32, dead: InstSet) {
+    pub(in crate::instance) fn alert_reconfiguration(&mut self, old: u32, new: u32, dead: InstSet) {
         let now = self.k.now();
-        let members = self.css.members();
+        let members = self.membership.css.members();
         self.obs.alert(
             now,
             format!("Reconfiguration started (old inc {old}, new inc {new})"),
