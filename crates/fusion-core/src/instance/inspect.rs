@@ -63,12 +63,12 @@ impl Instance {
     /// Keep the sequence values handed out for [`Instance::take_nextvals`]
     /// (the simulator checks them; off by default so nothing grows unread).
     pub fn log_nextvals(&mut self, on: bool) {
-        self.seqs.log_nextvals(on);
+        self.fg.log_nextvals(on);
     }
 
     /// Sequence values handed out since the last call: (sequence, value), in order.
     pub fn take_nextvals(&mut self) -> Vec<(u32, i64)> {
-        self.seqs.take_nextvals()
+        self.fg.take_nextvals()
     }
 
     /// The master's view of a global enqueue this instance masters: holders and queue length.
@@ -76,7 +76,7 @@ impl Instance {
         &self,
         res: crate::msg::ResName,
     ) -> Option<(Vec<(InstId, crate::msg::LockMode)>, usize)> {
-        self.ges.view(res)
+        self.gc.enqueue_view(res)
     }
 
     /// The buffers of a block in this cache (for checkers and `status`).
@@ -108,16 +108,16 @@ impl Instance {
         &self,
         blk: BlockAddr,
     ) -> Option<(Option<InstId>, Vec<InstId>, Vec<InstId>)> {
-        self.directory.view(blk)
+        self.gc.block_view(blk)
     }
 
     /// Whether a transaction of this instance has committed, and at which SCN.
     pub fn commit_scn(&self, xid: Xid) -> Option<Scn> {
-        self.txns.commit_scn(xid)
+        self.fg.txns().commit_scn(xid)
     }
 
     pub fn lms_count(&self) -> usize {
-        self.lms.count()
+        self.gc.lms_count()
     }
 
     /// Processes waiting for a CPU now (the run queue, both classes).
@@ -128,23 +128,23 @@ impl Instance {
     /// LMS work not done yet: jobs queued, running, and set aside for a
     /// flush or a pin, over every LMS worker.
     pub fn lms_backlog(&self) -> usize {
-        self.lms.backlog()
+        self.gc.lms_backlog()
     }
 
     /// Sessions that are not idle.
     /// Every session has stopped (its workload is disabled or done) and holds nothing.
     pub fn sessions_at_rest(&self) -> bool {
-        self.sessions.iter().all(|s| s.at_rest())
+        self.fg.sessions().iter().all(|s| s.at_rest())
     }
 
     pub fn active_sessions(&self) -> usize {
-        self.sessions.iter().filter(|s| !s.is_idle()).count()
+        self.fg.sessions().iter().filter(|s| !s.is_idle()).count()
     }
 
     /// What sessions wait on right now: (event, sessions), by event.
     pub fn current_waits(&self) -> Vec<(crate::stats::Wait, u32)> {
         let mut out: Vec<(crate::stats::Wait, u32)> = Vec::new();
-        for w in self.sessions.iter().filter_map(|s| s.waiting_on()) {
+        for w in self.fg.sessions().iter().filter_map(|s| s.waiting_on()) {
             match out.iter_mut().find(|(e, _)| *e == w) {
                 Some((_, n)) => *n += 1,
                 None => out.push((w, 1)),
@@ -156,6 +156,6 @@ impl Instance {
 
     /// Sessions that finished their iterations (finite workloads).
     pub fn sessions_finished(&self) -> bool {
-        self.sessions.iter().all(|s| s.finished)
+        self.fg.sessions().iter().all(|s| s.finished)
     }
 }

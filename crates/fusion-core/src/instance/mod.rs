@@ -12,15 +12,10 @@
 mod cache;
 mod events;
 mod execution;
-mod gcs;
-mod ges;
-mod insert;
+mod gc;
 mod inspect;
 mod kernel;
-mod lms;
-mod maintain;
 mod maintenance;
-mod masters;
 mod membership;
 mod numa;
 mod observe;
@@ -29,12 +24,7 @@ mod px_alloc;
 mod px_host;
 mod px_slave;
 mod redo;
-mod route;
-mod sequence;
-mod serve;
 mod session;
-mod transactions;
-mod workloads;
 
 use events::{IoPurpose, Proc, Timer};
 use kernel::Due;
@@ -43,14 +33,11 @@ use std::sync::Arc;
 
 use cache::Cache;
 pub use cache::{BufState, Buffer};
-use gcs::Directory;
 pub use membership::Delivery;
-use lms::Lms;
 pub use observe::{
     ALERT_LINES_MAX, AlertLine, Hop, Horizon, TRACE_PENDING_MAX, TraceRecord, TransferId,
 };
-use session::Sessions;
-use transactions::{Transactions, TxWaiter};
+use session::TxWaiter;
 
 use crate::block::Block;
 use crate::config::Server;
@@ -157,31 +144,17 @@ pub struct Instance {
     pub id: InstId,
     /// The services every part shares (kernel/).
     k: kernel::Kernel,
-    /// The workloads, the enabled ones and their statements (workloads.rs).
-    workloads: workloads::Workloads,
-    /// Boxes kept for reuse on the transfer path (serve.rs).
-    spares: serve::Spares,
     cache: Cache,
-    directory: Directory,
-    lms: Lms,
+    /// Directory, LMS, masters, GES (gc/).
+    gc: gc::GlobalCache,
     /// LGWR, DBWR and its slaves, past-image writes (redo/).
     redo: redo::Redo,
     /// RMAN and the CPU hogs (maintenance/).
     maint: maintenance::Maintenance,
-    /// The foreground sessions, their queues and outstanding requests (session/).
-    sessions: Sessions,
-    /// This instance's transactions and what it knows of the others'.
-    txns: Transactions,
-    /// Where this instance's inserts go (insert.rs).
-    inserts: insert::InsertPoints,
-    /// The global enqueue service: resources mastered here and this instance's locks.
-    ges: ges::Ges,
-    /// The sequences and this instance's cached values (sequence.rs).
-    seqs: sequence::Sequences,
+    /// Sessions, transactions, inserts, sequences, workloads (session/).
+    fg: session::Foregrounds,
     /// Parallel execution: PX servers, hosted slaves, coordinated statements.
     px: px::PxState,
-    /// Who masters each block and enqueue (moves only at a reconfiguration).
-    masters: masters::Masters,
     /// CSS, reconfiguration, SMON, links (membership/).
     membership: membership::Membership,
     /// The checkers' history, the alert log, the trace (observe/).
@@ -208,24 +181,29 @@ impl Instance {
         let mut inst = Instance {
             id,
             cache: Cache::new(capacity, layout.total_blocks),
-            directory: Directory::new(id),
-            lms: Lms::new([]),
+            gc: gc::GlobalCache::new(id, instances),
             redo: redo::Redo::new(0),
             maint: maintenance::Maintenance::default(),
-            sessions: Sessions::default(),
-            txns: Transactions::new(id, u64::from(life).saturating_mul(LIFE_XIDS)),
-            inserts: insert::InsertPoints::new(&layout, id, instances),
-            ges: ges::Ges::new(id),
-            seqs: sequence::Sequences::new(catalog.sequences.clone()),
             px: px::PxState::default(),
-            masters: masters::Masters::new(instances),
             obs: observe::Observer::new(record_history),
-            membership: membership::Membership::new(id, instances, &params, life, delivery),
-            // An instance's own copy: a session takes a handle on it per
-            // execution, and a count shared by instances running on other
-            // threads (a parallel simulation) would bounce between cores.
-            workloads: workloads::Workloads::new(Arc::new(Vec::clone(&workloads))),
-            spares: serve::Spares::default(),
+            membership: membership::Membership::new(
+                id,
+                instances,
+                &params,
+                life,
+                delivery,
+            ),
+            fg: session::Foregrounds::new(
+                id,
+                instances,
+                &layout,
+                &catalog,
+                // An instance's own copy: a session takes a handle on it per
+                // execution, and a count shared by instances running on other
+                // threads (a parallel simulation) would bounce between cores.
+                Arc::new(Vec::clone(&workloads)),
+                u64::from(life).saturating_mul(LIFE_XIDS),
+            ),
             k: kernel::Kernel::new(id, instances, params, costs, layout, seed, server),
         };
         // Worker numbers are 8-bit: `gcs_server_processes` and
@@ -235,7 +213,7 @@ impl Instance {
         let lms: Vec<ProcId> = (0..inst.k.params().lms_count())
             .map(|i| inst.add_proc(Proc::Lms(worker(i)), format!("LMS{i}")))
             .collect();
-        inst.lms = Lms::new(lms);
+        inst.gc.start_lms(lms);
         // Nothing is in it yet but LGWR's process, numbered after the LMSs.
         inst.redo = redo::Redo::new(inst.add_proc(Proc::Lgwr, "LGWR".into()));
         inst.start_writers();
@@ -412,7 +390,7 @@ impl Instance {
             Command::SetParameter { name, value } => self.k.set_param(&name, &value),
             Command::StressCpu { workers, load_pct } => self.set_hogs(workers, load_pct),
             Command::EnableWorkloads(list) => {
-                self.workloads.enable(list);
+                self.fg.enable_workloads(list);
                 self.wake_enabled_sessions();
             }
             Command::ResetPeaks => self.k.stats_mut().reset_peaks(),
@@ -444,14 +422,14 @@ impl Instance {
 
     // ----- internals --------------------------------------------------------------
 
-    /// The master of a block now (see masters.rs).
+    /// The master of a block now (see gc/masters.rs).
     fn block_master(&self, blk: BlockAddr) -> InstId {
-        self.masters.block(self.k.layout(), blk)
+        self.gc.block_master(self.k.layout(), blk)
     }
 
     /// The master of a global enqueue resource now.
     fn enqueue_master(&self, res: crate::msg::ResName) -> InstId {
-        self.masters.enqueue(self.k.layout(), res)
+        self.gc.enqueue_master(self.k.layout(), res)
     }
 
     fn observe_scn(&mut self, scn: Scn) {
@@ -665,13 +643,13 @@ impl Instance {
 
     /// What this instance knows about a transaction right now.
     fn tx_state(&self, xid: Xid) -> crate::block::TxState {
-        self.txns.state(xid)
+        self.fg.txns().state(xid)
     }
 
     /// Delayed block cleanout of a buffer with what this instance knows.
     fn clean_out_buffer(&mut self, buf: cache::BufId) {
         // Disjoint borrows: the buffer changes, the transaction table is read.
-        let txns = &self.txns;
+        let txns = self.fg.txns();
         self.cache
             .get_mut(buf)
             .image

@@ -143,7 +143,7 @@ impl Instance {
                 self.error(format!(
                     "session {sid} runs a parallel query that is not in its workload"
                 ));
-                self.sessions.go_to(sid, ExecPoint::None);
+                self.fg.sessions_mut().go_to(sid, ExecPoint::None);
                 return true;
             };
             self.px.next_serial += 1;
@@ -190,8 +190,8 @@ impl Instance {
     /// The statement a workload step declares.
     pub(super) fn px_query(&self, r: QueryRef) -> Option<PxQuery> {
         let step = self
-            .workloads
-            .get(r.workload as usize)?
+            .fg
+            .workload(r.workload as usize)?
             .transactions
             .get(r.txn as usize)?
             .steps
@@ -461,7 +461,7 @@ impl Instance {
             qc.recv_remote += u64::from(batch.bytes);
         }
         qc.inbox.push_back((batch, remote));
-        if self.sessions.session(sid).st == SessionState::WaitPx {
+        if self.fg.sessions().session(sid).st == SessionState::WaitPx {
             self.px_qc_next(sid);
         }
     }
@@ -474,7 +474,7 @@ impl Instance {
         let Some((batch, remote)) = qc.inbox.pop_front() else {
             if qc.eofs >= qc.dop {
                 self.px_qc_finish(sid);
-            } else if self.sessions.session(sid).st != SessionState::WaitPx {
+            } else if self.fg.sessions().session(sid).st != SessionState::WaitPx {
                 self.begin_session_wait(sid, Wait::PxDeqExecuteReply, SessionState::WaitPx);
             }
             return;
@@ -484,7 +484,7 @@ impl Instance {
         if batch.eof {
             qc.eofs += 1;
         }
-        if self.sessions.session(sid).st == SessionState::WaitPx {
+        if self.fg.sessions().session(sid).st == SessionState::WaitPx {
             self.end_wait(sid, None);
         }
         let msg = if remote {
@@ -493,7 +493,7 @@ impl Instance {
             self.k.costs().px_message_local
         };
         let cpu = rows * self.k.costs().px_row_receive + msg;
-        let s = self.sessions.session_mut(sid);
+        let s = self.fg.sessions_mut().session_mut(sid);
         s.st = SessionState::Cpu(AfterCpu::Px);
         let proc = s.proc;
         self.cpu(proc, cpu);
@@ -517,7 +517,7 @@ impl Instance {
         qc.dop = 1;
         qc.placement = vec![self.id];
         let (exec, query) = (qc.exec, qc.query.clone());
-        let proc = self.sessions.session(sid).proc;
+        let proc = self.fg.sessions().session(sid).proc;
         self.px.hosted.insert(
             exec,
             Hosted {
@@ -650,8 +650,8 @@ impl Instance {
                 self.px_send(i, PxMsg::Release { exec: qc.exec });
             }
         }
-        self.sessions.go_to(sid, ExecPoint::None);
-        if self.sessions.session(sid).st == SessionState::WaitPx {
+        self.fg.sessions_mut().go_to(sid, ExecPoint::None);
+        if self.fg.sessions().session(sid).st == SessionState::WaitPx {
             self.end_wait(sid, None);
         }
         self.resume(sid);

@@ -206,7 +206,7 @@ impl Instance {
         let Some(wk) = self.worker(w) else { return };
         match wk.host {
             Host::Qc(sid) => {
-                if self.sessions.session(sid).st == SessionState::WaitPx {
+                if self.fg.sessions().session(sid).st == SessionState::WaitPx {
                     self.end_wait(sid, None);
                 }
             }
@@ -231,7 +231,7 @@ impl Instance {
         wk.after = after;
         let (proc, host) = (wk.proc, wk.host);
         if let Host::Qc(sid) = host {
-            self.sessions.session_mut(sid).st = SessionState::Cpu(AfterCpu::Px);
+            self.fg.sessions_mut().session_mut(sid).st = SessionState::Cpu(AfterCpu::Px);
         }
         self.cpu(proc, demand.max(1));
     }
@@ -674,7 +674,7 @@ impl Instance {
             None
         };
         if let Host::Qc(sid) = host {
-            self.sessions.session_mut(sid).st = SessionState::WaitPx;
+            self.fg.sessions_mut().session_mut(sid).st = SessionState::WaitPx;
         }
         match after {
             After::Continue => {}

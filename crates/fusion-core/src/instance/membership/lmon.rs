@@ -290,7 +290,7 @@ impl Instance {
 
     fn new_incarnation(&mut self, old: u32, new: u32, dead: InstSet, survivors: InstSet) {
         // The departed masters' resources move to the survivors.
-        self.masters.set_members(survivors);
+        self.gc.set_members(survivors);
         self.alert_reconfiguration(old, new, dead);
         // Fence the dead at the store before anyone reads their redo: an
         // evicted instance that is only frozen must not write behind the

@@ -22,7 +22,7 @@
 //! `Reconfig` owns the freeze and the held messages; the instance routes.
 
 use super::super::cache::BufState;
-use super::super::gcs::PROMOTE_REQ;
+use super::super::gc::PROMOTE_REQ;
 use super::super::{Instance, IoPurpose};
 use super::css::names;
 use crate::config::Nanos;
@@ -171,9 +171,7 @@ impl Instance {
     pub(in crate::instance) fn begin_reconfig(&mut self, dead: InstSet) {
         let members = self.membership.css.members();
         let now = self.k.now();
-        self.directory.clear();
-        self.ges.clear_master();
-        self.lms.purge();
+        self.gc.freeze();
         self.membership.reconfig.waiting = Some(members);
         self.membership.reconfig.frozen_at = now;
         self.membership.reconfig.held.clear();
@@ -213,8 +211,8 @@ impl Instance {
                     Rebuild {
                         members,
                         // What recovery found so far, for an instance that joins.
-                        dead: self.txns.dead_threads().to_vec(),
-                        xid_base: self.txns.base(),
+                        dead: self.fg.txns().dead_threads().to_vec(),
+                        xid_base: self.fg.txns().base(),
                         ..Rebuild::default()
                     },
                 )
@@ -250,7 +248,7 @@ impl Instance {
             let i = slot(&reports, m);
             reports[i].1.blocks.push((blk, held));
         }
-        for (res, mode, lvb) in self.ges.held() {
+        for (res, mode, lvb) in self.gc.held_enqueues() {
             let m = self.enqueue_master(res);
             let i = slot(&reports, m);
             reports[i].1.locks.push((res, mode, lvb));
@@ -279,7 +277,7 @@ impl Instance {
         for blk in claims {
             let m = self.block_master(blk);
             if m == self.id {
-                self.directory.claim(blk);
+                self.gc.claim(blk);
             } else if let Some((_, r)) = self
                 .membership
                 .reconfig
@@ -291,7 +289,7 @@ impl Instance {
             }
         }
         for d in &dead {
-            self.txns.learn_dead(d);
+            self.fg.txns_mut().learn_dead(d);
         }
         for (_, r) in &mut self.membership.reconfig.reports {
             r.dead.extend(dead.iter().cloned());
@@ -309,7 +307,7 @@ impl Instance {
                 _ => None,
             })
             .collect();
-        for (blk, p) in self.sessions.outstanding_requests() {
+        for (blk, p) in self.fg.sessions().outstanding_requests() {
             if reading.contains(&(blk, p.id)) {
                 continue;
             }
@@ -323,7 +321,7 @@ impl Instance {
             self.k.incr(crate::stats::Stat::GcsRequestsResubmitted);
             self.submit_request(req);
         }
-        for (res, mode, token) in self.ges.pending_converts() {
+        for (res, mode, token) in self.gc.pending_converts() {
             let master = self.enqueue_master(res);
             if master == self.id {
                 self.ges_convert_here(res, mode, token);
@@ -331,7 +329,7 @@ impl Instance {
                 self.send(master, Msg::EnqConvert { res, mode, token });
             }
         }
-        for (token, l) in self.sessions.outstanding_lookups() {
+        for (token, l) in self.fg.sessions().outstanding_lookups() {
             let owner = l.xid.inst();
             if members.contains(owner) {
                 let msg = if l.wait {
@@ -385,17 +383,17 @@ impl Instance {
 
     fn apply_report(&mut self, from: InstId, r: Rebuild) {
         for (blk, held) in r.blocks {
-            self.directory.rebuild(from, blk, held);
+            self.gc.rebuild(from, blk, held);
         }
         for (res, mode, lvb) in r.locks {
-            self.ges.rebuild(from, res, mode, lvb);
+            self.gc.rebuild_enqueue(from, res, mode, lvb);
         }
         for blk in r.claims {
-            self.directory.claim(blk);
+            self.gc.claim(blk);
         }
-        self.txns.member_base(from, r.xid_base);
+        self.fg.txns_mut().member_base(from, r.xid_base);
         for d in &r.dead {
-            self.txns.learn_dead(d);
+            self.fg.txns_mut().learn_dead(d);
         }
     }
 
@@ -415,7 +413,7 @@ impl Instance {
     fn unfreeze(&mut self) {
         self.membership.reconfig.waiting = None;
         let now = self.k.now();
-        for (blk, holder) in self.directory.finish_rebuild() {
+        for (blk, holder) in self.gc.finish_rebuild() {
             if holder == self.id {
                 self.on_promote(blk);
             } else {
@@ -464,7 +462,8 @@ impl Instance {
         let mut unknown = Vec::new();
         for token in tokens {
             let Some(l) = self
-                .sessions
+                .fg
+                .sessions()
                 .outstanding_lookups()
                 .into_iter()
                 .find(|(t, _)| *t == token)
@@ -472,7 +471,7 @@ impl Instance {
             else {
                 continue;
             };
-            if !self.txns.knows_dead(l.xid.inst()) {
+            if !self.fg.txns().knows_dead(l.xid.inst()) {
                 unknown.push(token);
                 continue;
             }

@@ -172,7 +172,7 @@ impl Instance {
                     .filter(|x| x.inst() == inst)
                     .collect(),
                 floor_scn: floor_scn(&run.records, inst, self.k.scn()),
-                xids_below: self.txns.xids_below(inst),
+                xids_below: self.fg.txns().xids_below(inst),
             })
             .collect();
         let claims = run.blocks.clone();
@@ -394,7 +394,7 @@ impl Instance {
     /// change). A buffer in use, or on its way out, is rolled back when its
     /// last pin goes (see [`Instance::roll_back_dead_at_unpin`]).
     pub(in crate::instance) fn roll_back_dead_in_cache(&mut self) {
-        if !self.txns.has_dead() {
+        if !self.fg.txns().has_dead() {
             return;
         }
         let ids: Vec<super::super::cache::BufId> = self.cache.iter().map(|(id, _)| id).collect();
@@ -407,7 +407,7 @@ impl Instance {
     /// a dead instance's uncommitted transaction. Cheap when no instance
     /// died: nothing is looked at.
     pub(in crate::instance) fn roll_back_dead_at_unpin(&mut self, buf: super::super::cache::BufId) {
-        if !self.txns.has_dead() {
+        if !self.fg.txns().has_dead() {
             return;
         }
         let Some(b) = self.cache.try_get(buf) else {
@@ -420,7 +420,7 @@ impl Instance {
             .image
             .itl
             .iter()
-            .filter(|e| e.commit.is_none() && self.txns.is_dead_uncommitted(e.xid))
+            .filter(|e| e.commit.is_none() && self.fg.txns().is_dead_uncommitted(e.xid))
             .map(|e| e.xid)
             .collect();
         for xid in dead {
@@ -437,7 +437,7 @@ impl Instance {
         buf: super::super::cache::BufId,
         xid: Xid,
     ) -> bool {
-        if !self.txns.is_dead_uncommitted(xid) {
+        if !self.fg.txns().is_dead_uncommitted(xid) {
             return false;
         }
         let scn = self.next_scn();
@@ -458,8 +458,8 @@ impl Instance {
 
     /// The recovering instance asks where the newest image of a claimed block is.
     pub(in crate::instance) fn dir_recover(&mut self, recoverer: InstId, blk: BlockAddr) {
-        use super::super::gcs::Source;
-        match self.directory.recover_source(blk) {
+        use super::super::gc::Source;
+        match self.gc.recover_source(blk) {
             Source::Current => self.recover_reply(recoverer, blk, RecoverSource::Current),
             Source::Disk => self.recover_reply(recoverer, blk, RecoverSource::Disk),
             Source::Pi(holder) if holder == self.id => self.send_pi(blk, recoverer),
@@ -498,7 +498,7 @@ impl Instance {
         blk: BlockAddr,
         scn: Scn,
     ) {
-        let holders = self.directory.recovered(blk, scn > 0);
+        let holders = self.gc.recovered(blk, scn > 0);
         for h in holders.iter() {
             if h == self.id {
                 self.discard_pi(blk, scn);

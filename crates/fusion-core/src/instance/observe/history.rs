@@ -126,7 +126,8 @@ impl Instance {
         // A session that thinks or idles takes a new snapshot (the SCN of
         // then) before it reads again: its last one no longer counts.
         let open = self
-            .sessions
+            .fg
+            .sessions()
             .iter()
             .filter(|s| !matches!(s.st, SessionState::Idle | SessionState::Think))
             .map(|s| s.snapshot)

@@ -10,7 +10,7 @@
 //! same waits the report counts.
 
 use super::super::Instance;
-use super::super::lms::Job;
+use super::super::gc::Job;
 use crate::config::Nanos;
 use crate::cpu::{ProcId, StepDone};
 use crate::msg::Msg;
@@ -227,7 +227,7 @@ impl Instance {
         hop: Hop,
     ) {
         if self.tracing() {
-            let proc = self.sessions.session(sid).proc;
+            let proc = self.fg.sessions().session(sid).proc;
             self.trace_hop(requester, req, hop, proc);
         }
     }
@@ -236,7 +236,7 @@ impl Instance {
     /// master or its holder.
     #[cold]
     pub(in crate::instance) fn trace_lms_job(&mut self, w: u8, job: &Job) {
-        let proc = self.lms.proc(w);
+        let proc = self.gc.lms_proc(w);
         match job {
             Job::Msg {
                 msg: Msg::Request(req) | Msg::DownConverted { req } | Msg::NotHeld { req },

@@ -190,8 +190,8 @@ impl Instance {
         from: crate::types::InstId,
         blk: BlockAddr,
     ) {
-        self.directory.note_pi(blk, from);
-        match self.directory.writer(blk) {
+        self.gc.note_pi(blk, from);
+        match self.gc.writer(blk) {
             Some(h) if h == self.id => self.write_current_asked(blk),
             Some(h) => self.send(h, crate::msg::Msg::WriteCurrent { blk }),
             // Nobody holds it current (or the directory is being rebuilt):

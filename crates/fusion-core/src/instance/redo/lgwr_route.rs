@@ -19,7 +19,8 @@ impl Instance {
                 .lgwr
                 .append(record, self.k.params().log_buffer, self.k.stats_mut());
         if change && xid.inst() == self.id && !xid.is_none() {
-            self.txns
+            self.fg
+                .txns_mut()
                 .changed_at(xid, rba.saturating_sub(u64::from(bytes)));
         }
         if write_now {
@@ -74,7 +75,8 @@ impl Instance {
                 // The store keeps the redo from here on: the checkpoint, or
                 // the first change of the oldest transaction still active.
                 checkpoint: self
-                    .txns
+                    .fg
+                    .txns()
                     .oldest_active_rba()
                     .map_or(self.redo.dbwr.checkpoint(), |r| {
                         r.min(self.redo.dbwr.checkpoint())

@@ -50,7 +50,7 @@ impl Instance {
                 mut extra_ns,
                 cpu_ns,
             } => {
-                let point = self.sessions.session(sid).cur;
+                let point = self.fg.sessions.session(sid).cur;
                 if matches!(point, ExecPoint::Scan { .. } | ExecPoint::ScanHeader { .. }) {
                     // Examining the block's rows is part of a scan's work.
                     extra_ns += self.k.costs().row_examined
@@ -62,7 +62,7 @@ impl Instance {
                     extra_ns +=
                         self.k.costs().execute + self.k.costs().row_change + self.k.costs().commit;
                 }
-                let s = self.sessions.session_mut(sid);
+                let s = self.fg.sessions.session_mut(sid);
                 s.st = SessionState::Cpu(AfterCpu::Visit(buf));
                 let proc = s.proc;
                 self.cache.touch(buf);
@@ -79,7 +79,7 @@ impl Instance {
                 // Snapshot too old: restart the statement with a new snapshot.
                 self.k.incr(Stat::SnapshotTooOld);
                 let scn = self.k.scn();
-                self.sessions.session_mut(sid).snapshot = scn;
+                self.fg.sessions.session_mut(sid).snapshot = scn;
                 true
             }
         }
@@ -88,7 +88,7 @@ impl Instance {
     /// What the session knows about a transaction: the instance's table,
     /// and the owners' answers that it was still active when asked.
     fn lookup_with_hints(&self, sid: u32) -> impl Fn(Xid) -> TxState + '_ {
-        let s = self.sessions.session(sid);
+        let s = self.fg.sessions.session(sid);
         let (hints, snapshot) = (&s.hints, s.snapshot);
         move |x| match self.tx_state(x) {
             TxState::Unknown
@@ -105,7 +105,7 @@ impl Instance {
     /// Pin `blk` for a consistent get at the session's snapshot.
     fn acquire_cr(&mut self, sid: u32, blk: BlockAddr) -> Acquired {
         let (snapshot, reader) = {
-            let s = self.sessions.session(sid);
+            let s = self.fg.sessions.session(sid);
             (s.snapshot, s.xid)
         };
         let get_ns = self.k.costs().consistent_get;
@@ -146,7 +146,7 @@ impl Instance {
         // 2. A CR copy valid for this snapshot.
         // A transaction that changed this block sees only copies built for it:
         // a shared copy may have rolled its own change back.
-        let own = !reader.is_none() && self.sessions.session(sid).touched.contains(&blk);
+        let own = !reader.is_none() && self.fg.sessions.session(sid).touched.contains(&blk);
         let found = self
             .cache
             .buffers_of(blk)
@@ -173,28 +173,29 @@ impl Instance {
         // The image only covers snapshots up to the sender's SCN when it took
         // it: a later statement with a newer snapshot must ask again.
         if self
+            .fg
             .sessions
             .session(sid)
             .raw
             .as_ref()
             .is_some_and(|r| r.0.addr == blk && snapshot <= r.1)
-            && let Some((raw, horizon)) = self.sessions.session_mut(sid).raw.take()
+            && let Some((raw, horizon)) = self.fg.sessions.session_mut(sid).raw.take()
         {
             // No change after the sender took the image can commit at or
             // below its SCN then: that bounds the copy, not our own SCN.
             let built = raw.build_cr(snapshot, reader, horizon, &self.lookup_with_hints(sid));
             if let Err(CrError::Unknown(_)) = &built {
-                self.sessions.session_mut(sid).raw = Some((raw, horizon));
+                self.fg.sessions.session_mut(sid).raw = Some((raw, horizon));
             }
             return self.use_local_cr(sid, blk, built);
         }
         // 4. Someone here already asked for it.
-        if self.sessions.has_request(blk) {
+        if self.fg.sessions.has_request(blk) {
             self.wait_on_block(sid, blk, Wait::GcBufferBusyAcquire);
             return Acquired::Waiting;
         }
         let scan = matches!(
-            self.sessions.session(sid).cur,
+            self.fg.sessions.session(sid).cur,
             ExecPoint::Scan { .. } | ExecPoint::ScanHeader { .. }
         );
         self.gc_request(sid, blk, ReqKind::Cr { snapshot, reader }, scan);
@@ -226,7 +227,7 @@ impl Instance {
                 };
                 let id = self.cache.insert(blk, state, cp.image);
                 self.cache.pin_shared(id);
-                self.sessions.session_mut(sid).hints.clear();
+                self.fg.sessions.session_mut(sid).hints.clear();
                 Acquired::Pinned {
                     buf: id,
                     extra_ns,
@@ -259,7 +260,7 @@ impl Instance {
                 };
             }
         }
-        if self.sessions.has_request(blk) {
+        if self.fg.sessions.has_request(blk) {
             self.wait_on_block(sid, blk, Wait::GcBufferBusyAcquire);
             return Acquired::Waiting;
         }
@@ -284,7 +285,7 @@ impl Instance {
     /// The CPU step of a visit ended: read or change the pinned block, then
     /// go on to the next point of the execution.
     pub(super) fn visit_done(&mut self, sid: u32, buf: BufId) {
-        let point = self.sessions.session(sid).cur;
+        let point = self.fg.sessions.session(sid).cur;
         self.count_get(sid, point);
         // Each kind of visit does its work and says where the session goes
         // next. (The match stays here rather than in a function returning an
@@ -340,7 +341,7 @@ impl Instance {
             | ExecPoint::None => ExecPoint::None,
         };
         self.unpin(buf);
-        self.sessions.go_to(sid, next);
+        self.fg.sessions.go_to(sid, next);
         self.resume(sid);
     }
 
@@ -457,7 +458,7 @@ impl Instance {
     /// Tell the checkers what a read saw (when recording).
     #[inline(always)]
     fn record_read(&mut self, sid: u32, table: usize, key: u64, val: Option<i64>) {
-        let s = self.sessions.session(sid);
+        let s = self.fg.sessions.session(sid);
         let (xid, snapshot) = (s.xid, s.snapshot);
         self.record(Observation::Read {
             xid,
@@ -488,7 +489,7 @@ impl Instance {
             }
         }
         let first = runs[0].0;
-        self.sessions.session_mut(sid).scan_runs = runs;
+        self.fg.sessions.session_mut(sid).scan_runs = runs;
         ExecPoint::Scan {
             table,
             run: 0,
@@ -509,7 +510,7 @@ impl Instance {
         self.k.incr(Stat::TableScanBlocksGotten);
         self.k.add(Stat::TableScanRowsGotten, rows);
         self.scan_rows_seen(sid, buf, table);
-        let runs = &self.sessions.session(sid).scan_runs;
+        let runs = &self.fg.sessions.session(sid).scan_runs;
         match runs.get(run as usize) {
             Some(&(_, end)) if next + 1 < end => ExecPoint::Scan {
                 table,
@@ -551,7 +552,7 @@ impl Instance {
         key: u64,
         rowid: Rowid,
     ) -> Option<ExecPoint> {
-        let my = self.sessions.session(sid).xid;
+        let my = self.fg.sessions.session(sid).xid;
         let lock = match self.cache.get(buf).image.row(rowid.slot) {
             Some(r) if r.key == key => r.lock,
             _ => return Some(ExecPoint::None),
@@ -605,7 +606,7 @@ impl Instance {
         if changes.is_empty() {
             return Some(ExecPoint::None);
         }
-        self.sessions.session_mut(sid).maint = changes;
+        self.fg.sessions.session_mut(sid).maint = changes;
         Some(self.next_maintenance(sid, table))
     }
 }

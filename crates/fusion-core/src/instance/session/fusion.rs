@@ -43,6 +43,7 @@ impl Instance {
         scan: bool,
     ) {
         let id = self
+            .fg
             .sessions
             .start_request(blk, sid, self.k.now(), scan, kind);
         let placeholder = match kind {
@@ -83,11 +84,11 @@ impl Instance {
     /// without an answer is another loss. No alert log line: Oracle writes
     /// none for a lost block.
     pub(in crate::instance) fn gc_lost(&mut self, blk: BlockAddr, req: u64) {
-        let Some(pending) = self.sessions.request(blk, req) else {
+        let Some(pending) = self.fg.sessions.request(blk, req) else {
             return;
         };
         let owner = pending.owner;
-        let s = self.sessions.session(owner);
+        let s = self.fg.sessions.session(owner);
         let cr = match s.waiting_on() {
             _ if s.st != SessionState::WaitBlock => return,
             Some(Wait::GcCrRequest | Wait::GcCrRequestRetry) => true,
@@ -133,7 +134,7 @@ impl Instance {
     /// The event a request's wait ends under when the block or grant came:
     /// `event`, unless the wait is a retry, which keeps its name.
     fn answered_as(&self, sid: u32, event: Wait) -> Option<Wait> {
-        match self.sessions.session(sid).waiting_on() {
+        match self.fg.sessions.session(sid).waiting_on() {
             Some(Wait::GcCrRequestRetry | Wait::GcCurrentRetry) => None,
             _ => Some(event),
         }
@@ -153,14 +154,14 @@ impl Instance {
             (ship.req, ship.kind, ship.pi_kept, ship.hops, ship.congested);
         let block = self.unbox_shipped_block(ship);
         let blk = req.blk;
-        let Some(pending) = self.sessions.request(blk, req.id) else {
+        let Some(pending) = self.fg.sessions.request(blk, req.id) else {
             self.error(format!(
                 "{from} shipped {blk} for request {} we do not have",
                 req.id
             ));
             return;
         };
-        self.sessions.end_request(blk);
+        self.fg.sessions.end_request(blk);
         let block_kind = if kind == ShipKind::Current {
             BlockKind::Current
         } else {
@@ -170,7 +171,7 @@ impl Instance {
         let busy = req.timing.flush > 0 || req.timing.pin > 0;
         let event = ship_event(block_kind, congested, busy, hops);
         let owner = pending.owner;
-        if self.sessions.session(owner).st == SessionState::WaitBlock {
+        if self.fg.sessions.session(owner).st == SessionState::WaitBlock {
             let event = self.answered_as(owner, event);
             self.trace_received(owner, req, event, false);
             self.end_wait(owner, event);
@@ -191,7 +192,7 @@ impl Instance {
                     .insert(blk, BufState::Cr { lo, hi, private_to }, block);
             }
             ShipKind::Raw => {
-                self.sessions.session_mut(owner).raw = Some((Box::new(block), sender_scn))
+                self.fg.sessions.session_mut(owner).raw = Some((Box::new(block), sender_scn))
             }
             ShipKind::Shared => {
                 self.install_current(owner, blk, Mode::S, block, false);
@@ -299,21 +300,21 @@ impl Instance {
         req: Request,
         grant: GrantKind,
     ) {
-        let Some(pending) = self.sessions.request(req.blk, req.id) else {
+        let Some(pending) = self.fg.sessions.request(req.blk, req.id) else {
             self.error(format!(
                 "grant for {} request {} we do not have",
                 req.blk, req.id
             ));
             return;
         };
-        let congested = req.timing.lms_wait > super::super::lms::CONGESTED_AFTER;
+        let congested = req.timing.lms_wait > super::super::gc::CONGESTED_AFTER;
         let event = match (req.kind, congested) {
             (ReqKind::Cr { .. }, false) => Wait::GcCrGrant2Way,
             (ReqKind::Cr { .. }, true) => Wait::GcCrGrantCongested,
             (ReqKind::Current { .. }, false) => Wait::GcCurrentGrant2Way,
             (ReqKind::Current { .. }, true) => Wait::GcCurrentGrantCongested,
         };
-        if self.sessions.session(pending.owner).st == SessionState::WaitBlock {
+        if self.fg.sessions.session(pending.owner).st == SessionState::WaitBlock {
             let event = self.answered_as(pending.owner, event);
             self.trace_received(pending.owner, req, event, true);
             self.end_wait(pending.owner, event);
@@ -325,11 +326,11 @@ impl Instance {
 
     /// The local master granted a request: no message and no gc wait.
     pub(in crate::instance) fn on_local_grant(&mut self, req: Request, grant: GrantKind) {
-        let Some(pending) = self.sessions.request(req.blk, req.id) else {
+        let Some(pending) = self.fg.sessions.request(req.blk, req.id) else {
             return;
         };
         // The placeholder wait never really happened.
-        self.sessions.forget_wait(pending.owner);
+        self.fg.sessions.forget_wait(pending.owner);
         self.trace_session_hop(pending.owner, req.requester, req.id, Hop::Abandoned);
         self.granted(pending, req, grant);
     }
@@ -358,7 +359,7 @@ impl Instance {
                 );
             }
             GrantKind::Upgrade => {
-                self.sessions.end_request(blk);
+                self.fg.sessions.end_request(blk);
                 match self.cache.current(blk) {
                     Some(id) => self.cache.set_state(id, BufState::Xcur),
                     None => self.error(format!("upgrade granted for {blk} but no S copy here")),
@@ -368,7 +369,7 @@ impl Instance {
                 self.wake_block(blk);
             }
             GrantKind::New => {
-                self.sessions.end_request(blk);
+                self.fg.sessions.end_request(blk);
                 let owner = pending.owner;
                 self.install_current(
                     owner,
@@ -386,7 +387,7 @@ impl Instance {
 
     /// The session that asked may go on, unless it stopped waiting meanwhile.
     fn ready_owner(&mut self, sid: u32) {
-        if self.sessions.session(sid).st == SessionState::WaitBlock {
+        if self.fg.sessions.session(sid).st == SessionState::WaitBlock {
             self.end_wait(sid, None);
             self.set_ready(sid);
         }
@@ -407,7 +408,7 @@ impl Instance {
     /// the request is answered by the buffer we hold: the master learns we
     /// hold X, and the session looks again.
     fn answered_by_promotion(&mut self, owner: u32, blk: BlockAddr, req: u64) {
-        self.sessions.end_request(blk);
+        self.fg.sessions.end_request(blk);
         self.installed(blk, req, Mode::X, None, false);
         self.ready_owner(owner);
         self.wake_block(blk);
@@ -422,7 +423,7 @@ impl Instance {
         block: Block,
         _scan: bool,
     ) {
-        let Some(pending) = self.sessions.request(blk, req) else {
+        let Some(pending) = self.fg.sessions.request(blk, req) else {
             return;
         };
         if self.holds_xcur(blk) {
@@ -430,7 +431,7 @@ impl Instance {
             self.answered_by_promotion(pending.owner, blk, req);
             return;
         }
-        self.sessions.end_request(blk);
+        self.fg.sessions.end_request(blk);
         self.install_current(pending.owner, blk, mode, block, false);
         if let Some(numa) = self.k.numa_mut()
             && let Some(buf) = self.cache.current(blk)
@@ -450,11 +451,11 @@ impl Instance {
     pub(in crate::instance) fn make_room(&mut self, taker: u32) {
         self.k.incr(Stat::FreeBufferRequested);
         let group = match self.k.numa() {
-            Some(n) if n.aware() => Some(n.home(self.sessions.session(taker).proc)),
+            Some(n) if n.aware() => Some(n.home(self.fg.sessions.session(taker).proc)),
             _ => None,
         };
         while self.cache.used() >= self.cache.capacity {
-            let sessions = &self.sessions;
+            let sessions = &self.fg.sessions;
             let numa = self.k.numa();
             let (victim, inspected) = self.cache.victim(
                 |b| sessions.need(b),
@@ -500,7 +501,7 @@ impl Instance {
     fn trace_received(&mut self, sid: u32, req: Request, event: Option<Wait>, grant: bool) {
         if self.tracing() {
             let event = event
-                .or_else(|| self.sessions.session(sid).waiting_on())
+                .or_else(|| self.fg.sessions.session(sid).waiting_on())
                 .unwrap_or(Wait::GcCrRequest);
             let hop = if grant {
                 Hop::Granted { event }

@@ -25,22 +25,23 @@ impl Instance {
     /// Give every workload step's statement (and the recursive `update
     /// seq$`) its place in `stats.statements`.
     pub(in crate::instance) fn register_statements(&mut self, catalog: &Catalog) {
-        self.workloads
+        self.fg
+            .workloads
             .register_statements(self.k.stats_mut(), catalog);
     }
 
     /// Create this instance's sessions; they log on spread over a short interval.
     pub(in crate::instance) fn start_sessions(&mut self) {
-        let workloads = self.workloads.specs();
+        let workloads = self.fg.workloads.specs();
         let me = self.id.number();
         for (w, spec) in workloads.iter().enumerate() {
             if !spec.instances.contains(&me) {
                 continue;
             }
             for ordinal in 0..spec.sessions_per_instance {
-                let sid = self.sessions.next_id();
+                let sid = self.fg.sessions.next_id();
                 let proc = self.add_proc(Proc::Session(sid), format!("oracle{}", sid));
-                let added = self.sessions.add(Session::new(proc, w, ordinal));
+                let added = self.fg.sessions.add(Session::new(proc, w, ordinal));
                 assert_eq!(added, sid, "session ids are table positions");
                 // Sessions log on spread over a short interval, not in lockstep.
                 let spread = spec.think_time.max(crate::config::NS_PER_MS);
@@ -51,13 +52,13 @@ impl Instance {
     }
 
     fn workload_enabled(&self, w: usize) -> bool {
-        self.workloads.enabled(w)
+        self.fg.workloads.enabled(w)
     }
 
     /// The enabled workloads changed: their idle sessions start again.
     pub(in crate::instance) fn wake_enabled_sessions(&mut self) {
-        for sid in self.sessions.ids() {
-            let s = self.sessions.session(sid);
+        for sid in self.fg.sessions.ids() {
+            let s = self.fg.sessions.session(sid);
             if s.st == SessionState::Idle && !s.finished && self.workload_enabled(s.workload) {
                 self.set_ready(sid);
             }
@@ -67,6 +68,7 @@ impl Instance {
     /// A session's think time is over.
     pub(in crate::instance) fn session_wake(&mut self, sid: u32) {
         if self
+            .fg
             .sessions
             .get(sid as usize)
             .is_some_and(|s| s.st == SessionState::Think)
@@ -79,11 +81,11 @@ impl Instance {
     /// session now waits (CPU, think time, commit) or is idle.
     #[inline(never)]
     pub(super) fn next_execution(&mut self, sid: u32) -> bool {
-        let w = self.sessions.session(sid).workload;
+        let w = self.fg.sessions.session(sid).workload;
         // A handle, not a copy: the spec is shared and never changes.
-        let workloads = self.workloads.specs();
+        let workloads = self.fg.workloads.specs();
         let spec = &workloads[w];
-        if !self.sessions.session(sid).in_txn {
+        if !self.fg.sessions.session(sid).in_txn {
             if !self.begin_transaction(sid, w, spec) {
                 return false;
             }
@@ -93,8 +95,8 @@ impl Instance {
             // what it changed, so nothing of it runs on into the new phase.
             return self.commit(sid);
         }
-        let steps = &spec.transactions[self.sessions.session(sid).template].steps;
-        if self.sessions.session(sid).execs_left == 0
+        let steps = &spec.transactions[self.fg.sessions.session(sid).template].steps;
+        if self.fg.sessions.session(sid).execs_left == 0
             && let ControlFlow::Break(go_on) = self.next_step(sid, w, steps)
         {
             return go_on;
@@ -106,7 +108,7 @@ impl Instance {
     /// when the session stops instead (its workload is disabled, or it ran
     /// all its iterations).
     fn begin_transaction(&mut self, sid: u32, w: usize, spec: &WorkloadSpec) -> bool {
-        let iterations = self.sessions.session(sid).iterations;
+        let iterations = self.fg.sessions.session(sid).iterations;
         let all_done = spec.iterations.is_some_and(|n| iterations >= n);
         if !self.workload_enabled(w) || all_done {
             self.go_idle(sid, all_done);
@@ -114,7 +116,7 @@ impl Instance {
         }
         let template = self.pick_template(spec);
         self.draw_update_keys(sid, spec, template);
-        let s = self.sessions.session_mut(sid);
+        let s = self.fg.sessions.session_mut(sid);
         s.template = template;
         s.step = 0;
         s.execs_left = 0;
@@ -148,7 +150,7 @@ impl Instance {
     /// They replace the session's `update_keys`, whose vectors are reused
     /// (cleared, not dropped: no allocation per transaction).
     fn draw_update_keys(&mut self, sid: u32, spec: &WorkloadSpec, template: usize) {
-        let mut keys = std::mem::take(&mut self.sessions.session_mut(sid).update_keys);
+        let mut keys = std::mem::take(&mut self.fg.sessions.session_mut(sid).update_keys);
         // Tables drawn for so far: `keys[..tables]`; the rest are old vectors to reuse.
         let mut tables = 0;
         if let Some(t) = spec.transactions.get(template) {
@@ -185,13 +187,13 @@ impl Instance {
             v.sort_unstable();
             v.reverse(); // popped from the end: ascending order
         }
-        self.sessions.session_mut(sid).update_keys = keys;
+        self.fg.sessions.session_mut(sid).update_keys = keys;
     }
 
     /// The transaction's next step begins. `Continue`: its executions
     /// follow; `Break(go_on)`: it was a commit or think time (or the end).
     fn next_step(&mut self, sid: u32, w: usize, steps: &[Step]) -> ControlFlow<bool> {
-        let s = self.sessions.session_mut(sid);
+        let s = self.fg.sessions.session_mut(sid);
         let Some(step) = steps.get(s.step) else {
             // End of the transaction: commit what it changed.
             return ControlFlow::Break(self.commit(sid));
@@ -223,7 +225,7 @@ impl Instance {
             | Step::InsertSeq { rows, .. }
             | Step::Count { rows, .. } => (*rows).max(1),
         };
-        self.sessions.session_mut(sid).execs_left = executions;
+        self.fg.sessions.session_mut(sid).execs_left = executions;
         ControlFlow::Continue(())
     }
 
@@ -232,13 +234,13 @@ impl Instance {
     fn start_execution(&mut self, sid: u32, w: usize, steps: &[Step]) -> bool {
         self.stmt_close(sid);
         let now = self.k.now();
-        let s = self.sessions.session_mut(sid);
+        let s = self.fg.sessions.session_mut(sid);
         s.execs_left -= 1;
         let (template, at) = (s.template, s.step - 1);
         // Borrowed from the shared spec (the caller's handle), not cloned.
         let step = &steps[at];
         let stmt = self.stmt_id(w, template, at);
-        let s = self.sessions.session_mut(sid);
+        let s = self.fg.sessions.session_mut(sid);
         s.stmt = stmt;
         s.exec_start = now;
         if let Some(st) = stmt {
@@ -248,7 +250,7 @@ impl Instance {
         let cost = self.k.costs().execute;
         self.k.incr(Stat::ExecuteCount);
         let first = self.first_point(sid, w, template, at, step);
-        let s = self.sessions.session_mut(sid);
+        let s = self.fg.sessions.session_mut(sid);
         s.cur = first;
         s.st = SessionState::Cpu(AfterCpu::Exec);
         let proc = s.proc;
@@ -308,7 +310,7 @@ impl Instance {
                 table, ref access, ..
             } => self.update_point(sid, table, access),
             Step::Insert { table, .. } => {
-                let key = self.inserts.next_key(table);
+                let key = self.fg.inserts.next_key(table);
                 ExecPoint::InsertRow { table, key }
             }
             Step::NextVal { sequence, .. } => ExecPoint::Seq {
@@ -334,6 +336,7 @@ impl Instance {
     fn update_point(&mut self, sid: u32, table: usize, access: &Access) -> ExecPoint {
         // A step of `rows = 0` runs once and drew no key: it updates key 1.
         let key = self
+            .fg
             .sessions
             .session_mut(sid)
             .update_keys
@@ -362,14 +365,14 @@ impl Instance {
     }
 
     fn stmt_id(&self, w: usize, template: usize, step: usize) -> Option<usize> {
-        self.workloads.stmt_id(w, template, step)
+        self.fg.workloads.stmt_id(w, template, step)
     }
 
     /// The session stops: its workload is disabled, or (`finished`) it ran all its iterations.
     fn go_idle(&mut self, sid: u32, finished: bool) {
         self.stmt_close(sid);
         let now = self.k.now();
-        let s = self.sessions.session_mut(sid);
+        let s = self.fg.sessions.session_mut(sid);
         if let Some(t) = s.call_start.take() {
             self.k.add(Stat::DbTime, now - t);
         }
@@ -383,7 +386,7 @@ impl Instance {
     /// accepts the step only with a `[server]`).
     fn memory_writes(&mut self, sid: u32, ops: u32) {
         self.stmt_close(sid);
-        let s = self.sessions.session_mut(sid);
+        let s = self.fg.sessions.session_mut(sid);
         s.st = SessionState::Cpu(AfterCpu::Memory { ops });
         let proc = s.proc;
         if let Some(numa) = self.k.numa_mut() {
@@ -404,7 +407,7 @@ impl Instance {
     pub(super) fn think(&mut self, sid: u32, duration: Nanos) {
         self.stmt_close(sid);
         let now = self.k.now();
-        let s = self.sessions.session_mut(sid);
+        let s = self.fg.sessions.session_mut(sid);
         if let Some(t) = s.call_start.take() {
             self.k.add(Stat::DbTime, now - t);
         }
@@ -458,12 +461,12 @@ impl Instance {
             KeyDist::Sequential => {
                 // Each session of the workload in the cluster starts at its
                 // own offset and walks the range one key per draw.
-                let w = self.sessions.session(sid).workload;
-                let per_instance = u64::from(self.workloads.spec(w).sessions_per_instance);
+                let w = self.fg.sessions.session(sid).workload;
+                let per_instance = u64::from(self.fg.workloads.spec(w).sessions_per_instance);
                 let in_cluster = per_instance.max(1) * u64::from(self.k.instance_count());
                 let position = u64::from(self.id.0) * per_instance
-                    + u64::from(self.sessions.session(sid).ordinal);
-                let s = self.sessions.session_mut(sid);
+                    + u64::from(self.fg.sessions.session(sid).ordinal);
+                let s = self.fg.sessions.session_mut(sid);
                 let k = lo + (position * span / in_cluster + s.seq_next) % span;
                 s.seq_next += 1;
                 k
@@ -473,9 +476,9 @@ impl Instance {
 
     /// The statement a session's work is charged to: the recursive one while it runs.
     pub(in crate::instance) fn stmt_target(&self, sid: u32) -> Option<usize> {
-        let s = self.sessions.get(sid as usize)?;
+        let s = self.fg.sessions.get(sid as usize)?;
         if s.recursive_start.is_some() {
-            return self.workloads.update_seq_stmt();
+            return self.fg.workloads.update_seq_stmt();
         }
         s.stmt
     }
@@ -483,7 +486,7 @@ impl Instance {
     /// The session's current execution ends: charge its elapsed time.
     pub(super) fn stmt_close(&mut self, sid: u32) {
         let now = self.k.now();
-        let s = self.sessions.session_mut(sid);
+        let s = self.fg.sessions.session_mut(sid);
         if let Some(st) = s.stmt.take() {
             let took = now - s.exec_start;
             self.k.stats_mut().statements[st].elapsed_ns += took;

@@ -5,10 +5,10 @@
 //! The state lives in components: the jobs in `Lms`, the buffers in `Cache`,
 //! the redo in `Lgwr`; this file only moves decisions between them.
 
-use super::Instance;
-use super::cache::{BufId, BufState};
+use super::super::Instance;
+use super::super::cache::{BufId, BufState};
+use super::super::redo::FlushWaiter;
 use super::lms::{CONGESTED_AFTER, Job, Serve, Stage};
-use super::redo::FlushWaiter;
 use crate::block::{Block, CrCopy, CrError, TxState};
 use crate::config::Nanos;
 use crate::cpu::StepDone;
@@ -77,14 +77,14 @@ impl Spares {
 
 impl Instance {
     /// A message for LMS arrived.
-    pub(super) fn lms_enqueue(&mut self, from: InstId, sent_at: Nanos, mut msg: Msg) {
+    pub(in crate::instance) fn lms_enqueue(&mut self, from: InstId, sent_at: Nanos, mut msg: Msg) {
         self.k.incr(Stat::GcsMsgsReceived);
         let wire = self.k.now().saturating_sub(sent_at);
         if let Msg::Request(req) | Msg::Forward { req, .. } = &mut msg {
             req.timing.request += wire;
         }
         let blk = msg.blk();
-        let w = blk.map_or(0, |b| self.lms.worker_for(b));
+        let w = blk.map_or(0, |b| self.gc.lms.worker_for(b));
         let job = match msg {
             Msg::Forward {
                 req,
@@ -93,7 +93,7 @@ impl Instance {
             } => Job::Serve(self.boxed_serve(Serve::new(req, master, shared))),
             msg => Job::Msg { from, msg },
         };
-        if let Err(full) = self.lms.enqueue(w, job, self.k.now()) {
+        if let Err(full) = self.gc.lms.enqueue(w, job, self.k.now()) {
             self.error(format!(
                 "LMS{} queue full ({} jobs): dropped a message from {from}",
                 full.worker,
@@ -105,17 +105,17 @@ impl Instance {
     }
 
     /// The master (this instance) routes a request to itself as holder: serve it next.
-    pub(super) fn lms_serve_here(&mut self, req: Request, shared: bool) {
-        let w = self.lms.worker_for(req.blk);
+    pub(in crate::instance) fn lms_serve_here(&mut self, req: Request, shared: bool) {
+        let w = self.gc.lms.worker_for(req.blk);
         let me = self.id;
         let job = Job::Serve(self.boxed_serve(Serve::new(req, me, shared)));
-        self.lms.enqueue_front(w, job, self.k.now());
+        self.gc.lms.enqueue_front(w, job, self.k.now());
         self.lms_kick(w);
     }
 
     /// An idle worker takes its next job and asks for the CPU it needs.
     fn lms_kick(&mut self, w: u8) {
-        let Some(job) = self.lms.start_next(w) else {
+        let Some(job) = self.gc.lms.start_next(w) else {
             return;
         };
         // Disjoint borrows: the job keeps the CR copy it builds; the rest is read.
@@ -126,14 +126,14 @@ impl Instance {
             scn: self.k.scn(),
             fairness_threshold: self.k.params().fairness_threshold,
         };
-        let txns = &self.txns;
+        let txns = self.fg.txns();
         let demand = view.job_demand(job, &|x| txns.state(x));
-        let proc = self.lms.proc(w);
+        let proc = self.gc.lms.proc(w);
         self.cpu(proc, demand);
     }
 
-    pub(super) fn lms_step_done(&mut self, w: u8, d: StepDone) {
-        let Some((job, queued)) = self.lms.finish(w) else {
+    pub(in crate::instance) fn lms_step_done(&mut self, w: u8, d: StepDone) {
+        let Some((job, queued)) = self.gc.lms.finish(w) else {
             return;
         };
         let wait = d.started_at.saturating_sub(queued)
@@ -194,8 +194,9 @@ impl Instance {
             }
             Msg::TxWait { xid, token } => match self.tx_report(xid) {
                 TxReport::Active => self
-                    .txns
-                    .wait_for_end(xid, super::TxWaiter::Remote(from, token)),
+                    .fg
+                    .txns_mut()
+                    .wait_for_end(xid, super::super::TxWaiter::Remote(from, token)),
                 report => self.send(from, Msg::TxStatus { xid, token, report }),
             },
             // Broadcast on commit: the SCN was applied when the message
@@ -286,8 +287,8 @@ impl Instance {
             }
             (ReqKind::Current { .. }, _) => {
                 if self.cache.get(buf).pinned() {
-                    let id = self.lms.park(w, s, self.k.now());
-                    self.lms.wait_for_pin(blk, w, id);
+                    let id = self.gc.lms.park(w, s, self.k.now());
+                    self.gc.lms.wait_for_pin(blk, w, id);
                     return;
                 }
                 self.cache.set_leaving(buf, true);
@@ -332,18 +333,18 @@ impl Instance {
 
     fn park_for_flush(&mut self, w: u8, s: Box<Serve>, buf: BufId) {
         let rba = self.cache.get(buf).last_rba;
-        let id = self.lms.park(w, s, self.k.now());
+        let id = self.gc.lms.park(w, s, self.k.now());
         self.request_flush(rba, Some(FlushWaiter::Lms(w, id)));
     }
 
     /// LGWR made the redo durable: the parked job can send.
-    pub(super) fn lms_flushed(&mut self, w: u8, job: u64) {
-        let Some((mut s, since)) = self.lms.unpark(w, job) else {
+    pub(in crate::instance) fn lms_flushed(&mut self, w: u8, job: u64) {
+        let Some((mut s, since)) = self.gc.lms.unpark(w, job) else {
             return;
         };
         let took = self.k.now() - since;
         self.wait_event(Wait::GcsLogFlushSync, took, false);
-        self.trace_background_wait(self.lms.proc(w), Wait::GcsLogFlushSync, took);
+        self.trace_background_wait(self.gc.lms.proc(w), Wait::GcsLogFlushSync, took);
         s.req.timing.flush += took;
         // Counted with its time when it completes, so an interval's average is
         // never a time without its count (or a count without its time).
@@ -358,32 +359,32 @@ impl Instance {
             }
         }
         s.stage = Stage::Send;
-        self.lms.enqueue_front(w, Job::Serve(s), self.k.now());
+        self.gc.lms.enqueue_front(w, Job::Serve(s), self.k.now());
         self.lms_kick(w);
     }
 
     /// A local pin on `blk` was released: resume LMS jobs waiting for it.
     #[inline]
-    pub(super) fn unpinned(&mut self, blk: BlockAddr) {
-        let Some(list) = self.lms.pin_released(blk) else {
+    pub(in crate::instance) fn unpinned(&mut self, blk: BlockAddr) {
+        let Some(list) = self.gc.lms.pin_released(blk) else {
             return;
         };
         for (w, id) in list {
-            let Some((mut s, since)) = self.lms.unpark(w, id) else {
+            let Some((mut s, since)) = self.gc.lms.unpark(w, id) else {
                 continue;
             };
             let took = self.k.now() - since;
             s.req.timing.pin += took;
             self.k.add(Stat::GcCurrentBlockPinTime, took);
             s.stage = Stage::AfterPin;
-            self.lms.enqueue_front(w, Job::Serve(s), self.k.now());
+            self.gc.lms.enqueue_front(w, Job::Serve(s), self.k.now());
             self.lms_kick(w);
         }
     }
 
     /// `serve` in a box, a spare one if there is one.
     fn boxed_serve(&mut self, serve: Serve) -> Box<Serve> {
-        self.spares.box_serve(serve)
+        self.gc.spares.box_serve(serve)
     }
 
     /// Send the block to the requester.
@@ -426,7 +427,7 @@ impl Instance {
         };
         let congested = s.congested;
         // Emptied of its CR copy above: kept for the next request served here.
-        self.spares.keep_serve(s);
+        self.gc.spares.keep_serve(s);
         let ship = self.box_shipment(Shipment {
             req,
             kind,
@@ -443,15 +444,15 @@ impl Instance {
 
     /// `ship` in a box, a spare one if there is one.
     fn box_shipment(&mut self, ship: Shipment) -> Box<Shipment> {
-        self.spares.box_ship(ship)
+        self.gc.spares.box_ship(ship)
     }
 
     /// The block a shipment carried here; the box is kept for a block
     /// shipped from here (a few at most: shipping takes them as fast as they come).
-    pub(super) fn unbox_shipped_block(&mut self, mut b: Box<Shipment>) -> Block {
+    pub(in crate::instance) fn unbox_shipped_block(&mut self, mut b: Box<Shipment>) -> Block {
         let empty = self.cache.placeholder(b.block.addr);
         let block = std::mem::replace(&mut b.block, empty);
-        self.spares.keep_ship(b);
+        self.gc.spares.keep_ship(b);
         block
     }
 
@@ -463,7 +464,12 @@ impl Instance {
     }
 
     /// The master asks this instance to drop its shared copy.
-    pub(super) fn invalidate_local(&mut self, master: InstId, blk: BlockAddr, req: u64) {
+    pub(in crate::instance) fn invalidate_local(
+        &mut self,
+        master: InstId,
+        blk: BlockAddr,
+        req: u64,
+    ) {
         if self.cache.invalidate_shared(blk) {
             self.error(format!(
                 "{master} invalidated the dirty shared copy of {blk} this instance writes"
@@ -479,7 +485,7 @@ impl Instance {
     }
 
     /// A write covered our past images of `blk`.
-    pub(super) fn discard_pi(&mut self, blk: BlockAddr, scn: Scn) {
+    pub(in crate::instance) fn discard_pi(&mut self, blk: BlockAddr, scn: Scn) {
         let discarded = self.cache.discard_past_images(blk, scn);
         self.k.add(Stat::GcsPastImagesDiscarded, discarded);
         // A newer past image took over an older one's first-dirty address
@@ -493,9 +499,9 @@ impl Instance {
 
 /// What an LMS job's CPU demand depends on, read from the components that own it.
 struct HolderView<'a> {
-    cache: &'a super::cache::Cache,
+    cache: &'a super::super::cache::Cache,
     costs: &'a crate::config::Costs,
-    lgwr: &'a super::redo::Lgwr,
+    lgwr: &'a super::super::redo::Lgwr,
     scn: Scn,
     /// `_fairness_threshold`: see [`super::cache::Cache::fairness_due`].
     fairness_threshold: u32,

@@ -15,8 +15,8 @@
 //!   block, so every `nextval` takes SV in X (waited on as `DFS lock handle`)
 //!   and values follow one order across the cluster.
 
-use super::execution::{ExecPoint, SeqStep};
-use super::{Instance, cache::BufId};
+use super::super::execution::{ExecPoint, SeqStep};
+use super::super::{Instance, cache::BufId};
 use crate::block::Change;
 use crate::config::SequenceDef;
 use crate::msg::{EnqKind, LockMode, Lvb, ResName};
@@ -100,11 +100,11 @@ impl Sequences {
 
 impl Instance {
     fn seq_def(&self, seq: usize) -> Option<&SequenceDef> {
-        self.seqs.def(seq)
+        self.fg.seqs.def(seq)
     }
 
     /// Advance a `nextval`. True when the session can go on at once.
-    pub(super) fn seq_step(
+    pub(in crate::instance) fn seq_step(
         &mut self,
         sid: u32,
         seq: usize,
@@ -112,12 +112,14 @@ impl Instance {
         insert: Option<usize>,
     ) -> bool {
         let Some(def) = self.seq_def(seq) else {
-            self.sessions.go_to(sid, ExecPoint::None);
+            self.fg.sessions.go_to(sid, ExecPoint::None);
             return true;
         };
         let (cache, order) = (def.cache, def.order);
         let set = |me: &mut Instance, step: SeqStep| {
-            me.sessions.go_to(sid, ExecPoint::Seq { seq, step, insert });
+            me.fg
+                .sessions
+                .go_to(sid, ExecPoint::Seq { seq, step, insert });
         };
         match step {
             SeqStep::Start if cache == 0 => {
@@ -134,7 +136,7 @@ impl Instance {
                 self.enq_get(sid, res(EnqKind::Sv, seq), LockMode::X, Wait::DfsLockHandle)
             }
             SeqStep::Start => {
-                if let Some(number) = self.seqs.take_cached(seq) {
+                if let Some(number) = self.fg.seqs.take_cached(seq) {
                     self.seq_deliver(sid, seq, number, insert);
                     return true;
                 }
@@ -148,7 +150,7 @@ impl Instance {
             }
             SeqStep::HaveSq => {
                 // Another session may have refilled the cache while this one queued.
-                if let Some(number) = self.seqs.take_cached(seq) {
+                if let Some(number) = self.fg.seqs.take_cached(seq) {
                     self.enq_release(res(EnqKind::Sq, seq), None);
                     self.seq_deliver(sid, seq, number, insert);
                     return true;
@@ -163,7 +165,7 @@ impl Instance {
             }
             SeqStep::HaveSv => {
                 let r = res(EnqKind::Sv, seq);
-                let lvb = self.ges.value(r);
+                let lvb = self.gc.enqueue_value(r);
                 if lvb.lo < lvb.hi {
                     let number = lvb.lo + 1;
                     self.enq_release(
@@ -187,11 +189,11 @@ impl Instance {
             SeqStep::Update => match self.k.layout().seq_block {
                 Some(blk) => {
                     let now = self.k.now();
-                    let recursive_start = &mut self.sessions.session_mut(sid).recursive_start;
+                    let recursive_start = &mut self.fg.sessions.session_mut(sid).recursive_start;
                     if recursive_start.is_none() {
                         // The recursive statement starts: parsed and executed each time.
                         *recursive_start = Some(now);
-                        if let Some(st) = self.workloads.update_seq_stmt() {
+                        if let Some(st) = self.fg.workloads.update_seq_stmt() {
                             self.k.stats_mut().statements[st].parses += 1;
                             self.k.stats_mut().statements[st].executions += 1;
                         }
@@ -199,7 +201,7 @@ impl Instance {
                     self.visit(sid, blk, true)
                 }
                 None => {
-                    self.sessions.go_to(sid, ExecPoint::None);
+                    self.fg.sessions.go_to(sid, ExecPoint::None);
                     true
                 }
             },
@@ -208,7 +210,7 @@ impl Instance {
 
     /// The session holds the SEQ$ block in current mode and the row cache
     /// lock: allocate, commit the recursive transaction, release the locks.
-    pub(super) fn seq_updated(
+    pub(in crate::instance) fn seq_updated(
         &mut self,
         sid: u32,
         buf: BufId,
@@ -227,7 +229,7 @@ impl Instance {
             Some(r) if r.key == seq as u64 + 1 => r.val.max(0) as u64,
             _ => {
                 self.error(format!("SEQ$ has no row for sequence {seq}"));
-                self.sessions.session_mut(sid).recursive_start = None;
+                self.fg.sessions.session_mut(sid).recursive_start = None;
                 return ExecPoint::None;
             }
         };
@@ -242,8 +244,8 @@ impl Instance {
         self.request_flush(rba, None);
         self.enq_release(res(EnqKind::RowCache, seq), None);
         let now = self.k.now();
-        if let Some(t) = self.sessions.session_mut(sid).recursive_start.take()
-            && let Some(st) = self.workloads.update_seq_stmt()
+        if let Some(t) = self.fg.sessions.session_mut(sid).recursive_start.take()
+            && let Some(st) = self.fg.workloads.update_seq_stmt()
         {
             self.k.stats_mut().statements[st].elapsed_ns += now - t;
             self.k.stats_mut().statements[st].rows += 1;
@@ -253,7 +255,7 @@ impl Instance {
         if cache > 0 && order {
             self.enq_release(res(EnqKind::Sv, seq), Some(Lvb { lo: first, hi: new }));
         } else if cache > 0 {
-            self.seqs.cache(seq, first, new);
+            self.fg.seqs.cache(seq, first, new);
             self.enq_release(res(EnqKind::Sq, seq), None);
         }
         self.seq_value(sid, seq, first, insert)
@@ -262,7 +264,7 @@ impl Instance {
     /// Hand value number `number` out (no CPU step: part of the execute call).
     fn seq_deliver(&mut self, sid: u32, seq: usize, number: u64, insert: Option<usize>) {
         let next = self.seq_value(sid, seq, number, insert);
-        self.sessions.go_to(sid, next);
+        self.fg.sessions.go_to(sid, next);
     }
 
     /// Value number `number` of the sequence, and where the execution goes on.
@@ -278,7 +280,7 @@ impl Instance {
         };
         let value = def.value(number);
         self.k.incr(Stat::SeqValuesHandedOut);
-        self.seqs.handed_out(seq, value);
+        self.fg.seqs.handed_out(seq, value);
         match insert {
             Some(table) => ExecPoint::InsertRow {
                 table,

@@ -4,10 +4,10 @@
 //! state (gcs.rs, ges.rs), the holder's side of a transfer is routed in
 //! serve.rs, and LGWR's and DBWR's answers in redo/.
 
-use super::Instance;
+use super::super::Instance;
+use super::super::session::SessionState;
 use super::gcs::{Drained, Route, UnexpectedAck};
 use super::ges::{Get, HandOn};
-use super::session::SessionState;
 use crate::msg::{GrantKind, LockMode, Lvb, Mode, Msg, Request, ResName};
 use crate::stats::{Stat, Wait};
 use crate::types::{BlockAddr, InstId, Scn};
@@ -16,8 +16,8 @@ impl Instance {
     // ----- the directory (this instance as master) ---------------------------------
 
     /// A block request reached its master (this instance), which is not frozen.
-    pub(super) fn dir_request_now(&mut self, req: Request) {
-        if let Some(route) = self.directory.request(req) {
+    pub(in crate::instance) fn dir_request_now(&mut self, req: Request) {
+        if let Some(route) = self.gc.directory.request(req) {
             self.follow(route);
         }
     }
@@ -71,8 +71,8 @@ impl Instance {
         }
     }
 
-    pub(super) fn dir_invalidate_ack(&mut self, from: InstId, blk: BlockAddr) {
-        match self.directory.invalidate_ack(from, blk) {
+    pub(in crate::instance) fn dir_invalidate_ack(&mut self, from: InstId, blk: BlockAddr) {
+        match self.gc.directory.invalidate_ack(from, blk) {
             Ok(Some(route)) => self.follow(route),
             Ok(None) => {}
             Err(UnexpectedAck { from, blk }) => self.error(format!(
@@ -83,7 +83,7 @@ impl Instance {
 
     /// The requester installed what it was sent or granted: requests queued
     /// behind the transfer go on, one by one.
-    pub(super) fn dir_installed(
+    pub(in crate::instance) fn dir_installed(
         &mut self,
         from: InstId,
         blk: BlockAddr,
@@ -92,44 +92,45 @@ impl Instance {
         prev: Option<InstId>,
         pi_kept: bool,
     ) {
-        self.directory
+        self.gc
+            .directory
             .installed(from, blk, req, mode, prev, pi_kept);
-        while let Drained::Route(route) = self.directory.next_queued(blk) {
+        while let Drained::Route(route) = self.gc.directory.next_queued(blk) {
             self.follow(route);
         }
     }
 
     /// The holder a request was forwarded to no longer has the block.
-    pub(super) fn dir_not_held(&mut self, from: InstId, req: Request) {
-        if let Some(route) = self.directory.not_held(from, req) {
+    pub(in crate::instance) fn dir_not_held(&mut self, from: InstId, req: Request) {
+        if let Some(route) = self.gc.directory.not_held(from, req) {
             self.follow(route);
         }
     }
 
     /// The X holder down-converted to S for fairness: route the request again.
-    pub(super) fn dir_down_converted(&mut self, from: InstId, req: Request) {
-        if let Some(route) = self.directory.down_converted(from, req) {
+    pub(in crate::instance) fn dir_down_converted(&mut self, from: InstId, req: Request) {
+        if let Some(route) = self.gc.directory.down_converted(from, req) {
             self.follow(route);
         }
     }
 
     /// A holder aged its copy out.
-    pub(super) fn dir_relinquish(&mut self, from: InstId, blk: BlockAddr, mode: Mode) {
-        self.directory.relinquish(from, blk, mode);
+    pub(in crate::instance) fn dir_relinquish(&mut self, from: InstId, blk: BlockAddr, mode: Mode) {
+        self.gc.directory.relinquish(from, blk, mode);
         // A promotion the holder could not make leaves the block free again.
         self.dir_drain(blk);
     }
 
     /// Route the requests queued on `blk`, one by one, while nothing is in flight.
-    pub(super) fn dir_drain(&mut self, blk: BlockAddr) {
-        while let Drained::Route(route) = self.directory.next_queued(blk) {
+    pub(in crate::instance) fn dir_drain(&mut self, blk: BlockAddr) {
+        while let Drained::Route(route) = self.gc.directory.next_queued(blk) {
             self.follow(route);
         }
     }
 
     /// The current holder wrote the block: past images up to `scn` are obsolete.
-    pub(super) fn dir_written(&mut self, from: InstId, blk: BlockAddr, scn: Scn) {
-        for h in self.directory.written(blk).iter() {
+    pub(in crate::instance) fn dir_written(&mut self, from: InstId, blk: BlockAddr, scn: Scn) {
+        for h in self.gc.directory.written(blk).iter() {
             if h == self.id {
                 self.discard_pi(blk, scn);
             } else if h != from {
@@ -143,7 +144,13 @@ impl Instance {
 
     /// Session `sid` wants `res` in `mode`. True when it holds it now; false
     /// when it waits (timed as `event`) and will be made ready once it does.
-    pub(super) fn enq_get(&mut self, sid: u32, res: ResName, mode: LockMode, event: Wait) -> bool {
+    pub(in crate::instance) fn enq_get(
+        &mut self,
+        sid: u32,
+        res: ResName,
+        mode: LockMode,
+        event: Wait,
+    ) -> bool {
         // While the directory is frozen the master here may not grant
         // without asking (it does not know yet who holds what).
         let master = if self.grd_frozen() {
@@ -151,7 +158,7 @@ impl Instance {
         } else {
             self.enqueue_master(res)
         };
-        match self.ges.get(sid, res, mode, master, self.k.stats_mut()) {
+        match self.gc.ges.get(sid, res, mode, master, self.k.stats_mut()) {
             Get::Held => true,
             Get::Wait { convert } => {
                 self.begin_session_wait(sid, event, SessionState::WaitEnq);
@@ -164,13 +171,13 @@ impl Instance {
     }
 
     /// Whether session `sid` is the local user of `res` now.
-    pub(super) fn enq_holds(&self, sid: u32, res: ResName) -> bool {
-        self.ges.holds(sid, res)
+    pub(in crate::instance) fn enq_holds(&self, sid: u32, res: ResName) -> bool {
+        self.gc.ges.holds(sid, res)
     }
 
     /// The user of `res` is done with it; `lvb` replaces the value block.
-    pub(super) fn enq_release(&mut self, res: ResName, lvb: Option<Lvb>) {
-        let Some(asked_back) = self.ges.release(res, lvb) else {
+    pub(in crate::instance) fn enq_release(&mut self, res: ResName, lvb: Option<Lvb>) {
+        let Some(asked_back) = self.gc.ges.release(res, lvb) else {
             return;
         };
         if asked_back {
@@ -181,11 +188,12 @@ impl Instance {
 
     /// Give the lock to the next local waiter, or ask the master for the mode it needs.
     fn enq_hand_on(&mut self, res: ResName) {
-        match self.ges.hand_on(res) {
+        match self.gc.ges.hand_on(res) {
             HandOn::Nothing => {}
             HandOn::Resume(sid) => {
                 if self
-                    .sessions
+                    .fg
+                    .sessions()
                     .get(sid as usize)
                     .is_some_and(|s| s.st == SessionState::WaitEnq)
                 {
@@ -198,7 +206,7 @@ impl Instance {
 
     /// Send a conversion request to the master (or handle it here).
     fn enq_convert(&mut self, res: ResName, mode: LockMode) {
-        let token = self.ges.start_convert(res, mode, self.k.now());
+        let token = self.gc.ges.start_convert(res, mode, self.k.now());
         let master = self.enqueue_master(res);
         if master == self.id {
             self.ges_convert_here(res, mode, token);
@@ -209,7 +217,7 @@ impl Instance {
 
     /// Down-convert to NL and hand the value block back to the master.
     fn enq_down(&mut self, res: ResName) {
-        let Some(lvb) = self.ges.down(res, self.k.stats_mut()) else {
+        let Some(lvb) = self.gc.ges.down(res, self.k.stats_mut()) else {
             return;
         };
         let master = self.enqueue_master(res);
@@ -222,9 +230,16 @@ impl Instance {
     }
 
     /// The master granted this instance's conversion.
-    pub(super) fn on_enq_grant(&mut self, res: ResName, mode: LockMode, token: u64, lvb: Lvb) {
+    pub(in crate::instance) fn on_enq_grant(
+        &mut self,
+        res: ResName,
+        mode: LockMode,
+        token: u64,
+        lvb: Lvb,
+    ) {
         if let Err(problem) =
-            self.ges
+            self.gc
+                .ges
                 .granted(res, mode, token, lvb, self.k.now(), self.k.stats_mut())
         {
             self.error(problem);
@@ -234,8 +249,8 @@ impl Instance {
     }
 
     /// The master wants this instance's lock on `res` for someone else.
-    pub(super) fn on_enq_bast(&mut self, res: ResName) {
-        if self.ges.bast(res) {
+    pub(in crate::instance) fn on_enq_bast(&mut self, res: ResName) {
+        if self.gc.ges.bast(res) {
             self.enq_down(res);
             self.enq_hand_on(res);
         }
@@ -244,28 +259,28 @@ impl Instance {
     // ----- GES: this instance as master ------------------------------------------------
 
     /// A conversion request reached the master (this instance).
-    pub(super) fn ges_master_convert(
+    pub(in crate::instance) fn ges_master_convert(
         &mut self,
         from: InstId,
         res: ResName,
         mode: LockMode,
         token: u64,
     ) {
-        match self.ges.master_convert(from, res, mode, token) {
+        match self.gc.ges.master_convert(from, res, mode, token) {
             Some(grant) => self.ges_grant(res, grant),
             None => self.ges_bast_blockers(res),
         }
     }
 
     /// A holder down-converted: grant what now fits, then ask who still blocks.
-    pub(super) fn ges_master_down(
+    pub(in crate::instance) fn ges_master_down(
         &mut self,
         from: InstId,
         res: ResName,
         mode: LockMode,
         lvb: Option<Lvb>,
     ) {
-        for grant in self.ges.master_down(from, res, mode, lvb) {
+        for grant in self.gc.ges.master_down(from, res, mode, lvb) {
             self.ges_grant(res, grant);
         }
         self.ges_bast_blockers(res);
@@ -273,7 +288,7 @@ impl Instance {
 
     /// Ask every holder that blocks the head of the queue to down-convert.
     fn ges_bast_blockers(&mut self, res: ResName) {
-        let Some((mode, blockers)) = self.ges.master_blockers(res) else {
+        let Some((mode, blockers)) = self.gc.ges.master_blockers(res) else {
             return;
         };
         for holder in blockers {

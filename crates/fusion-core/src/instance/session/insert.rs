@@ -16,10 +16,10 @@
 //! waiters queue on the splitting transaction's TX) and then descends again
 //! the ordinary way, since the split it waited for has usually made room.
 
-use super::cache::{BufId, BufState};
-use super::execution::{ExecPoint, Purpose};
-use super::session::{Acquired, AfterCpu, SessionState};
-use super::{Instance, Observation};
+use super::super::cache::{BufId, BufState};
+use super::super::execution::{ExecPoint, Purpose};
+use super::super::{Instance, Observation};
+use super::{Acquired, AfterCpu, SessionState};
 use crate::block::{Block, Body, Change, Itl, SplitBlock, UndoOp};
 use crate::layout::Layout;
 use crate::msg::{EnqKind, LockMode, ReqKind, ResName};
@@ -103,7 +103,7 @@ impl Instance {
     }
 
     /// Visit of the insert block (pinned in X): add the row.
-    pub(super) fn insert_into_block(
+    pub(in crate::instance) fn insert_into_block(
         &mut self,
         sid: u32,
         buf: BufId,
@@ -113,7 +113,7 @@ impl Instance {
         let per_block = self.k.layout().tables[table].rows_per_block as usize;
         let b = self.cache.get(buf);
         if !matches!(*b.image.body, Body::Table { .. }) || b.image.row_slots() >= per_block {
-            self.inserts.insert_into(table, None);
+            self.fg.inserts.insert_into(table, None);
             return ExecPoint::InsertAlloc { table, key };
         }
         let blk = b.blk;
@@ -124,7 +124,7 @@ impl Instance {
             let row = Change::InsertRow { slot, key, val: 0 };
             self.change_block(buf, row, xid, scn, 150)
         }) else {
-            self.inserts.insert_into(table, None);
+            self.fg.inserts.insert_into(table, None);
             return ExecPoint::InsertAlloc { table, key };
         };
         self.k.incr(Stat::RowsInserted);
@@ -143,7 +143,7 @@ impl Instance {
     }
 
     /// Visit of the segment header (pinned in X): take the next block of this instance's run.
-    pub(super) fn take_new_block(
+    pub(in crate::instance) fn take_new_block(
         &mut self,
         sid: u32,
         buf: BufId,
@@ -177,7 +177,13 @@ impl Instance {
     }
 
     /// Format a never-used block for inserts; returns true when the session can go on.
-    pub(super) fn format_new(&mut self, sid: u32, table: usize, key: u64, blk: BlockAddr) -> bool {
+    pub(in crate::instance) fn format_new(
+        &mut self,
+        sid: u32,
+        table: usize,
+        key: u64,
+        blk: BlockAddr,
+    ) -> bool {
         if let Some(id) = self.cache.current(blk)
             && self.cache.get(id).state() == BufState::Xcur
         {
@@ -187,8 +193,9 @@ impl Instance {
                 self.change_block(id, format, xid, scn, 100);
                 self.commit_recursive(xid, &[blk]);
             }
-            self.inserts.insert_into(table, Some(blk));
-            self.sessions
+            self.fg.inserts.insert_into(table, Some(blk));
+            self.fg
+                .sessions
                 .go_to(sid, ExecPoint::InsertRow { table, key });
             return true;
         }
@@ -197,7 +204,7 @@ impl Instance {
     }
 
     fn request_new(&mut self, sid: u32, blk: BlockAddr) {
-        if self.sessions.has_request(blk) {
+        if self.fg.sessions.has_request(blk) {
             self.wait_on_block(sid, blk, Wait::GcBufferBusyAcquire);
         } else {
             self.gc_request(sid, blk, ReqKind::Current { new_block: true }, false);
@@ -206,7 +213,7 @@ impl Instance {
 
     /// Visit of an index leaf (pinned in X): add the entry, or start a split.
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn insert_into_leaf(
+    pub(in crate::instance) fn insert_into_leaf(
         &mut self,
         sid: u32,
         buf: BufId,
@@ -221,7 +228,7 @@ impl Instance {
         let img = &self.cache.get(buf).image;
         if !img.leaf_covers(ekey) {
             // A split moved the key since our snapshot: descend again with a fresh one.
-            self.sessions.session_mut(sid).snapshot = self.k.scn();
+            self.fg.sessions.session_mut(sid).snapshot = self.k.scn();
             return self.index_cursor(ix, table, key, rowid);
         }
         if img.entry_count() >= cap {
@@ -291,7 +298,7 @@ impl Instance {
     }
 
     /// One step of the splitting descent. True when the session can go on at once.
-    pub(super) fn split_step(&mut self, sid: u32) -> bool {
+    pub(in crate::instance) fn split_step(&mut self, sid: u32) -> bool {
         let ExecPoint::Split {
             ix,
             table,
@@ -299,7 +306,7 @@ impl Instance {
             rowid,
             parent,
             node,
-        } = self.sessions.session(sid).cur
+        } = self.fg.sessions.session(sid).cur
         else {
             return true;
         };
@@ -337,12 +344,12 @@ impl Instance {
                     blk: node,
                 },
             };
-            self.sessions.go_to(sid, next);
+            self.fg.sessions.go_to(sid, next);
             return true;
         }
         // A full block: it needs new blocks (two for the root, which never moves).
         let needed = if parent.is_none() { 2 } else { 1 };
-        let spares: Vec<BlockAddr> = self.sessions.session(sid).spares.clone();
+        let spares: Vec<BlockAddr> = self.fg.sessions.session(sid).spares.clone();
         if let Some(go_on) = self.gather_spares(sid, ix, &spares, needed) {
             return go_on;
         }
@@ -358,11 +365,11 @@ impl Instance {
             return true;
         }
         let again = self.index_cursor(ix, table, key, rowid);
-        let split = std::mem::replace(&mut self.sessions.session_mut(sid).cur, again);
+        let split = std::mem::replace(&mut self.fg.sessions.session_mut(sid).cur, again);
         if !self.enq_get(sid, res, LockMode::X, Wait::EnqTxIndexContention) {
             return false;
         }
-        self.sessions.go_to(sid, split);
+        self.fg.sessions.go_to(sid, split);
         true
     }
 
@@ -386,17 +393,17 @@ impl Instance {
         }
         let l = &self.k.layout().indexes[ix];
         let range = Layout::free_range(l.free_base, l.free_per_instance, self.id);
-        let next = range.start + self.inserts.index_used(ix);
+        let next = range.start + self.fg.inserts.index_used(ix);
         if next >= range.end {
             self.k.incr(Stat::SpaceErrors);
             self.split_unlock(sid, ix);
-            self.sessions.go_to(sid, ExecPoint::None);
+            self.fg.sessions.go_to(sid, ExecPoint::None);
             return Some(true);
         }
         let blk = BlockAddr(next);
         if self.x_ready(blk) {
-            self.inserts.index_block_taken(ix);
-            self.sessions.session_mut(sid).spares.push(blk);
+            self.fg.inserts.index_block_taken(ix);
+            self.fg.sessions.session_mut(sid).spares.push(blk);
             return Some(true);
         }
         self.request_new(sid, blk);
@@ -426,7 +433,7 @@ impl Instance {
         for &id in &pins {
             self.cache.pin_exclusive(id);
         }
-        let s = self.sessions.session_mut(sid);
+        let s = self.fg.sessions.session_mut(sid);
         s.split_pins = pins;
         s.st = SessionState::Cpu(AfterCpu::Split);
         let proc = s.proc;
@@ -437,9 +444,9 @@ impl Instance {
     }
 
     /// The split's CPU step is over: do it, then go on descending.
-    pub(super) fn split_done(&mut self, sid: u32) {
-        let pins = std::mem::take(&mut self.sessions.session_mut(sid).split_pins);
-        let point = self.sessions.session(sid).cur;
+    pub(in crate::instance) fn split_done(&mut self, sid: u32) {
+        let pins = std::mem::take(&mut self.fg.sessions.session_mut(sid).split_pins);
+        let point = self.fg.sessions.session(sid).cur;
         let next = match point {
             ExecPoint::Split {
                 ix,
@@ -454,7 +461,7 @@ impl Instance {
         for id in pins {
             self.unpin(id);
         }
-        self.sessions.go_to(sid, next);
+        self.fg.sessions.go_to(sid, next);
         self.resume(sid);
     }
 
@@ -488,7 +495,7 @@ impl Instance {
         }
         let (xid, scn) = self.recursive_txn();
         let ekey = self.k.layout().indexes[ix].entry_key(key);
-        let spares = std::mem::take(&mut self.sessions.session_mut(sid).spares);
+        let spares = std::mem::take(&mut self.fg.sessions.session_mut(sid).spares);
         let mut changed = vec![node];
         let halves = split_body(&self.cache.get(nbuf).image.body);
         let sep = halves.sep;
@@ -500,7 +507,7 @@ impl Instance {
                 self.split_under_parent(nbuf, pb, new, halves, xid, scn);
                 changed.push(new);
                 changed.extend(parent);
-                self.sessions.session_mut(sid).spares = spares[1..].to_vec();
+                self.fg.sessions.session_mut(sid).spares = spares[1..].to_vec();
                 let child = if ekey >= sep { new } else { node };
                 ExecPoint::Split {
                     ix,
@@ -518,7 +525,7 @@ impl Instance {
                 self.split_root(nbuf, a, b, halves, xid, scn);
                 changed.push(a);
                 changed.push(b);
-                self.sessions.session_mut(sid).spares = spares[2..].to_vec();
+                self.fg.sessions.session_mut(sid).spares = spares[2..].to_vec();
                 ExecPoint::Split {
                     ix,
                     table,
