@@ -4,11 +4,12 @@
 
 mod backup;
 mod hogs;
+mod rman;
 
 #[derive(Debug, Default)]
 pub(super) struct Maintenance {
     /// RMAN's channels and the backup they run.
-    rman: backup::Rman,
+    rman: rman::Rman,
     /// The CPU hogs of `stress_cpu`.
     hogs: hogs::CpuHogs,
 }

@@ -27,8 +27,6 @@
 //! between instances keeps the checkpoints of its past images' holders back
 //! until its current holder writes it.
 
-use rustc_hash::{FxHashMap, FxHashSet};
-
 use super::super::Instance;
 use super::super::cache::{BufId, BufState};
 use crate::block::Change;
@@ -36,21 +34,6 @@ use crate::config::Nanos;
 use crate::msg::RedoRecord;
 use crate::stats::Stat;
 use crate::types::{BlockAddr, Scn, Xid};
-
-/// A past image's holder asks for a write of its block at most this often.
-pub const PI_WRITE_ASK_NS: Nanos = crate::config::NS_PER_S;
-
-/// Writes asked for because of past images (`fast_start_mttr_target`): a
-/// past image cannot be written by its holder, and it holds that holder's
-/// checkpoint back until the current block is written (rac-internals.md
-/// §1.5: the PI holder asks the master, which asks the current holder).
-#[derive(Debug, Default)]
-pub(super) struct PiWrites {
-    /// Blocks this instance asked a write of, when (one ask a second at most).
-    asked: FxHashMap<BlockAddr, Nanos>,
-    /// Current blocks the masters asked this instance to write.
-    to_write: FxHashSet<BlockAddr>,
-}
 
 /// Redo bytes recovery reads and applies per second, the rate
 /// `fast_start_mttr_target` is turned into a redo bound with: 1 MiB/s, the
@@ -156,22 +139,15 @@ impl Instance {
         blks.sort_unstable();
         blks.dedup();
         let cache = &self.cache;
-        self.redo.pi_writes.asked.retain(|&blk, _| {
+        self.redo.pi_writes.forget_asks(|blk| {
             cache
                 .buffers_of(blk)
                 .any(|id| cache.get(id).state() == BufState::Pi)
         });
         for blk in blks {
-            if self
-                .redo
-                .pi_writes
-                .asked
-                .get(&blk)
-                .is_some_and(|&t| now.saturating_sub(t) < PI_WRITE_ASK_NS)
-            {
+            if !self.redo.pi_writes.ask(blk, now) {
                 continue;
             }
-            self.redo.pi_writes.asked.insert(blk, now);
             let master = self.block_master(blk);
             if master == self.id {
                 let me = self.id;
@@ -205,7 +181,7 @@ impl Instance {
         if let Some(id) = self.cache.current(blk)
             && self.cache.get(id).dirty()
         {
-            self.redo.pi_writes.to_write.insert(blk);
+            self.redo.pi_writes.asked_to_write(blk);
         }
     }
 
@@ -214,16 +190,14 @@ impl Instance {
     /// redo still to flush defers it to the next pass) or is no longer
     /// held dirty here.
     pub(in crate::instance) fn asked_write_candidates(&mut self, out: &mut Vec<(Nanos, BufId)>) {
-        if self.redo.pi_writes.to_write.is_empty() {
+        if self.redo.pi_writes.nothing_to_write() {
             return;
         }
         let cache = &self.cache;
-        self.redo
+        let blks = self
+            .redo
             .pi_writes
-            .to_write
-            .retain(|&blk| cache.current(blk).is_some_and(|id| cache.get(id).dirty()));
-        let mut blks: Vec<BlockAddr> = self.redo.pi_writes.to_write.iter().copied().collect();
-        blks.sort_unstable();
+            .writes_due(|blk| cache.current(blk).is_some_and(|id| cache.get(id).dirty()));
         for blk in blks {
             if let Some(id) = self.cache.current(blk)
                 && !self.cache.get(id).leaving()
@@ -237,6 +211,6 @@ impl Instance {
 
     /// `blk` was written: a write asked for it is done.
     pub(in crate::instance) fn asked_write_done(&mut self, blk: BlockAddr) {
-        self.redo.pi_writes.to_write.remove(&blk);
+        self.redo.pi_writes.written(blk);
     }
 }

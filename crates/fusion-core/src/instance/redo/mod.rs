@@ -12,6 +12,7 @@ mod dbwr;
 mod dbwr_route;
 mod lgwr;
 mod lgwr_route;
+mod pi_writes;
 
 pub(super) use dbwr::DBWR_TICK;
 pub(super) use lgwr::{FlushWaiter, LGWR_TIMEOUT, Lgwr};
@@ -25,7 +26,7 @@ pub(super) struct Redo {
     /// DBWR's I/O slaves (`dbwr_io_slaves`; none by default).
     slaves: dbwr::IoSlaves,
     /// Writes asked for because of past images (checkpoint.rs).
-    pi_writes: checkpoint::PiWrites,
+    pi_writes: pi_writes::PiWrites,
 }
 
 impl Redo {
@@ -35,7 +36,7 @@ impl Redo {
             lgwr: Lgwr::new(lgwr),
             dbwr: dbwr::Dbwr::new([], None),
             slaves: dbwr::IoSlaves::default(),
-            pi_writes: checkpoint::PiWrites::default(),
+            pi_writes: pi_writes::PiWrites::default(),
         }
     }
 
