@@ -19,58 +19,46 @@ use crate::types::{BlockAddr, InstId, Scn, Xid};
 /// Boxes kept for reuse on the transfer path. A block ping-pongs, so the
 /// box that carried a shipment here carries the next one from here, rather
 /// than being allocated by one instance and freed by the other every
-/// transfer; likewise the box of a request served here. A few at most:
-/// shipping takes them as fast as they come.
+/// transfer; likewise the box of a request served here.
 #[derive(Default)]
 pub(super) struct Spares {
-    // Boxed on purpose: the boxes themselves are what is kept for reuse.
-    #[allow(clippy::vec_box)]
-    ships: Vec<Box<Shipment>>,
-    #[allow(clippy::vec_box)]
-    serves: Vec<Box<Serve>>,
+    ships: Spare<Shipment>,
+    serves: Spare<Serve>,
 }
 
-impl Spares {
-    const SHIPS_MAX: usize = 16;
-    const SERVES_MAX: usize = 16;
+/// Boxes of one kind: a few at most, as the transfer path takes them as
+/// fast as they come.
+struct Spare<T> {
+    // Boxed on purpose: the boxes themselves are what is kept for reuse.
+    #[allow(clippy::vec_box)]
+    boxes: Vec<Box<T>>,
+}
 
-    /// `ship` in a box, a spare one if there is one.
+impl<T> Default for Spare<T> {
+    fn default() -> Spare<T> {
+        Spare { boxes: Vec::new() }
+    }
+}
+
+impl<T> Spare<T> {
+    const MAX: usize = 16;
+
+    /// `value` in a box, a spare one if there is one.
     #[inline]
-    fn box_ship(&mut self, ship: Shipment) -> Box<Shipment> {
-        match self.ships.pop() {
+    fn wrap(&mut self, value: T) -> Box<T> {
+        match self.boxes.pop() {
             Some(mut b) => {
-                *b = ship;
+                *b = value;
                 b
             }
-            None => Box::new(ship),
+            None => Box::new(value),
         }
     }
 
-    /// Keep a box whose block was taken out.
     #[inline]
-    fn keep_ship(&mut self, b: Box<Shipment>) {
-        if self.ships.len() < Self::SHIPS_MAX {
-            self.ships.push(b);
-        }
-    }
-
-    /// `serve` in a box, a spare one if there is one.
-    #[inline]
-    fn box_serve(&mut self, serve: Serve) -> Box<Serve> {
-        match self.serves.pop() {
-            Some(mut b) => {
-                *b = serve;
-                b
-            }
-            None => Box::new(serve),
-        }
-    }
-
-    /// Keep the box of a request served (emptied of its CR copy).
-    #[inline]
-    fn keep_serve(&mut self, b: Box<Serve>) {
-        if self.serves.len() < Self::SERVES_MAX {
-            self.serves.push(b);
+    fn keep(&mut self, b: Box<T>) {
+        if self.boxes.len() < Self::MAX {
+            self.boxes.push(b);
         }
     }
 }
@@ -384,7 +372,7 @@ impl Instance {
 
     /// `serve` in a box, a spare one if there is one.
     fn boxed_serve(&mut self, serve: Serve) -> Box<Serve> {
-        self.gc.spares.box_serve(serve)
+        self.gc.spares.serves.wrap(serve)
     }
 
     /// Send the block to the requester.
@@ -427,7 +415,7 @@ impl Instance {
         };
         let congested = s.congested;
         // Emptied of its CR copy above: kept for the next request served here.
-        self.gc.spares.keep_serve(s);
+        self.gc.spares.serves.keep(s);
         let ship = self.box_shipment(Shipment {
             req,
             kind,
@@ -444,7 +432,7 @@ impl Instance {
 
     /// `ship` in a box, a spare one if there is one.
     fn box_shipment(&mut self, ship: Shipment) -> Box<Shipment> {
-        self.gc.spares.box_ship(ship)
+        self.gc.spares.ships.wrap(ship)
     }
 
     /// The block a shipment carried here; the box is kept for a block
@@ -452,7 +440,7 @@ impl Instance {
     pub(in crate::instance) fn unbox_shipped_block(&mut self, mut b: Box<Shipment>) -> Block {
         let empty = self.cache.placeholder(b.block.addr);
         let block = std::mem::replace(&mut b.block, empty);
-        self.gc.spares.keep_ship(b);
+        self.gc.spares.ships.keep(b);
         block
     }
 
