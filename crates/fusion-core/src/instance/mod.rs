@@ -186,13 +186,7 @@ impl Instance {
             maint: maintenance::Maintenance::default(),
             px: px::PxState::default(),
             obs: observe::Observer::new(record_history),
-            membership: membership::Membership::new(
-                id,
-                instances,
-                &params,
-                life,
-                delivery,
-            ),
+            membership: membership::Membership::new(id, instances, &params, life, delivery),
             fg: session::Foregrounds::new(
                 id,
                 instances,
