@@ -261,7 +261,10 @@ impl Instance {
             // come from members this instance does not know of yet.)
             return;
         }
-        if self.membership.sent_by_earlier_life(env.from, env.incarnation) {
+        if self
+            .membership
+            .sent_by_earlier_life(env.from, env.incarnation)
+        {
             // Its earlier life's late messages, now that a new life of it
             // is a member: that life's links and requests are gone.
             return;
