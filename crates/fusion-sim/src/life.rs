@@ -9,6 +9,7 @@
 //! it goes on.
 
 use fusion_core::config::Nanos;
+use fusion_core::instance::Instance;
 use fusion_core::types::InstId;
 
 pub(crate) use fusion_driver::LifeEvent;
@@ -160,7 +161,7 @@ impl Sim {
             self.life.get_mut(i),
             self.armed.get_mut(i),
         ) {
-            crate::step::note_halt(x, life, armed);
+            note_halt(x, life, armed);
         }
     }
 }
@@ -218,5 +219,14 @@ impl Sim {
             );
         }
         out
+    }
+}
+
+/// An instance the cluster evicted has stopped: it is gone.
+#[inline(always)]
+pub(crate) fn note_halt(x: &Instance, life: &mut Life, armed: &mut Option<Nanos>) {
+    if matches!(life, Life::Up) && x.halted().is_some() {
+        *life = Life::Down;
+        *armed = None;
     }
 }

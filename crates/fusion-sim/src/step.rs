@@ -104,15 +104,6 @@ pub(crate) fn land(
     }
 }
 
-/// An instance the cluster evicted has stopped: it is gone.
-#[inline(always)]
-pub(crate) fn note_halt(x: &Instance, life: &mut Life, armed: &mut Option<Nanos>) {
-    if matches!(life, Life::Up) && x.halted().is_some() {
-        *life = Life::Down;
-        *armed = None;
-    }
-}
-
 /// When `x`'s timer is to fire next, if that is earlier than the wake-up
 /// already queued for it (then it is armed for it): the caller queues it.
 #[inline(always)]

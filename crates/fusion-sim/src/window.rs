@@ -299,7 +299,7 @@ impl Lane {
                 while let Some(a) = x.poll_action() {
                     self.outs.push_back(Out::Act(a));
                 }
-                step::note_halt(x, life, armed);
+                crate::life::note_halt(x, life, armed);
                 if w.nextvals {
                     for (seq, v) in x.take_nextvals() {
                         self.outs.push_back(Out::Nextval(seq, v));

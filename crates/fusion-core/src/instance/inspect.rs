@@ -11,67 +11,64 @@ use crate::types::{BlockAddr, InstId, Scn, Xid};
 impl Instance {
     /// Counters as `v$sysstat` / `v$system_event` would show them now.
     pub fn stats(&self) -> Stats {
-        let mut s = self.stats.clone();
-        s.add(Stat::OsBusyTime, self.sched.busy());
+        let mut s = self.k.stats().clone();
+        s.add(Stat::OsBusyTime, self.k.cpus().busy());
         s
     }
 
     pub fn params(&self) -> &Params {
-        &self.params
+        self.k.params()
     }
 
     pub fn scn(&self) -> Scn {
-        self.scn
+        self.k.scn()
     }
 
     /// Why this instance stopped (evicted by the cluster), if it did.
     pub fn halted(&self) -> Option<&str> {
-        self.halted.as_deref()
+        self.membership.halted()
     }
 
     /// The cluster incarnation and its members as this instance sees them.
     pub fn membership(&self) -> (u32, crate::types::InstSet) {
-        (self.css.incarnation(), self.css.members())
+        (self.membership.incarnation(), self.membership.members())
     }
 
     /// Alert log lines written since the last call.
     pub fn take_alert_log(&mut self) -> Vec<AlertLine> {
-        self.alert.take(self.now)
+        self.obs.take_alert_log(self.k.now())
     }
 
     /// Alert log lines written since the last [`take_alert_log`](Self::take_alert_log),
     /// left for it (a live host logs them as they come).
     pub fn alert_log(&self) -> &[AlertLine] {
-        self.alert.lines()
+        self.obs.alert_lines()
     }
 
     /// Whether a reconfiguration holds the resource directory frozen.
     pub fn reconfiguring(&self) -> bool {
-        self.reconfig.frozen()
+        self.membership.reconfiguring()
     }
 
     /// Instance recoveries this instance performed since the last call.
     pub fn take_recoveries(&mut self) -> Vec<crate::recovery::RecoveryReport> {
-        std::mem::take(&mut self.recoveries)
+        self.membership.take_recoveries()
     }
 
     /// Problems with peers' messages or I/O seen so far.
     pub fn errors(&self) -> &[String] {
-        &self.errors
+        self.k.errors()
     }
 
     /// Keep the sequence values handed out for [`Instance::take_nextvals`]
     /// (the simulator checks them; off by default so nothing grows unread).
     pub fn log_nextvals(&mut self, on: bool) {
-        self.nextvals = on.then(Vec::new);
+        self.fg.log_nextvals(on);
     }
 
     /// Sequence values handed out since the last call: (sequence, value), in order.
     pub fn take_nextvals(&mut self) -> Vec<(u32, i64)> {
-        self.nextvals
-            .as_mut()
-            .map(std::mem::take)
-            .unwrap_or_default()
+        self.fg.take_nextvals()
     }
 
     /// The master's view of a global enqueue this instance masters: holders and queue length.
@@ -79,7 +76,7 @@ impl Instance {
         &self,
         res: crate::msg::ResName,
     ) -> Option<(Vec<(InstId, crate::msg::LockMode)>, usize)> {
-        self.ges.view(res)
+        self.gc.enqueue_view(res)
     }
 
     /// The buffers of a block in this cache (for checkers and `status`).
@@ -111,43 +108,43 @@ impl Instance {
         &self,
         blk: BlockAddr,
     ) -> Option<(Option<InstId>, Vec<InstId>, Vec<InstId>)> {
-        self.directory.view(blk)
+        self.gc.block_view(blk)
     }
 
     /// Whether a transaction of this instance has committed, and at which SCN.
     pub fn commit_scn(&self, xid: Xid) -> Option<Scn> {
-        self.txns.commit_scn(xid)
+        self.fg.txns().commit_scn(xid)
     }
 
     pub fn lms_count(&self) -> usize {
-        self.lms.count()
+        self.gc.lms_count()
     }
 
     /// Processes waiting for a CPU now (the run queue, both classes).
     pub fn run_queue_len(&self) -> usize {
-        self.sched.queued()
+        self.k.cpus().queued()
     }
 
     /// LMS work not done yet: jobs queued, running, and set aside for a
     /// flush or a pin, over every LMS worker.
     pub fn lms_backlog(&self) -> usize {
-        self.lms.backlog()
+        self.gc.lms_backlog()
     }
 
     /// Sessions that are not idle.
     /// Every session has stopped (its workload is disabled or done) and holds nothing.
     pub fn sessions_at_rest(&self) -> bool {
-        self.sessions.iter().all(|s| s.at_rest())
+        self.fg.sessions().iter().all(|s| s.at_rest())
     }
 
     pub fn active_sessions(&self) -> usize {
-        self.sessions.iter().filter(|s| !s.is_idle()).count()
+        self.fg.sessions().iter().filter(|s| !s.is_idle()).count()
     }
 
     /// What sessions wait on right now: (event, sessions), by event.
     pub fn current_waits(&self) -> Vec<(crate::stats::Wait, u32)> {
         let mut out: Vec<(crate::stats::Wait, u32)> = Vec::new();
-        for w in self.sessions.iter().filter_map(|s| s.waiting_on()) {
+        for w in self.fg.sessions().iter().filter_map(|s| s.waiting_on()) {
             match out.iter_mut().find(|(e, _)| *e == w) {
                 Some((_, n)) => *n += 1,
                 None => out.push((w, 1)),
@@ -159,6 +156,6 @@ impl Instance {
 
     /// Sessions that finished their iterations (finite workloads).
     pub fn sessions_finished(&self) -> bool {
-        self.sessions.iter().all(|s| s.finished)
+        self.fg.sessions().iter().all(|s| s.finished)
     }
 }

@@ -9,74 +9,43 @@
 //!
 //! Time only moves through the `now` given to each input, and must not go back.
 
-mod alert;
-mod backup;
 mod cache;
-mod checkpoint;
-mod css;
-mod dbwr;
-mod dbwr_route;
-mod delivery;
 mod events;
 mod execution;
-mod gcs;
-mod ges;
-mod history;
-mod hogs;
-mod insert;
+mod gc;
 mod inspect;
-mod lgwr;
-mod link;
-mod lms;
-mod maintain;
-mod masters;
+mod kernel;
+mod maintenance;
 mod membership;
 mod numa;
+mod observe;
 mod px;
 mod px_alloc;
 mod px_host;
 mod px_slave;
-mod reconfig;
-mod route;
-mod sequence;
-mod serve;
+mod redo;
 mod session;
-mod smon;
-mod trace;
-mod transactions;
 
 use events::{IoPurpose, Proc, Timer};
+use kernel::Due;
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
 use std::sync::Arc;
 
-use rand_chacha::ChaCha8Rng;
-use rand_core::SeedableRng;
-use rustc_hash::FxHashMap;
-
-pub use alert::{ALERT_LINES_MAX, AlertLine};
 use cache::Cache;
 pub use cache::{BufState, Buffer};
-use dbwr::Dbwr;
-use gcs::Directory;
-use history::History;
-pub use history::Horizon;
-use lgwr::Lgwr;
-pub use link::Delivery;
-use lms::Lms;
-use session::Sessions;
-pub use trace::{Hop, TRACE_PENDING_MAX, TraceRecord, TransferId};
-use transactions::{Transactions, TxWaiter};
+pub use membership::Delivery;
+pub use observe::{
+    ALERT_LINES_MAX, AlertLine, Hop, Horizon, TRACE_PENDING_MAX, TraceRecord, TransferId,
+};
+use session::TxWaiter;
 
 use crate::block::Block;
 use crate::config::Server;
-use crate::config::{Catalog, Costs, Nanos, ParamValue, Params, SequenceDef, WorkloadSpec};
-use crate::cpu::{ProcId, SchedClass, StepDone};
-use crate::cpus::Cpus;
+use crate::config::{Catalog, Costs, Nanos, ParamValue, Params, WorkloadSpec};
+use crate::cpu::{ProcId, StepDone};
 use crate::layout::Layout;
-use crate::msg::{Action, Envelope, Io, IoResult, Msg, Shipment};
-use crate::stats::{Stat, Stats};
+use crate::msg::{Action, Envelope, Io, IoResult, Msg};
+use crate::stats::Stat;
 use crate::types::{BlockAddr, InstId, Scn, Xid};
 
 /// Everything an instance needs at start.
@@ -173,106 +142,23 @@ pub enum Observation {
 /// The instance.
 pub struct Instance {
     pub id: InstId,
-    instance_count: u8,
-    params: Params,
-    costs: Costs,
-    layout: Arc<Layout>,
-    workloads: Arc<Vec<WorkloadSpec>>,
-    rng: ChaCha8Rng,
-    scn: Scn,
-    now: Nanos,
-    stats: Stats,
-    sched: Cpus,
-    /// Memory by locality group, with a server description (numa.rs).
-    numa: Option<numa::Numa>,
-    procs: Vec<Proc>,
-    proc_names: Vec<String>,
-    classes: Vec<SchedClass>,
-    timers: BinaryHeap<Reverse<(Nanos, u64, Timer)>>,
-    timer_seq: u64,
-    actions: VecDeque<Action>,
-    /// Boxes that carried shipments here, their blocks taken, for the
-    /// blocks this instance ships: a block ping-pongs, so its box is reused
-    /// rather than allocated by one instance and freed by the other every transfer.
-    // Boxed on purpose: the boxes themselves are what is kept for reuse.
-    #[allow(clippy::vec_box)]
-    spare_ship_boxes: Vec<Box<Shipment>>,
-    /// Boxes of served requests this instance shipped, for the next ones
-    /// (one is allocated per request forwarded here otherwise).
-    #[allow(clippy::vec_box)]
-    spare_serves: Vec<Box<lms::Serve>>,
-    done: Vec<StepDone>,
+    /// The services every part shares (kernel/).
+    k: kernel::Kernel,
     cache: Cache,
-    directory: Directory,
-    lms: Lms,
-    lgwr: Lgwr,
-    dbwr: Dbwr,
-    /// DBWR's I/O slaves (`dbwr_io_slaves`; none by default).
-    dbwr_slaves: dbwr::IoSlaves,
-    /// RMAN's channels and the backup they run (backup.rs).
-    rman: backup::Rman,
-    /// The foreground sessions, their queues and outstanding requests (session/).
-    sessions: Sessions,
-    /// This instance's transactions and what it knows of the others'.
-    txns: Transactions,
-    io: FxHashMap<u64, IoPurpose>,
-    next_io: u64,
-    hogs: hogs::CpuHogs,
-    enabled_workloads: Option<Vec<String>>,
-    /// Per table: the block this instance inserts into, and its next free block.
-    insert_blocks: Vec<(Option<BlockAddr>, u32)>,
-    /// Per table: the next key this instance gives an inserted row.
-    next_keys: Vec<u64>,
-    /// Per index: blocks of this instance's free run used by splits.
-    index_free: Vec<u32>,
-    /// What the checkers read, when they check (bounded: see history.rs).
-    history: History,
-    /// The global enqueue service: resources mastered here and this instance's locks.
-    ges: ges::Ges,
-    seqs: Vec<SequenceDef>,
-    /// Per sequence: this instance's cached allocation numbers `(lo, hi]` (CACHE NOORDER).
-    seq_cache: Vec<(u64, u64)>,
-    /// Values handed out since the driver last asked, when it asked to see them.
-    nextvals: Option<Vec<(u32, i64)>>,
-    /// Statement of each workload step (`[workload][transaction][step]`), an
-    /// index into `stats.statements`; and the recursive `update seq$`.
-    stmt_ids: Vec<Vec<Vec<Option<usize>>>>,
-    update_seq_stmt: Option<usize>,
-    /// Fatal protocol problems seen (a wrong message from a peer): reported, never panicked on.
-    errors: Vec<String>,
+    /// Directory, LMS, masters, GES (gc/).
+    gc: gc::GlobalCache,
+    /// LGWR, DBWR and its slaves, past-image writes (redo/).
+    redo: redo::Redo,
+    /// RMAN and the CPU hogs (maintenance/).
+    maint: maintenance::Maintenance,
+    /// Sessions, transactions, inserts, sequences, workloads (session/).
+    fg: session::Foregrounds,
     /// Parallel execution: PX servers, hosted slaves, coordinated statements.
     px: px::PxState,
-    /// Cluster membership: heartbeats, who is alive, the incarnation.
-    css: css::Css,
-    /// Who masters each block and enqueue (moves only at a reconfiguration).
-    masters: masters::Masters,
-    /// A disk heartbeat is in flight.
-    vote_in_flight: bool,
-    /// The alert log since the driver last took it.
-    alert: alert::AlertLog,
-    /// Why this instance stopped (evicted), if it did: it does nothing more.
-    halted: Option<String>,
-    /// Instance recoveries this instance completed since the driver last took them.
-    recoveries: Vec<crate::recovery::RecoveryReport>,
-    /// A reconfiguration's freeze and what it holds (reconfig.rs).
-    reconfig: reconfig::Reconfig,
-    /// Instance recovery, on the recovering instance (smon.rs).
-    smon: smon::Smon,
-    /// Writes asked for because of past images (checkpoint.rs).
-    pi_writes: checkpoint::PiWrites,
-    /// Dead instances whose threads no recovery has finished yet: a new
-    /// reconfiguration recovers them too (the recovering instance may die).
-    unrecovered: crate::types::InstSet,
-    /// Fences of evicted instances not yet up at the store.
-    fences_in_flight: u32,
-    /// A restarted instance this one is admitting (its fence being lifted).
-    admitting: Option<InstId>,
-    /// A restarted instance's sessions wait until it has joined.
-    sessions_pending: bool,
-    /// Reliable delivery when the interconnect may lose messages (off otherwise).
-    links: link::Links,
-    /// The timeline trace's records, when the driver asked for them (trace.rs).
-    trace: Option<Box<trace::TraceLog>>,
+    /// CSS, reconfiguration, SMON, links (membership/).
+    membership: membership::Membership,
+    /// The checkers' history, the alert log, the trace (observe/).
+    obs: observe::Observer,
 }
 
 impl Instance {
@@ -291,139 +177,69 @@ impl Instance {
             life,
             server,
         } = cfg;
-        let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        rng.set_stream(u64::from(id.0) + 1);
         let capacity = params.buffers();
         let mut inst = Instance {
             id,
-            instance_count: instances,
-            sched: Cpus::new(params.cpu_count, costs.time_slice, server.as_ref()),
-            numa: server
-                .map(|s| numa::Numa::new(s, params.numa_support, capacity, params.db_block_size)),
             cache: Cache::new(capacity, layout.total_blocks),
-            directory: Directory::new(id),
-            lms: Lms::new([]),
-            lgwr: Lgwr::new(0),
-            dbwr: Dbwr::new([], None),
-            dbwr_slaves: dbwr::IoSlaves::default(),
-            rman: backup::Rman::default(),
-            sessions: Sessions::default(),
-            txns: Transactions::new(id, u64::from(life).saturating_mul(LIFE_XIDS)),
-            io: FxHashMap::default(),
-            next_io: 1,
-            hogs: hogs::CpuHogs::default(),
-            enabled_workloads: None,
-            insert_blocks: layout
-                .tables
-                .iter()
-                .map(|t| {
-                    (
-                        None,
-                        crate::layout::Layout::free_range(t.free_base, t.free_per_instance, id)
-                            .start,
-                    )
-                })
-                .collect(),
-            next_keys: layout
-                .tables
-                .iter()
-                .map(|t| t.initial_rows + 1 + u64::from(id.0))
-                .collect(),
-            index_free: vec![0; layout.indexes.len()],
-            history: History::new(record_history),
-            ges: ges::Ges::new(id),
-            seqs: catalog.sequences.clone(),
-            seq_cache: vec![(0, 0); catalog.sequences.len()],
-            nextvals: None,
-            stmt_ids: Vec::new(),
-            update_seq_stmt: None,
-            errors: Vec::new(),
+            gc: gc::GlobalCache::new(id, instances),
+            redo: redo::Redo::new(0),
+            maint: maintenance::Maintenance::default(),
             px: px::PxState::default(),
-            css: if life == 0 {
-                css::Css::new(id, instances, params.css_misscount, 0)
-            } else {
-                css::Css::joining(id, instances, params.css_misscount)
-            },
-            masters: masters::Masters::new(instances),
-            vote_in_flight: false,
-            alert: alert::AlertLog::default(),
-            halted: None,
-            recoveries: Vec::new(),
-            reconfig: reconfig::Reconfig::default(),
-            smon: smon::Smon::default(),
-            pi_writes: checkpoint::PiWrites::default(),
-            admitting: None,
-            fences_in_flight: 0,
-            unrecovered: crate::types::InstSet::default(),
-            sessions_pending: life > 0,
-            links: link::Links::new(instances, delivery),
-            trace: None,
-            params,
-            costs,
-            layout,
-            // An instance's own copy: a session takes a handle on it per
-            // execution, and a count shared by instances running on other
-            // threads (a parallel simulation) would bounce between cores.
-            workloads: Arc::new(Vec::clone(&workloads)),
-            rng,
-            scn: 1,
-            now: 0,
-            stats: Stats::default(),
-            procs: Vec::new(),
-            proc_names: Vec::new(),
-            classes: Vec::new(),
-            timers: BinaryHeap::new(),
-            timer_seq: 0,
-            actions: VecDeque::new(),
-            spare_ship_boxes: Vec::new(),
-            spare_serves: Vec::new(),
-            done: Vec::new(),
+            obs: observe::Observer::new(record_history),
+            membership: membership::Membership::new(id, instances, &params, life, delivery),
+            fg: session::Foregrounds::new(
+                id,
+                instances,
+                &layout,
+                &catalog,
+                // An instance's own copy: a session takes a handle on it per
+                // execution, and a count shared by instances running on other
+                // threads (a parallel simulation) would bounce between cores.
+                Arc::new(Vec::clone(&workloads)),
+                u64::from(life).saturating_mul(LIFE_XIDS),
+            ),
+            k: kernel::Kernel::new(id, instances, params, costs, layout, seed, server),
         };
         // Worker numbers are 8-bit: `gcs_server_processes` and
         // `db_writer_processes` are at most 100 (`Params::set`, the loader),
         // and the LMS count derived from `cpu_count` (at most 1,024) is 34.
         let worker = |i: u32| u8::try_from(i).expect("at most 100 LMS and DBWR processes");
-        let lms: Vec<ProcId> = (0..inst.params.lms_count())
+        let lms: Vec<ProcId> = (0..inst.k.params().lms_count())
             .map(|i| inst.add_proc(Proc::Lms(worker(i)), format!("LMS{i}")))
             .collect();
-        inst.lms = Lms::new(lms);
-        inst.lgwr = Lgwr::new(inst.add_proc(Proc::Lgwr, "LGWR".into()));
+        inst.gc.start_lms(lms);
+        // Nothing is in it yet but LGWR's process, numbered after the LMSs.
+        inst.redo = redo::Redo::new(inst.add_proc(Proc::Lgwr, "LGWR".into()));
         inst.start_writers();
         inst.px_prestart();
         inst.register_statements(&catalog);
-        if !inst.sessions_pending {
+        if !inst.membership.sessions_wait() {
             inst.start_sessions();
         }
-        inst.arm(lgwr::LGWR_TIMEOUT, Timer::LgwrTimeout);
-        inst.arm(dbwr::DBWR_TICK, Timer::DbwrTick);
-        inst.arm(css::HEARTBEAT_NS, Timer::CssTick);
+        inst.arm(redo::LGWR_TIMEOUT, Timer::LgwrTimeout);
+        inst.arm(redo::DBWR_TICK, Timer::DbwrTick);
+        inst.arm(membership::HEARTBEAT_NS, Timer::CssTick);
         inst
     }
 
     fn add_proc(&mut self, p: Proc, name: String) -> ProcId {
-        self.procs.push(p);
-        self.proc_names.push(name);
-        let id = (self.procs.len() - 1) as ProcId;
-        let class = self.class_by_name(id);
-        self.classes.push(class);
-        if let Some(numa) = self.numa.as_mut() {
-            numa.add_proc(id, None);
-        }
-        id
+        self.k.add_proc(p, name)
     }
 
     // ----- the driver's interface -------------------------------------------------
 
     /// A message from another instance arrived.
     pub fn handle_message(&mut self, now: Nanos, env: Envelope) {
-        if self.halted.is_some() {
+        if self.membership.halted().is_some() {
             return;
         }
         self.advance(now);
-        if env.to != self.id || env.from.0 >= self.instance_count || env.from == self.id {
+        if env.to != self.id || env.from.0 >= self.k.instance_count() || env.from == self.id {
             self.error(format!(
                 "rejected a message addressed to {} from {} (cluster of {})",
-                env.to, env.from, self.instance_count
+                env.to,
+                env.from,
+                self.k.instance_count()
             ));
             return;
         }
@@ -436,8 +252,8 @@ impl Instance {
             self.on_heartbeat(env.from, incarnation, members);
             return;
         }
-        if !self.css.is_member(env.from)
-            && env.incarnation <= self.css.incarnation()
+        if !self.membership.is_member(env.from)
+            && env.incarnation <= self.membership.incarnation()
             && !matches!(env.msg, Msg::Rebuild(_))
         {
             // An evicted instance's late messages: it is no longer in the
@@ -445,13 +261,16 @@ impl Instance {
             // come from members this instance does not know of yet.)
             return;
         }
-        if self.css.sent_by_earlier_life(env.from, env.incarnation) {
+        if self
+            .membership
+            .sent_by_earlier_life(env.from, env.incarnation)
+        {
             // Its earlier life's late messages, now that a new life of it
             // is a member: that life's links and requests are gone.
             return;
         }
-        self.css.alive(env.from, now);
-        if self.css.is_joining()
+        self.membership.alive(env.from, now);
+        if self.membership.is_joining()
             && (env.link.seq != 0 || matches!(env.msg, Msg::LinkAck { .. }))
             && !matches!(&env.msg, Msg::Rebuild(r) if r.members.contains(self.id))
         {
@@ -463,7 +282,8 @@ impl Instance {
             // chaos). What is meant for this life is sent again.
             return;
         }
-        if self.links.on() || env.link.seq != 0 || matches!(env.msg, Msg::LinkAck { .. }) {
+        if self.membership.links_on() || env.link.seq != 0 || matches!(env.msg, Msg::LinkAck { .. })
+        {
             self.link_receive(env);
         } else {
             self.observe_scn(env.scn);
@@ -474,13 +294,11 @@ impl Instance {
 
     /// An I/O the instance asked for completed.
     pub fn handle_io(&mut self, now: Nanos, id: u64, result: IoResult) {
-        if self.halted.is_some() {
+        if self.membership.halted().is_some() {
             return;
         }
         self.advance(now);
-        let Some(purpose) = self.io.remove(&id) else {
-            self.errors
-                .push(format!("{}: completion for unknown I/O {id}", self.id));
+        let Some(purpose) = self.k.io_done(id) else {
             return;
         };
         match (purpose, result) {
@@ -493,8 +311,8 @@ impl Instance {
                 },
                 IoResult::Read(block),
             ) => {
-                self.stats.incr(Stat::PhysicalReads);
-                self.stats.incr(Stat::PhysicalReadsCache);
+                self.k.incr(Stat::PhysicalReads);
+                self.k.incr(Stat::PhysicalReadsCache);
                 self.on_grant_read(blk, req, mode, *block, scan);
             }
             (
@@ -518,12 +336,12 @@ impl Instance {
             }
             (IoPurpose::Vote, IoResult::Votes(votes)) => self.on_votes(&votes),
             (IoPurpose::Fence, IoResult::Written) => {
-                self.fences_in_flight = self.fences_in_flight.saturating_sub(1);
+                self.membership.fence_done();
                 self.smon_read_threads();
             }
             (IoPurpose::Unfence, IoResult::Written) => self.on_unfenced(),
             (IoPurpose::PromoteCheck { blk }, IoResult::Read(disk)) => {
-                self.stats.incr(Stat::PhysicalReads);
+                self.k.incr(Stat::PhysicalReads);
                 self.on_promote_checked(blk, disk.scn);
             }
             (_, IoResult::Fenced) => self.on_fenced(),
@@ -534,13 +352,13 @@ impl Instance {
                 }
             }
             (IoPurpose::RecoverRead { run }, IoResult::Read(block)) => {
-                self.stats.incr(Stat::PhysicalReads);
+                self.k.incr(Stat::PhysicalReads);
                 if self.smon_current(run) {
                     self.smon_disk_read(*block);
                 }
             }
             (IoPurpose::RecoverWrite { blk, scn, run }, IoResult::Written) => {
-                self.stats.incr(Stat::PhysicalWrites);
+                self.k.incr(Stat::PhysicalWrites);
                 if self.smon_current(run) {
                     self.smon_block_done(blk, scn, true);
                 }
@@ -552,7 +370,7 @@ impl Instance {
 
     /// Time reached [`Instance::next_deadline`] (calling it early is harmless).
     pub fn handle_timeout(&mut self, now: Nanos) {
-        if self.halted.is_some() {
+        if self.membership.halted().is_some() {
             return;
         }
         self.advance(now);
@@ -561,33 +379,18 @@ impl Instance {
 
     /// Apply an administrative command.
     pub fn apply(&mut self, now: Nanos, cmd: Command) {
-        if self.halted.is_some() {
+        if self.membership.halted().is_some() {
             return;
         }
         self.advance(now);
         match cmd {
-            Command::SetParameter { name, value } => {
-                if let Err(e) = self.params.set(&name, &value) {
-                    self.error(e.to_string());
-                }
-                // Priorities apply at once, to processes already waiting for a CPU too.
-                self.classes = (0..self.procs.len() as ProcId)
-                    .map(|p| self.class_by_name(p))
-                    .collect();
-                let classes = &self.classes;
-                self.sched.reclassify(self.now, |p| {
-                    classes
-                        .get(p as usize)
-                        .copied()
-                        .unwrap_or(SchedClass::TimeShare)
-                });
-            }
+            Command::SetParameter { name, value } => self.k.set_param(&name, &value),
             Command::StressCpu { workers, load_pct } => self.set_hogs(workers, load_pct),
             Command::EnableWorkloads(list) => {
-                self.enabled_workloads = list;
+                self.fg.enable_workloads(list);
                 self.wake_enabled_sessions();
             }
-            Command::ResetPeaks => self.stats.reset_peaks(),
+            Command::ResetPeaks => self.k.stats_mut().reset_peaks(),
             Command::Checkpoint => self.begin_checkpoint(),
             Command::Backup {
                 channels,
@@ -601,166 +404,108 @@ impl Instance {
     // Called for every event by the driver, from another crate.
     #[inline]
     pub fn poll_action(&mut self) -> Option<Action> {
-        self.actions.pop_front()
+        self.k.pop_action()
     }
 
     /// When [`Instance::handle_timeout`] must next be called.
     // Called for every event by the driver, from another crate.
     #[inline]
     pub fn next_deadline(&self) -> Option<Nanos> {
-        if self.halted.is_some() {
+        if self.membership.halted().is_some() {
             return None;
         }
-        let t = self.timers.peek().map(|Reverse((t, _, _))| *t);
-        match (t, self.sched.next_event()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        self.k.next_deadline()
     }
 
     // ----- internals --------------------------------------------------------------
 
-    /// The master of a block now (see masters.rs).
+    /// The master of a block now (see gc/masters.rs).
     fn block_master(&self, blk: BlockAddr) -> InstId {
-        self.masters.block(&self.layout, blk)
+        self.gc.block_master(self.k.layout(), blk)
     }
 
     /// The master of a global enqueue resource now.
     fn enqueue_master(&self, res: crate::msg::ResName) -> InstId {
-        self.masters.enqueue(&self.layout, res)
+        self.gc.enqueue_master(self.k.layout(), res)
     }
 
     fn observe_scn(&mut self, scn: Scn) {
-        if scn > self.scn {
-            self.scn = scn;
-        }
+        self.k.observe_scn(scn);
     }
 
     fn next_scn(&mut self) -> Scn {
-        self.scn += 1;
-        self.scn
+        self.k.next_scn()
     }
 
     fn send(&mut self, to: InstId, msg: Msg) {
-        if !self.css.is_member(to) && !msg.is_css() {
+        if !self.membership.is_member(to) && !msg.is_css() {
             // An evicted instance: nothing reaches it any more (a waiter of
             // its, say, was answered after it died).
             return;
         }
         if msg.is_gcs() {
-            self.stats.incr(Stat::GcsMessagesSent);
+            self.k.incr(Stat::GcsMessagesSent);
         } else if msg.is_ges() {
-            self.stats.incr(Stat::GesMessagesSent);
+            self.k.incr(Stat::GesMessagesSent);
         }
         let env = Envelope {
             from: self.id,
             to,
-            incarnation: self.css.incarnation(),
-            scn: self.scn,
-            sent_at: self.now,
+            incarnation: self.membership.incarnation(),
+            scn: self.k.scn(),
+            sent_at: self.k.now(),
             msg,
             link: Default::default(),
         };
-        if self.links.on() {
+        if self.membership.links_on() {
             return self.link_send(env);
         }
-        self.actions.push_back(Action::Send(env));
+        self.k.push_action(Action::Send(env));
     }
 
+    #[inline(always)]
     fn start_io(&mut self, io: Io, purpose: IoPurpose) {
-        let id = self.next_io;
-        self.next_io += 1;
-        self.io.insert(id, purpose);
-        self.actions.push_back(Action::Io { id, io });
+        self.k.start_io(io, purpose);
     }
 
+    #[inline(always)]
     fn arm(&mut self, delay: Nanos, timer: Timer) {
-        self.timer_seq += 1;
-        self.timers
-            .push(Reverse((self.now + delay, self.timer_seq, timer)));
+        self.k.arm(delay, timer);
     }
 
-    /// The scheduling class of a process, as last worked out from the parameters.
-    fn class_of(&self, proc: ProcId) -> SchedClass {
-        self.classes
-            .get(proc as usize)
-            .copied()
-            .unwrap_or(SchedClass::TimeShare)
-    }
-
-    /// The scheduling class the parameters give a process (by its name).
-    fn class_by_name(&self, proc: ProcId) -> SchedClass {
-        let name = self
-            .proc_names
-            .get(proc as usize)
-            .map(String::as_str)
-            .unwrap_or("");
-        if self.params.is_high_priority(name) {
-            SchedClass::RealTime
-        } else {
-            SchedClass::TimeShare
-        }
-    }
-
+    #[inline(always)]
     fn cpu(&mut self, proc: ProcId, demand: Nanos) {
-        let class = self.class_of(proc);
-        let group = self.numa.as_ref().map_or(0, |n| n.home(proc));
-        self.sched.request(self.now, proc, class, demand, group);
+        self.k.cpu(proc, demand);
     }
 
     /// Move time to `now`: finish CPU steps and fire timers in time order.
     fn advance(&mut self, now: Nanos) {
-        // A driver that goes back in time would reorder what already happened.
-        assert!(
-            now >= self.now,
-            "{}: the driver moved time back from {} ns to {now} ns",
-            self.id,
-            self.now
-        );
-        loop {
-            let cpu_at = self.sched.next_event();
-            let timer_at = self.timers.peek().map(|Reverse((t, _, _))| *t);
-            let next = match (cpu_at, timer_at) {
-                (Some(a), Some(b)) => a.min(b),
-                (a, b) => match a.or(b) {
-                    Some(t) => t,
-                    None => break,
-                },
-            };
-            if next > now {
-                break;
-            }
-            debug_assert!(
-                next >= self.now,
-                "{}: an event at {next} ns is in the past",
-                self.id
-            );
-            self.now = next;
-            if cpu_at == Some(next) {
-                self.sched.advance(next, &mut self.done);
-                // Read in place: handling a step never adds to `done` (only
-                // `Scheduler::advance` does), so no take-and-put-back.
-                let mut k = 0;
-                while let Some(&d) = self.done.get(k) {
-                    k += 1;
-                    self.on_step_done(d);
+        self.k.begin_advance(now);
+        while let Some(due) = self.k.next_due(now) {
+            match due {
+                Due::Steps => {
+                    // Read in place: handling a step never adds one (only
+                    // the CPUs' advance does), so no take-and-put-back.
+                    let mut k = 0;
+                    while let Some(d) = self.k.step_done(k) {
+                        k += 1;
+                        self.on_step_done(d);
+                    }
+                    self.k.settle();
                 }
-                self.done.clear();
-                self.sched.settle(next);
-            } else if let Some(Reverse((_, _, timer))) = self.timers.pop() {
-                self.on_timer(timer);
+                Due::Timer(timer) => self.on_timer(timer),
             }
             self.run_ready();
         }
-        self.now = now;
+        self.k.end_advance(now);
     }
 
     fn on_step_done(&mut self, d: StepDone) {
-        let Some(&proc) = self.procs.get(d.proc as usize) else {
+        let Some(proc) = self.k.proc(d.proc) else {
             return;
         };
         self.trace_cpu(d);
-        if self.numa.is_some() && self.memory_stall_first(proc, d) {
+        if self.k.numa().is_some() && self.memory_stall_first(proc, d) {
             return;
         }
         self.account_cpu(proc, d);
@@ -780,30 +525,30 @@ impl Instance {
     #[inline(always)]
     fn account_cpu(&mut self, proc: Proc, d: StepDone) {
         let ran = (d.done_at - d.requested_at).saturating_sub(d.waited);
-        self.stats.add(Stat::OsCpuWaitTime, d.waited);
+        self.k.add(Stat::OsCpuWaitTime, d.waited);
         match proc {
             Proc::Session(s) => {
-                self.stats.add(Stat::CpuUsedBySession, ran);
+                self.k.add(Stat::CpuUsedBySession, ran);
                 if let Some(st) = self.stmt_target(s) {
-                    self.stats.statements[st].cpu_ns += ran;
+                    self.k.stats_mut().statements[st].cpu_ns += ran;
                 }
-                self.stats.add(Stat::ForegroundCpuWaitTime, d.waited);
+                self.k.add(Stat::ForegroundCpuWaitTime, d.waited);
             }
             Proc::Lms(_) => {
-                self.stats.add(Stat::BackgroundCpuTime, ran);
-                self.stats.add(Stat::LmsCpuWaitTime, d.waited);
+                self.k.add(Stat::BackgroundCpuTime, ran);
+                self.k.add(Stat::LmsCpuWaitTime, d.waited);
             }
             Proc::Lgwr => {
-                self.stats.add(Stat::BackgroundCpuTime, ran);
-                self.stats.add(Stat::LgwrCpuWaitTime, d.waited);
+                self.k.add(Stat::BackgroundCpuTime, ran);
+                self.k.add(Stat::LgwrCpuWaitTime, d.waited);
             }
             Proc::Dbwr(_) | Proc::DbwrSlave(_) | Proc::RmanChannel(_) => {
-                self.stats.add(Stat::BackgroundCpuTime, ran)
+                self.k.add(Stat::BackgroundCpuTime, ran)
             }
             Proc::Hog(_) => {}
             Proc::PxServer(_) => {
-                self.stats.add(Stat::CpuUsedBySession, ran);
-                self.stats.add(Stat::ForegroundCpuWaitTime, d.waited);
+                self.k.add(Stat::CpuUsedBySession, ran);
+                self.k.add(Stat::ForegroundCpuWaitTime, d.waited);
             }
         }
     }
@@ -814,17 +559,11 @@ impl Instance {
     #[cold]
     #[inline(never)]
     fn memory_stall_first(&mut self, proc: Proc, d: StepDone) -> bool {
-        let Some(numa) = self.numa.as_mut() else {
+        let Some(stall) = self.k.memory_stall(d.proc) else {
             return false;
         };
-        let Some(stall) = numa.stall_after(self.now, d.proc, &mut self.stats) else {
-            return false;
-        };
-        let group = numa.home(d.proc);
         self.account_cpu(proc, d);
-        let class = self.class_of(d.proc);
-        self.sched
-            .request_stall(self.now, d.proc, class, stall.max(1), group);
+        self.k.stall(d.proc, stall.max(1));
         true
     }
 
@@ -833,21 +572,16 @@ impl Instance {
             Timer::SessionWake(s) => self.session_wake(s),
             Timer::LgwrTimeout => {
                 self.lgwr_timeout();
-                self.arm(lgwr::LGWR_TIMEOUT, Timer::LgwrTimeout);
+                self.arm(redo::LGWR_TIMEOUT, Timer::LgwrTimeout);
             }
             Timer::DbwrTick => {
                 self.dbwr_tick();
-                self.arm(dbwr::DBWR_TICK, Timer::DbwrTick);
+                self.arm(redo::DBWR_TICK, Timer::DbwrTick);
             }
             Timer::CssTick => self.css_tick(),
             Timer::LinkResend(peer, epoch) => self.link_resend(peer, epoch),
             Timer::GcLost(blk, req) => self.gc_lost(blk, req),
-            Timer::HogWake(h, epoch) => {
-                if let Some(p) = self.hogs.wakes(h, epoch) {
-                    let busy = self.hogs.busy_time();
-                    self.cpu(p, busy);
-                }
-            }
+            Timer::HogWake(h, epoch) => self.hog_wake(h, epoch),
         }
     }
 
@@ -883,7 +617,7 @@ impl Instance {
             Msg::RecoverImage { blk, source } => self.on_recover_image(blk, source),
             Msg::BlockRecovered { blk, scn } => self.dir_block_recovered(from, blk, scn),
             Msg::ThreadsRecovered { threads } => {
-                self.unrecovered = crate::types::InstSet(self.unrecovered.0 & !threads.0);
+                self.membership.recovered(threads);
                 self.roll_back_dead_in_cache();
             }
             msg => self.lms_enqueue(from, env.sent_at, msg),
@@ -894,33 +628,25 @@ impl Instance {
     /// driver, never panicked on). Kept up to [`ERRORS_KEPT`]: a peer that
     /// sends garbage for ever must not grow the instance without bound.
     pub(super) fn error(&mut self, problem: String) {
-        match self.errors.len() {
-            n if n + 1 < ERRORS_KEPT => self.errors.push(format!("{}: {problem}", self.id)),
-            n if n + 1 == ERRORS_KEPT => self.errors.push(format!(
-                "{}: more problems followed; only the first {} are kept",
-                self.id,
-                ERRORS_KEPT - 1
-            )),
-            _ => {}
-        }
+        self.k.error(&problem);
     }
 
     /// Record a foreground or background wait.
     fn wait_event(&mut self, event: crate::stats::Wait, ns: Nanos, foreground: bool) {
-        self.stats.wait(event, ns, foreground);
+        self.k.wait(event, ns, foreground);
     }
 
     // ----- transactions ---------------------------------------------------------------
 
     /// What this instance knows about a transaction right now.
     fn tx_state(&self, xid: Xid) -> crate::block::TxState {
-        self.txns.state(xid)
+        self.fg.txns().state(xid)
     }
 
     /// Delayed block cleanout of a buffer with what this instance knows.
     fn clean_out_buffer(&mut self, buf: cache::BufId) {
         // Disjoint borrows: the buffer changes, the transaction table is read.
-        let txns = &self.txns;
+        let txns = self.fg.txns();
         self.cache
             .get_mut(buf)
             .image
@@ -932,60 +658,19 @@ impl Instance {
     // Inlined: with history off (the usual case) the observation is not even built.
     #[inline(always)]
     pub(super) fn record(&mut self, o: Observation) {
-        if self.history.record(o) {
-            self.history_full();
+        if let Err(e) = self.obs.record(o) {
+            self.history_full(e);
         }
     }
 
     #[cold]
     #[inline(never)]
-    fn history_full(&mut self) {
-        let e = format!("{}: {}", self.id, self.history.full_error());
-        self.errors.push(e);
-    }
-
-    // ----- CPU hogs ---------------------------------------------------------------------
-
-    fn set_hogs(&mut self, workers: u32, load_pct: u32) {
-        let were_busy = self.hogs.fully_loaded();
-        for p in self.hogs.restart(load_pct) {
-            self.sched.cancel(self.now, p);
-            if were_busy {
-                self.trace_hog(p, false);
-            }
-        }
-        for i in 0..workers {
-            // Hog processes are created once and reused across phases.
-            let name = format!("stress{i}");
-            let proc = match self.proc_names.iter().position(|n| *n == name) {
-                Some(p) => p as ProcId,
-                None => self.add_proc(Proc::Hog(i), name),
-            };
-            let demand = self.hogs.add(proc);
-            self.cpu(proc, demand);
-            if self.hogs.fully_loaded() {
-                self.trace_hog(proc, true);
-            }
-        }
-    }
-
-    fn hog_step_done(&mut self, h: u32) {
-        // A partly-loaded hog sleeps for the rest of its period.
-        let procs = &self.procs;
-        if self
-            .hogs
-            .procs()
-            .iter()
-            .any(|&p| procs.get(p as usize) == Some(&Proc::Hog(h)))
-        {
-            let (sleep, epoch) = (self.hogs.sleep_time(), self.hogs.epoch());
-            self.arm(sleep, Timer::HogWake(h, epoch));
-        }
+    fn history_full(&mut self, e: String) {
+        self.error(e);
     }
 }
 
-/// Problems an instance keeps for its driver (the last one says more followed).
-pub const ERRORS_KEPT: usize = 1000;
+pub use kernel::ERRORS_KEPT;
 
 /// Check a block image against what a reader expected (used by checkers).
 pub fn row_value(block: &Block, key: u64) -> Option<i64> {

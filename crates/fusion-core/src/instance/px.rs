@@ -143,7 +143,7 @@ impl Instance {
                 self.error(format!(
                     "session {sid} runs a parallel query that is not in its workload"
                 ));
-                self.sessions.go_to(sid, ExecPoint::None);
+                self.fg.sessions_mut().go_to(sid, ExecPoint::None);
                 return true;
             };
             self.px.next_serial += 1;
@@ -160,7 +160,7 @@ impl Instance {
                     query,
                     qref,
                     st: QcState::Lock,
-                    started: self.now,
+                    started: self.k.now(),
                     queued_since: None,
                     queued_ns: 0,
                     offers: Vec::new(),
@@ -190,8 +190,8 @@ impl Instance {
     /// The statement a workload step declares.
     pub(super) fn px_query(&self, r: QueryRef) -> Option<PxQuery> {
         let step = self
-            .workloads
-            .get(r.workload as usize)?
+            .fg
+            .workload(r.workload as usize)?
             .transactions
             .get(r.txn as usize)?
             .steps
@@ -204,8 +204,8 @@ impl Instance {
 
     /// What this instance offers a QC.
     fn px_offer(&self, group: &str) -> Offer {
-        let p = &self.params.px;
-        let cpu = self.params.cpu_count;
+        let p = &self.k.params().px;
+        let cpu = self.k.params().cpu_count;
         let max = p.max_servers(cpu);
         let target = p.servers_target(cpu);
         Offer {
@@ -225,13 +225,13 @@ impl Instance {
     }
 
     fn px_probe(&mut self, sid: u32) {
-        let force_local = self.params.px.force_local;
-        let group = self.params.px.instance_group.clone();
+        let force_local = self.k.params().px.force_local;
+        let group = self.k.params().px.instance_group.clone();
         let mut local = self.px_offer(&group);
         if force_local {
             local.member = true;
         }
-        let n = self.instance_count;
+        let n = self.k.instance_count();
         let Some(qc) = self.px.qcs.get_mut(&sid) else {
             return;
         };
@@ -261,7 +261,7 @@ impl Instance {
     }
 
     pub(super) fn px_send(&mut self, to: InstId, m: PxMsg) {
-        self.stats.incr(Stat::PxRemoteMessagesSent);
+        self.k.incr(Stat::PxRemoteMessagesSent);
         self.send(to, Msg::Px(m));
     }
 
@@ -269,20 +269,20 @@ impl Instance {
         let Some(qc) = self.px.qcs.get(&sid) else {
             return;
         };
-        let p = &self.params.px;
+        let p = &self.k.params().px;
         let q = &qc.query;
         let bytes: u64 = q
             .tables
             .iter()
-            .filter_map(|&t| self.layout.tables.get(t))
-            .map(|t| u64::from(t.initial_blocks) * u64::from(self.params.db_block_size))
+            .filter_map(|&t| self.k.layout().tables.get(t))
+            .map(|t| u64::from(t.initial_blocks) * u64::from(self.k.params().db_block_size))
             .sum();
         let ask = Ask {
             sets: q.plan.sets(),
             degree: q.degree,
             instances: q.instances,
             policy: p.degree_policy,
-            degree_limit: p.degree_limit(self.params.cpu_count),
+            degree_limit: p.degree_limit(self.k.params().cpu_count),
             threshold: p.min_time_threshold(),
             est_serial: (u128::from(bytes) * u128::from(NS_PER_S)
                 / u128::from(SERIAL_READ_BYTES_PER_S)) as Nanos,
@@ -300,12 +300,12 @@ impl Instance {
                     }
                     if !self.px.queue.contains(&sid) {
                         self.px.queue.push_back(sid);
-                        self.stats.incr(Stat::PxStatementsQueued);
+                        self.k.incr(Stat::PxStatementsQueued);
                     }
                     self.resume(sid);
                     return;
                 }
-                let now = self.now;
+                let now = self.k.now();
                 if let Some(qc) = self.px.qcs.get_mut(&sid) {
                     qc.st = QcState::Queued;
                     qc.requested = requested;
@@ -313,7 +313,7 @@ impl Instance {
                 }
                 if !self.px.queue.contains(&sid) {
                     self.px.queue.push_back(sid);
-                    self.stats.incr(Stat::PxStatementsQueued);
+                    self.k.incr(Stat::PxStatementsQueued);
                 }
                 self.begin_session_wait(sid, Wait::ResmgrPqQueued, SessionState::WaitPx);
             }
@@ -347,7 +347,7 @@ impl Instance {
         let Some(&sid) = self.px.queue.front() else {
             return;
         };
-        let now = self.now;
+        let now = self.k.now();
         let Some(qc) = self.px.qcs.get_mut(&sid) else {
             return;
         };
@@ -405,8 +405,7 @@ impl Instance {
     /// An instance's slaves joined.
     pub(super) fn px_qc_joined(&mut self, exec: ExecId) {
         let Some(sid) = self.px_qc_of(exec) else {
-            self.errors
-                .push(format!("{}: join for unknown execution {exec:?}", self.id));
+            self.error(format!("join for unknown execution {exec:?}"));
             return;
         };
         let Some(qc) = self.px.qcs.get_mut(&sid) else {
@@ -462,7 +461,7 @@ impl Instance {
             qc.recv_remote += u64::from(batch.bytes);
         }
         qc.inbox.push_back((batch, remote));
-        if self.sessions.session(sid).st == SessionState::WaitPx {
+        if self.fg.sessions().session(sid).st == SessionState::WaitPx {
             self.px_qc_next(sid);
         }
     }
@@ -475,7 +474,7 @@ impl Instance {
         let Some((batch, remote)) = qc.inbox.pop_front() else {
             if qc.eofs >= qc.dop {
                 self.px_qc_finish(sid);
-            } else if self.sessions.session(sid).st != SessionState::WaitPx {
+            } else if self.fg.sessions().session(sid).st != SessionState::WaitPx {
                 self.begin_session_wait(sid, Wait::PxDeqExecuteReply, SessionState::WaitPx);
             }
             return;
@@ -485,16 +484,16 @@ impl Instance {
         if batch.eof {
             qc.eofs += 1;
         }
-        if self.sessions.session(sid).st == SessionState::WaitPx {
+        if self.fg.sessions().session(sid).st == SessionState::WaitPx {
             self.end_wait(sid, None);
         }
         let msg = if remote {
-            self.costs.px_message_remote
+            self.k.costs().px_message_remote
         } else {
-            self.costs.px_message_local
+            self.k.costs().px_message_local
         };
-        let cpu = rows * self.costs.px_row_receive + msg;
-        let s = self.sessions.session_mut(sid);
+        let cpu = rows * self.k.costs().px_row_receive + msg;
+        let s = self.fg.sessions_mut().session_mut(sid);
         s.st = SessionState::Cpu(AfterCpu::Px);
         let proc = s.proc;
         self.cpu(proc, cpu);
@@ -518,7 +517,7 @@ impl Instance {
         qc.dop = 1;
         qc.placement = vec![self.id];
         let (exec, query) = (qc.exec, qc.query.clone());
-        let proc = self.sessions.session(sid).proc;
+        let proc = self.fg.sessions().session(sid).proc;
         self.px.hosted.insert(
             exec,
             Hosted {
@@ -564,7 +563,7 @@ impl Instance {
             return;
         };
         self.px.qc_by_serial.remove(&qc.exec.serial);
-        let now = self.now;
+        let now = self.k.now();
         let elapsed = now - qc.started;
         let result = qc.fin.result();
         let mut per_inst: Vec<(u8, u32)> = Vec::new();
@@ -580,14 +579,14 @@ impl Instance {
         // v$sysstat's parallel-operation counts.
         if qc.serial_worker.is_some() {
             if qc.requested > 1 {
-                self.stats.incr(Stat::ParallelOpsDowngradedToSerial);
+                self.k.incr(Stat::ParallelOpsDowngradedToSerial);
             }
         } else {
-            self.stats.incr(Stat::QueriesParallelized);
-            self.stats.incr(Stat::DfoTreesParallelized);
+            self.k.incr(Stat::QueriesParallelized);
+            self.k.incr(Stat::DfoTreesParallelized);
             let pct = 100 * u64::from(qc.requested - qc.dop.min(qc.requested))
                 / u64::from(qc.requested.max(1));
-            self.stats.incr(match pct {
+            self.k.incr(match pct {
                 0 => Stat::ParallelOpsNotDowngraded,
                 1..=24 => Stat::ParallelOpsDowngraded1To25,
                 25..=49 => Stat::ParallelOpsDowngraded25To50,
@@ -595,14 +594,14 @@ impl Instance {
                 _ => Stat::ParallelOpsDowngraded75To99,
             });
         }
-        self.stats.incr(Stat::PxStatementsCompleted);
-        self.stats.add(Stat::PxStatementElapsedTime, elapsed);
+        self.k.incr(Stat::PxStatementsCompleted);
+        self.k.add(Stat::PxStatementElapsedTime, elapsed);
         let sets = if qc.serial_worker.is_some() {
             0
         } else {
             qc.query.plan.sets()
         };
-        self.stats.px.queries.push(PxQueryRow {
+        self.k.stats_mut().px.queries.push(PxQueryRow {
             qc_inst: self.id.number(),
             qc_sid: sid,
             exec: qc.exec.serial,
@@ -617,7 +616,7 @@ impl Instance {
             result_rows: result.len() as u64,
             leaves: qc.fin.leaves(),
         });
-        self.stats.px.sessions.push(PxSessionRow {
+        self.k.stats_mut().px.sessions.push(PxSessionRow {
             qc_inst: self.id.number(),
             qc_sid: sid,
             exec: qc.exec.serial,
@@ -651,8 +650,8 @@ impl Instance {
                 self.px_send(i, PxMsg::Release { exec: qc.exec });
             }
         }
-        self.sessions.go_to(sid, ExecPoint::None);
-        if self.sessions.session(sid).st == SessionState::WaitPx {
+        self.fg.sessions_mut().go_to(sid, ExecPoint::None);
+        if self.fg.sessions().session(sid).st == SessionState::WaitPx {
             self.end_wait(sid, None);
         }
         self.resume(sid);
@@ -662,7 +661,7 @@ impl Instance {
 
     pub(super) fn on_px(&mut self, from: InstId, m: PxMsg) {
         if !matches!(m, PxMsg::Batch(_)) {
-            self.stats.incr(Stat::PxRemoteMessagesRecv);
+            self.k.incr(Stat::PxRemoteMessagesRecv);
         }
         match m {
             PxMsg::Probe { exec, group } => {
@@ -693,16 +692,14 @@ impl Instance {
                 load,
             } => {
                 let Some(sid) = self.px_qc_of(exec) else {
-                    self.errors
-                        .push(format!("{}: probe reply for unknown {exec:?}", self.id));
+                    self.error(format!("probe reply for unknown {exec:?}"));
                     return;
                 };
                 let Some(qc) = self.px.qcs.get_mut(&sid) else {
                     return;
                 };
                 if qc.st != QcState::Probing || qc.offers.iter().any(|o| o.inst == from) {
-                    self.errors
-                        .push(format!("{}: unexpected probe reply from {from}", self.id));
+                    self.error(format!("unexpected probe reply from {from}"));
                     return;
                 }
                 qc.offers.push(Offer {
@@ -729,8 +726,7 @@ impl Instance {
                 placement,
             } => {
                 if exec.qc != from {
-                    self.errors
-                        .push(format!("{}: {from} started another QC's {exec:?}", self.id));
+                    self.error(format!("{from} started another QC's {exec:?}"));
                     return;
                 }
                 self.px_host_start(exec, qc_sid, query, requested, dop, placement);
@@ -775,6 +771,6 @@ impl Instance {
     }
 
     pub(super) fn px_policy(&self) -> DegreePolicy {
-        self.params.px.degree_policy
+        self.k.params().px.degree_policy
     }
 }

@@ -15,7 +15,7 @@ impl Instance {
 
     /// Start the `parallel_min_servers` servers an instance has from startup.
     pub(super) fn px_prestart(&mut self) {
-        for _ in 0..self.params.px.min_servers {
+        for _ in 0..self.k.params().px.min_servers {
             self.px_new_server();
         }
     }
@@ -33,7 +33,7 @@ impl Instance {
             worker: None,
             starting: None,
         });
-        self.stats.incr(Stat::PxServersStarted);
+        self.k.incr(Stat::PxServersStarted);
         idx
     }
 
@@ -116,7 +116,7 @@ impl Instance {
         if dop == 0
             || dop > DOP_MAX
             || u64::try_from(placement.len()).ok() != Some(sets * u64::from(dop))
-            || placement.iter().any(|i| i.0 >= self.instance_count)
+            || placement.iter().any(|i| i.0 >= self.k.instance_count())
             || self.px.hosted.contains_key(&exec)
         {
             self.error(format!(
@@ -135,8 +135,13 @@ impl Instance {
         // The QC counted our free servers under the PS enqueue: a start that
         // needs more is a peer's mistake, and the pool stays within
         // parallel_max_servers.
-        let cpu = self.params.cpu_count;
-        let free = self.params.px.max_servers(cpu).saturating_sub(self.px.busy);
+        let cpu = self.k.params().cpu_count;
+        let free = self
+            .k
+            .params()
+            .px
+            .max_servers(cpu)
+            .saturating_sub(self.px.busy);
         if u32::try_from(mine.len()).map_or(true, |n| n > free) {
             self.error(format!(
                 "start of {exec:?} places {} slaves here, {free} servers free",
@@ -181,7 +186,7 @@ impl Instance {
             if start {
                 self.px.servers[server].starting = Some(exec);
                 starting += 1;
-                let cost = self.costs.px_server_start;
+                let cost = self.k.costs().px_server_start;
                 self.cpu(proc, cost);
             }
             self.px_worker_begin_wait(w, Wait::PxDeqExecutionMsg);
@@ -206,8 +211,7 @@ impl Instance {
 
     pub(super) fn px_host_execute(&mut self, exec: ExecId) {
         let Some(h) = self.px.hosted.get(&exec) else {
-            self.errors
-                .push(format!("{}: execute of unknown {exec:?}", self.id));
+            self.error(format!("execute of unknown {exec:?}"));
             return;
         };
         for w in h.workers.clone() {
@@ -229,13 +233,13 @@ impl Instance {
             self.px.free_slots.push(w);
             self.px.by_slave.remove(&(wk.exec, wk.me));
             if let Some((ev, since)) = wk.wait {
-                self.wait_event(ev, self.now - since, true);
+                self.wait_event(ev, self.k.now() - since, true);
             }
             let Host::Server(server) = wk.host else {
                 continue;
             };
-            self.stats.add(Stat::DbTime, wk.db_ns);
-            self.stats.px.sessions.push(PxSessionRow {
+            self.k.add(Stat::DbTime, wk.db_ns);
+            self.k.stats_mut().px.sessions.push(PxSessionRow {
                 qc_inst,
                 qc_sid: h.qc_sid,
                 exec: exec.serial,

@@ -189,7 +189,7 @@ impl Instance {
 
     /// Begin a wait of worker `w` (the session's own wait when it is the QC).
     pub(super) fn px_worker_begin_wait(&mut self, w: usize, ev: Wait) {
-        let now = self.now;
+        let now = self.k.now();
         let Some(wk) = self.worker(w) else { return };
         match wk.host {
             Host::Qc(sid) => self.begin_session_wait(sid, ev, SessionState::WaitPx),
@@ -202,11 +202,11 @@ impl Instance {
     }
 
     fn px_worker_end_wait(&mut self, w: usize) {
-        let now = self.now;
+        let now = self.k.now();
         let Some(wk) = self.worker(w) else { return };
         match wk.host {
             Host::Qc(sid) => {
-                if self.sessions.session(sid).st == SessionState::WaitPx {
+                if self.fg.sessions().session(sid).st == SessionState::WaitPx {
                     self.end_wait(sid, None);
                 }
             }
@@ -231,7 +231,7 @@ impl Instance {
         wk.after = after;
         let (proc, host) = (wk.proc, wk.host);
         if let Host::Qc(sid) = host {
-            self.sessions.session_mut(sid).st = SessionState::Cpu(AfterCpu::Px);
+            self.fg.sessions_mut().session_mut(sid).st = SessionState::Cpu(AfterCpu::Px);
         }
         self.cpu(proc, demand.max(1));
     }
@@ -248,9 +248,9 @@ impl Instance {
         };
         let mut reads = VecDeque::new();
         if role != Role::Consumer {
-            let mbrc = self.params.px.multiblock_read_count.max(1);
+            let mbrc = self.k.params().px.multiblock_read_count.max(1);
             for (side, &t) in h.query.tables.iter().enumerate() {
-                let Some(tl) = self.layout.tables.get(t) else {
+                let Some(tl) = self.k.layout().tables.get(t) else {
                     continue;
                 };
                 let blocks = tl.initial_blocks;
@@ -421,14 +421,14 @@ impl Instance {
             let mut fin = Final::new(plan, 1);
             fin.apply(0, &out);
             wk.fin = Some(fin);
-            let cost =
-                work.rows * self.costs.px_row_receive + work.compares * self.costs.row_examined;
+            let cost = work.rows * self.k.costs().px_row_receive
+                + work.compares * self.k.costs().row_examined;
             self.px_worker_cpu(w, cost, After::SerialDone);
             return false;
         }
         // One set: the partial result goes to the QC.
         let buffers = self.px_output_to_qc(w, out, width);
-        let cost = work.rows * self.costs.px_row_send + self.px_send_cost(w, buffers);
+        let cost = work.rows * self.k.costs().px_row_send + self.px_send_cost(w, buffers);
         self.px_worker_cpu(w, cost, After::Continue);
         false
     }
@@ -464,11 +464,11 @@ impl Instance {
                 .unwrap_or(self.id);
             self.px_worker_end_wait_if(w, Wait::PxDeqTableQNormal);
             let msg = if remote {
-                self.costs.px_message_remote
+                self.k.costs().px_message_remote
             } else {
-                self.costs.px_message_local
+                self.k.costs().px_message_local
             };
-            let cost = work.rows * self.costs.px_row_receive + msg;
+            let cost = work.rows * self.k.costs().px_row_receive + msg;
             self.px_worker_cpu(w, cost, After::Credit(producer, from_inst));
             return false;
         }
@@ -477,8 +477,8 @@ impl Instance {
             wk.finished = true;
             let (out, width, work) = wk.stage.finish();
             let buffers = self.px_output_to_qc(w, out, width);
-            let cost = work.rows * self.costs.px_row_send
-                + work.compares * self.costs.row_examined
+            let cost = work.rows * self.k.costs().px_row_send
+                + work.compares * self.k.costs().row_examined
                 + self.px_send_cost(w, buffers);
             self.px_worker_end_wait_if(w, Wait::PxDeqTableQNormal);
             self.px_worker_cpu(w, cost, After::Continue);
@@ -508,8 +508,8 @@ impl Instance {
             .take(buffers as usize)
             .filter(|b| self.px_dest_inst(b) != Some(self.id))
             .count() as u64;
-        remote * self.costs.px_message_remote
-            + (buffers - remote.min(buffers)) * self.costs.px_message_local
+        remote * self.k.costs().px_message_remote
+            + (buffers - remote.min(buffers)) * self.k.costs().px_message_local
     }
 
     /// The instance a buffer goes to.
@@ -527,7 +527,7 @@ impl Instance {
 
     /// Queue one buffer (possibly only an end marker) for sending.
     fn px_queue_buffer(&mut self, w: usize, to: Dest, side: u8, values: Vec<i64>, eof: bool) {
-        let size = self.params.px.message_size;
+        let size = self.k.params().px.message_size;
         let Some(wk) = self.worker(w) else { return };
         let b = Batch {
             exec: wk.exec,
@@ -543,7 +543,7 @@ impl Instance {
 
     /// Cut a stage's output into buffers for the QC; the last is marked.
     fn px_output_to_qc(&mut self, w: usize, out: Vec<i64>, width: usize) -> u64 {
-        let cap = self.params.px.message_size - BUFFER_HEADER;
+        let cap = self.k.params().px.message_size - BUFFER_HEADER;
         let mut batches: Vec<Vec<i64>> = Vec::new();
         let mut cur: Vec<i64> = Vec::new();
         let mut used = 0;
@@ -568,9 +568,9 @@ impl Instance {
     pub(super) fn px_read_done(&mut self, w: usize, seq: u64, blocks: Vec<Block>) {
         let buffered = self.px_policy() == DegreePolicy::Auto;
         let n = blocks.len() as u64;
-        self.stats.add(Stat::PhysicalReads, n);
-        self.stats.incr(Stat::PhysicalReadIoRequests);
-        self.stats.add(
+        self.k.add(Stat::PhysicalReads, n);
+        self.k.incr(Stat::PhysicalReadIoRequests);
+        self.k.add(
             if buffered {
                 Stat::PhysicalReadsCache
             } else {
@@ -597,12 +597,12 @@ impl Instance {
     fn px_scan_blocks(&mut self, w: usize, blocks: Vec<Block>) {
         let buffered = self.px_policy() == DegreePolicy::Auto;
         let n = blocks.len() as u64;
-        self.stats.add(Stat::ConsistentGets, n);
+        self.k.add(Stat::ConsistentGets, n);
         if !buffered {
-            self.stats.add(Stat::ConsistentGetsDirect, n);
+            self.k.add(Stat::ConsistentGetsDirect, n);
         }
-        self.stats.add(Stat::SessionLogicalReads, n);
-        self.stats.add(Stat::TableScanBlocksGotten, n);
+        self.k.add(Stat::SessionLogicalReads, n);
+        self.k.add(Stat::TableScanBlocksGotten, n);
         let Some(wk) = self.px.workers.get(w).and_then(Option::as_ref) else {
             return;
         };
@@ -612,14 +612,14 @@ impl Instance {
         for b in &blocks {
             rows += rows::project(plan, b, &mut values);
         }
-        self.stats.add(Stat::TableScanRowsGotten, rows);
-        let per_block = self.costs.consistent_get * n + self.costs.row_examined * rows;
+        self.k.add(Stat::TableScanRowsGotten, rows);
+        let per_block = self.k.costs().consistent_get * n + self.k.costs().row_examined * rows;
         let feeds = wk.feeds_consumers();
         if !feeds {
             let Some(wk) = self.worker(w) else { return };
             let work = wk.stage.apply(side, &values);
             wk.rows += rows;
-            let cost = per_block + work.rows * self.costs.px_row_receive;
+            let cost = per_block + work.rows * self.k.costs().px_row_receive;
             self.px_worker_cpu(w, cost, After::Continue);
             return;
         }
@@ -629,11 +629,11 @@ impl Instance {
             .hosted
             .get(&exec)
             .and_then(|h| h.query.tables.first())
-            .and_then(|&t| self.layout.tables.get(t))
+            .and_then(|&t| self.k.layout().tables.get(t))
             .map_or((1, 1), |t| (1, t.initial_rows.max(1) as i64));
         let q = self.px.hosted.get(&exec).map(|h| h.query.clone());
         let Some(q) = q else { return };
-        let cap = self.params.px.message_size - BUFFER_HEADER;
+        let cap = self.k.params().px.message_size - BUFFER_HEADER;
         let mut full: Vec<(usize, Vec<i64>)> = Vec::new();
         let Some(wk) = self.worker(w) else { return };
         wk.rows += rows;
@@ -658,7 +658,7 @@ impl Instance {
         for (c, v) in full {
             self.px_queue_buffer(w, Dest::Slave(SlaveId::consumer(c)), side, v, false);
         }
-        let cost = per_block + rows * self.costs.px_row_send + self.px_send_cost(w, msgs);
+        let cost = per_block + rows * self.k.costs().px_row_send + self.px_send_cost(w, msgs);
         self.px_worker_cpu(w, cost, After::Continue);
     }
 
@@ -674,7 +674,7 @@ impl Instance {
             None
         };
         if let Host::Qc(sid) = host {
-            self.sessions.session_mut(sid).st = SessionState::WaitPx;
+            self.fg.sessions_mut().session_mut(sid).st = SessionState::WaitPx;
         }
         match after {
             After::Continue => {}
@@ -682,7 +682,7 @@ impl Instance {
                 if inst == self.id {
                     self.px_credit(exec, producer, consumer);
                 } else {
-                    self.stats.incr(Stat::PxRemoteMessagesSent);
+                    self.k.incr(Stat::PxRemoteMessagesSent);
                     self.send(
                         inst,
                         crate::msg::Msg::Px(PxMsg::Credit {
@@ -718,14 +718,15 @@ impl Instance {
         let Some(wk) = self.worker(w) else { return };
         if to == me {
             wk.sent_local += bytes;
-            self.stats.incr(Stat::PxLocalMessagesSent);
-            self.stats.add(Stat::PxLocalBytesSent, bytes);
+            self.k.incr(Stat::PxLocalMessagesSent);
+            self.k.add(Stat::PxLocalBytesSent, bytes);
             self.px_receive(Box::new(b), false);
         } else {
             wk.sent_remote += bytes;
-            self.stats.incr(Stat::PxRemoteMessagesSent);
-            self.stats.add(Stat::PxRemoteBytesSent, bytes);
-            self.stats
+            self.k.incr(Stat::PxRemoteMessagesSent);
+            self.k.add(Stat::PxRemoteBytesSent, bytes);
+            self.k
+                .stats_mut()
                 .px
                 .add_pair(me.number(), to.number(), bytes, u64::from(bytes > 0));
             self.send(to, crate::msg::Msg::Px(PxMsg::Batch(Box::new(b))));
@@ -740,10 +741,10 @@ impl Instance {
             u64::from(b.bytes)
         };
         if remote {
-            self.stats.incr(Stat::PxRemoteMessagesRecv);
-            self.stats.add(Stat::PxRemoteBytesReceived, bytes);
+            self.k.incr(Stat::PxRemoteMessagesRecv);
+            self.k.add(Stat::PxRemoteBytesReceived, bytes);
         } else {
-            self.stats.incr(Stat::PxLocalMessagesRecv);
+            self.k.incr(Stat::PxLocalMessagesRecv);
         }
         let to = match b.to {
             Dest::Qc => return self.px_qc_receive(b, remote),

@@ -50,22 +50,23 @@ impl Instance {
                 mut extra_ns,
                 cpu_ns,
             } => {
-                let point = self.sessions.session(sid).cur;
+                let point = self.fg.sessions.session(sid).cur;
                 if matches!(point, ExecPoint::Scan { .. } | ExecPoint::ScanHeader { .. }) {
                     // Examining the block's rows is part of a scan's work.
-                    extra_ns +=
-                        self.costs.row_examined * self.cache.get(buf).image.row_slots() as Nanos;
+                    extra_ns += self.k.costs().row_examined
+                        * self.cache.get(buf).image.row_slots() as Nanos;
                 }
                 extra_ns += self.bitmap_work(sid, buf);
                 if matches!(point, ExecPoint::Seq { .. }) {
                     // The recursive `update seq$`: its execute call, the change and its commit.
-                    extra_ns += self.costs.execute + self.costs.row_change + self.costs.commit;
+                    extra_ns +=
+                        self.k.costs().execute + self.k.costs().row_change + self.k.costs().commit;
                 }
-                let s = self.sessions.session_mut(sid);
+                let s = self.fg.sessions.session_mut(sid);
                 s.st = SessionState::Cpu(AfterCpu::Visit(buf));
                 let proc = s.proc;
                 self.cache.touch(buf);
-                if let Some(numa) = self.numa.as_mut() {
+                if let Some(numa) = self.k.numa_mut() {
                     // After computing, the CPU stalls on the lines of the
                     // buffer and of the process's memory, by where they live.
                     numa.defer(proc, numa::Touch::Get { buf });
@@ -76,9 +77,9 @@ impl Instance {
             Acquired::Waiting => false,
             Acquired::Restart => {
                 // Snapshot too old: restart the statement with a new snapshot.
-                self.stats.incr(Stat::SnapshotTooOld);
-                let scn = self.scn;
-                self.sessions.session_mut(sid).snapshot = scn;
+                self.k.incr(Stat::SnapshotTooOld);
+                let scn = self.k.scn();
+                self.fg.sessions.session_mut(sid).snapshot = scn;
                 true
             }
         }
@@ -87,7 +88,7 @@ impl Instance {
     /// What the session knows about a transaction: the instance's table,
     /// and the owners' answers that it was still active when asked.
     fn lookup_with_hints(&self, sid: u32) -> impl Fn(Xid) -> TxState + '_ {
-        let s = self.sessions.session(sid);
+        let s = self.fg.sessions.session(sid);
         let (hints, snapshot) = (&s.hints, s.snapshot);
         move |x| match self.tx_state(x) {
             TxState::Unknown
@@ -104,10 +105,10 @@ impl Instance {
     /// Pin `blk` for a consistent get at the session's snapshot.
     fn acquire_cr(&mut self, sid: u32, blk: BlockAddr) -> Acquired {
         let (snapshot, reader) = {
-            let s = self.sessions.session(sid);
+            let s = self.fg.sessions.session(sid);
             (s.snapshot, s.xid)
         };
-        let get_ns = self.costs.consistent_get;
+        let get_ns = self.k.costs().consistent_get;
         // 1. The current buffer, as it is or rolled back here.
         if let Some(current_buf) = self.cache.current(blk) {
             // A buffer another session is changing right now (exclusive
@@ -133,7 +134,7 @@ impl Instance {
                     let built = self.cache.get(current_buf).image.build_cr(
                         snapshot,
                         reader,
-                        self.scn,
+                        self.k.scn(),
                         &self.lookup_with_hints(sid),
                     );
                     self.use_local_cr(sid, blk, built)
@@ -145,7 +146,7 @@ impl Instance {
         // 2. A CR copy valid for this snapshot.
         // A transaction that changed this block sees only copies built for it:
         // a shared copy may have rolled its own change back.
-        let own = !reader.is_none() && self.sessions.session(sid).touched.contains(&blk);
+        let own = !reader.is_none() && self.fg.sessions.session(sid).touched.contains(&blk);
         let found = self
             .cache
             .buffers_of(blk)
@@ -172,28 +173,29 @@ impl Instance {
         // The image only covers snapshots up to the sender's SCN when it took
         // it: a later statement with a newer snapshot must ask again.
         if self
+            .fg
             .sessions
             .session(sid)
             .raw
             .as_ref()
             .is_some_and(|r| r.0.addr == blk && snapshot <= r.1)
-            && let Some((raw, horizon)) = self.sessions.session_mut(sid).raw.take()
+            && let Some((raw, horizon)) = self.fg.sessions.session_mut(sid).raw.take()
         {
             // No change after the sender took the image can commit at or
             // below its SCN then: that bounds the copy, not our own SCN.
             let built = raw.build_cr(snapshot, reader, horizon, &self.lookup_with_hints(sid));
             if let Err(CrError::Unknown(_)) = &built {
-                self.sessions.session_mut(sid).raw = Some((raw, horizon));
+                self.fg.sessions.session_mut(sid).raw = Some((raw, horizon));
             }
             return self.use_local_cr(sid, blk, built);
         }
         // 4. Someone here already asked for it.
-        if self.sessions.has_request(blk) {
+        if self.fg.sessions.has_request(blk) {
             self.wait_on_block(sid, blk, Wait::GcBufferBusyAcquire);
             return Acquired::Waiting;
         }
         let scan = matches!(
-            self.sessions.session(sid).cur,
+            self.fg.sessions.session(sid).cur,
             ExecPoint::Scan { .. } | ExecPoint::ScanHeader { .. }
         );
         self.gc_request(sid, blk, ReqKind::Cr { snapshot, reader }, scan);
@@ -209,13 +211,13 @@ impl Instance {
     ) -> Acquired {
         match built {
             Ok(cp) => {
-                self.stats.incr(Stat::CrBlocksCreated);
-                self.stats
+                self.k.incr(Stat::CrBlocksCreated);
+                self.k
                     .add(Stat::UndoRecordsApplied, u64::from(cp.undo_applied));
-                self.stats
+                self.k
                     .add(Stat::ConsistentChanges, u64::from(cp.undo_applied));
-                let extra_ns =
-                    self.costs.cr_build + self.costs.undo_apply * Nanos::from(cp.undo_applied);
+                let extra_ns = self.k.costs().cr_build
+                    + self.k.costs().undo_apply * Nanos::from(cp.undo_applied);
                 self.cache.limit_cr(blk);
                 self.make_room(sid);
                 let state = BufState::Cr {
@@ -225,11 +227,11 @@ impl Instance {
                 };
                 let id = self.cache.insert(blk, state, cp.image);
                 self.cache.pin_shared(id);
-                self.sessions.session_mut(sid).hints.clear();
+                self.fg.sessions.session_mut(sid).hints.clear();
                 Acquired::Pinned {
                     buf: id,
                     extra_ns,
-                    cpu_ns: self.costs.consistent_get,
+                    cpu_ns: self.k.costs().consistent_get,
                 }
             }
             Err(CrError::Unknown(xids)) => self.look_up(sid, xids),
@@ -254,11 +256,11 @@ impl Instance {
                 return Acquired::Pinned {
                     buf: current_buf,
                     extra_ns: 0,
-                    cpu_ns: self.costs.db_block_get + self.costs.row_change,
+                    cpu_ns: self.k.costs().db_block_get + self.k.costs().row_change,
                 };
             }
         }
-        if self.sessions.has_request(blk) {
+        if self.fg.sessions.has_request(blk) {
             self.wait_on_block(sid, blk, Wait::GcBufferBusyAcquire);
             return Acquired::Waiting;
         }
@@ -283,7 +285,7 @@ impl Instance {
     /// The CPU step of a visit ended: read or change the pinned block, then
     /// go on to the next point of the execution.
     pub(super) fn visit_done(&mut self, sid: u32, buf: BufId) {
-        let point = self.sessions.session(sid).cur;
+        let point = self.fg.sessions.session(sid).cur;
         self.count_get(sid, point);
         // Each kind of visit does its work and says where the session goes
         // next. (The match stays here rather than in a function returning an
@@ -339,7 +341,7 @@ impl Instance {
             | ExecPoint::None => ExecPoint::None,
         };
         self.unpin(buf);
-        self.sessions.go_to(sid, next);
+        self.fg.sessions.go_to(sid, next);
         self.resume(sid);
     }
 
@@ -358,21 +360,21 @@ impl Instance {
                 | ExecPoint::Seq { .. }
         );
         if current_mode {
-            self.stats.incr(Stat::DbBlockGets);
-            self.stats.incr(Stat::DbBlockGetsFromCache);
+            self.k.incr(Stat::DbBlockGets);
+            self.k.incr(Stat::DbBlockGetsFromCache);
         } else {
-            self.stats.incr(Stat::ConsistentGets);
-            self.stats.incr(Stat::ConsistentGetsFromCache);
+            self.k.incr(Stat::ConsistentGets);
+            self.k.incr(Stat::ConsistentGetsFromCache);
         }
         if let Some(st) = self.stmt_target(sid) {
-            let x = &mut self.stats.statements[st];
+            let x = &mut self.k.stats_mut().statements[st];
             if current_mode {
                 x.current += 1;
             } else {
                 x.query += 1;
             }
         }
-        self.stats.incr(Stat::SessionLogicalReads);
+        self.k.incr(Stat::SessionLogicalReads);
     }
 
     /// An index block of a descent: go down to the child, or act at the leaf.
@@ -389,7 +391,7 @@ impl Instance {
         blk: BlockAddr,
         purpose: Purpose,
     ) -> ExecPoint {
-        let ekey = self.layout.indexes[ix].entry_key(key);
+        let ekey = self.k.layout().indexes[ix].entry_key(key);
         let img = &self.cache.get(buf).image;
         if let Some(child) = img.child_for(ekey) {
             return ExecPoint::Index {
@@ -413,7 +415,7 @@ impl Instance {
             }
             Purpose::Read | Purpose::Update => match img.leaf_lookup(ekey) {
                 Some(e) => {
-                    self.stats.incr(Stat::IndexFetchByKey);
+                    self.k.incr(Stat::IndexFetchByKey);
                     ExecPoint::Table {
                         table,
                         key,
@@ -456,7 +458,7 @@ impl Instance {
     /// Tell the checkers what a read saw (when recording).
     #[inline(always)]
     fn record_read(&mut self, sid: u32, table: usize, key: u64, val: Option<i64>) {
-        let s = self.sessions.session(sid);
+        let s = self.fg.sessions.session(sid);
         let (xid, snapshot) = (s.xid, s.snapshot);
         self.record(Observation::Read {
             xid,
@@ -469,7 +471,7 @@ impl Instance {
 
     /// A full scan read the segment header: the runs of blocks to read.
     fn scan_extent(&mut self, sid: u32, buf: BufId, table: usize) -> ExecPoint {
-        let t = &self.layout.tables[table];
+        let t = &self.k.layout().tables[table];
         // Every partition's initial blocks (a partitioned table's
         // other segment headers are not read again; nothing is
         // inserted into its partitions, so they say nothing new).
@@ -487,7 +489,7 @@ impl Instance {
             }
         }
         let first = runs[0].0;
-        self.sessions.session_mut(sid).scan_runs = runs;
+        self.fg.sessions.session_mut(sid).scan_runs = runs;
         ExecPoint::Scan {
             table,
             run: 0,
@@ -505,10 +507,10 @@ impl Instance {
         next: u32,
     ) -> ExecPoint {
         let rows = self.cache.get(buf).image.row_slots() as u64;
-        self.stats.incr(Stat::TableScanBlocksGotten);
-        self.stats.add(Stat::TableScanRowsGotten, rows);
+        self.k.incr(Stat::TableScanBlocksGotten);
+        self.k.add(Stat::TableScanRowsGotten, rows);
         self.scan_rows_seen(sid, buf, table);
-        let runs = &self.sessions.session(sid).scan_runs;
+        let runs = &self.fg.sessions.session(sid).scan_runs;
         match runs.get(run as usize) {
             Some(&(_, end)) if next + 1 < end => ExecPoint::Scan {
                 table,
@@ -528,7 +530,7 @@ impl Instance {
 
     /// A full scan saw these rows: let the checkers verify them (when recording).
     fn scan_rows_seen(&mut self, sid: u32, buf: BufId, table: usize) {
-        if !self.history.is_on() {
+        if !self.obs.history_on() {
             return;
         }
         let rows: Vec<(u64, i64)> = match &*self.cache.get(buf).image.body {
@@ -550,7 +552,7 @@ impl Instance {
         key: u64,
         rowid: Rowid,
     ) -> Option<ExecPoint> {
-        let my = self.sessions.session(sid).xid;
+        let my = self.fg.sessions.session(sid).xid;
         let lock = match self.cache.get(buf).image.row(rowid.slot) {
             Some(r) if r.key == key => r.lock,
             _ => return Some(ExecPoint::None),
@@ -576,10 +578,10 @@ impl Instance {
         self.clean_out_buffer(buf);
         let old_row = self.cache.get(buf).image.row(rowid.slot).map(|r| r.val);
         let old = old_row.unwrap_or(0);
-        let val = self.layout.tables[table].updated_value(old);
+        let val = self.k.layout().tables[table].updated_value(old);
         let slot = rowid.slot;
         self.change_block(buf, Change::UpdateRow { slot, val }, xid, scn, 200);
-        self.stats.incr(Stat::RowsUpdated);
+        self.k.incr(Stat::RowsUpdated);
         self.touch_block(sid, rowid.blk);
         // What the update overwrote, for the checker as a read at the
         // change's SCN: every other commit to the row came before this
@@ -604,7 +606,7 @@ impl Instance {
         if changes.is_empty() {
             return Some(ExecPoint::None);
         }
-        self.sessions.session_mut(sid).maint = changes;
+        self.fg.sessions.session_mut(sid).maint = changes;
         Some(self.next_maintenance(sid, table))
     }
 }

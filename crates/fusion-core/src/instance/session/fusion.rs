@@ -8,7 +8,7 @@
 //! `make_room` frees a buffer for whatever is installed (or built) here.
 
 use super::super::cache::{BufState, Victim};
-use super::super::link::RETRANSMIT_NS;
+use super::super::membership::RETRANSMIT_NS;
 use super::super::{Hop, Instance, IoPurpose, Timer};
 use super::state::{PendingRequest, SessionState};
 use crate::block::{Block, Body};
@@ -42,7 +42,10 @@ impl Instance {
         kind: ReqKind,
         scan: bool,
     ) {
-        let id = self.sessions.start_request(blk, sid, self.now, scan, kind);
+        let id = self
+            .fg
+            .sessions
+            .start_request(blk, sid, self.k.now(), scan, kind);
         let placeholder = match kind {
             ReqKind::Cr { .. } => Wait::GcCrRequest,
             ReqKind::Current { .. } => Wait::GcCurrentRequest,
@@ -60,7 +63,7 @@ impl Instance {
         // Only a network that drops messages loses a request: over a
         // transport (live) one that broke sends everything again when it is
         // back, and a late block is late, not lost.
-        if self.links.lossy() {
+        if self.membership.links_lossy() {
             self.arm(RETRANSMIT_NS, Timer::GcLost(blk, id));
         }
         let master = self.block_master(blk);
@@ -81,11 +84,11 @@ impl Instance {
     /// without an answer is another loss. No alert log line: Oracle writes
     /// none for a lost block.
     pub(in crate::instance) fn gc_lost(&mut self, blk: BlockAddr, req: u64) {
-        let Some(pending) = self.sessions.request(blk, req) else {
+        let Some(pending) = self.fg.sessions.request(blk, req) else {
             return;
         };
         let owner = pending.owner;
-        let s = self.sessions.session(owner);
+        let s = self.fg.sessions.session(owner);
         let cr = match s.waiting_on() {
             _ if s.st != SessionState::WaitBlock => return,
             Some(Wait::GcCrRequest | Wait::GcCrRequestRetry) => true,
@@ -107,11 +110,11 @@ impl Instance {
             )
         };
         self.end_wait(owner, Some(lost));
-        self.stats.incr(Stat::GcBlocksLost);
+        self.k.incr(Stat::GcBlocksLost);
         let master = self.block_master(blk);
         // The alert log keeps lost blocks beside evictions (bounded: ALERT_LINES_MAX).
-        let now = self.now;
-        self.alert.write(
+        let now = self.k.now();
+        self.obs.alert(
             now,
             format!(
                 "{}: {blk} requested through instance {} (nothing within 500 ms, retried)",
@@ -131,7 +134,7 @@ impl Instance {
     /// The event a request's wait ends under when the block or grant came:
     /// `event`, unless the wait is a retry, which keeps its name.
     fn answered_as(&self, sid: u32, event: Wait) -> Option<Wait> {
-        match self.sessions.session(sid).waiting_on() {
+        match self.fg.sessions.session(sid).waiting_on() {
             Some(Wait::GcCrRequestRetry | Wait::GcCurrentRetry) => None,
             _ => Some(event),
         }
@@ -151,14 +154,14 @@ impl Instance {
             (ship.req, ship.kind, ship.pi_kept, ship.hops, ship.congested);
         let block = self.unbox_shipped_block(ship);
         let blk = req.blk;
-        let Some(pending) = self.sessions.request(blk, req.id) else {
-            self.errors.push(format!(
-                "{}: {from} shipped {blk} for request {} we do not have",
-                self.id, req.id
+        let Some(pending) = self.fg.sessions.request(blk, req.id) else {
+            self.error(format!(
+                "{from} shipped {blk} for request {} we do not have",
+                req.id
             ));
             return;
         };
-        self.sessions.end_request(blk);
+        self.fg.sessions.end_request(blk);
         let block_kind = if kind == ShipKind::Current {
             BlockKind::Current
         } else {
@@ -168,7 +171,7 @@ impl Instance {
         let busy = req.timing.flush > 0 || req.timing.pin > 0;
         let event = ship_event(block_kind, congested, busy, hops);
         let owner = pending.owner;
-        if self.sessions.session(owner).st == SessionState::WaitBlock {
+        if self.fg.sessions.session(owner).st == SessionState::WaitBlock {
             let event = self.answered_as(owner, event);
             self.trace_received(owner, req, event, false);
             self.end_wait(owner, event);
@@ -189,7 +192,7 @@ impl Instance {
                     .insert(blk, BufState::Cr { lo, hi, private_to }, block);
             }
             ShipKind::Raw => {
-                self.sessions.session_mut(owner).raw = Some((Box::new(block), sender_scn))
+                self.fg.sessions.session_mut(owner).raw = Some((Box::new(block), sender_scn))
             }
             ShipKind::Shared => {
                 self.install_current(owner, blk, Mode::S, block, false);
@@ -206,11 +209,11 @@ impl Instance {
     /// Count a received block and split its receive time the deck's way:
     /// request send, LMS CPU wait, LMS processing, log flush and wire.
     fn count_received(&mut self, kind: BlockKind, asked_at: Nanos, sent_at: Nanos, t: Timing) {
-        let total = self.now - asked_at;
+        let total = self.k.now() - asked_at;
         // `sent_at` is on the sender's clock and the timing parts are the
         // peers' measurements: in the live runtime they can add up to a
         // little more than the total, so the remainders are floored at 0.
-        let wire = self.now.saturating_sub(sent_at);
+        let wire = self.k.now().saturating_sub(sent_at);
         let lms = t.lms_proc + t.pin;
         let request = total.saturating_sub(t.lms_wait + lms + t.flush + wire);
         for (part, v) in [
@@ -220,16 +223,16 @@ impl Instance {
             (Part::LogFlush, t.flush),
             (Part::Wire, wire),
         ] {
-            self.stats.add(part.stat(kind), v);
+            self.k.add(part.stat(kind), v);
         }
         match kind {
             BlockKind::Cr => {
-                self.stats.incr(Stat::GcCrBlocksReceived);
-                self.stats.add(Stat::GcCrBlockReceiveTime, total);
+                self.k.incr(Stat::GcCrBlocksReceived);
+                self.k.add(Stat::GcCrBlockReceiveTime, total);
             }
             BlockKind::Current => {
-                self.stats.incr(Stat::GcCurrentBlocksReceived);
-                self.stats.add(Stat::GcCurrentBlockReceiveTime, total);
+                self.k.incr(Stat::GcCurrentBlocksReceived);
+                self.k.add(Stat::GcCurrentBlockReceiveTime, total);
             }
         }
     }
@@ -258,7 +261,7 @@ impl Instance {
             BufState::Scur
         };
         let id = self.cache.insert(blk, state, block);
-        self.cache.set_dirty(id, dirty, self.now);
+        self.cache.set_dirty(id, dirty, self.k.now());
         self.cache.get_mut(id).global = dirty;
     }
 
@@ -297,21 +300,21 @@ impl Instance {
         req: Request,
         grant: GrantKind,
     ) {
-        let Some(pending) = self.sessions.request(req.blk, req.id) else {
-            self.errors.push(format!(
-                "{}: grant for {} request {} we do not have",
-                self.id, req.blk, req.id
+        let Some(pending) = self.fg.sessions.request(req.blk, req.id) else {
+            self.error(format!(
+                "grant for {} request {} we do not have",
+                req.blk, req.id
             ));
             return;
         };
-        let congested = req.timing.lms_wait > super::super::lms::CONGESTED_AFTER;
+        let congested = req.timing.lms_wait > super::super::gc::CONGESTED_AFTER;
         let event = match (req.kind, congested) {
             (ReqKind::Cr { .. }, false) => Wait::GcCrGrant2Way,
             (ReqKind::Cr { .. }, true) => Wait::GcCrGrantCongested,
             (ReqKind::Current { .. }, false) => Wait::GcCurrentGrant2Way,
             (ReqKind::Current { .. }, true) => Wait::GcCurrentGrantCongested,
         };
-        if self.sessions.session(pending.owner).st == SessionState::WaitBlock {
+        if self.fg.sessions.session(pending.owner).st == SessionState::WaitBlock {
             let event = self.answered_as(pending.owner, event);
             self.trace_received(pending.owner, req, event, true);
             self.end_wait(pending.owner, event);
@@ -323,11 +326,11 @@ impl Instance {
 
     /// The local master granted a request: no message and no gc wait.
     pub(in crate::instance) fn on_local_grant(&mut self, req: Request, grant: GrantKind) {
-        let Some(pending) = self.sessions.request(req.blk, req.id) else {
+        let Some(pending) = self.fg.sessions.request(req.blk, req.id) else {
             return;
         };
         // The placeholder wait never really happened.
-        self.sessions.forget_wait(pending.owner);
+        self.fg.sessions.forget_wait(pending.owner);
         self.trace_session_hop(pending.owner, req.requester, req.id, Hop::Abandoned);
         self.granted(pending, req, grant);
     }
@@ -356,20 +359,17 @@ impl Instance {
                 );
             }
             GrantKind::Upgrade => {
-                self.sessions.end_request(blk);
+                self.fg.sessions.end_request(blk);
                 match self.cache.current(blk) {
                     Some(id) => self.cache.set_state(id, BufState::Xcur),
-                    None => self.errors.push(format!(
-                        "{}: upgrade granted for {blk} but no S copy here",
-                        self.id
-                    )),
+                    None => self.error(format!("upgrade granted for {blk} but no S copy here")),
                 }
                 self.installed(blk, req.id, Mode::X, None, false);
                 self.ready_owner(pending.owner);
                 self.wake_block(blk);
             }
             GrantKind::New => {
-                self.sessions.end_request(blk);
+                self.fg.sessions.end_request(blk);
                 let owner = pending.owner;
                 self.install_current(
                     owner,
@@ -387,7 +387,7 @@ impl Instance {
 
     /// The session that asked may go on, unless it stopped waiting meanwhile.
     fn ready_owner(&mut self, sid: u32) {
-        if self.sessions.session(sid).st == SessionState::WaitBlock {
+        if self.fg.sessions.session(sid).st == SessionState::WaitBlock {
             self.end_wait(sid, None);
             self.set_ready(sid);
         }
@@ -408,7 +408,7 @@ impl Instance {
     /// the request is answered by the buffer we hold: the master learns we
     /// hold X, and the session looks again.
     fn answered_by_promotion(&mut self, owner: u32, blk: BlockAddr, req: u64) {
-        self.sessions.end_request(blk);
+        self.fg.sessions.end_request(blk);
         self.installed(blk, req, Mode::X, None, false);
         self.ready_owner(owner);
         self.wake_block(blk);
@@ -423,7 +423,7 @@ impl Instance {
         block: Block,
         _scan: bool,
     ) {
-        let Some(pending) = self.sessions.request(blk, req) else {
+        let Some(pending) = self.fg.sessions.request(blk, req) else {
             return;
         };
         if self.holds_xcur(blk) {
@@ -431,9 +431,9 @@ impl Instance {
             self.answered_by_promotion(pending.owner, blk, req);
             return;
         }
-        self.sessions.end_request(blk);
+        self.fg.sessions.end_request(blk);
         self.install_current(pending.owner, blk, mode, block, false);
-        if let Some(numa) = self.numa.as_mut()
+        if let Some(numa) = self.k.numa_mut()
             && let Some(buf) = self.cache.current(blk)
         {
             // The block came through the reader's group's I/O controller.
@@ -449,14 +449,14 @@ impl Instance {
     /// `taker` is the session that needs the buffer: with NUMA support it
     /// takes one of its own locality group first.
     pub(in crate::instance) fn make_room(&mut self, taker: u32) {
-        self.stats.incr(Stat::FreeBufferRequested);
-        let group = match self.numa.as_ref() {
-            Some(n) if n.aware() => Some(n.home(self.sessions.session(taker).proc)),
+        self.k.incr(Stat::FreeBufferRequested);
+        let group = match self.k.numa() {
+            Some(n) if n.aware() => Some(n.home(self.fg.sessions.session(taker).proc)),
             _ => None,
         };
         while self.cache.used() >= self.cache.capacity {
-            let sessions = &self.sessions;
-            let numa = &self.numa;
+            let sessions = &self.fg.sessions;
+            let numa = self.k.numa();
             let (victim, inspected) = self.cache.victim(
                 |b| sessions.need(b),
                 |buf| match (group, numa) {
@@ -464,8 +464,7 @@ impl Instance {
                     _ => true,
                 },
             );
-            self.stats
-                .add(Stat::FreeBufferInspected, u64::from(inspected));
+            self.k.add(Stat::FreeBufferInspected, u64::from(inspected));
             match victim {
                 Victim::Free {
                     relinquish: Some((blk, state)),
@@ -502,7 +501,7 @@ impl Instance {
     fn trace_received(&mut self, sid: u32, req: Request, event: Option<Wait>, grant: bool) {
         if self.tracing() {
             let event = event
-                .or_else(|| self.sessions.session(sid).waiting_on())
+                .or_else(|| self.fg.sessions.session(sid).waiting_on())
                 .unwrap_or(Wait::GcCrRequest);
             let hop = if grant {
                 Hop::Granted { event }

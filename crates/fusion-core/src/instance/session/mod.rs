@@ -22,11 +22,17 @@
 mod access;
 mod commit;
 mod fusion;
+mod insert;
+mod maintain;
+mod sequence;
 mod state;
+mod transactions;
 mod workload;
+mod workloads;
 
 pub(super) use access::Acquired;
 pub(super) use state::{AfterCpu, SessionState, Sessions};
+pub(super) use transactions::{Transactions, TxWaiter};
 
 use super::Instance;
 use super::execution::{ExecPoint, Purpose};
@@ -34,37 +40,112 @@ use crate::cpu::StepDone;
 use crate::stats::Wait;
 use crate::types::BlockAddr;
 
+/// The foregrounds: the sessions (their queues and outstanding requests),
+/// this instance's transactions and what it knows of the others', where its
+/// inserts go, its sequence caches, and the workloads it runs.
+pub(super) struct Foregrounds {
+    sessions: Sessions,
+    txns: Transactions,
+    inserts: insert::InsertPoints,
+    seqs: sequence::Sequences,
+    workloads: workloads::Workloads,
+}
+
+impl Foregrounds {
+    pub fn new(
+        me: crate::types::InstId,
+        instances: u8,
+        layout: &crate::layout::Layout,
+        catalog: &crate::config::Catalog,
+        workloads: std::sync::Arc<Vec<crate::config::WorkloadSpec>>,
+        xid_base: u64,
+    ) -> Foregrounds {
+        Foregrounds {
+            sessions: Sessions::default(),
+            txns: Transactions::new(me, xid_base),
+            inserts: insert::InsertPoints::new(layout, me, instances),
+            seqs: sequence::Sequences::new(catalog.sequences.clone()),
+            workloads: workloads::Workloads::new(workloads),
+        }
+    }
+
+    /// The sessions, to read.
+    #[inline(always)]
+    pub fn sessions(&self) -> &Sessions {
+        &self.sessions
+    }
+
+    /// The sessions, for parallel execution's coordinator (it moves its
+    /// session between waiting and running).
+    #[inline(always)]
+    pub fn sessions_mut(&mut self) -> &mut Sessions {
+        &mut self.sessions
+    }
+
+    /// The transaction table, to read (a transaction's state, cleanout).
+    #[inline(always)]
+    pub fn txns(&self) -> &Transactions {
+        &self.txns
+    }
+
+    /// The transaction table, for the reconfiguration and recovery (dead
+    /// instances' transactions) and for LGWR (where a change's redo is).
+    #[inline(always)]
+    pub fn txns_mut(&mut self) -> &mut Transactions {
+        &mut self.txns
+    }
+
+    /// Keep the sequence values handed out (or stop keeping them).
+    pub fn log_nextvals(&mut self, on: bool) {
+        self.seqs.log_nextvals(on);
+    }
+
+    pub fn take_nextvals(&mut self) -> Vec<(u32, i64)> {
+        self.seqs.take_nextvals()
+    }
+
+    /// Workload `w`'s specification.
+    pub fn workload(&self, w: usize) -> Option<&crate::config::WorkloadSpec> {
+        self.workloads.get(w)
+    }
+
+    /// Enable exactly these workloads (`None`: all).
+    pub fn enable_workloads(&mut self, list: Option<Vec<String>>) {
+        self.workloads.enable(list);
+    }
+}
+
 impl Instance {
     // ----- waits ------------------------------------------------------------------------
 
     /// Session `sid` may go on.
     #[inline(always)]
     pub(super) fn set_ready(&mut self, sid: u32) {
-        self.sessions.set_ready(sid, self.now);
+        self.fg.sessions.set_ready(sid, self.k.now());
     }
 
     /// Session `sid` goes on after its CPU step.
     #[inline(always)]
     pub(super) fn resume(&mut self, sid: u32) {
-        self.sessions.resume(sid);
+        self.fg.sessions.resume(sid);
     }
 
     /// Begin a wait (the event may be renamed when it ends).
     pub(super) fn begin_wait(&mut self, sid: u32, event: Wait, state: SessionState) {
-        self.sessions.begin_wait(sid, event, state, self.now);
+        self.fg.sessions.begin_wait(sid, event, state, self.k.now());
     }
 
     /// End the session's wait, recording it under `event` (or the one it began with).
     pub(super) fn end_wait(&mut self, sid: u32, event: Option<Wait>) {
-        if let Some((began_as, took)) = self.sessions.end_wait(sid, self.now) {
+        if let Some((began_as, took)) = self.fg.sessions.end_wait(sid, self.k.now()) {
             let ev = event.unwrap_or(began_as);
             self.wait_event(ev, took, true);
             if self.tracing() {
-                let proc = self.sessions.session(sid).proc;
+                let proc = self.fg.sessions.session(sid).proc;
                 self.trace_wait(proc, ev, took);
             }
             if let Some(st) = self.stmt_target(sid) {
-                self.stats.statements[st].wait(ev, took);
+                self.k.stats_mut().statements[st].wait(ev, took);
             }
         }
     }
@@ -83,25 +164,27 @@ impl Instance {
     /// Session `sid` waits on `event` until something happens to `blk`
     /// (`gc buffer busy acquire` / `release`, `buffer busy waits`).
     pub(super) fn wait_on_block(&mut self, sid: u32, blk: BlockAddr, event: Wait) {
-        self.sessions.wait_on_block(sid, blk, event, self.now);
+        self.fg
+            .sessions
+            .wait_on_block(sid, blk, event, self.k.now());
     }
 
     /// Something changed about `blk`: waiting sessions try again.
     // Called on every unpin; usually nobody waits at all, so that check is inlined.
     #[inline(always)]
     pub(super) fn wake_block(&mut self, blk: BlockAddr) {
-        if self.sessions.someone_waits_on_a_block() {
+        if self.fg.sessions.someone_waits_on_a_block() {
             self.wake_block_waiters(blk);
         }
     }
 
     #[inline(never)]
     fn wake_block_waiters(&mut self, blk: BlockAddr) {
-        let Some(waiters) = self.sessions.take_block_waiters(blk) else {
+        let Some(waiters) = self.fg.sessions.take_block_waiters(blk) else {
             return;
         };
         for sid in waiters {
-            if self.sessions.session(sid).st == SessionState::WaitBlock {
+            if self.fg.sessions.session(sid).st == SessionState::WaitBlock {
                 self.end_wait(sid, None);
                 self.set_ready(sid);
             }
@@ -113,7 +196,7 @@ impl Instance {
     // Called after every event; most find nothing to run, so that check is inlined.
     #[inline]
     pub(super) fn run_ready(&mut self) {
-        if !self.sessions.has_ready() && self.px.kick.is_empty() {
+        if !self.fg.sessions.has_ready() && self.px.kick.is_empty() {
             return;
         }
         self.run_ready_slow();
@@ -122,8 +205,8 @@ impl Instance {
     #[inline(never)]
     fn run_ready_slow(&mut self) {
         loop {
-            while let Some(sid) = self.sessions.pop_ready() {
-                if self.sessions.is_ready(sid) {
+            while let Some(sid) = self.fg.sessions.pop_ready() {
+                if self.fg.sessions.is_ready(sid) {
                     self.drive(sid);
                 }
             }
@@ -136,7 +219,7 @@ impl Instance {
     /// Move a session forward until it has to wait for something.
     fn drive(&mut self, sid: u32) {
         loop {
-            let s = self.sessions.session(sid);
+            let s = self.fg.sessions.session(sid);
             if s.st != SessionState::Ready {
                 return;
             }
@@ -165,19 +248,20 @@ impl Instance {
     fn drive_other(&mut self, sid: u32, point: ExecPoint) -> bool {
         match point {
             ExecPoint::ScanHeader { table } => {
-                let h = self.layout.tables[table].header;
+                let h = self.k.layout().tables[table].header;
                 self.visit(sid, h, false)
             }
-            ExecPoint::InsertRow { table, key } => match self.insert_blocks[table].0 {
+            ExecPoint::InsertRow { table, key } => match self.fg.inserts.block(table) {
                 Some(blk) => self.visit(sid, blk, true),
                 None => {
-                    self.sessions
+                    self.fg
+                        .sessions
                         .go_to(sid, ExecPoint::InsertAlloc { table, key });
                     true
                 }
             },
             ExecPoint::InsertAlloc { table, .. } => {
-                let h = self.layout.tables[table].header;
+                let h = self.k.layout().tables[table].header;
                 self.visit(sid, h, true)
             }
             ExecPoint::InsertNew { table, key, blk } => self.format_new(sid, table, key, blk),
@@ -199,14 +283,14 @@ impl Instance {
 
     /// A session's CPU step ended: go on with what it was for.
     pub(super) fn session_cpu_done(&mut self, sid: u32, d: StepDone) {
-        let SessionState::Cpu(after) = self.sessions.session(sid).st else {
+        let SessionState::Cpu(after) = self.fg.sessions.session(sid).st else {
             return;
         };
         match after {
             AfterCpu::Exec => {
                 // The statement's snapshot: the SCN when its execute call ends.
-                let scn = self.scn;
-                self.sessions.session_mut(sid).snapshot = scn;
+                let scn = self.k.scn();
+                self.fg.sessions.session_mut(sid).snapshot = scn;
                 self.resume(sid);
             }
             AfterCpu::Visit(buf) => self.visit_done(sid, buf),

@@ -6,7 +6,6 @@
 //! time), in a fixed order per execution: the figures depend on it.
 
 use std::ops::ControlFlow;
-use std::sync::Arc;
 
 use rand_core::Rng;
 
@@ -26,80 +25,40 @@ impl Instance {
     /// Give every workload step's statement (and the recursive `update
     /// seq$`) its place in `stats.statements`.
     pub(in crate::instance) fn register_statements(&mut self, catalog: &Catalog) {
-        let find_or_add =
-            |stats: &mut crate::stats::Stats, sql: String, recursive: bool| -> usize {
-                match stats.statements.iter().position(|s| s.sql == sql) {
-                    Some(i) => i,
-                    None => {
-                        stats
-                            .statements
-                            .push(crate::tkprof::StmtStat::new(sql, recursive));
-                        stats.statements.len() - 1
-                    }
-                }
-            };
-        let workloads = Arc::clone(&self.workloads);
-        self.stmt_ids = workloads
-            .iter()
-            .map(|w| {
-                w.transactions
-                    .iter()
-                    .map(|t| {
-                        t.steps
-                            .iter()
-                            .map(|st| {
-                                crate::tkprof::sql_of(st, catalog)
-                                    .map(|sql| find_or_add(&mut self.stats, sql, false))
-                            })
-                            .collect()
-                    })
-                    .collect()
-            })
-            .collect();
-        if !catalog.sequences.is_empty() {
-            self.update_seq_stmt = Some(find_or_add(
-                &mut self.stats,
-                crate::tkprof::UPDATE_SEQ.to_string(),
-                true,
-            ));
-        }
+        self.fg
+            .workloads
+            .register_statements(self.k.stats_mut(), catalog);
     }
 
     /// Create this instance's sessions; they log on spread over a short interval.
     pub(in crate::instance) fn start_sessions(&mut self) {
-        let workloads = self.workloads.clone();
+        let workloads = self.fg.workloads.specs();
         let me = self.id.number();
         for (w, spec) in workloads.iter().enumerate() {
             if !spec.instances.contains(&me) {
                 continue;
             }
             for ordinal in 0..spec.sessions_per_instance {
-                let sid = self.sessions.next_id();
+                let sid = self.fg.sessions.next_id();
                 let proc = self.add_proc(Proc::Session(sid), format!("oracle{}", sid));
-                let added = self.sessions.add(Session::new(proc, w, ordinal));
+                let added = self.fg.sessions.add(Session::new(proc, w, ordinal));
                 assert_eq!(added, sid, "session ids are table positions");
                 // Sessions log on spread over a short interval, not in lockstep.
                 let spread = spec.think_time.max(crate::config::NS_PER_MS);
-                let delay = (unit(&mut self.rng) * spread as f64) as Nanos;
+                let delay = (unit(self.k.rng()) * spread as f64) as Nanos;
                 self.arm(delay, Timer::SessionWake(sid));
             }
         }
     }
 
     fn workload_enabled(&self, w: usize) -> bool {
-        match &self.enabled_workloads {
-            None => true,
-            Some(list) => self
-                .workloads
-                .get(w)
-                .is_some_and(|spec| list.contains(&spec.name)),
-        }
+        self.fg.workloads.enabled(w)
     }
 
     /// The enabled workloads changed: their idle sessions start again.
     pub(in crate::instance) fn wake_enabled_sessions(&mut self) {
-        for sid in self.sessions.ids() {
-            let s = self.sessions.session(sid);
+        for sid in self.fg.sessions.ids() {
+            let s = self.fg.sessions.session(sid);
             if s.st == SessionState::Idle && !s.finished && self.workload_enabled(s.workload) {
                 self.set_ready(sid);
             }
@@ -109,6 +68,7 @@ impl Instance {
     /// A session's think time is over.
     pub(in crate::instance) fn session_wake(&mut self, sid: u32) {
         if self
+            .fg
             .sessions
             .get(sid as usize)
             .is_some_and(|s| s.st == SessionState::Think)
@@ -121,11 +81,11 @@ impl Instance {
     /// session now waits (CPU, think time, commit) or is idle.
     #[inline(never)]
     pub(super) fn next_execution(&mut self, sid: u32) -> bool {
-        let w = self.sessions.session(sid).workload;
+        let w = self.fg.sessions.session(sid).workload;
         // A handle, not a copy: the spec is shared and never changes.
-        let workloads = Arc::clone(&self.workloads);
+        let workloads = self.fg.workloads.specs();
         let spec = &workloads[w];
-        if !self.sessions.session(sid).in_txn {
+        if !self.fg.sessions.session(sid).in_txn {
             if !self.begin_transaction(sid, w, spec) {
                 return false;
             }
@@ -135,8 +95,8 @@ impl Instance {
             // what it changed, so nothing of it runs on into the new phase.
             return self.commit(sid);
         }
-        let steps = &spec.transactions[self.sessions.session(sid).template].steps;
-        if self.sessions.session(sid).execs_left == 0
+        let steps = &spec.transactions[self.fg.sessions.session(sid).template].steps;
+        if self.fg.sessions.session(sid).execs_left == 0
             && let ControlFlow::Break(go_on) = self.next_step(sid, w, steps)
         {
             return go_on;
@@ -148,7 +108,7 @@ impl Instance {
     /// when the session stops instead (its workload is disabled, or it ran
     /// all its iterations).
     fn begin_transaction(&mut self, sid: u32, w: usize, spec: &WorkloadSpec) -> bool {
-        let iterations = self.sessions.session(sid).iterations;
+        let iterations = self.fg.sessions.session(sid).iterations;
         let all_done = spec.iterations.is_some_and(|n| iterations >= n);
         if !self.workload_enabled(w) || all_done {
             self.go_idle(sid, all_done);
@@ -156,7 +116,7 @@ impl Instance {
         }
         let template = self.pick_template(spec);
         self.draw_update_keys(sid, spec, template);
-        let s = self.sessions.session_mut(sid);
+        let s = self.fg.sessions.session_mut(sid);
         s.template = template;
         s.step = 0;
         s.execs_left = 0;
@@ -173,7 +133,7 @@ impl Instance {
             .iter()
             .map(|t| u64::from(t.weight.max(1)))
             .sum();
-        let mut pick = self.rng.next_u64() % total.max(1);
+        let mut pick = self.k.rng().next_u64() % total.max(1);
         for (i, t) in spec.transactions.iter().enumerate() {
             let weight = u64::from(t.weight.max(1));
             if pick < weight {
@@ -190,7 +150,7 @@ impl Instance {
     /// They replace the session's `update_keys`, whose vectors are reused
     /// (cleared, not dropped: no allocation per transaction).
     fn draw_update_keys(&mut self, sid: u32, spec: &WorkloadSpec, template: usize) {
-        let mut keys = std::mem::take(&mut self.sessions.session_mut(sid).update_keys);
+        let mut keys = std::mem::take(&mut self.fg.sessions.session_mut(sid).update_keys);
         // Tables drawn for so far: `keys[..tables]`; the rest are old vectors to reuse.
         let mut tables = 0;
         if let Some(t) = spec.transactions.get(template) {
@@ -227,13 +187,13 @@ impl Instance {
             v.sort_unstable();
             v.reverse(); // popped from the end: ascending order
         }
-        self.sessions.session_mut(sid).update_keys = keys;
+        self.fg.sessions.session_mut(sid).update_keys = keys;
     }
 
     /// The transaction's next step begins. `Continue`: its executions
     /// follow; `Break(go_on)`: it was a commit or think time (or the end).
     fn next_step(&mut self, sid: u32, w: usize, steps: &[Step]) -> ControlFlow<bool> {
-        let s = self.sessions.session_mut(sid);
+        let s = self.fg.sessions.session_mut(sid);
         let Some(step) = steps.get(s.step) else {
             // End of the transaction: commit what it changed.
             return ControlFlow::Break(self.commit(sid));
@@ -241,7 +201,7 @@ impl Instance {
         s.step += 1;
         let (template, at) = (s.template, s.step - 1);
         if let Some(st) = self.stmt_id(w, template, at) {
-            self.stats.statements[st].parses += 1;
+            self.k.stats_mut().statements[st].parses += 1;
         }
         let executions = match step {
             Step::Commit => return ControlFlow::Break(self.commit(sid)),
@@ -265,7 +225,7 @@ impl Instance {
             | Step::InsertSeq { rows, .. }
             | Step::Count { rows, .. } => (*rows).max(1),
         };
-        self.sessions.session_mut(sid).execs_left = executions;
+        self.fg.sessions.session_mut(sid).execs_left = executions;
         ControlFlow::Continue(())
     }
 
@@ -273,24 +233,24 @@ impl Instance {
     /// which the session is at the execution's first point.
     fn start_execution(&mut self, sid: u32, w: usize, steps: &[Step]) -> bool {
         self.stmt_close(sid);
-        let now = self.now;
-        let s = self.sessions.session_mut(sid);
+        let now = self.k.now();
+        let s = self.fg.sessions.session_mut(sid);
         s.execs_left -= 1;
         let (template, at) = (s.template, s.step - 1);
         // Borrowed from the shared spec (the caller's handle), not cloned.
         let step = &steps[at];
         let stmt = self.stmt_id(w, template, at);
-        let s = self.sessions.session_mut(sid);
+        let s = self.fg.sessions.session_mut(sid);
         s.stmt = stmt;
         s.exec_start = now;
         if let Some(st) = stmt {
-            self.stats.statements[st].executions += 1;
-            self.stats.statements[st].rows += 1;
+            self.k.stats_mut().statements[st].executions += 1;
+            self.k.stats_mut().statements[st].rows += 1;
         }
-        let cost = self.costs.execute;
-        self.stats.incr(Stat::ExecuteCount);
+        let cost = self.k.costs().execute;
+        self.k.incr(Stat::ExecuteCount);
         let first = self.first_point(sid, w, template, at, step);
-        let s = self.sessions.session_mut(sid);
+        let s = self.fg.sessions.session_mut(sid);
         s.cur = first;
         s.st = SessionState::Cpu(AfterCpu::Exec);
         let proc = s.proc;
@@ -325,7 +285,7 @@ impl Instance {
                     ix,
                     table,
                     key,
-                    blk: self.layout.index_root(ix, key),
+                    blk: self.k.layout().index_root(ix, key),
                     purpose: Purpose::Read,
                 }
             }
@@ -335,14 +295,14 @@ impl Instance {
                 ref values,
                 ..
             } => {
-                let distinct = self.layout.tables[table].distinct_values.max(1);
+                let distinct = self.k.layout().tables[table].distinct_values.max(1);
                 let domain = values.range.unwrap_or((1, u64::from(distinct)));
                 let value = self.draw_in(sid, values, domain) as i64;
                 ExecPoint::Index {
                     ix: index,
                     table,
                     key: crate::bitmap::piece_at(value, 0),
-                    blk: self.layout.indexes[index].root,
+                    blk: self.k.layout().indexes[index].root,
                     purpose: Purpose::Count { value },
                 }
             }
@@ -350,9 +310,7 @@ impl Instance {
                 table, ref access, ..
             } => self.update_point(sid, table, access),
             Step::Insert { table, .. } => {
-                // Keys of inserted rows interleave by instance above the initial rows.
-                let key = self.next_keys[table];
-                self.next_keys[table] += u64::from(self.instance_count);
+                let key = self.fg.inserts.next_key(table);
                 ExecPoint::InsertRow { table, key }
             }
             Step::NextVal { sequence, .. } => ExecPoint::Seq {
@@ -378,6 +336,7 @@ impl Instance {
     fn update_point(&mut self, sid: u32, table: usize, access: &Access) -> ExecPoint {
         // A step of `rows = 0` runs once and drew no key: it updates key 1.
         let key = self
+            .fg
             .sessions
             .session_mut(sid)
             .update_keys
@@ -390,10 +349,10 @@ impl Instance {
                 ix,
                 table,
                 key,
-                blk: self.layout.index_root(ix, key),
+                blk: self.k.layout().index_root(ix, key),
                 purpose: Purpose::Update,
             },
-            Access::FullScan => match self.layout.initial_rowid(table, key) {
+            Access::FullScan => match self.k.layout().initial_rowid(table, key) {
                 Some(rowid) => ExecPoint::Table {
                     table,
                     key,
@@ -406,21 +365,16 @@ impl Instance {
     }
 
     fn stmt_id(&self, w: usize, template: usize, step: usize) -> Option<usize> {
-        self.stmt_ids
-            .get(w)
-            .and_then(|t| t.get(template))
-            .and_then(|s| s.get(step))
-            .copied()
-            .flatten()
+        self.fg.workloads.stmt_id(w, template, step)
     }
 
     /// The session stops: its workload is disabled, or (`finished`) it ran all its iterations.
     fn go_idle(&mut self, sid: u32, finished: bool) {
         self.stmt_close(sid);
-        let now = self.now;
-        let s = self.sessions.session_mut(sid);
+        let now = self.k.now();
+        let s = self.fg.sessions.session_mut(sid);
         if let Some(t) = s.call_start.take() {
-            self.stats.add(Stat::DbTime, now - t);
+            self.k.add(Stat::DbTime, now - t);
         }
         s.st = SessionState::Idle;
         s.finished = finished;
@@ -432,10 +386,10 @@ impl Instance {
     /// accepts the step only with a `[server]`).
     fn memory_writes(&mut self, sid: u32, ops: u32) {
         self.stmt_close(sid);
-        let s = self.sessions.session_mut(sid);
+        let s = self.fg.sessions.session_mut(sid);
         s.st = SessionState::Cpu(AfterCpu::Memory { ops });
         let proc = s.proc;
-        if let Some(numa) = self.numa.as_mut() {
+        if let Some(numa) = self.k.numa_mut() {
             numa.defer(proc, super::super::numa::Touch::Private { ops });
         }
         // Writing a line is all stall: the computing is a nanosecond.
@@ -444,18 +398,18 @@ impl Instance {
 
     /// The writes are done: count them with the time they took, then go on.
     pub(super) fn memory_writes_done(&mut self, sid: u32, ops: u32, d: crate::cpu::StepDone) {
-        self.stats.add(Stat::MemoryWriteOps, u64::from(ops));
-        self.stats
+        self.k.add(Stat::MemoryWriteOps, u64::from(ops));
+        self.k
             .add(Stat::MemoryWriteOpTime, d.done_at - d.requested_at);
         self.resume(sid);
     }
 
     pub(super) fn think(&mut self, sid: u32, duration: Nanos) {
         self.stmt_close(sid);
-        let now = self.now;
-        let s = self.sessions.session_mut(sid);
+        let now = self.k.now();
+        let s = self.fg.sessions.session_mut(sid);
         if let Some(t) = s.call_start.take() {
-            self.stats.add(Stat::DbTime, now - t);
+            self.k.add(Stat::DbTime, now - t);
         }
         s.st = SessionState::Think;
         if duration == 0 {
@@ -468,7 +422,7 @@ impl Instance {
     /// A row key for a step: from the spec's range (the table's initial
     /// rows by default), among the rows of one organisation if it names one.
     fn draw_key(&mut self, sid: u32, table: usize, spec: &KeySpec) -> u64 {
-        let (rows, orgs) = self.layout.tables.get(table).map_or((1, 1), |t| {
+        let (rows, orgs) = self.k.layout().tables.get(table).map_or((1, 1), |t| {
             (t.initial_rows.max(1), u64::from(t.orgs.max(1)))
         });
         let (lo, hi) = spec.range.unwrap_or((1, rows));
@@ -495,24 +449,24 @@ impl Instance {
         debug_assert!(lo <= hi, "key range {lo}..={hi}");
         let span = hi.saturating_sub(lo) + 1;
         match spec.dist {
-            KeyDist::Uniform => lo + self.rng.next_u64() % span,
+            KeyDist::Uniform => lo + self.k.rng().next_u64() % span,
             KeyDist::Hot { fraction, share } => {
                 let hot = ((span as f64 * fraction).ceil() as u64).clamp(1, span);
-                if unit(&mut self.rng) < share || hot == span {
-                    lo + self.rng.next_u64() % hot
+                if unit(self.k.rng()) < share || hot == span {
+                    lo + self.k.rng().next_u64() % hot
                 } else {
-                    lo + hot + self.rng.next_u64() % (span - hot)
+                    lo + hot + self.k.rng().next_u64() % (span - hot)
                 }
             }
             KeyDist::Sequential => {
                 // Each session of the workload in the cluster starts at its
                 // own offset and walks the range one key per draw.
-                let w = self.sessions.session(sid).workload;
-                let per_instance = u64::from(self.workloads[w].sessions_per_instance);
-                let in_cluster = per_instance.max(1) * u64::from(self.instance_count);
+                let w = self.fg.sessions.session(sid).workload;
+                let per_instance = u64::from(self.fg.workloads.spec(w).sessions_per_instance);
+                let in_cluster = per_instance.max(1) * u64::from(self.k.instance_count());
                 let position = u64::from(self.id.0) * per_instance
-                    + u64::from(self.sessions.session(sid).ordinal);
-                let s = self.sessions.session_mut(sid);
+                    + u64::from(self.fg.sessions.session(sid).ordinal);
+                let s = self.fg.sessions.session_mut(sid);
                 let k = lo + (position * span / in_cluster + s.seq_next) % span;
                 s.seq_next += 1;
                 k
@@ -522,20 +476,20 @@ impl Instance {
 
     /// The statement a session's work is charged to: the recursive one while it runs.
     pub(in crate::instance) fn stmt_target(&self, sid: u32) -> Option<usize> {
-        let s = self.sessions.get(sid as usize)?;
+        let s = self.fg.sessions.get(sid as usize)?;
         if s.recursive_start.is_some() {
-            return self.update_seq_stmt;
+            return self.fg.workloads.update_seq_stmt();
         }
         s.stmt
     }
 
     /// The session's current execution ends: charge its elapsed time.
     pub(super) fn stmt_close(&mut self, sid: u32) {
-        let now = self.now;
-        let s = self.sessions.session_mut(sid);
+        let now = self.k.now();
+        let s = self.fg.sessions.session_mut(sid);
         if let Some(st) = s.stmt.take() {
             let took = now - s.exec_start;
-            self.stats.statements[st].elapsed_ns += took;
+            self.k.stats_mut().statements[st].elapsed_ns += took;
         }
     }
 }

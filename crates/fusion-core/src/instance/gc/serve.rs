@@ -5,9 +5,9 @@
 //! The state lives in components: the jobs in `Lms`, the buffers in `Cache`,
 //! the redo in `Lgwr`; this file only moves decisions between them.
 
-use super::Instance;
-use super::cache::{BufId, BufState};
-use super::lgwr::FlushWaiter;
+use super::super::Instance;
+use super::super::cache::{BufId, BufState};
+use super::super::redo::FlushWaiter;
 use super::lms::{CONGESTED_AFTER, Job, Serve, Stage};
 use crate::block::{Block, CrCopy, CrError, TxState};
 use crate::config::Nanos;
@@ -16,16 +16,63 @@ use crate::msg::{Msg, ReqKind, Request, ShipKind, Shipment, TxReport};
 use crate::stats::{Stat, Wait};
 use crate::types::{BlockAddr, InstId, Scn, Xid};
 
+/// Boxes kept for reuse on the transfer path. A block ping-pongs, so the
+/// box that carried a shipment here carries the next one from here, rather
+/// than being allocated by one instance and freed by the other every
+/// transfer; likewise the box of a request served here.
+#[derive(Default)]
+pub(super) struct Spares {
+    ships: Spare<Shipment>,
+    serves: Spare<Serve>,
+}
+
+/// Boxes of one kind: a few at most, as the transfer path takes them as
+/// fast as they come.
+struct Spare<T> {
+    // Boxed on purpose: the boxes themselves are what is kept for reuse.
+    #[allow(clippy::vec_box)]
+    boxes: Vec<Box<T>>,
+}
+
+impl<T> Default for Spare<T> {
+    fn default() -> Spare<T> {
+        Spare { boxes: Vec::new() }
+    }
+}
+
+impl<T> Spare<T> {
+    const MAX: usize = 16;
+
+    /// `value` in a box, a spare one if there is one.
+    #[inline]
+    fn wrap(&mut self, value: T) -> Box<T> {
+        match self.boxes.pop() {
+            Some(mut b) => {
+                *b = value;
+                b
+            }
+            None => Box::new(value),
+        }
+    }
+
+    #[inline]
+    fn keep(&mut self, b: Box<T>) {
+        if self.boxes.len() < Self::MAX {
+            self.boxes.push(b);
+        }
+    }
+}
+
 impl Instance {
     /// A message for LMS arrived.
-    pub(super) fn lms_enqueue(&mut self, from: InstId, sent_at: Nanos, mut msg: Msg) {
-        self.stats.incr(Stat::GcsMsgsReceived);
-        let wire = self.now.saturating_sub(sent_at);
+    pub(in crate::instance) fn lms_enqueue(&mut self, from: InstId, sent_at: Nanos, mut msg: Msg) {
+        self.k.incr(Stat::GcsMsgsReceived);
+        let wire = self.k.now().saturating_sub(sent_at);
         if let Msg::Request(req) | Msg::Forward { req, .. } = &mut msg {
             req.timing.request += wire;
         }
         let blk = msg.blk();
-        let w = blk.map_or(0, |b| self.lms.worker_for(b));
+        let w = blk.map_or(0, |b| self.gc.lms.worker_for(b));
         let job = match msg {
             Msg::Forward {
                 req,
@@ -34,7 +81,7 @@ impl Instance {
             } => Job::Serve(self.boxed_serve(Serve::new(req, master, shared))),
             msg => Job::Msg { from, msg },
         };
-        if let Err(full) = self.lms.enqueue(w, job, self.now) {
+        if let Err(full) = self.gc.lms.enqueue(w, job, self.k.now()) {
             self.error(format!(
                 "LMS{} queue full ({} jobs): dropped a message from {from}",
                 full.worker,
@@ -46,41 +93,41 @@ impl Instance {
     }
 
     /// The master (this instance) routes a request to itself as holder: serve it next.
-    pub(super) fn lms_serve_here(&mut self, req: Request, shared: bool) {
-        let w = self.lms.worker_for(req.blk);
+    pub(in crate::instance) fn lms_serve_here(&mut self, req: Request, shared: bool) {
+        let w = self.gc.lms.worker_for(req.blk);
         let me = self.id;
         let job = Job::Serve(self.boxed_serve(Serve::new(req, me, shared)));
-        self.lms.enqueue_front(w, job, self.now);
+        self.gc.lms.enqueue_front(w, job, self.k.now());
         self.lms_kick(w);
     }
 
     /// An idle worker takes its next job and asks for the CPU it needs.
     fn lms_kick(&mut self, w: u8) {
-        let Some(job) = self.lms.start_next(w) else {
+        let Some(job) = self.gc.lms.start_next(w) else {
             return;
         };
         // Disjoint borrows: the job keeps the CR copy it builds; the rest is read.
         let view = HolderView {
             cache: &self.cache,
-            costs: &self.costs,
-            lgwr: &self.lgwr,
-            scn: self.scn,
-            fairness_threshold: self.params.fairness_threshold,
+            costs: self.k.costs(),
+            lgwr: self.redo.lgwr(),
+            scn: self.k.scn(),
+            fairness_threshold: self.k.params().fairness_threshold,
         };
-        let txns = &self.txns;
+        let txns = self.fg.txns();
         let demand = view.job_demand(job, &|x| txns.state(x));
-        let proc = self.lms.proc(w);
+        let proc = self.gc.lms.proc(w);
         self.cpu(proc, demand);
     }
 
-    pub(super) fn lms_step_done(&mut self, w: u8, d: StepDone) {
-        let Some((job, queued)) = self.lms.finish(w) else {
+    pub(in crate::instance) fn lms_step_done(&mut self, w: u8, d: StepDone) {
+        let Some((job, queued)) = self.gc.lms.finish(w) else {
             return;
         };
         let wait = d.started_at.saturating_sub(queued)
             + d.waited.saturating_sub(d.started_at - d.requested_at);
         let run = (d.done_at - d.requested_at).saturating_sub(d.waited);
-        self.stats.add(Stat::GcsMsgsProcessTime, run);
+        self.k.add(Stat::GcsMsgsProcessTime, run);
         if self.tracing() {
             self.trace_lms_job(w, &job);
         }
@@ -135,8 +182,9 @@ impl Instance {
             }
             Msg::TxWait { xid, token } => match self.tx_report(xid) {
                 TxReport::Active => self
-                    .txns
-                    .wait_for_end(xid, super::TxWaiter::Remote(from, token)),
+                    .fg
+                    .txns_mut()
+                    .wait_for_end(xid, super::super::TxWaiter::Remote(from, token)),
                 report => self.send(from, Msg::TxStatus { xid, token, report }),
             },
             // Broadcast on commit: the SCN was applied when the message
@@ -174,12 +222,15 @@ impl Instance {
                     self.down_converted(s.req, s.master);
                     return;
                 }
-                if self.cache.fairness_due(buf, self.params.fairness_threshold) {
+                if self
+                    .cache
+                    .fairness_due(buf, self.k.params().fairness_threshold)
+                {
                     // Enough CR copies built from a block nobody here is
                     // changing: hold it in S instead, and let readers take
                     // the shared current image and roll it back themselves.
                     self.cache.down_convert(buf);
-                    self.stats.incr(Stat::GcCrFairnessDownConverts);
+                    self.k.incr(Stat::GcCrFairnessDownConverts);
                     self.down_converted(s.req, s.master);
                     return;
                 }
@@ -189,23 +240,23 @@ impl Instance {
                     Some((scn, b)) if scn == scn_now => b,
                     _ => self.build_for(buf, &s.req),
                 };
-                self.stats.add(
+                self.k.add(
                     Stat::GcCrBlockBuildTime,
-                    run.saturating_sub(self.costs.lms_send),
+                    run.saturating_sub(self.k.costs().lms_send),
                 );
                 if let Ok(cp) = &built
                     && cp.undo_applied > 0
                 {
-                    self.stats.incr(Stat::GcCrBlocksBuilt);
+                    self.k.incr(Stat::GcCrBlocksBuilt);
                 }
                 if built.is_err() {
-                    self.stats.incr(Stat::GcCrLightWorks);
+                    self.k.incr(Stat::GcCrLightWorks);
                 }
                 s.built = Some((scn_now, built));
-                if self.lgwr.redo_pending(self.cache.get(buf).last_rba) {
+                if self.redo.redo_pending(self.cache.get(buf).last_rba) {
                     self.park_for_flush(w, s, buf);
                 } else {
-                    self.ship(s, buf, self.costs.lms_send.min(run));
+                    self.ship(s, buf, self.k.costs().lms_send.min(run));
                 }
             }
             (ReqKind::Cr { .. }, true) => {
@@ -216,7 +267,7 @@ impl Instance {
                 // A shared copy this instance down-converted may still have
                 // redo in memory: the image waits for the flush, as a
                 // current block does.
-                if self.lgwr.redo_pending(self.cache.get(buf).last_rba) {
+                if self.redo.redo_pending(self.cache.get(buf).last_rba) {
                     self.park_for_flush(w, s, buf);
                 } else {
                     self.ship(s, buf, run);
@@ -224,15 +275,15 @@ impl Instance {
             }
             (ReqKind::Current { .. }, _) => {
                 if self.cache.get(buf).pinned() {
-                    let id = self.lms.park(w, s, self.now);
-                    self.lms.wait_for_pin(blk, w, id);
+                    let id = self.gc.lms.park(w, s, self.k.now());
+                    self.gc.lms.wait_for_pin(blk, w, id);
                     return;
                 }
                 self.cache.set_leaving(buf, true);
-                if self.lgwr.redo_pending(self.cache.get(buf).last_rba) {
+                if self.redo.redo_pending(self.cache.get(buf).last_rba) {
                     self.park_for_flush(w, s, buf);
                 } else {
-                    self.ship(s, buf, self.costs.lms_send.min(run));
+                    self.ship(s, buf, self.k.costs().lms_send.min(run));
                 }
             }
         }
@@ -245,7 +296,7 @@ impl Instance {
         self.cache
             .get(buf)
             .image
-            .build_cr(snapshot, reader, self.scn, &|x| self.tx_state(x))
+            .build_cr(snapshot, reader, self.k.scn(), &|x| self.tx_state(x))
     }
 
     /// This instance holds the block in S only (it down-converted for
@@ -270,64 +321,58 @@ impl Instance {
 
     fn park_for_flush(&mut self, w: u8, s: Box<Serve>, buf: BufId) {
         let rba = self.cache.get(buf).last_rba;
-        let id = self.lms.park(w, s, self.now);
+        let id = self.gc.lms.park(w, s, self.k.now());
         self.request_flush(rba, Some(FlushWaiter::Lms(w, id)));
     }
 
     /// LGWR made the redo durable: the parked job can send.
-    pub(super) fn lms_flushed(&mut self, w: u8, job: u64) {
-        let Some((mut s, since)) = self.lms.unpark(w, job) else {
+    pub(in crate::instance) fn lms_flushed(&mut self, w: u8, job: u64) {
+        let Some((mut s, since)) = self.gc.lms.unpark(w, job) else {
             return;
         };
-        let took = self.now - since;
+        let took = self.k.now() - since;
         self.wait_event(Wait::GcsLogFlushSync, took, false);
-        self.trace_background_wait(self.lms.proc(w), Wait::GcsLogFlushSync, took);
+        self.trace_background_wait(self.gc.lms.proc(w), Wait::GcsLogFlushSync, took);
         s.req.timing.flush += took;
         // Counted with its time when it completes, so an interval's average is
         // never a time without its count (or a count without its time).
         match s.req.kind {
             ReqKind::Cr { .. } => {
-                self.stats.incr(Stat::GcCrBlocksFlushed);
-                self.stats.add(Stat::GcCrBlockFlushTime, took)
+                self.k.incr(Stat::GcCrBlocksFlushed);
+                self.k.add(Stat::GcCrBlockFlushTime, took)
             }
             ReqKind::Current { .. } => {
-                self.stats.incr(Stat::GcCurrentBlocksFlushed);
-                self.stats.add(Stat::GcCurrentBlockFlushTime, took)
+                self.k.incr(Stat::GcCurrentBlocksFlushed);
+                self.k.add(Stat::GcCurrentBlockFlushTime, took)
             }
         }
         s.stage = Stage::Send;
-        self.lms.enqueue_front(w, Job::Serve(s), self.now);
+        self.gc.lms.enqueue_front(w, Job::Serve(s), self.k.now());
         self.lms_kick(w);
     }
 
     /// A local pin on `blk` was released: resume LMS jobs waiting for it.
     #[inline]
-    pub(super) fn unpinned(&mut self, blk: BlockAddr) {
-        let Some(list) = self.lms.pin_released(blk) else {
+    pub(in crate::instance) fn unpinned(&mut self, blk: BlockAddr) {
+        let Some(list) = self.gc.lms.pin_released(blk) else {
             return;
         };
         for (w, id) in list {
-            let Some((mut s, since)) = self.lms.unpark(w, id) else {
+            let Some((mut s, since)) = self.gc.lms.unpark(w, id) else {
                 continue;
             };
-            let took = self.now - since;
+            let took = self.k.now() - since;
             s.req.timing.pin += took;
-            self.stats.add(Stat::GcCurrentBlockPinTime, took);
+            self.k.add(Stat::GcCurrentBlockPinTime, took);
             s.stage = Stage::AfterPin;
-            self.lms.enqueue_front(w, Job::Serve(s), self.now);
+            self.gc.lms.enqueue_front(w, Job::Serve(s), self.k.now());
             self.lms_kick(w);
         }
     }
 
-    /// `serve` in a box, a spare one if there is one (see `spare_serves`).
+    /// `serve` in a box, a spare one if there is one.
     fn boxed_serve(&mut self, serve: Serve) -> Box<Serve> {
-        match self.spare_serves.pop() {
-            Some(mut b) => {
-                *b = serve;
-                b
-            }
-            None => Box::new(serve),
-        }
+        self.gc.spares.serves.wrap(serve)
     }
 
     /// Send the block to the requester.
@@ -342,8 +387,8 @@ impl Instance {
         };
         let (kind, block, pi_kept) = match (req.kind, s.shared) {
             (ReqKind::Cr { .. }, false) => {
-                self.stats.incr(Stat::GcCrBlocksServed);
-                self.stats.add(Stat::GcCrBlockSendTime, send_time);
+                self.k.incr(Stat::GcCrBlocksServed);
+                self.k.add(Stat::GcCrBlockSendTime, send_time);
                 match s.built.take() {
                     Some((_, Ok(cp))) => {
                         let kind = ShipKind::Cr {
@@ -357,23 +402,20 @@ impl Instance {
                 }
             }
             (ReqKind::Cr { .. }, true) => {
-                self.stats.incr(Stat::GcCrBlocksServed);
-                self.stats.add(Stat::GcCrBlockSendTime, send_time);
+                self.k.incr(Stat::GcCrBlocksServed);
+                self.k.add(Stat::GcCrBlockSendTime, send_time);
                 (ShipKind::Shared, self.cache.get(buf).image.clone(), false)
             }
             (ReqKind::Current { .. }, _) => {
-                self.stats.incr(Stat::GcCurrentBlocksServed);
-                self.stats.add(Stat::GcCurrentBlockSendTime, send_time);
+                self.k.incr(Stat::GcCurrentBlocksServed);
+                self.k.add(Stat::GcCurrentBlockSendTime, send_time);
                 let (block, pi) = self.give_up_current(buf);
                 (ShipKind::Current, block, pi)
             }
         };
         let congested = s.congested;
         // Emptied of its CR copy above: kept for the next request served here.
-        const SPARE_SERVES_MAX: usize = 16;
-        if self.spare_serves.len() < SPARE_SERVES_MAX {
-            self.spare_serves.push(s);
-        }
+        self.gc.spares.serves.keep(s);
         let ship = self.box_shipment(Shipment {
             req,
             kind,
@@ -388,26 +430,17 @@ impl Instance {
         }
     }
 
-    /// `ship` in a box, a spare one if there is one (see `spare_ship_boxes`).
+    /// `ship` in a box, a spare one if there is one.
     fn box_shipment(&mut self, ship: Shipment) -> Box<Shipment> {
-        match self.spare_ship_boxes.pop() {
-            Some(mut b) => {
-                *b = ship;
-                b
-            }
-            None => Box::new(ship),
-        }
+        self.gc.spares.ships.wrap(ship)
     }
 
     /// The block a shipment carried here; the box is kept for a block
     /// shipped from here (a few at most: shipping takes them as fast as they come).
-    pub(super) fn unbox_shipped_block(&mut self, mut b: Box<Shipment>) -> Block {
-        const SPARE_BOXES_MAX: usize = 16;
+    pub(in crate::instance) fn unbox_shipped_block(&mut self, mut b: Box<Shipment>) -> Block {
         let empty = self.cache.placeholder(b.block.addr);
         let block = std::mem::replace(&mut b.block, empty);
-        if self.spare_ship_boxes.len() < SPARE_BOXES_MAX {
-            self.spare_ship_boxes.push(b);
-        }
+        self.gc.spares.ships.keep(b);
         block
     }
 
@@ -419,7 +452,12 @@ impl Instance {
     }
 
     /// The master asks this instance to drop its shared copy.
-    pub(super) fn invalidate_local(&mut self, master: InstId, blk: BlockAddr, req: u64) {
+    pub(in crate::instance) fn invalidate_local(
+        &mut self,
+        master: InstId,
+        blk: BlockAddr,
+        req: u64,
+    ) {
         if self.cache.invalidate_shared(blk) {
             self.error(format!(
                 "{master} invalidated the dirty shared copy of {blk} this instance writes"
@@ -435,13 +473,13 @@ impl Instance {
     }
 
     /// A write covered our past images of `blk`.
-    pub(super) fn discard_pi(&mut self, blk: BlockAddr, scn: Scn) {
+    pub(in crate::instance) fn discard_pi(&mut self, blk: BlockAddr, scn: Scn) {
         let discarded = self.cache.discard_past_images(blk, scn);
-        self.stats.add(Stat::GcsPastImagesDiscarded, discarded);
+        self.k.add(Stat::GcsPastImagesDiscarded, discarded);
         // A newer past image took over an older one's first-dirty address
         // (cache.rs, `give_up_current`); this instance's changes the write
         // covered are on disk now: what is not begins later.
-        if let Some(rba) = self.lgwr.rba_after(scn) {
+        if let Some(rba) = self.redo.rba_after(scn) {
             self.cache.past_images_on_disk_below(blk, rba);
         }
     }
@@ -449,9 +487,9 @@ impl Instance {
 
 /// What an LMS job's CPU demand depends on, read from the components that own it.
 struct HolderView<'a> {
-    cache: &'a super::cache::Cache,
+    cache: &'a super::super::cache::Cache,
     costs: &'a crate::config::Costs,
-    lgwr: &'a super::lgwr::Lgwr,
+    lgwr: &'a super::super::redo::Lgwr,
     scn: Scn,
     /// `_fairness_threshold`: see [`super::cache::Cache::fairness_due`].
     fairness_threshold: u32,

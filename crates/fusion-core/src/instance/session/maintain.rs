@@ -13,9 +13,9 @@
 //! one-row transactions cannot deadlock (the loader refuses several rows per
 //! transaction on a table with a bitmap index).
 
-use super::Instance;
-use super::cache::BufId;
-use super::execution::{Change, ExecPoint, IndexChange, Purpose};
+use super::super::Instance;
+use super::super::cache::BufId;
+use super::super::execution::{Change, ExecPoint, IndexChange, Purpose};
 use crate::bitmap::{chunk_of, count_in, piece_at};
 use crate::block::{Body, Change as BlockChange, TxState};
 use crate::config::{IndexKind, Nanos};
@@ -25,7 +25,7 @@ use crate::types::{BlockAddr, Xid};
 impl Instance {
     /// The index changes an update of row `key` from `old` to `new` needs,
     /// in the order they are made.
-    pub(super) fn maintenance(
+    pub(in crate::instance) fn maintenance(
         &self,
         table: usize,
         key: u64,
@@ -33,7 +33,7 @@ impl Instance {
         new: i64,
     ) -> Vec<IndexChange> {
         let mut out = Vec::new();
-        for (ix, l) in self.layout.indexes.iter().enumerate() {
+        for (ix, l) in self.k.layout().indexes.iter().enumerate() {
             if l.table != table || !l.maintained_on_update() || old == new {
                 continue;
             }
@@ -69,13 +69,13 @@ impl Instance {
     }
 
     /// Begin the next pending index change of session `sid`, or finish.
-    pub(super) fn next_maintenance(&mut self, sid: u32, table: usize) -> ExecPoint {
-        let Some(t) = self.sessions.session(sid).maint.first().copied() else {
+    pub(in crate::instance) fn next_maintenance(&mut self, sid: u32, table: usize) -> ExecPoint {
+        let Some(t) = self.fg.sessions.session(sid).maint.first().copied() else {
             return ExecPoint::None;
         };
-        let root = match self.layout.indexes[t.ix].kind {
-            IndexKind::BTree => self.layout.index_root(t.ix, t.key),
-            IndexKind::Bitmap => self.layout.indexes[t.ix].root,
+        let root = match self.k.layout().indexes[t.ix].kind {
+            IndexKind::BTree => self.k.layout().index_root(t.ix, t.key),
+            IndexKind::Bitmap => self.k.layout().indexes[t.ix].root,
         };
         ExecPoint::Index {
             ix: t.ix,
@@ -87,7 +87,7 @@ impl Instance {
     }
 
     /// A descent for a count or a change reached its leaf `blk`.
-    pub(super) fn leaf_reached(
+    pub(in crate::instance) fn leaf_reached(
         &mut self,
         buf: BufId,
         ix: usize,
@@ -117,30 +117,30 @@ impl Instance {
 
     /// CPU a visit of `buf` costs beyond the get itself: the pieces a count
     /// reads, or the piece a change rewrites.
-    pub(super) fn bitmap_work(&self, sid: u32, buf: BufId) -> Nanos {
+    pub(in crate::instance) fn bitmap_work(&self, sid: u32, buf: BufId) -> Nanos {
         let img = &self.cache.get(buf).image;
         if !matches!(*img.body, Body::Bitmap { .. }) {
             return 0;
         }
-        match &self.sessions.session(sid).cur {
+        match &self.fg.sessions.session(sid).cur {
             ExecPoint::Index {
                 purpose: Purpose::Count { value },
                 ..
-            } => self.costs.bitmap_piece * Nanos::from(count_in(img, *value).1),
-            ExecPoint::MaintLeaf { .. } => self.costs.bitmap_piece,
+            } => self.k.costs().bitmap_piece * Nanos::from(count_in(img, *value).1),
+            ExecPoint::MaintLeaf { .. } => self.k.costs().bitmap_piece,
             _ => 0,
         }
     }
 
     /// The leaf of the next change is pinned in current mode: make the
     /// change, or wait for the transaction holding it. `None` when the session waits.
-    pub(super) fn maintain_leaf(
+    pub(in crate::instance) fn maintain_leaf(
         &mut self,
         sid: u32,
         buf: BufId,
         table: usize,
     ) -> Option<ExecPoint> {
-        let Some(t) = self.sessions.session(sid).maint.first().copied() else {
+        let Some(t) = self.fg.sessions.session(sid).maint.first().copied() else {
             return Some(ExecPoint::None);
         };
         let blk = self.cache.get(buf).blk;
@@ -149,7 +149,7 @@ impl Instance {
             Change::Entry(_) => {
                 if !img.leaf_covers(t.at) {
                     // A split moved the entry since the descent: descend again.
-                    self.sessions.session_mut(sid).snapshot = self.scn;
+                    self.fg.sessions.session_mut(sid).snapshot = self.k.scn();
                     return Some(self.next_maintenance(sid, table));
                 }
                 img.leaf_lookup(t.at).map(|e| e.lock)
@@ -157,14 +157,14 @@ impl Instance {
             Change::Bit(_) => img.piece(t.at).map(|p| p.lock),
         };
         let Some(holder) = holder else {
-            self.errors.push(format!(
-                "{}: index {} has nothing at {} for key {}",
-                self.id, t.ix, t.at, t.key
+            self.error(format!(
+                "index {} has nothing at {} for key {}",
+                t.ix, t.at, t.key
             ));
-            self.sessions.session_mut(sid).maint.clear();
+            self.fg.sessions.session_mut(sid).maint.clear();
             return Some(ExecPoint::None);
         };
-        let my = self.sessions.session(sid).xid;
+        let my = self.fg.sessions.session(sid).xid;
         if !holder.is_none() && holder != my && self.roll_back_dead(buf, holder) {
             // A dead instance's transaction recovery rolled back here: look again.
             return self.maintain_leaf(sid, buf, table);
@@ -192,10 +192,10 @@ impl Instance {
         if self.change_block(buf, change, xid, scn, 150) {
             self.touch_block(sid, blk);
             if matches!(t.change, Change::Bit(_)) {
-                self.stats.incr(Stat::BitmapPiecesChanged);
+                self.k.incr(Stat::BitmapPiecesChanged);
             }
         }
-        self.sessions.session_mut(sid).maint.remove(0);
+        self.fg.sessions.session_mut(sid).maint.remove(0);
         Some(self.next_maintenance(sid, table))
     }
 }

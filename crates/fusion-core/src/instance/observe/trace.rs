@@ -9,8 +9,8 @@
 //! (a CPU step's `StepDone`, a wait's start and end), so the trace shows the
 //! same waits the report counts.
 
-use super::Instance;
-use super::lms::Job;
+use super::super::Instance;
+use super::super::gc::Job;
 use crate::config::Nanos;
 use crate::cpu::{ProcId, StepDone};
 use crate::msg::Msg;
@@ -114,18 +114,18 @@ impl TraceLog {
 impl Instance {
     /// Keep trace records from now on (`on`), or stop and forget them.
     pub fn set_tracing(&mut self, on: bool) {
-        self.trace = on.then(Box::default);
+        self.obs.trace = on.then(Box::default);
     }
 
     /// Whether trace records are kept.
     pub fn tracing(&self) -> bool {
-        self.trace.is_some()
+        self.obs.trace.is_some()
     }
 
     /// Move the records made since the last drain to `out`, in the order
     /// they were made; returns how many were dropped since (the log full).
     pub fn drain_trace(&mut self, out: &mut Vec<TraceRecord>) -> u64 {
-        match self.trace.as_mut() {
+        match self.obs.trace.as_mut() {
             Some(log) => {
                 out.append(&mut log.records);
                 std::mem::take(&mut log.dropped)
@@ -136,15 +136,15 @@ impl Instance {
 
     /// The name of a process (`oracle3`, `LMS0`, `LGWR`, `DBW0`, `stress1`, `P000`).
     pub fn process_name(&self, proc: ProcId) -> Option<&str> {
-        self.proc_names.get(proc as usize).map(String::as_str)
+        self.k.proc_name(proc)
     }
 
-    // Each hook below is inlined to one test of `self.trace`; the record is
+    // Each hook below is inlined to one test of `self.obs.trace`; the record is
     // only built when tracing is on.
 
     #[inline(always)]
-    pub(super) fn trace_cpu(&mut self, d: StepDone) {
-        if let Some(log) = self.trace.as_mut() {
+    pub(in crate::instance) fn trace_cpu(&mut self, d: StepDone) {
+        if let Some(log) = self.obs.trace.as_mut() {
             log.push(TraceRecord::Cpu {
                 proc: d.proc,
                 requested_at: d.requested_at,
@@ -157,60 +157,77 @@ impl Instance {
 
     /// A foreground wait of `took` ending now.
     #[inline(always)]
-    pub(super) fn trace_wait(&mut self, proc: ProcId, event: Wait, took: Nanos) {
-        if let Some(log) = self.trace.as_mut() {
+    pub(in crate::instance) fn trace_wait(&mut self, proc: ProcId, event: Wait, took: Nanos) {
+        if let Some(log) = self.obs.trace.as_mut() {
             log.push(TraceRecord::Wait {
                 proc,
                 event,
-                began: self.now.saturating_sub(took),
-                ended: self.now,
+                began: self.k.now().saturating_sub(took),
+                ended: self.k.now(),
             });
         }
     }
 
     /// A background wait of `took` ending now.
     #[inline(always)]
-    pub(super) fn trace_background_wait(&mut self, proc: ProcId, event: Wait, took: Nanos) {
-        if let Some(log) = self.trace.as_mut() {
+    pub(in crate::instance) fn trace_background_wait(
+        &mut self,
+        proc: ProcId,
+        event: Wait,
+        took: Nanos,
+    ) {
+        if let Some(log) = self.obs.trace.as_mut() {
             log.push(TraceRecord::BackgroundWait {
                 proc,
                 event,
-                began: self.now.saturating_sub(took),
-                ended: self.now,
+                began: self.k.now().saturating_sub(took),
+                ended: self.k.now(),
             });
         }
     }
 
     /// A fully-loaded hog began (`busy`) or stopped asking for a CPU now.
     #[inline(always)]
-    pub(super) fn trace_hog(&mut self, proc: ProcId, busy: bool) {
-        if let Some(log) = self.trace.as_mut() {
+    pub(in crate::instance) fn trace_hog(&mut self, proc: ProcId, busy: bool) {
+        if let Some(log) = self.obs.trace.as_mut() {
             log.push(TraceRecord::Hog {
                 proc,
                 busy,
-                at: self.now,
+                at: self.k.now(),
             });
         }
     }
 
     /// Request `req` of `requester` passed `hop` on `proc` now.
     #[inline(always)]
-    pub(super) fn trace_hop(&mut self, requester: InstId, req: u64, hop: Hop, proc: ProcId) {
-        if let Some(log) = self.trace.as_mut() {
+    pub(in crate::instance) fn trace_hop(
+        &mut self,
+        requester: InstId,
+        req: u64,
+        hop: Hop,
+        proc: ProcId,
+    ) {
+        if let Some(log) = self.obs.trace.as_mut() {
             log.push(TraceRecord::Transfer {
                 id: TransferId { requester, req },
                 hop,
                 proc,
-                at: self.now,
+                at: self.k.now(),
             });
         }
     }
 
     /// Session `sid`'s request `req` (of `requester`) passed `hop` now.
     #[inline(always)]
-    pub(super) fn trace_session_hop(&mut self, sid: u32, requester: InstId, req: u64, hop: Hop) {
+    pub(in crate::instance) fn trace_session_hop(
+        &mut self,
+        sid: u32,
+        requester: InstId,
+        req: u64,
+        hop: Hop,
+    ) {
         if self.tracing() {
-            let proc = self.sessions.session(sid).proc;
+            let proc = self.fg.sessions().session(sid).proc;
             self.trace_hop(requester, req, hop, proc);
         }
     }
@@ -218,8 +235,8 @@ impl Instance {
     /// LMS worker `w` finished a step of `job`: a request's hop at its
     /// master or its holder.
     #[cold]
-    pub(super) fn trace_lms_job(&mut self, w: u8, job: &Job) {
-        let proc = self.lms.proc(w);
+    pub(in crate::instance) fn trace_lms_job(&mut self, w: u8, job: &Job) {
+        let proc = self.gc.lms_proc(w);
         match job {
             Job::Msg {
                 msg: Msg::Request(req) | Msg::DownConverted { req } | Msg::NotHeld { req },

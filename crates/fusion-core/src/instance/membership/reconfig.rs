@@ -21,10 +21,10 @@
 //!
 //! `Reconfig` owns the freeze and the held messages; the instance routes.
 
-use super::cache::BufState;
+use super::super::cache::BufState;
+use super::super::gc::PROMOTE_REQ;
+use super::super::{Instance, IoPurpose};
 use super::css::names;
-use super::gcs::PROMOTE_REQ;
-use super::{Instance, IoPurpose};
 use crate::config::Nanos;
 use crate::msg::{Envelope, Held, LockMode, Mode, Msg, Rebuild, Request, ResName};
 use crate::types::{BlockAddr, InstId, InstSet};
@@ -65,7 +65,7 @@ pub(super) struct Reconfig {
 }
 
 impl Reconfig {
-    pub(super) fn frozen(&self) -> bool {
+    pub(in crate::instance) fn frozen(&self) -> bool {
         self.waiting.is_some()
     }
 
@@ -83,10 +83,10 @@ impl Instance {
     /// discarded, newer ones wait until this instance joins (a member's
     /// report makes it join at once), and while frozen everything but the
     /// reports is held.
-    pub(super) fn receive(&mut self, env: Envelope) {
-        let mine = self.css.incarnation();
+    pub(in crate::instance) fn receive(&mut self, env: Envelope) {
+        let mine = self.membership.css.incarnation();
         if env.incarnation < mine {
-            self.stats.incr(crate::stats::Stat::GcsMessagesDiscarded);
+            self.k.incr(crate::stats::Stat::GcsMessagesDiscarded);
             return;
         }
         if env.incarnation > mine {
@@ -104,20 +104,20 @@ impl Instance {
                     return;
                 }
                 _ => {
-                    if self.reconfig.early.len() < HELD_MESSAGES_MAX {
-                        self.reconfig.early.push(env);
+                    if self.membership.reconfig.early.len() < HELD_MESSAGES_MAX {
+                        self.membership.reconfig.early.push(env);
                     } else {
-                        self.reconfig.dropped += 1;
+                        self.membership.reconfig.dropped += 1;
                     }
                     return;
                 }
             }
-            if env.incarnation != self.css.incarnation() {
+            if env.incarnation != self.membership.css.incarnation() {
                 self.error(format!(
                     "{} reported incarnation {} but joining it made this one {}",
                     env.from,
                     env.incarnation,
-                    self.css.incarnation()
+                    self.membership.css.incarnation()
                 ));
                 return;
             }
@@ -126,26 +126,33 @@ impl Instance {
             self.on_rebuild(env.from, *r);
             return;
         }
-        if self.reconfig.frozen() {
-            self.reconfig.hold(HeldWork::Message(env));
+        if self.membership.reconfig.frozen() {
+            self.membership.reconfig.hold(HeldWork::Message(env));
             return;
         }
         self.on_message(env);
     }
 
     /// A block request for the master here: held while frozen.
-    pub(super) fn dir_request(&mut self, req: Request) {
-        if self.reconfig.frozen() {
-            self.reconfig.hold(HeldWork::Request(req));
+    pub(in crate::instance) fn dir_request(&mut self, req: Request) {
+        if self.membership.reconfig.frozen() {
+            self.membership.reconfig.hold(HeldWork::Request(req));
             return;
         }
         self.dir_request_now(req);
     }
 
     /// An enqueue conversion for the master here: held while frozen.
-    pub(super) fn ges_convert_here(&mut self, res: ResName, mode: LockMode, token: u64) {
-        if self.reconfig.frozen() {
-            self.reconfig.hold(HeldWork::Convert(res, mode, token));
+    pub(in crate::instance) fn ges_convert_here(
+        &mut self,
+        res: ResName,
+        mode: LockMode,
+        token: u64,
+    ) {
+        if self.membership.reconfig.frozen() {
+            self.membership
+                .reconfig
+                .hold(HeldWork::Convert(res, mode, token));
             return;
         }
         let me = self.id;
@@ -154,22 +161,20 @@ impl Instance {
 
     /// The directory is frozen: sessions may not take the local master's
     /// free-lock shortcut.
-    pub(super) fn grd_frozen(&self) -> bool {
-        self.reconfig.frozen()
+    pub(in crate::instance) fn grd_frozen(&self) -> bool {
+        self.membership.reconfig.frozen()
     }
 
     /// The new incarnation begins here: drop the old one's global state,
     /// freeze, report what this instance holds, and ask again for what it
     /// waited for. `dead` left the cluster.
-    pub(super) fn begin_reconfig(&mut self, dead: InstSet) {
-        let members = self.css.members();
-        let now = self.now;
-        self.directory.clear();
-        self.ges.clear_master();
-        self.lms.purge();
-        self.reconfig.waiting = Some(members);
-        self.reconfig.frozen_at = now;
-        self.reconfig.held.clear();
+    pub(in crate::instance) fn begin_reconfig(&mut self, dead: InstSet) {
+        let members = self.membership.css.members();
+        let now = self.k.now();
+        self.gc.freeze();
+        self.membership.reconfig.waiting = Some(members);
+        self.membership.reconfig.frozen_at = now;
+        self.membership.reconfig.held.clear();
         // This instance's own report goes into its directory at once, so
         // that whatever changes here during the freeze comes after it.
         let mut reports = self.holdings(members);
@@ -177,21 +182,20 @@ impl Instance {
             let (me, own) = reports.remove(pos);
             self.apply_report(me, own);
         }
-        self.reconfig.reports = reports;
+        self.membership.reconfig.reports = reports;
         self.resubmit(members);
         // Every thread no recovery finished yet: the recovering instance of
         // an earlier reconfiguration may be among the dead.
-        self.unrecovered = InstSet((self.unrecovered.0 | dead.0) & !members.0);
-        let to_recover = self.unrecovered;
+        let to_recover = self.membership.standing.threads_to_recover(dead, members);
         let recoverer = members.first() == Some(self.id);
         if recoverer && !to_recover.is_empty() {
-            self.alert.write(now, "Post SMON to start 1st pass IR");
+            self.obs.alert(now, "Post SMON to start 1st pass IR");
             self.smon_start(to_recover);
         } else {
             self.send_reports();
         }
         // Messages of this incarnation that came before this instance joined it.
-        let early = std::mem::take(&mut self.reconfig.early);
+        let early = std::mem::take(&mut self.membership.reconfig.early);
         for env in early {
             self.receive(env);
         }
@@ -207,8 +211,8 @@ impl Instance {
                     Rebuild {
                         members,
                         // What recovery found so far, for an instance that joins.
-                        dead: self.txns.dead_threads().to_vec(),
-                        xid_base: self.txns.base(),
+                        dead: self.fg.txns().dead_threads().to_vec(),
+                        xid_base: self.fg.txns().base(),
                         ..Rebuild::default()
                     },
                 )
@@ -229,7 +233,7 @@ impl Instance {
         }
         // A block granted and still being read from disk is held in the
         // mode granted: the old master recorded it so.
-        for purpose in self.io.values() {
+        for purpose in self.k.io_in_flight() {
             if let IoPurpose::GrantRead { blk, mode, .. } = *purpose {
                 let held = match mode {
                     Mode::X => Held::X { dirty: false },
@@ -244,7 +248,7 @@ impl Instance {
             let i = slot(&reports, m);
             reports[i].1.blocks.push((blk, held));
         }
-        for (res, mode, lvb) in self.ges.held() {
+        for (res, mode, lvb) in self.gc.held_enqueues() {
             let m = self.enqueue_master(res);
             let i = slot(&reports, m);
             reports[i].1.locks.push((res, mode, lvb));
@@ -254,8 +258,8 @@ impl Instance {
 
     /// Send this instance's reports (the recovering instance once it has
     /// read the dead threads and added its claims).
-    pub(super) fn send_reports(&mut self) {
-        let reports = std::mem::take(&mut self.reconfig.reports);
+    pub(in crate::instance) fn send_reports(&mut self) {
+        let reports = std::mem::take(&mut self.membership.reconfig.reports);
         for (to, report) in reports {
             self.send(to, Msg::Rebuild(Box::new(report)));
         }
@@ -265,7 +269,7 @@ impl Instance {
 
     /// Add the recovering instance's claims and what it learned of the dead
     /// transactions to the reports still to be sent.
-    pub(super) fn add_to_reports(
+    pub(in crate::instance) fn add_to_reports(
         &mut self,
         claims: Vec<BlockAddr>,
         dead: Vec<crate::msg::DeadThread>,
@@ -273,15 +277,21 @@ impl Instance {
         for blk in claims {
             let m = self.block_master(blk);
             if m == self.id {
-                self.directory.claim(blk);
-            } else if let Some((_, r)) = self.reconfig.reports.iter_mut().find(|(i, _)| *i == m) {
+                self.gc.claim(blk);
+            } else if let Some((_, r)) = self
+                .membership
+                .reconfig
+                .reports
+                .iter_mut()
+                .find(|(i, _)| *i == m)
+            {
                 r.claims.push(blk);
             }
         }
         for d in &dead {
-            self.txns.learn_dead(d);
+            self.fg.txns_mut().learn_dead(d);
         }
-        for (_, r) in &mut self.reconfig.reports {
+        for (_, r) in &mut self.membership.reconfig.reports {
             r.dead.extend(dead.iter().cloned());
         }
     }
@@ -290,14 +300,14 @@ impl Instance {
     fn resubmit(&mut self, members: InstSet) {
         // Requests granted and being read from disk were reported as held.
         let reading: rustc_hash::FxHashSet<(BlockAddr, u64)> = self
-            .io
-            .values()
+            .k
+            .io_in_flight()
             .filter_map(|purpose| match *purpose {
                 IoPurpose::GrantRead { blk, req, .. } => Some((blk, req)),
                 _ => None,
             })
             .collect();
-        for (blk, p) in self.sessions.outstanding_requests() {
+        for (blk, p) in self.fg.sessions().outstanding_requests() {
             if reading.contains(&(blk, p.id)) {
                 continue;
             }
@@ -308,10 +318,10 @@ impl Instance {
                 kind: p.kind,
                 timing: crate::msg::Timing::default(),
             };
-            self.stats.incr(crate::stats::Stat::GcsRequestsResubmitted);
+            self.k.incr(crate::stats::Stat::GcsRequestsResubmitted);
             self.submit_request(req);
         }
-        for (res, mode, token) in self.ges.pending_converts() {
+        for (res, mode, token) in self.gc.pending_converts() {
             let master = self.enqueue_master(res);
             if master == self.id {
                 self.ges_convert_here(res, mode, token);
@@ -319,7 +329,7 @@ impl Instance {
                 self.send(master, Msg::EnqConvert { res, mode, token });
             }
         }
-        for (token, l) in self.sessions.outstanding_lookups() {
+        for (token, l) in self.fg.sessions().outstanding_lookups() {
             let owner = l.xid.inst();
             if members.contains(owner) {
                 let msg = if l.wait {
@@ -329,23 +339,14 @@ impl Instance {
                 };
                 self.send(owner, msg);
             } else {
-                self.reconfig.dead_lookups.push(token);
+                self.membership.reconfig.dead_lookups.push(token);
             }
         }
-        let others = members.len().saturating_sub(1);
-        let now = self.now;
-        for seq in self.lgwr.rebroadcast(others, now, &mut self.stats) {
-            for to in members.without(self.id).iter() {
-                self.send(to, Msg::ScnBroadcast { seq });
-            }
-        }
-        while let Some(s) = self.lgwr.next_acked() {
-            self.session_flushed(s);
-        }
+        self.lgwr_rebroadcast(members);
     }
 
     /// A block request to its master, here or remote.
-    pub(super) fn submit_request(&mut self, req: Request) {
+    pub(in crate::instance) fn submit_request(&mut self, req: Request) {
         let master = self.block_master(req.blk);
         if master == self.id {
             self.dir_request(req);
@@ -356,16 +357,21 @@ impl Instance {
 
     /// A question about a transaction of an instance that is no longer a
     /// member: answered here once recovery says what it found.
-    pub(super) fn ask_dead(&mut self, token: u64) {
-        self.reconfig.dead_lookups.push(token);
-        if !self.reconfig.frozen() {
+    pub(in crate::instance) fn ask_dead(&mut self, token: u64) {
+        self.membership.reconfig.dead_lookups.push(token);
+        if !self.membership.reconfig.frozen() {
             self.answer_dead_lookups();
         }
     }
 
     /// A member's report for the new incarnation.
     fn on_rebuild(&mut self, from: InstId, r: Rebuild) {
-        if !self.reconfig.waiting.is_some_and(|w| w.contains(from)) {
+        if !self
+            .membership
+            .reconfig
+            .waiting
+            .is_some_and(|w| w.contains(from))
+        {
             self.error(format!(
                 "{from} sent a reconfiguration report nobody waited for"
             ));
@@ -377,23 +383,23 @@ impl Instance {
 
     fn apply_report(&mut self, from: InstId, r: Rebuild) {
         for (blk, held) in r.blocks {
-            self.directory.rebuild(from, blk, held);
+            self.gc.rebuild(from, blk, held);
         }
         for (res, mode, lvb) in r.locks {
-            self.ges.rebuild(from, res, mode, lvb);
+            self.gc.rebuild_enqueue(from, res, mode, lvb);
         }
         for blk in r.claims {
-            self.directory.claim(blk);
+            self.gc.claim(blk);
         }
-        self.txns.member_base(from, r.xid_base);
+        self.fg.txns_mut().member_base(from, r.xid_base);
         for d in &r.dead {
-            self.txns.learn_dead(d);
+            self.fg.txns_mut().learn_dead(d);
         }
     }
 
     /// `from`'s report is complete; once every member's is, unfreeze.
     fn member_reported(&mut self, from: InstId) {
-        let Some(waiting) = self.reconfig.waiting.as_mut() else {
+        let Some(waiting) = self.membership.reconfig.waiting.as_mut() else {
             return;
         };
         waiting.remove(from);
@@ -405,32 +411,32 @@ impl Instance {
     /// Every member reported: promote the newest past images of blocks
     /// nobody holds current, unfreeze, and serve what was held.
     fn unfreeze(&mut self) {
-        self.reconfig.waiting = None;
-        let now = self.now;
-        for (blk, holder) in self.directory.finish_rebuild() {
+        self.membership.reconfig.waiting = None;
+        let now = self.k.now();
+        for (blk, holder) in self.gc.finish_rebuild() {
             if holder == self.id {
                 self.on_promote(blk);
             } else {
                 self.send(holder, Msg::Promote { blk });
             }
         }
-        if self.reconfig.dropped > 0 {
-            let n = std::mem::take(&mut self.reconfig.dropped);
+        if self.membership.reconfig.dropped > 0 {
+            let n = std::mem::take(&mut self.membership.reconfig.dropped);
             self.error(format!(
                 "{n} messages dropped while the directory was frozen (at most {HELD_MESSAGES_MAX} are held)"
             ));
         }
-        self.alert
-            .write(now, "Submitted all GCS remote-cache requests");
-        self.alert.write(
+        self.obs
+            .alert(now, "Submitted all GCS remote-cache requests");
+        self.obs.alert(
             now,
             format!(
                 "Reconfiguration complete (total time {:.1} secs)",
-                now.saturating_sub(self.reconfig.frozen_at) as f64 / 1e9
+                now.saturating_sub(self.membership.reconfig.frozen_at) as f64 / 1e9
             ),
         );
         self.answer_dead_lookups();
-        let held = std::mem::take(&mut self.reconfig.held);
+        let held = std::mem::take(&mut self.membership.reconfig.held);
         for work in held {
             match work {
                 HeldWork::Message(env) => self.on_message(env),
@@ -442,21 +448,22 @@ impl Instance {
             }
         }
         self.smon_unfrozen();
-        if std::mem::take(&mut self.sessions_pending) {
+        if self.membership.standing.join_done() {
             // A restarted instance joined: its sessions log on now.
-            self.alert
-                .write(now, "Instance joined the cluster: sessions start");
+            self.obs
+                .alert(now, "Instance joined the cluster: sessions start");
             self.start_sessions();
         }
     }
 
     /// Answer the questions about dead instances' transactions from what recovery found.
     fn answer_dead_lookups(&mut self) {
-        let tokens = std::mem::take(&mut self.reconfig.dead_lookups);
+        let tokens = std::mem::take(&mut self.membership.reconfig.dead_lookups);
         let mut unknown = Vec::new();
         for token in tokens {
             let Some(l) = self
-                .sessions
+                .fg
+                .sessions()
                 .outstanding_lookups()
                 .into_iter()
                 .find(|(t, _)| *t == token)
@@ -464,7 +471,7 @@ impl Instance {
             else {
                 continue;
             };
-            if !self.txns.knows_dead(l.xid.inst()) {
+            if !self.fg.txns().knows_dead(l.xid.inst()) {
                 unknown.push(token);
                 continue;
             }
@@ -474,13 +481,13 @@ impl Instance {
             };
             self.on_tx_status(l.xid, token, report);
         }
-        self.reconfig.dead_lookups = unknown;
+        self.membership.reconfig.dead_lookups = unknown;
     }
 
     /// The master made this instance's newest past image of `blk` the
     /// current block (X): it was shipped to an instance that died, or the
     /// transfer was lost with the old incarnation.
-    pub(super) fn on_promote(&mut self, blk: BlockAddr) {
+    pub(in crate::instance) fn on_promote(&mut self, blk: BlockAddr) {
         // The disk may hold a newer image than the past image: a write whose
         // `Written` was lost with the old incarnation did not discard it.
         self.start_io(
@@ -492,7 +499,11 @@ impl Instance {
     /// The disk's image of `blk` is as of `disk_scn`: promote the newest
     /// past image if it is newer, else drop the past images the disk covers
     /// and leave the block to the disk.
-    pub(super) fn on_promote_checked(&mut self, blk: BlockAddr, disk_scn: crate::types::Scn) {
+    pub(in crate::instance) fn on_promote_checked(
+        &mut self,
+        blk: BlockAddr,
+        disk_scn: crate::types::Scn,
+    ) {
         let newest = self
             .cache
             .buffers_of(blk)
@@ -505,7 +516,7 @@ impl Instance {
                 if self.cache.current(blk).is_none() && self.cache.get(id).image.scn > disk_scn =>
             {
                 self.cache.set_state(id, BufState::Xcur);
-                self.stats.incr(crate::stats::Stat::GcsPastImagesPromoted);
+                self.k.incr(crate::stats::Stat::GcsPastImagesPromoted);
                 if master == me {
                     self.dir_installed(me, blk, PROMOTE_REQ, Mode::X, None, false);
                 } else {
@@ -535,14 +546,14 @@ impl Instance {
     }
 
     /// The alert log's lines at the start of a reconfiguration.
-    pub(super) fn alert_reconfiguration(&mut self, old: u32, new: u32, dead: InstSet) {
-        let now = self.now;
-        let members = self.css.members();
-        self.alert.write(
+    pub(in crate::instance) fn alert_reconfiguration(&mut self, old: u32, new: u32, dead: InstSet) {
+        let now = self.k.now();
+        let members = self.membership.css.members();
+        self.obs.alert(
             now,
             format!("Reconfiguration started (old inc {old}, new inc {new})"),
         );
-        self.alert.write(
+        self.obs.alert(
             now,
             format!(
                 "List of instances: {} (myinst: {})",
@@ -551,15 +562,15 @@ impl Instance {
             ),
         );
         if !dead.is_empty() {
-            self.alert.write(
+            self.obs.alert(
                 now,
                 format!("Evicting instance {} from cluster", names(dead)),
             );
         }
-        self.alert.write(now, "Global Resource Directory frozen");
+        self.obs.alert(now, "Global Resource Directory frozen");
         if !dead.is_empty() {
-            self.alert
-                .write(now, "* dead instance detected - domain 0 invalid = TRUE");
+            self.obs
+                .alert(now, "* dead instance detected - domain 0 invalid = TRUE");
         }
     }
 }

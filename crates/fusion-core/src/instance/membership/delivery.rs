@@ -5,26 +5,26 @@
 //! connection is back. Nothing is re-sent to an instance that is no longer
 //! a member: its link is forgotten.
 
+use super::super::{Instance, Timer};
 use super::link::{Delivery, LinkFull};
-use super::{Instance, Timer};
 use crate::config::Nanos;
 use crate::msg::{Action, Envelope, LinkStamp, Msg};
 use crate::types::InstId;
 
 impl Instance {
     /// Send a message through the sublayer (it is on).
-    pub(super) fn link_send(&mut self, mut env: Envelope) {
-        if !self.css.is_member(env.to) {
+    pub(in crate::instance) fn link_send(&mut self, mut env: Envelope) {
+        if !self.membership.css.is_member(env.to) {
             // Dropped by the network's far end anyway; nothing to keep.
-            self.actions.push_back(Action::Send(env));
+            self.k.push_action(Action::Send(env));
             return;
         }
-        match self.links.send(self.now, &mut env) {
+        match self.membership.links.send(self.k.now(), &mut env) {
             Ok(arm) => {
                 if let Some((at, epoch)) = arm {
-                    self.arm(at - self.now, Timer::LinkResend(env.to, epoch));
+                    self.arm(at - self.k.now(), Timer::LinkResend(env.to, epoch));
                 }
-                self.actions.push_back(Action::Send(env));
+                self.k.push_action(Action::Send(env));
             }
             Err(LinkFull { unacked, window }) => self.error(format!(
                 "the link to {} is full ({unacked} messages unacknowledged, {window} numbers \
@@ -40,9 +40,9 @@ impl Instance {
     /// A message from a member arrived: an acknowledgement, a numbered
     /// message (acknowledged, and handed over with whatever it released),
     /// or an unnumbered one.
-    pub(super) fn link_receive(&mut self, env: Envelope) {
+    pub(in crate::instance) fn link_receive(&mut self, env: Envelope) {
         let from = env.from;
-        if !self.links.on() {
+        if !self.membership.links.on() {
             return self.error(format!(
                 "{from} sent a {} with link numbers, but this interconnect loses nothing",
                 msg_name(&env.msg)
@@ -50,7 +50,7 @@ impl Instance {
         }
         if let Msg::LinkAck { cum, got } = env.msg {
             self.observe_scn(env.scn);
-            if let Err(e) = self.links.acked(from, cum, got) {
+            if let Err(e) = self.membership.links.acked(from, cum, got) {
                 self.error(e.0);
             }
             return;
@@ -61,7 +61,7 @@ impl Instance {
                 msg_name(&env.msg)
             ));
         }
-        let arrival = match self.links.receive(env) {
+        let arrival = match self.membership.links.receive(env) {
             Ok(a) => a,
             Err(e) => return self.error(e.0),
         };
@@ -69,13 +69,13 @@ impl Instance {
             let ack = Envelope {
                 from: self.id,
                 to: from,
-                incarnation: self.css.incarnation(),
-                scn: self.scn,
-                sent_at: self.now,
+                incarnation: self.membership.css.incarnation(),
+                scn: self.k.scn(),
+                sent_at: self.k.now(),
                 msg: Msg::LinkAck { cum, got },
                 link: LinkStamp::default(),
             };
-            self.actions.push_back(Action::Send(ack));
+            self.k.push_action(Action::Send(ack));
         }
         for env in arrival.deliver {
             self.observe_scn(env.scn);
@@ -84,23 +84,23 @@ impl Instance {
     }
 
     /// The re-send timer of the link to `peer` fired.
-    pub(super) fn link_resend(&mut self, peer: InstId, epoch: u64) {
-        if !self.css.is_member(peer) {
-            self.links.forget(peer);
+    pub(in crate::instance) fn link_resend(&mut self, peer: InstId, epoch: u64) {
+        if !self.membership.css.is_member(peer) {
+            self.membership.links.forget(peer);
             return;
         }
-        let (again, arm) = self.links.due(self.now, peer, epoch);
+        let (again, arm) = self.membership.links.due(self.k.now(), peer, epoch);
         for env in again {
-            self.actions.push_back(Action::Send(env));
+            self.k.push_action(Action::Send(env));
         }
         if let Some((at, epoch)) = arm {
-            self.arm(at - self.now, Timer::LinkResend(peer, epoch));
+            self.arm(at - self.k.now(), Timer::LinkResend(peer, epoch));
         }
     }
 
     /// How this instance's messages reach its peers.
     pub fn delivery(&self) -> Delivery {
-        self.links.delivery()
+        self.membership.links.delivery()
     }
 
     /// The transport's connection to `peer` broke and is back (live): what
@@ -108,28 +108,29 @@ impl Instance {
     /// connection can have lost. A peer that is no longer a member was
     /// forgotten at its eviction: nothing goes to it.
     pub fn handle_reconnect(&mut self, now: Nanos, peer: InstId) {
-        if self.halted.is_some() {
+        if self.membership.standing.halted().is_some() {
             return;
         }
         self.advance(now);
-        if !self.links.on() || peer == self.id || !self.css.is_member(peer) {
+        if !self.membership.links.on() || peer == self.id || !self.membership.css.is_member(peer) {
             return;
         }
-        for env in self.links.resend_all(self.now, peer) {
-            self.actions.push_back(Action::Send(env));
+        for env in self.membership.links.resend_all(self.k.now(), peer) {
+            self.k.push_action(Action::Send(env));
         }
     }
 
     /// Whether this instance's request `req` for `blk` to its master has not
     /// been acknowledged yet: the sublayer sends the requester's own request
     /// again (a retry), rather than a reply being late.
-    pub(super) fn request_unacked(
+    pub(in crate::instance) fn request_unacked(
         &self,
         master: InstId,
         blk: crate::types::BlockAddr,
         req: u64,
     ) -> bool {
-        self.links
+        self.membership
+            .links
             .unacked(master)
             .any(|e| matches!(&e.msg, Msg::Request(r) if r.id == req && r.blk == blk))
     }

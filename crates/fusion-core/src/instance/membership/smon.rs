@@ -20,7 +20,7 @@
 
 use rustc_hash::FxHashMap;
 
-use super::{Instance, IoPurpose};
+use super::super::{Instance, IoPurpose};
 use crate::block::Block;
 use crate::config::Nanos;
 use crate::msg::{DeadThread, Io, Msg, RecoverSource, RedoRecord};
@@ -68,18 +68,18 @@ struct Run {
 impl Instance {
     /// This instance recovers `dead`: read their threads. A recovery under
     /// way here is started over: the directory it claimed blocks in is gone.
-    pub(super) fn smon_start(&mut self, dead: InstSet) {
-        let now = self.now;
-        self.smon.run = None;
-        self.smon.run_no = self.smon.run_no.wrapping_add(1);
-        self.alert
-            .write(now, "Instance recovery: looking for dead threads");
-        self.alert.write(
+    pub(in crate::instance) fn smon_start(&mut self, dead: InstSet) {
+        let now = self.k.now();
+        self.membership.smon.run = None;
+        self.membership.smon.run_no = self.membership.smon.run_no.wrapping_add(1);
+        self.obs
+            .alert(now, "Instance recovery: looking for dead threads");
+        self.obs.alert(
             now,
             format!("Beginning instance recovery of {} threads", dead.len()),
         );
-        self.alert.write(now, "Started redo scan");
-        self.smon.run = Some(Box::new(Run {
+        self.obs.alert(now, "Started redo scan");
+        self.membership.smon.run = Some(Box::new(Run {
             dead,
             detected_at: now,
             reading: dead.len(),
@@ -104,11 +104,11 @@ impl Instance {
     /// Read the dead threads once every fence is up: a thread read before
     /// its instance is fenced could miss what it writes meanwhile (a frozen
     /// or cut-off instance still runs).
-    pub(super) fn smon_read_threads(&mut self) {
-        if self.fences_in_flight > 0 {
+    pub(in crate::instance) fn smon_read_threads(&mut self) {
+        if !self.membership.standing.fences_up() {
             return;
         }
-        let Some(run) = self.smon.run.as_mut() else {
+        let Some(run) = self.membership.smon.run.as_mut() else {
             return;
         };
         if run.read_started {
@@ -116,24 +116,24 @@ impl Instance {
         }
         run.read_started = true;
         for thread in run.dead.iter() {
-            let run = self.smon.run_no;
+            let run = self.membership.smon.run_no;
             self.start_io(Io::ReadRedo { thread }, IoPurpose::RedoScan { run });
         }
     }
 
     /// Whether I/O of run `run` belongs to the recovery under way.
-    pub(super) fn smon_current(&self, run: u32) -> bool {
-        self.smon.run.is_some() && self.smon.run_no == run
+    pub(in crate::instance) fn smon_current(&self, run: u32) -> bool {
+        self.membership.smon.run.is_some() && self.membership.smon.run_no == run
     }
 
     /// An instance recovery is under way here.
-    pub(super) fn smon_running(&self) -> bool {
-        self.smon.run.is_some()
+    pub(in crate::instance) fn smon_running(&self) -> bool {
+        self.membership.smon.run.is_some()
     }
 
     /// A dead thread was read.
-    pub(super) fn on_redo_read(&mut self, records: Vec<RedoRecord>) {
-        let Some(run) = self.smon.run.as_mut() else {
+    pub(in crate::instance) fn on_redo_read(&mut self, records: Vec<RedoRecord>) {
+        let Some(run) = self.membership.smon.run.as_mut() else {
             return;
         };
         run.records.extend(records);
@@ -171,14 +171,14 @@ impl Instance {
                     .copied()
                     .filter(|x| x.inst() == inst)
                     .collect(),
-                floor_scn: floor_scn(&run.records, inst, self.scn),
-                xids_below: self.txns.xids_below(inst),
+                floor_scn: floor_scn(&run.records, inst, self.k.scn()),
+                xids_below: self.fg.txns().xids_below(inst),
             })
             .collect();
         let claims = run.blocks.clone();
         let (kb, n) = (set.redo_bytes / 1024, claims.len());
-        self.alert.write(
-            self.now,
+        self.obs.alert(
+            self.k.now(),
             format!("Completed redo scan read {kb} KB redo, {n} data blocks need recovery"),
         );
         self.add_to_reports(claims, dead);
@@ -186,23 +186,23 @@ impl Instance {
     }
 
     /// The directory unfroze: apply the redo.
-    pub(super) fn smon_unfrozen(&mut self) {
-        let now = self.now;
-        let Some(run) = self.smon.run.as_mut() else {
+    pub(in crate::instance) fn smon_unfrozen(&mut self) {
+        let now = self.k.now();
+        let Some(run) = self.membership.smon.run.as_mut() else {
             return;
         };
         if run.reading > 0 || run.unfrozen_at.is_some() {
             return;
         }
         run.unfrozen_at = Some(now);
-        self.alert.write(now, "Started redo application");
+        self.obs.alert(now, "Started redo application");
         self.smon_next();
     }
 
     /// Start recovering blocks up to the window.
     fn smon_next(&mut self) {
         let mut ask = Vec::new();
-        if let Some(run) = self.smon.run.as_mut() {
+        if let Some(run) = self.membership.smon.run.as_mut() {
             while run.in_flight < RECOVERY_BLOCKS_IN_FLIGHT && run.next < run.blocks.len() {
                 ask.push(run.blocks[run.next]);
                 run.next += 1;
@@ -222,19 +222,21 @@ impl Instance {
     }
 
     /// Where the newest image of a claimed block is came back.
-    pub(super) fn on_recover_image(&mut self, blk: BlockAddr, source: RecoverSource) {
+    pub(in crate::instance) fn on_recover_image(&mut self, blk: BlockAddr, source: RecoverSource) {
         match source {
             RecoverSource::Current => self.smon_block_done(blk, 0, false),
             RecoverSource::Disk | RecoverSource::Image(_) => {
-                if let (Some(run), RecoverSource::Image(pi)) = (self.smon.run.as_mut(), source) {
+                if let (Some(run), RecoverSource::Image(pi)) =
+                    (self.membership.smon.run.as_mut(), source)
+                {
                     run.past_images.insert(blk, *pi);
                 }
                 // The disk too: a write whose news was lost with the old
                 // incarnation may have made it newer than every past image.
-                if let Some(run) = self.smon.run.as_mut() {
+                if let Some(run) = self.membership.smon.run.as_mut() {
                     run.blocks_read += 1;
                 }
-                let run = self.smon.run_no;
+                let run = self.membership.smon.run_no;
                 self.start_io(Io::ReadBlock { blk }, IoPurpose::RecoverRead { run });
             }
         }
@@ -242,8 +244,9 @@ impl Instance {
 
     /// A block of the recovery set was read from disk: recover from it, or
     /// from the past image sent for it if that is newer.
-    pub(super) fn smon_disk_read(&mut self, disk: Block) {
+    pub(in crate::instance) fn smon_disk_read(&mut self, disk: Block) {
         let pi = self
+            .membership
             .smon
             .run
             .as_mut()
@@ -256,10 +259,10 @@ impl Instance {
 
     /// The second pass for one block: the dead threads' newer changes, then
     /// the rollback of their uncommitted ones; the result is written.
-    pub(super) fn smon_apply(&mut self, image: Block) {
+    pub(in crate::instance) fn smon_apply(&mut self, image: Block) {
         let blk = image.addr;
         let scn = self.next_scn();
-        let Some(run) = self.smon.run.as_mut() else {
+        let Some(run) = self.membership.smon.run.as_mut() else {
             return;
         };
         let records = run
@@ -290,7 +293,7 @@ impl Instance {
                     IoPurpose::RecoverWrite {
                         blk,
                         scn,
-                        run: self.smon.run_no,
+                        run: self.membership.smon.run_no,
                     },
                 );
             }
@@ -302,8 +305,8 @@ impl Instance {
     }
 
     /// A recovered block is on disk (or needed nothing): release its claim.
-    pub(super) fn smon_block_done(&mut self, blk: BlockAddr, scn: Scn, written: bool) {
-        if let Some(run) = self.smon.run.as_mut() {
+    pub(in crate::instance) fn smon_block_done(&mut self, blk: BlockAddr, scn: Scn, written: bool) {
+        if let Some(run) = self.membership.smon.run.as_mut() {
             run.in_flight = run.in_flight.saturating_sub(1);
             if written {
                 run.blocks_written += 1;
@@ -320,17 +323,17 @@ impl Instance {
     }
 
     fn smon_maybe_done(&mut self) {
-        let done = self.smon.run.as_ref().is_some_and(|r| {
+        let done = self.membership.smon.run.as_ref().is_some_and(|r| {
             r.unfrozen_at.is_some() && r.in_flight == 0 && r.next >= r.blocks.len()
         });
         if !done {
             return;
         }
-        let Some(run) = self.smon.run.take() else {
+        let Some(run) = self.membership.smon.run.take() else {
             return;
         };
-        let now = self.now;
-        self.alert.write(
+        let now = self.k.now();
+        self.obs.alert(
             now,
             format!(
                 "Completed redo application of {:.2}MB",
@@ -338,16 +341,16 @@ impl Instance {
             ),
         );
         for thread in run.dead.iter() {
-            self.alert.write(
+            self.obs.alert(
                 now,
                 format!(
                     "Completed instance recovery at Thread {}: scn {}",
                     thread.number(),
-                    self.scn
+                    self.k.scn()
                 ),
             );
         }
-        self.alert.write(
+        self.obs.alert(
             now,
             format!(
                 "  {} data blocks read, {} data blocks written, {} redo k-bytes read",
@@ -358,13 +361,13 @@ impl Instance {
         );
         let unfrozen_at = run.unfrozen_at.unwrap_or(now);
         // Nobody needs to read these threads again.
-        self.unrecovered = InstSet(self.unrecovered.0 & !run.dead.0);
-        for to in self.css.peers().iter() {
+        self.membership.standing.recovered(run.dead);
+        for to in self.membership.css.peers().iter() {
             self.send(to, Msg::ThreadsRecovered { threads: run.dead });
         }
         self.roll_back_dead_in_cache();
         for dead_instance in run.dead.iter() {
-            self.recoveries.push(RecoveryReport {
+            self.membership.standing.report_recovery(RecoveryReport {
                 dead_instance,
                 recovered_by: self.id,
                 detected_at: run.detected_at,
@@ -390,11 +393,11 @@ impl Instance {
     /// row locks (found by chaos: a block nobody touched again kept the
     /// change). A buffer in use, or on its way out, is rolled back when its
     /// last pin goes (see [`Instance::roll_back_dead_at_unpin`]).
-    pub(super) fn roll_back_dead_in_cache(&mut self) {
-        if !self.txns.has_dead() {
+    pub(in crate::instance) fn roll_back_dead_in_cache(&mut self) {
+        if !self.fg.txns().has_dead() {
             return;
         }
-        let ids: Vec<super::cache::BufId> = self.cache.iter().map(|(id, _)| id).collect();
+        let ids: Vec<super::super::cache::BufId> = self.cache.iter().map(|(id, _)| id).collect();
         for id in ids {
             self.roll_back_dead_at_unpin(id);
         }
@@ -403,21 +406,21 @@ impl Instance {
     /// Roll back, in one unpinned current buffer held in X, every change of
     /// a dead instance's uncommitted transaction. Cheap when no instance
     /// died: nothing is looked at.
-    pub(super) fn roll_back_dead_at_unpin(&mut self, buf: super::cache::BufId) {
-        if !self.txns.has_dead() {
+    pub(in crate::instance) fn roll_back_dead_at_unpin(&mut self, buf: super::super::cache::BufId) {
+        if !self.fg.txns().has_dead() {
             return;
         }
         let Some(b) = self.cache.try_get(buf) else {
             return;
         };
-        if b.state() != super::BufState::Xcur || b.pinned() || b.leaving() {
+        if b.state() != super::super::BufState::Xcur || b.pinned() || b.leaving() {
             return;
         }
         let dead: Vec<Xid> = b
             .image
             .itl
             .iter()
-            .filter(|e| e.commit.is_none() && self.txns.is_dead_uncommitted(e.xid))
+            .filter(|e| e.commit.is_none() && self.fg.txns().is_dead_uncommitted(e.xid))
             .map(|e| e.xid)
             .collect();
         for xid in dead {
@@ -429,8 +432,12 @@ impl Instance {
     /// transaction with changes in current buffer `buf` (held in X by a
     /// session that met its lock): roll them back here. Returns whether
     /// anything was rolled back (then look at the block again).
-    pub(super) fn roll_back_dead(&mut self, buf: super::cache::BufId, xid: Xid) -> bool {
-        if !self.txns.is_dead_uncommitted(xid) {
+    pub(in crate::instance) fn roll_back_dead(
+        &mut self,
+        buf: super::super::cache::BufId,
+        xid: Xid,
+    ) -> bool {
+        if !self.fg.txns().is_dead_uncommitted(xid) {
             return false;
         }
         let scn = self.next_scn();
@@ -438,11 +445,11 @@ impl Instance {
         if applied == 0 {
             return false;
         }
-        self.stats.add(
+        self.k.add(
             crate::stats::Stat::RollbackUndoRecordsApplied,
             u64::from(applied),
         );
-        let (rba, now) = (self.lgwr.end_rba(), self.now);
+        let (rba, now) = (self.redo.end_rba(), self.k.now());
         self.cache.dirtied(buf, rba, now);
         true
     }
@@ -450,9 +457,9 @@ impl Instance {
     // ----- the master's and the past-image holder's side ----------------------------
 
     /// The recovering instance asks where the newest image of a claimed block is.
-    pub(super) fn dir_recover(&mut self, recoverer: InstId, blk: BlockAddr) {
-        use super::gcs::Source;
-        match self.directory.recover_source(blk) {
+    pub(in crate::instance) fn dir_recover(&mut self, recoverer: InstId, blk: BlockAddr) {
+        use super::super::gc::Source;
+        match self.gc.recover_source(blk) {
             Source::Current => self.recover_reply(recoverer, blk, RecoverSource::Current),
             Source::Disk => self.recover_reply(recoverer, blk, RecoverSource::Disk),
             Source::Pi(holder) if holder == self.id => self.send_pi(blk, recoverer),
@@ -461,11 +468,11 @@ impl Instance {
     }
 
     /// Send this instance's newest past image of `blk` to the recovering instance.
-    pub(super) fn send_pi(&mut self, blk: BlockAddr, to: InstId) {
+    pub(in crate::instance) fn send_pi(&mut self, blk: BlockAddr, to: InstId) {
         let newest = self
             .cache
             .buffers_of(blk)
-            .filter(|&id| self.cache.get(id).state() == super::BufState::Pi)
+            .filter(|&id| self.cache.get(id).state() == super::super::BufState::Pi)
             .max_by_key(|&id| self.cache.get(id).image.scn);
         let source = match newest {
             Some(id) => RecoverSource::Image(Box::new(self.cache.get(id).image.clone())),
@@ -485,8 +492,13 @@ impl Instance {
 
     /// A claimed block is recovered (on disk as of `scn` when `scn` > 0):
     /// past images it covers go, and requests waiting for it go on.
-    pub(super) fn dir_block_recovered(&mut self, _from: InstId, blk: BlockAddr, scn: Scn) {
-        let holders = self.directory.recovered(blk, scn > 0);
+    pub(in crate::instance) fn dir_block_recovered(
+        &mut self,
+        _from: InstId,
+        blk: BlockAddr,
+        scn: Scn,
+    ) {
+        let holders = self.gc.recovered(blk, scn > 0);
         for h in holders.iter() {
             if h == self.id {
                 self.discard_pi(blk, scn);

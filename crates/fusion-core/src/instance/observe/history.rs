@@ -13,8 +13,8 @@
 
 use std::collections::VecDeque;
 
-use super::session::SessionState;
-use super::{Instance, Observation};
+use super::super::session::SessionState;
+use super::super::{Instance, Observation};
 use crate::types::Scn;
 
 /// Most observations kept between two drains: 4 Mi, about 230 MB. The
@@ -103,7 +103,7 @@ impl Instance {
     /// Reads, writes and commits recorded since the last drain (when enabled).
     pub fn take_history(&mut self) -> Vec<Observation> {
         let mut out = Vec::new();
-        self.history.drain(&mut out, usize::MAX);
+        self.obs.history.drain(&mut out, usize::MAX);
         out
     }
 
@@ -112,7 +112,10 @@ impl Instance {
     /// [`Horizon`] when that emptied the log (nothing recorded is left
     /// behind), `None` when more are left.
     pub fn drain_history(&mut self, out: &mut Vec<Observation>, max: usize) -> Option<Horizon> {
-        self.history.drain(out, max).then(|| self.history_horizon())
+        self.obs
+            .history
+            .drain(out, max)
+            .then(|| self.history_horizon())
     }
 
     /// The instance's [`Horizon`] now, for a driver that drained the whole
@@ -123,14 +126,15 @@ impl Instance {
         // A session that thinks or idles takes a new snapshot (the SCN of
         // then) before it reads again: its last one no longer counts.
         let open = self
-            .sessions
+            .fg
+            .sessions()
             .iter()
             .filter(|s| !matches!(s.st, SessionState::Idle | SessionState::Think))
             .map(|s| s.snapshot)
             .min();
         Horizon {
-            scn: self.scn,
-            snapshot: open.map_or(self.scn, |s| s.min(self.scn)),
+            scn: self.k.scn(),
+            snapshot: open.map_or(self.k.scn(), |s| s.min(self.k.scn())),
         }
     }
 }

@@ -15,8 +15,8 @@
 //!   block, so every `nextval` takes SV in X (waited on as `DFS lock handle`)
 //!   and values follow one order across the cluster.
 
-use super::execution::{ExecPoint, SeqStep};
-use super::{Instance, cache::BufId};
+use super::super::execution::{ExecPoint, SeqStep};
+use super::super::{Instance, cache::BufId};
 use crate::block::Change;
 use crate::config::SequenceDef;
 use crate::msg::{EnqKind, LockMode, Lvb, ResName};
@@ -35,13 +35,76 @@ fn res(kind: EnqKind, seq: usize) -> ResName {
     }
 }
 
+/// The sequences and this instance's part of them: each one's definition,
+/// the values cached here (CACHE NOORDER), and, when the driver asked, the
+/// values handed out since it last took them.
+#[derive(Debug)]
+pub(super) struct Sequences {
+    defs: Vec<SequenceDef>,
+    /// Per sequence: this instance's cached allocation numbers `(lo, hi]`.
+    cached: Vec<(u64, u64)>,
+    nextvals: Option<Vec<(u32, i64)>>,
+}
+
+impl Sequences {
+    pub fn new(defs: Vec<SequenceDef>) -> Sequences {
+        Sequences {
+            cached: vec![(0, 0); defs.len()],
+            defs,
+            nextvals: None,
+        }
+    }
+
+    pub fn def(&self, seq: usize) -> Option<&SequenceDef> {
+        self.defs.get(seq)
+    }
+
+    /// The next allocation number of this instance's cache, if any is left.
+    fn take_cached(&mut self, seq: usize) -> Option<u64> {
+        let c = self.cached.get_mut(seq)?;
+        (c.0 < c.1).then(|| {
+            c.0 += 1;
+            c.0
+        })
+    }
+
+    /// Allocation numbers `first..=last` are this instance's now; the first
+    /// is handed out at once. Whatever was left of the old range is
+    /// abandoned: a gap.
+    fn cache(&mut self, seq: usize, first: u64, last: u64) {
+        debug_assert!(first <= last, "sequence {seq}: an empty allocation");
+        if let Some(c) = self.cached.get_mut(seq) {
+            *c = (first, last);
+        }
+    }
+
+    /// Keep the values handed out for the driver (or stop keeping them).
+    pub fn log_nextvals(&mut self, on: bool) {
+        self.nextvals = on.then(Vec::new);
+    }
+
+    /// The values handed out since the last call: (sequence, value), in order.
+    pub fn take_nextvals(&mut self) -> Vec<(u32, i64)> {
+        self.nextvals
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    fn handed_out(&mut self, seq: usize, value: i64) {
+        if let Some(log) = self.nextvals.as_mut() {
+            log.push((u32::from(slot_of(seq)), value));
+        }
+    }
+}
+
 impl Instance {
     fn seq_def(&self, seq: usize) -> Option<&SequenceDef> {
-        self.seqs.get(seq)
+        self.fg.seqs.def(seq)
     }
 
     /// Advance a `nextval`. True when the session can go on at once.
-    pub(super) fn seq_step(
+    pub(in crate::instance) fn seq_step(
         &mut self,
         sid: u32,
         seq: usize,
@@ -49,12 +112,14 @@ impl Instance {
         insert: Option<usize>,
     ) -> bool {
         let Some(def) = self.seq_def(seq) else {
-            self.sessions.go_to(sid, ExecPoint::None);
+            self.fg.sessions.go_to(sid, ExecPoint::None);
             return true;
         };
         let (cache, order) = (def.cache, def.order);
         let set = |me: &mut Instance, step: SeqStep| {
-            me.sessions.go_to(sid, ExecPoint::Seq { seq, step, insert });
+            me.fg
+                .sessions
+                .go_to(sid, ExecPoint::Seq { seq, step, insert });
         };
         match step {
             SeqStep::Start if cache == 0 => {
@@ -71,7 +136,7 @@ impl Instance {
                 self.enq_get(sid, res(EnqKind::Sv, seq), LockMode::X, Wait::DfsLockHandle)
             }
             SeqStep::Start => {
-                if let Some(number) = self.take_cached(seq) {
+                if let Some(number) = self.fg.seqs.take_cached(seq) {
                     self.seq_deliver(sid, seq, number, insert);
                     return true;
                 }
@@ -85,7 +150,7 @@ impl Instance {
             }
             SeqStep::HaveSq => {
                 // Another session may have refilled the cache while this one queued.
-                if let Some(number) = self.take_cached(seq) {
+                if let Some(number) = self.fg.seqs.take_cached(seq) {
                     self.enq_release(res(EnqKind::Sq, seq), None);
                     self.seq_deliver(sid, seq, number, insert);
                     return true;
@@ -100,7 +165,7 @@ impl Instance {
             }
             SeqStep::HaveSv => {
                 let r = res(EnqKind::Sv, seq);
-                let lvb = self.ges.value(r);
+                let lvb = self.gc.enqueue_value(r);
                 if lvb.lo < lvb.hi {
                     let number = lvb.lo + 1;
                     self.enq_release(
@@ -121,40 +186,31 @@ impl Instance {
                     Wait::RowCacheLock,
                 )
             }
-            SeqStep::Update => match self.layout.seq_block {
+            SeqStep::Update => match self.k.layout().seq_block {
                 Some(blk) => {
-                    let now = self.now;
-                    let recursive_start = &mut self.sessions.session_mut(sid).recursive_start;
+                    let now = self.k.now();
+                    let recursive_start = &mut self.fg.sessions.session_mut(sid).recursive_start;
                     if recursive_start.is_none() {
                         // The recursive statement starts: parsed and executed each time.
                         *recursive_start = Some(now);
-                        if let Some(st) = self.update_seq_stmt {
-                            self.stats.statements[st].parses += 1;
-                            self.stats.statements[st].executions += 1;
+                        if let Some(st) = self.fg.workloads.update_seq_stmt() {
+                            self.k.stats_mut().statements[st].parses += 1;
+                            self.k.stats_mut().statements[st].executions += 1;
                         }
                     }
                     self.visit(sid, blk, true)
                 }
                 None => {
-                    self.sessions.go_to(sid, ExecPoint::None);
+                    self.fg.sessions.go_to(sid, ExecPoint::None);
                     true
                 }
             },
         }
     }
 
-    /// The next value of this instance's cache (CACHE NOORDER), if any.
-    fn take_cached(&mut self, seq: usize) -> Option<u64> {
-        let c = self.seq_cache.get_mut(seq)?;
-        (c.0 < c.1).then(|| {
-            c.0 += 1;
-            c.0
-        })
-    }
-
     /// The session holds the SEQ$ block in current mode and the row cache
     /// lock: allocate, commit the recursive transaction, release the locks.
-    pub(super) fn seq_updated(
+    pub(in crate::instance) fn seq_updated(
         &mut self,
         sid: u32,
         buf: BufId,
@@ -172,38 +228,34 @@ impl Instance {
         let old = match self.cache.get(buf).image.row(slot) {
             Some(r) if r.key == seq as u64 + 1 => r.val.max(0) as u64,
             _ => {
-                self.errors
-                    .push(format!("{}: SEQ$ has no row for sequence {seq}", self.id));
-                self.sessions.session_mut(sid).recursive_start = None;
+                self.error(format!("SEQ$ has no row for sequence {seq}"));
+                self.fg.sessions.session_mut(sid).recursive_start = None;
                 return ExecPoint::None;
             }
         };
         let new = old + batch;
         let val = new as i64;
         self.change_block(buf, Change::UpdateRow { slot, val }, xid, scn, 200);
-        self.stats.incr(Stat::RowsUpdated);
-        self.stats.add(Stat::SeqValuesAllocated, batch);
+        self.k.incr(Stat::RowsUpdated);
+        self.k.add(Stat::SeqValuesAllocated, batch);
         // The commit posts LGWR without waiting for it (no `log file sync`),
         // so the redo is usually on disk when another instance asks for SEQ$.
         let rba = self.commit_recursive(xid, &[blk]);
         self.request_flush(rba, None);
         self.enq_release(res(EnqKind::RowCache, seq), None);
-        let now = self.now;
-        if let Some(t) = self.sessions.session_mut(sid).recursive_start.take()
-            && let Some(st) = self.update_seq_stmt
+        let now = self.k.now();
+        if let Some(t) = self.fg.sessions.session_mut(sid).recursive_start.take()
+            && let Some(st) = self.fg.workloads.update_seq_stmt()
         {
-            self.stats.statements[st].elapsed_ns += now - t;
-            self.stats.statements[st].rows += 1;
+            self.k.stats_mut().statements[st].elapsed_ns += now - t;
+            self.k.stats_mut().statements[st].rows += 1;
         }
         // The first of the values just allocated is handed out here.
         let first = old + 1;
         if cache > 0 && order {
             self.enq_release(res(EnqKind::Sv, seq), Some(Lvb { lo: first, hi: new }));
         } else if cache > 0 {
-            if let Some(c) = self.seq_cache.get_mut(seq) {
-                // Whatever was left of the old range is abandoned: a gap.
-                *c = (first, new);
-            }
+            self.fg.seqs.cache(seq, first, new);
             self.enq_release(res(EnqKind::Sq, seq), None);
         }
         self.seq_value(sid, seq, first, insert)
@@ -212,7 +264,7 @@ impl Instance {
     /// Hand value number `number` out (no CPU step: part of the execute call).
     fn seq_deliver(&mut self, sid: u32, seq: usize, number: u64, insert: Option<usize>) {
         let next = self.seq_value(sid, seq, number, insert);
-        self.sessions.go_to(sid, next);
+        self.fg.sessions.go_to(sid, next);
     }
 
     /// Value number `number` of the sequence, and where the execution goes on.
@@ -227,10 +279,8 @@ impl Instance {
             return ExecPoint::None;
         };
         let value = def.value(number);
-        self.stats.incr(Stat::SeqValuesHandedOut);
-        if let Some(log) = self.nextvals.as_mut() {
-            log.push((u32::from(slot_of(seq)), value));
-        }
+        self.k.incr(Stat::SeqValuesHandedOut);
+        self.fg.seqs.handed_out(seq, value);
         match insert {
             Some(table) => ExecPoint::InsertRow {
                 table,

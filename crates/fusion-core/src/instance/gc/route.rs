@@ -1,16 +1,14 @@
-//! The instance as a router: the directory's, LGWR's and DBWR's answers
-//! turned into messages, I/O, CPU requests and calls on other components.
-//! No state lives here; every decision was taken by the component that owns
-//! the state (gcs.rs, lgwr.rs), the holder's side of a transfer is routed
-//! in serve.rs and DBWR's answers in dbwr_route.rs.
+//! The instance as a router: the directory's and GES's answers turned into
+//! messages, I/O, CPU requests and calls on other components. No state
+//! lives here; every decision was taken by the component that owns the
+//! state (gcs.rs, ges.rs), the holder's side of a transfer is routed in
+//! serve.rs, and LGWR's and DBWR's answers in redo/.
 
-use super::gcs::{Drained, Route};
+use super::super::Instance;
+use super::super::session::SessionState;
+use super::gcs::{Drained, Route, UnexpectedAck};
 use super::ges::{Get, HandOn};
-use super::lgwr::{Flush, FlushWaiter};
-use super::session::SessionState;
-use super::{Instance, IoPurpose};
-use crate::config::Nanos;
-use crate::msg::{GrantKind, Io, LockMode, Lvb, Mode, Msg, RedoRecord, Request, ResName};
+use crate::msg::{GrantKind, LockMode, Lvb, Mode, Msg, Request, ResName};
 use crate::stats::{Stat, Wait};
 use crate::types::{BlockAddr, InstId, Scn};
 
@@ -18,8 +16,8 @@ impl Instance {
     // ----- the directory (this instance as master) ---------------------------------
 
     /// A block request reached its master (this instance), which is not frozen.
-    pub(super) fn dir_request_now(&mut self, req: Request) {
-        if let Some(route) = self.directory.request(req) {
+    pub(in crate::instance) fn dir_request_now(&mut self, req: Request) {
+        if let Some(route) = self.gc.directory.request(req) {
             self.follow(route);
         }
     }
@@ -65,23 +63,27 @@ impl Instance {
 
     fn grant(&mut self, req: Request, grant: GrantKind) {
         if req.requester == self.id {
-            self.stats.incr(Stat::GcLocalGrants);
+            self.k.incr(Stat::GcLocalGrants);
             self.on_local_grant(req, grant);
         } else {
-            self.stats.incr(Stat::GcRemoteGrants);
+            self.k.incr(Stat::GcRemoteGrants);
             self.send(req.requester, Msg::Grant { req, grant });
         }
     }
 
-    pub(super) fn dir_invalidate_ack(&mut self, from: InstId, blk: BlockAddr) {
-        if let Some(route) = self.directory.invalidate_ack(from, blk) {
-            self.follow(route);
+    pub(in crate::instance) fn dir_invalidate_ack(&mut self, from: InstId, blk: BlockAddr) {
+        match self.gc.directory.invalidate_ack(from, blk) {
+            Ok(Some(route)) => self.follow(route),
+            Ok(None) => {}
+            Err(UnexpectedAck { from, blk }) => self.error(format!(
+                "{from} acknowledged an invalidation of {blk} not asked of it"
+            )),
         }
     }
 
     /// The requester installed what it was sent or granted: requests queued
     /// behind the transfer go on, one by one.
-    pub(super) fn dir_installed(
+    pub(in crate::instance) fn dir_installed(
         &mut self,
         from: InstId,
         blk: BlockAddr,
@@ -90,44 +92,45 @@ impl Instance {
         prev: Option<InstId>,
         pi_kept: bool,
     ) {
-        self.directory
+        self.gc
+            .directory
             .installed(from, blk, req, mode, prev, pi_kept);
-        while let Drained::Route(route) = self.directory.next_queued(blk) {
+        while let Drained::Route(route) = self.gc.directory.next_queued(blk) {
             self.follow(route);
         }
     }
 
     /// The holder a request was forwarded to no longer has the block.
-    pub(super) fn dir_not_held(&mut self, from: InstId, req: Request) {
-        if let Some(route) = self.directory.not_held(from, req) {
+    pub(in crate::instance) fn dir_not_held(&mut self, from: InstId, req: Request) {
+        if let Some(route) = self.gc.directory.not_held(from, req) {
             self.follow(route);
         }
     }
 
     /// The X holder down-converted to S for fairness: route the request again.
-    pub(super) fn dir_down_converted(&mut self, from: InstId, req: Request) {
-        if let Some(route) = self.directory.down_converted(from, req) {
+    pub(in crate::instance) fn dir_down_converted(&mut self, from: InstId, req: Request) {
+        if let Some(route) = self.gc.directory.down_converted(from, req) {
             self.follow(route);
         }
     }
 
     /// A holder aged its copy out.
-    pub(super) fn dir_relinquish(&mut self, from: InstId, blk: BlockAddr, mode: Mode) {
-        self.directory.relinquish(from, blk, mode);
+    pub(in crate::instance) fn dir_relinquish(&mut self, from: InstId, blk: BlockAddr, mode: Mode) {
+        self.gc.directory.relinquish(from, blk, mode);
         // A promotion the holder could not make leaves the block free again.
         self.dir_drain(blk);
     }
 
     /// Route the requests queued on `blk`, one by one, while nothing is in flight.
-    pub(super) fn dir_drain(&mut self, blk: BlockAddr) {
-        while let Drained::Route(route) = self.directory.next_queued(blk) {
+    pub(in crate::instance) fn dir_drain(&mut self, blk: BlockAddr) {
+        while let Drained::Route(route) = self.gc.directory.next_queued(blk) {
             self.follow(route);
         }
     }
 
     /// The current holder wrote the block: past images up to `scn` are obsolete.
-    pub(super) fn dir_written(&mut self, from: InstId, blk: BlockAddr, scn: Scn) {
-        for h in self.directory.written(blk).iter() {
+    pub(in crate::instance) fn dir_written(&mut self, from: InstId, blk: BlockAddr, scn: Scn) {
+        for h in self.gc.directory.written(blk).iter() {
             if h == self.id {
                 self.discard_pi(blk, scn);
             } else if h != from {
@@ -137,116 +140,17 @@ impl Instance {
         }
     }
 
-    // ----- LGWR --------------------------------------------------------------------
-
-    /// Append one redo record; returns the address a flush must reach to cover it.
-    pub(super) fn redo(&mut self, record: RedoRecord) -> u64 {
-        let (xid, bytes, change) = (record.xid, record.bytes, record.change.is_some());
-        let (rba, write_now) = self
-            .lgwr
-            .append(record, self.params.log_buffer, &mut self.stats);
-        if change && xid.inst() == self.id && !xid.is_none() {
-            self.txns
-                .changed_at(xid, rba.saturating_sub(u64::from(bytes)));
-        }
-        if write_now {
-            self.request_flush(rba, None);
-        }
-        rba
-    }
-
-    /// Make sure redo up to `rba` gets written; `waiter` is told when it is.
-    /// Returns true when it already is on disk (nobody is queued then).
-    pub(super) fn request_flush(&mut self, rba: u64, waiter: Option<FlushWaiter>) -> bool {
-        match self.lgwr.request_flush(rba, waiter) {
-            Flush::Durable => true,
-            Flush::Queued { start_write } => {
-                if start_write {
-                    self.lgwr_run();
-                }
-                false
-            }
-        }
-    }
-
-    fn lgwr_run(&mut self) {
-        let (proc, cost) = (self.lgwr.proc(), self.costs.lgwr_write);
-        self.cpu(proc, cost);
-    }
-
-    /// LGWR got its CPU: write everything buffered, and broadcast the SCN of
-    /// a write that carries commits.
-    pub(super) fn lgwr_step_done(&mut self) {
-        let broadcast = self.params.broadcast_on_commit();
-        // The members of the incarnation acknowledge (all instances, until one dies).
-        let others = self.css.peers();
-        let write = self
-            .lgwr
-            .take_write(broadcast, others.len(), &mut self.stats);
-        if let Some(seq) = write.broadcast {
-            for to in others.iter() {
-                self.send(to, Msg::ScnBroadcast { seq });
-            }
-        }
-        let started = self.now;
-        self.start_io(
-            Io::WriteRedo {
-                records: write.records,
-                bytes: write.bytes,
-                // The store keeps the redo from here on: the checkpoint, or
-                // the first change of the oldest transaction still active.
-                checkpoint: self
-                    .txns
-                    .oldest_active_rba()
-                    .map_or(self.dbwr.checkpoint(), |r| r.min(self.dbwr.checkpoint())),
-            },
-            IoPurpose::RedoWrite {
-                upto: write.upto,
-                started,
-            },
-        );
-    }
-
-    pub(super) fn on_redo_written(&mut self, upto: u64, started: Nanos) {
-        let took = self.now - started;
-        self.lgwr.written(upto, took, self.now, &mut self.stats);
-        self.trace_background_wait(self.lgwr.proc(), Wait::LogFileParallelWrite, took);
-        let mut dbwr_waited = false;
-        while let Some(waiter) = self.lgwr.next_released() {
-            match waiter {
-                FlushWaiter::Session(s) => self.session_flushed(s),
-                FlushWaiter::Lms(worker, job) => self.lms_flushed(worker, job),
-                FlushWaiter::Dbwr => dbwr_waited = true,
-            }
-        }
-        if dbwr_waited && self.dbwr.checkpointing() {
-            // The redo a checkpoint's buffers waited for is on disk.
-            self.dbwr_pass(false);
-        }
-        if self.lgwr.resume() {
-            self.lgwr_run();
-        }
-    }
-
-    /// An instance acknowledged broadcast `seq` (LMS passes it on).
-    pub(super) fn on_scn_ack(&mut self, seq: u64) {
-        self.lgwr.scn_ack(seq, self.now, &mut self.stats);
-        while let Some(s) = self.lgwr.next_acked() {
-            self.session_flushed(s);
-        }
-    }
-
-    pub(super) fn lgwr_timeout(&mut self) {
-        if let Some(rba) = self.lgwr.timeout() {
-            self.request_flush(rba, None);
-        }
-    }
-
     // ----- GES: this instance's locks ----------------------------------------------
 
     /// Session `sid` wants `res` in `mode`. True when it holds it now; false
     /// when it waits (timed as `event`) and will be made ready once it does.
-    pub(super) fn enq_get(&mut self, sid: u32, res: ResName, mode: LockMode, event: Wait) -> bool {
+    pub(in crate::instance) fn enq_get(
+        &mut self,
+        sid: u32,
+        res: ResName,
+        mode: LockMode,
+        event: Wait,
+    ) -> bool {
         // While the directory is frozen the master here may not grant
         // without asking (it does not know yet who holds what).
         let master = if self.grd_frozen() {
@@ -254,7 +158,7 @@ impl Instance {
         } else {
             self.enqueue_master(res)
         };
-        match self.ges.get(sid, res, mode, master, &mut self.stats) {
+        match self.gc.ges.get(sid, res, mode, master, self.k.stats_mut()) {
             Get::Held => true,
             Get::Wait { convert } => {
                 self.begin_session_wait(sid, event, SessionState::WaitEnq);
@@ -267,13 +171,13 @@ impl Instance {
     }
 
     /// Whether session `sid` is the local user of `res` now.
-    pub(super) fn enq_holds(&self, sid: u32, res: ResName) -> bool {
-        self.ges.holds(sid, res)
+    pub(in crate::instance) fn enq_holds(&self, sid: u32, res: ResName) -> bool {
+        self.gc.ges.holds(sid, res)
     }
 
     /// The user of `res` is done with it; `lvb` replaces the value block.
-    pub(super) fn enq_release(&mut self, res: ResName, lvb: Option<Lvb>) {
-        let Some(asked_back) = self.ges.release(res, lvb) else {
+    pub(in crate::instance) fn enq_release(&mut self, res: ResName, lvb: Option<Lvb>) {
+        let Some(asked_back) = self.gc.ges.release(res, lvb) else {
             return;
         };
         if asked_back {
@@ -284,11 +188,12 @@ impl Instance {
 
     /// Give the lock to the next local waiter, or ask the master for the mode it needs.
     fn enq_hand_on(&mut self, res: ResName) {
-        match self.ges.hand_on(res) {
+        match self.gc.ges.hand_on(res) {
             HandOn::Nothing => {}
             HandOn::Resume(sid) => {
                 if self
-                    .sessions
+                    .fg
+                    .sessions()
                     .get(sid as usize)
                     .is_some_and(|s| s.st == SessionState::WaitEnq)
                 {
@@ -301,7 +206,7 @@ impl Instance {
 
     /// Send a conversion request to the master (or handle it here).
     fn enq_convert(&mut self, res: ResName, mode: LockMode) {
-        let token = self.ges.start_convert(res, mode, self.now);
+        let token = self.gc.ges.start_convert(res, mode, self.k.now());
         let master = self.enqueue_master(res);
         if master == self.id {
             self.ges_convert_here(res, mode, token);
@@ -312,7 +217,7 @@ impl Instance {
 
     /// Down-convert to NL and hand the value block back to the master.
     fn enq_down(&mut self, res: ResName) {
-        let Some(lvb) = self.ges.down(res, &mut self.stats) else {
+        let Some(lvb) = self.gc.ges.down(res, self.k.stats_mut()) else {
             return;
         };
         let master = self.enqueue_master(res);
@@ -325,10 +230,17 @@ impl Instance {
     }
 
     /// The master granted this instance's conversion.
-    pub(super) fn on_enq_grant(&mut self, res: ResName, mode: LockMode, token: u64, lvb: Lvb) {
-        if let Err(problem) = self
-            .ges
-            .granted(res, mode, token, lvb, self.now, &mut self.stats)
+    pub(in crate::instance) fn on_enq_grant(
+        &mut self,
+        res: ResName,
+        mode: LockMode,
+        token: u64,
+        lvb: Lvb,
+    ) {
+        if let Err(problem) =
+            self.gc
+                .ges
+                .granted(res, mode, token, lvb, self.k.now(), self.k.stats_mut())
         {
             self.error(problem);
             return;
@@ -337,8 +249,8 @@ impl Instance {
     }
 
     /// The master wants this instance's lock on `res` for someone else.
-    pub(super) fn on_enq_bast(&mut self, res: ResName) {
-        if self.ges.bast(res) {
+    pub(in crate::instance) fn on_enq_bast(&mut self, res: ResName) {
+        if self.gc.ges.bast(res) {
             self.enq_down(res);
             self.enq_hand_on(res);
         }
@@ -347,28 +259,28 @@ impl Instance {
     // ----- GES: this instance as master ------------------------------------------------
 
     /// A conversion request reached the master (this instance).
-    pub(super) fn ges_master_convert(
+    pub(in crate::instance) fn ges_master_convert(
         &mut self,
         from: InstId,
         res: ResName,
         mode: LockMode,
         token: u64,
     ) {
-        match self.ges.master_convert(from, res, mode, token) {
+        match self.gc.ges.master_convert(from, res, mode, token) {
             Some(grant) => self.ges_grant(res, grant),
             None => self.ges_bast_blockers(res),
         }
     }
 
     /// A holder down-converted: grant what now fits, then ask who still blocks.
-    pub(super) fn ges_master_down(
+    pub(in crate::instance) fn ges_master_down(
         &mut self,
         from: InstId,
         res: ResName,
         mode: LockMode,
         lvb: Option<Lvb>,
     ) {
-        for grant in self.ges.master_down(from, res, mode, lvb) {
+        for grant in self.gc.ges.master_down(from, res, mode, lvb) {
             self.ges_grant(res, grant);
         }
         self.ges_bast_blockers(res);
@@ -376,7 +288,7 @@ impl Instance {
 
     /// Ask every holder that blocks the head of the queue to down-convert.
     fn ges_bast_blockers(&mut self, res: ResName) {
-        let Some((mode, blockers)) = self.ges.master_blockers(res) else {
+        let Some((mode, blockers)) = self.gc.ges.master_blockers(res) else {
             return;
         };
         for holder in blockers {

@@ -41,6 +41,13 @@ pub enum Route {
     },
 }
 
+/// An `InvalidateAck` the directory did not ask for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UnexpectedAck {
+    pub from: InstId,
+    pub blk: BlockAddr,
+}
+
 /// What to do once every S holder has acknowledged its invalidation.
 #[derive(Clone, Copy, Debug)]
 enum AfterAcks {
@@ -62,7 +69,8 @@ struct Resource {
     /// ids are unique per requester only).
     busy: Option<(InstId, u64)>,
     queue: VecDeque<Request>,
-    acks_pending: u32,
+    /// The S holders asked to drop their copies that have not acknowledged yet.
+    acks_pending: InstSet,
     after_acks: Option<AfterAcks>,
     /// Claimed for instance recovery: requests queue until it is recovered.
     claimed: bool,
@@ -240,7 +248,11 @@ impl Directory {
             AfterAcks::Grant(r, _) | AfterAcks::Forward(_, r) => r.id,
         };
         let r = self.res(blk);
-        r.acks_pending = holders.len();
+        debug_assert!(
+            r.acks_pending.is_empty() && r.after_acks.is_none(),
+            "{blk:?}: an invalidation while another one waits for acknowledgements"
+        );
+        r.acks_pending = holders;
         r.after_acks = Some(then);
         Route::Invalidate {
             holders,
@@ -249,26 +261,37 @@ impl Directory {
         }
     }
 
-    /// An S holder dropped its copy. Once all have, the waiting request goes on.
-    pub fn invalidate_ack(&mut self, from: InstId, blk: BlockAddr) -> Option<Route> {
-        let r = self.res(blk);
-        r.drop_s(from);
-        debug_assert!(
-            r.acks_pending > 0,
-            "{blk:?}: an acknowledgement nobody asked for"
-        );
-        r.acks_pending = r.acks_pending.saturating_sub(1);
-        if r.acks_pending > 0 {
-            return None;
+    /// An S holder dropped its copy. Once all have, the waiting request goes
+    /// on. An acknowledgement from a peer that was not asked (or answers
+    /// twice) is a protocol error of the peer's, and changes nothing.
+    pub fn invalidate_ack(
+        &mut self,
+        from: InstId,
+        blk: BlockAddr,
+    ) -> Result<Option<Route>, UnexpectedAck> {
+        let Some(r) = self.res.get_mut(&blk) else {
+            return Err(UnexpectedAck { from, blk });
+        };
+        if !r.acks_pending.contains(from) {
+            return Err(UnexpectedAck { from, blk });
         }
-        match r.after_acks.take()? {
-            AfterAcks::Grant(req, g) => Some(self.grant(req, g)),
-            AfterAcks::Forward(h, req) => Some(Route::Forward {
+        r.drop_s(from);
+        r.acks_pending.remove(from);
+        if !r.acks_pending.is_empty() {
+            return Ok(None);
+        }
+        let Some(then) = r.after_acks.take() else {
+            debug_assert!(false, "{blk:?}: acknowledgements awaited for nothing");
+            return Ok(None);
+        };
+        Ok(Some(match then {
+            AfterAcks::Grant(req, g) => self.grant(req, g),
+            AfterAcks::Forward(h, req) => Route::Forward {
                 holder: h,
                 req,
                 shared: false,
-            }),
-        }
+            },
+        }))
     }
 
     fn grant(&mut self, req: Request, grant: GrantKind) -> Route {

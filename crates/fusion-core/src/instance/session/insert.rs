@@ -16,15 +16,69 @@
 //! waiters queue on the splitting transaction's TX) and then descends again
 //! the ordinary way, since the split it waited for has usually made room.
 
-use super::cache::{BufId, BufState};
-use super::execution::{ExecPoint, Purpose};
-use super::session::{Acquired, AfterCpu, SessionState};
-use super::{Instance, Observation};
+use super::super::cache::{BufId, BufState};
+use super::super::execution::{ExecPoint, Purpose};
+use super::super::{Instance, Observation};
+use super::{Acquired, AfterCpu, SessionState};
 use crate::block::{Block, Body, Change, Itl, SplitBlock, UndoOp};
 use crate::layout::Layout;
 use crate::msg::{EnqKind, LockMode, ReqKind, ResName};
 use crate::stats::{Stat, Wait};
-use crate::types::{BlockAddr, Rowid, Scn, Xid};
+use crate::types::{BlockAddr, InstId, Rowid, Scn, Xid};
+
+/// Where this instance's inserts go: per table, the block it inserts into
+/// and the next key it gives a row; per index, how much of its free run
+/// splits have used.
+#[derive(Debug)]
+pub(super) struct InsertPoints {
+    block: Vec<Option<BlockAddr>>,
+    next_key: Vec<u64>,
+    /// Keys of inserted rows interleave by instance above the initial rows:
+    /// each instance steps by the cluster's size.
+    key_step: u64,
+    index_used: Vec<u32>,
+}
+
+impl InsertPoints {
+    pub fn new(layout: &Layout, me: InstId, instances: u8) -> InsertPoints {
+        debug_assert!(me.0 < instances, "{me} outside a cluster of {instances}");
+        InsertPoints {
+            block: vec![None; layout.tables.len()],
+            next_key: layout
+                .tables
+                .iter()
+                .map(|t| t.initial_rows + 1 + u64::from(me.0))
+                .collect(),
+            key_step: u64::from(instances),
+            index_used: vec![0; layout.indexes.len()],
+        }
+    }
+
+    /// The block `table`'s inserts go into, if this instance has one.
+    pub fn block(&self, table: usize) -> Option<BlockAddr> {
+        self.block[table]
+    }
+
+    /// The key the next row inserted into `table` here gets.
+    pub fn next_key(&mut self, table: usize) -> u64 {
+        let key = self.next_key[table];
+        self.next_key[table] += self.key_step;
+        key
+    }
+
+    fn insert_into(&mut self, table: usize, blk: Option<BlockAddr>) {
+        self.block[table] = blk;
+    }
+
+    /// Blocks of index `ix`'s free run this instance's splits took.
+    fn index_used(&self, ix: usize) -> u32 {
+        self.index_used[ix]
+    }
+
+    fn index_block_taken(&mut self, ix: usize) {
+        self.index_used[ix] += 1;
+    }
+}
 
 impl Instance {
     /// The first B-tree index on `table` after position `after` (`None`:
@@ -32,8 +86,8 @@ impl Instance {
     /// inserts into a table that has one.
     fn next_index(&self, table: usize, after: Option<usize>) -> Option<usize> {
         let start = after.map_or(0, |a| a + 1);
-        (start..self.layout.indexes.len()).find(|&i| {
-            let l = &self.layout.indexes[i];
+        (start..self.k.layout().indexes.len()).find(|&i| {
+            let l = &self.k.layout().indexes[i];
             l.table == table && l.kind == crate::config::IndexKind::BTree
         })
     }
@@ -43,23 +97,23 @@ impl Instance {
             ix,
             table,
             key,
-            blk: self.layout.index_root(ix, key),
+            blk: self.k.layout().index_root(ix, key),
             purpose: Purpose::Insert(rowid),
         }
     }
 
     /// Visit of the insert block (pinned in X): add the row.
-    pub(super) fn insert_into_block(
+    pub(in crate::instance) fn insert_into_block(
         &mut self,
         sid: u32,
         buf: BufId,
         table: usize,
         key: u64,
     ) -> ExecPoint {
-        let per_block = self.layout.tables[table].rows_per_block as usize;
+        let per_block = self.k.layout().tables[table].rows_per_block as usize;
         let b = self.cache.get(buf);
         if !matches!(*b.image.body, Body::Table { .. }) || b.image.row_slots() >= per_block {
-            self.insert_blocks[table].0 = None;
+            self.fg.inserts.insert_into(table, None);
             return ExecPoint::InsertAlloc { table, key };
         }
         let blk = b.blk;
@@ -70,10 +124,10 @@ impl Instance {
             let row = Change::InsertRow { slot, key, val: 0 };
             self.change_block(buf, row, xid, scn, 150)
         }) else {
-            self.insert_blocks[table].0 = None;
+            self.fg.inserts.insert_into(table, None);
             return ExecPoint::InsertAlloc { table, key };
         };
-        self.stats.incr(Stat::RowsInserted);
+        self.k.incr(Stat::RowsInserted);
         self.touch_block(sid, blk);
         self.record(Observation::Write {
             xid,
@@ -89,7 +143,7 @@ impl Instance {
     }
 
     /// Visit of the segment header (pinned in X): take the next block of this instance's run.
-    pub(super) fn take_new_block(
+    pub(in crate::instance) fn take_new_block(
         &mut self,
         sid: u32,
         buf: BufId,
@@ -97,18 +151,15 @@ impl Instance {
         key: u64,
     ) -> ExecPoint {
         let me = self.id.idx();
-        let t = self.layout.tables[table].clone();
+        let t = self.k.layout().tables[table].clone();
         let Body::SegHeader { used } = &*self.cache.get(buf).image.body else {
-            self.errors.push(format!(
-                "{}: segment header of table {table} is corrupt",
-                self.id
-            ));
+            self.error(format!("segment header of table {table} is corrupt"));
             return ExecPoint::None;
         };
         let mine = used.get(me).copied().unwrap_or(u32::MAX);
         if mine >= t.free_per_instance {
             // ORA-01653: the table's free space for this instance is used up.
-            self.stats.incr(Stat::SpaceErrors);
+            self.k.incr(Stat::SpaceErrors);
             return ExecPoint::None;
         }
         let header = self.cache.get(buf).blk;
@@ -126,7 +177,13 @@ impl Instance {
     }
 
     /// Format a never-used block for inserts; returns true when the session can go on.
-    pub(super) fn format_new(&mut self, sid: u32, table: usize, key: u64, blk: BlockAddr) -> bool {
+    pub(in crate::instance) fn format_new(
+        &mut self,
+        sid: u32,
+        table: usize,
+        key: u64,
+        blk: BlockAddr,
+    ) -> bool {
         if let Some(id) = self.cache.current(blk)
             && self.cache.get(id).state() == BufState::Xcur
         {
@@ -136,8 +193,9 @@ impl Instance {
                 self.change_block(id, format, xid, scn, 100);
                 self.commit_recursive(xid, &[blk]);
             }
-            self.insert_blocks[table].0 = Some(blk);
-            self.sessions
+            self.fg.inserts.insert_into(table, Some(blk));
+            self.fg
+                .sessions
                 .go_to(sid, ExecPoint::InsertRow { table, key });
             return true;
         }
@@ -146,7 +204,7 @@ impl Instance {
     }
 
     fn request_new(&mut self, sid: u32, blk: BlockAddr) {
-        if self.sessions.has_request(blk) {
+        if self.fg.sessions.has_request(blk) {
             self.wait_on_block(sid, blk, Wait::GcBufferBusyAcquire);
         } else {
             self.gc_request(sid, blk, ReqKind::Current { new_block: true }, false);
@@ -155,7 +213,7 @@ impl Instance {
 
     /// Visit of an index leaf (pinned in X): add the entry, or start a split.
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn insert_into_leaf(
+    pub(in crate::instance) fn insert_into_leaf(
         &mut self,
         sid: u32,
         buf: BufId,
@@ -165,16 +223,16 @@ impl Instance {
         rowid: Rowid,
         blk: BlockAddr,
     ) -> ExecPoint {
-        let cap = self.layout.indexes[ix].entries_per_leaf as usize;
-        let ekey = self.layout.indexes[ix].entry_key(key);
+        let cap = self.k.layout().indexes[ix].entries_per_leaf as usize;
+        let ekey = self.k.layout().indexes[ix].entry_key(key);
         let img = &self.cache.get(buf).image;
         if !img.leaf_covers(ekey) {
             // A split moved the key since our snapshot: descend again with a fresh one.
-            self.sessions.session_mut(sid).snapshot = self.scn;
+            self.fg.sessions.session_mut(sid).snapshot = self.k.scn();
             return self.index_cursor(ix, table, key, rowid);
         }
         if img.entry_count() >= cap {
-            let root = self.layout.indexes[ix].root;
+            let root = self.k.layout().indexes[ix].root;
             return ExecPoint::Split {
                 ix,
                 table,
@@ -190,8 +248,7 @@ impl Instance {
         let inserted = self.cache.get_mut(buf).image.apply(&entry, xid, scn);
         self.split_unlock(sid, ix);
         if !inserted {
-            self.errors
-                .push(format!("{}: duplicate key {key} in index {ix}", self.id));
+            self.error(format!("duplicate key {key} in index {ix}"));
             return ExecPoint::None;
         }
         self.log_change(buf, entry, xid, scn, 120);
@@ -225,7 +282,7 @@ impl Instance {
     }
 
     fn capacity(&self, ix: usize, block: &Block) -> usize {
-        let l = &self.layout.indexes[ix];
+        let l = &self.k.layout().indexes[ix];
         match *block.body {
             Body::Leaf { .. } => l.entries_per_leaf as usize,
             _ => l.entries_per_branch as usize,
@@ -241,7 +298,7 @@ impl Instance {
     }
 
     /// One step of the splitting descent. True when the session can go on at once.
-    pub(super) fn split_step(&mut self, sid: u32) -> bool {
+    pub(in crate::instance) fn split_step(&mut self, sid: u32) -> bool {
         let ExecPoint::Split {
             ix,
             table,
@@ -249,7 +306,7 @@ impl Instance {
             rowid,
             parent,
             node,
-        } = self.sessions.session(sid).cur
+        } = self.fg.sessions.session(sid).cur
         else {
             return true;
         };
@@ -270,7 +327,7 @@ impl Instance {
         let img = &self.cache.get(nbuf).image;
         let full = img.entry_count() >= self.capacity(ix, img);
         if !full {
-            let next = match img.child_for(self.layout.indexes[ix].entry_key(key)) {
+            let next = match img.child_for(self.k.layout().indexes[ix].entry_key(key)) {
                 Some(child) => ExecPoint::Split {
                     ix,
                     table,
@@ -287,12 +344,12 @@ impl Instance {
                     blk: node,
                 },
             };
-            self.sessions.go_to(sid, next);
+            self.fg.sessions.go_to(sid, next);
             return true;
         }
         // A full block: it needs new blocks (two for the root, which never moves).
         let needed = if parent.is_none() { 2 } else { 1 };
-        let spares: Vec<BlockAddr> = self.sessions.session(sid).spares.clone();
+        let spares: Vec<BlockAddr> = self.fg.sessions.session(sid).spares.clone();
         if let Some(go_on) = self.gather_spares(sid, ix, &spares, needed) {
             return go_on;
         }
@@ -308,11 +365,11 @@ impl Instance {
             return true;
         }
         let again = self.index_cursor(ix, table, key, rowid);
-        let split = std::mem::replace(&mut self.sessions.session_mut(sid).cur, again);
+        let split = std::mem::replace(&mut self.fg.sessions.session_mut(sid).cur, again);
         if !self.enq_get(sid, res, LockMode::X, Wait::EnqTxIndexContention) {
             return false;
         }
-        self.sessions.go_to(sid, split);
+        self.fg.sessions.go_to(sid, split);
         true
     }
 
@@ -334,19 +391,19 @@ impl Instance {
         if spares.len() >= needed {
             return None;
         }
-        let l = &self.layout.indexes[ix];
+        let l = &self.k.layout().indexes[ix];
         let range = Layout::free_range(l.free_base, l.free_per_instance, self.id);
-        let next = range.start + self.index_free[ix];
+        let next = range.start + self.fg.inserts.index_used(ix);
         if next >= range.end {
-            self.stats.incr(Stat::SpaceErrors);
+            self.k.incr(Stat::SpaceErrors);
             self.split_unlock(sid, ix);
-            self.sessions.go_to(sid, ExecPoint::None);
+            self.fg.sessions.go_to(sid, ExecPoint::None);
             return Some(true);
         }
         let blk = BlockAddr(next);
         if self.x_ready(blk) {
-            self.index_free[ix] += 1;
-            self.sessions.session_mut(sid).spares.push(blk);
+            self.fg.inserts.index_block_taken(ix);
+            self.fg.sessions.session_mut(sid).spares.push(blk);
             return Some(true);
         }
         self.request_new(sid, blk);
@@ -376,20 +433,20 @@ impl Instance {
         for &id in &pins {
             self.cache.pin_exclusive(id);
         }
-        let s = self.sessions.session_mut(sid);
+        let s = self.fg.sessions.session_mut(sid);
         s.split_pins = pins;
         s.st = SessionState::Cpu(AfterCpu::Split);
         let proc = s.proc;
         self.cpu(
             proc,
-            self.costs.row_change * 4 + self.costs.db_block_get * 3,
+            self.k.costs().row_change * 4 + self.k.costs().db_block_get * 3,
         );
     }
 
     /// The split's CPU step is over: do it, then go on descending.
-    pub(super) fn split_done(&mut self, sid: u32) {
-        let pins = std::mem::take(&mut self.sessions.session_mut(sid).split_pins);
-        let point = self.sessions.session(sid).cur;
+    pub(in crate::instance) fn split_done(&mut self, sid: u32) {
+        let pins = std::mem::take(&mut self.fg.sessions.session_mut(sid).split_pins);
+        let point = self.fg.sessions.session(sid).cur;
         let next = match point {
             ExecPoint::Split {
                 ix,
@@ -404,7 +461,7 @@ impl Instance {
         for id in pins {
             self.unpin(id);
         }
-        self.sessions.go_to(sid, next);
+        self.fg.sessions.go_to(sid, next);
         self.resume(sid);
     }
 
@@ -427,7 +484,7 @@ impl Instance {
             key,
             rowid,
             parent: None,
-            node: self.layout.indexes[ix].root,
+            node: self.k.layout().indexes[ix].root,
         };
         let Some(nbuf) = self.cache.current(node) else {
             return restart;
@@ -437,8 +494,8 @@ impl Instance {
             return restart;
         }
         let (xid, scn) = self.recursive_txn();
-        let ekey = self.layout.indexes[ix].entry_key(key);
-        let spares = std::mem::take(&mut self.sessions.session_mut(sid).spares);
+        let ekey = self.k.layout().indexes[ix].entry_key(key);
+        let spares = std::mem::take(&mut self.fg.sessions.session_mut(sid).spares);
         let mut changed = vec![node];
         let halves = split_body(&self.cache.get(nbuf).image.body);
         let sep = halves.sep;
@@ -450,7 +507,7 @@ impl Instance {
                 self.split_under_parent(nbuf, pb, new, halves, xid, scn);
                 changed.push(new);
                 changed.extend(parent);
-                self.sessions.session_mut(sid).spares = spares[1..].to_vec();
+                self.fg.sessions.session_mut(sid).spares = spares[1..].to_vec();
                 let child = if ekey >= sep { new } else { node };
                 ExecPoint::Split {
                     ix,
@@ -468,7 +525,7 @@ impl Instance {
                 self.split_root(nbuf, a, b, halves, xid, scn);
                 changed.push(a);
                 changed.push(b);
-                self.sessions.session_mut(sid).spares = spares[2..].to_vec();
+                self.fg.sessions.session_mut(sid).spares = spares[2..].to_vec();
                 ExecPoint::Split {
                     ix,
                     table,
@@ -480,7 +537,7 @@ impl Instance {
             }
         };
         let leaf = matches!(*self.cache.get(nbuf).image.body, Body::Leaf { .. });
-        self.stats.incr(if leaf {
+        self.k.incr(if leaf {
             Stat::LeafNodeSplits
         } else {
             Stat::BranchNodeSplits
@@ -506,7 +563,8 @@ impl Instance {
             Some(pb) => {
                 let pimg = &self.cache.get(pb).image;
                 let points = matches!(&*pimg.body, Body::Branch { entries } if entries.iter().any(|e| e.1 == node));
-                points && pimg.entry_count() < self.layout.indexes[ix].entries_per_branch as usize
+                points
+                    && pimg.entry_count() < self.k.layout().indexes[ix].entries_per_branch as usize
             }
             None => true,
         }
@@ -566,7 +624,7 @@ impl Instance {
 
     /// One block's part of a split, logged as half a block of redo.
     fn split_change(&mut self, buf: BufId, change: Change, xid: Xid, scn: Scn) {
-        let bytes = self.params.db_block_size / 2;
+        let bytes = self.k.params().db_block_size / 2;
         self.change_block(buf, change, xid, scn, bytes);
     }
 

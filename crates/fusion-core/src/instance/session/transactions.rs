@@ -13,7 +13,7 @@ use crate::types::{InstId, Scn, Xid};
 
 /// Who waits for an active transaction of this instance to end.
 #[derive(Clone, Copy, Debug)]
-pub(super) enum TxWaiter {
+pub(in crate::instance) enum TxWaiter {
     /// A local session (`enq: TX - row lock contention`).
     Session(u32),
     /// Another instance's session, answered with `Msg::TxStatus` carrying this token.
@@ -22,7 +22,7 @@ pub(super) enum TxWaiter {
 
 /// The transaction table of one instance.
 #[derive(Clone, Debug)]
-pub(super) struct Transactions {
+pub(in crate::instance) struct Transactions {
     me: InstId,
     /// Commit SCN of each of this instance's transactions, by sequence
     /// from `base`; 0 while active. Grows by one slot per transaction, like
@@ -70,7 +70,7 @@ struct DeadTxns {
 }
 
 impl Transactions {
-    pub(super) fn new(me: InstId, base: u64) -> Transactions {
+    pub(in crate::instance) fn new(me: InstId, base: u64) -> Transactions {
         Transactions {
             me,
             commit_scns: Vec::new(),
@@ -87,7 +87,7 @@ impl Transactions {
     }
 
     /// Transaction `xid` of this instance wrote redo from `rba` on.
-    pub(super) fn changed_at(&mut self, xid: Xid, rba: u64) {
+    pub(in crate::instance) fn changed_at(&mut self, xid: Xid, rba: u64) {
         if let std::collections::hash_map::Entry::Vacant(e) = self.first_rba_of.entry(xid) {
             e.insert(rba);
             self.first_rba.insert((rba, xid));
@@ -95,12 +95,12 @@ impl Transactions {
     }
 
     /// The first redo address of the oldest active transaction that changed something.
-    pub(super) fn oldest_active_rba(&self) -> Option<u64> {
+    pub(in crate::instance) fn oldest_active_rba(&self) -> Option<u64> {
         self.first_rba.first().map(|&(rba, _)| rba)
     }
 
     /// A new transaction of this instance, active until [`Transactions::commit`].
-    pub(super) fn begin(&mut self) -> Xid {
+    pub(in crate::instance) fn begin(&mut self) -> Xid {
         let xid = Xid::new(self.me, self.next_seq);
         self.next_seq += 1;
         let seq = self.slot(xid);
@@ -117,7 +117,7 @@ impl Transactions {
     }
 
     /// What this instance knows about a transaction right now.
-    pub(super) fn state(&self, xid: Xid) -> TxState {
+    pub(in crate::instance) fn state(&self, xid: Xid) -> TxState {
         if xid.inst() == self.me && xid.seq() > self.base {
             match self.commit_scns.get(self.slot(xid)) {
                 Some(&s) if s > 0 => TxState::Committed(s),
@@ -137,7 +137,7 @@ impl Transactions {
     }
 
     /// Recovery read a dead instance's thread: its transactions are known here now.
-    pub(super) fn learn_dead(&mut self, thread: &crate::msg::DeadThread) {
+    pub(in crate::instance) fn learn_dead(&mut self, thread: &crate::msg::DeadThread) {
         for &(xid, scn) in &thread.committed {
             self.remote_commits.insert(xid, scn);
         }
@@ -151,51 +151,51 @@ impl Transactions {
     }
 
     /// `inst`'s life numbers its transactions from `base` on (its report).
-    pub(super) fn member_base(&mut self, inst: InstId, base: u64) {
+    pub(in crate::instance) fn member_base(&mut self, inst: InstId, base: u64) {
         self.member_bases.insert(inst, base);
     }
 
     /// The first transaction number after every life of `inst` up to its
     /// latest one known here (the one that died, when it is dead).
-    pub(super) fn xids_below(&self, inst: InstId) -> u64 {
+    pub(in crate::instance) fn xids_below(&self, inst: InstId) -> u64 {
         let base = if inst == self.me {
             self.base
         } else {
             self.member_bases.get(&inst).copied().unwrap_or(0)
         };
-        base.saturating_add(super::LIFE_XIDS)
+        base.saturating_add(super::super::LIFE_XIDS)
     }
 
     /// This life's first transaction number.
-    pub(super) fn base(&self) -> u64 {
+    pub(in crate::instance) fn base(&self) -> u64 {
         self.base
     }
 
     /// Every dead thread recovery reported, to pass on to a joining instance.
-    pub(super) fn dead_threads(&self) -> &[crate::msg::DeadThread] {
+    pub(in crate::instance) fn dead_threads(&self) -> &[crate::msg::DeadThread] {
         &self.dead_threads
     }
 
     /// Whether recovery told this instance of any dead instance's
     /// transactions (none in a run without failures).
-    pub(super) fn has_dead(&self) -> bool {
+    pub(in crate::instance) fn has_dead(&self) -> bool {
         !self.dead.is_empty()
     }
 
     /// A dead instance's transaction that recovery rolls back.
-    pub(super) fn is_dead_uncommitted(&self, xid: Xid) -> bool {
+    pub(in crate::instance) fn is_dead_uncommitted(&self, xid: Xid) -> bool {
         self.dead
             .get(&xid.inst())
             .is_some_and(|d| d.uncommitted.contains(&xid))
     }
 
     /// Whether recovery told this instance about `inst`'s transactions.
-    pub(super) fn knows_dead(&self, inst: InstId) -> bool {
+    pub(in crate::instance) fn knows_dead(&self, inst: InstId) -> bool {
         self.dead.contains_key(&inst)
     }
 
     /// The commit SCN of a transaction of this instance, once it committed.
-    pub(super) fn commit_scn(&self, xid: Xid) -> Option<Scn> {
+    pub(in crate::instance) fn commit_scn(&self, xid: Xid) -> Option<Scn> {
         (xid.inst() == self.me && xid.seq() > self.base)
             .then(|| self.commit_scns.get(self.slot(xid)).copied())
             .flatten()
@@ -204,7 +204,7 @@ impl Transactions {
 
     /// A transaction this instance began commits at `scn`. Its waiters are
     /// still queued: [`Transactions::take_waiters`] hands them out.
-    pub(super) fn commit(&mut self, xid: Xid, scn: Scn) {
+    pub(in crate::instance) fn commit(&mut self, xid: Xid, scn: Scn) {
         // Only `begin` makes transactions of ours, and each commits once.
         assert!(
             xid.inst() == self.me && scn > 0,
@@ -223,17 +223,17 @@ impl Transactions {
     /// `waiter` waits until `xid` ends; it is handed back by
     /// [`Transactions::take_waiters`] when it does. (Called for a peer's
     /// `TxWait` too, so a foreign `xid` is queued as it comes, not refused.)
-    pub(super) fn wait_for_end(&mut self, xid: Xid, waiter: TxWaiter) {
+    pub(in crate::instance) fn wait_for_end(&mut self, xid: Xid, waiter: TxWaiter) {
         self.waiters.entry(xid.seq()).or_default().push(waiter);
     }
 
     /// Who waited for `xid` to end, in the order they began to wait.
-    pub(super) fn take_waiters(&mut self, xid: Xid) -> Vec<TxWaiter> {
+    pub(in crate::instance) fn take_waiters(&mut self, xid: Xid) -> Vec<TxWaiter> {
         self.waiters.remove(&xid.seq()).unwrap_or_default()
     }
 
     /// Another instance told us one of its transactions committed.
-    pub(super) fn learn_commit(&mut self, xid: Xid, scn: Scn) {
+    pub(in crate::instance) fn learn_commit(&mut self, xid: Xid, scn: Scn) {
         self.remote_commits.insert(xid, scn);
     }
 }

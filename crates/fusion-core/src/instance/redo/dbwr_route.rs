@@ -16,10 +16,11 @@
 //!   (numa.rs: `Touch::Write`). NUMA-aware writers (`_enable_NUMA_support`)
 //!   write their own group's buffers, so all of it stays local.
 
-use super::events::{IoPurpose, Proc};
+use super::super::Instance;
+use super::super::events::{IoPurpose, Proc};
+use super::super::numa::Touch;
+use super::dbwr;
 use super::lgwr::FlushWaiter;
-use super::numa::Touch;
-use super::{Instance, dbwr};
 use crate::config::Nanos;
 use crate::cpu::ProcId;
 use crate::msg::{Io, Msg, RedoRecord};
@@ -31,62 +32,62 @@ impl Instance {
     /// `dbwr_io_slaves` there is one writer, whatever `db_writer_processes`
     /// says (Oracle's rule). Worker numbers fit 8 bits: both parameters are
     /// at most 100 (`Params::set`).
-    pub(super) fn start_writers(&mut self) {
-        let slaves = self.params.dbwr_io_slaves;
+    pub(in crate::instance) fn start_writers(&mut self) {
+        let slaves = self.k.params().dbwr_io_slaves;
         let writers = if slaves > 0 {
             1
         } else {
-            self.params.db_writer_processes
+            self.k.params().db_writer_processes
         };
         let number = |i: u32| u8::try_from(i.min(u32::from(u8::MAX))).unwrap_or(u8::MAX);
         let procs: Vec<(ProcId, u8)> = (0..writers)
             .map(|i| {
                 let proc = self.add_proc(Proc::Dbwr(number(i)), format!("DBW{i}"));
-                (proc, self.numa.as_ref().map_or(0, |n| n.home(proc)))
+                (proc, self.k.numa().map_or(0, |n| n.home(proc)))
             })
             .collect();
         // Writers write their own group's buffers when the database places
         // memory by group and the server models what a write touches.
         let groups = self
-            .numa
-            .as_ref()
+            .k
+            .numa()
             .filter(|n| n.aware() && n.models_writes())
             .map(|n| n.group_count());
-        self.dbwr = dbwr::Dbwr::new(procs, groups);
+        self.redo.dbwr = dbwr::Dbwr::new(procs, groups);
         let slave_procs: Vec<ProcId> = (0..slaves)
             .map(|i| self.add_proc(Proc::DbwrSlave(number(i)), format!("I1{:02}", i + 1)))
             .collect();
-        self.dbwr_slaves = dbwr::IoSlaves::new(slave_procs);
+        self.redo.slaves = dbwr::IoSlaves::new(slave_procs);
     }
 
     /// The cache is short of clean buffers: write now (once until the next tick).
-    pub(super) fn dbwr_urgent(&mut self) {
-        if self.dbwr.urgent() {
+    pub(in crate::instance) fn dbwr_urgent(&mut self) {
+        if self.redo.dbwr.urgent() {
             self.dbwr_pass(true);
         }
     }
 
-    pub(super) fn dbwr_tick(&mut self) {
+    pub(in crate::instance) fn dbwr_tick(&mut self) {
         let nearly_full = self.cache.used() * 10 >= self.cache.capacity * 9;
-        let urgent = self.dbwr.tick(nearly_full);
+        let urgent = self.redo.dbwr.tick(nearly_full);
         let checkpoint = self.checkpoint_position();
-        self.dbwr.advance_checkpoint(checkpoint);
+        self.redo.dbwr.advance_checkpoint(checkpoint);
         self.dbwr_pass(urgent);
     }
 
     /// `ALTER SYSTEM CHECKPOINT`: every buffer dirty now is written.
-    pub(super) fn begin_checkpoint(&mut self) {
-        let end = self.lgwr.end_rba();
-        self.dbwr.begin_full_checkpoint(end);
-        self.alert.write(
-            self.now,
+    pub(in crate::instance) fn begin_checkpoint(&mut self) {
+        let end = self.redo.lgwr.end_rba();
+        self.redo.dbwr.begin_full_checkpoint(end);
+        self.obs.alert(
+            self.k.now(),
             format!(
                 "Beginning global checkpoint up to RBA {end}, SCN: {}",
-                self.scn
+                self.k.scn()
             ),
         );
         self.check_full_checkpoint();
-        if self.dbwr.checkpointing() {
+        if self.redo.dbwr.checkpointing() {
             self.dbwr_pass(false);
         }
     }
@@ -94,34 +95,34 @@ impl Instance {
     /// A full checkpoint whose buffers are all written ends.
     fn check_full_checkpoint(&mut self) {
         let position = self.checkpoint_position();
-        self.dbwr.advance_checkpoint(position);
-        if self.dbwr.full_checkpoint_done(position) {
-            self.stats.incr(Stat::DbwrCheckpoints);
-            self.alert.write(
-                self.now,
+        self.redo.dbwr.advance_checkpoint(position);
+        if self.redo.dbwr.full_checkpoint_done(position) {
+            self.k.incr(Stat::DbwrCheckpoints);
+            self.obs.alert(
+                self.k.now(),
                 format!("Completed checkpoint up to RBA {position}"),
             );
         }
     }
 
-    pub(super) fn dbwr_pass(&mut self, urgent: bool) {
-        let cold = urgent.then(|| dbwr::BATCH * self.dbwr.writer_slots());
+    pub(in crate::instance) fn dbwr_pass(&mut self, urgent: bool) {
+        let cold = urgent.then(|| dbwr::BATCH * self.redo.dbwr.writer_slots());
         // A full checkpoint writes every dirty buffer, however young.
-        let age = if self.dbwr.checkpointing() {
+        let age = if self.redo.dbwr.checkpointing() {
             0
         } else {
             dbwr::CHECKPOINT_AGE
         };
-        let mut candidates = self.cache.write_candidates(self.now, age, cold);
+        let mut candidates = self.cache.write_candidates(self.k.now(), age, cold);
         if let Some(below) = self.mttr_bound() {
             self.mttr_candidates(below, &mut candidates);
             self.ask_pi_writes(below);
         }
         self.asked_write_candidates(&mut candidates);
         let cache = &self.cache;
-        let lgwr = &self.lgwr;
-        let numa = self.numa.as_ref().filter(|n| n.models_writes());
-        let flush_to = self.dbwr.pass(
+        let lgwr = &self.redo.lgwr;
+        let numa = self.k.numa().filter(|n| n.models_writes());
+        let flush_to = self.redo.dbwr.pass(
             candidates.into_iter().map(|(_, id)| {
                 let b = cache.get(id);
                 (b.blk, b.last_rba, numa.map_or(0, |n| n.group_of(id)))
@@ -131,15 +132,15 @@ impl Instance {
         if flush_to > 0 {
             self.request_flush(flush_to, Some(FlushWaiter::Dbwr));
         }
-        let per_block = self.costs.dbwr_write
-            + if self.dbwr_slaves.any() {
+        let per_block = self.k.costs().dbwr_write
+            + if self.redo.slaves.any() {
                 0
             } else {
-                self.costs.dbwr_io_submit
+                self.k.costs().dbwr_io_submit
             };
-        for start in self.dbwr.start_writers() {
+        for start in self.redo.dbwr.start_writers() {
             if let Some(touch) = self.batch_touch(start.proc)
-                && let Some(numa) = self.numa.as_mut()
+                && let Some(numa) = self.k.numa_mut()
             {
                 numa.defer(start.proc, touch);
             }
@@ -149,19 +150,19 @@ impl Instance {
 
     /// What writer `proc`'s batch touches in memory, when the server models it.
     fn batch_touch(&self, proc: ProcId) -> Option<Touch> {
-        let numa = self.numa.as_ref().filter(|n| n.models_writes())?;
-        let Some(&Proc::Dbwr(w)) = self.procs.get(proc as usize) else {
+        let numa = self.k.numa().filter(|n| n.models_writes())?;
+        let Some(Proc::Dbwr(w)) = self.k.proc(proc) else {
             return None;
         };
         let groups = numa.group_count();
         let mut blocks_by_group = vec![0u32; groups];
-        for &blk in self.dbwr.batch(w) {
+        for &blk in self.redo.dbwr.batch(w) {
             if let Some(id) = self.cache.current(blk) {
                 blocks_by_group[usize::from(numa.group_of(id)) % groups] += 1;
             }
         }
         let (read, submit) = numa.write_lines();
-        let slaves = self.dbwr_slaves.any();
+        let slaves = self.redo.slaves.any();
         Some(Touch::Write {
             blocks_by_group,
             lines: read + if slaves { 0 } else { submit },
@@ -170,7 +171,7 @@ impl Instance {
     }
 
     /// The buffer holding the current image of `blk`, if it still needs writing.
-    fn still_dirty(&self, blk: BlockAddr) -> Option<super::cache::BufId> {
+    fn still_dirty(&self, blk: BlockAddr) -> Option<super::super::cache::BufId> {
         let id = self.cache.current(blk)?;
         let b = self.cache.get(id);
         // A dirty scur buffer was down-converted for fairness: still ours to write.
@@ -178,20 +179,20 @@ impl Instance {
     }
 
     /// A writer got its CPU: issue its writes, or hand them to the slaves.
-    pub(super) fn dbwr_step_done(&mut self, w: u8) {
-        let slaves = self.dbwr_slaves.any();
-        for blk in self.dbwr.take_batch(w, self.now) {
+    pub(in crate::instance) fn dbwr_step_done(&mut self, w: u8) {
+        let slaves = self.redo.slaves.any();
+        for blk in self.redo.dbwr.take_batch(w, self.k.now()) {
             if self.still_dirty(blk).is_none() {
                 continue;
             }
-            self.dbwr.write_issued(w);
+            self.redo.dbwr.write_issued(w);
             if slaves {
-                self.dbwr_slaves.hand(blk, w);
+                self.redo.slaves.hand(blk, w);
             } else {
                 self.issue_write(blk, w);
             }
         }
-        self.dbwr.batch_issued(w);
+        self.redo.dbwr.batch_issued(w);
         if slaves {
             self.start_slaves();
         }
@@ -199,8 +200,8 @@ impl Instance {
 
     /// Idle I/O slaves take the writes handed to them.
     fn start_slaves(&mut self) {
-        while let Some((_, proc, blk)) = self.dbwr_slaves.next_start() {
-            if let Some(numa) = self.numa.as_mut().filter(|n| n.models_writes())
+        while let Some((_, proc, blk)) = self.redo.slaves.next_start() {
+            if let Some(numa) = self.k.numa_mut().filter(|n| n.models_writes())
                 && let Some(id) = self.cache.current(blk)
             {
                 let mut blocks_by_group = vec![0u32; numa.group_count()];
@@ -216,16 +217,16 @@ impl Instance {
                     },
                 );
             }
-            self.cpu(proc, self.costs.dbwr_io_submit.max(1));
+            self.cpu(proc, self.k.costs().dbwr_io_submit.max(1));
         }
     }
 
     /// I/O slave `i` submitted its write.
-    pub(super) fn dbwr_slave_step_done(&mut self, i: u8) {
-        if let Some((blk, w)) = self.dbwr_slaves.done(i) {
+    pub(in crate::instance) fn dbwr_slave_step_done(&mut self, i: u8) {
+        if let Some((blk, w)) = self.redo.slaves.done(i) {
             if self.still_dirty(blk).is_some() {
                 self.issue_write(blk, w);
-            } else if self.dbwr.write_dropped(w) && self.dbwr.checkpointing() {
+            } else if self.redo.dbwr.write_dropped(w) && self.redo.dbwr.checkpointing() {
                 self.dbwr_pass(false);
             }
         }
@@ -248,14 +249,14 @@ impl Instance {
                 scn,
                 rba,
                 writer: w,
-                started: self.now,
+                started: self.k.now(),
             },
         );
     }
 
     /// DBWR's write of `blk` as of `scn` completed; `rba` is where this
     /// instance's last change in the written image ended.
-    pub(super) fn on_block_written(
+    pub(in crate::instance) fn on_block_written(
         &mut self,
         blk: BlockAddr,
         scn: Scn,
@@ -263,14 +264,14 @@ impl Instance {
         w: u8,
         started: Nanos,
     ) {
-        self.stats.incr(Stat::PhysicalWrites);
-        self.stats.incr(Stat::DbwrCheckpointBuffersWritten);
+        self.k.incr(Stat::PhysicalWrites);
+        self.k.incr(Stat::DbwrCheckpointBuffersWritten);
         if let Some(id) = self.cache.current(blk) {
             let b = self.cache.get_mut(id);
             if b.image.scn == scn {
                 if b.global {
                     b.global = false;
-                    self.stats.incr(Stat::DbwrFusionWrites);
+                    self.k.incr(Stat::DbwrFusionWrites);
                 }
                 self.cache.set_first_rba(id, None);
                 self.cache.set_clean(id);
@@ -283,7 +284,8 @@ impl Instance {
         // changes the write covered; what is not on disk begins after it.
         // (Older ones are discarded just below.)
         self.cache.past_images_on_disk_below(blk, rba);
-        self.lgwr
+        self.redo
+            .lgwr
             .append_block_written(RedoRecord::block_written(blk, scn));
         // Our own past images of the block are now obsolete too.
         self.discard_pi(blk, scn);
@@ -295,21 +297,21 @@ impl Instance {
         } else {
             self.send(master, Msg::Written { blk, scn });
         }
-        if let Some(took) = self.dbwr.written(w, started, self.now) {
+        if let Some(took) = self.redo.dbwr.written(w, started, self.k.now()) {
             self.wait_event(Wait::DbFileParallelWrite, took, false);
-            if let Some(proc) = self.dbwr.proc(w) {
+            if let Some(proc) = self.redo.dbwr.proc(w) {
                 self.trace_background_wait(proc, Wait::DbFileParallelWrite, took);
             }
             // The batch is on disk: the checkpoint may move now, not a tick later.
-            if self.dbwr.checkpointing() {
+            if self.redo.dbwr.checkpointing() {
                 // A full checkpoint: this writer goes on to its next batch.
                 self.check_full_checkpoint();
-                if self.dbwr.checkpointing() {
+                if self.redo.dbwr.checkpointing() {
                     self.dbwr_pass(false);
                 }
             } else {
                 let checkpoint = self.checkpoint_position();
-                self.dbwr.advance_checkpoint(checkpoint);
+                self.redo.dbwr.advance_checkpoint(checkpoint);
             }
         }
     }

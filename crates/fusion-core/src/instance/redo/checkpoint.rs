@@ -27,30 +27,13 @@
 //! between instances keeps the checkpoints of its past images' holders back
 //! until its current holder writes it.
 
-use rustc_hash::{FxHashMap, FxHashSet};
-
-use super::Instance;
-use super::cache::{BufId, BufState};
+use super::super::Instance;
+use super::super::cache::{BufId, BufState};
 use crate::block::Change;
 use crate::config::Nanos;
 use crate::msg::RedoRecord;
 use crate::stats::Stat;
 use crate::types::{BlockAddr, Scn, Xid};
-
-/// A past image's holder asks for a write of its block at most this often.
-pub const PI_WRITE_ASK_NS: Nanos = crate::config::NS_PER_S;
-
-/// Writes asked for because of past images (`fast_start_mttr_target`): a
-/// past image cannot be written by its holder, and it holds that holder's
-/// checkpoint back until the current block is written (rac-internals.md
-/// §1.5: the PI holder asks the master, which asks the current holder).
-#[derive(Debug, Default)]
-pub(super) struct PiWrites {
-    /// Blocks this instance asked a write of, when (one ask a second at most).
-    asked: FxHashMap<BlockAddr, Nanos>,
-    /// Current blocks the masters asked this instance to write.
-    to_write: FxHashSet<BlockAddr>,
-}
 
 /// Redo bytes recovery reads and applies per second, the rate
 /// `fast_start_mttr_target` is turned into a redo bound with: 1 MiB/s, the
@@ -62,7 +45,7 @@ impl Instance {
     /// Make `change` to the current buffer `buf` under `xid` at `scn`, and
     /// log it as `bytes` of redo. False, with nothing done, when the change
     /// does not fit the block.
-    pub(super) fn change_block(
+    pub(in crate::instance) fn change_block(
         &mut self,
         buf: BufId,
         change: Change,
@@ -78,7 +61,7 @@ impl Instance {
     }
 
     /// Log a change already made to `buf` (see [`Instance::change_block`]).
-    pub(super) fn log_change(
+    pub(in crate::instance) fn log_change(
         &mut self,
         buf: BufId,
         change: Change,
@@ -94,28 +77,29 @@ impl Instance {
     /// Mark a current buffer changed by the `bytes` of redo that end at `rba`.
     fn dirtied(&mut self, buf: BufId, rba: u64, bytes: u32) {
         // A change clears the block's fairness counter.
-        if self.cache.dirtied(buf, rba, self.now) {
-            self.stats.incr(Stat::GcCrFairnessClears);
+        if self.cache.dirtied(buf, rba, self.k.now()) {
+            self.k.incr(Stat::GcCrFairnessClears);
         }
         if self.cache.get(buf).first_rba().is_none() {
             self.cache.set_first_rba(buf, Some(rba - u64::from(bytes)));
         }
-        self.stats.incr(Stat::DbBlockChanges);
+        self.k.incr(Stat::DbBlockChanges);
     }
 
     /// The checkpoint position now (see the module's comment).
-    pub(super) fn checkpoint_position(&mut self) -> u64 {
+    pub(in crate::instance) fn checkpoint_position(&mut self) -> u64 {
         self.cache
             .first_dirty_rba()
-            .unwrap_or_else(|| self.lgwr.end_rba())
+            .unwrap_or_else(|| self.redo.lgwr.end_rba())
     }
 
     /// With `fast_start_mttr_target` set: the redo address whose changes
     /// must be on disk for recovery to finish within the target.
-    pub(super) fn mttr_bound(&self) -> Option<u64> {
-        let target = u64::from(self.params.fast_start_mttr_target);
+    pub(in crate::instance) fn mttr_bound(&self) -> Option<u64> {
+        let target = u64::from(self.k.params().fast_start_mttr_target);
         (target > 0).then(|| {
-            self.lgwr
+            self.redo
+                .lgwr
                 .end_rba()
                 .saturating_sub(target.saturating_mul(RECOVERY_REDO_PER_S))
         })
@@ -123,14 +107,14 @@ impl Instance {
 
     /// Add to DBWR's candidates `(dirty since, buffer)`, sorted and without
     /// repeats, the buffers whose first change lies below `below`.
-    pub(super) fn mttr_candidates(&self, below: u64, out: &mut Vec<(Nanos, BufId)>) {
+    pub(in crate::instance) fn mttr_candidates(&self, below: u64, out: &mut Vec<(Nanos, BufId)>) {
         let before = out.len();
         out.extend(
             self.cache
                 .iter()
                 .filter(|(_, b)| {
                     b.dirty()
-                        && b.state() == super::BufState::Xcur
+                        && b.state() == BufState::Xcur
                         && !b.leaving()
                         && b.first_rba().is_some_and(|f| f < below)
                 })
@@ -144,8 +128,8 @@ impl Instance {
 
     /// Past images whose first change lies below `below` hold the
     /// checkpoint back: ask their masters to have the current block written.
-    pub(super) fn ask_pi_writes(&mut self, below: u64) {
-        let now = self.now;
+    pub(in crate::instance) fn ask_pi_writes(&mut self, below: u64) {
+        let now = self.k.now();
         let mut blks: Vec<BlockAddr> = self
             .cache
             .iter()
@@ -155,21 +139,15 @@ impl Instance {
         blks.sort_unstable();
         blks.dedup();
         let cache = &self.cache;
-        self.pi_writes.asked.retain(|&blk, _| {
+        self.redo.pi_writes.forget_asks(|blk| {
             cache
                 .buffers_of(blk)
                 .any(|id| cache.get(id).state() == BufState::Pi)
         });
         for blk in blks {
-            if self
-                .pi_writes
-                .asked
-                .get(&blk)
-                .is_some_and(|&t| now.saturating_sub(t) < PI_WRITE_ASK_NS)
-            {
+            if !self.redo.pi_writes.ask(blk, now) {
                 continue;
             }
-            self.pi_writes.asked.insert(blk, now);
             let master = self.block_master(blk);
             if master == self.id {
                 let me = self.id;
@@ -183,9 +161,13 @@ impl Instance {
     /// The master (here) of `blk` was asked for a write by a past image's
     /// holder, `from`: the current holder writes, and the write's discard
     /// reaches `from`.
-    pub(super) fn dir_write_request(&mut self, from: crate::types::InstId, blk: BlockAddr) {
-        self.directory.note_pi(blk, from);
-        match self.directory.writer(blk) {
+    pub(in crate::instance) fn dir_write_request(
+        &mut self,
+        from: crate::types::InstId,
+        blk: BlockAddr,
+    ) {
+        self.gc.note_pi(blk, from);
+        match self.gc.writer(blk) {
             Some(h) if h == self.id => self.write_current_asked(blk),
             Some(h) => self.send(h, crate::msg::Msg::WriteCurrent { blk }),
             // Nobody holds it current (or the directory is being rebuilt):
@@ -195,11 +177,11 @@ impl Instance {
     }
 
     /// The master asked this instance to write its current `blk`: DBWR's next pass does.
-    pub(super) fn write_current_asked(&mut self, blk: BlockAddr) {
+    pub(in crate::instance) fn write_current_asked(&mut self, blk: BlockAddr) {
         if let Some(id) = self.cache.current(blk)
             && self.cache.get(id).dirty()
         {
-            self.pi_writes.to_write.insert(blk);
+            self.redo.pi_writes.asked_to_write(blk);
         }
     }
 
@@ -207,16 +189,15 @@ impl Instance {
     /// first. An ask stays until the block is written (a busy writer or
     /// redo still to flush defers it to the next pass) or is no longer
     /// held dirty here.
-    pub(super) fn asked_write_candidates(&mut self, out: &mut Vec<(Nanos, BufId)>) {
-        if self.pi_writes.to_write.is_empty() {
+    pub(in crate::instance) fn asked_write_candidates(&mut self, out: &mut Vec<(Nanos, BufId)>) {
+        if self.redo.pi_writes.nothing_to_write() {
             return;
         }
         let cache = &self.cache;
-        self.pi_writes
-            .to_write
-            .retain(|&blk| cache.current(blk).is_some_and(|id| cache.get(id).dirty()));
-        let mut blks: Vec<BlockAddr> = self.pi_writes.to_write.iter().copied().collect();
-        blks.sort_unstable();
+        let blks = self
+            .redo
+            .pi_writes
+            .writes_due(|blk| cache.current(blk).is_some_and(|id| cache.get(id).dirty()));
         for blk in blks {
             if let Some(id) = self.cache.current(blk)
                 && !self.cache.get(id).leaving()
@@ -229,7 +210,7 @@ impl Instance {
     }
 
     /// `blk` was written: a write asked for it is done.
-    pub(super) fn asked_write_done(&mut self, blk: BlockAddr) {
-        self.pi_writes.to_write.remove(&blk);
+    pub(in crate::instance) fn asked_write_done(&mut self, blk: BlockAddr) {
+        self.redo.pi_writes.written(blk);
     }
 }

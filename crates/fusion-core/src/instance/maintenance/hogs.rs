@@ -5,6 +5,8 @@
 //! `CpuHogs` owns which processes hog and how hard; the instance creates the
 //! processes, asks the run queue for their CPU and arms their wake-ups.
 
+use super::super::Instance;
+use super::super::events::{Proc, Timer};
 use crate::config::{NS_PER_MS, Nanos};
 use crate::cpu::ProcId;
 
@@ -14,7 +16,7 @@ const PERIOD: Nanos = 100 * NS_PER_MS;
 const FOREVER: Nanos = Nanos::MAX / 4;
 
 #[derive(Debug)]
-pub struct CpuHogs {
+pub(super) struct CpuHogs {
     procs: Vec<ProcId>,
     /// Bumped on every change, so wake-ups armed for an earlier set are ignored.
     epoch: u64,
@@ -79,5 +81,53 @@ impl CpuHogs {
             return None;
         }
         self.procs.get(h as usize).copied()
+    }
+}
+
+impl Instance {
+    pub(in crate::instance) fn set_hogs(&mut self, workers: u32, load_pct: u32) {
+        let were_busy = self.maint.hogs.fully_loaded();
+        for p in self.maint.hogs.restart(load_pct) {
+            self.k.cancel_cpu(p);
+            if were_busy {
+                self.trace_hog(p, false);
+            }
+        }
+        for i in 0..workers {
+            // Hog processes are created once and reused across phases.
+            let name = format!("stress{i}");
+            let proc = match self.k.find_proc(&name) {
+                Some(p) => p,
+                None => self.add_proc(Proc::Hog(i), name),
+            };
+            let demand = self.maint.hogs.add(proc);
+            self.cpu(proc, demand);
+            if self.maint.hogs.fully_loaded() {
+                self.trace_hog(proc, true);
+            }
+        }
+    }
+
+    pub(in crate::instance) fn hog_step_done(&mut self, h: u32) {
+        // A partly-loaded hog sleeps for the rest of its period.
+        let k = &self.k;
+        if self
+            .maint
+            .hogs
+            .procs()
+            .iter()
+            .any(|&p| k.proc(p) == Some(Proc::Hog(h)))
+        {
+            let (sleep, epoch) = (self.maint.hogs.sleep_time(), self.maint.hogs.epoch());
+            self.arm(sleep, Timer::HogWake(h, epoch));
+        }
+    }
+
+    /// A partly-loaded hog's sleep is over: it is busy again.
+    pub(in crate::instance) fn hog_wake(&mut self, h: u32, epoch: u64) {
+        if let Some(p) = self.maint.hogs.wakes(h, epoch) {
+            let busy = self.maint.hogs.busy_time();
+            self.cpu(p, busy);
+        }
     }
 }

@@ -1,0 +1,384 @@
+//! The kernel: the services every part of the instance shares, behind a
+//! small API. The clock (`now`, moved only by the driver's inputs), the SCN,
+//! the statistics, the random stream, the parameters, the costs and the
+//! layout; the outbox of actions for the driver; the timer table; the I/O
+//! table; the process table with the CPUs; the bounded error log.
+//!
+//! Its fields are private: a part of the instance sends, starts an I/O,
+//! arms a timer, runs a process on a CPU or records an error through it,
+//! and cannot leave one of its tables half-updated.
+
+mod errors;
+mod io;
+mod procs;
+mod timers;
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use rand_chacha::ChaCha8Rng;
+use rand_core::SeedableRng;
+
+pub use errors::ERRORS_KEPT;
+use errors::ErrorLog;
+use io::IoTable;
+use procs::ProcTable;
+use timers::Timers;
+
+use super::events::{IoPurpose, Proc, Timer};
+use super::numa::Numa;
+use crate::config::{Costs, Nanos, ParamValue, Params, Server};
+use crate::cpu::{ProcId, SchedClass, StepDone};
+use crate::cpus::Cpus;
+use crate::layout::Layout;
+use crate::msg::{Action, Io};
+use crate::stats::{Stat, Stats, Wait};
+use crate::types::{InstId, Scn};
+
+pub(super) struct Kernel {
+    id: InstId,
+    instance_count: u8,
+    now: Nanos,
+    scn: Scn,
+    stats: Stats,
+    rng: ChaCha8Rng,
+    params: Params,
+    costs: Costs,
+    layout: Arc<Layout>,
+    outbox: VecDeque<Action>,
+    timers: Timers,
+    io: IoTable,
+    procs: ProcTable,
+    errors: ErrorLog,
+}
+
+/// What is due next while time moves (see [`Kernel::next_due`]).
+pub(super) enum Due {
+    /// CPU steps finished: read them with [`Kernel::step_done`], then [`Kernel::settle`].
+    Steps,
+    Timer(Timer),
+}
+
+impl Kernel {
+    pub fn new(
+        id: InstId,
+        instance_count: u8,
+        params: Params,
+        costs: Costs,
+        layout: Arc<Layout>,
+        seed: u64,
+        server: Option<Server>,
+    ) -> Kernel {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        rng.set_stream(u64::from(id.0) + 1);
+        let cpus = Cpus::new(params.cpu_count, costs.time_slice, server.as_ref());
+        let numa = server.map(|s| {
+            Numa::new(
+                s,
+                params.numa_support,
+                params.buffers(),
+                params.db_block_size,
+            )
+        });
+        Kernel {
+            id,
+            instance_count,
+            now: 0,
+            scn: 1,
+            stats: Stats::default(),
+            rng,
+            params,
+            costs,
+            layout,
+            outbox: VecDeque::new(),
+            timers: Timers::default(),
+            io: IoTable::default(),
+            procs: ProcTable::new(cpus, numa),
+            errors: ErrorLog::default(),
+        }
+    }
+
+    /// Instances in the cluster (members or not).
+    #[inline(always)]
+    pub fn instance_count(&self) -> u8 {
+        self.instance_count
+    }
+
+    #[inline(always)]
+    pub fn now(&self) -> Nanos {
+        self.now
+    }
+
+    // ----- the SCN ----------------------------------------------------------------
+
+    #[inline(always)]
+    pub fn scn(&self) -> Scn {
+        self.scn
+    }
+
+    #[inline]
+    pub fn next_scn(&mut self) -> Scn {
+        self.scn += 1;
+        self.scn
+    }
+
+    /// A peer's SCN arrived (Lamport): ours is never behind what we have seen.
+    #[inline]
+    pub fn observe_scn(&mut self, scn: Scn) {
+        if scn > self.scn {
+            self.scn = scn;
+        }
+    }
+
+    // ----- shared reading -------------------------------------------------------------
+
+    #[inline(always)]
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    #[inline(always)]
+    pub fn stats_mut(&mut self) -> &mut Stats {
+        &mut self.stats
+    }
+
+    #[inline(always)]
+    pub fn incr(&mut self, stat: Stat) {
+        self.stats.incr(stat);
+    }
+
+    #[inline(always)]
+    pub fn add(&mut self, stat: Stat, v: u64) {
+        self.stats.add(stat, v);
+    }
+
+    /// Record a foreground or background wait.
+    #[inline(always)]
+    pub fn wait(&mut self, event: Wait, ns: Nanos, foreground: bool) {
+        self.stats.wait(event, ns, foreground);
+    }
+
+    /// A restarted instance's counters go on from its earlier life's.
+    pub fn carry_over(&mut self, stats: Stats, busy: Option<Nanos>) {
+        self.stats = stats;
+        if let Some(busy) = busy {
+            self.procs.cpus_mut().set_busy(busy);
+        }
+    }
+
+    #[inline(always)]
+    pub fn rng(&mut self) -> &mut ChaCha8Rng {
+        &mut self.rng
+    }
+
+    #[inline(always)]
+    pub fn params(&self) -> &Params {
+        &self.params
+    }
+
+    /// Change a parameter online; scheduling classes follow at once.
+    pub fn set_param(&mut self, name: &str, value: &ParamValue) {
+        if let Err(e) = self.params.set(name, value) {
+            self.error(&e.to_string());
+        }
+        self.procs.reclassify(self.now, &self.params);
+    }
+
+    #[inline(always)]
+    pub fn costs(&self) -> &Costs {
+        &self.costs
+    }
+
+    #[inline(always)]
+    pub fn layout(&self) -> &Arc<Layout> {
+        &self.layout
+    }
+
+    // ----- the outbox, timers and I/O -------------------------------------------------
+
+    /// An action for the driver, in order.
+    #[inline(always)]
+    pub fn push_action(&mut self, action: Action) {
+        self.outbox.push_back(action);
+    }
+
+    #[inline(always)]
+    pub fn pop_action(&mut self) -> Option<Action> {
+        self.outbox.pop_front()
+    }
+
+    /// Fire `timer` after `delay`.
+    #[inline]
+    pub fn arm(&mut self, delay: Nanos, timer: Timer) {
+        self.timers.arm(self.now + delay, timer);
+    }
+
+    /// When the next timer or CPU event is due.
+    #[inline]
+    pub fn next_deadline(&self) -> Option<Nanos> {
+        match (self.timers.next(), self.procs.next_event()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    #[inline]
+    pub fn start_io(&mut self, io: Io, purpose: IoPurpose) {
+        let id = self.io.start(purpose);
+        self.outbox.push_back(Action::Io { id, io });
+    }
+
+    /// The purpose of a completed I/O; `None` (and an error recorded): not ours.
+    #[inline]
+    pub fn io_done(&mut self, id: u64) -> Option<IoPurpose> {
+        let purpose = self.io.complete(id);
+        if purpose.is_none() {
+            self.error(&format!("completion for unknown I/O {id}"));
+        }
+        purpose
+    }
+
+    pub fn io_in_flight(&self) -> impl Iterator<Item = &IoPurpose> {
+        self.io.in_flight()
+    }
+
+    /// The instance stops: nothing it asked for is done, nothing is due.
+    pub fn stop(&mut self) {
+        self.outbox.clear();
+        self.timers.clear();
+    }
+
+    // ----- time -----------------------------------------------------------------------
+
+    /// Start moving time to `until`.
+    pub fn begin_advance(&self, until: Nanos) {
+        // A driver that goes back in time would reorder what already happened.
+        assert!(
+            until >= self.now,
+            "{}: the driver moved time back from {} ns to {until} ns",
+            self.id,
+            self.now
+        );
+    }
+
+    /// The next CPU event or timer due by `until`, time moved to it; `None`:
+    /// nothing more is due by then.
+    #[inline]
+    pub fn next_due(&mut self, until: Nanos) -> Option<Due> {
+        let cpu_at = self.procs.next_event();
+        let next = match (cpu_at, self.timers.next()) {
+            (Some(a), Some(b)) => a.min(b),
+            (a, b) => a.or(b)?,
+        };
+        if next > until {
+            return None;
+        }
+        debug_assert!(
+            next >= self.now,
+            "{}: an event at {next} ns is in the past",
+            self.id
+        );
+        self.now = next;
+        if cpu_at == Some(next) {
+            self.procs.advance(next);
+            return Some(Due::Steps);
+        }
+        self.timers.pop().map(Due::Timer)
+    }
+
+    /// The `k`th step finished at this instant (handling one adds none).
+    #[inline(always)]
+    pub fn step_done(&self, k: usize) -> Option<StepDone> {
+        self.procs.done(k)
+    }
+
+    /// The steps finished at this instant are handled.
+    #[inline(always)]
+    pub fn settle(&mut self) {
+        self.procs.settle(self.now);
+    }
+
+    /// Time reached `until` with nothing more due.
+    pub fn end_advance(&mut self, until: Nanos) {
+        debug_assert!(until >= self.now);
+        self.now = until;
+    }
+
+    /// A kill at `now`: time catches up (it does not go back).
+    pub fn catch_up(&mut self, now: Nanos) {
+        self.now = self.now.max(now);
+    }
+
+    // ----- processes and CPUs -----------------------------------------------------------
+
+    pub fn add_proc(&mut self, p: Proc, name: String) -> ProcId {
+        self.procs.add(p, name, &self.params)
+    }
+
+    #[inline(always)]
+    pub fn proc(&self, id: ProcId) -> Option<Proc> {
+        self.procs.get(id)
+    }
+
+    pub fn proc_name(&self, id: ProcId) -> Option<&str> {
+        self.procs.name(id)
+    }
+
+    pub fn find_proc(&self, name: &str) -> Option<ProcId> {
+        self.procs.find(name)
+    }
+
+    /// Run `proc` for `demand` ns of CPU (it queues for one first).
+    #[inline(always)]
+    pub fn cpu(&mut self, proc: ProcId, demand: Nanos) {
+        self.procs.request(self.now, proc, demand);
+    }
+
+    /// Withdraw a process's CPU step.
+    pub fn cancel_cpu(&mut self, proc: ProcId) {
+        self.procs.cancel(self.now, proc);
+    }
+
+    pub fn cpus(&self) -> &Cpus {
+        self.procs.cpus()
+    }
+
+    #[inline(always)]
+    pub fn numa(&self) -> Option<&Numa> {
+        self.procs.numa()
+    }
+
+    #[inline(always)]
+    pub fn numa_mut(&mut self) -> Option<&mut Numa> {
+        self.procs.numa_mut()
+    }
+
+    /// With a `[server]`: the stall on memory a finished step owes, if any.
+    pub fn memory_stall(&mut self, proc: ProcId) -> Option<Nanos> {
+        let now = self.now;
+        self.procs
+            .numa_mut()?
+            .stall_after(now, proc, &mut self.stats)
+    }
+
+    /// Hold `proc`'s CPU for a stall of `stall` ns (the core's pipelines go to its other threads).
+    pub fn stall(&mut self, proc: ProcId, stall: Nanos) {
+        let class: SchedClass = self.procs.class_of(proc);
+        let group = self.procs.numa().map_or(0, |n| n.home(proc));
+        self.procs
+            .cpus_mut()
+            .request_stall(self.now, proc, class, stall, group);
+    }
+
+    // ----- the error log -----------------------------------------------------------------
+
+    /// Record a problem with a peer's message or an I/O (reported by the
+    /// driver, never panicked on), within the log's bound.
+    pub fn error(&mut self, problem: &str) {
+        self.errors.push(self.id, problem);
+    }
+
+    pub fn errors(&self) -> &[String] {
+        self.errors.as_slice()
+    }
+}

@@ -1,0 +1,141 @@
+//! Membership: who is in the cluster and what follows when that changes.
+//! The membership service (css.rs: heartbeats, the voting file, verdicts),
+//! its decisions routed (lmon.rs, with what that work has in flight), the
+//! reconfiguration (reconfig.rs: freeze, reports, the directory rebuilt),
+//! instance recovery (smon.rs) and reliable delivery over a lossy
+//! interconnect (link.rs, routed in delivery.rs).
+//!
+//! The rest of the instance asks [`Membership`]'s methods who is a member;
+//! only the files here change it.
+
+mod css;
+mod delivery;
+mod link;
+mod lmon;
+mod reconfig;
+mod smon;
+
+pub(super) use css::HEARTBEAT_NS;
+pub use link::Delivery;
+pub(super) use link::RETRANSMIT_NS;
+
+use crate::config::{Nanos, Params};
+use crate::recovery::RecoveryReport;
+use crate::types::{InstId, InstSet};
+
+pub(super) struct Membership {
+    /// Heartbeats, who is alive, the incarnation.
+    css: css::Css,
+    /// The disk heartbeat, fences, admission, recoveries, halt.
+    standing: lmon::Standing,
+    /// A reconfiguration's freeze and what it holds.
+    reconfig: reconfig::Reconfig,
+    /// Instance recovery, on the recovering instance.
+    smon: smon::Smon,
+    /// Reliable delivery when the interconnect may lose messages (off otherwise).
+    links: link::Links,
+}
+
+impl Membership {
+    /// `life` 0: a member from the start; later lives join the running cluster.
+    pub fn new(
+        id: InstId,
+        instances: u8,
+        params: &Params,
+        life: u32,
+        delivery: Delivery,
+    ) -> Membership {
+        Membership {
+            css: if life == 0 {
+                css::Css::new(id, instances, params.css_misscount, 0)
+            } else {
+                css::Css::joining(id, instances, params.css_misscount)
+            },
+            standing: lmon::Standing::new(life > 0),
+            reconfig: reconfig::Reconfig::default(),
+            smon: smon::Smon::default(),
+            links: link::Links::new(instances, delivery),
+        }
+    }
+
+    #[inline(always)]
+    pub fn is_member(&self, inst: InstId) -> bool {
+        self.css.is_member(inst)
+    }
+
+    #[inline(always)]
+    pub fn incarnation(&self) -> u32 {
+        self.css.incarnation()
+    }
+
+    pub fn members(&self) -> InstSet {
+        self.css.members()
+    }
+
+    /// The other members.
+    pub fn peers(&self) -> InstSet {
+        self.css.peers()
+    }
+
+    /// A restarted instance not admitted yet.
+    #[inline(always)]
+    pub fn is_joining(&self) -> bool {
+        self.css.is_joining()
+    }
+
+    /// A message of `from`'s stamped `incarnation` comes from an earlier
+    /// life of it, now that a new one is a member.
+    #[inline(always)]
+    pub fn sent_by_earlier_life(&self, from: InstId, incarnation: u32) -> bool {
+        self.css.sent_by_earlier_life(from, incarnation)
+    }
+
+    /// `from` was heard from at `now`.
+    #[inline(always)]
+    pub fn alive(&mut self, from: InstId, now: Nanos) {
+        self.css.alive(from, now);
+    }
+
+    /// Whether messages are numbered and acknowledged (a lossy interconnect).
+    #[inline(always)]
+    pub fn links_on(&self) -> bool {
+        self.links.on()
+    }
+
+    /// Whether the network under the links drops messages (a request
+    /// unanswered in time is then lost, not late).
+    #[inline(always)]
+    pub fn links_lossy(&self) -> bool {
+        self.links.lossy()
+    }
+
+    /// Whether a reconfiguration holds the resource directory frozen.
+    pub fn reconfiguring(&self) -> bool {
+        self.reconfig.frozen()
+    }
+
+    /// Why this instance stopped, if it did.
+    #[inline(always)]
+    pub fn halted(&self) -> Option<&str> {
+        self.standing.halted()
+    }
+
+    /// The sessions wait until this restarted instance has joined.
+    pub fn sessions_wait(&self) -> bool {
+        self.standing.sessions_wait()
+    }
+
+    /// A fence is up at the store.
+    pub fn fence_done(&mut self) {
+        self.standing.fence_done();
+    }
+
+    /// A peer finished recovering these threads.
+    pub fn recovered(&mut self, threads: InstSet) {
+        self.standing.recovered(threads);
+    }
+
+    pub fn take_recoveries(&mut self) -> Vec<RecoveryReport> {
+        self.standing.take_recoveries()
+    }
+}
