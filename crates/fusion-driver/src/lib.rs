@@ -21,7 +21,7 @@ pub mod series;
 pub mod settle;
 pub mod timeline;
 
-pub use measured::{Driver, fault_refusal, refusal};
+pub use measured::{Driver, fault_refusal, fault_refusal_through, refusal};
 pub use net::{Interconnect, LinkFault};
 pub use outcome::{Ran, VariantOutcome, phase_result, run_result};
 pub use seq_order::{SEQ_VALUES_MAX, SeqOrder};

@@ -155,18 +155,33 @@ pub fn unmeasurable(loaded: &LoadedScenario, driver: Driver) -> Vec<String> {
 /// signal the instances' processes: a live runner on a cluster it did not
 /// start (containers) does not kill, freeze or start them.
 pub fn fault_refusal(loaded: &LoadedScenario, driver: Driver) -> Result<(), String> {
-    match unrunnable_fault(loaded, driver) {
+    fault_refusal_through(loaded, driver, None)
+}
+
+/// [`fault_refusal`] for a run that ends with phase `last` (a held run:
+/// the phases after it do not run, so their faults are not carried out).
+pub fn fault_refusal_through(
+    loaded: &LoadedScenario,
+    driver: Driver,
+    last: Option<&str>,
+) -> Result<(), String> {
+    match unrunnable_fault(loaded, driver, last) {
         Some(why) => Err(format!("{}: {why}", loaded.path)),
         None => Ok(()),
     }
 }
 
-fn unrunnable_fault(loaded: &LoadedScenario, driver: Driver) -> Option<String> {
+fn unrunnable_fault(loaded: &LoadedScenario, driver: Driver, last: Option<&str>) -> Option<String> {
     if driver != Driver::Live {
         return None;
     }
     let v = loaded.variants.first()?;
-    v.scenario.phases.iter().find_map(|p| {
+    let phases = &v.scenario.phases;
+    let runs = match last.and_then(|l| phases.iter().position(|p| p.name == l)) {
+        Some(i) => &phases[..=i],
+        None => &phases[..],
+    };
+    runs.iter().find_map(|p| {
         p.faults
             .iter()
             .find(|f| {
@@ -250,6 +265,27 @@ mod tests {
         let m = Metric::Recovery(RecoveryFigure::BrownoutMs);
         assert_eq!(unmeasured(m, Driver::Simulator), None);
         assert_eq!(unmeasured(m, Driver::Live), None);
+    }
+
+    #[test]
+    fn a_held_run_is_refused_only_the_faults_of_the_phases_it_runs() {
+        let text = include_str!("../../../scenarios/instance-crash-recovery.toml");
+        let loaded = fusion_scenario::load_str(text, "instance-crash-recovery.toml", &[])
+            .expect("the shipped scenario loads");
+        // Its "crash" phase kills instance 3: a whole live run on a cluster
+        // the runner cannot signal is refused, and so is a run held there.
+        let whole = fault_refusal(&loaded, Driver::Live).expect_err("a kill is refused");
+        assert!(
+            whole.contains("phase \"crash\" has a `kill` fault"),
+            "{whole}"
+        );
+        assert!(fault_refusal_through(&loaded, Driver::Live, Some("crash")).is_err());
+        // Held at "baseline", the kill never comes (faults from outside do).
+        assert_eq!(
+            fault_refusal_through(&loaded, Driver::Live, Some("baseline")),
+            Ok(())
+        );
+        assert_eq!(fault_refusal(&loaded, Driver::Simulator), Ok(()));
     }
 
     #[test]

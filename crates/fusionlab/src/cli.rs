@@ -156,8 +156,19 @@ pub struct StoreCmd {
 #[derive(Args)]
 pub struct InstanceCmd {
     /// Instance number (1-based).
-    #[arg(long, env = "FUSIONLAB_INSTANCE_ID")]
-    pub id: u8,
+    #[arg(
+        long,
+        env = "FUSIONLAB_INSTANCE_ID",
+        required_unless_present = "pod_name",
+        conflicts_with = "pod_name"
+    )]
+    pub id: Option<u8>,
+    /// Take the instance number from a StatefulSet pod's name, NAME-ORDINAL:
+    /// the ordinal plus 1 (`fusionlab-inst-0` is instance 1). Kubernetes
+    /// gives the pod's name through the downward API; the image has no shell
+    /// to do the sum.
+    #[arg(long, env = "FUSIONLAB_POD_NAME", value_name = "NAME")]
+    pub pod_name: Option<String>,
     /// Address of the interconnect server.
     #[arg(long)]
     pub interconnect: String,
@@ -179,8 +190,41 @@ pub struct InstanceCmd {
     pub log: crate::logs::LogArgs,
 }
 
+impl InstanceCmd {
+    /// The instance number: `--id`, or the ordinal of `--pod-name` plus 1.
+    pub fn instance_id(&self) -> Result<u8, crate::Failure> {
+        match (&self.id, &self.pod_name) {
+            (Some(id), _) => Ok(*id),
+            (None, Some(name)) => id_from_pod_name(name),
+            (None, None) => Err(crate::Failure::input(
+                "fusionlab instance: give --id N or --pod-name NAME-ORDINAL",
+            )),
+        }
+    }
+}
+
+/// A StatefulSet pod's name is its set's name, `-`, and its ordinal
+/// (0, 1, ...); its instance is the ordinal plus 1.
+pub fn id_from_pod_name(name: &str) -> Result<u8, crate::Failure> {
+    let bad = |why: &str| {
+        crate::Failure::input(format!(
+            "--pod-name {name:?}: {why} (a StatefulSet pod's name, NAME-ORDINAL, \
+             such as fusionlab-inst-0 for instance 1)"
+        ))
+    };
+    let (set, ordinal) = name.rsplit_once('-').ok_or_else(|| bad("no -ORDINAL"))?;
+    if set.is_empty() || ordinal.is_empty() || !ordinal.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad("it does not end in -ORDINAL"));
+    }
+    ordinal
+        .parse::<u8>()
+        .ok()
+        .and_then(|o| o.checked_add(1))
+        .ok_or_else(|| bad("the ordinal is past the largest instance number"))
+}
+
 #[derive(Args)]
-#[command(group(clap::ArgGroup::new("target").required(true).args(["store", "admin"])))]
+#[command(group(clap::ArgGroup::new("target").required(true).args(["store", "admin", "cluster"])))]
 pub struct ProbeCmd {
     /// A block store's address (host:port): calls its Info.
     #[arg(long, value_name = "ADDR")]
@@ -188,9 +232,16 @@ pub struct ProbeCmd {
     /// An instance's admin address (host:port): calls its Status.
     #[arg(long, value_name = "ADDR")]
     pub admin: Option<String>,
+    /// A cluster file: its store and every instance must answer.
+    #[arg(long, value_name = "FILE")]
+    pub cluster: Option<std::path::PathBuf>,
     /// Deadline for connecting and answering, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 2000)]
     pub timeout_ms: u64,
+    /// Try again every second until everything answers or this time is up
+    /// (`90s`, `10m`): a job's wait for its cluster. Once by default.
+    #[arg(long, value_name = "DURATION", value_parser = crate::args::parse_duration_ns)]
+    pub wait: Option<u64>,
 }
 
 #[derive(Args)]
@@ -484,7 +535,7 @@ pub fn dispatch(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::R
         Command::Restart(r) => crate::live::restart(&r.instance, &r.cluster.file(), out),
         Command::Store(s) => crate::live::store(&s.listen, &s.dir, s.addr_file.as_deref()),
         Command::Instance(i) => crate::live::instance(
-            i.id,
+            i.instance_id()?,
             &i.interconnect,
             &i.admin,
             i.metrics.as_deref(),
@@ -492,8 +543,9 @@ pub fn dispatch(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::R
             i.journal_dir.as_deref(),
         ),
         Command::Probe(p) => crate::probe::probe(
-            &crate::probe::Target::new(p.store, p.admin)?,
+            &crate::probe::Target::new(p.store, p.admin, p.cluster)?,
             std::time::Duration::from_millis(p.timeout_ms),
+            std::time::Duration::from_nanos(p.wait.unwrap_or(0)),
             out,
             err,
         ),

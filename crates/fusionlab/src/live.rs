@@ -635,7 +635,8 @@ pub fn run_live(
     if let Some(f) = cluster {
         let given = ClusterFile::read(f).map_err(Failure::input)?;
         if let Err(why) = LocalProcesses::new(&given, exe.clone()) {
-            fusion_driver::fault_refusal(&loaded, Driver::Live)
+            // A held run carries out the phases up to the held one only.
+            fusion_driver::fault_refusal_through(&loaded, Driver::Live, a.hold.as_deref())
                 .map_err(|e| Failure::input(format!("fusionlab run --live: {e} ({why})")))?;
         }
     }

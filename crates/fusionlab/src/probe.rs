@@ -2,13 +2,17 @@
 //! instance's admin service, with a short deadline, for container
 //! healthchecks (the image has no shell and no curl; the binary checks
 //! itself). Exit status 0 when the service answered, 1 when it did not.
+//! With a cluster file, its store and every instance are called; with
+//! `--wait`, the calls are tried again every second until all answer or the
+//! time is up (a Kubernetes job's init container waiting for its cluster).
 
 use std::io::Write;
-use std::time::Duration;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use fusion_live::admin_client::Admin;
-use fusion_live::cluster::TOKEN_ENV;
+use fusion_live::cluster::{ClusterFile, TOKEN_ENV};
 use fusion_store::{ClientErrorKind, StoreClient};
 
 use crate::{Failure, exit};
@@ -24,26 +28,53 @@ pub enum Target {
     Store(String),
     /// An instance's admin service at `host:port`: its `Status` call.
     Admin(String),
+    /// The store and every instance a cluster file names.
+    Cluster(PathBuf),
 }
 
+/// How long `--wait` sleeps between two rounds of calls.
+const RETRY_EVERY: Duration = Duration::from_secs(1);
+
 impl Target {
-    /// From `--store` and `--admin`: exactly one of them.
-    pub fn new(store: Option<String>, admin: Option<String>) -> Result<Target, Failure> {
-        match (store, admin) {
-            (Some(s), None) => Ok(Target::Store(s)),
-            (None, Some(a)) => Ok(Target::Admin(a)),
+    /// From `--store`, `--admin` and `--cluster`: exactly one of them.
+    pub fn new(
+        store: Option<String>,
+        admin: Option<String>,
+        cluster: Option<PathBuf>,
+    ) -> Result<Target, Failure> {
+        match (store, admin, cluster) {
+            (Some(s), None, None) => Ok(Target::Store(s)),
+            (None, Some(a), None) => Ok(Target::Admin(a)),
+            (None, None, Some(c)) => Ok(Target::Cluster(c)),
             _ => Err(Failure::input(
-                "fusionlab probe: give one of --store ADDR and --admin ADDR",
+                "fusionlab probe: give one of --store ADDR, --admin ADDR and --cluster FILE",
             )),
+        }
+    }
+
+    /// The single services to call (a cluster file read once: a bad one is
+    /// bad input, not a service that does not answer).
+    fn services(&self) -> Result<Vec<Target>, Failure> {
+        match self {
+            Target::Cluster(f) => {
+                let c = ClusterFile::read(f).map_err(Failure::input)?;
+                Ok(std::iter::once(Target::Store(c.store.address.clone()))
+                    .chain(c.instances.iter().map(|m| Target::Admin(m.admin.clone())))
+                    .collect())
+            }
+            t => Ok(vec![t.clone()]),
         }
     }
 }
 
-/// Make one call to `target` with `timeout` for connecting and answering
-/// together; print one line saying what answered (or why not).
+/// Call every service of `target` with `timeout` for connecting and
+/// answering together, again every second while one does not answer and
+/// `wait` is not over; print one line per service saying what answered (or
+/// why not, for the last round).
 pub fn probe(
     target: &Target,
     timeout: Duration,
+    wait: Duration,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<u8> {
@@ -58,25 +89,46 @@ pub fn probe(
                 "fusionlab probe: set the cluster token in the environment variable {TOKEN_ENV}"
             ))
         })?;
+    let services = target.services()?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let answer = rt.block_on(async {
-        match tokio::time::timeout(timeout, call(target, &token, timeout)).await {
-            Ok(r) => r,
-            Err(_) => Err(format!("{}: no answer within {timeout:?}", name(target))),
+    let end = Instant::now() + wait;
+    let mut answered = vec![None; services.len()];
+    loop {
+        let mut failed = Vec::new();
+        for (t, done) in services.iter().zip(answered.iter_mut()) {
+            if done.is_some() {
+                continue;
+            }
+            let answer = rt.block_on(async {
+                match tokio::time::timeout(timeout, call(t, &token, timeout)).await {
+                    Ok(r) => r,
+                    Err(_) => Err(format!("{}: no answer within {timeout:?}", name(t))),
+                }
+            });
+            match answer {
+                Ok(line) => *done = Some(line),
+                Err(why) => failed.push(why),
+            }
         }
-    });
-    match answer {
-        Ok(line) => {
-            writeln!(out, "{line}")?;
-            Ok(exit::OK)
+        if failed.is_empty() {
+            for line in answered.iter().flatten() {
+                writeln!(out, "{line}")?;
+            }
+            return Ok(exit::OK);
         }
-        Err(why) => {
-            writeln!(err, "fusionlab probe: {why}")?;
-            Ok(NOT_ANSWERING)
+        if Instant::now() + RETRY_EVERY > end {
+            for line in answered.iter().flatten() {
+                writeln!(out, "{line}")?;
+            }
+            for why in failed {
+                writeln!(err, "fusionlab probe: {why}")?;
+            }
+            return Ok(NOT_ANSWERING);
         }
+        std::thread::sleep(RETRY_EVERY);
     }
 }
 
@@ -84,6 +136,7 @@ fn name(target: &Target) -> String {
     match target {
         Target::Store(a) => format!("block store at {a}"),
         Target::Admin(a) => format!("instance admin service at {a}"),
+        Target::Cluster(f) => format!("cluster {}", f.display()),
     }
 }
 
@@ -129,5 +182,6 @@ async fn call(target: &Target, token: &str, timeout: Duration) -> Result<String,
                 }
             ))
         }
+        Target::Cluster(_) => Err("a cluster is called service by service".to_string()),
     }
 }

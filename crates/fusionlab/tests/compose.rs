@@ -188,7 +188,7 @@ fn every_service_command_is_one_the_binary_accepts_and_matches_the_cluster_file(
         let svc = format!("inst{}", m.id);
         match parse(&command(&c["services"][svc.as_str()])) {
             Cmd::Instance(i) => {
-                assert_eq!(i.id, m.id, "{svc} runs instance {}", i.id);
+                assert_eq!(i.id, Some(m.id), "{svc} runs instance {:?}", i.id);
                 assert_eq!(
                     port(&i.interconnect),
                     port(&m.interconnect),
