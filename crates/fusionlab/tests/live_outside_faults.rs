@@ -93,6 +93,9 @@ fn a_shell_script_kills_freezes_and_restarts_processes_and_the_cluster_goes_on()
     let cluster = common::up(&cdir, 3);
     let file = cdir.join("cluster.toml");
     cluster.0.write(&file).expect("cluster file written");
+    // The script restarts instances by hand (new pids, in the file): what
+    // is stopped at the end is what the file names then.
+    let _stop = StopFromFile(file.clone());
     let file_s = file.display().to_string();
     let run = Command::new(EXE)
         .args(["run", "--live", "--cluster", &file_s, "--hold", "chaos"])
@@ -223,6 +226,18 @@ fn a_kill_nobody_scripted_during_the_cpu_myth_is_survived() {
         );
     }
     assert!(out.contains("VERDICT:"), "{out}");
+}
+
+/// Stops every process a cluster file names when dropped (read then, so
+/// that an instance restarted by hand is stopped too).
+struct StopFromFile(std::path::PathBuf);
+
+impl Drop for StopFromFile {
+    fn drop(&mut self) {
+        if let Ok(c) = fusion_live::cluster::ClusterFile::read(&self.0) {
+            drop(common::Cluster(c));
+        }
+    }
 }
 
 /// A network namespace of this test's own, deleted when dropped (with the
