@@ -6,7 +6,7 @@
 //! still gives the report of the phases that finished, and exit status 4.
 
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 mod common;
 use common::{DATA_DIR, EXE};
@@ -126,19 +126,11 @@ fn a_run_whose_block_store_dies_reports_the_finished_phases_and_exits_4() {
     // Kill the block store from outside, in the second phase: an instance
     // that dies is survived, but without its store the cluster has nothing
     // to run on.
-    let started = Instant::now();
-    let pid = loop {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "no store appeared"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-        if let Some(pid) = common::child_pid(child.id(), |args| {
+    let pid = common::wait_for_child("store", || {
+        common::child_pid(child.id(), |args| {
             args.first().is_some_and(|a| a == "store")
-        }) {
-            break pid;
-        }
-    };
+        })
+    });
     std::thread::sleep(Duration::from_secs(4));
     let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
     let o = child.wait_with_output().expect("fusionlab ends");

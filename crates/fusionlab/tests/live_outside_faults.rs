@@ -185,17 +185,7 @@ fn a_kill_nobody_scripted_during_the_cpu_myth_is_survived() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("fusionlab starts");
-    let started = Instant::now();
-    let pid = loop {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "no inst2 appeared"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-        if let Some(pid) = common::instance_pid(child.id(), "2") {
-            break pid;
-        }
-    };
+    let pid = common::wait_for_child("inst2", || common::instance_pid(child.id(), "2"));
     // In the baseline (the cluster takes a second or two to start).
     std::thread::sleep(Duration::from_secs(6));
     let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();

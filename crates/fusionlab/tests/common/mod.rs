@@ -134,3 +134,19 @@ pub fn instance_pid(parent: u32, id: &str) -> Option<u32> {
             && args.windows(2).any(|w| w[0] == "--id" && w[1] == id)
     })
 }
+
+/// The pid of the child of `parent` that `find` finds, waiting up to 30 s
+/// for it to start (panics naming `what` otherwise).
+pub fn wait_for_child(what: &str, find: impl Fn() -> Option<u32>) -> u32 {
+    let started = std::time::Instant::now();
+    loop {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "no {what} appeared"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+        if let Some(pid) = find() {
+            return pid;
+        }
+    }
+}
