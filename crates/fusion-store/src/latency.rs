@@ -1,5 +1,5 @@
-//! Modeled storage latency, added on top of the real file I/O so a live run
-//! sees the scenario's storage (the simulator's `StorageModel`) rather than
+//! Modeled storage latency, the time a call takes with the real file I/O
+//! done inside it, so a live run sees the scenario's storage (the simulator's `StorageModel`) rather than
 //! whatever the host's disk or page cache does: an IOPS budget for the
 //! datafiles, and per-instance `disk_latency` faults on the redo or data
 //! device.
@@ -61,7 +61,7 @@ pub struct Latency {
 }
 
 /// What a call must wait: until `start` for its IOPS slot, then `extra`
-/// after the real I/O.
+/// from there, the real I/O included.
 #[derive(Clone, Copy, Debug)]
 pub struct Delay {
     pub start: Option<Instant>,
