@@ -27,6 +27,10 @@ pub struct ClusterFile {
     /// processes keeps them in `dir`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub journal_dir: Option<PathBuf>,
+    /// The logging flags `up` gave its processes (`--log-level`,
+    /// `--log-format`): `restart` gives them to the instance it starts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub log_args: Vec<String>,
     pub store: Member,
     #[serde(rename = "instance")]
     pub instances: Vec<InstanceMember>,
@@ -384,6 +388,7 @@ pub fn up(opts: &UpOptions) -> Result<ClusterFile, String> {
         token,
         dir: opts.dir.clone(),
         journal_dir: None,
+        log_args: opts.log_args.clone(),
         store: Member {
             address: field(0, 0)?,
             pid: pid(0),
@@ -435,7 +440,8 @@ pub fn restart_instance(c: &ClusterFile, id: u8, exe: &Path) -> Result<u32, Stri
         }
     }
     let name = format!("inst{id}");
-    let args = instance_args(id, &m.interconnect, &m.admin, &m.metrics, &c.dir);
+    let mut args = instance_args(id, &m.interconnect, &m.admin, &m.metrics, &c.dir);
+    args.extend(c.log_args.iter().cloned());
     let mut starting = vec![start_member(
         exe,
         &c.dir,
@@ -575,6 +581,7 @@ mod tests {
             token: "0123abcd".into(),
             dir: dir.to_path_buf(),
             journal_dir: None,
+            log_args: Vec::new(),
             store: Member {
                 address: "127.0.0.1:7000".into(),
                 pid: 10,

@@ -346,6 +346,7 @@ impl Project {
             token: self.token.clone(),
             dir: self.dir.path().to_path_buf(),
             journal_dir: Some(self.dir.path().join("journal")),
+            log_args: Vec::new(),
             store: Member {
                 address: format!("{}:{STORE_PORT}", services_ip(k, 10)),
                 pid: 0,

@@ -270,3 +270,42 @@ fn an_instance_that_panics_logs_why_and_where_as_its_last_json_line_and_exits() 
     let inst1 = log(d, "inst1");
     assert!(inst1.contains("scenario loaded"), "{inst1}");
 }
+
+#[test]
+fn an_instance_restarted_by_hand_logs_as_up_told_the_cluster_to() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cdir = dir.path().join("c");
+    let up = fusionlab([
+        Path::new("up"),
+        Path::new("--instances"),
+        Path::new("1"),
+        Path::new("--log-format"),
+        Path::new("json"),
+        Path::new("--dir"),
+        &cdir,
+    ]);
+    assert_ok(&up);
+    let file = cdir.join("cluster.toml");
+    let down = Down(file.clone());
+    let restarted = fusionlab([
+        Path::new("restart"),
+        Path::new("inst1"),
+        Path::new("--cluster"),
+        &file,
+    ]);
+    assert_ok(&restarted);
+    drop(down);
+    // Both lives of inst1 wrote JSON lines, the second one's after the
+    // first one's last words.
+    let inst1 = log(&cdir, "inst1");
+    let lines: Vec<&str> = inst1.lines().filter(|l| !l.trim().is_empty()).collect();
+    let starts = lines
+        .iter()
+        .filter(|l| l.contains("fusionlab instance 1: interconnect"))
+        .count();
+    assert!(starts >= 2, "two lives in inst1.log:\n{inst1}");
+    for l in &lines {
+        let parsed: Result<serde_json::Value, _> = serde_json::from_str(l);
+        assert!(parsed.is_ok(), "not a JSON line: {l}\n{inst1}");
+    }
+}
