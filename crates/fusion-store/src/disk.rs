@@ -166,6 +166,22 @@ pub struct Disk {
     scns: Vec<AtomicU64>,
     stripes: Vec<Mutex<()>>,
     redo: Vec<Mutex<RedoThread>>,
+    /// When a write is acknowledged ([`Durability`]).
+    durability: Durability,
+}
+
+/// When the store acknowledges a datafile or redo write.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Durability {
+    /// After `fsync`: it survives the store's host crashing.
+    #[default]
+    Fsync,
+    /// Once the kernel has it (`pwrite` returned): it survives any process
+    /// being killed, the store's own included, but not its host crashing.
+    /// For a cluster whose processes all run on one host, where a crash of
+    /// the host ends the run anyway: a busy host's `fsync` then no longer
+    /// adds milliseconds the scenario's storage does not have.
+    PageCache,
 }
 
 fn io_err<'a>(path: &'a Path, what: &'static str) -> impl FnOnce(io::Error) -> StoreError + 'a {
@@ -284,7 +300,18 @@ impl Disk {
                 .collect(),
             stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
             redo,
+            durability: Durability::Fsync,
         })
+    }
+
+    /// The same store, acknowledging writes as `durability` says.
+    pub fn with_durability(mut self, durability: Durability) -> Disk {
+        self.durability = durability;
+        self
+    }
+
+    fn fsync(&self) -> bool {
+        self.durability == Durability::Fsync
     }
 
     pub fn geometry(&self) -> Geometry {
@@ -462,9 +489,11 @@ impl Disk {
                 self.overflow
                     .write_all_at(&buf, at)
                     .map_err(io_err(&opath, "write overflow"))?;
-                self.overflow
-                    .sync_data()
-                    .map_err(io_err(&opath, "sync overflow"))?;
+                if self.fsync() {
+                    self.overflow
+                        .sync_data()
+                        .map_err(io_err(&opath, "sync overflow"))?;
+                }
                 let crc = crc32(&buf);
                 buf.clear();
                 buf.extend_from_slice(OVERFLOW_MAGIC);
@@ -480,7 +509,7 @@ impl Disk {
             self.scns[b.addr.idx()].store(b.scn, Ordering::Release);
             applied.push(true);
         }
-        if applied.iter().any(|&a| a) {
+        if self.fsync() && applied.iter().any(|&a| a) {
             self.datafile
                 .sync_data()
                 .map_err(io_err(&dpath, "sync datafile"))?;
@@ -524,7 +553,7 @@ impl Disk {
         t.file
             .write_all_at(&frame, t.end)
             .map_err(io_err(&t.path, "append redo"))?;
-        if sync {
+        if sync && self.fsync() {
             t.file.sync_data().map_err(io_err(&t.path, "sync redo"))?;
         }
         t.end += frame.len() as u64;
@@ -535,6 +564,9 @@ impl Disk {
     /// Make everything appended to the thread durable.
     pub fn flush_redo(&self, inst: usize) -> Result<(), StoreError> {
         let t = lock(self.thread(inst)?);
+        if !self.fsync() {
+            return Ok(());
+        }
         t.file.sync_data().map_err(io_err(&t.path, "sync redo"))
     }
 

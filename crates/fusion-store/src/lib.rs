@@ -3,13 +3,14 @@
 //! (`fusion_wire::pb`).
 //!
 //! It holds the datafile blocks and one redo thread per instance in real
-//! files under a data directory ([`Disk`]: pread/pwrite, `sync_data` before
-//! any write or flush is acknowledged), so what an instance was told is
-//! written survives that instance, or the store, being killed, and a store
-//! reopened on the same directory serves it again. On top of the real I/O
-//! it adds the scenario's modeled storage latency ([`LatencyModel`], the
-//! simulator's `StorageModel`) and `disk_latency` faults, so a live run and a
-//! simulated one see the same storage.
+//! files under a data directory ([`Disk`]: pread/pwrite, and `sync_data`
+//! before any write or flush is acknowledged unless [`Durability`] says
+//! the kernel having it is enough), so what an instance was told is written
+//! survives that instance, or the store, being killed, and a store reopened
+//! on the same directory serves it again. Each call takes the scenario's
+//! modeled storage latency ([`LatencyModel`], the simulator's
+//! `StorageModel`) or a `disk_latency` fault's, the real I/O inside it, so a
+//! live run and a simulated one see the same storage.
 //!
 //! - Server: [`serve`] (on a `TcpListener` the caller binds; TCP_NODELAY on
 //!   every connection; every call must carry the shared token in metadata
@@ -27,7 +28,7 @@ mod latency;
 mod server;
 
 pub use client::{ClientError, ClientErrorKind, StoreClient, StoreInfo, StorePing};
-pub use disk::{Disk, Geometry, MAX_BLOCK_SIZE, MAX_TOTAL_BLOCKS, MIN_BLOCK_SIZE};
+pub use disk::{Disk, Durability, Geometry, MAX_BLOCK_SIZE, MAX_TOTAL_BLOCKS, MIN_BLOCK_SIZE};
 pub use error::StoreError;
 pub use latency::{Device, LatencyModel};
 pub use server::{

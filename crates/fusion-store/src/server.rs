@@ -18,7 +18,7 @@ use tokio::task::JoinHandle;
 use tonic::service::interceptor::InterceptedService;
 use tonic::{Request, Response, Status};
 
-use crate::disk::{Disk, Geometry};
+use crate::disk::{Disk, Durability, Geometry};
 use crate::error::StoreError;
 use crate::latency::{Delay, Device, Latency, LatencyModel};
 
@@ -48,6 +48,8 @@ pub struct StoreConfig {
     pub latency: LatencyModel,
     /// Seed of the jitter of disk faults.
     pub seed: u64,
+    /// When a write is acknowledged.
+    pub durability: Durability,
 }
 
 impl StoreConfig {
@@ -57,12 +59,14 @@ impl StoreConfig {
             token: token.into(),
             latency: LatencyModel::ZERO,
             seed: 0,
+            durability: Durability::Fsync,
         }
     }
 }
 
 struct Shared {
     dir: PathBuf,
+    durability: Durability,
     disk: RwLock<Option<Arc<Disk>>>,
     latency: Latency,
     /// Format replaces the files: one at a time.
@@ -130,10 +134,13 @@ impl StoreService {
     /// Open the store in `config.dir` if it was formatted; otherwise every
     /// call but Format fails with FailedPrecondition until it is.
     pub fn open(config: &StoreConfig) -> Result<StoreService, StoreError> {
-        let disk = Disk::open_existing(&config.dir)?.map(Arc::new);
+        let durability = config.durability;
+        let disk =
+            Disk::open_existing(&config.dir)?.map(|d| Arc::new(d.with_durability(durability)));
         Ok(StoreService {
             inner: Arc::new(Shared {
                 dir: config.dir.clone(),
+                durability,
                 disk: RwLock::new(disk),
                 latency: Latency::new(config.latency, config.seed),
                 formatting: tokio::sync::Mutex::new(()),
@@ -261,7 +268,10 @@ impl BlockStore for StoreService {
         // store before it starts.
         *self.inner.disk.write().unwrap_or_else(|p| p.into_inner()) = None;
         let dir = self.inner.dir.clone();
-        let disk = blocking(move || Disk::format(&dir, geometry)).await?;
+        let durability = self.inner.durability;
+        let disk =
+            blocking(move || Disk::format(&dir, geometry).map(|d| d.with_durability(durability)))
+                .await?;
         *self.inner.disk.write().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(disk));
         // A new run: no fence or heartbeat of the last one counts (an
         // instance killed and evicted in it is a member again).

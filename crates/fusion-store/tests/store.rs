@@ -9,8 +9,8 @@ use fusion_core::layout::{Layout, table};
 use fusion_core::msg::{Io, IoResult, RedoRecord};
 use fusion_core::types::{BlockAddr, InstId, Rowid, Xid};
 use fusion_store::{
-    ClientErrorKind, Device, Disk, Geometry, LatencyModel, StoreClient, StoreConfig, StoreHandle,
-    spawn,
+    ClientErrorKind, Device, Disk, Durability, Geometry, LatencyModel, StoreClient, StoreConfig,
+    StoreHandle, spawn,
 };
 use fusion_wire::pb;
 use tokio::net::TcpListener;
@@ -229,8 +229,28 @@ async fn wrong_or_missing_token_is_unauthenticated() {
 
 #[tokio::test]
 async fn acknowledged_writes_survive_a_restart() {
+    survive_a_restart(Durability::Fsync).await;
+}
+
+/// Without `fsync` the kernel still holds every acknowledged write when
+/// the store process is gone.
+#[tokio::test]
+async fn acknowledged_writes_survive_a_restart_without_fsync() {
+    survive_a_restart(Durability::PageCache).await;
+}
+
+async fn survive_a_restart(durability: Durability) {
+    let config = |dir: &std::path::Path| {
+        let mut c = StoreConfig::new(dir, TOKEN);
+        c.durability = durability;
+        c
+    };
     let dir = tempfile::tempdir().unwrap();
-    let (h, c, l) = loaded(dir.path()).await;
+    let h = start(config(dir.path())).await;
+    let c = client(&h).await;
+    let l = layout();
+    c.format(geometry(&l)).await.unwrap();
+    c.load_images(&l.initial_blocks()).await.unwrap();
     let b = changed(
         l.initial_blocks()[l.tables[0].base as usize + 1].clone(),
         5,
@@ -246,7 +266,7 @@ async fn acknowledged_writes_survive_a_restart() {
     drop(c);
     drop(h);
 
-    let h = start(StoreConfig::new(dir.path(), TOKEN)).await;
+    let h = start(config(dir.path())).await;
     let c = client(&h).await;
     assert_eq!(c.info().await.unwrap().geometry, geometry(&l));
     assert_eq!(c.read_block(InstId(2), b.addr).await.unwrap(), b);

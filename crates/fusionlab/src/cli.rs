@@ -149,8 +149,23 @@ pub struct StoreCmd {
     /// Write the address listened on to this file (for `up`).
     #[arg(long, value_name = "FILE")]
     pub addr_file: Option<std::path::PathBuf>,
+    /// `on`: acknowledge a write once `fsync` returns (it survives this
+    /// host crashing). `off`: once the kernel has it (it survives any
+    /// process being killed, not the host crashing); `up`, `run --live` and
+    /// `tour --live` start their store so, every process being on one host.
+    #[arg(long, value_name = "on|off", default_value = "on", value_parser = parse_on_off,
+          action = clap::ArgAction::Set)]
+    pub fsync: bool,
     #[command(flatten)]
     pub log: crate::logs::LogArgs,
+}
+
+fn parse_on_off(s: &str) -> Result<bool, String> {
+    match s {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        _ => Err(format!("{s:?}: on or off")),
+    }
 }
 
 #[derive(Args)]
@@ -533,7 +548,7 @@ pub fn dispatch(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::R
             out,
         ),
         Command::Restart(r) => crate::live::restart(&r.instance, &r.cluster.file(), out),
-        Command::Store(s) => crate::live::store(&s.listen, &s.dir, s.addr_file.as_deref()),
+        Command::Store(s) => crate::live::store(&s.listen, &s.dir, s.addr_file.as_deref(), s.fsync),
         Command::Instance(i) => crate::live::instance(
             i.instance_id()?,
             &i.interconnect,

@@ -80,7 +80,7 @@ async fn terminated() {
 }
 
 /// `fusionlab store`: serve the block store.
-pub fn store(listen: &str, store_dir: &Path, addr_file: Option<&Path>) -> Result<u8> {
+pub fn store(listen: &str, store_dir: &Path, addr_file: Option<&Path>, fsync: bool) -> Result<u8> {
     let token = token_from_env()?;
     let rt = runtime()?;
     rt.block_on(async {
@@ -91,10 +91,14 @@ pub fn store(listen: &str, store_dir: &Path, addr_file: Option<&Path>) -> Result
         }
         tracing::info!(
             pid = std::process::id(),
-            "fusionlab store: listening on {addr}, files in {}",
-            store_dir.display()
+            "fusionlab store: listening on {addr}, files in {}{}",
+            store_dir.display(),
+            if fsync { "" } else { " (fsync off)" }
         );
-        let config = fusion_store::StoreConfig::new(store_dir, token);
+        let mut config = fusion_store::StoreConfig::new(store_dir, token);
+        if !fsync {
+            config.durability = fusion_store::Durability::PageCache;
+        }
         fusion_store::serve(l, config, terminated())
             .await
             .map_err(|e| anyhow::anyhow!("store: {e}"))?;

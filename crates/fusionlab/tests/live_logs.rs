@@ -295,6 +295,9 @@ fn an_instance_restarted_by_hand_logs_as_up_told_the_cluster_to() {
     ]);
     assert_ok(&restarted);
     drop(down);
+    // `up` starts its store without fsync (every process on one host).
+    let store = log(&cdir, "store");
+    assert!(store.contains("(fsync off)"), "{store}");
     // Both lives of inst1 wrote JSON lines, the second one's after the
     // first one's last words.
     let inst1 = log(&cdir, "inst1");
