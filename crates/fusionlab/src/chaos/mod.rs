@@ -30,6 +30,11 @@
 //! Exit status 3 when any run lost an acknowledged commit, broke a check or
 //! hit a protocol error.
 
+pub mod compose;
+pub mod compose_project;
+mod file;
+pub mod live;
+
 use std::io::Write;
 use std::path::Path;
 
@@ -41,7 +46,7 @@ use fusion_sim::SimOptions;
 use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
 
-use crate::chaos_file::with_faults;
+use crate::chaos::file::with_faults;
 use crate::memory::{MemoryLimit, within_limit};
 use crate::{Failure, exit, shipped};
 
@@ -60,11 +65,11 @@ pub struct ChaosArgs {
     /// `--save-scenario FILE` (only with one run).
     pub save_scenario: Option<std::path::PathBuf>,
     /// `--live`: each run on a local cluster of real processes, one after
-    /// the other (see [`crate::chaos_live`]).
+    /// the other (see [`crate::chaos::live`]).
     pub live: bool,
     /// `--compose`: each run on a compose project of containers (see
-    /// [`crate::chaos_compose`]); implies the live runner.
-    pub compose: Option<crate::compose_project::ComposeOpts>,
+    /// [`crate::chaos::compose`]); implies the live runner.
+    pub compose: Option<crate::chaos::compose_project::ComposeOpts>,
 }
 
 /// The kinds of fault a run may draw.
@@ -267,7 +272,7 @@ pub fn chaos(a: &ChaosArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<
     // A kind the driver refuses is not drawn either, with its reason.
     let driver_refusal = |l: &LoadedScenario| {
         if real {
-            crate::chaos_live::refusal(l)
+            crate::chaos::live::refusal(l)
         } else {
             Ok(())
         }
@@ -286,9 +291,9 @@ pub fn chaos(a: &ChaosArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<
     let limit = MemoryLimit::new(a.max_memory);
     let workers = crate::pool::workers(None, seeds.len(), estimate.bytes, limit.bytes);
     let (outcomes, interrupted) = if let Some(opts) = &a.compose {
-        crate::chaos_compose::run_all(&base, &drawable, &seeds, opts, err)?
+        crate::chaos::compose::run_all(&base, &drawable, &seeds, opts, err)?
     } else if a.live {
-        crate::chaos_live::run_all(&base, &drawable, &seeds, err)?
+        crate::chaos::live::run_all(&base, &drawable, &seeds, err)?
     } else {
         (run_all(&base, &drawable, &seeds, workers)?, None)
     };

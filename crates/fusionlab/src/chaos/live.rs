@@ -26,7 +26,7 @@ use fusion_scenario::LoadedScenario;
 
 use crate::Failure;
 use crate::chaos::{Base, Kind, RunOutcome, prepare};
-use crate::interrupt::{Interruption, Interrupts};
+use crate::live::interrupt::{Interruption, Interrupts};
 use crate::live::{Ended, RunEnd, cluster_for, leave_cluster, run_until_interrupted};
 
 const WHAT: &str = "fusionlab chaos --live";

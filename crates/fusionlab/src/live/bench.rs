@@ -21,7 +21,7 @@ use fusion_live::runner::{self, LiveRun};
 use crate::{Failure, exit};
 
 /// The live benchmark scenario.
-const LIVE_CR: &str = include_str!("../bench/live_cr.toml");
+const LIVE_CR: &str = include_str!("../../bench/live_cr.toml");
 
 /// Size of a block request on the raw side (a GCS message).
 const REQUEST_BYTES: usize = 200;
