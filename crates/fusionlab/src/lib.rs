@@ -25,14 +25,12 @@
 //! Shared by several commands:
 //!
 //! - [`shipped`]: the scenarios embedded at build time, and finding one by file or name.
-//! - [`figures`]: the compact per-phase figures and number formatting the tour uses.
 //! - [`memory`]: `--max-memory`, refusing a run estimated not to fit.
 //! - [`pool`]: independent simulator runs over the cores, results in order (`chaos`, `sweep`).
 
 pub mod bench;
 pub mod chaos;
 pub mod cli;
-pub mod figures;
 pub mod live;
 pub mod memory;
 pub mod pool;

@@ -14,10 +14,10 @@ use fusion_scenario::estimate::{MemoryEstimate, estimate};
 use fusion_scenario::{LoadedScenario, TourPart, TourSpec};
 use fusion_sim::SimOptions;
 
-use crate::figures::{key_figures, measure, px_figures, with_unit};
 use crate::memory::{LOWER, MemoryLimit, parts_text, size_text};
 use crate::run::report::{problem_lines, program, run_summary};
 use crate::{Failure, exit, shipped};
+use fusion_report::figures::{key_figures, measure, px_figures, with_unit};
 use fusion_report::wrapped;
 
 const RULE: &str = "==============================================================================";

@@ -273,7 +273,7 @@ pub fn bench_live(secs: f64, rounds: u32, out: &mut dyn Write, err: &mut dyn Wri
     )?;
     let mut table = comfy_table::Table::new();
     table
-        .load_style(crate::figures::STYLE)
+        .load_style(fusion_report::AWR_STYLE)
         .force_no_tty()
         .set_header(vec![
             "requesters",
