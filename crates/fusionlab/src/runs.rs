@@ -13,7 +13,7 @@ use fusion_history::{Access, DATA_DIR_ENV, HistoryError, NewRun, RunRow, RunStor
 use fusion_report::RunResult;
 use fusion_report::compare::{CompareOptions, RunLabel};
 
-use crate::run::args::RunArgs;
+use crate::run::args::{Recording, RunArgs};
 use crate::{Failure, exit};
 
 /// Where `run` records, as the command line asked.
@@ -52,17 +52,6 @@ impl StoreDir {
 
 fn input(e: HistoryError) -> anyhow::Error {
     Failure::input(e.to_string()).into()
-}
-
-/// Whether and where a run is recorded.
-#[derive(Clone, Debug, Default)]
-pub enum Recording {
-    /// Not recorded (`--no-store`, and runs made through the library).
-    #[default]
-    Off,
-    Into(PathBuf),
-    /// Asked for, but there is no directory (no HOME): said once, run goes on.
-    Unavailable(String),
 }
 
 impl StoreArgs {

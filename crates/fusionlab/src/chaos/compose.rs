@@ -18,8 +18,9 @@ use fusion_scenario::{Fault, LinkTarget};
 
 use crate::Failure;
 use crate::chaos::compose_project::{ComposeOpts, Project, engine_answers};
+use crate::chaos::drawn::{Drawn, Kind};
 use crate::chaos::live::announce;
-use crate::chaos::{Base, Drawn, Kind, Prepared, RunOutcome, prepare};
+use crate::chaos::prepare::{Base, Prepared, RunOutcome, prepare};
 use crate::live::interrupt::{Interruption, Interrupts};
 use crate::live::{Ended, run_until_interrupted};
 

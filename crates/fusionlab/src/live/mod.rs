@@ -692,8 +692,8 @@ pub fn run_live(
         }
         Ended::Ran(Ok((result, outcomes))) => {
             let code = crate::run::report::print_run(&result, &outcomes, a, out, err)?;
-            let scenario =
-                Some((text, label)).filter(|_| !matches!(a.recording, crate::runs::Recording::Off));
+            let scenario = Some((text, label))
+                .filter(|_| !matches!(a.recording, crate::run::args::Recording::Off));
             crate::runs::record(a, scenario, "live", (&result, &outcomes), code, err)?;
             if let Some(h) = html {
                 h.write_run(&result, &loaded, a.names_9i)?;
