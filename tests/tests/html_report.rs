@@ -126,7 +126,7 @@ fn run_page_of_a_short_starvation_run() -> String {
     let (result, _) = run_clean(&loaded, None);
     let opts = HtmlOptions {
         names_9i: false,
-        program: Some(fusionlab::report::program()),
+        program: Some(fusionlab::run::report::program()),
     };
     run_page(&result, &loaded, &opts)
 }

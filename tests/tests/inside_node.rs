@@ -6,8 +6,8 @@
 use fusion_core::metrics::{Metric, NodeFigure};
 use fusion_core::stats::Stat;
 use fusion_report::RunResult;
+use fusion_report::figures::measure;
 use fusion_scenario::MetricRef;
-use fusionlab::figures::measure;
 use fusionlab_tests::{run_clean, shipped_with};
 
 fn run(name: &str, overrides: &[String]) -> RunResult {

@@ -5,8 +5,8 @@
 
 use fusion_core::metrics::{Metric, SqlColumn};
 use fusion_report::RunResult;
+use fusion_report::figures::measure;
 use fusion_scenario::MetricRef;
-use fusionlab::figures::measure;
 use fusionlab_tests::{run_clean, shipped_with};
 
 /// Run a shipped scenario with these overrides (and no others).

@@ -119,7 +119,7 @@ fn the_tour_is_deterministic_and_takes_a_seed() {
         ..TourArgs::default()
     });
     assert_eq!(code, 0);
-    let program = fusionlab::report::program();
+    let program = fusionlab::run::report::program();
     assert!(
         c.contains(&format!("seed: 5 for every myth (--seed; {program})")),
         "{c}"

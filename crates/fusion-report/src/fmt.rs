@@ -80,7 +80,7 @@ pub(crate) fn count(v: f64) -> String {
 }
 
 /// A number with `decimals` decimals and thousands separators: `1,234.5`.
-pub(crate) fn grouped(v: f64, decimals: usize) -> String {
+pub fn grouped(v: f64, decimals: usize) -> String {
     let s = format!("{v:.decimals$}");
     match s.split_once('.') {
         Some((int, frac)) => format!("{}.{frac}", group(int)),

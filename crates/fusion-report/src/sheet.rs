@@ -6,8 +6,9 @@ use comfy_table::{
     CellAlignment, ContentArrangement, ContentLineStyle, LineStyle, Table, TableStyle,
 };
 
-/// AWR's own table look: a dashed line under the header, columns one space apart.
-const AWR_STYLE: TableStyle = TableStyle::new()
+/// AWR's own table look: a dashed line under the header, no rules between
+/// columns (one space apart with the report's zero padding).
+pub const AWR_STYLE: TableStyle = TableStyle::new()
     .header_lines(ContentLineStyle::none().junction(' '))
     .header_separator(LineStyle::none().fill('-').junction(' '))
     .content_lines(ContentLineStyle::none().junction(' '));

@@ -179,7 +179,12 @@ fn measure(
     Side { place, value }
 }
 
-fn value_of(m: &MetricRef, variant: &str, variants: &[VariantResult]) -> Result<f64, String> {
+/// The value `m` names in `variant` of the run, or why there is none.
+pub(crate) fn value_of(
+    m: &MetricRef,
+    variant: &str,
+    variants: &[VariantResult],
+) -> Result<f64, String> {
     let v = variants
         .iter()
         .find(|v| v.name == variant)

@@ -6,9 +6,9 @@ use std::io::Write;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::args::RunArgs;
-use crate::commands;
 use crate::memory::MemoryLimit;
+use crate::run;
+use crate::run::args::RunArgs;
 use crate::tour::{self, TourArgs};
 
 /// Fusionlab: a RAC cache-fusion cluster emulator. Runs scenario files on a
@@ -98,7 +98,7 @@ pub struct UpCmd {
     #[arg(long, default_value_t = 0)]
     pub base_port: u16,
     #[command(flatten)]
-    pub log: crate::logs::LogArgs,
+    pub log: crate::live::logs::LogArgs,
 }
 
 #[derive(Args)]
@@ -157,7 +157,7 @@ pub struct StoreCmd {
           action = clap::ArgAction::Set)]
     pub fsync: bool,
     #[command(flatten)]
-    pub log: crate::logs::LogArgs,
+    pub log: crate::live::logs::LogArgs,
 }
 
 fn parse_on_off(s: &str) -> Result<bool, String> {
@@ -202,7 +202,7 @@ pub struct InstanceCmd {
     #[arg(long, value_name = "DIR", env = "FUSIONLAB_JOURNAL_DIR")]
     pub journal_dir: Option<std::path::PathBuf>,
     #[command(flatten)]
-    pub log: crate::logs::LogArgs,
+    pub log: crate::live::logs::LogArgs,
 }
 
 impl InstanceCmd {
@@ -255,7 +255,7 @@ pub struct ProbeCmd {
     pub timeout_ms: u64,
     /// Try again every second until everything answers or this time is up
     /// (`90s`, `10m`): a job's wait for its cluster. Once by default.
-    #[arg(long, value_name = "DURATION", value_parser = crate::args::parse_duration_ns)]
+    #[arg(long, value_name = "DURATION", value_parser = crate::run::args::parse_duration_ns)]
     pub wait: Option<u64>,
 }
 
@@ -304,7 +304,7 @@ pub struct TourCmd {
     #[command(flatten)]
     pub pictures: PicturesArgs,
     #[command(flatten)]
-    pub log: crate::logs::LogArgs,
+    pub log: crate::live::logs::LogArgs,
 }
 
 /// The time series and the HTML report (`run` and `tour`).
@@ -356,7 +356,7 @@ pub struct RunCmd {
     pub hold: Option<String>,
     /// With --hold: end the held phase after this long (90s, 10m, 1h; plain
     /// seconds too) if no signal ended it first.
-    #[arg(long, value_name = "DURATION", requires = "hold", value_parser = crate::args::parse_duration_ns)]
+    #[arg(long, value_name = "DURATION", requires = "hold", value_parser = crate::run::args::parse_duration_ns)]
     pub duration: Option<u64>,
     /// Refuse to run when the estimated peak memory is above this (e.g. 4G,
     /// 512M); default: half of the machine's physical memory.
@@ -382,7 +382,7 @@ pub struct RunCmd {
               |s: &str| s.parse::<fusion_report::trace::TraceWindow>()))]
     pub trace_window: Option<fusion_report::trace::TraceWindow>,
     #[command(flatten)]
-    pub log: crate::logs::LogArgs,
+    pub log: crate::live::logs::LogArgs,
 }
 
 #[derive(Args)]
@@ -431,7 +431,7 @@ pub struct ChaosCmd {
     #[arg(long, value_name = "IMAGE", requires = "compose")]
     pub image: Option<String>,
     #[command(flatten)]
-    pub log: crate::logs::LogArgs,
+    pub log: crate::live::logs::LogArgs,
 }
 
 #[derive(Args)]
@@ -482,8 +482,8 @@ impl Cli {
     /// The logging flags and role of a live command (one that is, starts
     /// or drives a cluster process); None for the others, which install no
     /// logging (the simulator's output stays as it is).
-    pub fn logging(&self) -> Option<(&crate::logs::LogArgs, crate::logs::Role)> {
-        use crate::logs::Role;
+    pub fn logging(&self) -> Option<(&crate::live::logs::LogArgs, crate::live::logs::Role)> {
+        use crate::live::logs::Role;
         match self.command.as_ref()? {
             Command::Store(s) => Some((&s.log, Role::ClusterProcess)),
             Command::Instance(i) => Some((&i.log, Role::ClusterProcess)),
@@ -508,7 +508,7 @@ pub fn dispatch(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::R
             };
             tour::within_memory(&MemoryLimit::new(t.max_memory), t.live)?;
             if t.live {
-                crate::live_tour::tour_live(&args, t.cluster.as_deref(), out, err)
+                crate::live::tour::tour_live(&args, t.cluster.as_deref(), out, err)
             } else {
                 tour::tour(&args, out, err)
             }
@@ -535,7 +535,7 @@ pub fn dispatch(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::R
             if r.live {
                 crate::live::run_live(&args, r.cluster.as_deref(), out, err)
             } else {
-                commands::run(&args, out, err)
+                run::run(&args, out, err)
             }
         }
         Command::Up(u) => crate::live::up(u.instances, &u.dir, u.base_port, out),
@@ -557,8 +557,8 @@ pub fn dispatch(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::R
             i.addr_file.as_deref(),
             i.journal_dir.as_deref(),
         ),
-        Command::Probe(p) => crate::probe::probe(
-            &crate::probe::Target::new(p.store, p.admin, p.cluster)?,
+        Command::Probe(p) => crate::live::probe::probe(
+            &crate::live::probe::Target::new(p.store, p.admin, p.cluster)?,
             std::time::Duration::from_millis(p.timeout_ms),
             std::time::Duration::from_nanos(p.wait.unwrap_or(0)),
             out,
@@ -575,7 +575,7 @@ pub fn dispatch(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::R
                 save_scenario: c.save_scenario,
                 live: c.live,
                 compose: if c.compose {
-                    Some(crate::chaos_compose::opts(c.compose_file, c.image)?)
+                    Some(crate::chaos::compose::opts(c.compose_file, c.image)?)
                 } else {
                     None
                 },
@@ -597,21 +597,23 @@ pub fn dispatch(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::R
             out,
             err,
         ),
-        Command::Validate(v) => commands::validate(
+        Command::Validate(v) => run::validate(
             &v.scenario,
             &v.sets,
             &MemoryLimit::new(v.max_memory),
             out,
             err,
         ),
-        Command::List => commands::list(out, err),
+        Command::List => run::list(out, err),
         Command::Runs(c) => crate::runs::runs(&c, out),
         Command::Show(c) => crate::runs::show(&c, out),
         Command::Compare(c) => crate::runs::compare(&c, out),
-        Command::Bench(b) if b.live => crate::live_bench::bench_live(b.seconds, b.rounds, out, err),
+        Command::Bench(b) if b.live => {
+            crate::live::bench::bench_live(b.seconds, b.rounds, out, err)
+        }
         Command::Bench(b) => {
             crate::bench::bench(&crate::bench::BenchArgs { seconds: b.seconds }, out, err)
         }
-        Command::BenchEcho(e) => crate::live_bench::echo(&e.listen, e.addr_file.as_deref()),
+        Command::BenchEcho(e) => crate::live::bench::echo(&e.listen, e.addr_file.as_deref()),
     }
 }

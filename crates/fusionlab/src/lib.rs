@@ -1,51 +1,45 @@
 //! The `fusionlab` command line as a library: the binary parses arguments
 //! and calls these; tests call them in-process.
 //!
-//! - [`shipped`]: the scenarios embedded at build time, and finding one by file or name.
-//! - [`commands`]: `run`, `validate`, `list`.
-//! - [`report`]: what a run prints, on the simulator and live alike.
+//! By command, a folder where a command has several parts:
+//!
+//! - [`cli`]: the grammar (clap) and its dispatch to the commands below.
+//! - [`run`]: `run`, `validate`, `list`; [`run::args`] what a run was asked,
+//!   [`run::report`] what it prints (simulator and live alike),
+//!   [`run::trace`] `--trace`.
+//! - [`runs`]: the run store: `run` records, `runs`, `show`, `compare`.
 //! - [`tour`]: the myth tour.
 //! - [`bench`]: the simulator speed benchmark.
-//! - [`chaos`]: `fusionlab chaos`, runs with random failures and the checkers on.
-//! - `chaos_file`: a chaos run's faults written into the scenario file.
-//! - [`chaos_live`]: `fusionlab chaos --live`, those runs on real processes.
-//! - [`live`]: the live cluster (`store`, `instance`, `up`, `status`, `down`, `restart`, `run --live`).
-//! - [`interrupt`]: SIGINT and SIGTERM for the live commands that start or drive a cluster.
-//! - [`logs`]: the live processes' logs (`tracing`: levels, JSON lines, last words).
-//! - [`figures`]: the compact per-phase figures and number formatting the tour uses.
+//! - [`sweep`]: `fusionlab sweep`, a scenario over seeds and varied values, the verdicts' distribution.
+//! - [`chaos`]: `fusionlab chaos`, runs with random failures and the checkers on;
+//!   [`chaos::live`] on real processes (`--live`), [`chaos::compose`] on a
+//!   compose cluster (`--compose`, the project is [`chaos::compose_project`]);
+//!   `chaos::file` writes a run's faults into the scenario file.
+//! - [`live`]: the live cluster (`store`, `instance`, `up`, `status`, `down`,
+//!   `restart`, `run --live`); [`live::tour`] `tour --live`, [`live::bench`]
+//!   `bench --live`, [`live::probe`] `probe`, [`live::interrupt`] SIGINT and
+//!   SIGTERM, [`live::logs`] the live processes' logs.
+//! - [`top`]: `fusionlab top`, a live cluster's screen refreshed every second
+//!   ([`top::view`] draws it).
+//!
+//! Shared by several commands:
+//!
+//! - [`shipped`]: the scenarios embedded at build time, and finding one by file or name.
 //! - [`memory`]: `--max-memory`, refusing a run estimated not to fit.
 //! - [`pool`]: independent simulator runs over the cores, results in order (`chaos`, `sweep`).
-//! - [`sweep`]: `fusionlab sweep`, a scenario over seeds and varied values, the verdicts' distribution.
-//! - [`probe`]: `fusionlab probe`, one call to a store or an instance (container healthchecks).
-//! - [`runs`]: the run store: `run` records, `runs`, `show`, `compare`.
-//! - [`top`], [`top_view`]: `fusionlab top`, a live cluster's screen refreshed every second.
 
-pub mod args;
 pub mod bench;
 pub mod chaos;
-pub mod chaos_compose;
-mod chaos_file;
-pub mod chaos_live;
 pub mod cli;
-pub mod commands;
-pub mod compose_project;
-pub mod figures;
-pub mod interrupt;
 pub mod live;
-pub mod live_bench;
-pub mod live_tour;
-pub mod logs;
 pub mod memory;
 pub mod pool;
-pub mod probe;
-pub mod report;
+pub mod run;
 pub mod runs;
 pub mod shipped;
 pub mod sweep;
 pub mod top;
-pub mod top_view;
 pub mod tour;
-pub mod trace;
 
 /// A failure the user caused or must know about, with the exit status it maps to.
 /// Its message is printed to stderr as is (loader messages already name

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use fusionlab::cli::{Cli, dispatch};
-use fusionlab::logs::{self, Role};
+use fusionlab::live::logs::{self, Role};
 use fusionlab::{Failure, exit};
 
 fn main() -> ExitCode {

@@ -13,7 +13,7 @@ use fusion_history::{Access, DATA_DIR_ENV, HistoryError, NewRun, RunRow, RunStor
 use fusion_report::RunResult;
 use fusion_report::compare::{CompareOptions, RunLabel};
 
-use crate::args::RunArgs;
+use crate::run::args::{Recording, RunArgs};
 use crate::{Failure, exit};
 
 /// Where `run` records, as the command line asked.
@@ -52,17 +52,6 @@ impl StoreDir {
 
 fn input(e: HistoryError) -> anyhow::Error {
     Failure::input(e.to_string()).into()
-}
-
-/// Whether and where a run is recorded.
-#[derive(Clone, Debug, Default)]
-pub enum Recording {
-    /// Not recorded (`--no-store`, and runs made through the library).
-    #[default]
-    Off,
-    Into(PathBuf),
-    /// Asked for, but there is no directory (no HOME): said once, run goes on.
-    Unavailable(String),
 }
 
 impl StoreArgs {
@@ -127,12 +116,12 @@ pub fn record(
         scenario_text,
         sets: a.sets.clone(),
         seed: result.seed,
-        version: crate::report::program(),
+        version: crate::run::report::program(),
         driver: driver.to_string(),
         verdict: verdict(result).to_string(),
         exit_status: code,
         report_json,
-        report_text: crate::report::text_report(result, outcomes, a),
+        report_text: crate::run::report::text_report(result, outcomes, a),
     };
     match RunStore::open(dir, Access::Write).and_then(|s| s.record(&new)) {
         // Said only to a person: scripts and `.ci/figures` read stderr too.

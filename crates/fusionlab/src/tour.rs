@@ -14,10 +14,10 @@ use fusion_scenario::estimate::{MemoryEstimate, estimate};
 use fusion_scenario::{LoadedScenario, TourPart, TourSpec};
 use fusion_sim::SimOptions;
 
-use crate::figures::{key_figures, measure, px_figures, with_unit};
 use crate::memory::{LOWER, MemoryLimit, parts_text, size_text};
-use crate::report::{problem_lines, program, run_summary};
+use crate::run::report::{problem_lines, program, run_summary};
 use crate::{Failure, exit, shipped};
+use fusion_report::figures::{key_figures, measure, px_figures, with_unit};
 use fusion_report::wrapped;
 
 const RULE: &str = "==============================================================================";
@@ -38,7 +38,7 @@ pub struct TourArgs {
 impl TourArgs {
     /// The time series' interval of cluster time.
     pub fn interval_ns(&self) -> u64 {
-        crate::args::interval_ns(self.interval_ms)
+        crate::run::args::interval_ns(self.interval_ms)
     }
 }
 
@@ -242,7 +242,7 @@ pub fn tour_of(
     err: &mut dyn Write,
 ) -> Result<u8> {
     let total = myths.len();
-    let html = crate::report::HtmlFile::create(args.html.as_deref())?;
+    let html = crate::run::report::HtmlFile::create(args.html.as_deref())?;
     tour_header(total, "on the simulator", out)?;
     let mut runs = Vec::with_capacity(total);
     let mut errors = 0;
@@ -326,7 +326,7 @@ pub fn tour_summary(runs: &[MythRun], seed: Option<u64>, out: &mut dyn Write) ->
 
 /// The tour as one HTML page.
 pub fn write_tour_html(
-    html: crate::report::HtmlFile,
+    html: crate::run::report::HtmlFile,
     runs: &[MythRun],
     args: &TourArgs,
 ) -> Result<()> {

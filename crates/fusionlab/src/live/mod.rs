@@ -1,6 +1,12 @@
 //! The live cluster commands: `store` and `instance` (the processes `up`
 //! starts, or containers run), `up`, `status`, `down`, and `run --live`.
 
+pub mod bench;
+pub mod interrupt;
+pub mod logs;
+pub mod probe;
+pub mod tour;
+
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -17,10 +23,10 @@ use fusion_live::runner::{self, LiveRun};
 use fusion_report::RunResult;
 use fusion_scenario::LoadedScenario;
 
-use crate::args::RunArgs;
-use crate::commands::check_phases;
-use crate::interrupt::{Interruption, Interrupts};
+use crate::live::interrupt::{Interruption, Interrupts};
 use crate::memory::MemoryLimit;
+use crate::run::args::RunArgs;
+use crate::run::check_phases;
 use crate::shipped;
 use crate::{Failure, exit};
 
@@ -188,7 +194,7 @@ pub fn up(instances: u8, cluster_dir: &Path, base_port: u16, out: &mut dyn Write
         dir: cluster_dir.clone(),
         base_port,
         exe,
-        log_args: crate::logs::child_args(),
+        log_args: crate::live::logs::child_args(),
     })
     .map_err(|e| Failure {
         code: exit::LIVE_FAILED,
@@ -593,7 +599,7 @@ pub(crate) fn cluster_for(
         dir: cluster_dir.clone(),
         base_port: 0,
         exe,
-        log_args: crate::logs::child_args(),
+        log_args: crate::live::logs::child_args(),
     })
     .map_err(|e| Failure {
         code: exit::LIVE_FAILED,
@@ -647,7 +653,7 @@ pub fn run_live(
     // The instances and the store hold what the simulator would, in several
     // processes of (by default) this machine.
     crate::memory::within_limit(&loaded, a.check, &MemoryLimit::new(a.max_memory))?;
-    let html = crate::report::HtmlFile::create(a.html.as_deref())?;
+    let html = crate::run::report::HtmlFile::create(a.html.as_deref())?;
     let needed = loaded.instances_max().max(1);
     // Caught from before the cluster starts, so that a Ctrl-C at any point
     // stops what this command started.
@@ -689,9 +695,9 @@ pub fn run_live(
             Ok(s.exit_status())
         }
         Ended::Ran(Ok((result, outcomes))) => {
-            let code = crate::report::print_run(&result, &outcomes, a, out, err)?;
-            let scenario =
-                Some((text, label)).filter(|_| !matches!(a.recording, crate::runs::Recording::Off));
+            let code = crate::run::report::print_run(&result, &outcomes, a, out, err)?;
+            let scenario = Some((text, label))
+                .filter(|_| !matches!(a.recording, crate::run::args::Recording::Off));
             crate::runs::record(a, scenario, "live", (&result, &outcomes), code, err)?;
             if let Some(h) = html {
                 h.write_run(&result, &loaded, a.names_9i)?;
@@ -701,7 +707,7 @@ pub fn run_live(
         Ended::Ran(Err(failure)) => {
             // What finished is still reported, then what stopped the run.
             if let Some((result, outcomes)) = &failure.partial {
-                crate::report::print_run(result, outcomes, a, out, err)?;
+                crate::run::report::print_run(result, outcomes, a, out, err)?;
                 if let Some(h) = html {
                     h.write_run(result, &loaded, a.names_9i)?;
                 }

@@ -21,7 +21,7 @@ use fusion_live::runner::{self, LiveRun};
 use crate::{Failure, exit};
 
 /// The live benchmark scenario.
-const LIVE_CR: &str = include_str!("../bench/live_cr.toml");
+const LIVE_CR: &str = include_str!("../../bench/live_cr.toml");
 
 /// Size of a block request on the raw side (a GCS message).
 const REQUEST_BYTES: usize = 200;
@@ -273,7 +273,7 @@ pub fn bench_live(secs: f64, rounds: u32, out: &mut dyn Write, err: &mut dyn Wri
     )?;
     let mut table = comfy_table::Table::new();
     table
-        .load_style(crate::figures::STYLE)
+        .load_style(fusion_report::AWR_STYLE)
         .force_no_tty()
         .set_header(vec![
             "requesters",

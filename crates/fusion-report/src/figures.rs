@@ -1,17 +1,14 @@
-//! The compact figures of a run the tour prints, and number formatting.
+//! The compact figures of a run the tour prints (a line per phase and
+//! instance, the parallel statements), a scenario's figure with its unit,
+//! and a figure at one place of a run.
 
-use comfy_table::{ContentLineStyle, LineStyle, TableStyle};
 use fusion_core::metrics::{AwrLine, Metric, SqlColumn};
 use fusion_core::stats::{Stats, Unit};
-use fusion_report::RunResult;
-use fusion_report::text::top_events;
 use fusion_scenario::MetricRef;
 
-/// AWR's table look: a dashed line under the header, columns two spaces apart.
-pub const STYLE: TableStyle = TableStyle::new()
-    .header_lines(ContentLineStyle::none().junction(' '))
-    .header_separator(LineStyle::none().fill('-').junction(' '))
-    .content_lines(ContentLineStyle::none().junction(' '));
+use crate::RunResult;
+use crate::fmt::{TEXT_WIDTH, count, grouped, wrap, wrapped};
+use crate::text::top_events;
 
 /// Per variant, phase and instance, one line: gc cr and current receive
 /// times, the cr and current flush times of the blocks it served, and its top
@@ -81,7 +78,7 @@ pub fn key_figures(result: &RunResult, names_9i: bool) -> String {
         }
         head.push_str("  ");
         let rest = " ".repeat(head.chars().count());
-        fusion_report::wrap(cells[6], fusion_report::TEXT_WIDTH, &head, &rest)
+        wrap(cells[6], TEXT_WIDTH, &head, &rest)
     };
     let mut out: Vec<String> = Vec::new();
     for h in &heads {
@@ -99,7 +96,7 @@ pub fn key_figures(result: &RunResult, names_9i: bool) -> String {
     out.push(format!(
         "{}  {}",
         rule.join("  "),
-        "-".repeat(top_w.min(fusion_report::TEXT_WIDTH.saturating_sub(used)))
+        "-".repeat(top_w.min(TEXT_WIDTH.saturating_sub(used)))
     ));
     for (row, heading) in &rows {
         match row {
@@ -158,7 +155,7 @@ pub fn px_figures(result: &RunResult) -> String {
                     ms(q.elapsed_ns as f64 / 1e6),
                     grouped(across as f64, 0)
                 );
-                out.push_str(&fusion_report::wrapped(&line, "  ", "    "));
+                out.push_str(&wrapped(&line, "  ", "    "));
                 out.push('\n');
             }
         }
@@ -236,52 +233,10 @@ fn fine_ms(v: f64) -> String {
 /// the figure has nothing to measure.
 pub fn measure(result: &RunResult, m: &MetricRef) -> Option<f64> {
     let variant = match &m.variant {
-        Some(name) => result.variants.iter().find(|v| &v.name == name)?,
-        None => result.variants.first()?,
+        Some(name) => name.as_str(),
+        None => result.variants.first()?.name.as_str(),
     };
-    let phase = variant.phase(&m.phase)?;
-    if let Metric::Recovery(figure) = m.metric {
-        return fusion_report::verdict::recovery_value(figure, m.instance, phase);
-    }
-    let stats = match m.instance {
-        Some(id) => phase.instance(id)?.stats.clone(),
-        None => phase.cluster_stats(),
-    };
-    m.metric.eval(&stats, phase.elapsed_ns)
-}
-
-/// A count: whole numbers with thousands separators, others with 2 decimals.
-pub fn count(v: f64) -> String {
-    if v.fract() == 0.0 {
-        grouped(v, 0)
-    } else {
-        format!("{v:.2}")
-    }
-}
-
-/// `v` with `decimals` decimals and thousands separators: `1,234.5`.
-pub fn grouped(v: f64, decimals: usize) -> String {
-    let s = format!("{v:.decimals$}");
-    let (int, frac) = match s.split_once('.') {
-        Some((i, f)) => (i, Some(f)),
-        None => (s.as_str(), None),
-    };
-    let (sign, digits) = match int.strip_prefix('-') {
-        Some(d) => ("-", d),
-        None => ("", int),
-    };
-    let mut out = String::from(sign);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    if let Some(f) = frac {
-        out.push('.');
-        out.push_str(f);
-    }
-    out
+    crate::verdict::value_of(m, variant, &result.variants).ok()
 }
 
 #[cfg(test)]

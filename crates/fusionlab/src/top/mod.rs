@@ -1,8 +1,10 @@
 //! `fusionlab top`: a live cluster on one screen, refreshed every second,
-//! as oratop shows a RAC database (the screen itself is [`crate::top_view`]).
+//! as oratop shows a RAC database (the screen itself is [`crate::top::view`]).
 //! Each refresh asks every instance's admin service for its status and
 //! counters; `q` (or Esc, or Ctrl-C) quits. `--once` prints one screen of
 //! one interval as text and exits (for scripts and the docs).
+
+pub mod view;
 
 use std::io::Write;
 use std::path::Path;
@@ -14,8 +16,8 @@ use fusion_live::cluster::ClusterFile;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
-use crate::top_view::{self, InstanceSample, Sample, TopStatus};
 use crate::{Failure, exit};
+use view::{InstanceSample, Sample, TopStatus};
 
 /// How long a refresh waits for an instance before it shows it as down
 /// (the screen must not freeze on one dead instance).
@@ -104,7 +106,7 @@ pub fn top(cluster_file: &Path, interval: Duration, once: bool, out: &mut dyn Wr
         let now = take();
         let height = u16::try_from(10 + 4 * admins.len()).unwrap_or(u16::MAX);
         let mut t = Terminal::new(TestBackend::new(100, height)).context("a screen")?;
-        t.draw(|f| top_view::draw(f, &label, &before, &now))
+        t.draw(|f| view::draw(f, &label, &before, &now))
             .context("drawing the screen")?;
         let buf = t.backend().buffer();
         for y in 0..buf.area.height {
@@ -132,7 +134,7 @@ fn screen_loop(
     let mut now = before.clone();
     loop {
         terminal
-            .draw(|f| top_view::draw(f, label, &before, &now))
+            .draw(|f| view::draw(f, label, &before, &now))
             .context("drawing the screen")?;
         let next = Instant::now() + interval;
         while let Some(left) = next.checked_duration_since(Instant::now()) {

@@ -25,8 +25,9 @@ use fusion_live::runner::LiveRun;
 use fusion_scenario::LoadedScenario;
 
 use crate::Failure;
-use crate::chaos::{Base, Kind, RunOutcome, prepare};
-use crate::interrupt::{Interruption, Interrupts};
+use crate::chaos::drawn::Kind;
+use crate::chaos::prepare::{Base, RunOutcome, prepare};
+use crate::live::interrupt::{Interruption, Interrupts};
 use crate::live::{Ended, RunEnd, cluster_for, leave_cluster, run_until_interrupted};
 
 const WHAT: &str = "fusionlab chaos --live";
@@ -44,7 +45,7 @@ pub(crate) fn announce(
     what: &str,
     (i, runs): (usize, usize),
     seed: u64,
-    run: &crate::chaos::Prepared,
+    run: &crate::chaos::prepare::Prepared,
 ) -> std::io::Result<()> {
     let n = run.faults.len();
     writeln!(

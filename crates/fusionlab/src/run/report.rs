@@ -8,9 +8,9 @@ use anyhow::{Context, Result};
 use fusion_driver::{Ran, VariantOutcome};
 use fusion_report::{RunResult, TextOptions};
 
-use crate::args::RunArgs;
 use crate::exit;
-use crate::figures::grouped;
+use crate::run::args::RunArgs;
+use fusion_report::grouped;
 
 /// The file `--html FILE` names, created before the run so that a path
 /// that cannot be written is refused at once (bad input), not after it.

@@ -18,7 +18,7 @@ pub struct RunArgs {
     pub max_memory: Option<u64>,
     /// Whether the run is recorded in the run store (off unless the
     /// command line asked: runs made through the library are not).
-    pub recording: crate::runs::Recording,
+    pub recording: Recording,
     /// `--interval-ms`: the time series' interval (default 1 s).
     pub interval_ms: Option<u64>,
     /// `--html FILE`: also write the HTML report there.
@@ -33,6 +33,17 @@ pub struct RunArgs {
     pub hold: Option<String>,
     /// `--duration`: the held phase's longest run, ns.
     pub hold_ns: Option<u64>,
+}
+
+/// Whether and where a run is recorded.
+#[derive(Clone, Debug, Default)]
+pub enum Recording {
+    /// Not recorded (`--no-store`, and runs made through the library).
+    #[default]
+    Off,
+    Into(std::path::PathBuf),
+    /// Asked for, but there is no directory (no HOME): said once, run goes on.
+    Unavailable(String),
 }
 
 impl RunArgs {

@@ -5,7 +5,7 @@
 use fusion_core::config::{NS_PER_S, Nanos};
 use fusion_scenario::{Direction, Fault, LinkTarget};
 
-use crate::chaos::Drawn;
+use crate::chaos::drawn::Drawn;
 
 /// `text` with each fault added to its phase's `[[phase.fault]]` tables.
 /// The scenario's own failures (a failure scenario's kill, say) are taken

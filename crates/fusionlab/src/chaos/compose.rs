@@ -1,7 +1,7 @@
 //! `fusionlab chaos --compose SCENARIO --runs N`: the simulator's chaos
 //! runs (the same draws from the same seeds, see [`crate::chaos`]) carried
 //! out on the compose cluster of `cluster/docker-compose.yml`, one project
-//! per run ([`crate::compose_project`]): `kill` is `docker kill`, `pause`
+//! per run ([`crate::chaos::compose_project`]): `kill` is `docker kill`, `pause`
 //! `docker pause` then `unpause`, `restart` `docker start`, `partition`
 //! `docker network disconnect` of the instance from the interconnect
 //! network for the phase (the real partition: the hosts drop nothing for
@@ -17,10 +17,11 @@ use fusion_live::runner::LiveRun;
 use fusion_scenario::{Fault, LinkTarget};
 
 use crate::Failure;
-use crate::chaos::{Base, Drawn, Kind, Prepared, RunOutcome, prepare};
-use crate::chaos_live::announce;
-use crate::compose_project::{ComposeOpts, Project, engine_answers};
-use crate::interrupt::{Interruption, Interrupts};
+use crate::chaos::compose_project::{ComposeOpts, Project, engine_answers};
+use crate::chaos::drawn::{Drawn, Kind};
+use crate::chaos::live::announce;
+use crate::chaos::prepare::{Base, Prepared, RunOutcome, prepare};
+use crate::live::interrupt::{Interruption, Interrupts};
 use crate::live::{Ended, run_until_interrupted};
 
 const WHAT: &str = "fusionlab chaos --compose";

@@ -14,7 +14,7 @@ use fusion_live::lives::{LocalProcesses, ProcessControl};
 use fusion_live::runner::LiveRun;
 use fusion_scenario::LoadedScenario;
 
-use crate::interrupt::{Interruption, Interrupts};
+use crate::live::interrupt::{Interruption, Interrupts};
 use crate::live::{Ended, RunEnd, cluster_for, leave_cluster, run_until_interrupted};
 use crate::tour::{
     MythRun, TourArgs, measurable_by, shipped_myths, show_run, tour_header, tour_summary,
@@ -48,7 +48,7 @@ pub fn tour_live(
         })
         .collect();
     let largest = myths.iter().map(needs).max().unwrap_or(1);
-    let html = crate::report::HtmlFile::create(args.html.as_deref())?;
+    let html = crate::run::report::HtmlFile::create(args.html.as_deref())?;
     let exe = std::env::current_exe().context("cannot find this program's path")?;
     // Caught from here on, between myths as well as during one, and while
     // the cluster starts.

@@ -2,6 +2,10 @@
 //! messages to `err`, and returns the exit status; a [`Failure`] it returns
 //! carries its own.
 
+pub mod args;
+pub mod report;
+pub mod trace;
+
 use std::io::Write;
 
 use anyhow::Result;
@@ -9,8 +13,8 @@ use fusion_driver::Driver;
 use fusion_scenario::{LoadedScenario, ScenarioError};
 use fusion_sim::SimOptions;
 
-use crate::args::RunArgs;
 use crate::memory::{MemoryLimit, size_text, within_limit};
+use crate::run::args::RunArgs;
 use crate::shipped::{self, Source};
 use crate::{Failure, exit};
 
@@ -21,8 +25,8 @@ pub fn run(a: &RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8> 
     fusion_driver::refusal(&loaded, Driver::Simulator).map_err(Failure::input)?;
     within_limit(&loaded, a.check, &MemoryLimit::new(a.max_memory))?;
     let scenario = crate::runs::scenario_text(a)?;
-    let html = crate::report::HtmlFile::create(a.html.as_deref())?;
-    let trace = crate::trace::TraceFile::create(a.trace.as_deref(), a.trace_window)?;
+    let html = crate::run::report::HtmlFile::create(a.html.as_deref())?;
+    let trace = crate::run::trace::TraceFile::create(a.trace.as_deref(), a.trace_window)?;
     let opts = SimOptions {
         seed: a.seed,
         check: a.check,
@@ -35,12 +39,12 @@ pub fn run(a: &RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8> 
         Some(t) => {
             let (result, outcomes, writer) =
                 fusion_sim::run_scenario_traced(&loaded, &opts, t.writer);
-            crate::trace::finish(&t.path, writer, err)?;
+            crate::run::trace::finish(&t.path, writer, err)?;
             (result, outcomes)
         }
         None => fusion_sim::run_scenario(&loaded, &opts),
     };
-    let code = crate::report::print_run(&result, &outcomes, a, out, err)?;
+    let code = crate::run::report::print_run(&result, &outcomes, a, out, err)?;
     crate::runs::record(a, scenario, "simulator", (&result, &outcomes), code, err)?;
     if let Some(h) = html {
         h.write_run(&result, &loaded, a.names_9i)?;
