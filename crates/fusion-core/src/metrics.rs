@@ -187,6 +187,12 @@ pub enum Metric {
     SqlPerExec(SqlColumn),
     /// Foreground time waited in one wait class, in ms: `class_ms:<class>`.
     ClassTimeMs(WaitClass),
+    /// The same per execution of the user's statements (as `v$sql`'s
+    /// `cluster_wait_time` over `executions`, for the whole workload):
+    /// `class_ms_per_exec:<class>`. Unlike the total over a phase of fixed
+    /// length, it does not tend to the sessions' whole time when every
+    /// variant waits most of it.
+    ClassTimeMsPerExec(WaitClass),
     /// A figure of memory inside one node (a `[server]`): `node:<figure>`.
     Node(NodeFigure),
     /// A figure of the phase's instance recoveries (the recovery summary),
@@ -394,7 +400,7 @@ impl Metric {
     /// `waits:<event>`, `time_ms:<event>`, `avg_ms:<event>`,
     /// `decomp_ms:<cr|current>:<part>`, `decomp_share:<cr|current>:<part>`,
     /// `sql:<column>`, `sql_per_exec:<column>`, `class_ms:<wait class>`,
-    /// `recovery:<figure>`, `node:<figure>`.
+    /// `class_ms_per_exec:<wait class>`, `recovery:<figure>`, `node:<figure>`.
     pub fn parse(text: &str) -> Result<Metric, String> {
         let t = text.trim();
         if let Some(line) = AwrLine::ALL
@@ -499,6 +505,7 @@ impl Metric {
             "sql" => Ok(Metric::Sql(column(rest)?)),
             "sql_per_exec" => Ok(Metric::SqlPerExec(column(rest)?)),
             "class_ms" => Ok(Metric::ClassTimeMs(class(rest)?)),
+            "class_ms_per_exec" => Ok(Metric::ClassTimeMsPerExec(class(rest)?)),
             "stat" => Ok(Metric::Stat(stat(rest)?)),
             "rate" => Ok(Metric::PerSecond(stat(rest)?)),
             "waits" => Ok(Metric::EventWaits(event(rest)?)),
@@ -507,7 +514,7 @@ impl Metric {
             "decomp_ms" => decomp(rest).map(|(k, p)| Metric::DecompMs(k, p)),
             "decomp_share" => decomp(rest).map(|(k, p)| Metric::DecompShare(k, p)),
             other => Err(format!(
-                "unknown metric prefix `{other}:` (stat, rate, waits, time_ms, avg_ms, decomp_ms, decomp_share, sql, sql_per_exec, class_ms, recovery, node)"
+                "unknown metric prefix `{other}:` (stat, rate, waits, time_ms, avg_ms, decomp_ms, decomp_share, sql, sql_per_exec, class_ms, class_ms_per_exec, recovery, node)"
             )),
         }
     }
@@ -542,16 +549,22 @@ impl Metric {
                 let (v, n) = c.user_total(s);
                 ratio(v, n)
             }
-            Metric::ClassTimeMs(class) => Some(
-                Wait::ALL
-                    .iter()
-                    .filter(|w| w.class() == class)
-                    .map(|&w| s.event(w).time_fg_ns)
-                    .sum::<u64>() as f64
-                    / NS_PER_MS,
-            ),
+            Metric::ClassTimeMs(class) => Some(class_time_ms(s, class)),
+            Metric::ClassTimeMsPerExec(class) => {
+                ratio(class_time_ms(s, class), SqlColumn::Count.user_total(s).1)
+            }
         }
     }
+}
+
+/// Foreground time waited in the events of one wait class, ms.
+fn class_time_ms(s: &Stats, class: WaitClass) -> f64 {
+    Wait::ALL
+        .iter()
+        .filter(|w| w.class() == class)
+        .map(|&w| s.event(w).time_fg_ns)
+        .sum::<u64>() as f64
+        / NS_PER_MS
 }
 
 /// A statistic in the unit expectations and tables use: times in ms.
@@ -636,6 +649,20 @@ mod tests {
         assert_eq!(
             Metric::ClassTimeMs(WaitClass::Cluster).eval(&s, 0),
             Some(2.0)
+        );
+        // Per execution of the user's statements (4), the recursive ones' left out.
+        assert_eq!(
+            Metric::ClassTimeMsPerExec(WaitClass::Cluster).eval(&s, 0),
+            Some(0.5)
+        );
+        assert_eq!(
+            Metric::parse("class_ms_per_exec:Cluster"),
+            Ok(Metric::ClassTimeMsPerExec(WaitClass::Cluster))
+        );
+        s.statements.clear();
+        assert_eq!(
+            Metric::ClassTimeMsPerExec(WaitClass::Cluster).eval(&s, 0),
+            None
         );
     }
 }

@@ -115,6 +115,7 @@ pub fn unmeasured(metric: Metric, driver: Driver) -> Option<&'static str> {
         | Metric::Sql(_)
         | Metric::SqlPerExec(_)
         | Metric::ClassTimeMs(_)
+        | Metric::ClassTimeMsPerExec(_)
         | Metric::Node(_) => return None,
     };
     TABLE

@@ -203,6 +203,7 @@ pub fn with_unit(metric: Metric, v: f64) -> String {
         Metric::PerSecond(_) => format!("{}/s", grouped(v, 1)),
         Metric::DecompShare(..) => format!("{:.1} %", v * 100.0),
         Metric::ClassTimeMs(_) => format!("{} ms", ms(v)),
+        Metric::ClassTimeMsPerExec(_) => format!("{} ms", fine_ms(v)),
         Metric::Recovery(f) if f.is_ms() => format!("{} ms", ms(v)),
         Metric::Recovery(fusion_core::metrics::RecoveryFigure::DetectedS) => format!("{v:.3} s"),
         Metric::Recovery(_) => count(v),

@@ -44,6 +44,7 @@ impl Shown {
             Metric::EventTimeMs(_) | Metric::EventAvgMs(_) | Metric::DecompMs(..) => Shown::Ms,
             Metric::DecompShare(..) => Shown::Share,
             Metric::ClassTimeMs(_) => Shown::Ms,
+            Metric::ClassTimeMsPerExec(_) => Shown::FineMs,
             Metric::Sql(c) | Metric::SqlPerExec(c) if c.is_time() => Shown::FineMs,
             Metric::Sql(_) | Metric::SqlPerExec(_) => Shown::Count,
             Metric::Recovery(f) if f.is_ms() => Shown::Ms,

@@ -266,7 +266,9 @@ fn nothing_because(metric: Metric) -> String {
         Metric::EventAvgMs(w) => format!("no `{}` waits", w.name()),
         Metric::DecompMs(k, _) => format!("no gc {} blocks received", kind(k)),
         Metric::DecompShare(k, _) => format!("no gc {} block receive time", kind(k)),
-        Metric::SqlPerExec(_) => "no execution of a user statement".into(),
+        Metric::SqlPerExec(_) | Metric::ClassTimeMsPerExec(_) => {
+            "no execution of a user statement".into()
+        }
         Metric::Recovery(_) => "no instance recovery".into(),
         Metric::Node(_) => "no memory access counted (is there a [server]?)".into(),
         Metric::Stat(_)
