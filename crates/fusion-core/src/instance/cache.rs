@@ -201,11 +201,7 @@ impl Cache {
             slots: Vec::new(),
             links: Vec::new(),
             reusable: Vec::new(),
-            stuck_tail: StuckTail {
-                len: 0,
-                last: NIL,
-                epoch: 1,
-            },
+            stuck_tail: StuckTail::new(),
             free: Vec::new(),
             heads: vec![NIL; total_blocks as usize],
             currents: vec![NIL; total_blocks as usize],

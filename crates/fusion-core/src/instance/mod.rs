@@ -20,9 +20,6 @@ mod membership;
 mod numa;
 mod observe;
 mod px;
-mod px_alloc;
-mod px_host;
-mod px_slave;
 mod redo;
 mod session;
 

@@ -125,7 +125,7 @@ fn a_scan_counts_the_stuck_tail_it_skips() {
         c.set_dirty(id, true, 0);
     }
     assert_eq!(freed(&mut c), (Some(10), 11));
-    assert_eq!(c.stuck_tail.len, 10);
+    assert_eq!(c.stuck_tail.len(), 10);
     // A buffer of the run written clean: found where it lies.
     c.set_clean(ids[4]);
     assert_eq!(freed(&mut c), (Some(4), 5));
@@ -215,7 +215,7 @@ fn the_stuck_tail_agrees_with_a_plain_walk() {
                 let odd = rng.next_u32() % 2;
                 let prefer = |id: BufId| id % 2 == odd;
                 let walked = c.walk_for_victim(&busy, &prefer);
-                skipped += usize::from(c.stuck_tail.len > 0);
+                skipped += usize::from(c.stuck_tail.len() > 0);
                 let scanned = c.scan_for_victim(&busy, &prefer);
                 assert_eq!(scanned, walked, "step {step}");
                 match scanned.0 {

@@ -23,9 +23,26 @@ pub enum Victim {
 /// which starts a new epoch: the stamps of the old run no longer match.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct StuckTail {
-    pub(super) len: u32,
-    pub(super) last: u32,
-    pub(super) epoch: u32,
+    len: u32,
+    last: u32,
+    epoch: u32,
+}
+
+impl StuckTail {
+    /// Nothing known yet: the first scan walks from the tail.
+    pub(super) fn new() -> StuckTail {
+        StuckTail {
+            len: 0,
+            last: NIL,
+            epoch: 1,
+        }
+    }
+
+    /// How many of the coldest buffers are known not to be reusable.
+    #[cfg(test)]
+    pub(super) fn len(&self) -> u32 {
+        self.len
+    }
 }
 
 impl Cache {

@@ -196,7 +196,7 @@ impl Instance {
     // Called after every event; most find nothing to run, so that check is inlined.
     #[inline]
     pub(super) fn run_ready(&mut self) {
-        if !self.fg.sessions.has_ready() && self.px.kick.is_empty() {
+        if !self.fg.sessions.has_ready() && !self.px.has_kicks() {
             return;
         }
         self.run_ready_slow();

@@ -3,9 +3,9 @@
 //! coordinates them. The coordinator's side is px.rs; a slave at work is
 //! px_slave.rs.
 
-use super::px::{Hosted, Server};
-use super::px_slave::{Host, Role, Worker};
-use super::{Instance, Proc};
+use super::slave::{Host, Role, Worker};
+use super::{Hosted, Server};
+use crate::instance::{Instance, Proc};
 use crate::px::{DOP_MAX, ExecId, PxMsg, PxSessionRow, QueryRef, SlaveId};
 use crate::stats::{Stat, Wait};
 use crate::types::InstId;
@@ -14,7 +14,7 @@ impl Instance {
     // ----- the server pool ----------------------------------------------------------------
 
     /// Start the `parallel_min_servers` servers an instance has from startup.
-    pub(super) fn px_prestart(&mut self) {
+    pub(in crate::instance) fn px_prestart(&mut self) {
         for _ in 0..self.k.params().px.min_servers {
             self.px_new_server();
         }
@@ -53,7 +53,7 @@ impl Instance {
     }
 
     pub(super) fn px_add_worker(&mut self, w: Worker) -> usize {
-        let key = (w.exec, w.me);
+        let key = w.key();
         let slot = match self.px.free_slots.pop() {
             Some(i) => {
                 self.px.workers[i] = Some(w);
@@ -69,7 +69,7 @@ impl Instance {
     }
 
     /// A server's CPU step ended: its process start, or its worker's step.
-    pub(super) fn px_server_step_done(&mut self, idx: u32, d: crate::cpu::StepDone) {
+    pub(in crate::instance) fn px_server_step_done(&mut self, idx: u32, d: crate::cpu::StepDone) {
         let Some(server) = self.px.servers.get_mut(idx as usize) else {
             return;
         };
@@ -88,7 +88,7 @@ impl Instance {
         }
         if let Some(w) = server.worker {
             if let Some(wk) = self.px.workers.get_mut(w).and_then(Option::as_mut) {
-                wk.db_ns += d.done_at - d.requested_at;
+                wk.add_db_ns(d.done_at - d.requested_at);
             }
             self.px_worker_cpu_done(w);
         }
@@ -231,14 +231,15 @@ impl Instance {
                 continue;
             };
             self.px.free_slots.push(w);
-            self.px.by_slave.remove(&(wk.exec, wk.me));
-            if let Some((ev, since)) = wk.wait {
+            self.px.by_slave.remove(&wk.key());
+            if let Some((ev, since)) = wk.wait() {
                 self.wait_event(ev, self.k.now() - since, true);
             }
-            let Host::Server(server) = wk.host else {
+            let Host::Server(server) = wk.host() else {
                 continue;
             };
-            self.k.add(Stat::DbTime, wk.db_ns);
+            self.k.add(Stat::DbTime, wk.db_ns());
+            let (slave, t) = (wk.key().1, wk.traffic());
             self.k.stats_mut().px.sessions.push(PxSessionRow {
                 qc_inst,
                 qc_sid: h.qc_sid,
@@ -246,13 +247,13 @@ impl Instance {
                 query: h.query.name.clone(),
                 inst: me,
                 name: server_name(server).to_lowercase(),
-                set: wk.me.set + 1,
+                set: slave.set + 1,
                 requested_dop: h.requested,
                 dop: h.dop,
-                rows: wk.rows,
-                bytes_sent_remote: wk.sent_remote,
-                bytes_recv_remote: wk.recv_remote,
-                bytes_sent_local: wk.sent_local,
+                rows: t.rows,
+                bytes_sent_remote: t.sent_remote,
+                bytes_recv_remote: t.recv_remote,
+                bytes_sent_local: t.sent_local,
             });
             if let Some(s) = self.px.servers.get_mut(server) {
                 s.worker = None;

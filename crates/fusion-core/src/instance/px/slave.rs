@@ -12,11 +12,11 @@
 
 use std::collections::VecDeque;
 
-use super::Instance;
-use super::session::{AfterCpu, SessionState};
 use crate::block::Block;
 use crate::config::Nanos;
 use crate::cpu::ProcId;
+use crate::instance::Instance;
+use crate::instance::session::{AfterCpu, SessionState};
 use crate::msg::Io;
 use crate::px::rows::{self, BUFFER_HEADER, Final, Route, SCAN_WIDTH, Stage, row_bytes};
 use crate::px::{Batch, DegreePolicy, Dest, ExecId, PxMsg, PxPlan, PxQuery, SlaveId};
@@ -85,17 +85,26 @@ struct TqBuf {
     bytes: u32,
 }
 
+/// What a worker moved: rows read or received, and bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Traffic {
+    pub rows: u64,
+    pub sent_remote: u64,
+    pub recv_remote: u64,
+    pub sent_local: u64,
+}
+
 #[derive(Debug)]
 pub(super) struct Worker {
-    pub(super) exec: ExecId,
-    pub(super) me: SlaveId,
-    pub(super) host: Host,
+    exec: ExecId,
+    me: SlaveId,
+    host: Host,
     proc: ProcId,
     role: Role,
     plan: PxPlan,
     dop: u32,
     st: WorkerState,
-    pub(super) wait: Option<(Wait, Nanos)>,
+    wait: Option<(Wait, Nanos)>,
     after: After,
     /// Reads not issued yet, in scan order.
     reads: VecDeque<Read>,
@@ -116,12 +125,12 @@ pub(super) struct Worker {
     /// The serial execution's merged result, until the QC takes it.
     fin: Option<Final>,
     /// Rows read (producers) or received (consumers).
-    pub(super) rows: u64,
-    pub(super) sent_remote: u64,
-    pub(super) recv_remote: u64,
-    pub(super) sent_local: u64,
+    rows: u64,
+    sent_remote: u64,
+    recv_remote: u64,
+    sent_local: u64,
     /// Time not spent in idle waits (DB time).
-    pub(super) db_ns: u64,
+    db_ns: u64,
 }
 
 impl Worker {
@@ -173,6 +182,41 @@ impl Worker {
             recv_remote: 0,
             sent_local: 0,
             db_ns: 0,
+        }
+    }
+
+    /// The slave this worker is: (execution, slave number).
+    pub(super) fn key(&self) -> (ExecId, SlaveId) {
+        (self.exec, self.me)
+    }
+
+    /// Where it runs.
+    pub(super) fn host(&self) -> Host {
+        self.host
+    }
+
+    /// The event it waits on and since when, if it waits.
+    pub(super) fn wait(&self) -> Option<(Wait, Nanos)> {
+        self.wait
+    }
+
+    /// A CPU step of `ns` ended: DB time.
+    pub(super) fn add_db_ns(&mut self, ns: Nanos) {
+        self.db_ns += ns;
+    }
+
+    /// Its DB time (time not spent in idle waits).
+    pub(super) fn db_ns(&self) -> Nanos {
+        self.db_ns
+    }
+
+    /// What it moved, for its `v$px_session` row.
+    pub(super) fn traffic(&self) -> Traffic {
+        Traffic {
+            rows: self.rows,
+            sent_remote: self.sent_remote,
+            recv_remote: self.recv_remote,
+            sent_local: self.sent_local,
         }
     }
 
@@ -286,7 +330,7 @@ impl Instance {
     }
 
     /// Run the workers that have something to do. True when any did.
-    pub(super) fn px_run(&mut self) -> bool {
+    pub(in crate::instance) fn px_run(&mut self) -> bool {
         let mut any = false;
         while let Some(w) = self.px.kick.pop_front() {
             any = true;
@@ -363,7 +407,7 @@ impl Instance {
                     first: BlockAddr(r.first),
                     count: r.count,
                 },
-                super::IoPurpose::PxRead { worker: w, seq },
+                crate::instance::IoPurpose::PxRead { worker: w, seq },
             );
         }
         let Some(wk) = self.worker(w) else {
@@ -565,7 +609,7 @@ impl Instance {
     }
 
     /// A read of worker `w` completed.
-    pub(super) fn px_read_done(&mut self, w: usize, seq: u64, blocks: Vec<Block>) {
+    pub(in crate::instance) fn px_read_done(&mut self, w: usize, seq: u64, blocks: Vec<Block>) {
         let buffered = self.px_policy() == DegreePolicy::Auto;
         let n = blocks.len() as u64;
         self.k.add(Stat::PhysicalReads, n);

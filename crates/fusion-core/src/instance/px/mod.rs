@@ -20,10 +20,12 @@ use std::collections::VecDeque;
 
 use rustc_hash::FxHashMap;
 
+mod alloc;
+mod host;
+mod slave;
+
 use super::Instance;
 use super::execution::ExecPoint;
-use super::px_alloc::{Ask, Decision, Offer, decide};
-use super::px_slave::{Host, Role, Worker};
 use super::session::{AfterCpu, SessionState};
 use crate::config::{NS_PER_S, Nanos, Step};
 use crate::cpu::ProcId;
@@ -35,6 +37,8 @@ use crate::px::{
 };
 use crate::stats::{Stat, Wait};
 use crate::types::InstId;
+use alloc::{Ask, Decision, Offer, decide};
+use slave::{Host, Role, Worker};
 
 /// The PS enqueue every allocation of slaves takes.
 const PS: ResName = ResName {
@@ -48,24 +52,24 @@ const SERIAL_READ_BYTES_PER_S: u64 = 200 << 20;
 
 /// A PX server process of this instance.
 #[derive(Debug)]
-pub(super) struct Server {
-    pub(super) proc: ProcId,
+struct Server {
+    proc: ProcId,
     /// The worker it runs for a statement, while busy.
-    pub(super) worker: Option<usize>,
+    worker: Option<usize>,
     /// Being started for this execution (its process start is a CPU step).
-    pub(super) starting: Option<ExecId>,
+    starting: Option<ExecId>,
 }
 
 /// An execution this instance runs slaves for.
 #[derive(Debug)]
-pub(super) struct Hosted {
-    pub(super) query: PxQuery,
-    pub(super) qc_sid: u32,
-    pub(super) requested: u32,
-    pub(super) dop: u32,
-    pub(super) placement: Vec<InstId>,
-    pub(super) workers: Vec<usize>,
-    pub(super) starting: u32,
+struct Hosted {
+    query: PxQuery,
+    qc_sid: u32,
+    requested: u32,
+    dop: u32,
+    placement: Vec<InstId>,
+    workers: Vec<usize>,
+    starting: u32,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -110,27 +114,34 @@ pub(super) struct Qc {
 /// Parallel execution state of an instance.
 #[derive(Debug, Default)]
 pub(super) struct PxState {
-    pub(super) servers: Vec<Server>,
+    servers: Vec<Server>,
     /// Servers in use (starting or running a worker).
-    pub(super) busy: u32,
-    pub(super) busy_high: u32,
-    pub(super) workers: Vec<Option<Worker>>,
-    pub(super) free_slots: Vec<usize>,
-    pub(super) by_slave: FxHashMap<(ExecId, SlaveId), usize>,
-    pub(super) hosted: FxHashMap<ExecId, Hosted>,
+    busy: u32,
+    busy_high: u32,
+    workers: Vec<Option<Worker>>,
+    free_slots: Vec<usize>,
+    by_slave: FxHashMap<(ExecId, SlaveId), usize>,
+    hosted: FxHashMap<ExecId, Hosted>,
     qcs: FxHashMap<u32, Qc>,
     qc_by_serial: FxHashMap<u32, u32>,
     /// Sessions whose statements wait in the statement queue, first come first.
     queue: VecDeque<u32>,
     /// Instances that probed here since servers were last freed (ascending).
-    pub(super) watchers: Vec<InstId>,
+    watchers: Vec<InstId>,
     /// Workers with something to do.
-    pub(super) kick: VecDeque<usize>,
+    kick: VecDeque<usize>,
     next_serial: u32,
     /// Servers were freed while the head of the queue was not waiting (it was
     /// probing): if it decides to queue on what it saw, it tries again at once.
     wake_pending: bool,
-    pub(super) results: Option<Vec<PxResult>>,
+    results: Option<Vec<PxResult>>,
+}
+
+impl PxState {
+    /// Do workers have something to do (the session loop runs them)?
+    pub(super) fn has_kicks(&self) -> bool {
+        !self.kick.is_empty()
+    }
 }
 
 impl Instance {
