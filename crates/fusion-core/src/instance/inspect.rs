@@ -156,6 +156,6 @@ impl Instance {
 
     /// Sessions that finished their iterations (finite workloads).
     pub fn sessions_finished(&self) -> bool {
-        self.fg.sessions().iter().all(|s| s.finished)
+        self.fg.sessions().iter().all(|s| s.is_finished())
     }
 }

@@ -195,7 +195,7 @@ impl Instance {
                     .fg
                     .sessions()
                     .get(sid as usize)
-                    .is_some_and(|s| s.st == SessionState::WaitEnq)
+                    .is_some_and(|s| s.state() == SessionState::WaitEnq)
                 {
                     self.end_session_wait(sid);
                 }

@@ -13,7 +13,6 @@
 
 use std::collections::VecDeque;
 
-use super::super::session::SessionState;
 use super::super::{Instance, Observation};
 use crate::types::Scn;
 
@@ -129,8 +128,7 @@ impl Instance {
             .fg
             .sessions()
             .iter()
-            .filter(|s| !matches!(s.st, SessionState::Idle | SessionState::Think))
-            .map(|s| s.snapshot)
+            .filter_map(|s| s.busy_snapshot())
             .min();
         Horizon {
             scn: self.k.scn(),

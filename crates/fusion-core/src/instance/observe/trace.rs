@@ -227,7 +227,7 @@ impl Instance {
         hop: Hop,
     ) {
         if self.tracing() {
-            let proc = self.fg.sessions().session(sid).proc;
+            let proc = self.fg.sessions().session(sid).proc();
             self.trace_hop(requester, req, hop, proc);
         }
     }

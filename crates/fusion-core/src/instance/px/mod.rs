@@ -26,7 +26,7 @@ mod slave;
 
 use super::Instance;
 use super::execution::ExecPoint;
-use super::session::{AfterCpu, SessionState};
+use super::session::SessionState;
 use crate::config::{NS_PER_S, Nanos, Step};
 use crate::cpu::ProcId;
 use crate::msg::{EnqKind, LockMode, Msg, ResName};
@@ -472,7 +472,7 @@ impl Instance {
             qc.recv_remote += u64::from(batch.bytes);
         }
         qc.inbox.push_back((batch, remote));
-        if self.fg.sessions().session(sid).st == SessionState::WaitPx {
+        if self.fg.sessions().session(sid).state() == SessionState::WaitPx {
             self.px_qc_next(sid);
         }
     }
@@ -485,7 +485,7 @@ impl Instance {
         let Some((batch, remote)) = qc.inbox.pop_front() else {
             if qc.eofs >= qc.dop {
                 self.px_qc_finish(sid);
-            } else if self.fg.sessions().session(sid).st != SessionState::WaitPx {
+            } else if self.fg.sessions().session(sid).state() != SessionState::WaitPx {
                 self.begin_session_wait(sid, Wait::PxDeqExecuteReply, SessionState::WaitPx);
             }
             return;
@@ -495,7 +495,7 @@ impl Instance {
         if batch.eof {
             qc.eofs += 1;
         }
-        if self.fg.sessions().session(sid).st == SessionState::WaitPx {
+        if self.fg.sessions().session(sid).state() == SessionState::WaitPx {
             self.end_wait(sid, None);
         }
         let msg = if remote {
@@ -504,9 +504,7 @@ impl Instance {
             self.k.costs().px_message_local
         };
         let cpu = rows * self.k.costs().px_row_receive + msg;
-        let s = self.fg.sessions_mut().session_mut(sid);
-        s.st = SessionState::Cpu(AfterCpu::Px);
-        let proc = s.proc;
+        let proc = self.fg.sessions_mut().session_mut(sid).run_px_step();
         self.cpu(proc, cpu);
     }
 
@@ -528,7 +526,7 @@ impl Instance {
         qc.dop = 1;
         qc.placement = vec![self.id];
         let (exec, query) = (qc.exec, qc.query.clone());
-        let proc = self.fg.sessions().session(sid).proc;
+        let proc = self.fg.sessions().session(sid).proc();
         self.px.hosted.insert(
             exec,
             Hosted {
@@ -662,7 +660,7 @@ impl Instance {
             }
         }
         self.fg.sessions_mut().go_to(sid, ExecPoint::None);
-        if self.fg.sessions().session(sid).st == SessionState::WaitPx {
+        if self.fg.sessions().session(sid).state() == SessionState::WaitPx {
             self.end_wait(sid, None);
         }
         self.resume(sid);

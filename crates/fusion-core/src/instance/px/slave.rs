@@ -16,7 +16,7 @@ use crate::block::Block;
 use crate::config::Nanos;
 use crate::cpu::ProcId;
 use crate::instance::Instance;
-use crate::instance::session::{AfterCpu, SessionState};
+use crate::instance::session::SessionState;
 use crate::msg::Io;
 use crate::px::rows::{self, BUFFER_HEADER, Final, Route, SCAN_WIDTH, Stage, row_bytes};
 use crate::px::{Batch, DegreePolicy, Dest, ExecId, PxMsg, PxPlan, PxQuery, SlaveId};
@@ -250,7 +250,7 @@ impl Instance {
         let Some(wk) = self.worker(w) else { return };
         match wk.host {
             Host::Qc(sid) => {
-                if self.fg.sessions().session(sid).st == SessionState::WaitPx {
+                if self.fg.sessions().session(sid).state() == SessionState::WaitPx {
                     self.end_wait(sid, None);
                 }
             }
@@ -275,7 +275,7 @@ impl Instance {
         wk.after = after;
         let (proc, host) = (wk.proc, wk.host);
         if let Host::Qc(sid) = host {
-            self.fg.sessions_mut().session_mut(sid).st = SessionState::Cpu(AfterCpu::Px);
+            self.fg.sessions_mut().session_mut(sid).run_px_step();
         }
         self.cpu(proc, demand.max(1));
     }
@@ -718,7 +718,7 @@ impl Instance {
             None
         };
         if let Host::Qc(sid) = host {
-            self.fg.sessions_mut().session_mut(sid).st = SessionState::WaitPx;
+            self.fg.sessions_mut().session_mut(sid).wait_for_slaves();
         }
         match after {
             After::Continue => {}

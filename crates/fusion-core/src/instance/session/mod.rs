@@ -35,10 +35,153 @@ pub(super) use state::{AfterCpu, SessionState, Sessions};
 pub(super) use transactions::{Transactions, TxWaiter};
 
 use super::Instance;
+use super::cache::BufId;
+use super::execution::IndexChange;
 use super::execution::{ExecPoint, Purpose};
-use crate::cpu::StepDone;
+use crate::block::Block;
+use crate::config::Nanos;
+use crate::cpu::{ProcId, StepDone};
 use crate::stats::Wait;
 use crate::types::BlockAddr;
+use crate::types::{Scn, Xid};
+
+/// One foreground session. Its fields are the foregrounds' (`session/`);
+/// the rest of the instance reads and moves it through its methods.
+#[derive(Debug)]
+pub(in crate::instance) struct Session {
+    /// Block runs a full scan reads: `(first, end)`, the initial blocks and each instance's formatted run.
+    scan_runs: Vec<(u32, u32)>,
+    /// New blocks this session holds for a split.
+    spares: Vec<BlockAddr>,
+    /// Buffers pinned for a split's CPU step.
+    split_pins: Vec<BufId>,
+    /// Index changes the current update still has to make (maintain.rs).
+    maint: Vec<IndexChange>,
+    proc: ProcId,
+    workload: usize,
+    finished: bool,
+    /// Position among all sessions of the workload on this instance (sequential keys).
+    ordinal: u32,
+    st: SessionState,
+    /// The transaction template (of the workload) being run.
+    template: usize,
+    /// The template's next step.
+    step: usize,
+    /// Executions of the current step still to start.
+    execs_left: u32,
+    in_txn: bool,
+    xid: Xid,
+    /// Blocks this transaction changed (commit cleans them out).
+    touched: Vec<BlockAddr>,
+    /// Keys for this transaction's updates, per table, ascending (a fixed lock order).
+    update_keys: Vec<(usize, Vec<u64>)>,
+    snapshot: Scn,
+    /// Where the current execution is.
+    cur: ExecPoint,
+    /// The event waited on and since when.
+    wait: Option<(Wait, Nanos)>,
+    iterations: u64,
+    /// Draws so far of a sequential key distribution.
+    seq_next: u64,
+    /// Transactions their owner reported active, with our SCN when we asked:
+    /// the question carried that SCN, so a later commit gets a higher one and
+    /// the hint holds for snapshots up to it (an active state cannot be cached).
+    hints: Vec<(Xid, Scn)>,
+    /// A block shipped unrolled (light work) and the sender's SCN: build the CR copy from it.
+    raw: Option<(Box<Block>, Scn)>,
+    /// Answers still awaited from other instances about transactions.
+    pending_lookups: u32,
+    /// When the current database call started (DB time).
+    call_start: Option<Nanos>,
+    /// The statement being executed (tkprof) and when its execution began.
+    stmt: Option<usize>,
+    exec_start: Nanos,
+    /// When the recursive `update seq$` began, while it runs.
+    recursive_start: Option<Nanos>,
+}
+
+impl Session {
+    /// A session of workload `workload` about to log on, thinking until then.
+    pub(super) fn new(proc: ProcId, workload: usize, ordinal: u32) -> Session {
+        Session {
+            scan_runs: Vec::new(),
+            spares: Vec::new(),
+            split_pins: Vec::new(),
+            maint: Vec::new(),
+            proc,
+            workload,
+            finished: false,
+            ordinal,
+            st: SessionState::Think,
+            template: 0,
+            step: 0,
+            execs_left: 0,
+            in_txn: false,
+            xid: Xid::NONE,
+            touched: Vec::new(),
+            update_keys: Vec::new(),
+            snapshot: 0,
+            cur: ExecPoint::None,
+            wait: None,
+            iterations: 0,
+            seq_next: 0,
+            hints: Vec::new(),
+            raw: None,
+            pending_lookups: 0,
+            call_start: None,
+            stmt: None,
+            exec_start: 0,
+            recursive_start: None,
+        }
+    }
+
+    /// The event this session is waiting on, if it waits.
+    pub(in crate::instance) fn waiting_on(&self) -> Option<Wait> {
+        self.wait.map(|(w, _)| w)
+    }
+
+    pub(in crate::instance) fn at_rest(&self) -> bool {
+        self.st == SessionState::Idle
+    }
+
+    pub(in crate::instance) fn is_idle(&self) -> bool {
+        matches!(self.st, SessionState::Idle | SessionState::Think)
+    }
+
+    /// What it is doing.
+    #[inline]
+    pub(in crate::instance) fn state(&self) -> SessionState {
+        self.st
+    }
+
+    /// Its process (in the CPU run queue).
+    #[inline]
+    pub(in crate::instance) fn proc(&self) -> ProcId {
+        self.proc
+    }
+
+    /// Its workload has nothing more for it.
+    pub(in crate::instance) fn is_finished(&self) -> bool {
+        self.finished
+    }
+
+    /// The snapshot its reads use while it is busy (not idle or thinking).
+    pub(in crate::instance) fn busy_snapshot(&self) -> Option<Scn> {
+        (!self.is_idle()).then_some(self.snapshot)
+    }
+
+    /// Its parallel statement waits for the slaves (`PX Deq: ...`).
+    pub(in crate::instance) fn wait_for_slaves(&mut self) {
+        self.st = SessionState::WaitPx;
+    }
+
+    /// Its parallel statement's work goes on its own CPU (merging a buffer,
+    /// or running serially): the process to charge.
+    pub(in crate::instance) fn run_px_step(&mut self) -> ProcId {
+        self.st = SessionState::Cpu(AfterCpu::Px);
+        self.proc
+    }
+}
 
 /// The foregrounds: the sessions (their queues and outstanding requests),
 /// this instance's transactions and what it knows of the others', where its

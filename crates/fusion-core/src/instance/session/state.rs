@@ -12,10 +12,9 @@ use std::collections::VecDeque;
 use rustc_hash::FxHashMap;
 
 use super::super::cache::BufId;
-use super::super::execution::{ExecPoint, IndexChange};
-use crate::block::Block;
+use super::super::execution::ExecPoint;
+use super::Session;
 use crate::config::Nanos;
-use crate::cpu::ProcId;
 use crate::stats::Wait;
 use crate::types::{BlockAddr, Scn, Xid};
 
@@ -60,118 +59,14 @@ pub(in crate::instance) enum AfterCpu {
 /// A request this instance has outstanding for a block.
 #[derive(Clone, Copy, Debug)]
 pub(in crate::instance) struct PendingRequest {
-    pub(in crate::instance) id: u64,
+    pub id: u64,
     /// The session that asked (others wait behind it on the block).
-    pub(super) owner: u32,
-    pub(super) sent_at: Nanos,
+    pub owner: u32,
+    pub sent_at: Nanos,
     /// For a full scan: a granted read is `db file scattered read`.
-    pub(super) scan: bool,
+    pub scan: bool,
     /// What was asked: a reconfiguration asks the new master again.
-    pub(in crate::instance) kind: crate::msg::ReqKind,
-}
-
-/// One foreground session. Fields the index, insert, sequence and PX code
-/// read are visible in `instance`; the rest only in `session/`.
-#[derive(Debug)]
-pub(in crate::instance) struct Session {
-    /// Block runs a full scan reads: `(first, end)`, the initial blocks and each instance's formatted run.
-    pub(super) scan_runs: Vec<(u32, u32)>,
-    /// New blocks this session holds for a split.
-    pub(in crate::instance) spares: Vec<BlockAddr>,
-    /// Buffers pinned for a split's CPU step.
-    pub(in crate::instance) split_pins: Vec<BufId>,
-    /// Index changes the current update still has to make (maintain.rs).
-    pub(in crate::instance) maint: Vec<IndexChange>,
-    pub(in crate::instance) proc: ProcId,
-    pub(in crate::instance) workload: usize,
-    pub(in crate::instance) finished: bool,
-    /// Position among all sessions of the workload on this instance (sequential keys).
-    pub(super) ordinal: u32,
-    pub(in crate::instance) st: SessionState,
-    /// The transaction template (of the workload) being run.
-    pub(super) template: usize,
-    /// The template's next step.
-    pub(super) step: usize,
-    /// Executions of the current step still to start.
-    pub(super) execs_left: u32,
-    pub(super) in_txn: bool,
-    pub(in crate::instance) xid: Xid,
-    /// Blocks this transaction changed (commit cleans them out).
-    pub(in crate::instance) touched: Vec<BlockAddr>,
-    /// Keys for this transaction's updates, per table, ascending (a fixed lock order).
-    pub(super) update_keys: Vec<(usize, Vec<u64>)>,
-    pub(in crate::instance) snapshot: Scn,
-    /// Where the current execution is.
-    pub(in crate::instance) cur: ExecPoint,
-    /// The event waited on and since when.
-    pub(super) wait: Option<(Wait, Nanos)>,
-    pub(super) iterations: u64,
-    /// Draws so far of a sequential key distribution.
-    pub(super) seq_next: u64,
-    /// Transactions their owner reported active, with our SCN when we asked:
-    /// the question carried that SCN, so a later commit gets a higher one and
-    /// the hint holds for snapshots up to it (an active state cannot be cached).
-    pub(super) hints: Vec<(Xid, Scn)>,
-    /// A block shipped unrolled (light work) and the sender's SCN: build the CR copy from it.
-    pub(super) raw: Option<(Box<Block>, Scn)>,
-    /// Answers still awaited from other instances about transactions.
-    pub(super) pending_lookups: u32,
-    /// When the current database call started (DB time).
-    pub(super) call_start: Option<Nanos>,
-    /// The statement being executed (tkprof) and when its execution began.
-    pub(super) stmt: Option<usize>,
-    pub(super) exec_start: Nanos,
-    /// When the recursive `update seq$` began, while it runs.
-    pub(in crate::instance) recursive_start: Option<Nanos>,
-}
-
-impl Session {
-    /// A session of workload `workload` about to log on, thinking until then.
-    pub(super) fn new(proc: ProcId, workload: usize, ordinal: u32) -> Session {
-        Session {
-            scan_runs: Vec::new(),
-            spares: Vec::new(),
-            split_pins: Vec::new(),
-            maint: Vec::new(),
-            proc,
-            workload,
-            finished: false,
-            ordinal,
-            st: SessionState::Think,
-            template: 0,
-            step: 0,
-            execs_left: 0,
-            in_txn: false,
-            xid: Xid::NONE,
-            touched: Vec::new(),
-            update_keys: Vec::new(),
-            snapshot: 0,
-            cur: ExecPoint::None,
-            wait: None,
-            iterations: 0,
-            seq_next: 0,
-            hints: Vec::new(),
-            raw: None,
-            pending_lookups: 0,
-            call_start: None,
-            stmt: None,
-            exec_start: 0,
-            recursive_start: None,
-        }
-    }
-
-    /// The event this session is waiting on, if it waits.
-    pub(in crate::instance) fn waiting_on(&self) -> Option<Wait> {
-        self.wait.map(|(w, _)| w)
-    }
-
-    pub(in crate::instance) fn at_rest(&self) -> bool {
-        self.st == SessionState::Idle
-    }
-
-    pub(in crate::instance) fn is_idle(&self) -> bool {
-        matches!(self.st, SessionState::Idle | SessionState::Think)
-    }
+    pub kind: crate::msg::ReqKind,
 }
 
 /// The sessions of an instance and their queues.
@@ -200,12 +95,12 @@ pub(in crate::instance) struct Sessions {
 /// A question about another instance's transaction, until it is answered.
 #[derive(Clone, Copy, Debug)]
 pub(in crate::instance) struct Lookup {
-    pub(in crate::instance) sid: u32,
+    pub sid: u32,
     /// Our SCN when we asked.
-    pub(in crate::instance) asked_at: Scn,
-    pub(in crate::instance) xid: Xid,
+    pub asked_at: Scn,
+    pub xid: Xid,
     /// A row lock wait (`TxWait`: answered when it ends), else a state query.
-    pub(in crate::instance) wait: bool,
+    pub wait: bool,
 }
 
 impl Default for Sessions {

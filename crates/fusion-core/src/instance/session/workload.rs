@@ -11,7 +11,8 @@ use rand_core::Rng;
 
 use super::super::execution::{ExecPoint, Purpose, SeqStep};
 use super::super::{Instance, Proc, Timer};
-use super::state::{AfterCpu, Session, SessionState};
+use super::Session;
+use super::state::{AfterCpu, SessionState};
 use crate::config::{Access, Catalog, KeyDist, KeySpec, Nanos, Step, WorkloadSpec};
 use crate::stats::Stat;
 use crate::types::Xid;
