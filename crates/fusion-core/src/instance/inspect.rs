@@ -3,8 +3,9 @@
 //! and enqueue entries, and its sessions' state. Nothing here changes it,
 //! except taking the lines and reports handed out once.
 
-use super::{AlertLine, Buffer, Instance};
+use super::{AlertLine, Buffer, Horizon, Instance, Observation, TraceRecord};
 use crate::config::Params;
+use crate::cpu::ProcId;
 use crate::stats::{Stat, Stats};
 use crate::types::{BlockAddr, InstId, Scn, Xid};
 
@@ -157,5 +158,64 @@ impl Instance {
     /// Sessions that finished their iterations (finite workloads).
     pub fn sessions_finished(&self) -> bool {
         self.fg.sessions().iter().all(|s| s.is_finished())
+    }
+
+    // ----- the checkers' history and the timeline trace ----------------------------------
+
+    /// Reads, writes and commits recorded since the last drain (when enabled).
+    pub fn take_history(&mut self) -> Vec<Observation> {
+        let mut out = Vec::new();
+        self.obs.drain_history(&mut out, usize::MAX);
+        out
+    }
+
+    /// Move at most `max` of the oldest observations not yet drained to the
+    /// end of `out`, in the order they were recorded. Returns the instance's
+    /// [`Horizon`] when that emptied the log (nothing recorded is left
+    /// behind), `None` when more are left.
+    pub fn drain_history(&mut self, out: &mut Vec<Observation>, max: usize) -> Option<Horizon> {
+        self.obs
+            .drain_history(out, max)
+            .then(|| self.history_horizon())
+    }
+
+    /// The instance's [`Horizon`] now, for a driver that drained the whole
+    /// log (see [`Instance::drain_history`]). Looks at every session: the
+    /// simulator asks only now and then (a horizon stays true as the run
+    /// goes on, only less tight), and takes [`Instance::scn`] otherwise.
+    pub fn history_horizon(&self) -> Horizon {
+        // A session that thinks or idles takes a new snapshot (the SCN of
+        // then) before it reads again: its last one no longer counts.
+        let open = self
+            .fg
+            .sessions()
+            .iter()
+            .filter_map(|s| s.busy_snapshot())
+            .min();
+        Horizon {
+            scn: self.k.scn(),
+            snapshot: open.map_or(self.k.scn(), |s| s.min(self.k.scn())),
+        }
+    }
+
+    /// Keep trace records from now on (`on`), or stop and forget them.
+    pub fn set_tracing(&mut self, on: bool) {
+        self.obs.set_tracing(on);
+    }
+
+    /// Whether trace records are kept.
+    pub fn tracing(&self) -> bool {
+        self.obs.tracing()
+    }
+
+    /// Move the records made since the last drain to `out`, in the order
+    /// they were made; returns how many were dropped since (the log full).
+    pub fn drain_trace(&mut self, out: &mut Vec<TraceRecord>) -> u64 {
+        self.obs.drain_trace(out)
+    }
+
+    /// The name of a process (`oracle3`, `LMS0`, `LGWR`, `DBW0`, `stress1`, `P000`).
+    pub fn process_name(&self, proc: ProcId) -> Option<&str> {
+        self.k.proc_name(proc)
     }
 }

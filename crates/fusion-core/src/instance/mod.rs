@@ -501,7 +501,7 @@ impl Instance {
         let Some(proc) = self.k.proc(d.proc) else {
             return;
         };
-        self.trace_cpu(d);
+        self.obs.trace_cpu(d);
         if self.k.numa().is_some() && self.memory_stall_first(proc, d) {
             return;
         }

@@ -16,7 +16,7 @@ mod route;
 mod serve;
 
 pub(super) use gcs::{PROMOTE_REQ, Source};
-pub(super) use lms::{CONGESTED_AFTER, Job};
+pub(super) use lms::CONGESTED_AFTER;
 
 use crate::cpu::ProcId;
 use crate::layout::Layout;
@@ -148,11 +148,6 @@ impl GlobalCache {
     /// Holders and queue length of an enqueue mastered here.
     pub fn enqueue_view(&self, res: ResName) -> Option<(Vec<(InstId, LockMode)>, usize)> {
         self.ges.view(res)
-    }
-
-    #[inline]
-    pub fn lms_proc(&self, w: u8) -> ProcId {
-        self.lms.proc(w)
     }
 
     pub fn lms_count(&self) -> usize {

@@ -7,11 +7,12 @@
 
 use super::super::Instance;
 use super::super::cache::{BufId, BufState};
+use super::super::observe::{Hop, Observer};
 use super::super::redo::FlushWaiter;
 use super::lms::{CONGESTED_AFTER, Job, Serve, Stage};
 use crate::block::{Block, CrCopy, CrError, TxState};
 use crate::config::Nanos;
-use crate::cpu::StepDone;
+use crate::cpu::{ProcId, StepDone};
 use crate::msg::{Msg, ReqKind, Request, ShipKind, Shipment, TxReport};
 use crate::stats::{Stat, Wait};
 use crate::types::{BlockAddr, InstId, Scn, Xid};
@@ -128,8 +129,8 @@ impl Instance {
             + d.waited.saturating_sub(d.started_at - d.requested_at);
         let run = (d.done_at - d.requested_at).saturating_sub(d.waited);
         self.k.add(Stat::GcsMsgsProcessTime, run);
-        if self.tracing() {
-            self.trace_lms_job(w, &job);
+        if self.obs.tracing() {
+            trace_lms_job(&mut self.obs, self.k.now(), self.gc.lms.proc(w), &job);
         }
         match job {
             Job::Msg { from, msg } => self.lms_message(from, msg, wait, run),
@@ -332,7 +333,12 @@ impl Instance {
         };
         let took = self.k.now() - since;
         self.wait_event(Wait::GcsLogFlushSync, took, false);
-        self.trace_background_wait(self.gc.lms.proc(w), Wait::GcsLogFlushSync, took);
+        self.obs.trace_background_wait(
+            self.k.now(),
+            self.gc.lms.proc(w),
+            Wait::GcsLogFlushSync,
+            took,
+        );
         s.req.timing.flush += took;
         // Counted with its time when it completes, so an interval's average is
         // never a time without its count (or a count without its time).
@@ -545,5 +551,19 @@ impl HolderView<'_> {
             Some(b) if self.lgwr.redo_pending(self.cache.get(b).last_rba) => 0,
             _ => self.costs.lms_send,
         }
+    }
+}
+
+/// An LMS process `proc` finished a step of `job`: a request's hop at its
+/// master or its holder.
+#[cold]
+fn trace_lms_job(obs: &mut Observer, now: Nanos, proc: ProcId, job: &Job) {
+    match job {
+        Job::Msg {
+            msg: Msg::Request(req) | Msg::DownConverted { req } | Msg::NotHeld { req },
+            ..
+        } => obs.trace_hop(now, req.requester, req.id, Hop::Master, proc),
+        Job::Serve(s) => obs.trace_hop(now, s.req.requester, s.req.id, Hop::Holder, proc),
+        Job::Msg { .. } => {}
     }
 }

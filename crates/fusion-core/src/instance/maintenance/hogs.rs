@@ -90,7 +90,7 @@ impl Instance {
         for p in self.maint.hogs.restart(load_pct) {
             self.k.cancel_cpu(p);
             if were_busy {
-                self.trace_hog(p, false);
+                self.obs.trace_hog(self.k.now(), p, false);
             }
         }
         for i in 0..workers {
@@ -103,7 +103,7 @@ impl Instance {
             let demand = self.maint.hogs.add(proc);
             self.cpu(proc, demand);
             if self.maint.hogs.fully_loaded() {
-                self.trace_hog(proc, true);
+                self.obs.trace_hog(self.k.now(), proc, true);
             }
         }
     }

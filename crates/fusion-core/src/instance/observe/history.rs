@@ -13,7 +13,7 @@
 
 use std::collections::VecDeque;
 
-use super::super::{Instance, Observation};
+use super::super::Observation;
 use crate::types::Scn;
 
 /// Most observations kept between two drains: 4 Mi, about 230 MB. The
@@ -95,45 +95,6 @@ impl History {
         let n = log.len().min(max);
         out.extend(log.drain(..n));
         log.is_empty()
-    }
-}
-
-impl Instance {
-    /// Reads, writes and commits recorded since the last drain (when enabled).
-    pub fn take_history(&mut self) -> Vec<Observation> {
-        let mut out = Vec::new();
-        self.obs.history.drain(&mut out, usize::MAX);
-        out
-    }
-
-    /// Move at most `max` of the oldest observations not yet drained to the
-    /// end of `out`, in the order they were recorded. Returns the instance's
-    /// [`Horizon`] when that emptied the log (nothing recorded is left
-    /// behind), `None` when more are left.
-    pub fn drain_history(&mut self, out: &mut Vec<Observation>, max: usize) -> Option<Horizon> {
-        self.obs
-            .history
-            .drain(out, max)
-            .then(|| self.history_horizon())
-    }
-
-    /// The instance's [`Horizon`] now, for a driver that drained the whole
-    /// log (see [`Instance::drain_history`]). Looks at every session: the
-    /// simulator asks only now and then (a horizon stays true as the run
-    /// goes on, only less tight), and takes [`Instance::scn`] otherwise.
-    pub fn history_horizon(&self) -> Horizon {
-        // A session that thinks or idles takes a new snapshot (the SCN of
-        // then) before it reads again: its last one no longer counts.
-        let open = self
-            .fg
-            .sessions()
-            .iter()
-            .filter_map(|s| s.busy_snapshot())
-            .min();
-        Horizon {
-            scn: self.k.scn(),
-            snapshot: open.map_or(self.k.scn(), |s| s.min(self.k.scn())),
-        }
     }
 }
 

@@ -2,8 +2,9 @@
 //! nothing in it reads back. The checkers' history (history.rs), the alert
 //! log (alert.rs) and the timeline trace (trace.rs), each bounded.
 //!
-//! The rest of the instance writes through [`Observer`]'s methods; the
-//! driver's reading API is in the three files.
+//! The rest of the instance writes through [`Observer`]'s methods, giving
+//! the time itself (the observer keeps no clock and asks nothing of the
+//! instance); the driver reads through `Instance`'s methods in inspect.rs.
 
 mod alert;
 mod history;
@@ -55,6 +56,12 @@ impl Observer {
     #[inline(always)]
     pub fn history_on(&self) -> bool {
         self.history.is_on()
+    }
+
+    /// Move at most `max` of the oldest observations not yet drained to
+    /// `out`; true when that emptied the log.
+    pub fn drain_history(&mut self, out: &mut Vec<Observation>, max: usize) -> bool {
+        self.history.drain(out, max)
     }
 
     /// Keep an observation for the checkers; `Err` (once) with the problem

@@ -1,6 +1,6 @@
 //! The timeline trace's records (`fusionlab run --trace`): what the
 //! instance's processes did and when, handed to the driver, which writes the
-//! trace file. Off unless the driver asks ([`Instance::set_tracing`]): a run
+//! trace file. Off unless the driver asks (`Instance::set_tracing`): a run
 //! without a trace builds no record and does the same work as before, only
 //! a test of one `Option` at each place a record would be made.
 //!
@@ -9,11 +9,9 @@
 //! (a CPU step's `StepDone`, a wait's start and end), so the trace shows the
 //! same waits the report counts.
 
-use super::super::Instance;
-use super::super::gc::Job;
+use super::Observer;
 use crate::config::Nanos;
 use crate::cpu::{ProcId, StepDone};
-use crate::msg::Msg;
 use crate::stats::Wait;
 use crate::types::InstId;
 
@@ -111,40 +109,38 @@ impl TraceLog {
     }
 }
 
-impl Instance {
+impl TraceLog {
+    /// Move the records made since the last drain to `out`, in the order
+    /// they were made; returns how many were dropped since (the log full).
+    pub(super) fn drain(&mut self, out: &mut Vec<TraceRecord>) -> u64 {
+        out.append(&mut self.records);
+        std::mem::take(&mut self.dropped)
+    }
+}
+
+// Each hook below is inlined to one test of `self.trace`; the record is
+// only built when tracing is on.
+impl Observer {
     /// Keep trace records from now on (`on`), or stop and forget them.
     pub fn set_tracing(&mut self, on: bool) {
-        self.obs.trace = on.then(Box::default);
+        self.trace = on.then(Box::default);
     }
 
     /// Whether trace records are kept.
+    #[inline(always)]
     pub fn tracing(&self) -> bool {
-        self.obs.trace.is_some()
+        self.trace.is_some()
     }
 
-    /// Move the records made since the last drain to `out`, in the order
-    /// they were made; returns how many were dropped since (the log full).
+    /// Move the records made since the last drain to `out`; how many were
+    /// dropped since (0 when tracing is off).
     pub fn drain_trace(&mut self, out: &mut Vec<TraceRecord>) -> u64 {
-        match self.obs.trace.as_mut() {
-            Some(log) => {
-                out.append(&mut log.records);
-                std::mem::take(&mut log.dropped)
-            }
-            None => 0,
-        }
+        self.trace.as_mut().map_or(0, |log| log.drain(out))
     }
-
-    /// The name of a process (`oracle3`, `LMS0`, `LGWR`, `DBW0`, `stress1`, `P000`).
-    pub fn process_name(&self, proc: ProcId) -> Option<&str> {
-        self.k.proc_name(proc)
-    }
-
-    // Each hook below is inlined to one test of `self.obs.trace`; the record is
-    // only built when tracing is on.
 
     #[inline(always)]
-    pub(in crate::instance) fn trace_cpu(&mut self, d: StepDone) {
-        if let Some(log) = self.obs.trace.as_mut() {
+    pub fn trace_cpu(&mut self, d: StepDone) {
+        if let Some(log) = self.trace.as_mut() {
             log.push(TraceRecord::Cpu {
                 proc: d.proc,
                 requested_at: d.requested_at,
@@ -155,95 +151,140 @@ impl Instance {
         }
     }
 
-    /// A foreground wait of `took` ending now.
+    /// A foreground wait of `took` ending `now`.
     #[inline(always)]
-    pub(in crate::instance) fn trace_wait(&mut self, proc: ProcId, event: Wait, took: Nanos) {
-        if let Some(log) = self.obs.trace.as_mut() {
+    pub fn trace_wait(&mut self, now: Nanos, proc: ProcId, event: Wait, took: Nanos) {
+        if let Some(log) = self.trace.as_mut() {
             log.push(TraceRecord::Wait {
                 proc,
                 event,
-                began: self.k.now().saturating_sub(took),
-                ended: self.k.now(),
+                began: now.saturating_sub(took),
+                ended: now,
             });
         }
     }
 
-    /// A background wait of `took` ending now.
+    /// A background wait of `took` ending `now`.
     #[inline(always)]
-    pub(in crate::instance) fn trace_background_wait(
-        &mut self,
-        proc: ProcId,
-        event: Wait,
-        took: Nanos,
-    ) {
-        if let Some(log) = self.obs.trace.as_mut() {
+    pub fn trace_background_wait(&mut self, now: Nanos, proc: ProcId, event: Wait, took: Nanos) {
+        if let Some(log) = self.trace.as_mut() {
             log.push(TraceRecord::BackgroundWait {
                 proc,
                 event,
-                began: self.k.now().saturating_sub(took),
-                ended: self.k.now(),
+                began: now.saturating_sub(took),
+                ended: now,
             });
         }
     }
 
-    /// A fully-loaded hog began (`busy`) or stopped asking for a CPU now.
+    /// A fully-loaded hog began (`busy`) or stopped asking for a CPU `now`.
     #[inline(always)]
-    pub(in crate::instance) fn trace_hog(&mut self, proc: ProcId, busy: bool) {
-        if let Some(log) = self.obs.trace.as_mut() {
+    pub fn trace_hog(&mut self, now: Nanos, proc: ProcId, busy: bool) {
+        if let Some(log) = self.trace.as_mut() {
             log.push(TraceRecord::Hog {
                 proc,
                 busy,
-                at: self.k.now(),
+                at: now,
             });
         }
     }
 
-    /// Request `req` of `requester` passed `hop` on `proc` now.
+    /// Request `req` of `requester` passed `hop` on `proc` at `now`.
     #[inline(always)]
-    pub(in crate::instance) fn trace_hop(
-        &mut self,
-        requester: InstId,
-        req: u64,
-        hop: Hop,
-        proc: ProcId,
-    ) {
-        if let Some(log) = self.obs.trace.as_mut() {
+    pub fn trace_hop(&mut self, now: Nanos, requester: InstId, req: u64, hop: Hop, proc: ProcId) {
+        if let Some(log) = self.trace.as_mut() {
             log.push(TraceRecord::Transfer {
                 id: TransferId { requester, req },
                 hop,
                 proc,
-                at: self.k.now(),
+                at: now,
             });
         }
     }
+}
 
-    /// Session `sid`'s request `req` (of `requester`) passed `hop` now.
-    #[inline(always)]
-    pub(in crate::instance) fn trace_session_hop(
-        &mut self,
-        sid: u32,
-        requester: InstId,
-        req: u64,
-        hop: Hop,
-    ) {
-        if self.tracing() {
-            let proc = self.fg.sessions().session(sid).proc();
-            self.trace_hop(requester, req, hop, proc);
-        }
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const P: ProcId = 7;
+
+    fn drained(obs: &mut Observer) -> (Vec<TraceRecord>, u64) {
+        let mut out = Vec::new();
+        let dropped = obs.drain_trace(&mut out);
+        (out, dropped)
     }
 
-    /// LMS worker `w` finished a step of `job`: a request's hop at its
-    /// master or its holder.
-    #[cold]
-    pub(in crate::instance) fn trace_lms_job(&mut self, w: u8, job: &Job) {
-        let proc = self.gc.lms_proc(w);
-        match job {
-            Job::Msg {
-                msg: Msg::Request(req) | Msg::DownConverted { req } | Msg::NotHeld { req },
-                ..
-            } => self.trace_hop(req.requester, req.id, Hop::Master, proc),
-            Job::Serve(s) => self.trace_hop(s.req.requester, s.req.id, Hop::Holder, proc),
-            Job::Msg { .. } => {}
+    #[test]
+    fn off_the_hooks_record_nothing() {
+        let mut obs = Observer::new(false);
+        assert!(!obs.tracing());
+        obs.trace_wait(1_000, P, Wait::GcCrRequest, 300);
+        obs.trace_hog(1_000, P, true);
+        assert_eq!(drained(&mut obs), (Vec::new(), 0));
+    }
+
+    #[test]
+    fn a_wait_ends_now_and_began_its_length_before() {
+        let mut obs = Observer::new(false);
+        obs.set_tracing(true);
+        obs.trace_wait(1_000, P, Wait::GcCrRequest, 300);
+        obs.trace_background_wait(2_000, P, Wait::LogFileParallelWrite, 5_000);
+        obs.trace_hop(2_500, InstId(1), 9, Hop::Master, P);
+        let (records, dropped) = drained(&mut obs);
+        assert_eq!(dropped, 0);
+        assert_eq!(
+            records,
+            vec![
+                TraceRecord::Wait {
+                    proc: P,
+                    event: Wait::GcCrRequest,
+                    began: 700,
+                    ended: 1_000
+                },
+                // A wait longer than the time so far began at 0, not before.
+                TraceRecord::BackgroundWait {
+                    proc: P,
+                    event: Wait::LogFileParallelWrite,
+                    began: 0,
+                    ended: 2_000
+                },
+                TraceRecord::Transfer {
+                    id: TransferId {
+                        requester: InstId(1),
+                        req: 9
+                    },
+                    hop: Hop::Master,
+                    proc: P,
+                    at: 2_500
+                },
+            ]
+        );
+        assert_eq!(drained(&mut obs), (Vec::new(), 0), "drained once");
+    }
+
+    #[test]
+    fn a_full_log_counts_what_it_drops_until_the_next_drain() {
+        let mut obs = Observer::new(false);
+        obs.set_tracing(true);
+        for at in 0..TRACE_PENDING_MAX as u64 + 3 {
+            obs.trace_hog(at, P, true);
         }
+        let (records, dropped) = drained(&mut obs);
+        assert_eq!((records.len(), dropped), (TRACE_PENDING_MAX, 3));
+        assert_eq!(
+            records.last(),
+            Some(&TraceRecord::Hog {
+                proc: P,
+                busy: true,
+                at: TRACE_PENDING_MAX as u64 - 1
+            }),
+            "the newest are the ones dropped"
+        );
+        obs.trace_hog(0, P, false);
+        assert_eq!(drained(&mut obs).1, 0, "the count starts again");
+        obs.set_tracing(false);
+        obs.trace_hog(0, P, false);
+        assert_eq!(drained(&mut obs), (Vec::new(), 0));
     }
 }

@@ -262,7 +262,7 @@ impl Instance {
                     }
                     let proc = wk.proc;
                     self.wait_event(ev, took, true);
-                    self.trace_wait(proc, ev, took);
+                    self.obs.trace_wait(self.k.now(), proc, ev, took);
                 }
             }
         }

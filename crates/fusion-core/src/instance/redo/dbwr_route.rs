@@ -300,7 +300,8 @@ impl Instance {
         if let Some(took) = self.redo.dbwr.written(w, started, self.k.now()) {
             self.wait_event(Wait::DbFileParallelWrite, took, false);
             if let Some(proc) = self.redo.dbwr.proc(w) {
-                self.trace_background_wait(proc, Wait::DbFileParallelWrite, took);
+                self.obs
+                    .trace_background_wait(self.k.now(), proc, Wait::DbFileParallelWrite, took);
             }
             // The batch is on disk: the checkpoint may move now, not a tick later.
             if self.redo.dbwr.checkpointing() {

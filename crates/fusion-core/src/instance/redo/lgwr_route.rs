@@ -94,7 +94,12 @@ impl Instance {
         self.redo
             .lgwr
             .written(upto, took, self.k.now(), self.k.stats_mut());
-        self.trace_background_wait(self.redo.lgwr.proc(), Wait::LogFileParallelWrite, took);
+        self.obs.trace_background_wait(
+            self.k.now(),
+            self.redo.lgwr.proc(),
+            Wait::LogFileParallelWrite,
+            took,
+        );
         let mut dbwr_waited = false;
         while let Some(waiter) = self.redo.lgwr.next_released() {
             match waiter {

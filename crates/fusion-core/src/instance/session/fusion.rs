@@ -499,7 +499,7 @@ impl Instance {
     /// it has, a retry's).
     #[inline(always)]
     fn trace_received(&mut self, sid: u32, req: Request, event: Option<Wait>, grant: bool) {
-        if self.tracing() {
+        if self.obs.tracing() {
             let event = event
                 .or_else(|| self.fg.sessions.session(sid).waiting_on())
                 .unwrap_or(Wait::GcCrRequest);
@@ -509,6 +509,15 @@ impl Instance {
                 Hop::Received { event }
             };
             self.trace_session_hop(sid, req.requester, req.id, hop);
+        }
+    }
+
+    /// Session `sid`'s request `req` (of `requester`) passed `hop` now.
+    #[inline(always)]
+    fn trace_session_hop(&mut self, sid: u32, requester: InstId, req: u64, hop: Hop) {
+        if self.obs.tracing() {
+            let proc = self.fg.sessions.session(sid).proc();
+            self.obs.trace_hop(self.k.now(), requester, req, hop, proc);
         }
     }
 }

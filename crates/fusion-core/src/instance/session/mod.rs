@@ -283,9 +283,9 @@ impl Instance {
         if let Some((began_as, took)) = self.fg.sessions.end_wait(sid, self.k.now()) {
             let ev = event.unwrap_or(began_as);
             self.wait_event(ev, took, true);
-            if self.tracing() {
+            if self.obs.tracing() {
                 let proc = self.fg.sessions.session(sid).proc;
-                self.trace_wait(proc, ev, took);
+                self.obs.trace_wait(self.k.now(), proc, ev, took);
             }
             if let Some(st) = self.stmt_target(sid) {
                 self.k.stats_mut().statements[st].wait(ev, took);
