@@ -328,9 +328,9 @@ impl Instance {
             (IoPurpose::PxRead { worker, seq }, IoResult::ReadMany(blocks)) => {
                 self.px_read_done(worker, seq, blocks)
             }
-            (IoPurpose::BackupRead { channel }, IoResult::ReadMany(blocks)) => {
-                self.backup_read_done(channel, blocks.len())
-            }
+            (IoPurpose::BackupRead { channel }, IoResult::ReadMany(blocks)) => self
+                .maint
+                .backup_read_done(&mut self.k, channel, blocks.len()),
             (IoPurpose::Vote, IoResult::Votes(votes)) => self.on_votes(&votes),
             (IoPurpose::Fence, IoResult::Written) => {
                 self.membership.fence_done();
@@ -382,7 +382,10 @@ impl Instance {
         self.advance(now);
         match cmd {
             Command::SetParameter { name, value } => self.k.set_param(&name, &value),
-            Command::StressCpu { workers, load_pct } => self.set_hogs(workers, load_pct),
+            Command::StressCpu { workers, load_pct } => {
+                self.maint
+                    .set_hogs(&mut self.k, &mut self.obs, workers, load_pct)
+            }
             Command::EnableWorkloads(list) => {
                 self.fg.enable_workloads(list);
                 self.wake_enabled_sessions();
@@ -392,7 +395,9 @@ impl Instance {
             Command::Backup {
                 channels,
                 section_size_mb,
-            } => self.begin_backup(channels, section_size_mb),
+            } => self
+                .maint
+                .begin_backup(&mut self.k, &mut self.obs, channels, section_size_mb),
         }
         self.run_ready();
     }
@@ -512,9 +517,9 @@ impl Instance {
             Proc::Lgwr => self.lgwr_step_done(),
             Proc::Dbwr(w) => self.dbwr_step_done(w),
             Proc::DbwrSlave(i) => self.dbwr_slave_step_done(i),
-            Proc::Hog(h) => self.hog_step_done(h),
+            Proc::Hog(h) => self.maint.hog_step_done(&mut self.k, h),
             Proc::PxServer(i) => self.px_server_step_done(i, d),
-            Proc::RmanChannel(c) => self.backup_step_done(c),
+            Proc::RmanChannel(c) => self.maint.backup_step_done(&mut self.k, &mut self.obs, c),
         }
     }
 
@@ -578,7 +583,7 @@ impl Instance {
             Timer::CssTick => self.css_tick(),
             Timer::LinkResend(peer, epoch) => self.link_resend(peer, epoch),
             Timer::GcLost(blk, req) => self.gc_lost(blk, req),
-            Timer::HogWake(h, epoch) => self.hog_wake(h, epoch),
+            Timer::HogWake(h, epoch) => self.maint.hog_wake(&mut self.k, h, epoch),
         }
     }
 

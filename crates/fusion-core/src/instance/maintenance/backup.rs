@@ -23,36 +23,39 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use super::super::Instance;
 use super::super::events::{IoPurpose, Proc};
+use super::super::kernel::Kernel;
+use super::super::observe::Observer;
+use super::Maintenance;
 use super::rman::{Next, READ_BYTES, Runs, Unit, hms};
 use crate::msg::Io;
 use crate::stats::Stat;
 use crate::types::BlockAddr;
 
-impl Instance {
+impl Maintenance {
     /// `BACKUP DATABASE` with `channels` channels and, when given, `SECTION SIZE`.
-    pub(in crate::instance) fn begin_backup(
+    pub fn begin_backup(
         &mut self,
+        k: &mut Kernel,
+        obs: &mut Observer,
         channels: u32,
         section_size_mb: Option<u32>,
     ) {
-        if self.maint.rman.running() {
-            self.obs.alert(
-                self.k.now(),
+        if self.rman.running() {
+            obs.alert(
+                k.now(),
                 "RMAN: BACKUP DATABASE not started: a backup is already running".to_string(),
             );
             return;
         }
-        let block_bytes = u64::from(self.k.params().db_block_size.max(1));
+        let block_bytes = u64::from(k.params().db_block_size.max(1));
         let section_blocks = section_size_mb.map(|mb| {
             u32::try_from((u64::from(mb) << 20) / block_bytes)
                 .unwrap_or(u32::MAX)
                 .max(1)
         });
         // The files, largest first (ties in file order).
-        let mut files: Vec<(u32, Runs)> = self
-            .k
+        let mut files: Vec<(u32, Runs)> = k
             .layout()
             .tables
             .iter()
@@ -75,45 +78,45 @@ impl Instance {
             }
         }
         let channels = usize::try_from(channels.max(1)).unwrap_or(1);
-        while self.maint.rman.channels() < channels {
-            let i = self.maint.rman.channels();
+        while self.rman.channels() < channels {
+            let i = self.rman.channels();
             let number = u32::try_from(i).unwrap_or(u32::MAX);
-            let proc = self.add_proc(Proc::RmanChannel(number), format!("ORA_DISK_{}", i + 1));
-            self.maint.rman.add_channel(proc);
+            let proc = k.add_proc(Proc::RmanChannel(number), format!("ORA_DISK_{}", i + 1));
+            self.rman.add_channel(proc);
         }
         let sections = match section_size_mb {
             Some(mb) => format!(" section size {mb} M"),
             None => String::new(),
         };
-        self.obs.alert(
-            self.k.now(),
+        obs.alert(
+            k.now(),
             format!(
                 "RMAN: Starting backup: {channels} channel(s) (ORA_DISK_1..{channels}), {} unit(s){sections}",
                 work.len()
             ),
         );
-        let now = self.k.now();
-        self.maint.rman.start(work, channels, now);
+        let now = k.now();
+        self.rman.start(work, channels, now);
         for c in 0..channels {
-            self.backup_next(c);
+            self.backup_next(k, obs, c);
         }
     }
 
     /// Channel `c` goes on: the next read of its unit, or the next unit.
-    fn backup_next(&mut self, c: usize) {
-        let most = u32::try_from(READ_BYTES / u64::from(self.k.params().db_block_size.max(1)))
+    fn backup_next(&mut self, k: &mut Kernel, obs: &mut Observer, c: usize) {
+        let most = u32::try_from(READ_BYTES / u64::from(k.params().db_block_size.max(1)))
             .unwrap_or(1)
             .max(1);
-        match self.maint.rman.next(c, most) {
+        match self.rman.next(c, most) {
             Next::Read {
                 first,
                 count,
                 units_done,
             } => {
-                self.k.add(Stat::RmanWorkUnits, u64::from(units_done));
-                self.k.incr(Stat::RmanReads);
+                k.add(Stat::RmanWorkUnits, u64::from(units_done));
+                k.incr(Stat::RmanReads);
                 let channel = u32::try_from(c).unwrap_or(u32::MAX);
-                self.start_io(
+                k.start_io(
                     Io::ReadBlocks {
                         first: BlockAddr(first),
                         count,
@@ -122,48 +125,48 @@ impl Instance {
                 );
             }
             Next::Done { units_done } => {
-                self.k.add(Stat::RmanWorkUnits, u64::from(units_done));
-                self.backup_channel_done(c);
+                k.add(Stat::RmanWorkUnits, u64::from(units_done));
+                self.backup_channel_done(k, obs, c);
             }
             Next::Nothing => {}
         }
     }
 
     /// Channel `c`'s read brought `blocks` blocks: check and compress them.
-    pub(in crate::instance) fn backup_read_done(&mut self, c: u32, blocks: usize) {
+    pub fn backup_read_done(&mut self, k: &mut Kernel, c: u32, blocks: usize) {
         let blocks = u64::try_from(blocks).unwrap_or(u64::MAX);
         let Some(proc) = usize::try_from(c)
             .ok()
-            .and_then(|c| self.maint.rman.read_done(c, blocks))
+            .and_then(|c| self.rman.read_done(c, blocks))
         else {
             return;
         };
-        self.k.add(Stat::RmanBlocksBackedUp, blocks);
-        self.cpu(proc, (self.k.costs().rman_block * blocks).max(1));
+        k.add(Stat::RmanBlocksBackedUp, blocks);
+        k.cpu(proc, (k.costs().rman_block * blocks).max(1));
     }
 
     /// Channel `c` compressed what it read.
-    pub(in crate::instance) fn backup_step_done(&mut self, c: u32) {
+    pub fn backup_step_done(&mut self, k: &mut Kernel, obs: &mut Observer, c: u32) {
         if let Ok(c) = usize::try_from(c) {
-            self.backup_next(c);
+            self.backup_next(k, obs, c);
         }
     }
 
     /// Channel `c` found no work left; the last one ends the backup.
-    fn backup_channel_done(&mut self, c: usize) {
-        let now = self.k.now();
-        let (line, finished) = self.maint.rman.channel_done(c, now);
+    fn backup_channel_done(&mut self, k: &mut Kernel, obs: &mut Observer, c: usize) {
+        let now = k.now();
+        let (line, finished) = self.rman.channel_done(c, now);
         if let Some(line) = line {
-            self.obs.alert(now, line);
+            obs.alert(now, line);
         }
         let Some(f) = finished else {
             return;
         };
-        self.k.incr(Stat::RmanBackupsCompleted);
-        self.k.add(Stat::RmanBackupElapsedTime, f.elapsed);
-        self.k.add(Stat::RmanChannelsUsed, f.used);
-        self.k.add(Stat::RmanChannelBlocksMax, f.largest);
-        self.obs.alert(
+        k.incr(Stat::RmanBackupsCompleted);
+        k.add(Stat::RmanBackupElapsedTime, f.elapsed);
+        k.add(Stat::RmanChannelsUsed, f.used);
+        k.add(Stat::RmanChannelBlocksMax, f.largest);
+        obs.alert(
             now,
             format!("RMAN: Finished backup, elapsed time {}", hms(f.elapsed)),
         );

@@ -2,11 +2,14 @@
 //! queue, busy `load_pct` of every period, so they compete with sessions,
 //! LMS and LGWR for the CPUs the way `stress-ng` competes with a real instance.
 //!
-//! `CpuHogs` owns which processes hog and how hard; the instance creates the
-//! processes, asks the run queue for their CPU and arms their wake-ups.
+//! `CpuHogs` owns which processes hog and how hard; `Maintenance`'s methods
+//! here create the processes, ask the run queue for their CPU and arm their
+//! wake-ups.
 
-use super::super::Instance;
 use super::super::events::{Proc, Timer};
+use super::super::kernel::Kernel;
+use super::super::observe::Observer;
+use super::Maintenance;
 use crate::config::{NS_PER_MS, Nanos};
 use crate::cpu::ProcId;
 
@@ -84,50 +87,48 @@ impl CpuHogs {
     }
 }
 
-impl Instance {
-    pub(in crate::instance) fn set_hogs(&mut self, workers: u32, load_pct: u32) {
-        let were_busy = self.maint.hogs.fully_loaded();
-        for p in self.maint.hogs.restart(load_pct) {
-            self.k.cancel_cpu(p);
+impl Maintenance {
+    pub fn set_hogs(&mut self, k: &mut Kernel, obs: &mut Observer, workers: u32, load_pct: u32) {
+        let were_busy = self.hogs.fully_loaded();
+        for p in self.hogs.restart(load_pct) {
+            k.cancel_cpu(p);
             if were_busy {
-                self.obs.trace_hog(self.k.now(), p, false);
+                obs.trace_hog(k.now(), p, false);
             }
         }
         for i in 0..workers {
             // Hog processes are created once and reused across phases.
             let name = format!("stress{i}");
-            let proc = match self.k.find_proc(&name) {
+            let proc = match k.find_proc(&name) {
                 Some(p) => p,
-                None => self.add_proc(Proc::Hog(i), name),
+                None => k.add_proc(Proc::Hog(i), name),
             };
-            let demand = self.maint.hogs.add(proc);
-            self.cpu(proc, demand);
-            if self.maint.hogs.fully_loaded() {
-                self.obs.trace_hog(self.k.now(), proc, true);
+            let demand = self.hogs.add(proc);
+            k.cpu(proc, demand);
+            if self.hogs.fully_loaded() {
+                obs.trace_hog(k.now(), proc, true);
             }
         }
     }
 
-    pub(in crate::instance) fn hog_step_done(&mut self, h: u32) {
+    pub fn hog_step_done(&mut self, k: &mut Kernel, h: u32) {
         // A partly-loaded hog sleeps for the rest of its period.
-        let k = &self.k;
         if self
-            .maint
             .hogs
             .procs()
             .iter()
             .any(|&p| k.proc(p) == Some(Proc::Hog(h)))
         {
-            let (sleep, epoch) = (self.maint.hogs.sleep_time(), self.maint.hogs.epoch());
-            self.arm(sleep, Timer::HogWake(h, epoch));
+            let (sleep, epoch) = (self.hogs.sleep_time(), self.hogs.epoch());
+            k.arm(sleep, Timer::HogWake(h, epoch));
         }
     }
 
     /// A partly-loaded hog's sleep is over: it is busy again.
-    pub(in crate::instance) fn hog_wake(&mut self, h: u32, epoch: u64) {
-        if let Some(p) = self.maint.hogs.wakes(h, epoch) {
-            let busy = self.maint.hogs.busy_time();
-            self.cpu(p, busy);
+    pub fn hog_wake(&mut self, k: &mut Kernel, h: u32, epoch: u64) {
+        if let Some(p) = self.hogs.wakes(h, epoch) {
+            let busy = self.hogs.busy_time();
+            k.cpu(p, busy);
         }
     }
 }

@@ -1,6 +1,8 @@
 //! Maintenance jobs beside the workload: RMAN backups (backup.rs) and the
-//! `stress_cpu` fault's CPU hogs (hogs.rs). Both only take CPU and I/O
-//! through the kernel; nothing else in the instance asks them anything.
+//! `stress_cpu` fault's CPU hogs (hogs.rs). Both only take CPU, I/O and
+//! timers from the kernel and write to the alert log and the trace: their
+//! methods take those two and nothing else, and nothing else in the
+//! instance asks them anything (tests.rs drives them alone).
 
 mod backup;
 mod hogs;
@@ -13,3 +15,6 @@ pub(super) struct Maintenance {
     /// The CPU hogs of `stress_cpu`.
     hogs: hogs::CpuHogs,
 }
+
+#[cfg(test)]
+mod tests;
