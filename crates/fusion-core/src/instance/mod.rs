@@ -10,6 +10,7 @@
 //! Time only moves through the `now` given to each input, and must not go back.
 
 mod cache;
+mod dispatch;
 mod events;
 mod execution;
 mod gc;
@@ -207,7 +208,7 @@ impl Instance {
         inst.gc.start_lms(lms);
         // Nothing is in it yet but LGWR's process, numbered after the LMSs.
         inst.redo = redo::Redo::new(inst.add_proc(Proc::Lgwr, "LGWR".into()));
-        inst.start_writers();
+        inst.redo.start_writers(&mut inst.k);
         inst.px_prestart();
         inst.register_statements(&catalog);
         if !inst.membership.sessions_wait() {
@@ -439,30 +440,9 @@ impl Instance {
         self.k.next_scn()
     }
 
+    #[inline(always)]
     fn send(&mut self, to: InstId, msg: Msg) {
-        if !self.membership.is_member(to) && !msg.is_css() {
-            // An evicted instance: nothing reaches it any more (a waiter of
-            // its, say, was answered after it died).
-            return;
-        }
-        if msg.is_gcs() {
-            self.k.incr(Stat::GcsMessagesSent);
-        } else if msg.is_ges() {
-            self.k.incr(Stat::GesMessagesSent);
-        }
-        let env = Envelope {
-            from: self.id,
-            to,
-            incarnation: self.membership.incarnation(),
-            scn: self.k.scn(),
-            sent_at: self.k.now(),
-            msg,
-            link: Default::default(),
-        };
-        if self.membership.links_on() {
-            return self.link_send(env);
-        }
-        self.k.push_action(Action::Send(env));
+        self.membership.net().send(&mut self.k, to, msg);
     }
 
     #[inline(always)]
@@ -515,7 +495,7 @@ impl Instance {
             Proc::Session(s) => self.session_cpu_done(s, d),
             Proc::Lms(w) => self.lms_step_done(w, d),
             Proc::Lgwr => self.lgwr_step_done(),
-            Proc::Dbwr(w) => self.dbwr_step_done(w),
+            Proc::Dbwr(w) => self.redo.dbwr_step_done(&mut self.k, &self.cache, w),
             Proc::DbwrSlave(i) => self.dbwr_slave_step_done(i),
             Proc::Hog(h) => self.maint.hog_step_done(&mut self.k, h),
             Proc::PxServer(i) => self.px_server_step_done(i, d),
@@ -573,7 +553,7 @@ impl Instance {
         match timer {
             Timer::SessionWake(s) => self.session_wake(s),
             Timer::LgwrTimeout => {
-                self.lgwr_timeout();
+                self.redo.lgwr_timeout(&mut self.k);
                 self.arm(redo::LGWR_TIMEOUT, Timer::LgwrTimeout);
             }
             Timer::DbwrTick => {

@@ -315,4 +315,18 @@ impl Instance {
             );
         }
     }
+
+    /// The master (here) of `blk` was asked for a write by a past image's
+    /// holder, `from`: the current holder writes, and the write's discard
+    /// reaches `from`.
+    pub(in crate::instance) fn dir_write_request(&mut self, from: InstId, blk: BlockAddr) {
+        self.gc.note_pi(blk, from);
+        match self.gc.writer(blk) {
+            Some(h) if h == self.id => self.redo.write_current_asked(&self.cache, blk),
+            Some(h) => self.send(h, Msg::WriteCurrent { blk }),
+            // Nobody holds it current (or the directory is being rebuilt):
+            // the holder asks again later.
+            None => {}
+        }
+    }
 }

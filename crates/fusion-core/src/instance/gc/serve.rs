@@ -176,7 +176,7 @@ impl Instance {
             Msg::Written { blk, scn } => self.dir_written(from, blk, scn),
             Msg::DiscardPi { blk, scn } => self.discard_pi(blk, scn),
             Msg::WriteRequest { blk } => self.dir_write_request(from, blk),
-            Msg::WriteCurrent { blk } => self.write_current_asked(blk),
+            Msg::WriteCurrent { blk } => self.redo.write_current_asked(&self.cache, blk),
             Msg::TxQuery { xid, token } => {
                 let report = self.tx_report(xid);
                 self.send(from, Msg::TxStatus { xid, token, report });

@@ -145,6 +145,12 @@ impl Kernel {
         }
     }
 
+    /// This instance.
+    #[inline(always)]
+    pub fn id(&self) -> InstId {
+        self.id
+    }
+
     /// Instances in the cluster (members or not).
     #[inline(always)]
     pub fn instance_count(&self) -> u8 {

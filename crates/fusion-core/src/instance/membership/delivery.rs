@@ -5,28 +5,84 @@
 //! connection is back. Nothing is re-sent to an instance that is no longer
 //! a member: its link is forgotten.
 
+use super::super::kernel::Kernel;
 use super::super::{Instance, Timer};
-use super::link::{Delivery, LinkFull};
+use super::Membership;
+use super::css::Css;
+use super::link::{Delivery, LinkFull, Links};
 use crate::config::Nanos;
 use crate::msg::{Action, Envelope, LinkStamp, Msg};
-use crate::types::InstId;
+use crate::stats::Stat;
+use crate::types::{InstId, InstSet};
 
-impl Instance {
-    /// Send a message through the sublayer (it is on).
-    pub(in crate::instance) fn link_send(&mut self, mut env: Envelope) {
-        if !self.membership.css.is_member(env.to) {
-            // Dropped by the network's far end anyway; nothing to keep.
-            self.k.push_action(Action::Send(env));
+/// What the other subsystems may do with membership: send a message to an
+/// instance (through the reliable delivery sublayer when it is on) and know
+/// who the members are.
+pub(in crate::instance) struct Net<'a> {
+    css: &'a Css,
+    links: &'a mut Links,
+}
+
+impl Membership {
+    /// Membership as the other subsystems see it.
+    #[inline(always)]
+    pub fn net(&mut self) -> Net<'_> {
+        Net {
+            css: &self.css,
+            links: &mut self.links,
+        }
+    }
+}
+
+impl Net<'_> {
+    /// The other members.
+    pub fn peers(&self) -> InstSet {
+        self.css.peers()
+    }
+
+    /// Send `msg` to `to` (a message to an evicted instance is dropped,
+    /// unless it is clusterware's).
+    pub fn send(&mut self, k: &mut Kernel, to: InstId, msg: Msg) {
+        if !self.css.is_member(to) && !msg.is_css() {
+            // An evicted instance: nothing reaches it any more (a waiter of
+            // its, say, was answered after it died).
             return;
         }
-        match self.membership.links.send(self.k.now(), &mut env) {
+        if msg.is_gcs() {
+            k.incr(Stat::GcsMessagesSent);
+        } else if msg.is_ges() {
+            k.incr(Stat::GesMessagesSent);
+        }
+        let env = Envelope {
+            from: k.id(),
+            to,
+            incarnation: self.css.incarnation(),
+            scn: k.scn(),
+            sent_at: k.now(),
+            msg,
+            link: Default::default(),
+        };
+        if self.links.on() {
+            return self.link_send(k, env);
+        }
+        k.push_action(Action::Send(env));
+    }
+
+    /// Send a message through the sublayer (it is on).
+    fn link_send(&mut self, k: &mut Kernel, mut env: Envelope) {
+        if !self.css.is_member(env.to) {
+            // Dropped by the network's far end anyway; nothing to keep.
+            k.push_action(Action::Send(env));
+            return;
+        }
+        match self.links.send(k.now(), &mut env) {
             Ok(arm) => {
                 if let Some((at, epoch)) = arm {
-                    self.arm(at - self.k.now(), Timer::LinkResend(env.to, epoch));
+                    k.arm(at - k.now(), Timer::LinkResend(env.to, epoch));
                 }
-                self.k.push_action(Action::Send(env));
+                k.push_action(Action::Send(env));
             }
-            Err(LinkFull { unacked, window }) => self.error(format!(
+            Err(LinkFull { unacked, window }) => k.error(&format!(
                 "the link to {} is full ({unacked} messages unacknowledged, {window} numbers \
                  beyond its last cumulative acknowledgement): {} stops acknowledging, a {} \
                  message to it was dropped",
@@ -36,7 +92,9 @@ impl Instance {
             )),
         }
     }
+}
 
+impl Instance {
     /// A message from a member arrived: an acknowledgement, a numbered
     /// message (acknowledged, and handed over with whatever it released),
     /// or an unnumbered one.

@@ -16,6 +16,7 @@ mod reconfig;
 mod smon;
 
 pub(super) use css::HEARTBEAT_NS;
+pub(super) use delivery::Net;
 pub use link::Delivery;
 pub(super) use link::RETRANSMIT_NS;
 
@@ -70,11 +71,6 @@ impl Membership {
 
     pub fn members(&self) -> InstSet {
         self.css.members()
-    }
-
-    /// The other members.
-    pub fn peers(&self) -> InstSet {
-        self.css.peers()
     }
 
     /// A restarted instance not admitted yet.

@@ -1,6 +1,6 @@
 //! Changes and their redo, and the checkpoint they leave behind.
 //!
-//! A session changes a current buffer with [`Instance::change_block`]: the
+//! A session changes a current buffer with `Instance::change_block`: the
 //! block makes the [`Change`] (`Block::apply`), and a redo record carrying
 //! the same change vector goes to the log buffer. The buffer remembers where
 //! its first change not yet on disk begins (`Buffer::first_rba`).
@@ -27,13 +27,12 @@
 //! between instances keeps the checkpoints of its past images' holders back
 //! until its current holder writes it.
 
-use super::super::Instance;
-use super::super::cache::{BufId, BufState};
-use crate::block::Change;
+use super::super::cache::{BufId, BufState, Cache};
+use super::super::kernel::Kernel;
+use super::Redo;
 use crate::config::Nanos;
-use crate::msg::RedoRecord;
 use crate::stats::Stat;
-use crate::types::{BlockAddr, Scn, Xid};
+use crate::types::BlockAddr;
 
 /// Redo bytes recovery reads and applies per second, the rate
 /// `fast_start_mttr_target` is turned into a redo bound with: 1 MiB/s, the
@@ -41,65 +40,38 @@ use crate::types::{BlockAddr, Scn, Xid};
 /// 25 MB applied, in about 56 s).
 pub const RECOVERY_REDO_PER_S: u64 = 1 << 20;
 
-impl Instance {
-    /// Make `change` to the current buffer `buf` under `xid` at `scn`, and
-    /// log it as `bytes` of redo. False, with nothing done, when the change
-    /// does not fit the block.
-    pub(in crate::instance) fn change_block(
-        &mut self,
-        buf: BufId,
-        change: Change,
-        xid: Xid,
-        scn: Scn,
-        bytes: u32,
-    ) -> bool {
-        if !self.cache.get_mut(buf).image.apply(&change, xid, scn) {
-            return false;
-        }
-        self.log_change(buf, change, xid, scn, bytes);
-        true
+/// Mark a current buffer changed by the `bytes` of redo that end at `rba`.
+pub(in crate::instance) fn dirtied(
+    k: &mut Kernel,
+    cache: &mut Cache,
+    buf: BufId,
+    rba: u64,
+    bytes: u32,
+) {
+    // A change clears the block's fairness counter.
+    if cache.dirtied(buf, rba, k.now()) {
+        k.incr(Stat::GcCrFairnessClears);
     }
-
-    /// Log a change already made to `buf` (see [`Instance::change_block`]).
-    pub(in crate::instance) fn log_change(
-        &mut self,
-        buf: BufId,
-        change: Change,
-        xid: Xid,
-        scn: Scn,
-        bytes: u32,
-    ) {
-        let blk = self.cache.get(buf).blk;
-        let rba = self.redo(RedoRecord::change(scn, xid, blk, bytes, change));
-        self.dirtied(buf, rba, bytes);
+    if cache.get(buf).first_rba().is_none() {
+        cache.set_first_rba(buf, Some(rba - u64::from(bytes)));
     }
+    k.incr(Stat::DbBlockChanges);
+}
 
-    /// Mark a current buffer changed by the `bytes` of redo that end at `rba`.
-    fn dirtied(&mut self, buf: BufId, rba: u64, bytes: u32) {
-        // A change clears the block's fairness counter.
-        if self.cache.dirtied(buf, rba, self.k.now()) {
-            self.k.incr(Stat::GcCrFairnessClears);
-        }
-        if self.cache.get(buf).first_rba().is_none() {
-            self.cache.set_first_rba(buf, Some(rba - u64::from(bytes)));
-        }
-        self.k.incr(Stat::DbBlockChanges);
-    }
-
+impl Redo {
     /// The checkpoint position now (see the module's comment).
-    pub(in crate::instance) fn checkpoint_position(&mut self) -> u64 {
-        self.cache
+    pub fn checkpoint_position(&self, cache: &mut Cache) -> u64 {
+        cache
             .first_dirty_rba()
-            .unwrap_or_else(|| self.redo.lgwr.end_rba())
+            .unwrap_or_else(|| self.lgwr.end_rba())
     }
 
     /// With `fast_start_mttr_target` set: the redo address whose changes
     /// must be on disk for recovery to finish within the target.
-    pub(in crate::instance) fn mttr_bound(&self) -> Option<u64> {
-        let target = u64::from(self.k.params().fast_start_mttr_target);
+    pub fn mttr_bound(&self, k: &Kernel) -> Option<u64> {
+        let target = u64::from(k.params().fast_start_mttr_target);
         (target > 0).then(|| {
-            self.redo
-                .lgwr
+            self.lgwr
                 .end_rba()
                 .saturating_sub(target.saturating_mul(RECOVERY_REDO_PER_S))
         })
@@ -107,10 +79,10 @@ impl Instance {
 
     /// Add to DBWR's candidates `(dirty since, buffer)`, sorted and without
     /// repeats, the buffers whose first change lies below `below`.
-    pub(in crate::instance) fn mttr_candidates(&self, below: u64, out: &mut Vec<(Nanos, BufId)>) {
+    pub fn mttr_candidates(&self, cache: &Cache, below: u64, out: &mut Vec<(Nanos, BufId)>) {
         let before = out.len();
         out.extend(
-            self.cache
+            cache
                 .iter()
                 .filter(|(_, b)| {
                     b.dirty()
@@ -127,61 +99,32 @@ impl Instance {
     }
 
     /// Past images whose first change lies below `below` hold the
-    /// checkpoint back: ask their masters to have the current block written.
-    pub(in crate::instance) fn ask_pi_writes(&mut self, below: u64) {
-        let now = self.k.now();
-        let mut blks: Vec<BlockAddr> = self
-            .cache
+    /// checkpoint back: the blocks whose masters to ask for a write of the
+    /// current block now (at most once a second each), in address order.
+    pub fn pi_writes_to_ask(&mut self, k: &Kernel, cache: &Cache, below: u64) -> Vec<BlockAddr> {
+        let now = k.now();
+        let mut blks: Vec<BlockAddr> = cache
             .iter()
             .filter(|(_, b)| b.state() == BufState::Pi && b.first_rba().is_some_and(|f| f < below))
             .map(|(_, b)| b.blk)
             .collect();
         blks.sort_unstable();
         blks.dedup();
-        let cache = &self.cache;
-        self.redo.pi_writes.forget_asks(|blk| {
+        self.pi_writes.forget_asks(|blk| {
             cache
                 .buffers_of(blk)
                 .any(|id| cache.get(id).state() == BufState::Pi)
         });
-        for blk in blks {
-            if !self.redo.pi_writes.ask(blk, now) {
-                continue;
-            }
-            let master = self.block_master(blk);
-            if master == self.id {
-                let me = self.id;
-                self.dir_write_request(me, blk);
-            } else {
-                self.send(master, crate::msg::Msg::WriteRequest { blk });
-            }
-        }
-    }
-
-    /// The master (here) of `blk` was asked for a write by a past image's
-    /// holder, `from`: the current holder writes, and the write's discard
-    /// reaches `from`.
-    pub(in crate::instance) fn dir_write_request(
-        &mut self,
-        from: crate::types::InstId,
-        blk: BlockAddr,
-    ) {
-        self.gc.note_pi(blk, from);
-        match self.gc.writer(blk) {
-            Some(h) if h == self.id => self.write_current_asked(blk),
-            Some(h) => self.send(h, crate::msg::Msg::WriteCurrent { blk }),
-            // Nobody holds it current (or the directory is being rebuilt):
-            // the holder asks again later.
-            None => {}
-        }
+        blks.retain(|&blk| self.pi_writes.ask(blk, now));
+        blks
     }
 
     /// The master asked this instance to write its current `blk`: DBWR's next pass does.
-    pub(in crate::instance) fn write_current_asked(&mut self, blk: BlockAddr) {
-        if let Some(id) = self.cache.current(blk)
-            && self.cache.get(id).dirty()
+    pub fn write_current_asked(&mut self, cache: &Cache, blk: BlockAddr) {
+        if let Some(id) = cache.current(blk)
+            && cache.get(id).dirty()
         {
-            self.redo.pi_writes.asked_to_write(blk);
+            self.pi_writes.asked_to_write(blk);
         }
     }
 
@@ -189,18 +132,16 @@ impl Instance {
     /// first. An ask stays until the block is written (a busy writer or
     /// redo still to flush defers it to the next pass) or is no longer
     /// held dirty here.
-    pub(in crate::instance) fn asked_write_candidates(&mut self, out: &mut Vec<(Nanos, BufId)>) {
-        if self.redo.pi_writes.nothing_to_write() {
+    pub fn asked_write_candidates(&mut self, cache: &Cache, out: &mut Vec<(Nanos, BufId)>) {
+        if self.pi_writes.nothing_to_write() {
             return;
         }
-        let cache = &self.cache;
         let blks = self
-            .redo
             .pi_writes
             .writes_due(|blk| cache.current(blk).is_some_and(|id| cache.get(id).dirty()));
         for blk in blks {
-            if let Some(id) = self.cache.current(blk)
-                && !self.cache.get(id).leaving()
+            if let Some(id) = cache.current(blk)
+                && !cache.get(id).leaving()
             {
                 out.push((0, id));
             }
@@ -210,7 +151,7 @@ impl Instance {
     }
 
     /// `blk` was written: a write asked for it is done.
-    pub(in crate::instance) fn asked_write_done(&mut self, blk: BlockAddr) {
-        self.redo.pi_writes.written(blk);
+    pub fn asked_write_done(&mut self, blk: BlockAddr) {
+        self.pi_writes.written(blk);
     }
 }

@@ -3,9 +3,11 @@
 //! routed in dbwr_route.rs), and the writes past images ask for, with
 //! checkpoints (checkpoint.rs).
 //!
-//! The rest of the instance asks through [`Redo`]'s methods whether redo is
-//! still to be written; it appends redo and asks for flushes through the
-//! routing functions here.
+//! Every method of [`Redo`] takes the kernel and what it reads of the rest
+//! (the buffer cache, membership's `Net` to send); what it needs the other
+//! subsystems to do (wake the waiters a write released, ask a master for a
+//! write, tell a master a block is on disk) it answers, and the instance's
+//! dispatcher (dispatch.rs) does it in order.
 
 mod checkpoint;
 mod dbwr;
@@ -14,6 +16,7 @@ mod lgwr;
 mod lgwr_route;
 mod pi_writes;
 
+pub(super) use checkpoint::dirtied;
 pub(super) use dbwr::DBWR_TICK;
 pub(super) use lgwr::{FlushWaiter, LGWR_TIMEOUT, Lgwr};
 
