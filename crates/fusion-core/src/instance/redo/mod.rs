@@ -66,3 +66,6 @@ impl Redo {
         self.lgwr.end_rba()
     }
 }
+
+#[cfg(test)]
+mod tests;
