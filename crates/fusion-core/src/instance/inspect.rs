@@ -198,6 +198,11 @@ impl Instance {
         }
     }
 
+    /// How this instance's messages reach its peers.
+    pub fn delivery(&self) -> super::Delivery {
+        self.membership.delivery()
+    }
+
     /// Keep trace records from now on (`on`), or stop and forget them.
     pub fn set_tracing(&mut self, on: bool) {
         self.obs.set_tracing(on);

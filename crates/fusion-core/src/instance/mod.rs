@@ -282,7 +282,10 @@ impl Instance {
         }
         if self.membership.links_on() || env.link.seq != 0 || matches!(env.msg, Msg::LinkAck { .. })
         {
-            self.link_receive(env);
+            for env in self.membership.link_receive(&mut self.k, env) {
+                self.observe_scn(env.scn);
+                self.receive(env);
+            }
         } else {
             self.observe_scn(env.scn);
             self.receive(env);
@@ -373,6 +376,18 @@ impl Instance {
         }
         self.advance(now);
         self.run_ready();
+    }
+
+    /// The transport's connection to `peer` broke and is back (live): what
+    /// it did not acknowledge goes again now, since that is all a broken
+    /// connection can have lost. A peer that is no longer a member was
+    /// forgotten at its eviction: nothing goes to it.
+    pub fn handle_reconnect(&mut self, now: Nanos, peer: InstId) {
+        if self.membership.halted().is_some() {
+            return;
+        }
+        self.advance(now);
+        self.membership.reconnected(&mut self.k, peer);
     }
 
     /// Apply an administrative command.
@@ -561,7 +576,7 @@ impl Instance {
                 self.arm(redo::DBWR_TICK, Timer::DbwrTick);
             }
             Timer::CssTick => self.css_tick(),
-            Timer::LinkResend(peer, epoch) => self.link_resend(peer, epoch),
+            Timer::LinkResend(peer, epoch) => self.membership.link_resend(&mut self.k, peer, epoch),
             Timer::GcLost(blk, req) => self.gc_lost(blk, req),
             Timer::HogWake(h, epoch) => self.maint.hog_wake(&mut self.k, h, epoch),
         }

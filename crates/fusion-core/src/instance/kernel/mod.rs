@@ -72,9 +72,14 @@ impl Kernel {
     /// Instance 1 of a two-instance cluster at time 0, default parameters
     /// and costs, over `catalog`'s tables: for tests of one subsystem.
     pub fn for_tests(catalog: &crate::config::Catalog) -> Kernel {
+        Kernel::for_instance(InstId(1), catalog)
+    }
+
+    /// Instance `id` of a two-instance cluster, as [`Kernel::for_tests`].
+    pub fn for_instance(id: InstId, catalog: &crate::config::Catalog) -> Kernel {
         let params = Params::default();
         let layout = Arc::new(Layout::new(catalog, 2, params.lm_contiguous_res_count));
-        Kernel::new(InstId(1), 2, params, Costs::default(), layout, 1, None)
+        Kernel::new(id, 2, params, Costs::default(), layout, 1, None)
     }
 
     /// The timers armed, in the order they fire.

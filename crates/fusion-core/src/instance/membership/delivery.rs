@@ -5,15 +5,14 @@
 //! connection is back. Nothing is re-sent to an instance that is no longer
 //! a member: its link is forgotten.
 
+use super::super::Timer;
 use super::super::kernel::Kernel;
-use super::super::{Instance, Timer};
 use super::Membership;
 use super::css::Css;
 use super::link::{Delivery, LinkFull, Links};
-use crate::config::Nanos;
 use crate::msg::{Action, Envelope, LinkStamp, Msg};
 use crate::stats::Stat;
-use crate::types::{InstId, InstSet};
+use crate::types::{BlockAddr, InstId, InstSet};
 
 /// What the other subsystems may do with membership: send a message to an
 /// instance (through the reliable delivery sublayer when it is on) and know
@@ -94,101 +93,94 @@ impl Net<'_> {
     }
 }
 
-impl Instance {
-    /// A message from a member arrived: an acknowledgement, a numbered
-    /// message (acknowledged, and handed over with whatever it released),
-    /// or an unnumbered one.
-    pub(in crate::instance) fn link_receive(&mut self, env: Envelope) {
+impl Membership {
+    /// A message from a member arrived through the sublayer: an
+    /// acknowledgement, a numbered message (acknowledged), or an
+    /// unnumbered one. Returns what to hand to the protocol now, in order:
+    /// the message and whatever it released.
+    pub fn link_receive(&mut self, k: &mut Kernel, env: Envelope) -> Vec<Envelope> {
         let from = env.from;
-        if !self.membership.links.on() {
-            return self.error(format!(
+        if !self.links.on() {
+            k.error(&format!(
                 "{from} sent a {} with link numbers, but this interconnect loses nothing",
                 msg_name(&env.msg)
             ));
+            return Vec::new();
         }
         if let Msg::LinkAck { cum, got } = env.msg {
-            self.observe_scn(env.scn);
-            if let Err(e) = self.membership.links.acked(from, cum, got) {
-                self.error(e.0);
+            k.observe_scn(env.scn);
+            if let Err(e) = self.links.acked(from, cum, got) {
+                k.error(&e.0);
             }
-            return;
+            return Vec::new();
         }
         if env.link.seq == 0 {
-            return self.error(format!(
+            k.error(&format!(
                 "{from} sent a {} without a link number",
                 msg_name(&env.msg)
             ));
+            return Vec::new();
         }
-        let arrival = match self.membership.links.receive(env) {
+        let arrival = match self.links.receive(env) {
             Ok(a) => a,
-            Err(e) => return self.error(e.0),
+            Err(e) => {
+                k.error(&e.0);
+                return Vec::new();
+            }
         };
         if let Some((cum, got)) = arrival.ack {
             let ack = Envelope {
-                from: self.id,
+                from: k.id(),
                 to: from,
-                incarnation: self.membership.css.incarnation(),
-                scn: self.k.scn(),
-                sent_at: self.k.now(),
+                incarnation: self.css.incarnation(),
+                scn: k.scn(),
+                sent_at: k.now(),
                 msg: Msg::LinkAck { cum, got },
                 link: LinkStamp::default(),
             };
-            self.k.push_action(Action::Send(ack));
+            k.push_action(Action::Send(ack));
         }
-        for env in arrival.deliver {
-            self.observe_scn(env.scn);
-            self.receive(env);
-        }
+        arrival.deliver
     }
 
     /// The re-send timer of the link to `peer` fired.
-    pub(in crate::instance) fn link_resend(&mut self, peer: InstId, epoch: u64) {
-        if !self.membership.css.is_member(peer) {
-            self.membership.links.forget(peer);
+    pub fn link_resend(&mut self, k: &mut Kernel, peer: InstId, epoch: u64) {
+        if !self.css.is_member(peer) {
+            self.links.forget(peer);
             return;
         }
-        let (again, arm) = self.membership.links.due(self.k.now(), peer, epoch);
+        let (again, arm) = self.links.due(k.now(), peer, epoch);
         for env in again {
-            self.k.push_action(Action::Send(env));
+            k.push_action(Action::Send(env));
         }
         if let Some((at, epoch)) = arm {
-            self.arm(at - self.k.now(), Timer::LinkResend(peer, epoch));
+            k.arm(at - k.now(), Timer::LinkResend(peer, epoch));
         }
     }
 
     /// How this instance's messages reach its peers.
     pub fn delivery(&self) -> Delivery {
-        self.membership.links.delivery()
+        self.links.delivery()
     }
 
     /// The transport's connection to `peer` broke and is back (live): what
     /// it did not acknowledge goes again now, since that is all a broken
     /// connection can have lost. A peer that is no longer a member was
     /// forgotten at its eviction: nothing goes to it.
-    pub fn handle_reconnect(&mut self, now: Nanos, peer: InstId) {
-        if self.membership.standing.halted().is_some() {
+    pub fn reconnected(&mut self, k: &mut Kernel, peer: InstId) {
+        if !self.links.on() || peer == k.id() || !self.css.is_member(peer) {
             return;
         }
-        self.advance(now);
-        if !self.membership.links.on() || peer == self.id || !self.membership.css.is_member(peer) {
-            return;
-        }
-        for env in self.membership.links.resend_all(self.k.now(), peer) {
-            self.k.push_action(Action::Send(env));
+        for env in self.links.resend_all(k.now(), peer) {
+            k.push_action(Action::Send(env));
         }
     }
 
     /// Whether this instance's request `req` for `blk` to its master has not
     /// been acknowledged yet: the sublayer sends the requester's own request
     /// again (a retry), rather than a reply being late.
-    pub(in crate::instance) fn request_unacked(
-        &self,
-        master: InstId,
-        blk: crate::types::BlockAddr,
-        req: u64,
-    ) -> bool {
-        self.membership
-            .links
+    pub fn request_unacked(&self, master: InstId, blk: BlockAddr, req: u64) -> bool {
+        self.links
             .unacked(master)
             .any(|e| matches!(&e.msg, Msg::Request(r) if r.id == req && r.blk == blk))
     }

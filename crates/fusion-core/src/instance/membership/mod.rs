@@ -135,3 +135,6 @@ impl Membership {
         self.standing.take_recoveries()
     }
 }
+
+#[cfg(test)]
+mod tests;

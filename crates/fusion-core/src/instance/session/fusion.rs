@@ -122,7 +122,7 @@ impl Instance {
                 master.number()
             ),
         );
-        let again = if master != self.id && self.request_unacked(master, blk, req) {
+        let again = if master != self.id && self.membership.request_unacked(master, blk, req) {
             retry
         } else {
             placeholder
