@@ -5,11 +5,13 @@
 
 use super::Instance;
 use super::cache::BufId;
+use super::membership::Verdict;
 use super::redo::FlushWaiter;
 use crate::block::Change;
 use crate::config::Nanos;
 use crate::msg::{Msg, RedoRecord};
-use crate::types::{BlockAddr, InstSet, Scn, Xid};
+use crate::types::{BlockAddr, InstId, InstSet, Scn, Xid};
+use crate::voting::Vote;
 
 impl Instance {
     // ----- redo ---------------------------------------------------------------------------
@@ -192,5 +194,74 @@ impl Instance {
         {
             self.dbwr_pass(false);
         }
+    }
+
+    // ----- membership ---------------------------------------------------------------------
+
+    /// A member's network heartbeat.
+    pub(super) fn on_heartbeat(&mut self, from: InstId, incarnation: u32, members: InstSet) {
+        let verdict = self
+            .membership
+            .on_heartbeat(&mut self.k, from, incarnation, members);
+        self.act_on(verdict);
+    }
+
+    /// The voting file as the disk heartbeat read it.
+    pub(super) fn on_votes(&mut self, votes: &[Vote]) {
+        let verdict = self.membership.on_votes(&self.k, votes);
+        self.act_on(verdict);
+    }
+
+    fn act_on(&mut self, verdict: Verdict) {
+        match verdict {
+            Verdict::Wait => {}
+            Verdict::Stop(why) => self.halt(why),
+            Verdict::Evict { dead, survivors } => self.evict(dead, survivors),
+        }
+    }
+
+    /// The store lets the joining instance do I/O again: reconfigure with it.
+    pub(super) fn on_unfenced(&mut self) {
+        if let Some(members) = self.membership.on_unfenced() {
+            self.evict(InstSet::default(), members);
+        }
+    }
+
+    /// The store refused an I/O: this instance was fenced by the others.
+    pub(super) fn on_fenced(&mut self) {
+        if let Some(why) = self.membership.on_fenced() {
+            self.halt(why);
+        }
+    }
+
+    /// This instance stops at once, as an evicted node's reboot stops it.
+    pub(super) fn halt(&mut self, why: String) {
+        if self.membership.halted().is_some() {
+            return;
+        }
+        self.membership.alert_halt(&self.k, &mut self.obs, &why);
+        self.stop(why);
+    }
+
+    /// Others are dead or on the losing side (this instance's own finding,
+    /// or a survivor's report of the new incarnation): evict them and reconfigure.
+    pub(super) fn evict(&mut self, dead: InstSet, survivors: InstSet) {
+        let (old, new) = self.membership.reconfigure(&self.k, survivors);
+        self.new_incarnation(old, new, dead, survivors);
+    }
+
+    /// A member's report brought incarnation `incarnation` of `members`
+    /// here first (or admitted this restarted instance): join it.
+    pub(super) fn join_incarnation(&mut self, incarnation: u32, members: InstSet) {
+        let (old, new, dead) = self.membership.adopt(&self.k, incarnation, members);
+        self.new_incarnation(old, new, dead, members);
+    }
+
+    fn new_incarnation(&mut self, old: u32, new: u32, dead: InstSet, survivors: InstSet) {
+        // The departed masters' resources move to the survivors.
+        self.gc.set_members(survivors);
+        self.alert_reconfiguration(old, new, dead);
+        self.membership.fence(&mut self.k, dead);
+        self.begin_reconfig(dead);
     }
 }

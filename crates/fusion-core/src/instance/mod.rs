@@ -390,6 +390,51 @@ impl Instance {
         self.membership.reconnected(&mut self.k, peer);
     }
 
+    /// The block store failed an I/O of this instance or stopped answering
+    /// it (live: a network cut between them, the store's machine gone):
+    /// as Oracle's LGWR or DBWR on an I/O error, the instance terminates.
+    /// Its redo in the store is what the survivors recover; a driver may
+    /// start it again as its next life.
+    pub fn terminate_on_io_error(&mut self, now: Nanos, error: &str) {
+        if self.membership.halted().is_some() {
+            return;
+        }
+        self.k.catch_up(now);
+        self.obs.alert(
+            self.k.now(),
+            format!("I/O error on the block store: {error}"),
+        );
+        self.obs.alert(
+            self.k.now(),
+            "Instance terminated due to an I/O error on the block store",
+        );
+        self.stop(format!("terminated: I/O error on the block store: {error}"));
+    }
+
+    /// The instance was killed (SIGKILL of every process): it stops at once.
+    pub fn crash(&mut self, now: Nanos) {
+        if self.membership.halted().is_none() {
+            self.k.catch_up(now);
+            self.stop("killed".into());
+        }
+    }
+
+    /// A restarted instance takes over the counters of its earlier life, so
+    /// that a phase's figures (differences of counters) stay whole across
+    /// the restart; Oracle's would start from zero, and AWR would refuse a
+    /// snapshot pair across it.
+    pub fn carry_over(&mut self, earlier: &Instance) {
+        self.k
+            .carry_over(earlier.k.stats().clone(), Some(earlier.k.cpus().busy()));
+    }
+
+    /// [`Instance::carry_over`] from the earlier life's counters as its
+    /// last [`Instance::stats`] showed them (the live runner keeps them
+    /// across the process's death; they include its CPU busy time).
+    pub fn carry_over_stats(&mut self, earlier: crate::stats::Stats) {
+        self.k.carry_over(earlier, None);
+    }
+
     /// Apply an administrative command.
     pub fn apply(&mut self, now: Nanos, cmd: Command) {
         if self.membership.halted().is_some() {
@@ -436,6 +481,14 @@ impl Instance {
     }
 
     // ----- internals --------------------------------------------------------------
+
+    /// Every process stops; what was only in memory (the buffer cache, the
+    /// undo in it) is gone, what was written is in the store.
+    fn stop(&mut self, why: String) {
+        self.membership.halt(why);
+        self.k.stop();
+        self.cache = Cache::new(self.cache.capacity, self.k.layout().total_blocks);
+    }
 
     /// The master of a block now (see gc/masters.rs).
     fn block_master(&self, blk: BlockAddr) -> InstId {
@@ -575,7 +628,7 @@ impl Instance {
                 self.dbwr_tick();
                 self.arm(redo::DBWR_TICK, Timer::DbwrTick);
             }
-            Timer::CssTick => self.css_tick(),
+            Timer::CssTick => self.membership.css_tick(&mut self.k),
             Timer::LinkResend(peer, epoch) => self.membership.link_resend(&mut self.k, peer, epoch),
             Timer::GcLost(blk, req) => self.gc_lost(blk, req),
             Timer::HogWake(h, epoch) => self.maint.hog_wake(&mut self.k, h, epoch),

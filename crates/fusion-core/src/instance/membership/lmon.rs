@@ -1,8 +1,13 @@
-//! Routing the membership service's decisions (css.rs): heartbeats out,
-//! the voting-file I/O, an eviction of others (a reconfiguration) or of
-//! this instance (it stops); and [`Standing`], what that work has in flight.
+//! The membership service's work on the kernel (css.rs decides):
+//! heartbeats out, the voting-file I/O, admissions and fences; its verdicts
+//! (an eviction of others, a reconfiguration, or of this instance, which
+//! stops) are answered for the instance to act on. And [`Standing`], what
+//! that work has in flight.
 
-use super::super::{Instance, IoPurpose, Timer};
+use super::super::kernel::Kernel;
+use super::super::observe::Observer;
+use super::super::{IoPurpose, Timer};
+use super::Membership;
 use super::css::{HEARTBEAT_NS, Verdict};
 use crate::msg::{Io, Msg};
 use crate::recovery::RecoveryReport;
@@ -128,16 +133,14 @@ impl Standing {
     }
 }
 
-impl Instance {
+impl Membership {
     /// Once a second: a network heartbeat to every member and a disk
     /// heartbeat to the voting file (one at a time: a slow store delays it).
-    pub(in crate::instance) fn css_tick(&mut self) {
-        let (incarnation, members) = (
-            self.membership.css.incarnation(),
-            self.membership.css.members(),
-        );
-        for peer in self.membership.css.beat_to().iter() {
-            self.send(
+    pub fn css_tick(&mut self, k: &mut Kernel) {
+        let (incarnation, members) = (self.css.incarnation(), self.css.members());
+        for peer in self.css.beat_to().iter() {
+            self.net().send(
+                k,
                 peer,
                 Msg::Heartbeat {
                     incarnation,
@@ -145,183 +148,110 @@ impl Instance {
                 },
             );
         }
-        if self.membership.standing.start_vote() {
-            let vote = self.membership.css.next_vote(self.k.now());
-            self.start_io(Io::Vote { vote }, IoPurpose::Vote);
+        if self.standing.start_vote() {
+            let vote = self.css.next_vote(k.now());
+            k.start_io(Io::Vote { vote }, IoPurpose::Vote);
         }
-        self.arm(HEARTBEAT_NS, Timer::CssTick);
+        k.arm(HEARTBEAT_NS, Timer::CssTick);
     }
 
-    /// A member's network heartbeat.
-    pub(in crate::instance) fn on_heartbeat(
+    /// A member's network heartbeat: what membership decides of it.
+    pub fn on_heartbeat(
         &mut self,
+        k: &mut Kernel,
         from: InstId,
         incarnation: u32,
         members: InstSet,
-    ) {
-        if incarnation == 0 && !self.membership.css.is_joining() {
-            self.join_request(from);
+    ) -> Verdict {
+        if incarnation == 0 && !self.css.is_joining() {
+            self.join_request(k, from);
         }
-        let verdict = self
-            .membership
-            .css
-            .heard(from, self.k.now(), incarnation, members);
-        self.act_on(verdict);
+        self.css.heard(from, k.now(), incarnation, members)
     }
 
     /// A restarted instance beats, asking to join. The lowest-numbered
     /// member admits it once its old life is evicted and recovered and no
     /// reconfiguration is under way: it lifts the instance's fence, then
-    /// reconfigures with it (`on_unfenced`).
-    fn join_request(&mut self, from: InstId) {
-        let lowest = self.membership.css.members().first() == Some(self.id);
+    /// reconfigures with it ([`Membership::on_unfenced`]).
+    fn join_request(&mut self, k: &mut Kernel, from: InstId) {
+        let lowest = self.css.members().first() == Some(k.id());
         if !lowest
-            || self.membership.css.is_member(from)
-            || self.grd_frozen()
-            || self.smon_running()
-            || !self.membership.standing.may_admit(from)
+            || self.css.is_member(from)
+            || self.reconfig.frozen()
+            || self.smon.running()
+            || !self.standing.may_admit(from)
         {
             return;
         }
-        self.membership.standing.admit(from);
-        self.start_io(Io::Unfence { inst: from }, IoPurpose::Unfence);
+        self.standing.admit(from);
+        k.start_io(Io::Unfence { inst: from }, IoPurpose::Unfence);
     }
 
-    /// The store lets the joining instance do I/O again: reconfigure with it.
-    pub(in crate::instance) fn on_unfenced(&mut self) {
-        let Some(joiner) = self.membership.standing.admitted() else {
-            return;
-        };
-        let mut members = self.membership.css.members();
+    /// The store lets the joining instance do I/O again: the members to
+    /// reconfigure to (with it).
+    pub fn on_unfenced(&mut self) -> Option<InstSet> {
+        let joiner = self.standing.admitted()?;
+        let mut members = self.css.members();
         members.insert(joiner);
-        self.evict(InstSet::default(), members);
+        Some(members)
     }
 
-    /// The voting file as the disk heartbeat read it.
-    pub(in crate::instance) fn on_votes(&mut self, votes: &[Vote]) {
-        self.membership.standing.vote_done();
-        let verdict = self.membership.css.votes(self.k.now(), votes);
-        self.act_on(verdict);
-    }
-
-    fn act_on(&mut self, verdict: Verdict) {
-        match verdict {
-            Verdict::Wait => {}
-            Verdict::Stop(why) => self.halt(why),
-            Verdict::Evict { dead, survivors } => self.evict(dead, survivors),
-        }
+    /// The voting file as the disk heartbeat read it: what membership decides.
+    pub fn on_votes(&mut self, k: &Kernel, votes: &[Vote]) -> Verdict {
+        self.standing.vote_done();
+        self.css.votes(k.now(), votes)
     }
 
     /// The store refused an I/O: this instance was fenced by the others.
-    pub(in crate::instance) fn on_fenced(&mut self) {
-        if self.membership.css.is_joining() {
-            // Still fenced from its old life until a member admits it.
-            self.membership.standing.vote_done();
-            return;
+    /// Why it stops (`None`: a restarted instance still fenced from its
+    /// old life until a member admits it goes on).
+    pub fn on_fenced(&mut self) -> Option<String> {
+        if self.css.is_joining() {
+            self.standing.vote_done();
+            return None;
         }
-        self.halt("evicted: the store refused this instance's I/O (fenced by the cluster)".into());
+        Some("evicted: the store refused this instance's I/O (fenced by the cluster)".into())
     }
 
-    /// This instance stops at once, as an evicted node's reboot stops it.
-    pub(in crate::instance) fn halt(&mut self, why: String) {
-        if self.membership.standing.halted().is_some() {
-            return;
-        }
-        let inc = self.membership.css.incarnation();
-        self.obs.alert(
-            self.k.now(),
+    /// This instance stops, evicted by LMON for `why`: the alert log says so.
+    pub fn alert_halt(&self, k: &Kernel, obs: &mut Observer, why: &str) {
+        let inc = self.css.incarnation();
+        obs.alert(
+            k.now(),
             format!("ORA-29740: {why}, group incarnation {inc}"),
         );
-        self.obs.alert(self.k.now(), "Instance terminated by LMON");
-        self.stop(why);
+        obs.alert(k.now(), "Instance terminated by LMON");
     }
 
-    /// The block store failed an I/O of this instance or stopped answering
-    /// it (live: a network cut between them, the store's machine gone):
-    /// as Oracle's LGWR or DBWR on an I/O error, the instance terminates.
-    /// Its redo in the store is what the survivors recover; a driver may
-    /// start it again as its next life.
-    pub fn terminate_on_io_error(&mut self, now: crate::config::Nanos, error: &str) {
-        if self.membership.standing.halted().is_some() {
-            return;
-        }
-        self.k.catch_up(now);
-        self.obs.alert(
-            self.k.now(),
-            format!("I/O error on the block store: {error}"),
-        );
-        self.obs.alert(
-            self.k.now(),
-            "Instance terminated due to an I/O error on the block store",
-        );
-        self.stop(format!("terminated: I/O error on the block store: {error}"));
+    /// This instance stopped for `why` (the first reason stays).
+    pub fn halt(&mut self, why: String) {
+        self.standing.halt(why);
     }
 
-    /// The instance was killed (SIGKILL of every process): it stops at once.
-    pub fn crash(&mut self, now: crate::config::Nanos) {
-        if self.membership.standing.halted().is_none() {
-            self.k.catch_up(now);
-            self.stop("killed".into());
-        }
-    }
-
-    /// A restarted instance takes over the counters of its earlier life, so
-    /// that a phase's figures (differences of counters) stay whole across
-    /// the restart; Oracle's would start from zero, and AWR would refuse a
-    /// snapshot pair across it.
-    pub fn carry_over(&mut self, earlier: &Instance) {
-        self.k
-            .carry_over(earlier.k.stats().clone(), Some(earlier.k.cpus().busy()));
-    }
-
-    /// [`Instance::carry_over`] from the earlier life's counters as its
-    /// last [`Instance::stats`] showed them (the live runner keeps them
-    /// across the process's death; they include its CPU busy time).
-    pub fn carry_over_stats(&mut self, earlier: crate::stats::Stats) {
-        self.k.carry_over(earlier, None);
-    }
-
-    /// Every process stops; what was only in memory (the buffer cache, the
-    /// undo in it) is gone, what was written is in the store.
-    fn stop(&mut self, why: String) {
-        self.membership.standing.halt(why);
-        self.k.stop();
-        self.cache =
-            super::super::cache::Cache::new(self.cache.capacity, self.k.layout().total_blocks);
-    }
-
-    /// Others are dead or on the losing side (this instance's own finding,
-    /// or a survivor's report of the new incarnation): evict them and reconfigure.
-    pub(in crate::instance) fn evict(&mut self, dead: InstSet, survivors: InstSet) {
-        let now = self.k.now();
-        let (old, new) = self.membership.css.reconfigure(survivors, now);
-        self.new_incarnation(old, new, dead, survivors);
+    /// Others are dead or on the losing side: the incarnation of
+    /// `survivors` begins. (old, new) incarnation numbers.
+    pub fn reconfigure(&mut self, k: &Kernel, survivors: InstSet) -> (u32, u32) {
+        self.css.reconfigure(survivors, k.now())
     }
 
     /// A member's report brought incarnation `incarnation` of `members`
-    /// here first (or admitted this restarted instance): join it.
-    pub(in crate::instance) fn join_incarnation(&mut self, incarnation: u32, members: InstSet) {
-        let dead = InstSet(self.membership.css.members().0 & !members.0);
-        let (old, new) = self
-            .membership
-            .css
-            .adopt(incarnation, members, self.k.now());
-        self.new_incarnation(old, new, dead, members);
+    /// here first (or admitted this restarted instance): (old, new)
+    /// incarnation numbers and the instances that left.
+    pub fn adopt(&mut self, k: &Kernel, incarnation: u32, members: InstSet) -> (u32, u32, InstSet) {
+        let dead = InstSet(self.css.members().0 & !members.0);
+        let (old, new) = self.css.adopt(incarnation, members, k.now());
+        (old, new, dead)
     }
 
-    fn new_incarnation(&mut self, old: u32, new: u32, dead: InstSet, survivors: InstSet) {
-        // The departed masters' resources move to the survivors.
-        self.gc.set_members(survivors);
-        self.alert_reconfiguration(old, new, dead);
-        // Fence the dead at the store before anyone reads their redo: an
-        // evicted instance that is only frozen must not write behind the
-        // recovery's back when it wakes.
+    /// Fence the dead at the store before anyone reads their redo: an
+    /// evicted instance that is only frozen must not write behind the
+    /// recovery's back when it wakes. Nothing is sent to them again,
+    /// acknowledged or not.
+    pub fn fence(&mut self, k: &mut Kernel, dead: InstSet) {
         for d in dead.iter() {
-            self.membership.standing.fence_started();
-            self.start_io(Io::Fence { inst: d }, IoPurpose::Fence);
-            // Nothing is sent to it again, acknowledged or not.
-            self.membership.links.forget(d);
+            self.standing.fence_started();
+            k.start_io(Io::Fence { inst: d }, IoPurpose::Fence);
+            self.links.forget(d);
         }
-        self.begin_reconfig(dead);
     }
 }

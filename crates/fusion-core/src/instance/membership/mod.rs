@@ -15,7 +15,7 @@ mod lmon;
 mod reconfig;
 mod smon;
 
-pub(super) use css::HEARTBEAT_NS;
+pub(super) use css::{HEARTBEAT_NS, Verdict};
 pub(super) use delivery::Net;
 pub use link::Delivery;
 pub(super) use link::RETRANSMIT_NS;

@@ -38,6 +38,13 @@ pub(super) struct Smon {
     run_no: u32,
 }
 
+impl Smon {
+    /// A recovery runs here.
+    pub(super) fn running(&self) -> bool {
+        self.run.is_some()
+    }
+}
+
 #[derive(Debug)]
 struct Run {
     dead: InstSet,
@@ -127,10 +134,6 @@ impl Instance {
     }
 
     /// An instance recovery is under way here.
-    pub(in crate::instance) fn smon_running(&self) -> bool {
-        self.membership.smon.run.is_some()
-    }
-
     /// A dead thread was read.
     pub(in crate::instance) fn on_redo_read(&mut self, records: Vec<RedoRecord>) {
         let Some(run) = self.membership.smon.run.as_mut() else {

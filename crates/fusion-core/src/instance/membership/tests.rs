@@ -100,3 +100,85 @@ fn direct_delivery_sends_unnumbered_and_keeps_nothing() {
     a.reconnected(&mut ka, B);
     assert!(sent(&mut ka).is_empty());
 }
+
+/// The I/Os emitted so far (taken), sends left out.
+fn ios(k: &mut Kernel) -> Vec<crate::msg::Io> {
+    k.take_actions()
+        .into_iter()
+        .filter_map(|a| match a {
+            Action::Io { io, .. } => Some(io),
+            Action::Send(_) => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_tick_beats_to_the_members_and_keeps_one_disk_heartbeat_in_flight() {
+    use super::super::events::Timer;
+    use crate::msg::Io;
+    let (mut k, mut m) = instance(A, Delivery::Direct);
+    m.css_tick(&mut k);
+    let actions = k.take_actions();
+    let [
+        Action::Send(beat),
+        Action::Io {
+            io: Io::Vote { .. },
+            ..
+        },
+    ] = &actions[..]
+    else {
+        panic!("{actions:?}");
+    };
+    assert_eq!(beat.to, B);
+    assert!(
+        matches!(beat.msg, Msg::Heartbeat { incarnation: 1, .. }),
+        "{beat:?}"
+    );
+    assert_eq!(
+        k.timers_armed(),
+        vec![(super::HEARTBEAT_NS, Timer::CssTick)]
+    );
+    // The store is slow: the next tick beats, but sends no second vote.
+    m.css_tick(&mut k);
+    assert!(ios(&mut k).is_empty());
+    // Its answer frees the next one.
+    assert_eq!(m.on_votes(&k, &[]), super::Verdict::Wait);
+    m.css_tick(&mut k);
+    assert!(matches!(ios(&mut k)[..], [Io::Vote { .. }]));
+}
+
+#[test]
+fn the_lowest_member_admits_a_restarted_instance_by_lifting_its_fence_then_reconfigures_with_it() {
+    use crate::msg::Io;
+    use crate::types::InstSet;
+    let (mut k, mut m) = instance(A, Delivery::Direct);
+    let mut alone = InstSet::default();
+    alone.insert(A);
+    assert_eq!(m.reconfigure(&k, alone), (1, 2), "B evicted");
+    m.fence(&mut k, InstSet(1 << B.0));
+    assert!(matches!(ios(&mut k)[..], [Io::Fence { inst: B }]));
+    // B's next life beats with incarnation 0: it asks to join.
+    m.on_heartbeat(&mut k, B, 0, InstSet::default());
+    assert!(matches!(ios(&mut k)[..], [Io::Unfence { inst: B }]));
+    // Once, while that admission runs.
+    m.on_heartbeat(&mut k, B, 0, InstSet::default());
+    assert!(ios(&mut k).is_empty());
+    let mut both = alone;
+    both.insert(B);
+    assert_eq!(m.on_unfenced(), Some(both));
+    assert_eq!(m.on_unfenced(), None, "admitted once");
+}
+
+#[test]
+fn a_fenced_member_stops_but_a_restarted_instance_not_yet_admitted_goes_on() {
+    let (_, mut member) = instance(A, Delivery::Direct);
+    assert!(
+        member
+            .on_fenced()
+            .is_some_and(|why| why.starts_with("evicted: the store refused"))
+    );
+    let k = Kernel::for_instance(B, &Catalog::default());
+    let mut joining = Membership::new(B, 2, k.params(), 1, Delivery::Direct);
+    assert_eq!(joining.on_fenced(), None);
+    assert!(joining.sessions_wait());
+}
