@@ -5,11 +5,14 @@
 
 use super::Instance;
 use super::cache::BufId;
+use super::gc::{Drained, GesEffect, GesStep, Route, UnexpectedAck};
 use super::membership::Verdict;
 use super::redo::FlushWaiter;
+use super::session::SessionState;
 use crate::block::Change;
 use crate::config::Nanos;
-use crate::msg::{Msg, RedoRecord};
+use crate::msg::{GrantKind, LockMode, Lvb, Mode, Msg, RedoRecord, Request, ResName};
+use crate::stats::{Stat, Wait};
 use crate::types::{BlockAddr, InstId, InstSet, Scn, Xid};
 use crate::voting::Vote;
 
@@ -263,5 +266,236 @@ impl Instance {
         self.alert_reconfiguration(old, new, dead);
         self.membership.fence(&mut self.k, dead);
         self.begin_reconfig(dead);
+    }
+
+    // ----- the directory (this instance as master) ---------------------------------------
+
+    /// A block request reached its master (this instance), which is not frozen.
+    pub(super) fn dir_request_now(&mut self, req: Request) {
+        if let Some(route) = self.gc.dir_request(req) {
+            self.follow(route);
+        }
+    }
+
+    /// Carry out what the directory decided.
+    fn follow(&mut self, route: Route) {
+        match route {
+            Route::Forward {
+                holder,
+                req,
+                shared,
+            } => {
+                if holder == self.id {
+                    self.lms_serve_here(req, shared);
+                } else {
+                    let master = self.id;
+                    self.send(
+                        holder,
+                        Msg::Forward {
+                            req,
+                            master,
+                            shared,
+                        },
+                    );
+                }
+            }
+            Route::Grant { req, grant } => self.grant(req, grant),
+            Route::Invalidate {
+                holders,
+                blk,
+                req_id,
+            } => {
+                for h in holders.iter() {
+                    if h == self.id {
+                        self.invalidate_local(h, blk, req_id);
+                    } else {
+                        self.send(h, Msg::Invalidate { blk, req: req_id });
+                    }
+                }
+            }
+        }
+    }
+
+    fn grant(&mut self, req: Request, grant: GrantKind) {
+        if req.requester == self.id {
+            self.k.incr(Stat::GcLocalGrants);
+            self.on_local_grant(req, grant);
+        } else {
+            self.k.incr(Stat::GcRemoteGrants);
+            self.send(req.requester, Msg::Grant { req, grant });
+        }
+    }
+
+    pub(super) fn dir_invalidate_ack(&mut self, from: InstId, blk: BlockAddr) {
+        match self.gc.dir_invalidate_ack(from, blk) {
+            Ok(Some(route)) => self.follow(route),
+            Ok(None) => {}
+            Err(UnexpectedAck { from, blk }) => self.error(format!(
+                "{from} acknowledged an invalidation of {blk} not asked of it"
+            )),
+        }
+    }
+
+    /// The requester installed what it was sent or granted: requests queued
+    /// behind the transfer go on, one by one.
+    pub(super) fn dir_installed(
+        &mut self,
+        from: InstId,
+        blk: BlockAddr,
+        req: u64,
+        mode: Mode,
+        prev: Option<InstId>,
+        pi_kept: bool,
+    ) {
+        self.gc.dir_installed(from, blk, req, mode, prev, pi_kept);
+        while let Drained::Route(route) = self.gc.dir_next_queued(blk) {
+            self.follow(route);
+        }
+    }
+
+    /// The holder a request was forwarded to no longer has the block.
+    pub(super) fn dir_not_held(&mut self, from: InstId, req: Request) {
+        if let Some(route) = self.gc.dir_not_held(from, req) {
+            self.follow(route);
+        }
+    }
+
+    /// The X holder down-converted to S for fairness: route the request again.
+    pub(super) fn dir_down_converted(&mut self, from: InstId, req: Request) {
+        if let Some(route) = self.gc.dir_down_converted(from, req) {
+            self.follow(route);
+        }
+    }
+
+    /// A holder aged its copy out.
+    pub(super) fn dir_relinquish(&mut self, from: InstId, blk: BlockAddr, mode: Mode) {
+        self.gc.dir_relinquish(from, blk, mode);
+        // A promotion the holder could not make leaves the block free again.
+        self.dir_drain(blk);
+    }
+
+    /// Route the requests queued on `blk`, one by one, while nothing is in flight.
+    pub(super) fn dir_drain(&mut self, blk: BlockAddr) {
+        while let Drained::Route(route) = self.gc.dir_next_queued(blk) {
+            self.follow(route);
+        }
+    }
+
+    /// The current holder wrote the block: past images up to `scn` are obsolete.
+    pub(super) fn dir_written(&mut self, from: InstId, blk: BlockAddr, scn: Scn) {
+        for h in self.gc.dir_written(blk).iter() {
+            if h == self.id {
+                self.discard_pi(blk, scn);
+            } else if h != from {
+                // The writer drops its own past images when its write completes.
+                self.send(h, Msg::DiscardPi { blk, scn });
+            }
+        }
+    }
+
+    /// The master (here) of `blk` was asked for a write by a past image's
+    /// holder, `from`: the current holder writes, and the write's discard
+    /// reaches `from`.
+    pub(super) fn dir_write_request(&mut self, from: InstId, blk: BlockAddr) {
+        self.gc.note_pi(blk, from);
+        match self.gc.writer(blk) {
+            Some(h) if h == self.id => self.redo.write_current_asked(&self.cache, blk),
+            Some(h) => self.send(h, Msg::WriteCurrent { blk }),
+            // Nobody holds it current (or the directory is being rebuilt):
+            // the holder asks again later.
+            None => {}
+        }
+    }
+
+    // ----- GES ----------------------------------------------------------------------------
+
+    /// One step of the global enqueue service, and what it answered, applied.
+    fn ges_step(&mut self, step: impl FnOnce(&mut GesStep)) {
+        let frozen = self.membership.reconfiguring();
+        let mut ges = GesStep::new(&mut self.gc, &mut self.k, self.membership.net(), frozen);
+        step(&mut ges);
+        let effects = ges.effects();
+        self.apply_ges(effects);
+    }
+
+    fn apply_ges(&mut self, effects: Vec<GesEffect>) {
+        for e in effects {
+            match e {
+                GesEffect::Resume(sid) => {
+                    if self
+                        .fg
+                        .sessions()
+                        .get(sid as usize)
+                        .is_some_and(|s| s.state() == SessionState::WaitEnq)
+                    {
+                        self.end_session_wait(sid);
+                    }
+                }
+                GesEffect::Hold { res, mode, token } => {
+                    self.membership.hold_convert(res, mode, token)
+                }
+            }
+        }
+    }
+
+    /// Session `sid` wants `res` in `mode`. True when it holds it now; false
+    /// when it waits (timed as `event`) and will be made ready once it does.
+    pub(super) fn enq_get(&mut self, sid: u32, res: ResName, mode: LockMode, event: Wait) -> bool {
+        let frozen = self.membership.reconfiguring();
+        let mut ges = GesStep::new(&mut self.gc, &mut self.k, self.membership.net(), frozen);
+        let held = ges.get(sid, res, mode);
+        let effects = ges.effects();
+        if !held {
+            self.begin_session_wait(sid, event, SessionState::WaitEnq);
+        }
+        self.apply_ges(effects);
+        held
+    }
+
+    /// Whether session `sid` is the local user of `res` now.
+    pub(super) fn enq_holds(&self, sid: u32, res: ResName) -> bool {
+        self.gc.enq_holds(sid, res)
+    }
+
+    /// The user of `res` is done with it; `lvb` replaces the value block.
+    pub(super) fn enq_release(&mut self, res: ResName, lvb: Option<Lvb>) {
+        self.ges_step(|g| g.release(res, lvb));
+    }
+
+    /// The master granted this instance's conversion.
+    pub(super) fn on_enq_grant(&mut self, res: ResName, mode: LockMode, token: u64, lvb: Lvb) {
+        self.ges_step(|g| g.granted(res, mode, token, lvb));
+    }
+
+    /// The master wants this instance's lock on `res` for someone else.
+    pub(super) fn on_enq_bast(&mut self, res: ResName) {
+        self.ges_step(|g| g.bast(res));
+    }
+
+    /// A conversion request reached the master (this instance).
+    pub(super) fn ges_master_convert(
+        &mut self,
+        from: InstId,
+        res: ResName,
+        mode: LockMode,
+        token: u64,
+    ) {
+        self.ges_step(|g| g.master_convert(from, res, mode, token));
+    }
+
+    /// A holder down-converted.
+    pub(super) fn ges_master_down(
+        &mut self,
+        from: InstId,
+        res: ResName,
+        mode: LockMode,
+        lvb: Option<Lvb>,
+    ) {
+        self.ges_step(|g| g.master_down(from, res, mode, lvb));
+    }
+
+    /// An enqueue conversion for the master here: held while frozen.
+    pub(super) fn ges_convert_here(&mut self, res: ResName, mode: LockMode, token: u64) {
+        self.ges_step(|g| g.convert_here(res, mode, token));
     }
 }

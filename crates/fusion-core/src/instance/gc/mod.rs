@@ -10,12 +10,14 @@
 
 mod gcs;
 mod ges;
+mod ges_route;
 mod lms;
 mod masters;
 mod route;
 mod serve;
 
-pub(super) use gcs::{PROMOTE_REQ, Source};
+pub(super) use gcs::{Drained, PROMOTE_REQ, Route, Source, UnexpectedAck};
+pub(super) use ges_route::{GesEffect, GesStep};
 pub(super) use lms::CONGESTED_AFTER;
 
 use crate::cpu::ProcId;

@@ -24,6 +24,7 @@
 use super::super::cache::BufState;
 use super::super::gc::PROMOTE_REQ;
 use super::super::{Instance, IoPurpose};
+use super::Membership;
 use super::css::names;
 use crate::config::Nanos;
 use crate::msg::{Envelope, Held, LockMode, Mode, Msg, Rebuild, Request, ResName};
@@ -62,6 +63,13 @@ pub(super) struct Reconfig {
     dead_lookups: Vec<u64>,
     /// Messages dropped past [`HELD_MESSAGES_MAX`].
     dropped: u64,
+}
+
+impl Membership {
+    /// An enqueue conversion for the master here, held while frozen.
+    pub fn hold_convert(&mut self, res: ResName, mode: LockMode, token: u64) {
+        self.reconfig.hold(HeldWork::Convert(res, mode, token));
+    }
 }
 
 impl Reconfig {
@@ -140,29 +148,6 @@ impl Instance {
             return;
         }
         self.dir_request_now(req);
-    }
-
-    /// An enqueue conversion for the master here: held while frozen.
-    pub(in crate::instance) fn ges_convert_here(
-        &mut self,
-        res: ResName,
-        mode: LockMode,
-        token: u64,
-    ) {
-        if self.membership.reconfig.frozen() {
-            self.membership
-                .reconfig
-                .hold(HeldWork::Convert(res, mode, token));
-            return;
-        }
-        let me = self.id;
-        self.ges_master_convert(me, res, mode, token);
-    }
-
-    /// The directory is frozen: sessions may not take the local master's
-    /// free-lock shortcut.
-    pub(in crate::instance) fn grd_frozen(&self) -> bool {
-        self.membership.reconfig.frozen()
     }
 
     /// The new incarnation begins here: drop the old one's global state,
