@@ -5,13 +5,17 @@
 
 use super::Instance;
 use super::cache::BufId;
-use super::gc::{Drained, GesEffect, GesStep, Route, UnexpectedAck};
+use super::cache::BufState;
+use super::events::IoPurpose;
+use super::gc::{Drained, GesEffect, GesStep, PROMOTE_REQ, Route, Source, UnexpectedAck};
 use super::membership::Verdict;
 use super::redo::FlushWaiter;
 use super::session::SessionState;
 use crate::block::Change;
 use crate::config::Nanos;
-use crate::msg::{GrantKind, LockMode, Lvb, Mode, Msg, RedoRecord, Request, ResName};
+use crate::msg::{
+    GrantKind, Io, LockMode, Lvb, Mode, Msg, RecoverSource, RedoRecord, Request, ResName,
+};
 use crate::stats::{Stat, Wait};
 use crate::types::{BlockAddr, InstId, InstSet, Scn, Xid};
 use crate::voting::Vote;
@@ -263,7 +267,8 @@ impl Instance {
     fn new_incarnation(&mut self, old: u32, new: u32, dead: InstSet, survivors: InstSet) {
         // The departed masters' resources move to the survivors.
         self.gc.set_members(survivors);
-        self.alert_reconfiguration(old, new, dead);
+        self.membership
+            .alert_reconfiguration(&self.k, &mut self.obs, old, new, dead);
         self.membership.fence(&mut self.k, dead);
         self.begin_reconfig(dead);
     }
@@ -404,6 +409,72 @@ impl Instance {
             // Nobody holds it current (or the directory is being rebuilt):
             // the holder asks again later.
             None => {}
+        }
+    }
+
+    // ----- the directory's side of a reconfiguration and of recovery --------------------
+
+    /// The master made this instance's newest past image of `blk` the
+    /// current block (X): it was shipped to an instance that died, or the
+    /// transfer was lost with the old incarnation.
+    pub(super) fn on_promote(&mut self, blk: BlockAddr) {
+        // The disk may hold a newer image than the past image: a write whose
+        // `Written` was lost with the old incarnation did not discard it.
+        self.start_io(Io::ReadBlock { blk }, IoPurpose::PromoteCheck { blk });
+    }
+
+    /// The disk's image of `blk` is as of `disk_scn`: promote the newest
+    /// past image if it is newer, else drop the past images the disk covers
+    /// and leave the block to the disk.
+    pub(super) fn on_promote_checked(&mut self, blk: BlockAddr, disk_scn: crate::types::Scn) {
+        let newest = self
+            .cache
+            .buffers_of(blk)
+            .filter(|&id| self.cache.get(id).state() == BufState::Pi)
+            .max_by_key(|&id| self.cache.get(id).image.scn);
+        let master = self.block_master(blk);
+        let me = self.id;
+        match newest {
+            Some(id)
+                if self.cache.current(blk).is_none() && self.cache.get(id).image.scn > disk_scn =>
+            {
+                self.cache.set_state(id, BufState::Xcur);
+                self.k.incr(crate::stats::Stat::GcsPastImagesPromoted);
+                if master == me {
+                    self.dir_installed(me, blk, PROMOTE_REQ, Mode::X, None, false);
+                } else {
+                    self.send(
+                        master,
+                        Msg::Installed {
+                            blk,
+                            req: PROMOTE_REQ,
+                            mode: Mode::X,
+                            prev_holder: None,
+                            pi_kept: false,
+                        },
+                    );
+                }
+                self.wake_block(blk);
+            }
+            _ => {
+                // Gone meanwhile, or older than the disk: the disk has it.
+                self.discard_pi(blk, disk_scn);
+                if master == me {
+                    self.dir_relinquish(me, blk, Mode::X);
+                } else {
+                    self.send(master, Msg::Relinquish { blk, mode: Mode::X });
+                }
+            }
+        }
+    }
+
+    /// The recovering instance asks where the newest image of a claimed block is.
+    pub(super) fn dir_recover(&mut self, recoverer: InstId, blk: BlockAddr) {
+        match self.gc.recover_source(blk) {
+            Source::Current => self.recover_reply(recoverer, blk, RecoverSource::Current),
+            Source::Disk => self.recover_reply(recoverer, blk, RecoverSource::Disk),
+            Source::Pi(holder) if holder == self.id => self.send_pi(blk, recoverer),
+            Source::Pi(holder) => self.send(holder, Msg::SendPi { blk, to: recoverer }),
         }
     }
 

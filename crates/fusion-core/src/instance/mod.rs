@@ -33,7 +33,8 @@ use cache::Cache;
 pub use cache::{BufState, Buffer};
 pub use membership::Delivery;
 pub use observe::{
-    ALERT_LINES_MAX, AlertLine, Hop, Horizon, TRACE_PENDING_MAX, TraceRecord, TransferId,
+    ALERT_LINES_MAX, AlertLine, Hop, Horizon, Observation, TRACE_PENDING_MAX, TraceRecord,
+    TransferId,
 };
 use session::TxWaiter;
 
@@ -105,35 +106,6 @@ pub enum Command {
     Backup {
         channels: u32,
         section_size_mb: Option<u32>,
-    },
-}
-
-/// What the checkers see: reads with their snapshot, and changes and commits.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Observation {
-    Read {
-        xid: Xid,
-        snapshot: Scn,
-        table: usize,
-        key: u64,
-        val: Option<i64>,
-    },
-    Write {
-        xid: Xid,
-        table: usize,
-        key: u64,
-        val: i64,
-    },
-    Commit {
-        xid: Xid,
-        scn: Scn,
-    },
-    /// The commit of `xid` was acknowledged to its session: its `log file
-    /// sync` ended (the commit record is on disk). Recorded after its
-    /// `Commit`; a commit not acknowledged when its instance died is in
-    /// doubt (it is committed if its record reached the disk).
-    Acknowledged {
-        xid: Xid,
     },
 }
 

@@ -5,7 +5,7 @@
 //! connection is back. Nothing is re-sent to an instance that is no longer
 //! a member: its link is forgotten.
 
-use super::super::Timer;
+use super::super::events::Timer;
 use super::super::kernel::Kernel;
 use super::Membership;
 use super::css::Css;

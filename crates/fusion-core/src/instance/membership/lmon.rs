@@ -4,9 +4,9 @@
 //! stops) are answered for the instance to act on. And [`Standing`], what
 //! that work has in flight.
 
+use super::super::events::{IoPurpose, Timer};
 use super::super::kernel::Kernel;
 use super::super::observe::Observer;
-use super::super::{IoPurpose, Timer};
 use super::Membership;
 use super::css::{HEARTBEAT_NS, Verdict};
 use crate::msg::{Io, Msg};

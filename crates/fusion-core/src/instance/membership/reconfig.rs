@@ -21,9 +21,11 @@
 //!
 //! `Reconfig` owns the freeze and the held messages; the instance routes.
 
+use super::super::Instance;
 use super::super::cache::BufState;
-use super::super::gc::PROMOTE_REQ;
-use super::super::{Instance, IoPurpose};
+use super::super::events::IoPurpose;
+use super::super::kernel::Kernel;
+use super::super::observe::Observer;
 use super::Membership;
 use super::css::names;
 use crate::config::Nanos;
@@ -66,6 +68,41 @@ pub(super) struct Reconfig {
 }
 
 impl Membership {
+    /// The alert log's lines at the start of a reconfiguration.
+    pub fn alert_reconfiguration(
+        &self,
+        k: &Kernel,
+        obs: &mut Observer,
+        old: u32,
+        new: u32,
+        dead: InstSet,
+    ) {
+        let now = k.now();
+        let members = self.css.members();
+        obs.alert(
+            now,
+            format!("Reconfiguration started (old inc {old}, new inc {new})"),
+        );
+        obs.alert(
+            now,
+            format!(
+                "List of instances: {} (myinst: {})",
+                names(members),
+                k.id().number()
+            ),
+        );
+        if !dead.is_empty() {
+            obs.alert(
+                now,
+                format!("Evicting instance {} from cluster", names(dead)),
+            );
+        }
+        obs.alert(now, "Global Resource Directory frozen");
+        if !dead.is_empty() {
+            obs.alert(now, "* dead instance detected - domain 0 invalid = TRUE");
+        }
+    }
+
     /// An enqueue conversion for the master here, held while frozen.
     pub fn hold_convert(&mut self, res: ResName, mode: LockMode, token: u64) {
         self.reconfig.hold(HeldWork::Convert(res, mode, token));
@@ -467,95 +504,5 @@ impl Instance {
             self.on_tx_status(l.xid, token, report);
         }
         self.membership.reconfig.dead_lookups = unknown;
-    }
-
-    /// The master made this instance's newest past image of `blk` the
-    /// current block (X): it was shipped to an instance that died, or the
-    /// transfer was lost with the old incarnation.
-    pub(in crate::instance) fn on_promote(&mut self, blk: BlockAddr) {
-        // The disk may hold a newer image than the past image: a write whose
-        // `Written` was lost with the old incarnation did not discard it.
-        self.start_io(
-            crate::msg::Io::ReadBlock { blk },
-            IoPurpose::PromoteCheck { blk },
-        );
-    }
-
-    /// The disk's image of `blk` is as of `disk_scn`: promote the newest
-    /// past image if it is newer, else drop the past images the disk covers
-    /// and leave the block to the disk.
-    pub(in crate::instance) fn on_promote_checked(
-        &mut self,
-        blk: BlockAddr,
-        disk_scn: crate::types::Scn,
-    ) {
-        let newest = self
-            .cache
-            .buffers_of(blk)
-            .filter(|&id| self.cache.get(id).state() == BufState::Pi)
-            .max_by_key(|&id| self.cache.get(id).image.scn);
-        let master = self.block_master(blk);
-        let me = self.id;
-        match newest {
-            Some(id)
-                if self.cache.current(blk).is_none() && self.cache.get(id).image.scn > disk_scn =>
-            {
-                self.cache.set_state(id, BufState::Xcur);
-                self.k.incr(crate::stats::Stat::GcsPastImagesPromoted);
-                if master == me {
-                    self.dir_installed(me, blk, PROMOTE_REQ, Mode::X, None, false);
-                } else {
-                    self.send(
-                        master,
-                        Msg::Installed {
-                            blk,
-                            req: PROMOTE_REQ,
-                            mode: Mode::X,
-                            prev_holder: None,
-                            pi_kept: false,
-                        },
-                    );
-                }
-                self.wake_block(blk);
-            }
-            _ => {
-                // Gone meanwhile, or older than the disk: the disk has it.
-                self.discard_pi(blk, disk_scn);
-                if master == me {
-                    self.dir_relinquish(me, blk, Mode::X);
-                } else {
-                    self.send(master, Msg::Relinquish { blk, mode: Mode::X });
-                }
-            }
-        }
-    }
-
-    /// The alert log's lines at the start of a reconfiguration.
-    pub(in crate::instance) fn alert_reconfiguration(&mut self, old: u32, new: u32, dead: InstSet) {
-        let now = self.k.now();
-        let members = self.membership.css.members();
-        self.obs.alert(
-            now,
-            format!("Reconfiguration started (old inc {old}, new inc {new})"),
-        );
-        self.obs.alert(
-            now,
-            format!(
-                "List of instances: {} (myinst: {})",
-                names(members),
-                self.id.number()
-            ),
-        );
-        if !dead.is_empty() {
-            self.obs.alert(
-                now,
-                format!("Evicting instance {} from cluster", names(dead)),
-            );
-        }
-        self.obs.alert(now, "Global Resource Directory frozen");
-        if !dead.is_empty() {
-            self.obs
-                .alert(now, "* dead instance detected - domain 0 invalid = TRUE");
-        }
     }
 }

@@ -20,7 +20,8 @@
 
 use rustc_hash::FxHashMap;
 
-use super::super::{Instance, IoPurpose};
+use super::super::Instance;
+use super::super::events::IoPurpose;
 use crate::block::Block;
 use crate::config::Nanos;
 use crate::msg::{DeadThread, Io, Msg, RecoverSource, RedoRecord};
@@ -459,17 +460,6 @@ impl Instance {
 
     // ----- the master's and the past-image holder's side ----------------------------
 
-    /// The recovering instance asks where the newest image of a claimed block is.
-    pub(in crate::instance) fn dir_recover(&mut self, recoverer: InstId, blk: BlockAddr) {
-        use super::super::gc::Source;
-        match self.gc.recover_source(blk) {
-            Source::Current => self.recover_reply(recoverer, blk, RecoverSource::Current),
-            Source::Disk => self.recover_reply(recoverer, blk, RecoverSource::Disk),
-            Source::Pi(holder) if holder == self.id => self.send_pi(blk, recoverer),
-            Source::Pi(holder) => self.send(holder, Msg::SendPi { blk, to: recoverer }),
-        }
-    }
-
     /// Send this instance's newest past image of `blk` to the recovering instance.
     pub(in crate::instance) fn send_pi(&mut self, blk: BlockAddr, to: InstId) {
         let newest = self
@@ -485,7 +475,12 @@ impl Instance {
         self.recover_reply(to, blk, source);
     }
 
-    fn recover_reply(&mut self, to: InstId, blk: BlockAddr, source: RecoverSource) {
+    pub(in crate::instance) fn recover_reply(
+        &mut self,
+        to: InstId,
+        blk: BlockAddr,
+        source: RecoverSource,
+    ) {
         if to == self.id {
             self.on_recover_image(blk, source);
         } else {

@@ -13,8 +13,36 @@
 
 use std::collections::VecDeque;
 
-use super::super::Observation;
-use crate::types::Scn;
+use crate::types::{Scn, Xid};
+
+/// What the checkers see: reads with their snapshot, and changes and commits.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Observation {
+    Read {
+        xid: Xid,
+        snapshot: Scn,
+        table: usize,
+        key: u64,
+        val: Option<i64>,
+    },
+    Write {
+        xid: Xid,
+        table: usize,
+        key: u64,
+        val: i64,
+    },
+    Commit {
+        xid: Xid,
+        scn: Scn,
+    },
+    /// The commit of `xid` was acknowledged to its session: its `log file
+    /// sync` ended (the commit record is on disk). Recorded after its
+    /// `Commit`; a commit not acknowledged when its instance died is in
+    /// doubt (it is committed if its record reached the disk).
+    Acknowledged {
+        xid: Xid,
+    },
+}
 
 /// Most observations kept between two drains: 4 Mi, about 230 MB. The
 /// simulator drains after every event; the live runner a few times a second.

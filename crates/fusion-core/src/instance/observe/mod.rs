@@ -11,10 +11,9 @@ mod history;
 mod trace;
 
 pub use alert::{ALERT_LINES_MAX, AlertLine};
-pub use history::Horizon;
+pub use history::{Horizon, Observation};
 pub use trace::{Hop, TRACE_PENDING_MAX, TraceRecord, TransferId};
 
-use super::Observation;
 use crate::config::Nanos;
 
 pub(super) struct Observer {

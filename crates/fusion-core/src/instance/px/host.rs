@@ -5,7 +5,8 @@
 
 use super::slave::{Host, Role, Worker};
 use super::{Hosted, Server};
-use crate::instance::{Instance, Proc};
+use crate::instance::Instance;
+use crate::instance::events::Proc;
 use crate::px::{DOP_MAX, ExecId, PxMsg, PxSessionRow, QueryRef, SlaveId};
 use crate::stats::{Stat, Wait};
 use crate::types::InstId;

@@ -9,10 +9,10 @@
 //! for, or is changing, makes the session wait on it (`wait_on_block`).
 
 use super::super::Instance;
-use super::super::Observation;
 use super::super::cache::{BufId, BufState};
 use super::super::execution::{ExecPoint, Purpose};
 use super::super::numa;
+use super::super::observe::Observation;
 use super::state::{AfterCpu, SessionState};
 use crate::block::{Body, Change, CrCopy, CrError, TxState};
 use crate::config::Nanos;

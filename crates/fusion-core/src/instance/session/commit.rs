@@ -6,9 +6,11 @@
 //! Recursive transactions (splits, segment headers, `update seq$`) commit at
 //! once, without a session wait.
 
+use super::super::Instance;
 use super::super::execution::ExecPoint;
+use super::super::observe::Observation;
 use super::super::redo::FlushWaiter;
-use super::super::{Instance, Observation, TxWaiter};
+use super::TxWaiter;
 use super::access::Acquired;
 use super::state::{AfterCpu, SessionState};
 use super::workload::unit;

@@ -7,9 +7,11 @@
 //!
 //! `make_room` frees a buffer for whatever is installed (or built) here.
 
+use super::super::Instance;
 use super::super::cache::{BufState, Victim};
+use super::super::events::{IoPurpose, Timer};
 use super::super::membership::RETRANSMIT_NS;
-use super::super::{Hop, Instance, IoPurpose, Timer};
+use super::super::observe::Hop;
 use super::state::{PendingRequest, SessionState};
 use crate::block::{Block, Body};
 use crate::config::Nanos;

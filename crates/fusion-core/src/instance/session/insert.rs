@@ -16,9 +16,10 @@
 //! waiters queue on the splitting transaction's TX) and then descends again
 //! the ordinary way, since the split it waited for has usually made room.
 
+use super::super::Instance;
 use super::super::cache::{BufId, BufState};
 use super::super::execution::{ExecPoint, Purpose};
-use super::super::{Instance, Observation};
+use super::super::observe::Observation;
 use super::{Acquired, AfterCpu, SessionState};
 use crate::block::{Block, Body, Change, Itl, SplitBlock, UndoOp};
 use crate::layout::Layout;

@@ -9,8 +9,9 @@ use std::ops::ControlFlow;
 
 use rand_core::Rng;
 
+use super::super::Instance;
+use super::super::events::{Proc, Timer};
 use super::super::execution::{ExecPoint, Purpose, SeqStep};
-use super::super::{Instance, Proc, Timer};
 use super::Session;
 use super::state::{AfterCpu, SessionState};
 use crate::config::{Access, Catalog, KeyDist, KeySpec, Nanos, Step, WorkloadSpec};
