@@ -59,58 +59,6 @@ pub(super) enum Due {
     Timer(Timer),
 }
 
-/// What [`Kernel::run_until`] found due (tests).
-#[cfg(test)]
-#[derive(Debug, PartialEq)]
-pub(super) enum Fired {
-    Steps(Vec<StepDone>),
-    Timer(Timer),
-}
-
-#[cfg(test)]
-impl Kernel {
-    /// Instance 1 of a two-instance cluster at time 0, default parameters
-    /// and costs, over `catalog`'s tables: for tests of one subsystem.
-    pub fn for_tests(catalog: &crate::config::Catalog) -> Kernel {
-        Kernel::for_instance(InstId(1), catalog)
-    }
-
-    /// Instance `id` of a two-instance cluster, as [`Kernel::for_tests`].
-    pub fn for_instance(id: InstId, catalog: &crate::config::Catalog) -> Kernel {
-        let params = Params::default();
-        let layout = Arc::new(Layout::new(catalog, 2, params.lm_contiguous_res_count));
-        Kernel::new(id, 2, params, Costs::default(), layout, 1, None)
-    }
-
-    /// The timers armed, in the order they fire.
-    pub fn timers_armed(&self) -> Vec<(Nanos, Timer)> {
-        self.timers.armed()
-    }
-
-    /// Move time to the next CPU steps' end or timer due by `until`, and
-    /// say what happened (`None`: nothing by then; time stays).
-    /// (A time slice's end where no step finished is not reported.)
-    pub fn run_until(&mut self, until: Nanos) -> Option<Fired> {
-        loop {
-            match self.next_due(until)? {
-                Due::Steps => {
-                    let done: Vec<_> = (0..).map_while(|k| self.step_done(k)).collect();
-                    self.settle();
-                    if !done.is_empty() {
-                        return Some(Fired::Steps(done));
-                    }
-                }
-                Due::Timer(t) => return Some(Fired::Timer(t)),
-            }
-        }
-    }
-
-    /// The actions emitted so far, in order (taken).
-    pub fn take_actions(&mut self) -> Vec<Action> {
-        self.outbox.drain(..).collect()
-    }
-}
-
 impl Kernel {
     pub fn new(
         id: InstId,
@@ -438,5 +386,57 @@ impl Kernel {
 
     pub fn errors(&self) -> &[String] {
         self.errors.as_slice()
+    }
+}
+
+/// What [`Kernel::run_until`] found due (tests).
+#[cfg(test)]
+#[derive(Debug, PartialEq)]
+pub(super) enum Fired {
+    Steps(Vec<StepDone>),
+    Timer(Timer),
+}
+
+#[cfg(test)]
+impl Kernel {
+    /// Instance 1 of a two-instance cluster at time 0, default parameters
+    /// and costs, over `catalog`'s tables: for tests of one subsystem.
+    pub fn for_tests(catalog: &crate::config::Catalog) -> Kernel {
+        Kernel::for_instance(InstId(1), catalog)
+    }
+
+    /// Instance `id` of a two-instance cluster, as [`Kernel::for_tests`].
+    pub fn for_instance(id: InstId, catalog: &crate::config::Catalog) -> Kernel {
+        let params = Params::default();
+        let layout = Arc::new(Layout::new(catalog, 2, params.lm_contiguous_res_count));
+        Kernel::new(id, 2, params, Costs::default(), layout, 1, None)
+    }
+
+    /// The timers armed, in the order they fire.
+    pub fn timers_armed(&self) -> Vec<(Nanos, Timer)> {
+        self.timers.armed()
+    }
+
+    /// Move time to the next CPU steps' end or timer due by `until`, and
+    /// say what happened (`None`: nothing by then; time stays).
+    /// (A time slice's end where no step finished is not reported.)
+    pub fn run_until(&mut self, until: Nanos) -> Option<Fired> {
+        loop {
+            match self.next_due(until)? {
+                Due::Steps => {
+                    let done: Vec<_> = (0..).map_while(|k| self.step_done(k)).collect();
+                    self.settle();
+                    if !done.is_empty() {
+                        return Some(Fired::Steps(done));
+                    }
+                }
+                Due::Timer(t) => return Some(Fired::Timer(t)),
+            }
+        }
+    }
+
+    /// The actions emitted so far, in order (taken).
+    pub fn take_actions(&mut self) -> Vec<Action> {
+        self.outbox.drain(..).collect()
     }
 }

@@ -31,15 +31,15 @@ impl Timers {
         self.heap.pop().map(|Reverse((_, _, timer))| timer)
     }
 
+    pub fn clear(&mut self) {
+        self.heap.clear();
+    }
+
     /// The timers armed, in the order they fire (tests).
     #[cfg(test)]
     pub fn armed(&self) -> Vec<(Nanos, Timer)> {
         let mut all: Vec<_> = self.heap.iter().map(|Reverse(t)| *t).collect();
         all.sort();
         all.into_iter().map(|(at, _, timer)| (at, timer)).collect()
-    }
-
-    pub fn clear(&mut self) {
-        self.heap.clear();
     }
 }

@@ -19,6 +19,15 @@ fn catalog() -> Catalog {
     }
 }
 
+/// A kernel over [`catalog`], an observer, and the maintenance jobs.
+fn rig() -> (Kernel, Observer, Maintenance) {
+    (
+        Kernel::for_tests(&catalog()),
+        Observer::new(false),
+        Maintenance::default(),
+    )
+}
+
 /// The multiblock reads emitted: (first block, count).
 fn reads(k: &mut Kernel) -> Vec<(u32, u32)> {
     k.take_actions()
@@ -46,11 +55,7 @@ fn alert(obs: &Observer) -> Vec<String> {
 
 #[test]
 fn a_backup_starts_every_channel_on_the_largest_files_first() {
-    let (mut k, mut obs, mut m) = (
-        Kernel::for_tests(&catalog()),
-        Observer::new(false),
-        Maintenance::default(),
-    );
+    let (mut k, mut obs, mut m) = rig();
     let (big, small) = (file(&k, 1), file(&k, 0));
     assert!(big.1 > 128 && small.1 < 128, "{big:?} {small:?}");
     m.begin_backup(&mut k, &mut obs, 2, None);
@@ -76,11 +81,7 @@ fn a_backup_starts_every_channel_on_the_largest_files_first() {
 
 #[test]
 fn a_section_size_cuts_a_file_into_units_for_every_channel() {
-    let (mut k, mut obs, mut m) = (
-        Kernel::for_tests(&catalog()),
-        Observer::new(false),
-        Maintenance::default(),
-    );
+    let (mut k, mut obs, mut m) = rig();
     let big = file(&k, 1);
     // 1 MB sections: 128 blocks each.
     m.begin_backup(&mut k, &mut obs, 2, Some(1));
@@ -96,11 +97,7 @@ fn a_section_size_cuts_a_file_into_units_for_every_channel() {
 
 #[test]
 fn a_channel_checks_what_it_read_then_reads_on_until_the_backup_is_done() {
-    let (mut k, mut obs, mut m) = (
-        Kernel::for_tests(&catalog()),
-        Observer::new(false),
-        Maintenance::default(),
-    );
+    let (mut k, mut obs, mut m) = rig();
     let total = file(&k, 0).1 + file(&k, 1).1;
     m.begin_backup(&mut k, &mut obs, 1, None);
     let mut read = 0;
@@ -144,11 +141,7 @@ fn a_channel_checks_what_it_read_then_reads_on_until_the_backup_is_done() {
 
 #[test]
 fn fully_loaded_hogs_ask_for_a_cpu_for_ever_and_are_traced_while_they_do() {
-    let (mut k, mut obs, mut m) = (
-        Kernel::for_tests(&catalog()),
-        Observer::new(false),
-        Maintenance::default(),
-    );
+    let (mut k, mut obs, mut m) = rig();
     obs.set_tracing(true);
     m.set_hogs(&mut k, &mut obs, 2, 100);
     let (p0, p1) = (
@@ -182,11 +175,7 @@ fn fully_loaded_hogs_ask_for_a_cpu_for_ever_and_are_traced_while_they_do() {
 
 #[test]
 fn a_partly_loaded_hog_sleeps_the_rest_of_its_period_and_an_old_wake_up_is_ignored() {
-    let (mut k, mut obs, mut m) = (
-        Kernel::for_tests(&catalog()),
-        Observer::new(false),
-        Maintenance::default(),
-    );
+    let (mut k, mut obs, mut m) = rig();
     m.set_hogs(&mut k, &mut obs, 1, 30);
     let p = k.find_proc("stress0").unwrap();
     // Busy 30 ms of every 100 ms.

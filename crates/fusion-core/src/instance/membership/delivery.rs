@@ -42,6 +42,9 @@ impl Net<'_> {
     /// Send `msg` to `to` (a message to an evicted instance is dropped,
     /// unless it is clusterware's).
     pub fn send(&mut self, k: &mut Kernel, to: InstId, msg: Msg) {
+        // The receiver rejects a message from itself: what is mastered or
+        // held here is handled without one.
+        debug_assert_ne!(to, k.id(), "{} sent itself a message", k.id());
         if !self.css.is_member(to) && !msg.is_css() {
             // An evicted instance: nothing reaches it any more (a waiter of
             // its, say, was answered after it died).

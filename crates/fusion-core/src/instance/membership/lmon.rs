@@ -248,6 +248,7 @@ impl Membership {
     /// recovery's back when it wakes. Nothing is sent to them again,
     /// acknowledged or not.
     pub fn fence(&mut self, k: &mut Kernel, dead: InstSet) {
+        debug_assert!(!dead.contains(k.id()), "{} fenced itself", k.id());
         for d in dead.iter() {
             self.standing.fence_started();
             k.start_io(Io::Fence { inst: d }, IoPurpose::Fence);
