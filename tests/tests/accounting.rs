@@ -84,7 +84,7 @@ fn a_starved_master_shows_as_lms_cpu_wait_and_congestion_not_as_request_time() {
     }
 }
 
-/// One rule for "congested" (docs/architecture.md): when the master is also
+/// One rule for "congested" (docs/design/life-of-a-block-request.md): when the master is also
 /// the holder, its LMS's wait comes in the request step, and a transfer it
 /// delayed more than 1 ms is congested as much as one the holder delayed.
 #[test]

@@ -1,5 +1,5 @@
 //! The checks across crashes. An instance that was killed or evicted is
-//! down ([`ConsistencyChecker::instance_down`]; on every event the
+//! down ([`crate::ConsistencyChecker::instance_down`]; on every event the
 //! simulator's checker also takes as down an instance that stopped itself,
 //! `Instance::halted`, and one the newest incarnation of the membership
 //! leaves out, frozen or not): its memory is
@@ -21,20 +21,17 @@
 //!   version it committed or the one before it.
 //!
 //! A restarted instance is a new life: once the newest incarnation admits
-//! it (or [`ConsistencyChecker::instance_up`] says so), its buffers and
+//! it (or [`crate::ConsistencyChecker::instance_up`] says so), its buffers and
 //! horizon count again, the horizon from its next drain; what it did before
 //! the cluster admitted it counts for nothing.
 
-use fusion_core::instance::Instance;
 use fusion_core::types::{InstId, Scn, Xid};
 use rustc_hash::FxHashMap;
 
-use super::pending::Read;
 use super::rows::{Row, RowKey};
-use super::{ConsistencyChecker, Mark};
 
 /// A transaction's writes: (table, key, value).
-type Writes = Vec<(usize, u64, i64)>;
+pub(crate) type Writes = Vec<(usize, u64, i64)>;
 
 /// What the deaths of instances leave to check.
 pub(crate) struct Crashes {
@@ -110,173 +107,128 @@ pub struct MemberView {
     pub members: fusion_core::types::InstSet,
 }
 
-impl ConsistencyChecker {
-    /// `inst` crashed (killed) or was evicted: from now on its buffers and
-    /// its horizon do not count, its open transactions are expected rolled
-    /// back, and its commits not acknowledged yet are in doubt.
-    pub fn instance_down(&mut self, inst: InstId) {
+/// A change of an instance's life that the cluster's membership shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LifeChange {
+    /// Evicted (or it stopped): down from now on.
+    Down(InstId),
+    /// A restarted instance a later incarnation admitted: a new life.
+    Up(InstId),
+}
+
+impl Crashes {
+    /// `inst` crashed or was evicted: down from now on, and its commits not
+    /// acknowledged yet are in doubt. `None` when it already was down;
+    /// otherwise how many commits went into doubt.
+    pub(crate) fn down(&mut self, inst: InstId) -> Option<u64> {
         let i = inst.idx();
-        if i >= self.crash.down.len() {
-            self.crash.down.resize(i + 1, false);
+        if i >= self.down.len() {
+            self.down.resize(i + 1, false);
         }
-        if self.crash.down[i] {
-            return;
+        if self.down[i] {
+            return None;
         }
-        self.crash.down[i] = true;
-        if i >= self.crash.down_at.len() {
-            self.crash.down_at.resize(i + 1, 0);
+        self.down[i] = true;
+        if i >= self.down_at.len() {
+            self.down_at.resize(i + 1, 0);
         }
-        self.crash.down_at[i] = self.crash.newest;
-        let mut open: Vec<Xid> = self
-            .open
-            .keys()
-            .filter(|x| x.inst() == inst)
-            .copied()
-            .collect();
-        open.sort_unstable();
-        for xid in open {
-            let Some(writes) = self.open.remove(&xid) else {
-                continue;
-            };
-            self.report.transactions_rolled_back += 1;
-            for (t, k, v) in writes {
-                self.crash
-                    .rolled_back
-                    .entry((t, k))
-                    .or_default()
-                    .push((xid, v));
-            }
-        }
+        self.down_at[i] = self.newest;
         let mut doubt: Vec<Xid> = self
-            .crash
             .unacked
             .keys()
             .filter(|x| x.inst() == inst)
             .copied()
             .collect();
         doubt.sort_unstable();
+        let mut in_doubt = 0;
         for xid in doubt {
-            let Some((scn, writes)) = self.crash.unacked.remove(&xid) else {
+            let Some((scn, writes)) = self.unacked.remove(&xid) else {
                 continue;
             };
-            self.report.commits_in_doubt += 1;
+            in_doubt += 1;
             for (t, k, v) in writes {
-                self.crash.doubt.entry((t, k)).or_default().push((scn, v));
+                self.doubt.entry((t, k)).or_default().push((scn, v));
             }
         }
-        // Reads waiting only for it can be verified now.
-        self.settle();
+        Some(in_doubt)
     }
 
-    /// Every instance the newest incarnation of the cluster (as the
-    /// instances that are up see it) leaves out is down: evicted, even if
-    /// it is frozen and does not know it yet.
-    pub(crate) fn note_evictions(&mut self, instances: &[Instance]) {
-        let views: Vec<MemberView> = instances
-            .iter()
-            .map(|i| {
-                let (incarnation, members) = i.membership();
-                MemberView {
-                    inst: i.id,
-                    halted: i.halted().is_some(),
-                    incarnation,
-                    members,
-                }
-            })
-            .collect();
-        self.note_membership(&views);
+    /// `xid` was open when its instance died: its `writes` are expected
+    /// rolled back.
+    pub(crate) fn rolled_back(&mut self, xid: Xid, writes: Writes) {
+        for (t, k, v) in writes {
+            self.rolled_back.entry((t, k)).or_default().push((xid, v));
+        }
     }
 
-    /// [`ConsistencyChecker::note_evictions`] from what each instance says
-    /// of the cluster (the live runner reads it from their status; an
-    /// instance that cannot answer, killed or frozen, is left out). An
-    /// instance the newest incarnation leaves out is down whether or not it
-    /// answered: one frozen (SIGSTOP) while the others evicted it is down
-    /// from then on, as on the simulator, so that what it had committed
-    /// without acknowledging is in doubt and what it does once it wakes,
-    /// before it finds itself fenced, counts for nothing (found by `chaos
-    /// --live`, seed 2022: such a frozen instance was never taken as down,
-    /// and its commits whose redo the fence refused counted as lost).
-    pub fn note_membership(&mut self, views: &[MemberView]) {
+    /// `inst` started again: up.
+    pub(crate) fn up(&mut self, inst: InstId) {
+        if let Some(d) = self.down.get_mut(inst.idx()) {
+            *d = false;
+        }
+    }
+
+    /// Whether `inst` is down (killed or evicted, not restarted).
+    pub(crate) fn is_down(&self, inst: InstId) -> bool {
+        self.is_down_at(inst.idx())
+    }
+
+    /// Whether the instance of index `i` (0-based) is down.
+    pub(crate) fn is_down_at(&self, i: usize) -> bool {
+        self.down.get(i).copied().unwrap_or(false)
+    }
+
+    /// What each instance says of the cluster (see
+    /// `ConsistencyChecker::note_membership`): the instances the newest
+    /// incarnation leaves out go down, in the order of `views` and then of
+    /// their numbers, and a restarted one it admits comes back.
+    pub(crate) fn membership(&mut self, views: &[MemberView]) -> Vec<LifeChange> {
         let newest = views
             .iter()
             .filter(|v| !self.is_down(v.inst) && !v.halted)
             .map(|v| (v.incarnation, std::cmp::Reverse(v.inst.0), v.members))
             .max_by_key(|m| (m.0, m.1));
         let Some((incarnation, _, members)) = newest else {
-            return;
+            return Vec::new();
         };
-        self.crash.newest = self.crash.newest.max(incarnation);
+        self.newest = self.newest.max(incarnation);
+        let mut changes = Vec::new();
+        // An instance going down makes room for its index.
+        let mut known = self.down.len();
         for v in views {
             let member = members.contains(v.inst);
             let admitted_since = self
-                .crash
                 .down_at
                 .get(v.inst.idx())
                 .is_some_and(|&at| incarnation > at);
             if !member && !self.is_down(v.inst) {
-                self.instance_down(v.inst);
+                changes.push(LifeChange::Down(v.inst));
+                known = known.max(v.inst.idx() + 1);
             } else if member && admitted_since && self.is_down(v.inst) && !v.halted {
-                // A restarted instance a later incarnation admitted: a new life.
-                self.instance_up(v.inst);
+                changes.push(LifeChange::Up(v.inst));
             }
         }
-        let unseen: Vec<InstId> = (0..self.crash.down.len())
+        let unseen = (0..known)
             .filter_map(|i| u8::try_from(i).ok().map(InstId))
             .filter(|&i| !views.iter().any(|v| v.inst == i))
-            .filter(|&i| !members.contains(i) && !self.is_down(i))
-            .collect();
-        for inst in unseen {
-            self.instance_down(inst);
-        }
-    }
-
-    /// `inst` started again (a new incarnation, empty cache): its buffers
-    /// and horizon count again, the horizon from its next drain.
-    pub fn instance_up(&mut self, inst: InstId) {
-        let i = inst.idx();
-        if let Some(d) = self.crash.down.get_mut(i) {
-            *d = false;
-        }
-        if let Some(m) = self.marks.get_mut(i) {
-            *m = Mark::default();
-        }
-    }
-
-    /// Whether `inst` is down (killed or evicted, not restarted).
-    pub fn is_down(&self, inst: InstId) -> bool {
-        self.crash.down.get(inst.idx()).copied().unwrap_or(false)
-    }
-
-    /// The marks of the instances that are not down.
-    pub(crate) fn live_marks(&self) -> impl Iterator<Item = &Mark> {
-        self.marks
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| !self.crash.down.get(*i).copied().unwrap_or(false))
-            .map(|(_, m)| m)
+            .filter(|&i| !members.contains(i) && !self.is_down(i));
+        changes.extend(unseen.map(LifeChange::Down));
+        changes
     }
 
     /// `xid` committed at `scn` with `writes`: in doubt until acknowledged.
     pub(crate) fn committed(&mut self, xid: Xid, scn: Scn, writes: Writes) {
-        self.crash.unacked.insert(xid, (scn, writes));
+        self.unacked.insert(xid, (scn, writes));
     }
 
     /// `xid`'s commit was acknowledged to its session.
     pub(crate) fn acknowledged(&mut self, xid: Xid) {
-        self.report.commits_acknowledged += 1;
-        self.crash.unacked.remove(&xid);
+        self.unacked.remove(&xid);
     }
 
-    /// Whether a read that did not return the expected value returned one
-    /// a commit in doubt explains (the version before a lost one).
-    pub(crate) fn doubtful_read(&self, r: &Read, exists: bool) -> bool {
-        let key = (r.table, r.key);
-        let (Some(d), Some(row)) = (self.crash.doubt.get(&key), self.rows.get(&key)) else {
-            return false;
-        };
-        row.seen_at_doubtful(r.snapshot, d, exists.then_some(0))
-            .contains(&r.val)
+    /// The versions of `row` committed in doubt (commit SCN, value).
+    pub(crate) fn doubt(&self, row: &RowKey) -> Option<&[(Scn, i64)]> {
+        self.doubt.get(row).map(Vec::as_slice)
     }
 }
 

@@ -1,6 +1,13 @@
-//! What goes wrong with a run store, with the file it is about.
+//! What goes wrong with a run store, with the file it is about, and how
+//! long a writer waits for a store another process holds.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// How long a writer waits for another process's transaction to end
+/// before it gives up (runs are stored in milliseconds; a `show` reading
+/// meanwhile does not block a writer in WAL mode).
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A run store problem: the file (or directory) and what is wrong with it.
 #[derive(Debug, thiserror::Error)]
@@ -33,7 +40,7 @@ pub(crate) fn sqlite_what(e: &rusqlite::Error) -> String {
         }
         Some(C::DatabaseBusy | C::DatabaseLocked) => format!(
             "the run store stayed locked by another process for {} s",
-            crate::BUSY_TIMEOUT.as_secs()
+            BUSY_TIMEOUT.as_secs()
         ),
         Some(C::ReadOnly) => "the run store is read-only".into(),
         Some(C::CannotOpen) => format!("cannot open the run store ({e})"),

@@ -18,17 +18,13 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 
 pub use dirs::{DATA_DIR_ENV, data_dir};
-pub use error::HistoryError;
+pub use error::{BUSY_TIMEOUT, HistoryError};
 pub use schema::SCHEMA_VERSION;
 use schema::Unprepared;
 
 /// The store's file in its directory.
 pub const FILE_NAME: &str = "runs.sqlite";
 
-/// How long a writer waits for another process's transaction to end
-/// before it gives up (runs are stored in milliseconds; a `show` reading
-/// meanwhile does not block a writer in WAL mode).
-pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// The pause before preparing the store again when SQLite said at once
 /// that another process holds it (see `schema::Unprepared::Busy`).
 const BUSY_RETRY: Duration = Duration::from_millis(5);

@@ -11,7 +11,8 @@
 
 use std::sync::Arc;
 
-use super::{Block, Body, Itl, UndoRec};
+use super::image::Block;
+use super::parts::{Body, Itl, UndoRec};
 use crate::types::{BlockAddr, Rowid, Scn, Xid};
 
 /// One change to one block. The transaction and SCN come with it (the redo

@@ -3,41 +3,12 @@
 //! (`Block::build_cr`), delayed block cleanout (`Block::clean_out_known`)
 //! and the trimming that keeps the history bounded.
 
+use super::image::Block;
+use super::parts::{Body, Itl, Piece, UNDO_KEEP, UndoOp, UndoRec};
 use super::xid_set::{FewXids, XidIndex, XidSet};
-use super::{Block, Body, Itl, LeafEntry, Piece, Row};
 use std::sync::Arc;
 
 use crate::types::{Scn, Xid};
-
-/// Undo records a block keeps before the oldest committed ones are trimmed.
-pub const UNDO_KEEP: usize = 32;
-
-/// How to undo one change.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum UndoOp {
-    /// Restore a table slot (`None`: the slot did not exist, it was an insert).
-    Row { slot: u16, before: Option<Row> },
-    /// Remove the leaf entry with this key (it was inserted).
-    EntryInsert { key: u64 },
-    /// Restore the whole body (index block splits).
-    Body(Box<Body>),
-    /// Restore a leaf entry whose value changed (index on key and value).
-    Entry { before: LeafEntry },
-    /// Undo one bit of a bitmap piece: the bit of row `key` in the piece
-    /// at `at` was `was`, and the piece was locked by `lock`.
-    Bit {
-        at: u64,
-        key: u64,
-        was: bool,
-        lock: Xid,
-    },
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct UndoRec {
-    pub xid: Xid,
-    pub op: UndoOp,
-}
 
 /// What a reader knows about a transaction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -516,6 +487,7 @@ impl SlotSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::block::parts::{LeafEntry, Row};
     use crate::types::{BlockAddr, InstId, Rowid};
 
     fn table(rows: &[(u64, i64)]) -> Block {

@@ -1,20 +1,19 @@
 //! What an instance is told at start: its init.ora parameters, the cost model,
 //! the schema (catalog) and the workloads its sessions run. Plain data; the
 //! scenario loader builds it from a file and both drivers hand it to the core.
-//! The parallel-execution parameters are in `px_params`.
+//! The parallel-execution parameters are in `px_params`, the machine an
+//! instance runs on in `server`, the time units in `units` and a parameter's
+//! value as written in `value`.
 
 pub mod px_params;
 pub mod server;
+mod units;
+mod value;
 
 pub use px_params::PxParams;
 pub use server::{Placement, Server};
-
-/// Nanoseconds, the unit of every time in the core.
-pub type Nanos = u64;
-
-pub const NS_PER_US: u64 = 1_000;
-pub const NS_PER_MS: u64 = 1_000_000;
-pub const NS_PER_S: u64 = 1_000_000_000;
+pub use units::{NS_PER_MS, NS_PER_S, NS_PER_US, Nanos};
+pub use value::{ParamValue, parse_size};
 
 /// init.ora parameters of one instance, under their Oracle names (see
 /// [`Params::NAMES`]). Defaults follow Oracle's where it has one.
@@ -243,30 +242,6 @@ fn boolean(value: &ParamValue) -> Result<bool, String> {
         ParamValue::Int(n) => Err(format!("expected TRUE or FALSE, got `{n}`")),
         ParamValue::Text(t) => Err(format!("expected TRUE or FALSE, got `{}`", t.trim())),
     }
-}
-
-/// A parameter value as written: a number or text (sizes like `64M` are text).
-#[derive(Clone, Debug, PartialEq)]
-pub enum ParamValue {
-    Int(u64),
-    Text(String),
-}
-
-/// Parse `8192`, `64K`, `64M`, `1G` as Oracle accepts sizes.
-pub fn parse_size(text: &str) -> Result<u64, String> {
-    let t = text.trim();
-    let (digits, mult) = match t.chars().last().map(|c| c.to_ascii_uppercase()) {
-        Some('K') => (&t[..t.len() - 1], 1u64 << 10),
-        Some('M') => (&t[..t.len() - 1], 1 << 20),
-        Some('G') => (&t[..t.len() - 1], 1 << 30),
-        _ => (t, 1),
-    };
-    digits
-        .trim()
-        .parse::<u64>()
-        .ok()
-        .and_then(|n| n.checked_mul(mult))
-        .ok_or_else(|| format!("expected a number or a size such as 64M, got `{t}`"))
 }
 
 /// `*` matches any run of characters; the match ignores case, as Oracle's does.

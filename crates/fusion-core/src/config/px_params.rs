@@ -5,7 +5,8 @@
 //! `parallel_servers_target = 4 x cpu_count x parallel_threads_per_cpu`,
 //! degree limit `CPU = cpu_count x parallel_threads_per_cpu`.
 
-use super::{NS_PER_S, Nanos, ParamValue, parse_size};
+use super::units::{NS_PER_S, Nanos};
+use super::value::{ParamValue, parse_size};
 use crate::px::{DegreeLimit, DegreePolicy};
 
 /// The parallel-execution part of [`crate::config::Params`].

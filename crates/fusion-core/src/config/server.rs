@@ -7,7 +7,7 @@
 //! costs, `cpu.rs` into CPUs. Without a description an instance has
 //! `cpu_count` plain CPUs and memory costs nothing beyond `[costs]`.
 
-use super::Nanos;
+use super::units::Nanos;
 
 /// Bytes of one cache line: the unit every memory access moves.
 pub const LINE_BYTES: u64 = 64;

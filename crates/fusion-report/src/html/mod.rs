@@ -6,40 +6,19 @@
 //! The page is deterministic: the same result gives the same bytes. Every
 //! text from a scenario or a result is escaped ([`esc`]).
 
+mod escape;
+mod options;
 pub(crate) mod sections;
 pub mod svg;
+
+pub use escape::esc;
+pub use options::{HtmlOptions, TourMyth};
 
 use std::fmt::Write;
 
 use fusion_scenario::LoadedScenario;
 
 use crate::model::RunResult;
-use crate::tour::TourRow;
-
-/// What the HTML report shows.
-#[derive(Clone, Debug, Default)]
-pub struct HtmlOptions {
-    /// Wait events under their 9i names.
-    pub names_9i: bool,
-    /// The program and version that ran (`fusionlab 0.1.0`), in the footer.
-    pub program: Option<String>,
-}
-
-/// Escape text for HTML content and attribute values.
-pub fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for ch in s.chars() {
-        match ch {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
 
 const STYLE: &str = include_str!("style.css");
 
@@ -69,16 +48,6 @@ pub fn run_page(r: &RunResult, loaded: &LoadedScenario, opts: &HtmlOptions) -> S
     b.push_str(&sections::run_body(r, loaded, opts, 2));
     b.push_str(&sections::footer(r, opts));
     page(&format!("Fusionlab report: {}", r.scenario), &b)
-}
-
-/// One myth of the tour, after its run.
-#[derive(Clone, Copy, Debug)]
-pub struct TourMyth<'a> {
-    pub loaded: &'a LoadedScenario,
-    pub result: &'a RunResult,
-    pub row: &'a TourRow,
-    /// What ran: simulated time and events, or live transfers, per variant.
-    pub ran: &'a str,
 }
 
 /// The whole tour on one page: the summary table, then a section per myth

@@ -12,8 +12,9 @@ use fusion_core::metrics::{AwrLine, BlockKind, Metric, Part};
 use fusion_core::stats::{Stat, WaitClass};
 use fusion_scenario::{Device, Fault, LinkTarget, LoadedScenario, Scenario};
 
+use super::escape::esc;
+use super::options::{HtmlOptions, TourMyth};
 use super::svg::{self, Band, Bar, Line, LineChart, Mark, PALETTE, StackedBars};
-use super::{HtmlOptions, TourMyth, esc};
 use crate::model::{RunResult, VariantResult};
 use crate::series::{SERIES_WAIT_CLASSES, SeriesPoint};
 

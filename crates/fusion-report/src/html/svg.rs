@@ -6,7 +6,7 @@
 
 use std::fmt::Write;
 
-use super::esc;
+use super::escape::esc;
 
 /// Width and height of a line chart's viewBox (it scales to its box).
 const LINE_W: f64 = 640.0;

@@ -6,8 +6,8 @@
 
 use fusion_core::config::Nanos;
 
-use super::TraceWriter;
-use super::event::{Args, Event, us};
+use super::event::Args;
+use super::out::TraceWindow;
 
 /// The LMS backlog's bucket of time.
 pub(super) const BACKLOG_BUCKET_NS: Nanos = 1_000_000;
@@ -22,86 +22,85 @@ pub(super) struct Gauge {
     backlog_written: Option<u64>,
 }
 
-impl TraceWriter {
-    /// Instance `inst`'s run queue and LMS backlog as of `now`.
-    pub(super) fn gauge(&mut self, inst: usize, now: Nanos, runq: u64, backlog: u64) {
-        let Some(g) = self.gauges.get_mut(inst) else {
-            return;
+/// A counter's value to write: its name, time and value.
+pub(super) type Reading = (&'static str, Nanos, Args<'static>);
+
+impl Gauge {
+    /// The run queue and LMS backlog as of `now`: the values to write.
+    pub(super) fn sample(
+        &mut self,
+        window: &TraceWindow,
+        now: Nanos,
+        runq: u64,
+        backlog: u64,
+    ) -> Vec<Reading> {
+        let prev = self.runq_last.replace(runq);
+        let mut out: Vec<Reading> = Vec::new();
+        let mut run_queue = |at: Nanos, n: u64| {
+            out.push(("run queue", at, Args::Processes { processes: n }));
         };
-        let prev = g.runq_last.replace(runq);
-        let mut writes: Vec<(Nanos, u64)> = Vec::new();
-        if self.window.contains(now) {
-            if g.runq_written.is_none()
-                && now > self.window.from_ns
+        if window.contains(now) {
+            if self.runq_written.is_none()
+                && now > window.from_ns
                 && let Some(p) = prev
             {
                 // The value at the window's start, before the first change in it.
-                writes.push((self.window.from_ns, p));
-                g.runq_written = Some(p);
+                run_queue(window.from_ns, p);
+                self.runq_written = Some(p);
             }
-            if g.runq_written != Some(runq) {
-                writes.push((now, runq));
-                g.runq_written = Some(runq);
+            if self.runq_written != Some(runq) {
+                run_queue(now, runq);
+                self.runq_written = Some(runq);
             }
         }
         let b = now / BACKLOG_BUCKET_NS;
-        let closed = match g.bucket.as_mut() {
+        let closed = match self.bucket.as_mut() {
             Some((cur, max, last)) if *cur == b => {
                 *max = (*max).max(backlog);
                 *last = backlog;
                 None
             }
-            Some(_) => g.bucket.replace((b, backlog, backlog)),
+            Some(_) => self.bucket.replace((b, backlog, backlog)),
             None => {
-                g.bucket = Some((b, backlog, backlog));
+                self.bucket = Some((b, backlog, backlog));
                 None
             }
         };
-        let pid = self.pid(inst);
-        for (at, n) in writes {
-            self.counter(pid, "run queue", at, Args::Processes { processes: n });
-        }
         if let Some(done) = closed {
-            self.close_bucket(inst, done);
+            self.close_bucket(window, done, &mut out);
         }
+        out
     }
 
-    /// Write every instance's backlog bucket still being filled.
-    pub(super) fn close_gauges(&mut self) {
-        for inst in 0..self.gauges.len() {
-            if let Some(done) = self.gauges[inst].bucket.take() {
-                self.close_bucket(inst, done);
-            }
+    /// The backlog's bucket still being filled, closed: the values to write.
+    pub(super) fn close(&mut self, window: &TraceWindow) -> Vec<Reading> {
+        let mut out = Vec::new();
+        if let Some(done) = self.bucket.take() {
+            self.close_bucket(window, done, &mut out);
         }
+        out
     }
 
-    /// Write a finished backlog bucket: its largest value at its start,
-    /// and its last value at the next bucket's start when lower.
-    fn close_bucket(&mut self, inst: usize, (bucket, max, last): (Nanos, u64, u64)) {
+    /// A finished backlog bucket: its largest value at its start, and its
+    /// last value at the next bucket's start when lower.
+    fn close_bucket(
+        &mut self,
+        window: &TraceWindow,
+        (bucket, max, last): (Nanos, u64, u64),
+        out: &mut Vec<Reading>,
+    ) {
         let start = bucket.saturating_mul(BACKLOG_BUCKET_NS);
         let next = start.saturating_add(BACKLOG_BUCKET_NS);
-        let mut writes: Vec<(Nanos, u64)> = Vec::new();
-        let Some(g) = self.gauges.get_mut(inst) else {
-            return;
+        let mut backlog = |at: Nanos, n: u64| {
+            out.push(("LMS backlog", at, Args::Requests { requests: n }));
         };
-        if self.window.overlaps(start, next) && g.backlog_written != Some(max) {
-            writes.push((start.max(self.window.from_ns), max));
-            g.backlog_written = Some(max);
+        if window.overlaps(start, next) && self.backlog_written != Some(max) {
+            backlog(start.max(window.from_ns), max);
+            self.backlog_written = Some(max);
         }
-        if last != max && self.window.contains(next) {
-            writes.push((next, last));
-            g.backlog_written = Some(last);
+        if last != max && window.contains(next) {
+            backlog(next, last);
+            self.backlog_written = Some(last);
         }
-        let pid = self.pid(inst);
-        for (at, n) in writes {
-            self.counter(pid, "LMS backlog", at, Args::Requests { requests: n });
-        }
-    }
-
-    fn counter(&mut self, pid: u32, name: &str, at: Nanos, args: Args<'_>) {
-        let mut e = Event::new("C", name, pid);
-        e.ts = Some(us(at));
-        e.args = Some(args);
-        self.emit(&e);
     }
 }

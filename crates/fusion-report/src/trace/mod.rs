@@ -36,7 +36,7 @@ use fusion_core::instance::{Hop, Instance, TraceRecord, TransferId};
 use fusion_scenario::Fault;
 
 use event::{Args, Event, us};
-use gauge::Gauge;
+use gauge::{Gauge, Reading};
 pub use out::{TraceOut, TraceWindow};
 
 /// Block requests on their way kept at most; past it the oldest are
@@ -431,6 +431,34 @@ impl TraceWriter {
         self.variant
             .saturating_mul(PIDS_PER_VARIANT)
             .saturating_add(1)
+    }
+
+    /// Instance `inst`'s run queue and LMS backlog as of `now`.
+    fn gauge(&mut self, inst: usize, now: Nanos, runq: u64, backlog: u64) {
+        let Some(g) = self.gauges.get_mut(inst) else {
+            return;
+        };
+        let readings = g.sample(&self.window, now, runq, backlog);
+        self.counters(inst, readings);
+    }
+
+    /// Write every instance's backlog bucket still being filled.
+    fn close_gauges(&mut self) {
+        for inst in 0..self.gauges.len() {
+            let readings = self.gauges[inst].close(&self.window);
+            self.counters(inst, readings);
+        }
+    }
+
+    /// Write instance `inst`'s counter values.
+    fn counters(&mut self, inst: usize, readings: Vec<Reading>) {
+        let pid = self.pid(inst);
+        for (name, at, args) in readings {
+            let mut e = Event::new("C", name, pid);
+            e.ts = Some(us(at));
+            e.args = Some(args);
+            self.emit(&e);
+        }
     }
 
     fn pid(&self, inst: usize) -> u32 {

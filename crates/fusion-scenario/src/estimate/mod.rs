@@ -14,14 +14,18 @@
 //! think times and commits allow, every copy of a changed block a cache may
 //! hold, so the estimate errs high.
 
-use fusion_core::config::{Access, Catalog, IndexKind, Nanos, Params, Step};
+use fusion_core::config::{Access, Catalog, IndexKind, Params, Step};
 use fusion_core::px::{Degree, DegreePolicy, PxPlan, PxQuery};
 
 use crate::model::{Fault, LoadedScenario, Scenario};
 use crate::sizes::{Segment, SegmentSize, grouped, segment_sizes};
 
+mod part;
 mod timeline;
-use timeline::timeline_part;
+
+pub use part::MemoryPart;
+use part::to_u64;
+use timeline::{Churn, timeline_part};
 
 /// The program itself: code, the embedded scenarios, the allocator's start.
 const PROGRAM: u64 = 12 << 20;
@@ -65,18 +69,6 @@ const PX_SORT_ROW: u64 = 32;
 /// A pair of producer and consumer: the table-queue buffer being filled and
 /// the credits between them.
 const PX_PAIR: u64 = 400;
-/// A redo record the store keeps, with its share of the write that carried
-/// it and of the transaction table.
-const REDO: u64 = 64;
-/// A sequence value handed out (the simulator checks order and duplicates).
-const NEXTVAL: u64 = 48;
-/// Under `--check`: a row the run writes, in the checker's map with its
-/// last write and the committed versions it keeps (`fusion-check`'s
-/// `rows.rs`), the map's growth included; and the fixed part: the reads
-/// that may wait (`PENDING_READS_MAX`, 56 bytes each, a few hundred in the
-/// simulator) and the versions between two trims.
-const CHECK_ROW: u64 = 160;
-const CHECK_FIXED: u64 = 4 << 20;
 /// The allocator's free chunks at the peak: one byte for every
 /// `SLACK_DIVISOR` of live data.
 const SLACK_DIVISOR: u64 = 10;
@@ -95,16 +87,6 @@ pub struct MemoryEstimate {
     pub variant: String,
     /// The variant's parts, largest first.
     pub parts: Vec<MemoryPart>,
-}
-
-/// One part of an estimate.
-#[derive(Clone, Debug, PartialEq)]
-pub struct MemoryPart {
-    /// What it is, e.g. `datafile images (120,000 blocks)`.
-    pub what: String,
-    pub bytes: u64,
-    /// The sizes that make it large, as the file names them.
-    pub lower: String,
 }
 
 /// The estimate of a loaded scenario's run on the simulator (`check`: with
@@ -172,15 +154,6 @@ pub fn estimate_parts(s: &Scenario, check: bool) -> Vec<MemoryPart> {
     parts.retain(|p| p.bytes > 0);
     parts.sort_by_key(|p| std::cmp::Reverse(p.bytes));
     parts
-}
-
-/// What the workloads do to each table over the run, at most: rows updated
-/// and rows inserted.
-pub(super) struct Churn {
-    pub(super) updated: Vec<f64>,
-    pub(super) inserted: Vec<f64>,
-    /// Sequence values handed out (SEQ$ changes).
-    pub(super) nextvals: f64,
 }
 
 /// Slots a vector built by pushing `n` items has (it doubles from 4).
@@ -759,22 +732,10 @@ fn px_part(s: &Scenario) -> MemoryPart {
     }
 }
 
-/// A non-negative estimate in bytes or counts, saturated at `u64::MAX` (an
-/// infinite rate is a run too large to hold).
-pub(super) fn to_u64(v: f64) -> u64 {
-    if v.is_nan() || v <= 0.0 {
-        0
-    } else if v >= u64::MAX as f64 {
-        u64::MAX
-    } else {
-        // Finite and within range: the conversion only drops the fraction.
-        v as u64
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::estimate::timeline::{CHECK_FIXED, CHECK_ROW};
 
     /// A table `t` of `rows` rows, ten to a block, with an index, and a
     /// table `p` of one block a parallel query reads; `steps` for the one

@@ -3,7 +3,33 @@
 //! and sequence values a run accumulates; and what `--check` keeps of the
 //! rows that work writes.
 
-use super::*;
+use fusion_core::config::{Access, IndexKind, Nanos, Step};
+
+use super::part::{MemoryPart, to_u64};
+use crate::model::Scenario;
+use crate::sizes::{Segment, SegmentSize, grouped};
+
+/// A redo record the store keeps, with its share of the write that carried
+/// it and of the transaction table.
+pub(super) const REDO: u64 = 64;
+/// A sequence value handed out (the simulator checks order and duplicates).
+pub(super) const NEXTVAL: u64 = 48;
+/// Under `--check`: a row the run writes, in the checker's map with its
+/// last write and the committed versions it keeps (`fusion-check`'s
+/// `rows.rs`), the map's growth included; and the fixed part: the reads
+/// that may wait (`PENDING_READS_MAX`, 56 bytes each, a few hundred in the
+/// simulator) and the versions between two trims.
+pub(super) const CHECK_ROW: u64 = 160;
+pub(super) const CHECK_FIXED: u64 = 4 << 20;
+
+/// What the workloads do to each table over the run, at most: rows updated
+/// and rows inserted.
+pub(super) struct Churn {
+    pub(super) updated: Vec<f64>,
+    pub(super) inserted: Vec<f64>,
+    /// Sequence values handed out (SEQ$ changes).
+    pub(super) nextvals: f64,
+}
 
 /// One transaction shape's work: CPU and waits, what it leaves behind.
 #[derive(Default)]
