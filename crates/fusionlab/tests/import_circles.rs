@@ -55,7 +55,7 @@ fn no_module_imports_itself_through_others() {
             for circle in circles(&root, &top) {
                 let known = KNOWN
                     .iter()
-                    .position(|(places, _)| circle.files.iter().all(|m| lies_in(m, places)));
+                    .position(|(places, _)| circle.modules.iter().all(|m| lies_in(m, places)));
                 match known {
                     Some(k) => excused.entry(k).or_default().push(circle.text()),
                     None => failures.push(circle.text()),
@@ -116,14 +116,14 @@ fn a_circle_through_a_reexport_is_found() {
     let found = circles(dir.path(), &src.join("lib.rs"));
     let files: Vec<Vec<String>> = found
         .iter()
-        .map(|c| c.files.iter().cloned().collect())
+        .map(|c| c.modules.iter().cloned().collect())
         .collect();
     assert_eq!(files, vec![vec!["src/a/b.rs", "src/a/mod.rs"]], "{files:?}");
 
     write("c.rs", "pub struct Thing;\nfn k() { crate::a::f(); }\n");
     let found = circles(dir.path(), &src.join("lib.rs"));
     assert_eq!(found.len(), 1);
-    let files: Vec<&String> = found[0].files.iter().collect();
+    let files: Vec<&String> = found[0].modules.iter().collect();
     assert_eq!(files, ["src/a/b.rs", "src/a/mod.rs", "src/c.rs"]);
 }
 
@@ -141,13 +141,13 @@ fn crate_dirs(root: &Path) -> Vec<PathBuf> {
 /// One circle: its modules (files relative to the root; an inline module
 /// as `file::name`) and the edges inside it.
 struct Circle {
-    files: BTreeSet<String>,
+    modules: BTreeSet<String>,
     edges: Vec<(String, String, BTreeSet<String>)>,
 }
 
 impl Circle {
     fn text(&self) -> String {
-        let mut s = format!("circle of {} modules:", self.files.len());
+        let mut s = format!("circle of {} modules:", self.modules.len());
         for (from, to, names) in &self.edges {
             let names: Vec<&str> = names.iter().map(String::as_str).collect();
             s.push_str(&format!("\n  {from} -> {to}: {}", names.join(", ")));
@@ -619,7 +619,7 @@ fn circles(root: &Path, top: &Path) -> Vec<Circle> {
                 }
             }
             Circle {
-                files,
+                modules: files,
                 edges: inside,
             }
         })
