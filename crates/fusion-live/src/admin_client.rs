@@ -68,9 +68,15 @@ impl Admin {
             .map_err(self.fail("load"))
     }
 
-    pub async fn begin_phase(&self, index: u32) -> Result<(), String> {
+    /// Begin phase `index`; `kernel_faults`: the indices of its faults the
+    /// runner carries out in the kernel (the host leaves them out).
+    pub async fn begin_phase(&self, index: u32, kernel_faults: Vec<u32>) -> Result<(), String> {
         let mut c = self.client.clone();
-        c.begin_phase(self.req(pb::PhaseRequest { index }, Duration::from_secs(10)))
+        let req = pb::PhaseRequest {
+            index,
+            kernel_faults,
+        };
+        c.begin_phase(self.req(req, Duration::from_secs(10)))
             .await
             .map(|_| ())
             .map_err(self.fail("begin phase"))

@@ -58,6 +58,11 @@ pub struct InstanceMember {
     pub metrics: String,
     #[serde(default)]
     pub pid: u32,
+    /// The container it runs in (id or name, as `docker inspect` takes
+    /// it), if any: the runner carries out the scenario's network faults in
+    /// its network namespace (see `netfault`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub container: String,
 }
 
 impl ClusterFile {
@@ -408,6 +413,7 @@ pub fn up(opts: &UpOptions) -> Result<ClusterFile, String> {
                     admin: field(k, 1)?,
                     metrics: field(k, 2)?,
                     pid: pid(k),
+                    container: String::new(),
                 })
             })
             .collect::<Result<Vec<_>, String>>()?,
@@ -598,6 +604,7 @@ mod tests {
                 admin: "127.0.0.1:7002".into(),
                 metrics: "127.0.0.1:7003".into(),
                 pid: 11,
+                container: String::new(),
             }],
         }
     }

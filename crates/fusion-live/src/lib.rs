@@ -12,6 +12,7 @@ pub mod journal;
 pub mod links;
 pub mod lives;
 pub mod metrics;
+pub mod netfault;
 mod nextvals;
 pub mod process;
 pub mod runner;

@@ -466,7 +466,8 @@ impl Admin for AdminService {
         &self,
         req: Request<pb::PhaseRequest>,
     ) -> Result<Response<pb::Empty>, Status> {
-        let index = req.into_inner().index as usize;
+        let req = req.into_inner();
+        let index = req.index as usize;
         let me = self.0.opts.id.idx();
         let phase = {
             let l = self.0.loaded.lock().await;
@@ -480,12 +481,32 @@ impl Admin for AdminService {
                 .ok_or_else(|| Status::out_of_range(format!("no phase {index}")))?
         };
         let commands = phase.commands_for(me);
+        // What the runner carries out in the kernel is not the model's.
+        let by_kernel = |j: usize| {
+            req.kernel_faults.iter().any(|&k| k as usize == j)
+                && phase.faults.get(j).is_some_and(crate::netfault::is_network)
+        };
         let faults: Vec<String> = phase
             .faults
             .iter()
-            .map(|f| fusion_report::chaos::describe_fault(f, &phase.name))
+            .enumerate()
+            .map(|(j, f)| {
+                let d = fusion_report::chaos::describe_fault(f, &phase.name);
+                if by_kernel(j) {
+                    format!("{d} (by the kernel)")
+                } else {
+                    d
+                }
+            })
             .collect();
-        self.begin(&phase.name, phase.faults, commands).await?;
+        let modeled: Vec<Fault> = phase
+            .faults
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| !by_kernel(*j))
+            .map(|(_, f)| f.clone())
+            .collect();
+        self.begin(&phase.name, modeled, commands).await?;
         self.in_phase(phase.name, faults).await;
         Ok(Response::new(pb::Empty {}))
     }

@@ -376,6 +376,12 @@ async fn run_variant(name: &str, s: &Scenario, r: &LiveRun<'_>) -> Result<Varian
         undecided: false,
         unchecked: Vec::new(),
         store_silent_since: None,
+        // Looked at (namespaces, the kernel probed) only for a scenario
+        // with network faults.
+        net: crate::netfault::any_network_fault(&s.phases).then(|| {
+            crate::netfault::NetFaults::new(crate::netfault::members_of(r.cluster, instance_count))
+        }),
+        kernel_faults: Vec::new(),
     };
     let mut snapshots = Vec::new();
     let mut alerts: Vec<Vec<AlertEntry>> = Vec::new();

@@ -67,6 +67,12 @@ pub struct VariantRun<'a> {
     pub(crate) unchecked: Vec<String>,
     /// Since when the block store has not answered the runner.
     pub(crate) store_silent_since: Option<std::time::Instant>,
+    /// The network faults the kernel carries out in the instances'
+    /// namespaces (None: the scenario has none).
+    pub(crate) net: Option<crate::netfault::NetFaults>,
+    /// The faults of the phase under way the kernel carries out (a
+    /// restarted instance begins the phase without them too).
+    pub(crate) kernel_faults: Vec<u32>,
 }
 
 /// How long the block store may not answer the runner before the run
@@ -116,8 +122,23 @@ impl VariantRun<'_> {
         // takes them.
         let before = self.snapshot().await?;
         let index = u32::try_from(k).map_err(|_| "too many phases".to_string())?;
-        self.each(|a| async move { a.begin_phase(index).await })
-            .await?;
+        // The kernel's share of the phase's network faults, set before the
+        // instances leave it out of their model; a line for each fault.
+        let begun = match self.net.as_mut() {
+            Some(n) => n.begin(phase)?,
+            None => crate::netfault::Begun::default(),
+        };
+        let at = self.now_ns();
+        for (i, line) in begun.lines {
+            self.lives.note_line(at, i, line);
+        }
+        self.kernel_faults = begun.kernel;
+        let kernel = self.kernel_faults.clone();
+        self.each(|a| {
+            let kernel = kernel.clone();
+            async move { a.begin_phase(index, kernel).await }
+        })
+        .await?;
         if let Some(control) = self.control {
             control.phase_begins(k)?;
         }
@@ -197,6 +218,10 @@ impl VariantRun<'_> {
             next_event += 1;
             self.apply(ev, k).await?;
         }
+        if let Some(n) = self.net.as_mut() {
+            n.end()?;
+        }
+        self.kernel_faults.clear();
         if let Some(control) = self.control {
             control.phase_ends(k)?;
         }
@@ -524,7 +549,11 @@ impl VariantRun<'_> {
         let a = self.admin(i)?;
         a.load(load).await?;
         let index = u32::try_from(self.phase_index).map_err(|_| "too many phases".to_string())?;
-        a.begin_phase(index).await?;
+        // A container started again has a new network namespace.
+        if let Some(n) = self.net.as_mut() {
+            n.restarted(i)?;
+        }
+        a.begin_phase(index, self.kernel_faults.clone()).await?;
         self.lives.state[i] = LiveLife::Up;
         Ok(())
     }

@@ -362,6 +362,8 @@ impl Project {
                     admin: format!("{}:{}", services_ip(k, host_of(i)), port(ADMIN_PORT, i)),
                     metrics: String::new(),
                     pid: 0,
+                    // The kernel carries out the network faults in its namespace.
+                    container: self.ids.get(i).cloned().unwrap_or_default(),
                 })
                 .collect(),
         }
