@@ -10,6 +10,9 @@ use std::time::Duration;
 
 use fusion_live::cluster::{self, ClusterFile, UpOptions};
 
+pub mod hosts;
+pub mod kernel_faults;
+
 pub const EXE: &str = env!("CARGO_BIN_EXE_fusionlab");
 
 /// Where the runs these tests make are stored: under the build's temporary
@@ -148,5 +151,58 @@ pub fn wait_for_child(what: &str, find: impl Fn() -> Option<u32>) -> u32 {
         if let Some(pid) = find() {
             return pid;
         }
+    }
+}
+
+/// Run `cmd` to its end, its output piped; killed (and the test failed,
+/// with what it printed) if it runs longer than `deadline`.
+pub fn output_within(cmd: &mut Command, deadline: Duration) -> Output {
+    use std::io::Read;
+    use std::process::Stdio;
+    let shown = format!("{cmd:?}");
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{shown}: {e}"));
+    let read = |p: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            if let Some(mut p) = p {
+                let _ = p.read_to_end(&mut v);
+            }
+            v
+        })
+    };
+    let out = read(child.stdout.take().map(|p| Box::new(p) as _));
+    let err = read(child.stderr.take().map(|p| Box::new(p) as _));
+    let end = std::time::Instant::now() + deadline;
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break Some(s);
+        }
+        if std::time::Instant::now() > end {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let (stdout, stderr) = (
+        out.join().unwrap_or_default(),
+        err.join().unwrap_or_default(),
+    );
+    match status {
+        Some(status) => Output {
+            status,
+            stdout,
+            stderr,
+        },
+        None => panic!(
+            "{shown}: still running after {deadline:?}, killed:\n{}{}",
+            String::from_utf8_lossy(&stdout),
+            String::from_utf8_lossy(&stderr)
+        ),
     }
 }
