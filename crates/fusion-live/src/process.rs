@@ -264,7 +264,23 @@ impl AdminService {
             instance_count as u8,
             layout.total_blocks,
         );
-        let clock = Clock::new(r.epoch_ns);
+        let here = crate::clock::boot_id();
+        let epoch = crate::clock::local_epoch(
+            r.epoch_ns,
+            r.epoch_realtime_ns,
+            &r.boot_id,
+            &here,
+            crate::clock::now_both(),
+        );
+        if epoch != r.epoch_ns {
+            tracing::info!(
+                runner_boot_id = %r.boot_id,
+                boot_id = %here,
+                "the runner is on another host: the cluster clock counts from the \
+                 runner's origin by the realtime clock"
+            );
+        }
+        let clock = Clock::new(epoch);
         let store = Store::new(&r.store, &self.0.opts.token, codec, me)?.for_run(r.epoch_ns);
 
         // A previous scenario's host and links go first.

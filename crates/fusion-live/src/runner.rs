@@ -24,7 +24,6 @@ use fusion_wire::Codec;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::admin_client::Admin;
-use crate::clock::monotonic_ns;
 use crate::cluster::ClusterFile;
 use crate::lives::{Lives, ProcessControl};
 use crate::nextvals::Nextvals;
@@ -297,7 +296,7 @@ async fn run_variant(name: &str, s: &Scenario, r: &LiveRun<'_>) -> Result<Varian
     )?;
     // The run: the cluster clock's origin, also what the store is formatted
     // for (the last variant's hosts may still write: refused from now on).
-    let epoch = monotonic_ns();
+    let (epoch, epoch_realtime_ns) = crate::clock::now_both();
     let limit = tokio::time::Instant::now() + READY_LIMIT;
     while let Err(e) = store
         .format(
@@ -330,6 +329,8 @@ async fn run_variant(name: &str, s: &Scenario, r: &LiveRun<'_>) -> Result<Varian
         epoch_ns: epoch,
         life: 0,
         carried: None,
+        epoch_realtime_ns,
+        boot_id: crate::clock::boot_id(),
     };
     on_all(&admins, |a| {
         let l = load.clone();

@@ -154,6 +154,23 @@ fn chaos_compose_kills_a_container_and_loses_nothing_when_docker_answers() {
         faults.iter().any(|f| f.starts_with("kill inst")),
         "seed 1005 draws a kill: {r}"
     );
+    // The loss is the kernel's in the containers' namespaces where it can
+    // (netem, else iptables' statistic match), and stderr says so.
+    assert!(
+        faults.iter().any(|f| f.starts_with("loss of")),
+        "seed 1005 draws a loss: {r}"
+    );
+    let how = err
+        .lines()
+        .find(|l| l.contains(": seed 1005: loss of"))
+        .unwrap_or_else(|| panic!("how the loss was carried out is not said:\n{err}"));
+    match fusion_live::netfault::offers() {
+        Ok(o) if o.netem || o.iptables_statistic => assert!(
+            how.contains(": tc netem in ") || how.contains(": iptables statistic DROP in "),
+            "{how}"
+        ),
+        _ => assert!(how.contains(": by the instances ("), "{how}"),
+    }
     assert!(r["commits_acknowledged"].as_u64().unwrap_or(0) > 0, "{r}");
     assert_eq!(r["commits_lost"], 0, "{r}\n{err}");
     assert_eq!(

@@ -319,8 +319,23 @@ pub fn members_of(c: &crate::cluster::ClusterFile, n: usize) -> Vec<Member> {
         .collect()
 }
 
-/// Only for fault lists: is this fault carried out by the kernel when the
-/// kernel can (a network fault)?
+/// Is this a fault the kernel carries out when it can (a network fault)?
 pub fn is_network(f: &Fault) -> bool {
     plan::is_network(f)
+}
+
+/// The lines of a phase's alert log that say how its network faults were
+/// carried out (each begins with the fault's description).
+pub fn carried_out<'a>(phase: &Phase, alerts: &'a [fusion_report::AlertEntry]) -> Vec<&'a str> {
+    let heads: Vec<String> = phase
+        .faults
+        .iter()
+        .filter(|f| plan::is_network(f))
+        .map(|f| format!("{}: ", fusion_report::chaos::describe_fault(f, &phase.name)))
+        .collect();
+    alerts
+        .iter()
+        .map(|a| a.line.as_str())
+        .filter(|l| heads.iter().any(|h| l.starts_with(h.as_str())))
+        .collect()
 }

@@ -115,7 +115,10 @@ pub(crate) fn run_all(
                 return Ok((outcomes, Some(s)));
             }
             Ok(Ended::Ran(Ok((_, variants)))) => match variants.first() {
-                Some(o) => run.outcome(o),
+                Some(o) => {
+                    carried_out(err, seed, &loaded, o)?;
+                    run.outcome(o)
+                }
                 None => run.failed("the live run reported no variant".into()),
             },
             Ok(Ended::Ran(Err(failure))) => {
@@ -145,6 +148,25 @@ pub(crate) fn run_all(
         outcomes.push(outcome);
     }
     Ok((outcomes, None))
+}
+
+/// Say how each network fault of the run was carried out (the kernel in
+/// the containers' namespaces, or the instances), as its alert log does.
+fn carried_out(
+    err: &mut dyn Write,
+    seed: u64,
+    loaded: &fusion_scenario::LoadedScenario,
+    o: &fusion_driver::VariantOutcome,
+) -> std::io::Result<()> {
+    let Some(v) = loaded.variants.first() else {
+        return Ok(());
+    };
+    for (phase, ran) in v.scenario.phases.iter().zip(&o.result.phases) {
+        for line in fusion_live::netfault::carried_out(phase, &ran.alert_log) {
+            writeln!(err, "{WHAT}: seed {seed}: {line}")?;
+        }
+    }
+    Ok(())
 }
 
 /// The compose file and image: `--compose-file` (default
