@@ -6,6 +6,7 @@
 pub mod admin_client;
 pub mod clock;
 pub mod cluster;
+pub mod command;
 pub mod deadline;
 pub mod host;
 pub mod journal;

@@ -4,13 +4,11 @@
 //! through `nsenter`. Every command has a deadline.
 
 use std::collections::HashMap;
-use std::io::{Read, Write};
 use std::net::Ipv4Addr;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::MetadataExt;
-use std::process::{Command, Stdio};
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::plan::{self, DropRule, Offers, ROOT_HANDLE};
 
@@ -24,56 +22,8 @@ pub(crate) fn run(
     stdin: Option<&str>,
     timeout: Duration,
 ) -> Result<String, String> {
-    let what = argv.join(" ");
-    let (program, args) = argv
-        .split_first()
-        .ok_or_else(|| "no command to run".to_string())?;
-    let mut child = Command::new(program)
-        .args(args)
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot run `{what}`: {e}"))?;
-    if let (Some(text), Some(mut pipe)) = (stdin, child.stdin.take()) {
-        // A batch is a few kilobytes: the pipe takes it whole.
-        let _ = pipe.write_all(text.as_bytes());
-    }
-    let read = |p: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut s = String::new();
-            if let Some(mut p) = p {
-                let _ = p.read_to_string(&mut s);
-            }
-            s
-        })
-    };
-    let out = read(child.stdout.take().map(|p| Box::new(p) as _));
-    let err = read(child.stderr.take().map(|p| Box::new(p) as _));
-    let end = Instant::now() + timeout;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(s)) => break s,
-            Ok(None) if Instant::now() < end => std::thread::sleep(Duration::from_millis(5)),
-            Ok(None) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!("`{what}` took more than {} s", timeout.as_secs()));
-            }
-            Err(e) => return Err(format!("`{what}`: {e}")),
-        }
-    };
-    let out = out.join().unwrap_or_default();
-    let err = err.join().unwrap_or_default();
-    if status.success() {
-        Ok(out)
-    } else {
-        Err(format!("`{what}` failed ({status}): {}", err.trim()))
-    }
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    crate::command::run(&argv, &[], stdin, timeout)
 }
 
 fn argv(parts: &[&str]) -> Vec<String> {
@@ -298,23 +248,6 @@ mod tests {
         assert_eq!(
             our_root("qdisc tbf 100: dev eth0 parent fab:2 rate 10Mbit"),
             None
-        );
-    }
-
-    #[test]
-    fn a_command_over_its_deadline_is_stopped_and_one_that_fails_says_why() {
-        let e = run(&argv(&["sleep", "5"]), None, Duration::from_millis(100)).unwrap_err();
-        assert!(e.contains("took more than"), "{e}");
-        let e = run(
-            &argv(&["sh", "-c", "echo no >&2; exit 3"]),
-            None,
-            COMMAND_TIMEOUT,
-        )
-        .unwrap_err();
-        assert!(e.contains("failed") && e.ends_with(": no"), "{e}");
-        assert_eq!(
-            run(&argv(&["cat"]), Some("batch\n"), COMMAND_TIMEOUT).unwrap(),
-            "batch\n"
         );
     }
 }

@@ -13,7 +13,6 @@
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use fusion_live::cluster::{ClusterFile, InstanceMember, Member};
@@ -74,51 +73,7 @@ fn host_of(inst: usize) -> u8 {
 
 /// Run `docker ARGS` with `env`, at most `timeout`. Ok: its stdout.
 pub fn docker(args: &[&str], env: &[(&str, &str)], timeout: Duration) -> Result<String, String> {
-    let program = args.first().copied().unwrap_or("docker");
-    let mut cmd = Command::new(program);
-    cmd.args(args.get(1..).unwrap_or_default())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let what = args.join(" ");
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| format!("cannot run `{what}`: {e}"))?;
-    // Read both pipes on threads so that a chatty command cannot block.
-    let read = |p: Option<Box<dyn std::io::Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut s = String::new();
-            if let Some(mut p) = p {
-                let _ = p.read_to_string(&mut s);
-            }
-            s
-        })
-    };
-    let out = read(child.stdout.take().map(|p| Box::new(p) as _));
-    let errs = read(child.stderr.take().map(|p| Box::new(p) as _));
-    let end = Instant::now() + timeout;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(s)) => break s,
-            Ok(None) if Instant::now() < end => std::thread::sleep(Duration::from_millis(20)),
-            Ok(None) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!("`{what}` took more than {} s", timeout.as_secs()));
-            }
-            Err(e) => return Err(format!("`{what}`: {e}")),
-        }
-    };
-    let out = out.join().unwrap_or_default();
-    let errs = errs.join().unwrap_or_default();
-    if status.success() {
-        Ok(out)
-    } else {
-        Err(format!("`{what}` failed ({status}): {}", errs.trim()))
-    }
+    fusion_live::command::run(args, env, None, timeout)
 }
 
 /// Whether a Docker engine answers (`docker info`).

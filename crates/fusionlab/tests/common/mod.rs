@@ -155,54 +155,7 @@ pub fn wait_for_child(what: &str, find: impl Fn() -> Option<u32>) -> u32 {
 }
 
 /// Run `cmd` to its end, its output piped; killed (and the test failed,
-/// with what it printed) if it runs longer than `deadline`.
+/// with why) if it runs longer than `deadline`.
 pub fn output_within(cmd: &mut Command, deadline: Duration) -> Output {
-    use std::io::Read;
-    use std::process::Stdio;
-    let shown = format!("{cmd:?}");
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{shown}: {e}"));
-    let read = |p: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut v = Vec::new();
-            if let Some(mut p) = p {
-                let _ = p.read_to_end(&mut v);
-            }
-            v
-        })
-    };
-    let out = read(child.stdout.take().map(|p| Box::new(p) as _));
-    let err = read(child.stderr.take().map(|p| Box::new(p) as _));
-    let end = std::time::Instant::now() + deadline;
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("wait") {
-            break Some(s);
-        }
-        if std::time::Instant::now() > end {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    let (stdout, stderr) = (
-        out.join().unwrap_or_default(),
-        err.join().unwrap_or_default(),
-    );
-    match status {
-        Some(status) => Output {
-            status,
-            stdout,
-            stderr,
-        },
-        None => panic!(
-            "{shown}: still running after {deadline:?}, killed:\n{}{}",
-            String::from_utf8_lossy(&stdout),
-            String::from_utf8_lossy(&stderr)
-        ),
-    }
+    fusion_live::command::output_within(cmd, None, deadline).unwrap_or_else(|e| panic!("{e}"))
 }
