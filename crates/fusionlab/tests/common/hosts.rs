@@ -31,15 +31,17 @@ fn ip(args: &[&str]) -> Result<(), String> {
 }
 
 impl Hosts {
-    /// `n` hosts on one switch. Err: this machine does not let the test
+    /// `n` hosts on one switch, their namespaces named after this process
+    /// and `tag` (one per test). Err: this machine does not let the test
     /// make them (not root, no iproute2, no veth or bridge).
-    pub fn create(n: usize) -> Result<Hosts, String> {
-        let tag = std::process::id();
+    pub fn create(tag: &str, n: usize) -> Result<Hosts, String> {
+        let pid = std::process::id();
+        let tag = format!("{pid}{tag}");
         let mut hosts = Hosts {
             names: Vec::new(),
             // Inside the test's namespaces only; varied so that two test
             // runs' hosts never meet (they could not anyway).
-            subnet: u8::try_from(tag % 200).unwrap_or(0) + 20,
+            subnet: u8::try_from(pid % 200).unwrap_or(0) + 20,
         };
         let switch = format!("fl{tag}-sw");
         ip(&["netns", "add", &switch])?;
