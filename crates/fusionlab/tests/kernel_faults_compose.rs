@@ -20,7 +20,7 @@ use std::process::Command;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use fusionlab::compose_project::{ComposeOpts, Project, docker};
+use fusionlab::chaos::compose_project::{ComposeOpts, Project, docker};
 use serde_json::Value;
 
 mod common;

@@ -49,8 +49,9 @@ fn spawn(cmd: &mut Command, log: &Path, token: &str) -> Child {
 /// namespaces). None (and a line saying why) when this machine does not
 /// let the test make hosts.
 struct Cluster {
-    // Dropped in this order: the processes, then the hosts.
-    procs: Processes,
+    // Dropped in this order: the processes (held to be killed), then the
+    // hosts.
+    _procs: Processes,
     hosts: Hosts,
     dir: tempfile::TempDir,
     file: std::path::PathBuf,
@@ -121,7 +122,7 @@ impl Cluster {
         let cluster = dir.path().join("cluster.toml");
         std::fs::write(&cluster, file).expect("cluster file");
         Some(Cluster {
-            procs,
+            _procs: procs,
             hosts,
             dir,
             file: cluster,
