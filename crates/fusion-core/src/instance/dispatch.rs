@@ -11,6 +11,7 @@ use super::gc::{
     self, Drained, GesEffect, GesStep, Holder, LmsStep, PROMOTE_REQ, Route, Source, UnexpectedAck,
 };
 use super::membership::{self, HeldWork, Newer, Verdict};
+use super::px::{PS, PxEffect, PxStep, QcStep};
 use super::redo::FlushWaiter;
 use super::session::SessionState;
 use super::session::TxWaiter;
@@ -21,6 +22,7 @@ use crate::msg::{
     Envelope, GrantKind, Io, LockMode, Lvb, Mode, Msg, Rebuild, RecoverSource, RedoRecord, Request,
     ResName, Shipment, TxReport,
 };
+use crate::px::{PxMsg, QueryRef};
 use crate::stats::{Stat, Wait};
 use crate::types::{BlockAddr, InstId, InstSet, Scn, Xid};
 use crate::voting::Vote;
@@ -1106,5 +1108,87 @@ impl Instance {
             self.on_tx_status(l.xid, token, report);
         }
         self.membership.keep_dead_lookups(unknown);
+    }
+
+    // ----- parallel execution (k-px) ------------------------------------------------------
+
+    /// One step of parallel execution, and what it answered, applied in order.
+    fn px_step<R>(&mut self, step: impl FnOnce(&mut PxStep) -> R) -> R {
+        let mut px = PxStep::new(
+            &mut self.px,
+            &mut self.k,
+            self.membership.net(),
+            &mut self.fg,
+            &mut self.obs,
+        );
+        let answer = step(&mut px);
+        let effects = px.effects();
+        self.apply_px(effects);
+        answer
+    }
+
+    fn apply_px(&mut self, effects: Vec<PxEffect>) {
+        for e in effects {
+            match e {
+                PxEffect::BeginWait { sid, event } => {
+                    self.begin_session_wait(sid, event, SessionState::WaitPx)
+                }
+                PxEffect::EndWait(sid) => self.end_wait(sid, None),
+                PxEffect::EndPxWait(sid) => {
+                    if self.fg.sessions().session(sid).state() == SessionState::WaitPx {
+                        self.end_wait(sid, None);
+                    }
+                }
+                PxEffect::Wake(sid) => self.end_session_wait(sid),
+                PxEffect::Resume(sid) => self.resume(sid),
+                PxEffect::ReleasePs => self.enq_release(PS, None),
+                PxEffect::Continue(w) => self.px_step(|p| p.worker_next(w)),
+                PxEffect::Execute { exec, insts } => self.px_step(|p| p.execute(exec, &insts)),
+            }
+        }
+    }
+
+    /// Drive session `sid`'s parallel statement. True when the session can go on at once.
+    pub(super) fn px_qc_step(&mut self, sid: u32, qref: QueryRef) -> bool {
+        match self.px_step(|p| p.qc_step(sid, qref)) {
+            QcStep::GoOn => true,
+            QcStep::TakePs => {
+                if self.enq_get(sid, PS, LockMode::X, Wait::EnqPsContention) {
+                    self.px_step(|p| p.probe(sid));
+                }
+                false
+            }
+            QcStep::Wait => false,
+        }
+    }
+
+    /// The QC session's CPU step ended (merging a buffer, or its serial work).
+    pub(super) fn px_qc_cpu_done(&mut self, sid: u32) {
+        self.px_step(|p| p.qc_cpu_done(sid));
+    }
+
+    /// Run the PX workers that have something to do. True when any did.
+    pub(super) fn px_run(&mut self) -> bool {
+        let mut any = false;
+        while let Some(w) = self.px.next_kick() {
+            any = true;
+            self.px_step(|p| p.worker_next(w));
+        }
+        any
+    }
+
+    /// A read of PX worker `w` completed.
+    pub(super) fn px_read_done(&mut self, w: usize, seq: u64, blocks: Vec<Block>) {
+        self.px_step(|p| p.read_done(w, seq, blocks));
+    }
+
+    /// A PX server's CPU step ended.
+    pub(super) fn px_server_step_done(&mut self, idx: u32, d: StepDone) {
+        self.px_step(|p| p.server_step_done(idx, d));
+    }
+
+    /// A PX message from another instance.
+    pub(super) fn on_px(&mut self, from: InstId, m: PxMsg) {
+        self.px_step(|p| p.on_message(from, m));
     }
 }

@@ -180,7 +180,7 @@ impl Instance {
         // Nothing is in it yet but LGWR's process, numbered after the LMSs.
         inst.redo = redo::Redo::new(inst.add_proc(Proc::Lgwr, "LGWR".into()));
         inst.redo.start_writers(&mut inst.k);
-        inst.px_prestart();
+        inst.px.prestart(&mut inst.k);
         inst.register_statements(&catalog);
         if !inst.membership.sessions_wait() {
             inst.start_sessions();
