@@ -7,15 +7,22 @@ use super::Instance;
 use super::cache::BufId;
 use super::cache::BufState;
 use super::events::IoPurpose;
-use super::gc::{Drained, GesEffect, GesStep, PROMOTE_REQ, Route, Source, UnexpectedAck};
-use super::membership::Verdict;
+use super::gc::{
+    self, Drained, GesEffect, GesStep, Holder, LmsStep, PROMOTE_REQ, Route, Source, UnexpectedAck,
+};
+use super::membership::{self, HeldWork, Newer, Verdict};
+use super::px::{PS, PxEffect, PxStep, QcStep};
 use super::redo::FlushWaiter;
 use super::session::SessionState;
-use crate::block::Change;
+use super::session::TxWaiter;
+use crate::block::{Block, Change};
 use crate::config::Nanos;
+use crate::cpu::StepDone;
 use crate::msg::{
-    GrantKind, Io, LockMode, Lvb, Mode, Msg, RecoverSource, RedoRecord, Request, ResName,
+    Envelope, GrantKind, Io, LockMode, Lvb, Mode, Msg, Rebuild, RecoverSource, RedoRecord, Request,
+    ResName, Shipment, TxReport,
 };
+use crate::px::{PxMsg, QueryRef};
 use crate::stats::{Stat, Wait};
 use crate::types::{BlockAddr, InstId, InstSet, Scn, Xid};
 use crate::voting::Vote;
@@ -568,5 +575,620 @@ impl Instance {
     /// An enqueue conversion for the master here: held while frozen.
     pub(super) fn ges_convert_here(&mut self, res: ResName, mode: LockMode, token: u64) {
         self.ges_step(|g| g.convert_here(res, mode, token));
+    }
+
+    // ----- k-gc: the holder's side of a transfer (gc/serve.rs) -----------------------------
+
+    /// The holder's side of a transfer, on the parts of the instance it uses.
+    #[inline(always)]
+    fn holder(&mut self) -> Holder<'_, impl Fn(Xid) -> crate::block::TxState + '_> {
+        let txns = self.fg.txns();
+        Holder::new(
+            &mut self.gc,
+            &mut self.k,
+            &mut self.cache,
+            &mut self.redo,
+            self.membership.net(),
+            &mut self.obs,
+            move |x: Xid| txns.state(x),
+        )
+    }
+
+    /// A message for LMS arrived.
+    pub(super) fn lms_enqueue(&mut self, from: InstId, sent_at: Nanos, msg: Msg) {
+        self.holder().enqueue(from, sent_at, msg);
+    }
+
+    /// The master (this instance) routes a request to itself as holder: serve it next.
+    pub(super) fn lms_serve_here(&mut self, req: Request, shared: bool) {
+        self.holder().serve_here(req, shared);
+    }
+
+    /// An LMS worker's CPU step ended: what its job left to do is done
+    /// before the worker takes its next job.
+    pub(super) fn lms_step_done(&mut self, w: u8, d: StepDone) {
+        let step = self.holder().step_done(w, d);
+        match step {
+            LmsStep::Done => {}
+            LmsStep::Message { from, msg } => self.lms_message(from, msg),
+            LmsStep::NotHeld(req) => {
+                let me = self.id;
+                self.dir_not_held(me, req);
+            }
+            LmsStep::DownConverted(req) => {
+                let me = self.id;
+                self.dir_down_converted(me, req);
+            }
+            LmsStep::Wake(blk) => self.wake_block(blk),
+        }
+        self.holder().kick(w);
+    }
+
+    /// A message LMS took, for the part of the instance it is about.
+    fn lms_message(&mut self, from: InstId, msg: Msg) {
+        match msg {
+            Msg::Request(req) => self.dir_request(req),
+            Msg::Installed {
+                blk,
+                req,
+                mode,
+                prev_holder,
+                pi_kept,
+            } => self.dir_installed(from, blk, req, mode, prev_holder, pi_kept),
+            Msg::NotHeld { req } => self.dir_not_held(from, req),
+            Msg::DownConverted { req } => self.dir_down_converted(from, req),
+            Msg::Relinquish { blk, mode } => self.dir_relinquish(from, blk, mode),
+            Msg::InvalidateAck { blk, .. } => self.dir_invalidate_ack(from, blk),
+            Msg::Invalidate { blk, req } => self.invalidate_local(from, blk, req),
+            Msg::Written { blk, scn } => self.dir_written(from, blk, scn),
+            Msg::DiscardPi { blk, scn } => self.discard_pi(blk, scn),
+            Msg::WriteRequest { blk } => self.dir_write_request(from, blk),
+            Msg::WriteCurrent { blk } => self.redo.write_current_asked(&self.cache, blk),
+            Msg::TxQuery { xid, token } => {
+                let report = self.tx_report(xid);
+                self.send(from, Msg::TxStatus { xid, token, report });
+            }
+            Msg::TxWait { xid, token } => match self.tx_report(xid) {
+                TxReport::Active => self
+                    .fg
+                    .txns_mut()
+                    .wait_for_end(xid, TxWaiter::Remote(from, token)),
+                report => self.send(from, Msg::TxStatus { xid, token, report }),
+            },
+            // Broadcast on commit: the SCN was applied when the message
+            // arrived (every envelope carries one); LMS acknowledges it.
+            Msg::ScnBroadcast { seq } => self.send(from, Msg::ScnAck { seq }),
+            Msg::ScnAck { seq } => self.on_scn_ack(seq),
+            other => self.error(format!(
+                "LMS got an unexpected message from {from}: {other:?}"
+            )),
+        }
+    }
+
+    /// What this instance tells another of a transaction now.
+    fn tx_report(&self, xid: Xid) -> TxReport {
+        match self.tx_state(xid) {
+            crate::block::TxState::Committed(s) => TxReport::Committed(s),
+            _ => TxReport::Active,
+        }
+    }
+
+    /// LGWR made the redo durable: the parked LMS job can send.
+    pub(super) fn lms_flushed(&mut self, w: u8, job: u64) {
+        self.holder().flushed(w, job);
+    }
+
+    /// A local pin on `blk` was released: resume LMS jobs waiting for it.
+    #[inline]
+    pub(super) fn unpinned(&mut self, blk: BlockAddr) {
+        let Some(waiting) = self.gc.lms_pin_released(blk) else {
+            return;
+        };
+        self.holder().unpinned(waiting);
+    }
+
+    /// The block a shipment carried here (its box kept for one shipped from here).
+    pub(super) fn unbox_shipped_block(&mut self, ship: Box<Shipment>) -> Block {
+        self.gc.unbox_shipped_block(&self.cache, ship)
+    }
+
+    /// The master asks this instance to drop its shared copy.
+    pub(super) fn invalidate_local(&mut self, master: InstId, blk: BlockAddr, req: u64) {
+        let net = self.membership.net();
+        if gc::invalidate_local(&mut self.k, &mut self.cache, net, master, blk, req) {
+            let me = self.id;
+            self.dir_invalidate_ack(me, blk);
+        }
+        self.wake_block(blk);
+    }
+
+    /// A write covered this instance's past images of `blk`.
+    pub(super) fn discard_pi(&mut self, blk: BlockAddr, scn: Scn) {
+        gc::discard_pi(&mut self.k, &mut self.cache, &self.redo, blk, scn);
+    }
+
+    // ----- k-gc: instance recovery (membership/smon.rs) ---------------------------------
+
+    /// A dead thread was read; once all are, the claims and what recovery
+    /// found of the dead transactions join the reports, which go.
+    pub(super) fn on_redo_read(&mut self, records: Vec<RedoRecord>) {
+        let txns = self.fg.txns();
+        let found = self
+            .membership
+            .smon_redo_read(&self.k, &mut self.obs, records, |inst| {
+                txns.xids_below(inst)
+            });
+        if let Some((claims, dead)) = found {
+            self.add_to_reports(claims, dead);
+            self.send_reports();
+        }
+    }
+
+    /// The directory unfroze: the redo application starts.
+    fn smon_unfrozen(&mut self) {
+        if self.membership.smon_unfrozen(&self.k, &mut self.obs) {
+            self.smon_next();
+        }
+    }
+
+    /// Start recovering blocks up to the window: ask their masters where
+    /// the newest image is.
+    fn smon_next(&mut self) {
+        for blk in self.membership.smon_window() {
+            let master = self.block_master(blk);
+            if master == self.id {
+                let me = self.id;
+                self.dir_recover(me, blk);
+            } else {
+                self.send(master, Msg::RecoverBlock { blk });
+            }
+        }
+        if self.membership.smon_finish(&mut self.k, &mut self.obs) {
+            self.roll_back_dead_in_cache();
+        }
+    }
+
+    /// Where the newest image of a claimed block is came back.
+    pub(super) fn on_recover_image(&mut self, blk: BlockAddr, source: RecoverSource) {
+        if self.membership.smon_image(&mut self.k, blk, source) {
+            self.smon_block_done(blk, 0, false);
+        }
+    }
+
+    /// A block of the recovery set was read from disk.
+    pub(super) fn smon_disk_read(&mut self, disk: Block) {
+        if let Some(blk) = self.membership.smon_disk_read(&mut self.k, disk) {
+            self.smon_block_done(blk, 0, false);
+        }
+    }
+
+    /// A recovered block is on disk (or needed nothing): release its claim
+    /// at its master, and go on with the next.
+    pub(super) fn smon_block_done(&mut self, blk: BlockAddr, scn: Scn, written: bool) {
+        self.membership.smon_block_done(written);
+        let master = self.block_master(blk);
+        if master == self.id {
+            let me = self.id;
+            self.dir_block_recovered(me, blk, scn);
+        } else {
+            self.send(master, Msg::BlockRecovered { blk, scn });
+        }
+        self.smon_next();
+    }
+
+    /// Send this instance's newest past image of `blk` to the recovering instance.
+    pub(super) fn send_pi(&mut self, blk: BlockAddr, to: InstId) {
+        let source = membership::past_image_source(&self.cache, blk);
+        self.recover_reply(to, blk, source);
+    }
+
+    fn recover_reply(&mut self, to: InstId, blk: BlockAddr, source: RecoverSource) {
+        if to == self.id {
+            self.on_recover_image(blk, source);
+        } else {
+            self.send(to, Msg::RecoverImage { blk, source });
+        }
+    }
+
+    /// A claimed block is recovered (on disk as of `scn` when `scn` > 0):
+    /// past images it covers go, and requests waiting for it go on.
+    pub(super) fn dir_block_recovered(&mut self, _from: InstId, blk: BlockAddr, scn: Scn) {
+        let holders = self.gc.recovered(blk, scn > 0);
+        for h in holders.iter() {
+            if h == self.id {
+                self.discard_pi(blk, scn);
+            } else {
+                self.send(h, Msg::DiscardPi { blk, scn });
+            }
+        }
+        self.dir_drain(blk);
+    }
+
+    /// The dead instances' uncommitted changes in current buffers held in X
+    /// here are rolled back (see `membership::roll_back_dead_in_cache`).
+    pub(super) fn roll_back_dead_in_cache(&mut self) {
+        let txns = self.fg.txns();
+        if !txns.has_dead() {
+            return;
+        }
+        let end_rba = self.redo.end_rba();
+        let dead = |x| txns.is_dead_uncommitted(x);
+        membership::roll_back_dead_in_cache(&mut self.k, &mut self.cache, end_rba, &dead);
+    }
+
+    /// A buffer's last pin went: roll back what dead transactions left in
+    /// it. Cheap when no instance died: nothing is looked at.
+    #[inline]
+    pub(super) fn roll_back_dead_at_unpin(&mut self, buf: BufId) {
+        let txns = self.fg.txns();
+        if !txns.has_dead() {
+            return;
+        }
+        let end_rba = self.redo.end_rba();
+        let dead = |x| txns.is_dead_uncommitted(x);
+        membership::roll_back_dead_at_unpin(&mut self.k, &mut self.cache, end_rba, buf, &dead);
+    }
+
+    /// On-demand rollback of `xid`'s changes in current buffer `buf`, when
+    /// it is a dead instance's uncommitted transaction. True when anything
+    /// was rolled back (then look at the block again).
+    pub(super) fn roll_back_dead(&mut self, buf: BufId, xid: Xid) -> bool {
+        if !self.fg.txns().is_dead_uncommitted(xid) {
+            return false;
+        }
+        let end_rba = self.redo.end_rba();
+        membership::roll_back_dead(&mut self.k, &mut self.cache, end_rba, buf, xid)
+    }
+
+    // ----- k-gc: the reconfiguration (membership/reconfig.rs) ----------------------------
+
+    /// A message from a member, with its incarnation checked: older ones are
+    /// discarded, newer ones wait until this instance joins (a member's
+    /// report makes it join at once), and while frozen everything but the
+    /// reports is held.
+    pub(super) fn receive(&mut self, env: Envelope) {
+        let mine = self.membership.incarnation();
+        if env.incarnation < mine {
+            self.k.incr(Stat::GcsMessagesDiscarded);
+            return;
+        }
+        if env.incarnation > mine {
+            match self.membership.newer_incarnation(&self.k, &env) {
+                Newer::Join {
+                    incarnation,
+                    members,
+                } => self.join_incarnation(incarnation, members),
+                Newer::Evicted(why) => {
+                    self.halt(why);
+                    return;
+                }
+                Newer::Early => {
+                    self.membership.keep_early(env);
+                    return;
+                }
+            }
+            if env.incarnation != self.membership.incarnation() {
+                self.error(format!(
+                    "{} reported incarnation {} but joining it made this one {}",
+                    env.from,
+                    env.incarnation,
+                    self.membership.incarnation()
+                ));
+                return;
+            }
+        }
+        if let Msg::Rebuild(r) = env.msg {
+            self.on_rebuild(env.from, *r);
+            return;
+        }
+        if self.membership.reconfiguring() {
+            self.membership.hold_message(env);
+            return;
+        }
+        self.on_message(env);
+    }
+
+    /// A block request for the master here: held while frozen.
+    pub(super) fn dir_request(&mut self, req: Request) {
+        if self.membership.reconfiguring() {
+            self.membership.hold_request(req);
+            return;
+        }
+        self.dir_request_now(req);
+    }
+
+    /// The new incarnation begins here: drop the old one's global state,
+    /// freeze, report what this instance holds, and ask again for what it
+    /// waited for. `dead` left the cluster.
+    fn begin_reconfig(&mut self, dead: InstSet) {
+        let members = self.membership.members();
+        self.gc.freeze();
+        self.membership.freeze(&self.k);
+        let txns = self.fg.txns();
+        let mut reports = self.gc.holdings(
+            &self.k,
+            &self.cache,
+            members,
+            txns.dead_threads(),
+            txns.base(),
+        );
+        // This instance's own report goes into its directory at once, so
+        // that whatever changes here during the freeze comes after it.
+        if let Some(pos) = reports.iter().position(|(i, _)| *i == self.id) {
+            let (me, own) = reports.remove(pos);
+            self.apply_report(me, own);
+        }
+        self.membership.keep_reports(reports);
+        self.resubmit(members);
+        if !self
+            .membership
+            .start_recovery(&mut self.k, &mut self.obs, dead, members)
+        {
+            self.send_reports();
+        }
+        // Messages of this incarnation that came before this instance joined it.
+        for env in self.membership.take_early() {
+            self.receive(env);
+        }
+    }
+
+    /// Send this instance's reports (the recovering instance once it has
+    /// read the dead threads and added its claims).
+    fn send_reports(&mut self) {
+        if self.membership.send_reports(&mut self.k) {
+            self.unfreeze();
+        }
+    }
+
+    /// Add the recovering instance's claims and what it learned of the dead
+    /// transactions to the reports still to be sent.
+    fn add_to_reports(&mut self, claims: Vec<BlockAddr>, dead: Vec<crate::msg::DeadThread>) {
+        for blk in claims {
+            let m = self.block_master(blk);
+            if m == self.id {
+                self.gc.claim(blk);
+            } else {
+                self.membership.add_claim(m, blk);
+            }
+        }
+        for d in &dead {
+            self.fg.txns_mut().learn_dead(d);
+        }
+        self.membership.add_dead(&dead);
+    }
+
+    /// Ask the new masters again for everything outstanding.
+    fn resubmit(&mut self, members: InstSet) {
+        // Requests granted and being read from disk were reported as held.
+        let reading: rustc_hash::FxHashSet<(BlockAddr, u64)> = self
+            .k
+            .io_in_flight()
+            .filter_map(|purpose| match *purpose {
+                IoPurpose::GrantRead { blk, req, .. } => Some((blk, req)),
+                _ => None,
+            })
+            .collect();
+        for (blk, p) in self.fg.sessions().outstanding_requests() {
+            if reading.contains(&(blk, p.id)) {
+                continue;
+            }
+            let req = Request {
+                id: p.id,
+                blk,
+                requester: self.id,
+                kind: p.kind,
+                timing: crate::msg::Timing::default(),
+            };
+            self.k.incr(Stat::GcsRequestsResubmitted);
+            self.submit_request(req);
+        }
+        for (res, mode, token) in self.gc.pending_converts() {
+            let master = self.enqueue_master(res);
+            if master == self.id {
+                self.ges_convert_here(res, mode, token);
+            } else {
+                self.send(master, Msg::EnqConvert { res, mode, token });
+            }
+        }
+        for (token, l) in self.fg.sessions().outstanding_lookups() {
+            let owner = l.xid.inst();
+            if members.contains(owner) {
+                let msg = if l.wait {
+                    Msg::TxWait { xid: l.xid, token }
+                } else {
+                    Msg::TxQuery { xid: l.xid, token }
+                };
+                self.send(owner, msg);
+            } else {
+                self.membership.ask_dead(token);
+            }
+        }
+        self.lgwr_rebroadcast(members);
+    }
+
+    /// A block request to its master, here or remote.
+    pub(super) fn submit_request(&mut self, req: Request) {
+        let master = self.block_master(req.blk);
+        if master == self.id {
+            self.dir_request(req);
+        } else {
+            self.send(master, Msg::Request(req));
+        }
+    }
+
+    /// A question about a transaction of an instance that is no longer a
+    /// member: answered here once recovery says what it found.
+    pub(super) fn ask_dead(&mut self, token: u64) {
+        self.membership.ask_dead(token);
+        if !self.membership.reconfiguring() {
+            self.answer_dead_lookups();
+        }
+    }
+
+    /// A member's report for the new incarnation.
+    fn on_rebuild(&mut self, from: InstId, r: Rebuild) {
+        if !self.membership.awaits_report(from) {
+            self.error(format!(
+                "{from} sent a reconfiguration report nobody waited for"
+            ));
+            return;
+        }
+        self.apply_report(from, r);
+        if self.membership.reported(from) {
+            self.unfreeze();
+        }
+    }
+
+    fn apply_report(&mut self, from: InstId, r: Rebuild) {
+        let Rebuild {
+            blocks,
+            locks,
+            claims,
+            dead,
+            xid_base,
+            ..
+        } = r;
+        self.gc.rebuild_from(from, blocks, locks, claims);
+        self.fg.txns_mut().member_base(from, xid_base);
+        for d in &dead {
+            self.fg.txns_mut().learn_dead(d);
+        }
+    }
+
+    /// Every member reported: promote the newest past images of blocks
+    /// nobody holds current, unfreeze, and serve what was held.
+    fn unfreeze(&mut self) {
+        self.membership.thaw();
+        for (blk, holder) in self.gc.finish_rebuild() {
+            if holder == self.id {
+                self.on_promote(blk);
+            } else {
+                self.send(holder, Msg::Promote { blk });
+            }
+        }
+        self.membership.alert_unfrozen(&mut self.k, &mut self.obs);
+        self.answer_dead_lookups();
+        for work in self.membership.take_held() {
+            match work {
+                HeldWork::Message(env) => self.on_message(env),
+                HeldWork::Request(req) => self.dir_request_now(req),
+                HeldWork::Convert(res, mode, token) => {
+                    let me = self.id;
+                    self.ges_master_convert(me, res, mode, token);
+                }
+            }
+        }
+        self.smon_unfrozen();
+        if self.membership.join_done(&self.k, &mut self.obs) {
+            // A restarted instance joined: its sessions log on now.
+            self.start_sessions();
+        }
+    }
+
+    /// Answer the questions about dead instances' transactions from what recovery found.
+    fn answer_dead_lookups(&mut self) {
+        let tokens = self.membership.take_dead_lookups();
+        let mut unknown = Vec::new();
+        for token in tokens {
+            let Some(l) = self
+                .fg
+                .sessions()
+                .outstanding_lookups()
+                .into_iter()
+                .find(|(t, _)| *t == token)
+                .map(|(_, l)| l)
+            else {
+                continue;
+            };
+            if !self.fg.txns().knows_dead(l.xid.inst()) {
+                unknown.push(token);
+                continue;
+            }
+            let report = self.tx_report(l.xid);
+            self.on_tx_status(l.xid, token, report);
+        }
+        self.membership.keep_dead_lookups(unknown);
+    }
+
+    // ----- parallel execution (k-px) ------------------------------------------------------
+
+    /// One step of parallel execution, and what it answered, applied in order.
+    fn px_step<R>(&mut self, step: impl FnOnce(&mut PxStep) -> R) -> R {
+        let mut px = PxStep::new(
+            &mut self.px,
+            &mut self.k,
+            self.membership.net(),
+            &mut self.fg,
+            &mut self.obs,
+        );
+        let answer = step(&mut px);
+        let effects = px.effects();
+        self.apply_px(effects);
+        answer
+    }
+
+    fn apply_px(&mut self, effects: Vec<PxEffect>) {
+        for e in effects {
+            match e {
+                PxEffect::BeginWait { sid, event } => {
+                    self.begin_session_wait(sid, event, SessionState::WaitPx)
+                }
+                PxEffect::EndWait(sid) => self.end_wait(sid, None),
+                PxEffect::EndPxWait(sid) => {
+                    if self.fg.sessions().session(sid).state() == SessionState::WaitPx {
+                        self.end_wait(sid, None);
+                    }
+                }
+                PxEffect::Wake(sid) => self.end_session_wait(sid),
+                PxEffect::Resume(sid) => self.resume(sid),
+                PxEffect::ReleasePs => self.enq_release(PS, None),
+                PxEffect::Continue(w) => self.px_step(|p| p.worker_next(w)),
+                PxEffect::Execute { exec, insts } => self.px_step(|p| p.execute(exec, &insts)),
+            }
+        }
+    }
+
+    /// Drive session `sid`'s parallel statement. True when the session can go on at once.
+    pub(super) fn px_qc_step(&mut self, sid: u32, qref: QueryRef) -> bool {
+        match self.px_step(|p| p.qc_step(sid, qref)) {
+            QcStep::GoOn => true,
+            QcStep::TakePs => {
+                if self.enq_get(sid, PS, LockMode::X, Wait::EnqPsContention) {
+                    self.px_step(|p| p.probe(sid));
+                }
+                false
+            }
+            QcStep::Wait => false,
+        }
+    }
+
+    /// The QC session's CPU step ended (merging a buffer, or its serial work).
+    pub(super) fn px_qc_cpu_done(&mut self, sid: u32) {
+        self.px_step(|p| p.qc_cpu_done(sid));
+    }
+
+    /// Run the PX workers that have something to do. True when any did.
+    pub(super) fn px_run(&mut self) -> bool {
+        let mut any = false;
+        while let Some(w) = self.px.next_kick() {
+            any = true;
+            self.px_step(|p| p.worker_next(w));
+        }
+        any
+    }
+
+    /// A read of PX worker `w` completed.
+    pub(super) fn px_read_done(&mut self, w: usize, seq: u64, blocks: Vec<Block>) {
+        self.px_step(|p| p.read_done(w, seq, blocks));
+    }
+
+    /// A PX server's CPU step ended.
+    pub(super) fn px_server_step_done(&mut self, idx: u32, d: StepDone) {
+        self.px_step(|p| p.server_step_done(idx, d));
+    }
+
+    /// A PX message from another instance.
+    pub(super) fn on_px(&mut self, from: InstId, m: PxMsg) {
+        self.px_step(|p| p.on_message(from, m));
     }
 }

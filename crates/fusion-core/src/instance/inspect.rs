@@ -72,6 +72,28 @@ impl Instance {
         self.fg.take_nextvals()
     }
 
+    // ----- parallel execution (k-px) -----------------------------------------------------
+
+    /// Keep every parallel statement's result for [`Instance::take_px_results`].
+    pub fn log_px_results(&mut self, on: bool) {
+        self.px.log_results(on);
+    }
+
+    /// Results of the statements this instance coordinated since the last call.
+    pub fn take_px_results(&mut self) -> Vec<crate::px::PxResult> {
+        self.px.take_results()
+    }
+
+    /// PX servers in use now, and the most ever in use at once.
+    pub fn px_servers_busy(&self) -> (u32, u32) {
+        self.px.servers_busy()
+    }
+
+    /// Whether any parallel statement is coordinated or hosted here.
+    pub fn px_active(&self) -> bool {
+        self.px.active()
+    }
+
     /// The master's view of a global enqueue this instance masters: holders and queue length.
     pub fn enqueue_entry(
         &self,

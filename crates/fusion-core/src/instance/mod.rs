@@ -36,7 +36,6 @@ pub use observe::{
     ALERT_LINES_MAX, AlertLine, Hop, Horizon, Observation, TRACE_PENDING_MAX, TraceRecord,
     TransferId,
 };
-use session::TxWaiter;
 
 use crate::block::Block;
 use crate::config::Server;
@@ -181,7 +180,7 @@ impl Instance {
         // Nothing is in it yet but LGWR's process, numbered after the LMSs.
         inst.redo = redo::Redo::new(inst.add_proc(Proc::Lgwr, "LGWR".into()));
         inst.redo.start_writers(&mut inst.k);
-        inst.px_prestart();
+        inst.px.prestart(&mut inst.k);
         inst.register_statements(&catalog);
         if !inst.membership.sessions_wait() {
             inst.start_sessions();
@@ -310,7 +309,7 @@ impl Instance {
             (IoPurpose::Vote, IoResult::Votes(votes)) => self.on_votes(&votes),
             (IoPurpose::Fence, IoResult::Written) => {
                 self.membership.fence_done();
-                self.smon_read_threads();
+                self.membership.smon_read_threads(&mut self.k);
             }
             (IoPurpose::Unfence, IoResult::Written) => self.on_unfenced(),
             (IoPurpose::PromoteCheck { blk }, IoResult::Read(disk)) => {
@@ -320,19 +319,19 @@ impl Instance {
             (_, IoResult::Fenced) => self.on_fenced(),
             // A recovery started over drops its earlier run's I/O.
             (IoPurpose::RedoScan { run }, IoResult::Redo(records)) => {
-                if self.smon_current(run) {
+                if self.membership.smon_current(run) {
                     self.on_redo_read(records);
                 }
             }
             (IoPurpose::RecoverRead { run }, IoResult::Read(block)) => {
                 self.k.incr(Stat::PhysicalReads);
-                if self.smon_current(run) {
+                if self.membership.smon_current(run) {
                     self.smon_disk_read(*block);
                 }
             }
             (IoPurpose::RecoverWrite { blk, scn, run }, IoResult::Written) => {
                 self.k.incr(Stat::PhysicalWrites);
-                if self.smon_current(run) {
+                if self.membership.smon_current(run) {
                     self.smon_block_done(blk, scn, true);
                 }
             }

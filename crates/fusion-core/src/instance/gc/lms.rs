@@ -6,8 +6,8 @@
 //!
 //! `Lms` owns the workers: their queues, the job each runs, the jobs parked
 //! for a flush or a pin. What a job needs and what serving decides are in
-//! instance/serve.rs; the instance routes between them (instance/route.rs),
-//! where blocks are shipped (`Instance::ship`).
+//! serve.rs, where blocks are shipped (`Holder::ship`); the messages LMS
+//! takes are routed by the dispatcher.
 
 use std::collections::VecDeque;
 

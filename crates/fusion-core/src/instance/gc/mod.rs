@@ -1,8 +1,8 @@
 //! The global cache: the part of the global resource directory mastered
 //! here (gcs.rs, routed in route.rs), who masters what (masters.rs), the
-//! LMS processes and their queues (lms.rs, the holder's side routed in
-//! serve.rs with the boxes reused on that path), and the global enqueue
-//! service (ges.rs).
+//! LMS processes and their queues (lms.rs, the holder's side of a
+//! transfer in serve.rs with the boxes reused on that path), and the global
+//! enqueue service (ges.rs, its steps in ges_route.rs).
 //!
 //! The rest of the instance asks [`GlobalCache`]'s methods who masters a
 //! block or an enqueue; the reconfiguration clears, claims and rebuilds
@@ -13,12 +13,14 @@ mod ges;
 mod ges_route;
 mod lms;
 mod masters;
+mod report;
 mod route;
 mod serve;
 
 pub(super) use gcs::{Drained, PROMOTE_REQ, Route, Source, UnexpectedAck};
 pub(super) use ges_route::{GesEffect, GesStep};
 pub(super) use lms::CONGESTED_AFTER;
+pub(super) use serve::{Holder, LmsStep, discard_pi, invalidate_local};
 
 use crate::cpu::ProcId;
 use crate::layout::Layout;

@@ -1,19 +1,30 @@
-//! The holder's side of a transfer, as the instance routes it: what an LMS
-//! job costs, what serving a forwarded request decides, and shipping the
-//! block. This is where blocks are shipped (`Instance::ship`).
+//! The holder's side of a transfer: what an LMS job costs, what serving a
+//! forwarded request decides, and shipping the block (`Holder::ship`).
+//!
+//! [`Holder`] is one step of it: the global cache with what it uses of the
+//! rest of the instance, borrowed for the step: the kernel, the buffer
+//! cache, the redo (is the block's redo on disk; flush it), membership's
+//! `Net`, the observer, and what this instance knows of a transaction. What
+//! the rest must do comes back as an [`LmsStep`], applied by the dispatcher
+//! before the worker takes its next job: a message LMS took, for the
+//! directory or another subsystem; the master here told this instance
+//! does not hold the block as forwarded; the sessions waiting on a block
+//! that left woken.
 //!
 //! The state lives in components: the jobs in `Lms`, the buffers in `Cache`,
 //! the redo in `Lgwr`; this file only moves decisions between them.
 
-use super::super::Instance;
-use super::super::cache::{BufId, BufState};
+use super::super::cache::{BufId, BufState, Cache};
+use super::super::kernel::Kernel;
+use super::super::membership::Net;
 use super::super::observe::{Hop, Observer};
-use super::super::redo::FlushWaiter;
-use super::lms::{CONGESTED_AFTER, Job, Serve, Stage};
+use super::super::redo::{FlushWaiter, Lgwr, Redo};
+use super::GlobalCache;
+use super::lms::{CONGESTED_AFTER, Job, QUEUE_LIMIT, Serve, Stage};
 use crate::block::{Block, CrCopy, CrError, TxState};
-use crate::config::Nanos;
+use crate::config::{Costs, Nanos};
 use crate::cpu::{ProcId, StepDone};
-use crate::msg::{Msg, ReqKind, Request, ShipKind, Shipment, TxReport};
+use crate::msg::{Msg, ReqKind, Request, ShipKind, Shipment};
 use crate::stats::{Stat, Wait};
 use crate::types::{BlockAddr, InstId, Scn, Xid};
 
@@ -64,9 +75,61 @@ impl<T> Spare<T> {
     }
 }
 
-impl Instance {
-    /// A message for LMS arrived.
-    pub(in crate::instance) fn lms_enqueue(&mut self, from: InstId, sent_at: Nanos, mut msg: Msg) {
+/// What an LMS step leaves to the rest of the instance, in the order it
+/// happens: applied before the worker takes its next job.
+#[derive(Debug, PartialEq)]
+pub(in crate::instance) enum LmsStep {
+    /// Nothing (the job was dropped, parked, or sent what it had to).
+    Done,
+    /// A message LMS took, its LMS time added to a request's timing: for
+    /// the directory here or another part of the instance.
+    Message { from: InstId, msg: Msg },
+    /// The master here routes `req` again: this instance no longer holds
+    /// the block as the request was forwarded for.
+    NotHeld(Request),
+    /// The master here routes `req` again: this instance holds the block
+    /// in S only now (it down-converted for fairness).
+    DownConverted(Request),
+    /// The current block left this instance: the sessions waiting on it look again.
+    Wake(BlockAddr),
+}
+
+/// One step of the holder's side of a transfer: the global cache and, borrowed
+/// for the step, what it uses of the rest of the instance.
+pub(in crate::instance) struct Holder<'a, Tx> {
+    gc: &'a mut GlobalCache,
+    k: &'a mut Kernel,
+    cache: &'a mut Cache,
+    redo: &'a mut Redo,
+    net: Net<'a>,
+    obs: &'a mut Observer,
+    /// What this instance knows of a transaction now (its transaction table).
+    tx: Tx,
+}
+
+impl<'a, Tx: Fn(Xid) -> TxState> Holder<'a, Tx> {
+    pub fn new(
+        gc: &'a mut GlobalCache,
+        k: &'a mut Kernel,
+        cache: &'a mut Cache,
+        redo: &'a mut Redo,
+        net: Net<'a>,
+        obs: &'a mut Observer,
+        tx: Tx,
+    ) -> Self {
+        Holder {
+            gc,
+            k,
+            cache,
+            redo,
+            net,
+            obs,
+            tx,
+        }
+    }
+
+    /// A message for LMS arrived: queued for the worker of its block.
+    pub fn enqueue(&mut self, from: InstId, sent_at: Nanos, mut msg: Msg) {
         self.k.incr(Stat::GcsMsgsReceived);
         let wire = self.k.now().saturating_sub(sent_at);
         if let Msg::Request(req) | Msg::Forward { req, .. } = &mut msg {
@@ -79,149 +142,100 @@ impl Instance {
                 req,
                 master,
                 shared,
-            } => Job::Serve(self.boxed_serve(Serve::new(req, master, shared))),
+            } => Job::Serve(self.gc.spares.serves.wrap(Serve::new(req, master, shared))),
             msg => Job::Msg { from, msg },
         };
         if let Err(full) = self.gc.lms.enqueue(w, job, self.k.now()) {
-            self.error(format!(
+            self.k.error(&format!(
                 "LMS{} queue full ({} jobs): dropped a message from {from}",
-                full.worker,
-                super::lms::QUEUE_LIMIT
+                full.worker, QUEUE_LIMIT
             ));
             return;
         }
-        self.lms_kick(w);
+        self.kick(w);
     }
 
     /// The master (this instance) routes a request to itself as holder: serve it next.
-    pub(in crate::instance) fn lms_serve_here(&mut self, req: Request, shared: bool) {
+    pub fn serve_here(&mut self, req: Request, shared: bool) {
         let w = self.gc.lms.worker_for(req.blk);
-        let me = self.id;
-        let job = Job::Serve(self.boxed_serve(Serve::new(req, me, shared)));
+        let me = self.k.id();
+        let job = Job::Serve(self.gc.spares.serves.wrap(Serve::new(req, me, shared)));
         self.gc.lms.enqueue_front(w, job, self.k.now());
-        self.lms_kick(w);
+        self.kick(w);
     }
 
     /// An idle worker takes its next job and asks for the CPU it needs.
-    fn lms_kick(&mut self, w: u8) {
+    pub fn kick(&mut self, w: u8) {
         let Some(job) = self.gc.lms.start_next(w) else {
             return;
         };
         // Disjoint borrows: the job keeps the CR copy it builds; the rest is read.
         let view = HolderView {
-            cache: &self.cache,
+            cache: self.cache,
             costs: self.k.costs(),
             lgwr: self.redo.lgwr(),
             scn: self.k.scn(),
             fairness_threshold: self.k.params().fairness_threshold,
         };
-        let txns = self.fg.txns();
-        let demand = view.job_demand(job, &|x| txns.state(x));
+        let demand = view.job_demand(job, &self.tx);
         let proc = self.gc.lms.proc(w);
-        self.cpu(proc, demand);
+        self.k.cpu(proc, demand);
     }
 
-    pub(in crate::instance) fn lms_step_done(&mut self, w: u8, d: StepDone) {
+    /// Worker `w`'s CPU step ended: its job, carried out as far as LMS
+    /// goes. The caller applies what it answers, then kicks the worker.
+    pub fn step_done(&mut self, w: u8, d: StepDone) -> LmsStep {
         let Some((job, queued)) = self.gc.lms.finish(w) else {
-            return;
+            return LmsStep::Done;
         };
+        // A step ends after it was asked for and started, and waited
+        // within that span (the run queue).
+        debug_assert!(d.requested_at <= d.started_at && d.started_at <= d.done_at);
         let wait = d.started_at.saturating_sub(queued)
             + d.waited.saturating_sub(d.started_at - d.requested_at);
         let run = (d.done_at - d.requested_at).saturating_sub(d.waited);
         self.k.add(Stat::GcsMsgsProcessTime, run);
         if self.obs.tracing() {
-            trace_lms_job(&mut self.obs, self.k.now(), self.gc.lms.proc(w), &job);
+            trace_lms_job(self.obs, self.k.now(), self.gc.lms.proc(w), &job);
         }
         match job {
-            Job::Msg { from, msg } => self.lms_message(from, msg, wait, run),
+            Job::Msg { from, mut msg } => {
+                // The master's LMS is a serving LMS too, whether it forwards,
+                // grants or serves from its own cache: the time the request
+                // waited for its CPU is LMS CPU wait, not request time.
+                // Routing a down-converted request again is this LMS serving
+                // it, as for a request.
+                if let Msg::Request(req) | Msg::DownConverted { req } = &mut msg {
+                    req.timing.lms_wait += wait;
+                    req.timing.lms_proc += run;
+                }
+                LmsStep::Message { from, msg }
+            }
             Job::Serve(mut s) => {
                 s.req.timing.lms_wait += wait;
                 s.req.timing.lms_proc += run;
                 if s.stage == Stage::Start && wait > CONGESTED_AFTER {
                     s.congested = true;
                 }
-                self.serve(w, s, run);
+                self.serve(w, s, run)
             }
-        }
-        self.lms_kick(w);
-    }
-
-    fn lms_message(&mut self, from: InstId, msg: Msg, wait: Nanos, run: Nanos) {
-        match msg {
-            Msg::Request(mut req) => {
-                // The master's LMS is a serving LMS too, whether it forwards,
-                // grants or serves from its own cache: the time the request
-                // waited for its CPU is LMS CPU wait, not request time.
-                req.timing.lms_wait += wait;
-                req.timing.lms_proc += run;
-                self.dir_request(req);
-            }
-            Msg::Installed {
-                blk,
-                req,
-                mode,
-                prev_holder,
-                pi_kept,
-            } => self.dir_installed(from, blk, req, mode, prev_holder, pi_kept),
-            Msg::NotHeld { req } => self.dir_not_held(from, req),
-            Msg::DownConverted { mut req } => {
-                // Routing it again is this LMS serving it, as for a request.
-                req.timing.lms_wait += wait;
-                req.timing.lms_proc += run;
-                self.dir_down_converted(from, req);
-            }
-            Msg::Relinquish { blk, mode } => self.dir_relinquish(from, blk, mode),
-            Msg::InvalidateAck { blk, .. } => self.dir_invalidate_ack(from, blk),
-            Msg::Invalidate { blk, req } => self.invalidate_local(from, blk, req),
-            Msg::Written { blk, scn } => self.dir_written(from, blk, scn),
-            Msg::DiscardPi { blk, scn } => self.discard_pi(blk, scn),
-            Msg::WriteRequest { blk } => self.dir_write_request(from, blk),
-            Msg::WriteCurrent { blk } => self.redo.write_current_asked(&self.cache, blk),
-            Msg::TxQuery { xid, token } => {
-                let report = self.tx_report(xid);
-                self.send(from, Msg::TxStatus { xid, token, report });
-            }
-            Msg::TxWait { xid, token } => match self.tx_report(xid) {
-                TxReport::Active => self
-                    .fg
-                    .txns_mut()
-                    .wait_for_end(xid, super::super::TxWaiter::Remote(from, token)),
-                report => self.send(from, Msg::TxStatus { xid, token, report }),
-            },
-            // Broadcast on commit: the SCN was applied when the message
-            // arrived (every envelope carries one); LMS acknowledges it.
-            Msg::ScnBroadcast { seq } => self.send(from, Msg::ScnAck { seq }),
-            Msg::ScnAck { seq } => self.on_scn_ack(seq),
-            other => self.error(format!(
-                "LMS got an unexpected message from {from}: {other:?}"
-            )),
         }
     }
 
-    fn tx_report(&self, xid: Xid) -> TxReport {
-        match self.tx_state(xid) {
-            crate::block::TxState::Committed(s) => TxReport::Committed(s),
-            _ => TxReport::Active,
-        }
-    }
-
-    fn serve(&mut self, w: u8, mut s: Box<Serve>, run: Nanos) {
+    fn serve(&mut self, w: u8, mut s: Box<Serve>, run: Nanos) -> LmsStep {
         let blk = s.req.blk;
         let Some(buf) = self.cache.current(blk) else {
-            self.not_held(s.req, s.master);
-            return;
+            return self.not_held(s.req, s.master);
         };
         if s.stage == Stage::Send {
-            self.ship(s, buf, run);
-            return;
+            return self.ship(s, buf, run);
         }
         match (s.req.kind, s.shared) {
             (ReqKind::Cr { .. }, false) => {
                 if self.cache.get(buf).state() != BufState::Xcur {
                     // Down-converted for fairness after the master forwarded
                     // this here: it is served from the shared copy now.
-                    self.down_converted(s.req, s.master);
-                    return;
+                    return self.down_converted(s.req, s.master);
                 }
                 if self
                     .cache
@@ -232,8 +246,7 @@ impl Instance {
                     // the shared current image and roll it back themselves.
                     self.cache.down_convert(buf);
                     self.k.incr(Stat::GcCrFairnessDownConverts);
-                    self.down_converted(s.req, s.master);
-                    return;
+                    return self.down_converted(s.req, s.master);
                 }
                 self.cache.cr_served(buf);
                 let scn_now = self.cache.get(buf).image.scn;
@@ -255,36 +268,37 @@ impl Instance {
                 }
                 s.built = Some((scn_now, built));
                 if self.redo.redo_pending(self.cache.get(buf).last_rba) {
-                    self.park_for_flush(w, s, buf);
+                    self.park_for_flush(w, s, buf)
                 } else {
-                    self.ship(s, buf, self.k.costs().lms_send.min(run));
+                    let send_time = self.k.costs().lms_send.min(run);
+                    self.ship(s, buf, send_time)
                 }
             }
             (ReqKind::Cr { .. }, true) => {
                 if self.cache.get(buf).state() != BufState::Scur {
-                    self.not_held(s.req, s.master);
-                    return;
+                    return self.not_held(s.req, s.master);
                 }
                 // A shared copy this instance down-converted may still have
                 // redo in memory: the image waits for the flush, as a
                 // current block does.
                 if self.redo.redo_pending(self.cache.get(buf).last_rba) {
-                    self.park_for_flush(w, s, buf);
+                    self.park_for_flush(w, s, buf)
                 } else {
-                    self.ship(s, buf, run);
+                    self.ship(s, buf, run)
                 }
             }
             (ReqKind::Current { .. }, _) => {
                 if self.cache.get(buf).pinned() {
                     let id = self.gc.lms.park(w, s, self.k.now());
                     self.gc.lms.wait_for_pin(blk, w, id);
-                    return;
+                    return LmsStep::Done;
                 }
                 self.cache.set_leaving(buf, true);
                 if self.redo.redo_pending(self.cache.get(buf).last_rba) {
-                    self.park_for_flush(w, s, buf);
+                    self.park_for_flush(w, s, buf)
                 } else {
-                    self.ship(s, buf, self.k.costs().lms_send.min(run));
+                    let send_time = self.k.costs().lms_send.min(run);
+                    self.ship(s, buf, send_time)
                 }
             }
         }
@@ -297,42 +311,45 @@ impl Instance {
         self.cache
             .get(buf)
             .image
-            .build_cr(snapshot, reader, self.k.scn(), &|x| self.tx_state(x))
+            .build_cr(snapshot, reader, self.k.scn(), &self.tx)
     }
 
     /// This instance holds the block in S only (it down-converted for
     /// fairness): the master routes `req` again.
-    fn down_converted(&mut self, req: Request, master: InstId) {
-        if master == self.id {
-            let me = self.id;
-            self.dir_down_converted(me, req);
-        } else {
-            self.send(master, Msg::DownConverted { req });
+    fn down_converted(&mut self, req: Request, master: InstId) -> LmsStep {
+        if master == self.k.id() {
+            return LmsStep::DownConverted(req);
         }
+        self.net.send(self.k, master, Msg::DownConverted { req });
+        LmsStep::Done
     }
 
-    fn not_held(&mut self, req: Request, master: InstId) {
-        if master == self.id {
-            let me = self.id;
-            self.dir_not_held(me, req);
-        } else {
-            self.send(master, Msg::NotHeld { req });
+    fn not_held(&mut self, req: Request, master: InstId) -> LmsStep {
+        if master == self.k.id() {
+            return LmsStep::NotHeld(req);
         }
+        self.net.send(self.k, master, Msg::NotHeld { req });
+        LmsStep::Done
     }
 
-    fn park_for_flush(&mut self, w: u8, s: Box<Serve>, buf: BufId) {
+    fn park_for_flush(&mut self, w: u8, s: Box<Serve>, buf: BufId) -> LmsStep {
         let rba = self.cache.get(buf).last_rba;
         let id = self.gc.lms.park(w, s, self.k.now());
-        self.request_flush(rba, Some(FlushWaiter::Lms(w, id)));
+        let durable = self
+            .redo
+            .request_flush(self.k, rba, Some(FlushWaiter::Lms(w, id)));
+        // Parked because the redo was still to be written: LGWR releases it.
+        debug_assert!(!durable, "an LMS job parked for redo already on disk");
+        LmsStep::Done
     }
 
     /// LGWR made the redo durable: the parked job can send.
-    pub(in crate::instance) fn lms_flushed(&mut self, w: u8, job: u64) {
+    pub fn flushed(&mut self, w: u8, job: u64) {
         let Some((mut s, since)) = self.gc.lms.unpark(w, job) else {
             return;
         };
         let took = self.k.now() - since;
-        self.wait_event(Wait::GcsLogFlushSync, took, false);
+        self.k.wait(Wait::GcsLogFlushSync, took, false);
         self.obs.trace_background_wait(
             self.k.now(),
             self.gc.lms.proc(w),
@@ -354,16 +371,13 @@ impl Instance {
         }
         s.stage = Stage::Send;
         self.gc.lms.enqueue_front(w, Job::Serve(s), self.k.now());
-        self.lms_kick(w);
+        self.kick(w);
     }
 
-    /// A local pin on `blk` was released: resume LMS jobs waiting for it.
-    #[inline]
-    pub(in crate::instance) fn unpinned(&mut self, blk: BlockAddr) {
-        let Some(list) = self.gc.lms.pin_released(blk) else {
-            return;
-        };
-        for (w, id) in list {
+    /// The last local pin on a block went: the LMS jobs that waited for it
+    /// (`waiting`, from [`GlobalCache::lms_pin_released`]) go on.
+    pub fn unpinned(&mut self, waiting: Vec<(u8, u64)>) {
+        for (w, id) in waiting {
             let Some((mut s, since)) = self.gc.lms.unpark(w, id) else {
                 continue;
             };
@@ -372,21 +386,17 @@ impl Instance {
             self.k.add(Stat::GcCurrentBlockPinTime, took);
             s.stage = Stage::AfterPin;
             self.gc.lms.enqueue_front(w, Job::Serve(s), self.k.now());
-            self.lms_kick(w);
+            self.kick(w);
         }
     }
 
-    /// `serve` in a box, a spare one if there is one.
-    fn boxed_serve(&mut self, serve: Serve) -> Box<Serve> {
-        self.gc.spares.serves.wrap(serve)
-    }
-
     /// Send the block to the requester.
-    fn ship(&mut self, mut s: Box<Serve>, buf: BufId, send_time: Nanos) {
+    fn ship(&mut self, mut s: Box<Serve>, buf: BufId, send_time: Nanos) -> LmsStep {
         let req = s.req;
+        let me = self.k.id();
         // 2-way: the request went straight to the holder (the master was the
         // requester or the holder itself); 3-way: a third instance forwarded it.
-        let hops = if s.master == self.id || s.master == req.requester {
+        let hops = if s.master == me || s.master == req.requester {
             2
         } else {
             3
@@ -422,7 +432,7 @@ impl Instance {
         let congested = s.congested;
         // Emptied of its CR copy above: kept for the next request served here.
         self.gc.spares.serves.keep(s);
-        let ship = self.box_shipment(Shipment {
+        let ship = self.gc.spares.ships.wrap(Shipment {
             req,
             kind,
             block,
@@ -430,74 +440,90 @@ impl Instance {
             hops,
             congested,
         });
-        self.send(req.requester, Msg::Ship(ship));
+        // The requester never forwards to itself: the block goes elsewhere.
+        debug_assert_ne!(req.requester, me, "{me} shipped a block to itself");
+        self.net.send(self.k, req.requester, Msg::Ship(ship));
         if matches!(req.kind, ReqKind::Current { .. }) {
-            self.wake_block(req.blk);
+            // It is gone from here: whoever waits on it asks again.
+            debug_assert!(self.cache.current(req.blk).is_none());
+            LmsStep::Wake(req.blk)
+        } else {
+            LmsStep::Done
         }
-    }
-
-    /// `ship` in a box, a spare one if there is one.
-    fn box_shipment(&mut self, ship: Shipment) -> Box<Shipment> {
-        self.gc.spares.ships.wrap(ship)
-    }
-
-    /// The block a shipment carried here; the box is kept for a block
-    /// shipped from here (a few at most: shipping takes them as fast as they come).
-    pub(in crate::instance) fn unbox_shipped_block(&mut self, mut b: Box<Shipment>) -> Block {
-        let empty = self.cache.placeholder(b.block.addr);
-        let block = std::mem::replace(&mut b.block, empty);
-        self.gc.spares.ships.keep(b);
-        block
     }
 
     /// The current block leaves: keep a past image if it is dirty, else drop it.
     fn give_up_current(&mut self, buf: BufId) -> (Block, bool) {
         // Clean out our own commits first: the next holder cannot know them.
-        self.clean_out_buffer(buf);
+        self.cache.get_mut(buf).image.clean_out_known(&self.tx);
         self.cache.give_up_current(buf)
     }
+}
 
-    /// The master asks this instance to drop its shared copy.
-    pub(in crate::instance) fn invalidate_local(
-        &mut self,
-        master: InstId,
-        blk: BlockAddr,
-        req: u64,
-    ) {
-        if self.cache.invalidate_shared(blk) {
-            self.error(format!(
-                "{master} invalidated the dirty shared copy of {blk} this instance writes"
-            ));
-        }
-        if master == self.id {
-            let me = self.id;
-            self.dir_invalidate_ack(me, blk);
-        } else {
-            self.send(master, Msg::InvalidateAck { blk, req });
-        }
-        self.wake_block(blk);
+impl GlobalCache {
+    /// The last local pin on `blk` went: the LMS jobs that waited for it, if any.
+    #[inline]
+    pub fn lms_pin_released(&mut self, blk: BlockAddr) -> Option<Vec<(u8, u64)>> {
+        self.lms.pin_released(blk)
     }
 
-    /// A write covered our past images of `blk`.
-    pub(in crate::instance) fn discard_pi(&mut self, blk: BlockAddr, scn: Scn) {
-        let discarded = self.cache.discard_past_images(blk, scn);
-        self.k.add(Stat::GcsPastImagesDiscarded, discarded);
-        // A newer past image took over an older one's first-dirty address
-        // (cache.rs, `give_up_current`); this instance's changes the write
-        // covered are on disk now: what is not begins later.
-        if let Some(rba) = self.redo.rba_after(scn) {
-            self.cache.past_images_on_disk_below(blk, rba);
-        }
+    /// The block a shipment carried here; the box is kept for a block
+    /// shipped from here (a few at most: shipping takes them as fast as they come).
+    pub fn unbox_shipped_block(&mut self, cache: &Cache, mut b: Box<Shipment>) -> Block {
+        let empty = cache.placeholder(b.block.addr);
+        let block = std::mem::replace(&mut b.block, empty);
+        self.spares.ships.keep(b);
+        block
+    }
+}
+
+/// The master asks this instance to drop its shared copy of `blk`. True
+/// when the master is this instance: acknowledge it there (else it was sent).
+pub(in crate::instance) fn invalidate_local(
+    k: &mut Kernel,
+    cache: &mut Cache,
+    mut net: Net,
+    master: InstId,
+    blk: BlockAddr,
+    req: u64,
+) -> bool {
+    if cache.invalidate_shared(blk) {
+        k.error(&format!(
+            "{master} invalidated the dirty shared copy of {blk} this instance writes"
+        ));
+    }
+    if master == k.id() {
+        return true;
+    }
+    net.send(k, master, Msg::InvalidateAck { blk, req });
+    false
+}
+
+/// A write as of `scn` covered this instance's past images of `blk`.
+pub(in crate::instance) fn discard_pi(
+    k: &mut Kernel,
+    cache: &mut Cache,
+    redo: &Redo,
+    blk: BlockAddr,
+    scn: Scn,
+) {
+    let discarded = cache.discard_past_images(blk, scn);
+    k.add(Stat::GcsPastImagesDiscarded, discarded);
+    // A newer past image took over an older one's first-dirty address
+    // (cache.rs, `give_up_current`); this instance's changes the write
+    // covered are on disk now: what is not begins later.
+    if let Some(rba) = redo.rba_after(scn) {
+        cache.past_images_on_disk_below(blk, rba);
     }
 }
 
 /// What an LMS job's CPU demand depends on, read from the components that own it.
 struct HolderView<'a> {
-    cache: &'a super::super::cache::Cache,
-    costs: &'a crate::config::Costs,
-    lgwr: &'a super::super::redo::Lgwr,
+    cache: &'a Cache,
+    costs: &'a Costs,
+    lgwr: &'a Lgwr,
     scn: Scn,
-    /// `_fairness_threshold`: see [`super::cache::Cache::fairness_due`].
+    /// `_fairness_threshold`: see [`Cache::fairness_due`].
     fairness_threshold: u32,
 }
 
@@ -565,5 +591,173 @@ fn trace_lms_job(obs: &mut Observer, now: Nanos, proc: ProcId, job: &Job) {
         } => obs.trace_hop(now, req.requester, req.id, Hop::Master, proc),
         Job::Serve(s) => obs.trace_hop(now, s.req.requester, s.req.id, Hop::Holder, proc),
         Job::Msg { .. } => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::super::events::Proc;
+    use super::super::super::kernel::Fired;
+    use super::super::super::membership::{Delivery, Membership};
+    use super::*;
+    use crate::block::Body;
+    use crate::config::Catalog;
+    use crate::msg::{Action, Envelope, Timing};
+
+    const ME: InstId = InstId(1);
+    const PEER: InstId = InstId(0);
+
+    struct Rig {
+        gc: GlobalCache,
+        k: Kernel,
+        cache: Cache,
+        redo: Redo,
+        m: Membership,
+        obs: Observer,
+    }
+
+    /// Instance 1 of 2 with one LMS, an empty cache and nothing in the log buffer.
+    fn rig() -> Rig {
+        let mut k = Kernel::for_instance(ME, &Catalog::default());
+        let mut gc = GlobalCache::new(ME, 2);
+        let lms = k.add_proc(Proc::Lms(0), "LMS0".into());
+        gc.start_lms(vec![lms]);
+        let lgwr = k.add_proc(Proc::Lgwr, "LGWR".into());
+        let m = Membership::new(ME, 2, k.params(), 0, Delivery::Direct);
+        // The default catalog lays out no table: the blocks here are 0..64.
+        let cache = Cache::new(16, 64);
+        Rig {
+            gc,
+            k,
+            cache,
+            redo: Redo::new(lgwr),
+            m,
+            obs: Observer::new(false),
+        }
+    }
+
+    impl Rig {
+        fn holder(&mut self) -> Holder<'_, impl Fn(Xid) -> TxState> {
+            Holder::new(
+                &mut self.gc,
+                &mut self.k,
+                &mut self.cache,
+                &mut self.redo,
+                self.m.net(),
+                &mut self.obs,
+                |_: Xid| TxState::Unknown,
+            )
+        }
+
+        /// LMS's next CPU step ends: what its job left to do (then the
+        /// worker takes its next job, as the dispatcher does).
+        fn lms_runs(&mut self) -> LmsStep {
+            let Some(Fired::Steps(done)) = self.k.run_until(u64::MAX) else {
+                panic!("LMS asked for no CPU");
+            };
+            let [d] = done[..] else { panic!("{done:?}") };
+            let step = self.holder().step_done(0, d);
+            self.holder().kick(0);
+            step
+        }
+
+        fn sent(&mut self) -> Vec<Envelope> {
+            self.k
+                .take_actions()
+                .into_iter()
+                .map(|a| match a {
+                    Action::Send(env) => env,
+                    other => panic!("{other:?}"),
+                })
+                .collect()
+        }
+
+        fn hold(&mut self, blk: BlockAddr) -> BufId {
+            let image = Block::new(blk, Body::Table { rows: vec![] });
+            self.cache.insert(blk, BufState::Xcur, image)
+        }
+    }
+
+    fn current_request(blk: BlockAddr) -> Request {
+        Request {
+            id: 7,
+            blk,
+            requester: PEER,
+            kind: ReqKind::Current { new_block: false },
+            timing: Timing::default(),
+        }
+    }
+
+    fn forward(req: Request) -> Msg {
+        Msg::Forward {
+            req,
+            master: PEER,
+            shared: false,
+        }
+    }
+
+    #[test]
+    fn a_clean_current_block_forwarded_here_is_shipped_and_its_waiters_woken() {
+        let mut r = rig();
+        let blk = BlockAddr(5);
+        r.hold(blk);
+        r.holder().enqueue(PEER, 0, forward(current_request(blk)));
+        assert!(r.sent().is_empty(), "nothing before LMS runs");
+        assert_eq!(r.lms_runs(), LmsStep::Wake(blk));
+        assert_eq!(r.cache.current(blk), None, "clean: no past image kept");
+        let sent = r.sent();
+        let [env] = &sent[..] else { panic!("{sent:?}") };
+        let Msg::Ship(ship) = &env.msg else {
+            panic!("{env:?}")
+        };
+        assert_eq!(
+            (env.to, ship.kind, ship.hops, ship.pi_kept),
+            (PEER, ShipKind::Current, 2, false)
+        );
+        assert!(ship.req.timing.lms_proc > 0, "LMS's time travels with it");
+        assert_eq!(r.k.stats().get(Stat::GcCurrentBlocksServed), 1);
+    }
+
+    #[test]
+    fn a_current_request_for_a_pinned_block_waits_for_the_last_unpin() {
+        let mut r = rig();
+        let blk = BlockAddr(5);
+        let buf = r.hold(blk);
+        r.cache.pin_shared(buf);
+        r.holder().enqueue(PEER, 0, forward(current_request(blk)));
+        assert_eq!(r.lms_runs(), LmsStep::Done);
+        assert!(r.sent().is_empty(), "it waits for the pin");
+        assert_eq!(r.gc.lms_backlog(), 1, "parked");
+        assert!(!r.cache.unpin(buf));
+        let waiting = r.gc.lms_pin_released(blk).expect("the job waits on it");
+        r.holder().unpinned(waiting);
+        assert_eq!(r.lms_runs(), LmsStep::Wake(blk));
+        assert_eq!(r.sent().len(), 1);
+        assert_eq!(r.gc.lms_backlog(), 0);
+        assert!(r.gc.lms_pin_released(blk).is_none());
+    }
+
+    #[test]
+    fn the_master_here_routes_again_what_this_cache_no_longer_holds_and_takes_its_messages() {
+        let mut r = rig();
+        let req = current_request(BlockAddr(5));
+        // Routed here by the master here, but the block is gone.
+        r.holder().serve_here(req, false);
+        let LmsStep::NotHeld(back) = r.lms_runs() else {
+            panic!("not told")
+        };
+        assert_eq!((back.id, back.blk), (req.id, req.blk));
+        assert!(r.sent().is_empty(), "no message to itself");
+        // A request for the master here: handed to it with LMS's time.
+        r.holder().enqueue(PEER, 0, Msg::Request(req));
+        let LmsStep::Message {
+            from,
+            msg: Msg::Request(got),
+        } = r.lms_runs()
+        else {
+            panic!("not handed on")
+        };
+        assert_eq!(from, PEER);
+        assert!(got.timing.lms_proc > 0);
     }
 }

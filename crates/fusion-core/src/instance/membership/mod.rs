@@ -19,6 +19,10 @@ pub(super) use css::{HEARTBEAT_NS, Verdict};
 pub(super) use delivery::Net;
 pub use link::Delivery;
 pub(super) use link::RETRANSMIT_NS;
+pub(super) use reconfig::{HeldWork, Newer};
+pub(super) use smon::{
+    past_image_source, roll_back_dead, roll_back_dead_at_unpin, roll_back_dead_in_cache,
+};
 
 use crate::config::{Nanos, Params};
 use crate::recovery::RecoveryReport;

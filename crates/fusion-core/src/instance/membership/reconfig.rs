@@ -19,17 +19,18 @@
 //! image of each block nobody holds current, unfreezes ("Reconfiguration
 //! complete") and serves what it held.
 //!
-//! `Reconfig` owns the freeze and the held messages; the instance routes.
+//! `Reconfig` owns the freeze, the held work, this instance's reports and
+//! the questions about dead transactions; [`Membership`]'s methods here
+//! change it. The steps that cross the subsystems (freeze the directory,
+//! report holdings, resubmit requests, rebroadcast) are sequenced by the
+//! dispatcher (dispatch.rs).
 
-use super::super::Instance;
-use super::super::cache::BufState;
-use super::super::events::IoPurpose;
 use super::super::kernel::Kernel;
 use super::super::observe::Observer;
 use super::Membership;
 use super::css::names;
 use crate::config::Nanos;
-use crate::msg::{Envelope, Held, LockMode, Mode, Msg, Rebuild, Request, ResName};
+use crate::msg::{DeadThread, Envelope, LockMode, Msg, Rebuild, Request, ResName};
 use crate::types::{BlockAddr, InstId, InstSet};
 
 /// Messages held while frozen (or from an incarnation not joined yet) at
@@ -37,15 +38,26 @@ use crate::types::{BlockAddr, InstId, InstSet};
 /// outstanding at once. Past it the rest is dropped and reported.
 pub const HELD_MESSAGES_MAX: usize = 1 << 20;
 
-/// Work held until the directory unfreezes.
-#[derive(Debug)]
-enum HeldWork {
+/// Work held until the directory unfreezes, carried out then in order.
+#[derive(Debug, PartialEq)]
+pub(in crate::instance) enum HeldWork {
     /// A message of the current incarnation.
     Message(Envelope),
     /// A block request for the local master.
     Request(Request),
     /// An enqueue conversion for the local master: (resource, mode, token).
     Convert(ResName, LockMode, u64),
+}
+
+/// What a message of a newer incarnation than this instance's means.
+#[derive(Debug, PartialEq)]
+pub(in crate::instance) enum Newer {
+    /// A member's report of an incarnation that includes this instance: join it.
+    Join { incarnation: u32, members: InstSet },
+    /// A member's report of an incarnation without this instance: it stops.
+    Evicted(String),
+    /// Anything else: kept until this instance joins ([`Membership::keep_early`]).
+    Early,
 }
 
 #[derive(Debug, Default)]
@@ -103,9 +115,206 @@ impl Membership {
         }
     }
 
+    // ----- messages and the incarnation --------------------------------------------------
+
+    /// What `env`, of a newer incarnation than this instance's, means.
+    pub fn newer_incarnation(&self, k: &Kernel, env: &Envelope) -> Newer {
+        debug_assert!(env.incarnation > self.css.incarnation());
+        match &env.msg {
+            Msg::Rebuild(r) if r.members.contains(k.id()) => Newer::Join {
+                incarnation: env.incarnation,
+                members: r.members,
+            },
+            Msg::Rebuild(_) => Newer::Evicted(format!(
+                "evicted by instance {}: incarnation {} does not include this instance",
+                env.from.number(),
+                env.incarnation
+            )),
+            _ => Newer::Early,
+        }
+    }
+
+    /// Keep a message of a newer incarnation until this instance joins it.
+    pub fn keep_early(&mut self, env: Envelope) {
+        if self.reconfig.early.len() < HELD_MESSAGES_MAX {
+            self.reconfig.early.push(env);
+        } else {
+            self.reconfig.dropped += 1;
+        }
+    }
+
+    /// The messages kept before this instance joined the incarnation it
+    /// now has, to receive again in the order they came.
+    pub fn take_early(&mut self) -> Vec<Envelope> {
+        std::mem::take(&mut self.reconfig.early)
+    }
+
+    // ----- the freeze ----------------------------------------------------------------------
+
+    /// The directory freezes for the new incarnation: every member (this
+    /// one too) is to report, and what an earlier freeze held is dropped
+    /// (its incarnation ended).
+    pub fn freeze(&mut self, k: &Kernel) {
+        let members = self.css.members();
+        debug_assert!(
+            members.contains(k.id()),
+            "{} froze without being a member",
+            k.id()
+        );
+        self.reconfig.waiting = Some(members);
+        self.reconfig.frozen_at = k.now();
+        self.reconfig.held.clear();
+        debug_assert!(self.reconfig.frozen());
+    }
+
+    /// A message of the current incarnation, held while frozen.
+    pub fn hold_message(&mut self, env: Envelope) {
+        debug_assert!(self.reconfig.frozen(), "held a message while not frozen");
+        self.reconfig.hold(HeldWork::Message(env));
+    }
+
+    /// A block request for the master here, held while frozen.
+    pub fn hold_request(&mut self, req: Request) {
+        debug_assert!(self.reconfig.frozen(), "held a request while not frozen");
+        self.reconfig.hold(HeldWork::Request(req));
+    }
+
     /// An enqueue conversion for the master here, held while frozen.
     pub fn hold_convert(&mut self, res: ResName, mode: LockMode, token: u64) {
         self.reconfig.hold(HeldWork::Convert(res, mode, token));
+    }
+
+    // ----- the reports ---------------------------------------------------------------------
+
+    /// This instance's reports to the other members, kept until they go
+    /// ([`Membership::send_reports`]).
+    pub fn keep_reports(&mut self, reports: Vec<(InstId, Rebuild)>) {
+        self.reconfig.reports = reports;
+    }
+
+    /// The recovering instance's claim of `blk`, for the report to its master `master`.
+    pub fn add_claim(&mut self, master: InstId, blk: BlockAddr) {
+        if let Some((_, r)) = self.reconfig.reports.iter_mut().find(|(i, _)| *i == master) {
+            r.claims.push(blk);
+        }
+    }
+
+    /// What recovery learned of the dead transactions, for every report.
+    pub fn add_dead(&mut self, dead: &[DeadThread]) {
+        for (_, r) in &mut self.reconfig.reports {
+            r.dead.extend(dead.iter().cloned());
+        }
+    }
+
+    /// Send this instance's reports: its own is complete then. True when
+    /// that was the last report waited for (the directory unfreezes).
+    pub fn send_reports(&mut self, k: &mut Kernel) -> bool {
+        let reports = std::mem::take(&mut self.reconfig.reports);
+        for (to, report) in reports {
+            self.net().send(k, to, Msg::Rebuild(Box::new(report)));
+        }
+        self.reported(k.id())
+    }
+
+    /// Whether a report from `from` is waited for.
+    pub fn awaits_report(&self, from: InstId) -> bool {
+        self.reconfig.waiting.is_some_and(|w| w.contains(from))
+    }
+
+    /// `from`'s report is complete. True when every member's is (the
+    /// directory unfreezes).
+    pub fn reported(&mut self, from: InstId) -> bool {
+        let Some(waiting) = self.reconfig.waiting.as_mut() else {
+            return false;
+        };
+        waiting.remove(from);
+        waiting.is_empty()
+    }
+
+    // ----- unfreezing ----------------------------------------------------------------------
+
+    /// Every member reported: the directory is no longer frozen.
+    pub fn thaw(&mut self) {
+        debug_assert!(
+            self.reconfig.waiting.is_some_and(|w| w.is_empty()),
+            "unfrozen before every member reported"
+        );
+        self.reconfig.waiting = None;
+        debug_assert!(!self.reconfig.frozen());
+    }
+
+    /// The alert log's lines at the end of a reconfiguration, and the
+    /// messages dropped past the bound while frozen reported.
+    pub fn alert_unfrozen(&mut self, k: &mut Kernel, obs: &mut Observer) {
+        let now = k.now();
+        if self.reconfig.dropped > 0 {
+            let n = std::mem::take(&mut self.reconfig.dropped);
+            k.error(&format!(
+                "{n} messages dropped while the directory was frozen (at most {HELD_MESSAGES_MAX} are held)"
+            ));
+        }
+        obs.alert(now, "Submitted all GCS remote-cache requests");
+        obs.alert(
+            now,
+            format!(
+                "Reconfiguration complete (total time {:.1} secs)",
+                now.saturating_sub(self.reconfig.frozen_at) as f64 / 1e9
+            ),
+        );
+    }
+
+    /// What was held while frozen, to carry out in the order it came.
+    pub fn take_held(&mut self) -> Vec<HeldWork> {
+        std::mem::take(&mut self.reconfig.held)
+    }
+
+    /// A restarted instance joined: true once (its sessions log on now),
+    /// and the alert log says so.
+    pub fn join_done(&mut self, k: &Kernel, obs: &mut Observer) -> bool {
+        if !self.standing.join_done() {
+            return false;
+        }
+        obs.alert(k.now(), "Instance joined the cluster: sessions start");
+        true
+    }
+
+    // ----- instance recovery and the dead's transactions -----------------------------------
+
+    /// A reconfiguration to `members` after `dead` died: the lowest-numbered
+    /// member recovers every thread no recovery finished (the recovering
+    /// instance of an earlier reconfiguration may be among the dead). True
+    /// when that is this instance: its reports wait for the dead threads'
+    /// first pass.
+    pub fn start_recovery(
+        &mut self,
+        k: &mut Kernel,
+        obs: &mut Observer,
+        dead: InstSet,
+        members: InstSet,
+    ) -> bool {
+        let to_recover = self.standing.threads_to_recover(dead, members);
+        if members.first() != Some(k.id()) || to_recover.is_empty() {
+            return false;
+        }
+        obs.alert(k.now(), "Post SMON to start 1st pass IR");
+        self.smon_start(k, obs, to_recover);
+        true
+    }
+
+    /// A question about a transaction of an instance that is no longer a
+    /// member (lookup `token`): answered once recovery says what it found.
+    pub fn ask_dead(&mut self, token: u64) {
+        self.reconfig.dead_lookups.push(token);
+    }
+
+    /// The questions about dead instances' transactions not answered yet.
+    pub fn take_dead_lookups(&mut self) -> Vec<u64> {
+        std::mem::take(&mut self.reconfig.dead_lookups)
+    }
+
+    /// The questions recovery has no answer to yet: asked again later.
+    pub fn keep_dead_lookups(&mut self, tokens: Vec<u64>) {
+        self.reconfig.dead_lookups = tokens;
     }
 }
 
@@ -123,386 +332,160 @@ impl Reconfig {
     }
 }
 
-impl Instance {
-    /// A message from a member, with its incarnation checked: older ones are
-    /// discarded, newer ones wait until this instance joins (a member's
-    /// report makes it join at once), and while frozen everything but the
-    /// reports is held.
-    pub(in crate::instance) fn receive(&mut self, env: Envelope) {
-        let mine = self.membership.css.incarnation();
-        if env.incarnation < mine {
-            self.k.incr(crate::stats::Stat::GcsMessagesDiscarded);
-            return;
-        }
-        if env.incarnation > mine {
-            match &env.msg {
-                Msg::Rebuild(r) if r.members.contains(self.id) => {
-                    let members = r.members;
-                    self.join_incarnation(env.incarnation, members);
-                }
-                Msg::Rebuild(_) => {
-                    self.halt(format!(
-                        "evicted by instance {}: incarnation {} does not include this instance",
-                        env.from.number(),
-                        env.incarnation
-                    ));
-                    return;
-                }
-                _ => {
-                    if self.membership.reconfig.early.len() < HELD_MESSAGES_MAX {
-                        self.membership.reconfig.early.push(env);
-                    } else {
-                        self.membership.reconfig.dropped += 1;
-                    }
-                    return;
-                }
-            }
-            if env.incarnation != self.membership.css.incarnation() {
-                self.error(format!(
-                    "{} reported incarnation {} but joining it made this one {}",
-                    env.from,
-                    env.incarnation,
-                    self.membership.css.incarnation()
-                ));
-                return;
-            }
-        }
-        if let Msg::Rebuild(r) = env.msg {
-            self.on_rebuild(env.from, *r);
-            return;
-        }
-        if self.membership.reconfig.frozen() {
-            self.membership.reconfig.hold(HeldWork::Message(env));
-            return;
-        }
-        self.on_message(env);
+#[cfg(test)]
+mod tests {
+    use super::super::Delivery;
+    use super::*;
+    use crate::config::Catalog;
+    use crate::msg::{Action, EnqKind, Io, Mode, ReqKind, Timing};
+
+    const ME: InstId = InstId(0);
+    const PEER: InstId = InstId(1);
+
+    fn rig() -> (Kernel, Membership, Observer) {
+        let k = Kernel::for_instance(ME, &Catalog::default());
+        let m = Membership::new(ME, 2, k.params(), 0, Delivery::Direct);
+        (k, m, Observer::new(false))
     }
 
-    /// A block request for the master here: held while frozen.
-    pub(in crate::instance) fn dir_request(&mut self, req: Request) {
-        if self.membership.reconfig.frozen() {
-            self.membership.reconfig.hold(HeldWork::Request(req));
-            return;
-        }
-        self.dir_request_now(req);
-    }
-
-    /// The new incarnation begins here: drop the old one's global state,
-    /// freeze, report what this instance holds, and ask again for what it
-    /// waited for. `dead` left the cluster.
-    pub(in crate::instance) fn begin_reconfig(&mut self, dead: InstSet) {
-        let members = self.membership.css.members();
-        let now = self.k.now();
-        self.gc.freeze();
-        self.membership.reconfig.waiting = Some(members);
-        self.membership.reconfig.frozen_at = now;
-        self.membership.reconfig.held.clear();
-        // This instance's own report goes into its directory at once, so
-        // that whatever changes here during the freeze comes after it.
-        let mut reports = self.holdings(members);
-        if let Some(pos) = reports.iter().position(|(i, _)| *i == self.id) {
-            let (me, own) = reports.remove(pos);
-            self.apply_report(me, own);
-        }
-        self.membership.reconfig.reports = reports;
-        self.resubmit(members);
-        // Every thread no recovery finished yet: the recovering instance of
-        // an earlier reconfiguration may be among the dead.
-        let to_recover = self.membership.standing.threads_to_recover(dead, members);
-        let recoverer = members.first() == Some(self.id);
-        if recoverer && !to_recover.is_empty() {
-            self.obs.alert(now, "Post SMON to start 1st pass IR");
-            self.smon_start(to_recover);
-        } else {
-            self.send_reports();
-        }
-        // Messages of this incarnation that came before this instance joined it.
-        let early = std::mem::take(&mut self.membership.reconfig.early);
-        for env in early {
-            self.receive(env);
+    fn envelope(incarnation: u32, msg: Msg) -> Envelope {
+        Envelope {
+            from: PEER,
+            to: ME,
+            incarnation,
+            scn: 1,
+            sent_at: 0,
+            msg,
+            link: Default::default(),
         }
     }
 
-    /// What this instance holds, as one report per member (by the new masters).
-    fn holdings(&mut self, members: InstSet) -> Vec<(InstId, Rebuild)> {
-        let mut reports: Vec<(InstId, Rebuild)> = members
-            .iter()
-            .map(|m| {
-                (
-                    m,
-                    Rebuild {
-                        members,
-                        // What recovery found so far, for an instance that joins.
-                        dead: self.fg.txns().dead_threads().to_vec(),
-                        xid_base: self.fg.txns().base(),
-                        ..Rebuild::default()
-                    },
-                )
-            })
-            .collect();
-        let slot = |reports: &[(InstId, Rebuild)], m: InstId| {
-            reports.iter().position(|(i, _)| *i == m).unwrap_or(0)
+    fn relinquish() -> Msg {
+        Msg::Relinquish {
+            blk: BlockAddr(9),
+            mode: Mode::S,
+        }
+    }
+
+    fn set(of: &[InstId]) -> InstSet {
+        let mut s = InstSet::default();
+        for &i in of {
+            s.insert(i);
+        }
+        s
+    }
+
+    #[test]
+    fn frozen_until_every_member_reported_then_what_was_held_comes_back_in_order() {
+        let (mut k, mut m, mut obs) = rig();
+        m.freeze(&k);
+        assert!(m.reconfiguring());
+        let req = Request {
+            id: 4,
+            blk: BlockAddr(9),
+            requester: PEER,
+            kind: ReqKind::Current { new_block: false },
+            timing: Timing::default(),
         };
-        let mut blocks: Vec<(BlockAddr, Held)> = Vec::new();
-        for (_, b) in self.cache.iter() {
-            let held = match b.state() {
-                BufState::Xcur => Held::X { dirty: b.dirty() },
-                BufState::Scur => Held::S { dirty: b.dirty() },
-                BufState::Pi => Held::Pi { scn: b.image.scn },
-                BufState::Cr { .. } => continue,
-            };
-            blocks.push((b.blk, held));
-        }
-        // A block granted and still being read from disk is held in the
-        // mode granted: the old master recorded it so.
-        for purpose in self.k.io_in_flight() {
-            if let IoPurpose::GrantRead { blk, mode, .. } = *purpose {
-                let held = match mode {
-                    Mode::X => Held::X { dirty: false },
-                    Mode::S => Held::S { dirty: false },
-                };
-                blocks.push((blk, held));
-            }
-        }
-        blocks.sort_unstable_by_key(|&(b, _)| b);
-        for (blk, held) in blocks {
-            let m = self.block_master(blk);
-            let i = slot(&reports, m);
-            reports[i].1.blocks.push((blk, held));
-        }
-        for (res, mode, lvb) in self.gc.held_enqueues() {
-            let m = self.enqueue_master(res);
-            let i = slot(&reports, m);
-            reports[i].1.locks.push((res, mode, lvb));
-        }
-        reports
-    }
-
-    /// Send this instance's reports (the recovering instance once it has
-    /// read the dead threads and added its claims).
-    pub(in crate::instance) fn send_reports(&mut self) {
-        let reports = std::mem::take(&mut self.membership.reconfig.reports);
-        for (to, report) in reports {
-            self.send(to, Msg::Rebuild(Box::new(report)));
-        }
-        let me = self.id;
-        self.member_reported(me);
-    }
-
-    /// Add the recovering instance's claims and what it learned of the dead
-    /// transactions to the reports still to be sent.
-    pub(in crate::instance) fn add_to_reports(
-        &mut self,
-        claims: Vec<BlockAddr>,
-        dead: Vec<crate::msg::DeadThread>,
-    ) {
-        for blk in claims {
-            let m = self.block_master(blk);
-            if m == self.id {
-                self.gc.claim(blk);
-            } else if let Some((_, r)) = self
-                .membership
-                .reconfig
-                .reports
-                .iter_mut()
-                .find(|(i, _)| *i == m)
-            {
-                r.claims.push(blk);
-            }
-        }
-        for d in &dead {
-            self.fg.txns_mut().learn_dead(d);
-        }
-        for (_, r) in &mut self.membership.reconfig.reports {
-            r.dead.extend(dead.iter().cloned());
-        }
-    }
-
-    /// Ask the new masters again for everything outstanding.
-    fn resubmit(&mut self, members: InstSet) {
-        // Requests granted and being read from disk were reported as held.
-        let reading: rustc_hash::FxHashSet<(BlockAddr, u64)> = self
-            .k
-            .io_in_flight()
-            .filter_map(|purpose| match *purpose {
-                IoPurpose::GrantRead { blk, req, .. } => Some((blk, req)),
-                _ => None,
-            })
-            .collect();
-        for (blk, p) in self.fg.sessions().outstanding_requests() {
-            if reading.contains(&(blk, p.id)) {
-                continue;
-            }
-            let req = Request {
-                id: p.id,
-                blk,
-                requester: self.id,
-                kind: p.kind,
-                timing: crate::msg::Timing::default(),
-            };
-            self.k.incr(crate::stats::Stat::GcsRequestsResubmitted);
-            self.submit_request(req);
-        }
-        for (res, mode, token) in self.gc.pending_converts() {
-            let master = self.enqueue_master(res);
-            if master == self.id {
-                self.ges_convert_here(res, mode, token);
-            } else {
-                self.send(master, Msg::EnqConvert { res, mode, token });
-            }
-        }
-        for (token, l) in self.fg.sessions().outstanding_lookups() {
-            let owner = l.xid.inst();
-            if members.contains(owner) {
-                let msg = if l.wait {
-                    Msg::TxWait { xid: l.xid, token }
-                } else {
-                    Msg::TxQuery { xid: l.xid, token }
-                };
-                self.send(owner, msg);
-            } else {
-                self.membership.reconfig.dead_lookups.push(token);
-            }
-        }
-        self.lgwr_rebroadcast(members);
-    }
-
-    /// A block request to its master, here or remote.
-    pub(in crate::instance) fn submit_request(&mut self, req: Request) {
-        let master = self.block_master(req.blk);
-        if master == self.id {
-            self.dir_request(req);
-        } else {
-            self.send(master, Msg::Request(req));
-        }
-    }
-
-    /// A question about a transaction of an instance that is no longer a
-    /// member: answered here once recovery says what it found.
-    pub(in crate::instance) fn ask_dead(&mut self, token: u64) {
-        self.membership.reconfig.dead_lookups.push(token);
-        if !self.membership.reconfig.frozen() {
-            self.answer_dead_lookups();
-        }
-    }
-
-    /// A member's report for the new incarnation.
-    fn on_rebuild(&mut self, from: InstId, r: Rebuild) {
-        if !self
-            .membership
-            .reconfig
-            .waiting
-            .is_some_and(|w| w.contains(from))
-        {
-            self.error(format!(
-                "{from} sent a reconfiguration report nobody waited for"
-            ));
-            return;
-        }
-        self.apply_report(from, r);
-        self.member_reported(from);
-    }
-
-    fn apply_report(&mut self, from: InstId, r: Rebuild) {
-        for (blk, held) in r.blocks {
-            self.gc.rebuild(from, blk, held);
-        }
-        for (res, mode, lvb) in r.locks {
-            self.gc.rebuild_enqueue(from, res, mode, lvb);
-        }
-        for blk in r.claims {
-            self.gc.claim(blk);
-        }
-        self.fg.txns_mut().member_base(from, r.xid_base);
-        for d in &r.dead {
-            self.fg.txns_mut().learn_dead(d);
-        }
-    }
-
-    /// `from`'s report is complete; once every member's is, unfreeze.
-    fn member_reported(&mut self, from: InstId) {
-        let Some(waiting) = self.membership.reconfig.waiting.as_mut() else {
-            return;
+        let res = ResName {
+            kind: EnqKind::Sq,
+            id: 1,
         };
-        waiting.remove(from);
-        if waiting.is_empty() {
-            self.unfreeze();
-        }
-    }
-
-    /// Every member reported: promote the newest past images of blocks
-    /// nobody holds current, unfreeze, and serve what was held.
-    fn unfreeze(&mut self) {
-        self.membership.reconfig.waiting = None;
-        let now = self.k.now();
-        for (blk, holder) in self.gc.finish_rebuild() {
-            if holder == self.id {
-                self.on_promote(blk);
-            } else {
-                self.send(holder, Msg::Promote { blk });
-            }
-        }
-        if self.membership.reconfig.dropped > 0 {
-            let n = std::mem::take(&mut self.membership.reconfig.dropped);
-            self.error(format!(
-                "{n} messages dropped while the directory was frozen (at most {HELD_MESSAGES_MAX} are held)"
-            ));
-        }
-        self.obs
-            .alert(now, "Submitted all GCS remote-cache requests");
-        self.obs.alert(
-            now,
-            format!(
-                "Reconfiguration complete (total time {:.1} secs)",
-                now.saturating_sub(self.membership.reconfig.frozen_at) as f64 / 1e9
-            ),
+        let msg = envelope(m.incarnation(), relinquish());
+        m.hold_request(req);
+        m.hold_message(msg.clone());
+        m.hold_convert(res, LockMode::X, 5);
+        m.keep_reports(vec![(
+            PEER,
+            Rebuild {
+                members: m.members(),
+                ..Rebuild::default()
+            },
+        )]);
+        m.add_claim(PEER, BlockAddr(3));
+        assert!(
+            !m.send_reports(&mut k),
+            "the peer's report is still to come"
         );
-        self.answer_dead_lookups();
-        let held = std::mem::take(&mut self.membership.reconfig.held);
-        for work in held {
-            match work {
-                HeldWork::Message(env) => self.on_message(env),
-                HeldWork::Request(req) => self.dir_request_now(req),
-                HeldWork::Convert(res, mode, token) => {
-                    let me = self.id;
-                    self.ges_master_convert(me, res, mode, token);
-                }
-            }
-        }
-        self.smon_unfrozen();
-        if self.membership.standing.join_done() {
-            // A restarted instance joined: its sessions log on now.
-            self.obs
-                .alert(now, "Instance joined the cluster: sessions start");
-            self.start_sessions();
-        }
+        let actions = k.take_actions();
+        let [Action::Send(env)] = &actions[..] else {
+            panic!("{actions:?}")
+        };
+        let Msg::Rebuild(r) = &env.msg else {
+            panic!("{env:?}")
+        };
+        assert_eq!((env.to, &r.claims[..]), (PEER, &[BlockAddr(3)][..]));
+        assert!(m.awaits_report(PEER) && !m.awaits_report(ME));
+        assert!(m.reported(PEER), "the last report");
+        m.thaw();
+        assert!(!m.reconfiguring());
+        m.alert_unfrozen(&mut k, &mut obs);
+        assert!(
+            obs.alert_lines()
+                .iter()
+                .any(|l| l.line.starts_with("Reconfiguration complete")),
+            "{:?}",
+            obs.alert_lines()
+        );
+        assert_eq!(
+            m.take_held(),
+            vec![
+                HeldWork::Request(req),
+                HeldWork::Message(msg),
+                HeldWork::Convert(res, LockMode::X, 5)
+            ]
+        );
+        assert!(!m.reported(PEER), "not frozen: no report is waited for");
     }
 
-    /// Answer the questions about dead instances' transactions from what recovery found.
-    fn answer_dead_lookups(&mut self) {
-        let tokens = std::mem::take(&mut self.membership.reconfig.dead_lookups);
-        let mut unknown = Vec::new();
-        for token in tokens {
-            let Some(l) = self
-                .fg
-                .sessions()
-                .outstanding_lookups()
-                .into_iter()
-                .find(|(t, _)| *t == token)
-                .map(|(_, l)| l)
-            else {
-                continue;
-            };
-            if !self.fg.txns().knows_dead(l.xid.inst()) {
-                unknown.push(token);
-                continue;
+    #[test]
+    fn a_newer_incarnations_report_is_joined_or_evicts_and_anything_else_waits() {
+        let (k, mut m, _) = rig();
+        let next = m.incarnation() + 1;
+        let report = |members: InstSet| {
+            envelope(
+                next,
+                Msg::Rebuild(Box::new(Rebuild {
+                    members,
+                    ..Rebuild::default()
+                })),
+            )
+        };
+        assert_eq!(
+            m.newer_incarnation(&k, &report(set(&[ME, PEER]))),
+            Newer::Join {
+                incarnation: next,
+                members: set(&[ME, PEER])
             }
-            let report = match self.tx_state(l.xid) {
-                crate::block::TxState::Committed(s) => crate::msg::TxReport::Committed(s),
-                _ => crate::msg::TxReport::Active,
-            };
-            self.on_tx_status(l.xid, token, report);
-        }
-        self.membership.reconfig.dead_lookups = unknown;
+        );
+        assert!(matches!(
+            m.newer_incarnation(&k, &report(set(&[PEER]))),
+            Newer::Evicted(why) if why.contains("does not include this instance")
+        ));
+        let early = envelope(next, relinquish());
+        assert_eq!(m.newer_incarnation(&k, &early), Newer::Early);
+        m.keep_early(early.clone());
+        assert_eq!(m.take_early(), vec![early]);
+        assert!(m.take_early().is_empty());
+    }
+
+    #[test]
+    fn the_lowest_member_recovers_every_thread_no_recovery_finished() {
+        let (mut k, mut m, mut obs) = rig();
+        assert!(m.start_recovery(&mut k, &mut obs, set(&[PEER]), set(&[ME])));
+        assert!(matches!(
+            &k.take_actions()[..],
+            [Action::Io {
+                io: Io::ReadRedo { thread: PEER },
+                ..
+            }]
+        ));
+        // A new reconfiguration before it finished: it starts over.
+        assert!(m.start_recovery(&mut k, &mut obs, InstSet::default(), set(&[ME])));
+        assert_eq!(k.take_actions().len(), 1);
+        // Once recovered, nothing is left to read.
+        m.recovered(set(&[PEER]));
+        assert!(!m.start_recovery(&mut k, &mut obs, InstSet::default(), set(&[ME])));
+        assert!(k.take_actions().is_empty());
     }
 }

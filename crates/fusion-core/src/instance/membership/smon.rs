@@ -17,15 +17,26 @@
 //! The dead transactions' changes in blocks outside the recovery set are
 //! rolled back where they are met (on-demand rollback, access.rs): every
 //! member learned which transactions did not commit.
+//!
+//! SMON's run is [`Membership`]'s: its methods here take the kernel and
+//! the observer, and answer what the rest of the instance must do (the
+//! claims to add to the reports, the blocks whose masters to ask, a block
+//! done). The dispatcher asks the masters and applies the answers in
+//! order. The rollbacks of dead transactions are functions of the cache
+//! here, given what the transaction table knows.
 
 use rustc_hash::FxHashMap;
 
-use super::super::Instance;
+use super::super::cache::{BufId, BufState, Cache};
 use super::super::events::IoPurpose;
+use super::super::kernel::Kernel;
+use super::super::observe::Observer;
+use super::Membership;
 use crate::block::Block;
 use crate::config::Nanos;
 use crate::msg::{DeadThread, Io, Msg, RecoverSource, RedoRecord};
 use crate::recovery::{RecoveryReport, first_pass, roll_back_uncommitted, roll_forward};
+use crate::stats::Stat;
 use crate::types::{BlockAddr, InstId, InstSet, Scn, Xid};
 
 /// Blocks recovered at once (the reads, applies and writes of Oracle's
@@ -73,21 +84,22 @@ struct Run {
     applied_bytes: u64,
 }
 
-impl Instance {
+impl Membership {
     /// This instance recovers `dead`: read their threads. A recovery under
     /// way here is started over: the directory it claimed blocks in is gone.
-    pub(in crate::instance) fn smon_start(&mut self, dead: InstSet) {
-        let now = self.k.now();
-        self.membership.smon.run = None;
-        self.membership.smon.run_no = self.membership.smon.run_no.wrapping_add(1);
-        self.obs
-            .alert(now, "Instance recovery: looking for dead threads");
-        self.obs.alert(
+    pub fn smon_start(&mut self, k: &mut Kernel, obs: &mut Observer, dead: InstSet) {
+        debug_assert!(!dead.is_empty(), "a recovery of no thread");
+        debug_assert!(!dead.contains(k.id()), "{} recovers itself", k.id());
+        let now = k.now();
+        self.smon.run = None;
+        self.smon.run_no = self.smon.run_no.wrapping_add(1);
+        obs.alert(now, "Instance recovery: looking for dead threads");
+        obs.alert(
             now,
             format!("Beginning instance recovery of {} threads", dead.len()),
         );
-        self.obs.alert(now, "Started redo scan");
-        self.membership.smon.run = Some(Box::new(Run {
+        obs.alert(now, "Started redo scan");
+        self.smon.run = Some(Box::new(Run {
             dead,
             detected_at: now,
             reading: dead.len(),
@@ -106,17 +118,17 @@ impl Instance {
             blocks_recovered: 0,
             applied_bytes: 0,
         }));
-        self.smon_read_threads();
+        self.smon_read_threads(k);
     }
 
     /// Read the dead threads once every fence is up: a thread read before
     /// its instance is fenced could miss what it writes meanwhile (a frozen
     /// or cut-off instance still runs).
-    pub(in crate::instance) fn smon_read_threads(&mut self) {
-        if !self.membership.standing.fences_up() {
+    pub fn smon_read_threads(&mut self, k: &mut Kernel) {
+        if !self.standing.fences_up() {
             return;
         }
-        let Some(run) = self.membership.smon.run.as_mut() else {
+        let Some(run) = self.smon.run.as_mut() else {
             return;
         };
         if run.read_started {
@@ -124,26 +136,35 @@ impl Instance {
         }
         run.read_started = true;
         for thread in run.dead.iter() {
-            let run = self.membership.smon.run_no;
-            self.start_io(Io::ReadRedo { thread }, IoPurpose::RedoScan { run });
+            let run = self.smon.run_no;
+            k.start_io(Io::ReadRedo { thread }, IoPurpose::RedoScan { run });
         }
     }
 
     /// Whether I/O of run `run` belongs to the recovery under way.
-    pub(in crate::instance) fn smon_current(&self, run: u32) -> bool {
-        self.membership.smon.run.is_some() && self.membership.smon.run_no == run
+    pub fn smon_current(&self, run: u32) -> bool {
+        self.smon.run.is_some() && self.smon.run_no == run
     }
 
-    /// An instance recovery is under way here.
-    /// A dead thread was read.
-    pub(in crate::instance) fn on_redo_read(&mut self, records: Vec<RedoRecord>) {
-        let Some(run) = self.membership.smon.run.as_mut() else {
-            return;
-        };
+    /// A dead thread was read. Once every one is, the first pass: the
+    /// blocks to claim at their masters and what it found of the dead
+    /// transactions, to add to this instance's reports before they go.
+    /// `xids_below`: the transactions of an instance this one knows began
+    /// (none of them committed in the redo read is then committed before it).
+    pub fn smon_redo_read(
+        &mut self,
+        k: &Kernel,
+        obs: &mut Observer,
+        records: Vec<RedoRecord>,
+        xids_below: impl Fn(InstId) -> u64,
+    ) -> Option<(Vec<BlockAddr>, Vec<DeadThread>)> {
+        let run = self.smon.run.as_mut()?;
+        // One read per dead thread, of the run under way (the caller checked).
+        debug_assert!(run.reading > 0, "a dead thread read twice");
         run.records.extend(records);
         run.reading = run.reading.saturating_sub(1);
         if run.reading > 0 {
-            return;
+            return None;
         }
         // Several threads' records merge by SCN (each thread is in order).
         run.records.sort_by_key(|r| r.scn);
@@ -175,100 +196,92 @@ impl Instance {
                     .copied()
                     .filter(|x| x.inst() == inst)
                     .collect(),
-                floor_scn: floor_scn(&run.records, inst, self.k.scn()),
-                xids_below: self.fg.txns().xids_below(inst),
+                floor_scn: floor_scn(&run.records, inst, k.scn()),
+                xids_below: xids_below(inst),
             })
             .collect();
         let claims = run.blocks.clone();
         let (kb, n) = (set.redo_bytes / 1024, claims.len());
-        self.obs.alert(
-            self.k.now(),
+        obs.alert(
+            k.now(),
             format!("Completed redo scan read {kb} KB redo, {n} data blocks need recovery"),
         );
-        self.add_to_reports(claims, dead);
-        self.send_reports();
+        Some((claims, dead))
     }
 
-    /// The directory unfroze: apply the redo.
-    pub(in crate::instance) fn smon_unfrozen(&mut self) {
-        let now = self.k.now();
-        let Some(run) = self.membership.smon.run.as_mut() else {
-            return;
+    /// The directory unfroze: true when the redo application starts (then
+    /// ask for the first blocks, [`Membership::smon_window`]).
+    pub fn smon_unfrozen(&mut self, k: &Kernel, obs: &mut Observer) -> bool {
+        let now = k.now();
+        let Some(run) = self.smon.run.as_mut() else {
+            return false;
         };
         if run.reading > 0 || run.unfrozen_at.is_some() {
-            return;
+            return false;
         }
         run.unfrozen_at = Some(now);
-        self.obs.alert(now, "Started redo application");
-        self.smon_next();
+        obs.alert(now, "Started redo application");
+        true
     }
 
-    /// Start recovering blocks up to the window.
-    fn smon_next(&mut self) {
+    /// The blocks to start recovering now, up to the window: ask their
+    /// masters where the newest image is.
+    pub fn smon_window(&mut self) -> Vec<BlockAddr> {
         let mut ask = Vec::new();
-        if let Some(run) = self.membership.smon.run.as_mut() {
+        if let Some(run) = self.smon.run.as_mut() {
             while run.in_flight < RECOVERY_BLOCKS_IN_FLIGHT && run.next < run.blocks.len() {
                 ask.push(run.blocks[run.next]);
                 run.next += 1;
                 run.in_flight += 1;
             }
         }
-        for blk in ask {
-            let master = self.block_master(blk);
-            if master == self.id {
-                let me = self.id;
-                self.dir_recover(me, blk);
-            } else {
-                self.send(master, Msg::RecoverBlock { blk });
-            }
-        }
-        self.smon_maybe_done();
+        ask
     }
 
-    /// Where the newest image of a claimed block is came back.
-    pub(in crate::instance) fn on_recover_image(&mut self, blk: BlockAddr, source: RecoverSource) {
-        match source {
-            RecoverSource::Current => self.smon_block_done(blk, 0, false),
-            RecoverSource::Disk | RecoverSource::Image(_) => {
-                if let (Some(run), RecoverSource::Image(pi)) =
-                    (self.membership.smon.run.as_mut(), source)
-                {
-                    run.past_images.insert(blk, *pi);
-                }
-                // The disk too: a write whose news was lost with the old
-                // incarnation may have made it newer than every past image.
-                if let Some(run) = self.membership.smon.run.as_mut() {
-                    run.blocks_read += 1;
-                }
-                let run = self.membership.smon.run_no;
-                self.start_io(Io::ReadBlock { blk }, IoPurpose::RecoverRead { run });
+    /// Where the newest image of a claimed block is came back: true when a
+    /// survivor holds it current (nothing to recover: the block is done),
+    /// else the disk's image is read to compare.
+    pub fn smon_image(&mut self, k: &mut Kernel, blk: BlockAddr, source: RecoverSource) -> bool {
+        let pi = match source {
+            RecoverSource::Current => return true,
+            RecoverSource::Disk => None,
+            RecoverSource::Image(pi) => Some(pi),
+        };
+        if let Some(run) = self.smon.run.as_mut() {
+            if let Some(pi) = pi {
+                run.past_images.insert(blk, *pi);
             }
+            run.blocks_read += 1;
         }
+        // The disk too: a write whose news was lost with the old
+        // incarnation may have made it newer than every past image.
+        let run = self.smon.run_no;
+        k.start_io(Io::ReadBlock { blk }, IoPurpose::RecoverRead { run });
+        false
     }
 
     /// A block of the recovery set was read from disk: recover from it, or
-    /// from the past image sent for it if that is newer.
-    pub(in crate::instance) fn smon_disk_read(&mut self, disk: Block) {
+    /// from the past image sent for it if that is newer. `Some(blk)`: it
+    /// could not be recovered (an error is recorded) and is done.
+    pub fn smon_disk_read(&mut self, k: &mut Kernel, disk: Block) -> Option<BlockAddr> {
         let pi = self
-            .membership
             .smon
             .run
             .as_mut()
             .and_then(|r| r.past_images.remove(&disk.addr));
         match pi {
-            Some(pi) if pi.scn > disk.scn => self.smon_apply(pi),
-            _ => self.smon_apply(disk),
+            Some(pi) if pi.scn > disk.scn => self.smon_apply(k, pi),
+            _ => self.smon_apply(k, disk),
         }
     }
 
     /// The second pass for one block: the dead threads' newer changes, then
     /// the rollback of their uncommitted ones; the result is written.
-    pub(in crate::instance) fn smon_apply(&mut self, image: Block) {
+    fn smon_apply(&mut self, k: &mut Kernel, image: Block) -> Option<BlockAddr> {
         let blk = image.addr;
-        let scn = self.next_scn();
-        let Some(run) = self.membership.smon.run.as_mut() else {
-            return;
-        };
+        let scn = k.next_scn();
+        let run_no = self.smon.run_no;
+        let run = self.smon.run.as_mut()?;
         let records = run
             .changes
             .get(&blk)
@@ -290,54 +303,52 @@ impl Instance {
                 run.applied_bytes += applied_bytes;
                 run.blocks_recovered += 1;
                 let scn = block.scn;
-                self.start_io(
+                k.start_io(
                     Io::WriteBlock {
                         block: Box::new(block),
                     },
                     IoPurpose::RecoverWrite {
                         blk,
                         scn,
-                        run: self.membership.smon.run_no,
+                        run: run_no,
                     },
                 );
+                None
             }
             Err(e) => {
-                self.error(format!("instance recovery: {e}"));
-                self.smon_block_done(blk, 0, false);
+                k.error(&format!("instance recovery: {e}"));
+                Some(blk)
             }
         }
     }
 
-    /// A recovered block is on disk (or needed nothing): release its claim.
-    pub(in crate::instance) fn smon_block_done(&mut self, blk: BlockAddr, scn: Scn, written: bool) {
-        if let Some(run) = self.membership.smon.run.as_mut() {
+    /// A recovered block is on disk (`written`) or needed nothing: one
+    /// fewer in flight (the caller releases its claim at the master).
+    pub fn smon_block_done(&mut self, written: bool) {
+        if let Some(run) = self.smon.run.as_mut() {
+            // A peer's answer for a block not asked for may come: not below zero.
             run.in_flight = run.in_flight.saturating_sub(1);
             if written {
                 run.blocks_written += 1;
             }
         }
-        let master = self.block_master(blk);
-        if master == self.id {
-            let me = self.id;
-            self.dir_block_recovered(me, blk, scn);
-        } else {
-            self.send(master, Msg::BlockRecovered { blk, scn });
-        }
-        self.smon_next();
     }
 
-    fn smon_maybe_done(&mut self) {
-        let done = self.membership.smon.run.as_ref().is_some_and(|r| {
+    /// Once every block is recovered: the recovery is complete (the alert
+    /// log, the peers and the driver told). True when it completed: the
+    /// dead transactions' changes left in the cache are rolled back next.
+    pub fn smon_finish(&mut self, k: &mut Kernel, obs: &mut Observer) -> bool {
+        let done = self.smon.run.as_ref().is_some_and(|r| {
             r.unfrozen_at.is_some() && r.in_flight == 0 && r.next >= r.blocks.len()
         });
         if !done {
-            return;
+            return false;
         }
-        let Some(run) = self.membership.smon.run.take() else {
-            return;
+        let Some(run) = self.smon.run.take() else {
+            return false;
         };
-        let now = self.k.now();
-        self.obs.alert(
+        let now = k.now();
+        obs.alert(
             now,
             format!(
                 "Completed redo application of {:.2}MB",
@@ -345,16 +356,16 @@ impl Instance {
             ),
         );
         for thread in run.dead.iter() {
-            self.obs.alert(
+            obs.alert(
                 now,
                 format!(
                     "Completed instance recovery at Thread {}: scn {}",
                     thread.number(),
-                    self.k.scn()
+                    k.scn()
                 ),
             );
         }
-        self.obs.alert(
+        obs.alert(
             now,
             format!(
                 "  {} data blocks read, {} data blocks written, {} redo k-bytes read",
@@ -365,15 +376,15 @@ impl Instance {
         );
         let unfrozen_at = run.unfrozen_at.unwrap_or(now);
         // Nobody needs to read these threads again.
-        self.membership.standing.recovered(run.dead);
-        for to in self.membership.css.peers().iter() {
-            self.send(to, Msg::ThreadsRecovered { threads: run.dead });
+        self.standing.recovered(run.dead);
+        for to in self.css.peers().iter() {
+            self.net()
+                .send(k, to, Msg::ThreadsRecovered { threads: run.dead });
         }
-        self.roll_back_dead_in_cache();
         for dead_instance in run.dead.iter() {
-            self.membership.standing.report_recovery(RecoveryReport {
+            self.standing.report_recovery(RecoveryReport {
                 dead_instance,
-                recovered_by: self.id,
+                recovered_by: k.id(),
                 detected_at: run.detected_at,
                 unfrozen_at,
                 cache_recovered_at: now,
@@ -387,125 +398,96 @@ impl Instance {
                     .count() as u64,
             });
         }
-    }
-
-    /// Transaction recovery once a dead thread is recovered: the dead
-    /// instances' uncommitted changes in blocks this instance holds current
-    /// in X (shipped to it before the death, so instance recovery found them
-    /// current and left them as they were) are rolled back now, as SMON rolls
-    /// back dead transactions, rather than only when a session meets their
-    /// row locks (found by chaos: a block nobody touched again kept the
-    /// change). A buffer in use, or on its way out, is rolled back when its
-    /// last pin goes (see [`Instance::roll_back_dead_at_unpin`]).
-    pub(in crate::instance) fn roll_back_dead_in_cache(&mut self) {
-        if !self.fg.txns().has_dead() {
-            return;
-        }
-        let ids: Vec<super::super::cache::BufId> = self.cache.iter().map(|(id, _)| id).collect();
-        for id in ids {
-            self.roll_back_dead_at_unpin(id);
-        }
-    }
-
-    /// Roll back, in one unpinned current buffer held in X, every change of
-    /// a dead instance's uncommitted transaction. Cheap when no instance
-    /// died: nothing is looked at.
-    pub(in crate::instance) fn roll_back_dead_at_unpin(&mut self, buf: super::super::cache::BufId) {
-        if !self.fg.txns().has_dead() {
-            return;
-        }
-        let Some(b) = self.cache.try_get(buf) else {
-            return;
-        };
-        if b.state() != super::super::BufState::Xcur || b.pinned() || b.leaving() {
-            return;
-        }
-        let dead: Vec<Xid> = b
-            .image
-            .itl
-            .iter()
-            .filter(|e| e.commit.is_none() && self.fg.txns().is_dead_uncommitted(e.xid))
-            .map(|e| e.xid)
-            .collect();
-        for xid in dead {
-            self.roll_back_dead(buf, xid);
-        }
-    }
-
-    /// On-demand rollback: `xid` is a dead instance's uncommitted
-    /// transaction with changes in current buffer `buf` (held in X by a
-    /// session that met its lock): roll them back here. Returns whether
-    /// anything was rolled back (then look at the block again).
-    pub(in crate::instance) fn roll_back_dead(
-        &mut self,
-        buf: super::super::cache::BufId,
-        xid: Xid,
-    ) -> bool {
-        if !self.fg.txns().is_dead_uncommitted(xid) {
-            return false;
-        }
-        let scn = self.next_scn();
-        let applied = self.cache.get_mut(buf).image.roll_back(xid, scn);
-        if applied == 0 {
-            return false;
-        }
-        self.k.add(
-            crate::stats::Stat::RollbackUndoRecordsApplied,
-            u64::from(applied),
-        );
-        let (rba, now) = (self.redo.end_rba(), self.k.now());
-        self.cache.dirtied(buf, rba, now);
         true
     }
+}
 
-    // ----- the master's and the past-image holder's side ----------------------------
+// ----- the past-image holder's side ------------------------------------------------------
 
-    /// Send this instance's newest past image of `blk` to the recovering instance.
-    pub(in crate::instance) fn send_pi(&mut self, blk: BlockAddr, to: InstId) {
-        let newest = self
-            .cache
-            .buffers_of(blk)
-            .filter(|&id| self.cache.get(id).state() == super::super::BufState::Pi)
-            .max_by_key(|&id| self.cache.get(id).image.scn);
-        let source = match newest {
-            Some(id) => RecoverSource::Image(Box::new(self.cache.get(id).image.clone())),
-            // Written and discarded meanwhile: the disk has it.
-            None => RecoverSource::Disk,
-        };
-        self.recover_reply(to, blk, source);
+/// Where the recovering instance finds this instance's newest past image of
+/// `blk`: the image, or the disk (written and discarded meanwhile).
+pub(in crate::instance) fn past_image_source(cache: &Cache, blk: BlockAddr) -> RecoverSource {
+    let newest = cache
+        .buffers_of(blk)
+        .filter(|&id| cache.get(id).state() == BufState::Pi)
+        .max_by_key(|&id| cache.get(id).image.scn);
+    match newest {
+        Some(id) => RecoverSource::Image(Box::new(cache.get(id).image.clone())),
+        None => RecoverSource::Disk,
     }
+}
 
-    pub(in crate::instance) fn recover_reply(
-        &mut self,
-        to: InstId,
-        blk: BlockAddr,
-        source: RecoverSource,
-    ) {
-        if to == self.id {
-            self.on_recover_image(blk, source);
-        } else {
-            self.send(to, Msg::RecoverImage { blk, source });
-        }
-    }
+// ----- transaction recovery in the cache -------------------------------------------------
 
-    /// A claimed block is recovered (on disk as of `scn` when `scn` > 0):
-    /// past images it covers go, and requests waiting for it go on.
-    pub(in crate::instance) fn dir_block_recovered(
-        &mut self,
-        _from: InstId,
-        blk: BlockAddr,
-        scn: Scn,
-    ) {
-        let holders = self.gc.recovered(blk, scn > 0);
-        for h in holders.iter() {
-            if h == self.id {
-                self.discard_pi(blk, scn);
-            } else {
-                self.send(h, Msg::DiscardPi { blk, scn });
-            }
-        }
-        self.dir_drain(blk);
+/// Transaction recovery once a dead thread is recovered: the dead
+/// instances' uncommitted changes in blocks this instance holds current
+/// in X (shipped to it before the death, so instance recovery found them
+/// current and left them as they were) are rolled back now, as SMON rolls
+/// back dead transactions, rather than only when a session meets their
+/// row locks (found by chaos: a block nobody touched again kept the
+/// change). A buffer in use, or on its way out, is rolled back when its
+/// last pin goes (see [`roll_back_dead_at_unpin`]). `dead`: whether a
+/// transaction is a dead instance's uncommitted one; `end_rba`: where the
+/// redo ends (the rolled-back buffers are dirty from there).
+pub(in crate::instance) fn roll_back_dead_in_cache(
+    k: &mut Kernel,
+    cache: &mut Cache,
+    end_rba: u64,
+    dead: &impl Fn(Xid) -> bool,
+) {
+    let ids: Vec<BufId> = cache.iter().map(|(id, _)| id).collect();
+    for id in ids {
+        roll_back_dead_at_unpin(k, cache, end_rba, id, dead);
     }
+}
+
+/// Roll back, in one unpinned current buffer held in X, every change of
+/// a dead instance's uncommitted transaction (`dead`, as above).
+pub(in crate::instance) fn roll_back_dead_at_unpin(
+    k: &mut Kernel,
+    cache: &mut Cache,
+    end_rba: u64,
+    buf: BufId,
+    dead: &impl Fn(Xid) -> bool,
+) {
+    let Some(b) = cache.try_get(buf) else {
+        return;
+    };
+    if b.state() != BufState::Xcur || b.pinned() || b.leaving() {
+        return;
+    }
+    let xids: Vec<Xid> = b
+        .image
+        .itl
+        .iter()
+        .filter(|e| e.commit.is_none() && dead(e.xid))
+        .map(|e| e.xid)
+        .collect();
+    for xid in xids {
+        roll_back_dead(k, cache, end_rba, buf, xid);
+    }
+}
+
+/// On-demand rollback: `xid`, a dead instance's uncommitted transaction
+/// (the caller knows), has changes in current buffer `buf`: roll them back
+/// here. Returns whether anything was rolled back (then look at the block
+/// again).
+pub(in crate::instance) fn roll_back_dead(
+    k: &mut Kernel,
+    cache: &mut Cache,
+    end_rba: u64,
+    buf: BufId,
+    xid: Xid,
+) -> bool {
+    let scn = k.next_scn();
+    let applied = cache.get_mut(buf).image.roll_back(xid, scn);
+    if applied == 0 {
+        return false;
+    }
+    k.add(Stat::RollbackUndoRecordsApplied, u64::from(applied));
+    let now = k.now();
+    cache.dirtied(buf, end_rba, now);
+    true
 }
 
 /// The SCN at or before which a transaction of `inst` that is in none of
@@ -518,4 +500,179 @@ fn floor_scn(records: &[RedoRecord], inst: InstId, now: Scn) -> Scn {
         .map(|r| r.scn)
         .min()
         .unwrap_or(now)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Delivery;
+    use super::*;
+    use crate::block::{Body, Change, Row};
+    use crate::config::Catalog;
+    use crate::msg::Action;
+
+    const ME: InstId = InstId(0);
+    const DEAD: InstId = InstId(1);
+
+    fn rig() -> (Kernel, Membership, Observer) {
+        let k = Kernel::for_instance(ME, &Catalog::default());
+        let m = Membership::new(ME, 2, k.params(), 0, Delivery::Direct);
+        (k, m, Observer::new(false))
+    }
+
+    fn dead_xid(seq: u64) -> Xid {
+        Xid::new(DEAD, seq)
+    }
+
+    fn table(blk: BlockAddr, val: i64) -> Block {
+        Block::new(
+            blk,
+            Body::Table {
+                rows: vec![Some(Row {
+                    key: 1,
+                    val,
+                    lock: Xid::NONE,
+                })],
+            },
+        )
+    }
+
+    fn update(scn: Scn, xid: Xid, blk: u32, val: i64) -> RedoRecord {
+        RedoRecord::change(
+            scn,
+            xid,
+            BlockAddr(blk),
+            50,
+            Change::UpdateRow { slot: 0, val },
+        )
+    }
+
+    #[test]
+    fn recovery_claims_what_the_dead_redo_changed_and_recovers_a_window_at_a_time() {
+        let (mut k, mut m, mut obs) = rig();
+        let mut dead = InstSet::default();
+        dead.insert(DEAD);
+        m.smon_start(&mut k, &mut obs, dead);
+        let actions = k.take_actions();
+        let [
+            Action::Io {
+                io: Io::ReadRedo { thread },
+                ..
+            },
+        ] = &actions[..]
+        else {
+            panic!("{actions:?}");
+        };
+        assert_eq!(*thread, DEAD);
+        // 20 blocks changed by a transaction that never committed, one by
+        // one that did.
+        let mut records: Vec<RedoRecord> = (0..20)
+            .map(|b| update(10 + u64::from(b), dead_xid(1), 100 + b, 9))
+            .collect();
+        records.push(update(40, dead_xid(2), 200, 7));
+        records.push(RedoRecord::commit(41, dead_xid(2), 10));
+        let (claims, found) = m
+            .smon_redo_read(&k, &mut obs, records, |_| 3)
+            .expect("the only dead thread was read");
+        let expected: Vec<BlockAddr> = (100..120).chain([200]).map(BlockAddr).collect();
+        assert_eq!(claims, expected, "by first-dirty SCN");
+        let [thread] = &found[..] else {
+            panic!("{found:?}")
+        };
+        assert_eq!(thread.inst, DEAD);
+        assert_eq!(thread.committed, vec![(dead_xid(2), 41)]);
+        assert_eq!(thread.uncommitted, vec![dead_xid(1)]);
+        assert_eq!((thread.floor_scn, thread.xids_below), (10, 3));
+        // Unfrozen: the first window of blocks goes to their masters.
+        assert!(m.smon_unfrozen(&k, &mut obs));
+        assert!(
+            !m.smon_unfrozen(&k, &mut obs),
+            "the application starts once"
+        );
+        let window = m.smon_window();
+        assert_eq!(window, claims[..RECOVERY_BLOCKS_IN_FLIGHT].to_vec());
+        assert!(m.smon_window().is_empty(), "the window is full");
+        // A survivor holds the first block current: nothing to recover, and
+        // the next block takes its place.
+        assert!(m.smon_image(&mut k, window[0], RecoverSource::Current));
+        m.smon_block_done(false);
+        assert_eq!(m.smon_window(), vec![claims[RECOVERY_BLOCKS_IN_FLIGHT]]);
+        assert!(k.take_actions().is_empty());
+        // The second is read from disk: the dead change is applied, then
+        // rolled back (its transaction never committed), and written.
+        assert!(!m.smon_image(&mut k, window[1], RecoverSource::Disk));
+        let actions = k.take_actions();
+        let [
+            Action::Io {
+                io: Io::ReadBlock { blk },
+                ..
+            },
+        ] = &actions[..]
+        else {
+            panic!("{actions:?}");
+        };
+        assert_eq!(*blk, window[1]);
+        assert_eq!(m.smon_disk_read(&mut k, table(window[1], 5)), None);
+        let actions = k.take_actions();
+        let [
+            Action::Io {
+                io: Io::WriteBlock { block },
+                ..
+            },
+        ] = &actions[..]
+        else {
+            panic!("{actions:?}");
+        };
+        assert_eq!(block.row(0).map(|r| (r.val, r.lock)), Some((5, Xid::NONE)));
+        m.smon_block_done(true);
+        // Every other block is current somewhere: the recovery completes.
+        let mut in_flight: Vec<BlockAddr> = window[2..].to_vec();
+        in_flight.push(claims[RECOVERY_BLOCKS_IN_FLIGHT]);
+        in_flight.extend(m.smon_window());
+        while let Some(blk) = in_flight.pop() {
+            assert!(!m.smon_finish(&mut k, &mut obs), "blocks still in flight");
+            assert!(m.smon_image(&mut k, blk, RecoverSource::Current));
+            m.smon_block_done(false);
+            in_flight.extend(m.smon_window());
+        }
+        assert!(m.smon_finish(&mut k, &mut obs));
+        assert!(!m.smon_finish(&mut k, &mut obs), "it completes once");
+        let told = Msg::ThreadsRecovered { threads: dead };
+        let actions = k.take_actions();
+        assert!(
+            matches!(&actions[..], [Action::Send(env)] if env.to == DEAD && env.msg == told),
+            "{actions:?}"
+        );
+        let [report] = &m.take_recoveries()[..] else {
+            panic!()
+        };
+        assert_eq!((report.dead_instance, report.blocks_recovered), (DEAD, 1));
+        assert_eq!(report.transactions_rolled_back, 1);
+    }
+
+    #[test]
+    fn a_dead_transactions_change_in_an_unpinned_current_buffer_is_rolled_back_and_dirties_it() {
+        let mut k = Kernel::for_instance(ME, &Catalog::default());
+        let mut cache = Cache::new(8, 64);
+        let blk = BlockAddr(3);
+        let mut image = table(blk, 5);
+        assert!(image.apply(&Change::UpdateRow { slot: 0, val: 9 }, dead_xid(1), 4));
+        let buf = cache.insert(blk, BufState::Xcur, image);
+        let dead = |x: Xid| x == dead_xid(1);
+        // In use: left for its last unpin.
+        cache.pin_shared(buf);
+        roll_back_dead_at_unpin(&mut k, &mut cache, 77, buf, &dead);
+        assert_eq!(cache.get(buf).image.row(0).map(|r| r.val), Some(9));
+        assert!(!cache.unpin(buf), "the last pin went");
+        roll_back_dead_at_unpin(&mut k, &mut cache, 77, buf, &dead);
+        let b = cache.get(buf);
+        assert_eq!(
+            b.image.row(0).map(|r| (r.val, r.lock)),
+            Some((5, Xid::NONE))
+        );
+        assert!(b.dirty());
+        assert_eq!(b.last_rba, 77, "its redo ends where the redo does");
+        assert_eq!(k.stats().get(Stat::RollbackUndoRecordsApplied), 1);
+        // Nothing of it is left: a second rollback does nothing.
+        assert!(!roll_back_dead(&mut k, &mut cache, 78, buf, dead_xid(1)));
+    }
 }

@@ -1,103 +1,117 @@
 //! The PX servers of an instance (`P000`, ... processes in the CPU run queue)
 //! and the executions this instance hosts slaves for, whichever instance
-//! coordinates them. The coordinator's side is px.rs; a slave at work is
-//! px_slave.rs.
+//! coordinates them. The coordinator's side is mod.rs; a slave at work is
+//! slave.rs.
 
 use super::slave::{Host, Role, Worker};
-use super::{Hosted, Server};
-use crate::instance::Instance;
+use super::{Hosted, PxState, PxStep, Server};
+use crate::cpu::StepDone;
 use crate::instance::events::Proc;
+use crate::instance::kernel::Kernel;
 use crate::px::{DOP_MAX, ExecId, PxMsg, PxSessionRow, QueryRef, SlaveId};
 use crate::stats::{Stat, Wait};
 use crate::types::InstId;
 
-impl Instance {
+impl PxState {
     // ----- the server pool ----------------------------------------------------------------
 
     /// Start the `parallel_min_servers` servers an instance has from startup.
-    pub(in crate::instance) fn px_prestart(&mut self) {
-        for _ in 0..self.k.params().px.min_servers {
-            self.px_new_server();
+    pub fn prestart(&mut self, k: &mut Kernel) {
+        for _ in 0..k.params().px.min_servers {
+            self.new_server(k);
         }
     }
 
     /// A new server process `Pnnn` joins the pool: its index.
-    fn px_new_server(&mut self) -> usize {
-        let idx = self.px.servers.len();
+    fn new_server(&mut self, k: &mut Kernel) -> usize {
+        let idx = self.servers.len();
         // At most parallel_max_servers servers (MAX_SERVERS, 3,600): the
-        // loader bounds parallel_min_servers by it and `px_host_start`
+        // loader bounds parallel_min_servers by it and `host_start`
         // refuses a start that needs more than are free.
         let n = u32::try_from(idx).expect("PX servers are at most parallel_max_servers");
-        let proc = self.add_proc(Proc::PxServer(n), server_name(idx));
-        self.px.servers.push(Server {
+        let proc = k.add_proc(Proc::PxServer(n), server_name(idx));
+        self.servers.push(Server {
             proc,
             worker: None,
             starting: None,
         });
-        self.k.incr(Stat::PxServersStarted);
+        k.incr(Stat::PxServersStarted);
         idx
     }
 
     /// A free server (the lowest-numbered), started if none is: (index, needs start).
-    pub(super) fn px_take_server(&mut self) -> (usize, bool) {
-        self.px.busy += 1;
-        self.px.busy_high = self.px.busy_high.max(self.px.busy);
-        if let Some(i) = self
-            .px
+    fn take_server(&mut self, k: &mut Kernel) -> (usize, bool) {
+        self.busy += 1;
+        self.busy_high = self.busy_high.max(self.busy);
+        let taken = match self
             .servers
             .iter()
             .position(|s| s.worker.is_none() && s.starting.is_none())
         {
-            return (i, false);
-        }
-        (self.px_new_server(), true)
+            Some(i) => (i, false),
+            None => (self.new_server(k), true),
+        };
+        debug_assert!(
+            self.busy as usize <= self.servers.len(),
+            "{} servers busy of {}",
+            self.busy,
+            self.servers.len()
+        );
+        taken
     }
 
-    pub(super) fn px_add_worker(&mut self, w: Worker) -> usize {
+    /// Keep worker `w` in a free slot: its number.
+    pub(super) fn add_worker(&mut self, w: Worker) -> usize {
         let key = w.key();
-        let slot = match self.px.free_slots.pop() {
+        let slot = match self.free_slots.pop() {
             Some(i) => {
-                self.px.workers[i] = Some(w);
+                debug_assert!(self.workers[i].is_none(), "worker slot {i} freed in use");
+                self.workers[i] = Some(w);
                 i
             }
             None => {
-                self.px.workers.push(Some(w));
-                self.px.workers.len() - 1
+                self.workers.push(Some(w));
+                self.workers.len() - 1
             }
         };
-        self.px.by_slave.insert(key, slot);
+        let earlier = self.by_slave.insert(key, slot);
+        debug_assert_eq!(earlier, None, "slave {key:?} added twice");
         slot
     }
+}
 
+impl PxStep<'_, '_> {
     /// A server's CPU step ended: its process start, or its worker's step.
-    pub(in crate::instance) fn px_server_step_done(&mut self, idx: u32, d: crate::cpu::StepDone) {
+    pub fn server_step_done(&mut self, idx: u32, d: StepDone) {
         let Some(server) = self.px.servers.get_mut(idx as usize) else {
             return;
         };
         if let Some(exec) = server.starting.take() {
             let joined = match self.px.hosted.get_mut(&exec) {
                 Some(h) => {
+                    // Not asserted: a peer may release and start `exec` again
+                    // while the server starts.
                     h.starting = h.starting.saturating_sub(1);
                     h.starting == 0
                 }
                 None => false,
             };
             if joined {
-                self.px_host_joined(exec);
+                self.host_joined(exec);
             }
             return;
         }
         if let Some(w) = server.worker {
-            if let Some(wk) = self.px.workers.get_mut(w).and_then(Option::as_mut) {
+            if let Some(wk) = self.px.worker_mut(w) {
                 wk.add_db_ns(d.done_at - d.requested_at);
             }
-            self.px_worker_cpu_done(w);
+            self.worker_cpu_done(w);
         }
     }
 
     // ----- hosting slaves -----------------------------------------------------------------
 
-    pub(super) fn px_host_start(
+    pub(super) fn host_start(
         &mut self,
         exec: ExecId,
         qc_sid: u32,
@@ -106,8 +120,8 @@ impl Instance {
         dop: u32,
         placement: Vec<InstId>,
     ) {
-        let Some(query) = self.px_query(qref) else {
-            self.error(format!(
+        let Some(query) = self.query(qref) else {
+            self.k.error(&format!(
                 "start of {exec:?} names no parallel query ({qref:?})"
             ));
             return;
@@ -120,17 +134,18 @@ impl Instance {
             || placement.iter().any(|i| i.0 >= self.k.instance_count())
             || self.px.hosted.contains_key(&exec)
         {
-            self.error(format!(
+            self.k.error(&format!(
                 "bad start of {exec:?} (dop {dop}, {} slaves placed)",
                 placement.len()
             ));
             return;
         }
+        let me = self.k.id();
         // Checked above: 0 < dop <= DOP_MAX and k < sets * dop with sets <= 2.
         let mine: Vec<SlaveId> = placement
             .iter()
             .enumerate()
-            .filter(|(_, i)| **i == self.id)
+            .filter(|(_, i)| **i == me)
             .filter_map(|(k, _)| SlaveId::of_placement(k, dop))
             .collect();
         // The QC counted our free servers under the PS enqueue: a start that
@@ -144,7 +159,7 @@ impl Instance {
             .max_servers(cpu)
             .saturating_sub(self.px.busy);
         if u32::try_from(mine.len()).map_or(true, |n| n > free) {
-            self.error(format!(
+            self.k.error(&format!(
                 "start of {exec:?} places {} slaves here, {free} servers free",
                 mine.len()
             ));
@@ -164,9 +179,9 @@ impl Instance {
         );
         let mut starting = 0;
         let mut workers = Vec::new();
-        for me in mine {
-            let (server, start) = self.px_take_server();
-            let role = if query.plan.sets() == 2 && me.set == 0 {
+        for slave in mine {
+            let (server, start) = self.px.take_server(self.k);
+            let role = if query.plan.sets() == 2 && slave.set == 0 {
                 Role::Producer
             } else if query.plan.sets() == 2 {
                 Role::Consumer
@@ -174,23 +189,27 @@ impl Instance {
                 Role::Producer
             };
             let proc = self.px.servers[server].proc;
-            let w = self.px_add_worker(Worker::new(
+            let w = self.px.add_worker(Worker::new(
                 exec,
-                me,
+                slave,
                 Host::Server(server),
                 proc,
                 role,
                 &query,
                 dop,
             ));
+            debug_assert_eq!(
+                self.px.servers[server].worker, None,
+                "server {server} taken while busy"
+            );
             self.px.servers[server].worker = Some(w);
             if start {
                 self.px.servers[server].starting = Some(exec);
                 starting += 1;
                 let cost = self.k.costs().px_server_start;
-                self.cpu(proc, cost);
+                self.k.cpu(proc, cost);
             }
-            self.px_worker_begin_wait(w, Wait::PxDeqExecutionMsg);
+            self.worker_begin_wait(w, Wait::PxDeqExecutionMsg);
             workers.push(w);
         }
         if let Some(h) = self.px.hosted.get_mut(&exec) {
@@ -198,43 +217,45 @@ impl Instance {
             h.starting = starting;
         }
         if starting == 0 {
-            self.px_host_joined(exec);
+            self.host_joined(exec);
         }
     }
 
-    pub(super) fn px_host_joined(&mut self, exec: ExecId) {
-        if exec.qc == self.id {
-            self.px_qc_joined(exec);
+    fn host_joined(&mut self, exec: ExecId) {
+        if exec.qc == self.k.id() {
+            self.qc_joined(exec);
         } else {
-            self.px_send(exec.qc, PxMsg::Joined { exec });
+            self.send(exec.qc, PxMsg::Joined { exec });
         }
     }
 
-    pub(super) fn px_host_execute(&mut self, exec: ExecId) {
+    pub(super) fn host_execute(&mut self, exec: ExecId) {
         let Some(h) = self.px.hosted.get(&exec) else {
-            self.error(format!("execute of unknown {exec:?}"));
+            self.k.error(&format!("execute of unknown {exec:?}"));
             return;
         };
         for w in h.workers.clone() {
-            self.px_worker_start(w);
+            self.worker_start(w);
         }
     }
 
     /// The statement is over: record each slave's row and free its server.
-    pub(super) fn px_host_release(&mut self, exec: ExecId) {
+    pub(super) fn host_release(&mut self, exec: ExecId) {
         let Some(h) = self.px.hosted.remove(&exec) else {
             return;
         };
-        let me = self.id.number();
+        let me = self.k.id().number();
         let qc_inst = exec.qc.number();
         for w in h.workers {
             let Some(wk) = self.px.workers.get_mut(w).and_then(Option::take) else {
                 continue;
             };
             self.px.free_slots.push(w);
-            self.px.by_slave.remove(&wk.key());
+            let added = self.px.by_slave.remove(&wk.key());
+            debug_assert_eq!(added, Some(w), "slave {:?} was not worker {w}", wk.key());
             if let Some((ev, since)) = wk.wait() {
-                self.wait_event(ev, self.k.now() - since, true);
+                let took = self.k.now() - since;
+                self.k.wait(ev, took, true);
             }
             let Host::Server(server) = wk.host() else {
                 continue;
@@ -257,21 +278,25 @@ impl Instance {
                 bytes_sent_local: t.sent_local,
             });
             if let Some(s) = self.px.servers.get_mut(server) {
+                debug_assert_eq!(s.worker, Some(w), "server {server} ran another worker");
                 s.worker = None;
             }
-            self.px.busy = self.px.busy.saturating_sub(1);
+            // Each server-hosted worker took one server (`host_start`).
+            debug_assert!(self.px.busy > 0, "a server freed twice");
+            self.px.busy -= 1;
         }
-        self.px_servers_freed();
+        self.servers_freed();
     }
 
     /// Tell whoever probed here that servers are free, and wake a local queued statement.
-    pub(super) fn px_servers_freed(&mut self) {
+    fn servers_freed(&mut self) {
+        let me = self.k.id();
         for i in std::mem::take(&mut self.px.watchers) {
-            if i != self.id {
-                self.px_send(i, PxMsg::Freed);
+            if i != me {
+                self.send(i, PxMsg::Freed);
             }
         }
-        self.px_wake_queue();
+        self.wake_queue();
     }
 }
 

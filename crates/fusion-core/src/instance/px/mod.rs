@@ -15,6 +15,17 @@
 //!    buffers to the consumers and on to the QC (`PX Deq: Execute Reply`);
 //! 5. merge the result, `Release` the servers (which tells instances with a
 //!    queued statement that servers are free).
+//!
+//! The work is done by a [`PxStep`]: parallel execution's state with the
+//! kernel, membership's `Net`, the foregrounds (the QC is a session) and the
+//! observer. What it needs of the foregrounds that only the instance can do
+//! yet (a QC session's waits, making it ready, the PS enqueue) it returns as
+//! [`PxEffect`]s, in the order the work happens, and the dispatcher applies
+//! them. Its own sends, reads and trace records go out at once; a debug
+//! assertion checks that none overtakes an effect not applied yet on the
+//! same channel (the outbox, the trace, a session's state). Where one
+//! would, the step ends with a continuation effect ([`PxEffect::Continue`],
+//! [`PxEffect::Execute`]) and the dispatcher runs the rest after.
 
 use std::collections::VecDeque;
 
@@ -23,25 +34,29 @@ use rustc_hash::FxHashMap;
 mod alloc;
 mod host;
 mod slave;
+#[cfg(test)]
+mod tests;
 
-use super::Instance;
 use super::execution::ExecPoint;
-use super::session::SessionState;
+use super::kernel::Kernel;
+use super::membership::Net;
+use super::observe::Observer;
+use super::session::{Foregrounds, Session, SessionState};
 use crate::config::{NS_PER_S, Nanos, Step};
 use crate::cpu::ProcId;
-use crate::msg::{EnqKind, LockMode, Msg, ResName};
+use crate::msg::{EnqKind, Msg, ResName};
 use crate::px::rows::{Final, output_width};
 use crate::px::{
-    Batch, DegreePolicy, ExecId, PxMsg, PxQuery, PxQueryRow, PxResult, PxSessionRow, QueryRef,
-    SlaveId,
+    Batch, ExecId, PxMsg, PxQuery, PxQueryRow, PxResult, PxSessionRow, QueryRef, SlaveId,
 };
 use crate::stats::{Stat, Wait};
 use crate::types::InstId;
 use alloc::{Ask, Decision, Offer, decide};
 use slave::{Host, Role, Worker};
 
-/// The PS enqueue every allocation of slaves takes.
-const PS: ResName = ResName {
+/// The PS enqueue every allocation of slaves takes (in X mode, waited for
+/// as `enq: PS - contention`).
+pub(in crate::instance) const PS: ResName = ResName {
     kind: EnqKind::Ps,
     id: 0,
 };
@@ -90,7 +105,7 @@ enum QcState {
 
 /// A statement this instance's session coordinates.
 #[derive(Debug)]
-pub(super) struct Qc {
+struct Qc {
     exec: ExecId,
     query: PxQuery,
     qref: QueryRef,
@@ -139,31 +154,227 @@ pub(super) struct PxState {
 
 impl PxState {
     /// Do workers have something to do (the session loop runs them)?
-    pub(super) fn has_kicks(&self) -> bool {
+    #[inline(always)]
+    pub fn has_kicks(&self) -> bool {
         !self.kick.is_empty()
+    }
+
+    /// The next worker with something to do, taken off the list.
+    #[inline(always)]
+    pub fn next_kick(&mut self) -> Option<usize> {
+        self.kick.pop_front()
+    }
+
+    /// Keep every parallel statement's result for [`PxState::take_results`].
+    pub fn log_results(&mut self, on: bool) {
+        self.results = on.then(Vec::new);
+    }
+
+    /// Results of the statements this instance coordinated since the last call.
+    pub fn take_results(&mut self) -> Vec<PxResult> {
+        self.results
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    /// PX servers in use now, and the most ever in use at once.
+    pub fn servers_busy(&self) -> (u32, u32) {
+        (self.busy, self.busy_high)
+    }
+
+    /// Whether any parallel statement is coordinated or hosted here.
+    pub fn active(&self) -> bool {
+        !self.qcs.is_empty() || !self.hosted.is_empty()
+    }
+
+    /// The session coordinating `exec`, when this instance (`me`) is its QC.
+    fn qc_of(&self, me: InstId, exec: ExecId) -> Option<u32> {
+        (exec.qc == me)
+            .then(|| self.qc_by_serial.get(&exec.serial).copied())
+            .flatten()
     }
 }
 
-impl Instance {
+/// What parallel execution needs done by the rest of the instance, in the
+/// order the work happens: the foregrounds' part for a QC session (its
+/// waits, making it ready, the PS enqueue), and where px goes on after them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(in crate::instance) enum PxEffect {
+    /// The QC session `sid` waits on `event` for its statement (`WaitPx`).
+    BeginWait { sid: u32, event: Wait },
+    /// Its wait ends (recorded under the event it began with).
+    EndWait(u32),
+    /// Its wait ends if it still waits for its statement (`WaitPx`): a step
+    /// of a serial execution, which runs on the QC's own process.
+    EndPxWait(u32),
+    /// A statement in the queue may try again: its session's wait ends and
+    /// it is ready.
+    Wake(u32),
+    /// The session goes on: it probes again, or its statement is done.
+    Resume(u32),
+    /// The allocation is over: release the PS enqueue.
+    ReleasePs,
+    /// Worker `w` goes on ([`PxStep::worker_next`]) after the effects before
+    /// this one: a buffer it handed the QC here ended the QC's wait.
+    Continue(usize),
+    /// Every instance's slaves joined: execute (`PxStep::execute`) here and
+    /// on these instances, after the QC's waits and the PS release.
+    Execute { exec: ExecId, insts: Vec<InstId> },
+}
+
+impl PxEffect {
+    /// Applying it may send a message: releasing the PS enqueue may ask
+    /// its master; a continuation does whatever px does.
+    fn may_send(&self) -> bool {
+        matches!(
+            self,
+            PxEffect::ReleasePs | PxEffect::Continue(_) | PxEffect::Execute { .. }
+        )
+    }
+
+    /// Applying it may write a trace record (a wait that ends).
+    fn may_trace(&self) -> bool {
+        !matches!(self, PxEffect::BeginWait { .. } | PxEffect::Resume(_))
+    }
+
+    /// Applying it may change session `sid`'s state or wait. Releasing the
+    /// PS enqueue only makes ready sessions waiting for it (`WaitEnq`),
+    /// whose state px does not look at.
+    fn touches(&self, sid: u32) -> bool {
+        match self {
+            PxEffect::BeginWait { sid: s, .. }
+            | PxEffect::EndWait(s)
+            | PxEffect::EndPxWait(s)
+            | PxEffect::Wake(s)
+            | PxEffect::Resume(s) => *s == sid,
+            PxEffect::ReleasePs => false,
+            PxEffect::Continue(_) | PxEffect::Execute { .. } => true,
+        }
+    }
+}
+
+/// How a QC session's parallel step went ([`PxStep::qc_step`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(in crate::instance) enum QcStep {
+    /// The statement is not in the workload (an error is logged): the
+    /// session goes on with its next execution.
+    GoOn,
+    /// It takes the PS enqueue (X, `enq: PS - contention`) now, and probes
+    /// ([`PxStep::probe`]) once it holds it.
+    TakePs,
+    /// It waits: for the probes, in the queue, for its slaves.
+    Wait,
+}
+
+/// One step of parallel execution: its state with what it uses of the rest
+/// of the instance, and the effects found so far (see the module comment).
+pub(in crate::instance) struct PxStep<'a, 'n> {
+    px: &'a mut PxState,
+    k: &'a mut Kernel,
+    net: Net<'n>,
+    fg: &'a mut Foregrounds,
+    obs: &'a mut Observer,
+    effects: Vec<PxEffect>,
+}
+
+impl<'a, 'n> PxStep<'a, 'n> {
+    pub fn new(
+        px: &'a mut PxState,
+        k: &'a mut Kernel,
+        net: Net<'n>,
+        fg: &'a mut Foregrounds,
+        obs: &'a mut Observer,
+    ) -> Self {
+        PxStep {
+            px,
+            k,
+            net,
+            fg,
+            obs,
+            effects: Vec::new(),
+        }
+    }
+
+    /// What the rest of the instance must do now, in order.
+    pub fn effects(self) -> Vec<PxEffect> {
+        self.effects
+    }
+
+    #[inline]
+    fn effect(&mut self, e: PxEffect) {
+        self.effects.push(e);
+    }
+
+    // ----- what px does itself, in order with its effects -----------------------------------
+
+    /// Send a PX message to another instance (counted).
+    fn send(&mut self, to: InstId, m: PxMsg) {
+        debug_assert!(
+            !self.effects.iter().any(PxEffect::may_send),
+            "a PX message to {to} would overtake {:?}",
+            self.effects
+        );
+        self.k.incr(Stat::PxRemoteMessagesSent);
+        self.net.send(self.k, to, Msg::Px(m));
+    }
+
+    /// A server's wait of `took` on `event` ended now: the trace's record.
+    fn trace_wait(&mut self, proc: ProcId, event: Wait, took: Nanos) {
+        debug_assert!(
+            !self.effects.iter().any(PxEffect::may_trace),
+            "a PX server's wait would overtake {:?} in the trace",
+            self.effects
+        );
+        self.obs.trace_wait(self.k.now(), proc, event, took);
+    }
+
+    /// What session `sid` is doing now.
+    fn session_state(&self, sid: u32) -> SessionState {
+        debug_assert!(
+            !self.effects.iter().any(|e| e.touches(sid)),
+            "session {sid} read before {:?}",
+            self.effects
+        );
+        self.fg.sessions().session(sid).state()
+    }
+
+    /// Session `sid`, to move it between waiting and running.
+    fn session_mut(&mut self, sid: u32) -> &mut Session {
+        debug_assert!(
+            !self.effects.iter().any(|e| e.touches(sid)),
+            "session {sid} changed before {:?}",
+            self.effects
+        );
+        self.fg.sessions_mut().session_mut(sid)
+    }
+
+    /// Sessions that are not idle (a probe's load figure).
+    fn active_sessions(&self) -> usize {
+        // No effect makes a session idle or thinking: no order to keep.
+        self.fg.sessions().iter().filter(|s| !s.is_idle()).count()
+    }
+
     // ----- the coordinator ------------------------------------------------------------------
 
-    /// Drive session `sid`'s parallel statement. True when the session can go on at once.
-    pub(super) fn px_qc_step(&mut self, sid: u32, qref: QueryRef) -> bool {
+    /// Drive session `sid`'s parallel statement: begun here when it is new.
+    pub fn qc_step(&mut self, sid: u32, qref: QueryRef) -> QcStep {
         if !self.px.qcs.contains_key(&sid) {
-            let Some(query) = self.px_query(qref) else {
-                self.error(format!(
+            let Some(query) = self.query(qref) else {
+                self.k.error(&format!(
                     "session {sid} runs a parallel query that is not in its workload"
                 ));
                 self.fg.sessions_mut().go_to(sid, ExecPoint::None);
-                return true;
+                return QcStep::GoOn;
             };
             self.px.next_serial += 1;
             let exec = ExecId {
-                qc: self.id,
+                qc: self.k.id(),
                 serial: self.px.next_serial,
             };
             let plan = query.plan;
-            self.px.qc_by_serial.insert(exec.serial, sid);
+            let earlier = self.px.qc_by_serial.insert(exec.serial, sid);
+            debug_assert_eq!(earlier, None, "{exec:?} numbered twice");
             self.px.qcs.insert(
                 sid,
                 Qc {
@@ -188,18 +399,14 @@ impl Instance {
                 },
             );
         }
-        let st = self.px.qcs.get(&sid).map(|q| q.st);
-        if st == Some(QcState::Lock) {
-            if !self.enq_get(sid, PS, LockMode::X, Wait::EnqPsContention) {
-                return false;
-            }
-            self.px_probe(sid);
+        match self.px.qcs.get(&sid).map(|q| q.st) {
+            Some(QcState::Lock) => QcStep::TakePs,
+            _ => QcStep::Wait,
         }
-        false
     }
 
     /// The statement a workload step declares.
-    pub(super) fn px_query(&self, r: QueryRef) -> Option<PxQuery> {
+    fn query(&self, r: QueryRef) -> Option<PxQuery> {
         let step = self
             .fg
             .workload(r.workload as usize)?
@@ -214,13 +421,13 @@ impl Instance {
     }
 
     /// What this instance offers a QC.
-    fn px_offer(&self, group: &str) -> Offer {
+    fn offer(&self, group: &str) -> Offer {
         let p = &self.k.params().px;
         let cpu = self.k.params().cpu_count;
         let max = p.max_servers(cpu);
         let target = p.servers_target(cpu);
         Offer {
-            inst: self.id,
+            inst: self.k.id(),
             member: p.in_group(group),
             cpu_dop: p.cpu_dop(cpu),
             free: max.saturating_sub(self.px.busy),
@@ -235,33 +442,38 @@ impl Instance {
         }
     }
 
-    fn px_probe(&mut self, sid: u32) {
+    /// Session `sid` holds the PS enqueue: ask every instance what it offers.
+    pub fn probe(&mut self, sid: u32) {
         let force_local = self.k.params().px.force_local;
         let group = self.k.params().px.instance_group.clone();
-        let mut local = self.px_offer(&group);
+        let mut local = self.offer(&group);
         if force_local {
             local.member = true;
         }
-        let n = self.k.instance_count();
+        let (n, me) = (self.k.instance_count(), self.k.id());
         let Some(qc) = self.px.qcs.get_mut(&sid) else {
             return;
         };
+        debug_assert_eq!(qc.st, QcState::Lock, "session {sid} probes twice");
         qc.offers = vec![local];
         qc.st = QcState::Probing;
         let exec = qc.exec;
         let others: Vec<InstId> = if force_local {
             Vec::new()
         } else {
-            (0..n).map(InstId).filter(|&i| i != self.id).collect()
+            (0..n).map(InstId).filter(|&i| i != me).collect()
         };
         qc.pending = others.len();
         if others.is_empty() {
-            self.px_decide(sid);
+            self.decide(sid);
             return;
         }
-        self.begin_session_wait(sid, Wait::EnqPsContention, SessionState::WaitPx);
+        self.effect(PxEffect::BeginWait {
+            sid,
+            event: Wait::EnqPsContention,
+        });
         for i in others {
-            self.px_send(
+            self.send(
                 i,
                 PxMsg::Probe {
                     exec,
@@ -271,15 +483,12 @@ impl Instance {
         }
     }
 
-    pub(super) fn px_send(&mut self, to: InstId, m: PxMsg) {
-        self.k.incr(Stat::PxRemoteMessagesSent);
-        self.send(to, Msg::Px(m));
-    }
-
-    fn px_decide(&mut self, sid: u32) {
+    /// Every offer is in: queue, run serially, or start the slaves.
+    fn decide(&mut self, sid: u32) {
         let Some(qc) = self.px.qcs.get(&sid) else {
             return;
         };
+        debug_assert_eq!(qc.st, QcState::Probing, "session {sid} decides unasked");
         let p = &self.k.params().px;
         let q = &qc.query;
         let bytes: u64 = q
@@ -302,7 +511,7 @@ impl Instance {
         offers.sort_by_key(|o| o.inst);
         match decide(&ask, &offers) {
             Decision::Queue { requested } => {
-                self.enq_release(PS, None);
+                self.effect(PxEffect::ReleasePs);
                 if std::mem::take(&mut self.px.wake_pending) {
                     // What the probes saw is already out of date: look again.
                     if let Some(qc) = self.px.qcs.get_mut(&sid) {
@@ -313,7 +522,7 @@ impl Instance {
                         self.px.queue.push_back(sid);
                         self.k.incr(Stat::PxStatementsQueued);
                     }
-                    self.resume(sid);
+                    self.effect(PxEffect::Resume(sid));
                     return;
                 }
                 let now = self.k.now();
@@ -326,39 +535,46 @@ impl Instance {
                     self.px.queue.push_back(sid);
                     self.k.incr(Stat::PxStatementsQueued);
                 }
-                self.begin_session_wait(sid, Wait::ResmgrPqQueued, SessionState::WaitPx);
+                self.effect(PxEffect::BeginWait {
+                    sid,
+                    event: Wait::ResmgrPqQueued,
+                });
             }
             Decision::Serial { requested } => {
-                self.enq_release(PS, None);
-                self.px_admitted(sid);
-                self.px_run_serial(sid, requested);
+                self.effect(PxEffect::ReleasePs);
+                self.admitted(sid);
+                self.run_serial(sid, requested);
             }
             Decision::Parallel {
                 requested,
                 dop,
                 placement,
             } => {
-                self.px_admitted(sid);
-                self.px_start(sid, requested, dop, placement);
+                self.admitted(sid);
+                self.start(sid, requested, dop, placement);
             }
         }
     }
 
     /// The statement leaves the queue; the next one may try its luck.
-    fn px_admitted(&mut self, sid: u32) {
+    fn admitted(&mut self, sid: u32) {
         let was_head = self.px.queue.front() == Some(&sid);
         self.px.queue.retain(|&s| s != sid);
         if was_head {
-            self.px_wake_queue();
+            self.wake_queue();
         }
     }
 
     /// Let the statement at the head of the queue try again.
-    pub(super) fn px_wake_queue(&mut self) {
+    fn wake_queue(&mut self) {
         let Some(&sid) = self.px.queue.front() else {
             return;
         };
         let now = self.k.now();
+        debug_assert!(
+            self.px.qcs.contains_key(&sid),
+            "session {sid} is queued with no statement"
+        );
         let Some(qc) = self.px.qcs.get_mut(&sid) else {
             return;
         };
@@ -370,16 +586,17 @@ impl Instance {
         if let Some(t) = qc.queued_since.take() {
             qc.queued_ns += now - t;
         }
-        self.end_session_wait(sid);
+        self.effect(PxEffect::Wake(sid));
     }
 
-    fn px_start(&mut self, sid: u32, requested: u32, dop: u32, placement: Vec<InstId>) {
+    fn start(&mut self, sid: u32, requested: u32, dop: u32, placement: Vec<InstId>) {
         let mut insts: Vec<InstId> = placement.clone();
         insts.sort();
         insts.dedup();
         let Some(qc) = self.px.qcs.get_mut(&sid) else {
             return;
         };
+        debug_assert_eq!(qc.st, QcState::Probing, "session {sid} starts unasked");
         qc.st = QcState::Joining;
         qc.requested = requested;
         qc.dop = dop;
@@ -387,12 +604,19 @@ impl Instance {
         qc.pending = insts.len();
         qc.fin = Final::new(qc.query.plan, dop as usize);
         let (exec, qref) = (qc.exec, qc.qref);
-        self.begin_session_wait(sid, Wait::PxDeqJoinAck, SessionState::WaitPx);
+        self.effect(PxEffect::BeginWait {
+            sid,
+            event: Wait::PxDeqJoinAck,
+        });
+        // The slaves here join at once only when they need no new server
+        // and the statement runs here alone: no `Start` follows then (the
+        // sends below assert it).
+        let me = self.k.id();
         for i in insts {
-            if i == self.id {
-                self.px_host_start(exec, sid, qref, requested, dop, placement.clone());
+            if i == me {
+                self.host_start(exec, sid, qref, requested, dop, placement.clone());
             } else {
-                self.px_send(
+                self.send(
                     i,
                     PxMsg::Start {
                         exec,
@@ -407,16 +631,11 @@ impl Instance {
         }
     }
 
-    pub(super) fn px_qc_of(&self, exec: ExecId) -> Option<u32> {
-        (exec.qc == self.id)
-            .then(|| self.px.qc_by_serial.get(&exec.serial).copied())
-            .flatten()
-    }
-
     /// An instance's slaves joined.
-    pub(super) fn px_qc_joined(&mut self, exec: ExecId) {
-        let Some(sid) = self.px_qc_of(exec) else {
-            self.error(format!("join for unknown execution {exec:?}"));
+    fn qc_joined(&mut self, exec: ExecId) {
+        let Some(sid) = self.px.qc_of(self.k.id(), exec) else {
+            self.k
+                .error(&format!("join for unknown execution {exec:?}"));
             return;
         };
         let Some(qc) = self.px.qcs.get_mut(&sid) else {
@@ -425,6 +644,7 @@ impl Instance {
         if qc.st != QcState::Joining {
             return;
         }
+        // A peer's `Joined` counts once per instance, whatever it sends.
         qc.pending = qc.pending.saturating_sub(1);
         if qc.pending > 0 {
             return;
@@ -433,22 +653,31 @@ impl Instance {
         let mut insts = qc.placement.clone();
         insts.sort();
         insts.dedup();
-        self.end_wait(sid, None);
-        self.enq_release(PS, None);
-        self.begin_session_wait(sid, Wait::PxDeqExecuteReply, SessionState::WaitPx);
-        for i in insts {
-            if i == self.id {
-                self.px_host_execute(exec);
+        self.effect(PxEffect::EndWait(sid));
+        self.effect(PxEffect::ReleasePs);
+        self.effect(PxEffect::BeginWait {
+            sid,
+            event: Wait::PxDeqExecuteReply,
+        });
+        self.effect(PxEffect::Execute { exec, insts });
+    }
+
+    /// The slaves of `exec` start executing: here, and on the other `insts`.
+    pub fn execute(&mut self, exec: ExecId, insts: &[InstId]) {
+        let me = self.k.id();
+        for &i in insts {
+            if i == me {
+                self.host_execute(exec);
             } else {
-                self.px_send(i, PxMsg::Execute { exec });
+                self.send(i, PxMsg::Execute { exec });
             }
         }
     }
 
     /// A buffer for the QC arrived (from this instance or another).
-    pub(super) fn px_qc_receive(&mut self, batch: Box<Batch>, remote: bool) {
-        let Some(sid) = self.px_qc_of(batch.exec) else {
-            self.error(format!(
+    fn qc_receive(&mut self, batch: Box<Batch>, remote: bool) {
+        let Some(sid) = self.px.qc_of(self.k.id(), batch.exec) else {
+            self.k.error(&format!(
                 "table-queue buffer for unknown execution {:?}",
                 batch.exec
             ));
@@ -462,7 +691,7 @@ impl Instance {
             || !batch.values.len().is_multiple_of(width)
             || u32::from(batch.from.idx) >= qc.dop
         {
-            self.error(format!(
+            self.k.error(&format!(
                 "bad table-queue buffer for the QC of {:?} from {:?}",
                 batch.exec, batch.from
             ));
@@ -472,21 +701,24 @@ impl Instance {
             qc.recv_remote += u64::from(batch.bytes);
         }
         qc.inbox.push_back((batch, remote));
-        if self.fg.sessions().session(sid).state() == SessionState::WaitPx {
-            self.px_qc_next(sid);
+        if self.session_state(sid) == SessionState::WaitPx {
+            self.qc_next(sid);
         }
     }
 
     /// Merge the next buffer, or finish, or wait.
-    fn px_qc_next(&mut self, sid: u32) {
+    fn qc_next(&mut self, sid: u32) {
         let Some(qc) = self.px.qcs.get_mut(&sid) else {
             return;
         };
         let Some((batch, remote)) = qc.inbox.pop_front() else {
             if qc.eofs >= qc.dop {
-                self.px_qc_finish(sid);
-            } else if self.fg.sessions().session(sid).state() != SessionState::WaitPx {
-                self.begin_session_wait(sid, Wait::PxDeqExecuteReply, SessionState::WaitPx);
+                self.qc_finish(sid);
+            } else if self.session_state(sid) != SessionState::WaitPx {
+                self.effect(PxEffect::BeginWait {
+                    sid,
+                    event: Wait::PxDeqExecuteReply,
+                });
             }
             return;
         };
@@ -495,54 +727,61 @@ impl Instance {
         if batch.eof {
             qc.eofs += 1;
         }
-        if self.fg.sessions().session(sid).state() == SessionState::WaitPx {
-            self.end_wait(sid, None);
-        }
+        let waited = self.session_state(sid) == SessionState::WaitPx;
         let msg = if remote {
             self.k.costs().px_message_remote
         } else {
             self.k.costs().px_message_local
         };
         let cpu = rows * self.k.costs().px_row_receive + msg;
-        let proc = self.fg.sessions_mut().session_mut(sid).run_px_step();
-        self.cpu(proc, cpu);
-    }
-
-    /// The QC session's CPU step ended (merging a buffer, or its serial work).
-    pub(super) fn px_qc_cpu_done(&mut self, sid: u32) {
-        let serial = self.px.qcs.get(&sid).and_then(|q| q.serial_worker);
-        match serial {
-            Some(w) => self.px_worker_cpu_done(w),
-            None => self.px_qc_next(sid),
+        let proc = self.session_mut(sid).run_px_step();
+        self.k.cpu(proc, cpu);
+        if waited {
+            // After the CPU is asked for, before the instance did: its wait's
+            // record is neither the session's state nor the CPU run queue.
+            self.effect(PxEffect::EndWait(sid));
         }
     }
 
-    fn px_run_serial(&mut self, sid: u32, requested: u32) {
+    /// The QC session's CPU step ended (merging a buffer, or its serial work).
+    pub fn qc_cpu_done(&mut self, sid: u32) {
+        let serial = self.px.qcs.get(&sid).and_then(|q| q.serial_worker);
+        match serial {
+            Some(w) => self.worker_cpu_done(w),
+            None => self.qc_next(sid),
+        }
+    }
+
+    fn run_serial(&mut self, sid: u32, requested: u32) {
+        let me = self.k.id();
         let Some(qc) = self.px.qcs.get_mut(&sid) else {
             return;
         };
+        debug_assert_eq!(qc.st, QcState::Probing, "session {sid} runs unasked");
         qc.st = QcState::Serial;
         qc.requested = requested;
         qc.dop = 1;
-        qc.placement = vec![self.id];
+        qc.placement = vec![me];
         let (exec, query) = (qc.exec, qc.query.clone());
+        // A session's process never changes: no effect to wait for.
         let proc = self.fg.sessions().session(sid).proc();
-        self.px.hosted.insert(
+        let earlier = self.px.hosted.insert(
             exec,
             Hosted {
                 query: query.clone(),
                 qc_sid: sid,
                 requested,
                 dop: 1,
-                placement: vec![self.id],
+                placement: vec![me],
                 workers: Vec::new(),
                 starting: 0,
             },
         );
-        let me = SlaveId { set: 0, idx: 0 };
-        let w = self.px_add_worker(Worker::new(
+        debug_assert!(earlier.is_none(), "{exec:?} hosted twice");
+        let slave = SlaveId { set: 0, idx: 0 };
+        let w = self.px.add_worker(Worker::new(
             exec,
-            me,
+            slave,
             Host::Qc(sid),
             proc,
             Role::Serial,
@@ -555,23 +794,35 @@ impl Instance {
         if let Some(qc) = self.px.qcs.get_mut(&sid) {
             qc.serial_worker = Some(w);
         }
-        self.px_worker_start(w);
+        self.worker_start(w);
     }
 
     /// The serial execution finished: its result is the QC's.
-    pub(super) fn px_qc_serial_done(&mut self, sid: u32, fin: Final, rows: u64) {
+    fn qc_serial_done(&mut self, sid: u32, fin: Final, rows: u64) {
         if let Some(qc) = self.px.qcs.get_mut(&sid) {
+            debug_assert_eq!(
+                qc.st,
+                QcState::Serial,
+                "session {sid} ran no serial execution"
+            );
             qc.fin = fin;
             qc.rows = rows;
         }
-        self.px_qc_finish(sid);
+        self.qc_finish(sid);
     }
 
-    fn px_qc_finish(&mut self, sid: u32) {
+    fn qc_finish(&mut self, sid: u32) {
         let Some(qc) = self.px.qcs.remove(&sid) else {
             return;
         };
-        self.px.qc_by_serial.remove(&qc.exec.serial);
+        debug_assert!(
+            matches!(qc.st, QcState::Running | QcState::Serial),
+            "session {sid} finished a statement that was not running ({:?})",
+            qc.st
+        );
+        let numbered = self.px.qc_by_serial.remove(&qc.exec.serial);
+        debug_assert_eq!(numbered, Some(sid), "{:?} was not numbered", qc.exec);
+        let me = self.k.id();
         let now = self.k.now();
         let elapsed = now - qc.started;
         let result = qc.fin.result();
@@ -611,7 +862,7 @@ impl Instance {
             qc.query.plan.sets()
         };
         self.k.stats_mut().px.queries.push(PxQueryRow {
-            qc_inst: self.id.number(),
+            qc_inst: me.number(),
             qc_sid: sid,
             exec: qc.exec.serial,
             query: qc.query.name.clone(),
@@ -626,11 +877,11 @@ impl Instance {
             leaves: qc.fin.leaves(),
         });
         self.k.stats_mut().px.sessions.push(PxSessionRow {
-            qc_inst: self.id.number(),
+            qc_inst: me.number(),
             qc_sid: sid,
             exec: qc.exec.serial,
             query: qc.query.name.clone(),
-            inst: self.id.number(),
+            inst: me.number(),
             name: "QC".into(),
             set: 0,
             requested_dop: qc.requested,
@@ -653,22 +904,21 @@ impl Instance {
         insts.sort();
         insts.dedup();
         for i in insts {
-            if i == self.id {
-                self.px_host_release(qc.exec);
+            if i == me {
+                self.host_release(qc.exec);
             } else {
-                self.px_send(i, PxMsg::Release { exec: qc.exec });
+                self.send(i, PxMsg::Release { exec: qc.exec });
             }
         }
         self.fg.sessions_mut().go_to(sid, ExecPoint::None);
-        if self.fg.sessions().session(sid).state() == SessionState::WaitPx {
-            self.end_wait(sid, None);
-        }
-        self.resume(sid);
+        self.effect(PxEffect::EndPxWait(sid));
+        self.effect(PxEffect::Resume(sid));
     }
 
     // ----- messages -------------------------------------------------------------------------
 
-    pub(super) fn on_px(&mut self, from: InstId, m: PxMsg) {
+    /// A PX message from `from`.
+    pub fn on_message(&mut self, from: InstId, m: PxMsg) {
         if !matches!(m, PxMsg::Batch(_)) {
             self.k.incr(Stat::PxRemoteMessagesRecv);
         }
@@ -677,8 +927,8 @@ impl Instance {
                 if let Err(i) = self.px.watchers.binary_search(&from) {
                     self.px.watchers.insert(i, from);
                 }
-                let o = self.px_offer(&group);
-                self.px_send(
+                let o = self.offer(&group);
+                self.send(
                     from,
                     PxMsg::ProbeReply {
                         exec,
@@ -700,15 +950,15 @@ impl Instance {
                 target,
                 load,
             } => {
-                let Some(sid) = self.px_qc_of(exec) else {
-                    self.error(format!("probe reply for unknown {exec:?}"));
+                let Some(sid) = self.px.qc_of(self.k.id(), exec) else {
+                    self.k.error(&format!("probe reply for unknown {exec:?}"));
                     return;
                 };
                 let Some(qc) = self.px.qcs.get_mut(&sid) else {
                     return;
                 };
                 if qc.st != QcState::Probing || qc.offers.iter().any(|o| o.inst == from) {
-                    self.error(format!("unexpected probe reply from {from}"));
+                    self.k.error(&format!("unexpected probe reply from {from}"));
                     return;
                 }
                 qc.offers.push(Offer {
@@ -722,8 +972,8 @@ impl Instance {
                 });
                 qc.pending = qc.pending.saturating_sub(1);
                 if qc.pending == 0 {
-                    self.end_wait(sid, None);
-                    self.px_decide(sid);
+                    self.effect(PxEffect::EndWait(sid));
+                    self.decide(sid);
                 }
             }
             PxMsg::Start {
@@ -735,51 +985,22 @@ impl Instance {
                 placement,
             } => {
                 if exec.qc != from {
-                    self.error(format!("{from} started another QC's {exec:?}"));
+                    self.k
+                        .error(&format!("{from} started another QC's {exec:?}"));
                     return;
                 }
-                self.px_host_start(exec, qc_sid, query, requested, dop, placement);
+                self.host_start(exec, qc_sid, query, requested, dop, placement);
             }
-            PxMsg::Joined { exec } => self.px_qc_joined(exec),
-            PxMsg::Execute { exec } => self.px_host_execute(exec),
-            PxMsg::Batch(b) => self.px_receive(b, true),
+            PxMsg::Joined { exec } => self.qc_joined(exec),
+            PxMsg::Execute { exec } => self.host_execute(exec),
+            PxMsg::Batch(b) => self.receive(b, true),
             PxMsg::Credit {
                 exec,
                 producer,
                 consumer,
-            } => self.px_credit(exec, producer, consumer),
-            PxMsg::Release { exec } => self.px_host_release(exec),
-            PxMsg::Freed => self.px_wake_queue(),
+            } => self.credit(exec, producer, consumer),
+            PxMsg::Release { exec } => self.host_release(exec),
+            PxMsg::Freed => self.wake_queue(),
         }
-    }
-
-    // ----- for drivers and tests --------------------------------------------------------------
-
-    /// Keep every parallel statement's result for [`Instance::take_px_results`].
-    pub fn log_px_results(&mut self, on: bool) {
-        self.px.results = on.then(Vec::new);
-    }
-
-    /// Results of the statements this instance coordinated since the last call.
-    pub fn take_px_results(&mut self) -> Vec<PxResult> {
-        self.px
-            .results
-            .as_mut()
-            .map(std::mem::take)
-            .unwrap_or_default()
-    }
-
-    /// PX servers in use now, and the most ever in use at once.
-    pub fn px_servers_busy(&self) -> (u32, u32) {
-        (self.px.busy, self.px.busy_high)
-    }
-
-    /// Whether any parallel statement is coordinated or hosted here.
-    pub fn px_active(&self) -> bool {
-        !self.px.qcs.is_empty() || !self.px.hosted.is_empty()
-    }
-
-    pub(super) fn px_policy(&self) -> DegreePolicy {
-        self.k.params().px.degree_policy
     }
 }

@@ -12,11 +12,11 @@
 
 use std::collections::VecDeque;
 
+use super::{PxEffect, PxState, PxStep};
 use crate::block::Block;
 use crate::config::Nanos;
 use crate::cpu::ProcId;
-use crate::instance::Instance;
-use crate::instance::session::SessionState;
+use crate::instance::events::IoPurpose;
 use crate::msg::Io;
 use crate::px::rows::{self, BUFFER_HEADER, Final, Route, SCAN_WIDTH, Stage, row_bytes};
 use crate::px::{Batch, DegreePolicy, Dest, ExecId, PxMsg, PxPlan, PxQuery, SlaveId};
@@ -226,17 +226,22 @@ impl Worker {
     }
 }
 
-impl Instance {
-    fn worker(&mut self, w: usize) -> Option<&mut Worker> {
-        self.px.workers.get_mut(w).and_then(Option::as_mut)
+impl PxState {
+    /// Worker `w`, while it exists.
+    pub(super) fn worker_mut(&mut self, w: usize) -> Option<&mut Worker> {
+        self.workers.get_mut(w).and_then(Option::as_mut)
     }
+}
 
+impl PxStep<'_, '_> {
     /// Begin a wait of worker `w` (the session's own wait when it is the QC).
-    pub(super) fn px_worker_begin_wait(&mut self, w: usize, ev: Wait) {
+    pub(super) fn worker_begin_wait(&mut self, w: usize, ev: Wait) {
         let now = self.k.now();
-        let Some(wk) = self.worker(w) else { return };
+        let Some(wk) = self.px.worker_mut(w) else {
+            return;
+        };
         match wk.host {
-            Host::Qc(sid) => self.begin_session_wait(sid, ev, SessionState::WaitPx),
+            Host::Qc(sid) => self.effect(PxEffect::BeginWait { sid, event: ev }),
             Host::Server(_) => {
                 if wk.wait.is_none() {
                     wk.wait = Some((ev, now));
@@ -245,15 +250,13 @@ impl Instance {
         }
     }
 
-    fn px_worker_end_wait(&mut self, w: usize) {
+    fn worker_end_wait(&mut self, w: usize) {
         let now = self.k.now();
-        let Some(wk) = self.worker(w) else { return };
+        let Some(wk) = self.px.worker_mut(w) else {
+            return;
+        };
         match wk.host {
-            Host::Qc(sid) => {
-                if self.fg.sessions().session(sid).state() == SessionState::WaitPx {
-                    self.end_wait(sid, None);
-                }
-            }
+            Host::Qc(sid) => self.effect(PxEffect::EndPxWait(sid)),
             Host::Server(_) => {
                 if let Some((ev, since)) = wk.wait.take() {
                     let took = now - since;
@@ -261,28 +264,30 @@ impl Instance {
                         wk.db_ns += took;
                     }
                     let proc = wk.proc;
-                    self.wait_event(ev, took, true);
-                    self.obs.trace_wait(self.k.now(), proc, ev, took);
+                    self.k.wait(ev, took, true);
+                    self.trace_wait(proc, ev, took);
                 }
             }
         }
     }
 
     /// Ask for CPU for worker `w`.
-    fn px_worker_cpu(&mut self, w: usize, demand: Nanos, after: After) {
-        let Some(wk) = self.worker(w) else { return };
+    fn worker_cpu(&mut self, w: usize, demand: Nanos, after: After) {
+        let Some(wk) = self.px.worker_mut(w) else {
+            return;
+        };
         wk.st = WorkerState::Cpu;
         wk.after = after;
         let (proc, host) = (wk.proc, wk.host);
         if let Host::Qc(sid) = host {
-            self.fg.sessions_mut().session_mut(sid).run_px_step();
+            self.session_mut(sid).run_px_step();
         }
-        self.cpu(proc, demand.max(1));
+        self.k.cpu(proc, demand.max(1));
     }
 
     /// `Execute` arrived: the worker's granules, then off it goes.
-    pub(super) fn px_worker_start(&mut self, w: usize) {
-        self.px_worker_end_wait(w);
+    pub(super) fn worker_start(&mut self, w: usize) {
+        self.worker_end_wait(w);
         let Some(wk) = self.px.workers.get(w).and_then(Option::as_ref) else {
             return;
         };
@@ -322,26 +327,19 @@ impl Instance {
                 }
             }
         }
-        if let Some(wk) = self.worker(w) {
+        if let Some(wk) = self.px.worker_mut(w) {
             wk.reads = reads;
             wk.st = WorkerState::Ready;
         }
         self.px.kick.push_back(w);
     }
 
-    /// Run the workers that have something to do. True when any did.
-    pub(in crate::instance) fn px_run(&mut self) -> bool {
-        let mut any = false;
-        while let Some(w) = self.px.kick.pop_front() {
-            any = true;
-            self.px_worker_next(w);
-        }
-        any
-    }
-
-    fn px_worker_next(&mut self, w: usize) {
+    /// Worker `w` (kicked) does what it can until it has to wait.
+    pub fn worker_next(&mut self, w: usize) {
         loop {
-            let Some(wk) = self.worker(w) else { return };
+            let Some(wk) = self.px.worker_mut(w) else {
+                return;
+            };
             if wk.st != WorkerState::Ready {
                 return;
             }
@@ -351,48 +349,57 @@ impl Instance {
                     let c = to.idx as usize;
                     if wk.credits.get(c).copied().unwrap_or(0) == 0 {
                         if wk.wait.is_none() {
-                            self.px_worker_begin_wait(w, Wait::PxDeqCreditSendBlkd);
+                            self.worker_begin_wait(w, Wait::PxDeqCreditSendBlkd);
                         }
                         return;
                     }
                     wk.credits[c] -= 1;
                 }
-                let Some(b) = wk.outq.pop_front() else { return };
-                self.px_worker_end_wait_if(w, Wait::PxDeqCreditSendBlkd);
-                self.px_transmit(w, b);
+                let Some(b) = wk.outq.pop_front() else {
+                    return;
+                };
+                self.worker_end_wait_if(w, Wait::PxDeqCreditSendBlkd);
+                self.transmit(w, b);
+                if !self.effects.is_empty() {
+                    // The buffer went to the QC here and ended its wait:
+                    // the worker goes on once that is recorded.
+                    self.effect(PxEffect::Continue(w));
+                    return;
+                }
                 continue;
             }
-            match wk.role {
-                Role::Consumer => {
-                    if !self.px_consumer_next(w) {
-                        return;
-                    }
-                }
-                Role::Producer | Role::Serial => {
-                    if !self.px_producer_next(w) {
-                        return;
-                    }
-                }
+            let go_on = match wk.role {
+                Role::Consumer => self.consumer_next(w),
+                Role::Producer | Role::Serial => self.producer_next(w),
+            };
+            if !go_on {
+                return;
             }
         }
     }
 
-    fn px_worker_end_wait_if(&mut self, w: usize, ev: Wait) {
+    fn worker_end_wait_if(&mut self, w: usize, ev: Wait) {
         if self
-            .worker(w)
+            .px
+            .worker_mut(w)
             .is_some_and(|wk| wk.wait.is_some_and(|(e, _)| e == ev))
         {
-            self.px_worker_end_wait(w);
+            self.worker_end_wait(w);
         }
+    }
+
+    /// Are slaves' scans buffered reads (in-memory parallel execution)?
+    fn buffered(&self) -> bool {
+        self.k.params().px.degree_policy == DegreePolicy::Auto
     }
 
     /// A producer's (or the serial execution's) next move. True to go on at once.
-    fn px_producer_next(&mut self, w: usize) -> bool {
-        let buffered = self.px_policy() == DegreePolicy::Auto;
+    fn producer_next(&mut self, w: usize) -> bool {
+        let buffered = self.buffered();
         let depth = if buffered { 1 } else { DIRECT_READ_DEPTH };
         // Keep the reads in flight topped up.
         loop {
-            let Some(wk) = self.worker(w) else {
+            let Some(wk) = self.px.worker_mut(w) else {
                 return false;
             };
             if wk.inflight.len() >= depth {
@@ -402,15 +409,20 @@ impl Instance {
             let seq = wk.next_read;
             wk.next_read += 1;
             wk.inflight.push_back((seq, r, None));
-            self.start_io(
+            debug_assert!(
+                !self.effects.iter().any(PxEffect::may_send),
+                "a PX read would overtake {:?}",
+                self.effects
+            );
+            self.k.start_io(
                 Io::ReadBlocks {
                     first: BlockAddr(r.first),
                     count: r.count,
                 },
-                crate::instance::IoPurpose::PxRead { worker: w, seq },
+                IoPurpose::PxRead { worker: w, seq },
             );
         }
-        let Some(wk) = self.worker(w) else {
+        let Some(wk) = self.px.worker_mut(w) else {
             return false;
         };
         if let Some((_, r, data)) = wk.inflight.front()
@@ -424,13 +436,13 @@ impl Instance {
                     (true, _) => Wait::DbFileScatteredRead,
                 };
                 wk.st = WorkerState::Reading;
-                self.px_worker_begin_wait(w, ev);
+                self.worker_begin_wait(w, ev);
                 return false;
             }
             let Some((_, _, Some(blocks))) = wk.inflight.pop_front() else {
                 return false;
             };
-            self.px_scan_blocks(w, blocks);
+            self.scan_blocks(w, blocks);
             return false;
         }
         if wk.cur_side < wk.nsides {
@@ -444,10 +456,10 @@ impl Instance {
             let buffers = bufs.len() as u64;
             for (c, buf) in bufs.into_iter().enumerate() {
                 let to = Dest::Slave(SlaveId::consumer(c));
-                self.px_queue_buffer(w, to, side, buf.values, true);
+                self.queue_buffer(w, to, side, buf.values, true);
             }
-            let cost = self.px_send_cost(w, buffers);
-            self.px_worker_cpu(w, cost, After::Continue);
+            let cost = self.send_cost(w, buffers);
+            self.worker_cpu(w, cost, After::Continue);
             return false;
         }
         if wk.finished {
@@ -467,19 +479,20 @@ impl Instance {
             wk.fin = Some(fin);
             let cost = work.rows * self.k.costs().px_row_receive
                 + work.compares * self.k.costs().row_examined;
-            self.px_worker_cpu(w, cost, After::SerialDone);
+            self.worker_cpu(w, cost, After::SerialDone);
             return false;
         }
         // One set: the partial result goes to the QC.
-        let buffers = self.px_output_to_qc(w, out, width);
-        let cost = work.rows * self.k.costs().px_row_send + self.px_send_cost(w, buffers);
-        self.px_worker_cpu(w, cost, After::Continue);
+        let buffers = self.output_to_qc(w, out, width);
+        let cost = work.rows * self.k.costs().px_row_send + self.send_cost(w, buffers);
+        self.worker_cpu(w, cost, After::Continue);
         false
     }
 
     /// A consumer's next move. True to go on at once.
-    fn px_consumer_next(&mut self, w: usize) -> bool {
-        let Some(wk) = self.worker(w) else {
+    fn consumer_next(&mut self, w: usize) -> bool {
+        let me = self.k.id();
+        let Some(wk) = self.px.worker_mut(w) else {
             return false;
         };
         let producers = wk.dop;
@@ -505,59 +518,60 @@ impl Instance {
                 .hosted
                 .get(&b.exec)
                 .and_then(|h| h.placement.get(usize::from(producer)).copied())
-                .unwrap_or(self.id);
-            self.px_worker_end_wait_if(w, Wait::PxDeqTableQNormal);
+                .unwrap_or(me);
+            self.worker_end_wait_if(w, Wait::PxDeqTableQNormal);
             let msg = if remote {
                 self.k.costs().px_message_remote
             } else {
                 self.k.costs().px_message_local
             };
             let cost = work.rows * self.k.costs().px_row_receive + msg;
-            self.px_worker_cpu(w, cost, After::Credit(producer, from_inst));
+            self.worker_cpu(w, cost, After::Credit(producer, from_inst));
             return false;
         }
         let complete = (0..wk.nsides as usize).all(|s| wk.eofs[s] >= producers);
         if complete && wk.parked.is_empty() && !wk.finished {
             wk.finished = true;
             let (out, width, work) = wk.stage.finish();
-            let buffers = self.px_output_to_qc(w, out, width);
+            let buffers = self.output_to_qc(w, out, width);
             let cost = work.rows * self.k.costs().px_row_send
                 + work.compares * self.k.costs().row_examined
-                + self.px_send_cost(w, buffers);
-            self.px_worker_end_wait_if(w, Wait::PxDeqTableQNormal);
-            self.px_worker_cpu(w, cost, After::Continue);
+                + self.send_cost(w, buffers);
+            self.worker_end_wait_if(w, Wait::PxDeqTableQNormal);
+            self.worker_cpu(w, cost, After::Continue);
             return false;
         }
         if wk.finished {
             wk.st = WorkerState::Done;
-            self.px_worker_end_wait_if(w, Wait::PxDeqTableQNormal);
+            self.worker_end_wait_if(w, Wait::PxDeqTableQNormal);
             return false;
         }
         if wk.wait.is_none() {
-            self.px_worker_begin_wait(w, Wait::PxDeqTableQNormal);
+            self.worker_begin_wait(w, Wait::PxDeqTableQNormal);
         }
         false
     }
 
     /// CPU a producer spends handing `n` buffers to its table queue.
-    fn px_send_cost(&self, w: usize, buffers: u64) -> Nanos {
+    fn send_cost(&self, w: usize, buffers: u64) -> Nanos {
         let Some(wk) = self.px.workers.get(w).and_then(Option::as_ref) else {
             return 0;
         };
+        let me = self.k.id();
         // Each buffer costs by where it goes; what is queued last tells.
         let remote = wk
             .outq
             .iter()
             .rev()
             .take(buffers as usize)
-            .filter(|b| self.px_dest_inst(b) != Some(self.id))
+            .filter(|b| self.dest_inst(b) != Some(me))
             .count() as u64;
         remote * self.k.costs().px_message_remote
             + (buffers - remote.min(buffers)) * self.k.costs().px_message_local
     }
 
     /// The instance a buffer goes to.
-    fn px_dest_inst(&self, b: &Batch) -> Option<InstId> {
+    fn dest_inst(&self, b: &Batch) -> Option<InstId> {
         match b.to {
             Dest::Qc => Some(b.exec.qc),
             Dest::Slave(s) => {
@@ -570,9 +584,11 @@ impl Instance {
     }
 
     /// Queue one buffer (possibly only an end marker) for sending.
-    fn px_queue_buffer(&mut self, w: usize, to: Dest, side: u8, values: Vec<i64>, eof: bool) {
+    fn queue_buffer(&mut self, w: usize, to: Dest, side: u8, values: Vec<i64>, eof: bool) {
         let size = self.k.params().px.message_size;
-        let Some(wk) = self.worker(w) else { return };
+        let Some(wk) = self.px.worker_mut(w) else {
+            return;
+        };
         let b = Batch {
             exec: wk.exec,
             from: wk.me,
@@ -586,7 +602,7 @@ impl Instance {
     }
 
     /// Cut a stage's output into buffers for the QC; the last is marked.
-    fn px_output_to_qc(&mut self, w: usize, out: Vec<i64>, width: usize) -> u64 {
+    fn output_to_qc(&mut self, w: usize, out: Vec<i64>, width: usize) -> u64 {
         let cap = self.k.params().px.message_size - BUFFER_HEADER;
         let mut batches: Vec<Vec<i64>> = Vec::new();
         let mut cur: Vec<i64> = Vec::new();
@@ -603,14 +619,14 @@ impl Instance {
         batches.push(cur);
         let count = batches.len();
         for (i, v) in batches.into_iter().enumerate() {
-            self.px_queue_buffer(w, Dest::Qc, 0, v, i + 1 == count);
+            self.queue_buffer(w, Dest::Qc, 0, v, i + 1 == count);
         }
         count as u64
     }
 
     /// A read of worker `w` completed.
-    pub(in crate::instance) fn px_read_done(&mut self, w: usize, seq: u64, blocks: Vec<Block>) {
-        let buffered = self.px_policy() == DegreePolicy::Auto;
+    pub fn read_done(&mut self, w: usize, seq: u64, blocks: Vec<Block>) {
+        let buffered = self.buffered();
         let n = blocks.len() as u64;
         self.k.add(Stat::PhysicalReads, n);
         self.k.incr(Stat::PhysicalReadIoRequests);
@@ -622,24 +638,27 @@ impl Instance {
             },
             n,
         );
-        let Some(wk) = self.worker(w) else { return };
+        let Some(wk) = self.px.worker_mut(w) else {
+            return;
+        };
         let Some(slot) = wk.inflight.iter_mut().find(|(s, _, _)| *s == seq) else {
-            self.error(format!("read {seq} of a PX worker never issued"));
+            self.k
+                .error(&format!("read {seq} of a PX worker never issued"));
             return;
         };
         slot.2 = Some(blocks);
         let front_ready = wk.inflight.front().is_some_and(|f| f.0 == seq);
         if wk.st == WorkerState::Reading && front_ready {
             wk.st = WorkerState::Ready;
-            self.px_worker_end_wait(w);
+            self.worker_end_wait(w);
             self.px.kick.push_back(w);
         }
     }
 
     /// Process the blocks of a read: project their rows, aggregate them or
     /// route them into the table queue, and spend the CPU it takes.
-    fn px_scan_blocks(&mut self, w: usize, blocks: Vec<Block>) {
-        let buffered = self.px_policy() == DegreePolicy::Auto;
+    fn scan_blocks(&mut self, w: usize, blocks: Vec<Block>) {
+        let buffered = self.buffered();
         let n = blocks.len() as u64;
         self.k.add(Stat::ConsistentGets, n);
         if !buffered {
@@ -660,11 +679,13 @@ impl Instance {
         let per_block = self.k.costs().consistent_get * n + self.k.costs().row_examined * rows;
         let feeds = wk.feeds_consumers();
         if !feeds {
-            let Some(wk) = self.worker(w) else { return };
+            let Some(wk) = self.px.worker_mut(w) else {
+                return;
+            };
             let work = wk.stage.apply(side, &values);
             wk.rows += rows;
             let cost = per_block + work.rows * self.k.costs().px_row_receive;
-            self.px_worker_cpu(w, cost, After::Continue);
+            self.worker_cpu(w, cost, After::Continue);
             return;
         }
         // Route each row into its consumer's buffer; full buffers are queued.
@@ -679,7 +700,9 @@ impl Instance {
         let Some(q) = q else { return };
         let cap = self.k.params().px.message_size - BUFFER_HEADER;
         let mut full: Vec<(usize, Vec<i64>)> = Vec::new();
-        let Some(wk) = self.worker(w) else { return };
+        let Some(wk) = self.px.worker_mut(w) else {
+            return;
+        };
         wk.rows += rows;
         let n_cons = wk.bufs.len();
         for r in values.chunks_exact(SCAN_WIDTH) {
@@ -700,15 +723,18 @@ impl Instance {
         }
         let msgs = full.len() as u64;
         for (c, v) in full {
-            self.px_queue_buffer(w, Dest::Slave(SlaveId::consumer(c)), side, v, false);
+            self.queue_buffer(w, Dest::Slave(SlaveId::consumer(c)), side, v, false);
         }
-        let cost = per_block + rows * self.k.costs().px_row_send + self.px_send_cost(w, msgs);
-        self.px_worker_cpu(w, cost, After::Continue);
+        let cost = per_block + rows * self.k.costs().px_row_send + self.send_cost(w, msgs);
+        self.worker_cpu(w, cost, After::Continue);
     }
 
     /// Worker `w`'s CPU step ended.
-    pub(super) fn px_worker_cpu_done(&mut self, w: usize) {
-        let Some(wk) = self.worker(w) else { return };
+    pub(super) fn worker_cpu_done(&mut self, w: usize) {
+        let me = self.k.id();
+        let Some(wk) = self.px.worker_mut(w) else {
+            return;
+        };
         let after = std::mem::replace(&mut wk.after, After::Continue);
         wk.st = WorkerState::Ready;
         let (host, exec, consumer, rows) = (wk.host, wk.exec, wk.me.idx, wk.rows);
@@ -718,28 +744,27 @@ impl Instance {
             None
         };
         if let Host::Qc(sid) = host {
-            self.fg.sessions_mut().session_mut(sid).wait_for_slaves();
+            self.session_mut(sid).wait_for_slaves();
         }
         match after {
             After::Continue => {}
             After::Credit(producer, inst) => {
-                if inst == self.id {
-                    self.px_credit(exec, producer, consumer);
+                if inst == me {
+                    self.credit(exec, producer, consumer);
                 } else {
-                    self.k.incr(Stat::PxRemoteMessagesSent);
                     self.send(
                         inst,
-                        crate::msg::Msg::Px(PxMsg::Credit {
+                        PxMsg::Credit {
                             exec,
                             producer,
                             consumer,
-                        }),
+                        },
                     );
                 }
             }
             After::SerialDone => {
                 if let (Host::Qc(sid), Some(fin)) = (host, fin) {
-                    self.px_qc_serial_done(sid, fin, rows);
+                    self.qc_serial_done(sid, fin, rows);
                 }
                 return;
             }
@@ -748,9 +773,10 @@ impl Instance {
     }
 
     /// Send one buffer: to a process here, or over the interconnect.
-    fn px_transmit(&mut self, w: usize, b: Batch) {
-        let Some(to) = self.px_dest_inst(&b) else {
-            self.error(format!("buffer for an unplaced slave {:?}", b.to));
+    fn transmit(&mut self, w: usize, b: Batch) {
+        let Some(to) = self.dest_inst(&b) else {
+            self.k
+                .error(&format!("buffer for an unplaced slave {:?}", b.to));
             return;
         };
         let bytes = if b.values.is_empty() {
@@ -758,27 +784,28 @@ impl Instance {
         } else {
             u64::from(b.bytes)
         };
-        let me = self.id;
-        let Some(wk) = self.worker(w) else { return };
+        let me = self.k.id();
+        let Some(wk) = self.px.worker_mut(w) else {
+            return;
+        };
         if to == me {
             wk.sent_local += bytes;
             self.k.incr(Stat::PxLocalMessagesSent);
             self.k.add(Stat::PxLocalBytesSent, bytes);
-            self.px_receive(Box::new(b), false);
+            self.receive(Box::new(b), false);
         } else {
             wk.sent_remote += bytes;
-            self.k.incr(Stat::PxRemoteMessagesSent);
             self.k.add(Stat::PxRemoteBytesSent, bytes);
             self.k
                 .stats_mut()
                 .px
                 .add_pair(me.number(), to.number(), bytes, u64::from(bytes > 0));
-            self.send(to, crate::msg::Msg::Px(PxMsg::Batch(Box::new(b))));
+            self.send(to, PxMsg::Batch(Box::new(b)));
         }
     }
 
     /// A buffer arrived for a process of this instance.
-    pub(super) fn px_receive(&mut self, b: Box<Batch>, remote: bool) {
+    pub(super) fn receive(&mut self, b: Box<Batch>, remote: bool) {
         let bytes = if b.values.is_empty() {
             0
         } else {
@@ -791,24 +818,29 @@ impl Instance {
             self.k.incr(Stat::PxLocalMessagesRecv);
         }
         let to = match b.to {
-            Dest::Qc => return self.px_qc_receive(b, remote),
+            Dest::Qc => return self.qc_receive(b, remote),
             Dest::Slave(s) => s,
         };
         let Some(&w) = self.px.by_slave.get(&(b.exec, to)) else {
-            self.error(format!(
+            self.k.error(&format!(
                 "table-queue buffer for unknown slave {to:?} of {:?}",
                 b.exec
             ));
             return;
         };
-        let Some(wk) = self.worker(w) else { return };
+        let Some(wk) = self.px.worker_mut(w) else {
+            return;
+        };
         if wk.role != Role::Consumer
             || !b.values.len().is_multiple_of(SCAN_WIDTH)
             || b.side >= wk.nsides
             || u32::from(b.from.idx) >= wk.dop
             || b.from.set != 0
         {
-            self.error(format!("bad table-queue buffer for {to:?} of {:?}", b.exec));
+            self.k.error(&format!(
+                "bad table-queue buffer for {to:?} of {:?}",
+                b.exec
+            ));
             return;
         }
         if remote {
@@ -821,7 +853,7 @@ impl Instance {
     }
 
     /// A consumer gave a producer of this instance a buffer back.
-    pub(super) fn px_credit(&mut self, exec: ExecId, producer: u16, consumer: u16) {
+    pub(super) fn credit(&mut self, exec: ExecId, producer: u16, consumer: u16) {
         // A credit can arrive after the statement ended (the release came first).
         let Some(&w) = self.px.by_slave.get(&(
             exec,
@@ -832,11 +864,14 @@ impl Instance {
         )) else {
             return;
         };
-        let Some(wk) = self.worker(w) else { return };
+        let Some(wk) = self.px.worker_mut(w) else {
+            return;
+        };
         match wk.credits.get_mut(usize::from(consumer)) {
             Some(c) => *c += 1,
             None => {
-                self.error(format!("credit from unknown consumer {consumer}"));
+                self.k
+                    .error(&format!("credit from unknown consumer {consumer}"));
                 return;
             }
         }
