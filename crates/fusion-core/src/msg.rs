@@ -332,6 +332,47 @@ pub enum Msg {
     },
 }
 
+impl Msg {
+    /// The message's kind (its variant's name), for counting events by kind.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Msg::Request(..) => "Request",
+            Msg::Forward { .. } => "Forward",
+            Msg::Grant { .. } => "Grant",
+            Msg::Ship(..) => "Ship",
+            Msg::Installed { .. } => "Installed",
+            Msg::Invalidate { .. } => "Invalidate",
+            Msg::InvalidateAck { .. } => "InvalidateAck",
+            Msg::NotHeld { .. } => "NotHeld",
+            Msg::DownConverted { .. } => "DownConverted",
+            Msg::Relinquish { .. } => "Relinquish",
+            Msg::Written { .. } => "Written",
+            Msg::DiscardPi { .. } => "DiscardPi",
+            Msg::TxQuery { .. } => "TxQuery",
+            Msg::TxStatus { .. } => "TxStatus",
+            Msg::TxWait { .. } => "TxWait",
+            Msg::EnqConvert { .. } => "EnqConvert",
+            Msg::EnqGrant { .. } => "EnqGrant",
+            Msg::EnqBast { .. } => "EnqBast",
+            Msg::EnqDown { .. } => "EnqDown",
+            Msg::Px(..) => "Px",
+            Msg::ScnBroadcast { .. } => "ScnBroadcast",
+            Msg::ScnAck { .. } => "ScnAck",
+            Msg::Heartbeat { .. } => "Heartbeat",
+            Msg::Rebuild(..) => "Rebuild",
+            Msg::Promote { .. } => "Promote",
+            Msg::RecoverBlock { .. } => "RecoverBlock",
+            Msg::SendPi { .. } => "SendPi",
+            Msg::RecoverImage { .. } => "RecoverImage",
+            Msg::BlockRecovered { .. } => "BlockRecovered",
+            Msg::ThreadsRecovered { .. } => "ThreadsRecovered",
+            Msg::WriteRequest { .. } => "WriteRequest",
+            Msg::WriteCurrent { .. } => "WriteCurrent",
+            Msg::LinkAck { .. } => "LinkAck",
+        }
+    }
+}
+
 /// What one instance holds, reported to a resource's new master.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Held {

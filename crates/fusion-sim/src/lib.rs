@@ -6,6 +6,7 @@
 //! seeded ChaCha RNGs, no hash-map iteration and no wall clock. The same
 //! scenario and seed give the same result, bit for bit.
 
+mod kinds;
 mod life;
 mod queue;
 mod redo;
@@ -28,6 +29,7 @@ use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
 
 pub use fusion_driver::{Ran, VariantOutcome};
+pub use kinds::EventKinds;
 use life::Life;
 pub use queue::QUEUED_EVENTS_MAX;
 use queue::{Ev, PAYLOAD, Queue, WAKE, key_time};
@@ -690,6 +692,20 @@ impl Sim {
         self.events
     }
 
+    /// Count events by kind from now on ([`EventKinds`]); the run goes
+    /// serially, as a checked or traced one does.
+    pub fn count_events(&mut self) {
+        self.lanes = None;
+        for x in &mut self.instances {
+            x.count_events();
+        }
+    }
+
+    /// The events counted by kind since [`Sim::count_events`].
+    pub fn event_kinds(&self) -> EventKinds {
+        EventKinds::of(&self.instances, self.events)
+    }
+
     /// How many parallel windows the run went through (0: it ran serially).
     pub fn windows(&self) -> u64 {
         self.windows
@@ -747,6 +763,20 @@ pub fn run_variant_traced(
         None => unreachable!("the trace was attached above"),
     };
     (outcome, trace)
+}
+
+/// [`run_variant`], counting its events by kind (`fusionlab bench
+/// --events`): the same run, serially.
+pub fn run_variant_counted(
+    name: &str,
+    s: &Scenario,
+    opts: &SimOptions,
+) -> (VariantOutcome, EventKinds) {
+    let mut sim = Sim::new(s, opts);
+    sim.count_events();
+    let outcome = run_phases_with(&mut sim, name, s, opts);
+    let kinds = sim.event_kinds();
+    (outcome, kinds)
 }
 
 /// Test hook: [`run_variant`] on a network that loses the `k`-th message

@@ -228,3 +228,23 @@ fn checking_does_not_perturb_the_run() {
         "with and without the checkers",
     );
 }
+
+/// Counting events by kind (`bench --events`) does not change the run, and
+/// every event of the queue is one of the kinds counted.
+#[test]
+fn counting_events_by_kind_does_not_perturb_the_run() {
+    let s = scenario(3, 17);
+    let plain = run(&s, None, false);
+    let (counted, kinds) = fusion_sim::run_variant_counted("v", &s, &SimOptions::default());
+    assert_same(&plain, &counted, "counted vs plain");
+    assert_eq!(kinds.total(), counted.events(), "{kinds:?}");
+    let t = &kinds.tally;
+    assert!(t.wakes > 0 && t.ios > 0, "{t:?}");
+    // Every shipped block arrived as a `Ship` message.
+    assert_eq!(
+        t.messages.get("Ship").copied().unwrap_or(0),
+        counted.transfers
+    );
+    assert!(t.wakes_idle < t.wakes, "{t:?}");
+    assert!(t.steps.get("foreground").copied().unwrap_or(0) > 0, "{t:?}");
+}

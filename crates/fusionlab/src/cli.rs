@@ -272,6 +272,18 @@ pub struct BenchCmd {
     /// the machine's background load falls on both alike; medians are reported.
     #[arg(long, default_value_t = 5, requires = "live")]
     pub rounds: u32,
+    /// Count the events by kind instead of timing them: messages by kind,
+    /// wake-ups (and those that found nothing due), I/O, and the timers and
+    /// CPU steps handled inside them, per block transfer.
+    #[arg(long, conflicts_with = "live")]
+    pub events: bool,
+    /// With --events: these scenarios (shipped names or files) instead of
+    /// the transfer run and every myth of the tour. Repeatable.
+    #[arg(long, value_name = "SCENARIO", requires = "events")]
+    pub scenario: Vec<String>,
+    /// With --events: `KEY=VALUE` applied to every --scenario. Repeatable.
+    #[arg(long = "set", value_name = "KEY=VALUE", requires = "scenario")]
+    pub sets: Vec<String>,
 }
 
 #[derive(Args)]
@@ -611,6 +623,12 @@ pub fn dispatch(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::R
         Command::Bench(b) if b.live => {
             crate::live::bench::bench_live(b.seconds, b.rounds, out, err)
         }
+        Command::Bench(b) if b.events => crate::bench::events::bench_events(
+            &crate::bench::BenchArgs { seconds: b.seconds },
+            &b.scenario,
+            &b.sets,
+            out,
+        ),
         Command::Bench(b) => {
             crate::bench::bench(&crate::bench::BenchArgs { seconds: b.seconds }, out, err)
         }

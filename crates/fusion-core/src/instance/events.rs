@@ -38,6 +38,37 @@ pub(super) enum Timer {
     GcLost(BlockAddr, u64),
 }
 
+impl Proc {
+    /// The process's class as `v$process` names it, without its number.
+    pub(super) fn class(self) -> &'static str {
+        match self {
+            Proc::Session(_) => "foreground",
+            Proc::Lms(_) => "LMS",
+            Proc::Lgwr => "LGWR",
+            Proc::Dbwr(_) => "DBWR",
+            Proc::DbwrSlave(_) => "DBWR I/O slave",
+            Proc::Hog(_) => "CPU hog",
+            Proc::PxServer(_) => "PX server",
+            Proc::RmanChannel(_) => "RMAN channel",
+        }
+    }
+}
+
+impl Timer {
+    /// The timer's kind, without its arguments.
+    pub(super) fn kind(self) -> &'static str {
+        match self {
+            Timer::SessionWake(_) => "session think time",
+            Timer::LgwrTimeout => "LGWR timeout",
+            Timer::DbwrTick => "DBWR checkpoint tick",
+            Timer::HogWake(..) => "CPU hog wake",
+            Timer::CssTick => "CSS heartbeat tick",
+            Timer::LinkResend(..) => "link resend",
+            Timer::GcLost(..) => "gc lost-block timeout",
+        }
+    }
+}
+
 /// What an outstanding I/O is for.
 #[derive(Clone, Copy, Debug)]
 pub(super) enum IoPurpose {

@@ -61,6 +61,18 @@ impl Instance {
         self.k.errors()
     }
 
+    /// Count the timers and CPU steps time handles, by kind (the
+    /// benchmark's events by kind; off by default: it costs a map update
+    /// per timer and step).
+    pub fn count_events(&mut self) {
+        self.k.count_events();
+    }
+
+    /// What [`Instance::count_events`] counted so far.
+    pub fn event_tally(&self) -> Option<&super::EventTally> {
+        self.k.event_tally()
+    }
+
     /// Keep the sequence values handed out for [`Instance::take_nextvals`]
     /// (the simulator checks them; off by default so nothing grows unread).
     pub fn log_nextvals(&mut self, on: bool) {

@@ -25,7 +25,7 @@ mod redo;
 mod session;
 
 use events::{IoPurpose, Proc, Timer};
-use kernel::Due;
+use kernel::{Due, Input};
 
 use std::sync::Arc;
 
@@ -199,6 +199,9 @@ impl Instance {
 
     /// A message from another instance arrived.
     pub fn handle_message(&mut self, now: Nanos, env: Envelope) {
+        if self.k.counting() {
+            self.k.tally_input(Input::Message(env.msg.kind()));
+        }
         if self.membership.halted().is_some() {
             return;
         }
@@ -266,6 +269,9 @@ impl Instance {
 
     /// An I/O the instance asked for completed.
     pub fn handle_io(&mut self, now: Nanos, id: u64, result: IoResult) {
+        if self.k.counting() {
+            self.k.tally_input(Input::Io);
+        }
         if self.membership.halted().is_some() {
             return;
         }
@@ -342,11 +348,27 @@ impl Instance {
 
     /// Time reached [`Instance::next_deadline`] (calling it early is harmless).
     pub fn handle_timeout(&mut self, now: Nanos) {
+        if self.k.counting() {
+            return self.handle_timeout_counted(now);
+        }
         if self.membership.halted().is_some() {
             return;
         }
         self.advance(now);
         self.run_ready();
+    }
+
+    /// [`Instance::handle_timeout`], counting whether anything was due.
+    #[cold]
+    #[inline(never)]
+    fn handle_timeout_counted(&mut self, now: Nanos) {
+        // Nothing was due: no CPU step ends and no timer fires by `now`.
+        let idle = self.k.next_deadline().is_none_or(|d| d > now);
+        self.k.tally_input(Input::Wake { idle });
+        if self.membership.halted().is_none() {
+            self.advance(now);
+            self.run_ready();
+        }
     }
 
     /// The transport's connection to `peer` broke and is back (live): what
@@ -397,6 +419,9 @@ impl Instance {
     pub fn carry_over(&mut self, earlier: &Instance) {
         self.k
             .carry_over(earlier.k.stats().clone(), Some(earlier.k.cpus().busy()));
+        if let Some(t) = earlier.k.event_tally() {
+            self.k.carry_tally(t.clone());
+        }
     }
 
     /// [`Instance::carry_over`] from the earlier life's counters as its
@@ -691,7 +716,7 @@ impl Instance {
     }
 }
 
-pub use kernel::ERRORS_KEPT;
+pub use kernel::{ERRORS_KEPT, EventTally};
 
 /// Check a block image against what a reader expected (used by checkers).
 pub fn row_value(block: &Block, key: u64) -> Option<i64> {

@@ -12,7 +12,9 @@ use fusion_sim::SimOptions;
 use crate::{Failure, exit, shipped};
 
 /// The transfer-heavy benchmark scenario.
-const TRANSFERS: &str = include_str!("../bench/transfers.toml");
+pub(crate) const TRANSFERS: &str = include_str!("../../bench/transfers.toml");
+
+pub mod events;
 
 pub struct BenchArgs {
     /// Simulated seconds of the transfer benchmark.

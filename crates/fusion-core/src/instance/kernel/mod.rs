@@ -13,7 +13,7 @@ mod io;
 mod procs;
 mod timers;
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 use rand_chacha::ChaCha8Rng;
@@ -50,6 +50,60 @@ pub(super) struct Kernel {
     io: IoTable,
     procs: ProcTable,
     errors: ErrorLog,
+    /// What time handled, by kind, when a driver counts it (off: `None`).
+    tally: Option<Box<EventTally>>,
+}
+
+/// What an instance's time handled, by kind: the simulator's benchmark
+/// counts its events by what they did (off in normal runs).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EventTally {
+    /// Timers armed, by kind (each fires once, unless the run ends first).
+    pub timers: BTreeMap<&'static str, u64>,
+    /// CPU steps asked for, by process class (each ends once, unless
+    /// withdrawn or the run ends first).
+    pub steps: BTreeMap<&'static str, u64>,
+    /// Messages delivered to the instance, by kind.
+    pub messages: BTreeMap<&'static str, u64>,
+    /// I/O completions delivered.
+    pub ios: u64,
+    /// Wake-ups: the driver's call at the instance's next deadline.
+    pub wakes: u64,
+    /// Wake-ups that found no timer and no CPU step due: nothing changed.
+    pub wakes_idle: u64,
+}
+
+impl EventTally {
+    /// The driver's calls counted: messages, I/O completions, wake-ups.
+    pub fn inputs(&self) -> u64 {
+        self.messages.values().sum::<u64>() + self.ios + self.wakes
+    }
+
+    /// Add another's counts (instances or variants summed).
+    pub fn merge(&mut self, other: &EventTally) {
+        for (k, n) in &other.timers {
+            *self.timers.entry(k).or_default() += n;
+        }
+        for (k, n) in &other.steps {
+            *self.steps.entry(k).or_default() += n;
+        }
+        for (k, n) in &other.messages {
+            *self.messages.entry(k).or_default() += n;
+        }
+        self.ios += other.ios;
+        self.wakes += other.wakes;
+        self.wakes_idle += other.wakes_idle;
+    }
+}
+
+/// A driver's input, as [`Kernel::tally_input`] counts it.
+pub(super) enum Input {
+    Message(&'static str),
+    Io,
+    /// A wake-up; `idle`: it found nothing due.
+    Wake {
+        idle: bool,
+    },
 }
 
 /// What is due next while time moves (see [`Kernel::next_due`]).
@@ -95,6 +149,7 @@ impl Kernel {
             io: IoTable::default(),
             procs: ProcTable::new(cpus, numa),
             errors: ErrorLog::default(),
+            tally: None,
         }
     }
 
@@ -216,6 +271,9 @@ impl Kernel {
     /// Fire `timer` after `delay`.
     #[inline]
     pub fn arm(&mut self, delay: Nanos, timer: Timer) {
+        if self.tally.is_some() {
+            self.tally_arm(timer);
+        }
         self.timers.arm(self.now + delay, timer);
     }
 
@@ -304,6 +362,69 @@ impl Kernel {
         self.procs.settle(self.now);
     }
 
+    /// Count what time handles from now on, by kind ([`EventTally`]).
+    pub fn count_events(&mut self) {
+        if self.tally.is_none() {
+            // What was armed before counting began (at startup) fires too.
+            let mut t = EventTally::default();
+            for (_, timer) in self.timers.armed() {
+                *t.timers.entry(timer.kind()).or_default() += 1;
+            }
+            self.tally = Some(Box::new(t));
+        }
+    }
+
+    /// A restarted instance goes on counting where its earlier life stopped.
+    pub fn carry_tally(&mut self, earlier: EventTally) {
+        self.tally = Some(Box::new(earlier));
+    }
+
+    /// Whether [`Kernel::count_events`] was asked.
+    #[inline(always)]
+    pub fn counting(&self) -> bool {
+        self.tally.is_some()
+    }
+
+    /// A timer armed, counted by kind (only while counting).
+    #[cold]
+    #[inline(never)]
+    fn tally_arm(&mut self, timer: Timer) {
+        if let Some(t) = self.tally.as_mut() {
+            *t.timers.entry(timer.kind()).or_default() += 1;
+        }
+    }
+
+    /// A CPU step asked for by `proc`, counted by its class (only while counting).
+    #[cold]
+    #[inline(never)]
+    fn tally_cpu(&mut self, proc: ProcId) {
+        let class = self.procs.get(proc).map_or("unknown", Proc::class);
+        if let Some(t) = self.tally.as_mut() {
+            *t.steps.entry(class).or_default() += 1;
+        }
+    }
+
+    /// A driver's input, counted by kind (only while counting).
+    #[cold]
+    #[inline(never)]
+    pub fn tally_input(&mut self, input: Input) {
+        if let Some(t) = self.tally.as_mut() {
+            match input {
+                Input::Message(kind) => *t.messages.entry(kind).or_default() += 1,
+                Input::Io => t.ios += 1,
+                Input::Wake { idle } => {
+                    t.wakes += 1;
+                    t.wakes_idle += u64::from(idle);
+                }
+            }
+        }
+    }
+
+    /// What time handled, by kind, since [`Kernel::count_events`].
+    pub fn event_tally(&self) -> Option<&EventTally> {
+        self.tally.as_deref()
+    }
+
     /// Time reached `until` with nothing more due.
     pub fn end_advance(&mut self, until: Nanos) {
         debug_assert!(until >= self.now);
@@ -337,6 +458,9 @@ impl Kernel {
     /// Run `proc` for `demand` ns of CPU (it queues for one first).
     #[inline(always)]
     pub fn cpu(&mut self, proc: ProcId, demand: Nanos) {
+        if self.tally.is_some() {
+            self.tally_cpu(proc);
+        }
         self.procs.request(self.now, proc, demand);
     }
 

@@ -35,8 +35,8 @@ impl Timers {
         self.heap.clear();
     }
 
-    /// The timers armed, in the order they fire (tests).
-    #[cfg(test)]
+    /// The timers armed, in the order they fire (tests, and the event
+    /// counts' start).
     pub fn armed(&self) -> Vec<(Nanos, Timer)> {
         let mut all: Vec<_> = self.heap.iter().map(|Reverse(t)| *t).collect();
         all.sort();
