@@ -304,9 +304,11 @@ x-fusionlab: &fusionlab
 
 x-instance: &instance
   endpoint_mode: dnsrr
+  # Started again 5 s after it died, as a clusterware would: by then the
+  # survivors of a scenario with a short css_misscount have evicted it.
   restart_policy:
     condition: any
-    delay: 1s
+    delay: 5s
 
 services:
   store:

@@ -396,9 +396,11 @@ fn flat(text: &str) -> String {
 /// What the shortened myth plays (as the compose test does).
 const MYTH_SETS: &str = "--set phase.warmup.duration_s=2 --set phase.baseline.duration_s=5 \
                          --set phase.slow-redo-inst2.duration_s=5";
-/// The held run: instance-crash-recovery to its baseline, held 40 s.
-const HELD_SETS: &str = "--set phase.warmup.duration_s=2 --hold baseline --duration 40s \
-                         --log-level info";
+/// The held run: instance-crash-recovery to its baseline, held 40 s; a
+/// css_misscount (3 s) below the stack's restart delay (5 s), so that the
+/// survivors evict inst2 before Swarm starts it again.
+const HELD_SETS: &str = "--set phase.warmup.duration_s=2 --set parameters.css_misscount=3 \
+                         --hold baseline --duration 40s --log-level info";
 
 #[test]
 fn a_swarm_plays_the_myth_survives_a_kill_and_merges_a_campaign_where_the_engine_allows() {
