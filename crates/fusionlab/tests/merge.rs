@@ -223,7 +223,12 @@ fn a_chaos_campaign_merged_from_its_parts_is_the_whole_campaign() {
     assert_eq!(merged_text.status.code(), whole_text.status.code());
     assert_eq!(merged_text.stderr, whole_text.stderr);
     // A part of a campaign from another seed does not fit.
-    let shifted = chaos(&["--json", "--parts", "2", "--part", "2", "--seed", "12"]);
+    let shifted = fusionlab(
+        &[
+            "chaos", path, "--runs", "5", "--seed", "12", "--json", "--parts", "2", "--part", "2",
+        ],
+        &[],
+    );
     let mut mixed = files[..1].to_vec();
     mixed.extend(save(&d, "shifted", &[shifted]));
     let o = merge(&mixed, false);

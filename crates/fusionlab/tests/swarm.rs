@@ -5,8 +5,8 @@
 //!   with the binary's command line, the runner reads the cluster file the
 //!   stack hands it as a config, the token is a secret read from its file
 //!   (FUSIONLAB_TOKEN_FILE, which the binary reads), nothing is published;
-//!   the campaign stack runs a slice of a sweep per task of a replicated
-//!   job, its JSON on the volume `fusionlab merge` reads.
+//!   the campaign stack runs a slice of a sweep per task of a one-shot
+//!   replicated service, its JSON on the volume `fusionlab merge` reads.
 //! - run for real where the engine allows: a single-node swarm (created
 //!   here if none is active, and left at the end only then), the image built
 //!   offline with this test's binary, the stack deployed under a name of its
@@ -162,10 +162,16 @@ fn the_stack_runs_commands_the_binary_accepts_with_the_token_as_a_secret() {
 fn the_campaign_stack_runs_a_slice_per_task_and_keeps_the_json() {
     let stack = yaml("campaign-stack.yml");
     let sweep = &stack["services"]["sweep"];
-    assert_eq!(sweep["deploy"]["mode"].as_str(), Some("replicated-job"));
+    // A replicated service's slots count from 1, as --part does (a job's
+    // from 0, and its slot 0 renders as the node's ID).
+    assert_eq!(sweep["deploy"]["mode"].as_str(), Some("replicated"));
+    assert_eq!(
+        sweep["deploy"]["restart_policy"]["condition"].as_str(),
+        Some("on-failure"),
+        "a part that is done is not run again"
+    );
     let env = &sweep["environment"];
-    // A job's tasks are numbered from 0: an index, not a part number.
-    assert_eq!(env["FUSIONLAB_PART_INDEX"].as_str(), Some("{{.Task.Slot}}"));
+    assert_eq!(env["FUSIONLAB_PART"].as_str(), Some("{{.Task.Slot}}"));
     assert_eq!(env["FUSIONLAB_PARTS"].as_str(), Some("${PARTS:-4}"));
     assert_eq!(sweep["deploy"]["replicas"].as_str(), Some("${PARTS:-4}"));
     let Cmd::Sweep(s) = parse(&words(&sweep["command"])) else {
@@ -290,6 +296,8 @@ fn docker_in(args: &[&str], env: &[(&str, &str)], dir: Option<&Path>) -> Result<
 #[derive(Default)]
 struct Made {
     swarm: bool,
+    /// `swarm init` made docker_gwbridge, which `swarm leave` keeps.
+    gwbridge: bool,
     label_on: Option<String>,
     secret: Option<String>,
     image: Option<String>,
@@ -304,15 +312,30 @@ impl Drop for Made {
                 eprintln!("swarm: {e}");
             }
         }
-        // The stacks' containers go first, then their volumes and networks.
+        // The stacks' containers go first (ended tasks' too), then their
+        // networks and volumes.
         let end = Instant::now() + Duration::from_secs(90);
         while Instant::now() < end {
-            let left = self.stacks.iter().any(|s| {
-                docker(&["ps", "-aq", "--filter", &format!("label=com.docker.stack.namespace={s}")])
-                    .is_ok_and(|ids| !ids.trim().is_empty())
-                    || docker(&["network", "ls", "-q", "--filter", &format!("label=com.docker.stack.namespace={s}")])
-                        .is_ok_and(|ids| !ids.trim().is_empty())
-            });
+            let mut left = false;
+            for s in &self.stacks {
+                let label = format!("label=com.docker.stack.namespace={s}");
+                if let Ok(ids) = docker(&["ps", "-aq", "--filter", &label])
+                    && !ids.trim().is_empty()
+                {
+                    left = true;
+                    let mut rm = vec!["rm", "-f"];
+                    rm.extend(ids.split_whitespace());
+                    let _ = docker(&rm);
+                }
+                if let Ok(ids) = docker(&["network", "ls", "-q", "--filter", &label])
+                    && !ids.trim().is_empty()
+                {
+                    left = true;
+                    let mut rm = vec!["network", "rm"];
+                    rm.extend(ids.split_whitespace());
+                    let _ = docker(&rm);
+                }
+            }
             if !left {
                 break;
             }
@@ -331,6 +354,9 @@ impl Drop for Made {
             && let Err(e) = docker(&["swarm", "leave", "--force"])
         {
             eprintln!("swarm: leave the swarm this test created by hand: {e}");
+        }
+        if self.gwbridge {
+            let _ = docker(&["network", "rm", "docker_gwbridge"]);
         }
         if let Some(i) = &self.image {
             let _ = docker(&["image", "rm", i]);
@@ -415,6 +441,7 @@ fn a_swarm_plays_the_myth_survives_a_kill_and_merges_a_campaign_where_the_engine
     match state.as_str() {
         "active true" => {}
         "inactive false" => {
+            made.gwbridge = docker(&["network", "inspect", "docker_gwbridge"]).is_err();
             // On loopback only: nothing listens beyond this host.
             if let Err(e) = docker(&[
                 "swarm", "init", "--advertise-addr", "127.0.0.1", "--listen-addr", "127.0.0.1:2377",
