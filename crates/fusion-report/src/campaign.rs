@@ -170,7 +170,8 @@ pub(crate) fn u64_of(v: &Value, what: &str) -> Result<u64, String> {
 }
 
 pub(crate) fn bool_of(v: &Value, what: &str) -> Result<bool, String> {
-    v.as_bool().ok_or_else(|| format!("`{what}`: not true or false"))
+    v.as_bool()
+        .ok_or_else(|| format!("`{what}`: not true or false"))
 }
 
 pub(crate) fn array_of<'a>(v: &'a Value, what: &str) -> Result<&'a Vec<Value>, String> {
@@ -200,9 +201,7 @@ pub(crate) fn figure_json(v: f64) -> Value {
 
 pub(crate) fn figure_of(v: &Value, what: &str) -> Result<f64, String> {
     match v {
-        Value::Number(n) => n
-            .as_f64()
-            .ok_or_else(|| format!("`{what}`: not a number")),
+        Value::Number(n) => n.as_f64().ok_or_else(|| format!("`{what}`: not a number")),
         Value::String(s) if s == "NaN" => Ok(f64::NAN),
         Value::String(s) if s == "inf" => Ok(f64::INFINITY),
         Value::String(s) if s == "-inf" => Ok(f64::NEG_INFINITY),
@@ -252,14 +251,19 @@ mod tests {
     fn parts_merge_once_each() {
         let s = |part, parts| Slice::new(part, parts, 9).expect("valid");
         let files = |v: &[Slice]| -> Vec<(String, Slice)> {
-            v.iter().map(|s| (format!("p{}.json", s.part), *s)).collect()
+            v.iter()
+                .map(|s| (format!("p{}.json", s.part), *s))
+                .collect()
         };
         assert_eq!(
             in_part_order(&files(&[s(3, 3), s(1, 3), s(2, 3)])),
             Ok(vec![1, 2, 0])
         );
         let e = in_part_order(&files(&[s(1, 3), s(3, 3)])).unwrap_err();
-        assert!(e.contains("part 2 of 3 is missing (runs 4 to 6 of 9)"), "{e}");
+        assert!(
+            e.contains("part 2 of 3 is missing (runs 4 to 6 of 9)"),
+            "{e}"
+        );
         let e = in_part_order(&files(&[s(1, 3), s(1, 3), s(2, 3)])).unwrap_err();
         assert!(e.contains("both part 1 of 3"), "{e}");
         let e = in_part_order(&files(&[s(1, 3), s(2, 2)])).unwrap_err();

@@ -522,6 +522,10 @@ mod tests {
         let mut shifted = parts.clone();
         shifted[0].1["per_run"][0]["seed"] = json!(60);
         assert!(merge(&shifted).unwrap_err().contains("has seed 60, not 6"));
-        assert!(merge(&parts[1..]).unwrap_err().contains("part 2 of 2 is missing"));
+        assert!(
+            merge(&parts[1..])
+                .unwrap_err()
+                .contains("part 2 of 2 is missing")
+        );
     }
 }

@@ -601,7 +601,10 @@ mod tests {
                 };
                 let text = serde_json::to_string(&json(&r)).expect("serializes");
                 let back: Value = serde_json::from_str(&text).expect("parses");
-                (format!("part{part}.json"), from_json(&back).expect("reads back"))
+                (
+                    format!("part{part}.json"),
+                    from_json(&back).expect("reads back"),
+                )
             })
             .collect()
     }
@@ -619,7 +622,11 @@ mod tests {
             assert_eq!(json(&m), json(&w));
         }
         let part = &sliced(&w, 2)[0].1;
-        assert!(text(part).contains("part 1 of 2: runs 1 to 3 of 6"), "{}", text(part));
+        assert!(
+            text(part).contains("part 1 of 2: runs 1 to 3 of 6"),
+            "{}",
+            text(part)
+        );
     }
 
     #[test]
@@ -631,7 +638,11 @@ mod tests {
         assert!(e.contains("--check"), "{e}");
         let mut slices = sliced(&w, 3);
         slices.remove(2);
-        assert!(merge(slices).unwrap_err().contains("part 3 of 3 is missing"));
+        assert!(
+            merge(slices)
+                .unwrap_err()
+                .contains("part 3 of 3 is missing")
+        );
         let mut slices = sliced(&w, 2);
         slices[1].1.runs[0].seed = 9;
         let e = merge(slices).unwrap_err();

@@ -615,45 +615,49 @@ pub fn dispatch(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::R
             out,
             err,
         ),
-        Command::Chaos(c) => crate::parts::printing_to(c.part.output.clone().as_deref(), out, |out| {
-            crate::chaos::chaos(
-            &crate::chaos::ChaosArgs {
-                scenario: c.scenario,
-                runs: c.runs,
-                seed: c.seed,
-                json: c.json,
-                sets: c.sets,
-                max_memory: c.max_memory,
-                save_scenario: c.save_scenario,
-                live: c.live,
-                compose: if c.compose {
-                    Some(crate::chaos::compose::opts(c.compose_file, c.image)?)
-                } else {
-                    None
-                },
-                part: c.part,
-            },
-            out,
-            err,
-        )
-        }),
-        Command::Sweep(c) => crate::parts::printing_to(c.part.output.clone().as_deref(), out, |out| {
-            crate::sweep::sweep(
-            &crate::sweep::SweepArgs {
-                scenario: c.scenario,
-                seeds: c.seeds,
-                vary: c.vary,
-                sets: c.sets,
-                jobs: c.jobs,
-                json: c.json,
-                check: c.check,
-                max_memory: c.max_memory,
-                part: c.part,
-            },
-            out,
-            err,
-        )
-        }),
+        Command::Chaos(c) => {
+            crate::parts::printing_to(c.part.output.clone().as_deref(), out, |out| {
+                crate::chaos::chaos(
+                    &crate::chaos::ChaosArgs {
+                        scenario: c.scenario,
+                        runs: c.runs,
+                        seed: c.seed,
+                        json: c.json,
+                        sets: c.sets,
+                        max_memory: c.max_memory,
+                        save_scenario: c.save_scenario,
+                        live: c.live,
+                        compose: if c.compose {
+                            Some(crate::chaos::compose::opts(c.compose_file, c.image)?)
+                        } else {
+                            None
+                        },
+                        part: c.part,
+                    },
+                    out,
+                    err,
+                )
+            })
+        }
+        Command::Sweep(c) => {
+            crate::parts::printing_to(c.part.output.clone().as_deref(), out, |out| {
+                crate::sweep::sweep(
+                    &crate::sweep::SweepArgs {
+                        scenario: c.scenario,
+                        seeds: c.seeds,
+                        vary: c.vary,
+                        sets: c.sets,
+                        jobs: c.jobs,
+                        json: c.json,
+                        check: c.check,
+                        max_memory: c.max_memory,
+                        part: c.part,
+                    },
+                    out,
+                    err,
+                )
+            })
+        }
         Command::Compose(c) => crate::compose::write(c.instances, &c.out, out),
         Command::Merge(m) => crate::merge::merge(&m.files, m.json, out, err),
         Command::Validate(v) => run::validate(

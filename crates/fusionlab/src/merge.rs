@@ -38,7 +38,12 @@ impl Campaign {
     }
 }
 
-pub fn merge(files: &[PathBuf], json: bool, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8> {
+pub fn merge(
+    files: &[PathBuf],
+    json: bool,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<u8> {
     let files = expand(files)?;
     let mut read: Vec<(String, Value)> = Vec::with_capacity(files.len());
     for f in &files {
@@ -85,7 +90,8 @@ fn expand(given: &[PathBuf]) -> Result<Vec<PathBuf>, Failure> {
             files.push(g.clone());
             continue;
         }
-        let cannot = |e: std::io::Error| Failure::input(format!("{}: cannot read: {e}", g.display()));
+        let cannot =
+            |e: std::io::Error| Failure::input(format!("{}: cannot read: {e}", g.display()));
         let mut inside = Vec::new();
         for entry in std::fs::read_dir(g).map_err(cannot)? {
             let p = entry.map_err(cannot)?.path();
@@ -94,7 +100,10 @@ fn expand(given: &[PathBuf]) -> Result<Vec<PathBuf>, Failure> {
             }
         }
         if inside.is_empty() {
-            return Err(Failure::input(format!("{}: no .json file in it", g.display())));
+            return Err(Failure::input(format!(
+                "{}: no .json file in it",
+                g.display()
+            )));
         }
         inside.sort();
         files.extend(inside);
@@ -102,7 +111,12 @@ fn expand(given: &[PathBuf]) -> Result<Vec<PathBuf>, Failure> {
     Ok(files)
 }
 
-fn sweep(read: Vec<(String, Value)>, json: bool, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8> {
+fn sweep(
+    read: Vec<(String, Value)>,
+    json: bool,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<u8> {
     let mut slices = Vec::with_capacity(read.len());
     for (name, v) in read {
         let r = fusion_report::sweep::from_json(&v)
@@ -132,7 +146,12 @@ fn sweep(read: Vec<(String, Value)>, json: bool, out: &mut dyn Write, err: &mut 
     Ok(exit::OK)
 }
 
-fn chaos(read: &[(String, Value)], json: bool, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8> {
+fn chaos(
+    read: &[(String, Value)],
+    json: bool,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<u8> {
     let result = fusion_report::chaos::merge(read).map_err(Failure::input)?;
     // As `chaos` prints it.
     if json {

@@ -109,9 +109,7 @@ pub fn sweep(a: &SweepArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<
         .into());
     }
     // At most SWEEP_RUNS_MAX, so a usize.
-    let slice = a
-        .part
-        .slice(usize::try_from(runs).unwrap_or(usize::MAX))?;
+    let slice = a.part.slice(usize::try_from(runs).unwrap_or(usize::MAX))?;
     if a.jobs == Some(0) {
         return Err(Failure::input("--jobs: give at least 1 thread").into());
     }

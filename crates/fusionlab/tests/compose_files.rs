@@ -127,21 +127,28 @@ fn n_instances_make_n_services_the_cluster_files_name() {
         .split_whitespace()
         .map(str::to_string)
         .collect();
-    let at = words.iter().position(|w| w == "--cluster").expect("--cluster") + 1;
+    let at = words
+        .iter()
+        .position(|w| w == "--cluster")
+        .expect("--cluster")
+        + 1;
     assert!(
         list(&runner["volumes"]).contains(&format!("./cluster.toml:{}:ro", words[at])),
         "{runner:?}"
     );
     let prometheus = yaml(&out.join("prometheus.yml"));
     let targets = list(&prometheus["scrape_configs"][0]["static_configs"][0]["targets"]);
-    let metrics: Vec<String> = cluster.instances.iter().map(|m| m.metrics.clone()).collect();
+    let metrics: Vec<String> = cluster
+        .instances
+        .iter()
+        .map(|m| m.metrics.clone())
+        .collect();
     assert_eq!(targets, metrics);
 
     let stack = yaml(&out.join("stack.yml"));
-    let swarm: ClusterFile = toml::from_str(
-        &std::fs::read_to_string(out.join("stack-cluster.toml")).expect("written"),
-    )
-    .expect("a cluster file");
+    let swarm: ClusterFile =
+        toml::from_str(&std::fs::read_to_string(out.join("stack-cluster.toml")).expect("written"))
+            .expect("a cluster file");
     assert!(swarm.journal_dir.is_none(), "the nodes share no volume");
     assert_eq!(swarm.instances, cluster.instances);
     instances_agree(&stack, &swarm, "stack.yml");
@@ -160,5 +167,8 @@ fn n_instances_make_n_services_the_cluster_files_name() {
         assert_eq!(o.status.code(), Some(2), "{err}");
         assert!(err.contains("a cluster has 1 to 64 instances"), "{err}");
     }
-    assert!(!dir.path().join("bad").exists(), "nothing written for a bad N");
+    assert!(
+        !dir.path().join("bad").exists(),
+        "nothing written for a bad N"
+    );
 }

@@ -535,7 +535,11 @@ fn the_campaign_splits_a_sweep_by_completion_index_and_merges_the_parts() {
     let docs = documents(&campaign);
     let merge = documents(&merge);
     for d in docs.iter().chain(&merge) {
-        assert_eq!(d["metadata"]["namespace"].as_str(), Some(NAMESPACE), "{d:?}");
+        assert_eq!(
+            d["metadata"]["namespace"].as_str(),
+            Some(NAMESPACE),
+            "{d:?}"
+        );
     }
     let claim = object(&docs, "PersistentVolumeClaim", "fusionlab-campaign-parts");
     assert_eq!(
@@ -560,12 +564,20 @@ fn the_campaign_splits_a_sweep_by_completion_index_and_merges_the_parts() {
         let s = &pod["securityContext"];
         assert_eq!(s["runAsNonRoot"].as_bool(), Some(true), "{who}");
         assert_eq!(s["runAsUser"].as_u64(), Some(10001), "{who}");
-        assert_eq!(s["fsGroup"].as_u64(), Some(10001), "{who}: the volume writable");
+        assert_eq!(
+            s["fsGroup"].as_u64(),
+            Some(10001),
+            "{who}: the volume writable"
+        );
         let c = &pod["containers"][0];
         assert_eq!(c["image"].as_str(), Some("fusionlab:local"), "{who}");
         let cs = &c["securityContext"];
         assert_eq!(cs["readOnlyRootFilesystem"].as_bool(), Some(true), "{who}");
-        assert_eq!(cs["allowPrivilegeEscalation"].as_bool(), Some(false), "{who}");
+        assert_eq!(
+            cs["allowPrivilegeEscalation"].as_bool(),
+            Some(false),
+            "{who}"
+        );
         assert_eq!(strings(&cs["capabilities"]["drop"]), ["ALL"], "{who}");
         for k in ["requests", "limits"] {
             for r in ["cpu", "memory"] {
@@ -594,11 +606,17 @@ fn the_campaign_splits_a_sweep_by_completion_index_and_merges_the_parts() {
         panic!("the campaign's pods do not run `fusionlab sweep`");
     };
     assert!(s.json, "the parts are JSON, for the merge");
-    assert!(fusionlab::shipped::find(&s.scenario).is_some(), "{}", s.scenario);
+    assert!(
+        fusionlab::shipped::find(&s.scenario).is_some(),
+        "{}",
+        s.scenario
+    );
     // Kubernetes puts the index into the file name ($(VAR) in args).
     assert_eq!(
         s.part.output.as_deref(),
-        Some(Path::new(&format!("{dir}/part-$(FUSIONLAB_PART_INDEX).json")))
+        Some(Path::new(&format!(
+            "{dir}/part-$(FUSIONLAB_PART_INDEX).json"
+        )))
     );
     // Every index is a part of the split the pods are told of.
     let seeds = fusionlab::sweep::parse_seeds(&s.seeds).expect("valid seeds");
@@ -608,7 +626,10 @@ fn the_campaign_splits_a_sweep_by_completion_index_and_merges_the_parts() {
             part_index: Some(u32::try_from(index).expect("a few")),
             ..Default::default()
         };
-        assert!(part.slice(seeds.len()).is_ok_and(|p| p.is_some()), "index {index}");
+        assert!(
+            part.slice(seeds.len()).is_ok_and(|p| p.is_some()),
+            "index {index}"
+        );
     }
 
     let job = object(&merge, "Job", "fusionlab-campaign-merge");

@@ -131,7 +131,10 @@ fn a_sweep_merged_from_its_parts_is_the_whole_sweep() {
     let whole_json = sweep(&["--jobs", "3", "--json"], &[]);
     let whole_text = sweep(&["--jobs", "3"], &[]);
     let parts = [
-        sweep(&["--jobs", "1", "--json", "--parts", "3", "--part", "1"], &[]),
+        sweep(
+            &["--jobs", "1", "--json", "--parts", "3", "--part", "1"],
+            &[],
+        ),
         sweep(
             &["--jobs", "1", "--json"],
             &[("FUSIONLAB_PARTS", "3"), ("FUSIONLAB_PART", "2")],
@@ -163,7 +166,10 @@ fn a_sweep_merged_from_its_parts_is_the_whole_sweep() {
     let o = merge(&files[..2], false);
     let e = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{e}");
-    assert!(e.contains("part 3 of 3 is missing (runs 7 to 10 of 10)"), "{e}");
+    assert!(
+        e.contains("part 3 of 3 is missing (runs 7 to 10 of 10)"),
+        "{e}"
+    );
     let o = merge(&[files[0].clone(), files[0].clone()], false);
     let e = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{e}");
@@ -176,7 +182,14 @@ fn a_sweep_merged_from_its_parts_is_the_whole_sweep() {
     // Another --set is another sweep.
     let other = sweep(
         &[
-            "--jobs", "1", "--json", "--parts", "3", "--part", "3", "--set",
+            "--jobs",
+            "1",
+            "--json",
+            "--parts",
+            "3",
+            "--part",
+            "3",
+            "--set",
             "phase.first.duration_s=0.4",
         ],
         &[],
@@ -186,7 +199,10 @@ fn a_sweep_merged_from_its_parts_is_the_whole_sweep() {
     let o = merge(&mixed, false);
     let e = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{e}");
-    assert!(e.contains("not the same sweep (their --set (replay) differ)"), "{e}");
+    assert!(
+        e.contains("not the same sweep (their --set (replay) differ)"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -237,7 +253,9 @@ fn a_chaos_campaign_merged_from_its_parts_is_the_whole_campaign() {
     assert!(e.contains("another --seed?"), "{e}");
     // A sweep's part and a chaos campaign's do not merge.
     let sweep = fusionlab(
-        &["sweep", path, "--seeds", "1..2", "--json", "--parts", "2", "--part", "1"],
+        &[
+            "sweep", path, "--seeds", "1..2", "--json", "--parts", "2", "--part", "1",
+        ],
         &[],
     );
     let mut mixed = files[..1].to_vec();
@@ -255,12 +273,16 @@ fn bad_parts_are_bad_input() {
     let path = file.to_str().expect("utf-8 path");
     for (args, env, needle) in [
         (
-            vec!["sweep", path, "--seeds", "1..4", "--parts", "2", "--part", "3"],
+            vec![
+                "sweep", path, "--seeds", "1..4", "--parts", "2", "--part", "3",
+            ],
             vec![],
             "numbered 1 to 2",
         ),
         (
-            vec!["sweep", path, "--seeds", "1..4", "--parts", "5", "--part", "1"],
+            vec![
+                "sweep", path, "--seeds", "1..4", "--parts", "5", "--part", "1",
+            ],
             vec![],
             "more parts than the campaign's 4 runs",
         ),

@@ -65,7 +65,10 @@ fn words(v: &Value) -> Vec<String> {
         rest = &rest[end + 1..];
     }
     out.push_str(rest);
-    assert!(!s.contains(['"', '\'', '\\']), "{s:?} quotes: no shell splits it");
+    assert!(
+        !s.contains(['"', '\'', '\\']),
+        "{s:?} quotes: no shell splits it"
+    );
     out.split_whitespace().map(str::to_string).collect()
 }
 
@@ -114,7 +117,12 @@ fn the_stack_runs_commands_the_binary_accepts_with_the_token_as_a_secret() {
     let Cmd::Store(s) = parse(&list(&store["command"])) else {
         panic!("the store does not run `fusionlab store`");
     };
-    assert!(cluster.store.address.ends_with(&format!(":{}", s.listen.rsplit(':').next().unwrap_or(""))));
+    assert!(
+        cluster
+            .store
+            .address
+            .ends_with(&format!(":{}", s.listen.rsplit(':').next().unwrap_or("")))
+    );
     assert_eq!(
         list(&store["deploy"]["placement"]["constraints"]),
         ["node.labels.fusionlab.store == true"],
@@ -126,7 +134,10 @@ fn the_stack_runs_commands_the_binary_accepts_with_the_token_as_a_secret() {
             panic!("inst{} does not run `fusionlab instance`", m.id);
         };
         assert_eq!(i.id, Some(m.id));
-        assert!(m.interconnect.ends_with(&format!(":{}", i.interconnect.rsplit(':').next().unwrap_or(""))));
+        assert!(m.interconnect.ends_with(&format!(
+            ":{}",
+            i.interconnect.rsplit(':').next().unwrap_or("")
+        )));
         let d = &svc["deploy"];
         assert_eq!(d["endpoint_mode"].as_str(), Some("dnsrr"), "inst{}", m.id);
         assert_eq!(d["restart_policy"]["condition"].as_str(), Some("any"));
@@ -204,11 +215,19 @@ fn the_token_comes_from_the_file_the_environment_names() {
         c.output().expect("fusionlab runs")
     };
     let o = probe(&[(TOKEN_FILE_ENV, &file)]);
-    assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let o = probe(&[(TOKEN_FILE_ENV, &dir.path().join("missing"))]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(err.contains("FUSIONLAB_TOKEN_FILE=") && err.contains("cannot read the token"), "{err}");
+    assert!(
+        err.contains("FUSIONLAB_TOKEN_FILE=") && err.contains("cannot read the token"),
+        "{err}"
+    );
     let empty = dir.path().join("empty");
     std::fs::write(&empty, "\n").expect("write");
     let o = probe(&[(TOKEN_FILE_ENV, &empty)]);
@@ -263,7 +282,10 @@ fn run_in(
         }
         std::thread::sleep(Duration::from_millis(100));
     };
-    let (out, err) = (out.join().unwrap_or_default(), err.join().unwrap_or_default());
+    let (out, err) = (
+        out.join().unwrap_or_default(),
+        err.join().unwrap_or_default(),
+    );
     match status {
         Some(s) => Ok((s.code().unwrap_or(-1), out, err)),
         None => Err(format!(
@@ -368,7 +390,12 @@ impl Drop for Made {
 /// service ps` lists it first.
 fn newest_task(service: &str) -> Option<(String, String, String)> {
     let tasks = docker(&[
-        "service", "ps", "--no-trunc", "--format", "{{.ID}}|{{.CurrentState}}|{{.Error}}", service,
+        "service",
+        "ps",
+        "--no-trunc",
+        "--format",
+        "{{.ID}}|{{.CurrentState}}|{{.Error}}",
+        service,
     ])
     .ok()?;
     let mut f = tasks.lines().next()?.splitn(3, '|');
@@ -398,7 +425,9 @@ fn task_ended(
             return Ok((id.clone(), format!("{state} {error}")));
         }
         if Instant::now() > end {
-            return Err(format!("{service}: no new task ended in {deadline:?}: {task:?}"));
+            return Err(format!(
+                "{service}: no new task ended in {deadline:?}: {task:?}"
+            ));
         }
         std::thread::sleep(Duration::from_secs(1));
     }
@@ -430,10 +459,17 @@ const HELD_SETS: &str = "--set phase.warmup.duration_s=2 --set parameters.css_mi
 
 #[test]
 fn a_swarm_plays_the_myth_survives_a_kill_and_merges_a_campaign_where_the_engine_allows() {
-    let state = match docker(&["info", "--format", "{{.Swarm.LocalNodeState}} {{.Swarm.ControlAvailable}}"]) {
+    let state = match docker(&[
+        "info",
+        "--format",
+        "{{.Swarm.LocalNodeState}} {{.Swarm.ControlAvailable}}",
+    ]) {
         Ok(s) => s.trim().to_string(),
         Err(e) => {
-            println!("skipped: no Docker engine answers ({})", e.lines().last().unwrap_or(""));
+            println!(
+                "skipped: no Docker engine answers ({})",
+                e.lines().last().unwrap_or("")
+            );
             return;
         }
     };
@@ -444,10 +480,19 @@ fn a_swarm_plays_the_myth_survives_a_kill_and_merges_a_campaign_where_the_engine
             made.gwbridge = docker(&["network", "inspect", "docker_gwbridge"]).is_err();
             // On loopback only: nothing listens beyond this host.
             if let Err(e) = docker(&[
-                "swarm", "init", "--advertise-addr", "127.0.0.1", "--listen-addr", "127.0.0.1:2377",
-                "--default-addr-pool", "10.231.0.0/16",
+                "swarm",
+                "init",
+                "--advertise-addr",
+                "127.0.0.1",
+                "--listen-addr",
+                "127.0.0.1:2377",
+                "--default-addr-pool",
+                "10.231.0.0/16",
             ]) {
-                println!("skipped: no swarm here and `docker swarm init` failed ({})", e.lines().last().unwrap_or(""));
+                println!(
+                    "skipped: no swarm here and `docker swarm init` failed ({})",
+                    e.lines().last().unwrap_or("")
+                );
                 return;
             }
             made.swarm = true;
@@ -466,7 +511,8 @@ fn a_swarm_plays_the_myth_survives_a_kill_and_merges_a_campaign_where_the_engine
 
     let image = format!("fusionlab:test-swarm-{id}");
     let (code, out, err) = run_in(
-        Command::new(repo().join("cluster/build-local-image")).args(["--binary", BIN, "--tag", &image]),
+        Command::new(repo().join("cluster/build-local-image"))
+            .args(["--binary", BIN, "--tag", &image]),
         "",
         Duration::from_secs(600),
     )
@@ -475,11 +521,27 @@ fn a_swarm_plays_the_myth_survives_a_kill_and_merges_a_campaign_where_the_engine
     made.image = Some(image.clone());
 
     // The store's node: this one, labelled unless it is already.
-    let node = docker(&["info", "--format", "{{.Swarm.NodeID}}"]).expect("a node id").trim().to_string();
-    let label = docker(&["node", "inspect", "--format", "{{index .Spec.Labels \"fusionlab.store\"}}", &node])
-        .expect("the node's labels");
+    let node = docker(&["info", "--format", "{{.Swarm.NodeID}}"])
+        .expect("a node id")
+        .trim()
+        .to_string();
+    let label = docker(&[
+        "node",
+        "inspect",
+        "--format",
+        "{{index .Spec.Labels \"fusionlab.store\"}}",
+        &node,
+    ])
+    .expect("the node's labels");
     if label.trim() != "true" {
-        docker(&["node", "update", "--label-add", "fusionlab.store=true", &node]).expect("label the node");
+        docker(&[
+            "node",
+            "update",
+            "--label-add",
+            "fusionlab.store=true",
+            &node,
+        ])
+        .expect("label the node");
         made.label_on = Some(node.clone());
     }
     let secret = format!("fusionlab_token_test{id}");
@@ -498,7 +560,15 @@ fn a_swarm_plays_the_myth_survives_a_kill_and_merges_a_campaign_where_the_engine
     made.volumes.push(format!("{stack}_store-data"));
     let deploy = |scenario: &str, sets: &str| {
         docker_in(
-            &["stack", "deploy", "--resolve-image", "never", "-c", "stack.yml", &stack],
+            &[
+                "stack",
+                "deploy",
+                "--resolve-image",
+                "never",
+                "-c",
+                "stack.yml",
+                &stack,
+            ],
             &[
                 ("FUSIONLAB_IMAGE", image.as_str()),
                 ("FUSIONLAB_TOKEN_SECRET", secret.as_str()),
@@ -519,11 +589,17 @@ fn a_swarm_plays_the_myth_survives_a_kill_and_merges_a_campaign_where_the_engine
         let (task, state) = task_ended(&runner, last.as_deref(), Duration::from_secs(300))
             .unwrap_or_else(|e| panic!("{e}"));
         let report = task_log(&task);
-        assert!(state.starts_with("Complete"), "the runner: {state}\n{report}");
+        assert!(
+            state.starts_with("Complete"),
+            "the runner: {state}\n{report}"
+        );
         if report.contains("VERDICT: REPRODUCED") {
             break;
         }
-        assert!(attempt < 2, "no `VERDICT: REPRODUCED` in 2 runs; the last:\n{report}");
+        assert!(
+            attempt < 2,
+            "no `VERDICT: REPRODUCED` in 2 runs; the last:\n{report}"
+        );
         println!("swarm: run {attempt} did not reproduce (the host's load?), once more");
         last = Some(task);
         docker(&["service", "update", "--detach", "--force", &runner]).expect("run again");
@@ -534,44 +610,10 @@ fn a_swarm_plays_the_myth_survives_a_kill_and_merges_a_campaign_where_the_engine
     );
 
     // A held run; inst2's container killed from outside once it holds (not
-    // inst1, whose figures the report keeps as its reference).
-    let before = newest_task(&runner).map(|t| t.0);
-    deploy("instance-crash-recovery", HELD_SETS);
-    let end = Instant::now() + Duration::from_secs(180);
-    loop {
-        let holding = newest_task(&runner)
-            .filter(|t| Some(&t.0) != before.as_ref())
-            .map(|t| task_log(&t.0))
-            .unwrap_or_default();
-        if holding
-            .lines()
-            .any(|x| x.contains("name=baseline") && x.contains("phase started"))
-        {
-            break;
-        }
-        assert!(Instant::now() < end, "the held run never reached its baseline:\n{holding}");
-        std::thread::sleep(Duration::from_secs(1));
-    }
-    std::thread::sleep(Duration::from_secs(8));
-    let inst2 = docker(&[
-        "ps", "-q", "--filter", &format!("label=com.docker.swarm.service.name={stack}_inst2"),
-    ])
-    .expect("docker ps");
-    let inst2 = inst2.lines().next().unwrap_or_else(|| panic!("no container of {stack}_inst2"));
-    docker(&["kill", inst2]).expect("docker kill");
-    let (task, state) = task_ended(&runner, before.as_deref(), Duration::from_secs(240))
-        .unwrap_or_else(|e| panic!("{e}"));
-    let log = task_log(&task);
-    let report = flat(&log);
-    for seen in [
-        "No answer since",
-        "Evicting instance 2 from cluster",
-        "Completed instance recovery at Thread 2",
-        "Instance process started again",
-    ] {
-        assert!(report.contains(seen), "`{seen}` not in the held run's report ({state}):\n{log}");
-    }
-    println!("swarm: inst2 killed, evicted, recovered and started again ({state})");
+    // inst1, whose figures the report keeps as its reference). On a loaded
+    // host an instance can fall behind real time and stop the run: once
+    // more then, as the myth's run.
+    deploy_held(&deploy, &runner, &stack);
 
     // The campaign: 3 parts of a sweep on one thread each, merged, against
     // the whole sweep on 3 threads here.
@@ -579,7 +621,15 @@ fn a_swarm_plays_the_myth_survives_a_kill_and_merges_a_campaign_where_the_engine
     made.stacks.push(campaign.clone());
     made.volumes.push(format!("{campaign}_parts"));
     docker_in(
-        &["stack", "deploy", "--resolve-image", "never", "-c", "campaign-stack.yml", &campaign],
+        &[
+            "stack",
+            "deploy",
+            "--resolve-image",
+            "never",
+            "-c",
+            "campaign-stack.yml",
+            &campaign,
+        ],
         &[
             ("FUSIONLAB_IMAGE", image.as_str()),
             ("SCENARIO", "myth-cpu-starvation"),
@@ -593,27 +643,117 @@ fn a_swarm_plays_the_myth_survives_a_kill_and_merges_a_campaign_where_the_engine
     let sweep = format!("{campaign}_sweep");
     let end = Instant::now() + Duration::from_secs(300);
     loop {
-        let states = docker(&["service", "ps", "--format", "{{.CurrentState}}", &sweep]).unwrap_or_default();
+        let states =
+            docker(&["service", "ps", "--format", "{{.CurrentState}}", &sweep]).unwrap_or_default();
         if states.lines().filter(|s| s.starts_with("Complete")).count() == 3 {
             break;
         }
         assert!(
-            !states.lines().any(|s| s.starts_with("Failed") || s.starts_with("Rejected")),
+            !states
+                .lines()
+                .any(|s| s.starts_with("Failed") || s.starts_with("Rejected")),
             "a part failed:\n{states}\n{}",
             task_log(&sweep)
         );
-        assert!(Instant::now() < end, "the parts did not complete:\n{states}");
+        assert!(
+            Instant::now() < end,
+            "the parts did not complete:\n{states}"
+        );
         std::thread::sleep(Duration::from_secs(1));
     }
     let merged = docker(&[
-        "run", "--rm", "-v", &format!("{campaign}_parts:/var/lib/fusionlab/parts"), &image,
-        "merge", "/var/lib/fusionlab/parts",
+        "run",
+        "--rm",
+        "-v",
+        &format!("{campaign}_parts:/var/lib/fusionlab/parts"),
+        &image,
+        "merge",
+        "/var/lib/fusionlab/parts",
     ])
     .expect("merge");
     let whole = Command::new(BIN)
-        .args(["sweep", "myth-cpu-starvation", "--seeds", "1..6", "--jobs", "3"])
+        .args([
+            "sweep",
+            "myth-cpu-starvation",
+            "--seeds",
+            "1..6",
+            "--jobs",
+            "3",
+        ])
         .output()
         .expect("the whole sweep");
-    assert_eq!(merged, String::from_utf8_lossy(&whole.stdout), "merged parts against the whole sweep");
+    assert_eq!(
+        merged,
+        String::from_utf8_lossy(&whole.stdout),
+        "merged parts against the whole sweep"
+    );
     println!("swarm: all done in {:.1} s", t0.elapsed().as_secs_f64());
+}
+
+/// The held run with inst2 killed while it holds, until its report shows
+/// the kill detected, inst2 evicted, recovered and started again (a run the
+/// host's load stopped is tried once more).
+fn deploy_held(deploy: &dyn Fn(&str, &str) -> String, runner: &str, stack: &str) {
+    let mut before = newest_task(runner).map(|t| t.0);
+    deploy("instance-crash-recovery", HELD_SETS);
+    for attempt in 1..=2 {
+        if attempt > 1 {
+            before = newest_task(runner).map(|t| t.0);
+            docker(&["service", "update", "--detach", "--force", runner]).expect("run again");
+        }
+        let end = Instant::now() + Duration::from_secs(180);
+        loop {
+            let holding = newest_task(runner)
+                .filter(|t| Some(&t.0) != before.as_ref())
+                .map(|t| task_log(&t.0))
+                .unwrap_or_default();
+            if holding
+                .lines()
+                .any(|x| x.contains("name=baseline") && x.contains("phase started"))
+            {
+                break;
+            }
+            assert!(
+                Instant::now() < end,
+                "the held run never reached its baseline:\n{holding}"
+            );
+            std::thread::sleep(Duration::from_secs(1));
+        }
+        std::thread::sleep(Duration::from_secs(8));
+        let inst2 = docker(&[
+            "ps",
+            "-q",
+            "--filter",
+            &format!("label=com.docker.swarm.service.name={stack}_inst2"),
+        ])
+        .expect("docker ps");
+        let inst2 = inst2
+            .lines()
+            .next()
+            .unwrap_or_else(|| panic!("no container of {stack}_inst2"));
+        docker(&["kill", inst2]).expect("docker kill");
+        let (task, state) = task_ended(runner, before.as_deref(), Duration::from_secs(240))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let log = task_log(&task);
+        if attempt < 2 && log.contains("behind real time") {
+            println!(
+                "swarm: held run {attempt} stopped by the host's load (an instance behind real time), once more"
+            );
+            continue;
+        }
+        let report = flat(&log);
+        for seen in [
+            "No answer since",
+            "Evicting instance 2 from cluster",
+            "Completed instance recovery at Thread 2",
+            "Instance process started again",
+        ] {
+            assert!(
+                report.contains(seen),
+                "`{seen}` not in the held run's report ({state}):\n{log}"
+            );
+        }
+        println!("swarm: inst2 killed, evicted, recovered and started again ({state})");
+        return;
+    }
 }

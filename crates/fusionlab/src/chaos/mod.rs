@@ -131,9 +131,7 @@ pub fn chaos(a: &ChaosArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<
         let r = s.range();
         u32::try_from(r.start).unwrap_or(a.runs)..u32::try_from(r.end).unwrap_or(a.runs)
     });
-    let seeds: Vec<u64> = runs
-        .map(|i| start.wrapping_add(u64::from(i)))
-        .collect();
+    let seeds: Vec<u64> = runs.map(|i| start.wrapping_add(u64::from(i))).collect();
     let limit = MemoryLimit::new(a.max_memory);
     let workers = crate::pool::workers(None, seeds.len(), estimate.bytes, limit.bytes);
     let (outcomes, interrupted) = if let Some(opts) = &a.compose {
