@@ -12,6 +12,51 @@ use serde::{Deserialize, Serialize};
 /// (not the command line, which `ps` shows to everyone).
 pub const TOKEN_ENV: &str = "FUSIONLAB_TOKEN";
 
+/// The environment variable naming a file that holds the token instead (a
+/// Docker or Kubernetes secret, mounted as a file): read when
+/// FUSIONLAB_TOKEN is not set, so the token is on no command line and in no
+/// environment.
+pub const TOKEN_FILE_ENV: &str = "FUSIONLAB_TOKEN_FILE";
+
+/// A token file larger than this is not a token file.
+const TOKEN_FILE_BYTES_MAX: u64 = 4096;
+
+/// The token the environment gives: FUSIONLAB_TOKEN, or the contents of the
+/// file FUSIONLAB_TOKEN_FILE names (trailing white space dropped). None when
+/// neither is set; an error when both are, or the file cannot be read or
+/// holds no token.
+pub fn token_from_env() -> Result<Option<String>, String> {
+    let direct = std::env::var(TOKEN_ENV).ok().filter(|t| !t.is_empty());
+    let file = std::env::var_os(TOKEN_FILE_ENV).filter(|f| !f.is_empty());
+    match (direct, file) {
+        (Some(_), Some(_)) => Err(format!(
+            "both {TOKEN_ENV} and {TOKEN_FILE_ENV} are set: set one of them"
+        )),
+        (Some(t), None) => Ok(Some(t)),
+        (None, Some(f)) => token_from_file(Path::new(&f)).map(Some),
+        (None, None) => Ok(None),
+    }
+}
+
+fn token_from_file(path: &Path) -> Result<String, String> {
+    use std::io::Read;
+    let bad = |why: String| format!("{TOKEN_FILE_ENV}={}: {why}", path.display());
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(TOKEN_FILE_BYTES_MAX + 1).read_to_string(&mut text))
+        .map_err(|e| bad(format!("cannot read the token: {e}")))?;
+    if text.len() as u64 > TOKEN_FILE_BYTES_MAX {
+        return Err(bad(format!(
+            "more than {TOKEN_FILE_BYTES_MAX} bytes: not a token"
+        )));
+    }
+    let token = text.trim_end();
+    if token.is_empty() {
+        return Err(bad("the file is empty".to_string()));
+    }
+    Ok(token.to_string())
+}
+
 /// What a cluster file holds.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -72,14 +117,13 @@ impl ClusterFile {
         let mut c = ClusterFile::read_stored(path)?;
         // A file shared in a repository (cluster/cluster.toml) leaves the
         // token to the environment, like the processes it describes.
-        if let Ok(t) = std::env::var(TOKEN_ENV)
-            && !t.is_empty()
-        {
+        if let Some(t) = token_from_env()? {
             c.token = t;
         }
         if c.token.is_empty() {
             return Err(format!(
-                "{}: no token: set `token` in the file or {TOKEN_ENV} in the environment",
+                "{}: no token: set `token` in the file, or {TOKEN_ENV} (or \
+                 {TOKEN_FILE_ENV}) in the environment",
                 path.display()
             ));
         }
@@ -229,6 +273,8 @@ fn start_member(
         .arg("--addr-file")
         .arg(&addr_file)
         .env(TOKEN_ENV, token)
+        // The token is given: a file named for this process would clash.
+        .env_remove(TOKEN_FILE_ENV)
         .stdin(Stdio::null())
         .stdout(log)
         .stderr(err);

@@ -2,11 +2,16 @@
 //! (runs, faults by kind, commits acknowledged and lost, violations,
 //! protocol errors, failing seeds), as a table or one JSON object, and for
 //! each failing run its faults, its first problems and how to replay it.
+//! A campaign split over machines (`--parts`) prints its slice; [`merge`]
+//! puts the slices' JSON back into what the whole campaign prints.
 
 use fusion_core::config::{NS_PER_S, Nanos};
 use fusion_scenario::{Fault, LinkTarget};
 use serde_json::{Value, json};
 
+use crate::campaign::{
+    Slice, array_of, field, first_difference, in_part_order, str_of, strings_of, u64_of,
+};
 use crate::fmt::grouped;
 
 /// The runs of one `fusionlab chaos`, in seed order.
@@ -25,6 +30,8 @@ pub struct ChaosResult {
     /// Kinds not drawn, and why (the loader's reason).
     pub kinds_not_drawn: Vec<(String, String)>,
     pub runs: Vec<ChaosRun>,
+    /// The slice of the campaign's runs these are (`--parts`), if not all.
+    pub slice: Option<Slice>,
 }
 
 /// One run.
@@ -145,20 +152,23 @@ pub fn describe_fault(fault: &Fault, phase: &str) -> String {
     }
 }
 
-/// The JSON object: `{scenario, driver, seed, runs, kinds_drawn, kinds_not_drawn,
-/// faults, commits_acknowledged, commits_lost, violations, protocol_errors,
-/// failing_seeds, per_run}`.
+/// The JSON object: `{scenario, driver, replay, seed, runs, kinds,
+/// kinds_drawn, kinds_not_drawn, faults, commits_acknowledged, commits_lost,
+/// violations, protocol_errors, failing_seeds, per_run}`, and `part` for a
+/// slice of a campaign.
 pub fn json(r: &ChaosResult) -> Value {
     let faults: serde_json::Map<String, Value> = r
         .faults()
         .into_iter()
         .map(|(k, n)| (k.to_string(), json!(n)))
         .collect();
-    json!({
+    let mut o = json!({
         "scenario": r.scenario,
         "driver": r.driver,
+        "replay": r.replay,
         "seed": r.seed,
         "runs": r.runs.len(),
+        "kinds": r.kinds,
         "kinds_drawn": r.kinds_drawn,
         "kinds_not_drawn": r
             .kinds_not_drawn
@@ -177,13 +187,126 @@ pub fn json(r: &ChaosResult) -> Value {
             .map(|o| json!({
                 "seed": o.seed,
                 "faults": o.faults.iter().map(|f| &f.1).collect::<Vec<_>>(),
+                "fault_kinds": o.faults.iter().map(|f| &f.0).collect::<Vec<_>>(),
                 "commits_acknowledged": o.acknowledged,
                 "commits_lost": o.lost,
                 "violations": o.violations,
                 "protocol_errors": o.errors,
             }))
             .collect::<Vec<_>>(),
+    });
+    if let Some(slice) = &r.slice {
+        o["part"] = slice.json();
+    }
+    o
+}
+
+/// A campaign's JSON read back (a whole campaign's or a slice's).
+pub fn from_json(v: &Value) -> Result<ChaosResult, String> {
+    let runs = array_of(field(v, "per_run")?, "per_run")?
+        .iter()
+        .map(|o| {
+            let faults = strings_of(field(o, "faults")?, "per_run.faults")?;
+            let kinds = strings_of(field(o, "fault_kinds")?, "per_run.fault_kinds")?;
+            if kinds.len() != faults.len() {
+                return Err("per_run: `faults` and `fault_kinds` differ in length".to_string());
+            }
+            Ok(ChaosRun {
+                seed: u64_of(field(o, "seed")?, "per_run.seed")?,
+                faults: kinds.into_iter().zip(faults).collect(),
+                acknowledged: u64_of(field(o, "commits_acknowledged")?, "commits_acknowledged")?,
+                lost: u64_of(field(o, "commits_lost")?, "commits_lost")?,
+                violations: strings_of(field(o, "violations")?, "per_run.violations")?,
+                errors: strings_of(field(o, "protocol_errors")?, "per_run.protocol_errors")?,
+            })
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    let slice = v.get("part").map(Slice::from_json).transpose()?;
+    if let Some(s) = &slice
+        && s.range().len() != runs.len()
+    {
+        return Err(format!(
+            "part {} of {} holds {} runs, not the {} of its slice",
+            s.part,
+            s.parts,
+            runs.len(),
+            s.range().len()
+        ));
+    }
+    Ok(ChaosResult {
+        scenario: str_of(field(v, "scenario")?, "scenario")?.to_string(),
+        driver: str_of(field(v, "driver")?, "driver")?.to_string(),
+        replay: str_of(field(v, "replay")?, "replay")?.to_string(),
+        seed: u64_of(field(v, "seed")?, "seed")?,
+        kinds: strings_of(field(v, "kinds")?, "kinds")?,
+        kinds_drawn: strings_of(field(v, "kinds_drawn")?, "kinds_drawn")?,
+        kinds_not_drawn: array_of(field(v, "kinds_not_drawn")?, "kinds_not_drawn")?
+            .iter()
+            .map(|k| {
+                Ok((
+                    str_of(field(k, "kind")?, "kinds_not_drawn.kind")?.to_string(),
+                    str_of(field(k, "why")?, "kinds_not_drawn.why")?.to_string(),
+                ))
+            })
+            .collect::<Result<Vec<_>, String>>()?,
+        runs,
+        slice,
     })
+}
+
+/// The slices of one campaign (file name, its JSON) put back together: what
+/// the whole campaign prints. Run i of the whole has the first part's seed + i.
+pub fn merge(slices: &[(String, Value)]) -> Result<ChaosResult, String> {
+    let mut read = Vec::with_capacity(slices.len());
+    let mut parts = Vec::with_capacity(slices.len());
+    for (file, v) in slices {
+        let r = from_json(v).map_err(|e| format!("{file}: {e}"))?;
+        let s = r.slice.ok_or_else(|| {
+            format!("{file}: a whole campaign, not a part of one (run with --parts N --part K)")
+        })?;
+        parts.push((file.clone(), s));
+        read.push(r);
+    }
+    let order = in_part_order(&parts)?;
+    let (first_file, first_json) = &slices[order[0]];
+    let settings = [
+        "scenario",
+        "driver",
+        "replay",
+        "kinds",
+        "kinds_drawn",
+        "kinds_not_drawn",
+    ];
+    for (file, v) in slices {
+        if let Some(what) = first_difference(v, first_json, &settings) {
+            return Err(format!(
+                "{file} and {first_file}: not the same campaign (their `{what}` differ)"
+            ));
+        }
+    }
+    let first = &read[order[0]];
+    let mut merged = ChaosResult {
+        runs: Vec::with_capacity(parts[0].1.runs_total),
+        slice: None,
+        ..first.clone()
+    };
+    for &i in &order {
+        let (file, s) = &parts[i];
+        for (at, run) in s.range().zip(&read[i].runs) {
+            let seed = first.seed.wrapping_add(at as u64);
+            if run.seed != seed {
+                return Err(format!(
+                    "{file}: run {} has seed {}, not {seed}: not the campaign that starts \
+                     at seed {} (another --seed?)",
+                    at + 1,
+                    run.seed,
+                    first.seed
+                ));
+            }
+            merged.runs.push(run.clone());
+        }
+    }
+    Ok(merged)
 }
 
 /// The table, then each failing run.
@@ -197,6 +320,10 @@ pub fn text(r: &ChaosResult) -> String {
         r.seed,
         r.seed
     ));
+    if let Some(slice) = &r.slice {
+        s.push_str(&crate::fmt::wrapped(&slice.describe(), "", "  "));
+        s.push('\n');
+    }
     // Long lines wrap under themselves: the summary fits 100 columns.
     let mut line = |text: &str, first: &str, rest: &str| {
         s.push_str(&crate::fmt::wrapped(text, first, rest));
@@ -348,6 +475,7 @@ mod tests {
             kinds_drawn: vec!["kill".into()],
             kinds_not_drawn: vec![("pause".into(), "no".into())],
             runs: vec![run(5, 0), run(6, 1)],
+            slice: None,
         };
         let t = text(&r);
         for line in [
@@ -369,5 +497,35 @@ mod tests {
         assert_eq!(j["failing_seeds"], json!([6]));
         assert_eq!(j["commits_lost"], 1);
         assert_eq!(j["driver"], "live");
+        // Sliced as `--parts 2` slices it, each through its JSON text.
+        let parts: Vec<(String, Value)> = (1..=2)
+            .rev()
+            .map(|part| {
+                let slice = Slice::new(part, 2, 2).expect("valid");
+                let p = ChaosResult {
+                    seed: 5 + u64::from(part) - 1,
+                    runs: r.runs[slice.range()].to_vec(),
+                    slice: Some(slice),
+                    ..r.clone()
+                };
+                let text = serde_json::to_string(&json(&p)).expect("serializes");
+                let back = serde_json::from_str(&text).expect("parses");
+                (format!("part{part}.json"), back)
+            })
+            .collect();
+        let m = merge(&parts).expect("merges");
+        assert_eq!(text(&m), t);
+        assert_eq!(json(&m), j);
+        let mut other = parts.clone();
+        other[0].1["replay"] = json!("fusionlab chaos s.toml --set a=1");
+        assert!(merge(&other).unwrap_err().contains("`replay` differ"));
+        let mut shifted = parts.clone();
+        shifted[0].1["per_run"][0]["seed"] = json!(60);
+        assert!(merge(&shifted).unwrap_err().contains("has seed 60, not 6"));
+        assert!(
+            merge(&parts[1..])
+                .unwrap_err()
+                .contains("part 2 of 2 is missing")
+        );
     }
 }

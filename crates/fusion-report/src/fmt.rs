@@ -55,6 +55,38 @@ impl Shown {
         }
     }
 
+    /// Every unit, for reading one back by its name.
+    const ALL: [Shown; 9] = [
+        Shown::Ms,
+        Shown::FineMs,
+        Shown::Pct,
+        Shown::Share,
+        Shown::Count,
+        Shown::PerSecond,
+        Shown::Bytes,
+        Shown::Seconds,
+        Shown::Ns,
+    ];
+
+    /// As a sweep's per-run JSON names it.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Shown::Ms => "ms",
+            Shown::FineMs => "fine_ms",
+            Shown::Pct => "pct",
+            Shown::Share => "share",
+            Shown::Count => "count",
+            Shown::PerSecond => "per_second",
+            Shown::Bytes => "bytes",
+            Shown::Seconds => "seconds",
+            Shown::Ns => "ns",
+        }
+    }
+
+    pub(crate) fn from_name(name: &str) -> Option<Shown> {
+        Shown::ALL.into_iter().find(|s| s.name() == name)
+    }
+
     /// The value with its unit, e.g. `38.20 ms`, `5.00 %`, `5,413`.
     pub(crate) fn show(self, v: f64) -> String {
         match self {
@@ -174,6 +206,14 @@ pub fn wrapped(text: &str, first: &str, rest: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn units_come_back_by_name() {
+        for s in Shown::ALL {
+            assert_eq!(Shown::from_name(s.name()), Some(s));
+        }
+        assert_eq!(Shown::from_name("furlongs"), None);
+    }
 
     #[test]
     fn groups_thousands() {

@@ -3,6 +3,7 @@
 //! and `fusionlab sweep` runs.
 
 pub mod awr;
+pub mod campaign;
 pub mod chaos;
 pub mod compare;
 pub mod compare_html;

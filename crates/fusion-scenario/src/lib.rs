@@ -21,5 +21,5 @@ mod sizes;
 mod tree;
 
 pub use error::{At, Problem, ScenarioError};
-pub use load::{load_file, load_str};
+pub use load::{INSTANCES_MAX, load_file, load_str};
 pub use model::*;

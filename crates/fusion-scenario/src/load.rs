@@ -103,7 +103,7 @@ const ROOT_KEYS: &[&str] = &[
 ];
 const SCENARIO_KEYS: &[&str] = &["name", "title", "myth", "description", "seed"];
 /// Instances a cluster may have.
-const INSTANCES_MAX: u8 = 64;
+pub const INSTANCES_MAX: u8 = 64;
 
 /// `[scenario]`: what the scenario is called and claims.
 struct Header {

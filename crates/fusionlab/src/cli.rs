@@ -47,6 +47,10 @@ pub enum Command {
     /// many seeds it REPRODUCED, each expectation's pass rate, and its
     /// figure's median and range.
     Sweep(SweepCmd),
+    /// Put the --json of a campaign's parts (`sweep` or `chaos` run with
+    /// --parts, one file per part) back together and print what the whole
+    /// campaign prints.
+    Merge(MergeCmd),
     /// Load a scenario and report its problems without running it.
     Validate(ValidateCmd),
     /// List the shipped scenarios.
@@ -73,13 +77,20 @@ pub enum Command {
     /// Restart one instance of a cluster started by `up` (stopped first if it
     /// runs), on the same addresses; it comes back with no scenario loaded.
     Restart(RestartCmd),
-    /// Serve the block store (a process of a live cluster; the token comes from FUSIONLAB_TOKEN).
+    /// Write the container files of a cluster of N instances into a
+    /// directory: docker-compose.yml, cluster.toml and prometheus.yml for
+    /// compose, stack.yml and stack-cluster.toml for Docker Swarm.
+    Compose(ComposeCmd),
+    /// Serve the block store (a process of a live cluster; the token comes
+    /// from FUSIONLAB_TOKEN, or the file FUSIONLAB_TOKEN_FILE names).
     Store(StoreCmd),
-    /// Serve one instance (a process of a live cluster; the token comes from FUSIONLAB_TOKEN).
+    /// Serve one instance (a process of a live cluster; the token comes
+    /// from FUSIONLAB_TOKEN, or the file FUSIONLAB_TOKEN_FILE names).
     Instance(InstanceCmd),
     /// Make one authenticated call to a block store or an instance's admin
     /// service and exit 0 if it answered, 1 if not (a container healthcheck;
-    /// the token comes from FUSIONLAB_TOKEN).
+    /// the token comes from FUSIONLAB_TOKEN, or the file FUSIONLAB_TOKEN_FILE
+    /// names).
     Probe(ProbeCmd),
     /// The raw TCP side of `bench --live` (an 8 KB echo server).
     #[command(hide = true)]
@@ -361,6 +372,12 @@ pub struct RunCmd {
     /// With --live: use this running cluster (a file `up` wrote) instead of starting one.
     #[arg(long, value_name = "FILE", requires = "live")]
     pub cluster: Option<std::path::PathBuf>,
+    /// With --cluster: first wait until its store and every instance answer,
+    /// up to this long (`90s`, `10m`): a runner started beside its cluster
+    /// (a Swarm service has no init container). Exit status 4 if they do not.
+    #[arg(long, value_name = "DURATION", requires = "cluster",
+          value_parser = crate::run::args::parse_duration_ns)]
+    pub wait_for_cluster: Option<u64>,
     /// With --live: keep this phase's workload running until Ctrl-C or
     /// SIGTERM (or --duration), for faults of your own; then the report and
     /// the lost-commit check (--check is implied), and exit.
@@ -443,6 +460,8 @@ pub struct ChaosCmd {
     #[arg(long, value_name = "IMAGE", requires = "compose")]
     pub image: Option<String>,
     #[command(flatten)]
+    pub part: crate::parts::PartArgs,
+    #[command(flatten)]
     pub log: crate::live::logs::LogArgs,
 }
 
@@ -474,6 +493,31 @@ pub struct SweepCmd {
     /// above this; default: half of the machine's memory.
     #[arg(long, value_name = "SIZE", value_parser = crate::memory::parse_size)]
     pub max_memory: Option<u64>,
+    #[command(flatten)]
+    pub part: crate::parts::PartArgs,
+}
+
+#[derive(Args)]
+pub struct ComposeCmd {
+    /// Instances of the cluster, 1 to 64.
+    #[arg(long, value_name = "N")]
+    pub instances: u8,
+    /// The directory to write the files into (created if missing; files
+    /// of the same names are replaced).
+    #[arg(long, value_name = "DIR")]
+    pub out: std::path::PathBuf,
+}
+
+#[derive(Args)]
+pub struct MergeCmd {
+    /// The parts' JSON files (`sweep --json` or `chaos --json` with
+    /// --parts), every part once, in any order; a directory stands for the
+    /// .json files in it.
+    #[arg(value_name = "FILE|DIR", required = true)]
+    pub files: Vec<std::path::PathBuf>,
+    /// Print the JSON a whole run prints instead of its text.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args)]
@@ -544,6 +588,13 @@ pub fn dispatch(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::R
                 hold: r.hold,
                 hold_ns: r.duration,
             };
+            if let (Some(ns), Some(file)) = (r.wait_for_cluster, r.cluster.as_deref()) {
+                crate::live::probe::wait_for_cluster(
+                    file,
+                    std::time::Duration::from_nanos(ns),
+                    err,
+                )?;
+            }
             if r.live {
                 crate::live::run_live(&args, r.cluster.as_deref(), out, err)
             } else {
@@ -576,39 +627,51 @@ pub fn dispatch(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::R
             out,
             err,
         ),
-        Command::Chaos(c) => crate::chaos::chaos(
-            &crate::chaos::ChaosArgs {
-                scenario: c.scenario,
-                runs: c.runs,
-                seed: c.seed,
-                json: c.json,
-                sets: c.sets,
-                max_memory: c.max_memory,
-                save_scenario: c.save_scenario,
-                live: c.live,
-                compose: if c.compose {
-                    Some(crate::chaos::compose::opts(c.compose_file, c.image)?)
-                } else {
-                    None
-                },
-            },
-            out,
-            err,
-        ),
-        Command::Sweep(c) => crate::sweep::sweep(
-            &crate::sweep::SweepArgs {
-                scenario: c.scenario,
-                seeds: c.seeds,
-                vary: c.vary,
-                sets: c.sets,
-                jobs: c.jobs,
-                json: c.json,
-                check: c.check,
-                max_memory: c.max_memory,
-            },
-            out,
-            err,
-        ),
+        Command::Chaos(c) => {
+            crate::parts::printing_to(c.part.output.clone().as_deref(), out, |out| {
+                crate::chaos::chaos(
+                    &crate::chaos::ChaosArgs {
+                        scenario: c.scenario,
+                        runs: c.runs,
+                        seed: c.seed,
+                        json: c.json,
+                        sets: c.sets,
+                        max_memory: c.max_memory,
+                        save_scenario: c.save_scenario,
+                        live: c.live,
+                        compose: if c.compose {
+                            Some(crate::chaos::compose::opts(c.compose_file, c.image)?)
+                        } else {
+                            None
+                        },
+                        part: c.part,
+                    },
+                    out,
+                    err,
+                )
+            })
+        }
+        Command::Sweep(c) => {
+            crate::parts::printing_to(c.part.output.clone().as_deref(), out, |out| {
+                crate::sweep::sweep(
+                    &crate::sweep::SweepArgs {
+                        scenario: c.scenario,
+                        seeds: c.seeds,
+                        vary: c.vary,
+                        sets: c.sets,
+                        jobs: c.jobs,
+                        json: c.json,
+                        check: c.check,
+                        max_memory: c.max_memory,
+                        part: c.part,
+                    },
+                    out,
+                    err,
+                )
+            })
+        }
+        Command::Compose(c) => crate::compose::write(c.instances, &c.out, out),
+        Command::Merge(m) => crate::merge::merge(&m.files, m.json, out, err),
         Command::Validate(v) => run::validate(
             &v.scenario,
             &v.sets,

@@ -19,6 +19,10 @@
 //!   `restart`, `run --live`); [`live::tour`] `tour --live`, [`live::bench`]
 //!   `bench --live`, [`live::probe`] `probe`, [`live::interrupt`] SIGINT and
 //!   SIGTERM, [`live::logs`] the live processes' logs.
+//! - [`merge`]: `fusionlab merge`, the parts of a campaign split over
+//!   machines put back together ([`parts`]: `--parts N --part K`).
+//! - [`compose`]: `fusionlab compose`, the container files (compose and
+//!   Swarm) of a cluster of N instances.
 //! - [`top`]: `fusionlab top`, a live cluster's screen refreshed every second
 //!   ([`top::view`] draws it).
 //!
@@ -31,8 +35,11 @@
 pub mod bench;
 pub mod chaos;
 pub mod cli;
+pub mod compose;
 pub mod live;
 pub mod memory;
+pub mod merge;
+pub mod parts;
 pub mod pool;
 pub mod run;
 pub mod runs;

@@ -29,6 +29,8 @@ pub struct SweepArgs {
     /// Run the checkers too (a violation makes the run not reproduced).
     pub check: bool,
     pub max_memory: Option<u64>,
+    /// `--parts N --part K`: run one slice of the runs.
+    pub part: crate::parts::PartArgs,
 }
 
 /// More runs than this in one sweep is a typo, not a plan.
@@ -77,17 +79,8 @@ pub fn parse_vary(text: &str) -> Result<(String, Vec<String>), String> {
 
 /// Every combination of the varied values, the first key's slowest.
 fn combinations(varied: &[(String, Vec<String>)]) -> Vec<Vec<String>> {
-    varied.iter().fold(vec![Vec::new()], |acc, (_, values)| {
-        acc.iter()
-            .flat_map(|prefix| {
-                values.iter().map(move |v| {
-                    let mut c = prefix.clone();
-                    c.push(v.clone());
-                    c
-                })
-            })
-            .collect()
-    })
+    let values: Vec<Vec<String>> = varied.iter().map(|(_, v)| v.clone()).collect();
+    fusion_report::sweep::combinations(&values)
 }
 
 pub fn sweep(a: &SweepArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8> {
@@ -115,6 +108,8 @@ pub fn sweep(a: &SweepArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<
         ))
         .into());
     }
+    // At most SWEEP_RUNS_MAX, so a usize.
+    let slice = a.part.slice(usize::try_from(runs).unwrap_or(usize::MAX))?;
     if a.jobs == Some(0) {
         return Err(Failure::input("--jobs: give at least 1 thread").into());
     }
@@ -153,12 +148,14 @@ pub fn sweep(a: &SweepArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<
         run_bytes = run_bytes.max(within_limit(&l, a.check, &limit)?.bytes);
         loaded.push(l);
     }
-    let work: Vec<(usize, u64)> = (0..combos.len())
+    let all: Vec<(usize, u64)> = (0..combos.len())
         .flat_map(|c| seeds.iter().map(move |&s| (c, s)))
         .collect();
+    // The slice's runs, contiguous in the order the whole sweep runs them.
+    let work = slice.map_or(&all[..], |s| &all[s.range()]);
     let threads = crate::pool::workers(a.jobs, work.len(), run_bytes, limit.bytes);
     let results = crate::pool::map_ordered(
-        &work,
+        work,
         threads,
         |&(c, seed)| {
             let opts = SimOptions {
@@ -188,10 +185,13 @@ pub fn sweep(a: &SweepArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<
             .first()
             .map_or_else(|| a.scenario.clone(), |l| l.name.clone()),
         seeds,
-        keys: varied.into_iter().map(|(k, _)| k).collect(),
+        keys: varied.iter().map(|(k, _)| k.clone()).collect(),
+        vary: varied.into_iter().map(|(_, v)| v).collect(),
+        check: a.check,
         threads,
         replay,
         runs: results,
+        slice,
     };
     if a.json {
         let v = fusion_report::sweep::json(&result);

@@ -520,6 +520,130 @@ fn the_chaos_overlay_holds_a_run_for_experiments_that_select_existing_pods() {
     assert_eq!(kinds, want.iter().map(|s| s.to_string()).collect());
 }
 
+/// The campaign: an Indexed Job whose pod I runs part I of a sweep (its
+/// completion index through the downward API) and writes its JSON where
+/// the merge job reads every part; both pods kept to the project's rules
+/// (they need no token: the sweep is the simulator's).
+#[test]
+fn the_campaign_splits_a_sweep_by_completion_index_and_merges_the_parts() {
+    let (Some(campaign), Some(merge)) = (
+        render("cluster/k8s/campaign"),
+        render("cluster/k8s/campaign/merge"),
+    ) else {
+        return;
+    };
+    let docs = documents(&campaign);
+    let merge = documents(&merge);
+    for d in docs.iter().chain(&merge) {
+        assert_eq!(
+            d["metadata"]["namespace"].as_str(),
+            Some(NAMESPACE),
+            "{d:?}"
+        );
+    }
+    let claim = object(&docs, "PersistentVolumeClaim", "fusionlab-campaign-parts");
+    assert_eq!(
+        strings(&claim["spec"]["accessModes"]),
+        ["ReadWriteMany"],
+        "pods on every node write the parts"
+    );
+    // Each pod's volume is the claim; the directory it is mounted at.
+    let parts_dir = |pod: &Value, c: &Value| -> String {
+        let v = &pod["volumes"][0];
+        assert_eq!(
+            v["persistentVolumeClaim"]["claimName"].as_str(),
+            claim["metadata"]["name"].as_str()
+        );
+        let m = &c["volumeMounts"][0];
+        assert_eq!(m["name"], v["name"]);
+        m["mountPath"].as_str().expect("a path").to_string()
+    };
+    let kept = |pod: &Value, who: &str| {
+        assert_eq!(pod["restartPolicy"].as_str(), Some("Never"), "{who}");
+        assert_eq!(pod["automountServiceAccountToken"].as_bool(), Some(false));
+        let s = &pod["securityContext"];
+        assert_eq!(s["runAsNonRoot"].as_bool(), Some(true), "{who}");
+        assert_eq!(s["runAsUser"].as_u64(), Some(10001), "{who}");
+        assert_eq!(
+            s["fsGroup"].as_u64(),
+            Some(10001),
+            "{who}: the volume writable"
+        );
+        let c = &pod["containers"][0];
+        assert_eq!(c["image"].as_str(), Some("fusionlab:local"), "{who}");
+        let cs = &c["securityContext"];
+        assert_eq!(cs["readOnlyRootFilesystem"].as_bool(), Some(true), "{who}");
+        assert_eq!(
+            cs["allowPrivilegeEscalation"].as_bool(),
+            Some(false),
+            "{who}"
+        );
+        assert_eq!(strings(&cs["capabilities"]["drop"]), ["ALL"], "{who}");
+        for k in ["requests", "limits"] {
+            for r in ["cpu", "memory"] {
+                assert!(!c["resources"][k][r].is_null(), "{who}: no {k}.{r}");
+            }
+        }
+    };
+
+    let job = object(&docs, "Job", "fusionlab-campaign");
+    assert_eq!(job["spec"]["completionMode"].as_str(), Some("Indexed"));
+    let completions = job["spec"]["completions"].as_u64().expect("completions");
+    let pod = &job["spec"]["template"]["spec"];
+    kept(pod, "campaign");
+    let c = &pod["containers"][0];
+    assert_eq!(
+        env(c, "FUSIONLAB_PARTS")["value"].as_str(),
+        Some(completions.to_string().as_str()),
+        "one part per completion index"
+    );
+    assert_eq!(
+        env(c, "FUSIONLAB_PART_INDEX")["valueFrom"]["fieldRef"]["fieldPath"].as_str(),
+        Some("metadata.annotations['batch.kubernetes.io/job-completion-index']")
+    );
+    let dir = parts_dir(pod, c);
+    let Cmd::Sweep(s) = parse(&strings(&c["args"])) else {
+        panic!("the campaign's pods do not run `fusionlab sweep`");
+    };
+    assert!(s.json, "the parts are JSON, for the merge");
+    assert!(
+        fusionlab::shipped::find(&s.scenario).is_some(),
+        "{}",
+        s.scenario
+    );
+    // Kubernetes puts the index into the file name ($(VAR) in args).
+    assert_eq!(
+        s.part.output.as_deref(),
+        Some(Path::new(&format!(
+            "{dir}/part-$(FUSIONLAB_PART_INDEX).json"
+        )))
+    );
+    // Every index is a part of the split the pods are told of.
+    let seeds = fusionlab::sweep::parse_seeds(&s.seeds).expect("valid seeds");
+    for index in 0..completions {
+        let part = fusionlab::parts::PartArgs {
+            parts: Some(u32::try_from(completions).expect("a few")),
+            part_index: Some(u32::try_from(index).expect("a few")),
+            ..Default::default()
+        };
+        assert!(
+            part.slice(seeds.len()).is_ok_and(|p| p.is_some()),
+            "index {index}"
+        );
+    }
+
+    let job = object(&merge, "Job", "fusionlab-campaign-merge");
+    assert_eq!(job["spec"]["backoffLimit"].as_u64(), Some(0));
+    let pod = &job["spec"]["template"]["spec"];
+    kept(pod, "merge");
+    let c = &pod["containers"][0];
+    assert_eq!(c["volumeMounts"][0]["readOnly"].as_bool(), Some(true));
+    let Cmd::Merge(m) = parse(&strings(&c["args"])) else {
+        panic!("the merge job does not run `fusionlab merge`");
+    };
+    assert_eq!(m.files, [PathBuf::from(parts_dir(pod, c))]);
+}
+
 // ---------------------------------------------------------------------------
 // The schemas and the linter.
 
@@ -563,6 +687,8 @@ fn rendered_files(dir: &Path) -> Option<Vec<PathBuf>> {
     for (src, file) in [
         ("cluster/k8s", "k8s.yaml"),
         ("cluster/k8s/chaos", "k8s-chaos.yaml"),
+        ("cluster/k8s/campaign", "k8s-campaign.yaml"),
+        ("cluster/k8s/campaign/merge", "k8s-campaign-merge.yaml"),
     ] {
         let text = render(src)?;
         std::fs::write(dir.join(file), text).expect("write");
@@ -613,8 +739,9 @@ fn every_object_is_valid_against_the_kubernetes_and_chaos_mesh_schemas() {
     let (ok, text) = validate(&tools, &files);
     assert!(ok, "validate.py:\n{text}");
     let objects = text.lines().filter(|l| l.starts_with("valid ")).count();
-    // 8 objects in each render, 6 experiments.
-    assert_eq!(objects, 8 + 8 + 6, "{text}");
+    // 8 objects in each render of the cluster, 6 experiments, the
+    // campaign's claim and job, the merge job.
+    assert_eq!(objects, 8 + 8 + 6 + 2 + 1, "{text}");
     println!("k8s: {objects} objects valid (Kubernetes {KUBERNETES}, Chaos Mesh v2.8.3 CRDs)");
 
     // The validator fails what is wrong: a misspelt field, a value its
@@ -691,6 +818,8 @@ fn checkov_passes_the_manifests_but_for_the_documented_skips() {
         "StatefulSet.fusionlab.fusionlab-store",
         "StatefulSet.fusionlab.fusionlab-inst",
         "Job.fusionlab.fusionlab-runner",
+        "Job.fusionlab.fusionlab-campaign",
+        "Job.fusionlab.fusionlab-campaign-merge",
     ] {
         assert!(
             resources.contains(r),

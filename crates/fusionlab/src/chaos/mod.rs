@@ -70,6 +70,8 @@ pub struct ChaosArgs {
     /// `--compose`: each run on a compose project of containers (see
     /// [`crate::chaos::compose`]); implies the live runner.
     pub compose: Option<crate::chaos::compose_project::ComposeOpts>,
+    /// `--parts N --part K`: run one slice of the runs.
+    pub part: crate::parts::PartArgs,
 }
 
 /// Run `fusionlab chaos`.
@@ -84,6 +86,10 @@ pub fn chaos(a: &ChaosArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<
         ))
         .into());
     }
+    // u32 runs fit a usize.
+    let slice = a
+        .part
+        .slice(usize::try_from(a.runs).unwrap_or(usize::MAX))?;
     let source = shipped::resolve(&a.scenario)?;
     let (text, label) = source.text()?;
     let loaded = source
@@ -120,9 +126,12 @@ pub fn chaos(a: &ChaosArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<
     }
     let (drawable, refused) = drawable_kinds(&base, &driver_refusal);
     let start = a.seed.unwrap_or(base.scenario.seed);
-    let seeds: Vec<u64> = (0..u64::from(a.runs))
-        .map(|i| start.wrapping_add(i))
-        .collect();
+    let runs = slice.map_or(0..a.runs, |s| {
+        // Within 0..runs, so u32s.
+        let r = s.range();
+        u32::try_from(r.start).unwrap_or(a.runs)..u32::try_from(r.end).unwrap_or(a.runs)
+    });
+    let seeds: Vec<u64> = runs.map(|i| start.wrapping_add(u64::from(i))).collect();
     let limit = MemoryLimit::new(a.max_memory);
     let workers = crate::pool::workers(None, seeds.len(), estimate.bytes, limit.bytes);
     let (outcomes, interrupted) = if let Some(opts) = &a.compose {
@@ -137,7 +146,8 @@ pub fn chaos(a: &ChaosArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<
         scenario: loaded.name.clone(),
         driver: driver.to_string(),
         replay: replay_command(&a.scenario, flag, &a.sets),
-        seed: start,
+        // The slice's first run's: run i of these has this seed + i too.
+        seed: seeds.first().copied().unwrap_or(start),
         kinds_drawn: drawable.iter().map(|k| k.name().to_string()).collect(),
         kinds_not_drawn: refused
             .iter()
@@ -162,6 +172,7 @@ pub fn chaos(a: &ChaosArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<
                 errors: o.errors.clone(),
             })
             .collect(),
+        slice,
     };
     if let (Some(path), Some(run)) = (&a.save_scenario, outcomes.first()) {
         let file = saved_scenario(&base, run, &result.replay, real, path)?;

@@ -47,12 +47,13 @@ pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
 }
 
 fn token_from_env() -> Result<String, Failure> {
-    std::env::var(TOKEN_ENV)
-        .ok()
-        .filter(|t| !t.is_empty())
+    cluster::token_from_env()
+        .map_err(Failure::input)?
         .ok_or_else(|| {
             Failure::input(format!(
-                "set the cluster token in the environment variable {TOKEN_ENV}"
+                "set the cluster token in the environment variable {TOKEN_ENV}, or name \
+                 a file that holds it in {}",
+                cluster::TOKEN_FILE_ENV
             ))
         })
 }

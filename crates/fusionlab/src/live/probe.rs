@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use fusion_live::admin_client::Admin;
-use fusion_live::cluster::{ClusterFile, TOKEN_ENV};
+use fusion_live::cluster::{ClusterFile, TOKEN_ENV, TOKEN_FILE_ENV};
 use fusion_store::{ClientErrorKind, StoreClient};
 
 use crate::{Failure, exit};
@@ -81,12 +81,12 @@ pub fn probe(
     if timeout.is_zero() {
         return Err(Failure::input("--timeout-ms must be above 0").into());
     }
-    let token = std::env::var(TOKEN_ENV)
-        .ok()
-        .filter(|t| !t.is_empty())
+    let token = fusion_live::cluster::token_from_env()
+        .map_err(|e| Failure::input(format!("fusionlab probe: {e}")))?
         .ok_or_else(|| {
             Failure::input(format!(
-                "fusionlab probe: set the cluster token in the environment variable {TOKEN_ENV}"
+                "fusionlab probe: set the cluster token in the environment variable \
+                 {TOKEN_ENV}, or name a file that holds it in {TOKEN_FILE_ENV}"
             ))
         })?;
     let services = target.services()?;
@@ -130,6 +130,27 @@ pub fn probe(
         }
         std::thread::sleep(RETRY_EVERY);
     }
+}
+
+/// Each call's deadline while `run --live --wait-for-cluster` waits.
+const WAIT_CALL_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// Wait until the store and every instance of a cluster file answer, up to
+/// `wait` (`run --live --wait-for-cluster`): a live failure if they do not.
+pub fn wait_for_cluster(file: &std::path::Path, wait: Duration, err: &mut dyn Write) -> Result<()> {
+    let target = Target::Cluster(file.to_path_buf());
+    let code = probe(&target, WAIT_CALL_TIMEOUT, wait, &mut std::io::sink(), err)?;
+    if code == exit::OK {
+        return Ok(());
+    }
+    Err(Failure {
+        code: exit::LIVE_FAILED,
+        message: format!(
+            "fusionlab run: the cluster of {} did not answer within {wait:?}",
+            file.display()
+        ),
+    }
+    .into())
 }
 
 fn name(target: &Target) -> String {
