@@ -5,6 +5,7 @@
 //! kind, CPU steps asked for by process class). Where the events go is counted
 //! before any is cut (docs/benchmarks.md).
 
+use std::collections::BTreeMap;
 use std::io::Write;
 
 use anyhow::Result;
@@ -40,7 +41,14 @@ fn count(name: &str, loaded: &LoadedScenario) -> Counted {
     c
 }
 
-/// Every row a count and its share per block transfer.
+/// A map's counts as rows, the largest first, each named by `label`.
+fn sorted(map: &BTreeMap<&'static str, u64>, label: impl Fn(&str) -> String) -> Vec<(String, u64)> {
+    let mut rows: Vec<(String, u64)> = map.iter().map(|(k, n)| (label(k), *n)).collect();
+    rows.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    rows
+}
+
+/// The events of the queue by kind.
 fn rows(k: &EventKinds) -> Vec<(String, u64)> {
     let t = &k.tally;
     let mut rows: Vec<(String, u64)> = vec![
@@ -48,34 +56,16 @@ fn rows(k: &EventKinds) -> Vec<(String, u64)> {
         ("  of which found nothing due".into(), t.wakes_idle),
         ("i/o completion".into(), t.ios),
     ];
-    let mut messages: Vec<(String, u64)> = t
-        .messages
-        .iter()
-        .map(|(m, n)| (format!("message {m}"), *n))
-        .collect();
-    messages.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    rows.extend(messages);
+    rows.extend(sorted(&t.messages, |m| format!("message {m}")));
     rows.push(("not handled (instance frozen or down)".into(), k.dropped));
     rows
 }
 
+/// The work started inside those events.
 fn handled_rows(k: &EventKinds) -> Vec<(String, u64)> {
     let t = &k.tally;
-    let mut rows: Vec<(String, u64)> = Vec::new();
-    let mut steps: Vec<(String, u64)> = t
-        .steps
-        .iter()
-        .map(|(c, n)| (format!("CPU steps asked for by {c}"), *n))
-        .collect();
-    steps.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    rows.extend(steps);
-    let mut timers: Vec<(String, u64)> = t
-        .timers
-        .iter()
-        .map(|(t, n)| (format!("timer armed: {t}"), *n))
-        .collect();
-    timers.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    rows.extend(timers);
+    let mut rows = sorted(&t.steps, |c| format!("CPU steps asked for by {c}"));
+    rows.extend(sorted(&t.timers, |k| format!("timer armed: {k}")));
     rows
 }
 
