@@ -90,7 +90,7 @@ impl Net<'_> {
                  message to it was dropped",
                 env.to,
                 env.to,
-                msg_name(&env.msg)
+                Msg::kind(&env.msg)
             )),
         }
     }
@@ -106,7 +106,7 @@ impl Membership {
         if !self.links.on() {
             k.error(&format!(
                 "{from} sent a {} with link numbers, but this interconnect loses nothing",
-                msg_name(&env.msg)
+                Msg::kind(&env.msg)
             ));
             return Vec::new();
         }
@@ -120,7 +120,7 @@ impl Membership {
         if env.link.seq == 0 {
             k.error(&format!(
                 "{from} sent a {} without a link number",
-                msg_name(&env.msg)
+                Msg::kind(&env.msg)
             ));
             return Vec::new();
         }
@@ -186,44 +186,5 @@ impl Membership {
         self.links
             .unacked(master)
             .any(|e| matches!(&e.msg, Msg::Request(r) if r.id == req && r.blk == blk))
-    }
-}
-
-/// A message's kind, for an error message.
-fn msg_name(msg: &Msg) -> &'static str {
-    match msg {
-        Msg::Request(_) => "Request",
-        Msg::Forward { .. } => "Forward",
-        Msg::Grant { .. } => "Grant",
-        Msg::Ship(_) => "Ship",
-        Msg::Installed { .. } => "Installed",
-        Msg::Invalidate { .. } => "Invalidate",
-        Msg::InvalidateAck { .. } => "InvalidateAck",
-        Msg::NotHeld { .. } => "NotHeld",
-        Msg::DownConverted { .. } => "DownConverted",
-        Msg::Relinquish { .. } => "Relinquish",
-        Msg::Written { .. } => "Written",
-        Msg::DiscardPi { .. } => "DiscardPi",
-        Msg::TxQuery { .. } => "TxQuery",
-        Msg::TxStatus { .. } => "TxStatus",
-        Msg::TxWait { .. } => "TxWait",
-        Msg::EnqConvert { .. } => "EnqConvert",
-        Msg::EnqGrant { .. } => "EnqGrant",
-        Msg::EnqBast { .. } => "EnqBast",
-        Msg::EnqDown { .. } => "EnqDown",
-        Msg::Px(_) => "Px",
-        Msg::ScnBroadcast { .. } => "ScnBroadcast",
-        Msg::ScnAck { .. } => "ScnAck",
-        Msg::Heartbeat { .. } => "Heartbeat",
-        Msg::LinkAck { .. } => "LinkAck",
-        Msg::Rebuild(_) => "Rebuild",
-        Msg::Promote { .. } => "Promote",
-        Msg::RecoverBlock { .. } => "RecoverBlock",
-        Msg::SendPi { .. } => "SendPi",
-        Msg::RecoverImage { .. } => "RecoverImage",
-        Msg::BlockRecovered { .. } => "BlockRecovered",
-        Msg::WriteRequest { .. } => "WriteRequest",
-        Msg::ThreadsRecovered { .. } => "ThreadsRecovered",
-        Msg::WriteCurrent { .. } => "WriteCurrent",
     }
 }
