@@ -105,9 +105,12 @@ impl Row {
         )
     }
 
+    /// Whether the two runs differ in this figure. A ratio computed from
+    /// different counts (0.03 against 0.030000000000000002 ms) is the same
+    /// figure: only a difference beyond floating-point rounding counts.
     fn differs(&self) -> bool {
         match (self.first, self.second) {
-            (Some(a), Some(b)) => a != b,
+            (Some(a), Some(b)) => (a - b).abs() > 1e-9 * a.abs().max(b.abs()),
             (None, None) => false,
             _ => true,
         }
@@ -613,6 +616,19 @@ mod tests {
         assert_eq!(cells(&rows[2]), ["100", "20", "-80", "-80.0"]);
         assert_eq!(cells(&rows[0])[3], "new");
         assert_eq!(cells(&rows[4]), ["-", "1", "-", "-"]);
+    }
+
+    #[test]
+    fn a_ratio_rounded_differently_is_no_difference() {
+        let a = report(0.03, 100, &["baseline"]);
+        let b = report(0.030000000000000002, 100, &["baseline"]);
+        let c = compare((&label(1), &a), (&label(2), &b), &CompareOptions::default())
+            .expect("compares");
+        assert!(c.blocks[0].sections[0].rows.is_empty());
+        let b = report(0.031, 100, &["baseline"]);
+        let c = compare((&label(1), &a), (&label(2), &b), &CompareOptions::default())
+            .expect("compares");
+        assert_eq!(c.blocks[0].sections[0].rows.len(), 1, "a real difference");
     }
 
     #[test]
