@@ -23,8 +23,8 @@ use fusion_core::instance::{Horizon, Instance, Observation};
 use fusion_core::types::InstId;
 use prost::Message;
 
+use crate::observation_codec::{decode_observation, encode_observation};
 use crate::pb;
-use crate::process::{decode_observation, encode_observation};
 
 /// Observations the host keeps for the runner at most (as many as the
 /// instance's own log may hold): past it the host reports that nobody takes

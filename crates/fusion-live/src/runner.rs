@@ -12,35 +12,27 @@ use tracing::Instrument;
 
 use fusion_check::ConsistencyChecker;
 use fusion_core::block::Block;
-use fusion_core::instance::{Horizon, Observation};
 use fusion_core::recovery::RecoveryReport;
-use fusion_core::stats::Stats;
-use fusion_core::types::{BlockAddr, InstId};
+use fusion_core::types::BlockAddr;
 use fusion_driver::brownout::CommitSeries;
 use fusion_driver::{Ran, VariantOutcome};
 use fusion_report::{AlertEntry, RunResult, VariantResult};
 use fusion_scenario::{LoadedScenario, Scenario};
 use fusion_wire::Codec;
-use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::admin_client::Admin;
 use crate::cluster::ClusterFile;
+use crate::drain::drain_one;
 use crate::lives::{Lives, ProcessControl};
 use crate::nextvals::Nextvals;
 use crate::pb;
-use crate::process::{HISTORY_CHUNK, decode_observation};
+pub use crate::phase_watch::Hold;
+use crate::phase_watch::{PhaseSnapshots, WATCH_EVERY};
 use crate::store_client::Store;
 pub use crate::variant_run::VariantRun;
 
-/// How often a running phase looks at every instance.
 /// The time series' interval when none is asked for.
 pub use fusion_driver::series::DEFAULT_INTERVAL_NS;
-
-pub(crate) const WATCH_EVERY: Duration = Duration::from_millis(250);
-/// Longest a running cluster may go without any progress (no logical read,
-/// commit or message anywhere) while sessions are active before the run is
-/// declared hung.
-pub(crate) const STALL_LIMIT: Duration = Duration::from_secs(20);
 
 /// What to run, and how.
 pub struct LiveRun<'a> {
@@ -62,15 +54,6 @@ pub struct LiveRun<'a> {
     pub control: Option<&'a dyn ProcessControl>,
     /// An open-ended phase (`run --live --hold PHASE`), or None.
     pub hold: Option<Hold>,
-}
-
-/// An open-ended phase: it runs until `end` turns true (the operator's
-/// Ctrl-C or SIGTERM, or `--duration`); the phases and variants after it do
-/// not run, and the run ends with its report and checks.
-#[derive(Clone, Debug)]
-pub struct Hold {
-    pub phase: String,
-    pub end: tokio::sync::watch::Receiver<bool>,
 }
 
 /// A live run that stopped for a reason the scenario did not ask for (an
@@ -184,66 +167,6 @@ where
         return Err(errors.join("\n"));
     }
     Ok(out.into_iter().flatten().collect())
-}
-
-/// Notices a hung cluster: sessions active, yet no instance has done any
-/// work (logical reads, commits, messages) for `limit`.
-pub(crate) struct StallWatch {
-    limit: Duration,
-    progress: u64,
-    since: std::time::Instant,
-}
-
-impl StallWatch {
-    pub(crate) fn new(limit: Duration) -> StallWatch {
-        StallWatch {
-            limit,
-            progress: 0,
-            since: std::time::Instant::now(),
-        }
-    }
-
-    pub(crate) fn check(
-        &mut self,
-        st: &[pb::StatusResponse],
-        now: std::time::Instant,
-    ) -> Result<(), String> {
-        let progress: u64 = st.iter().map(|s| s.progress).sum();
-        let active = st.iter().any(|s| s.active_sessions > 0);
-        if progress != self.progress || !active {
-            self.progress = progress;
-            self.since = now;
-            return Ok(());
-        }
-        if now.duration_since(self.since) < self.limit {
-            return Ok(());
-        }
-        let waits: Vec<String> = st
-            .iter()
-            .map(|s| {
-                let w: Vec<String> = s
-                    .waits
-                    .iter()
-                    .map(|w| format!("{} ({} sessions)", w.event, w.sessions))
-                    .collect();
-                format!("in flight on inst{}: {}", s.instance + 1, w.join(", "))
-            })
-            .collect();
-        Err(format!(
-            "no progress anywhere for {} s while sessions are active (hung):\n{}",
-            self.limit.as_secs(),
-            waits.join("\n")
-        ))
-    }
-}
-
-/// One phase's counters on every instance, before and after it.
-pub(crate) struct PhaseSnapshots {
-    pub(crate) name: String,
-    pub(crate) start_ns: u64,
-    pub(crate) end_ns: u64,
-    pub(crate) before: Vec<Stats>,
-    pub(crate) after: Vec<Stats>,
 }
 
 /// How long a cluster may take to come up (containers start in any order).
@@ -508,65 +431,6 @@ fn phase_results(
         .collect()
 }
 
-/// Chunks of a history a drain takes from one instance at most while the
-/// run goes on: as many as its log holds (4 Mi observations). One that
-/// records faster than the runner takes is left for the next look (its log
-/// full is an error of the run); at rest, twice that is a peer that lies.
-const DRAIN_CHUNKS_MAX: usize = 64;
-
-/// Take what instance `i`'s history holds into the checker, one chunk of
-/// at most `HISTORY_CHUNK` observations at a time. `at_rest`: nothing is
-/// recorded any more, the history must be taken to its end.
-pub(crate) async fn drain_one(
-    i: usize,
-    a: &Admin,
-    c: &mut ConsistencyChecker,
-    at_rest: bool,
-    new_life: bool,
-) -> Result<u64, String> {
-    let rounds = if at_rest {
-        2 * DRAIN_CHUNKS_MAX
-    } else {
-        DRAIN_CHUNKS_MAX
-    };
-    let chunk = u32::try_from(HISTORY_CHUNK).unwrap_or(u32::MAX);
-    let id = InstId(u8::try_from(i).map_err(|_| format!("{}: too many instances", a.who))?);
-    let mut caught_up = false;
-    let mut taken: u64 = 0;
-    for _ in 0..rounds {
-        let h = a.history(chunk).await?;
-        let obs: Vec<Observation> = h
-            .observations
-            .iter()
-            .map(|o| decode_observation(o, &a.who))
-            .collect::<Result<_, _>>()?;
-        caught_up = h.caught_up;
-        let horizon = caught_up.then_some(Horizon {
-            scn: h.scn,
-            snapshot: h.snapshot,
-        });
-        taken += obs.len() as u64;
-        if new_life && !obs.is_empty() && c.is_down(id) {
-            // A life the runner started after the checker took the last
-            // one down: it records only once the cluster admitted it, so
-            // what it recorded is a member's, even if the runner's last look
-            // at the membership came just before the admission.
-            c.instance_up(id);
-        }
-        c.take_drained(id, &obs, horizon);
-        if caught_up {
-            break;
-        }
-    }
-    if at_rest && !caught_up {
-        return Err(format!(
-            "{}: its history did not end after {rounds} chunks of {HISTORY_CHUNK} at rest",
-            a.who
-        ));
-    }
-    Ok(taken)
-}
-
 /// The checkers over the rest of the instances' histories and the newest
 /// image of every block (a current buffer somewhere, else the store's), at
 /// rest.
@@ -610,83 +474,4 @@ async fn check(
         }
     }
     Ok(checker.finish_with(|blk: BlockAddr| newest.get(blk.idx()).cloned().flatten()))
-}
-
-/// The progress line of a held phase: how long it has run, and every
-/// instance's state (set at each look).
-pub(crate) fn held_bar(variant: &str, phase: &str) -> ProgressBar {
-    let bar = ProgressBar::new_spinner();
-    if let Ok(style) =
-        ProgressStyle::with_template("{prefix:>28} held {elapsed_precise} (Ctrl-C ends it)  {msg}")
-    {
-        bar.set_style(style);
-    }
-    bar.set_prefix(format!("{variant}: {phase}"));
-    bar
-}
-
-pub(crate) fn phase_bar(variant: &str, phase: &str, duration_ns: u64) -> ProgressBar {
-    let b = ProgressBar::new(duration_ns / 1_000_000);
-    if let Ok(style) = ProgressStyle::with_template("{prefix:>28} [{bar:40}] {pos}/{len} ms") {
-        b.set_style(style.progress_chars("=> "));
-    }
-    b.set_prefix(format!("{variant}: {phase}"));
-    b
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn status(inst: u32, progress: u64, active: u32) -> pb::StatusResponse {
-        pb::StatusResponse {
-            instance: inst,
-            progress,
-            active_sessions: active,
-            waits: vec![pb::WaitNow {
-                event: "gc cr request".into(),
-                sessions: active,
-            }],
-            ..Default::default()
-        }
-    }
-
-    #[test]
-    fn a_cluster_without_progress_is_hung_only_after_the_limit() {
-        let t0 = std::time::Instant::now();
-        let mut w = StallWatch::new(Duration::from_secs(20));
-        let st = [status(0, 100, 4), status(1, 50, 4)];
-        assert!(w.check(&st, t0).is_ok());
-        assert!(w.check(&st, t0 + Duration::from_secs(19)).is_ok());
-        let e = w.check(&st, t0 + Duration::from_secs(21)).unwrap_err();
-        assert!(
-            e.contains("hung") && e.contains("inst2: gc cr request (4 sessions)"),
-            "{e}"
-        );
-    }
-
-    #[test]
-    fn progress_or_idle_sessions_reset_the_watch() {
-        let t0 = std::time::Instant::now();
-        let mut w = StallWatch::new(Duration::from_secs(20));
-        assert!(w.check(&[status(0, 100, 4)], t0).is_ok());
-        // Work happened: the clock starts again.
-        assert!(
-            w.check(&[status(0, 101, 4)], t0 + Duration::from_secs(15))
-                .is_ok()
-        );
-        assert!(
-            w.check(&[status(0, 101, 4)], t0 + Duration::from_secs(30))
-                .is_ok()
-        );
-        // Nobody active (think time, a disabled workload): never hung.
-        assert!(
-            w.check(&[status(0, 101, 0)], t0 + Duration::from_secs(60))
-                .is_ok()
-        );
-        assert!(
-            w.check(&[status(0, 101, 0)], t0 + Duration::from_secs(120))
-                .is_ok()
-        );
-    }
 }

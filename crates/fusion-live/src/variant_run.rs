@@ -24,10 +24,13 @@ use fusion_scenario::Phase;
 
 use crate::admin_client::Admin;
 use crate::clock::monotonic_ns;
+use crate::drain::drain_one;
 use crate::lives::{LiveLife, Lives, ProcessControl};
 use crate::nextvals::Nextvals;
 use crate::pb;
-use crate::runner::{PhaseSnapshots, StallWatch, WATCH_EVERY, drain_one, phase_bar};
+use crate::phase_watch::{
+    self, Hold, PhaseSnapshots, STALL_LIMIT, StallWatch, WATCH_EVERY, phase_bar,
+};
 use crate::stats_codec;
 use crate::store_client::Store;
 
@@ -114,7 +117,7 @@ impl VariantRun<'_> {
         variant: &str,
         progress: bool,
         store: &Store,
-        hold: Option<&crate::runner::Hold>,
+        hold: Option<&Hold>,
     ) -> Result<PhaseRan, String> {
         store.set_faults(&phase.faults).await?;
         self.phase_index = k;
@@ -143,7 +146,7 @@ impl VariantRun<'_> {
             control.phase_begins(k)?;
         }
         let bar = progress.then(|| match hold {
-            Some(_) => crate::runner::held_bar(variant, &phase.name),
+            Some(_) => phase_watch::held_bar(variant, &phase.name),
             None => phase_bar(variant, &phase.name, phase.duration),
         });
         let start = tokio::time::Instant::now();
@@ -159,7 +162,7 @@ impl VariantRun<'_> {
         };
         let timeline = fusion_driver::timeline_of(start_ns, &phase.faults);
         let mut next_event = 0;
-        let mut stall = crate::runner::StallWatch::new(crate::runner::STALL_LIMIT);
+        let mut stall = StallWatch::new(STALL_LIMIT);
         let mut next_look = start + WATCH_EVERY;
         loop {
             let now = tokio::time::Instant::now();
@@ -253,7 +256,7 @@ impl VariantRun<'_> {
         if self.undecided {
             // The survivors may wait for a lost member until they evict it
             // (`css_misscount`): no progress then is not a hang.
-            *stall = StallWatch::new(crate::runner::STALL_LIMIT);
+            *stall = StallWatch::new(STALL_LIMIT);
         } else {
             stall.check(&st, std::time::Instant::now())?;
         }

@@ -23,10 +23,6 @@ const KNOWN: &[(&[&str], &str)] = &[
         "issue 29: the instance becomes a kernel and subsystems (in progress)",
     ),
     (
-        &["crates/fusion-live/src/"],
-        "host, journal, links, metrics and process; runner and variant_run",
-    ),
-    (
         &[
             "crates/fusion-sim/src/lib.rs",
             "crates/fusion-sim/src/life.rs",
