@@ -310,7 +310,7 @@ fn throttling_inst2s_container_slows_inst1s_gc_waits_and_lifting_it_ends_that() 
          lifted {after:.2} ms"
     );
     // Conservative factors: the busier the machine, the slower the
-    // baseline already is (docs/live-cluster.md has the measured ones).
+    // baseline already is (docs/live-faults.md has the measured ones).
     assert!(
         throttled >= 2.0 * base,
         "throttled {throttled:.2} ms, baseline {base:.2} ms"
