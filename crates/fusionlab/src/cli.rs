@@ -378,6 +378,12 @@ pub struct RunCmd {
     #[arg(long, value_name = "DURATION", requires = "cluster",
           value_parser = crate::run::args::parse_duration_ns)]
     pub wait_for_cluster: Option<u64>,
+    /// With --cluster: the cluster is this Docker Swarm stack (`docker
+    /// stack deploy ... STACK`); the scenario's kill, pause and restart
+    /// faults are carried out on its instances' tasks through Docker and
+    /// Swarm (docs/deploy.md).
+    #[arg(long, value_name = "STACK", requires = "cluster")]
+    pub swarm: Option<String>,
     /// With --live: keep this phase's workload running until Ctrl-C or
     /// SIGTERM (or --duration), for faults of your own; then the report and
     /// the lost-commit check (--check is implied), and exit.
@@ -446,6 +452,17 @@ pub struct ChaosCmd {
     /// their times, not the interleaving.
     #[arg(long)]
     pub live: bool,
+    /// With --live: every run on this running cluster (a file `up` or
+    /// `fusionlab compose` wrote) instead of a cluster of its own; kill,
+    /// pause and restart are drawn only when the runner can carry them
+    /// out (the cluster's processes are its host's, or --swarm).
+    #[arg(long, value_name = "FILE", requires = "live")]
+    pub cluster: Option<std::path::PathBuf>,
+    /// With --cluster: the cluster is this Docker Swarm stack; kill as
+    /// `docker kill` with the service held at 0 replicas, pause as `docker
+    /// pause`, restart as the service scaled back to 1 (docs/deploy.md).
+    #[arg(long, value_name = "STACK", requires = "cluster")]
+    pub swarm: Option<String>,
     /// Carry out each run on the compose cluster instead (one project of
     /// containers per run, one after the other): kill as `docker kill`,
     /// pause as `docker pause`/`unpause`, restart as `docker start`,
@@ -596,7 +613,7 @@ pub fn dispatch(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::R
                 )?;
             }
             if r.live {
-                crate::live::run_live(&args, r.cluster.as_deref(), out, err)
+                crate::live::run_live(&args, r.cluster.as_deref(), r.swarm.as_deref(), out, err)
             } else {
                 run::run(&args, out, err)
             }
@@ -639,6 +656,8 @@ pub fn dispatch(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::R
                         max_memory: c.max_memory,
                         save_scenario: c.save_scenario,
                         live: c.live,
+                        cluster: c.cluster,
+                        swarm: c.swarm,
                         compose: if c.compose {
                             Some(crate::chaos::compose::opts(c.compose_file, c.image)?)
                         } else {

@@ -457,6 +457,10 @@ const MYTH_SETS: &str = "--set phase.warmup.duration_s=2 --set phase.baseline.du
 const HELD_SETS: &str = "--set phase.warmup.duration_s=2 --set parameters.css_misscount=3 \
                          --hold baseline --duration 40s --log-level info";
 
+/// instance-crash-recovery shortened for the `--swarm` run.
+const SCRIPTED_SETS: &str = "--set phase.warmup.duration_s=2 --set phase.baseline.duration_s=4 \
+                             --set phase.crash.duration_s=12 --set phase.after.duration_s=4";
+
 #[test]
 fn a_swarm_plays_the_myth_survives_a_kill_and_merges_a_campaign_where_the_engine_allows() {
     let state = match docker(&[
@@ -615,6 +619,11 @@ fn a_swarm_plays_the_myth_survives_a_kill_and_merges_a_campaign_where_the_engine
     // more then, as the myth's run.
     deploy_held(&deploy, &runner, &stack);
 
+    // The scenario's own kill, carried out through Docker and Swarm by a
+    // runner in a container on the stack's network with the engine's
+    // socket (`--swarm`), as Pumba runs.
+    scripted_kill(&image, &stack, &token);
+
     // The campaign: 3 parts of a sweep on one thread each, merged, against
     // the whole sweep on 3 threads here.
     let campaign = format!("flc{id}");
@@ -688,6 +697,85 @@ fn a_swarm_plays_the_myth_survives_a_kill_and_merges_a_campaign_where_the_engine
         "merged parts against the whole sweep"
     );
     println!("swarm: all done in {:.1} s", t0.elapsed().as_secs_f64());
+}
+
+/// instance-crash-recovery's kill of instance 3, shortened, run by
+/// `run --live --cluster ... --swarm STACK` from a container: inst3 killed
+/// and held at 0 replicas, the survivors recover it, the second variant
+/// starts it again (scaled back to 1); both variants' reports complete.
+fn scripted_kill(image: &str, stack: &str, token: &str) {
+    let cli = Command::new("sh")
+        .args(["-c", "command -v docker"])
+        .output()
+        .expect("sh");
+    let cli = String::from_utf8_lossy(&cli.stdout).trim().to_string();
+    assert!(!cli.is_empty(), "no docker CLI on PATH");
+    let t = Instant::now();
+    let cluster = repo().join("cluster/stack-cluster.toml");
+    let mut args: Vec<String> = [
+        "run",
+        "--rm",
+        "--network",
+        &format!("{stack}_interconnect"),
+        "--user",
+        "0:0",
+        "-v",
+        "/var/run/docker.sock:/var/run/docker.sock",
+        "-v",
+        &format!("{cli}:/usr/local/bin/docker:ro"),
+        "-v",
+        &format!("{}:/etc/fusionlab/stack-cluster.toml:ro", cluster.display()),
+        "-e",
+        &format!("FUSIONLAB_TOKEN={token}"),
+        image,
+        "run",
+        "--live",
+        "--no-store",
+        "--cluster",
+        "/etc/fusionlab/stack-cluster.toml",
+        "--wait-for-cluster",
+        "2m",
+        "--swarm",
+        stack,
+        "instance-crash-recovery",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.extend(SCRIPTED_SETS.split_whitespace().map(str::to_string));
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, out, err) = run_in(
+        Command::new("docker").args(&refs),
+        "",
+        Duration::from_secs(400),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let report = flat(&out);
+    assert!(
+        code == 0 || code == 1,
+        "the --swarm run ended with {code}:\n{out}\n{err}"
+    );
+    assert!(
+        report.matches("Evicting instance 3 from cluster").count() >= 2,
+        "inst3 killed and evicted in both variants:\n{out}\n{err}"
+    );
+    assert!(
+        report.contains("Completed instance recovery"),
+        "recovered:\n{out}"
+    );
+    let replicas = docker(&[
+        "service",
+        "inspect",
+        "--format",
+        "{{.Spec.Mode.Replicated.Replicas}}",
+        &format!("{stack}_inst3"),
+    ])
+    .expect("inst3's service");
+    assert_eq!(replicas.trim(), "1", "the stack left as deployed");
+    println!(
+        "swarm: instance-crash-recovery's kill through --swarm in {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
 }
 
 /// The held run with inst2 killed while it holds, until its report shows

@@ -17,9 +17,11 @@
 //! cluster of the run under way and ends the campaign with the runs done.
 
 use std::io::Write;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use fusion_driver::Driver;
+use fusion_live::cluster::ClusterFile;
 use fusion_live::lives::{LocalProcesses, ProcessControl};
 use fusion_live::runner::LiveRun;
 use fusion_scenario::LoadedScenario;
@@ -28,15 +30,45 @@ use crate::Failure;
 use crate::chaos::drawn::Kind;
 use crate::chaos::prepare::{Base, RunOutcome, prepare};
 use crate::live::interrupt::{Interruption, Interrupts};
+use crate::live::swarm::SwarmControl;
 use crate::live::{Ended, RunEnd, cluster_for, leave_cluster, run_until_interrupted};
 
 const WHAT: &str = "fusionlab chaos --live";
 
-/// The cluster of every live chaos run is one this command starts, whose
-/// instance processes it signals (kill, pause, restart). A driver that
-/// cannot (a cluster it is given, containers) refuses those kinds, and
-/// they are not drawn.
-const CONTROLS_ITS_PROCESSES: bool = true;
+/// A running cluster every run uses (`--cluster FILE`), and how the runner
+/// reaches its processes: their pids on this host, a Swarm stack
+/// (`--swarm`), or not at all (kill, pause and restart not drawn).
+pub(crate) struct Given {
+    file: PathBuf,
+    swarm: Option<SwarmControl>,
+    /// Why the runner cannot signal the cluster's processes, if it cannot.
+    unsignalled: Option<String>,
+}
+
+impl Given {
+    pub(crate) fn new(file: Option<&Path>, swarm: Option<&str>) -> Result<Option<Given>> {
+        let Some(file) = file else {
+            return Ok(None);
+        };
+        let c = ClusterFile::read(file).map_err(Failure::input)?;
+        let swarm = match swarm {
+            Some(stack) => {
+                Some(SwarmControl::new(stack, c.instances.len()).map_err(Failure::input)?)
+            }
+            None => None,
+        };
+        let exe = std::env::current_exe().context("cannot find this program's path")?;
+        let unsignalled = match (&swarm, LocalProcesses::new(&c, exe)) {
+            (None, Err(why)) => Some(why),
+            _ => None,
+        };
+        Ok(Some(Given {
+            file: file.to_path_buf(),
+            swarm,
+            unsignalled,
+        }))
+    }
+}
 
 /// The progress line before run `i` (0-based) of `runs`, on stderr:
 /// real-time runs take seconds each, so the user sees where the campaign is.
@@ -56,12 +88,16 @@ pub(crate) fn announce(
     )
 }
 
-/// Err: the live driver cannot carry out `loaded`'s faults (why).
-pub(crate) fn refusal(loaded: &LoadedScenario) -> Result<(), String> {
-    if CONTROLS_ITS_PROCESSES {
-        return Ok(());
+/// Err: the live driver cannot carry out `loaded`'s faults (why): on a
+/// cluster of its own it signals every process; on a given one only what
+/// its pids or its Swarm stack let it.
+pub(crate) fn refusal(loaded: &LoadedScenario, given: Option<&Given>) -> Result<(), String> {
+    match given.and_then(|g| g.unsignalled.as_deref()) {
+        Some(why) => {
+            fusion_driver::fault_refusal(loaded, Driver::Live).map_err(|e| format!("{e} ({why})"))
+        }
+        None => Ok(()),
     }
-    fusion_driver::fault_refusal(loaded, Driver::Live)
 }
 
 /// Carry out the run of each seed, one after the other, each on a cluster
@@ -71,6 +107,7 @@ pub(crate) fn run_all(
     base: &Base,
     drawable: &[Kind],
     seeds: &[u64],
+    given: Option<&Given>,
     err: &mut dyn Write,
 ) -> Result<(Vec<RunOutcome>, Option<Interruption>)> {
     // Caught from before the first cluster starts, so that a Ctrl-C at any
@@ -85,14 +122,21 @@ pub(crate) fn run_all(
         }
         let run = prepare(base, drawable, seed).map_err(Failure::input)?;
         announce(err, WHAT, (i, seeds.len()), seed, &run)?;
-        let (c, own) = match cluster_for(None, needed, WHAT, err) {
+        let (c, own) = match cluster_for(given.map(|g| g.file.as_path()), needed, WHAT, err) {
             Ok(started) => started,
             Err(e) => {
                 outcomes.push(run.failed(format!("the cluster did not start: {e:#}")));
                 continue;
             }
         };
-        let control = LocalProcesses::new(&c, exe.clone()).ok();
+        let control = LocalProcesses::new(&c, exe.clone())
+            .ok()
+            .filter(|_| given.is_none_or(|g| g.swarm.is_none()))
+            .map(|p| match given {
+                Some(g) => p.with_file(g.file.clone()),
+                None => p,
+            });
+        let swarm = given.and_then(|g| g.swarm.as_ref());
         let ended = run_until_interrupted(
             &interrupts,
             &run.loaded,
@@ -105,12 +149,19 @@ pub(crate) fn run_all(
                 seed: Some(seed),
                 check: true,
                 progress: false,
-                control: control.as_ref().map(|p| p as &dyn ProcessControl),
+                control: match swarm {
+                    Some(s) => Some(s as &dyn ProcessControl),
+                    None => control.as_ref().map(|p| p as &dyn ProcessControl),
+                },
                 hold: None,
             },
         );
         // With the instances restarted during the run, not the first ones.
         let c = control.as_ref().and_then(|p| p.cluster().ok()).unwrap_or(c);
+        // The next run starts on the stack as deployed.
+        if let Some(Err(e)) = swarm.map(|s| s.restore(c.instances.len())) {
+            writeln!(err, "{WHAT}: --swarm: {e}")?;
+        }
         let (outcome, end) = match ended {
             Err(e) => {
                 leave_cluster(&c, own.as_deref(), RunEnd::Failed, WHAT, err)?;

@@ -67,6 +67,11 @@ pub struct ChaosArgs {
     /// `--live`: each run on a local cluster of real processes, one after
     /// the other (see [`crate::chaos::live`]).
     pub live: bool,
+    /// `--cluster FILE` (with --live): every run on this running cluster.
+    pub cluster: Option<std::path::PathBuf>,
+    /// `--swarm STACK` (with --cluster): its kill, pause and restart
+    /// through Docker and Swarm.
+    pub swarm: Option<String>,
     /// `--compose`: each run on a compose project of containers (see
     /// [`crate::chaos::compose`]); implies the live runner.
     pub compose: Option<crate::chaos::compose_project::ComposeOpts>,
@@ -111,9 +116,10 @@ pub fn chaos(a: &ChaosArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<
         (None, false) => ("simulator", ""),
     };
     // A kind the driver refuses is not drawn either, with its reason.
+    let given = crate::chaos::live::Given::new(a.cluster.as_deref(), a.swarm.as_deref())?;
     let driver_refusal = |l: &LoadedScenario| {
         if real {
-            crate::chaos::live::refusal(l)
+            crate::chaos::live::refusal(l, given.as_ref())
         } else {
             Ok(())
         }
@@ -137,7 +143,7 @@ pub fn chaos(a: &ChaosArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<
     let (outcomes, interrupted) = if let Some(opts) = &a.compose {
         crate::chaos::compose::run_all(&base, &drawable, &seeds, opts, err)?
     } else if a.live {
-        crate::chaos::live::run_all(&base, &drawable, &seeds, err)?
+        crate::chaos::live::run_all(&base, &drawable, &seeds, given.as_ref(), err)?
     } else {
         (run_all(&base, &drawable, &seeds, workers)?, None)
     };

@@ -5,6 +5,7 @@ pub mod bench;
 pub mod interrupt;
 pub mod logs;
 pub mod probe;
+pub mod swarm;
 pub mod tour;
 
 use std::io::Write;
@@ -616,6 +617,7 @@ pub(crate) fn cluster_for(
 pub fn run_live(
     a: &RunArgs,
     cluster: Option<&Path>,
+    swarm: Option<&str>,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<u8> {
@@ -643,7 +645,16 @@ pub fn run_live(
     // A given cluster whose processes this runner cannot signal (containers)
     // cannot carry out kill, pause or restart: refused before anything runs.
     let exe = std::env::current_exe().context("cannot find this program's path")?;
-    if let Some(f) = cluster {
+    // A Swarm stack's instances are killed, paused and restarted through
+    // Docker and Swarm (swarm.rs).
+    let swarm = match (swarm, cluster) {
+        (Some(stack), Some(f)) => {
+            let given = ClusterFile::read(f).map_err(Failure::input)?;
+            Some(swarm::SwarmControl::new(stack, given.instances.len()).map_err(Failure::input)?)
+        }
+        _ => None,
+    };
+    if let (Some(f), None) = (cluster, &swarm) {
         let given = ClusterFile::read(f).map_err(Failure::input)?;
         if let Err(why) = LocalProcesses::new(&given, exe.clone()) {
             // A held run carries out the phases up to the held one only.
@@ -661,10 +672,13 @@ pub fn run_live(
     let interrupts = Interrupts::install()?;
     // Our own cluster unless one is given; stopped whatever happens.
     let (c, own) = cluster_for(cluster, needed, WHAT, err)?;
-    let control = LocalProcesses::new(&c, exe).ok().map(|p| match cluster {
-        Some(f) => p.with_file(f.to_path_buf()),
-        None => p,
-    });
+    let control = LocalProcesses::new(&c, exe)
+        .ok()
+        .filter(|_| swarm.is_none())
+        .map(|p| match cluster {
+            Some(f) => p.with_file(f.to_path_buf()),
+            None => p,
+        });
     let (hold_tx, hold_rx) = tokio::sync::watch::channel(false);
     let run = LiveRun {
         cluster: &c,
@@ -676,7 +690,10 @@ pub fn run_live(
         // A held run ends with the lost-commit check of `chaos`.
         check: a.check || a.hold.is_some(),
         progress: !a.json,
-        control: control.as_ref().map(|p| p as &dyn ProcessControl),
+        control: match &swarm {
+            Some(s) => Some(s as &dyn ProcessControl),
+            None => control.as_ref().map(|p| p as &dyn ProcessControl),
+        },
         hold: a.hold.as_ref().map(|phase| runner::Hold {
             phase: phase.clone(),
             end: hold_rx,
@@ -689,6 +706,9 @@ pub fn run_live(
     let end = ended.as_ref().map_or(RunEnd::Failed, Ended::end);
     // With the instances restarted during the run, not the first ones.
     let c = control.as_ref().and_then(|p| p.cluster().ok()).unwrap_or(c);
+    if let Some(Err(e)) = swarm.as_ref().map(|s| s.restore(c.instances.len())) {
+        writeln!(err, "{WHAT}: --swarm: {e}")?;
+    }
     leave_cluster(&c, own.as_deref(), end, WHAT, err)?;
     match ended? {
         Ended::Interrupted(s) => {
