@@ -7,7 +7,9 @@
 //! scenario and seed give the same result, bit for bit.
 
 mod kinds;
+mod lanes;
 mod life;
+mod lifecycle;
 mod queue;
 mod redo;
 mod samples;
@@ -30,7 +32,7 @@ use rand_core::SeedableRng;
 
 pub use fusion_driver::{Ran, VariantOutcome};
 pub use kinds::EventKinds;
-use life::Life;
+use lifecycle::Life;
 pub use queue::QUEUED_EVENTS_MAX;
 use queue::{Ev, PAYLOAD, Queue, WAKE, key_time};
 pub use redo::{REDO_KEPT_MAX, RedoThread};
@@ -107,7 +109,7 @@ pub struct Sim {
     series: Option<fusion_driver::SeriesRecorder>,
     /// Per instance: its lives the cluster admitted and the recoveries of
     /// it survivors reported (samples.rs).
-    lives_recovered: Vec<samples::Lives>,
+    lives_recovered: Vec<lifecycle::Lives>,
     /// Each instance's configuration, to start it again after a kill.
     configs: Vec<fusion_core::instance::InstanceConfig>,
     /// How many times each instance was restarted.
@@ -115,7 +117,7 @@ pub struct Sim {
     /// The timeline trace being written (`run --trace`), fed after every event.
     trace: Option<TraceWriter>,
     /// The threads and lanes of a parallel run (window.rs); `None`: serial.
-    lanes: Option<window::Lanes>,
+    lanes: Option<lanes::Lanes>,
     /// No message or I/O arrives sooner than this after it is sent: the
     /// longest a parallel window may be (0: the run is serial).
     lookahead_ns: Nanos,
@@ -176,18 +178,18 @@ impl Sim {
             voting: fusion_core::voting::VotingFile::new(instance_count),
             vote_latency: s.storage.write_latency,
             fault_log: Vec::new(),
-            commits: samples::series_for(s),
+            commits: Sim::series_for(s),
             series: Some(fusion_driver::SeriesRecorder::new(
                 instance_count,
                 0,
                 opts.interval_ns,
             )),
-            lives_recovered: vec![samples::Lives::default(); instance_count],
+            lives_recovered: vec![lifecycle::Lives::default(); instance_count],
             lives: vec![0; instance_count],
             configs,
             trace: None,
             lanes: (opts.threads > 1 && !opts.check && instance_count >= 2)
-                .then(|| window::Lanes::new(opts.threads, instance_count)),
+                .then(|| lanes::Lanes::new(opts.threads, instance_count)),
             lookahead_ns: 0,
             windows: 0,
         };
@@ -628,7 +630,7 @@ impl Sim {
                     fusion_driver::SETTLE_NS_MAX / NS_PER_S
                 );
                 if !unrecovered.is_empty() {
-                    return Err(samples::not_recovered(&unrecovered, &waited));
+                    return Err(lifecycle::not_recovered(&unrecovered, &waited));
                 }
                 return fusion_driver::settled(&activity, &waited);
             }

@@ -9,38 +9,10 @@
 //! it goes on.
 
 use fusion_core::config::Nanos;
-use fusion_core::instance::Instance;
 use fusion_core::types::InstId;
 
-pub(crate) use fusion_driver::LifeEvent;
-
-use super::{Ev, Sim};
-
-/// An instance's state in the simulation.
-pub(crate) enum Life {
-    Up,
-    /// Frozen until `until`; `held`: what reached it meanwhile, in order.
-    Paused {
-        until: Nanos,
-        held: Vec<Ev>,
-    },
-    Down,
-}
-
-impl Life {
-    /// An event for this instance when it is not up: held while it is
-    /// frozen, dropped when it is gone. Returns the event back when it is up.
-    pub(crate) fn hold_or_drop(&mut self, ev: Ev) -> Option<Ev> {
-        match self {
-            Life::Up => Some(ev),
-            Life::Paused { held, .. } => {
-                held.push(ev);
-                None
-            }
-            Life::Down => None,
-        }
-    }
-}
+use crate::Sim;
+use crate::lifecycle::{Life, LifeEvent, note_halt};
 
 impl Sim {
     /// Whether instance `i` processes events now.
@@ -219,14 +191,5 @@ impl Sim {
             );
         }
         out
-    }
-}
-
-/// An instance the cluster evicted has stopped: it is gone.
-#[inline(always)]
-pub(crate) fn note_halt(x: &Instance, life: &mut Life, armed: &mut Option<Nanos>) {
-    if matches!(life, Life::Up) && x.halted().is_some() {
-        *life = Life::Down;
-        *armed = None;
     }
 }

@@ -20,33 +20,19 @@ use fusion_driver::{InstantSample, SeriesRecorder};
 use fusion_report::Series;
 use fusion_scenario::{Fault, Scenario};
 
-use super::Sim;
-use super::life::{Life, LifeEvent};
-
-/// An instance's lives: how many the cluster admitted (the last by its
-/// number) and how many recoveries of it survivors reported.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct Lives {
-    admitted: u32,
-    admitted_life: Option<u32>,
-    recovered: u32,
-    /// The life last seen, and the newest incarnation when it was first
-    /// seen: a later incarnation that has it as a member admitted it (the
-    /// one it was born into still names its earlier life).
-    life_seen: u32,
-    born: u32,
-}
-
-/// The commit series of a run of `s`: sampled only when it has failure faults.
-pub(crate) fn series_for(s: &Scenario) -> Option<CommitSeries> {
-    s.phases
-        .iter()
-        .flat_map(|p| &p.faults)
-        .any(Fault::is_failure)
-        .then(|| CommitSeries::new(0, SAMPLE_NS))
-}
+use crate::Sim;
+use crate::lifecycle::{Life, LifeEvent};
 
 impl Sim {
+    /// The commit series of a run of `s`: sampled only when it has failure faults.
+    pub(crate) fn series_for(s: &Scenario) -> Option<CommitSeries> {
+        s.phases
+            .iter()
+            .flat_map(|p| &p.faults)
+            .any(Fault::is_failure)
+            .then(|| CommitSeries::new(0, SAMPLE_NS))
+    }
+
     /// [`Sim::run_to`], stopping at every sample time on the way to take a
     /// sample of every instance's commits (when the run samples them) and
     /// of the time series.
@@ -142,7 +128,7 @@ impl Sim {
         out.sort_by_key(|r| (r.completed_at, r.dead_instance.0));
         for r in &out {
             if let Some(l) = self.lives_recovered.get_mut(r.dead_instance.idx()) {
-                l.recovered += 1;
+                l.note_recovered();
             }
         }
         out
@@ -164,21 +150,11 @@ impl Sim {
         };
         for (i, x) in self.instances.iter().enumerate() {
             let life = self.lives.get(i).copied().unwrap_or(0);
+            let up = self.life.get(i).is_some_and(|l| !matches!(l, Life::Down));
             let Some(l) = self.lives_recovered.get_mut(i) else {
                 continue;
             };
-            if life != l.life_seen {
-                l.life_seen = life;
-                l.born = incarnation;
-            }
-            if members.contains(x.id)
-                && (life == 0 || incarnation > l.born)
-                && self.life.get(i).is_some_and(|l| !matches!(l, Life::Down))
-                && l.admitted_life != Some(life)
-            {
-                l.admitted_life = Some(life);
-                l.admitted += 1;
-            }
+            l.note_seen(life, incarnation, members.contains(x.id) && up);
         }
     }
 
@@ -196,8 +172,7 @@ impl Sim {
                 let l = self.lives_recovered.get(i).copied().unwrap_or_default();
                 let down = matches!(self.life.get(i), Some(Life::Down));
                 let current = self.lives.get(i).copied().unwrap_or(0);
-                let running = !down && l.admitted_life == Some(current);
-                l.recovered < l.admitted - u32::from(running).min(l.admitted)
+                l.unrecovered(current, down)
             })
             .collect()
     }
@@ -206,16 +181,6 @@ impl Sim {
     pub fn commit_series(&self) -> Option<&CommitSeries> {
         self.commits.as_ref()
     }
-}
-
-/// The error of a cluster whose dead instances were not recovered in time.
-pub(crate) fn not_recovered(dead: &[usize], waited: &str) -> String {
-    let names: Vec<String> = dead.iter().map(|i| format!("inst{}", i + 1)).collect();
-    format!(
-        "the cluster did not come to rest within {waited} after the run: no survivor \
-         recovered {} (its blocks are only in its redo), so the end-of-run checks were not run",
-        names.join(", ")
-    )
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use fusion_core::config::Nanos;
 use fusion_core::instance::Instance;
 use fusion_core::msg::IoResult;
 
-use crate::life::Life;
+use crate::lifecycle::Life;
 use crate::queue::Ev;
 
 /// An event handed to its instance, held for it or dropped.

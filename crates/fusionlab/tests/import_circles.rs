@@ -22,16 +22,6 @@ const KNOWN: &[(&[&str], &str)] = &[
         &["crates/fusion-core/src/instance/"],
         "issue 29: the instance becomes a kernel and subsystems (in progress)",
     ),
-    (
-        &[
-            "crates/fusion-sim/src/lib.rs",
-            "crates/fusion-sim/src/life.rs",
-            "crates/fusion-sim/src/samples.rs",
-            "crates/fusion-sim/src/step.rs",
-            "crates/fusion-sim/src/window.rs",
-        ],
-        "`Sim` is one type whose `impl` is spread over these files",
-    ),
 ];
 
 #[test]
