@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use clap::{CommandFactory, Parser};
-use fusion_live::cluster::{ClusterFile, TOKEN_ENV};
+use fusion_live::cluster::{ClusterFile, TOKEN_ENV, TOKEN_FILE_ENV};
 use fusionlab::cli::{Cli, Command as Cmd};
 use serde_yaml_ng::Value;
 
@@ -166,10 +166,38 @@ fn hardened(pod: &Value, what: &str) {
                 assert!(!c["resources"][k][r].is_null(), "{who}: no {k}.{r}");
             }
         }
-        let token = &env(c, TOKEN_ENV)["valueFrom"]["secretKeyRef"];
-        assert_eq!(token["name"].as_str(), Some("fusionlab-token"), "{who}");
-        assert_eq!(token["key"].as_str(), Some("token"), "{who}");
+        // The token as a file of the Secret's volume, never in the
+        // environment (checkov's CKV_K8S_35).
+        assert!(
+            c["env"]
+                .as_sequence()
+                .into_iter()
+                .flatten()
+                .all(|e| e["name"].as_str() != Some(TOKEN_ENV)),
+            "{who}: the token in the environment"
+        );
+        let file = env(c, TOKEN_FILE_ENV)["value"].as_str().expect("a path");
+        let mount = c["volumeMounts"]
+            .as_sequence()
+            .into_iter()
+            .flatten()
+            .find(|m| m["name"].as_str() == Some("token"))
+            .unwrap_or_else(|| panic!("{who}: no token volume mounted"));
+        let dir = mount["mountPath"].as_str().expect("a mount path");
+        assert_eq!(file, format!("{dir}/token"), "{who}");
+        assert_eq!(mount["readOnly"].as_bool(), Some(true), "{who}");
     }
+    let token = pod["volumes"]
+        .as_sequence()
+        .into_iter()
+        .flatten()
+        .find(|v| v["name"].as_str() == Some("token"))
+        .unwrap_or_else(|| panic!("{what}: no token volume"));
+    assert_eq!(
+        token["secret"]["secretName"].as_str(),
+        Some("fusionlab-token"),
+        "{what}"
+    );
 }
 
 fn cluster_file(docs: &[Value]) -> ClusterFile {
