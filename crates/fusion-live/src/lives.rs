@@ -32,6 +32,13 @@ pub trait ProcessControl: Send + Sync {
     fn phase_ends(&self, _phase: usize) -> Result<(), String> {
         Ok(())
     }
+    /// The first `n` instances as the kernel's network faults reach them
+    /// (namespace and interconnect address), when this control knows them
+    /// better than the cluster file does (a Swarm stack's tasks, named in
+    /// the file by service names). None: the cluster file's.
+    fn net_members(&self, _n: usize) -> Option<Vec<crate::netfault::Member>> {
+        None
+    }
 }
 
 /// Where each instance of a live run is, as the runner sees it.

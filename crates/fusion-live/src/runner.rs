@@ -303,7 +303,11 @@ async fn run_variant(name: &str, s: &Scenario, r: &LiveRun<'_>) -> Result<Varian
         // Looked at (namespaces, the kernel probed) only for a scenario
         // with network faults.
         net: crate::netfault::any_network_fault(&s.phases).then(|| {
-            crate::netfault::NetFaults::new(crate::netfault::members_of(r.cluster, instance_count))
+            crate::netfault::NetFaults::new(
+                r.control
+                    .and_then(|c| c.net_members(instance_count))
+                    .unwrap_or_else(|| crate::netfault::members_of(r.cluster, instance_count)),
+            )
         }),
         kernel_faults: Vec::new(),
     };

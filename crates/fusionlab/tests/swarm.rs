@@ -12,7 +12,10 @@
 //!   offline with this test's binary, the stack deployed under a name of its
 //!   own; `myth-interconnect-blame` played to REPRODUCED, then a held run
 //!   during which inst2's container is killed (`docker kill`): the cluster
-//!   detects, evicts and recovers it, Swarm starts it again. Then the
+//!   detects, evicts and recovers it, Swarm starts it again. A runner
+//!   container with `--swarm` carries out instance-crash-recovery's own
+//!   kill through Docker and Swarm, and the network faults of the live
+//!   kernel-faults scenario with `tc` in the tasks' namespaces. Then the
 //!   campaign stack's parts, merged, are byte for byte the whole sweep.
 //!   Everything created is removed. Without an engine, or where a swarm
 //!   cannot be had, one line says why and the test passes.
@@ -21,6 +24,8 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+mod common;
 
 use clap::Parser;
 use fusion_live::cluster::{ClusterFile, TOKEN_ENV, TOKEN_FILE_ENV};
@@ -515,8 +520,13 @@ fn a_swarm_plays_the_myth_survives_a_kill_and_merges_a_campaign_where_the_engine
 
     let image = format!("fusionlab:test-swarm-{id}");
     let (code, out, err) = run_in(
-        Command::new(repo().join("cluster/build-local-image"))
-            .args(["--binary", BIN, "--tag", &image]),
+        Command::new(repo().join("cluster/build-local-image")).args([
+            "--binary",
+            BIN,
+            "--tag",
+            &image,
+            "--net-tools",
+        ]),
         "",
         Duration::from_secs(600),
     )
@@ -623,6 +633,7 @@ fn a_swarm_plays_the_myth_survives_a_kill_and_merges_a_campaign_where_the_engine
     // runner in a container on the stack's network with the engine's
     // socket (`--swarm`), as Pumba runs.
     scripted_kill(&image, &stack, &token);
+    kernel_faults(&image, &stack, &token);
 
     // The campaign: 3 parts of a sweep on one thread each, merged, against
     // the whole sweep on 3 threads here.
@@ -704,44 +715,10 @@ fn a_swarm_plays_the_myth_survives_a_kill_and_merges_a_campaign_where_the_engine
 /// and held at 0 replicas, the survivors recover it, the second variant
 /// starts it again (scaled back to 1); both variants' reports complete.
 fn scripted_kill(image: &str, stack: &str, token: &str) {
-    let cli = Command::new("sh")
-        .args(["-c", "command -v docker"])
-        .output()
-        .expect("sh");
-    let cli = String::from_utf8_lossy(&cli.stdout).trim().to_string();
-    assert!(!cli.is_empty(), "no docker CLI on PATH");
+    let cli = docker_cli();
     let t = Instant::now();
-    let cluster = repo().join("cluster/stack-cluster.toml");
-    let mut args: Vec<String> = [
-        "run",
-        "--rm",
-        "--network",
-        &format!("{stack}_interconnect"),
-        "--user",
-        "0:0",
-        "-v",
-        "/var/run/docker.sock:/var/run/docker.sock",
-        "-v",
-        &format!("{cli}:/usr/local/bin/docker:ro"),
-        "-v",
-        &format!("{}:/etc/fusionlab/stack-cluster.toml:ro", cluster.display()),
-        "-e",
-        &format!("FUSIONLAB_TOKEN={token}"),
-        image,
-        "run",
-        "--live",
-        "--no-store",
-        "--cluster",
-        "/etc/fusionlab/stack-cluster.toml",
-        "--wait-for-cluster",
-        "2m",
-        "--swarm",
-        stack,
-        "instance-crash-recovery",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    let mut args = swarm_runner(&cli, image, stack, token, &[]);
+    args.push("instance-crash-recovery".into());
     args.extend(SCRIPTED_SETS.split_whitespace().map(str::to_string));
     let refs: Vec<&str> = args.iter().map(String::as_str).collect();
     let (code, out, err) = run_in(
@@ -776,6 +753,163 @@ fn scripted_kill(image: &str, stack: &str, token: &str) {
         "swarm: instance-crash-recovery's kill through --swarm in {:.1} s",
         t.elapsed().as_secs_f64()
     );
+}
+
+/// Where this host's `docker` CLI is (mounted into a runner container).
+fn docker_cli() -> String {
+    let cli = Command::new("sh")
+        .args(["-c", "command -v docker"])
+        .output()
+        .expect("sh");
+    let cli = String::from_utf8_lossy(&cli.stdout).trim().to_string();
+    assert!(!cli.is_empty(), "no docker CLI on PATH");
+    cli
+}
+
+/// `docker run` of a runner on the stack's network with the engine's
+/// socket and CLI, as root (`extra`: more `docker run` options), up to
+/// `run --live ... --swarm STACK`; the scenario and its options follow.
+fn swarm_runner(cli: &str, image: &str, stack: &str, token: &str, extra: &[&str]) -> Vec<String> {
+    let cluster = repo().join("cluster/stack-cluster.toml");
+    let mut args: Vec<String> = [
+        "run",
+        "--rm",
+        "--network",
+        &format!("{stack}_interconnect"),
+        "--user",
+        "0:0",
+        "-v",
+        "/var/run/docker.sock:/var/run/docker.sock",
+        "-v",
+        &format!("{cli}:/usr/local/bin/docker:ro"),
+        "-v",
+        &format!("{}:/etc/fusionlab/stack-cluster.toml:ro", cluster.display()),
+        "-e",
+        &format!("FUSIONLAB_TOKEN={token}"),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args.extend(
+        [
+            image,
+            "run",
+            "--live",
+            "--no-store",
+            "--cluster",
+            "/etc/fusionlab/stack-cluster.toml",
+            "--wait-for-cluster",
+            "2m",
+            "--swarm",
+            stack,
+        ]
+        .iter()
+        .map(|s| s.to_string()),
+    );
+    args
+}
+
+/// The live kernel-faults scenario (inst2's links narrowed, lossy, slowed)
+/// by a runner container with the host's process table, the capabilities
+/// to enter a namespace and change its network (`--pid host`, SYS_ADMIN,
+/// NET_ADMIN, SYS_PTRACE) and the network tools (--net-tools):
+/// each fault carried out with `tc` in the tasks' namespaces, seen as wire
+/// time, nothing lost, nothing left behind. Needs root here (to read
+/// inst2's namespace from the host).
+fn kernel_faults(image: &str, stack: &str, token: &str) {
+    if !is_root() {
+        println!("swarm: kernel faults skipped: reading a task's namespace needs root");
+        return;
+    }
+    let t = Instant::now();
+    let scenario = common::kernel_faults::scenario();
+    let mount = format!(
+        "{}:/scenarios/live-kernel-faults.toml:ro",
+        scenario.display()
+    );
+    let mut args = swarm_runner(
+        &docker_cli(),
+        image,
+        stack,
+        token,
+        &[
+            "--pid",
+            "host",
+            "--cap-add",
+            "SYS_ADMIN",
+            "--cap-add",
+            "NET_ADMIN",
+            "--cap-add",
+            "SYS_PTRACE",
+            "--security-opt",
+            "apparmor=unconfined",
+            "--security-opt",
+            "seccomp=unconfined",
+            "-v",
+            &mount,
+        ],
+    );
+    args.extend(
+        ["--json", "--check", "/scenarios/live-kernel-faults.toml"]
+            .iter()
+            .map(|s| s.to_string()),
+    );
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, out, err) = run_in(
+        Command::new("docker").args(&refs),
+        "",
+        Duration::from_secs(400),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(code, 0, "the kernel-faults run:\n{out}\n{err}");
+    let report: serde_json::Value = serde_json::from_str(&out).expect("the JSON report");
+    let inst2 = running_container(&format!("{stack}_inst2"));
+    let snmp = in_netns(&inst2, &["cat", "/proc/net/snmp"]);
+    common::kernel_faults::check_report(&report, &err, &snmp);
+    for i in 1..=3 {
+        let c = running_container(&format!("{stack}_inst{i}"));
+        let q = in_netns(&c, &["tc", "qdisc", "show"]);
+        assert!(q.contains("qdisc") && !q.contains(" fab: "), "inst{i}: {q}");
+    }
+    println!(
+        "swarm: kernel faults by tc in the tasks' namespaces in {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+}
+
+/// The running container of a service's task on this node.
+fn running_container(service: &str) -> String {
+    let label = format!("label=com.docker.swarm.service.name={service}");
+    let ids = docker(&["ps", "-q", "--filter", &label, "--filter", "status=running"])
+        .unwrap_or_else(|e| panic!("{e}"));
+    ids.split_whitespace()
+        .next()
+        .unwrap_or_else(|| panic!("{service}: no running container"))
+        .to_string()
+}
+
+/// `args` run in a container's network namespace, from the host.
+fn in_netns(container: &str, args: &[&str]) -> String {
+    let pid = docker(&["inspect", "--format", "{{.State.Pid}}", container])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let pid = pid.trim().to_string();
+    let mut cmd = Command::new("nsenter");
+    cmd.args(["-t", &pid, "-n"]).args(args);
+    let out = cmd.output().expect("nsenter");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Whether this process runs as root.
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .and_then(|l| l.split_whitespace().nth(2).map(|u| u == "0"))
+        })
+        .unwrap_or(false)
 }
 
 /// The held run with inst2 killed while it holds, until its report shows

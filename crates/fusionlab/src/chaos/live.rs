@@ -52,9 +52,7 @@ impl Given {
         };
         let c = ClusterFile::read(file).map_err(Failure::input)?;
         let swarm = match swarm {
-            Some(stack) => {
-                Some(SwarmControl::new(stack, c.instances.len()).map_err(Failure::input)?)
-            }
+            Some(stack) => Some(SwarmControl::new(stack, &c).map_err(Failure::input)?),
             None => None,
         };
         let exe = std::env::current_exe().context("cannot find this program's path")?;

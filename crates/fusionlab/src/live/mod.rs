@@ -650,7 +650,7 @@ pub fn run_live(
     let swarm = match (swarm, cluster) {
         (Some(stack), Some(f)) => {
             let given = ClusterFile::read(f).map_err(Failure::input)?;
-            Some(swarm::SwarmControl::new(stack, given.instances.len()).map_err(Failure::input)?)
+            Some(swarm::SwarmControl::new(stack, &given).map_err(Failure::input)?)
         }
         _ => None,
     };

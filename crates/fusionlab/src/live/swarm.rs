@@ -15,7 +15,9 @@
 
 use std::time::{Duration, Instant};
 
+use fusion_live::cluster::ClusterFile;
 use fusion_live::lives::ProcessControl;
+use fusion_live::netfault::{Member, NsRef};
 
 /// One `docker` command, stopped at its deadline.
 fn docker(args: &[&str], env: &[(&str, &str)], timeout: Duration) -> Result<String, String> {
@@ -32,22 +34,40 @@ const HEALTHY_WITHIN: Duration = Duration::from_secs(90);
 /// `fusionlab compose` writes them.
 pub struct SwarmControl {
     stack: String,
+    /// Each instance's interconnect port, as the cluster file names it.
+    ports: Vec<u16>,
 }
 
 impl SwarmControl {
     /// Checks that the engine is a swarm manager and that every instance's
     /// service exists.
-    pub fn new(stack: &str, instances: usize) -> Result<SwarmControl, String> {
+    pub fn new(stack: &str, cluster: &ClusterFile) -> Result<SwarmControl, String> {
         let ok = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.';
         if stack.is_empty() || !stack.chars().all(ok) {
             return Err(format!(
                 "--swarm {stack:?}: a stack name is letters, digits, '_', '-' and '.'"
             ));
         }
+        let ports = cluster
+            .instances
+            .iter()
+            .map(|m| {
+                m.interconnect
+                    .rsplit_once(':')
+                    .and_then(|(_, p)| p.parse::<u16>().ok())
+                    .ok_or_else(|| {
+                        format!(
+                            "inst{}: interconnect {:?} has no port",
+                            m.id, m.interconnect
+                        )
+                    })
+            })
+            .collect::<Result<Vec<u16>, String>>()?;
         let control = SwarmControl {
             stack: stack.to_string(),
+            ports,
         };
-        for inst in 0..instances {
+        for inst in 0..cluster.instances.len() {
             let service = control.service(inst);
             docker(
                 &[
@@ -154,7 +174,52 @@ impl SwarmControl {
     }
 }
 
+impl SwarmControl {
+    /// Instance `inst`'s task as the kernel's faults reach it: its
+    /// container (its namespace, entered through the host's process table:
+    /// the runner runs with `--pid host`) and its address on the stack's
+    /// interconnect network.
+    fn net_member(&self, inst: usize) -> Result<Member, String> {
+        let id = self.container(inst, "running")?;
+        let network = format!("{}_interconnect", self.stack);
+        let format = format!("{{{{(index .NetworkSettings.Networks \"{network}\").IPAddress}}}}");
+        let ip = docker(
+            &["docker", "inspect", "--format", &format, &id],
+            &[],
+            DOCKER_TIMEOUT,
+        )?;
+        let ip: std::net::Ipv4Addr = ip.trim().parse().map_err(|_| {
+            format!(
+                "inst{}: no IPv4 address on {network}: {:?}",
+                inst + 1,
+                ip.trim()
+            )
+        })?;
+        let port = self
+            .ports
+            .get(inst)
+            .ok_or_else(|| format!("inst{}: not in the cluster file", inst + 1))?;
+        Ok(Member {
+            ns: Some(NsRef::Container(id)),
+            interconnect: format!("{ip}:{port}"),
+        })
+    }
+}
+
 impl ProcessControl for SwarmControl {
+    /// The tasks' containers and overlay addresses, when every one of the
+    /// first `n` runs on this node; else the cluster file's names (and the
+    /// kernel carries out nothing, the alert log saying why).
+    fn net_members(&self, n: usize) -> Option<Vec<Member>> {
+        match (0..n).map(|i| self.net_member(i)).collect() {
+            Ok(members) => Some(members),
+            Err(e) => {
+                tracing::warn!("--swarm: network faults stay with the instances: {e}");
+                None
+            }
+        }
+    }
+
     fn kill(&self, inst: usize) -> Result<(), String> {
         self.act(inst, "kill", "running")?;
         // Down until the scenario restarts it: Swarm would start a new task
@@ -211,15 +276,20 @@ mod tests {
 
     #[test]
     fn a_stack_name_that_is_no_name_is_refused_before_docker_runs() {
+        let cluster: ClusterFile =
+            toml::from_str(include_str!("../../../../cluster/stack-cluster.toml")).expect("parses");
         for bad in ["", "a b", "x;rm", "st/ack"] {
-            let e = SwarmControl::new(bad, 3).err().expect("refused");
+            let e = SwarmControl::new(bad, &cluster).err().expect("refused");
             assert!(e.contains("a stack name is"), "{e}");
         }
     }
 
     #[test]
     fn services_are_named_as_compose_writes_them() {
-        let c = SwarmControl { stack: "fl".into() };
+        let c = SwarmControl {
+            stack: "fl".into(),
+            ports: vec![7101, 7102, 7103],
+        };
         assert_eq!(c.service(0), "fl_inst1");
         assert_eq!(c.service(2), "fl_inst3");
     }
