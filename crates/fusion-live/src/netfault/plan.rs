@@ -74,12 +74,15 @@ pub enum How {
 }
 
 /// Whether the kernel could carry out this fault: `latency` (with its
-/// jitter), `bandwidth` and `loss`. (A `partition` is the orchestrator's:
-/// `docker network disconnect`.)
+/// jitter), `bandwidth`, `loss` and `partition` (every segment of a cut
+/// link dropped, as Chaos Mesh's NetworkChaos partition does).
 pub fn is_network(f: &Fault) -> bool {
     matches!(
         f,
-        Fault::NetworkLatency { .. } | Fault::Bandwidth { .. } | Fault::Loss { .. }
+        Fault::NetworkLatency { .. }
+            | Fault::Bandwidth { .. }
+            | Fault::Loss { .. }
+            | Fault::Partition { .. }
     )
 }
 
@@ -189,27 +192,42 @@ fn mechanism(f: &Fault, o: &Offers) -> Result<Mechanism, String> {
                 Ok(Mechanism::Iptables)
             }
         }
+        Fault::Partition { .. } => {
+            if o.iptables_statistic {
+                Ok(Mechanism::Iptables)
+            } else {
+                Err("this kernel has no iptables to drop a peer's segments".into())
+            }
+        }
         _ => Err("not a network fault".into()),
     }
 }
 
-/// The directed links (0-based) of a fault's target among `n` instances.
-fn links(target: LinkTarget, n: usize) -> impl Iterator<Item = (usize, usize)> {
-    (0..n).flat_map(move |a| {
-        (0..n)
-            .map(move |b| (a, b))
-            .filter(move |&(a, b)| target.covers(a, b))
-    })
+/// The directed links (0-based) a network fault acts on among `n`
+/// instances: its target's, or those its partition cuts.
+fn links(f: &Fault, n: usize) -> Vec<(usize, usize)> {
+    let on = |a: usize, b: usize| match f {
+        Fault::Partition { target, direction } => target.cuts(*direction, a, b),
+        _ => target_of(f).is_some_and(|t| t.covers(a, b)),
+    };
+    (0..n)
+        .flat_map(|a| (0..n).map(move |b| (a, b)))
+        .filter(|&(a, b)| on(a, b))
+        .collect()
 }
 
 fn target_of(f: &Fault) -> Option<LinkTarget> {
     match f {
         Fault::NetworkLatency { target, .. }
         | Fault::Bandwidth { target, .. }
-        | Fault::Loss { target, .. } => Some(*target),
+        | Fault::Loss { target, .. }
+        | Fault::Partition { target, .. } => Some(*target),
         _ => None,
     }
 }
+
+/// A drop chance that is certain: a cut link.
+pub const DROP_ALL_PPM: u32 = 1_000_000;
 
 /// Plan the network faults of a phase on `n` instances. `offers`: what the
 /// kernel offers, or why it carries out nothing on this cluster (then every
@@ -219,17 +237,18 @@ pub fn plan(faults: &[Fault], n: usize, offers: Result<&Offers, &str>) -> PhaseP
     let mut tc_faults = Vec::new();
     let mut drop_faults = Vec::new();
     for f in faults {
-        let Some(target) = target_of(f) else {
+        if target_of(f).is_none() {
             how.push(None);
             continue;
-        };
+        }
         let m = match offers {
             Ok(o) => mechanism(f, o),
             Err(why) => Err(why.to_string()),
         };
         how.push(Some(match m {
             Ok(mechanism) => {
-                let mut namespaces: Vec<usize> = links(target, n)
+                let mut namespaces: Vec<usize> = links(f, n)
+                    .into_iter()
                     .map(|(a, b)| match mechanism {
                         Mechanism::Iptables => b,
                         Mechanism::Netem | Mechanism::Tbf => a,
@@ -256,7 +275,12 @@ pub fn plan(faults: &[Fault], n: usize, offers: Result<&Offers, &str>) -> PhaseP
             if !shape.is_none() {
                 rules[a].egress.push((b, shape));
             }
-            let drop = LinkFault::of(&drop_faults, a, b).loss_ppm;
+            let dropped = LinkFault::of(&drop_faults, a, b);
+            let drop = if dropped.cut {
+                DROP_ALL_PPM
+            } else {
+                dropped.loss_ppm
+            };
             if drop > 0 {
                 rules[b].input_drops.push((a, drop));
             }
@@ -282,6 +306,9 @@ pub fn describe(fault: &Fault, phase: &str, how: &How) -> String {
             let (tool, at) = match mechanism {
                 Mechanism::Netem => ("tc netem", "at each sender"),
                 Mechanism::Tbf => ("tc tbf", "at each sender"),
+                Mechanism::Iptables if matches!(fault, Fault::Partition { .. }) => {
+                    ("iptables DROP", "at each receiver's INPUT")
+                }
                 Mechanism::Iptables => ("iptables statistic DROP", "at each receiver's INPUT"),
             };
             let place = match names.as_slice() {
@@ -448,11 +475,18 @@ pub fn iptables_set(drops: &[DropRule]) -> String {
         "iptables -w 5 -N {CHAIN} 2>/dev/null || iptables -w 5 -F {CHAIN}"
     );
     for d in drops {
-        let p = f64::from(d.ppm) / 1e6;
+        // A cut link drops every segment; a loss, each at random.
+        let random = if d.ppm >= DROP_ALL_PPM {
+            String::new()
+        } else {
+            format!(
+                " -m statistic --mode random --probability {:.6}",
+                f64::from(d.ppm) / 1e6
+            )
+        };
         let _ = writeln!(
             s,
-            "iptables -w 5 -A {CHAIN} -p tcp -s {}/32 -d {}/32 --dport {} \
-             -m statistic --mode random --probability {p:.6} -j DROP",
+            "iptables -w 5 -A {CHAIN} -p tcp -s {}/32 -d {}/32 --dport {}{random} -j DROP",
             d.src, d.dst, d.port
         );
     }
@@ -730,5 +764,61 @@ mod tests {
         let c = iptables_clear();
         assert!(c.contains("-D INPUT -j FUSIONLAB-LOSS") && c.contains("-X FUSIONLAB-LOSS"));
         assert!(!c.contains("-F INPUT") && !c.contains("-P "));
+    }
+
+    #[test]
+    fn a_partition_drops_every_segment_of_the_links_it_cuts() {
+        use fusion_scenario::Direction;
+        let cut = |direction| Fault::Partition {
+            target: LinkTarget::Instance(3),
+            direction,
+        };
+        // Both ways: inst3 drops what inst1 and inst2 send it, they drop
+        // what it sends them; inst1 <-> inst2 untouched.
+        let p = plan(&[cut(Direction::Both)], 3, Ok(&NO_NETEM));
+        assert_eq!(
+            p.how[0],
+            Some(How::Kernel {
+                mechanism: Mechanism::Iptables,
+                namespaces: vec![0, 1, 2]
+            })
+        );
+        assert_eq!(
+            p.rules[2].input_drops,
+            vec![(0, DROP_ALL_PPM), (1, DROP_ALL_PPM)]
+        );
+        assert_eq!(p.rules[0].input_drops, vec![(2, DROP_ALL_PPM)]);
+        assert_eq!(p.rules[1].input_drops, vec![(2, DROP_ALL_PPM)]);
+        assert!(p.rules.iter().all(|r| r.egress.is_empty()));
+        assert_eq!(
+            describe(&cut(Direction::Both), "split", p.how[0].as_ref().unwrap()),
+            "partition of inst3's links in \"split\": iptables DROP in the network \
+             namespaces of inst1, inst2, inst3 (at each receiver's INPUT)"
+        );
+        // Into inst3 only: only inst3 drops.
+        let p = plan(&[cut(Direction::To)], 3, Ok(&NO_NETEM));
+        assert_eq!(
+            p.rules[2].input_drops,
+            vec![(0, DROP_ALL_PPM), (1, DROP_ALL_PPM)]
+        );
+        assert!(p.rules[0].input_drops.is_empty() && p.rules[1].input_drops.is_empty());
+        // Without iptables the instances cut it.
+        let none = Offers {
+            iptables_statistic: false,
+            ..NO_NETEM
+        };
+        let p = plan(&[cut(Direction::Both)], 3, Ok(&none));
+        assert!(matches!(&p.how[0], Some(How::Instances(why)) if why.contains("iptables")));
+        assert!(!p.has_rules());
+        // A cut link's rule drops every segment, with no random match.
+        let s = iptables_set(&[DropRule {
+            src: Ipv4Addr::new(10, 214, 3, 11),
+            dst: Ipv4Addr::new(10, 214, 3, 13),
+            port: 7103,
+            ppm: DROP_ALL_PPM,
+        }]);
+        assert!(s.contains(
+            "-A FUSIONLAB-LOSS -p tcp -s 10.214.3.11/32 -d 10.214.3.13/32 --dport 7103 -j DROP\n"
+        ));
     }
 }
