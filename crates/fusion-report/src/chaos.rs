@@ -334,10 +334,10 @@ pub fn text(r: &ChaosResult) -> String {
     } else {
         r.kinds_drawn.join(", ")
     };
-    let driver = if r.driver == "live" {
-        "live (each run on a local cluster of real processes, one after the other)"
-    } else {
-        r.driver.as_str()
+    let driver = match r.driver.as_str() {
+        "live" => "live (each run on a local cluster of real processes, one after the other)",
+        "live-cluster" => "live (every run on the running cluster given, one after the other)",
+        other => other,
     };
     line(driver, "driver: ", "  ");
     line(&kinds, "kinds drawn: ", "  ");

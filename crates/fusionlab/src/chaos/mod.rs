@@ -112,6 +112,7 @@ pub fn chaos(a: &ChaosArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<
     let real = a.live || a.compose.is_some();
     let (driver, flag) = match (&a.compose, a.live) {
         (Some(_), _) => ("compose", "--compose "),
+        (None, true) if a.cluster.is_some() => ("live-cluster", "--live "),
         (None, true) => ("live", "--live "),
         (None, false) => ("simulator", ""),
     };
