@@ -70,6 +70,55 @@ fn live_chaos_runs_check_every_run_and_leave_no_process_behind() {
 }
 
 #[test]
+fn live_chaos_on_a_running_cluster_uses_it_for_every_run_and_leaves_it_up() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let c = common::up(dir.path(), 3);
+    let file = dir.path().join("cluster.toml");
+    c.0.write(&file).expect("the cluster file");
+    let file = file.to_str().expect("utf-8").to_string();
+    // Seeds 44 and 45 draw a pause and a kill, a kill and a loss.
+    let mut args = vec![
+        "chaos",
+        "--live",
+        "--cluster",
+        file.as_str(),
+        "instance-crash-recovery",
+        "--runs",
+        "2",
+        "--seed",
+        "44",
+        "--json",
+    ];
+    args.extend_from_slice(SHORT);
+    let o = fusionlab(&args);
+    let out = String::from_utf8_lossy(&o.stdout);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}\n{out}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("one JSON object");
+    assert_eq!(v["driver"], "live-cluster", "{v}");
+    assert_eq!(v["commits_lost"], 0, "{v}");
+    assert_eq!(v["violations"], 0, "{v}");
+    assert!(
+        !err.contains("starting a local cluster"),
+        "no cluster of its own: {err}"
+    );
+    // The cluster is still there for the next experiment: every instance
+    // answers (the killed ones were started again by the runner).
+    let status = fusionlab(["status", "--cluster", file.as_str()]);
+    assert_eq!(
+        status.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&status.stdout)
+    );
+    // Stopped by the file, which names the instances started again.
+    let down = fusionlab(["down", "--cluster", file.as_str()]);
+    assert_eq!(down.status.code(), Some(0));
+    assert!(processes_in(dir.path()).is_empty(), "left running");
+    drop(c);
+}
+
+#[test]
 fn live_chaos_says_what_is_wrong_with_its_input() {
     let o = fusionlab(["chaos", "--live", "instance-crash-recovery", "--runs", "0"]);
     let err = String::from_utf8_lossy(&o.stderr);
