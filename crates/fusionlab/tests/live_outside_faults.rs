@@ -327,12 +327,14 @@ fn real_packet_loss_and_a_firewall_cut_are_survived() {
         .spawn()
         .expect("fusionlab starts");
     let ports: Vec<&str> = c.instances.iter().map(|m| port(&m.interconnect)).collect();
-    let mut cut = String::new();
-    for p in &ports {
-        cut.push_str(&format!(
-            "iptables -$1 INPUT -p tcp --dport {p} -j DROP; iptables -$1 INPUT -p tcp --sport {p} -j DROP; "
-        ));
-    }
+    // Every link at once (one rule for all the ports): cut one port after
+    // the other, two instances could still hear each other for a moment,
+    // form the larger side and evict inst1 (seen on a loaded host).
+    let ports = ports.join(",");
+    let cut = format!(
+        "iptables -$1 INPUT -p tcp -m multiport --dports {ports} -j DROP; \
+         iptables -$1 INPUT -p tcp -m multiport --sports {ports} -j DROP; "
+    );
     let script = format!(
         r#"set -e
 loss() {{ iptables -$1 INPUT -p tcp -m statistic --mode random --probability 0.3 -j DROP; }}
