@@ -286,6 +286,7 @@ impl Scheduler {
     /// change): queued and running steps move to their new class at once, and
     /// a process now real-time preempts a time-sharing one if no CPU is free.
     fn reclassify_inner(&mut self, now: Nanos, class_of: impl Fn(ProcId) -> SchedClass) {
+        let steps_before = self.steps();
         // A class decides whether a time slice ends a step: every event time may move.
         for i in 0..self.cpus.len() {
             let Some(t) = self.cpus[i].task.as_mut() else {
@@ -323,6 +324,21 @@ impl Scheduler {
             self.ts.push_front(victim);
             self.dispatch(i, now);
         }
+        // A new class moves steps between queues and CPUs, never loses or adds one.
+        assert_eq!(
+            self.steps(),
+            steps_before,
+            "reclassifying changed the number of steps"
+        );
+        assert!(
+            self.rt.is_empty() || self.first_running_ts().is_none(),
+            "a real-time step waits while a time-sharing one runs"
+        );
+    }
+
+    /// Steps queued or running (cold paths' checks).
+    fn steps(&self) -> usize {
+        self.queued() + self.cpus.iter().filter(|c| c.task.is_some()).count()
     }
 
     /// The lowest CPU running a time-sharing step (the one a real-time
@@ -338,19 +354,41 @@ impl Scheduler {
 
     /// Withdraw a process's step (a stopped CPU hog). Returns whether it was found.
     fn cancel_inner(&mut self, now: Nanos, proc: ProcId) -> bool {
-        if let Some(i) = self
+        let steps_before = self.steps();
+        let found = if let Some(i) = self
             .cpus
             .iter()
             .position(|c| c.task.as_ref().is_some_and(|t| t.proc == proc))
         {
             self.take(i, now);
             self.dispatch(i, now);
-            return true;
-        }
-        let before = self.rt.len() + self.ts.len();
-        self.rt.retain(|t| t.proc != proc);
-        self.ts.retain(|t| t.proc != proc);
-        before != self.rt.len() + self.ts.len()
+            true
+        } else {
+            let before = self.rt.len() + self.ts.len();
+            self.rt.retain(|t| t.proc != proc);
+            self.ts.retain(|t| t.proc != proc);
+            before != self.rt.len() + self.ts.len()
+        };
+        // A process has one step at a time: withdrawn, it has none left.
+        assert_eq!(
+            self.steps() + usize::from(found),
+            steps_before,
+            "withdrawing process {proc}'s step withdrew another"
+        );
+        assert!(
+            !self.has_step(proc),
+            "process {proc} still has a step after it was withdrawn"
+        );
+        found
+    }
+
+    /// Whether `proc` has a step queued or running (checks).
+    fn has_step(&self, proc: ProcId) -> bool {
+        self.rt.iter().chain(&self.ts).any(|t| t.proc == proc)
+            || self
+                .cpus
+                .iter()
+                .any(|c| c.task.as_ref().is_some_and(|t| t.proc == proc))
     }
 
     /// Ask for `demand` ns of CPU for `proc`.
@@ -522,14 +560,21 @@ impl Scheduler {
     fn settle_inner(&mut self, now: Nanos) {
         if !(self.rt.is_empty() && self.ts.is_empty()) {
             self.hand_out(now);
-            return;
+        } else {
+            // Nobody waits: the CPUs just go idle, in any order.
+            for k in 0..self.reserved.len() {
+                let i = self.reserved[k] as usize;
+                self.release(i);
+            }
+            self.reserved.clear();
         }
-        // Nobody waits: the CPUs just go idle, in any order.
-        for k in 0..self.reserved.len() {
-            let i = self.reserved[k] as usize;
-            self.release(i);
-        }
-        self.reserved.clear();
+        debug_assert!(self.reserved.is_empty(), "CPUs still held after settling");
+        debug_assert!(
+            self.queued() == 0 || self.idle.first().is_none(),
+            "{} steps wait while CPU {:?} is idle",
+            self.queued(),
+            self.idle.first()
+        );
     }
 
     /// [`Scheduler::settle`] with processes waiting: the held CPUs go to them.
@@ -597,6 +642,11 @@ impl Scheduler {
     /// request that finds a CPU free).
     #[inline(always)]
     fn start(&mut self, i: usize, mut task: Task, now: Nanos) {
+        debug_assert!(
+            self.cpus[i].task.is_none(),
+            "CPU {i} given process {}'s step while it runs another",
+            task.proc
+        );
         task.waited += now - task.queued_at;
         if self.threads_per_core > 1 {
             task.stretch = self.stretch_on(i, task.stall);
@@ -669,9 +719,31 @@ impl Scheduler {
         }
     }
 
+    /// Give free CPU `i` the first waiting step, if any.
     fn dispatch(&mut self, i: usize, now: Nanos) {
+        debug_assert!(
+            self.cpus[i].task.is_none() && self.cpus[i].reserved_for.is_none(),
+            "CPU {i} handed a step while it is not free"
+        );
         if let Some(t) = self.rt.pop_front().or_else(|| self.ts.pop_front()) {
+            let proc = t.proc;
             self.run_on(i, t, now);
+            // The step handed out left the queue and runs on this CPU only.
+            debug_assert!(
+                self.rt.iter().chain(&self.ts).all(|t| t.proc != proc)
+                    && self
+                        .cpus
+                        .iter()
+                        .filter(|c| c.task.as_ref().is_some_and(|t| t.proc == proc))
+                        .count()
+                        == 1,
+                "process {proc} has more than one step"
+            );
+        } else {
+            debug_assert!(
+                self.idle.get(i),
+                "CPU {i}, left without a step, is not idle"
+            );
         }
     }
 }

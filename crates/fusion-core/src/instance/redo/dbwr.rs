@@ -137,7 +137,7 @@ impl Dbwr {
             return false;
         };
         debug_assert!(writer.outstanding > 0, "DBW{w}: a write dropped twice");
-        writer.outstanding = writer.outstanding.saturating_sub(1);
+        writer.outstanding -= 1;
         if writer.outstanding == 0 && writer.busy {
             writer.busy = false;
             return true;
@@ -157,7 +157,7 @@ impl Dbwr {
             "checkpoint went back from {} to {rba}",
             self.checkpoint
         );
-        self.checkpoint = self.checkpoint.max(rba);
+        self.checkpoint = rba;
     }
 
     /// Writers a pass spreads work over (at least one, even with none configured).
@@ -225,6 +225,10 @@ impl Dbwr {
     pub fn take_batch(&mut self, w: u8, now: Nanos) -> Vec<BlockAddr> {
         let writer = &mut self.writers[usize::from(w)];
         debug_assert!(writer.busy, "DBW{w} ran without a batch");
+        debug_assert_eq!(
+            writer.outstanding, 0,
+            "DBW{w} took a new batch with writes of the last outstanding"
+        );
         writer.started = now;
         std::mem::take(&mut writer.batch)
     }
@@ -247,12 +251,18 @@ impl Dbwr {
     pub fn written(&mut self, w: u8, started: Nanos, now: Nanos) -> Option<Nanos> {
         let writer = self.writers.get_mut(usize::from(w))?;
         debug_assert!(writer.outstanding > 0, "DBW{w}: a write completed twice");
-        writer.outstanding = writer.outstanding.saturating_sub(1);
+        // Issued when (or, by a slave, after) the writer took its batch.
+        debug_assert!(
+            started >= writer.started,
+            "DBW{w}: a write started at {started} ns, before its batch at {} ns",
+            writer.started
+        );
+        writer.outstanding -= 1;
         if writer.outstanding > 0 {
             return None;
         }
         writer.busy = false;
-        Some(now - writer.started.max(started.min(writer.started)))
+        Some(now - writer.started)
     }
 }
 
@@ -287,6 +297,10 @@ impl IoSlaves {
 
     /// Writer `w` hands over the write of `blk`.
     pub fn hand(&mut self, blk: BlockAddr, w: u8) {
+        debug_assert!(
+            self.any(),
+            "DBW{w} handed {blk} to I/O slaves it does not have"
+        );
         debug_assert!(
             self.queue.len() < SLAVE_QUEUE_MAX,
             "the slaves' queue holds more than one batch"
