@@ -38,14 +38,14 @@ pub struct StepDone {
 struct Task {
     proc: ProcId,
     class: SchedClass,
-    remaining: Nanos,
+    remaining_ns: Nanos,
     requested_at: Nanos,
     /// When the step first got a CPU; [`NOT_STARTED`] until then (a plain
     /// number, not an `Option`, keeps a task, copied on every start and
     /// stop, 48 bytes).
     started_at: Nanos,
     queued_at: Nanos,
-    waited: Nanos,
+    waited_ns: Nanos,
     /// On a core whose threads share its pipelines: wall time is work times
     /// `.0 / .1` (threads running on the core / pipelines), set when the
     /// step (re)starts on a CPU; `(1, 1)` at full speed.
@@ -61,11 +61,11 @@ impl Task {
         Task {
             proc,
             class,
-            remaining: demand,
+            remaining_ns: demand,
             requested_at: now,
             started_at: NOT_STARTED,
             queued_at: now,
-            waited: 0,
+            waited_ns: 0,
             stretch: (1, 1),
             stall,
         }
@@ -88,9 +88,9 @@ pub struct Scheduler {
     cpus: Vec<Cpu>,
     rt: VecDeque<Task>,
     ts: VecDeque<Task>,
-    quantum: Nanos,
+    quantum_ns: Nanos,
     /// CPU time used by all steps so far (`v$osstat` BUSY_TIME).
-    pub busy: Nanos,
+    pub busy_ns: Nanos,
     /// When each busy CPU's step ends or its slice expires, earliest first:
     /// a CPU has an event while it runs a task (put there by `start`,
     /// taken off by `take` or `finish`).
@@ -174,15 +174,15 @@ impl Bits {
 }
 
 impl Scheduler {
-    pub fn new(cpu_count: u32, quantum: Nanos) -> Scheduler {
-        Scheduler::with_cores(cpu_count, quantum, 1, 1)
+    pub fn new(cpu_count: u32, quantum_ns: Nanos) -> Scheduler {
+        Scheduler::with_cores(cpu_count, quantum_ns, 1, 1)
     }
 
     /// CPUs that are hardware threads, `threads_per_core` to a core whose
     /// `pipelines_per_core` pipelines they share (chip multithreading).
     pub fn with_cores(
         cpu_count: u32,
-        quantum: Nanos,
+        quantum_ns: Nanos,
         threads_per_core: u32,
         pipelines_per_core: u32,
     ) -> Scheduler {
@@ -191,8 +191,8 @@ impl Scheduler {
             cpus: vec![Cpu::default(); cpus],
             rt: VecDeque::new(),
             ts: VecDeque::new(),
-            quantum: quantum.max(1),
-            busy: 0,
+            quantum_ns: quantum_ns.max(1),
+            busy_ns: 0,
             events: Events::new(cpus),
             reserved: Vec::new(),
             idle: Bits::new(cpus, true),
@@ -294,7 +294,7 @@ impl Scheduler {
             };
             t.class = class_of(t.proc);
             let overdue = t.class == SchedClass::TimeShare
-                && self.cpus[i].slice_start.saturating_add(self.quantum) < now;
+                && self.cpus[i].slice_start.saturating_add(self.quantum_ns) < now;
             if overdue {
                 // A step that ran real-time past a whole slice becomes
                 // time-sharing now: its slice starts now, not in the past
@@ -474,10 +474,10 @@ impl Scheduler {
     fn event_time(&self, cpu: &Cpu, task: &Task) -> Nanos {
         let end = cpu
             .slice_start
-            .saturating_add(wall(task.remaining, task.stretch));
+            .saturating_add(wall(task.remaining_ns, task.stretch));
         match task.class {
             SchedClass::RealTime => end,
-            SchedClass::TimeShare => end.min(cpu.slice_start.saturating_add(self.quantum)),
+            SchedClass::TimeShare => end.min(cpu.slice_start.saturating_add(self.quantum_ns)),
         }
     }
 
@@ -529,9 +529,9 @@ impl Scheduler {
         let work = if task.stretch.0 == task.stretch.1 {
             ran
         } else {
-            work_done(ran, task.remaining, task.stretch)
+            work_done(ran, task.remaining_ns, task.stretch)
         };
-        if work != task.remaining {
+        if work != task.remaining_ns {
             return false;
         }
         done.push(StepDone {
@@ -540,11 +540,11 @@ impl Scheduler {
             // Set when it got the CPU it ran on.
             started_at: task.started_at,
             done_at: at,
-            waited: task.waited,
+            waited: task.waited_ns,
         });
         cpu.reserved_for = Some(task.proc);
         cpu.task = None;
-        self.busy += ran;
+        self.busy_ns += ran;
         // Not idle: held for the process (`idle` was clear, as it runs a task).
         // Its event, the first, is gone.
         self.events.pop_first(i as u32);
@@ -620,12 +620,12 @@ impl Scheduler {
         // events are handled in time order), so neither subtraction can
         // underflow: debug builds check them, as the assert they would be.
         let ran = now - cpu.slice_start;
-        task.remaining -= if task.stretch.0 == task.stretch.1 {
+        task.remaining_ns -= if task.stretch.0 == task.stretch.1 {
             ran
         } else {
-            work_done(ran, task.remaining, task.stretch)
+            work_done(ran, task.remaining_ns, task.stretch)
         };
-        self.busy += ran;
+        self.busy_ns += ran;
         if cpu.reserved_for.is_none() {
             self.idle.set(i, true);
         }
@@ -647,7 +647,7 @@ impl Scheduler {
             "CPU {i} given process {}'s step while it runs another",
             task.proc
         );
-        task.waited += now - task.queued_at;
+        task.waited_ns += now - task.queued_at;
         if self.threads_per_core > 1 {
             task.stretch = self.stretch_on(i, task.stall);
         }
@@ -887,7 +887,7 @@ mod tests {
             one.done_at, 105,
             "100 ns of work plus the 5 ns it waited for 2"
         );
-        assert_eq!(s.busy, 105);
+        assert_eq!(s.busy_ns, 105);
     }
 
     #[test]
@@ -899,7 +899,28 @@ mod tests {
         assert_eq!(d.len(), 1);
         assert!(s.cancel(100, 7));
         assert_eq!(s.next_event(), None);
-        assert_eq!(s.busy, 100);
+        assert_eq!(s.busy_ns, 100);
+    }
+
+    /// Withdrawing one process's step, queued or running, leaves every
+    /// other step where it was: the waiting ones run in their order.
+    #[test]
+    fn cancel_withdraws_one_step_and_the_others_run_in_order() {
+        let mut s = Scheduler::new(1, 1_000);
+        s.request(0, 1, SchedClass::TimeShare, HOG);
+        for p in 2..=4 {
+            s.request(0, p, SchedClass::TimeShare, 10);
+        }
+        assert!(s.cancel(5, 3), "a queued step is withdrawn");
+        assert!(!s.cancel(5, 3), "and only once");
+        assert_eq!(s.queued(), 2);
+        assert!(s.cancel(5, 1), "the running step is withdrawn");
+        assert_eq!(s.queued(), 1, "the first waiting step took the CPU");
+        let d = run_until(&mut s, 100);
+        let order: Vec<(ProcId, Nanos)> = d.iter().map(|x| (x.proc, x.done_at)).collect();
+        assert_eq!(order, vec![(2, 15), (4, 25)]);
+        assert_eq!(s.busy_ns, 25);
+        assert_eq!(s.queued(), 0);
     }
 
     #[test]

@@ -32,7 +32,7 @@ fn buf_id(i: usize) -> BufId {
         .expect("a buffer cache has fewer than 2^32 - 1 buffers")
 }
 /// Buffers a foreground inspects from the cold end before giving up.
-const MAX_SCAN: u32 = 256;
+const SCAN_MAX: u32 = 256;
 /// CR copies kept per block (`_db_block_max_cr_dba`).
 pub const MAX_CR_PER_BLOCK: usize = 6;
 
@@ -150,7 +150,7 @@ pub struct Cache {
     /// The LRU links of each slot.
     links: Vec<Link>,
     /// [`Buffer::reusable`] of each slot, kept apart like the links: the
-    /// victim scan inspects up to [`MAX_SCAN`] buffers of a full cache with
+    /// victim scan inspects up to [`SCAN_MAX`] buffers of a full cache with
     /// a dirty tail, and reads a byte of each instead of a whole buffer.
     /// (Pins come and go with every visit: the scan reads them from the
     /// few reusable buffers it finds.)

@@ -26,9 +26,9 @@ use crate::types::BlockAddr;
 /// How often DBWR looks for work.
 pub const DBWR_TICK: Nanos = 200 * NS_PER_MS;
 /// Dirty buffers older than this are written (the checkpoint target).
-pub const CHECKPOINT_AGE: Nanos = 2 * NS_PER_S;
+pub const CHECKPOINT_AGE_NS: Nanos = 2 * NS_PER_S;
 /// Buffers one writer writes per pass.
-pub const BATCH: usize = 64;
+pub const BATCH_MAX: usize = 64;
 
 #[derive(Debug)]
 struct Writer {
@@ -193,7 +193,7 @@ impl Dbwr {
                 _ => blk.idx() % slots,
             };
             let writer = &mut self.writers[w];
-            if writer.busy || writer.batch.len() >= BATCH {
+            if writer.busy || writer.batch.len() >= BATCH_MAX {
                 continue;
             }
             if redo_pending(rba) {
@@ -268,7 +268,7 @@ impl Dbwr {
 
 /// Queued writes at most: the one writer's batch (it hands over one batch
 /// at a time and takes the next only when that one is on disk).
-pub const SLAVE_QUEUE_MAX: usize = BATCH;
+pub const SLAVE_QUEUE_MAX: usize = BATCH_MAX;
 
 /// DBWR's I/O slaves (`dbwr_io_slaves`): they take the writes the one
 /// writer hands them, in order, one each at a time, and submit them

@@ -85,7 +85,7 @@ pub struct Lgwr {
     broadcast_seq: u64,
     /// Committers whose redo is on disk, waiting for the SCN acknowledgements.
     ack_waiters: BinaryHeap<Reverse<(u64, u32)>>,
-    /// Every [`SCN_MARK_EVERY`] bytes of redo, the SCN and address of the
+    /// Every [`SCN_MARK_EVERY_BYTES`] of redo, the SCN and address of the
     /// record there (at most [`SCN_MARKS_MAX`]): where a write at an SCN
     /// leaves this thread's changes on disk (`rba_after`).
     marks: VecDeque<(Scn, u64)>,
@@ -93,7 +93,7 @@ pub struct Lgwr {
 }
 
 /// Redo bytes between two SCN marks.
-pub const SCN_MARK_EVERY: u64 = 64 << 10;
+pub const SCN_MARK_EVERY_BYTES: u64 = 64 << 10;
 /// SCN marks kept (4 GiB of redo).
 pub const SCN_MARKS_MAX: usize = 1 << 16;
 
@@ -174,7 +174,7 @@ impl Lgwr {
             self.marks.pop_front();
         }
         self.marks.push_back((scn, self.next_rba));
-        self.next_mark = self.next_rba + SCN_MARK_EVERY;
+        self.next_mark = self.next_rba + SCN_MARK_EVERY_BYTES;
     }
 
     /// A redo address at or before this thread's first record with an SCN
