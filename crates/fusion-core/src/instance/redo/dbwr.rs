@@ -203,6 +203,10 @@ impl Dbwr {
             }
             writer.batch.push(blk);
         }
+        debug_assert!(
+            self.writers.iter().all(|w| w.batch.len() <= BATCH_MAX),
+            "a writer's batch outgrew {BATCH_MAX} blocks"
+        );
         flush_to
     }
 

@@ -344,6 +344,11 @@ impl Lgwr {
             for &seq in &seqs {
                 self.scn_ack(seq, now, stats);
             }
+            // Nobody left to hear them: every commit is acknowledged.
+            debug_assert!(
+                self.broadcasts.is_empty(),
+                "broadcasts pending with no survivor to acknowledge them"
+            );
             return Vec::new();
         }
         seqs
