@@ -38,14 +38,14 @@ pub struct StepDone {
 struct Task {
     proc: ProcId,
     class: SchedClass,
-    remaining: Nanos,
+    remaining_ns: Nanos,
     requested_at: Nanos,
     /// When the step first got a CPU; [`NOT_STARTED`] until then (a plain
     /// number, not an `Option`, keeps a task, copied on every start and
     /// stop, 48 bytes).
     started_at: Nanos,
     queued_at: Nanos,
-    waited: Nanos,
+    waited_ns: Nanos,
     /// On a core whose threads share its pipelines: wall time is work times
     /// `.0 / .1` (threads running on the core / pipelines), set when the
     /// step (re)starts on a CPU; `(1, 1)` at full speed.
@@ -61,11 +61,11 @@ impl Task {
         Task {
             proc,
             class,
-            remaining: demand,
+            remaining_ns: demand,
             requested_at: now,
             started_at: NOT_STARTED,
             queued_at: now,
-            waited: 0,
+            waited_ns: 0,
             stretch: (1, 1),
             stall,
         }
@@ -88,9 +88,9 @@ pub struct Scheduler {
     cpus: Vec<Cpu>,
     rt: VecDeque<Task>,
     ts: VecDeque<Task>,
-    quantum: Nanos,
+    quantum_ns: Nanos,
     /// CPU time used by all steps so far (`v$osstat` BUSY_TIME).
-    pub busy: Nanos,
+    pub busy_ns: Nanos,
     /// When each busy CPU's step ends or its slice expires, earliest first:
     /// a CPU has an event while it runs a task (put there by `start`,
     /// taken off by `take` or `finish`).
@@ -174,15 +174,15 @@ impl Bits {
 }
 
 impl Scheduler {
-    pub fn new(cpu_count: u32, quantum: Nanos) -> Scheduler {
-        Scheduler::with_cores(cpu_count, quantum, 1, 1)
+    pub fn new(cpu_count: u32, quantum_ns: Nanos) -> Scheduler {
+        Scheduler::with_cores(cpu_count, quantum_ns, 1, 1)
     }
 
     /// CPUs that are hardware threads, `threads_per_core` to a core whose
     /// `pipelines_per_core` pipelines they share (chip multithreading).
     pub fn with_cores(
         cpu_count: u32,
-        quantum: Nanos,
+        quantum_ns: Nanos,
         threads_per_core: u32,
         pipelines_per_core: u32,
     ) -> Scheduler {
@@ -191,8 +191,8 @@ impl Scheduler {
             cpus: vec![Cpu::default(); cpus],
             rt: VecDeque::new(),
             ts: VecDeque::new(),
-            quantum: quantum.max(1),
-            busy: 0,
+            quantum_ns: quantum_ns.max(1),
+            busy_ns: 0,
             events: Events::new(cpus),
             reserved: Vec::new(),
             idle: Bits::new(cpus, true),
@@ -286,6 +286,7 @@ impl Scheduler {
     /// change): queued and running steps move to their new class at once, and
     /// a process now real-time preempts a time-sharing one if no CPU is free.
     fn reclassify_inner(&mut self, now: Nanos, class_of: impl Fn(ProcId) -> SchedClass) {
+        let steps_before = self.steps();
         // A class decides whether a time slice ends a step: every event time may move.
         for i in 0..self.cpus.len() {
             let Some(t) = self.cpus[i].task.as_mut() else {
@@ -293,7 +294,7 @@ impl Scheduler {
             };
             t.class = class_of(t.proc);
             let overdue = t.class == SchedClass::TimeShare
-                && self.cpus[i].slice_start.saturating_add(self.quantum) < now;
+                && self.cpus[i].slice_start.saturating_add(self.quantum_ns) < now;
             if overdue {
                 // A step that ran real-time past a whole slice becomes
                 // time-sharing now: its slice starts now, not in the past
@@ -323,6 +324,21 @@ impl Scheduler {
             self.ts.push_front(victim);
             self.dispatch(i, now);
         }
+        // A new class moves steps between queues and CPUs, never loses or adds one.
+        assert_eq!(
+            self.steps(),
+            steps_before,
+            "reclassifying changed the number of steps"
+        );
+        assert!(
+            self.rt.is_empty() || self.first_running_ts().is_none(),
+            "a real-time step waits while a time-sharing one runs"
+        );
+    }
+
+    /// Steps queued or running (cold paths' checks).
+    fn steps(&self) -> usize {
+        self.queued() + self.cpus.iter().filter(|c| c.task.is_some()).count()
     }
 
     /// The lowest CPU running a time-sharing step (the one a real-time
@@ -338,19 +354,41 @@ impl Scheduler {
 
     /// Withdraw a process's step (a stopped CPU hog). Returns whether it was found.
     fn cancel_inner(&mut self, now: Nanos, proc: ProcId) -> bool {
-        if let Some(i) = self
+        let steps_before = self.steps();
+        let found = if let Some(i) = self
             .cpus
             .iter()
             .position(|c| c.task.as_ref().is_some_and(|t| t.proc == proc))
         {
             self.take(i, now);
             self.dispatch(i, now);
-            return true;
-        }
-        let before = self.rt.len() + self.ts.len();
-        self.rt.retain(|t| t.proc != proc);
-        self.ts.retain(|t| t.proc != proc);
-        before != self.rt.len() + self.ts.len()
+            true
+        } else {
+            let before = self.rt.len() + self.ts.len();
+            self.rt.retain(|t| t.proc != proc);
+            self.ts.retain(|t| t.proc != proc);
+            before != self.rt.len() + self.ts.len()
+        };
+        // A process has one step at a time: withdrawn, it has none left.
+        assert_eq!(
+            self.steps() + usize::from(found),
+            steps_before,
+            "withdrawing process {proc}'s step withdrew another"
+        );
+        assert!(
+            !self.has_step(proc),
+            "process {proc} still has a step after it was withdrawn"
+        );
+        found
+    }
+
+    /// Whether `proc` has a step queued or running (checks).
+    fn has_step(&self, proc: ProcId) -> bool {
+        self.rt.iter().chain(&self.ts).any(|t| t.proc == proc)
+            || self
+                .cpus
+                .iter()
+                .any(|c| c.task.as_ref().is_some_and(|t| t.proc == proc))
     }
 
     /// Ask for `demand` ns of CPU for `proc`.
@@ -436,10 +474,10 @@ impl Scheduler {
     fn event_time(&self, cpu: &Cpu, task: &Task) -> Nanos {
         let end = cpu
             .slice_start
-            .saturating_add(wall(task.remaining, task.stretch));
+            .saturating_add(wall(task.remaining_ns, task.stretch));
         match task.class {
             SchedClass::RealTime => end,
-            SchedClass::TimeShare => end.min(cpu.slice_start.saturating_add(self.quantum)),
+            SchedClass::TimeShare => end.min(cpu.slice_start.saturating_add(self.quantum_ns)),
         }
     }
 
@@ -491,9 +529,9 @@ impl Scheduler {
         let work = if task.stretch.0 == task.stretch.1 {
             ran
         } else {
-            work_done(ran, task.remaining, task.stretch)
+            work_done(ran, task.remaining_ns, task.stretch)
         };
-        if work != task.remaining {
+        if work != task.remaining_ns {
             return false;
         }
         done.push(StepDone {
@@ -502,11 +540,11 @@ impl Scheduler {
             // Set when it got the CPU it ran on.
             started_at: task.started_at,
             done_at: at,
-            waited: task.waited,
+            waited: task.waited_ns,
         });
         cpu.reserved_for = Some(task.proc);
         cpu.task = None;
-        self.busy += ran;
+        self.busy_ns += ran;
         // Not idle: held for the process (`idle` was clear, as it runs a task).
         // Its event, the first, is gone.
         self.events.pop_first(i as u32);
@@ -522,14 +560,21 @@ impl Scheduler {
     fn settle_inner(&mut self, now: Nanos) {
         if !(self.rt.is_empty() && self.ts.is_empty()) {
             self.hand_out(now);
-            return;
+        } else {
+            // Nobody waits: the CPUs just go idle, in any order.
+            for k in 0..self.reserved.len() {
+                let i = self.reserved[k] as usize;
+                self.release(i);
+            }
+            self.reserved.clear();
         }
-        // Nobody waits: the CPUs just go idle, in any order.
-        for k in 0..self.reserved.len() {
-            let i = self.reserved[k] as usize;
-            self.release(i);
-        }
-        self.reserved.clear();
+        debug_assert!(self.reserved.is_empty(), "CPUs still held after settling");
+        debug_assert!(
+            self.queued() == 0 || self.idle.first().is_none(),
+            "{} steps wait while CPU {:?} is idle",
+            self.queued(),
+            self.idle.first()
+        );
     }
 
     /// [`Scheduler::settle`] with processes waiting: the held CPUs go to them.
@@ -575,12 +620,12 @@ impl Scheduler {
         // events are handled in time order), so neither subtraction can
         // underflow: debug builds check them, as the assert they would be.
         let ran = now - cpu.slice_start;
-        task.remaining -= if task.stretch.0 == task.stretch.1 {
+        task.remaining_ns -= if task.stretch.0 == task.stretch.1 {
             ran
         } else {
-            work_done(ran, task.remaining, task.stretch)
+            work_done(ran, task.remaining_ns, task.stretch)
         };
-        self.busy += ran;
+        self.busy_ns += ran;
         if cpu.reserved_for.is_none() {
             self.idle.set(i, true);
         }
@@ -597,7 +642,12 @@ impl Scheduler {
     /// request that finds a CPU free).
     #[inline(always)]
     fn start(&mut self, i: usize, mut task: Task, now: Nanos) {
-        task.waited += now - task.queued_at;
+        debug_assert!(
+            self.cpus[i].task.is_none(),
+            "CPU {i} given process {}'s step while it runs another",
+            task.proc
+        );
+        task.waited_ns += now - task.queued_at;
         if self.threads_per_core > 1 {
             task.stretch = self.stretch_on(i, task.stall);
         }
@@ -669,9 +719,31 @@ impl Scheduler {
         }
     }
 
+    /// Give free CPU `i` the first waiting step, if any.
     fn dispatch(&mut self, i: usize, now: Nanos) {
+        debug_assert!(
+            self.cpus[i].task.is_none() && self.cpus[i].reserved_for.is_none(),
+            "CPU {i} handed a step while it is not free"
+        );
         if let Some(t) = self.rt.pop_front().or_else(|| self.ts.pop_front()) {
+            let proc = t.proc;
             self.run_on(i, t, now);
+            // The step handed out left the queue and runs on this CPU only.
+            debug_assert!(
+                self.rt.iter().chain(&self.ts).all(|t| t.proc != proc)
+                    && self
+                        .cpus
+                        .iter()
+                        .filter(|c| c.task.as_ref().is_some_and(|t| t.proc == proc))
+                        .count()
+                        == 1,
+                "process {proc} has more than one step"
+            );
+        } else {
+            debug_assert!(
+                self.idle.get(i),
+                "CPU {i}, left without a step, is not idle"
+            );
         }
     }
 }
@@ -815,7 +887,7 @@ mod tests {
             one.done_at, 105,
             "100 ns of work plus the 5 ns it waited for 2"
         );
-        assert_eq!(s.busy, 105);
+        assert_eq!(s.busy_ns, 105);
     }
 
     #[test]
@@ -827,7 +899,28 @@ mod tests {
         assert_eq!(d.len(), 1);
         assert!(s.cancel(100, 7));
         assert_eq!(s.next_event(), None);
-        assert_eq!(s.busy, 100);
+        assert_eq!(s.busy_ns, 100);
+    }
+
+    /// Withdrawing one process's step, queued or running, leaves every
+    /// other step where it was: the waiting ones run in their order.
+    #[test]
+    fn cancel_withdraws_one_step_and_the_others_run_in_order() {
+        let mut s = Scheduler::new(1, 1_000);
+        s.request(0, 1, SchedClass::TimeShare, HOG);
+        for p in 2..=4 {
+            s.request(0, p, SchedClass::TimeShare, 10);
+        }
+        assert!(s.cancel(5, 3), "a queued step is withdrawn");
+        assert!(!s.cancel(5, 3), "and only once");
+        assert_eq!(s.queued(), 2);
+        assert!(s.cancel(5, 1), "the running step is withdrawn");
+        assert_eq!(s.queued(), 1, "the first waiting step took the CPU");
+        let d = run_until(&mut s, 100);
+        let order: Vec<(ProcId, Nanos)> = d.iter().map(|x| (x.proc, x.done_at)).collect();
+        assert_eq!(order, vec![(2, 15), (4, 25)]);
+        assert_eq!(s.busy_ns, 25);
+        assert_eq!(s.queued(), 0);
     }
 
     #[test]

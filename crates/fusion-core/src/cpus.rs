@@ -23,15 +23,15 @@ pub enum Cpus {
 
 impl Cpus {
     /// `cpu_count` plain CPUs, or the server's groups of hardware threads.
-    pub fn new(cpu_count: u32, quantum: Nanos, server: Option<&Server>) -> Cpus {
+    pub fn new(cpu_count: u32, quantum_ns: Nanos, server: Option<&Server>) -> Cpus {
         match server {
-            None => Cpus::One(Scheduler::new(cpu_count, quantum)),
+            None => Cpus::One(Scheduler::new(cpu_count, quantum_ns)),
             Some(s) => Cpus::Groups(
                 (0..s.groups.max(1))
                     .map(|_| {
                         Scheduler::with_cores(
                             s.cpus_per_group(),
-                            quantum,
+                            quantum_ns,
                             s.threads_per_core,
                             s.pipelines_per_core,
                         )
@@ -129,18 +129,18 @@ impl Cpus {
     /// CPU time used by all steps so far (`v$osstat` BUSY_TIME).
     pub fn busy(&self) -> Nanos {
         match self {
-            Cpus::One(s) => s.busy,
-            Cpus::Groups(g) => g.iter().map(|s| s.busy).sum(),
+            Cpus::One(s) => s.busy_ns,
+            Cpus::Groups(g) => g.iter().map(|s| s.busy_ns).sum(),
         }
     }
 
     /// Carry an earlier life's busy time (a restarted instance's counters go on).
     pub fn set_busy(&mut self, busy: Nanos) {
         match self {
-            Cpus::One(s) => s.busy = busy,
+            Cpus::One(s) => s.busy_ns = busy,
             Cpus::Groups(g) => {
                 for (i, s) in g.iter_mut().enumerate() {
-                    s.busy = if i == 0 { busy } else { 0 };
+                    s.busy_ns = if i == 0 { busy } else { 0 };
                 }
             }
         }

@@ -236,7 +236,7 @@ impl Layout {
             next += 1;
             BlockAddr(next - 1)
         });
-        Layout {
+        let layout = Layout {
             instances,
             tables,
             indexes,
@@ -244,6 +244,36 @@ impl Layout {
             contiguous: contiguous.max(1),
             seq_block,
             sequences,
+        };
+        layout.assert_within_the_database();
+        layout
+    }
+
+    /// Every segment, its free blocks included, lies below `total_blocks`
+    /// (the images, the cache's per-block tables and the store are sized by it).
+    fn assert_within_the_database(&self) {
+        let instances = u64::from(self.instances.max(1));
+        let total = u64::from(self.total_blocks);
+        let free_end = |base: u32, per: u32| u64::from(base) + u64::from(per) * instances;
+        for (i, t) in self.tables.iter().enumerate() {
+            assert!(
+                t.header.0 < self.total_blocks
+                    && u64::from(t.base) + u64::from(t.initial_blocks) <= total
+                    && free_end(t.free_base, t.free_per_instance) <= total
+                    && t.parts.iter().all(|p| {
+                        p.header.0 < self.total_blocks
+                            && u64::from(p.base) + u64::from(p.initial_blocks) <= total
+                    }),
+                "table {i}'s blocks run past the {total} blocks laid out"
+            );
+        }
+        for (i, ix) in self.indexes.iter().enumerate() {
+            assert!(
+                ix.root.0 < self.total_blocks
+                    && ix.part_roots.iter().all(|r| r.0 < self.total_blocks)
+                    && free_end(ix.free_base, ix.free_per_instance) <= total,
+                "index {i}'s blocks run past the {total} blocks laid out"
+            );
         }
     }
 
@@ -253,7 +283,13 @@ impl Layout {
         let bucket = u64::from(blk.0 / self.contiguous);
         let h = bucket.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29) ^ 0x5851_F42D_4C95_7F2D;
         let h = h.wrapping_mul(0xD6E8_FEB8_6659_FD93);
-        InstId(((h >> 32) % u64::from(self.instances.max(1))) as u8)
+        let master = InstId(((h >> 32) % u64::from(self.instances.max(1))) as u8);
+        debug_assert!(
+            master.0 < self.instances.max(1),
+            "{blk} mastered by {master}, beyond the {} instances",
+            self.instances
+        );
+        master
     }
 
     /// The master of a global enqueue resource: a fixed hash of its name, so
@@ -275,19 +311,26 @@ impl Layout {
         if key == 0 || key > t.initial_rows {
             return None;
         }
-        let (base, i) = if t.parts.is_empty() {
-            (t.base, key - 1)
+        let (base, blocks, i) = if t.parts.is_empty() {
+            (t.base, t.initial_blocks, key - 1)
         } else {
             let p = t.parts.get(org_of(key, t.orgs) as usize - 1)?;
-            (p.base, (key - 1) / u64::from(t.orgs))
+            (p.base, p.initial_blocks, (key - 1) / u64::from(t.orgs))
         };
         // The loader caps rows_per_block at 1,000 (a 16-bit slot) and the
         // schema at 2^32 blocks (`block_count`).
-        Some(Rowid {
+        let rowid = Rowid {
             blk: BlockAddr(base + block_count(i / u64::from(t.rows_per_block))),
             slot: u16::try_from(i % u64::from(t.rows_per_block))
                 .expect("rows_per_block is at most 1,000"),
-        })
+        };
+        // An initial row lies in its segment's run of initial blocks.
+        debug_assert!(
+            rowid.blk.0 - base < blocks,
+            "row {key} of table {table} placed in {}, past its segment's {blocks} blocks",
+            rowid.blk
+        );
+        Some(rowid)
     }
 
     /// The root to descend from to find `key` in index `ix`: a local index

@@ -165,7 +165,7 @@ fn simulate(w: &Workload) -> Outcome {
                 .push(format!("next event {e} before now {now}"));
         }
     }
-    out.busy = s.busy;
+    out.busy = s.busy_ns;
     out.end = now;
     out.queued_at_end = s.queued();
     out.next_event_at_end = s.next_event();

@@ -56,7 +56,7 @@ impl Default for PxParams {
 /// The most servers an instance may have (Oracle's range of `parallel_max_servers`).
 pub const MAX_SERVERS: u32 = 3600;
 /// `parallel_min_time_threshold = AUTO`.
-pub const AUTO_TIME_THRESHOLD: Nanos = 10 * NS_PER_S;
+pub const AUTO_TIME_THRESHOLD_NS: Nanos = 10 * NS_PER_S;
 
 impl PxParams {
     /// Names the loader accepts, as a user writes them.
@@ -116,7 +116,7 @@ impl PxParams {
     }
 
     pub fn min_time_threshold(&self) -> Nanos {
-        self.min_time_threshold.unwrap_or(AUTO_TIME_THRESHOLD)
+        self.min_time_threshold.unwrap_or(AUTO_TIME_THRESHOLD_NS)
     }
 
     /// Whether this instance belongs to `group` (an empty group is every instance).

@@ -50,6 +50,12 @@ impl Events {
     /// Add an event of a CPU that has none.
     #[inline(always)]
     pub(super) fn insert(&mut self, at: Nanos, cpu: u32) {
+        debug_assert!(
+            self.slots[self.head..self.end]
+                .iter()
+                .all(|&key| key as u32 != cpu),
+            "CPU {cpu} given a second event"
+        );
         if self.end == self.slots.len() {
             self.move_to_start();
         }
@@ -64,6 +70,10 @@ impl Events {
         }
         live[k] = key;
         self.end += 1;
+        debug_assert!(
+            self.slots[self.head..self.end].is_sorted(),
+            "the events are out of order after CPU {cpu}'s went in"
+        );
     }
 
     /// Move the events to the first slots (there are more than enough

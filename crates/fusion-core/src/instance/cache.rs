@@ -32,7 +32,7 @@ fn buf_id(i: usize) -> BufId {
         .expect("a buffer cache has fewer than 2^32 - 1 buffers")
 }
 /// Buffers a foreground inspects from the cold end before giving up.
-const MAX_SCAN: u32 = 256;
+const SCAN_MAX: u32 = 256;
 /// CR copies kept per block (`_db_block_max_cr_dba`).
 pub const MAX_CR_PER_BLOCK: usize = 6;
 
@@ -150,7 +150,7 @@ pub struct Cache {
     /// The LRU links of each slot.
     links: Vec<Link>,
     /// [`Buffer::reusable`] of each slot, kept apart like the links: the
-    /// victim scan inspects up to [`MAX_SCAN`] buffers of a full cache with
+    /// victim scan inspects up to [`SCAN_MAX`] buffers of a full cache with
     /// a dirty tail, and reads a byte of each instead of a whole buffer.
     /// (Pins come and go with every visit: the scan reads them from the
     /// few reusable buffers it finds.)
@@ -372,6 +372,11 @@ impl Cache {
         self.used += 1;
         self.private_crs += usize::from(is_private(state));
         self.link_head(id);
+        debug_assert_eq!(
+            self.used + self.free.len(),
+            self.slots.len(),
+            "after inserting buffer {id}, the buffers in use and the free slots do not add up"
+        );
         id
     }
 
@@ -427,6 +432,11 @@ impl Cache {
         self.free.push(id);
         self.used -= 1;
         self.private_crs -= usize::from(private);
+        debug_assert_eq!(
+            self.used + self.free.len(),
+            self.slots.len(),
+            "after detaching buffer {id}, the buffers in use and the free slots do not add up"
+        );
     }
 
     /// Mark a buffer most recently used.
@@ -455,6 +465,16 @@ impl Cache {
             }
             at = next;
         }
+        debug_assert!(
+            self.buffers_of(blk)
+                .filter(|&id| {
+                    let b = self.get(id);
+                    matches!(b.state, BufState::Cr { .. }) && !b.pinned()
+                })
+                .count()
+                < MAX_CR_PER_BLOCK,
+            "{blk} keeps no room for another CR copy"
+        );
     }
 
     /// Remove the buffers of `blk` that `doomed` picks (walking the chain in
@@ -508,6 +528,10 @@ impl Cache {
     /// a clean one is dropped. Returns the image and whether a PI was kept.
     pub fn give_up_current(&mut self, id: BufId) -> (Block, bool) {
         let blk = self.get(id).blk;
+        debug_assert!(
+            self.get(id).is_current(),
+            "{blk} leaves from buffer {id}, which is not current"
+        );
         // The image of the older past image this one replaces: the copy
         // kept here reuses its vectors instead of allocating its own.
         let mut spare = None;
@@ -547,6 +571,11 @@ impl Cache {
             };
             let image = std::mem::replace(&mut b.image, copy);
             self.set_state(id, BufState::Pi);
+            debug_assert!(
+                self.buffers_of(blk)
+                    .all(|other| other == id || self.get(other).state != BufState::Pi),
+                "{blk} keeps more than one past image here"
+            );
             (image, true)
         } else {
             (self.remove(id).image, false)
@@ -586,6 +615,18 @@ impl Cache {
     /// counter (CR requests had been served since the last change).
     pub fn dirtied(&mut self, id: BufId, rba: u64, now: Nanos) -> bool {
         let b = self.get_mut(id);
+        debug_assert!(
+            b.is_current(),
+            "{} changed in buffer {id}, which is not current",
+            b.blk
+        );
+        // This instance's redo only grows, and only it changes the buffer.
+        debug_assert!(
+            rba >= b.last_rba,
+            "{}'s last change went back from RBA {} to {rba}",
+            b.blk,
+            b.last_rba
+        );
         if !b.dirty {
             b.dirty = true;
             b.dirty_since = now;
@@ -630,7 +671,7 @@ impl Cache {
             b.xpin = false;
         } else {
             debug_assert!(b.pins > 0, "unpin of {}'s unpinned buffer {id}", b.blk);
-            b.pins = b.pins.saturating_sub(1);
+            b.pins -= 1;
         }
         b.pinned()
     }
@@ -651,6 +692,10 @@ impl Cache {
     /// goes, unless a reader still holds it pinned; then it stays for that
     /// reader only (an empty CR range) until the pin goes.
     pub fn retire_current(&mut self, id: BufId) {
+        debug_assert!(
+            self.get(id).is_current(),
+            "buffer {id} retired as current while it is not"
+        );
         if self.get(id).pinned() {
             self.set_state(
                 id,
@@ -771,6 +816,11 @@ impl Cache {
     ) -> Vec<(Nanos, BufId)> {
         // A dirty scur buffer is one this instance down-converted for
         // fairness: it still writes it.
+        debug_assert_eq!(
+            self.lru_len(),
+            self.used,
+            "the LRU list does not list every buffer in use"
+        );
         let writable = |b: &Buffer| b.dirty && b.is_current() && !b.leaving;
         let mut candidates: Vec<(Nanos, BufId)> = self
             .iter()
@@ -806,6 +856,17 @@ impl Cache {
             at = self.links[at as usize].prev;
         }
         out
+    }
+
+    /// Buffers on the LRU list, walked from the head (checks).
+    fn lru_len(&self) -> usize {
+        let mut n = 0;
+        let mut at = self.lru_head;
+        while at != NIL {
+            n += 1;
+            at = self.links[at as usize].next;
+        }
+        n
     }
 
     #[inline]

@@ -130,6 +130,11 @@ impl Numa {
     }
 
     pub fn home(&self, proc: ProcId) -> u8 {
+        // Every process is placed when the process table adds it.
+        debug_assert!(
+            (proc as usize) < self.home.len(),
+            "process {proc} has no home group"
+        );
         self.home.get(proc as usize).copied().unwrap_or(0)
     }
 

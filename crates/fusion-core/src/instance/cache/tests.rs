@@ -276,3 +276,69 @@ fn the_checkpoint_queue_tops_at_the_lowest_first_dirty_rba() {
         "with a checkpoint {some}, without {none}"
     );
 }
+
+fn cr(lo: Scn, hi: Scn) -> BufState {
+    BufState::Cr {
+        lo,
+        hi,
+        private_to: None,
+    }
+}
+
+/// `limit_cr` makes room for one more CR copy: the newest copies stay, the
+/// oldest unpinned ones beyond them go, and a pinned one stays for its
+/// reader however old.
+#[test]
+fn limit_cr_drops_the_oldest_unpinned_copies_and_keeps_a_pinned_one() {
+    let blk = BlockAddr(3);
+    let mut c = Cache::new(16, 10);
+    let copies: Vec<BufId> = (0..8).map(|k| c.insert(blk, cr(k, k), img(3))).collect();
+    c.pin_shared(copies[0]);
+    c.limit_cr(blk);
+    let kept: Vec<BufId> = c.buffers_of(blk).collect();
+    // Newest first: the five newest, then the oldest, pinned.
+    let mut want: Vec<BufId> = copies[3..].iter().rev().copied().collect();
+    want.push(copies[0]);
+    assert_eq!(kept, want);
+    assert_eq!(kept.len() - 1, MAX_CR_PER_BLOCK - 1, "room for one more");
+    assert_eq!(c.used(), MAX_CR_PER_BLOCK);
+    // Unpinned, the oldest goes at the next limit.
+    assert!(!c.unpin(copies[0]));
+    c.limit_cr(blk);
+    assert!(c.try_get(copies[0]).is_none());
+    assert_eq!(c.buffers_of(blk).count(), MAX_CR_PER_BLOCK - 1);
+}
+
+/// A dirty current block that leaves twice keeps one past image here, with
+/// the lower first-dirty RBA of the two (the checkpoint must not pass the
+/// older one's changes, which are not on disk either).
+#[test]
+fn a_block_that_leaves_dirty_twice_keeps_one_past_image_at_the_older_rba() {
+    let blk = BlockAddr(4);
+    let mut c = Cache::new(16, 10);
+    let first = c.insert(blk, BufState::Xcur, img(4));
+    c.dirtied(first, 150, 10);
+    c.set_first_rba(first, Some(100));
+    let (_, kept) = c.give_up_current(first);
+    assert!(kept, "a dirty block leaves a past image");
+    assert_eq!(c.get(first).state(), BufState::Pi);
+    // Back again, changed again, and gone again.
+    let second = c.insert(blk, BufState::Xcur, img(4));
+    c.dirtied(second, 300, 20);
+    c.set_first_rba(second, Some(250));
+    let (_, kept) = c.give_up_current(second);
+    assert!(kept);
+    let pis: Vec<BufId> = c
+        .buffers_of(blk)
+        .filter(|&id| c.get(id).state() == BufState::Pi)
+        .collect();
+    assert_eq!(pis, vec![second], "the newer past image replaces the older");
+    assert_eq!(c.get(second).first_rba(), Some(100));
+    assert_eq!(c.first_dirty_rba(), Some(100));
+    // A clean current block leaves nothing behind.
+    let third = c.insert(blk, BufState::Xcur, img(4));
+    let (_, kept) = c.give_up_current(third);
+    assert!(!kept);
+    assert!(c.try_get(third).is_none());
+    assert_eq!(c.current(blk), None);
+}

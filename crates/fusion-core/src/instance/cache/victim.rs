@@ -2,7 +2,7 @@
 //! and the run of buffers at that end that cannot be reused (dirty, past
 //! images, leaving) which later scans count without walking again.
 
-use super::{BlockAddr, BufId, BufState, Cache, MAX_SCAN, NIL};
+use super::{BlockAddr, BufId, BufState, Cache, NIL, SCAN_MAX};
 
 /// What to do with a buffer chosen for replacement.
 pub enum Victim {
@@ -88,7 +88,7 @@ impl Cache {
         // Still in the run of buffers from the tail that are not reusable.
         let mut stuck = true;
         let mut fallback = None;
-        while at != NIL && inspected < MAX_SCAN {
+        while at != NIL && inspected < SCAN_MAX {
             inspected += 1;
             let link = &mut self.links[at as usize];
             let prev = link.prev;
@@ -125,7 +125,7 @@ impl Cache {
         let mut at = self.lru_tail;
         let mut inspected = 0;
         let mut fallback = None;
-        while at != NIL && inspected < MAX_SCAN {
+        while at != NIL && inspected < SCAN_MAX {
             inspected += 1;
             let b = self.get(at);
             assert_eq!(

@@ -63,6 +63,11 @@ impl ProcTable {
     /// The scheduling class of a process, as last worked out from the parameters.
     #[inline(always)]
     pub fn class_of(&self, proc: ProcId) -> SchedClass {
+        debug_assert!(
+            (proc as usize) < self.classes.len(),
+            "process {proc} is not in the process table of {}",
+            self.classes.len()
+        );
         self.classes
             .get(proc as usize)
             .copied()

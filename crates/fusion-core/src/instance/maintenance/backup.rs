@@ -163,12 +163,12 @@ impl Maintenance {
             return;
         };
         k.incr(Stat::RmanBackupsCompleted);
-        k.add(Stat::RmanBackupElapsedTime, f.elapsed);
+        k.add(Stat::RmanBackupElapsedTime, f.elapsed_ns);
         k.add(Stat::RmanChannelsUsed, f.used);
         k.add(Stat::RmanChannelBlocksMax, f.largest);
         obs.alert(
             now,
-            format!("RMAN: Finished backup, elapsed time {}", hms(f.elapsed)),
+            format!("RMAN: Finished backup, elapsed time {}", hms(f.elapsed_ns)),
         );
     }
 }

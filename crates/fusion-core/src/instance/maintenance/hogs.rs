@@ -14,9 +14,9 @@ use crate::config::{NS_PER_MS, Nanos};
 use crate::cpu::ProcId;
 
 /// Period of a partly-loaded CPU hog (busy `load_pct` of it).
-const PERIOD: Nanos = 100 * NS_PER_MS;
+const PERIOD_NS: Nanos = 100 * NS_PER_MS;
 /// Demand of a fully-loaded hog: it never finishes.
-const FOREVER: Nanos = Nanos::MAX / 4;
+const FOREVER_NS: Nanos = Nanos::MAX / 4;
 
 #[derive(Debug)]
 pub(super) struct CpuHogs {
@@ -49,7 +49,7 @@ impl CpuHogs {
     pub fn add(&mut self, proc: ProcId) -> Nanos {
         self.procs.push(proc);
         if self.load_pct >= 100 {
-            FOREVER
+            FOREVER_NS
         } else {
             self.busy_time()
         }
@@ -70,12 +70,12 @@ impl CpuHogs {
 
     /// How long a partly-loaded hog runs each period.
     pub fn busy_time(&self) -> Nanos {
-        PERIOD * Nanos::from(self.load_pct) / 100
+        PERIOD_NS * Nanos::from(self.load_pct) / 100
     }
 
     /// How long it sleeps for the rest of the period (at least 1 ns).
     pub fn sleep_time(&self) -> Nanos {
-        (PERIOD * Nanos::from(100 - self.load_pct) / 100).max(1)
+        (PERIOD_NS * Nanos::from(100 - self.load_pct) / 100).max(1)
     }
 
     /// Hog number `h` of the current set, if a wake-up armed in `epoch` still counts.

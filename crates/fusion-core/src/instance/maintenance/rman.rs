@@ -43,7 +43,10 @@ impl Unit {
             let len = end.saturating_sub(start);
             if offset < len {
                 let count = (len - offset).min(self.end - self.next).min(most);
-                return Some((start + offset, count.max(1)));
+                // Each bound is above zero: a block left in the run and in
+                // the unit, and a read covers one at least.
+                debug_assert!(count > 0, "a read of no blocks (at most {most})");
+                return Some((start + offset, count));
             }
             offset -= len;
         }
@@ -98,7 +101,7 @@ pub(super) enum Next {
 /// A backup ended: what it reports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Finished {
-    pub elapsed: Nanos,
+    pub elapsed_ns: Nanos,
     /// Channels that backed up at least one unit.
     pub used: u64,
     /// The most blocks one channel backed up.
@@ -128,10 +131,14 @@ impl Rman {
 
     /// A backup of `work` starts at `now` on the first `channels` channels.
     pub fn start(&mut self, work: VecDeque<Unit>, channels: usize, now: Nanos) {
-        debug_assert!(!self.running(), "two backups at once");
-        debug_assert!(channels <= self.channels.len(), "channels not allocated");
+        assert!(!self.running(), "two backups at once");
+        assert!(
+            channels <= self.channels.len(),
+            "a backup on {channels} channels, {} allocated",
+            self.channels.len()
+        );
         self.work = work;
-        self.active = channels.min(self.channels.len());
+        self.active = channels;
         self.started = Some(now);
         for c in &mut self.channels[..self.active] {
             c.blocks = 0;
@@ -198,12 +205,12 @@ impl Rman {
                 hms(now - started)
             )
         });
-        let active = &self.channels[..self.active.min(self.channels.len())];
+        let active = &self.channels[..self.active];
         if active.iter().any(|ch| ch.busy) {
             return (line, None);
         }
         let finished = Finished {
-            elapsed: now - started,
+            elapsed_ns: now - started,
             used: active.iter().filter(|ch| ch.units > 0).count() as u64,
             largest: active.iter().map(|ch| ch.blocks).max().unwrap_or(0),
         };
@@ -283,7 +290,7 @@ mod tests {
         assert_eq!(
             finished,
             Some(Finished {
-                elapsed: 2_000,
+                elapsed_ns: 2_000,
                 used: 2,
                 largest: 3
             })

@@ -6,7 +6,7 @@
 //! The drivers drain the log as the run goes: the simulator after every
 //! event, the live runner in bounded chunks on every look at the cluster.
 //! So that a driver that falls behind cannot eat the host's memory, the log
-//! holds at most [`HISTORY_LIMIT`] observations not yet drained (a limit on
+//! holds at most [`HISTORY_MAX`] observations not yet drained (a limit on
 //! what is pending, not on the run's total). Reaching it is an error in
 //! `Instance::errors` (the run fails, its checks being incomplete); the
 //! observations beyond it are dropped, never a panic.
@@ -46,7 +46,7 @@ pub enum Observation {
 
 /// Most observations kept between two drains: 4 Mi, about 230 MB. The
 /// simulator drains after every event; the live runner a few times a second.
-pub(super) const HISTORY_LIMIT: usize = 1 << 22;
+pub(super) const HISTORY_MAX: usize = 1 << 22;
 
 /// What an instance's history promises about the observations it has not
 /// recorded yet, as of a drain that took everything recorded so far: a
@@ -66,20 +66,20 @@ pub struct Horizon {
 pub(super) struct History {
     /// `None` when nobody checks.
     log: Option<VecDeque<Observation>>,
-    limit: usize,
+    len_max: usize,
     /// Observations dropped because the log was full.
     dropped: u64,
 }
 
 impl History {
     pub(super) fn new(on: bool) -> History {
-        History::with_limit(on, HISTORY_LIMIT)
+        History::with_limit(on, HISTORY_MAX)
     }
 
-    fn with_limit(on: bool, limit: usize) -> History {
+    fn with_limit(on: bool, len_max: usize) -> History {
         History {
             log: on.then(VecDeque::new),
-            limit,
+            len_max,
             dropped: 0,
         }
     }
@@ -97,7 +97,7 @@ impl History {
         let Some(log) = self.log.as_mut() else {
             return false;
         };
-        if log.len() < self.limit {
+        if log.len() < self.len_max {
             log.push_back(o);
             return false;
         }
@@ -110,7 +110,7 @@ impl History {
         format!(
             "the checkers' history reached its limit of {} observations before the \
              driver took it; later ones are dropped, so the checks are incomplete",
-            self.limit
+            self.len_max
         )
     }
 

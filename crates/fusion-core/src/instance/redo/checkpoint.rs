@@ -55,6 +55,12 @@ pub(in crate::instance) fn dirtied(
     if cache.get(buf).first_rba().is_none() {
         cache.set_first_rba(buf, Some(rba - u64::from(bytes)));
     }
+    // What is not on disk begins no later than the change just made.
+    debug_assert!(
+        cache.get(buf).first_rba().is_some_and(|first| first <= rba),
+        "{} changed at RBA {rba} while its first change not on disk is later",
+        cache.get(buf).blk
+    );
     k.incr(Stat::DbBlockChanges);
 }
 

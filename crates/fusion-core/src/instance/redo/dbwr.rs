@@ -26,9 +26,9 @@ use crate::types::BlockAddr;
 /// How often DBWR looks for work.
 pub const DBWR_TICK: Nanos = 200 * NS_PER_MS;
 /// Dirty buffers older than this are written (the checkpoint target).
-pub const CHECKPOINT_AGE: Nanos = 2 * NS_PER_S;
+pub const CHECKPOINT_AGE_NS: Nanos = 2 * NS_PER_S;
 /// Buffers one writer writes per pass.
-pub const BATCH: usize = 64;
+pub const BATCH_MAX: usize = 64;
 
 #[derive(Debug)]
 struct Writer {
@@ -137,7 +137,7 @@ impl Dbwr {
             return false;
         };
         debug_assert!(writer.outstanding > 0, "DBW{w}: a write dropped twice");
-        writer.outstanding = writer.outstanding.saturating_sub(1);
+        writer.outstanding -= 1;
         if writer.outstanding == 0 && writer.busy {
             writer.busy = false;
             return true;
@@ -157,7 +157,7 @@ impl Dbwr {
             "checkpoint went back from {} to {rba}",
             self.checkpoint
         );
-        self.checkpoint = self.checkpoint.max(rba);
+        self.checkpoint = rba;
     }
 
     /// Writers a pass spreads work over (at least one, even with none configured).
@@ -193,7 +193,7 @@ impl Dbwr {
                 _ => blk.idx() % slots,
             };
             let writer = &mut self.writers[w];
-            if writer.busy || writer.batch.len() >= BATCH {
+            if writer.busy || writer.batch.len() >= BATCH_MAX {
                 continue;
             }
             if redo_pending(rba) {
@@ -203,6 +203,10 @@ impl Dbwr {
             }
             writer.batch.push(blk);
         }
+        debug_assert!(
+            self.writers.iter().all(|w| w.batch.len() <= BATCH_MAX),
+            "a writer's batch outgrew {BATCH_MAX} blocks"
+        );
         flush_to
     }
 
@@ -225,6 +229,10 @@ impl Dbwr {
     pub fn take_batch(&mut self, w: u8, now: Nanos) -> Vec<BlockAddr> {
         let writer = &mut self.writers[usize::from(w)];
         debug_assert!(writer.busy, "DBW{w} ran without a batch");
+        debug_assert_eq!(
+            writer.outstanding, 0,
+            "DBW{w} took a new batch with writes of the last outstanding"
+        );
         writer.started = now;
         std::mem::take(&mut writer.batch)
     }
@@ -247,18 +255,24 @@ impl Dbwr {
     pub fn written(&mut self, w: u8, started: Nanos, now: Nanos) -> Option<Nanos> {
         let writer = self.writers.get_mut(usize::from(w))?;
         debug_assert!(writer.outstanding > 0, "DBW{w}: a write completed twice");
-        writer.outstanding = writer.outstanding.saturating_sub(1);
+        // Issued when (or, by a slave, after) the writer took its batch.
+        debug_assert!(
+            started >= writer.started,
+            "DBW{w}: a write started at {started} ns, before its batch at {} ns",
+            writer.started
+        );
+        writer.outstanding -= 1;
         if writer.outstanding > 0 {
             return None;
         }
         writer.busy = false;
-        Some(now - writer.started.max(started.min(writer.started)))
+        Some(now - writer.started)
     }
 }
 
 /// Queued writes at most: the one writer's batch (it hands over one batch
 /// at a time and takes the next only when that one is on disk).
-pub const SLAVE_QUEUE_MAX: usize = BATCH;
+pub const SLAVE_QUEUE_MAX: usize = BATCH_MAX;
 
 /// DBWR's I/O slaves (`dbwr_io_slaves`): they take the writes the one
 /// writer hands them, in order, one each at a time, and submit them
@@ -287,6 +301,10 @@ impl IoSlaves {
 
     /// Writer `w` hands over the write of `blk`.
     pub fn hand(&mut self, blk: BlockAddr, w: u8) {
+        debug_assert!(
+            self.any(),
+            "DBW{w} handed {blk} to I/O slaves it does not have"
+        );
         debug_assert!(
             self.queue.len() < SLAVE_QUEUE_MAX,
             "the slaves' queue holds more than one batch"

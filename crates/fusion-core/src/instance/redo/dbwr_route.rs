@@ -122,12 +122,12 @@ impl Redo {
     /// A pass's first step: the dirty buffers old enough to write (all of
     /// them during a full checkpoint), with the coldest when `urgent`.
     pub fn pass_candidates(&self, k: &Kernel, cache: &Cache, urgent: bool) -> Vec<(Nanos, BufId)> {
-        let cold = urgent.then(|| dbwr::BATCH * self.dbwr.writer_slots());
+        let cold = urgent.then(|| dbwr::BATCH_MAX * self.dbwr.writer_slots());
         // A full checkpoint writes every dirty buffer, however young.
         let age = if self.dbwr.checkpointing() {
             0
         } else {
-            dbwr::CHECKPOINT_AGE
+            dbwr::CHECKPOINT_AGE_NS
         };
         cache.write_candidates(k.now(), age, cold)
     }

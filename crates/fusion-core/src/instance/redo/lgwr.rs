@@ -85,7 +85,7 @@ pub struct Lgwr {
     broadcast_seq: u64,
     /// Committers whose redo is on disk, waiting for the SCN acknowledgements.
     ack_waiters: BinaryHeap<Reverse<(u64, u32)>>,
-    /// Every [`SCN_MARK_EVERY`] bytes of redo, the SCN and address of the
+    /// Every [`SCN_MARK_EVERY_BYTES`] of redo, the SCN and address of the
     /// record there (at most [`SCN_MARKS_MAX`]): where a write at an SCN
     /// leaves this thread's changes on disk (`rba_after`).
     marks: VecDeque<(Scn, u64)>,
@@ -93,7 +93,7 @@ pub struct Lgwr {
 }
 
 /// Redo bytes between two SCN marks.
-pub const SCN_MARK_EVERY: u64 = 64 << 10;
+pub const SCN_MARK_EVERY_BYTES: u64 = 64 << 10;
 /// SCN marks kept (4 GiB of redo).
 pub const SCN_MARKS_MAX: usize = 1 << 16;
 
@@ -165,11 +165,16 @@ impl Lgwr {
 
     #[cold]
     fn mark(&mut self, scn: Scn) {
+        // `rba_after` searches the marks by SCN.
+        debug_assert!(
+            self.marks.back().is_none_or(|&(last, _)| last <= scn),
+            "redo at SCN {scn} appended after redo at a later SCN"
+        );
         if self.marks.len() >= SCN_MARKS_MAX {
             self.marks.pop_front();
         }
         self.marks.push_back((scn, self.next_rba));
-        self.next_mark = self.next_rba + SCN_MARK_EVERY;
+        self.next_mark = self.next_rba + SCN_MARK_EVERY_BYTES;
     }
 
     /// A redo address at or before this thread's first record with an SCN
@@ -205,6 +210,11 @@ impl Lgwr {
     /// Make sure redo up to `rba` gets written; `waiter` is released by
     /// [`Lgwr::next_released`] when it is.
     pub fn request_flush(&mut self, rba: u64, waiter: Option<FlushWaiter>) -> Flush {
+        debug_assert!(
+            rba <= self.next_rba,
+            "a flush asked up to RBA {rba}, past the end of redo {}",
+            self.next_rba
+        );
         if rba <= self.flushed {
             return Flush::Durable;
         }
@@ -249,9 +259,20 @@ impl Lgwr {
                 });
                 announced = Some(self.broadcast_seq);
             } else {
-                self.acked = self.acked.max(upto);
+                // Everything acknowledged lies in redo already written out.
+                debug_assert!(
+                    upto >= self.acked,
+                    "acknowledged RBA {} past the end of redo {upto}",
+                    self.acked
+                );
+                self.acked = upto;
             }
         }
+        debug_assert!(
+            self.buffer.is_empty() && self.buffered_bytes == 0 && upto >= self.flushed,
+            "a write left redo in the log buffer or went back from RBA {} to {upto}",
+            self.flushed
+        );
         stats.incr(Stat::RedoWrites);
         stats.add(Stat::RedoBlocksWritten, bytes.div_ceil(512));
         GroupWrite {
@@ -267,7 +288,16 @@ impl Lgwr {
     pub fn written(&mut self, upto: u64, took: Nanos, now: Nanos, stats: &mut Stats) {
         stats.add(Stat::RedoWriteTime, took);
         stats.wait(Wait::LogFileParallelWrite, took, false);
-        self.flushed = self.flushed.max(upto);
+        // One write at a time, of everything buffered when it began: it
+        // reaches at least as far as the last, never past the end of redo.
+        debug_assert!(self.busy, "a redo write completed that LGWR never started");
+        debug_assert!(
+            self.flushed <= upto && upto <= self.next_rba,
+            "a redo write up to RBA {upto} completed with {} on disk and redo ending at {}",
+            self.flushed,
+            self.next_rba
+        );
+        self.flushed = upto;
         self.busy = false;
         for b in self.broadcasts.iter_mut() {
             if b.upto <= upto && b.written_at.is_none() {
@@ -314,6 +344,11 @@ impl Lgwr {
             for &seq in &seqs {
                 self.scn_ack(seq, now, stats);
             }
+            // Nobody left to hear them: every commit is acknowledged.
+            debug_assert!(
+                self.broadcasts.is_empty(),
+                "broadcasts pending with no survivor to acknowledge them"
+            );
             return Vec::new();
         }
         seqs

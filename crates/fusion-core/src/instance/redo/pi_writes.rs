@@ -29,11 +29,13 @@ impl PiWrites {
     /// Whether to ask for a write of `blk` at `now` (not asked within
     /// [`PI_WRITE_ASK_NS`]); a true answer records the ask.
     pub fn ask(&mut self, blk: BlockAddr, now: Nanos) -> bool {
-        if self
-            .asked
-            .get(&blk)
-            .is_some_and(|&t| now.saturating_sub(t) < PI_WRITE_ASK_NS)
-        {
+        if self.asked.get(&blk).is_some_and(|&t| {
+            debug_assert!(
+                t <= now,
+                "{blk}'s write asked at {t} ns, after now ({now} ns)"
+            );
+            now - t < PI_WRITE_ASK_NS
+        }) {
             return false;
         }
         self.asked.insert(blk, now);
