@@ -350,6 +350,7 @@ name_enum! {
         GcCurrentBlockLost => "gc current block lost",
         GcCrRequestRetry => "gc cr request retry",
         GcCurrentRetry => "gc current retry",
+        GcRemaster => "gc remaster",
     }
 }
 
