@@ -416,7 +416,10 @@ impl GlobalCache {
     #[inline]
     pub fn drm_holds_message(&self, layout: &Layout, blk: BlockAddr) -> bool {
         self.drm.frozen.as_ref().is_some_and(|f| {
-            f.dropped && !f.complete && layout.object_of(blk) == Some(f.object)
+            f.dropped
+                && !f.complete
+                && f.to == self.directory.me()
+                && layout.object_of(blk) == Some(f.object)
         })
     }
 
