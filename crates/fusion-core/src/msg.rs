@@ -340,7 +340,10 @@ pub enum Msg {
 pub enum DrmMsg {
     /// Member to coordinator: its gc activity in policy window `window`,
     /// for the objects over `_gc_policy_minimum` (pkey, opens).
-    Stats { window: u64, objects: Vec<(u32, u64)> },
+    Stats {
+        window: u64,
+        objects: Vec<(u32, u64)>,
+    },
     /// Coordinator to every member: DRM `drm` moves `object` to `to`;
     /// freeze it (hold new requests for its blocks under `gc remaster`).
     Freeze { drm: u32, object: u32, to: InstId },
@@ -350,7 +353,10 @@ pub enum DrmMsg {
     /// the object, take `to` as its master and report your holdings to it.
     Transfer { drm: u32 },
     /// Member to the new master: what it holds of the object's blocks.
-    Rebuild { drm: u32, blocks: Vec<(BlockAddr, Held)> },
+    Rebuild {
+        drm: u32,
+        blocks: Vec<(BlockAddr, Held)>,
+    },
     /// New master to every member: rebuilt; send the held requests.
     Done { drm: u32 },
 }

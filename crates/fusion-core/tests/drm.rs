@@ -17,7 +17,10 @@ const INST2: InstId = InstId(1);
 /// 400 rows, 10 to a block (40 blocks, each with its own master), and a
 /// buffer cache of 16 blocks: random reads miss and open blocks at their
 /// masters all the time.
-fn configs(window_ms: u64, workloads: Vec<fusion_core::config::WorkloadSpec>) -> Vec<InstanceConfig> {
+fn configs(
+    window_ms: u64,
+    workloads: Vec<fusion_core::config::WorkloadSpec>,
+) -> Vec<InstanceConfig> {
     let mut configs = harness::configs(2, harness::catalog(400, 10), workloads);
     for c in &mut configs {
         c.params.db_cache_size = 16 * 8192;
@@ -79,7 +82,9 @@ fn a_master_moves_after_a_window_of_one_sided_access() {
         "{lines:?}"
     );
     assert!(
-        lines.iter().any(|l| l.starts_with("End DRM(1) - transfer pkey 0 to 1")),
+        lines
+            .iter()
+            .any(|l| l.starts_with("End DRM(1) - transfer pkey 0 to 1")),
         "{lines:?}"
     );
     // Since the move, instance 2 asks nobody for the table's blocks.
@@ -104,7 +109,12 @@ fn a_master_moves_after_a_window_of_one_sided_access() {
 fn a_policy_time_of_zero_moves_nothing_and_sends_nothing() {
     let cluster = one_sided(0);
     assert_eq!(drm_messages(&cluster), 0);
-    assert!(cluster.instances.iter().all(|i| i.gcspfmaster_info().is_empty()));
+    assert!(
+        cluster
+            .instances
+            .iter()
+            .all(|i| i.gcspfmaster_info().is_empty())
+    );
 }
 
 /// Instance `to` (0-based) of two, with no workload.
@@ -175,7 +185,11 @@ fn a_drm_message_that_does_not_fit_is_a_protocol_error() {
                 to: INST2,
             }],
         ),
-        ("a transfer of no DRM", INST2, vec![DrmMsg::Transfer { drm: 3 }]),
+        (
+            "a transfer of no DRM",
+            INST2,
+            vec![DrmMsg::Transfer { drm: 3 }],
+        ),
         ("done of no DRM", INST2, vec![DrmMsg::Done { drm: 3 }]),
         (
             "a second DRM while one runs",
@@ -233,7 +247,10 @@ fn a_drm_message_that_does_not_fit_is_a_protocol_error() {
         }
         let errors = inst.errors();
         assert_eq!(errors.len(), 1, "{what}: {errors:?}");
-        assert!(errors[0].contains("DRM") || errors[0].contains("pkey"), "{what}: {errors:?}");
+        assert!(
+            errors[0].contains("DRM") || errors[0].contains("pkey"),
+            "{what}: {errors:?}"
+        );
         assert!(inst.halted().is_none(), "{what}: the instance goes on");
     }
 }

@@ -89,7 +89,9 @@ impl Instance {
             }
             DrmMsg::Quiet { drm } => {
                 if coordinator != self.id {
-                    return self.error(format!("{from} said quiet for DRM({drm}) to a non-coordinator"));
+                    return self.error(format!(
+                        "{from} said quiet for DRM({drm}) to a non-coordinator"
+                    ));
                 }
                 match self.gc.drm_quiet(from, drm, members) {
                     Ok(true) => self.drm_broadcast(DrmMsg::Transfer { drm }),

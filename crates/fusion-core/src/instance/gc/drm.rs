@@ -149,9 +149,8 @@ impl GlobalCache {
         objects.sort_unstable();
         let window = std::mem::replace(&mut self.drm.window, next);
         self.drm.opens.clear();
-        (!objects.is_empty()).then(|| {
-            Msg::Drm(Box::new(crate::msg::DrmMsg::Stats { window, objects }))
-        })
+        (!objects.is_empty())
+            .then(|| Msg::Drm(Box::new(crate::msg::DrmMsg::Stats { window, objects })))
     }
 
     /// Coordinator: `from`'s objects over the minimum in `window`. The DRM
@@ -174,7 +173,12 @@ impl GlobalCache {
             self.drm.reports.clear();
         }
         for &(o, n) in objects {
-            if self.drm.reports.iter().any(|&(ro, ri, _)| ro == o && ri == from) {
+            if self
+                .drm
+                .reports
+                .iter()
+                .any(|&(ro, ri, _)| ro == o && ri == from)
+            {
                 return Err(format!(
                     "{from} reported pkey {o} twice for policy window {window}"
                 ));
@@ -218,7 +222,9 @@ impl GlobalCache {
     /// `from` is quiet: true once every member is.
     pub fn drm_quiet(&mut self, from: InstId, drm: u32, members: InstSet) -> Result<bool, String> {
         let Some(r) = self.drm.running.as_mut().filter(|r| r.drm == drm) else {
-            return Err(format!("{from} said quiet for DRM({drm}), which is not running here"));
+            return Err(format!(
+                "{from} said quiet for DRM({drm}), which is not running here"
+            ));
         };
         if r.quiet.contains(from) {
             return Err(format!("{from} said quiet for DRM({drm}) twice"));
@@ -244,7 +250,9 @@ impl GlobalCache {
         members: InstSet,
     ) -> Result<(), String> {
         if from != coordinator {
-            return Err(format!("{from} began DRM({drm}) but the coordinator is {coordinator}"));
+            return Err(format!(
+                "{from} began DRM({drm}) but the coordinator is {coordinator}"
+            ));
         }
         if let Some(f) = &self.drm.frozen {
             return Err(format!("{from} began DRM({drm}) while DRM({}) runs", f.drm));
@@ -256,7 +264,9 @@ impl GlobalCache {
             ));
         }
         if object >= layout.object_count() || !members.contains(to) {
-            return Err(format!("{from} began DRM({drm}) of pkey {object} to {to}: no such object or member"));
+            return Err(format!(
+                "{from} began DRM({drm}) of pkey {object} to {to}: no such object or member"
+            ));
         }
         self.drm.last_seen = drm;
         self.drm.frozen = Some(Frozen {
@@ -289,7 +299,10 @@ impl GlobalCache {
             return Err(format!("request {} held with no DRM running", req.id));
         };
         if f.held.len() >= DRM_HELD_MAX {
-            return Err(format!("DRM({}): more than {DRM_HELD_MAX} requests held", f.drm));
+            return Err(format!(
+                "DRM({}): more than {DRM_HELD_MAX} requests held",
+                f.drm
+            ));
         }
         f.held.push(req);
         Ok(())
@@ -332,11 +345,15 @@ impl GlobalCache {
         drm: u32,
     ) -> Result<Transfer, String> {
         if from != coordinator {
-            return Err(format!("{from} moved DRM({drm}) on but the coordinator is {coordinator}"));
+            return Err(format!(
+                "{from} moved DRM({drm}) on but the coordinator is {coordinator}"
+            ));
         }
         let layout = k.layout();
         let Some(f) = self.drm.frozen.as_mut().filter(|f| f.drm == drm) else {
-            return Err(format!("{from} moved DRM({drm}) on, which is not running here"));
+            return Err(format!(
+                "{from} moved DRM({drm}) on, which is not running here"
+            ));
         };
         if !f.quiet_sent || f.transferred {
             return Err(format!("{from} moved DRM({drm}) on out of turn"));
@@ -379,14 +396,23 @@ impl GlobalCache {
             .as_mut()
             .filter(|f| f.drm == drm && f.to == me && !f.complete)
         else {
-            return Err(format!("{from} reported for DRM({drm}), which does not move anything here"));
+            return Err(format!(
+                "{from} reported for DRM({drm}), which does not move anything here"
+            ));
         };
         if f.reported.contains(from) || !members.contains(from) {
-            return Err(format!("{from} reported for DRM({drm}) twice or as a non-member"));
+            return Err(format!(
+                "{from} reported for DRM({drm}) twice or as a non-member"
+            ));
         }
         let object = f.object;
-        if let Some((b, _)) = blocks.iter().find(|(b, _)| layout.object_of(*b) != Some(object)) {
-            return Err(format!("{from} reported {b} for DRM({drm}) of pkey {object}"));
+        if let Some((b, _)) = blocks
+            .iter()
+            .find(|(b, _)| layout.object_of(*b) != Some(object))
+        {
+            return Err(format!(
+                "{from} reported {b} for DRM({drm}) of pkey {object}"
+            ));
         }
         f.reported.insert(from);
         let leftover = if f.dropped {
@@ -428,7 +454,10 @@ impl GlobalCache {
             return Err(format!("a message from {from} held with no DRM running"));
         };
         if f.held_msgs.len() >= DRM_HELD_MAX {
-            return Err(format!("DRM({}): more than {DRM_HELD_MAX} messages held", f.drm));
+            return Err(format!(
+                "DRM({}): more than {DRM_HELD_MAX} messages held",
+                f.drm
+            ));
         }
         f.held_msgs.push((from, msg));
         Ok(())
@@ -452,7 +481,9 @@ impl GlobalCache {
             }
             other => {
                 self.drm.frozen = other;
-                Err(format!("{from} ended DRM({drm}), which it does not run here"))
+                Err(format!(
+                    "{from} ended DRM({drm}), which it does not run here"
+                ))
             }
         }
     }
