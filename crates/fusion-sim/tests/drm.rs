@@ -147,6 +147,14 @@ fn the_batchs_objects_move_to_its_instance_and_nothing_is_lost() {
         "the batch's requests during the moves waited on gc remaster"
     );
     assert_eq!(stats_of(&o, 1).event(Wait::GcRemaster).waits, 0);
+    // Both took part in both moves; instance 1 reported its copies to 2.
+    for id in [1, 2] {
+        assert_eq!(stats_of(&o, id).get(Stat::RemasterOps), 2, "inst{id}");
+    }
+    assert_eq!(
+        stats_of(&o, 1).get(Stat::ReplayedLocksSent),
+        stats_of(&o, 2).get(Stat::ReplayedLocksReceived)
+    );
     // After the table's move the batch grants itself what it opens.
     let after = o.result.phase("after").expect("the after phase");
     let batch_after = &after.instance(2).expect("instance 2").stats;

@@ -7,7 +7,7 @@ use crate::instance::events::Timer;
 use crate::instance::membership::RETRANSMIT_NS;
 use crate::instance::session::SessionState;
 use crate::msg::{DrmMsg, Msg, ReqKind, Request};
-use crate::stats::Wait;
+use crate::stats::{Stat, Wait};
 use crate::types::{BlockAddr, InstId};
 
 impl Instance {
@@ -79,10 +79,14 @@ impl Instance {
             }
             DrmMsg::Freeze { drm, object, to } => {
                 let layout = self.k.layout();
-                match self
-                    .gc
-                    .drm_freeze(layout, from, coordinator, (drm, object, to), members)
-                {
+                match self.gc.drm_freeze(
+                    layout,
+                    from,
+                    coordinator,
+                    (drm, object, to),
+                    members,
+                    self.k.now(),
+                ) {
                     Ok(()) => self.drm_check_quiet(),
                     Err(e) => self.error(e),
                 }
@@ -112,6 +116,9 @@ impl Instance {
                                 t.leftover.len()
                             ));
                         }
+                        if t.to != me {
+                            self.k.add(Stat::ReplayedLocksSent, t.blocks.len() as u64);
+                        }
                         let msg = DrmMsg::Rebuild {
                             drm,
                             blocks: t.blocks,
@@ -129,9 +136,15 @@ impl Instance {
                 }
             }
             DrmMsg::Rebuild { drm, blocks } => {
+                let replayed = if from == self.id {
+                    0
+                } else {
+                    blocks.len() as u64
+                };
                 let layout = self.k.layout();
                 match self.gc.drm_rebuild(layout, from, drm, blocks, members) {
                     Ok((complete, leftover)) => {
+                        self.k.add(Stat::ReplayedLocksReceived, replayed);
                         if !leftover.is_empty() {
                             self.error(format!(
                                 "DRM({drm}): {} requests were still queued here at the first report",
@@ -152,10 +165,14 @@ impl Instance {
                 }
             }
             DrmMsg::Done { drm } => {
-                let held = match self.gc.drm_done(from, drm) {
-                    Ok(held) => held,
+                let ended = match self.gc.drm_done(from, drm, self.k.now()) {
+                    Ok(ended) => ended,
                     Err(e) => return self.error(e),
                 };
+                self.k.incr(Stat::RemasterOps);
+                self.k.incr(Stat::RemasteredObjects);
+                self.k.add(Stat::RemasterTime, ended.remaster_ns);
+                self.k.add(Stat::QuiesceTime, ended.quiesce_ns);
                 if coordinator == self.id
                     && let Some(r) = self.gc.drm_ended(drm)
                 {
@@ -171,7 +188,7 @@ impl Instance {
                         ),
                     );
                 }
-                for req in held {
+                for req in ended.held {
                     self.drm_release(req);
                 }
             }

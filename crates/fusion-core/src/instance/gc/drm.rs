@@ -60,6 +60,9 @@ pub struct Running {
 /// A member's part in the DRM in progress.
 #[derive(Clone, Debug)]
 struct Frozen {
+    /// When this member froze the object, and when it transferred it.
+    since: Nanos,
+    transferred_at: Nanos,
     drm: u32,
     object: u32,
     to: InstId,
@@ -94,6 +97,16 @@ pub(super) struct Drm {
     /// The last DRM number this member took part in, this incarnation.
     last_seen: u32,
     frozen: Option<Frozen>,
+}
+
+/// A DRM ended at this member.
+#[derive(Debug)]
+pub struct Ended {
+    /// Its requests held meanwhile, for the new master.
+    pub held: Vec<Request>,
+    /// From the freeze to the end, and to the transfer.
+    pub remaster_ns: Nanos,
+    pub quiesce_ns: Nanos,
 }
 
 /// What a member does when the coordinator says `Transfer`.
@@ -248,6 +261,7 @@ impl GlobalCache {
         coordinator: InstId,
         (drm, object, to): (u32, u32, InstId),
         members: InstSet,
+        now: Nanos,
     ) -> Result<(), String> {
         if from != coordinator {
             return Err(format!(
@@ -270,6 +284,8 @@ impl GlobalCache {
         }
         self.drm.last_seen = drm;
         self.drm.frozen = Some(Frozen {
+            since: now,
+            transferred_at: now,
             drm,
             object,
             to,
@@ -359,6 +375,7 @@ impl GlobalCache {
             return Err(format!("{from} moved DRM({drm}) on out of turn"));
         }
         f.transferred = true;
+        f.transferred_at = k.now();
         let (object, to) = (f.object, f.to);
         let leftover = if f.dropped {
             Vec::new()
@@ -474,10 +491,14 @@ impl GlobalCache {
 
     /// The new master `from` says DRM `drm` is done: the requests held here
     /// go to it now.
-    pub fn drm_done(&mut self, from: InstId, drm: u32) -> Result<Vec<Request>, String> {
+    pub fn drm_done(&mut self, from: InstId, drm: u32, now: Nanos) -> Result<Ended, String> {
         match self.drm.frozen.take() {
             Some(f) if f.drm == drm && f.to == from && f.transferred && f.held_msgs.is_empty() => {
-                Ok(f.held)
+                Ok(Ended {
+                    held: f.held,
+                    remaster_ns: now - f.since,
+                    quiesce_ns: f.transferred_at - f.since,
+                })
             }
             other => {
                 self.drm.frozen = other;
