@@ -362,14 +362,6 @@ impl Instance {
         self.drm_after_input();
     }
 
-    /// A DRM waits for this instance to be quiet: it may be now.
-    #[inline(always)]
-    fn drm_after_input(&mut self) {
-        if self.gc.drm_awaits_quiet().is_some() {
-            self.drm_check_quiet();
-        }
-    }
-
     /// [`Instance::handle_timeout`], counting whether anything was due.
     #[cold]
     #[inline(never)]

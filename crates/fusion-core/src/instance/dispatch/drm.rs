@@ -71,7 +71,7 @@ impl Instance {
                         self.id
                     ));
                 }
-                match self.gc.drm_stats(self.k.layout(), from, window, &objects) {
+                match self.gc.drm_stats(&self.k, from, window, &objects) {
                     Ok(Some((object, to))) => self.drm_begin(object, to),
                     Ok(None) => {}
                     Err(e) => self.error(e),
@@ -205,6 +205,18 @@ impl Instance {
             format!("Begin DRM({drm}) - transfer pkey {object} to {}", to.0),
         );
         self.drm_broadcast(DrmMsg::Freeze { drm, object, to });
+    }
+
+    /// After every input: close the policy window if it ended; tell the
+    /// coordinator once quiet if a DRM waits for it.
+    #[inline(always)]
+    pub(in crate::instance) fn drm_after_input(&mut self) {
+        if let Some(report) = self.gc.drm_tick(&self.k) {
+            self.drm_to_coordinator(report);
+        }
+        if self.gc.drm_awaits_quiet().is_some() {
+            self.drm_check_quiet();
+        }
     }
 
     /// Once none of this instance's own requests for the object moving is

@@ -3,11 +3,13 @@
 //!
 //! - **Statistics** (x$object_policy_statistics): each instance counts its
 //!   own opens of each object's blocks (requests to a master, S and X) over
-//!   `_gc_policy_time` windows. The window is closed lazily, at the first
-//!   open after it ended, so a run that never reaches a window's end (every
-//!   shipped scenario at the 10-minute default) arms no timer and sends
-//!   nothing. The objects over `_gc_policy_minimum` per minute go to the
-//!   coordinator, the lowest member, as the reconfiguration has one.
+//!   `_gc_policy_time` windows. A window is closed at the first input after
+//!   it ended (an instance has one at least every second: CSS's heartbeat
+//!   tick), with no timer of its own, so a run that never reaches a
+//!   window's end (every shipped scenario at the 10-minute default) sends
+//!   nothing and moves no event. The objects over `_gc_policy_minimum` per
+//!   minute go to the coordinator, the lowest member, as the
+//!   reconfiguration has one; a report more than a window late is dropped.
 //! - **Decision** (LMD's affinity queue): the coordinator remasters an
 //!   object to an instance whose opens in a window are more than twice any
 //!   other's reported for that window, unless it masters the object
@@ -85,8 +87,9 @@ struct Frozen {
 
 #[derive(Debug, Default)]
 pub(super) struct Drm {
-    /// The policy window the counts are of.
+    /// The policy window the counts are of, and when it ends (0: not known yet).
     window: u64,
+    window_end: Nanos,
     opens: FxHashMap<u32, Opens>,
     /// Coordinator: the newest window reported, and its reports (object, instance, opens).
     window_seen: u64,
@@ -131,12 +134,10 @@ impl GlobalCache {
         if window_ns == 0 {
             return None;
         }
-        let object = k.layout().object_of(blk)?;
-        let window = k.now() / window_ns;
-        let mut report = None;
-        if window != self.drm.window {
-            report = self.drm_close_window(k, window);
-        }
+        let report = self.drm_tick(k);
+        let Some(object) = k.layout().object_of(blk) else {
+            return report;
+        };
         let o = self.drm.opens.entry(object).or_default();
         if exclusive {
             o.exclusive += 1;
@@ -144,6 +145,31 @@ impl GlobalCache {
             o.shared += 1;
         }
         report
+    }
+
+    /// At every input: when the policy window has ended, close it (see
+    /// [`GlobalCache::drm_count`] for what it returns).
+    #[inline(always)]
+    pub fn drm_tick(&mut self, k: &Kernel) -> Option<Msg> {
+        if k.now() < self.drm.window_end {
+            return None;
+        }
+        self.drm_next_window(k)
+    }
+
+    #[inline(never)]
+    fn drm_next_window(&mut self, k: &Kernel) -> Option<Msg> {
+        let window_ns = k.params().gc_policy_time_ns;
+        if window_ns == 0 {
+            self.drm.window_end = Nanos::MAX;
+            return None;
+        }
+        let window = k.now() / window_ns;
+        self.drm.window_end = (window + 1).saturating_mul(window_ns);
+        if window == self.drm.window {
+            return None;
+        }
+        self.drm_close_window(k, window)
     }
 
     fn drm_close_window(&mut self, k: &Kernel, next: u64) -> Option<Msg> {
@@ -170,15 +196,18 @@ impl GlobalCache {
     /// to begin, if one object is now dominated by `from`.
     pub fn drm_stats(
         &mut self,
-        layout: &Layout,
+        k: &Kernel,
         from: InstId,
         window: u64,
         objects: &[(u32, u64)],
     ) -> Result<Option<(u32, InstId)>, String> {
+        let layout = k.layout();
         if let Some(&(o, _)) = objects.iter().find(|(o, _)| *o >= layout.object_count()) {
             return Err(format!("{from} reported gc activity of unknown pkey {o}"));
         }
-        if window < self.drm.window_seen {
+        // The affinity of a window long gone says nothing of now.
+        let current = k.now() / k.params().gc_policy_time_ns.max(1);
+        if window < self.drm.window_seen || window.saturating_add(1) < current {
             return Ok(None);
         }
         if window > self.drm.window_seen {
