@@ -270,7 +270,9 @@ impl Stat {
             | PxStatementElapsedTime
             | NumaStallTime
             | MemoryWriteOpTime
-            | RmanBackupElapsedTime => Unit::Time,
+            | RmanBackupElapsedTime
+            | RemasterTime
+            | QuiesceTime => Unit::Time,
             _ => Unit::Count,
         }
     }
