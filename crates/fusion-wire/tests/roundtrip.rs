@@ -3,8 +3,8 @@
 
 use fusion_core::block::{Block, Body, Change, Itl, LeafEntry, Piece, Row, UndoOp, UndoRec};
 use fusion_core::msg::{
-    DrmMsg, EnqKind, Envelope, GrantKind, Held, LockMode, Lvb, Mode, Msg, ReqKind, Request, ResName, ShipKind,
-    Shipment, Timing, TxReport,
+    DrmMsg, EnqKind, Envelope, GrantKind, Held, LockMode, Lvb, Mode, Msg, ReqKind, Request,
+    ResName, ShipKind, Shipment, Timing, TxReport,
 };
 use fusion_core::types::{BlockAddr, InstId, Rowid, Xid};
 use fusion_wire::{
