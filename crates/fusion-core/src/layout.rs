@@ -277,6 +277,35 @@ impl Layout {
         }
     }
 
+    /// The objects (segments) in pkey order: the tables in catalog order,
+    /// then the indexes. Dynamic remastering moves an object's blocks as one.
+    pub fn object_count(&self) -> u32 {
+        // Both lists come from the catalog, a few dozen entries at most.
+        (self.tables.len() + self.indexes.len()) as u32
+    }
+
+    /// The object (pkey, see [`Layout::object_count`]) a block belongs to;
+    /// `None` for SEQ$, which no object owns. Segments lie in pkey order,
+    /// each from its first block to the next one's.
+    pub fn object_of(&self, blk: BlockAddr) -> Option<u32> {
+        if self.seq_block.is_some_and(|s| blk >= s) || blk.0 >= self.total_blocks {
+            return None;
+        }
+        let starts = self
+            .tables
+            .iter()
+            .map(|t| t.header)
+            .chain(self.indexes.iter().map(|ix| ix.root));
+        let mut object = None;
+        for (pkey, start) in starts.enumerate() {
+            if start > blk {
+                break;
+            }
+            object = Some(pkey as u32);
+        }
+        object
+    }
+
     /// The master of a block: ranges of `_lm_contiguous_res_count` blocks hash
     /// to an instance. The hash is fixed so every instance computes the same.
     pub fn master(&self, blk: BlockAddr) -> InstId {

@@ -330,6 +330,35 @@ pub enum Msg {
         cum: u64,
         got: u64,
     },
+    /// Dynamic remastering (LMD's): boxed, rare and larger than the rest.
+    Drm(Box<DrmMsg>),
+}
+
+/// Dynamic remastering of one object (pkey) at a time, decided and run by
+/// the lowest member (the coordinator). See `instance/gc/drm.rs`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum DrmMsg {
+    /// Member to coordinator: its gc activity in policy window `window`,
+    /// for the objects over `_gc_policy_minimum` (pkey, opens).
+    Stats {
+        window: u64,
+        objects: Vec<(u32, u64)>,
+    },
+    /// Coordinator to every member: DRM `drm` moves `object` to `to`;
+    /// freeze it (hold new requests for its blocks under `gc remaster`).
+    Freeze { drm: u32, object: u32, to: InstId },
+    /// Member to coordinator: none of my requests for the object is in flight.
+    Quiet { drm: u32 },
+    /// Coordinator to every member: all are quiet; drop what you master of
+    /// the object, take `to` as its master and report your holdings to it.
+    Transfer { drm: u32 },
+    /// Member to the new master: what it holds of the object's blocks.
+    Rebuild {
+        drm: u32,
+        blocks: Vec<(BlockAddr, Held)>,
+    },
+    /// New master to every member: rebuilt; send the held requests.
+    Done { drm: u32 },
 }
 
 impl Msg {
@@ -369,6 +398,7 @@ impl Msg {
             Msg::WriteRequest { .. } => "WriteRequest",
             Msg::WriteCurrent { .. } => "WriteCurrent",
             Msg::LinkAck { .. } => "LinkAck",
+            Msg::Drm(..) => "Drm",
         }
     }
 }

@@ -187,13 +187,24 @@ name_enum! {
         RmanWorkUnits => "fusionlab RMAN files and sections backed up",
         RmanChannelsUsed => "fusionlab RMAN channels used",
         RmanChannelBlocksMax => "fusionlab RMAN largest channel's blocks",
+        // Dynamic remastering, per instance (AWR's "Dynamic Remastering
+        // Stats", v$dynamic_remaster_stats): the DRMs it took part in, the
+        // blocks it reported to a new master (sent) or was reported as one
+        // (received), from the freeze to the end and to the transfer.
+        RemasterOps => "remaster ops",
+        RemasteredObjects => "remastered objects",
+        ReplayedLocksSent => "replayed locks sent",
+        ReplayedLocksReceived => "replayed locks received",
+        RemasterTime => "remaster time": Time,
+        QuiesceTime => "quiesce time": Time,
     }
 }
 
 impl Stat {
     /// The statistics only a server description (`[server]`), a phase's
-    /// `checkpoint` or its `backup` moves: reports leave them out while they are 0, so a
-    /// run without them prints what it always printed.
+    /// `checkpoint` or its `backup`, or a dynamic remastering moves: reports
+    /// leave them out while they are 0, so a run without them prints what
+    /// it always printed.
     pub fn inside_node(self) -> bool {
         use Stat::*;
         matches!(
@@ -213,6 +224,12 @@ impl Stat {
                 | RmanWorkUnits
                 | RmanChannelsUsed
                 | RmanChannelBlocksMax
+                | RemasterOps
+                | RemasteredObjects
+                | ReplayedLocksSent
+                | ReplayedLocksReceived
+                | RemasterTime
+                | QuiesceTime
         )
     }
 
@@ -253,7 +270,9 @@ impl Stat {
             | PxStatementElapsedTime
             | NumaStallTime
             | MemoryWriteOpTime
-            | RmanBackupElapsedTime => Unit::Time,
+            | RmanBackupElapsedTime
+            | RemasterTime
+            | QuiesceTime => Unit::Time,
             _ => Unit::Count,
         }
     }
@@ -350,6 +369,7 @@ name_enum! {
         GcCurrentBlockLost => "gc current block lost",
         GcCrRequestRetry => "gc cr request retry",
         GcCurrentRetry => "gc current retry",
+        GcRemaster => "gc remaster",
     }
 }
 

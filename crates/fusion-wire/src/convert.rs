@@ -393,6 +393,7 @@ impl Codec {
                 cum: *cum,
                 got: *got,
             }),
+            Msg::Drm(m) => K::Drm(self.encode_drm(m)),
         };
         pb::Msg { kind: Some(kind) }
     }
@@ -523,6 +524,7 @@ impl Codec {
                 cum: a.cum,
                 got: a.got,
             },
+            K::Drm(d) => self.decode_drm(d)?,
         })
     }
 

@@ -6,6 +6,7 @@
 //! numbers, block addresses, transaction ids within the cluster's limits).
 
 use fusion_core::msg::{DeadThread, Held, Msg, Rebuild, RecoverSource};
+use fusion_core::types::BlockAddr;
 
 use crate::convert::{
     Codec, WireError, lock_mode_core, lock_mode_pb, lvb_core, lvb_pb, missing, res_core, res_pb,
@@ -13,24 +14,45 @@ use crate::convert::{
 use crate::pb;
 use crate::pb::msg::Kind as K;
 
+/// Blocks a member holds, as a report carries them.
+pub(crate) fn held_blocks_pb(blocks: &[(BlockAddr, Held)]) -> Vec<pb::HeldBlock> {
+    blocks
+        .iter()
+        .map(|&(blk, held)| pb::HeldBlock {
+            blk: blk.0,
+            held: Some(match held {
+                Held::X { dirty } => pb::held_block::Held::XDirty(dirty),
+                Held::S { dirty } => pb::held_block::Held::SDirty(dirty),
+                Held::Pi { scn } => pb::held_block::Held::PiScn(scn),
+            }),
+        })
+        .collect()
+}
+
 impl Codec {
+    /// Blocks a peer reports holding, checked.
+    pub(crate) fn held_blocks_core(
+        &self,
+        blocks: Vec<pb::HeldBlock>,
+    ) -> Result<Vec<(BlockAddr, Held)>, WireError> {
+        let mut out = Vec::with_capacity(blocks.len().min(1 << 16));
+        for b in blocks {
+            let held = match b.held.ok_or(missing("HeldBlock.held"))? {
+                pb::held_block::Held::XDirty(dirty) => Held::X { dirty },
+                pb::held_block::Held::SDirty(dirty) => Held::S { dirty },
+                pb::held_block::Held::PiScn(scn) => Held::Pi { scn },
+            };
+            out.push((self.limits.blk("HeldBlock.blk", b.blk)?, held));
+        }
+        Ok(out)
+    }
+
     /// A reconfiguration message (the caller matched one).
     pub(crate) fn encode_reconfig(&self, msg: &Msg) -> K {
         match msg {
             Msg::Rebuild(r) => K::Rebuild(pb::Rebuild {
                 members: r.members.0,
-                blocks: r
-                    .blocks
-                    .iter()
-                    .map(|&(blk, held)| pb::HeldBlock {
-                        blk: blk.0,
-                        held: Some(match held {
-                            Held::X { dirty } => pb::held_block::Held::XDirty(dirty),
-                            Held::S { dirty } => pb::held_block::Held::SDirty(dirty),
-                            Held::Pi { scn } => pb::held_block::Held::PiScn(scn),
-                        }),
-                    })
-                    .collect(),
+                blocks: held_blocks_pb(&r.blocks),
                 locks: r
                     .locks
                     .iter()
@@ -93,15 +115,7 @@ impl Codec {
         let l = &self.limits;
         Ok(match kind {
             K::Rebuild(r) => {
-                let mut blocks = Vec::with_capacity(r.blocks.len().min(1 << 16));
-                for b in r.blocks {
-                    let held = match b.held.ok_or(missing("HeldBlock.held"))? {
-                        pb::held_block::Held::XDirty(dirty) => Held::X { dirty },
-                        pb::held_block::Held::SDirty(dirty) => Held::S { dirty },
-                        pb::held_block::Held::PiScn(scn) => Held::Pi { scn },
-                    };
-                    blocks.push((l.blk("HeldBlock.blk", b.blk)?, held));
-                }
+                let blocks = self.held_blocks_core(r.blocks)?;
                 let mut locks = Vec::with_capacity(r.locks.len().min(1 << 16));
                 for k in r.locks {
                     locks.push((

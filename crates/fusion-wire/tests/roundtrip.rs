@@ -3,8 +3,8 @@
 
 use fusion_core::block::{Block, Body, Change, Itl, LeafEntry, Piece, Row, UndoOp, UndoRec};
 use fusion_core::msg::{
-    EnqKind, Envelope, GrantKind, LockMode, Lvb, Mode, Msg, ReqKind, Request, ResName, ShipKind,
-    Shipment, Timing, TxReport,
+    DrmMsg, EnqKind, Envelope, GrantKind, Held, LockMode, Lvb, Mode, Msg, ReqKind, Request,
+    ResName, ShipKind, Shipment, Timing, TxReport,
 };
 use fusion_core::types::{BlockAddr, InstId, Rowid, Xid};
 use fusion_wire::{
@@ -217,6 +217,29 @@ fn ges_msg() -> impl Strategy<Value = Msg> {
     ]
 }
 
+fn drm_msg() -> impl Strategy<Value = Msg> {
+    let held = prop_oneof![
+        any::<bool>().prop_map(|dirty| Held::X { dirty }),
+        any::<bool>().prop_map(|dirty| Held::S { dirty }),
+        any::<u64>().prop_map(|scn| Held::Pi { scn }),
+    ];
+    let m = prop_oneof![
+        (any::<u64>(), vec((any::<u32>(), any::<u64>()), 0..4))
+            .prop_map(|(window, objects)| DrmMsg::Stats { window, objects }),
+        (any::<u32>(), any::<u32>(), inst()).prop_map(|(drm, object, to)| DrmMsg::Freeze {
+            drm,
+            object,
+            to
+        }),
+        any::<u32>().prop_map(|drm| DrmMsg::Quiet { drm }),
+        any::<u32>().prop_map(|drm| DrmMsg::Transfer { drm }),
+        (any::<u32>(), vec((addr(), held), 0..4))
+            .prop_map(|(drm, blocks)| DrmMsg::Rebuild { drm, blocks }),
+        any::<u32>().prop_map(|drm| DrmMsg::Done { drm }),
+    ];
+    m.prop_map(|m| Msg::Drm(Box::new(m)))
+}
+
 fn msg() -> impl Strategy<Value = Msg> {
     let grant = prop_oneof![
         mode().prop_map(GrantKind::Disk),
@@ -290,6 +313,7 @@ fn msg() -> impl Strategy<Value = Msg> {
         }),
         (xid(), any::<u64>()).prop_map(|(xid, token)| Msg::TxWait { xid, token }),
         ges_msg(),
+        drm_msg(),
     ]
 }
 
@@ -674,6 +698,20 @@ fn out_of_range_ids_name_the_field() {
         s.block = encode_block(&b, 8192);
     }
     assert_eq!(decode_err(env3).field(), "Block.itl.xid");
+
+    // Dynamic remastering: a new master outside the cluster, a reported
+    // block beyond the database.
+    let env = sample_envelope(Msg::Drm(Box::new(DrmMsg::Freeze {
+        drm: 1,
+        object: 0,
+        to: InstId(7),
+    })));
+    assert_eq!(decode_err(env).field(), "DrmFreeze.to");
+    let env = sample_envelope(Msg::Drm(Box::new(DrmMsg::Rebuild {
+        drm: 1,
+        blocks: vec![(BlockAddr(1000), Held::X { dirty: true })],
+    })));
+    assert_eq!(decode_err(env).field(), "HeldBlock.blk");
 }
 
 #[test]

@@ -69,6 +69,14 @@ pub struct Params {
     /// `db_writer_processes` is the group count). No effect without a
     /// `[server]` description.
     pub numa_support: bool,
+    /// `_gc_policy_time`: dynamic remastering's observation window
+    /// (Oracle's unit is minutes, 10 by default; 0 switches DRM and its
+    /// statistics off). A scenario may give a shorter window with a unit
+    /// (`"2s"`, `"500ms"`) to fit the simulator's time scale.
+    pub gc_policy_time_ns: u64,
+    /// `_gc_policy_minimum`: the gc activity per minute (opens of an
+    /// object's blocks by one instance) for an object to be remastered.
+    pub gc_policy_minimum: u64,
 }
 
 impl Default for Params {
@@ -90,6 +98,8 @@ impl Default for Params {
             css_misscount: 30,
             fast_start_mttr_target: 0,
             numa_support: false,
+            gc_policy_time_ns: 10 * 60 * NS_PER_S,
+            gc_policy_minimum: 1500,
         }
     }
 }
@@ -125,6 +135,8 @@ impl Params {
         "css_misscount",
         "fast_start_mttr_target",
         "_enable_NUMA_support",
+        "_gc_policy_time",
+        "_gc_policy_minimum",
     ];
 
     /// Parameters that may change at a phase boundary of a running instance.
@@ -211,6 +223,8 @@ impl Params {
             "css_misscount" => self.css_misscount = int(value, 2, 600)? as u32,
             "fast_start_mttr_target" => self.fast_start_mttr_target = int(value, 0, 3600)? as u32,
             "_enable_numa_support" => self.numa_support = boolean(value)?,
+            "_gc_policy_time" => self.gc_policy_time_ns = policy_time(value)?,
+            "_gc_policy_minimum" => self.gc_policy_minimum = int(value, 1, 1 << 40)?,
             _ => {
                 return Err(format!(
                     "unknown parameter `{name}` (known: {})",
@@ -230,6 +244,36 @@ impl Params {
                 .split('|')
                 .any(|pat| glob_match(pat.trim(), process))
     }
+}
+
+/// `_gc_policy_time`: minutes as Oracle counts them (at most a day), or a
+/// shorter window with its unit (`"2s"`, `"500ms"`, `"3min"`).
+fn policy_time(value: &ParamValue) -> Result<u64, String> {
+    const MINUTE_NS: u64 = 60 * NS_PER_S;
+    let ns = match value {
+        ParamValue::Int(minutes) if *minutes <= 24 * 60 => minutes * MINUTE_NS,
+        ParamValue::Int(minutes) => {
+            return Err(format!("value {minutes} out of range 0..=1440 (minutes)"));
+        }
+        ParamValue::Text(t) => {
+            let t = t.trim();
+            let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+            let (n, unit) = t.split_at(digits);
+            let n: u64 = n
+                .parse()
+                .map_err(|_| format!("expected minutes or a duration such as \"2s\", got {t:?}"))?;
+            let unit_ns = match unit.trim() {
+                "ms" => NS_PER_MS,
+                "s" => NS_PER_S,
+                "" | "min" => MINUTE_NS,
+                other => return Err(format!("unknown unit {other:?} (ms, s or min)")),
+            };
+            n.checked_mul(unit_ns)
+                .filter(|&ns| ns <= 24 * 60 * MINUTE_NS)
+                .ok_or_else(|| format!("{t:?} is longer than a day"))?
+        }
+    };
+    Ok(ns)
 }
 
 /// A boolean parameter: `TRUE`/`FALSE` (as TOML's `true`/`false` arrive) or 1/0.

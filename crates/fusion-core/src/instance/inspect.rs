@@ -46,6 +46,13 @@ impl Instance {
         self.obs.alert_lines()
     }
 
+    /// `V$GCSPFMASTER_INFO`: the objects dynamic remastering moved since
+    /// the last reconfiguration (by pkey, `Layout::object_of`), with their
+    /// current and previous masters and remaster counts.
+    pub fn gcspfmaster_info(&self) -> Vec<super::PfMaster> {
+        self.gc.remastered().to_vec()
+    }
+
     /// Whether a reconfiguration holds the resource directory frozen.
     pub fn reconfiguring(&self) -> bool {
         self.membership.reconfiguring()

@@ -31,6 +31,7 @@ use std::sync::Arc;
 
 use cache::Cache;
 pub use cache::{BufState, Buffer};
+pub use gc::PfMaster;
 pub use membership::Delivery;
 pub use observe::{
     ALERT_LINES_MAX, AlertLine, Hop, Horizon, Observation, TRACE_PENDING_MAX, TraceRecord,
@@ -265,6 +266,7 @@ impl Instance {
             self.receive(env);
         }
         self.run_ready();
+        self.drm_after_input();
     }
 
     /// An I/O the instance asked for completed.
@@ -344,6 +346,7 @@ impl Instance {
             (p, r) => self.error(format!("I/O {id} ({p:?}) completed with {r:?}")),
         }
         self.run_ready();
+        self.drm_after_input();
     }
 
     /// Time reached [`Instance::next_deadline`] (calling it early is harmless).
@@ -356,6 +359,7 @@ impl Instance {
         }
         self.advance(now);
         self.run_ready();
+        self.drm_after_input();
     }
 
     /// [`Instance::handle_timeout`], counting whether anything was due.
@@ -368,6 +372,7 @@ impl Instance {
         if self.membership.halted().is_none() {
             self.advance(now);
             self.run_ready();
+            self.drm_after_input();
         }
     }
 
@@ -666,6 +671,8 @@ impl Instance {
                 self.membership.recovered(threads);
                 self.roll_back_dead_in_cache();
             }
+            // Dynamic remastering: LMD's.
+            msg @ Msg::Drm(_) => self.on_drm(from, msg),
             msg => self.lms_enqueue(from, env.sent_at, msg),
         }
     }

@@ -3,6 +3,7 @@
 //! happens. The subsystems' own methods take the kernel and what they read
 //! of the others; the steps here sequence them.
 
+mod drm;
 mod reconfig;
 
 use super::Instance;
@@ -628,6 +629,14 @@ impl Instance {
 
     /// A message LMS took, for the part of the instance it is about.
     fn lms_message(&mut self, from: InstId, msg: Msg) {
+        let msg = if self.gc.drm_in_play() {
+            match self.drm_screen(from, msg) {
+                Some(msg) => msg,
+                None => return,
+            }
+        } else {
+            msg
+        };
         match msg {
             Msg::Request(req) => self.dir_request(req),
             Msg::Installed {

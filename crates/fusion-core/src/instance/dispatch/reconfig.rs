@@ -216,6 +216,13 @@ impl Instance {
     /// waited for. `dead` left the cluster.
     pub(in crate::instance) fn begin_reconfig(&mut self, dead: InstSet) {
         let members = self.membership.members();
+        if let Some(drm) = self.gc.drm_cancel() {
+            let now = self.k.now();
+            self.obs.alert(
+                now,
+                format!("DRM({drm}) abandoned: the cluster reconfigures"),
+            );
+        }
         self.gc.freeze();
         self.membership.freeze(&self.k);
         let txns = self.fg.txns();

@@ -448,6 +448,11 @@ pub enum Source {
 /// member reports what it holds of the blocks mastered here, and the
 /// recovering instance claims its recovery set.
 impl Directory {
+    /// This instance.
+    pub fn me(&self) -> InstId {
+        self.me
+    }
+
     /// Forget everything: the incarnation changed, every member reports again.
     pub fn clear(&mut self) {
         self.res.clear();
@@ -537,6 +542,44 @@ impl Directory {
             std::mem::take(&mut r.pi)
         } else {
             InstSet::default()
+        }
+    }
+}
+
+/// Dynamic remastering of one object: its entries leave the old masters'
+/// directories and are rebuilt at the new master from the holders'
+/// reports, as a reconfiguration rebuilds them all.
+impl Directory {
+    /// Forget the entries of the blocks `of_object` says belong to the
+    /// object being remastered. Returns the requests still queued on them
+    /// (none when every member was quiet), by block, to send to the new
+    /// master.
+    pub fn drop_object(&mut self, of_object: impl Fn(BlockAddr) -> bool) -> Vec<Request> {
+        let mut gone: Vec<BlockAddr> = self.res.keys().copied().filter(|&b| of_object(b)).collect();
+        gone.sort_unstable();
+        let mut queued = Vec::new();
+        for blk in gone {
+            if let Some(r) = self.res.remove(&blk) {
+                queued.extend(r.queue);
+            }
+        }
+        queued
+    }
+
+    /// Every member reported its holdings of the object: what the
+    /// rebuild kept only while it ran goes (an X holder beside S holders
+    /// cannot be, as after a reconfiguration). No past image is promoted:
+    /// nothing was lost, so a block nobody holds current is on disk.
+    pub fn finish_object(&mut self, of_object: impl Fn(BlockAddr) -> bool) {
+        for (&blk, r) in self.res.iter_mut() {
+            if !of_object(blk) {
+                continue;
+            }
+            if r.x.is_some() {
+                r.s = InstSet::default();
+                r.writer = None;
+            }
+            r.newest_pi = None;
         }
     }
 }

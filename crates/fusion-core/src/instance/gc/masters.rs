@@ -5,17 +5,36 @@
 //! "only the dead instance's are redistributed"), spread by the same hash so
 //! every survivor computes the same map. While everyone is a member this is
 //! the layout's answer, unchanged.
+//!
+//! Dynamic remastering (drm.rs) gives an object's blocks one master, kept
+//! here as an override of the hash until the next reconfiguration, which
+//! drops them all: the rebuilt directory is the hash's again on every
+//! member (a restarted instance knows no override), so no member has to
+//! learn the others' history.
 
 use crate::layout::Layout;
 use crate::msg::ResName;
 use crate::types::{BlockAddr, InstId, InstSet};
 
+/// An object remastered by DRM (a row of `V$GCSPFMASTER_INFO`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PfMaster {
+    /// The object (pkey, `Layout::object_of`).
+    pub object: u32,
+    pub current: InstId,
+    /// Its master before the last remaster; `None` when that was the hash.
+    pub previous: Option<InstId>,
+    pub remasters: u32,
+}
+
 /// The members that master resources, and the cluster's size.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(super) struct Masters {
     members: InstSet,
     /// Every instance is a member: the layout's hash answers alone.
     all: bool,
+    /// Objects remastered since the last reconfiguration, by pkey (a few).
+    remastered: Vec<PfMaster>,
 }
 
 impl Masters {
@@ -24,17 +43,63 @@ impl Masters {
         for i in 0..instances {
             members.insert(InstId(i));
         }
-        Masters { members, all: true }
+        Masters {
+            members,
+            all: true,
+            remastered: Vec::new(),
+        }
     }
 
-    /// The members after a reconfiguration.
+    /// The members after a reconfiguration: every remastered object goes
+    /// back to the hash.
     pub(super) fn set_members(&mut self, members: InstSet) {
         self.all = false;
         self.members = members;
+        self.remastered.clear();
+    }
+
+    /// DRM moved `object` to `to`.
+    pub(super) fn remaster(&mut self, object: u32, to: InstId) {
+        match self.remastered.iter_mut().find(|p| p.object == object) {
+            Some(p) => {
+                p.previous = Some(p.current);
+                p.current = to;
+                p.remasters += 1;
+            }
+            None => {
+                let at = self.remastered.partition_point(|p| p.object < object);
+                let row = PfMaster {
+                    object,
+                    current: to,
+                    previous: None,
+                    remasters: 1,
+                };
+                self.remastered.insert(at, row);
+            }
+        }
+    }
+
+    /// The objects remastered since the last reconfiguration, by pkey.
+    pub(super) fn remastered(&self) -> &[PfMaster] {
+        &self.remastered
+    }
+
+    /// The master DRM gave `object`, if it moved.
+    pub(super) fn object(&self, object: u32) -> Option<InstId> {
+        self.remastered
+            .iter()
+            .find(|p| p.object == object)
+            .map(|p| p.current)
     }
 
     /// The master of a block.
+    #[inline(always)]
     pub(super) fn block(&self, layout: &Layout, blk: BlockAddr) -> InstId {
+        if !self.remastered.is_empty()
+            && let Some(m) = layout.object_of(blk).and_then(|o| self.object(o))
+        {
+            return m;
+        }
         let home = layout.master(blk);
         if self.all || self.members.contains(home) {
             return home;

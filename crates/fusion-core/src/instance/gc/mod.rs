@@ -8,6 +8,7 @@
 //! block or an enqueue; the reconfiguration clears, claims and rebuilds
 //! through them; only the files here route requests.
 
+mod drm;
 mod gcs;
 mod ges;
 mod ges_route;
@@ -20,6 +21,7 @@ mod serve;
 pub(super) use gcs::{Drained, PROMOTE_REQ, Route, Source, UnexpectedAck};
 pub(super) use ges_route::{GesEffect, GesStep};
 pub(super) use lms::CONGESTED_AFTER;
+pub use masters::PfMaster;
 pub(super) use serve::{Holder, LmsStep, discard_pi, invalidate_local};
 
 use crate::cpu::ProcId;
@@ -30,8 +32,11 @@ use crate::types::{BlockAddr, InstId, InstSet};
 pub(super) struct GlobalCache {
     directory: gcs::Directory,
     lms: lms::Lms,
-    /// Who masters each block and enqueue (moves only at a reconfiguration).
+    /// Who masters each block and enqueue (moves at a reconfiguration, and
+    /// an object's blocks at a DRM).
     masters: masters::Masters,
+    /// Dynamic remastering: the policy statistics, the DRM in progress.
+    drm: drm::Drm,
     /// Resources mastered here and this instance's locks.
     ges: ges::Ges,
     /// Boxes kept for reuse on the transfer path.
@@ -45,6 +50,7 @@ impl GlobalCache {
             directory: gcs::Directory::new(me),
             lms: lms::Lms::new([]),
             masters: masters::Masters::new(instances),
+            drm: drm::Drm::default(),
             ges: ges::Ges::new(me),
             spares: serve::Spares::default(),
         }

@@ -48,29 +48,7 @@ impl GlobalCache {
         let slot = |reports: &[(InstId, Rebuild)], m: InstId| {
             reports.iter().position(|(i, _)| *i == m).unwrap_or(0)
         };
-        let mut blocks: Vec<(BlockAddr, Held)> = Vec::new();
-        for (_, b) in cache.iter() {
-            let held = match b.state() {
-                BufState::Xcur => Held::X { dirty: b.dirty() },
-                BufState::Scur => Held::S { dirty: b.dirty() },
-                BufState::Pi => Held::Pi { scn: b.image.scn },
-                BufState::Cr { .. } => continue,
-            };
-            blocks.push((b.blk, held));
-        }
-        // A block granted and still being read from disk is held in the
-        // mode granted: the old master recorded it so.
-        for purpose in k.io_in_flight() {
-            if let IoPurpose::GrantRead { blk, mode, .. } = *purpose {
-                let held = match mode {
-                    Mode::X => Held::X { dirty: false },
-                    Mode::S => Held::S { dirty: false },
-                };
-                blocks.push((blk, held));
-            }
-        }
-        blocks.sort_unstable_by_key(|&(b, _)| b);
-        for (blk, held) in blocks {
+        for (blk, held) in held_blocks(k, cache) {
             let m = self.block_master(k.layout(), blk);
             // The masters are members: every block has its report.
             debug_assert!(members.contains(m), "{blk} mastered by {m}, not a member");
@@ -105,6 +83,33 @@ impl GlobalCache {
             self.claim(blk);
         }
     }
+}
+
+/// Every block this instance holds current or as a past image (a block
+/// granted and still being read from disk is held in the mode granted:
+/// its master recorded it so), by address.
+pub(super) fn held_blocks(k: &Kernel, cache: &Cache) -> Vec<(BlockAddr, Held)> {
+    let mut blocks: Vec<(BlockAddr, Held)> = Vec::new();
+    for (_, b) in cache.iter() {
+        let held = match b.state() {
+            BufState::Xcur => Held::X { dirty: b.dirty() },
+            BufState::Scur => Held::S { dirty: b.dirty() },
+            BufState::Pi => Held::Pi { scn: b.image.scn },
+            BufState::Cr { .. } => continue,
+        };
+        blocks.push((b.blk, held));
+    }
+    for purpose in k.io_in_flight() {
+        if let IoPurpose::GrantRead { blk, mode, .. } = *purpose {
+            let held = match mode {
+                Mode::X => Held::X { dirty: false },
+                Mode::S => Held::S { dirty: false },
+            };
+            blocks.push((blk, held));
+        }
+    }
+    blocks.sort_unstable_by_key(|&(b, _)| b);
+    blocks
 }
 
 #[cfg(test)]

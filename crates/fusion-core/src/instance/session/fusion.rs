@@ -68,6 +68,10 @@ impl Instance {
         if self.membership.links_lossy() {
             self.arm(RETRANSMIT_NS, Timer::GcLost(blk, id));
         }
+        // Counted for dynamic remastering; held while the object moves.
+        let Some(req) = self.drm_request(sid, req) else {
+            return;
+        };
         let master = self.block_master(blk);
         if master == self.id {
             self.dir_request(req);
