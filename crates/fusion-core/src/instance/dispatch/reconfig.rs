@@ -399,7 +399,7 @@ impl Instance {
         self.smon_unfrozen();
         if self.membership.join_done(&self.k, &mut self.obs) {
             // A restarted instance joined: its sessions log on now.
-            self.start_sessions();
+            self.fg.start_sessions(&mut self.k);
         }
     }
 
@@ -423,7 +423,8 @@ impl Instance {
                 continue;
             }
             let report = self.tx_report(l.xid);
-            self.on_tx_status(l.xid, token, report);
+            self.fg
+                .on_tx_status(&mut self.k, &mut self.obs, l.xid, token, report);
         }
         self.membership.keep_dead_lookups(unknown);
     }

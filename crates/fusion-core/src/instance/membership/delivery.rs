@@ -39,6 +39,12 @@ impl Net<'_> {
         self.css.peers()
     }
 
+    /// Whether `inst` is a member of the cluster now.
+    #[inline]
+    pub fn is_member(&self, inst: InstId) -> bool {
+        self.css.is_member(inst)
+    }
+
     /// Send `msg` to `to` (a message to an evicted instance is dropped,
     /// unless it is clusterware's).
     pub fn send(&mut self, k: &mut Kernel, to: InstId, msg: Msg) {

@@ -284,7 +284,7 @@ impl Instance {
 
     /// The CPU step of a visit ended: read or change the pinned block, then
     /// go on to the next point of the execution.
-    pub(super) fn visit_done(&mut self, sid: u32, buf: BufId) {
+    pub(in crate::instance) fn visit_done(&mut self, sid: u32, buf: BufId) {
         let point = self.fg.sessions.session(sid).cur;
         self.count_get(sid, point);
         // Each kind of visit does its work and says where the session goes
@@ -366,7 +366,7 @@ impl Instance {
             self.k.incr(Stat::ConsistentGets);
             self.k.incr(Stat::ConsistentGetsFromCache);
         }
-        if let Some(st) = self.stmt_target(sid) {
+        if let Some(st) = self.fg.stmt_target(sid) {
             let x = &mut self.k.stats_mut().statements[st];
             if current_mode {
                 x.current += 1;
@@ -573,7 +573,7 @@ impl Instance {
                 return None;
             }
         }
-        let xid = self.session_xid(sid);
+        let xid = self.fg.session_xid(sid);
         let scn = self.next_scn();
         self.clean_out_buffer(buf);
         let old_row = self.cache.get(buf).image.row(rowid.slot).map(|r| r.val);
@@ -582,7 +582,7 @@ impl Instance {
         let slot = rowid.slot;
         self.change_block(buf, Change::UpdateRow { slot, val }, xid, scn, 200);
         self.k.incr(Stat::RowsUpdated);
-        self.touch_block(sid, rowid.blk);
+        self.fg.touch_block(&mut self.cache, sid, rowid.blk);
         // What the update overwrote, for the checker as a read at the
         // change's SCN: every other commit to the row came before this
         // transaction took its row lock, so an update applied to an older

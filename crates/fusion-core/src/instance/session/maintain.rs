@@ -178,7 +178,7 @@ impl Instance {
                 return None;
             }
         }
-        let xid: Xid = self.session_xid(sid);
+        let xid: Xid = self.fg.session_xid(sid);
         let scn = self.next_scn();
         self.clean_out_buffer(buf);
         let change = match t.change {
@@ -190,7 +190,7 @@ impl Instance {
             },
         };
         if self.change_block(buf, change, xid, scn, 150) {
-            self.touch_block(sid, blk);
+            self.fg.touch_block(&mut self.cache, sid, blk);
             if matches!(t.change, Change::Bit(_)) {
                 self.k.incr(Stat::BitmapPiecesChanged);
             }
