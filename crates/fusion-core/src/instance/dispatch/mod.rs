@@ -743,7 +743,7 @@ impl Instance {
             };
             // The common block visits stay here; the rest is out of line so
             // this loop keeps a small frame and no hoisted set-up of rare paths.
-            let go_on = match point {
+            let go_on = match *point {
                 ExecPoint::Index { blk, .. } => self.visit(sid, blk, false),
                 ExecPoint::Table { rowid, purpose, .. } => {
                     self.visit(sid, rowid.blk, purpose == Purpose::Update)

@@ -267,7 +267,7 @@ impl Foregrounds {
         };
         if self.sessions.session(sid).pending_lookups == 0 {
             k.error(&format!(
-                "answer {token} about {xid:?} for session {sid}, which waits for none"
+                "answer {token} about transaction {xid} for session {sid}, which asked nothing"
             ));
             return;
         }

@@ -30,6 +30,9 @@ mod transactions;
 mod workload;
 mod workloads;
 
+#[cfg(test)]
+mod tests;
+
 pub(super) use access::Acquired;
 pub(super) use state::{AfterCpu, SessionState, Sessions};
 pub(super) use transactions::{Transactions, TxWaiter};
@@ -271,9 +274,13 @@ impl Foregrounds {
 
     /// Where session `sid` is in its execution, when it is ready to go on.
     #[inline(always)]
-    pub fn ready_point(&self, sid: u32) -> Option<ExecPoint> {
+    pub fn ready_point(&self, sid: u32) -> Option<&ExecPoint> {
         let s = self.sessions.session(sid);
-        (s.st == SessionState::Ready).then_some(s.cur)
+        if s.st == SessionState::Ready {
+            Some(&s.cur)
+        } else {
+            None
+        }
     }
 
     /// The block inserts into `table` go to now, if it has one.
