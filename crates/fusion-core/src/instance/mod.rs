@@ -626,7 +626,12 @@ impl Instance {
             }
             Timer::CssTick => self.membership.css_tick(&mut self.k),
             Timer::LinkResend(peer, epoch) => self.membership.link_resend(&mut self.k, peer, epoch),
-            Timer::GcLost(blk, req) => self.gc_lost(blk, req),
+            Timer::GcLost(blk, req) => {
+                let master = self.block_master(blk);
+                let net = self.membership.net();
+                self.fg
+                    .gc_lost(&mut self.k, &mut self.obs, net, master, blk, req);
+            }
             Timer::HogWake(h, epoch) => self.maint.hog_wake(&mut self.k, h, epoch),
         }
     }

@@ -22,8 +22,8 @@ use crate::block::{Block, Change};
 use crate::config::Nanos;
 use crate::cpu::StepDone;
 use crate::msg::{
-    GrantKind, Io, LockMode, Lvb, Mode, Msg, RecoverSource, RedoRecord, Request, ResName, Shipment,
-    TxReport,
+    GrantKind, Io, LockMode, Lvb, Mode, Msg, RecoverSource, RedoRecord, ReqKind, Request, ResName,
+    Shipment, TxReport,
 };
 use crate::px::{PxMsg, QueryRef};
 use crate::stats::{Stat, Wait};
@@ -527,7 +527,7 @@ impl Instance {
         let held = ges.get(sid, res, mode);
         let effects = ges.effects();
         if !held {
-            self.begin_session_wait(sid, event, SessionState::WaitEnq);
+            self.begin_wait(sid, event, SessionState::WaitEnq);
         }
         self.apply_ges(effects);
         held
@@ -844,11 +844,6 @@ impl Instance {
     }
 
     #[inline(always)]
-    pub(super) fn begin_session_wait(&mut self, sid: u32, event: Wait, state: SessionState) {
-        self.fg.begin_wait(&self.k, sid, event, state);
-    }
-
-    #[inline(always)]
     pub(super) fn end_session_wait(&mut self, sid: u32) {
         self.fg.end_session_wait(&mut self.k, &mut self.obs, sid);
     }
@@ -861,6 +856,20 @@ impl Instance {
     #[inline(always)]
     pub(super) fn wake_block(&mut self, blk: BlockAddr) {
         self.fg.wake_block(&mut self.k, &mut self.obs, blk);
+    }
+
+    /// Session `sid` asks the master for `blk`: the directory here routes it
+    /// when this instance is the master.
+    #[inline]
+    pub(super) fn gc_request(&mut self, sid: u32, blk: BlockAddr, kind: ReqKind, scan: bool) {
+        let master = self.block_master(blk);
+        let (k, obs, net) = (&mut self.k, &mut self.obs, self.membership.net());
+        if let Some(req) = self
+            .fg
+            .gc_request(k, obs, net, master, sid, blk, kind, scan)
+        {
+            self.dir_request(req);
+        }
     }
 
     /// Session `sid` waits until transaction `holder` ends; a holder of an
@@ -904,7 +913,7 @@ impl Instance {
         for e in effects {
             match e {
                 PxEffect::BeginWait { sid, event } => {
-                    self.begin_session_wait(sid, event, SessionState::WaitPx)
+                    self.begin_wait(sid, event, SessionState::WaitPx)
                 }
                 PxEffect::EndWait(sid) => self.end_wait(sid, None),
                 PxEffect::EndPxWait(sid) => {

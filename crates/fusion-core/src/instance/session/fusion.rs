@@ -8,10 +8,15 @@
 //! `make_room` frees a buffer for whatever is installed (or built) here.
 
 use super::super::Instance;
+use super::super::cache::Cache;
 use super::super::cache::{BufState, Victim};
 use super::super::events::{IoPurpose, Timer};
+use super::super::kernel::Kernel;
+use super::super::membership::Net;
 use super::super::membership::RETRANSMIT_NS;
 use super::super::observe::Hop;
+use super::super::observe::Observer;
+use super::Foregrounds;
 use super::state::{PendingRequest, SessionState};
 use crate::block::{Block, Body};
 use crate::config::Nanos;
@@ -35,45 +40,49 @@ fn ship_event(kind: BlockKind, congested: bool, busy: bool, hops: u8) -> Wait {
     }
 }
 
-impl Instance {
-    /// Session `sid` asks the master for `blk` and waits under the placeholder event.
+impl Foregrounds {
+    /// Session `sid` asks `master` for `blk` and waits under the placeholder
+    /// event. The request comes back when this instance is the master (the
+    /// dispatcher routes it through the directory here).
+    #[allow(clippy::too_many_arguments)]
+    #[must_use]
     pub(in crate::instance) fn gc_request(
         &mut self,
+        k: &mut Kernel,
+        obs: &mut Observer,
+        mut net: Net,
+        master: InstId,
         sid: u32,
         blk: BlockAddr,
         kind: ReqKind,
         scan: bool,
-    ) {
-        let id = self
-            .fg
-            .sessions
-            .start_request(blk, sid, self.k.now(), scan, kind);
+    ) -> Option<Request> {
+        let id = self.sessions.start_request(blk, sid, k.now(), scan, kind);
         let placeholder = match kind {
             ReqKind::Cr { .. } => Wait::GcCrRequest,
             ReqKind::Current { .. } => Wait::GcCurrentRequest,
         };
-        self.begin_wait(sid, placeholder, SessionState::WaitBlock);
-        let me = self.id;
-        self.trace_session_hop(sid, me, id, Hop::Request);
+        self.begin_wait(k, sid, placeholder, SessionState::WaitBlock);
+        let me = k.id();
+        self.trace_session_hop(k, obs, sid, me, id, Hop::Request);
         let req = Request {
             id,
             blk,
-            requester: self.id,
+            requester: me,
             kind,
             timing: Timing::default(),
         };
         // Only a network that drops messages loses a request: over a
         // transport (live) one that broke sends everything again when it is
         // back, and a late block is late, not lost.
-        if self.membership.links_lossy() {
-            self.arm(RETRANSMIT_NS, Timer::GcLost(blk, id));
+        if net.links_lossy() {
+            k.arm(RETRANSMIT_NS, Timer::GcLost(blk, id));
         }
-        let master = self.block_master(blk);
-        if master == self.id {
-            self.dir_request(req);
-        } else {
-            self.send(master, Msg::Request(req));
+        if master == me {
+            return Some(req);
         }
+        net.send(k, master, Msg::Request(req));
+        None
     }
 
     /// 500 ms after request `req` for `blk` went out (or after it was last
@@ -84,13 +93,21 @@ impl Instance {
     /// retry`) when its own request is what the sublayer sends again, else
     /// under the placeholder while the reply is sent again. Another 500 ms
     /// without an answer is another loss. No alert log line: Oracle writes
-    /// none for a lost block.
-    pub(in crate::instance) fn gc_lost(&mut self, blk: BlockAddr, req: u64) {
-        let Some(pending) = self.fg.sessions.request(blk, req) else {
+    /// none for a lost block. `master`: the block's master now.
+    pub(in crate::instance) fn gc_lost(
+        &mut self,
+        k: &mut Kernel,
+        obs: &mut Observer,
+        net: Net,
+        master: InstId,
+        blk: BlockAddr,
+        req: u64,
+    ) {
+        let Some(pending) = self.sessions.request(blk, req) else {
             return;
         };
         let owner = pending.owner;
-        let s = self.fg.sessions.session(owner);
+        let s = self.sessions.session(owner);
         let cr = match s.waiting_on() {
             _ if s.st != SessionState::WaitBlock => return,
             Some(Wait::GcCrRequest | Wait::GcCrRequestRetry) => true,
@@ -111,12 +128,11 @@ impl Instance {
                 Wait::GcCurrentRequest,
             )
         };
-        self.end_wait(owner, Some(lost));
-        self.k.incr(Stat::GcBlocksLost);
-        let master = self.block_master(blk);
+        self.end_wait(k, obs, owner, Some(lost));
+        k.incr(Stat::GcBlocksLost);
         // The alert log keeps lost blocks beside evictions (bounded: ALERT_LINES_MAX).
-        let now = self.k.now();
-        self.obs.alert(
+        let now = k.now();
+        obs.alert(
             now,
             format!(
                 "{}: {blk} requested through instance {} (nothing within 500 ms, retried)",
@@ -124,24 +140,115 @@ impl Instance {
                 master.number()
             ),
         );
-        let again = if master != self.id && self.membership.request_unacked(master, blk, req) {
+        let again = if master != k.id() && net.request_unacked(master, blk, req) {
             retry
         } else {
             placeholder
         };
-        self.begin_wait(owner, again, SessionState::WaitBlock);
-        self.arm(RETRANSMIT_NS, Timer::GcLost(blk, req));
+        self.begin_wait(k, owner, again, SessionState::WaitBlock);
+        k.arm(RETRANSMIT_NS, Timer::GcLost(blk, req));
     }
 
     /// The event a request's wait ends under when the block or grant came:
     /// `event`, unless the wait is a retry, which keeps its name.
     fn answered_as(&self, sid: u32, event: Wait) -> Option<Wait> {
-        match self.fg.sessions.session(sid).waiting_on() {
+        match self.sessions.session(sid).waiting_on() {
             Some(Wait::GcCrRequestRetry | Wait::GcCurrentRetry) => None,
             _ => Some(event),
         }
     }
 
+    /// Count a received block and split its receive time the deck's way:
+    /// request send, LMS CPU wait, LMS processing, log flush and wire.
+    fn count_received(k: &mut Kernel, kind: BlockKind, asked_at: Nanos, sent_at: Nanos, t: Timing) {
+        let total = k.now() - asked_at;
+        // `sent_at` is on the sender's clock and the timing parts are the
+        // peers' measurements: in the live runtime they can add up to a
+        // little more than the total, so the remainders are floored at 0.
+        let wire = k.now().saturating_sub(sent_at);
+        let lms = t.lms_proc + t.pin;
+        let request = total.saturating_sub(t.lms_wait + lms + t.flush + wire);
+        for (part, v) in [
+            (Part::RequestSend, request),
+            (Part::LmsCpuWait, t.lms_wait),
+            (Part::LmsProcessing, lms),
+            (Part::LogFlush, t.flush),
+            (Part::Wire, wire),
+        ] {
+            k.add(part.stat(kind), v);
+        }
+        match kind {
+            BlockKind::Cr => {
+                k.incr(Stat::GcCrBlocksReceived);
+                k.add(Stat::GcCrBlockReceiveTime, total);
+            }
+            BlockKind::Current => {
+                k.incr(Stat::GcCurrentBlocksReceived);
+                k.add(Stat::GcCurrentBlockReceiveTime, total);
+            }
+        }
+    }
+
+    /// The session that asked may go on, unless it stopped waiting meanwhile.
+    fn ready_owner(&mut self, k: &mut Kernel, obs: &mut Observer, sid: u32) {
+        if self.sessions.session(sid).st == SessionState::WaitBlock {
+            self.end_wait(k, obs, sid, None);
+            self.set_ready(k, sid);
+        }
+    }
+
+    /// The trace's last hop of a request: the block (or the grant) reached
+    /// the session that asked, whose wait ends as `event` (`None`: the name
+    /// it has, a retry's).
+    #[inline(always)]
+    fn trace_received(
+        &self,
+        k: &Kernel,
+        obs: &mut Observer,
+        sid: u32,
+        req: Request,
+        event: Option<Wait>,
+        grant: bool,
+    ) {
+        if obs.tracing() {
+            let event = event
+                .or_else(|| self.sessions.session(sid).waiting_on())
+                .unwrap_or(Wait::GcCrRequest);
+            let hop = if grant {
+                Hop::Granted { event }
+            } else {
+                Hop::Received { event }
+            };
+            self.trace_session_hop(k, obs, sid, req.requester, req.id, hop);
+        }
+    }
+
+    /// Session `sid`'s request `req` (of `requester`) passed `hop` now.
+    #[inline(always)]
+    fn trace_session_hop(
+        &self,
+        k: &Kernel,
+        obs: &mut Observer,
+        sid: u32,
+        requester: InstId,
+        req: u64,
+        hop: Hop,
+    ) {
+        if obs.tracing() {
+            let proc = self.sessions.session(sid).proc();
+            obs.trace_hop(k.now(), requester, req, hop, proc);
+        }
+    }
+}
+
+/// Whether this instance holds `blk` current in X.
+fn holds_xcur(cache: &Cache, blk: BlockAddr) -> bool {
+    cache
+        .current(blk)
+        .is_some_and(|id| cache.get(id).state() == BufState::Xcur)
+}
+
+impl Instance {
     /// A block arrived for one of our requests. The foreground that asked
     /// installs it; the wait is renamed by what happened on the way.
     #[allow(clippy::too_many_arguments)]
@@ -169,17 +276,25 @@ impl Instance {
         } else {
             BlockKind::Cr
         };
-        self.count_received(block_kind, pending.sent_at, sent_at, req.timing);
+        Foregrounds::count_received(
+            &mut self.k,
+            block_kind,
+            pending.sent_at,
+            sent_at,
+            req.timing,
+        );
         let busy = req.timing.flush > 0 || req.timing.pin > 0;
         let event = ship_event(block_kind, congested, busy, hops);
         let owner = pending.owner;
         if self.fg.sessions.session(owner).st == SessionState::WaitBlock {
-            let event = self.answered_as(owner, event);
-            self.trace_received(owner, req, event, false);
+            let event = self.fg.answered_as(owner, event);
+            self.fg
+                .trace_received(&self.k, &mut self.obs, owner, req, event, false);
             self.end_wait(owner, event);
             self.set_ready(owner);
         } else {
-            self.trace_received(owner, req, Some(event), false);
+            self.fg
+                .trace_received(&self.k, &mut self.obs, owner, req, Some(event), false);
         }
         match kind {
             ShipKind::Cr { lo, hi, private } => {
@@ -206,37 +321,6 @@ impl Instance {
             }
         }
         self.wake_block(blk);
-    }
-
-    /// Count a received block and split its receive time the deck's way:
-    /// request send, LMS CPU wait, LMS processing, log flush and wire.
-    fn count_received(&mut self, kind: BlockKind, asked_at: Nanos, sent_at: Nanos, t: Timing) {
-        let total = self.k.now() - asked_at;
-        // `sent_at` is on the sender's clock and the timing parts are the
-        // peers' measurements: in the live runtime they can add up to a
-        // little more than the total, so the remainders are floored at 0.
-        let wire = self.k.now().saturating_sub(sent_at);
-        let lms = t.lms_proc + t.pin;
-        let request = total.saturating_sub(t.lms_wait + lms + t.flush + wire);
-        for (part, v) in [
-            (Part::RequestSend, request),
-            (Part::LmsCpuWait, t.lms_wait),
-            (Part::LmsProcessing, lms),
-            (Part::LogFlush, t.flush),
-            (Part::Wire, wire),
-        ] {
-            self.k.add(part.stat(kind), v);
-        }
-        match kind {
-            BlockKind::Cr => {
-                self.k.incr(Stat::GcCrBlocksReceived);
-                self.k.add(Stat::GcCrBlockReceiveTime, total);
-            }
-            BlockKind::Current => {
-                self.k.incr(Stat::GcCurrentBlocksReceived);
-                self.k.add(Stat::GcCurrentBlockReceiveTime, total);
-            }
-        }
     }
 
     /// Install a current block (X or S), cleaned out with the commits this instance knows.
@@ -317,11 +401,19 @@ impl Instance {
             (ReqKind::Current { .. }, true) => Wait::GcCurrentGrantCongested,
         };
         if self.fg.sessions.session(pending.owner).st == SessionState::WaitBlock {
-            let event = self.answered_as(pending.owner, event);
-            self.trace_received(pending.owner, req, event, true);
+            let event = self.fg.answered_as(pending.owner, event);
+            self.fg
+                .trace_received(&self.k, &mut self.obs, pending.owner, req, event, true);
             self.end_wait(pending.owner, event);
         } else {
-            self.trace_received(pending.owner, req, Some(event), true);
+            self.fg.trace_received(
+                &self.k,
+                &mut self.obs,
+                pending.owner,
+                req,
+                Some(event),
+                true,
+            );
         }
         self.granted(pending, req, grant);
     }
@@ -333,14 +425,21 @@ impl Instance {
         };
         // The placeholder wait never really happened.
         self.fg.sessions.forget_wait(pending.owner);
-        self.trace_session_hop(pending.owner, req.requester, req.id, Hop::Abandoned);
+        self.fg.trace_session_hop(
+            &self.k,
+            &mut self.obs,
+            pending.owner,
+            req.requester,
+            req.id,
+            Hop::Abandoned,
+        );
         self.granted(pending, req, grant);
     }
 
     fn granted(&mut self, pending: PendingRequest, req: Request, grant: GrantKind) {
         let blk = req.blk;
         match grant {
-            GrantKind::Disk(_) if self.holds_xcur(blk) => {
+            GrantKind::Disk(_) if holds_xcur(&self.cache, blk) => {
                 self.answered_by_promotion(pending.owner, blk, req.id);
             }
             GrantKind::Disk(mode) => {
@@ -367,7 +466,8 @@ impl Instance {
                     None => self.error(format!("upgrade granted for {blk} but no S copy here")),
                 }
                 self.installed(blk, req.id, Mode::X, None, false);
-                self.ready_owner(pending.owner);
+                self.fg
+                    .ready_owner(&mut self.k, &mut self.obs, pending.owner);
                 self.wake_block(blk);
             }
             GrantKind::New => {
@@ -381,25 +481,11 @@ impl Instance {
                     false,
                 );
                 self.installed(blk, req.id, Mode::X, None, false);
-                self.ready_owner(pending.owner);
+                self.fg
+                    .ready_owner(&mut self.k, &mut self.obs, pending.owner);
                 self.wake_block(blk);
             }
         }
-    }
-
-    /// The session that asked may go on, unless it stopped waiting meanwhile.
-    fn ready_owner(&mut self, sid: u32) {
-        if self.fg.sessions.session(sid).st == SessionState::WaitBlock {
-            self.end_wait(sid, None);
-            self.set_ready(sid);
-        }
-    }
-
-    /// Whether this instance holds `blk` current in X.
-    fn holds_xcur(&self, blk: BlockAddr) -> bool {
-        self.cache
-            .current(blk)
-            .is_some_and(|id| self.cache.get(id).state() == BufState::Xcur)
     }
 
     /// A disk read was granted for a request of ours while our own past
@@ -412,7 +498,7 @@ impl Instance {
     fn answered_by_promotion(&mut self, owner: u32, blk: BlockAddr, req: u64) {
         self.fg.sessions.end_request(blk);
         self.installed(blk, req, Mode::X, None, false);
-        self.ready_owner(owner);
+        self.fg.ready_owner(&mut self.k, &mut self.obs, owner);
         self.wake_block(blk);
     }
 
@@ -428,7 +514,7 @@ impl Instance {
         let Some(pending) = self.fg.sessions.request(blk, req) else {
             return;
         };
-        if self.holds_xcur(blk) {
+        if holds_xcur(&self.cache, blk) {
             // Promoted while the read was under way: see `answered_by_promotion`.
             self.answered_by_promotion(pending.owner, blk, req);
             return;
@@ -442,7 +528,8 @@ impl Instance {
             numa.read_into(buf);
         }
         self.installed(blk, req, mode, None, false);
-        self.ready_owner(pending.owner);
+        self.fg
+            .ready_owner(&mut self.k, &mut self.obs, pending.owner);
         self.wake_block(blk);
     }
 
@@ -491,35 +578,6 @@ impl Instance {
                     break;
                 }
             }
-        }
-    }
-}
-
-impl Instance {
-    /// The trace's last hop of a request: the block (or the grant) reached
-    /// the session that asked, whose wait ends as `event` (`None`: the name
-    /// it has, a retry's).
-    #[inline(always)]
-    fn trace_received(&mut self, sid: u32, req: Request, event: Option<Wait>, grant: bool) {
-        if self.obs.tracing() {
-            let event = event
-                .or_else(|| self.fg.sessions.session(sid).waiting_on())
-                .unwrap_or(Wait::GcCrRequest);
-            let hop = if grant {
-                Hop::Granted { event }
-            } else {
-                Hop::Received { event }
-            };
-            self.trace_session_hop(sid, req.requester, req.id, hop);
-        }
-    }
-
-    /// Session `sid`'s request `req` (of `requester`) passed `hop` now.
-    #[inline(always)]
-    fn trace_session_hop(&mut self, sid: u32, requester: InstId, req: u64, hop: Hop) {
-        if self.obs.tracing() {
-            let proc = self.fg.sessions.session(sid).proc();
-            self.obs.trace_hop(self.k.now(), requester, req, hop, proc);
         }
     }
 }

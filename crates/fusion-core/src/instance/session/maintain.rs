@@ -14,26 +14,28 @@
 //! transaction on a table with a bitmap index).
 
 use super::super::Instance;
-use super::super::cache::BufId;
+use super::super::cache::{BufId, Cache};
 use super::super::execution::{Change, ExecPoint, IndexChange, Purpose};
+use super::super::kernel::Kernel;
+use super::Foregrounds;
 use crate::bitmap::{chunk_of, count_in, piece_at};
 use crate::block::{Body, Change as BlockChange, TxState};
 use crate::config::{IndexKind, Nanos};
 use crate::stats::Stat;
 use crate::types::{BlockAddr, Xid};
 
-impl Instance {
+impl Foregrounds {
     /// The index changes an update of row `key` from `old` to `new` needs,
     /// in the order they are made.
     pub(in crate::instance) fn maintenance(
-        &self,
+        k: &Kernel,
         table: usize,
         key: u64,
         old: i64,
         new: i64,
     ) -> Vec<IndexChange> {
         let mut out = Vec::new();
-        for (ix, l) in self.k.layout().indexes.iter().enumerate() {
+        for (ix, l) in k.layout().indexes.iter().enumerate() {
             if l.table != table || !l.maintained_on_update() || old == new {
                 continue;
             }
@@ -69,13 +71,18 @@ impl Instance {
     }
 
     /// Begin the next pending index change of session `sid`, or finish.
-    pub(in crate::instance) fn next_maintenance(&mut self, sid: u32, table: usize) -> ExecPoint {
-        let Some(t) = self.fg.sessions.session(sid).maint.first().copied() else {
+    pub(in crate::instance) fn next_maintenance(
+        &self,
+        k: &Kernel,
+        sid: u32,
+        table: usize,
+    ) -> ExecPoint {
+        let Some(t) = self.sessions.session(sid).maint.first().copied() else {
             return ExecPoint::None;
         };
-        let root = match self.k.layout().indexes[t.ix].kind {
-            IndexKind::BTree => self.k.layout().index_root(t.ix, t.key),
-            IndexKind::Bitmap => self.k.layout().indexes[t.ix].root,
+        let root = match k.layout().indexes[t.ix].kind {
+            IndexKind::BTree => k.layout().index_root(t.ix, t.key),
+            IndexKind::Bitmap => k.layout().indexes[t.ix].root,
         };
         ExecPoint::Index {
             ix: t.ix,
@@ -88,7 +95,7 @@ impl Instance {
 
     /// A descent for a count or a change reached its leaf `blk`.
     pub(in crate::instance) fn leaf_reached(
-        &mut self,
+        cache: &Cache,
         buf: BufId,
         ix: usize,
         table: usize,
@@ -98,7 +105,7 @@ impl Instance {
     ) -> ExecPoint {
         match purpose {
             Purpose::Count { value } => {
-                let (_, _, more) = count_in(&self.cache.get(buf).image, value);
+                let (_, _, more) = count_in(&cache.get(buf).image, value);
                 match more {
                     // The value's pieces go on in the next leaf.
                     Some(next) => ExecPoint::Index {
@@ -117,21 +124,29 @@ impl Instance {
 
     /// CPU a visit of `buf` costs beyond the get itself: the pieces a count
     /// reads, or the piece a change rewrites.
-    pub(in crate::instance) fn bitmap_work(&self, sid: u32, buf: BufId) -> Nanos {
-        let img = &self.cache.get(buf).image;
+    pub(in crate::instance) fn bitmap_work(
+        &self,
+        k: &Kernel,
+        cache: &Cache,
+        sid: u32,
+        buf: BufId,
+    ) -> Nanos {
+        let img = &cache.get(buf).image;
         if !matches!(*img.body, Body::Bitmap { .. }) {
             return 0;
         }
-        match &self.fg.sessions.session(sid).cur {
+        match &self.sessions.session(sid).cur {
             ExecPoint::Index {
                 purpose: Purpose::Count { value },
                 ..
-            } => self.k.costs().bitmap_piece * Nanos::from(count_in(img, *value).1),
-            ExecPoint::MaintLeaf { .. } => self.k.costs().bitmap_piece,
+            } => k.costs().bitmap_piece * Nanos::from(count_in(img, *value).1),
+            ExecPoint::MaintLeaf { .. } => k.costs().bitmap_piece,
             _ => 0,
         }
     }
+}
 
+impl Instance {
     /// The leaf of the next change is pinned in current mode: make the
     /// change, or wait for the transaction holding it. `None` when the session waits.
     pub(in crate::instance) fn maintain_leaf(
@@ -150,7 +165,7 @@ impl Instance {
                 if !img.leaf_covers(t.at) {
                     // A split moved the entry since the descent: descend again.
                     self.fg.sessions.session_mut(sid).snapshot = self.k.scn();
-                    return Some(self.next_maintenance(sid, table));
+                    return Some(self.fg.next_maintenance(&self.k, sid, table));
                 }
                 img.leaf_lookup(t.at).map(|e| e.lock)
             }
@@ -196,6 +211,6 @@ impl Instance {
             }
         }
         self.fg.sessions.session_mut(sid).maint.remove(0);
-        Some(self.next_maintenance(sid, table))
+        Some(self.fg.next_maintenance(&self.k, sid, table))
     }
 }
