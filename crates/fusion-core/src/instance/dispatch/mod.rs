@@ -824,11 +824,6 @@ impl Instance {
     // ----- the foregrounds' waits (for the routing still on the instance) ----------------
 
     #[inline(always)]
-    pub(super) fn set_ready(&mut self, sid: u32) {
-        self.fg.set_ready(&self.k, sid);
-    }
-
-    #[inline(always)]
     pub(super) fn resume(&mut self, sid: u32) {
         self.fg.resume(sid);
     }

@@ -69,6 +69,9 @@ impl Foregrounds {
     }
 
     /// Pin `blk` for a consistent get at the session's snapshot.
+    // Inlined into `visit`, its only caller: the `Acquired` it answers
+    // (a built copy is large) is then never moved through memory.
+    #[inline(always)]
     pub(in crate::instance) fn acquire_cr(
         &mut self,
         k: &Kernel,
@@ -205,6 +208,7 @@ impl Foregrounds {
     }
 
     /// Pin `blk` in current mode (exclusively) for a change.
+    #[inline(always)]
     pub(in crate::instance) fn acquire_current(
         &mut self,
         k: &Kernel,

@@ -248,6 +248,152 @@ fn holds_xcur(cache: &Cache, blk: BlockAddr) -> bool {
         .is_some_and(|id| cache.get(id).state() == BufState::Xcur)
 }
 
+impl Foregrounds {
+    /// A block arrived for request `req`: the session that asked stops
+    /// waiting, its wait named by what happened on the way. The session, or
+    /// `None` when no such request is outstanding (the peer's error).
+    #[allow(clippy::too_many_arguments)]
+    pub(in crate::instance) fn ship_arrived(
+        &mut self,
+        k: &mut Kernel,
+        obs: &mut Observer,
+        from: InstId,
+        sent_at: Nanos,
+        req: Request,
+        block_kind: BlockKind,
+        congested: bool,
+        hops: u8,
+    ) -> Option<u32> {
+        let blk = req.blk;
+        let Some(pending) = self.sessions.request(blk, req.id) else {
+            k.error(&format!(
+                "{from} shipped {blk} for request {} we do not have",
+                req.id
+            ));
+            return None;
+        };
+        self.sessions.end_request(blk);
+        Foregrounds::count_received(k, block_kind, pending.sent_at, sent_at, req.timing);
+        let busy = req.timing.flush > 0 || req.timing.pin > 0;
+        let event = ship_event(block_kind, congested, busy, hops);
+        let owner = pending.owner;
+        if self.sessions.session(owner).st == SessionState::WaitBlock {
+            let event = self.answered_as(owner, event);
+            self.trace_received(k, obs, owner, req, event, false);
+            self.end_wait(k, obs, owner, event);
+            self.set_ready(k, owner);
+        } else {
+            self.trace_received(k, obs, owner, req, Some(event), false);
+        }
+        Some(owner)
+    }
+
+    /// An unrolled image (light work) for session `sid`, as of the sender's
+    /// SCN: its CR copy is built here when the session looks again.
+    pub(in crate::instance) fn keep_raw(&mut self, sid: u32, block: Block, sender_scn: Scn) {
+        self.sessions.session_mut(sid).raw = Some((Box::new(block), sender_scn));
+    }
+
+    /// The master granted request `req` without a block: the session's wait
+    /// ends, named by the grant. The request, or `None` when no such request
+    /// is outstanding (the peer's error).
+    pub(in crate::instance) fn grant_arrived(
+        &mut self,
+        k: &mut Kernel,
+        obs: &mut Observer,
+        req: Request,
+    ) -> Option<PendingRequest> {
+        let Some(pending) = self.sessions.request(req.blk, req.id) else {
+            k.error(&format!(
+                "grant for {} request {} we do not have",
+                req.blk, req.id
+            ));
+            return None;
+        };
+        let congested = req.timing.lms_wait > super::super::gc::CONGESTED_AFTER;
+        let event = match (req.kind, congested) {
+            (ReqKind::Cr { .. }, false) => Wait::GcCrGrant2Way,
+            (ReqKind::Cr { .. }, true) => Wait::GcCrGrantCongested,
+            (ReqKind::Current { .. }, false) => Wait::GcCurrentGrant2Way,
+            (ReqKind::Current { .. }, true) => Wait::GcCurrentGrantCongested,
+        };
+        if self.sessions.session(pending.owner).st == SessionState::WaitBlock {
+            let event = self.answered_as(pending.owner, event);
+            self.trace_received(k, obs, pending.owner, req, event, true);
+            self.end_wait(k, obs, pending.owner, event);
+        } else {
+            self.trace_received(k, obs, pending.owner, req, Some(event), true);
+        }
+        Some(pending)
+    }
+
+    /// The master here granted request `req`: no message and no gc wait.
+    pub(in crate::instance) fn local_grant_arrived(
+        &mut self,
+        k: &Kernel,
+        obs: &mut Observer,
+        req: Request,
+    ) -> Option<PendingRequest> {
+        let pending = self.sessions.request(req.blk, req.id)?;
+        // The placeholder wait never really happened.
+        self.sessions.forget_wait(pending.owner);
+        self.trace_session_hop(k, obs, pending.owner, req.requester, req.id, Hop::Abandoned);
+        Some(pending)
+    }
+
+    /// A read from disk was granted: the session waits for it.
+    pub(in crate::instance) fn read_granted(
+        &mut self,
+        k: &mut Kernel,
+        pending: PendingRequest,
+        req: Request,
+        mode: Mode,
+    ) {
+        let blk = req.blk;
+        let event = if pending.scan {
+            Wait::DbFileScatteredRead
+        } else {
+            Wait::DbFileSequentialRead
+        };
+        self.begin_wait(k, pending.owner, event, SessionState::WaitBlock);
+        k.start_io(
+            Io::ReadBlock { blk },
+            IoPurpose::GrantRead {
+                blk,
+                req: req.id,
+                mode,
+                scan: pending.scan,
+            },
+        );
+    }
+
+    /// The request for `blk` is answered (installed, upgraded, or made moot).
+    #[inline]
+    pub(in crate::instance) fn end_request(&mut self, blk: BlockAddr) {
+        self.sessions.end_request(blk);
+    }
+
+    /// The request `req` for `blk`, if it is outstanding.
+    #[inline]
+    pub(in crate::instance) fn request(&self, blk: BlockAddr, req: u64) -> Option<PendingRequest> {
+        self.sessions.request(blk, req)
+    }
+
+    /// The locality group whose buffers `taker` prefers (NUMA-aware only).
+    pub(in crate::instance) fn taker_group(&self, k: &Kernel, taker: u32) -> Option<u8> {
+        match k.numa() {
+            Some(n) if n.aware() => Some(n.home(self.sessions.session(taker).proc)),
+            _ => None,
+        }
+    }
+
+    /// Whether a session here needs `blk` (a victim must not be it).
+    #[inline]
+    pub(in crate::instance) fn need(&self, blk: BlockAddr) -> bool {
+        self.sessions.need(blk)
+    }
+}
+
 impl Instance {
     /// A block arrived for one of our requests. The foreground that asked
     /// installs it; the wait is renamed by what happened on the way.
@@ -263,39 +409,18 @@ impl Instance {
             (ship.req, ship.kind, ship.pi_kept, ship.hops, ship.congested);
         let block = self.unbox_shipped_block(ship);
         let blk = req.blk;
-        let Some(pending) = self.fg.sessions.request(blk, req.id) else {
-            self.error(format!(
-                "{from} shipped {blk} for request {} we do not have",
-                req.id
-            ));
-            return;
-        };
-        self.fg.sessions.end_request(blk);
         let block_kind = if kind == ShipKind::Current {
             BlockKind::Current
         } else {
             BlockKind::Cr
         };
-        Foregrounds::count_received(
-            &mut self.k,
-            block_kind,
-            pending.sent_at,
-            sent_at,
-            req.timing,
-        );
-        let busy = req.timing.flush > 0 || req.timing.pin > 0;
-        let event = ship_event(block_kind, congested, busy, hops);
-        let owner = pending.owner;
-        if self.fg.sessions.session(owner).st == SessionState::WaitBlock {
-            let event = self.fg.answered_as(owner, event);
-            self.fg
-                .trace_received(&self.k, &mut self.obs, owner, req, event, false);
-            self.end_wait(owner, event);
-            self.set_ready(owner);
-        } else {
-            self.fg
-                .trace_received(&self.k, &mut self.obs, owner, req, Some(event), false);
-        }
+        let (k, obs) = (&mut self.k, &mut self.obs);
+        let Some(owner) = self
+            .fg
+            .ship_arrived(k, obs, from, sent_at, req, block_kind, congested, hops)
+        else {
+            return;
+        };
         match kind {
             ShipKind::Cr { lo, hi, private } => {
                 let reader = match req.kind {
@@ -308,9 +433,7 @@ impl Instance {
                 self.cache
                     .insert(blk, BufState::Cr { lo, hi, private_to }, block);
             }
-            ShipKind::Raw => {
-                self.fg.sessions.session_mut(owner).raw = Some((Box::new(block), sender_scn))
-            }
+            ShipKind::Raw => self.fg.keep_raw(owner, block, sender_scn),
             ShipKind::Shared => {
                 self.install_current(owner, blk, Mode::S, block, false);
                 self.installed(blk, req.id, Mode::S, None, false);
@@ -386,53 +509,17 @@ impl Instance {
         req: Request,
         grant: GrantKind,
     ) {
-        let Some(pending) = self.fg.sessions.request(req.blk, req.id) else {
-            self.error(format!(
-                "grant for {} request {} we do not have",
-                req.blk, req.id
-            ));
+        let Some(pending) = self.fg.grant_arrived(&mut self.k, &mut self.obs, req) else {
             return;
         };
-        let congested = req.timing.lms_wait > super::super::gc::CONGESTED_AFTER;
-        let event = match (req.kind, congested) {
-            (ReqKind::Cr { .. }, false) => Wait::GcCrGrant2Way,
-            (ReqKind::Cr { .. }, true) => Wait::GcCrGrantCongested,
-            (ReqKind::Current { .. }, false) => Wait::GcCurrentGrant2Way,
-            (ReqKind::Current { .. }, true) => Wait::GcCurrentGrantCongested,
-        };
-        if self.fg.sessions.session(pending.owner).st == SessionState::WaitBlock {
-            let event = self.fg.answered_as(pending.owner, event);
-            self.fg
-                .trace_received(&self.k, &mut self.obs, pending.owner, req, event, true);
-            self.end_wait(pending.owner, event);
-        } else {
-            self.fg.trace_received(
-                &self.k,
-                &mut self.obs,
-                pending.owner,
-                req,
-                Some(event),
-                true,
-            );
-        }
         self.granted(pending, req, grant);
     }
 
     /// The local master granted a request: no message and no gc wait.
     pub(in crate::instance) fn on_local_grant(&mut self, req: Request, grant: GrantKind) {
-        let Some(pending) = self.fg.sessions.request(req.blk, req.id) else {
+        let Some(pending) = self.fg.local_grant_arrived(&self.k, &mut self.obs, req) else {
             return;
         };
-        // The placeholder wait never really happened.
-        self.fg.sessions.forget_wait(pending.owner);
-        self.fg.trace_session_hop(
-            &self.k,
-            &mut self.obs,
-            pending.owner,
-            req.requester,
-            req.id,
-            Hop::Abandoned,
-        );
         self.granted(pending, req, grant);
     }
 
@@ -442,25 +529,9 @@ impl Instance {
             GrantKind::Disk(_) if holds_xcur(&self.cache, blk) => {
                 self.answered_by_promotion(pending.owner, blk, req.id);
             }
-            GrantKind::Disk(mode) => {
-                let event = if pending.scan {
-                    Wait::DbFileScatteredRead
-                } else {
-                    Wait::DbFileSequentialRead
-                };
-                self.begin_wait(pending.owner, event, SessionState::WaitBlock);
-                self.start_io(
-                    Io::ReadBlock { blk },
-                    IoPurpose::GrantRead {
-                        blk,
-                        req: req.id,
-                        mode,
-                        scan: pending.scan,
-                    },
-                );
-            }
+            GrantKind::Disk(mode) => self.fg.read_granted(&mut self.k, pending, req, mode),
             GrantKind::Upgrade => {
-                self.fg.sessions.end_request(blk);
+                self.fg.end_request(blk);
                 match self.cache.current(blk) {
                     Some(id) => self.cache.set_state(id, BufState::Xcur),
                     None => self.error(format!("upgrade granted for {blk} but no S copy here")),
@@ -471,7 +542,7 @@ impl Instance {
                 self.wake_block(blk);
             }
             GrantKind::New => {
-                self.fg.sessions.end_request(blk);
+                self.fg.end_request(blk);
                 let owner = pending.owner;
                 self.install_current(
                     owner,
@@ -496,7 +567,7 @@ impl Instance {
     /// the request is answered by the buffer we hold: the master learns we
     /// hold X, and the session looks again.
     fn answered_by_promotion(&mut self, owner: u32, blk: BlockAddr, req: u64) {
-        self.fg.sessions.end_request(blk);
+        self.fg.end_request(blk);
         self.installed(blk, req, Mode::X, None, false);
         self.fg.ready_owner(&mut self.k, &mut self.obs, owner);
         self.wake_block(blk);
@@ -511,7 +582,7 @@ impl Instance {
         block: Block,
         _scan: bool,
     ) {
-        let Some(pending) = self.fg.sessions.request(blk, req) else {
+        let Some(pending) = self.fg.request(blk, req) else {
             return;
         };
         if holds_xcur(&self.cache, blk) {
@@ -519,7 +590,7 @@ impl Instance {
             self.answered_by_promotion(pending.owner, blk, req);
             return;
         }
-        self.fg.sessions.end_request(blk);
+        self.fg.end_request(blk);
         self.install_current(pending.owner, blk, mode, block, false);
         if let Some(numa) = self.k.numa_mut()
             && let Some(buf) = self.cache.current(blk)
@@ -539,15 +610,12 @@ impl Instance {
     /// takes one of its own locality group first.
     pub(in crate::instance) fn make_room(&mut self, taker: u32) {
         self.k.incr(Stat::FreeBufferRequested);
-        let group = match self.k.numa() {
-            Some(n) if n.aware() => Some(n.home(self.fg.sessions.session(taker).proc)),
-            _ => None,
-        };
+        let group = self.fg.taker_group(&self.k, taker);
         while self.cache.used() >= self.cache.capacity {
-            let sessions = &self.fg.sessions;
+            let fg = &self.fg;
             let numa = self.k.numa();
             let (victim, inspected) = self.cache.victim(
-                |b| sessions.need(b),
+                |b| fg.need(b),
                 |buf| match (group, numa) {
                     (Some(g), Some(n)) => n.prefers(buf, g),
                     _ => true,

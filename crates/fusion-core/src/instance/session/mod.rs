@@ -4,7 +4,17 @@
 //! the placeholder event (`gc cr request`), renamed on completion to what
 //! happened (`gc cr block 2-way`, `... busy`, `... congested`, `... grant 2-way`).
 //! This is where a wait event is timed: every foreground wait begins in
-//! [`Instance::begin_wait`] and is recorded in [`Instance::end_wait`], below.
+//! [`Foregrounds::begin_wait`] and is recorded in [`Foregrounds::end_wait`], below.
+//!
+//! The foregrounds are a subsystem being converted (issue 29): their
+//! decisions are methods of [`Foregrounds`] given the kernel and, by name,
+//! what they touch of the others (the buffer cache, redo, membership's
+//! `Net`, the observer). What a step needs another subsystem to do comes
+//! back as a value (`Acquired::Ask`, `Acquired::Built`, the lookups left to
+//! recovery, the request for the master here), applied by the caller. The
+//! steps that still interleave with the directory, LMS or DBWR (a block's
+//! install and `make_room`, unpinning, changes under redo, inserts and
+//! splits, sequences) are still `impl Instance` blocks in their files.
 //!
 //! - `state.rs`: a session's state, and [`Sessions`], the component that owns
 //!   the sessions, their ready queue, block waiters, requests and lookups;
@@ -15,9 +25,11 @@
 //! - `fusion.rs`: the requesting side of cache fusion (`gc_request`,
 //!   `on_ship`, `on_grant`, installs, `make_room`);
 //! - `commit.rs`: the session's transaction (commit, `log file sync`, row
-//!   lock waits, lookups of other instances' transactions).
+//!   lock waits, lookups of other instances' transactions);
+//! - `tests.rs`: decisions tested on a kernel of their own.
 //!
-//! Here: waits, and the loop that moves ready sessions on (`run_ready`, `drive`).
+//! Here: waits. The loop that moves ready sessions on (`run_ready`,
+//! `drive`) is the dispatcher's.
 
 mod access;
 mod commit;
