@@ -4,9 +4,9 @@
 //! of the others; the steps here sequence them.
 
 mod reconfig;
+mod visit;
 
 use super::Instance;
-use super::cache::BufId;
 use super::cache::BufState;
 use super::events::IoPurpose;
 use super::execution::{ExecPoint, Purpose};
@@ -18,12 +18,12 @@ use super::px::{PS, PxEffect, PxStep, QcStep};
 use super::redo::FlushWaiter;
 use super::session::TxWaiter;
 use super::session::{Acquired, AfterCpu, SessionState};
-use crate::block::{Block, Change};
+use crate::block::Block;
 use crate::config::Nanos;
 use crate::cpu::StepDone;
 use crate::msg::{
-    GrantKind, Io, LockMode, Lvb, Mode, Msg, RecoverSource, RedoRecord, ReqKind, Request, ResName,
-    Shipment, TxReport,
+    GrantKind, Io, LockMode, Lvb, Mode, Msg, RecoverSource, ReqKind, Request, ResName, Shipment,
+    TxReport,
 };
 use crate::px::{PxMsg, QueryRef};
 use crate::stats::{Stat, Wait};
@@ -32,52 +32,6 @@ use crate::voting::Vote;
 
 impl Instance {
     // ----- redo ---------------------------------------------------------------------------
-
-    /// Make `change` to the current buffer `buf` under `xid` at `scn`, and
-    /// log it as `bytes` of redo. False, with nothing done, when the change
-    /// does not fit the block.
-    pub(super) fn change_block(
-        &mut self,
-        buf: BufId,
-        change: Change,
-        xid: Xid,
-        scn: Scn,
-        bytes: u32,
-    ) -> bool {
-        if !self.cache.get_mut(buf).image.apply(&change, xid, scn) {
-            return false;
-        }
-        self.log_change(buf, change, xid, scn, bytes);
-        true
-    }
-
-    /// Log a change already made to `buf` (see [`Instance::change_block`]).
-    pub(super) fn log_change(
-        &mut self,
-        buf: BufId,
-        change: Change,
-        xid: Xid,
-        scn: Scn,
-        bytes: u32,
-    ) {
-        let blk = self.cache.get(buf).blk;
-        let rba = self.redo(RedoRecord::change(scn, xid, blk, bytes, change));
-        super::redo::dirtied(&mut self.k, &mut self.cache, buf, rba, bytes);
-    }
-
-    /// Append one redo record; returns the address a flush must reach to
-    /// cover it. A change of this instance's own transaction tells the
-    /// transaction table where its redo begins.
-    pub(super) fn redo(&mut self, record: RedoRecord) -> u64 {
-        let (xid, bytes, change) = (record.xid, record.bytes, record.change.is_some());
-        let rba = self.redo.append(&mut self.k, record);
-        if change && xid.inst() == self.id && !xid.is_none() {
-            self.fg
-                .txns_mut()
-                .changed_at(xid, rba.saturating_sub(u64::from(bytes)));
-        }
-        rba
-    }
 
     /// Make sure redo up to `rba` gets written; `waiter` is told when it is.
     /// Returns true when it already is on disk (nobody is queued then).

@@ -8,12 +8,12 @@
 //! fusion.rs); a block another session of this instance is already asking
 //! for, or is changing, makes the session wait on it (`wait_on_block`).
 
-use super::super::Instance;
 use super::super::cache::{BufId, BufState, Cache};
 use super::super::execution::{ExecPoint, Purpose};
 use super::super::kernel::Kernel;
 use super::super::numa;
 use super::super::observe::{Observation, Observer};
+use super::super::redo::Redo;
 use super::state::{AfterCpu, SessionState};
 use super::{Foregrounds, record};
 use crate::block::{Body, Change, CrCopy, CrError, TxState};
@@ -42,6 +42,15 @@ pub(in crate::instance) enum Acquired {
     /// unknown, or the snapshot is too old): the dispatcher frees a buffer
     /// for it, or asks the transactions' owners.
     Built(Result<CrCopy, CrError>),
+}
+
+/// What a visit that changes a row or an index piece came to.
+pub(in crate::instance) enum Changed {
+    /// Done (or nothing to change): the execution goes on at this point.
+    Next(ExecPoint),
+    /// Another transaction holds it: the session waits for `0` to end
+    /// (the caller releases the pin first).
+    Locked(Xid),
 }
 
 impl Foregrounds {
@@ -521,245 +530,88 @@ impl Foregrounds {
     }
 }
 
-impl Instance {
-    /// Try to visit `blk`; returns true if the session can go on at once (it
-    /// never can: a visit always takes CPU), false when it waits.
-    pub(in crate::instance) fn visit(&mut self, sid: u32, blk: BlockAddr, current: bool) -> bool {
-        let acquired = if current {
-            self.fg.acquire_current(&self.k, &mut self.cache, sid, blk)
-        } else {
-            self.fg.acquire_cr(&self.k, &mut self.cache, sid, blk)
-        };
-        match self.acquired(sid, blk, acquired) {
-            Acquired::Pinned {
-                buf,
-                extra_ns,
-                cpu_ns,
-            } => {
-                self.fg
-                    .visit_pinned(&mut self.k, &mut self.cache, sid, buf, extra_ns, cpu_ns);
-                false
-            }
-            Acquired::Restart => {
-                self.fg.restart_statement(&mut self.k, sid);
-                true
-            }
-            _ => false,
-        }
-    }
-
-    /// What pinning a block for session `sid` needs of the rest of the
-    /// instance, done: a request to the master, or room for a CR copy.
-    #[inline(always)]
-    fn acquired(&mut self, sid: u32, blk: BlockAddr, acquired: Acquired) -> Acquired {
-        match acquired {
-            Acquired::Ask { kind, scan } => {
-                self.gc_request(sid, blk, kind, scan);
-                Acquired::Waiting
-            }
-            Acquired::Built(built) => self.use_local_cr(sid, blk, built),
-            done => done,
-        }
-    }
-
-    /// A CR copy built here goes into the cache, pinned for the visit.
-    fn use_local_cr(
+impl Foregrounds {
+    /// Change a row in a current block the session holds pinned: the next
+    /// point, or the transaction whose row lock the session must wait for.
+    #[allow(clippy::too_many_arguments)]
+    pub(in crate::instance) fn update_row(
         &mut self,
-        sid: u32,
-        blk: BlockAddr,
-        built: Result<CrCopy, CrError>,
-    ) -> Acquired {
-        match built {
-            Ok(cp) => {
-                let extra_ns = Foregrounds::cr_built(&mut self.k, &cp);
-                self.cache.limit_cr(blk);
-                self.make_room(sid);
-                self.fg
-                    .install_cr(&self.k, &mut self.cache, sid, blk, cp, extra_ns)
-            }
-            Err(CrError::Unknown(xids)) => self.look_up(sid, xids),
-            Err(CrError::SnapshotTooOld) => Acquired::Restart,
-        }
-    }
-
-    /// Pin `blk` in current mode (exclusively) for a change, asking its
-    /// master when it is not here.
-    pub(in crate::instance) fn acquire_current(&mut self, sid: u32, blk: BlockAddr) -> Acquired {
-        let acquired = self.fg.acquire_current(&self.k, &mut self.cache, sid, blk);
-        self.acquired(sid, blk, acquired)
-    }
-
-    /// Release a visit's pin (shared or exclusive); sessions and LMS jobs
-    /// waiting for the buffer to be free try again.
-    pub(in crate::instance) fn unpin(&mut self, buf: BufId) {
-        let Some(b) = self.cache.try_get(buf) else {
-            return;
-        };
-        let blk = b.blk;
-        if !self.cache.unpin(buf) {
-            self.roll_back_dead_at_unpin(buf);
-            self.unpinned(blk);
-            self.wake_block(blk);
-        }
-    }
-
-    /// The CPU step of a visit ended: read or change the pinned block, then
-    /// go on to the next point of the execution.
-    pub(in crate::instance) fn visit_done(&mut self, sid: u32, buf: BufId) {
-        let point = self.fg.point(sid);
-        self.fg.count_get(&mut self.k, sid, point);
-        // Each kind of visit does its work and says where the session goes
-        // next. (The match stays here rather than in a function returning an
-        // `Option`: on this path every copy of the point counts.)
-        let next = match point {
-            ExecPoint::Index {
-                ix,
-                table,
-                key,
-                blk,
-                purpose,
-            } => self.fg.index_block_read(
-                &mut self.k,
-                &self.cache,
-                &mut self.obs,
-                sid,
-                buf,
-                ix,
-                table,
-                key,
-                blk,
-                purpose,
-            ),
-            ExecPoint::Table {
-                table,
-                key,
-                rowid,
-                purpose: Purpose::Read,
-            } => self.fg.row_read(
-                &mut self.k,
-                &self.cache,
-                &mut self.obs,
-                sid,
-                buf,
-                table,
-                key,
-                rowid,
-            ),
-            ExecPoint::Table {
-                table,
-                key,
-                rowid,
-                purpose: Purpose::Update,
-            } => match self.update_row(sid, buf, table, key, rowid) {
-                Some(next) => next,
-                None => return, // waits for a row lock; the pin is already released
-            },
-            ExecPoint::ScanHeader { table } => {
-                self.fg.scan_extent(&self.k, &self.cache, sid, buf, table)
-            }
-            ExecPoint::Scan { table, run, next } => self.fg.scan_block_read(
-                &mut self.k,
-                &self.cache,
-                &mut self.obs,
-                sid,
-                buf,
-                table,
-                run,
-                next,
-            ),
-            ExecPoint::InsertRow { table, key } => self.insert_into_block(sid, buf, table, key),
-            ExecPoint::InsertAlloc { table, key } => self.take_new_block(sid, buf, table, key),
-            ExecPoint::IndexLeaf {
-                ix,
-                table,
-                key,
-                rowid,
-                blk,
-            } => self.insert_into_leaf(sid, buf, ix, table, key, rowid, blk),
-            ExecPoint::Seq { seq, insert, .. } => self.seq_updated(sid, buf, seq, insert),
-            ExecPoint::MaintLeaf { table, .. } => match self.maintain_leaf(sid, buf, table) {
-                Some(next) => next,
-                None => return, // waits for a piece's lock; the pin is already released
-            },
-            ExecPoint::InsertNew { .. }
-            | ExecPoint::Split { .. }
-            | ExecPoint::Px { .. }
-            | ExecPoint::Table {
-                purpose: Purpose::Insert(_) | Purpose::Count { .. } | Purpose::Maintain,
-                ..
-            }
-            | ExecPoint::None => ExecPoint::None,
-        };
-        self.unpin(buf);
-        self.fg.sessions.go_to(sid, next);
-        self.resume(sid);
-    }
-
-    /// Change a row in a current block the session holds pinned. Returns the
-    /// next point, or `None` when the row is locked and the session now waits.
-    fn update_row(
-        &mut self,
+        k: &mut Kernel,
+        cache: &mut Cache,
+        redo: &mut Redo,
+        obs: &mut Observer,
         sid: u32,
         buf: BufId,
         table: usize,
         key: u64,
         rowid: Rowid,
-    ) -> Option<ExecPoint> {
-        let my = self.fg.sessions.session(sid).xid;
-        let lock = match self.cache.get(buf).image.row(rowid.slot) {
+    ) -> Changed {
+        let my = self.sessions.session(sid).xid;
+        let lock = match cache.get(buf).image.row(rowid.slot) {
             Some(r) if r.key == key => r.lock,
-            _ => return Some(ExecPoint::None),
+            _ => return Changed::Next(ExecPoint::None),
         };
         if !lock.is_none() && lock != my {
             // A dead instance's transaction recovery rolls back: here, now.
-            if self.roll_back_dead(buf, lock) {
-                return self.update_row(sid, buf, table, key, rowid);
+            if self.roll_back_dead(k, cache, redo, buf, lock) {
+                return self.update_row(k, cache, redo, obs, sid, buf, table, key, rowid);
             }
-            let state = self
-                .cache
-                .get(buf)
-                .image
-                .state_of(lock, &|x| self.tx_state(x));
+            let state = cache.get(buf).image.state_of(lock, &|x| self.txns.state(x));
             if !matches!(state, TxState::Committed(_)) {
-                self.unpin(buf);
-                self.wait_for_tx(sid, lock);
-                return None;
+                return Changed::Locked(lock);
             }
         }
-        let xid = self.fg.session_xid(sid);
-        let scn = self.next_scn();
-        self.clean_out_buffer(buf);
-        let old_row = self.cache.get(buf).image.row(rowid.slot).map(|r| r.val);
+        let xid = self.session_xid(sid);
+        let scn = k.next_scn();
+        self.clean_out(cache, buf);
+        let old_row = cache.get(buf).image.row(rowid.slot).map(|r| r.val);
         let old = old_row.unwrap_or(0);
-        let val = self.k.layout().tables[table].updated_value(old);
+        let val = k.layout().tables[table].updated_value(old);
         let slot = rowid.slot;
-        self.change_block(buf, Change::UpdateRow { slot, val }, xid, scn, 200);
-        self.k.incr(Stat::RowsUpdated);
-        self.fg.touch_block(&mut self.cache, sid, rowid.blk);
+        self.change_block(
+            k,
+            cache,
+            redo,
+            buf,
+            Change::UpdateRow { slot, val },
+            xid,
+            scn,
+            200,
+        );
+        k.incr(Stat::RowsUpdated);
+        self.touch_block(cache, sid, rowid.blk);
         // What the update overwrote, for the checker as a read at the
         // change's SCN: every other commit to the row came before this
         // transaction took its row lock, so an update applied to an older
         // image of the block (a lost update: the new value computed from an
         // undone one) reads wrong here.
-        self.record(Observation::Read {
-            xid,
-            snapshot: scn,
-            table,
-            key,
-            val: old_row,
-        });
-        self.record(Observation::Write {
-            xid,
-            table,
-            key,
-            val,
-        });
+        record(
+            k,
+            obs,
+            Observation::Read {
+                xid,
+                snapshot: scn,
+                table,
+                key,
+                val: old_row,
+            },
+        );
+        record(
+            k,
+            obs,
+            Observation::Write {
+                xid,
+                table,
+                key,
+                val,
+            },
+        );
         // Indexes on the value change with the row (maintain.rs).
-        let changes = Foregrounds::maintenance(&self.k, table, key, old, val);
+        let changes = Foregrounds::maintenance(k, table, key, old, val);
         if changes.is_empty() {
-            return Some(ExecPoint::None);
+            return Changed::Next(ExecPoint::None);
         }
-        self.fg.sessions.session_mut(sid).maint = changes;
-        Some(self.fg.next_maintenance(&self.k, sid, table))
+        self.sessions.session_mut(sid).maint = changes;
+        Changed::Next(self.next_maintenance(k, sid, table))
     }
 }

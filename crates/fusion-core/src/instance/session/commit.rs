@@ -6,16 +6,17 @@
 //! Recursive transactions (splits, segment headers, `update seq$`) commit at
 //! once, without a session wait.
 
-use super::super::cache::Cache;
+use super::super::cache::{BufId, Cache};
 use super::super::execution::ExecPoint;
 use super::super::kernel::Kernel;
-use super::super::membership::Net;
+use super::super::membership::{Net, roll_back_dead};
 use super::super::observe::{Observation, Observer};
-use super::super::redo::{FlushWaiter, Redo};
+use super::super::redo::{FlushWaiter, Redo, dirtied};
 use super::access::Acquired;
 use super::state::{AfterCpu, SessionState};
 use super::workload::unit;
 use super::{Foregrounds, TxWaiter, record};
+use crate::block::Change;
 use crate::config::Nanos;
 use crate::msg::{Msg, RedoRecord, TxReport};
 use crate::stats::{Stat, Wait};
@@ -281,5 +282,76 @@ impl Foregrounds {
             self.end_wait(k, obs, sid, None);
             self.set_ready(k, sid);
         }
+    }
+
+    /// Make `change` to the current buffer `buf` under `xid` at `scn`, and
+    /// log it as `bytes` of redo. False, with nothing done, when the change
+    /// does not fit the block.
+    #[allow(clippy::too_many_arguments)]
+    pub(in crate::instance) fn change_block(
+        &mut self,
+        k: &mut Kernel,
+        cache: &mut Cache,
+        redo: &mut Redo,
+        buf: BufId,
+        change: Change,
+        xid: Xid,
+        scn: Scn,
+        bytes: u32,
+    ) -> bool {
+        if !cache.get_mut(buf).image.apply(&change, xid, scn) {
+            return false;
+        }
+        self.log_change(k, cache, redo, buf, change, xid, scn, bytes);
+        true
+    }
+
+    /// Log a change already made to `buf` (see [`Foregrounds::change_block`]).
+    /// A change of this instance's own transaction tells the transaction
+    /// table where its redo begins.
+    #[allow(clippy::too_many_arguments)]
+    pub(in crate::instance) fn log_change(
+        &mut self,
+        k: &mut Kernel,
+        cache: &mut Cache,
+        redo: &mut Redo,
+        buf: BufId,
+        change: Change,
+        xid: Xid,
+        scn: Scn,
+        bytes: u32,
+    ) {
+        let blk = cache.get(buf).blk;
+        let rba = redo.append(k, RedoRecord::change(scn, xid, blk, bytes, change));
+        if xid.inst() == k.id() && !xid.is_none() {
+            self.txns
+                .changed_at(xid, rba.saturating_sub(u64::from(bytes)));
+        }
+        dirtied(k, cache, buf, rba, bytes);
+    }
+
+    /// Delayed block cleanout of a buffer with what this instance knows.
+    pub(in crate::instance) fn clean_out(&self, cache: &mut Cache, buf: BufId) {
+        cache
+            .get_mut(buf)
+            .image
+            .clean_out_known(&|x| self.txns.state(x));
+    }
+
+    /// On-demand rollback of `xid`'s changes in current buffer `buf`, when
+    /// it is a dead instance's uncommitted transaction. True when anything
+    /// was rolled back (then look at the block again).
+    pub(in crate::instance) fn roll_back_dead(
+        &self,
+        k: &mut Kernel,
+        cache: &mut Cache,
+        redo: &Redo,
+        buf: BufId,
+        xid: Xid,
+    ) -> bool {
+        if !self.txns.is_dead_uncommitted(xid) {
+            return false;
+        }
+        roll_back_dead(k, cache, redo.end_rba(), buf, xid)
     }
 }

@@ -7,9 +7,6 @@
 //!
 //! `make_room` frees a buffer for whatever is installed (or built) here.
 
-use super::super::Instance;
-use super::super::cache::Cache;
-use super::super::cache::{BufState, Victim};
 use super::super::events::{IoPurpose, Timer};
 use super::super::kernel::Kernel;
 use super::super::membership::Net;
@@ -18,12 +15,12 @@ use super::super::observe::Hop;
 use super::super::observe::Observer;
 use super::Foregrounds;
 use super::state::{PendingRequest, SessionState};
-use crate::block::{Block, Body};
+use crate::block::Block;
 use crate::config::Nanos;
 use crate::metrics::{BlockKind, Part};
-use crate::msg::{GrantKind, Io, Mode, Msg, ReqKind, Request, ShipKind, Shipment, Timing};
+use crate::msg::{Io, Mode, Msg, ReqKind, Request, Timing};
 use crate::stats::{Stat, Wait};
-use crate::types::{BlockAddr, InstId, Scn, Xid};
+use crate::types::{BlockAddr, InstId, Scn};
 
 /// The event a shipped block's wait is recorded under. Congested wins over
 /// busy (a flush or pin delayed it), busy over 3-way, 3-way over 2-way.
@@ -190,7 +187,12 @@ impl Foregrounds {
     }
 
     /// The session that asked may go on, unless it stopped waiting meanwhile.
-    fn ready_owner(&mut self, k: &mut Kernel, obs: &mut Observer, sid: u32) {
+    pub(in crate::instance) fn ready_owner(
+        &mut self,
+        k: &mut Kernel,
+        obs: &mut Observer,
+        sid: u32,
+    ) {
         if self.sessions.session(sid).st == SessionState::WaitBlock {
             self.end_wait(k, obs, sid, None);
             self.set_ready(k, sid);
@@ -239,13 +241,6 @@ impl Foregrounds {
             obs.trace_hop(k.now(), requester, req, hop, proc);
         }
     }
-}
-
-/// Whether this instance holds `blk` current in X.
-fn holds_xcur(cache: &Cache, blk: BlockAddr) -> bool {
-    cache
-        .current(blk)
-        .is_some_and(|id| cache.get(id).state() == BufState::Xcur)
 }
 
 impl Foregrounds {
@@ -391,261 +386,5 @@ impl Foregrounds {
     #[inline]
     pub(in crate::instance) fn need(&self, blk: BlockAddr) -> bool {
         self.sessions.need(blk)
-    }
-}
-
-impl Instance {
-    /// A block arrived for one of our requests. The foreground that asked
-    /// installs it; the wait is renamed by what happened on the way.
-    #[allow(clippy::too_many_arguments)]
-    pub(in crate::instance) fn on_ship(
-        &mut self,
-        from: InstId,
-        sent_at: Nanos,
-        sender_scn: Scn,
-        ship: Box<Shipment>,
-    ) {
-        let (req, kind, pi_kept, hops, congested) =
-            (ship.req, ship.kind, ship.pi_kept, ship.hops, ship.congested);
-        let block = self.unbox_shipped_block(ship);
-        let blk = req.blk;
-        let block_kind = if kind == ShipKind::Current {
-            BlockKind::Current
-        } else {
-            BlockKind::Cr
-        };
-        let (k, obs) = (&mut self.k, &mut self.obs);
-        let Some(owner) = self
-            .fg
-            .ship_arrived(k, obs, from, sent_at, req, block_kind, congested, hops)
-        else {
-            return;
-        };
-        match kind {
-            ShipKind::Cr { lo, hi, private } => {
-                let reader = match req.kind {
-                    ReqKind::Cr { reader, .. } => reader,
-                    ReqKind::Current { .. } => Xid::NONE,
-                };
-                self.cache.limit_cr(blk);
-                self.make_room(owner);
-                let private_to = private.then_some(reader);
-                self.cache
-                    .insert(blk, BufState::Cr { lo, hi, private_to }, block);
-            }
-            ShipKind::Raw => self.fg.keep_raw(owner, block, sender_scn),
-            ShipKind::Shared => {
-                self.install_current(owner, blk, Mode::S, block, false);
-                self.installed(blk, req.id, Mode::S, None, false);
-            }
-            ShipKind::Current => {
-                self.install_current(owner, blk, Mode::X, block, pi_kept);
-                self.installed(blk, req.id, Mode::X, Some(from), pi_kept);
-            }
-        }
-        self.wake_block(blk);
-    }
-
-    /// Install a current block (X or S), cleaned out with the commits this instance knows.
-    /// `taker`: the session the block is for (it takes the free buffer).
-    fn install_current(
-        &mut self,
-        taker: u32,
-        blk: BlockAddr,
-        mode: Mode,
-        mut block: Block,
-        dirty: bool,
-    ) {
-        if let Some(old) = self.cache.current(blk) {
-            // Our S copy, replaced by the block the S holder that writes it
-            // shipped (see `Directory::route`): a reader may still hold it
-            // pinned, so it goes the way an invalidated copy does.
-            self.cache.retire_current(old);
-        }
-        block.clean_out_known(&|x| self.tx_state(x));
-        self.make_room(taker);
-        let state = if mode == Mode::X {
-            BufState::Xcur
-        } else {
-            BufState::Scur
-        };
-        let id = self.cache.insert(blk, state, block);
-        self.cache.set_dirty(id, dirty, self.k.now());
-        self.cache.get_mut(id).global = dirty;
-    }
-
-    /// Tell the master the transfer is complete.
-    fn installed(
-        &mut self,
-        blk: BlockAddr,
-        req: u64,
-        mode: Mode,
-        prev: Option<InstId>,
-        pi_kept: bool,
-    ) {
-        let master = self.block_master(blk);
-        if master == self.id {
-            let me = self.id;
-            self.dir_installed(me, blk, req, mode, prev, pi_kept);
-        } else {
-            self.send(
-                master,
-                Msg::Installed {
-                    blk,
-                    req,
-                    mode,
-                    prev_holder: prev,
-                    pi_kept,
-                },
-            );
-        }
-    }
-
-    /// The master granted a request without a block.
-    pub(in crate::instance) fn on_grant(
-        &mut self,
-        _from: InstId,
-        _sent_at: Nanos,
-        req: Request,
-        grant: GrantKind,
-    ) {
-        let Some(pending) = self.fg.grant_arrived(&mut self.k, &mut self.obs, req) else {
-            return;
-        };
-        self.granted(pending, req, grant);
-    }
-
-    /// The local master granted a request: no message and no gc wait.
-    pub(in crate::instance) fn on_local_grant(&mut self, req: Request, grant: GrantKind) {
-        let Some(pending) = self.fg.local_grant_arrived(&self.k, &mut self.obs, req) else {
-            return;
-        };
-        self.granted(pending, req, grant);
-    }
-
-    fn granted(&mut self, pending: PendingRequest, req: Request, grant: GrantKind) {
-        let blk = req.blk;
-        match grant {
-            GrantKind::Disk(_) if holds_xcur(&self.cache, blk) => {
-                self.answered_by_promotion(pending.owner, blk, req.id);
-            }
-            GrantKind::Disk(mode) => self.fg.read_granted(&mut self.k, pending, req, mode),
-            GrantKind::Upgrade => {
-                self.fg.end_request(blk);
-                match self.cache.current(blk) {
-                    Some(id) => self.cache.set_state(id, BufState::Xcur),
-                    None => self.error(format!("upgrade granted for {blk} but no S copy here")),
-                }
-                self.installed(blk, req.id, Mode::X, None, false);
-                self.fg
-                    .ready_owner(&mut self.k, &mut self.obs, pending.owner);
-                self.wake_block(blk);
-            }
-            GrantKind::New => {
-                self.fg.end_request(blk);
-                let owner = pending.owner;
-                self.install_current(
-                    owner,
-                    blk,
-                    Mode::X,
-                    Block::new(blk, Body::Unformatted),
-                    false,
-                );
-                self.installed(blk, req.id, Mode::X, None, false);
-                self.fg
-                    .ready_owner(&mut self.k, &mut self.obs, pending.owner);
-                self.wake_block(blk);
-            }
-        }
-    }
-
-    /// A disk read was granted for a request of ours while our own past
-    /// image of the block was made current (a reconfiguration promoted it
-    /// while the request, sent again, waited at the master, which took it for
-    /// a request after a lost relinquish). The disk's image is older than
-    /// ours (found by chaos: installing it threw committed changes away), so
-    /// the request is answered by the buffer we hold: the master learns we
-    /// hold X, and the session looks again.
-    fn answered_by_promotion(&mut self, owner: u32, blk: BlockAddr, req: u64) {
-        self.fg.end_request(blk);
-        self.installed(blk, req, Mode::X, None, false);
-        self.fg.ready_owner(&mut self.k, &mut self.obs, owner);
-        self.wake_block(blk);
-    }
-
-    /// A granted disk read completed.
-    pub(in crate::instance) fn on_grant_read(
-        &mut self,
-        blk: BlockAddr,
-        req: u64,
-        mode: Mode,
-        block: Block,
-        _scan: bool,
-    ) {
-        let Some(pending) = self.fg.request(blk, req) else {
-            return;
-        };
-        if holds_xcur(&self.cache, blk) {
-            // Promoted while the read was under way: see `answered_by_promotion`.
-            self.answered_by_promotion(pending.owner, blk, req);
-            return;
-        }
-        self.fg.end_request(blk);
-        self.install_current(pending.owner, blk, mode, block, false);
-        if let Some(numa) = self.k.numa_mut()
-            && let Some(buf) = self.cache.current(blk)
-        {
-            // The block came through the reader's group's I/O controller.
-            numa.read_into(buf);
-        }
-        self.installed(blk, req, mode, None, false);
-        self.fg
-            .ready_owner(&mut self.k, &mut self.obs, pending.owner);
-        self.wake_block(blk);
-    }
-
-    /// Free a buffer if the cache is full.
-    ///
-    /// `taker` is the session that needs the buffer: with NUMA support it
-    /// takes one of its own locality group first.
-    pub(in crate::instance) fn make_room(&mut self, taker: u32) {
-        self.k.incr(Stat::FreeBufferRequested);
-        let group = self.fg.taker_group(&self.k, taker);
-        while self.cache.used() >= self.cache.capacity {
-            let fg = &self.fg;
-            let numa = self.k.numa();
-            let (victim, inspected) = self.cache.victim(
-                |b| fg.need(b),
-                |buf| match (group, numa) {
-                    (Some(g), Some(n)) => n.prefers(buf, g),
-                    _ => true,
-                },
-            );
-            self.k.add(Stat::FreeBufferInspected, u64::from(inspected));
-            match victim {
-                Victim::Free {
-                    relinquish: Some((blk, state)),
-                } => {
-                    let mode = if state == BufState::Xcur {
-                        Mode::X
-                    } else {
-                        Mode::S
-                    };
-                    let master = self.block_master(blk);
-                    if master == self.id {
-                        let me = self.id;
-                        self.dir_relinquish(me, blk, mode);
-                    } else {
-                        self.send(master, Msg::Relinquish { blk, mode });
-                    }
-                }
-                Victim::Free { relinquish: None } => {}
-                // Everything is dirty or pinned: run over capacity until DBWR catches up.
-                Victim::None => {
-                    self.dbwr_urgent();
-                    break;
-                }
-            }
-        }
     }
 }

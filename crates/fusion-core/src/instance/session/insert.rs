@@ -123,7 +123,16 @@ impl Instance {
         let scn = self.next_scn();
         let Some(slot) = slot.filter(|&slot| {
             let row = Change::InsertRow { slot, key, val: 0 };
-            self.change_block(buf, row, xid, scn, 150)
+            self.fg.change_block(
+                &mut self.k,
+                &mut self.cache,
+                &mut self.redo,
+                buf,
+                row,
+                xid,
+                scn,
+                150,
+            )
         }) else {
             self.fg.inserts.insert_into(table, None);
             return ExecPoint::InsertAlloc { table, key };
@@ -169,7 +178,16 @@ impl Instance {
             inst: self.id.0,
             used: mine + 1,
         };
-        self.change_block(buf, take, xid, scn, 100);
+        self.fg.change_block(
+            &mut self.k,
+            &mut self.cache,
+            &mut self.redo,
+            buf,
+            take,
+            xid,
+            scn,
+            100,
+        );
         self.fg
             .commit_recursive(&mut self.k, &mut self.cache, &mut self.redo, xid, &[header]);
         let _ = sid;
@@ -192,7 +210,16 @@ impl Instance {
             if matches!(*self.cache.get(id).image.body, Body::Unformatted) {
                 let (xid, scn) = self.fg.recursive_txn(&mut self.k);
                 let format = Change::Format(Box::new(Body::Table { rows: Vec::new() }));
-                self.change_block(id, format, xid, scn, 100);
+                self.fg.change_block(
+                    &mut self.k,
+                    &mut self.cache,
+                    &mut self.redo,
+                    id,
+                    format,
+                    xid,
+                    scn,
+                    100,
+                );
                 self.fg
                     .commit_recursive(&mut self.k, &mut self.cache, &mut self.redo, xid, &[blk]);
             }
@@ -254,7 +281,16 @@ impl Instance {
             self.error(format!("duplicate key {key} in index {ix}"));
             return ExecPoint::None;
         }
-        self.log_change(buf, entry, xid, scn, 120);
+        self.fg.log_change(
+            &mut self.k,
+            &mut self.cache,
+            &mut self.redo,
+            buf,
+            entry,
+            xid,
+            scn,
+            120,
+        );
         self.fg.touch_block(&mut self.cache, sid, blk);
         match self.next_index(table, Some(ix)) {
             Some(next) => self.index_cursor(next, table, key, rowid),
@@ -629,7 +665,16 @@ impl Instance {
     /// One block's part of a split, logged as half a block of redo.
     fn split_change(&mut self, buf: BufId, change: Change, xid: Xid, scn: Scn) {
         let bytes = self.k.params().db_block_size / 2;
-        self.change_block(buf, change, xid, scn, bytes);
+        self.fg.change_block(
+            &mut self.k,
+            &mut self.cache,
+            &mut self.redo,
+            buf,
+            change,
+            xid,
+            scn,
+            bytes,
+        );
     }
 
     fn format_index_block(

@@ -13,11 +13,12 @@
 //! one-row transactions cannot deadlock (the loader refuses several rows per
 //! transaction on a table with a bitmap index).
 
-use super::super::Instance;
 use super::super::cache::{BufId, Cache};
 use super::super::execution::{Change, ExecPoint, IndexChange, Purpose};
 use super::super::kernel::Kernel;
+use super::super::redo::Redo;
 use super::Foregrounds;
+use super::access::Changed;
 use crate::bitmap::{chunk_of, count_in, piece_at};
 use crate::block::{Body, Change as BlockChange, TxState};
 use crate::config::{IndexKind, Nanos};
@@ -144,58 +145,57 @@ impl Foregrounds {
             _ => 0,
         }
     }
-}
 
-impl Instance {
     /// The leaf of the next change is pinned in current mode: make the
     /// change, or wait for the transaction holding it. `None` when the session waits.
     pub(in crate::instance) fn maintain_leaf(
         &mut self,
+        k: &mut Kernel,
+        cache: &mut Cache,
+        redo: &mut Redo,
         sid: u32,
         buf: BufId,
         table: usize,
-    ) -> Option<ExecPoint> {
-        let Some(t) = self.fg.sessions.session(sid).maint.first().copied() else {
-            return Some(ExecPoint::None);
+    ) -> Changed {
+        let Some(t) = self.sessions.session(sid).maint.first().copied() else {
+            return Changed::Next(ExecPoint::None);
         };
-        let blk = self.cache.get(buf).blk;
-        let img = &self.cache.get(buf).image;
+        let blk = cache.get(buf).blk;
+        let img = &cache.get(buf).image;
         let holder = match t.change {
             Change::Entry(_) => {
                 if !img.leaf_covers(t.at) {
                     // A split moved the entry since the descent: descend again.
-                    self.fg.sessions.session_mut(sid).snapshot = self.k.scn();
-                    return Some(self.fg.next_maintenance(&self.k, sid, table));
+                    self.sessions.session_mut(sid).snapshot = k.scn();
+                    return Changed::Next(self.next_maintenance(k, sid, table));
                 }
                 img.leaf_lookup(t.at).map(|e| e.lock)
             }
             Change::Bit(_) => img.piece(t.at).map(|p| p.lock),
         };
         let Some(holder) = holder else {
-            self.error(format!(
+            k.error(&format!(
                 "index {} has nothing at {} for key {}",
                 t.ix, t.at, t.key
             ));
-            self.fg.sessions.session_mut(sid).maint.clear();
-            return Some(ExecPoint::None);
+            self.sessions.session_mut(sid).maint.clear();
+            return Changed::Next(ExecPoint::None);
         };
-        let my = self.fg.sessions.session(sid).xid;
-        if !holder.is_none() && holder != my && self.roll_back_dead(buf, holder) {
+        let my = self.sessions.session(sid).xid;
+        if !holder.is_none() && holder != my && self.roll_back_dead(k, cache, redo, buf, holder) {
             // A dead instance's transaction recovery rolled back here: look again.
-            return self.maintain_leaf(sid, buf, table);
+            return self.maintain_leaf(k, cache, redo, sid, buf, table);
         }
-        let img = &self.cache.get(buf).image;
+        let img = &cache.get(buf).image;
         if !holder.is_none() && holder != my {
-            let state = img.state_of(holder, &|x| self.tx_state(x));
+            let state = img.state_of(holder, &|x| self.txns.state(x));
             if !matches!(state, TxState::Committed(_)) {
-                self.unpin(buf);
-                self.wait_for_tx(sid, holder);
-                return None;
+                return Changed::Locked(holder);
             }
         }
-        let xid: Xid = self.fg.session_xid(sid);
-        let scn = self.next_scn();
-        self.clean_out_buffer(buf);
+        let xid: Xid = self.session_xid(sid);
+        let scn = k.next_scn();
+        self.clean_out(cache, buf);
         let change = match t.change {
             Change::Entry(val) => BlockChange::UpdateEntry { key: t.at, val },
             Change::Bit(on) => BlockChange::SetBit {
@@ -204,13 +204,13 @@ impl Instance {
                 on,
             },
         };
-        if self.change_block(buf, change, xid, scn, 150) {
-            self.fg.touch_block(&mut self.cache, sid, blk);
+        if self.change_block(k, cache, redo, buf, change, xid, scn, 150) {
+            self.touch_block(cache, sid, blk);
             if matches!(t.change, Change::Bit(_)) {
-                self.k.incr(Stat::BitmapPiecesChanged);
+                k.incr(Stat::BitmapPiecesChanged);
             }
         }
-        self.fg.sessions.session_mut(sid).maint.remove(0);
-        Some(self.fg.next_maintenance(&self.k, sid, table))
+        self.sessions.session_mut(sid).maint.remove(0);
+        Changed::Next(self.next_maintenance(k, sid, table))
     }
 }

@@ -10,11 +10,11 @@
 //! decisions are methods of [`Foregrounds`] given the kernel and, by name,
 //! what they touch of the others (the buffer cache, redo, membership's
 //! `Net`, the observer). What a step needs another subsystem to do comes
-//! back as a value (`Acquired::Ask`, `Acquired::Built`, the lookups left to
-//! recovery, the request for the master here), applied by the caller. The
-//! steps that still interleave with the directory, LMS or DBWR (a block's
-//! install and `make_room`, unpinning, changes under redo, inserts and
-//! splits, sequences) are still `impl Instance` blocks in their files.
+//! back as a value (`Acquired::Ask`, `Acquired::Built`, `Changed::Locked`,
+//! the lookups left to recovery, the request for the master here), applied
+//! by the dispatcher (`dispatch/visit.rs`: a visit, a block's install,
+//! `make_room`). Inserts and splits (`insert.rs`) and sequences
+//! (`sequence.rs`, global enqueues) are still `impl Instance` blocks.
 //!
 //! - `state.rs`: a session's state, and [`Sessions`], the component that owns
 //!   the sessions, their ready queue, block waiters, requests and lookups;
@@ -45,8 +45,8 @@ mod workloads;
 #[cfg(test)]
 mod tests;
 
-pub(super) use access::Acquired;
-pub(super) use state::{AfterCpu, SessionState, Sessions};
+pub(super) use access::{Acquired, Changed};
+pub(super) use state::{AfterCpu, PendingRequest, SessionState, Sessions};
 pub(super) use transactions::{Transactions, TxWaiter};
 
 use super::cache::BufId;

@@ -235,7 +235,16 @@ impl Instance {
         };
         let new = old + batch;
         let val = new as i64;
-        self.change_block(buf, Change::UpdateRow { slot, val }, xid, scn, 200);
+        self.fg.change_block(
+            &mut self.k,
+            &mut self.cache,
+            &mut self.redo,
+            buf,
+            Change::UpdateRow { slot, val },
+            xid,
+            scn,
+            200,
+        );
         self.k.incr(Stat::RowsUpdated);
         self.k.add(Stat::SeqValuesAllocated, batch);
         // The commit posts LGWR without waiting for it (no `log file sync`),
