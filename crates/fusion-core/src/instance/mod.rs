@@ -546,6 +546,9 @@ impl Instance {
         self.k.end_advance(now);
     }
 
+    // Out of line: inlined into `advance`'s loop, with a session's CPU step
+    // inlined into it, it cost 2.4 % more instructions on the transfer run.
+    #[inline(never)]
     fn on_step_done(&mut self, d: StepDone) {
         let Some(proc) = self.k.proc(d.proc) else {
             return;

@@ -25,22 +25,40 @@ impl Instance {
         } else {
             self.fg.acquire_cr(&self.k, &mut self.cache, sid, blk)
         };
-        match self.acquired(sid, blk, acquired) {
+        // Matched where it is made: `Acquired` carries a built copy, and
+        // moving it on through another match costs on every visit.
+        let (buf, extra_ns, cpu_ns) = match acquired {
             Acquired::Pinned {
                 buf,
                 extra_ns,
                 cpu_ns,
-            } => {
-                self.fg
-                    .visit_pinned(&mut self.k, &mut self.cache, sid, buf, extra_ns, cpu_ns);
-                false
+            } => (buf, extra_ns, cpu_ns),
+            Acquired::Waiting => return false,
+            Acquired::Restart => return self.restart_statement(sid),
+            Acquired::Ask { kind, scan } => {
+                self.gc_request(sid, blk, kind, scan);
+                return false;
             }
-            Acquired::Restart => {
-                self.fg.restart_statement(&mut self.k, sid);
-                true
-            }
-            _ => false,
-        }
+            Acquired::Built(built) => match self.use_local_cr(sid, blk, built) {
+                Acquired::Pinned {
+                    buf,
+                    extra_ns,
+                    cpu_ns,
+                } => (buf, extra_ns, cpu_ns),
+                Acquired::Restart => return self.restart_statement(sid),
+                _ => return false,
+            },
+        };
+        self.fg
+            .visit_pinned(&mut self.k, &mut self.cache, sid, buf, extra_ns, cpu_ns);
+        false
+    }
+
+    /// Snapshot too old: the statement restarts (at once) with a new snapshot.
+    #[cold]
+    fn restart_statement(&mut self, sid: u32) -> bool {
+        self.fg.restart_statement(&mut self.k, sid);
+        true
     }
 
     /// What pinning a block for session `sid` needs of the rest of the

@@ -125,6 +125,8 @@ impl Foregrounds {
 
     /// CPU a visit of `buf` costs beyond the get itself: the pieces a count
     /// reads, or the piece a change rewrites.
+    // Inlined into a visit's CPU step: most blocks are not bitmap pieces.
+    #[inline(always)]
     pub(in crate::instance) fn bitmap_work(
         &self,
         k: &Kernel,
