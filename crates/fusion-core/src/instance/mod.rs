@@ -182,9 +182,9 @@ impl Instance {
         inst.redo = redo::Redo::new(inst.add_proc(Proc::Lgwr, "LGWR".into()));
         inst.redo.start_writers(&mut inst.k);
         inst.px.prestart(&mut inst.k);
-        inst.register_statements(&catalog);
+        inst.fg.register_statements(&mut inst.k, &catalog);
         if !inst.membership.sessions_wait() {
-            inst.start_sessions();
+            inst.fg.start_sessions(&mut inst.k);
         }
         inst.arm(redo::LGWR_TIMEOUT, Timer::LgwrTimeout);
         inst.arm(redo::DBWR_TICK, Timer::DbwrTick);
@@ -450,7 +450,7 @@ impl Instance {
             }
             Command::EnableWorkloads(list) => {
                 self.fg.enable_workloads(list);
-                self.wake_enabled_sessions();
+                self.fg.wake_enabled_sessions(&mut self.k);
             }
             Command::ResetPeaks => self.k.stats_mut().reset_peaks(),
             Command::Checkpoint => self.begin_checkpoint(),
@@ -551,6 +551,9 @@ impl Instance {
         self.k.end_advance(now);
     }
 
+    // Out of line: inlined into `advance`'s loop, with a session's CPU step
+    // inlined into it, it cost 2.4 % more instructions on the transfer run.
+    #[inline(never)]
     fn on_step_done(&mut self, d: StepDone) {
         let Some(proc) = self.k.proc(d.proc) else {
             return;
@@ -580,7 +583,7 @@ impl Instance {
         match proc {
             Proc::Session(s) => {
                 self.k.add(Stat::CpuUsedBySession, ran);
-                if let Some(st) = self.stmt_target(s) {
+                if let Some(st) = self.fg.stmt_target(s) {
                     self.k.stats_mut().statements[st].cpu_ns += ran;
                 }
                 self.k.add(Stat::ForegroundCpuWaitTime, d.waited);
@@ -620,7 +623,7 @@ impl Instance {
 
     fn on_timer(&mut self, timer: Timer) {
         match timer {
-            Timer::SessionWake(s) => self.session_wake(s),
+            Timer::SessionWake(s) => self.fg.session_wake(&mut self.k, s),
             Timer::LgwrTimeout => {
                 self.redo.lgwr_timeout(&mut self.k);
                 self.arm(redo::LGWR_TIMEOUT, Timer::LgwrTimeout);
@@ -631,7 +634,12 @@ impl Instance {
             }
             Timer::CssTick => self.membership.css_tick(&mut self.k),
             Timer::LinkResend(peer, epoch) => self.membership.link_resend(&mut self.k, peer, epoch),
-            Timer::GcLost(blk, req) => self.gc_lost(blk, req),
+            Timer::GcLost(blk, req) => {
+                let master = self.block_master(blk);
+                let net = self.membership.net();
+                self.fg
+                    .gc_lost(&mut self.k, &mut self.obs, net, master, blk, req);
+            }
             Timer::HogWake(h, epoch) => self.maint.hog_wake(&mut self.k, h, epoch),
         }
     }
@@ -643,7 +651,10 @@ impl Instance {
             // receiving foreground; requests for others go through an LMS.
             Msg::Ship(ship) => self.on_ship(from, env.sent_at, env.scn, ship),
             Msg::Grant { req, grant } => self.on_grant(from, env.sent_at, req, grant),
-            Msg::TxStatus { xid, token, report } => self.on_tx_status(xid, token, report),
+            Msg::TxStatus { xid, token, report } => {
+                self.fg
+                    .on_tx_status(&mut self.k, &mut self.obs, xid, token, report)
+            }
             // Global enqueues are LMD's work, not LMS's; it is not charged CPU here.
             Msg::EnqConvert { res, mode, token } => {
                 if self.enqueue_master(res) == self.id {
@@ -682,11 +693,6 @@ impl Instance {
     /// sends garbage for ever must not grow the instance without bound.
     pub(super) fn error(&mut self, problem: String) {
         self.k.error(&problem);
-    }
-
-    /// Record a foreground or background wait.
-    fn wait_event(&mut self, event: crate::stats::Wait, ns: Nanos, foreground: bool) {
-        self.k.wait(event, ns, foreground);
     }
 
     // ----- transactions ---------------------------------------------------------------

@@ -264,7 +264,7 @@ impl Instance {
             };
             self.begin_wait(owner, placeholder, SessionState::WaitBlock);
         }
-        if self.membership.links_lossy() {
+        if self.membership.net().links_lossy() {
             self.arm(RETRANSMIT_NS, Timer::GcLost(req.blk, req.id));
         }
         self.submit_request(req);

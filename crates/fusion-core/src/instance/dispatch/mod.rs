@@ -5,24 +5,25 @@
 
 mod drm;
 mod reconfig;
+mod visit;
 
 use super::Instance;
-use super::cache::BufId;
 use super::cache::BufState;
 use super::events::IoPurpose;
+use super::execution::{ExecPoint, Purpose};
 use super::gc::{
     self, Drained, GesEffect, GesStep, Holder, LmsStep, PROMOTE_REQ, Route, Source, UnexpectedAck,
 };
 use super::membership::Verdict;
 use super::px::{PS, PxEffect, PxStep, QcStep};
 use super::redo::FlushWaiter;
-use super::session::SessionState;
 use super::session::TxWaiter;
-use crate::block::{Block, Change};
+use super::session::{Acquired, AfterCpu, SessionState};
+use crate::block::Block;
 use crate::config::Nanos;
 use crate::cpu::StepDone;
 use crate::msg::{
-    GrantKind, Io, LockMode, Lvb, Mode, Msg, RecoverSource, RedoRecord, Request, ResName, Shipment,
+    GrantKind, Io, LockMode, Lvb, Mode, Msg, RecoverSource, ReqKind, Request, ResName, Shipment,
     TxReport,
 };
 use crate::px::{PxMsg, QueryRef};
@@ -32,52 +33,6 @@ use crate::voting::Vote;
 
 impl Instance {
     // ----- redo ---------------------------------------------------------------------------
-
-    /// Make `change` to the current buffer `buf` under `xid` at `scn`, and
-    /// log it as `bytes` of redo. False, with nothing done, when the change
-    /// does not fit the block.
-    pub(super) fn change_block(
-        &mut self,
-        buf: BufId,
-        change: Change,
-        xid: Xid,
-        scn: Scn,
-        bytes: u32,
-    ) -> bool {
-        if !self.cache.get_mut(buf).image.apply(&change, xid, scn) {
-            return false;
-        }
-        self.log_change(buf, change, xid, scn, bytes);
-        true
-    }
-
-    /// Log a change already made to `buf` (see [`Instance::change_block`]).
-    pub(super) fn log_change(
-        &mut self,
-        buf: BufId,
-        change: Change,
-        xid: Xid,
-        scn: Scn,
-        bytes: u32,
-    ) {
-        let blk = self.cache.get(buf).blk;
-        let rba = self.redo(RedoRecord::change(scn, xid, blk, bytes, change));
-        super::redo::dirtied(&mut self.k, &mut self.cache, buf, rba, bytes);
-    }
-
-    /// Append one redo record; returns the address a flush must reach to
-    /// cover it. A change of this instance's own transaction tells the
-    /// transaction table where its redo begins.
-    pub(super) fn redo(&mut self, record: RedoRecord) -> u64 {
-        let (xid, bytes, change) = (record.xid, record.bytes, record.change.is_some());
-        let rba = self.redo.append(&mut self.k, record);
-        if change && xid.inst() == self.id && !xid.is_none() {
-            self.fg
-                .txns_mut()
-                .changed_at(xid, rba.saturating_sub(u64::from(bytes)));
-        }
-        rba
-    }
 
     /// Make sure redo up to `rba` gets written; `waiter` is told when it is.
     /// Returns true when it already is on disk (nobody is queued then).
@@ -100,7 +55,7 @@ impl Instance {
         let mut dbwr_waited = false;
         while let Some(waiter) = self.redo.next_released() {
             match waiter {
-                FlushWaiter::Session(s) => self.session_flushed(s),
+                FlushWaiter::Session(s) => self.fg.session_flushed(&mut self.k, &mut self.obs, s),
                 FlushWaiter::Lms(worker, job) => self.lms_flushed(worker, job),
                 FlushWaiter::Dbwr => dbwr_waited = true,
             }
@@ -116,7 +71,7 @@ impl Instance {
     pub(super) fn on_scn_ack(&mut self, seq: u64) {
         self.redo.scn_ack(&mut self.k, seq);
         while let Some(s) = self.redo.next_acked() {
-            self.session_flushed(s);
+            self.fg.session_flushed(&mut self.k, &mut self.obs, s);
         }
     }
 
@@ -125,7 +80,7 @@ impl Instance {
         self.redo
             .rebroadcast(&mut self.k, &mut self.membership.net(), members);
         while let Some(s) = self.redo.next_acked() {
-            self.session_flushed(s);
+            self.fg.session_flushed(&mut self.k, &mut self.obs, s);
         }
     }
 
@@ -527,7 +482,7 @@ impl Instance {
         let held = ges.get(sid, res, mode);
         let effects = ges.effects();
         if !held {
-            self.begin_session_wait(sid, event, SessionState::WaitEnq);
+            self.begin_wait(sid, event, SessionState::WaitEnq);
         }
         self.apply_ges(effects);
         held
@@ -718,6 +673,187 @@ impl Instance {
         gc::discard_pi(&mut self.k, &mut self.cache, &self.redo, blk, scn);
     }
 
+    // ----- moving sessions on -----------------------------------------------------------
+
+    // Called after every event; most find nothing to run, so that check is inlined.
+    #[inline]
+    pub(super) fn run_ready(&mut self) {
+        if !self.fg.has_ready() && !self.px.has_kicks() {
+            return;
+        }
+        self.run_ready_slow();
+    }
+
+    #[inline(never)]
+    fn run_ready_slow(&mut self) {
+        loop {
+            while let Some(sid) = self.fg.pop_ready() {
+                if self.fg.is_ready(sid) {
+                    self.drive(sid);
+                }
+            }
+            if !self.px_run() {
+                break;
+            }
+        }
+    }
+
+    /// Move a session forward until it has to wait for something.
+    fn drive(&mut self, sid: u32) {
+        loop {
+            let Some(point) = self.fg.ready_point(sid) else {
+                return;
+            };
+            // The common block visits stay here; the rest is out of line so
+            // this loop keeps a small frame and no hoisted set-up of rare paths.
+            let go_on = match *point {
+                ExecPoint::Index { blk, .. } => self.visit(sid, blk, false),
+                ExecPoint::Table { rowid, purpose, .. } => {
+                    self.visit(sid, rowid.blk, purpose == Purpose::Update)
+                }
+                ExecPoint::Scan { next, .. } => self.visit(sid, BlockAddr(next), false),
+                ExecPoint::IndexLeaf { blk, .. } | ExecPoint::MaintLeaf { blk, .. } => {
+                    self.visit(sid, blk, true)
+                }
+                ExecPoint::None => self.fg.next_execution(&mut self.k, sid),
+                point => self.drive_other(sid, point),
+            };
+            if !go_on {
+                return;
+            }
+        }
+    }
+
+    /// The less common steps of [`Instance::drive`]; true when the session goes on at once.
+    #[inline(never)]
+    fn drive_other(&mut self, sid: u32, point: ExecPoint) -> bool {
+        match point {
+            ExecPoint::ScanHeader { table } => {
+                let h = self.k.layout().tables[table].header;
+                self.visit(sid, h, false)
+            }
+            ExecPoint::InsertRow { table, key } => match self.fg.insert_block(table) {
+                Some(blk) => self.visit(sid, blk, true),
+                None => {
+                    self.fg
+                        .sessions_mut()
+                        .go_to(sid, ExecPoint::InsertAlloc { table, key });
+                    true
+                }
+            },
+            ExecPoint::InsertAlloc { table, .. } => {
+                let h = self.k.layout().tables[table].header;
+                self.visit(sid, h, true)
+            }
+            ExecPoint::InsertNew { table, key, blk } => self.format_new(sid, table, key, blk),
+            ExecPoint::Split { .. } => self.split_step(sid),
+            ExecPoint::Seq { seq, step, insert } => self.seq_step(sid, seq, step, insert),
+            ExecPoint::Px { qref } => self.px_qc_step(sid, qref),
+            // Handled in `drive`; the same here.
+            ExecPoint::Index { blk, .. } => self.visit(sid, blk, false),
+            ExecPoint::Scan { next, .. } => self.visit(sid, BlockAddr(next), false),
+            ExecPoint::Table { rowid, purpose, .. } => {
+                self.visit(sid, rowid.blk, purpose == Purpose::Update)
+            }
+            ExecPoint::IndexLeaf { blk, .. } | ExecPoint::MaintLeaf { blk, .. } => {
+                self.visit(sid, blk, true)
+            }
+            ExecPoint::None => self.fg.next_execution(&mut self.k, sid),
+        }
+    }
+
+    /// A session's CPU step ended: go on with what it was for.
+    pub(super) fn session_cpu_done(&mut self, sid: u32, d: StepDone) {
+        let SessionState::Cpu(after) = self.fg.sessions().session(sid).state() else {
+            return;
+        };
+        match after {
+            AfterCpu::Exec => self.fg.execute_done(&self.k, sid),
+            AfterCpu::Visit(buf) => self.visit_done(sid, buf),
+            AfterCpu::Commit => self.fg.commit_done(
+                &mut self.k,
+                &mut self.cache,
+                &mut self.redo,
+                self.membership.net(),
+                &mut self.obs,
+                sid,
+            ),
+            AfterCpu::Split => self.split_done(sid),
+            AfterCpu::Px => self.px_qc_cpu_done(sid),
+            AfterCpu::Memory { ops } => self.fg.memory_writes_done(&mut self.k, sid, ops, d),
+        }
+    }
+
+    // ----- the foregrounds' waits (for the routing still on the instance) ----------------
+
+    #[inline(always)]
+    pub(super) fn resume(&mut self, sid: u32) {
+        self.fg.resume(sid);
+    }
+
+    #[inline(always)]
+    pub(super) fn begin_wait(&mut self, sid: u32, event: Wait, state: SessionState) {
+        self.fg.begin_wait(&self.k, sid, event, state);
+    }
+
+    #[inline(always)]
+    pub(super) fn end_wait(&mut self, sid: u32, event: Option<Wait>) {
+        self.fg.end_wait(&mut self.k, &mut self.obs, sid, event);
+    }
+
+    #[inline(always)]
+    pub(super) fn end_session_wait(&mut self, sid: u32) {
+        self.fg.end_session_wait(&mut self.k, &mut self.obs, sid);
+    }
+
+    #[inline(always)]
+    pub(super) fn wait_on_block(&mut self, sid: u32, blk: BlockAddr, event: Wait) {
+        self.fg.wait_on_block(&self.k, sid, blk, event);
+    }
+
+    #[inline(always)]
+    pub(super) fn wake_block(&mut self, blk: BlockAddr) {
+        self.fg.wake_block(&mut self.k, &mut self.obs, blk);
+    }
+
+    /// Session `sid` asks the master for `blk`: counted for dynamic
+    /// remastering and held while the block's object moves, then sent, or
+    /// routed by the directory here when this instance is the master.
+    #[inline]
+    pub(super) fn gc_request(&mut self, sid: u32, blk: BlockAddr, kind: ReqKind, scan: bool) {
+        let (k, obs, net) = (&mut self.k, &mut self.obs, self.membership.net());
+        let req = self.fg.gc_request(k, obs, net, sid, blk, kind, scan);
+        let Some(req) = self.drm_request(sid, req) else {
+            return;
+        };
+        let master = self.block_master(blk);
+        if master == self.id {
+            self.dir_request(req);
+        } else {
+            self.send(master, Msg::Request(req));
+        }
+    }
+
+    /// Session `sid` waits until transaction `holder` ends; a holder of an
+    /// instance no longer a member is asked of recovery.
+    pub(super) fn wait_for_tx(&mut self, sid: u32, holder: Xid) {
+        let net = self.membership.net();
+        if let Some(token) = self.fg.wait_for_tx(&mut self.k, net, sid, holder) {
+            self.ask_dead(token);
+        }
+    }
+
+    /// Ask the owners of transactions whose state a CR build needs (those
+    /// of instances no longer members once the session waits).
+    pub(super) fn look_up(&mut self, sid: u32, xids: Vec<Xid>) -> Acquired {
+        let net = self.membership.net();
+        let (acquired, dead) = self.fg.look_up(&mut self.k, net, sid, xids);
+        for token in dead {
+            self.ask_dead(token);
+        }
+        acquired
+    }
+
     // ----- parallel execution ------------------------------------------------------
 
     /// One step of parallel execution, and what it answered, applied in order.
@@ -739,7 +875,7 @@ impl Instance {
         for e in effects {
             match e {
                 PxEffect::BeginWait { sid, event } => {
-                    self.begin_session_wait(sid, event, SessionState::WaitPx)
+                    self.begin_wait(sid, event, SessionState::WaitPx)
                 }
                 PxEffect::EndWait(sid) => self.end_wait(sid, None),
                 PxEffect::EndPxWait(sid) => {

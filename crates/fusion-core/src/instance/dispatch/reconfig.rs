@@ -8,7 +8,7 @@ use crate::instance::events::IoPurpose;
 use crate::instance::membership::{self, HeldWork, Newer};
 use crate::msg::{Envelope, Msg, Rebuild, RecoverSource, RedoRecord, Request};
 use crate::stats::Stat;
-use crate::types::{BlockAddr, InstId, InstSet, Scn, Xid};
+use crate::types::{BlockAddr, InstId, InstSet, Scn};
 
 impl Instance {
     // ----- instance recovery (membership/smon.rs) ---------------------------------
@@ -141,17 +141,6 @@ impl Instance {
         let end_rba = self.redo.end_rba();
         let dead = |x| txns.is_dead_uncommitted(x);
         membership::roll_back_dead_at_unpin(&mut self.k, &mut self.cache, end_rba, buf, &dead);
-    }
-
-    /// On-demand rollback of `xid`'s changes in current buffer `buf`, when
-    /// it is a dead instance's uncommitted transaction. True when anything
-    /// was rolled back (then look at the block again).
-    pub(in crate::instance) fn roll_back_dead(&mut self, buf: BufId, xid: Xid) -> bool {
-        if !self.fg.txns().is_dead_uncommitted(xid) {
-            return false;
-        }
-        let end_rba = self.redo.end_rba();
-        membership::roll_back_dead(&mut self.k, &mut self.cache, end_rba, buf, xid)
     }
 
     // ----- the reconfiguration (membership/reconfig.rs) ----------------------------
@@ -406,7 +395,7 @@ impl Instance {
         self.smon_unfrozen();
         if self.membership.join_done(&self.k, &mut self.obs) {
             // A restarted instance joined: its sessions log on now.
-            self.start_sessions();
+            self.fg.start_sessions(&mut self.k);
         }
     }
 
@@ -430,7 +419,8 @@ impl Instance {
                 continue;
             }
             let report = self.tx_report(l.xid);
-            self.on_tx_status(l.xid, token, report);
+            self.fg
+                .on_tx_status(&mut self.k, &mut self.obs, l.xid, token, report);
         }
         self.membership.keep_dead_lookups(unknown);
     }

@@ -39,6 +39,28 @@ impl Net<'_> {
         self.css.peers()
     }
 
+    /// Whether the network under the links drops messages (a request
+    /// unanswered in time is then lost, not late).
+    #[inline(always)]
+    pub fn links_lossy(&self) -> bool {
+        self.links.lossy()
+    }
+
+    /// Whether this instance's request `req` for `blk` to its master has not
+    /// been acknowledged yet: the sublayer sends the requester's own request
+    /// again (a retry), rather than a reply being late.
+    pub fn request_unacked(&self, master: InstId, blk: BlockAddr, req: u64) -> bool {
+        self.links
+            .unacked(master)
+            .any(|e| matches!(&e.msg, Msg::Request(r) if r.id == req && r.blk == blk))
+    }
+
+    /// Whether `inst` is a member of the cluster now.
+    #[inline]
+    pub fn is_member(&self, inst: InstId) -> bool {
+        self.css.is_member(inst)
+    }
+
     /// Send `msg` to `to` (a message to an evicted instance is dropped,
     /// unless it is clusterware's).
     pub fn send(&mut self, k: &mut Kernel, to: InstId, msg: Msg) {
@@ -177,14 +199,5 @@ impl Membership {
         for env in self.links.resend_all(k.now(), peer) {
             k.push_action(Action::Send(env));
         }
-    }
-
-    /// Whether this instance's request `req` for `blk` to its master has not
-    /// been acknowledged yet: the sublayer sends the requester's own request
-    /// again (a retry), rather than a reply being late.
-    pub fn request_unacked(&self, master: InstId, blk: BlockAddr, req: u64) -> bool {
-        self.links
-            .unacked(master)
-            .any(|e| matches!(&e.msg, Msg::Request(r) if r.id == req && r.blk == blk))
     }
 }

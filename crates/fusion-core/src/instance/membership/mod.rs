@@ -102,13 +102,6 @@ impl Membership {
         self.links.on()
     }
 
-    /// Whether the network under the links drops messages (a request
-    /// unanswered in time is then lost, not late).
-    #[inline(always)]
-    pub fn links_lossy(&self) -> bool {
-        self.links.lossy()
-    }
-
     /// Whether a reconfiguration holds the resource directory frozen.
     pub fn reconfiguring(&self) -> bool {
         self.reconfig.frozen()

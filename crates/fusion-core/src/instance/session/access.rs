@@ -8,12 +8,14 @@
 //! fusion.rs); a block another session of this instance is already asking
 //! for, or is changing, makes the session wait on it (`wait_on_block`).
 
-use super::super::Instance;
-use super::super::cache::{BufId, BufState};
+use super::super::cache::{BufId, BufState, Cache};
 use super::super::execution::{ExecPoint, Purpose};
+use super::super::kernel::Kernel;
 use super::super::numa;
-use super::super::observe::Observation;
+use super::super::observe::{Observation, Observer};
+use super::super::redo::Redo;
 use super::state::{AfterCpu, SessionState};
+use super::{Foregrounds, record};
 use crate::block::{Body, Change, CrCopy, CrError, TxState};
 use crate::config::Nanos;
 use crate::msg::ReqKind;
@@ -33,64 +35,37 @@ pub(in crate::instance) enum Acquired {
     Waiting,
     /// Snapshot too old: the statement restarts with a new snapshot.
     Restart,
+    /// Nobody here has it or asked for it: the session asks its master
+    /// (the dispatcher sends the request, or routes it here).
+    Ask { kind: ReqKind, scan: bool },
+    /// A CR copy was built here (or could not be: a transaction's state is
+    /// unknown, or the snapshot is too old): the dispatcher frees a buffer
+    /// for it, or asks the transactions' owners.
+    Built(Result<CrCopy, CrError>),
 }
 
-impl Instance {
-    /// Try to visit `blk`; returns true if the session can go on at once (it
-    /// never can: a visit always takes CPU), false when it waits.
-    pub(in crate::instance) fn visit(&mut self, sid: u32, blk: BlockAddr, current: bool) -> bool {
-        let acquired = if current {
-            self.acquire_current(sid, blk)
-        } else {
-            self.acquire_cr(sid, blk)
-        };
-        match acquired {
-            Acquired::Pinned {
-                buf,
-                mut extra_ns,
-                cpu_ns,
-            } => {
-                let point = self.fg.sessions.session(sid).cur;
-                if matches!(point, ExecPoint::Scan { .. } | ExecPoint::ScanHeader { .. }) {
-                    // Examining the block's rows is part of a scan's work.
-                    extra_ns += self.k.costs().row_examined
-                        * self.cache.get(buf).image.row_slots() as Nanos;
-                }
-                extra_ns += self.bitmap_work(sid, buf);
-                if matches!(point, ExecPoint::Seq { .. }) {
-                    // The recursive `update seq$`: its execute call, the change and its commit.
-                    extra_ns +=
-                        self.k.costs().execute + self.k.costs().row_change + self.k.costs().commit;
-                }
-                let s = self.fg.sessions.session_mut(sid);
-                s.st = SessionState::Cpu(AfterCpu::Visit(buf));
-                let proc = s.proc;
-                self.cache.touch(buf);
-                if let Some(numa) = self.k.numa_mut() {
-                    // After computing, the CPU stalls on the lines of the
-                    // buffer and of the process's memory, by where they live.
-                    numa.defer(proc, numa::Touch::Get { buf });
-                }
-                self.cpu(proc, cpu_ns + extra_ns);
-                false
-            }
-            Acquired::Waiting => false,
-            Acquired::Restart => {
-                // Snapshot too old: restart the statement with a new snapshot.
-                self.k.incr(Stat::SnapshotTooOld);
-                let scn = self.k.scn();
-                self.fg.sessions.session_mut(sid).snapshot = scn;
-                true
-            }
-        }
+/// What a visit that changes a row or an index piece came to.
+pub(in crate::instance) enum Changed {
+    /// Done (or nothing to change): the execution goes on at this point.
+    Next(ExecPoint),
+    /// Another transaction holds it: the session waits for `0` to end
+    /// (the caller releases the pin first).
+    Locked(Xid),
+}
+
+impl Foregrounds {
+    /// Where session `sid` is in its execution.
+    #[inline(always)]
+    pub(in crate::instance) fn point(&self, sid: u32) -> ExecPoint {
+        self.sessions.session(sid).cur
     }
 
     /// What the session knows about a transaction: the instance's table,
     /// and the owners' answers that it was still active when asked.
     fn lookup_with_hints(&self, sid: u32) -> impl Fn(Xid) -> TxState + '_ {
-        let s = self.fg.sessions.session(sid);
+        let s = self.sessions.session(sid);
         let (hints, snapshot) = (&s.hints, s.snapshot);
-        move |x| match self.tx_state(x) {
+        move |x| match self.txns.state(x) {
             TxState::Unknown
                 if hints
                     .iter()
@@ -103,19 +78,28 @@ impl Instance {
     }
 
     /// Pin `blk` for a consistent get at the session's snapshot.
-    fn acquire_cr(&mut self, sid: u32, blk: BlockAddr) -> Acquired {
+    // Inlined into `visit`, its only caller: the `Acquired` it answers
+    // (a built copy is large) is then never moved through memory.
+    #[inline(always)]
+    pub(in crate::instance) fn acquire_cr(
+        &mut self,
+        k: &Kernel,
+        cache: &mut Cache,
+        sid: u32,
+        blk: BlockAddr,
+    ) -> Acquired {
         let (snapshot, reader) = {
-            let s = self.fg.sessions.session(sid);
+            let s = self.sessions.session(sid);
             (s.snapshot, s.xid)
         };
-        let get_ns = self.k.costs().consistent_get;
+        let get_ns = k.costs().consistent_get;
         // 1. The current buffer, as it is or rolled back here.
-        if let Some(current_buf) = self.cache.current(blk) {
+        if let Some(current_buf) = cache.current(blk) {
             // A buffer another session is changing right now (exclusive
             // pin) is not read in place: the change lands before our read
             // would. A CR copy taken now is exact.
             let as_is = {
-                let b = self.cache.get(current_buf);
+                let b = cache.get(current_buf);
                 b.image
                     .visible_as_is(snapshot, reader, &self.lookup_with_hints(sid))
                     .map(|v| v && !b.pinned_exclusive())
@@ -123,34 +107,29 @@ impl Instance {
             // The copy, when needed, goes straight to its use (not through a tuple).
             return match as_is {
                 Ok(true) => {
-                    self.cache.pin_shared(current_buf);
+                    cache.pin_shared(current_buf);
                     Acquired::Pinned {
                         buf: current_buf,
                         extra_ns: 0,
                         cpu_ns: get_ns,
                     }
                 }
-                Ok(false) => {
-                    let built = self.cache.get(current_buf).image.build_cr(
-                        snapshot,
-                        reader,
-                        self.k.scn(),
-                        &self.lookup_with_hints(sid),
-                    );
-                    self.use_local_cr(sid, blk, built)
-                }
-                Err(CrError::Unknown(xids)) => self.look_up(sid, xids),
-                Err(CrError::SnapshotTooOld) => Acquired::Restart,
+                Ok(false) => Acquired::Built(cache.get(current_buf).image.build_cr(
+                    snapshot,
+                    reader,
+                    k.scn(),
+                    &self.lookup_with_hints(sid),
+                )),
+                Err(e) => Acquired::Built(Err(e)),
             };
         }
         // 2. A CR copy valid for this snapshot.
         // A transaction that changed this block sees only copies built for it:
         // a shared copy may have rolled its own change back.
-        let own = !reader.is_none() && self.fg.sessions.session(sid).touched.contains(&blk);
-        let found = self
-            .cache
+        let own = !reader.is_none() && self.sessions.session(sid).touched.contains(&blk);
+        let found = cache
             .buffers_of(blk)
-            .find(|&id| match self.cache.get(id).state() {
+            .find(|&id| match cache.get(id).state() {
                 BufState::Cr { lo, hi, private_to } => {
                     lo <= snapshot
                         && snapshot <= hi
@@ -162,7 +141,7 @@ impl Instance {
                 _ => false,
             });
         if let Some(id) = found {
-            self.cache.pin_shared(id);
+            cache.pin_shared(id);
             return Acquired::Pinned {
                 buf: id,
                 extra_ns: 0,
@@ -173,181 +152,152 @@ impl Instance {
         // The image only covers snapshots up to the sender's SCN when it took
         // it: a later statement with a newer snapshot must ask again.
         if self
-            .fg
             .sessions
             .session(sid)
             .raw
             .as_ref()
             .is_some_and(|r| r.0.addr == blk && snapshot <= r.1)
-            && let Some((raw, horizon)) = self.fg.sessions.session_mut(sid).raw.take()
+            && let Some((raw, horizon)) = self.sessions.session_mut(sid).raw.take()
         {
             // No change after the sender took the image can commit at or
             // below its SCN then: that bounds the copy, not our own SCN.
             let built = raw.build_cr(snapshot, reader, horizon, &self.lookup_with_hints(sid));
             if let Err(CrError::Unknown(_)) = &built {
-                self.fg.sessions.session_mut(sid).raw = Some((raw, horizon));
+                self.sessions.session_mut(sid).raw = Some((raw, horizon));
             }
-            return self.use_local_cr(sid, blk, built);
+            return Acquired::Built(built);
         }
         // 4. Someone here already asked for it.
-        if self.fg.sessions.has_request(blk) {
-            self.wait_on_block(sid, blk, Wait::GcBufferBusyAcquire);
+        if self.sessions.has_request(blk) {
+            self.wait_on_block(k, sid, blk, Wait::GcBufferBusyAcquire);
             return Acquired::Waiting;
         }
         let scan = matches!(
-            self.fg.sessions.session(sid).cur,
+            self.sessions.session(sid).cur,
             ExecPoint::Scan { .. } | ExecPoint::ScanHeader { .. }
         );
-        self.gc_request(sid, blk, ReqKind::Cr { snapshot, reader }, scan);
-        Acquired::Waiting
+        Acquired::Ask {
+            kind: ReqKind::Cr { snapshot, reader },
+            scan,
+        }
     }
 
-    /// A CR copy built here goes into the cache, pinned for the visit.
-    fn use_local_cr(
+    /// A CR copy was built here: count it; the CPU its build costs on top of the get.
+    pub(in crate::instance) fn cr_built(k: &mut Kernel, cp: &CrCopy) -> Nanos {
+        k.incr(Stat::CrBlocksCreated);
+        k.add(Stat::UndoRecordsApplied, u64::from(cp.undo_applied));
+        k.add(Stat::ConsistentChanges, u64::from(cp.undo_applied));
+        k.costs().cr_build + k.costs().undo_apply * Nanos::from(cp.undo_applied)
+    }
+
+    /// The CR copy built here goes into the cache (a buffer is free for
+    /// it), pinned for the visit.
+    pub(in crate::instance) fn install_cr(
         &mut self,
+        k: &Kernel,
+        cache: &mut Cache,
         sid: u32,
         blk: BlockAddr,
-        built: Result<CrCopy, CrError>,
+        cp: CrCopy,
+        extra_ns: Nanos,
     ) -> Acquired {
-        match built {
-            Ok(cp) => {
-                self.k.incr(Stat::CrBlocksCreated);
-                self.k
-                    .add(Stat::UndoRecordsApplied, u64::from(cp.undo_applied));
-                self.k
-                    .add(Stat::ConsistentChanges, u64::from(cp.undo_applied));
-                let extra_ns = self.k.costs().cr_build
-                    + self.k.costs().undo_apply * Nanos::from(cp.undo_applied);
-                self.cache.limit_cr(blk);
-                self.make_room(sid);
-                let state = BufState::Cr {
-                    lo: cp.lo,
-                    hi: cp.hi,
-                    private_to: cp.private_to,
-                };
-                let id = self.cache.insert(blk, state, cp.image);
-                self.cache.pin_shared(id);
-                self.fg.sessions.session_mut(sid).hints.clear();
-                Acquired::Pinned {
-                    buf: id,
-                    extra_ns,
-                    cpu_ns: self.k.costs().consistent_get,
-                }
-            }
-            Err(CrError::Unknown(xids)) => self.look_up(sid, xids),
-            Err(CrError::SnapshotTooOld) => Acquired::Restart,
+        let state = BufState::Cr {
+            lo: cp.lo,
+            hi: cp.hi,
+            private_to: cp.private_to,
+        };
+        let id = cache.insert(blk, state, cp.image);
+        cache.pin_shared(id);
+        self.sessions.session_mut(sid).hints.clear();
+        Acquired::Pinned {
+            buf: id,
+            extra_ns,
+            cpu_ns: k.costs().consistent_get,
         }
     }
 
     /// Pin `blk` in current mode (exclusively) for a change.
-    pub(in crate::instance) fn acquire_current(&mut self, sid: u32, blk: BlockAddr) -> Acquired {
-        if let Some(current_buf) = self.cache.current(blk) {
-            let b = self.cache.get(current_buf);
+    #[inline(always)]
+    pub(in crate::instance) fn acquire_current(
+        &mut self,
+        k: &Kernel,
+        cache: &mut Cache,
+        sid: u32,
+        blk: BlockAddr,
+    ) -> Acquired {
+        if let Some(current_buf) = cache.current(blk) {
+            let b = cache.get(current_buf);
             if b.state() == BufState::Xcur {
                 if b.leaving() {
-                    self.wait_on_block(sid, blk, Wait::GcBufferBusyRelease);
+                    self.wait_on_block(k, sid, blk, Wait::GcBufferBusyRelease);
                     return Acquired::Waiting;
                 }
                 if b.pinned() {
-                    self.wait_on_block(sid, blk, Wait::BufferBusyWaits);
+                    self.wait_on_block(k, sid, blk, Wait::BufferBusyWaits);
                     return Acquired::Waiting;
                 }
-                self.cache.pin_exclusive(current_buf);
+                cache.pin_exclusive(current_buf);
                 return Acquired::Pinned {
                     buf: current_buf,
                     extra_ns: 0,
-                    cpu_ns: self.k.costs().db_block_get + self.k.costs().row_change,
+                    cpu_ns: k.costs().db_block_get + k.costs().row_change,
                 };
             }
         }
-        if self.fg.sessions.has_request(blk) {
-            self.wait_on_block(sid, blk, Wait::GcBufferBusyAcquire);
+        if self.sessions.has_request(blk) {
+            self.wait_on_block(k, sid, blk, Wait::GcBufferBusyAcquire);
             return Acquired::Waiting;
         }
-        self.gc_request(sid, blk, ReqKind::Current { new_block: false }, false);
-        Acquired::Waiting
-    }
-
-    /// Release a visit's pin (shared or exclusive); sessions and LMS jobs
-    /// waiting for the buffer to be free try again.
-    pub(in crate::instance) fn unpin(&mut self, buf: BufId) {
-        let Some(b) = self.cache.try_get(buf) else {
-            return;
-        };
-        let blk = b.blk;
-        if !self.cache.unpin(buf) {
-            self.roll_back_dead_at_unpin(buf);
-            self.unpinned(blk);
-            self.wake_block(blk);
+        Acquired::Ask {
+            kind: ReqKind::Current { new_block: false },
+            scan: false,
         }
     }
 
-    /// The CPU step of a visit ended: read or change the pinned block, then
-    /// go on to the next point of the execution.
-    pub(super) fn visit_done(&mut self, sid: u32, buf: BufId) {
-        let point = self.fg.sessions.session(sid).cur;
-        self.count_get(sid, point);
-        // Each kind of visit does its work and says where the session goes
-        // next. (The match stays here rather than in a function returning an
-        // `Option`: on this path every copy of the point counts.)
-        let next = match point {
-            ExecPoint::Index {
-                ix,
-                table,
-                key,
-                blk,
-                purpose,
-            } => self.index_block_read(sid, buf, ix, table, key, blk, purpose),
-            ExecPoint::Table {
-                table,
-                key,
-                rowid,
-                purpose: Purpose::Read,
-            } => self.row_read(sid, buf, table, key, rowid),
-            ExecPoint::Table {
-                table,
-                key,
-                rowid,
-                purpose: Purpose::Update,
-            } => match self.update_row(sid, buf, table, key, rowid) {
-                Some(next) => next,
-                None => return, // waits for a row lock; the pin is already released
-            },
-            ExecPoint::ScanHeader { table } => self.scan_extent(sid, buf, table),
-            ExecPoint::Scan { table, run, next } => {
-                self.scan_block_read(sid, buf, table, run, next)
-            }
-            ExecPoint::InsertRow { table, key } => self.insert_into_block(sid, buf, table, key),
-            ExecPoint::InsertAlloc { table, key } => self.take_new_block(sid, buf, table, key),
-            ExecPoint::IndexLeaf {
-                ix,
-                table,
-                key,
-                rowid,
-                blk,
-            } => self.insert_into_leaf(sid, buf, ix, table, key, rowid, blk),
-            ExecPoint::Seq { seq, insert, .. } => self.seq_updated(sid, buf, seq, insert),
-            ExecPoint::MaintLeaf { table, .. } => match self.maintain_leaf(sid, buf, table) {
-                Some(next) => next,
-                None => return, // waits for a piece's lock; the pin is already released
-            },
-            ExecPoint::InsertNew { .. }
-            | ExecPoint::Split { .. }
-            | ExecPoint::Px { .. }
-            | ExecPoint::Table {
-                purpose: Purpose::Insert(_) | Purpose::Count { .. } | Purpose::Maintain,
-                ..
-            }
-            | ExecPoint::None => ExecPoint::None,
-        };
-        self.unpin(buf);
-        self.fg.sessions.go_to(sid, next);
-        self.resume(sid);
+    /// The buffer is pinned for the visit: its CPU step (the get, and the
+    /// work on top of it).
+    #[inline(always)]
+    pub(in crate::instance) fn visit_pinned(
+        &mut self,
+        k: &mut Kernel,
+        cache: &mut Cache,
+        sid: u32,
+        buf: BufId,
+        mut extra_ns: Nanos,
+        cpu_ns: Nanos,
+    ) {
+        let point = self.sessions.session(sid).cur;
+        if matches!(point, ExecPoint::Scan { .. } | ExecPoint::ScanHeader { .. }) {
+            // Examining the block's rows is part of a scan's work.
+            extra_ns += k.costs().row_examined * cache.get(buf).image.row_slots() as Nanos;
+        }
+        extra_ns += self.bitmap_work(k, cache, sid, buf);
+        if matches!(point, ExecPoint::Seq { .. }) {
+            // The recursive `update seq$`: its execute call, the change and its commit.
+            extra_ns += k.costs().execute + k.costs().row_change + k.costs().commit;
+        }
+        let s = self.sessions.session_mut(sid);
+        s.st = SessionState::Cpu(AfterCpu::Visit(buf));
+        let proc = s.proc;
+        cache.touch(buf);
+        if let Some(numa) = k.numa_mut() {
+            // After computing, the CPU stalls on the lines of the
+            // buffer and of the process's memory, by where they live.
+            numa.defer(proc, numa::Touch::Get { buf });
+        }
+        k.cpu(proc, cpu_ns + extra_ns);
+    }
+
+    /// Snapshot too old: the statement restarts with a new snapshot.
+    pub(in crate::instance) fn restart_statement(&mut self, k: &mut Kernel, sid: u32) {
+        k.incr(Stat::SnapshotTooOld);
+        let scn = k.scn();
+        self.sessions.session_mut(sid).snapshot = scn;
     }
 
     /// Count a visit at `point` as a db block get or a consistent get.
     #[inline]
-    fn count_get(&mut self, sid: u32, point: ExecPoint) {
+    pub(in crate::instance) fn count_get(&self, k: &mut Kernel, sid: u32, point: ExecPoint) {
         let current_mode = matches!(
             point,
             ExecPoint::Table {
@@ -360,29 +310,32 @@ impl Instance {
                 | ExecPoint::Seq { .. }
         );
         if current_mode {
-            self.k.incr(Stat::DbBlockGets);
-            self.k.incr(Stat::DbBlockGetsFromCache);
+            k.incr(Stat::DbBlockGets);
+            k.incr(Stat::DbBlockGetsFromCache);
         } else {
-            self.k.incr(Stat::ConsistentGets);
-            self.k.incr(Stat::ConsistentGetsFromCache);
+            k.incr(Stat::ConsistentGets);
+            k.incr(Stat::ConsistentGetsFromCache);
         }
         if let Some(st) = self.stmt_target(sid) {
-            let x = &mut self.k.stats_mut().statements[st];
+            let x = &mut k.stats_mut().statements[st];
             if current_mode {
                 x.current += 1;
             } else {
                 x.query += 1;
             }
         }
-        self.k.incr(Stat::SessionLogicalReads);
+        k.incr(Stat::SessionLogicalReads);
     }
 
     /// An index block of a descent: go down to the child, or act at the leaf.
     // The most common visit: inlined into `visit_done`, its only caller.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    fn index_block_read(
-        &mut self,
+    pub(in crate::instance) fn index_block_read(
+        &self,
+        k: &mut Kernel,
+        cache: &Cache,
+        obs: &mut Observer,
         sid: u32,
         buf: BufId,
         ix: usize,
@@ -391,8 +344,8 @@ impl Instance {
         blk: BlockAddr,
         purpose: Purpose,
     ) -> ExecPoint {
-        let ekey = self.k.layout().indexes[ix].entry_key(key);
-        let img = &self.cache.get(buf).image;
+        let ekey = k.layout().indexes[ix].entry_key(key);
+        let img = &cache.get(buf).image;
         if let Some(child) = img.child_for(ekey) {
             return ExecPoint::Index {
                 ix,
@@ -411,11 +364,11 @@ impl Instance {
                 blk,
             },
             Purpose::Count { .. } | Purpose::Maintain => {
-                self.leaf_reached(buf, ix, table, key, blk, purpose)
+                Foregrounds::leaf_reached(cache, buf, ix, table, key, blk, purpose)
             }
             Purpose::Read | Purpose::Update => match img.leaf_lookup(ekey) {
                 Some(e) => {
-                    self.k.incr(Stat::IndexFetchByKey);
+                    k.incr(Stat::IndexFetchByKey);
                     ExecPoint::Table {
                         table,
                         key,
@@ -426,7 +379,7 @@ impl Instance {
                 None => {
                     if purpose == Purpose::Read {
                         // No such key: the read saw nothing.
-                        self.record_read(sid, table, key, None);
+                        self.record_read(k, obs, sid, table, key, None);
                     }
                     ExecPoint::None
                 }
@@ -436,47 +389,69 @@ impl Instance {
 
     /// A row read through an index.
     #[inline(always)]
-    fn row_read(
-        &mut self,
+    #[allow(clippy::too_many_arguments)]
+    pub(in crate::instance) fn row_read(
+        &self,
+        k: &mut Kernel,
+        cache: &Cache,
+        obs: &mut Observer,
         sid: u32,
         buf: BufId,
         table: usize,
         key: u64,
         rowid: Rowid,
     ) -> ExecPoint {
-        let val = self
-            .cache
+        let val = cache
             .get(buf)
             .image
             .row(rowid.slot)
             .filter(|r| r.key == key)
             .map(|r| r.val);
-        self.record_read(sid, table, key, val);
+        self.record_read(k, obs, sid, table, key, val);
         ExecPoint::None
     }
 
     /// Tell the checkers what a read saw (when recording).
     #[inline(always)]
-    fn record_read(&mut self, sid: u32, table: usize, key: u64, val: Option<i64>) {
-        let s = self.fg.sessions.session(sid);
+    fn record_read(
+        &self,
+        k: &mut Kernel,
+        obs: &mut Observer,
+        sid: u32,
+        table: usize,
+        key: u64,
+        val: Option<i64>,
+    ) {
+        let s = self.sessions.session(sid);
         let (xid, snapshot) = (s.xid, s.snapshot);
-        self.record(Observation::Read {
-            xid,
-            snapshot,
-            table,
-            key,
-            val,
-        });
+        record(
+            k,
+            obs,
+            Observation::Read {
+                xid,
+                snapshot,
+                table,
+                key,
+                val,
+            },
+        );
     }
 
     /// A full scan read the segment header: the runs of blocks to read.
-    fn scan_extent(&mut self, sid: u32, buf: BufId, table: usize) -> ExecPoint {
-        let t = &self.k.layout().tables[table];
+    pub(in crate::instance) fn scan_extent(
+        &mut self,
+        k: &Kernel,
+        cache: &Cache,
+        sid: u32,
+        buf: BufId,
+        table: usize,
+    ) -> ExecPoint {
+        let t = &k.layout().tables[table];
         // Every partition's initial blocks (a partitioned table's
         // other segment headers are not read again; nothing is
         // inserted into its partitions, so they say nothing new).
         let mut runs = t.initial_runs();
-        if let Body::SegHeader { used } = &*self.cache.get(buf).image.body {
+        if let Body::SegHeader { used } = &*cache.get(buf).image.body {
             // One entry per instance (instance ids are 8-bit); a header
             // image with more says nothing about the others.
             for (i, u) in (0..=u8::MAX).zip(used.iter()) {
@@ -489,7 +464,7 @@ impl Instance {
             }
         }
         let first = runs[0].0;
-        self.fg.sessions.session_mut(sid).scan_runs = runs;
+        self.sessions.session_mut(sid).scan_runs = runs;
         ExecPoint::Scan {
             table,
             run: 0,
@@ -498,19 +473,23 @@ impl Instance {
     }
 
     /// A full scan read block `next` of run `run`: on to the following block.
-    fn scan_block_read(
-        &mut self,
+    #[allow(clippy::too_many_arguments)]
+    pub(in crate::instance) fn scan_block_read(
+        &self,
+        k: &mut Kernel,
+        cache: &Cache,
+        obs: &mut Observer,
         sid: u32,
         buf: BufId,
         table: usize,
         run: u8,
         next: u32,
     ) -> ExecPoint {
-        let rows = self.cache.get(buf).image.row_slots() as u64;
-        self.k.incr(Stat::TableScanBlocksGotten);
-        self.k.add(Stat::TableScanRowsGotten, rows);
-        self.scan_rows_seen(sid, buf, table);
-        let runs = &self.fg.sessions.session(sid).scan_runs;
+        let rows = cache.get(buf).image.row_slots() as u64;
+        k.incr(Stat::TableScanBlocksGotten);
+        k.add(Stat::TableScanRowsGotten, rows);
+        self.scan_rows_seen(k, cache, obs, sid, buf, table);
+        let runs = &self.sessions.session(sid).scan_runs;
         match runs.get(run as usize) {
             Some(&(_, end)) if next + 1 < end => ExecPoint::Scan {
                 table,
@@ -529,84 +508,110 @@ impl Instance {
     }
 
     /// A full scan saw these rows: let the checkers verify them (when recording).
-    fn scan_rows_seen(&mut self, sid: u32, buf: BufId, table: usize) {
-        if !self.obs.history_on() {
+    fn scan_rows_seen(
+        &self,
+        k: &mut Kernel,
+        cache: &Cache,
+        obs: &mut Observer,
+        sid: u32,
+        buf: BufId,
+        table: usize,
+    ) {
+        if !obs.history_on() {
             return;
         }
-        let rows: Vec<(u64, i64)> = match &*self.cache.get(buf).image.body {
+        let rows: Vec<(u64, i64)> = match &*cache.get(buf).image.body {
             Body::Table { rows } => rows.iter().flatten().map(|r| (r.key, r.val)).collect(),
             _ => Vec::new(),
         };
         for (key, val) in rows {
-            self.record_read(sid, table, key, Some(val));
+            self.record_read(k, obs, sid, table, key, Some(val));
         }
     }
+}
 
-    /// Change a row in a current block the session holds pinned. Returns the
-    /// next point, or `None` when the row is locked and the session now waits.
-    fn update_row(
+impl Foregrounds {
+    /// Change a row in a current block the session holds pinned: the next
+    /// point, or the transaction whose row lock the session must wait for.
+    #[allow(clippy::too_many_arguments)]
+    pub(in crate::instance) fn update_row(
         &mut self,
+        k: &mut Kernel,
+        cache: &mut Cache,
+        redo: &mut Redo,
+        obs: &mut Observer,
         sid: u32,
         buf: BufId,
         table: usize,
         key: u64,
         rowid: Rowid,
-    ) -> Option<ExecPoint> {
-        let my = self.fg.sessions.session(sid).xid;
-        let lock = match self.cache.get(buf).image.row(rowid.slot) {
+    ) -> Changed {
+        let my = self.sessions.session(sid).xid;
+        let lock = match cache.get(buf).image.row(rowid.slot) {
             Some(r) if r.key == key => r.lock,
-            _ => return Some(ExecPoint::None),
+            _ => return Changed::Next(ExecPoint::None),
         };
         if !lock.is_none() && lock != my {
             // A dead instance's transaction recovery rolls back: here, now.
-            if self.roll_back_dead(buf, lock) {
-                return self.update_row(sid, buf, table, key, rowid);
+            if self.roll_back_dead(k, cache, redo, buf, lock) {
+                return self.update_row(k, cache, redo, obs, sid, buf, table, key, rowid);
             }
-            let state = self
-                .cache
-                .get(buf)
-                .image
-                .state_of(lock, &|x| self.tx_state(x));
+            let state = cache.get(buf).image.state_of(lock, &|x| self.txns.state(x));
             if !matches!(state, TxState::Committed(_)) {
-                self.unpin(buf);
-                self.wait_for_tx(sid, lock);
-                return None;
+                return Changed::Locked(lock);
             }
         }
         let xid = self.session_xid(sid);
-        let scn = self.next_scn();
-        self.clean_out_buffer(buf);
-        let old_row = self.cache.get(buf).image.row(rowid.slot).map(|r| r.val);
+        let scn = k.next_scn();
+        self.clean_out(cache, buf);
+        let old_row = cache.get(buf).image.row(rowid.slot).map(|r| r.val);
         let old = old_row.unwrap_or(0);
-        let val = self.k.layout().tables[table].updated_value(old);
+        let val = k.layout().tables[table].updated_value(old);
         let slot = rowid.slot;
-        self.change_block(buf, Change::UpdateRow { slot, val }, xid, scn, 200);
-        self.k.incr(Stat::RowsUpdated);
-        self.touch_block(sid, rowid.blk);
+        self.change_block(
+            k,
+            cache,
+            redo,
+            buf,
+            Change::UpdateRow { slot, val },
+            xid,
+            scn,
+            200,
+        );
+        k.incr(Stat::RowsUpdated);
+        self.touch_block(cache, sid, rowid.blk);
         // What the update overwrote, for the checker as a read at the
         // change's SCN: every other commit to the row came before this
         // transaction took its row lock, so an update applied to an older
         // image of the block (a lost update: the new value computed from an
         // undone one) reads wrong here.
-        self.record(Observation::Read {
-            xid,
-            snapshot: scn,
-            table,
-            key,
-            val: old_row,
-        });
-        self.record(Observation::Write {
-            xid,
-            table,
-            key,
-            val,
-        });
+        record(
+            k,
+            obs,
+            Observation::Read {
+                xid,
+                snapshot: scn,
+                table,
+                key,
+                val: old_row,
+            },
+        );
+        record(
+            k,
+            obs,
+            Observation::Write {
+                xid,
+                table,
+                key,
+                val,
+            },
+        );
         // Indexes on the value change with the row (maintain.rs).
-        let changes = self.maintenance(table, key, old, val);
+        let changes = Foregrounds::maintenance(k, table, key, old, val);
         if changes.is_empty() {
-            return Some(ExecPoint::None);
+            return Changed::Next(ExecPoint::None);
         }
-        self.fg.sessions.session_mut(sid).maint = changes;
-        Some(self.next_maintenance(sid, table))
+        self.sessions.session_mut(sid).maint = changes;
+        Changed::Next(self.next_maintenance(k, sid, table))
     }
 }

@@ -6,116 +6,144 @@
 //! Recursive transactions (splits, segment headers, `update seq$`) commit at
 //! once, without a session wait.
 
-use super::super::Instance;
+use super::super::cache::{BufId, Cache};
 use super::super::execution::ExecPoint;
-use super::super::observe::Observation;
-use super::super::redo::FlushWaiter;
-use super::TxWaiter;
+use super::super::kernel::Kernel;
+use super::super::membership::{Net, roll_back_dead};
+use super::super::observe::{Observation, Observer};
+use super::super::redo::{FlushWaiter, Redo, dirtied};
 use super::access::Acquired;
 use super::state::{AfterCpu, SessionState};
 use super::workload::unit;
+use super::{Foregrounds, TxWaiter, record};
+use crate::block::Change;
 use crate::config::Nanos;
 use crate::msg::{Msg, RedoRecord, TxReport};
 use crate::stats::{Stat, Wait};
 use crate::types::{BlockAddr, Scn, Xid};
 
-impl Instance {
+impl Foregrounds {
     /// The transaction of session `sid`, begun at its first change.
     pub(in crate::instance) fn session_xid(&mut self, sid: u32) -> Xid {
-        let x = self.fg.sessions.session(sid).xid;
+        let x = self.sessions.session(sid).xid;
         if !x.is_none() {
             return x;
         }
-        let x = self.fg.txns.begin();
-        self.fg.sessions.session_mut(sid).xid = x;
+        let x = self.txns.begin();
+        self.sessions.session_mut(sid).xid = x;
         x
     }
 
     /// Session `sid` changed `blk`: remember it, and retire the CR copies that
     /// predate the change (they would hide it from the session itself).
-    pub(in crate::instance) fn touch_block(&mut self, sid: u32, blk: BlockAddr) {
-        let xid = self.fg.sessions.session(sid).xid;
-        self.cache.forget_private(blk, xid);
-        let t = &mut self.fg.sessions.session_mut(sid).touched;
+    pub(in crate::instance) fn touch_block(&mut self, cache: &mut Cache, sid: u32, blk: BlockAddr) {
+        let xid = self.sessions.session(sid).xid;
+        cache.forget_private(blk, xid);
+        let t = &mut self.sessions.session_mut(sid).touched;
         if !t.contains(&blk) {
             t.push(blk);
         }
     }
 
     /// A recursive transaction: changes that commit at once, independently of the session's.
-    pub(in crate::instance) fn recursive_txn(&mut self) -> (Xid, Scn) {
-        let xid = self.fg.txns.begin();
-        let scn = self.next_scn();
+    pub(in crate::instance) fn recursive_txn(&mut self, k: &mut Kernel) -> (Xid, Scn) {
+        let xid = self.txns.begin();
+        let scn = k.next_scn();
         (xid, scn)
     }
 
     /// Commit a recursive transaction; returns the commit record's redo address.
-    pub(in crate::instance) fn commit_recursive(&mut self, xid: Xid, blocks: &[BlockAddr]) -> u64 {
-        let scn = self.next_scn();
-        self.fg.txns.commit(xid, scn);
+    pub(in crate::instance) fn commit_recursive(
+        &mut self,
+        k: &mut Kernel,
+        cache: &mut Cache,
+        redo: &mut Redo,
+        xid: Xid,
+        blocks: &[BlockAddr],
+    ) -> u64 {
+        let scn = k.next_scn();
+        self.txns.commit(xid, scn);
         for &blk in blocks {
-            if let Some(id) = self.cache.current(blk) {
-                self.cache.get_mut(id).image.clean_out(xid, scn);
+            if let Some(id) = cache.current(blk) {
+                cache.get_mut(id).image.clean_out(xid, scn);
             }
         }
-        self.redo(RedoRecord::commit(scn, xid, 100))
+        // A commit record changes no block: the transaction table needs no
+        // redo address from it.
+        redo.append(k, RedoRecord::commit(scn, xid, 100))
     }
 
     /// The transaction ends: the commit call's CPU first.
-    pub(super) fn commit(&mut self, sid: u32) -> bool {
-        self.stmt_close(sid);
-        let s = self.fg.sessions.session_mut(sid);
+    pub(super) fn commit(&mut self, k: &mut Kernel, sid: u32) -> bool {
+        self.stmt_close(k, sid);
+        let s = self.sessions.session_mut(sid);
         s.st = SessionState::Cpu(AfterCpu::Commit);
         let proc = s.proc;
-        self.cpu(proc, self.k.costs().commit);
+        k.cpu(proc, k.costs().commit);
         false
     }
 
     /// The commit call ran: commit, clean out, wake the waiters, and wait for LGWR.
-    pub(super) fn commit_done(&mut self, sid: u32) {
-        self.k.incr(Stat::UserCommits);
-        let xid = self.fg.sessions.session(sid).xid;
+    pub(in crate::instance) fn commit_done(
+        &mut self,
+        k: &mut Kernel,
+        cache: &mut Cache,
+        redo: &mut Redo,
+        mut net: Net,
+        obs: &mut Observer,
+        sid: u32,
+    ) {
+        k.incr(Stat::UserCommits);
+        let xid = self.sessions.session(sid).xid;
         if xid.is_none() {
             // A read-only transaction has nothing to make durable.
-            self.end_txn(sid);
+            self.end_txn(k, sid);
             return;
         }
-        let scn = self.next_scn();
-        self.fg.txns.commit(xid, scn);
-        let rba = self.redo(RedoRecord::commit(scn, xid, 100));
+        let scn = k.next_scn();
+        self.txns.commit(xid, scn);
+        let rba = redo.append(k, RedoRecord::commit(scn, xid, 100));
         // Fast commit cleanout of the blocks still held here.
         // Emptied, not dropped: the next transaction reuses its allocation.
-        let mut touched = std::mem::take(&mut self.fg.sessions.session_mut(sid).touched);
+        let mut touched = std::mem::take(&mut self.sessions.session_mut(sid).touched);
         for &blk in &touched {
-            if let Some(id) = self.cache.current(blk) {
-                self.cache.get_mut(id).image.clean_out(xid, scn);
+            if let Some(id) = cache.current(blk) {
+                cache.get_mut(id).image.clean_out(xid, scn);
             }
         }
         touched.clear();
-        self.fg.sessions.session_mut(sid).touched = touched;
-        self.record(Observation::Commit { xid, scn });
-        self.wake_tx_waiters(xid, scn);
-        self.k.incr(Stat::RedoSynchWrites);
-        if self.request_flush(rba, Some(FlushWaiter::Session(sid))) {
-            self.record(Observation::Acknowledged { xid });
-            self.end_txn(sid);
+        self.sessions.session_mut(sid).touched = touched;
+        record(k, obs, Observation::Commit { xid, scn });
+        self.wake_tx_waiters(k, obs, &mut net, xid, scn);
+        k.incr(Stat::RedoSynchWrites);
+        if redo.request_flush(k, rba, Some(FlushWaiter::Session(sid))) {
+            record(k, obs, Observation::Acknowledged { xid });
+            self.end_txn(k, sid);
         } else {
-            self.begin_wait(sid, Wait::LogFileSync, SessionState::WaitCommit);
+            self.begin_wait(k, sid, Wait::LogFileSync, SessionState::WaitCommit);
         }
     }
 
     /// `xid` committed at `scn`: local sessions waiting on it go on, other
     /// instances waiting on it are told.
-    fn wake_tx_waiters(&mut self, xid: Xid, scn: Scn) {
-        for waiter in self.fg.txns.take_waiters(xid) {
+    fn wake_tx_waiters(
+        &mut self,
+        k: &mut Kernel,
+        obs: &mut Observer,
+        net: &mut Net,
+        xid: Xid,
+        scn: Scn,
+    ) {
+        for waiter in self.txns.take_waiters(xid) {
             match waiter {
                 TxWaiter::Session(other) => {
-                    if self.fg.sessions.session(other).st == SessionState::WaitTx {
-                        self.end_wait(other, None);
-                        self.set_ready(other);
+                    if self.sessions.session(other).st == SessionState::WaitTx {
+                        self.end_wait(k, obs, other, None);
+                        self.set_ready(k, other);
                     }
                 }
-                TxWaiter::Remote(inst, token) => self.send(
+                TxWaiter::Remote(inst, token) => net.send(
+                    k,
                     inst,
                     Msg::TxStatus {
                         xid,
@@ -128,24 +156,29 @@ impl Instance {
     }
 
     /// LGWR wrote the commit record.
-    pub(in crate::instance) fn session_flushed(&mut self, sid: u32) {
-        if self.fg.sessions.session(sid).st != SessionState::WaitCommit {
+    pub(in crate::instance) fn session_flushed(
+        &mut self,
+        k: &mut Kernel,
+        obs: &mut Observer,
+        sid: u32,
+    ) {
+        if self.sessions.session(sid).st != SessionState::WaitCommit {
             return;
         }
-        if let Some(since) = self.fg.sessions.waiting_since(sid) {
-            self.k.add(Stat::RedoSynchTime, self.k.now() - since);
+        if let Some(since) = self.sessions.waiting_since(sid) {
+            k.add(Stat::RedoSynchTime, k.now() - since);
         }
-        let xid = self.fg.sessions.session(sid).xid;
-        self.record(Observation::Acknowledged { xid });
-        self.end_wait(sid, None);
-        self.end_txn(sid);
+        let xid = self.sessions.session(sid).xid;
+        record(k, obs, Observation::Acknowledged { xid });
+        self.end_wait(k, obs, sid, None);
+        self.end_txn(k, sid);
     }
 
     /// The transaction is over: think before the next one.
-    fn end_txn(&mut self, sid: u32) {
-        let w = self.fg.sessions.session(sid).workload;
-        let think = self.fg.workloads.spec(w).think_time;
-        let s = self.fg.sessions.session_mut(sid);
+    fn end_txn(&mut self, k: &mut Kernel, sid: u32) {
+        let w = self.sessions.session(sid).workload;
+        let think = self.workloads.spec(w).think_time;
+        let s = self.sessions.session_mut(sid);
         s.in_txn = false;
         s.xid = Xid::NONE;
         s.cur = ExecPoint::None;
@@ -153,82 +186,172 @@ impl Instance {
         s.iterations += 1;
         s.hints.clear();
         let jitter = if think > 0 {
-            (unit(self.k.rng()) * think as f64) as Nanos
+            (unit(k.rng()) * think as f64) as Nanos
         } else {
             0
         };
-        self.think(sid, think / 2 + jitter);
+        self.think(k, sid, think / 2 + jitter);
     }
 
-    /// Session `sid` waits until transaction `holder` ends (a row lock or an index piece).
-    pub(in crate::instance) fn wait_for_tx(&mut self, sid: u32, holder: Xid) {
-        self.begin_wait(sid, Wait::EnqTxRowLockContention, SessionState::WaitTx);
-        if holder.inst() == self.id {
-            self.fg.txns.wait_for_end(holder, TxWaiter::Session(sid));
+    /// Session `sid` waits until transaction `holder` ends (a row lock or an
+    /// index piece). Returns the lookup to ask recovery about when the
+    /// holder's instance is no longer a member.
+    #[must_use]
+    pub(in crate::instance) fn wait_for_tx(
+        &mut self,
+        k: &mut Kernel,
+        mut net: Net,
+        sid: u32,
+        holder: Xid,
+    ) -> Option<u64> {
+        self.begin_wait(k, sid, Wait::EnqTxRowLockContention, SessionState::WaitTx);
+        if holder.inst() == k.id() {
+            self.txns.wait_for_end(holder, TxWaiter::Session(sid));
+            return None;
+        }
+        let token = self.sessions.start_lookup(sid, k.scn(), holder, true);
+        self.sessions.session_mut(sid).pending_lookups = 1;
+        if net.is_member(holder.inst()) {
+            net.send(k, holder.inst(), Msg::TxWait { xid: holder, token });
+            None
         } else {
-            let token = self
-                .fg
-                .sessions
-                .start_lookup(sid, self.k.scn(), holder, true);
-            self.fg.sessions.session_mut(sid).pending_lookups = 1;
-            if self.membership.is_member(holder.inst()) {
-                self.send(holder.inst(), Msg::TxWait { xid: holder, token });
-            } else {
-                self.ask_dead(token);
-            }
+            Some(token)
         }
     }
 
-    /// Ask the owners of transactions whose state a CR build needs.
-    pub(super) fn look_up(&mut self, sid: u32, xids: Vec<Xid>) -> Acquired {
+    /// Ask the owners of transactions whose state a CR build needs. The
+    /// lookups of transactions of instances no longer members come back,
+    /// to be asked of recovery once the session waits for them.
+    pub(in crate::instance) fn look_up(
+        &mut self,
+        k: &mut Kernel,
+        mut net: Net,
+        sid: u32,
+        xids: Vec<Xid>,
+    ) -> (Acquired, Vec<u64>) {
         let mut asked = 0;
+        let mut dead = Vec::new();
         for x in xids {
-            if x.inst() == self.id || x.inst().0 >= self.k.instance_count() {
+            if x.inst() == k.id() || x.inst().0 >= k.instance_count() {
                 continue;
             }
-            let token = self.fg.sessions.start_lookup(sid, self.k.scn(), x, false);
+            let token = self.sessions.start_lookup(sid, k.scn(), x, false);
             asked += 1;
-            if self.membership.is_member(x.inst()) {
-                self.send(x.inst(), Msg::TxQuery { xid: x, token });
+            if net.is_member(x.inst()) {
+                net.send(k, x.inst(), Msg::TxQuery { xid: x, token });
             } else {
-                self.ask_dead(token);
+                dead.push(token);
             }
         }
         if asked == 0 {
             // Nothing could be asked (a transaction of a non-existent instance): read on.
-            return Acquired::Restart;
+            return (Acquired::Restart, dead);
         }
-        self.fg.sessions.session_mut(sid).pending_lookups = asked;
-        self.begin_wait(sid, Wait::GcCrBlock2Way, SessionState::WaitTx);
-        Acquired::Waiting
+        self.sessions.session_mut(sid).pending_lookups = asked;
+        self.begin_wait(k, sid, Wait::GcCrBlock2Way, SessionState::WaitTx);
+        (Acquired::Waiting, dead)
     }
 
-    /// Another instance answered a lookup (or a row lock wait) about one of its transactions.
-    pub(in crate::instance) fn on_tx_status(&mut self, xid: Xid, token: u64, report: TxReport) {
-        let Some((sid, asked_at)) = self.fg.sessions.end_lookup(token) else {
+    /// Another instance answered a lookup (or a row lock wait) about one of
+    /// its transactions. An answer to a question this session has no longer
+    /// pending is the peer's protocol error, not this instance's.
+    pub(in crate::instance) fn on_tx_status(
+        &mut self,
+        k: &mut Kernel,
+        obs: &mut Observer,
+        xid: Xid,
+        token: u64,
+        report: TxReport,
+    ) {
+        let Some((sid, asked_at)) = self.sessions.end_lookup(token) else {
             return;
         };
-        match report {
-            TxReport::Committed(scn) => self.fg.txns.learn_commit(xid, scn),
-            TxReport::Active => self
-                .fg
-                .sessions
-                .session_mut(sid)
-                .hints
-                .push((xid, asked_at)),
+        if self.sessions.session(sid).pending_lookups == 0 {
+            k.error(&format!(
+                "answer {token} about transaction {xid} for session {sid}, which asked nothing"
+            ));
+            return;
         }
-        let s = self.fg.sessions.session_mut(sid);
-        // A session waits until every question it asked is answered, and a
-        // token is answered once: an answer always has a question pending.
-        assert!(
-            s.pending_lookups > 0,
-            "{}: answer {token} for session {sid}, which asked nothing",
-            self.id
-        );
+        match report {
+            TxReport::Committed(scn) => self.txns.learn_commit(xid, scn),
+            TxReport::Active => self.sessions.session_mut(sid).hints.push((xid, asked_at)),
+        }
+        let s = self.sessions.session_mut(sid);
         s.pending_lookups -= 1;
         if s.pending_lookups == 0 && s.st == SessionState::WaitTx {
-            self.end_wait(sid, None);
-            self.set_ready(sid);
+            self.end_wait(k, obs, sid, None);
+            self.set_ready(k, sid);
         }
+    }
+
+    /// Make `change` to the current buffer `buf` under `xid` at `scn`, and
+    /// log it as `bytes` of redo. False, with nothing done, when the change
+    /// does not fit the block.
+    #[allow(clippy::too_many_arguments)]
+    pub(in crate::instance) fn change_block(
+        &mut self,
+        k: &mut Kernel,
+        cache: &mut Cache,
+        redo: &mut Redo,
+        buf: BufId,
+        change: Change,
+        xid: Xid,
+        scn: Scn,
+        bytes: u32,
+    ) -> bool {
+        if !cache.get_mut(buf).image.apply(&change, xid, scn) {
+            return false;
+        }
+        self.log_change(k, cache, redo, buf, change, xid, scn, bytes);
+        true
+    }
+
+    /// Log a change already made to `buf` (see [`Foregrounds::change_block`]).
+    /// A change of this instance's own transaction tells the transaction
+    /// table where its redo begins.
+    #[allow(clippy::too_many_arguments)]
+    pub(in crate::instance) fn log_change(
+        &mut self,
+        k: &mut Kernel,
+        cache: &mut Cache,
+        redo: &mut Redo,
+        buf: BufId,
+        change: Change,
+        xid: Xid,
+        scn: Scn,
+        bytes: u32,
+    ) {
+        let blk = cache.get(buf).blk;
+        let rba = redo.append(k, RedoRecord::change(scn, xid, blk, bytes, change));
+        if xid.inst() == k.id() && !xid.is_none() {
+            self.txns
+                .changed_at(xid, rba.saturating_sub(u64::from(bytes)));
+        }
+        dirtied(k, cache, buf, rba, bytes);
+    }
+
+    /// Delayed block cleanout of a buffer with what this instance knows.
+    pub(in crate::instance) fn clean_out(&self, cache: &mut Cache, buf: BufId) {
+        cache
+            .get_mut(buf)
+            .image
+            .clean_out_known(&|x| self.txns.state(x));
+    }
+
+    /// On-demand rollback of `xid`'s changes in current buffer `buf`, when
+    /// it is a dead instance's uncommitted transaction. True when anything
+    /// was rolled back (then look at the block again).
+    pub(in crate::instance) fn roll_back_dead(
+        &self,
+        k: &mut Kernel,
+        cache: &mut Cache,
+        redo: &Redo,
+        buf: BufId,
+        xid: Xid,
+    ) -> bool {
+        if !self.txns.is_dead_uncommitted(xid) {
+            return false;
+        }
+        roll_back_dead(k, cache, redo.end_rba(), buf, xid)
     }
 }

@@ -7,18 +7,20 @@
 //!
 //! `make_room` frees a buffer for whatever is installed (or built) here.
 
-use super::super::Instance;
-use super::super::cache::{BufState, Victim};
 use super::super::events::{IoPurpose, Timer};
+use super::super::kernel::Kernel;
+use super::super::membership::Net;
 use super::super::membership::RETRANSMIT_NS;
 use super::super::observe::Hop;
+use super::super::observe::Observer;
+use super::Foregrounds;
 use super::state::{PendingRequest, SessionState};
-use crate::block::{Block, Body};
+use crate::block::Block;
 use crate::config::Nanos;
 use crate::metrics::{BlockKind, Part};
-use crate::msg::{GrantKind, Io, Mode, Msg, ReqKind, Request, ShipKind, Shipment, Timing};
+use crate::msg::{Io, Mode, ReqKind, Request, Timing};
 use crate::stats::{Stat, Wait};
-use crate::types::{BlockAddr, InstId, Scn, Xid};
+use crate::types::{BlockAddr, InstId, Scn};
 
 /// The event a shipped block's wait is recorded under. Congested wins over
 /// busy (a flush or pin delayed it), busy over 3-way, 3-way over 2-way.
@@ -35,49 +37,45 @@ fn ship_event(kind: BlockKind, congested: bool, busy: bool, hops: u8) -> Wait {
     }
 }
 
-impl Instance {
-    /// Session `sid` asks the master for `blk` and waits under the placeholder event.
+impl Foregrounds {
+    /// Session `sid` asks for `blk` and waits under the placeholder event.
+    /// The request comes back for the dispatcher to count for dynamic
+    /// remastering, hold while the block's object moves, and send to the
+    /// master (or route through the directory here).
+    #[allow(clippy::too_many_arguments)]
+    #[must_use]
     pub(in crate::instance) fn gc_request(
         &mut self,
+        k: &mut Kernel,
+        obs: &mut Observer,
+        net: Net,
         sid: u32,
         blk: BlockAddr,
         kind: ReqKind,
         scan: bool,
-    ) {
-        let id = self
-            .fg
-            .sessions
-            .start_request(blk, sid, self.k.now(), scan, kind);
+    ) -> Request {
+        let id = self.sessions.start_request(blk, sid, k.now(), scan, kind);
         let placeholder = match kind {
             ReqKind::Cr { .. } => Wait::GcCrRequest,
             ReqKind::Current { .. } => Wait::GcCurrentRequest,
         };
-        self.begin_wait(sid, placeholder, SessionState::WaitBlock);
-        let me = self.id;
-        self.trace_session_hop(sid, me, id, Hop::Request);
+        self.begin_wait(k, sid, placeholder, SessionState::WaitBlock);
+        let me = k.id();
+        self.trace_session_hop(k, obs, sid, me, id, Hop::Request);
         let req = Request {
             id,
             blk,
-            requester: self.id,
+            requester: me,
             kind,
             timing: Timing::default(),
         };
         // Only a network that drops messages loses a request: over a
         // transport (live) one that broke sends everything again when it is
         // back, and a late block is late, not lost.
-        if self.membership.links_lossy() {
-            self.arm(RETRANSMIT_NS, Timer::GcLost(blk, id));
+        if net.links_lossy() {
+            k.arm(RETRANSMIT_NS, Timer::GcLost(blk, id));
         }
-        // Counted for dynamic remastering; held while the object moves.
-        let Some(req) = self.drm_request(sid, req) else {
-            return;
-        };
-        let master = self.block_master(blk);
-        if master == self.id {
-            self.dir_request(req);
-        } else {
-            self.send(master, Msg::Request(req));
-        }
+        req
     }
 
     /// 500 ms after request `req` for `blk` went out (or after it was last
@@ -88,13 +86,21 @@ impl Instance {
     /// retry`) when its own request is what the sublayer sends again, else
     /// under the placeholder while the reply is sent again. Another 500 ms
     /// without an answer is another loss. No alert log line: Oracle writes
-    /// none for a lost block.
-    pub(in crate::instance) fn gc_lost(&mut self, blk: BlockAddr, req: u64) {
-        let Some(pending) = self.fg.sessions.request(blk, req) else {
+    /// none for a lost block. `master`: the block's master now.
+    pub(in crate::instance) fn gc_lost(
+        &mut self,
+        k: &mut Kernel,
+        obs: &mut Observer,
+        net: Net,
+        master: InstId,
+        blk: BlockAddr,
+        req: u64,
+    ) {
+        let Some(pending) = self.sessions.request(blk, req) else {
             return;
         };
         let owner = pending.owner;
-        let s = self.fg.sessions.session(owner);
+        let s = self.sessions.session(owner);
         let cr = match s.waiting_on() {
             _ if s.st != SessionState::WaitBlock => return,
             Some(Wait::GcCrRequest | Wait::GcCrRequestRetry) => true,
@@ -115,12 +121,11 @@ impl Instance {
                 Wait::GcCurrentRequest,
             )
         };
-        self.end_wait(owner, Some(lost));
-        self.k.incr(Stat::GcBlocksLost);
-        let master = self.block_master(blk);
+        self.end_wait(k, obs, owner, Some(lost));
+        k.incr(Stat::GcBlocksLost);
         // The alert log keeps lost blocks beside evictions (bounded: ALERT_LINES_MAX).
-        let now = self.k.now();
-        self.obs.alert(
+        let now = k.now();
+        obs.alert(
             now,
             format!(
                 "{}: {blk} requested through instance {} (nothing within 500 ms, retried)",
@@ -128,98 +133,32 @@ impl Instance {
                 master.number()
             ),
         );
-        let again = if master != self.id && self.membership.request_unacked(master, blk, req) {
+        let again = if master != k.id() && net.request_unacked(master, blk, req) {
             retry
         } else {
             placeholder
         };
-        self.begin_wait(owner, again, SessionState::WaitBlock);
-        self.arm(RETRANSMIT_NS, Timer::GcLost(blk, req));
+        self.begin_wait(k, owner, again, SessionState::WaitBlock);
+        k.arm(RETRANSMIT_NS, Timer::GcLost(blk, req));
     }
 
     /// The event a request's wait ends under when the block or grant came:
     /// `event`, unless the wait is a retry, which keeps its name.
     fn answered_as(&self, sid: u32, event: Wait) -> Option<Wait> {
-        match self.fg.sessions.session(sid).waiting_on() {
+        match self.sessions.session(sid).waiting_on() {
             Some(Wait::GcCrRequestRetry | Wait::GcCurrentRetry) => None,
             _ => Some(event),
         }
     }
 
-    /// A block arrived for one of our requests. The foreground that asked
-    /// installs it; the wait is renamed by what happened on the way.
-    #[allow(clippy::too_many_arguments)]
-    pub(in crate::instance) fn on_ship(
-        &mut self,
-        from: InstId,
-        sent_at: Nanos,
-        sender_scn: Scn,
-        ship: Box<Shipment>,
-    ) {
-        let (req, kind, pi_kept, hops, congested) =
-            (ship.req, ship.kind, ship.pi_kept, ship.hops, ship.congested);
-        let block = self.unbox_shipped_block(ship);
-        let blk = req.blk;
-        let Some(pending) = self.fg.sessions.request(blk, req.id) else {
-            self.error(format!(
-                "{from} shipped {blk} for request {} we do not have",
-                req.id
-            ));
-            return;
-        };
-        self.fg.sessions.end_request(blk);
-        let block_kind = if kind == ShipKind::Current {
-            BlockKind::Current
-        } else {
-            BlockKind::Cr
-        };
-        self.count_received(block_kind, pending.sent_at, sent_at, req.timing);
-        let busy = req.timing.flush > 0 || req.timing.pin > 0;
-        let event = ship_event(block_kind, congested, busy, hops);
-        let owner = pending.owner;
-        if self.fg.sessions.session(owner).st == SessionState::WaitBlock {
-            let event = self.answered_as(owner, event);
-            self.trace_received(owner, req, event, false);
-            self.end_wait(owner, event);
-            self.set_ready(owner);
-        } else {
-            self.trace_received(owner, req, Some(event), false);
-        }
-        match kind {
-            ShipKind::Cr { lo, hi, private } => {
-                let reader = match req.kind {
-                    ReqKind::Cr { reader, .. } => reader,
-                    ReqKind::Current { .. } => Xid::NONE,
-                };
-                self.cache.limit_cr(blk);
-                self.make_room(owner);
-                let private_to = private.then_some(reader);
-                self.cache
-                    .insert(blk, BufState::Cr { lo, hi, private_to }, block);
-            }
-            ShipKind::Raw => {
-                self.fg.sessions.session_mut(owner).raw = Some((Box::new(block), sender_scn))
-            }
-            ShipKind::Shared => {
-                self.install_current(owner, blk, Mode::S, block, false);
-                self.installed(blk, req.id, Mode::S, None, false);
-            }
-            ShipKind::Current => {
-                self.install_current(owner, blk, Mode::X, block, pi_kept);
-                self.installed(blk, req.id, Mode::X, Some(from), pi_kept);
-            }
-        }
-        self.wake_block(blk);
-    }
-
     /// Count a received block and split its receive time the deck's way:
     /// request send, LMS CPU wait, LMS processing, log flush and wire.
-    fn count_received(&mut self, kind: BlockKind, asked_at: Nanos, sent_at: Nanos, t: Timing) {
-        let total = self.k.now() - asked_at;
+    fn count_received(k: &mut Kernel, kind: BlockKind, asked_at: Nanos, sent_at: Nanos, t: Timing) {
+        let total = k.now() - asked_at;
         // `sent_at` is on the sender's clock and the timing parts are the
         // peers' measurements: in the live runtime they can add up to a
         // little more than the total, so the remainders are floored at 0.
-        let wire = self.k.now().saturating_sub(sent_at);
+        let wire = k.now().saturating_sub(sent_at);
         let lms = t.lms_proc + t.pin;
         let request = total.saturating_sub(t.lms_wait + lms + t.flush + wire);
         for (part, v) in [
@@ -229,89 +168,140 @@ impl Instance {
             (Part::LogFlush, t.flush),
             (Part::Wire, wire),
         ] {
-            self.k.add(part.stat(kind), v);
+            k.add(part.stat(kind), v);
         }
         match kind {
             BlockKind::Cr => {
-                self.k.incr(Stat::GcCrBlocksReceived);
-                self.k.add(Stat::GcCrBlockReceiveTime, total);
+                k.incr(Stat::GcCrBlocksReceived);
+                k.add(Stat::GcCrBlockReceiveTime, total);
             }
             BlockKind::Current => {
-                self.k.incr(Stat::GcCurrentBlocksReceived);
-                self.k.add(Stat::GcCurrentBlockReceiveTime, total);
+                k.incr(Stat::GcCurrentBlocksReceived);
+                k.add(Stat::GcCurrentBlockReceiveTime, total);
             }
         }
     }
 
-    /// Install a current block (X or S), cleaned out with the commits this instance knows.
-    /// `taker`: the session the block is for (it takes the free buffer).
-    fn install_current(
+    /// The session that asked may go on, unless it stopped waiting meanwhile.
+    pub(in crate::instance) fn ready_owner(
         &mut self,
-        taker: u32,
-        blk: BlockAddr,
-        mode: Mode,
-        mut block: Block,
-        dirty: bool,
+        k: &mut Kernel,
+        obs: &mut Observer,
+        sid: u32,
     ) {
-        if let Some(old) = self.cache.current(blk) {
-            // Our S copy, replaced by the block the S holder that writes it
-            // shipped (see `Directory::route`): a reader may still hold it
-            // pinned, so it goes the way an invalidated copy does.
-            self.cache.retire_current(old);
-        }
-        block.clean_out_known(&|x| self.tx_state(x));
-        self.make_room(taker);
-        let state = if mode == Mode::X {
-            BufState::Xcur
-        } else {
-            BufState::Scur
-        };
-        let id = self.cache.insert(blk, state, block);
-        self.cache.set_dirty(id, dirty, self.k.now());
-        self.cache.get_mut(id).global = dirty;
-    }
-
-    /// Tell the master the transfer is complete.
-    fn installed(
-        &mut self,
-        blk: BlockAddr,
-        req: u64,
-        mode: Mode,
-        prev: Option<InstId>,
-        pi_kept: bool,
-    ) {
-        let master = self.block_master(blk);
-        if master == self.id {
-            let me = self.id;
-            self.dir_installed(me, blk, req, mode, prev, pi_kept);
-        } else {
-            self.send(
-                master,
-                Msg::Installed {
-                    blk,
-                    req,
-                    mode,
-                    prev_holder: prev,
-                    pi_kept,
-                },
-            );
+        if self.sessions.session(sid).st == SessionState::WaitBlock {
+            self.end_wait(k, obs, sid, None);
+            self.set_ready(k, sid);
         }
     }
 
-    /// The master granted a request without a block.
-    pub(in crate::instance) fn on_grant(
-        &mut self,
-        _from: InstId,
-        _sent_at: Nanos,
+    /// The trace's last hop of a request: the block (or the grant) reached
+    /// the session that asked, whose wait ends as `event` (`None`: the name
+    /// it has, a retry's).
+    #[inline(always)]
+    fn trace_received(
+        &self,
+        k: &Kernel,
+        obs: &mut Observer,
+        sid: u32,
         req: Request,
-        grant: GrantKind,
+        event: Option<Wait>,
+        grant: bool,
     ) {
-        let Some(pending) = self.fg.sessions.request(req.blk, req.id) else {
-            self.error(format!(
+        if obs.tracing() {
+            let event = event
+                .or_else(|| self.sessions.session(sid).waiting_on())
+                .unwrap_or(Wait::GcCrRequest);
+            let hop = if grant {
+                Hop::Granted { event }
+            } else {
+                Hop::Received { event }
+            };
+            self.trace_session_hop(k, obs, sid, req.requester, req.id, hop);
+        }
+    }
+
+    /// Session `sid`'s request `req` (of `requester`) passed `hop` now.
+    #[inline(always)]
+    fn trace_session_hop(
+        &self,
+        k: &Kernel,
+        obs: &mut Observer,
+        sid: u32,
+        requester: InstId,
+        req: u64,
+        hop: Hop,
+    ) {
+        if obs.tracing() {
+            let proc = self.sessions.session(sid).proc();
+            obs.trace_hop(k.now(), requester, req, hop, proc);
+        }
+    }
+}
+
+impl Foregrounds {
+    /// A block arrived for request `req`: the session that asked stops
+    /// waiting, its wait named by what happened on the way. The session, or
+    /// `None` when no such request is outstanding (the peer's error).
+    // Inlined into `on_ship`, its only caller, on the path of every block received.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub(in crate::instance) fn ship_arrived(
+        &mut self,
+        k: &mut Kernel,
+        obs: &mut Observer,
+        from: InstId,
+        sent_at: Nanos,
+        req: Request,
+        block_kind: BlockKind,
+        congested: bool,
+        hops: u8,
+    ) -> Option<u32> {
+        let blk = req.blk;
+        let Some(pending) = self.sessions.request(blk, req.id) else {
+            k.error(&format!(
+                "{from} shipped {blk} for request {} we do not have",
+                req.id
+            ));
+            return None;
+        };
+        self.sessions.end_request(blk);
+        Foregrounds::count_received(k, block_kind, pending.sent_at, sent_at, req.timing);
+        let busy = req.timing.flush > 0 || req.timing.pin > 0;
+        let event = ship_event(block_kind, congested, busy, hops);
+        let owner = pending.owner;
+        if self.sessions.session(owner).st == SessionState::WaitBlock {
+            let event = self.answered_as(owner, event);
+            self.trace_received(k, obs, owner, req, event, false);
+            self.end_wait(k, obs, owner, event);
+            self.set_ready(k, owner);
+        } else {
+            self.trace_received(k, obs, owner, req, Some(event), false);
+        }
+        Some(owner)
+    }
+
+    /// An unrolled image (light work) for session `sid`, as of the sender's
+    /// SCN: its CR copy is built here when the session looks again.
+    pub(in crate::instance) fn keep_raw(&mut self, sid: u32, block: Block, sender_scn: Scn) {
+        self.sessions.session_mut(sid).raw = Some((Box::new(block), sender_scn));
+    }
+
+    /// The master granted request `req` without a block: the session's wait
+    /// ends, named by the grant. The request, or `None` when no such request
+    /// is outstanding (the peer's error).
+    pub(in crate::instance) fn grant_arrived(
+        &mut self,
+        k: &mut Kernel,
+        obs: &mut Observer,
+        req: Request,
+    ) -> Option<PendingRequest> {
+        let Some(pending) = self.sessions.request(req.blk, req.id) else {
+            k.error(&format!(
                 "grant for {} request {} we do not have",
                 req.blk, req.id
             ));
-            return;
+            return None;
         };
         let congested = req.timing.lms_wait > super::super::gc::CONGESTED_AFTER;
         let event = match (req.kind, congested) {
@@ -320,210 +310,79 @@ impl Instance {
             (ReqKind::Current { .. }, false) => Wait::GcCurrentGrant2Way,
             (ReqKind::Current { .. }, true) => Wait::GcCurrentGrantCongested,
         };
-        if self.fg.sessions.session(pending.owner).st == SessionState::WaitBlock {
+        if self.sessions.session(pending.owner).st == SessionState::WaitBlock {
             let event = self.answered_as(pending.owner, event);
-            self.trace_received(pending.owner, req, event, true);
-            self.end_wait(pending.owner, event);
+            self.trace_received(k, obs, pending.owner, req, event, true);
+            self.end_wait(k, obs, pending.owner, event);
         } else {
-            self.trace_received(pending.owner, req, Some(event), true);
+            self.trace_received(k, obs, pending.owner, req, Some(event), true);
         }
-        self.granted(pending, req, grant);
+        Some(pending)
     }
 
-    /// The local master granted a request: no message and no gc wait.
-    pub(in crate::instance) fn on_local_grant(&mut self, req: Request, grant: GrantKind) {
-        let Some(pending) = self.fg.sessions.request(req.blk, req.id) else {
-            return;
-        };
-        // The placeholder wait never really happened.
-        self.fg.sessions.forget_wait(pending.owner);
-        self.trace_session_hop(pending.owner, req.requester, req.id, Hop::Abandoned);
-        self.granted(pending, req, grant);
-    }
-
-    fn granted(&mut self, pending: PendingRequest, req: Request, grant: GrantKind) {
-        let blk = req.blk;
-        match grant {
-            GrantKind::Disk(_) if self.holds_xcur(blk) => {
-                self.answered_by_promotion(pending.owner, blk, req.id);
-            }
-            GrantKind::Disk(mode) => {
-                let event = if pending.scan {
-                    Wait::DbFileScatteredRead
-                } else {
-                    Wait::DbFileSequentialRead
-                };
-                self.begin_wait(pending.owner, event, SessionState::WaitBlock);
-                self.start_io(
-                    Io::ReadBlock { blk },
-                    IoPurpose::GrantRead {
-                        blk,
-                        req: req.id,
-                        mode,
-                        scan: pending.scan,
-                    },
-                );
-            }
-            GrantKind::Upgrade => {
-                self.fg.sessions.end_request(blk);
-                match self.cache.current(blk) {
-                    Some(id) => self.cache.set_state(id, BufState::Xcur),
-                    None => self.error(format!("upgrade granted for {blk} but no S copy here")),
-                }
-                self.installed(blk, req.id, Mode::X, None, false);
-                self.ready_owner(pending.owner);
-                self.wake_block(blk);
-            }
-            GrantKind::New => {
-                self.fg.sessions.end_request(blk);
-                let owner = pending.owner;
-                self.install_current(
-                    owner,
-                    blk,
-                    Mode::X,
-                    Block::new(blk, Body::Unformatted),
-                    false,
-                );
-                self.installed(blk, req.id, Mode::X, None, false);
-                self.ready_owner(pending.owner);
-                self.wake_block(blk);
-            }
-        }
-    }
-
-    /// The session that asked may go on, unless it stopped waiting meanwhile.
-    fn ready_owner(&mut self, sid: u32) {
-        if self.fg.sessions.session(sid).st == SessionState::WaitBlock {
-            self.end_wait(sid, None);
-            self.set_ready(sid);
-        }
-    }
-
-    /// Whether this instance holds `blk` current in X.
-    fn holds_xcur(&self, blk: BlockAddr) -> bool {
-        self.cache
-            .current(blk)
-            .is_some_and(|id| self.cache.get(id).state() == BufState::Xcur)
-    }
-
-    /// A disk read was granted for a request of ours while our own past
-    /// image of the block was made current (a reconfiguration promoted it
-    /// while the request, sent again, waited at the master, which took it for
-    /// a request after a lost relinquish). The disk's image is older than
-    /// ours (found by chaos: installing it threw committed changes away), so
-    /// the request is answered by the buffer we hold: the master learns we
-    /// hold X, and the session looks again.
-    fn answered_by_promotion(&mut self, owner: u32, blk: BlockAddr, req: u64) {
-        self.fg.sessions.end_request(blk);
-        self.installed(blk, req, Mode::X, None, false);
-        self.ready_owner(owner);
-        self.wake_block(blk);
-    }
-
-    /// A granted disk read completed.
-    pub(in crate::instance) fn on_grant_read(
+    /// The master here granted request `req`: no message and no gc wait.
+    pub(in crate::instance) fn local_grant_arrived(
         &mut self,
-        blk: BlockAddr,
-        req: u64,
+        k: &Kernel,
+        obs: &mut Observer,
+        req: Request,
+    ) -> Option<PendingRequest> {
+        let pending = self.sessions.request(req.blk, req.id)?;
+        // The placeholder wait never really happened.
+        self.sessions.forget_wait(pending.owner);
+        self.trace_session_hop(k, obs, pending.owner, req.requester, req.id, Hop::Abandoned);
+        Some(pending)
+    }
+
+    /// A read from disk was granted: the session waits for it.
+    pub(in crate::instance) fn read_granted(
+        &mut self,
+        k: &mut Kernel,
+        pending: PendingRequest,
+        req: Request,
         mode: Mode,
-        block: Block,
-        _scan: bool,
     ) {
-        let Some(pending) = self.fg.sessions.request(blk, req) else {
-            return;
+        let blk = req.blk;
+        let event = if pending.scan {
+            Wait::DbFileScatteredRead
+        } else {
+            Wait::DbFileSequentialRead
         };
-        if self.holds_xcur(blk) {
-            // Promoted while the read was under way: see `answered_by_promotion`.
-            self.answered_by_promotion(pending.owner, blk, req);
-            return;
-        }
-        self.fg.sessions.end_request(blk);
-        self.install_current(pending.owner, blk, mode, block, false);
-        if let Some(numa) = self.k.numa_mut()
-            && let Some(buf) = self.cache.current(blk)
-        {
-            // The block came through the reader's group's I/O controller.
-            numa.read_into(buf);
-        }
-        self.installed(blk, req, mode, None, false);
-        self.ready_owner(pending.owner);
-        self.wake_block(blk);
+        self.begin_wait(k, pending.owner, event, SessionState::WaitBlock);
+        k.start_io(
+            Io::ReadBlock { blk },
+            IoPurpose::GrantRead {
+                blk,
+                req: req.id,
+                mode,
+                scan: pending.scan,
+            },
+        );
     }
 
-    /// Free a buffer if the cache is full.
-    ///
-    /// `taker` is the session that needs the buffer: with NUMA support it
-    /// takes one of its own locality group first.
-    pub(in crate::instance) fn make_room(&mut self, taker: u32) {
-        self.k.incr(Stat::FreeBufferRequested);
-        let group = match self.k.numa() {
-            Some(n) if n.aware() => Some(n.home(self.fg.sessions.session(taker).proc)),
+    /// The request for `blk` is answered (installed, upgraded, or made moot).
+    #[inline]
+    pub(in crate::instance) fn end_request(&mut self, blk: BlockAddr) {
+        self.sessions.end_request(blk);
+    }
+
+    /// The request `req` for `blk`, if it is outstanding.
+    #[inline]
+    pub(in crate::instance) fn request(&self, blk: BlockAddr, req: u64) -> Option<PendingRequest> {
+        self.sessions.request(blk, req)
+    }
+
+    /// The locality group whose buffers `taker` prefers (NUMA-aware only).
+    pub(in crate::instance) fn taker_group(&self, k: &Kernel, taker: u32) -> Option<u8> {
+        match k.numa() {
+            Some(n) if n.aware() => Some(n.home(self.sessions.session(taker).proc)),
             _ => None,
-        };
-        while self.cache.used() >= self.cache.capacity {
-            let sessions = &self.fg.sessions;
-            let numa = self.k.numa();
-            let (victim, inspected) = self.cache.victim(
-                |b| sessions.need(b),
-                |buf| match (group, numa) {
-                    (Some(g), Some(n)) => n.prefers(buf, g),
-                    _ => true,
-                },
-            );
-            self.k.add(Stat::FreeBufferInspected, u64::from(inspected));
-            match victim {
-                Victim::Free {
-                    relinquish: Some((blk, state)),
-                } => {
-                    let mode = if state == BufState::Xcur {
-                        Mode::X
-                    } else {
-                        Mode::S
-                    };
-                    let master = self.block_master(blk);
-                    if master == self.id {
-                        let me = self.id;
-                        self.dir_relinquish(me, blk, mode);
-                    } else {
-                        self.send(master, Msg::Relinquish { blk, mode });
-                    }
-                }
-                Victim::Free { relinquish: None } => {}
-                // Everything is dirty or pinned: run over capacity until DBWR catches up.
-                Victim::None => {
-                    self.dbwr_urgent();
-                    break;
-                }
-            }
-        }
-    }
-}
-
-impl Instance {
-    /// The trace's last hop of a request: the block (or the grant) reached
-    /// the session that asked, whose wait ends as `event` (`None`: the name
-    /// it has, a retry's).
-    #[inline(always)]
-    fn trace_received(&mut self, sid: u32, req: Request, event: Option<Wait>, grant: bool) {
-        if self.obs.tracing() {
-            let event = event
-                .or_else(|| self.fg.sessions.session(sid).waiting_on())
-                .unwrap_or(Wait::GcCrRequest);
-            let hop = if grant {
-                Hop::Granted { event }
-            } else {
-                Hop::Received { event }
-            };
-            self.trace_session_hop(sid, req.requester, req.id, hop);
         }
     }
 
-    /// Session `sid`'s request `req` (of `requester`) passed `hop` now.
-    #[inline(always)]
-    fn trace_session_hop(&mut self, sid: u32, requester: InstId, req: u64, hop: Hop) {
-        if self.obs.tracing() {
-            let proc = self.fg.sessions.session(sid).proc();
-            self.obs.trace_hop(self.k.now(), requester, req, hop, proc);
-        }
+    /// Whether a session here needs `blk` (a victim must not be it).
+    #[inline]
+    pub(in crate::instance) fn need(&self, blk: BlockAddr) -> bool {
+        self.sessions.need(blk)
     }
 }

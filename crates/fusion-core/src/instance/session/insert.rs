@@ -119,17 +119,26 @@ impl Instance {
         }
         let blk = b.blk;
         let slot = u16::try_from(b.image.row_slots()).ok();
-        let xid = self.session_xid(sid);
+        let xid = self.fg.session_xid(sid);
         let scn = self.next_scn();
         let Some(slot) = slot.filter(|&slot| {
             let row = Change::InsertRow { slot, key, val: 0 };
-            self.change_block(buf, row, xid, scn, 150)
+            self.fg.change_block(
+                &mut self.k,
+                &mut self.cache,
+                &mut self.redo,
+                buf,
+                row,
+                xid,
+                scn,
+                150,
+            )
         }) else {
             self.fg.inserts.insert_into(table, None);
             return ExecPoint::InsertAlloc { table, key };
         };
         self.k.incr(Stat::RowsInserted);
-        self.touch_block(sid, blk);
+        self.fg.touch_block(&mut self.cache, sid, blk);
         self.record(Observation::Write {
             xid,
             table,
@@ -164,13 +173,23 @@ impl Instance {
             return ExecPoint::None;
         }
         let header = self.cache.get(buf).blk;
-        let (xid, scn) = self.recursive_txn();
+        let (xid, scn) = self.fg.recursive_txn(&mut self.k);
         let take = Change::UseBlocks {
             inst: self.id.0,
             used: mine + 1,
         };
-        self.change_block(buf, take, xid, scn, 100);
-        self.commit_recursive(xid, &[header]);
+        self.fg.change_block(
+            &mut self.k,
+            &mut self.cache,
+            &mut self.redo,
+            buf,
+            take,
+            xid,
+            scn,
+            100,
+        );
+        self.fg
+            .commit_recursive(&mut self.k, &mut self.cache, &mut self.redo, xid, &[header]);
         let _ = sid;
         let blk =
             BlockAddr(Layout::free_range(t.free_base, t.free_per_instance, self.id).start + mine);
@@ -189,10 +208,20 @@ impl Instance {
             && self.cache.get(id).state() == BufState::Xcur
         {
             if matches!(*self.cache.get(id).image.body, Body::Unformatted) {
-                let (xid, scn) = self.recursive_txn();
+                let (xid, scn) = self.fg.recursive_txn(&mut self.k);
                 let format = Change::Format(Box::new(Body::Table { rows: Vec::new() }));
-                self.change_block(id, format, xid, scn, 100);
-                self.commit_recursive(xid, &[blk]);
+                self.fg.change_block(
+                    &mut self.k,
+                    &mut self.cache,
+                    &mut self.redo,
+                    id,
+                    format,
+                    xid,
+                    scn,
+                    100,
+                );
+                self.fg
+                    .commit_recursive(&mut self.k, &mut self.cache, &mut self.redo, xid, &[blk]);
             }
             self.fg.inserts.insert_into(table, Some(blk));
             self.fg
@@ -243,7 +272,7 @@ impl Instance {
                 node: root,
             };
         }
-        let xid = self.session_xid(sid);
+        let xid = self.fg.session_xid(sid);
         let scn = self.next_scn();
         let entry = Change::InsertEntry { key: ekey, rowid };
         let inserted = self.cache.get_mut(buf).image.apply(&entry, xid, scn);
@@ -252,8 +281,17 @@ impl Instance {
             self.error(format!("duplicate key {key} in index {ix}"));
             return ExecPoint::None;
         }
-        self.log_change(buf, entry, xid, scn, 120);
-        self.touch_block(sid, blk);
+        self.fg.log_change(
+            &mut self.k,
+            &mut self.cache,
+            &mut self.redo,
+            buf,
+            entry,
+            xid,
+            scn,
+            120,
+        );
+        self.fg.touch_block(&mut self.cache, sid, blk);
         match self.next_index(table, Some(ix)) {
             Some(next) => self.index_cursor(next, table, key, rowid),
             None => ExecPoint::None,
@@ -494,7 +532,7 @@ impl Instance {
         if !self.split_still_due(ix, node, nbuf, pbuf) {
             return restart;
         }
-        let (xid, scn) = self.recursive_txn();
+        let (xid, scn) = self.fg.recursive_txn(&mut self.k);
         let ekey = self.k.layout().indexes[ix].entry_key(key);
         let spares = std::mem::take(&mut self.fg.sessions.session_mut(sid).spares);
         let mut changed = vec![node];
@@ -543,7 +581,8 @@ impl Instance {
         } else {
             Stat::BranchNodeSplits
         });
-        self.commit_recursive(xid, &changed);
+        self.fg
+            .commit_recursive(&mut self.k, &mut self.cache, &mut self.redo, xid, &changed);
         cont
     }
 
@@ -626,7 +665,16 @@ impl Instance {
     /// One block's part of a split, logged as half a block of redo.
     fn split_change(&mut self, buf: BufId, change: Change, xid: Xid, scn: Scn) {
         let bytes = self.k.params().db_block_size / 2;
-        self.change_block(buf, change, xid, scn, bytes);
+        self.fg.change_block(
+            &mut self.k,
+            &mut self.cache,
+            &mut self.redo,
+            buf,
+            change,
+            xid,
+            scn,
+            bytes,
+        );
     }
 
     fn format_index_block(

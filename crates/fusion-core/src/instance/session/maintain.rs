@@ -13,27 +13,30 @@
 //! one-row transactions cannot deadlock (the loader refuses several rows per
 //! transaction on a table with a bitmap index).
 
-use super::super::Instance;
-use super::super::cache::BufId;
+use super::super::cache::{BufId, Cache};
 use super::super::execution::{Change, ExecPoint, IndexChange, Purpose};
+use super::super::kernel::Kernel;
+use super::super::redo::Redo;
+use super::Foregrounds;
+use super::access::Changed;
 use crate::bitmap::{chunk_of, count_in, piece_at};
 use crate::block::{Body, Change as BlockChange, TxState};
 use crate::config::{IndexKind, Nanos};
 use crate::stats::Stat;
 use crate::types::{BlockAddr, Xid};
 
-impl Instance {
+impl Foregrounds {
     /// The index changes an update of row `key` from `old` to `new` needs,
     /// in the order they are made.
     pub(in crate::instance) fn maintenance(
-        &self,
+        k: &Kernel,
         table: usize,
         key: u64,
         old: i64,
         new: i64,
     ) -> Vec<IndexChange> {
         let mut out = Vec::new();
-        for (ix, l) in self.k.layout().indexes.iter().enumerate() {
+        for (ix, l) in k.layout().indexes.iter().enumerate() {
             if l.table != table || !l.maintained_on_update() || old == new {
                 continue;
             }
@@ -69,13 +72,18 @@ impl Instance {
     }
 
     /// Begin the next pending index change of session `sid`, or finish.
-    pub(in crate::instance) fn next_maintenance(&mut self, sid: u32, table: usize) -> ExecPoint {
-        let Some(t) = self.fg.sessions.session(sid).maint.first().copied() else {
+    pub(in crate::instance) fn next_maintenance(
+        &self,
+        k: &Kernel,
+        sid: u32,
+        table: usize,
+    ) -> ExecPoint {
+        let Some(t) = self.sessions.session(sid).maint.first().copied() else {
             return ExecPoint::None;
         };
-        let root = match self.k.layout().indexes[t.ix].kind {
-            IndexKind::BTree => self.k.layout().index_root(t.ix, t.key),
-            IndexKind::Bitmap => self.k.layout().indexes[t.ix].root,
+        let root = match k.layout().indexes[t.ix].kind {
+            IndexKind::BTree => k.layout().index_root(t.ix, t.key),
+            IndexKind::Bitmap => k.layout().indexes[t.ix].root,
         };
         ExecPoint::Index {
             ix: t.ix,
@@ -88,7 +96,7 @@ impl Instance {
 
     /// A descent for a count or a change reached its leaf `blk`.
     pub(in crate::instance) fn leaf_reached(
-        &mut self,
+        cache: &Cache,
         buf: BufId,
         ix: usize,
         table: usize,
@@ -98,7 +106,7 @@ impl Instance {
     ) -> ExecPoint {
         match purpose {
             Purpose::Count { value } => {
-                let (_, _, more) = count_in(&self.cache.get(buf).image, value);
+                let (_, _, more) = count_in(&cache.get(buf).image, value);
                 match more {
                     // The value's pieces go on in the next leaf.
                     Some(next) => ExecPoint::Index {
@@ -117,17 +125,25 @@ impl Instance {
 
     /// CPU a visit of `buf` costs beyond the get itself: the pieces a count
     /// reads, or the piece a change rewrites.
-    pub(in crate::instance) fn bitmap_work(&self, sid: u32, buf: BufId) -> Nanos {
-        let img = &self.cache.get(buf).image;
+    // Inlined into a visit's CPU step: most blocks are not bitmap pieces.
+    #[inline(always)]
+    pub(in crate::instance) fn bitmap_work(
+        &self,
+        k: &Kernel,
+        cache: &Cache,
+        sid: u32,
+        buf: BufId,
+    ) -> Nanos {
+        let img = &cache.get(buf).image;
         if !matches!(*img.body, Body::Bitmap { .. }) {
             return 0;
         }
-        match &self.fg.sessions.session(sid).cur {
+        match &self.sessions.session(sid).cur {
             ExecPoint::Index {
                 purpose: Purpose::Count { value },
                 ..
-            } => self.k.costs().bitmap_piece * Nanos::from(count_in(img, *value).1),
-            ExecPoint::MaintLeaf { .. } => self.k.costs().bitmap_piece,
+            } => k.costs().bitmap_piece * Nanos::from(count_in(img, *value).1),
+            ExecPoint::MaintLeaf { .. } => k.costs().bitmap_piece,
             _ => 0,
         }
     }
@@ -136,51 +152,52 @@ impl Instance {
     /// change, or wait for the transaction holding it. `None` when the session waits.
     pub(in crate::instance) fn maintain_leaf(
         &mut self,
+        k: &mut Kernel,
+        cache: &mut Cache,
+        redo: &mut Redo,
         sid: u32,
         buf: BufId,
         table: usize,
-    ) -> Option<ExecPoint> {
-        let Some(t) = self.fg.sessions.session(sid).maint.first().copied() else {
-            return Some(ExecPoint::None);
+    ) -> Changed {
+        let Some(t) = self.sessions.session(sid).maint.first().copied() else {
+            return Changed::Next(ExecPoint::None);
         };
-        let blk = self.cache.get(buf).blk;
-        let img = &self.cache.get(buf).image;
+        let blk = cache.get(buf).blk;
+        let img = &cache.get(buf).image;
         let holder = match t.change {
             Change::Entry(_) => {
                 if !img.leaf_covers(t.at) {
                     // A split moved the entry since the descent: descend again.
-                    self.fg.sessions.session_mut(sid).snapshot = self.k.scn();
-                    return Some(self.next_maintenance(sid, table));
+                    self.sessions.session_mut(sid).snapshot = k.scn();
+                    return Changed::Next(self.next_maintenance(k, sid, table));
                 }
                 img.leaf_lookup(t.at).map(|e| e.lock)
             }
             Change::Bit(_) => img.piece(t.at).map(|p| p.lock),
         };
         let Some(holder) = holder else {
-            self.error(format!(
+            k.error(&format!(
                 "index {} has nothing at {} for key {}",
                 t.ix, t.at, t.key
             ));
-            self.fg.sessions.session_mut(sid).maint.clear();
-            return Some(ExecPoint::None);
+            self.sessions.session_mut(sid).maint.clear();
+            return Changed::Next(ExecPoint::None);
         };
-        let my = self.fg.sessions.session(sid).xid;
-        if !holder.is_none() && holder != my && self.roll_back_dead(buf, holder) {
+        let my = self.sessions.session(sid).xid;
+        if !holder.is_none() && holder != my && self.roll_back_dead(k, cache, redo, buf, holder) {
             // A dead instance's transaction recovery rolled back here: look again.
-            return self.maintain_leaf(sid, buf, table);
+            return self.maintain_leaf(k, cache, redo, sid, buf, table);
         }
-        let img = &self.cache.get(buf).image;
+        let img = &cache.get(buf).image;
         if !holder.is_none() && holder != my {
-            let state = img.state_of(holder, &|x| self.tx_state(x));
+            let state = img.state_of(holder, &|x| self.txns.state(x));
             if !matches!(state, TxState::Committed(_)) {
-                self.unpin(buf);
-                self.wait_for_tx(sid, holder);
-                return None;
+                return Changed::Locked(holder);
             }
         }
         let xid: Xid = self.session_xid(sid);
-        let scn = self.next_scn();
-        self.clean_out_buffer(buf);
+        let scn = k.next_scn();
+        self.clean_out(cache, buf);
         let change = match t.change {
             Change::Entry(val) => BlockChange::UpdateEntry { key: t.at, val },
             Change::Bit(on) => BlockChange::SetBit {
@@ -189,13 +206,13 @@ impl Instance {
                 on,
             },
         };
-        if self.change_block(buf, change, xid, scn, 150) {
-            self.touch_block(sid, blk);
+        if self.change_block(k, cache, redo, buf, change, xid, scn, 150) {
+            self.touch_block(cache, sid, blk);
             if matches!(t.change, Change::Bit(_)) {
-                self.k.incr(Stat::BitmapPiecesChanged);
+                k.incr(Stat::BitmapPiecesChanged);
             }
         }
-        self.fg.sessions.session_mut(sid).maint.remove(0);
-        Some(self.next_maintenance(sid, table))
+        self.sessions.session_mut(sid).maint.remove(0);
+        Changed::Next(self.next_maintenance(k, sid, table))
     }
 }

@@ -4,7 +4,17 @@
 //! the placeholder event (`gc cr request`), renamed on completion to what
 //! happened (`gc cr block 2-way`, `... busy`, `... congested`, `... grant 2-way`).
 //! This is where a wait event is timed: every foreground wait begins in
-//! [`Instance::begin_wait`] and is recorded in [`Instance::end_wait`], below.
+//! [`Foregrounds::begin_wait`] and is recorded in [`Foregrounds::end_wait`], below.
+//!
+//! The foregrounds are a subsystem being converted (issue 29): their
+//! decisions are methods of [`Foregrounds`] given the kernel and, by name,
+//! what they touch of the others (the buffer cache, redo, membership's
+//! `Net`, the observer). What a step needs another subsystem to do comes
+//! back as a value (`Acquired::Ask`, `Acquired::Built`, `Changed::Locked`,
+//! the lookups left to recovery, the request for the master here), applied
+//! by the dispatcher (`dispatch/visit.rs`: a visit, a block's install,
+//! `make_room`). Inserts and splits (`insert.rs`) and sequences
+//! (`sequence.rs`, global enqueues) are still `impl Instance` blocks.
 //!
 //! - `state.rs`: a session's state, and [`Sessions`], the component that owns
 //!   the sessions, their ready queue, block waiters, requests and lookups;
@@ -15,9 +25,11 @@
 //! - `fusion.rs`: the requesting side of cache fusion (`gc_request`,
 //!   `on_ship`, `on_grant`, installs, `make_room`);
 //! - `commit.rs`: the session's transaction (commit, `log file sync`, row
-//!   lock waits, lookups of other instances' transactions).
+//!   lock waits, lookups of other instances' transactions);
+//! - `tests.rs`: decisions tested on a kernel of their own.
 //!
-//! Here: waits, and the loop that moves ready sessions on (`run_ready`, `drive`).
+//! Here: waits. The loop that moves ready sessions on (`run_ready`,
+//! `drive`) is the dispatcher's.
 
 mod access;
 mod commit;
@@ -30,17 +42,21 @@ mod transactions;
 mod workload;
 mod workloads;
 
-pub(super) use access::Acquired;
-pub(super) use state::{AfterCpu, SessionState, Sessions};
+#[cfg(test)]
+mod tests;
+
+pub(super) use access::{Acquired, Changed};
+pub(super) use state::{AfterCpu, PendingRequest, SessionState, Sessions};
 pub(super) use transactions::{Transactions, TxWaiter};
 
-use super::Instance;
 use super::cache::BufId;
+use super::execution::ExecPoint;
 use super::execution::IndexChange;
-use super::execution::{ExecPoint, Purpose};
+use super::kernel::Kernel;
+use super::observe::{Observation, Observer};
 use crate::block::Block;
 use crate::config::Nanos;
-use crate::cpu::{ProcId, StepDone};
+use crate::cpu::ProcId;
 use crate::stats::Wait;
 use crate::types::BlockAddr;
 use crate::types::{Scn, Xid};
@@ -252,195 +268,134 @@ impl Foregrounds {
         self.workloads.get(w)
     }
 
+    /// Whether a session is ready to run (most events leave none).
+    #[inline(always)]
+    pub fn has_ready(&self) -> bool {
+        self.sessions.has_ready()
+    }
+
+    #[inline(always)]
+    pub fn pop_ready(&mut self) -> Option<u32> {
+        self.sessions.pop_ready()
+    }
+
+    #[inline(always)]
+    pub fn is_ready(&self, sid: u32) -> bool {
+        self.sessions.is_ready(sid)
+    }
+
+    /// Where session `sid` is in its execution, when it is ready to go on.
+    #[inline(always)]
+    pub fn ready_point(&self, sid: u32) -> Option<&ExecPoint> {
+        let s = self.sessions.session(sid);
+        if s.st == SessionState::Ready {
+            Some(&s.cur)
+        } else {
+            None
+        }
+    }
+
+    /// The block inserts into `table` go to now, if it has one.
+    #[inline]
+    pub fn insert_block(&self, table: usize) -> Option<BlockAddr> {
+        self.inserts.block(table)
+    }
+
+    /// The execute call's CPU step ended: the statement's snapshot is the
+    /// SCN when it does, and the session goes on.
+    pub fn execute_done(&mut self, k: &Kernel, sid: u32) {
+        self.sessions.session_mut(sid).snapshot = k.scn();
+        self.sessions.resume(sid);
+    }
+
     /// Enable exactly these workloads (`None`: all).
     pub fn enable_workloads(&mut self, list: Option<Vec<String>>) {
         self.workloads.enable(list);
     }
 }
 
-impl Instance {
+/// Keep an observation for the checkers (when they check). A full log is
+/// an error of the run, reported once.
+// Inlined: with history off (the usual case) the observation is not even built.
+#[inline(always)]
+pub(in crate::instance) fn record(k: &mut Kernel, obs: &mut Observer, o: Observation) {
+    if let Err(e) = obs.record(o) {
+        history_full(k, &e);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn history_full(k: &mut Kernel, e: &str) {
+    k.error(e);
+}
+
+impl Foregrounds {
     // ----- waits ------------------------------------------------------------------------
 
     /// Session `sid` may go on.
     #[inline(always)]
-    pub(super) fn set_ready(&mut self, sid: u32) {
-        self.fg.sessions.set_ready(sid, self.k.now());
+    pub fn set_ready(&mut self, k: &Kernel, sid: u32) {
+        self.sessions.set_ready(sid, k.now());
     }
 
     /// Session `sid` goes on after its CPU step.
     #[inline(always)]
-    pub(super) fn resume(&mut self, sid: u32) {
-        self.fg.sessions.resume(sid);
+    pub fn resume(&mut self, sid: u32) {
+        self.sessions.resume(sid);
     }
 
     /// Begin a wait (the event may be renamed when it ends).
-    pub(super) fn begin_wait(&mut self, sid: u32, event: Wait, state: SessionState) {
-        self.fg.sessions.begin_wait(sid, event, state, self.k.now());
+    pub fn begin_wait(&mut self, k: &Kernel, sid: u32, event: Wait, state: SessionState) {
+        self.sessions.begin_wait(sid, event, state, k.now());
     }
 
     /// End the session's wait, recording it under `event` (or the one it began with).
-    pub(super) fn end_wait(&mut self, sid: u32, event: Option<Wait>) {
-        if let Some((began_as, took)) = self.fg.sessions.end_wait(sid, self.k.now()) {
+    pub fn end_wait(&mut self, k: &mut Kernel, obs: &mut Observer, sid: u32, event: Option<Wait>) {
+        if let Some((began_as, took)) = self.sessions.end_wait(sid, k.now()) {
             let ev = event.unwrap_or(began_as);
-            self.wait_event(ev, took, true);
-            if self.obs.tracing() {
-                let proc = self.fg.sessions.session(sid).proc;
-                self.obs.trace_wait(self.k.now(), proc, ev, took);
+            k.wait(ev, took, true);
+            if obs.tracing() {
+                let proc = self.sessions.session(sid).proc;
+                obs.trace_wait(k.now(), proc, ev, took);
             }
             if let Some(st) = self.stmt_target(sid) {
-                self.k.stats_mut().statements[st].wait(ev, took);
+                k.stats_mut().statements[st].wait(ev, took);
             }
         }
     }
 
-    /// Begin a wait for something outside the session (a global enqueue, PX).
-    pub(super) fn begin_session_wait(&mut self, sid: u32, event: Wait, state: SessionState) {
-        self.begin_wait(sid, event, state);
-    }
-
     /// End such a wait and make the session ready.
-    pub(super) fn end_session_wait(&mut self, sid: u32) {
-        self.end_wait(sid, None);
-        self.set_ready(sid);
+    pub fn end_session_wait(&mut self, k: &mut Kernel, obs: &mut Observer, sid: u32) {
+        self.end_wait(k, obs, sid, None);
+        self.set_ready(k, sid);
     }
 
     /// Session `sid` waits on `event` until something happens to `blk`
     /// (`gc buffer busy acquire` / `release`, `buffer busy waits`).
-    pub(super) fn wait_on_block(&mut self, sid: u32, blk: BlockAddr, event: Wait) {
-        self.fg
-            .sessions
-            .wait_on_block(sid, blk, event, self.k.now());
+    pub fn wait_on_block(&mut self, k: &Kernel, sid: u32, blk: BlockAddr, event: Wait) {
+        self.sessions.wait_on_block(sid, blk, event, k.now());
     }
 
     /// Something changed about `blk`: waiting sessions try again.
     // Called on every unpin; usually nobody waits at all, so that check is inlined.
     #[inline(always)]
-    pub(super) fn wake_block(&mut self, blk: BlockAddr) {
-        if self.fg.sessions.someone_waits_on_a_block() {
-            self.wake_block_waiters(blk);
+    pub fn wake_block(&mut self, k: &mut Kernel, obs: &mut Observer, blk: BlockAddr) {
+        if self.sessions.someone_waits_on_a_block() {
+            self.wake_block_waiters(k, obs, blk);
         }
     }
 
     #[inline(never)]
-    fn wake_block_waiters(&mut self, blk: BlockAddr) {
-        let Some(waiters) = self.fg.sessions.take_block_waiters(blk) else {
+    fn wake_block_waiters(&mut self, k: &mut Kernel, obs: &mut Observer, blk: BlockAddr) {
+        let Some(waiters) = self.sessions.take_block_waiters(blk) else {
             return;
         };
         for sid in waiters {
-            if self.fg.sessions.session(sid).st == SessionState::WaitBlock {
-                self.end_wait(sid, None);
-                self.set_ready(sid);
+            if self.sessions.session(sid).st == SessionState::WaitBlock {
+                self.end_wait(k, obs, sid, None);
+                self.set_ready(k, sid);
             }
-        }
-    }
-
-    // ----- moving sessions on -----------------------------------------------------------
-
-    // Called after every event; most find nothing to run, so that check is inlined.
-    #[inline]
-    pub(super) fn run_ready(&mut self) {
-        if !self.fg.sessions.has_ready() && !self.px.has_kicks() {
-            return;
-        }
-        self.run_ready_slow();
-    }
-
-    #[inline(never)]
-    fn run_ready_slow(&mut self) {
-        loop {
-            while let Some(sid) = self.fg.sessions.pop_ready() {
-                if self.fg.sessions.is_ready(sid) {
-                    self.drive(sid);
-                }
-            }
-            if !self.px_run() {
-                break;
-            }
-        }
-    }
-
-    /// Move a session forward until it has to wait for something.
-    fn drive(&mut self, sid: u32) {
-        loop {
-            let s = self.fg.sessions.session(sid);
-            if s.st != SessionState::Ready {
-                return;
-            }
-            // The common block visits stay here; the rest is out of line so
-            // this loop keeps a small frame and no hoisted set-up of rare paths.
-            let go_on = match s.cur {
-                ExecPoint::Index { blk, .. } => self.visit(sid, blk, false),
-                ExecPoint::Table { rowid, purpose, .. } => {
-                    self.visit(sid, rowid.blk, purpose == Purpose::Update)
-                }
-                ExecPoint::Scan { next, .. } => self.visit(sid, BlockAddr(next), false),
-                ExecPoint::IndexLeaf { blk, .. } | ExecPoint::MaintLeaf { blk, .. } => {
-                    self.visit(sid, blk, true)
-                }
-                ExecPoint::None => self.next_execution(sid),
-                point => self.drive_other(sid, point),
-            };
-            if !go_on {
-                return;
-            }
-        }
-    }
-
-    /// The less common steps of [`Instance::drive`]; true when the session goes on at once.
-    #[inline(never)]
-    fn drive_other(&mut self, sid: u32, point: ExecPoint) -> bool {
-        match point {
-            ExecPoint::ScanHeader { table } => {
-                let h = self.k.layout().tables[table].header;
-                self.visit(sid, h, false)
-            }
-            ExecPoint::InsertRow { table, key } => match self.fg.inserts.block(table) {
-                Some(blk) => self.visit(sid, blk, true),
-                None => {
-                    self.fg
-                        .sessions
-                        .go_to(sid, ExecPoint::InsertAlloc { table, key });
-                    true
-                }
-            },
-            ExecPoint::InsertAlloc { table, .. } => {
-                let h = self.k.layout().tables[table].header;
-                self.visit(sid, h, true)
-            }
-            ExecPoint::InsertNew { table, key, blk } => self.format_new(sid, table, key, blk),
-            ExecPoint::Split { .. } => self.split_step(sid),
-            ExecPoint::Seq { seq, step, insert } => self.seq_step(sid, seq, step, insert),
-            ExecPoint::Px { qref } => self.px_qc_step(sid, qref),
-            // Handled in `drive`; the same here.
-            ExecPoint::Index { blk, .. } => self.visit(sid, blk, false),
-            ExecPoint::Scan { next, .. } => self.visit(sid, BlockAddr(next), false),
-            ExecPoint::Table { rowid, purpose, .. } => {
-                self.visit(sid, rowid.blk, purpose == Purpose::Update)
-            }
-            ExecPoint::IndexLeaf { blk, .. } | ExecPoint::MaintLeaf { blk, .. } => {
-                self.visit(sid, blk, true)
-            }
-            ExecPoint::None => self.next_execution(sid),
-        }
-    }
-
-    /// A session's CPU step ended: go on with what it was for.
-    pub(super) fn session_cpu_done(&mut self, sid: u32, d: StepDone) {
-        let SessionState::Cpu(after) = self.fg.sessions.session(sid).st else {
-            return;
-        };
-        match after {
-            AfterCpu::Exec => {
-                // The statement's snapshot: the SCN when its execute call ends.
-                let scn = self.k.scn();
-                self.fg.sessions.session_mut(sid).snapshot = scn;
-                self.resume(sid);
-            }
-            AfterCpu::Visit(buf) => self.visit_done(sid, buf),
-            AfterCpu::Commit => self.commit_done(sid),
-            AfterCpu::Split => self.split_done(sid),
-            AfterCpu::Px => self.px_qc_cpu_done(sid),
-            AfterCpu::Memory { ops } => self.memory_writes_done(sid, ops, d),
         }
     }
 }

@@ -223,7 +223,7 @@ impl Instance {
         let (batch, cache, order) = (def.batch(), def.cache, def.order);
         let slot = slot_of(seq);
         let blk = self.cache.get(buf).blk;
-        let (xid, scn) = self.recursive_txn();
+        let (xid, scn) = self.fg.recursive_txn(&mut self.k);
         self.clean_out_buffer(buf);
         let old = match self.cache.get(buf).image.row(slot) {
             Some(r) if r.key == seq as u64 + 1 => r.val.max(0) as u64,
@@ -235,12 +235,23 @@ impl Instance {
         };
         let new = old + batch;
         let val = new as i64;
-        self.change_block(buf, Change::UpdateRow { slot, val }, xid, scn, 200);
+        self.fg.change_block(
+            &mut self.k,
+            &mut self.cache,
+            &mut self.redo,
+            buf,
+            Change::UpdateRow { slot, val },
+            xid,
+            scn,
+            200,
+        );
         self.k.incr(Stat::RowsUpdated);
         self.k.add(Stat::SeqValuesAllocated, batch);
         // The commit posts LGWR without waiting for it (no `log file sync`),
         // so the redo is usually on disk when another instance asks for SEQ$.
-        let rba = self.commit_recursive(xid, &[blk]);
+        let rba =
+            self.fg
+                .commit_recursive(&mut self.k, &mut self.cache, &mut self.redo, xid, &[blk]);
         self.request_flush(rba, None);
         self.enq_release(res(EnqKind::RowCache, seq), None);
         let now = self.k.now();

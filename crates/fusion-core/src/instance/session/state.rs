@@ -5,7 +5,7 @@
 //!
 //! `Sessions` only keeps the books; deciding what a session does is the
 //! foreground code's (the rest of `session/`), and recording a wait's time is
-//! `Instance::end_wait`'s.
+//! `Foregrounds::end_wait`'s.
 
 use std::collections::VecDeque;
 

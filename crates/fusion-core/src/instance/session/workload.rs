@@ -9,11 +9,11 @@ use std::ops::ControlFlow;
 
 use rand_core::Rng;
 
-use super::super::Instance;
 use super::super::events::{Proc, Timer};
 use super::super::execution::{ExecPoint, Purpose, SeqStep};
-use super::Session;
+use super::super::kernel::Kernel;
 use super::state::{AfterCpu, SessionState};
+use super::{Foregrounds, Session};
 use crate::config::{Access, Catalog, KeyDist, KeySpec, Nanos, Step, WorkloadSpec};
 use crate::stats::Stat;
 use crate::types::Xid;
@@ -23,102 +23,105 @@ pub(super) fn unit(rng: &mut impl Rng) -> f64 {
     (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
 }
 
-impl Instance {
+impl Foregrounds {
     /// Give every workload step's statement (and the recursive `update
     /// seq$`) its place in `stats.statements`.
-    pub(in crate::instance) fn register_statements(&mut self, catalog: &Catalog) {
-        self.fg
-            .workloads
-            .register_statements(self.k.stats_mut(), catalog);
+    pub(in crate::instance) fn register_statements(&mut self, k: &mut Kernel, catalog: &Catalog) {
+        self.workloads.register_statements(k.stats_mut(), catalog);
     }
 
     /// Create this instance's sessions; they log on spread over a short interval.
-    pub(in crate::instance) fn start_sessions(&mut self) {
-        let workloads = self.fg.workloads.specs();
-        let me = self.id.number();
+    pub(in crate::instance) fn start_sessions(&mut self, k: &mut Kernel) {
+        let workloads = self.workloads.specs();
+        let me = k.id().number();
         for (w, spec) in workloads.iter().enumerate() {
             if !spec.instances.contains(&me) {
                 continue;
             }
             for ordinal in 0..spec.sessions_per_instance {
-                let sid = self.fg.sessions.next_id();
-                let proc = self.add_proc(Proc::Session(sid), format!("oracle{}", sid));
-                let added = self.fg.sessions.add(Session::new(proc, w, ordinal));
+                let sid = self.sessions.next_id();
+                let proc = k.add_proc(Proc::Session(sid), format!("oracle{}", sid));
+                let added = self.sessions.add(Session::new(proc, w, ordinal));
                 assert_eq!(added, sid, "session ids are table positions");
                 // Sessions log on spread over a short interval, not in lockstep.
                 let spread = spec.think_time.max(crate::config::NS_PER_MS);
-                let delay = (unit(self.k.rng()) * spread as f64) as Nanos;
-                self.arm(delay, Timer::SessionWake(sid));
+                let delay = (unit(k.rng()) * spread as f64) as Nanos;
+                k.arm(delay, Timer::SessionWake(sid));
             }
         }
     }
 
     fn workload_enabled(&self, w: usize) -> bool {
-        self.fg.workloads.enabled(w)
+        self.workloads.enabled(w)
     }
 
     /// The enabled workloads changed: their idle sessions start again.
-    pub(in crate::instance) fn wake_enabled_sessions(&mut self) {
-        for sid in self.fg.sessions.ids() {
-            let s = self.fg.sessions.session(sid);
+    pub(in crate::instance) fn wake_enabled_sessions(&mut self, k: &mut Kernel) {
+        for sid in self.sessions.ids() {
+            let s = self.sessions.session(sid);
             if s.st == SessionState::Idle && !s.finished && self.workload_enabled(s.workload) {
-                self.set_ready(sid);
+                self.set_ready(k, sid);
             }
         }
     }
 
     /// A session's think time is over.
-    pub(in crate::instance) fn session_wake(&mut self, sid: u32) {
+    pub(in crate::instance) fn session_wake(&mut self, k: &mut Kernel, sid: u32) {
         if self
-            .fg
             .sessions
             .get(sid as usize)
             .is_some_and(|s| s.st == SessionState::Think)
         {
-            self.set_ready(sid);
+            self.set_ready(k, sid);
         }
     }
 
     /// Start the next execution, step or transaction. Returns false when the
     /// session now waits (CPU, think time, commit) or is idle.
     #[inline(never)]
-    pub(super) fn next_execution(&mut self, sid: u32) -> bool {
-        let w = self.fg.sessions.session(sid).workload;
+    pub(in crate::instance) fn next_execution(&mut self, k: &mut Kernel, sid: u32) -> bool {
+        let w = self.sessions.session(sid).workload;
         // A handle, not a copy: the spec is shared and never changes.
-        let workloads = self.fg.workloads.specs();
+        let workloads = self.workloads.specs();
         let spec = &workloads[w];
-        if !self.fg.sessions.session(sid).in_txn {
-            if !self.begin_transaction(sid, w, spec) {
+        if !self.sessions.session(sid).in_txn {
+            if !self.begin_transaction(k, sid, w, spec) {
                 return false;
             }
         } else if !self.workload_enabled(w) {
             // The phase no longer lists the workload: the execution that was
             // running has finished, and the transaction ends here, committing
             // what it changed, so nothing of it runs on into the new phase.
-            return self.commit(sid);
+            return self.commit(k, sid);
         }
-        let steps = &spec.transactions[self.fg.sessions.session(sid).template].steps;
-        if self.fg.sessions.session(sid).execs_left == 0
-            && let ControlFlow::Break(go_on) = self.next_step(sid, w, steps)
+        let steps = &spec.transactions[self.sessions.session(sid).template].steps;
+        if self.sessions.session(sid).execs_left == 0
+            && let ControlFlow::Break(go_on) = self.next_step(k, sid, w, steps)
         {
             return go_on;
         }
-        self.start_execution(sid, w, steps)
+        self.start_execution(k, sid, w, steps)
     }
 
     /// A new transaction: pick its template and draw its update keys. False
     /// when the session stops instead (its workload is disabled, or it ran
     /// all its iterations).
-    fn begin_transaction(&mut self, sid: u32, w: usize, spec: &WorkloadSpec) -> bool {
-        let iterations = self.fg.sessions.session(sid).iterations;
+    fn begin_transaction(
+        &mut self,
+        k: &mut Kernel,
+        sid: u32,
+        w: usize,
+        spec: &WorkloadSpec,
+    ) -> bool {
+        let iterations = self.sessions.session(sid).iterations;
         let all_done = spec.iterations.is_some_and(|n| iterations >= n);
         if !self.workload_enabled(w) || all_done {
-            self.go_idle(sid, all_done);
+            self.go_idle(k, sid, all_done);
             return false;
         }
-        let template = self.pick_template(spec);
-        self.draw_update_keys(sid, spec, template);
-        let s = self.fg.sessions.session_mut(sid);
+        let template = self.pick_template(k, spec);
+        self.draw_update_keys(k, sid, spec, template);
+        let s = self.sessions.session_mut(sid);
         s.template = template;
         s.step = 0;
         s.execs_left = 0;
@@ -129,13 +132,13 @@ impl Instance {
     }
 
     /// A transaction template of the workload, drawn by weight.
-    fn pick_template(&mut self, spec: &WorkloadSpec) -> usize {
+    fn pick_template(&mut self, k: &mut Kernel, spec: &WorkloadSpec) -> usize {
         let total: u64 = spec
             .transactions
             .iter()
             .map(|t| u64::from(t.weight.max(1)))
             .sum();
-        let mut pick = self.k.rng().next_u64() % total.max(1);
+        let mut pick = k.rng().next_u64() % total.max(1);
         for (i, t) in spec.transactions.iter().enumerate() {
             let weight = u64::from(t.weight.max(1));
             if pick < weight {
@@ -151,8 +154,8 @@ impl Instance {
     ///
     /// They replace the session's `update_keys`, whose vectors are reused
     /// (cleared, not dropped: no allocation per transaction).
-    fn draw_update_keys(&mut self, sid: u32, spec: &WorkloadSpec, template: usize) {
-        let mut keys = std::mem::take(&mut self.fg.sessions.session_mut(sid).update_keys);
+    fn draw_update_keys(&mut self, k: &mut Kernel, sid: u32, spec: &WorkloadSpec, template: usize) {
+        let mut keys = std::mem::take(&mut self.sessions.session_mut(sid).update_keys);
         // Tables drawn for so far: `keys[..tables]`; the rest are old vectors to reuse.
         let mut tables = 0;
         if let Some(t) = spec.transactions.get(template) {
@@ -165,17 +168,17 @@ impl Instance {
                 } = step
                 {
                     for _ in 0..*rows {
-                        let k = self.draw_key(sid, *table, key_spec);
+                        let key = self.draw_key(k, sid, *table, key_spec);
                         match keys[..tables].iter_mut().find(|(tb, _)| tb == table) {
-                            Some((_, v)) => v.push(k),
+                            Some((_, v)) => v.push(key),
                             None => {
                                 match keys.get_mut(tables) {
                                     Some((tb, v)) => {
                                         *tb = *table;
                                         v.clear();
-                                        v.push(k);
+                                        v.push(key);
                                     }
-                                    None => keys.push((*table, vec![k])),
+                                    None => keys.push((*table, vec![key])),
                                 }
                                 tables += 1;
                             }
@@ -189,30 +192,36 @@ impl Instance {
             v.sort_unstable();
             v.reverse(); // popped from the end: ascending order
         }
-        self.fg.sessions.session_mut(sid).update_keys = keys;
+        self.sessions.session_mut(sid).update_keys = keys;
     }
 
     /// The transaction's next step begins. `Continue`: its executions
     /// follow; `Break(go_on)`: it was a commit or think time (or the end).
-    fn next_step(&mut self, sid: u32, w: usize, steps: &[Step]) -> ControlFlow<bool> {
-        let s = self.fg.sessions.session_mut(sid);
+    fn next_step(
+        &mut self,
+        k: &mut Kernel,
+        sid: u32,
+        w: usize,
+        steps: &[Step],
+    ) -> ControlFlow<bool> {
+        let s = self.sessions.session_mut(sid);
         let Some(step) = steps.get(s.step) else {
             // End of the transaction: commit what it changed.
-            return ControlFlow::Break(self.commit(sid));
+            return ControlFlow::Break(self.commit(k, sid));
         };
         s.step += 1;
         let (template, at) = (s.template, s.step - 1);
         if let Some(st) = self.stmt_id(w, template, at) {
-            self.k.stats_mut().statements[st].parses += 1;
+            k.stats_mut().statements[st].parses += 1;
         }
         let executions = match step {
-            Step::Commit => return ControlFlow::Break(self.commit(sid)),
+            Step::Commit => return ControlFlow::Break(self.commit(k, sid)),
             Step::Think { time } => {
-                self.think(sid, *time);
+                self.think(k, sid, *time);
                 return ControlFlow::Break(false);
             }
             Step::MemoryWrites { ops } => {
-                self.memory_writes(sid, *ops);
+                self.memory_writes(k, sid, *ops);
                 return ControlFlow::Break(false);
             }
             Step::Read {
@@ -227,36 +236,36 @@ impl Instance {
             | Step::InsertSeq { rows, .. }
             | Step::Count { rows, .. } => (*rows).max(1),
         };
-        self.fg.sessions.session_mut(sid).execs_left = executions;
+        self.sessions.session_mut(sid).execs_left = executions;
         ControlFlow::Continue(())
     }
 
     /// One execution of the current step: the execute call's CPU, after
     /// which the session is at the execution's first point.
-    fn start_execution(&mut self, sid: u32, w: usize, steps: &[Step]) -> bool {
-        self.stmt_close(sid);
-        let now = self.k.now();
-        let s = self.fg.sessions.session_mut(sid);
+    fn start_execution(&mut self, k: &mut Kernel, sid: u32, w: usize, steps: &[Step]) -> bool {
+        self.stmt_close(k, sid);
+        let now = k.now();
+        let s = self.sessions.session_mut(sid);
         s.execs_left -= 1;
         let (template, at) = (s.template, s.step - 1);
         // Borrowed from the shared spec (the caller's handle), not cloned.
         let step = &steps[at];
         let stmt = self.stmt_id(w, template, at);
-        let s = self.fg.sessions.session_mut(sid);
+        let s = self.sessions.session_mut(sid);
         s.stmt = stmt;
         s.exec_start = now;
         if let Some(st) = stmt {
-            self.k.stats_mut().statements[st].executions += 1;
-            self.k.stats_mut().statements[st].rows += 1;
+            k.stats_mut().statements[st].executions += 1;
+            k.stats_mut().statements[st].rows += 1;
         }
-        let cost = self.k.costs().execute;
-        self.k.incr(Stat::ExecuteCount);
-        let first = self.first_point(sid, w, template, at, step);
-        let s = self.fg.sessions.session_mut(sid);
+        let cost = k.costs().execute;
+        k.incr(Stat::ExecuteCount);
+        let first = self.first_point(k, sid, w, template, at, step);
+        let s = self.sessions.session_mut(sid);
         s.cur = first;
         s.st = SessionState::Cpu(AfterCpu::Exec);
         let proc = s.proc;
-        self.cpu(proc, cost);
+        k.cpu(proc, cost);
         false
     }
 
@@ -264,6 +273,7 @@ impl Instance {
     /// begins, drawing its key or value.
     fn first_point(
         &mut self,
+        k: &mut Kernel,
         sid: u32,
         w: usize,
         template: usize,
@@ -282,12 +292,12 @@ impl Instance {
                 ref keys,
                 ..
             } => {
-                let key = self.draw_key(sid, table, keys);
+                let key = self.draw_key(k, sid, table, keys);
                 ExecPoint::Index {
                     ix,
                     table,
                     key,
-                    blk: self.k.layout().index_root(ix, key),
+                    blk: k.layout().index_root(ix, key),
                     purpose: Purpose::Read,
                 }
             }
@@ -297,22 +307,22 @@ impl Instance {
                 ref values,
                 ..
             } => {
-                let distinct = self.k.layout().tables[table].distinct_values.max(1);
+                let distinct = k.layout().tables[table].distinct_values.max(1);
                 let domain = values.range.unwrap_or((1, u64::from(distinct)));
-                let value = self.draw_in(sid, values, domain) as i64;
+                let value = self.draw_in(k, sid, values, domain) as i64;
                 ExecPoint::Index {
                     ix: index,
                     table,
                     key: crate::bitmap::piece_at(value, 0),
-                    blk: self.k.layout().indexes[index].root,
+                    blk: k.layout().indexes[index].root,
                     purpose: Purpose::Count { value },
                 }
             }
             Step::Update {
                 table, ref access, ..
-            } => self.update_point(sid, table, access),
+            } => self.update_point(k, sid, table, access),
             Step::Insert { table, .. } => {
-                let key = self.fg.inserts.next_key(table);
+                let key = self.inserts.next_key(table);
                 ExecPoint::InsertRow { table, key }
             }
             Step::NextVal { sequence, .. } => ExecPoint::Seq {
@@ -335,10 +345,15 @@ impl Instance {
     }
 
     /// Where an update of the next of its drawn keys begins.
-    fn update_point(&mut self, sid: u32, table: usize, access: &Access) -> ExecPoint {
+    fn update_point(
+        &mut self,
+        k: &mut Kernel,
+        sid: u32,
+        table: usize,
+        access: &Access,
+    ) -> ExecPoint {
         // A step of `rows = 0` runs once and drew no key: it updates key 1.
         let key = self
-            .fg
             .sessions
             .session_mut(sid)
             .update_keys
@@ -351,10 +366,10 @@ impl Instance {
                 ix,
                 table,
                 key,
-                blk: self.k.layout().index_root(ix, key),
+                blk: k.layout().index_root(ix, key),
                 purpose: Purpose::Update,
             },
-            Access::FullScan => match self.k.layout().initial_rowid(table, key) {
+            Access::FullScan => match k.layout().initial_rowid(table, key) {
                 Some(rowid) => ExecPoint::Table {
                     table,
                     key,
@@ -367,16 +382,16 @@ impl Instance {
     }
 
     fn stmt_id(&self, w: usize, template: usize, step: usize) -> Option<usize> {
-        self.fg.workloads.stmt_id(w, template, step)
+        self.workloads.stmt_id(w, template, step)
     }
 
     /// The session stops: its workload is disabled, or (`finished`) it ran all its iterations.
-    fn go_idle(&mut self, sid: u32, finished: bool) {
-        self.stmt_close(sid);
-        let now = self.k.now();
-        let s = self.fg.sessions.session_mut(sid);
+    fn go_idle(&mut self, k: &mut Kernel, sid: u32, finished: bool) {
+        self.stmt_close(k, sid);
+        let now = k.now();
+        let s = self.sessions.session_mut(sid);
         if let Some(t) = s.call_start.take() {
-            self.k.add(Stat::DbTime, now - t);
+            k.add(Stat::DbTime, now - t);
         }
         s.st = SessionState::Idle;
         s.finished = finished;
@@ -386,45 +401,50 @@ impl Instance {
     /// `ops` writes of a line of the session's private memory: one CPU
     /// step that stalls on them as the server's memory answers (the loader
     /// accepts the step only with a `[server]`).
-    fn memory_writes(&mut self, sid: u32, ops: u32) {
-        self.stmt_close(sid);
-        let s = self.fg.sessions.session_mut(sid);
+    fn memory_writes(&mut self, k: &mut Kernel, sid: u32, ops: u32) {
+        self.stmt_close(k, sid);
+        let s = self.sessions.session_mut(sid);
         s.st = SessionState::Cpu(AfterCpu::Memory { ops });
         let proc = s.proc;
-        if let Some(numa) = self.k.numa_mut() {
+        if let Some(numa) = k.numa_mut() {
             numa.defer(proc, super::super::numa::Touch::Private { ops });
         }
         // Writing a line is all stall: the computing is a nanosecond.
-        self.cpu(proc, 1);
+        k.cpu(proc, 1);
     }
 
     /// The writes are done: count them with the time they took, then go on.
-    pub(super) fn memory_writes_done(&mut self, sid: u32, ops: u32, d: crate::cpu::StepDone) {
-        self.k.add(Stat::MemoryWriteOps, u64::from(ops));
-        self.k
-            .add(Stat::MemoryWriteOpTime, d.done_at - d.requested_at);
+    pub(in crate::instance) fn memory_writes_done(
+        &mut self,
+        k: &mut Kernel,
+        sid: u32,
+        ops: u32,
+        d: crate::cpu::StepDone,
+    ) {
+        k.add(Stat::MemoryWriteOps, u64::from(ops));
+        k.add(Stat::MemoryWriteOpTime, d.done_at - d.requested_at);
         self.resume(sid);
     }
 
-    pub(super) fn think(&mut self, sid: u32, duration: Nanos) {
-        self.stmt_close(sid);
-        let now = self.k.now();
-        let s = self.fg.sessions.session_mut(sid);
+    pub(super) fn think(&mut self, k: &mut Kernel, sid: u32, duration: Nanos) {
+        self.stmt_close(k, sid);
+        let now = k.now();
+        let s = self.sessions.session_mut(sid);
         if let Some(t) = s.call_start.take() {
-            self.k.add(Stat::DbTime, now - t);
+            k.add(Stat::DbTime, now - t);
         }
         s.st = SessionState::Think;
         if duration == 0 {
-            self.set_ready(sid);
+            self.set_ready(k, sid);
         } else {
-            self.arm(duration, Timer::SessionWake(sid));
+            k.arm(duration, Timer::SessionWake(sid));
         }
     }
 
     /// A row key for a step: from the spec's range (the table's initial
     /// rows by default), among the rows of one organisation if it names one.
-    fn draw_key(&mut self, sid: u32, table: usize, spec: &KeySpec) -> u64 {
-        let (rows, orgs) = self.k.layout().tables.get(table).map_or((1, 1), |t| {
+    fn draw_key(&mut self, k: &mut Kernel, sid: u32, table: usize, spec: &KeySpec) -> u64 {
+        let (rows, orgs) = k.layout().tables.get(table).map_or((1, 1), |t| {
             (t.initial_rows.max(1), u64::from(t.orgs.max(1)))
         });
         let (lo, hi) = spec.range.unwrap_or((1, rows));
@@ -437,61 +457,61 @@ impl Instance {
                 if hi < org || first > last {
                     return lo;
                 }
-                let j = self.draw_in(sid, spec, (first, last));
+                let j = self.draw_in(k, sid, spec, (first, last));
                 org + orgs * j
             }
-            _ => self.draw_in(sid, spec, (lo, hi)),
+            _ => self.draw_in(k, sid, spec, (lo, hi)),
         }
     }
 
     /// A number from `lo..=hi` with the spec's distribution (the caller
     /// turns the spec's range into `lo..=hi`).
-    fn draw_in(&mut self, sid: u32, spec: &KeySpec, (lo, hi): (u64, u64)) -> u64 {
+    fn draw_in(&mut self, k: &mut Kernel, sid: u32, spec: &KeySpec, (lo, hi): (u64, u64)) -> u64 {
         // The loader refuses a range with hi < lo, and callers keep to it.
         debug_assert!(lo <= hi, "key range {lo}..={hi}");
         let span = hi.saturating_sub(lo) + 1;
         match spec.dist {
-            KeyDist::Uniform => lo + self.k.rng().next_u64() % span,
+            KeyDist::Uniform => lo + k.rng().next_u64() % span,
             KeyDist::Hot { fraction, share } => {
                 let hot = ((span as f64 * fraction).ceil() as u64).clamp(1, span);
-                if unit(self.k.rng()) < share || hot == span {
-                    lo + self.k.rng().next_u64() % hot
+                if unit(k.rng()) < share || hot == span {
+                    lo + k.rng().next_u64() % hot
                 } else {
-                    lo + hot + self.k.rng().next_u64() % (span - hot)
+                    lo + hot + k.rng().next_u64() % (span - hot)
                 }
             }
             KeyDist::Sequential => {
                 // Each session of the workload in the cluster starts at its
                 // own offset and walks the range one key per draw.
-                let w = self.fg.sessions.session(sid).workload;
-                let per_instance = u64::from(self.fg.workloads.spec(w).sessions_per_instance);
-                let in_cluster = per_instance.max(1) * u64::from(self.k.instance_count());
-                let position = u64::from(self.id.0) * per_instance
-                    + u64::from(self.fg.sessions.session(sid).ordinal);
-                let s = self.fg.sessions.session_mut(sid);
-                let k = lo + (position * span / in_cluster + s.seq_next) % span;
+                let w = self.sessions.session(sid).workload;
+                let per_instance = u64::from(self.workloads.spec(w).sessions_per_instance);
+                let in_cluster = per_instance.max(1) * u64::from(k.instance_count());
+                let position = u64::from(k.id().0) * per_instance
+                    + u64::from(self.sessions.session(sid).ordinal);
+                let s = self.sessions.session_mut(sid);
+                let key = lo + (position * span / in_cluster + s.seq_next) % span;
                 s.seq_next += 1;
-                k
+                key
             }
         }
     }
 
     /// The statement a session's work is charged to: the recursive one while it runs.
     pub(in crate::instance) fn stmt_target(&self, sid: u32) -> Option<usize> {
-        let s = self.fg.sessions.get(sid as usize)?;
+        let s = self.sessions.get(sid as usize)?;
         if s.recursive_start.is_some() {
-            return self.fg.workloads.update_seq_stmt();
+            return self.workloads.update_seq_stmt();
         }
         s.stmt
     }
 
     /// The session's current execution ends: charge its elapsed time.
-    pub(super) fn stmt_close(&mut self, sid: u32) {
-        let now = self.k.now();
-        let s = self.fg.sessions.session_mut(sid);
+    pub(super) fn stmt_close(&mut self, k: &mut Kernel, sid: u32) {
+        let now = k.now();
+        let s = self.sessions.session_mut(sid);
         if let Some(st) = s.stmt.take() {
             let took = now - s.exec_start;
-            self.k.stats_mut().statements[st].elapsed_ns += took;
+            k.stats_mut().statements[st].elapsed_ns += took;
         }
     }
 }

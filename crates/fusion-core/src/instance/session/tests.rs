@@ -1,0 +1,137 @@
+//! The foregrounds on what they decide for a given input, on a kernel, a
+//! membership and an observer of their own (no cluster): the answers to a
+//! session's questions about other instances' transactions, and the stray
+//! answers a peer may send.
+
+use std::sync::Arc;
+
+use super::super::ERRORS_KEPT;
+use super::super::events::Proc;
+use super::super::kernel::Kernel;
+use super::super::membership::{Delivery, Membership};
+use super::super::observe::Observer;
+use super::{Acquired, Foregrounds, Session, SessionState};
+use crate::config::Catalog;
+use crate::layout::table;
+use crate::msg::{Action, Msg, TxReport};
+use crate::stats::Wait;
+use crate::types::{InstId, Xid};
+
+/// Instance 1 of 2 with one session (0) and no workload. `joining`: a
+/// restarted instance not admitted yet, to which instance 0 is no member.
+struct Rig {
+    k: Kernel,
+    m: Membership,
+    fg: Foregrounds,
+    obs: Observer,
+}
+
+impl Rig {
+    fn new(joining: bool) -> Rig {
+        let catalog = Catalog {
+            tables: vec![table("t", 100, 10)],
+            ..Catalog::default()
+        };
+        let mut k = Kernel::for_tests(&catalog);
+        let m = Membership::new(
+            InstId(1),
+            2,
+            k.params(),
+            u32::from(joining),
+            Delivery::Direct,
+        );
+        let mut fg = Foregrounds::new(InstId(1), 2, k.layout(), &catalog, Arc::new(Vec::new()), 0);
+        let proc = k.add_proc(Proc::Session(0), "oracle0".into());
+        fg.sessions.add(Session::new(proc, 0, 0));
+        Rig {
+            k,
+            m,
+            fg,
+            obs: Observer::new(false),
+        }
+    }
+
+    fn state(&self) -> SessionState {
+        self.fg.sessions.session(0).state()
+    }
+
+    fn answer(&mut self, xid: Xid, token: u64, report: TxReport) {
+        self.fg
+            .on_tx_status(&mut self.k, &mut self.obs, xid, token, report);
+    }
+}
+
+/// A transaction of instance 0, the other one (its number in the low bits).
+const THEIRS: Xid = Xid(7);
+
+#[test]
+fn a_row_lock_of_a_member_is_asked_of_its_owner_and_its_answer_ends_the_wait() {
+    let mut r = Rig::new(false);
+    let dead = r.fg.wait_for_tx(&mut r.k, r.m.net(), 0, THEIRS);
+    assert_eq!(dead, None, "a member is asked, not recovery");
+    assert_eq!(r.state(), SessionState::WaitTx);
+    let actions = r.k.take_actions();
+    let token = match actions.as_slice() {
+        [Action::Send(env)] => match env.msg {
+            Msg::TxWait { xid, token } if xid == THEIRS && env.to == InstId(0) => token,
+            ref m => panic!("sent {m:?}"),
+        },
+        other => panic!("emitted {other:?}"),
+    };
+    r.answer(THEIRS, token, TxReport::Committed(5));
+    assert_eq!(r.state(), SessionState::Ready);
+    assert!(r.k.errors().is_empty(), "{:?}", r.k.errors());
+    assert_eq!(r.k.stats().event(Wait::EnqTxRowLockContention).waits_fg, 1);
+}
+
+#[test]
+fn a_lookup_of_an_instance_no_longer_a_member_is_asked_of_recovery_once_the_session_waits() {
+    let mut r = Rig::new(true);
+    let (acquired, dead) = r.fg.look_up(&mut r.k, r.m.net(), 0, vec![THEIRS]);
+    assert!(matches!(acquired, Acquired::Waiting));
+    // Nothing goes to a non-member; the question comes back for recovery,
+    // and the session already waits for it: an answer given at once (what
+    // recovery knows) finds the question pending.
+    assert!(r.k.take_actions().is_empty());
+    let [token] = dead.as_slice() else {
+        panic!("asked recovery {dead:?}");
+    };
+    assert_eq!(r.state(), SessionState::WaitTx);
+    r.answer(THEIRS, *token, TxReport::Committed(3));
+    assert_eq!(r.state(), SessionState::Ready);
+    assert!(r.k.errors().is_empty(), "{:?}", r.k.errors());
+}
+
+#[test]
+fn an_answer_for_a_session_that_asked_nothing_is_a_protocol_error() {
+    let mut r = Rig::new(false);
+    // A question on the books whose session no longer counts it pending.
+    let token = r.fg.sessions.start_lookup(0, 0, THEIRS, false);
+    r.answer(THEIRS, token, TxReport::Committed(9));
+    assert_eq!(r.k.errors().len(), 1, "{:?}", r.k.errors());
+    assert!(r.k.errors()[0].contains("asked nothing"));
+    assert_eq!(r.state(), SessionState::Think, "the session is untouched");
+    assert!(
+        !matches!(r.fg.txns.state(THEIRS), crate::block::TxState::Committed(_)),
+        "nothing is learnt from a stray answer"
+    );
+}
+
+#[test]
+fn ten_thousand_stray_answers_keep_the_error_log_at_its_bound() {
+    let mut r = Rig::new(false);
+    for k in 0..10_000u64 {
+        if k % 2 == 0 {
+            // A token never given out: ignored (a late answer to a question
+            // a reconfiguration dropped looks the same).
+            r.answer(THEIRS, u64::MAX - k, TxReport::Active);
+        } else {
+            let token = r.fg.sessions.start_lookup(0, 0, THEIRS, false);
+            r.answer(THEIRS, token, TxReport::Active);
+        }
+    }
+    let errors = r.k.errors();
+    assert_eq!(errors.len(), ERRORS_KEPT);
+    assert!(errors[ERRORS_KEPT - 1].contains("more problems followed"));
+    assert_eq!(r.state(), SessionState::Think);
+}
