@@ -62,7 +62,7 @@ fn scenario(instances: u8, window_ms: u64, seed: u64) -> Scenario {
     p.gc_policy_minimum = 30_000;
     p.lm_contiguous_res_count = 16;
     let readers: Vec<u8> = (1..=instances).filter(|&i| i != 2).collect();
-    let scenario = ScenarioBuilder::new(instances)
+    ScenarioBuilder::new(instances)
         .seed(seed)
         .params(p)
         .table(table("t", 40_000, 20))
@@ -84,8 +84,7 @@ fn scenario(instances: u8, window_ms: u64, seed: u64) -> Scenario {
         .phase(phase("before", 200 * NS_PER_MS))
         .phase(phase("after", 800 * NS_PER_MS))
         .phase(quiet_phase("quiesce", 200 * NS_PER_MS))
-        .build();
-    scenario
+        .build()
 }
 
 /// The counters of instance `id` (1-based) over every phase.
