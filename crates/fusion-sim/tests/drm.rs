@@ -10,6 +10,7 @@
 
 use fusion_core::config::{KeyDist, NS_PER_MS, Step, WorkloadSpec};
 use fusion_core::stats::{Stat, Stats, Wait};
+use fusion_scenario::{Fault, LinkTarget, Scenario};
 use fusion_sim::{SimOptions, VariantOutcome, run_variant};
 use fusion_testkit::{
     ScenarioBuilder, btree, params, phase, quiet_phase, read_by_index, table, txn, update_by_index,
@@ -48,12 +49,20 @@ fn run(window_ms: u64, seed: u64) -> VariantOutcome {
 
 /// [`run`] on `instances` instances: the reader runs on every one but 2.
 fn run_on(instances: u8, window_ms: u64, seed: u64) -> VariantOutcome {
+    run_variant(
+        "drm",
+        &scenario(instances, window_ms, seed),
+        &SimOptions::checked(),
+    )
+}
+
+fn scenario(instances: u8, window_ms: u64, seed: u64) -> Scenario {
     let mut p = params(4, 256);
     p.gc_policy_time_ns = window_ms * NS_PER_MS;
     p.gc_policy_minimum = 30_000;
     p.lm_contiguous_res_count = 16;
     let readers: Vec<u8> = (1..=instances).filter(|&i| i != 2).collect();
-    let scenario = ScenarioBuilder::new(instances)
+    ScenarioBuilder::new(instances)
         .seed(seed)
         .params(p)
         .table(table("t", 40_000, 20))
@@ -75,8 +84,7 @@ fn run_on(instances: u8, window_ms: u64, seed: u64) -> VariantOutcome {
         .phase(phase("before", 200 * NS_PER_MS))
         .phase(phase("after", 800 * NS_PER_MS))
         .phase(quiet_phase("quiesce", 200 * NS_PER_MS))
-        .build();
-    run_variant("drm", &scenario, &SimOptions::checked())
+        .build()
 }
 
 /// The counters of instance `id` (1-based) over every phase.
@@ -208,4 +216,87 @@ fn moves_on_two_and_three_instances_stay_consistent_over_seeds() {
             );
         }
     }
+}
+
+#[test]
+fn a_drm_in_progress_when_an_instance_dies_is_abandoned_and_nothing_is_lost() {
+    let mut s = scenario(3, 50, 5);
+    for p in &mut s.instances {
+        p.css_misscount = 2;
+    }
+    // Instance 3 dies just as the first window closes: the DRM it began
+    // waits for its quiet until the survivors evict it.
+    s.phases[0].faults = vec![Fault::Kill {
+        instance: 3,
+        at: 50 * NS_PER_MS + 50 * fusion_core::config::NS_PER_US,
+    }];
+    s.phases[1].duration = 3_000 * NS_PER_MS;
+    let o = run_variant("drm-kill", &s, &SimOptions::checked());
+    assert_checked(&o);
+    let lines = alert_lines(&o);
+    let abandoned = lines
+        .iter()
+        .position(|(_, l)| l == "DRM(1) abandoned: the cluster reconfigures");
+    assert!(abandoned.is_some(), "{lines:?}");
+    // The batch waited on gc remaster meanwhile, and goes on afterwards:
+    // the survivors remaster the table again in the new incarnation.
+    assert!(stats_of(&o, 2).event(Wait::GcRemaster).waits > 0);
+    assert!(
+        lines
+            .iter()
+            .skip(abandoned.unwrap_or(0))
+            .any(|(_, l)| l.starts_with("End DRM(")),
+        "{lines:?}"
+    );
+}
+
+#[test]
+fn an_instance_dying_at_any_step_of_a_drm_loses_nothing() {
+    // Killed before the freeze reaches it, while the batch quiesces, at the
+    // transfer, around the reports: over a few seeds.
+    for at_us in [50_050, 50_300, 51_000, 52_000, 53_000, 55_000] {
+        for seed in 1..=3 {
+            let mut s = scenario(3, 50, seed);
+            for p in &mut s.instances {
+                p.css_misscount = 2;
+            }
+            s.phases[0].faults = vec![Fault::Kill {
+                instance: 3,
+                at: at_us * fusion_core::config::NS_PER_US,
+            }];
+            s.phases[1].duration = 3_000 * NS_PER_MS;
+            let o = run_variant("drm-kill", &s, &SimOptions::checked());
+            assert!(
+                o.errors.is_empty(),
+                "at {at_us} us, seed {seed}: {:?}",
+                o.errors
+            );
+            let check = o.check.as_ref().expect("a checked run");
+            assert!(
+                check.violations.is_empty(),
+                "at {at_us} us, seed {seed}: {:?}",
+                check.violations
+            );
+        }
+    }
+}
+
+/// Over an interconnect that loses messages the DRM's steps are numbered,
+/// acknowledged and sent again like every database message (live, over a
+/// transport, they are numbered too).
+#[test]
+fn a_drm_over_a_lossy_interconnect_completes_and_loses_nothing() {
+    let mut s = scenario(2, 50, 5);
+    s.phases[0].faults = vec![Fault::Loss {
+        target: LinkTarget::All,
+        loss_ppm: 20_000,
+        correlation_ppm: 0,
+    }];
+    let o = run_variant("drm-lossy", &s, &SimOptions::checked());
+    assert_checked(&o);
+    let lines = alert_lines(&o);
+    assert!(
+        lines.iter().any(|(_, l)| l.starts_with("End DRM(1)")),
+        "{lines:?}"
+    );
 }

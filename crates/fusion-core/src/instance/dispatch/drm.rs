@@ -72,6 +72,8 @@ impl Instance {
                     ));
                 }
                 match self.gc.drm_stats(&self.k, from, window, &objects) {
+                    // Not while the cluster reconfigures: the next window decides.
+                    Ok(Some(_)) if self.membership.reconfiguring() => {}
                     Ok(Some((object, to))) => self.drm_begin(object, to),
                     Ok(None) => {}
                     Err(e) => self.error(e),

@@ -125,6 +125,8 @@ pub enum OrderKey {
     Px,
     /// A reconfiguration report.
     Reconfig,
+    /// Dynamic remastering's steps, in the order they were sent.
+    Drm,
 }
 
 impl OrderKey {
@@ -145,6 +147,7 @@ impl OrderKey {
             | Msg::EnqBast { res, .. }
             | Msg::EnqDown { res, .. } => Enqueue(*res),
             Msg::Px(_) => Px,
+            Msg::Drm(_) => Drm,
             Msg::ScnBroadcast { .. } | Msg::ScnAck { .. } => Scn,
             // Heartbeats and acknowledgements (the block messages returned above).
             _ => return None,
