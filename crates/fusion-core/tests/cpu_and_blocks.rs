@@ -14,7 +14,7 @@
 
 use std::collections::BTreeMap;
 
-use fusion_core::block::{Block, Body, Change, CrError, Row, TxState, UNDO_KEEP};
+use fusion_core::block::{Block, Body, Change, CrError, Row, TxState, UNDO_RECORDS_MAX};
 use fusion_core::config::Nanos;
 use fusion_core::cpu::{ProcId, SchedClass, Scheduler, StepDone};
 use fusion_core::types::{BlockAddr, InstId, Xid};
@@ -702,7 +702,7 @@ fn long_histories_trim_undo_but_stay_exact_for_recent_snapshots() {
     let (b, m) = build(&[1, 2, 3], &ops);
     assert_eq!(m.txs.len(), 200);
     assert!(
-        b.undo.len() <= UNDO_KEEP,
+        b.undo.len() <= UNDO_RECORDS_MAX,
         "{} undo records kept",
         b.undo.len()
     );

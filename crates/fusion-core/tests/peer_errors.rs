@@ -7,7 +7,7 @@ mod harness;
 
 use fusion_core::block::{Block, Body};
 use fusion_core::config::{NS_PER_MS, Nanos};
-use fusion_core::instance::{ERRORS_KEPT, Instance};
+use fusion_core::instance::{ERRORS_MAX, Instance};
 use fusion_core::msg::{Envelope, GrantKind, Mode, Msg, ReqKind, Request, ShipKind, Shipment};
 use fusion_core::types::{BlockAddr, InstId};
 
@@ -105,6 +105,6 @@ fn ten_thousand_bad_messages_keep_the_error_log_at_its_bound() {
         deliver(&mut inst, (k + 1) * NS_PER_MS, unexpected(blk, k));
     }
     let errors = inst.errors();
-    assert_eq!(errors.len(), ERRORS_KEPT);
-    assert!(errors[ERRORS_KEPT - 1].contains("more problems followed"));
+    assert_eq!(errors.len(), ERRORS_MAX);
+    assert!(errors[ERRORS_MAX - 1].contains("more problems followed"));
 }

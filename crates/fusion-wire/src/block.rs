@@ -14,7 +14,7 @@
 //! Padding makes a shipped block cost `db_block_size` bytes on the wire, as
 //! the model (`Msg::wire_bytes`) and Oracle assume. An image may not fit:
 //! undo travels inside the block (see fusion-core's block.rs), up to
-//! `UNDO_KEEP` records and whole bodies for index splits, where Oracle would
+//! `UNDO_RECORDS_MAX` records and whole bodies for index splits, where Oracle would
 //! keep it in separate undo blocks. Such an image is sent unpadded rather than
 //! refused, since refusing would break the protocol for a cost the model
 //! already accepts; [`oversize_blocks`] counts them so a run can say how often

@@ -3,7 +3,7 @@
 //! size the sender counts, so the interconnect moves the bytes the model
 //! says it does.
 
-use fusion_core::config::px_params::MAX_SERVERS;
+use fusion_core::config::px_params::SERVERS_MAX;
 use fusion_core::px::{Batch, DOP_MAX, Dest, ExecId, PxMsg, QueryRef, SlaveId};
 use fusion_core::types::InstId;
 use prost::Message;
@@ -177,9 +177,9 @@ impl Codec {
                 exec: self.exec("PxProbeReply.exec", x.exec)?,
                 member: x.member,
                 cpu_dop: at_most("PxProbeReply.cpu_dop", x.cpu_dop, MAX_CPU_DOP)?,
-                free: at_most("PxProbeReply.free", x.free, MAX_SERVERS)?,
-                room: at_most("PxProbeReply.room", x.room, MAX_SERVERS)?,
-                target: at_most("PxProbeReply.target", x.target, MAX_SERVERS)?,
+                free: at_most("PxProbeReply.free", x.free, SERVERS_MAX)?,
+                room: at_most("PxProbeReply.room", x.room, SERVERS_MAX)?,
+                target: at_most("PxProbeReply.target", x.target, SERVERS_MAX)?,
                 load: x.load,
             },
             K::Start(x) => {
@@ -358,9 +358,9 @@ mod tests {
                 load: 3,
             }))
         };
-        assert!(reply(MAX_SERVERS).is_ok());
+        assert!(reply(SERVERS_MAX).is_ok());
         assert_eq!(
-            reply(MAX_SERVERS + 1).unwrap_err().field(),
+            reply(SERVERS_MAX + 1).unwrap_err().field(),
             "PxProbeReply.free"
         );
     }

@@ -109,7 +109,7 @@ pub struct Itl {
 }
 
 /// Undo records a block keeps before the oldest committed ones are trimmed.
-pub const UNDO_KEEP: usize = 32;
+pub const UNDO_RECORDS_MAX: usize = 32;
 
 /// How to undo one change.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -4,7 +4,7 @@
 //! and the trimming that keeps the history bounded.
 
 use super::image::Block;
-use super::parts::{Body, Itl, Piece, UNDO_KEEP, UndoOp, UndoRec};
+use super::parts::{Body, Itl, Piece, UNDO_RECORDS_MAX, UndoOp, UndoRec};
 use super::xid_set::{FewXids, XidIndex, XidSet};
 use std::sync::Arc;
 
@@ -64,7 +64,7 @@ impl Block {
     }
 
     /// Delayed block cleanout: record every commit SCN `lookup` knows in the
-    /// ITL, then trim undo that no reader can need beyond [`UNDO_KEEP`]. Holders
+    /// ITL, then trim undo that no reader can need beyond [`UNDO_RECORDS_MAX`]. Holders
     /// do this whenever they take or give up the current block, so a block that
     /// travels keeps a bounded history.
     pub fn clean_out_known(&mut self, lookup: &impl Fn(Xid) -> TxState) {
@@ -229,12 +229,12 @@ impl Block {
         }
     }
 
-    /// Drop the oldest undo of committed transactions beyond [`UNDO_KEEP`],
+    /// Drop the oldest undo of committed transactions beyond [`UNDO_RECORDS_MAX`],
     /// and ITL entries nothing refers to any more.
     fn trim(&mut self) {
         // Count first, then shift the rest down once.
         let mut drop = 0;
-        while self.undo.len() - drop > UNDO_KEEP {
+        while self.undo.len() - drop > UNDO_RECORDS_MAX {
             let Some(c) = self.itl_state(self.undo[drop].xid) else {
                 break;
             };
@@ -560,7 +560,7 @@ mod tests {
             CrError::Unknown(vec![remote])
         );
         let mut b = table(&[(1, 0)]);
-        for i in 1..=(UNDO_KEEP as u64 + 5) {
+        for i in 1..=(UNDO_RECORDS_MAX as u64 + 5) {
             b.update_row(0, x(i), i as i64, i * 10);
             b.clean_out(x(i), i * 10 + 1);
         }
@@ -573,7 +573,10 @@ mod tests {
         let latest = b
             .build_cr(10_000, Xid::NONE, 20_000, &|_| TxState::Unknown)
             .unwrap();
-        assert_eq!(latest.image.row(0).unwrap().val, UNDO_KEEP as i64 + 5);
+        assert_eq!(
+            latest.image.row(0).unwrap().val,
+            UNDO_RECORDS_MAX as i64 + 5
+        );
     }
 
     #[test]

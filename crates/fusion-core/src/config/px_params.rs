@@ -54,7 +54,7 @@ impl Default for PxParams {
 }
 
 /// The most servers an instance may have (Oracle's range of `parallel_max_servers`).
-pub const MAX_SERVERS: u32 = 3600;
+pub const SERVERS_MAX: u32 = 3600;
 /// `parallel_min_time_threshold = AUTO`.
 pub const AUTO_TIME_THRESHOLD_NS: Nanos = 10 * NS_PER_S;
 
@@ -90,7 +90,7 @@ impl PxParams {
     /// `parallel_max_servers`, derived from `cpu_count` when not set.
     pub fn max_servers(&self, cpu_count: u32) -> u32 {
         self.max_servers
-            .unwrap_or_else(|| (10 * cpu_count).min(MAX_SERVERS))
+            .unwrap_or_else(|| (10 * cpu_count).min(SERVERS_MAX))
     }
 
     /// `parallel_servers_target`, derived when not set (never above `parallel_max_servers`).
@@ -148,10 +148,10 @@ impl PxParams {
         };
         match name {
             "parallel_threads_per_cpu" => self.threads_per_cpu = int(1, 64)?,
-            "parallel_max_servers" => self.max_servers = Some(int(0, u64::from(MAX_SERVERS))?),
-            "parallel_min_servers" => self.min_servers = int(0, u64::from(MAX_SERVERS))?,
+            "parallel_max_servers" => self.max_servers = Some(int(0, u64::from(SERVERS_MAX))?),
+            "parallel_min_servers" => self.min_servers = int(0, u64::from(SERVERS_MAX))?,
             "parallel_servers_target" => {
-                self.servers_target = Some(int(0, u64::from(MAX_SERVERS))?)
+                self.servers_target = Some(int(0, u64::from(SERVERS_MAX))?)
             }
             "parallel_degree_policy" => {
                 self.degree_policy = match text()?.to_ascii_uppercase().as_str() {

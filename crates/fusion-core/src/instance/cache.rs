@@ -34,7 +34,7 @@ fn buf_id(i: usize) -> BufId {
 /// Buffers a foreground inspects from the cold end before giving up.
 const SCAN_MAX: u32 = 256;
 /// CR copies kept per block (`_db_block_max_cr_dba`).
-pub const MAX_CR_PER_BLOCK: usize = 6;
+pub const CR_PER_BLOCK_MAX: usize = 6;
 
 /// `v$bh.status` of a buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -447,7 +447,7 @@ impl Cache {
         }
     }
 
-    /// Drop the oldest unpinned CR copies of `blk` beyond [`MAX_CR_PER_BLOCK`] - 1,
+    /// Drop the oldest unpinned CR copies of `blk` beyond [`CR_PER_BLOCK_MAX`] - 1,
     /// making room for one more.
     pub fn limit_cr(&mut self, blk: BlockAddr) {
         // The chain is newest first: the oldest are at the end. Walked in
@@ -458,7 +458,7 @@ impl Cache {
             let b = self.get(at);
             let next = b.chain;
             if matches!(b.state, BufState::Cr { .. }) {
-                if seen >= MAX_CR_PER_BLOCK - 1 && !b.pinned() {
+                if seen >= CR_PER_BLOCK_MAX - 1 && !b.pinned() {
                     self.discard(at);
                 }
                 seen += 1;
@@ -472,7 +472,7 @@ impl Cache {
                     matches!(b.state, BufState::Cr { .. }) && !b.pinned()
                 })
                 .count()
-                < MAX_CR_PER_BLOCK,
+                < CR_PER_BLOCK_MAX,
             "{blk} keeps no room for another CR copy"
         );
     }

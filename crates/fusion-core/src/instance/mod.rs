@@ -186,8 +186,8 @@ impl Instance {
         if !inst.membership.sessions_wait() {
             inst.fg.start_sessions(&mut inst.k);
         }
-        inst.arm(redo::LGWR_TIMEOUT, Timer::LgwrTimeout);
-        inst.arm(redo::DBWR_TICK, Timer::DbwrTick);
+        inst.arm(redo::LGWR_TIMEOUT_NS, Timer::LgwrTimeout);
+        inst.arm(redo::DBWR_TICK_NS, Timer::DbwrTick);
         inst.arm(membership::HEARTBEAT_NS, Timer::CssTick);
         inst
     }
@@ -626,11 +626,11 @@ impl Instance {
             Timer::SessionWake(s) => self.fg.session_wake(&mut self.k, s),
             Timer::LgwrTimeout => {
                 self.redo.lgwr_timeout(&mut self.k);
-                self.arm(redo::LGWR_TIMEOUT, Timer::LgwrTimeout);
+                self.arm(redo::LGWR_TIMEOUT_NS, Timer::LgwrTimeout);
             }
             Timer::DbwrTick => {
                 self.dbwr_tick();
-                self.arm(redo::DBWR_TICK, Timer::DbwrTick);
+                self.arm(redo::DBWR_TICK_NS, Timer::DbwrTick);
             }
             Timer::CssTick => self.membership.css_tick(&mut self.k),
             Timer::LinkResend(peer, epoch) => self.membership.link_resend(&mut self.k, peer, epoch),
@@ -689,7 +689,7 @@ impl Instance {
     }
 
     /// Record a problem with a peer's message or an I/O (reported by the
-    /// driver, never panicked on). Kept up to [`ERRORS_KEPT`]: a peer that
+    /// driver, never panicked on). Kept up to [`ERRORS_MAX`]: a peer that
     /// sends garbage for ever must not grow the instance without bound.
     pub(super) fn error(&mut self, problem: String) {
         self.k.error(&problem);
@@ -729,7 +729,7 @@ impl Instance {
     }
 }
 
-pub use kernel::{ERRORS_KEPT, EventTally};
+pub use kernel::{ERRORS_MAX, EventTally};
 
 /// Check a block image against what a reader expected (used by checkers).
 pub fn row_value(block: &Block, key: u64) -> Option<i64> {

@@ -23,7 +23,7 @@ pub struct SlaveId {
 /// The largest degree of parallelism an execution may have: a slave's
 /// number in its set is 16-bit ([`SlaveId::idx`]). A QC never asks for
 /// more: every instance has at most `parallel_max_servers` servers (at most
-/// 3,600, `config::px_params::MAX_SERVERS`) and a cluster at most 16
+/// 3,600, `config::px_params::SERVERS_MAX`) and a cluster at most 16
 /// instances, 57,600 in all; a `Start` asking for more is refused.
 pub const DOP_MAX: u32 = u16::MAX as u32;
 

@@ -44,9 +44,9 @@ const PIECE: u64 = 48;
 const BIT: u64 = 8;
 /// An undo record a changed block carries (`UndoRec`, with its ITL
 /// entry's share), in every copy of the block; a block keeps at most
-/// `UNDO_KEEP` of them.
+/// `UNDO_RECORDS_MAX` of them.
 const UNDO: u64 = 64;
-const UNDO_KEEP: u64 = 32;
+const UNDO_RECORDS_MAX: u64 = 32;
 /// Each instance's maps from a block to its buffers (chain head, current).
 const BLOCK_MAP: u64 = 8;
 /// A buffer beyond its image: the `Buffer` in its slot (168 bytes), its LRU
@@ -54,7 +54,7 @@ const BLOCK_MAP: u64 = 8;
 /// (16 each), rounded up.
 const BUFFER: u64 = 240;
 /// Copies of a changed block one cache may hold: the current one, a past
-/// image and `MAX_CR_PER_BLOCK` (6) consistent-read copies; without
+/// image and `CR_PER_BLOCK_MAX` (6) consistent-read copies; without
 /// readers that want a consistent read of it, the first two.
 const COPIES_READ: u64 = 8;
 const COPIES_UNREAD: u64 = 2;
@@ -268,7 +268,7 @@ impl SegmentMemory {
                 m.undo = to_u64(churn.nextvals);
             }
         }
-        m.undo = m.undo.min(m.changed.saturating_mul(UNDO_KEEP));
+        m.undo = m.undo.min(m.changed.saturating_mul(UNDO_RECORDS_MAX));
         m
     }
 

@@ -300,13 +300,13 @@ fn limit_cr_drops_the_oldest_unpinned_copies_and_keeps_a_pinned_one() {
     let mut want: Vec<BufId> = copies[3..].iter().rev().copied().collect();
     want.push(copies[0]);
     assert_eq!(kept, want);
-    assert_eq!(kept.len() - 1, MAX_CR_PER_BLOCK - 1, "room for one more");
-    assert_eq!(c.used(), MAX_CR_PER_BLOCK);
+    assert_eq!(kept.len() - 1, CR_PER_BLOCK_MAX - 1, "room for one more");
+    assert_eq!(c.used(), CR_PER_BLOCK_MAX);
     // Unpinned, the oldest goes at the next limit.
     assert!(!c.unpin(copies[0]));
     c.limit_cr(blk);
     assert!(c.try_get(copies[0]).is_none());
-    assert_eq!(c.buffers_of(blk).count(), MAX_CR_PER_BLOCK - 1);
+    assert_eq!(c.buffers_of(blk).count(), CR_PER_BLOCK_MAX - 1);
 }
 
 /// A dirty current block that leaves twice keeps one past image here, with

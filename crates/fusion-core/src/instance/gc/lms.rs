@@ -20,12 +20,12 @@ use crate::msg::{Msg, Request};
 use crate::types::{BlockAddr, InstId, Scn};
 
 /// LMS did not start on a request within this long: the block is "congested".
-pub const CONGESTED_AFTER: Nanos = NS_PER_MS;
+pub const CONGESTED_AFTER_NS: Nanos = NS_PER_MS;
 
 /// Jobs one LMS worker may have queued: far more than the requests every
 /// session of a 64-instance cluster can have outstanding at once; reaching
 /// it means a peer floods this instance.
-pub const QUEUE_LIMIT: usize = 1 << 20;
+pub const QUEUE_MAX: usize = 1 << 20;
 
 /// Serving one forwarded request from this cache.
 #[derive(Clone, Debug)]
@@ -38,14 +38,14 @@ pub struct Serve {
     /// current image it was built from.
     pub built: Option<(Scn, Result<CrCopy, CrError>)>,
     /// A serving LMS (the master's or this one) did not start on it within
-    /// [`CONGESTED_AFTER`]: the requester names the wait `... congested`.
+    /// [`CONGESTED_AFTER_NS`]: the requester names the wait `... congested`.
     pub congested: bool,
 }
 
 impl Serve {
     /// A request the master routed here. Until the holder's LMS runs, the
     /// only LMS wait it carries is the master's: if that LMS did not start on
-    /// it within [`CONGESTED_AFTER`], the transfer is congested already.
+    /// it within [`CONGESTED_AFTER_NS`], the transfer is congested already.
     pub fn new(req: Request, master: InstId, shared: bool) -> Serve {
         Serve {
             req,
@@ -53,7 +53,7 @@ impl Serve {
             shared,
             stage: Stage::Start,
             built: None,
-            congested: req.timing.lms_wait > CONGESTED_AFTER,
+            congested: req.timing.lms_wait > CONGESTED_AFTER_NS,
         }
     }
 }
@@ -150,7 +150,7 @@ impl Lms {
     /// Queue a job behind the others.
     pub fn enqueue(&mut self, w: u8, job: Job, now: Nanos) -> Result<(), QueueFull> {
         let worker = &mut self.workers[usize::from(w)];
-        if worker.queue.len() - usize::from(worker.running) >= QUEUE_LIMIT {
+        if worker.queue.len() - usize::from(worker.running) >= QUEUE_MAX {
             return Err(QueueFull { worker: w });
         }
         worker.queue.push_back((job, now));

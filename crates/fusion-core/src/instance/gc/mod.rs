@@ -20,7 +20,7 @@ mod serve;
 
 pub(super) use gcs::{Drained, PROMOTE_REQ, Route, Source, UnexpectedAck};
 pub(super) use ges_route::{GesEffect, GesStep};
-pub(super) use lms::CONGESTED_AFTER;
+pub(super) use lms::CONGESTED_AFTER_NS;
 pub use masters::PfMaster;
 pub(super) use serve::{Holder, LmsStep, discard_pi, invalidate_local};
 

@@ -20,7 +20,7 @@ use super::super::membership::Net;
 use super::super::observe::{Hop, Observer};
 use super::super::redo::{FlushWaiter, Lgwr, Redo};
 use super::GlobalCache;
-use super::lms::{CONGESTED_AFTER, Job, QUEUE_LIMIT, Serve, Stage};
+use super::lms::{CONGESTED_AFTER_NS, Job, QUEUE_MAX, Serve, Stage};
 use crate::block::{Block, CrCopy, CrError, TxState};
 use crate::config::{Costs, Nanos};
 use crate::cpu::{ProcId, StepDone};
@@ -148,7 +148,7 @@ impl<'a, Tx: Fn(Xid) -> TxState> Holder<'a, Tx> {
         if let Err(full) = self.gc.lms.enqueue(w, job, self.k.now()) {
             self.k.error(&format!(
                 "LMS{} queue full ({} jobs): dropped a message from {from}",
-                full.worker, QUEUE_LIMIT
+                full.worker, QUEUE_MAX
             ));
             return;
         }
@@ -214,7 +214,7 @@ impl<'a, Tx: Fn(Xid) -> TxState> Holder<'a, Tx> {
             Job::Serve(mut s) => {
                 s.req.timing.lms_wait += wait;
                 s.req.timing.lms_proc += run;
-                if s.stage == Stage::Start && wait > CONGESTED_AFTER {
+                if s.stage == Stage::Start && wait > CONGESTED_AFTER_NS {
                     s.congested = true;
                 }
                 self.serve(w, s, run)

@@ -4,7 +4,7 @@
 use crate::types::InstId;
 
 /// Problems an instance keeps for its driver (the last one says more followed).
-pub const ERRORS_KEPT: usize = 1000;
+pub const ERRORS_MAX: usize = 1000;
 
 /// Bounded: a peer that sends garbage for ever must not grow the instance
 /// without bound. The only way in is [`ErrorLog::push`].
@@ -18,16 +18,16 @@ impl ErrorLog {
     /// last place says that more followed, and later problems are dropped.
     pub fn push(&mut self, me: InstId, problem: &str) {
         let n = self.kept.len();
-        if n + 1 < ERRORS_KEPT {
+        if n + 1 < ERRORS_MAX {
             self.kept.push(format!("{me}: {problem}"));
-        } else if n + 1 == ERRORS_KEPT {
+        } else if n + 1 == ERRORS_MAX {
             self.kept.push(format!(
                 "{me}: more problems followed; only the first {} are kept",
-                ERRORS_KEPT - 1
+                ERRORS_MAX - 1
             ));
         }
         debug_assert!(
-            self.kept.len() <= ERRORS_KEPT,
+            self.kept.len() <= ERRORS_MAX,
             "the error log outgrew its bound"
         );
     }
@@ -44,16 +44,16 @@ mod tests {
     #[test]
     fn the_log_stops_at_its_bound_and_says_so() {
         let mut log = ErrorLog::default();
-        for k in 0..3 * ERRORS_KEPT {
+        for k in 0..3 * ERRORS_MAX {
             log.push(InstId(1), &format!("problem {k}"));
         }
         let kept = log.as_slice();
-        assert_eq!(kept.len(), ERRORS_KEPT);
+        assert_eq!(kept.len(), ERRORS_MAX);
         assert_eq!(kept[0], format!("{}: problem 0", InstId(1)));
         assert_eq!(
-            kept[ERRORS_KEPT - 2],
-            format!("{}: problem {}", InstId(1), ERRORS_KEPT - 2)
+            kept[ERRORS_MAX - 2],
+            format!("{}: problem {}", InstId(1), ERRORS_MAX - 2)
         );
-        assert!(kept[ERRORS_KEPT - 1].contains("more problems followed"));
+        assert!(kept[ERRORS_MAX - 1].contains("more problems followed"));
     }
 }

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
 
-pub use errors::ERRORS_KEPT;
+pub use errors::ERRORS_MAX;
 use errors::ErrorLog;
 use io::IoTable;
 use procs::ProcTable;

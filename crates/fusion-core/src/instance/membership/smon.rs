@@ -7,7 +7,7 @@
 //! 2. claim the recovery set at the blocks' masters (with this instance's
 //!    reconfiguration reports, reconfig.rs): requests for a claimed block
 //!    wait until it is recovered;
-//! 3. once unfrozen, recover [`RECOVERY_BLOCKS_IN_FLIGHT`] blocks at a time:
+//! 3. once unfrozen, recover [`RECOVERY_BLOCKS_IN_FLIGHT_MAX`] blocks at a time:
 //!    the master says where the newest image is (a survivor's current copy:
 //!    nothing to do; its newest past image; or disk), the dead threads'
 //!    changes newer than the image are applied to it, the dead
@@ -41,7 +41,7 @@ use crate::types::{BlockAddr, InstId, InstSet, Scn, Xid};
 
 /// Blocks recovered at once (the reads, applies and writes of Oracle's
 /// parallel recovery processes overlap this much).
-pub const RECOVERY_BLOCKS_IN_FLIGHT: usize = 16;
+pub const RECOVERY_BLOCKS_IN_FLIGHT_MAX: usize = 16;
 
 #[derive(Debug, Default)]
 pub(super) struct Smon {
@@ -229,7 +229,7 @@ impl Membership {
     pub fn smon_window(&mut self) -> Vec<BlockAddr> {
         let mut ask = Vec::new();
         if let Some(run) = self.smon.run.as_mut() {
-            while run.in_flight < RECOVERY_BLOCKS_IN_FLIGHT && run.next < run.blocks.len() {
+            while run.in_flight < RECOVERY_BLOCKS_IN_FLIGHT_MAX && run.next < run.blocks.len() {
                 ask.push(run.blocks[run.next]);
                 run.next += 1;
                 run.in_flight += 1;
@@ -589,13 +589,13 @@ mod tests {
             "the application starts once"
         );
         let window = m.smon_window();
-        assert_eq!(window, claims[..RECOVERY_BLOCKS_IN_FLIGHT].to_vec());
+        assert_eq!(window, claims[..RECOVERY_BLOCKS_IN_FLIGHT_MAX].to_vec());
         assert!(m.smon_window().is_empty(), "the window is full");
         // A survivor holds the first block current: nothing to recover, and
         // the next block takes its place.
         assert!(m.smon_image(&mut k, window[0], RecoverSource::Current));
         m.smon_block_done(false);
-        assert_eq!(m.smon_window(), vec![claims[RECOVERY_BLOCKS_IN_FLIGHT]]);
+        assert_eq!(m.smon_window(), vec![claims[RECOVERY_BLOCKS_IN_FLIGHT_MAX]]);
         assert!(k.take_actions().is_empty());
         // The second is read from disk: the dead change is applied, then
         // rolled back (its transaction never committed), and written.
@@ -626,7 +626,7 @@ mod tests {
         m.smon_block_done(true);
         // Every other block is current somewhere: the recovery completes.
         let mut in_flight: Vec<BlockAddr> = window[2..].to_vec();
-        in_flight.push(claims[RECOVERY_BLOCKS_IN_FLIGHT]);
+        in_flight.push(claims[RECOVERY_BLOCKS_IN_FLIGHT_MAX]);
         in_flight.extend(m.smon_window());
         while let Some(blk) = in_flight.pop() {
             assert!(!m.smon_finish(&mut k, &mut obs), "blocks still in flight");

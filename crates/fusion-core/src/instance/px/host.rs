@@ -25,7 +25,7 @@ impl PxState {
     /// A new server process `Pnnn` joins the pool: its index.
     fn new_server(&mut self, k: &mut Kernel) -> usize {
         let idx = self.servers.len();
-        // At most parallel_max_servers servers (MAX_SERVERS, 3,600): the
+        // At most parallel_max_servers servers (SERVERS_MAX, 3,600): the
         // loader bounds parallel_min_servers by it and `host_start`
         // refuses a start that needs more than are free.
         let n = u32::try_from(idx).expect("PX servers are at most parallel_max_servers");

@@ -24,7 +24,7 @@ use crate::cpu::ProcId;
 use crate::types::BlockAddr;
 
 /// How often DBWR looks for work.
-pub const DBWR_TICK: Nanos = 200 * NS_PER_MS;
+pub const DBWR_TICK_NS: Nanos = 200 * NS_PER_MS;
 /// Dirty buffers older than this are written (the checkpoint target).
 pub const CHECKPOINT_AGE_NS: Nanos = 2 * NS_PER_S;
 /// Buffers one writer writes per pass.

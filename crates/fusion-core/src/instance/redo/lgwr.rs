@@ -24,7 +24,7 @@ use crate::stats::{Stat, Stats, Wait};
 use crate::types::Scn;
 
 /// LGWR writes at least this often when there is redo to write.
-pub const LGWR_TIMEOUT: Nanos = 3 * NS_PER_S;
+pub const LGWR_TIMEOUT_NS: Nanos = 3 * NS_PER_S;
 /// Block written records the log buffer holds at most before a write takes them.
 pub const BWR_PENDING_MAX: usize = 1 << 16;
 

@@ -17,8 +17,8 @@ mod lgwr_route;
 mod pi_writes;
 
 pub(super) use checkpoint::dirtied;
-pub(super) use dbwr::DBWR_TICK;
-pub(super) use lgwr::{FlushWaiter, LGWR_TIMEOUT, Lgwr};
+pub(super) use dbwr::DBWR_TICK_NS;
+pub(super) use lgwr::{FlushWaiter, LGWR_TIMEOUT_NS, Lgwr};
 
 use crate::cpu::ProcId;
 use crate::types::Scn;

@@ -303,7 +303,7 @@ impl Foregrounds {
             ));
             return None;
         };
-        let congested = req.timing.lms_wait > super::super::gc::CONGESTED_AFTER;
+        let congested = req.timing.lms_wait > super::super::gc::CONGESTED_AFTER_NS;
         let event = match (req.kind, congested) {
             (ReqKind::Cr { .. }, false) => Wait::GcCrGrant2Way,
             (ReqKind::Cr { .. }, true) => Wait::GcCrGrantCongested,

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use super::super::ERRORS_KEPT;
+use super::super::ERRORS_MAX;
 use super::super::events::Proc;
 use super::super::kernel::Kernel;
 use super::super::membership::{Delivery, Membership};
@@ -131,7 +131,7 @@ fn ten_thousand_stray_answers_keep_the_error_log_at_its_bound() {
         }
     }
     let errors = r.k.errors();
-    assert_eq!(errors.len(), ERRORS_KEPT);
-    assert!(errors[ERRORS_KEPT - 1].contains("more problems followed"));
+    assert_eq!(errors.len(), ERRORS_MAX);
+    assert!(errors[ERRORS_MAX - 1].contains("more problems followed"));
     assert_eq!(r.state(), SessionState::Think);
 }
