@@ -19,25 +19,31 @@ const SHORT: &[&str] = &[
     "phase.after.duration_s=1",
 ];
 
-#[test]
-fn live_chaos_runs_check_every_run_and_leave_no_process_behind() {
-    let mut args = vec![
-        "chaos",
-        "--live",
+/// `chaos --live` with `options` over instance-crash-recovery shortened,
+/// 2 runs from seed 44 (a pause and a kill, a kill and a loss): its JSON
+/// and stderr, once it exited 0.
+fn two_runs(options: &[&str]) -> (serde_json::Value, String) {
+    let mut args = vec!["chaos", "--live"];
+    args.extend_from_slice(options);
+    args.extend([
         "instance-crash-recovery",
         "--runs",
         "2",
-        // Seeds 44 and 45 draw a pause and a kill, a kill and a loss.
         "--seed",
         "44",
         "--json",
-    ];
+    ]);
     args.extend_from_slice(SHORT);
     let o = fusionlab(&args);
     let out = String::from_utf8_lossy(&o.stdout);
-    let err = String::from_utf8_lossy(&o.stderr);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
     assert_eq!(o.status.code(), Some(0), "{err}\n{out}");
-    let v: serde_json::Value = serde_json::from_str(&out).expect("one JSON object");
+    (serde_json::from_str(&out).expect("one JSON object"), err)
+}
+
+#[test]
+fn live_chaos_runs_check_every_run_and_leave_no_process_behind() {
+    let (v, err) = two_runs(&[]);
     assert_eq!(v["driver"], "live", "{v}");
     assert_eq!(v["runs"], 2, "{v}");
     assert!(v["commits_acknowledged"].as_u64().unwrap_or(0) > 0, "{v}");
@@ -76,25 +82,7 @@ fn live_chaos_on_a_running_cluster_uses_it_for_every_run_and_leaves_it_up() {
     let file = dir.path().join("cluster.toml");
     c.0.write(&file).expect("the cluster file");
     let file = file.to_str().expect("utf-8").to_string();
-    // Seeds 44 and 45 draw a pause and a kill, a kill and a loss.
-    let mut args = vec![
-        "chaos",
-        "--live",
-        "--cluster",
-        file.as_str(),
-        "instance-crash-recovery",
-        "--runs",
-        "2",
-        "--seed",
-        "44",
-        "--json",
-    ];
-    args.extend_from_slice(SHORT);
-    let o = fusionlab(&args);
-    let out = String::from_utf8_lossy(&o.stdout);
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(0), "{err}\n{out}");
-    let v: serde_json::Value = serde_json::from_str(&out).expect("one JSON object");
+    let (v, err) = two_runs(&["--cluster", file.as_str()]);
     assert_eq!(v["driver"], "live-cluster", "{v}");
     assert_eq!(v["commits_lost"], 0, "{v}");
     assert_eq!(v["violations"], 0, "{v}");

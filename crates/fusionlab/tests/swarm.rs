@@ -496,18 +496,10 @@ fn a_swarm_plays_the_myth_survives_a_kill_and_merges_a_campaign_where_the_engine
 /// and held at 0 replicas, the survivors recover it, the second variant
 /// starts it again (scaled back to 1); both variants' reports complete.
 fn scripted_kill(image: &str, stack: &str, token: &str) {
-    let cli = docker_cli();
     let t = Instant::now();
-    let mut args = swarm_runner(&cli, image, stack, token, &[]);
-    args.push("instance-crash-recovery".into());
-    args.extend(SCRIPTED_SETS.split_whitespace().map(str::to_string));
-    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-    let (code, out, err) = run_in(
-        Command::new("docker").args(&refs),
-        "",
-        Duration::from_secs(400),
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    let mut run = vec!["instance-crash-recovery"];
+    run.extend(SCRIPTED_SETS.split_whitespace());
+    let (code, out, err) = in_runner(image, stack, token, &[], &run);
     let report = flat(&out);
     assert!(
         code == 0 || code == 1,
@@ -548,9 +540,17 @@ fn docker_cli() -> String {
 }
 
 /// `docker run` of a runner on the stack's network with the engine's
-/// socket and CLI, as root (`extra`: more `docker run` options), up to
-/// `run --live ... --swarm STACK`; the scenario and its options follow.
-fn swarm_runner(cli: &str, image: &str, stack: &str, token: &str, extra: &[&str]) -> Vec<String> {
+/// socket and CLI, as root (`extra`: more `docker run` options), of `run
+/// --live ... --swarm STACK` and then `run` (the scenario and its
+/// options): its exit status, stdout and stderr.
+fn in_runner(
+    image: &str,
+    stack: &str,
+    token: &str,
+    extra: &[&str],
+    run: &[&str],
+) -> (i32, String, String) {
+    let cli = docker_cli();
     let cluster = repo().join("cluster/stack-cluster.toml");
     let mut args: Vec<String> = [
         "run",
@@ -586,9 +586,16 @@ fn swarm_runner(cli: &str, image: &str, stack: &str, token: &str, extra: &[&str]
             stack,
         ]
         .iter()
+        .chain(run)
         .map(|s| s.to_string()),
     );
-    args
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    run_in(
+        Command::new("docker").args(&refs),
+        "",
+        Duration::from_secs(400),
+    )
+    .unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// The live kernel-faults scenario (inst2's links narrowed, lossy, slowed)
@@ -611,19 +618,8 @@ fn kernel_faults(image: &str, stack: &str, token: &str) {
     );
     let mut extra = NET_RUNNER.to_vec();
     extra.extend(["-v", &mount]);
-    let mut args = swarm_runner(&docker_cli(), image, stack, token, &extra);
-    args.extend(
-        ["--json", "--check", "/scenarios/live-kernel-faults.toml"]
-            .iter()
-            .map(|s| s.to_string()),
-    );
-    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-    let (code, out, err) = run_in(
-        Command::new("docker").args(&refs),
-        "",
-        Duration::from_secs(400),
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    let run = ["--json", "--check", "/scenarios/live-kernel-faults.toml"];
+    let (code, out, err) = in_runner(image, stack, token, &extra, &run);
     assert_eq!(code, 0, "the kernel-faults run:\n{out}\n{err}");
     let report: serde_json::Value = serde_json::from_str(&out).expect("the JSON report");
     let inst2 = running_container(&format!("{stack}_inst2"));
@@ -667,30 +663,19 @@ fn partition_by_the_kernel(image: &str, stack: &str, token: &str) {
         return;
     }
     let t = Instant::now();
-    let mut args = swarm_runner(&docker_cli(), image, stack, token, &NET_RUNNER);
-    args.extend(
-        [
-            "--json",
-            "split-brain",
-            "--set",
-            "phase.warmup.duration_s=2",
-            "--set",
-            "phase.baseline.duration_s=4",
-            "--set",
-            "phase.split.duration_s=15",
-            "--set",
-            "phase.after.duration_s=5",
-        ]
-        .iter()
-        .map(|s| s.to_string()),
-    );
-    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-    let (code, out, err) = run_in(
-        Command::new("docker").args(&refs),
-        "",
-        Duration::from_secs(400),
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    let run = [
+        "--json",
+        "split-brain",
+        "--set",
+        "phase.warmup.duration_s=2",
+        "--set",
+        "phase.baseline.duration_s=4",
+        "--set",
+        "phase.split.duration_s=15",
+        "--set",
+        "phase.after.duration_s=5",
+    ];
+    let (code, out, err) = in_runner(image, stack, token, &NET_RUNNER, &run);
     assert!(
         code == 0 || code == 1,
         "split-brain ended with {code}:\n{err}"
