@@ -109,13 +109,33 @@ pub enum EnqKind {
     /// position): Oracle's waiters on a split queue on the splitting
     /// transaction's TX enqueue, `enq: TX - index contention`.
     IndexSplit,
+    /// `TX`: a transaction's enqueue (the id is its [`Xid`]). Its owner
+    /// holds it in X until the transaction ends; a row lock waiter asks
+    /// for it in X (`enq: TX - row lock contention`).
+    Tx,
 }
 
-/// A global enqueue resource: its kind and an id (the sequence's or index's position).
+/// A global enqueue resource: its kind and an id (the sequence's or
+/// index's position, a transaction's [`Xid`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ResName {
     pub kind: EnqKind,
-    pub id: u32,
+    pub id: u64,
+}
+
+impl ResName {
+    /// Transaction `xid`'s TX enqueue.
+    pub fn tx(xid: Xid) -> ResName {
+        ResName {
+            kind: EnqKind::Tx,
+            id: xid.0,
+        }
+    }
+
+    /// The transaction whose TX enqueue this is.
+    pub fn xid(self) -> Option<Xid> {
+        (self.kind == EnqKind::Tx).then_some(Xid(self.id))
+    }
 }
 
 /// Lock modes of a global enqueue, weakest first (Oracle's NL, SS, SX, S, SSX, X).
@@ -159,6 +179,43 @@ impl LockMode {
 pub struct Lvb {
     pub lo: u64,
     pub hi: u64,
+}
+
+/// How a transaction ended, as its TX enqueue's value block tells a waiter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TxEnd {
+    Committed(Scn),
+    /// Rolled back (an instance's recovery did it): its changes are undone
+    /// where they are met.
+    RolledBack,
+}
+
+impl Lvb {
+    const TX_COMMITTED: u64 = 1;
+    const TX_ROLLED_BACK: u64 = 2;
+
+    /// The value block an owner hands back with its TX enqueue.
+    pub fn tx_end(end: TxEnd) -> Lvb {
+        match end {
+            TxEnd::Committed(scn) => Lvb {
+                lo: scn,
+                hi: Lvb::TX_COMMITTED,
+            },
+            TxEnd::RolledBack => Lvb {
+                lo: 0,
+                hi: Lvb::TX_ROLLED_BACK,
+            },
+        }
+    }
+
+    /// What a TX enqueue's value block says (`None`: nothing, or garbage).
+    pub fn as_tx_end(self) -> Option<TxEnd> {
+        match self.hi {
+            Lvb::TX_COMMITTED => Some(TxEnd::Committed(self.lo)),
+            Lvb::TX_ROLLED_BACK => Some(TxEnd::RolledBack),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -332,6 +389,8 @@ pub enum Msg {
     },
     /// Dynamic remastering (LMD's): boxed, rare and larger than the rest.
     Drm(Box<DrmMsg>),
+    /// LMD's global deadlock search along the wait-for graph of row locks.
+    Deadlock(Box<DeadlockMsg>),
 }
 
 /// Dynamic remastering of one object (pkey) at a time, decided and run by
@@ -359,6 +418,46 @@ pub enum DrmMsg {
     },
     /// New master to every member: rebuilt; send the held requests.
     Done { drm: u32 },
+}
+
+/// One edge of the wait-for graph as LMD saw it: session `sid` of `inst`,
+/// running transaction `xid`, waits (wait number `wait_id`, since `since`)
+/// for transaction `holder` to end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WaitHop {
+    pub inst: InstId,
+    pub sid: u32,
+    pub xid: Xid,
+    pub holder: Xid,
+    pub wait_id: u64,
+    pub since: Nanos,
+    /// Whether its statement can be rolled back (a row update that has
+    /// changed nothing yet): a deadlock's victim must be.
+    pub abandonable: bool,
+}
+
+/// A global deadlock search (Chandy-Misra-Haas edge chasing): the path is
+/// the wait-for edges followed so far from the waiter that began it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DeadlockMsg {
+    /// To the owner of the last hop's `holder`: go on along the graph.
+    Search { path: Vec<WaitHop> },
+    /// Back to the first hop's instance: the path came back to its transaction.
+    Found { path: Vec<WaitHop> },
+    /// To hop `at`'s instance: is that wait still the same? (`at` equal to
+    /// the path's length: back at the first hop, every edge confirmed.)
+    Confirm { path: Vec<WaitHop>, at: u32 },
+}
+
+impl DeadlockMsg {
+    /// The edges followed so far.
+    pub fn path(&self) -> &[WaitHop] {
+        match self {
+            DeadlockMsg::Search { path }
+            | DeadlockMsg::Found { path }
+            | DeadlockMsg::Confirm { path, .. } => path,
+        }
+    }
 }
 
 impl Msg {
@@ -399,6 +498,7 @@ impl Msg {
             Msg::WriteCurrent { .. } => "WriteCurrent",
             Msg::LinkAck { .. } => "LinkAck",
             Msg::Drm(..) => "Drm",
+            Msg::Deadlock(..) => "Deadlock",
         }
     }
 }
@@ -532,6 +632,17 @@ impl Msg {
         matches!(self, Msg::Heartbeat { .. })
     }
 
+    /// The global enqueue resource a GES message is about.
+    pub fn enqueue(&self) -> Option<ResName> {
+        match self {
+            Msg::EnqConvert { res, .. }
+            | Msg::EnqGrant { res, .. }
+            | Msg::EnqBast { res, .. }
+            | Msg::EnqDown { res, .. } => Some(*res),
+            _ => None,
+        }
+    }
+
     /// Global enqueue service (GES) message.
     pub fn is_ges(&self) -> bool {
         matches!(
@@ -540,6 +651,7 @@ impl Msg {
                 | Msg::EnqGrant { .. }
                 | Msg::EnqBast { .. }
                 | Msg::EnqDown { .. }
+                | Msg::Deadlock(_)
         )
     }
 }

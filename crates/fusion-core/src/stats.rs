@@ -197,6 +197,10 @@ name_enum! {
         ReplayedLocksReceived => "replayed locks received",
         RemasterTime => "remaster time": Time,
         QuiesceTime => "quiesce time": Time,
+        // Deadlocks LMD broke (ORA-00060): the count Oracle keeps, and how
+        // long each victim had waited when its statement was rolled back.
+        EnqueueDeadlocks => "enqueue deadlocks",
+        DeadlockDetectionTime => "fusionlab deadlock detection time": Time,
     }
 }
 
@@ -230,6 +234,8 @@ impl Stat {
                 | ReplayedLocksReceived
                 | RemasterTime
                 | QuiesceTime
+                | EnqueueDeadlocks
+                | DeadlockDetectionTime
         )
     }
 
@@ -272,7 +278,8 @@ impl Stat {
             | MemoryWriteOpTime
             | RmanBackupElapsedTime
             | RemasterTime
-            | QuiesceTime => Unit::Time,
+            | QuiesceTime
+            | DeadlockDetectionTime => Unit::Time,
             _ => Unit::Count,
         }
     }

@@ -36,6 +36,7 @@ fn on_each(
         think_time: think_ms * NS_PER_MS,
         transactions: vec![txn(name, 1, steps)],
         iterations: None,
+        row_locks: Default::default(),
     }
 }
 

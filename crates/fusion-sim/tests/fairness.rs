@@ -30,6 +30,7 @@ fn on(inst: u8, name: &str, sessions: u32, think_ms: u64, steps: Vec<Step>) -> W
         think_time: think_ms * NS_PER_MS,
         transactions: vec![txn(name, 1, steps)],
         iterations: None,
+        row_locks: Default::default(),
     }
 }
 

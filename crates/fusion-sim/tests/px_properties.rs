@@ -227,6 +227,7 @@ fn scenario(c: &Config) -> Scenario {
         .workload(WorkloadSpec {
             instances: qcs,
             iterations: Some(c.iterations),
+            row_locks: Default::default(),
             ..workload("w", c.instances, c.sessions, NS_PER_MS, vec![statement])
         })
         .phase(phase("run", RUN_S * NS_PER_S))

@@ -112,6 +112,7 @@ fn scenario(c: &Config) -> Scenario {
         })
         .workload(WorkloadSpec {
             iterations: Some(c.calls),
+            row_locks: Default::default(),
             ..workload(
                 "w",
                 c.instances,

@@ -190,6 +190,7 @@ pub fn workload(
         think_time,
         transactions,
         iterations: None,
+        row_locks: Default::default(),
     }
 }
 

@@ -394,6 +394,7 @@ impl Codec {
                 got: *got,
             }),
             Msg::Drm(m) => K::Drm(self.encode_drm(m)),
+            Msg::Deadlock(m) => K::Deadlock(self.encode_deadlock(m)),
         };
         pb::Msg { kind: Some(kind) }
     }
@@ -525,6 +526,7 @@ impl Codec {
                 got: a.got,
             },
             K::Drm(d) => self.decode_drm(d)?,
+            K::Deadlock(d) => self.decode_deadlock(d)?,
         })
     }
 
@@ -620,6 +622,7 @@ pub(crate) fn res_pb(r: ResName) -> pb::ResName {
         EnqKind::Sv => pb::EnqKind::Sv,
         EnqKind::Ps => pb::EnqKind::Ps,
         EnqKind::IndexSplit => pb::EnqKind::IndexSplit,
+        EnqKind::Tx => pb::EnqKind::Tx,
     };
     pb::ResName {
         kind: kind as i32,
@@ -635,6 +638,7 @@ pub(crate) fn res_core(field: &'static str, r: Option<pb::ResName>) -> Result<Re
         Ok(pb::EnqKind::Sv) => EnqKind::Sv,
         Ok(pb::EnqKind::Ps) => EnqKind::Ps,
         Ok(pb::EnqKind::IndexSplit) => EnqKind::IndexSplit,
+        Ok(pb::EnqKind::Tx) => EnqKind::Tx,
         _ => {
             return Err(WireError::BadEnum {
                 field,

@@ -20,6 +20,7 @@
 pub mod accept;
 mod block;
 mod convert;
+mod convert_deadlock;
 mod convert_drm;
 mod convert_px;
 mod convert_reconfig;

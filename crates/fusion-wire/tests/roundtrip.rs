@@ -3,8 +3,8 @@
 
 use fusion_core::block::{Block, Body, Change, Itl, LeafEntry, Piece, Row, UndoOp, UndoRec};
 use fusion_core::msg::{
-    DrmMsg, EnqKind, Envelope, GrantKind, Held, LockMode, Lvb, Mode, Msg, ReqKind, Request,
-    ResName, ShipKind, Shipment, Timing, TxReport,
+    DeadlockMsg, DrmMsg, EnqKind, Envelope, GrantKind, Held, LockMode, Lvb, Mode, Msg, ReqKind,
+    Request, ResName, ShipKind, Shipment, Timing, TxReport, WaitHop,
 };
 use fusion_core::types::{BlockAddr, InstId, Rowid, Xid};
 use fusion_wire::{
@@ -171,7 +171,43 @@ fn res_name() -> impl Strategy<Value = ResName> {
         Just(EnqKind::Sv),
         Just(EnqKind::IndexSplit)
     ];
-    (kind, any::<u32>()).prop_map(|(kind, id)| ResName { kind, id })
+    prop_oneof![
+        (kind, any::<u32>()).prop_map(|(kind, id)| ResName {
+            kind,
+            id: u64::from(id)
+        }),
+        xid().prop_map(ResName::tx),
+    ]
+}
+
+fn deadlock_msg() -> impl Strategy<Value = Msg> {
+    let hop = (
+        inst(),
+        any::<u32>(),
+        xid(),
+        xid(),
+        any::<u64>(),
+        any::<u64>(),
+        any::<bool>(),
+    )
+        .prop_map(
+            |(inst, sid, xid, holder, wait_id, since, abandonable)| WaitHop {
+                inst,
+                sid,
+                xid,
+                holder,
+                wait_id,
+                since,
+                abandonable,
+            },
+        );
+    (vec(hop, 1..6), 0u8..3, any::<u32>())
+        .prop_map(|(path, kind, at)| match kind {
+            0 => DeadlockMsg::Search { path },
+            1 => DeadlockMsg::Found { path },
+            _ => DeadlockMsg::Confirm { path, at },
+        })
+        .prop_map(|m| Msg::Deadlock(Box::new(m)))
 }
 
 fn lock_mode() -> impl Strategy<Value = LockMode> {
@@ -314,6 +350,7 @@ fn msg() -> impl Strategy<Value = Msg> {
         (xid(), any::<u64>()).prop_map(|(xid, token)| Msg::TxWait { xid, token }),
         ges_msg(),
         drm_msg(),
+        deadlock_msg(),
     ]
 }
 

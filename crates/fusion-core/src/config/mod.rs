@@ -77,7 +77,15 @@ pub struct Params {
     /// `_gc_policy_minimum`: the gc activity per minute (opens of an
     /// object's blocks by one instance) for an object to be remastered.
     pub gc_policy_minimum: u64,
+    /// `_lm_dd_interval`: how long a row lock wait lasts before LMD looks
+    /// for a global deadlock through it, and how often it looks again (10 s
+    /// since 11g; a single instance, not RAC, checks every 3 s).
+    pub lm_dd_interval_ns: u64,
 }
+
+/// How long a single instance (not RAC) lets a TX enqueue wait before it
+/// looks for a deadlock: Oracle's 3-second enqueue timeout.
+pub const SINGLE_INSTANCE_DD_NS: u64 = 3 * NS_PER_S;
 
 impl Default for Params {
     fn default() -> Self {
@@ -100,6 +108,7 @@ impl Default for Params {
             numa_support: false,
             gc_policy_time_ns: 10 * 60 * NS_PER_S,
             gc_policy_minimum: 1500,
+            lm_dd_interval_ns: 10 * NS_PER_S,
         }
     }
 }
@@ -137,6 +146,7 @@ impl Params {
         "_enable_NUMA_support",
         "_gc_policy_time",
         "_gc_policy_minimum",
+        "_lm_dd_interval",
     ];
 
     /// Parameters that may change at a phase boundary of a running instance.
@@ -225,6 +235,7 @@ impl Params {
             "_enable_numa_support" => self.numa_support = boolean(value)?,
             "_gc_policy_time" => self.gc_policy_time_ns = policy_time(value)?,
             "_gc_policy_minimum" => self.gc_policy_minimum = int(value, 1, 1 << 40)?,
+            "_lm_dd_interval" => self.lm_dd_interval_ns = int(value, 1, 3600)? * NS_PER_S,
             _ => {
                 return Err(format!(
                     "unknown parameter `{name}` (known: {})",
@@ -615,6 +626,39 @@ pub struct WorkloadSpec {
     pub transactions: Vec<TxnTemplate>,
     /// Transactions each session runs before it stops; `None` runs forever.
     pub iterations: Option<u64>,
+    /// The order a transaction takes its rows in, and what it does when
+    /// its statement is a deadlock's victim.
+    pub row_locks: RowLockSpec,
+}
+
+/// How a workload's transactions take their row locks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RowLockSpec {
+    pub order: LockOrder,
+    pub on_deadlock: OnDeadlock,
+}
+
+/// The order a transaction updates the rows it drew.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LockOrder {
+    /// Ascending keys: two transactions never wait for each other in a
+    /// circle (the classic way to avoid deadlocks).
+    #[default]
+    Ascending,
+    Descending,
+    /// As drawn: any order, so deadlocks happen.
+    Drawn,
+}
+
+/// What a session does when its statement is rolled back with ORA-00060.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OnDeadlock {
+    /// Goes on with the transaction's next statement (the failed row is
+    /// left alone), as an application that logs the error and carries on.
+    #[default]
+    Continue,
+    /// Runs the failed statement again, still holding its locks.
+    Retry,
 }
 
 #[cfg(test)]

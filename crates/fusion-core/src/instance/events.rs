@@ -36,6 +36,8 @@ pub(super) enum Timer {
     LinkResend(InstId, u64),
     /// A block request not answered within 500 ms is lost (the block, the request).
     GcLost(BlockAddr, u64),
+    /// LMD's deadlock scan armed for this time (an earlier arming's is stale).
+    DeadlockScan(Nanos),
 }
 
 impl Proc {
@@ -65,6 +67,7 @@ impl Timer {
             Timer::CssTick => "CSS heartbeat tick",
             Timer::LinkResend(..) => "link resend",
             Timer::GcLost(..) => "gc lost-block timeout",
+            Timer::DeadlockScan(_) => "LMD deadlock scan",
         }
     }
 }

@@ -46,6 +46,27 @@ impl Instance {
         self.obs.alert_lines()
     }
 
+    /// The deadlocks LMD broke here (the newest 64): when, and each
+    /// cycle's waits as they were confirmed.
+    pub fn deadlocks(&self) -> Vec<super::DeadlockSeen> {
+        self.fg.row_locks().deadlocks().cloned().collect()
+    }
+
+    /// The row lock waits now, as edges of the wait-for graph: (session,
+    /// the transaction it runs, the transaction it waits for).
+    pub fn row_lock_waits(&self) -> Vec<(u32, crate::types::Xid, crate::types::Xid)> {
+        self.fg
+            .row_locks()
+            .edges()
+            .map(|(sid, holder)| (sid, self.fg.xid_of(sid), holder))
+            .collect()
+    }
+
+    /// Global enqueue locks kept: this instance's, and the resources it masters.
+    pub fn enqueue_sizes(&self) -> (usize, usize) {
+        self.gc.enqueue_sizes()
+    }
+
     /// `V$GCSPFMASTER_INFO`: the objects dynamic remastering moved since
     /// the last reconfiguration (by pkey, `Layout::object_of`), with their
     /// current and previous masters and remaster counts.

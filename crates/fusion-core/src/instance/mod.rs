@@ -37,6 +37,7 @@ pub use observe::{
     ALERT_LINES_MAX, AlertLine, Hop, Horizon, Observation, TRACE_PENDING_MAX, TraceRecord,
     TransferId,
 };
+pub use session::DeadlockSeen;
 
 use crate::block::Block;
 use crate::config::Server;
@@ -641,11 +642,20 @@ impl Instance {
                     .gc_lost(&mut self.k, &mut self.obs, net, master, blk, req);
             }
             Timer::HogWake(h, epoch) => self.maint.hog_wake(&mut self.k, h, epoch),
+            Timer::DeadlockScan(at) => self.deadlock_scan(at),
         }
     }
 
     fn on_message(&mut self, env: Envelope) {
         let from = env.from;
+        if let Some(res) = env.msg.enqueue()
+            && res
+                .xid()
+                .is_some_and(|x| x.is_none() || x.inst().0 >= self.k.instance_count())
+        {
+            self.error(format!("{from} named a TX enqueue of no instance: {res:?}"));
+            return;
+        }
         match env.msg {
             // Replies to this instance's own requests are handled at once by the
             // receiving foreground; requests for others go through an LMS.
@@ -682,8 +692,9 @@ impl Instance {
                 self.membership.recovered(threads);
                 self.roll_back_dead_in_cache();
             }
-            // Dynamic remastering: LMD's.
+            // Dynamic remastering and deadlock searches: LMD's.
             msg @ Msg::Drm(_) => self.on_drm(from, msg),
+            Msg::Deadlock(m) => self.on_deadlock(from, *m),
             msg => self.lms_enqueue(from, env.sent_at, msg),
         }
     }

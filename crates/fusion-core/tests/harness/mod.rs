@@ -476,6 +476,7 @@ pub fn workload(
             steps,
         }],
         iterations: Some(iterations),
+        row_locks: Default::default(),
     }
 }
 

@@ -2,7 +2,10 @@
 //! which instances, with how many sessions. The steps of a transaction are
 //! read in `steps.rs`.
 
-use fusion_core::config::{Catalog, Costs, IndexKind, NS_PER_MS, Step, TxnTemplate, WorkloadSpec};
+use fusion_core::config::{
+    Catalog, Costs, IndexKind, LockOrder, NS_PER_MS, OnDeadlock, RowLockSpec, Step, TxnTemplate,
+    WorkloadSpec,
+};
 
 use super::limits::{SESSIONS_PER_INSTANCE_MAX, SESSIONS_WHY};
 use super::problems::Validator;
@@ -15,8 +18,12 @@ const WORKLOAD_KEYS: &[&str] = &[
     "sessions_per_instance",
     "think_time_ms",
     "iterations",
+    "lock_order",
+    "on_deadlock",
     "transaction",
 ];
+const LOCK_ORDERS: &[&str] = &["ascending", "descending", "drawn"];
+const ON_DEADLOCK: &[&str] = &["continue", "retry"];
 const TRANSACTION_KEYS: &[&str] = &["name", "weight", "steps"];
 /// Largest transaction weight, so the weights of a workload always sum within a u32.
 const WEIGHT_MAX: u32 = 1_000_000;
@@ -75,6 +82,15 @@ impl Validator<'_> {
                 transactions =
                     self.transactions(list, &workload.at("transaction"), catalog, queries);
             }
+            let order = match self.word(&workload, "lock_order", LOCK_ORDERS) {
+                Some(1) => LockOrder::Descending,
+                Some(2) => LockOrder::Drawn,
+                _ => LockOrder::Ascending,
+            };
+            let on_deadlock = match self.word(&workload, "on_deadlock", ON_DEADLOCK) {
+                Some(1) => OnDeadlock::Retry,
+                _ => OnDeadlock::Continue,
+            };
             out.push(WorkloadSpec {
                 name: name.unwrap_or_default(),
                 instances: instances.unwrap_or_default(),
@@ -82,9 +98,30 @@ impl Validator<'_> {
                 think_time,
                 transactions,
                 iterations,
+                row_locks: RowLockSpec { order, on_deadlock },
             });
         }
         out
+    }
+
+    /// An optional key whose value is one of `words`: its position.
+    fn word(&mut self, table: &super::read::TableView, key: &str, words: &[&str]) -> Option<usize> {
+        let node = table.get(key)?;
+        let path = table.at(key);
+        let s = self.string(node, &path)?;
+        let found = words.iter().position(|w| *w == s);
+        if found.is_none() {
+            self.err(
+                node,
+                &path,
+                format!(
+                    "unknown {key} `{s}` (one of: {}){}",
+                    super::problems::quoted_list(words),
+                    super::problems::suggest(&s, words)
+                ),
+            );
+        }
+        found
     }
 
     /// `"all"` or a list of distinct instance numbers.

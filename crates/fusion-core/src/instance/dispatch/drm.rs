@@ -213,6 +213,8 @@ impl Instance {
     /// coordinator once quiet if a DRM waits for it.
     #[inline(always)]
     pub(in crate::instance) fn drm_after_input(&mut self) {
+        // A commit gives back the TX enqueues the GES asked for where it happens.
+        debug_assert!(!self.fg.row_locks().giving_back());
         if let Some(report) = self.gc.drm_tick(&self.k) {
             self.drm_to_coordinator(report);
         }

@@ -446,7 +446,7 @@ impl Instance {
     // ----- GES ----------------------------------------------------------------------------
 
     /// One step of the global enqueue service, and what it answered, applied.
-    fn ges_step(&mut self, step: impl FnOnce(&mut GesStep)) {
+    pub(super) fn ges_step(&mut self, step: impl FnOnce(&mut GesStep)) {
         let frozen = self.membership.reconfiguring();
         let mut ges = GesStep::new(&mut self.gc, &mut self.k, self.membership.net(), frozen);
         step(&mut ges);
@@ -454,10 +454,13 @@ impl Instance {
         self.apply_ges(effects);
     }
 
-    fn apply_ges(&mut self, effects: Vec<GesEffect>) {
+    pub(super) fn apply_ges(&mut self, effects: Vec<GesEffect>) {
         for e in effects {
             match e {
-                GesEffect::Resume(sid) => {
+                GesEffect::Resume(sid, res) if res.kind == crate::msg::EnqKind::Tx => {
+                    self.tx_enqueue_held(sid, res)
+                }
+                GesEffect::Resume(sid, _) => {
                     if self
                         .fg
                         .sessions()
@@ -467,6 +470,7 @@ impl Instance {
                         self.end_session_wait(sid);
                     }
                 }
+                GesEffect::OwnerAsked(xid) => self.tx_owner_asked(xid),
                 GesEffect::Hold { res, mode, token } => {
                     self.membership.hold_convert(res, mode, token)
                 }
@@ -770,14 +774,17 @@ impl Instance {
         match after {
             AfterCpu::Exec => self.fg.execute_done(&self.k, sid),
             AfterCpu::Visit(buf) => self.visit_done(sid, buf),
-            AfterCpu::Commit => self.fg.commit_done(
-                &mut self.k,
-                &mut self.cache,
-                &mut self.redo,
-                self.membership.net(),
-                &mut self.obs,
-                sid,
-            ),
+            AfterCpu::Commit => {
+                self.fg.commit_done(
+                    &mut self.k,
+                    &mut self.cache,
+                    &mut self.redo,
+                    self.membership.net(),
+                    &mut self.obs,
+                    sid,
+                );
+                self.give_back_tx_enqueues();
+            }
             AfterCpu::Split => self.split_done(sid),
             AfterCpu::Px => self.px_qc_cpu_done(sid),
             AfterCpu::Memory { ops } => self.fg.memory_writes_done(&mut self.k, sid, ops, d),
@@ -831,15 +838,6 @@ impl Instance {
             self.dir_request(req);
         } else {
             self.send(master, Msg::Request(req));
-        }
-    }
-
-    /// Session `sid` waits until transaction `holder` ends; a holder of an
-    /// instance no longer a member is asked of recovery.
-    pub(super) fn wait_for_tx(&mut self, sid: u32, holder: Xid) {
-        let net = self.membership.net();
-        if let Some(token) = self.fg.wait_for_tx(&mut self.k, net, sid, holder) {
-            self.ask_dead(token);
         }
     }
 

@@ -296,6 +296,9 @@ impl Instance {
             self.k.incr(Stat::GcsRequestsResubmitted);
             self.submit_request(req);
         }
+        // Row lock waits on a dead instance's transactions become lookups
+        // (asked of recovery below), and their TX enqueues are not asked again.
+        self.row_waits_of_dead(members);
         for (res, mode, token) in self.gc.pending_converts() {
             let master = self.enqueue_master(res);
             if master == self.id {

@@ -3,18 +3,28 @@
 //! `session/fusion.rs`), and where a step needs the directory, LMS or DBWR
 //! in the middle (a request to the master here, room in the cache, the
 //! master told of an install, LMS jobs waiting for a pin), it is sequenced
-//! here, in the order the work happens.
+//! here, in the order the work happens. A visit that meets a locked row
+//! waits for its transaction: the GES's TX enqueues and LMD's deadlock
+//! searches for those waits are sequenced here too.
 
 use super::super::Instance;
 use super::super::cache::{BufId, BufState, Cache, Victim};
+use super::super::events::Timer;
 use super::super::execution::{ExecPoint, Purpose};
-use super::super::session::{Acquired, Changed, Foregrounds, PendingRequest};
+use super::super::gc::GesStep;
+use super::super::session::{
+    Acquired, Changed, Confirm, Foregrounds, PATH_MAX, PendingRequest, RowLockWait, RowLocks,
+    Search, Via, dd_interval_ns,
+};
 use crate::block::{Block, Body, CrCopy, CrError};
 use crate::config::Nanos;
 use crate::metrics::BlockKind;
-use crate::msg::{GrantKind, Mode, Msg, ReqKind, Request, ShipKind, Shipment};
+use crate::msg::{
+    DeadlockMsg, GrantKind, LockMode, Lvb, Mode, Msg, ReqKind, Request, ResName, ShipKind,
+    Shipment, WaitHop,
+};
 use crate::stats::Stat;
-use crate::types::{BlockAddr, InstId, Scn, Xid};
+use crate::types::{BlockAddr, InstId, InstSet, Scn, Xid};
 
 impl Instance {
     /// Try to visit `blk`; returns true if the session can go on at once (it
@@ -486,5 +496,196 @@ impl Instance {
                 }
             }
         }
+    }
+}
+
+// ----- row lock waits and LMD's deadlock detection (session/row_locks.rs) ---------------
+
+impl Instance {
+    /// Session `sid` waits until transaction `holder` ends: here, on its
+    /// TX enqueue at the GES, or for recovery's word.
+    pub(in crate::instance) fn wait_for_tx(&mut self, sid: u32, holder: Xid) {
+        let net = self.membership.net();
+        match self.fg.wait_for_tx(&mut self.k, net, sid, holder) {
+            RowLockWait::Local => {}
+            RowLockWait::Ges(res) => {
+                let frozen = self.membership.reconfiguring();
+                let mut ges =
+                    GesStep::new(&mut self.gc, &mut self.k, self.membership.net(), frozen);
+                let held = ges.get(sid, res, LockMode::X);
+                let effects = ges.effects();
+                self.apply_ges(effects);
+                if held {
+                    // The transaction ended and this instance still holds its enqueue.
+                    self.tx_enqueue_held(sid, res);
+                }
+            }
+            RowLockWait::Recovery(token) => self.ask_dead(token),
+        }
+    }
+
+    /// Session `sid` holds the TX enqueue it waited for: the transaction
+    /// ended. It learns how, goes on, and gives the enqueue back.
+    pub(in crate::instance) fn tx_enqueue_held(&mut self, sid: u32, res: ResName) {
+        let lvb = self.gc.enqueue_value(res);
+        self.fg
+            .tx_enqueue_granted(&mut self.k, &mut self.obs, sid, res, lvb);
+        self.ges_step(|g| g.release(res, None));
+    }
+
+    /// The master asks for the TX enqueue of `xid`, a transaction of ours.
+    pub(in crate::instance) fn tx_owner_asked(&mut self, xid: Xid) {
+        if let Some(end) = self.fg.tx_owner_asked(xid) {
+            self.ges_step(|g| g.owner_release(ResName::tx(xid), Lvb::tx_end(end)));
+        }
+    }
+
+    /// Transactions that ended while the GES wanted their TX enqueue give it back.
+    pub(in crate::instance) fn give_back_tx_enqueues(&mut self) {
+        for (xid, end) in self.fg.row_locks_mut().take_given_back() {
+            self.ges_step(|g| g.owner_release(ResName::tx(xid), Lvb::tx_end(end)));
+        }
+    }
+
+    /// At a reconfiguration: the row lock waits on TX enqueues of
+    /// transactions whose instance is gone wait for recovery instead (as
+    /// lookups, which the caller asks of recovery).
+    pub(in crate::instance) fn row_waits_of_dead(&mut self, members: InstSet) {
+        let dropped = self.gc.drop_tx_enqueues(|i| !members.contains(i));
+        for (_, sids) in dropped {
+            for sid in sids {
+                self.fg.row_wait_for_recovery(&self.k, sid);
+            }
+        }
+    }
+
+    /// LMD's deadlock scan: a search from every row lock wait that has
+    /// lasted `_lm_dd_interval` since it began or was last searched from.
+    pub(in crate::instance) fn deadlock_scan(&mut self, at: Nanos) {
+        if !self.fg.row_locks().scan_due(at) {
+            return;
+        }
+        let now = self.k.now();
+        let dd_ns = dd_interval_ns(&self.k);
+        let (due, next) = self.fg.row_locks_mut().scan(now, dd_ns);
+        if let Some(next) = next {
+            self.arm(next - now, Timer::DeadlockScan(next));
+        }
+        for (sid, _) in due {
+            // A transaction that changed nothing holds no lock: nobody waits for it.
+            let xid = self.fg.xid_of(sid);
+            if xid.is_none() {
+                continue;
+            }
+            if let Some(hop) = self.fg.row_locks().hop(self.id, sid, xid) {
+                let to = hop.holder.inst();
+                self.deadlock_route(to, DeadlockMsg::Search { path: vec![hop] });
+            }
+        }
+    }
+
+    /// A peer's step of a deadlock search: checked, then taken.
+    pub(in crate::instance) fn on_deadlock(&mut self, from: InstId, m: DeadlockMsg) {
+        let path = m.path();
+        let n = self.k.instance_count();
+        let at_ok = match &m {
+            DeadlockMsg::Confirm { at, .. } => *at as usize <= path.len(),
+            _ => true,
+        };
+        if path.is_empty() || path.len() > PATH_MAX || path.iter().any(|h| h.inst.0 >= n) || !at_ok
+        {
+            self.error(format!("{from} sent a malformed deadlock search: {m:?}"));
+            return;
+        }
+        self.deadlock_step(m);
+    }
+
+    /// A step of a deadlock search for instance `to`: taken here, or sent.
+    fn deadlock_route(&mut self, to: InstId, m: DeadlockMsg) {
+        if to == self.id {
+            self.deadlock_step(m);
+        } else if self.membership.is_member(to) {
+            self.send(to, Msg::Deadlock(Box::new(m)));
+        }
+    }
+
+    /// Take one step of a deadlock search here, and the next ones that are
+    /// this instance's too, until one goes to another instance or ends.
+    fn deadlock_step(&mut self, m: DeadlockMsg) {
+        let me = self.id;
+        let mut next = Some(m);
+        while let Some(m) = next.take() {
+            let (to, m) = match m {
+                DeadlockMsg::Search { path } => {
+                    let Some(holder) = path.last().map(|h| h.holder) else {
+                        return;
+                    };
+                    if holder.inst() != me {
+                        self.error(format!("deadlock search for {holder}, not ours: {path:?}"));
+                        return;
+                    }
+                    let hop = self
+                        .fg
+                        .txn_session(holder)
+                        .and_then(|sid| self.fg.row_locks().hop(me, sid, holder));
+                    match RowLocks::search(path, hop) {
+                        Search::Forward(to, path) => (to, DeadlockMsg::Search { path }),
+                        Search::Found(to, path) => (to, DeadlockMsg::Found { path }),
+                        Search::Stop => return,
+                    }
+                }
+                // Only the victim's own search goes on to confirm: one per cycle.
+                DeadlockMsg::Found { path } => match path.first() {
+                    Some(first) if first.inst == me && RowLocks::victim(&path) == Some(0) => {
+                        (me, DeadlockMsg::Confirm { path, at: 0 })
+                    }
+                    _ => return,
+                },
+                DeadlockMsg::Confirm { path, at } => {
+                    match self.fg.row_locks().confirm(me, &path, at) {
+                        Confirm::Next(to, at) => (to, DeadlockMsg::Confirm { path, at }),
+                        Confirm::Victim(sid) => {
+                            self.deadlock_broken(sid, path);
+                            return;
+                        }
+                        Confirm::Stop => return,
+                    }
+                }
+            };
+            if to == me {
+                next = Some(m);
+            } else if self.membership.is_member(to) {
+                self.send(to, Msg::Deadlock(Box::new(m)));
+            }
+        }
+    }
+
+    /// ORA-00060 for session `sid`, the victim of the confirmed `cycle`.
+    fn deadlock_broken(&mut self, sid: u32, cycle: Vec<WaitHop>) {
+        let Some(w) = self.fg.deadlock_victim(&mut self.k, &mut self.obs, sid) else {
+            return;
+        };
+        if w.via == Via::Ges {
+            let res = ResName::tx(w.holder);
+            self.ges_step(|g| g.cancel(sid, res));
+        }
+        let now = self.k.now();
+        let line = if self.k.instance_count() > 1 {
+            format!(
+                "Global Enqueue Services Deadlock detected (session {sid} waited {} ms for TX {}; \
+                 its statement rolled back with ORA-00060). More info in file lmd0 trace.",
+                (now - w.since) / crate::config::NS_PER_MS,
+                w.holder
+            )
+        } else {
+            format!(
+                "ORA-00060: Deadlock detected (session {sid} waited {} ms for TX {}). \
+                 More info in file ora trace.",
+                (now - w.since) / crate::config::NS_PER_MS,
+                w.holder
+            )
+        };
+        self.obs.alert(now, line);
+        self.fg.row_locks_mut().record(now, cycle);
     }
 }

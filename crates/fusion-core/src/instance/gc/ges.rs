@@ -22,7 +22,7 @@ use std::collections::VecDeque;
 use rustc_hash::FxHashMap;
 
 use crate::config::Nanos;
-use crate::msg::{LockMode, Lvb, ResName};
+use crate::msg::{EnqKind, LockMode, Lvb, ResName};
 use crate::stats::{Stat, Stats};
 use crate::types::InstId;
 
@@ -39,6 +39,25 @@ struct MasterRes {
 }
 
 impl MasterRes {
+    /// A new record of `res`. A TX enqueue's owner holds it in X from its
+    /// transaction's first change until it ends, without telling the master
+    /// (a transaction nobody waits for costs no message): the master takes
+    /// that for granted when it first hears of the resource, and asks the
+    /// owner with a blocking AST like any other holder.
+    fn new(res: ResName) -> MasterRes {
+        let mut r = MasterRes::default();
+        if let Some(xid) = res.xid() {
+            r.granted.push((xid.inst(), LockMode::X));
+        }
+        r
+    }
+
+    /// Nobody holds or wants the resource: a TX enqueue's record goes
+    /// (transactions are many; each is waited for at most a few times).
+    fn unused(&self) -> bool {
+        self.granted.is_empty() && self.queue.is_empty()
+    }
+
     /// Whether `who` may hold `mode` next to every other holder.
     fn fits(&self, who: InstId, mode: LockMode) -> bool {
         self.granted
@@ -172,7 +191,10 @@ impl Ges {
             }
             // Mastered here and free: granted without a message or a wait.
             if master == me && lk.pending.is_none() {
-                let r = self.master.entry(res).or_default();
+                let r = self
+                    .master
+                    .entry(res)
+                    .or_insert_with(|| MasterRes::new(res));
                 if r.queue.is_empty() && r.fits(me, mode) {
                     r.set(me, mode);
                     let lvb = r.lvb;
@@ -291,6 +313,59 @@ impl Ges {
         lk.user.is_none()
     }
 
+    /// Session `sid` no longer waits for `res` (its statement was rolled
+    /// back, or the transaction it waited for is recovery's now). True
+    /// when it was waiting.
+    pub fn cancel_waiter(&mut self, res: ResName, sid: u32) -> bool {
+        let Some(lk) = self.locks.get_mut(&res) else {
+            return false;
+        };
+        let before = lk.waiters.len();
+        lk.waiters.retain(|&(s, _)| s != sid);
+        lk.waiters.len() < before
+    }
+
+    /// A TX enqueue this instance holds only while a waiter learns that the
+    /// transaction ended: the mode to give back (if any) once nobody here
+    /// uses, waits for or converts it, and the lock is forgotten then.
+    /// `None` while it is still in use.
+    pub fn tx_idle(&mut self, res: ResName) -> Option<LockMode> {
+        debug_assert_eq!(res.kind, EnqKind::Tx);
+        let lk = self.locks.get(&res)?;
+        if lk.user.is_some() || !lk.waiters.is_empty() || lk.pending.is_some() {
+            return None;
+        }
+        Some(lk.mode)
+    }
+
+    /// Forget a TX enqueue given back (see [`Ges::tx_idle`]).
+    pub fn forget(&mut self, res: ResName) {
+        let removed = self.locks.remove(&res);
+        debug_assert!(removed.is_none_or(|l| l.mode == LockMode::Nl && l.user.is_none()));
+    }
+
+    /// The TX enqueues this instance waits for whose owner is gone: their
+    /// waiting sessions, and the locks forgotten (the survivors' masters
+    /// rebuild without them; recovery answers the sessions).
+    pub fn drop_tx_of(&mut self, gone: impl Fn(InstId) -> bool) -> Vec<(ResName, Vec<u32>)> {
+        let mut dropped: Vec<(ResName, Vec<u32>)> = self
+            .locks
+            .iter()
+            .filter(|(res, _)| res.xid().is_some_and(|x| gone(x.inst())))
+            .map(|(&res, l)| (res, l.waiters.iter().map(|&(s, _)| s).collect()))
+            .collect();
+        dropped.sort_unstable_by_key(|(res, _)| *res);
+        for (res, _) in &dropped {
+            self.locks.remove(res);
+        }
+        dropped
+    }
+
+    /// Locks kept (for tests and reports): this instance's, and the records it masters.
+    pub fn sizes(&self) -> (usize, usize) {
+        (self.locks.len(), self.master.len())
+    }
+
     // ----- reconfiguration ---------------------------------------------------------------
 
     /// The locks this instance holds (NL omitted), with their value blocks,
@@ -347,7 +422,10 @@ impl Ges {
         mode: LockMode,
         token: u64,
     ) -> Option<MasterGrant> {
-        let r = self.master.entry(res).or_default();
+        let r = self
+            .master
+            .entry(res)
+            .or_insert_with(|| MasterRes::new(res));
         if r.queue.is_empty() && r.fits(from, mode) {
             r.set(from, mode);
             return Some((from, mode, token, r.lvb));
@@ -379,6 +457,9 @@ impl Ges {
             r.queue.pop_front();
             r.set(who, m);
             grants.push((who, m, token, r.lvb));
+        }
+        if res.kind == EnqKind::Tx && r.unused() {
+            self.master.remove(&res);
         }
         grants
     }

@@ -10,15 +10,19 @@ use super::super::kernel::Kernel;
 use super::super::membership::Net;
 use super::GlobalCache;
 use super::ges::{Get, HandOn, MasterGrant};
-use crate::msg::{LockMode, Lvb, Msg, ResName};
+use crate::msg::{EnqKind, LockMode, Lvb, Msg, ResName};
 use crate::types::InstId;
 
 /// What the global enqueue service needs of the rest of the instance.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(in crate::instance) enum GesEffect {
-    /// Session `sid` waited for a lock it now holds (if it still waits on
-    /// an enqueue, its wait ends).
-    Resume(u32),
+    /// Session `sid` waited for a lock on `res` it now holds (if it still
+    /// waits on an enqueue, its wait ends).
+    Resume(u32, ResName),
+    /// The master asks this instance, the owner of transaction `xid`, for
+    /// its TX enqueue: give it back when the transaction ends
+    /// ([`GesStep::owner_release`]), at once if it has.
+    OwnerAsked(crate::types::Xid),
     /// A conversion for the master here while the directory is frozen:
     /// held until it unfreezes.
     Hold {
@@ -91,13 +95,51 @@ impl<'a, 'n> GesStep<'a, 'n> {
             self.down(res);
         }
         self.hand_on(res);
+        if res.kind == EnqKind::Tx {
+            self.tx_idle(res);
+        }
+    }
+
+    /// A TX enqueue nobody here uses or waits for any more is given back
+    /// and forgotten: a waiter only needed to learn that the transaction
+    /// ended.
+    fn tx_idle(&mut self, res: ResName) {
+        match self.gc.ges.tx_idle(res) {
+            None => {}
+            Some(LockMode::Nl) => self.gc.ges.forget(res),
+            Some(_) => {
+                self.down(res);
+                self.gc.ges.forget(res);
+            }
+        }
+    }
+
+    /// Session `sid` stops waiting for `res` (its statement was rolled back).
+    pub fn cancel(&mut self, sid: u32, res: ResName) {
+        if self.gc.ges.cancel_waiter(res, sid) && res.kind == EnqKind::Tx {
+            self.tx_idle(res);
+        }
+    }
+
+    /// The owner of the transaction behind TX enqueue `res` gives it back:
+    /// the transaction ended (`lvb` says how: see `TxEnd`).
+    pub fn owner_release(&mut self, res: ResName, lvb: Lvb) {
+        debug_assert_eq!(res.xid().map(|x| x.inst()), Some(self.k.id()));
+        let master = self.master(res);
+        if master == self.k.id() {
+            self.master_down(master, res, LockMode::Nl, Some(lvb));
+        } else {
+            let (mode, lvb) = (LockMode::Nl, Some(lvb));
+            self.net
+                .send(self.k, master, Msg::EnqDown { res, mode, lvb });
+        }
     }
 
     /// Give the lock to the next local waiter, or ask the master for the mode it needs.
     fn hand_on(&mut self, res: ResName) {
         match self.gc.ges.hand_on(res) {
             HandOn::Nothing => {}
-            HandOn::Resume(sid) => self.effects.push(GesEffect::Resume(sid)),
+            HandOn::Resume(sid) => self.effects.push(GesEffect::Resume(sid, res)),
             HandOn::Convert(mode) => self.convert(res, mode),
         }
     }
@@ -151,10 +193,20 @@ impl<'a, 'n> GesStep<'a, 'n> {
             return;
         }
         self.hand_on(res);
+        if res.kind == EnqKind::Tx {
+            self.tx_idle(res);
+        }
     }
 
     /// The master wants this instance's lock on `res` for someone else.
     pub fn bast(&mut self, res: ResName) {
+        if let Some(xid) = res.xid()
+            && xid.inst() == self.k.id()
+        {
+            // The owner's X lock is its transaction's: given back when it ends.
+            self.effects.push(GesEffect::OwnerAsked(xid));
+            return;
+        }
         if self.gc.ges.bast(res) {
             self.down(res);
             self.hand_on(res);
@@ -295,7 +347,7 @@ mod tests {
         assert!(r.gc.enq_holds(1, res) && !r.gc.enq_holds(2, res));
         assert_eq!(
             r.step(false, |g| g.release(res, None)).1,
-            vec![GesEffect::Resume(2)]
+            vec![GesEffect::Resume(2, res)]
         );
         assert!(r.gc.enq_holds(2, res));
         assert!(r.sent().is_empty(), "no message for a lock mastered here");
@@ -324,7 +376,7 @@ mod tests {
         let lvb = Lvb { lo: 7, hi: 9 };
         assert_eq!(
             r.step(false, |g| g.granted(res, LockMode::S, token, lvb)).1,
-            vec![GesEffect::Resume(4)]
+            vec![GesEffect::Resume(4, res)]
         );
         assert!(r.gc.enq_holds(4, res));
         assert_eq!(r.gc.enqueue_value(res), lvb);
@@ -352,7 +404,7 @@ mod tests {
         assert_eq!(
             r.step(false, |g| g.master_convert(ME, res, LockMode::X, token))
                 .1,
-            vec![GesEffect::Resume(1)]
+            vec![GesEffect::Resume(1, res)]
         );
     }
 

@@ -146,6 +146,17 @@ impl GlobalCache {
     // ----- reading ------------------------------------------------------------------------
 
     /// A lock's value block as this instance holds it.
+    /// Global enqueue locks kept: this instance's, and the resources it masters.
+    pub fn enqueue_sizes(&self) -> (usize, usize) {
+        self.ges.sizes()
+    }
+
+    /// Forget the TX enqueues this instance waits for whose owner is
+    /// gone: their waiting sessions (see `Ges::drop_tx_of`).
+    pub fn drop_tx_enqueues(&mut self, gone: impl Fn(InstId) -> bool) -> Vec<(ResName, Vec<u32>)> {
+        self.ges.drop_tx_of(gone)
+    }
+
     pub fn enqueue_value(&self, res: ResName) -> Lvb {
         self.ges.value(res)
     }

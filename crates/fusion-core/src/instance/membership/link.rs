@@ -127,6 +127,8 @@ pub enum OrderKey {
     Reconfig,
     /// Dynamic remastering's steps, in the order they were sent.
     Drm,
+    /// LMD's deadlock searches.
+    Deadlock,
 }
 
 impl OrderKey {
@@ -148,6 +150,7 @@ impl OrderKey {
             | Msg::EnqDown { res, .. } => Enqueue(*res),
             Msg::Px(_) => Px,
             Msg::Drm(_) => Drm,
+            Msg::Deadlock(_) => Deadlock,
             Msg::ScnBroadcast { .. } | Msg::ScnAck { .. } => Scn,
             // Heartbeats and acknowledgements (the block messages returned above).
             _ => return None,

@@ -59,6 +59,7 @@ impl Rig {
                 steps: vec![Step::ParallelQuery(Box::new(query))],
             }],
             iterations: None,
+            row_locks: Default::default(),
         }]);
         let fg = Foregrounds::new(InstId(1), 2, k.layout(), &catalog, workloads, 0);
         Rig {

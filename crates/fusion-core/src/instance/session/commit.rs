@@ -7,18 +7,21 @@
 //! once, without a session wait.
 
 use super::super::cache::{BufId, Cache};
-use super::super::execution::ExecPoint;
+use super::super::events::Timer;
+use super::super::execution::{ExecPoint, Purpose};
 use super::super::kernel::Kernel;
 use super::super::membership::{Net, roll_back_dead};
 use super::super::observe::{Observation, Observer};
 use super::super::redo::{FlushWaiter, Redo, dirtied};
 use super::access::Acquired;
+use super::row_locks::{RowWait, Via};
 use super::state::{AfterCpu, SessionState};
 use super::workload::unit;
-use super::{Foregrounds, TxWaiter, record};
-use crate::block::Change;
+use super::{Foregrounds, RowLockWait, TxWaiter, dd_interval_ns, record};
+use crate::block::{Change, TxState};
 use crate::config::Nanos;
-use crate::msg::{Msg, RedoRecord, TxReport};
+use crate::config::OnDeadlock;
+use crate::msg::{Lvb, Msg, RedoRecord, ResName, TxEnd, TxReport};
 use crate::stats::{Stat, Wait};
 use crate::types::{BlockAddr, Scn, Xid};
 
@@ -125,7 +128,8 @@ impl Foregrounds {
     }
 
     /// `xid` committed at `scn`: local sessions waiting on it go on, other
-    /// instances waiting on it are told.
+    /// instances waiting on it are told (through its TX enqueue's master
+    /// when the GES asked for it, `TxStatus` for a lookup that waits).
     fn wake_tx_waiters(
         &mut self,
         k: &mut Kernel,
@@ -138,6 +142,7 @@ impl Foregrounds {
             match waiter {
                 TxWaiter::Session(other) => {
                     if self.sessions.session(other).st == SessionState::WaitTx {
+                        self.rows.end(other);
                         self.end_wait(k, obs, other, None);
                         self.set_ready(k, other);
                     }
@@ -151,6 +156,7 @@ impl Foregrounds {
                         report: TxReport::Committed(scn),
                     },
                 ),
+                TxWaiter::Ges => self.rows.give_back(xid, TxEnd::Committed(scn)),
             }
         }
     }
@@ -194,29 +200,154 @@ impl Foregrounds {
     }
 
     /// Session `sid` waits until transaction `holder` ends (a row lock or an
-    /// index piece). Returns the lookup to ask recovery about when the
-    /// holder's instance is no longer a member.
+    /// index piece): behind it here when it is this instance's; on its TX
+    /// enqueue when its owner is another member (the dispatcher asks the
+    /// GES); for recovery's word (the lookup's token) when its owner is no
+    /// longer a member. LMD's deadlock scan is armed if it is not.
     #[must_use]
     pub(in crate::instance) fn wait_for_tx(
         &mut self,
         k: &mut Kernel,
-        mut net: Net,
+        net: Net,
         sid: u32,
         holder: Xid,
-    ) -> Option<u64> {
+    ) -> RowLockWait {
         self.begin_wait(k, sid, Wait::EnqTxRowLockContention, SessionState::WaitTx);
-        if holder.inst() == k.id() {
+        let (wait, via) = if holder.inst() == k.id() {
             self.txns.wait_for_end(holder, TxWaiter::Session(sid));
+            (RowLockWait::Local, Via::Local)
+        } else if net.is_member(holder.inst()) {
+            (RowLockWait::Ges(ResName::tx(holder)), Via::Ges)
+        } else {
+            let token = self.sessions.start_lookup(sid, k.scn(), holder, true);
+            self.sessions.session_mut(sid).pending_lookups = 1;
+            (RowLockWait::Recovery(token), Via::Recovery)
+        };
+        let abandonable = matches!(
+            self.sessions.session(sid).cur,
+            ExecPoint::Table {
+                purpose: Purpose::Update,
+                ..
+            }
+        );
+        let dd_ns = dd_interval_ns(k);
+        if let Some(at) = self
+            .rows
+            .begin(sid, holder, k.now(), dd_ns, abandonable, via)
+        {
+            k.arm(at - k.now(), Timer::DeadlockScan(at));
+        }
+        wait
+    }
+
+    /// A row lock wait on another member's transaction: its TX enqueue was
+    /// granted (`lvb`: how the transaction ended). The session goes on and
+    /// looks at the row again; the enqueue is given back at once.
+    pub(in crate::instance) fn tx_enqueue_granted(
+        &mut self,
+        k: &mut Kernel,
+        obs: &mut Observer,
+        sid: u32,
+        res: ResName,
+        lvb: Lvb,
+    ) {
+        let Some(xid) = res.xid() else {
+            return;
+        };
+        match lvb.as_tx_end() {
+            Some(TxEnd::Committed(scn)) => self.txns.learn_commit(xid, scn),
+            // Recovery rolled it back: what it changed is undone where it is met.
+            Some(TxEnd::RolledBack) => {}
+            None => k.error(&format!(
+                "TX enqueue of {xid} granted without how the transaction ended"
+            )),
+        }
+        let waited = self.rows.end(sid);
+        debug_assert!(waited.is_none_or(|w| w.holder == xid && w.via == Via::Ges));
+        if self.sessions.session(sid).st == SessionState::WaitTx {
+            self.end_wait(k, obs, sid, None);
+            self.set_ready(k, sid);
+        }
+    }
+
+    /// The owner of a transaction another member waits for died: the
+    /// session waits for recovery's word instead, as a lookup (which the
+    /// reconfiguration asks of recovery with the others).
+    pub(in crate::instance) fn row_wait_for_recovery(&mut self, k: &Kernel, sid: u32) {
+        let Some(&w) = self.rows.wait_of(sid) else {
+            return;
+        };
+        if self.sessions.session(sid).st != SessionState::WaitTx {
+            return;
+        }
+        let _token = self.sessions.start_lookup(sid, k.scn(), w.holder, true);
+        self.sessions.session_mut(sid).pending_lookups = 1;
+        self.rows.via_recovery(sid);
+    }
+
+    /// The GES asks this instance, the owner of `xid`, for its TX enqueue:
+    /// how the transaction ended, or `None` while it runs (it is given back
+    /// when it ends: [`RowLocks::take_given_back`]).
+    pub(in crate::instance) fn tx_owner_asked(&mut self, xid: Xid) -> Option<TxEnd> {
+        match self.txns.state(xid) {
+            TxState::Committed(scn) => Some(TxEnd::Committed(scn)),
+            TxState::Active if xid.seq() > self.txns.base() => {
+                self.txns.wait_for_end(xid, TxWaiter::Ges);
+                None
+            }
+            // An earlier life's transaction: recovery rolled it back.
+            TxState::Active | TxState::Unknown => Some(TxEnd::RolledBack),
+        }
+    }
+
+    /// The session of this instance running transaction `xid`, if any.
+    pub(in crate::instance) fn txn_session(&self, xid: Xid) -> Option<u32> {
+        if xid.is_none() {
             return None;
         }
-        let token = self.sessions.start_lookup(sid, k.scn(), holder, true);
-        self.sessions.session_mut(sid).pending_lookups = 1;
-        if net.is_member(holder.inst()) {
-            net.send(k, holder.inst(), Msg::TxWait { xid: holder, token });
-            None
-        } else {
-            Some(token)
+        self.sessions
+            .ids()
+            .find(|&sid| self.sessions.session(sid).xid == xid)
+    }
+
+    /// The transaction session `sid` runs (`Xid::NONE` before its first change).
+    pub(in crate::instance) fn xid_of(&self, sid: u32) -> Xid {
+        self.sessions.session(sid).xid
+    }
+
+    /// ORA-00060: session `sid`'s statement is rolled back, the victim of a
+    /// deadlock. Only a row update that has not changed its row yet is
+    /// chosen, so nothing is undone: the execution ends, and the
+    /// transaction goes on with its next one, or runs this one again, as
+    /// the workload says. Returns the wait it was in.
+    pub(in crate::instance) fn deadlock_victim(
+        &mut self,
+        k: &mut Kernel,
+        obs: &mut Observer,
+        sid: u32,
+    ) -> Option<RowWait> {
+        let w = self.rows.end(sid)?;
+        debug_assert!(w.abandonable && w.via != Via::Recovery);
+        debug_assert_eq!(self.sessions.session(sid).st, SessionState::WaitTx);
+        if w.via == Via::Local {
+            self.txns.cancel_wait(w.holder, sid);
         }
+        k.incr(Stat::EnqueueDeadlocks);
+        k.add(Stat::DeadlockDetectionTime, k.now() - w.since);
+        self.end_wait(k, obs, sid, None);
+        let workload = self.sessions.session(sid).workload;
+        let retry = self.workloads.spec(workload).row_locks.on_deadlock == OnDeadlock::Retry;
+        let s = self.sessions.session_mut(sid);
+        if retry && let ExecPoint::Table { table, key, .. } = s.cur {
+            // The same row again, as the next execution of the statement.
+            if let Some((_, keys)) = s.update_keys.iter_mut().find(|(t, _)| *t == table) {
+                keys.push(key);
+                s.execs_left += 1;
+            }
+        }
+        self.sessions.go_to(sid, ExecPoint::None);
+        self.set_ready(k, sid);
+        Some(w)
     }
 
     /// Ask the owners of transactions whose state a CR build needs. The
@@ -266,6 +397,14 @@ impl Foregrounds {
         let Some((sid, asked_at)) = self.sessions.end_lookup(token) else {
             return;
         };
+        // A row lock wait for a dead instance's transaction ends with the answer.
+        if self
+            .rows
+            .wait_of(sid)
+            .is_some_and(|w| w.via == Via::Recovery)
+        {
+            self.rows.end(sid);
+        }
         if self.sessions.session(sid).pending_lookups == 0 {
             k.error(&format!(
                 "answer {token} about transaction {xid} for session {sid}, which asked nothing"

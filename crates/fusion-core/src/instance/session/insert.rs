@@ -700,9 +700,8 @@ impl Instance {
 fn split_res(ix: usize) -> ResName {
     ResName {
         kind: EnqKind::IndexSplit,
-        // Every index has blocks of its own and the loader caps the schema
-        // at 2^32 blocks (BLOCKS_MAX): fewer than 2^32 indexes.
-        id: u32::try_from(ix).expect("fewer than 2^32 indexes"),
+        // A position in the catalog's list of indexes (usize fits u64).
+        id: ix as u64,
     }
 }
 

@@ -36,6 +36,7 @@ mod commit;
 mod fusion;
 mod insert;
 mod maintain;
+mod row_locks;
 mod sequence;
 mod state;
 mod transactions;
@@ -46,8 +47,32 @@ mod workloads;
 mod tests;
 
 pub(super) use access::{Acquired, Changed};
+pub use row_locks::DeadlockSeen;
+pub(super) use row_locks::{Confirm, PATH_MAX, RowLocks, Search, Via};
 pub(super) use state::{AfterCpu, PendingRequest, SessionState, Sessions};
 pub(super) use transactions::{Transactions, TxWaiter};
+
+/// Where a session's row lock wait waits (see [`Foregrounds::wait_for_tx`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum RowLockWait {
+    /// Behind a transaction of this instance.
+    Local,
+    /// On another member's transaction's TX enqueue: ask the GES for it in X.
+    Ges(crate::msg::ResName),
+    /// For recovery's word about a dead instance's transaction (the lookup's token).
+    Recovery(u64),
+}
+
+/// How long a row lock wait lasts before LMD searches for a deadlock
+/// through it (and how often again): `_lm_dd_interval`, or a single
+/// instance's 3 seconds.
+pub(super) fn dd_interval_ns(k: &Kernel) -> Nanos {
+    if k.instance_count() > 1 {
+        k.params().lm_dd_interval_ns
+    } else {
+        crate::config::SINGLE_INSTANCE_DD_NS
+    }
+}
 
 use super::cache::BufId;
 use super::execution::ExecPoint;
@@ -208,6 +233,7 @@ pub(super) struct Foregrounds {
     inserts: insert::InsertPoints,
     seqs: sequence::Sequences,
     workloads: workloads::Workloads,
+    rows: RowLocks,
 }
 
 impl Foregrounds {
@@ -225,7 +251,18 @@ impl Foregrounds {
             inserts: insert::InsertPoints::new(layout, me, instances),
             seqs: sequence::Sequences::new(catalog.sequences.clone()),
             workloads: workloads::Workloads::new(workloads),
+            rows: RowLocks::default(),
         }
+    }
+
+    /// The row lock waits and LMD's deadlock records, to read.
+    pub fn row_locks(&self) -> &RowLocks {
+        &self.rows
+    }
+
+    /// The row lock waits and LMD's deadlock records.
+    pub fn row_locks_mut(&mut self) -> &mut RowLocks {
+        &mut self.rows
     }
 
     /// The sessions, to read.

@@ -31,7 +31,7 @@ fn slot_of(seq: usize) -> u16 {
 fn res(kind: EnqKind, seq: usize) -> ResName {
     ResName {
         kind,
-        id: u32::from(slot_of(seq)),
+        id: u64::from(slot_of(seq)),
     }
 }
 

@@ -10,10 +10,10 @@ use super::super::events::Proc;
 use super::super::kernel::Kernel;
 use super::super::membership::{Delivery, Membership};
 use super::super::observe::Observer;
-use super::{Acquired, Foregrounds, Session, SessionState};
+use super::{Acquired, Foregrounds, RowLockWait, Session, SessionState};
 use crate::config::Catalog;
 use crate::layout::table;
-use crate::msg::{Action, Msg, TxReport};
+use crate::msg::TxReport;
 use crate::stats::Wait;
 use crate::types::{InstId, Xid};
 
@@ -65,21 +65,31 @@ impl Rig {
 const THEIRS: Xid = Xid(7);
 
 #[test]
-fn a_row_lock_of_a_member_is_asked_of_its_owner_and_its_answer_ends_the_wait() {
+fn a_row_lock_of_a_member_waits_on_its_tx_enqueue_and_the_grant_ends_the_wait() {
     let mut r = Rig::new(false);
-    let dead = r.fg.wait_for_tx(&mut r.k, r.m.net(), 0, THEIRS);
-    assert_eq!(dead, None, "a member is asked, not recovery");
+    let wait = r.fg.wait_for_tx(&mut r.k, r.m.net(), 0, THEIRS);
+    let res = crate::msg::ResName::tx(THEIRS);
+    assert_eq!(
+        wait,
+        RowLockWait::Ges(res),
+        "the GES is asked, not recovery"
+    );
     assert_eq!(r.state(), SessionState::WaitTx);
-    let actions = r.k.take_actions();
-    let token = match actions.as_slice() {
-        [Action::Send(env)] => match env.msg {
-            Msg::TxWait { xid, token } if xid == THEIRS && env.to == InstId(0) => token,
-            ref m => panic!("sent {m:?}"),
-        },
-        other => panic!("emitted {other:?}"),
-    };
-    r.answer(THEIRS, token, TxReport::Committed(5));
+    // Nothing is sent by the foregrounds: the dispatcher asks the GES.
+    assert!(
+        r.k.take_actions().is_empty(),
+        "no TxWait to the owner any more"
+    );
+    assert!(r.fg.row_locks().wait_of(0).is_some());
+    let lvb = crate::msg::Lvb::tx_end(crate::msg::TxEnd::Committed(5));
+    r.fg.tx_enqueue_granted(&mut r.k, &mut r.obs, 0, res, lvb);
     assert_eq!(r.state(), SessionState::Ready);
+    assert!(r.fg.row_locks().wait_of(0).is_none());
+    assert_eq!(
+        r.fg.txns().state(THEIRS),
+        crate::block::TxState::Committed(5),
+        "the grant's value block says how it ended"
+    );
     assert!(r.k.errors().is_empty(), "{:?}", r.k.errors());
     assert_eq!(r.k.stats().event(Wait::EnqTxRowLockContention).waits_fg, 1);
 }

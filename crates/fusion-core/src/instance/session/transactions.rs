@@ -18,6 +18,9 @@ pub(in crate::instance) enum TxWaiter {
     Session(u32),
     /// Another instance's session, answered with `Msg::TxStatus` carrying this token.
     Remote(InstId, u64),
+    /// The master of the transaction's TX enqueue asked for it (a blocking
+    /// AST): given back when the transaction ends.
+    Ges,
 }
 
 /// The transaction table of one instance.
@@ -225,6 +228,13 @@ impl Transactions {
     /// `TxWait` too, so a foreign `xid` is queued as it comes, not refused.)
     pub(in crate::instance) fn wait_for_end(&mut self, xid: Xid, waiter: TxWaiter) {
         self.waiters.entry(xid.seq()).or_default().push(waiter);
+    }
+
+    /// Local session `sid` no longer waits for `xid` (its statement failed).
+    pub(in crate::instance) fn cancel_wait(&mut self, xid: Xid, sid: u32) {
+        if let Some(w) = self.waiters.get_mut(&xid.seq()) {
+            w.retain(|x| !matches!(x, TxWaiter::Session(s) if *s == sid));
+        }
     }
 
     /// Who waited for `xid` to end, in the order they began to wait.

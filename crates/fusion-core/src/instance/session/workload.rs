@@ -14,7 +14,7 @@ use super::super::execution::{ExecPoint, Purpose, SeqStep};
 use super::super::kernel::Kernel;
 use super::state::{AfterCpu, SessionState};
 use super::{Foregrounds, Session};
-use crate::config::{Access, Catalog, KeyDist, KeySpec, Nanos, Step, WorkloadSpec};
+use crate::config::{Access, Catalog, KeyDist, KeySpec, LockOrder, Nanos, Step, WorkloadSpec};
 use crate::stats::Stat;
 use crate::types::Xid;
 
@@ -150,7 +150,8 @@ impl Foregrounds {
     }
 
     /// The keys a transaction's updates will change, per table, drawn up
-    /// front so that its row locks are taken in key order.
+    /// front so that its row locks are taken in the workload's order
+    /// (ascending keys by default: no deadlock can happen).
     ///
     /// They replace the session's `update_keys`, whose vectors are reused
     /// (cleared, not dropped: no allocation per transaction).
@@ -188,9 +189,14 @@ impl Foregrounds {
             }
         }
         keys.truncate(tables);
-        for (_, v) in &mut keys {
-            v.sort_unstable();
-            v.reverse(); // popped from the end: ascending order
+        // Popped from the end: sorted the other way round.
+        match spec.row_locks.order {
+            LockOrder::Ascending => keys.iter_mut().for_each(|(_, v)| {
+                v.sort_unstable();
+                v.reverse();
+            }),
+            LockOrder::Descending => keys.iter_mut().for_each(|(_, v)| v.sort_unstable()),
+            LockOrder::Drawn => keys.iter_mut().for_each(|(_, v)| v.reverse()),
         }
         self.sessions.session_mut(sid).update_keys = keys;
     }
