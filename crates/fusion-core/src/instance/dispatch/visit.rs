@@ -670,18 +670,20 @@ impl Instance {
             self.ges_step(|g| g.cancel(sid, res));
         }
         let now = self.k.now();
+        // Oracle's words; the trace file named as `<instance>_lmd0.trc`
+        // (the session's own trace on a single instance).
+        let waited_ms = (now - w.since) / crate::config::NS_PER_MS;
+        let inst = self.id.number();
         let line = if self.k.instance_count() > 1 {
             format!(
-                "Global Enqueue Services Deadlock detected (session {sid} waited {} ms for TX {}; \
-                 its statement rolled back with ORA-00060). More info in file lmd0 trace.",
-                (now - w.since) / crate::config::NS_PER_MS,
+                "Global Enqueue Services Deadlock detected. More info in file inst{inst}_lmd0.trc \
+                 (session {sid}, {waited_ms} ms on TX {}: ORA-00060, statement rolled back).",
                 w.holder
             )
         } else {
             format!(
-                "ORA-00060: Deadlock detected (session {sid} waited {} ms for TX {}). \
-                 More info in file ora trace.",
-                (now - w.since) / crate::config::NS_PER_MS,
+                "ORA-00060: Deadlock detected. More info in file inst{inst}_ora_{sid}.trc \
+                 (session {sid}, {waited_ms} ms on TX {}).",
                 w.holder
             )
         };
