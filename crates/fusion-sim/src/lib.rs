@@ -83,6 +83,14 @@ pub struct Sim {
     net: Interconnect,
     store: Store,
     events: u64,
+    /// Wake-ups handed over at once after the event before them (due
+    /// before anything queued), each instance going on to its next
+    /// deadline itself while nothing else happens: folded into that event,
+    /// not counted in `events` ([`Instance::handle_timeouts_folded`]).
+    folded: u64,
+    /// Whether an instance goes on to its next deadlines itself (off:
+    /// one wake-up each, the plain path tests compare with).
+    fold: bool,
     checker: Option<ConsistencyChecker>,
     block_size: u32,
     /// Sequence values in the order instances handed them out: (time,
@@ -168,6 +176,8 @@ impl Sim {
             net: Interconnect::new(s.network.clone(), instance_count, net_rng),
             store,
             events: 0,
+            folded: 0,
+            fold: true,
             checker: opts.check.then(|| ConsistencyChecker::new(layout.clone())),
             block_size,
             nextvals: None,
@@ -425,11 +435,17 @@ impl Sim {
         if self.lanes.is_some() && self.lookahead_ns > 0 {
             return self.run_windows(until);
         }
-        // A wake-up that is due before anything queued skips the queue.
+        // A wake-up that is due before anything queued skips the queue: it
+        // is folded into the event before it.
         let mut direct: Option<(Nanos, usize)> = None;
         while self.stopped.is_none() {
             let (at, payload) = match direct.take() {
-                Some((at, i)) => (at, WAKE | i as u64),
+                Some((at, i)) => {
+                    if self.fold_into_event(i, at, until) {
+                        direct = self.after_event(i, until);
+                    }
+                    continue;
+                }
                 None => {
                     let Some(key) = self.queue.pop_until(until) else {
                         break;
@@ -473,22 +489,66 @@ impl Sim {
             if !landed.handled {
                 continue;
             }
-            self.perform(i);
-            if self.trace.is_some() {
-                self.drain_trace(i);
-            }
-            self.note_halt(i);
-            if self.nextvals.is_some() || self.seq_order.is_some() {
-                self.track_nextvals(at, i);
-            }
-            direct = self.rearm(i, Some(until)).map(|d| (d, i));
-            if let Some(c) = self.checker.as_mut() {
-                c.after_event(&mut self.instances);
-            }
+            direct = self.after_event(i, until);
         }
         if self.stopped.is_none() {
             self.now = self.now.max(until);
         }
+    }
+
+    /// What follows an event instance `i` handled: perform what it asked
+    /// for, look after it, re-arm its timer. Returns its wake-up when that
+    /// is due before anything queued (and by `until`).
+    #[inline(always)]
+    fn after_event(&mut self, i: usize, until: Nanos) -> Option<(Nanos, usize)> {
+        self.perform(i);
+        if self.trace.is_some() {
+            self.drain_trace(i);
+        }
+        self.note_halt(i);
+        if self.nextvals.is_some() || self.seq_order.is_some() {
+            self.track_nextvals(self.now, i);
+        }
+        let direct = self.rearm(i, Some(until)).map(|d| (d, i));
+        if let Some(c) = self.checker.as_mut() {
+            c.after_event(&mut self.instances);
+        }
+        direct
+    }
+
+    /// Instance `i`'s wake-up at `at`, due before anything queued: handed
+    /// over at once, folded into the event before it. The instance goes on
+    /// to its later deadlines itself while nothing else can happen before
+    /// them (before the queue's next event, by `until`) and they ask nothing
+    /// of the simulator, unless each event is looked at on its own (the
+    /// trace, the checkers, sequence values, in event order).
+    /// Returns whether it handled it.
+    #[inline(always)]
+    fn fold_into_event(&mut self, i: usize, at: Nanos, until: Nanos) -> bool {
+        let watched = self.trace.is_some()
+            || self.checker.is_some()
+            || self.nextvals.is_some()
+            || self.seq_order.is_some();
+        let quiet_until = if watched || !self.fold {
+            at
+        } else {
+            let next = self.queue.peek().map_or(Nanos::MAX, key_time);
+            next.min(until.saturating_add(1))
+        };
+        let (Some(x), Some(life), Some(armed)) = (
+            self.instances.get_mut(i),
+            self.life.get_mut(i),
+            self.armed.get_mut(i),
+        ) else {
+            return false;
+        };
+        self.now = at;
+        let Some((handled, reached)) = step::land_folded(x, life, armed, at, quiet_until) else {
+            return false;
+        };
+        self.folded += u64::from(handled);
+        self.now = reached;
+        true
     }
 
     /// The sequence values instance `i` handed out at `at`.
@@ -692,6 +752,11 @@ impl Sim {
 
     pub fn events(&self) -> u64 {
         self.events
+    }
+
+    /// Wake-ups folded into the event before them (not in [`Sim::events`]).
+    pub fn folded(&self) -> u64 {
+        self.folded
     }
 
     /// Count events by kind from now on ([`EventKinds`]); the run goes

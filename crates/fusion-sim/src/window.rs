@@ -154,6 +154,10 @@ impl Sim {
             }
         }
         let mut rank = 0u64;
+        // The record merged last (lane, record): a wake-up it queued that
+        // comes right after it was due before anything queued, so the
+        // serial loop folded it into that event (`fold_into_event`).
+        let mut last: Option<(usize, usize)> = None;
         while let Some(Reverse(head)) = heads.pop() {
             let l = (head & 0xff) as usize;
             let Some(lane) = slots.get_mut(l).map(|s| &mut s.lane) else {
@@ -163,10 +167,18 @@ impl Sim {
             cursor[l] += 1;
             lane.ranks.push(rank);
             rank += 1;
+            let folded = lane.recs.get(r).is_some_and(
+                |rec| matches!(rec.origin, Origin::Woken(p) if last == Some((l, p as usize))),
+            );
+            last = Some((l, r));
             if self.stopped.is_none() {
                 let at = (head >> 64) as Nanos;
                 self.now = at;
-                self.events += 1;
+                if folded {
+                    self.folded += 1;
+                } else {
+                    self.events += 1;
+                }
                 let outs = lane.recs.get(r).map_or(0, |rec| rec.outs);
                 for _ in 0..outs {
                     let Some(out) = lane.outs.pop_front() else {
