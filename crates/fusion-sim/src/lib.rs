@@ -10,6 +10,7 @@ mod kinds;
 mod lanes;
 mod life;
 mod lifecycle;
+mod perform;
 mod queue;
 mod redo;
 mod samples;
@@ -20,7 +21,6 @@ mod window;
 use fusion_check::ConsistencyChecker;
 use fusion_core::config::{NS_PER_MS, NS_PER_S, Nanos};
 use fusion_core::instance::{Command, Instance};
-use fusion_core::msg::{Action, Io, IoResult};
 use fusion_core::stats::Stats;
 use fusion_core::types::InstId;
 use fusion_driver::{Activity, Interconnect, SeqOrder};
@@ -83,6 +83,17 @@ pub struct Sim {
     net: Interconnect,
     store: Store,
     events: u64,
+    /// Wake-ups handed over at once after the event before them (due
+    /// before anything queued), each instance going on to its next
+    /// deadline itself while nothing else happens: folded into that event,
+    /// not counted in `events` ([`Instance::handle_timeouts_folded`]).
+    folded: u64,
+    /// A parallel run's merge: the wake-up the record merged last queued
+    /// for a later window, folded if it is the next event (window.rs).
+    merged_wake: Option<queue::Key>,
+    /// Whether an instance goes on to its next deadlines itself (off:
+    /// one wake-up each, the plain path tests compare with).
+    fold: bool,
     checker: Option<ConsistencyChecker>,
     block_size: u32,
     /// Sequence values in the order instances handed them out: (time,
@@ -168,6 +179,9 @@ impl Sim {
             net: Interconnect::new(s.network.clone(), instance_count, net_rng),
             store,
             events: 0,
+            folded: 0,
+            merged_wake: None,
+            fold: true,
             checker: opts.check.then(|| ConsistencyChecker::new(layout.clone())),
             block_size,
             nextvals: None,
@@ -262,138 +276,6 @@ impl Sim {
         self.rearm(i, None);
     }
 
-    /// Perform the actions instance `i` asked for.
-    // Inline: most events ask for nothing, and that check costs less than a call.
-    #[inline(always)]
-    fn perform(&mut self, i: usize) {
-        while let Some(action) = self.instances.get_mut(i).and_then(Instance::poll_action) {
-            self.perform_one(i, action);
-        }
-    }
-
-    #[inline(never)]
-    fn perform_one(&mut self, i: usize, action: Action) {
-        match action {
-            Action::Send(env) => {
-                let bytes = env
-                    .msg
-                    .wire_bytes(self.block_size, self.net.message_bytes());
-                let css = env.msg.is_css();
-                let Some(at) = self
-                    .net
-                    .deliver(self.now, env.from.idx(), env.to.idx(), bytes, css)
-                else {
-                    // Lost on the network (a partition).
-                    return;
-                };
-                if self.queue.push(self.now, at, Ev::Deliver(env)).is_err() {
-                    self.queue_full();
-                }
-            }
-            Action::Io { id, io } if self.voting.is_fenced(InstId(i as u8)) || is_voting(&io) => {
-                // The voting file and fencing: no IOPS budget, no jitter.
-                let result = match io {
-                    _ if self.voting.is_fenced(InstId(i as u8)) => IoResult::Fenced,
-                    Io::Vote { vote } => match self.voting.heartbeat(vote) {
-                        Ok(votes) => IoResult::Votes(votes),
-                        Err(fusion_core::voting::Fenced) => IoResult::Fenced,
-                    },
-                    // The fence holds once its write reached the voting
-                    // file: from the time this I/O completes, just before
-                    // the instance learns it did.
-                    Io::Fence { inst } => {
-                        self.fence_lands(inst, true);
-                        IoResult::Written
-                    }
-                    Io::Unfence { inst } => {
-                        self.fence_lands(inst, false);
-                        IoResult::Written
-                    }
-                    _ => IoResult::Fenced,
-                };
-                let ev = Ev::Io {
-                    inst: i as u8,
-                    id,
-                    result,
-                    write: None,
-                };
-                if self
-                    .queue
-                    .push(self.now, self.now + self.vote_latency, ev)
-                    .is_err()
-                {
-                    self.queue_full();
-                }
-            }
-            Action::Io { id, io } => {
-                let (at, result, write) = match io {
-                    Io::ReadBlock { blk } => {
-                        let (at, r) = self.store.read(self.now, i, blk);
-                        (at, r, None)
-                    }
-                    Io::ReadBlocks { first, count } => {
-                        let (at, r) = self.store.read_many(self.now, i, first, count);
-                        (at, r, None)
-                    }
-                    Io::WriteBlock { block } => (
-                        self.store.write(self.now, i),
-                        IoResult::Written,
-                        Some(block),
-                    ),
-                    Io::WriteRedo {
-                        records,
-                        checkpoint,
-                        ..
-                    } => match self.store.write_redo(self.now, i, records, checkpoint) {
-                        Ok((at, r)) => (at, r, None),
-                        Err(why) => return self.stop(why),
-                    },
-                    Io::ReadRedo { thread } => {
-                        let (at, r) = self.store.read_redo(self.now, i, thread.idx());
-                        (at, r, None)
-                    }
-                    Io::Vote { .. } | Io::Fence { .. } | Io::Unfence { .. } => return,
-                };
-                let pushed = self.queue.push(
-                    self.now,
-                    at,
-                    Ev::Io {
-                        inst: i as u8,
-                        id,
-                        result,
-                        write,
-                    },
-                );
-                if pushed.is_err() {
-                    self.queue_full();
-                }
-            }
-        }
-    }
-
-    /// A fence (or its lifting) reaches the voting file: not an instance's
-    /// event, so not counted as one.
-    fn fence_applies(&mut self, inst: InstId, fenced: bool) {
-        if fenced {
-            self.voting.fence(inst);
-        } else {
-            self.voting.unfence(inst);
-        }
-    }
-
-    /// Queue the fence of `inst` (or its lifting) to reach the voting file
-    /// one voting I/O from now.
-    fn fence_lands(&mut self, inst: InstId, fenced: bool) {
-        let ev = Ev::Fence { inst, fenced };
-        if self
-            .queue
-            .push(self.now, self.now + self.vote_latency, ev)
-            .is_err()
-        {
-            self.queue_full();
-        }
-    }
-
     /// Re-arm instance `i`'s timer. With `direct: Some(until)`, a wake-up that
     /// would be the very next event popped (strictly before everything in the
     /// queue, and not past `until`) is returned instead of pushed: the caller
@@ -425,11 +307,17 @@ impl Sim {
         if self.lanes.is_some() && self.lookahead_ns > 0 {
             return self.run_windows(until);
         }
-        // A wake-up that is due before anything queued skips the queue.
+        // A wake-up that is due before anything queued skips the queue: it
+        // is folded into the event before it.
         let mut direct: Option<(Nanos, usize)> = None;
         while self.stopped.is_none() {
             let (at, payload) = match direct.take() {
-                Some((at, i)) => (at, WAKE | i as u64),
+                Some((at, i)) => {
+                    if self.fold_into_event(i, at, until) {
+                        direct = self.after_event(i, until);
+                    }
+                    continue;
+                }
                 None => {
                     let Some(key) = self.queue.pop_until(until) else {
                         break;
@@ -473,22 +361,66 @@ impl Sim {
             if !landed.handled {
                 continue;
             }
-            self.perform(i);
-            if self.trace.is_some() {
-                self.drain_trace(i);
-            }
-            self.note_halt(i);
-            if self.nextvals.is_some() || self.seq_order.is_some() {
-                self.track_nextvals(at, i);
-            }
-            direct = self.rearm(i, Some(until)).map(|d| (d, i));
-            if let Some(c) = self.checker.as_mut() {
-                c.after_event(&mut self.instances);
-            }
+            direct = self.after_event(i, until);
         }
         if self.stopped.is_none() {
             self.now = self.now.max(until);
         }
+    }
+
+    /// What follows an event instance `i` handled: perform what it asked
+    /// for, look after it, re-arm its timer. Returns its wake-up when that
+    /// is due before anything queued (and by `until`).
+    #[inline(always)]
+    fn after_event(&mut self, i: usize, until: Nanos) -> Option<(Nanos, usize)> {
+        self.perform(i);
+        if self.trace.is_some() {
+            self.drain_trace(i);
+        }
+        self.note_halt(i);
+        if self.nextvals.is_some() || self.seq_order.is_some() {
+            self.track_nextvals(self.now, i);
+        }
+        let direct = self.rearm(i, Some(until)).map(|d| (d, i));
+        if let Some(c) = self.checker.as_mut() {
+            c.after_event(&mut self.instances);
+        }
+        direct
+    }
+
+    /// Instance `i`'s wake-up at `at`, due before anything queued: handed
+    /// over at once, folded into the event before it. The instance goes on
+    /// to its later deadlines itself while nothing else can happen before
+    /// them (before the queue's next event, by `until`) and they ask nothing
+    /// of the simulator, unless each event is looked at on its own (the
+    /// trace, the checkers, sequence values, in event order).
+    /// Returns whether it handled it.
+    #[inline(always)]
+    fn fold_into_event(&mut self, i: usize, at: Nanos, until: Nanos) -> bool {
+        let watched = self.trace.is_some()
+            || self.checker.is_some()
+            || self.nextvals.is_some()
+            || self.seq_order.is_some();
+        let quiet_until = if watched || !self.fold {
+            at
+        } else {
+            let next = self.queue.peek().map_or(Nanos::MAX, key_time);
+            next.min(until.saturating_add(1))
+        };
+        let (Some(x), Some(life), Some(armed)) = (
+            self.instances.get_mut(i),
+            self.life.get_mut(i),
+            self.armed.get_mut(i),
+        ) else {
+            return false;
+        };
+        self.now = at;
+        let Some((handled, reached)) = step::land_folded(x, life, armed, at, quiet_until) else {
+            return false;
+        };
+        self.folded += u64::from(handled);
+        self.now = reached;
+        true
     }
 
     /// The sequence values instance `i` handed out at `at`.
@@ -694,6 +626,11 @@ impl Sim {
         self.events
     }
 
+    /// Wake-ups folded into the event before them (not in [`Sim::events`]).
+    pub fn folded(&self) -> u64 {
+        self.folded
+    }
+
     /// Count events by kind from now on ([`EventKinds`]); the run goes
     /// serially, as a checked or traced one does.
     pub fn count_events(&mut self) {
@@ -719,11 +656,6 @@ impl Sim {
             .map(|i| self.stats_of(i))
             .collect()
     }
-}
-
-/// Whether an I/O goes to the voting file (disk heartbeats, fencing).
-fn is_voting(io: &Io) -> bool {
-    matches!(io, Io::Vote { .. } | Io::Fence { .. } | Io::Unfence { .. })
 }
 
 /// The threads a run of `loaded` gets by default: every core when its
@@ -936,6 +868,37 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn an_instance_going_on_to_its_next_deadlines_itself_ends_as_one_wake_up_each() {
+        let s = reads(
+            2,
+            8,
+            &[("first", 100 * NS_PER_MS), ("second", 100 * NS_PER_MS)],
+        );
+        let opts = SimOptions::default();
+        let run = |fold| {
+            let mut sim = Sim::new(&s, &opts);
+            sim.fold = fold;
+            let o = run_phases_with(&mut sim, "v", &s, &opts);
+            (
+                format!("{:?} {:?}", o.result, o.ran),
+                sim.events(),
+                sim.folded(),
+            )
+        };
+        let (folded, events, wakes_folded) = run(true);
+        let (plain, plain_events, plain_folded) = run(false);
+        assert!(folded == plain, "folding changed the run");
+        // The same events, and the same deadlines handed over outside them.
+        assert_eq!((events, wakes_folded), (plain_events, plain_folded));
+        // Most of a session's CPU steps follow one another with nothing in
+        // between: folded, not events.
+        assert!(
+            wakes_folded > events,
+            "{wakes_folded} folded, {events} events"
+        );
+    }
+
+    #[test]
     fn a_run_on_two_threads_goes_through_windows_and_ends_as_the_serial_one() {
         let s = reads(3, 8, &[("first", 200 * NS_PER_MS)]);
         let run = |threads| {
@@ -945,13 +908,20 @@ pub(crate) mod tests {
             };
             let mut sim = Sim::new(&s, &opts);
             let o = run_phases_with(&mut sim, "v", &s, &opts);
-            (format!("{:?} {:?}", o.result, o.ran), sim.windows())
+            (
+                format!("{:?} {:?}", o.result, o.ran),
+                sim.windows(),
+                sim.folded(),
+            )
         };
-        let (serial, none) = run(1);
-        let (parallel, windows) = run(2);
+        let (serial, none, serial_folded) = run(1);
+        let (parallel, windows, parallel_folded) = run(2);
         assert_eq!(none, 0, "one thread is serial");
         assert!(windows > 100, "{windows} windows");
         assert!(serial == parallel, "the two runs differ");
+        // The merge finds the wake-ups the serial loop folded.
+        assert!(serial_folded > 0);
+        assert_eq!(serial_folded, parallel_folded);
         // A checked run is serial: the checkers look after every event.
         let checked = SimOptions {
             threads: 2,

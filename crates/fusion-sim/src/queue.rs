@@ -190,12 +190,11 @@ impl Queue {
         now: Nanos,
         at: Nanos,
         inst: usize,
-    ) -> Result<(), QueueFull> {
+    ) -> Result<Key, QueueFull> {
         if self.len() >= self.queued_max {
             return Err(QueueFull);
         }
-        self.push_key(now, at, WAKE | inst as u64);
-        Ok(())
+        Ok(self.push_key(now, at, WAKE | inst as u64))
     }
 
     /// Give the queued events sequence numbers 1, 2, ... in their order, so

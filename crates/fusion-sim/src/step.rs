@@ -104,6 +104,32 @@ pub(crate) fn land(
     }
 }
 
+/// Hand `x` its wake-up at `at`, due before anything queued, right after
+/// the event before it (`fold_into_event`): it goes on to its later
+/// deadlines before `quiet_until` itself ([`Instance::handle_timeouts_folded`]).
+/// Returns how many deadlines it handled and the time of the last; `None`:
+/// it is frozen or gone (its timer does not fire).
+#[inline(always)]
+pub(crate) fn land_folded(
+    x: &mut Instance,
+    life: &mut Life,
+    armed: &mut Option<Nanos>,
+    at: Nanos,
+    quiet_until: Nanos,
+) -> Option<(u32, Nanos)> {
+    if !matches!(life, Life::Up) {
+        *armed = None;
+        return None;
+    }
+    // Armed for it (`rearm`), and for nothing later while it goes on: a
+    // wake-up due before anything queued leaves the timer unarmed, as each
+    // of those it goes on to would have.
+    if *armed == Some(at) {
+        *armed = None;
+    }
+    Some(x.handle_timeouts_folded(at, quiet_until))
+}
+
 /// When `x`'s timer is to fire next, if that is earlier than the wake-up
 /// already queued for it (then it is armed for it): the caller queues it.
 #[inline(always)]

@@ -65,6 +65,8 @@ impl Sim {
             #[cfg(test)]
             panic_in_lane: lanes.panic_in_lane,
         };
+        // Nothing is folded into an event of an earlier call.
+        self.merged_wake = None;
         let workers = lanes.threads.saturating_sub(1);
         std::thread::scope(|scope| {
             for k in 1..=workers {
@@ -99,6 +101,8 @@ impl Sim {
                 if let Taken::Event(Ev::Fence { inst, fenced }) = self.queue.take(top) {
                     self.fence_applies(inst, fenced);
                 }
+                // Queued before any wake-up merged after it.
+                self.merged_wake = None;
                 continue;
             }
             let end_ns = key_time(top)
@@ -154,6 +158,12 @@ impl Sim {
             }
         }
         let mut rank = 0u64;
+        // The record merged last (lane, record): a wake-up it queued that
+        // comes right after it was due before anything queued, so the
+        // serial loop folded it into that event (`fold_into_event`).
+        let mut last: Option<(usize, usize)> = None;
+        // The record merged last may have queued its wake-up for a later
+        // window (`merged_wake`): folded too if it is the next one merged.
         while let Some(Reverse(head)) = heads.pop() {
             let l = (head & 0xff) as usize;
             let Some(lane) = slots.get_mut(l).map(|s| &mut s.lane) else {
@@ -163,10 +173,22 @@ impl Sim {
             cursor[l] += 1;
             lane.ranks.push(rank);
             rank += 1;
+            let folded = lane.recs.get(r).is_some_and(|rec| match rec.origin {
+                Origin::Woken(p) => last == Some((l, p as usize)),
+                Origin::Queued(low) => {
+                    self.merged_wake == Some(Key::from(rec.at) << 64 | Key::from(low))
+                }
+            });
+            last = Some((l, r));
+            self.merged_wake = None;
             if self.stopped.is_none() {
                 let at = (head >> 64) as Nanos;
                 self.now = at;
-                self.events += 1;
+                if folded {
+                    self.folded += 1;
+                } else {
+                    self.events += 1;
+                }
                 let outs = lane.recs.get(r).map_or(0, |rec| rec.outs);
                 for _ in 0..outs {
                     let Some(out) = lane.outs.pop_front() else {
@@ -176,11 +198,10 @@ impl Sim {
                         Out::Act(a) => self.perform_one(l, a),
                         Out::Landed(block) => self.store.apply(*block),
                         Out::Nextval(seq, v) => self.observe_nextval(at, l, seq, v),
-                        Out::Wake(d) => {
-                            if self.queue.push_wake(at, d, l).is_err() {
-                                self.queue_full();
-                            }
-                        }
+                        Out::Wake(d) => match self.queue.push_wake(at, d, l) {
+                            Ok(key) => self.merged_wake = Some(key),
+                            Err(_) => self.queue_full(),
+                        },
                     }
                 }
             }

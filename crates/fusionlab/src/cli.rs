@@ -284,8 +284,9 @@ pub struct BenchCmd {
     #[arg(long, default_value_t = 5, requires = "live")]
     pub rounds: u32,
     /// Count the events by kind instead of timing them: messages by kind,
-    /// wake-ups (and those that found nothing due), I/O, and the timers and
-    /// CPU steps handled inside them, per block transfer.
+    /// wake-ups (and those that found nothing due), I/O, the deadlines
+    /// folded into them, and the timers and CPU steps handled inside them,
+    /// per block transfer.
     #[arg(long, conflicts_with = "live")]
     pub events: bool,
     /// With --events: these scenarios (shipped names or files) instead of

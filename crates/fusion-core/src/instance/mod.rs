@@ -363,6 +363,46 @@ impl Instance {
         self.drm_after_input();
     }
 
+    /// A deadline the driver hands over right after the input before it,
+    /// nothing else happening in between (the simulator's wake-up due
+    /// before anything it has queued): [`Instance::handle_timeout`] at
+    /// `now`, then at each later deadline before `quiet_until` for as long
+    /// as the one before asked nothing of the driver. The driver promises
+    /// that nothing reaches the instance before `quiet_until`, so these are
+    /// the deadlines it would have handed over next, one call each with
+    /// nothing to perform in between: the same calls, without a round trip
+    /// through the driver's event loop for each (a session's CPU steps one
+    /// after another, mostly). Returns how many deadlines it handled (at
+    /// least one) and the time of the last, at which the driver performs
+    /// what it asked for.
+    pub fn handle_timeouts_folded(&mut self, now: Nanos, quiet_until: Nanos) -> (u32, Nanos) {
+        let mut at = now;
+        let mut handled = 0u32;
+        loop {
+            if self.k.counting() {
+                self.k.tally_input(Input::Folded);
+            }
+            if self.membership.halted().is_none() {
+                self.advance(at);
+                self.run_ready();
+                self.drm_after_input();
+            }
+            handled += 1;
+            if self.k.has_actions() {
+                return (handled, at);
+            }
+            // `None` once halted.
+            match self.next_deadline() {
+                Some(d) if d < quiet_until => {
+                    // Everything due by `at` was handled.
+                    debug_assert!(d > at, "a deadline at {d} ns left after {at} ns");
+                    at = d;
+                }
+                _ => return (handled, at),
+            }
+        }
+    }
+
     /// [`Instance::handle_timeout`], counting whether anything was due.
     #[cold]
     #[inline(never)]

@@ -61,6 +61,14 @@ fn rows(k: &EventKinds) -> Vec<(String, u64)> {
     rows
 }
 
+/// Deadlines handed over inside those events: folded, not events.
+fn folded_rows(k: &EventKinds) -> Vec<(String, u64)> {
+    vec![(
+        "deadline folded into the event before".into(),
+        k.tally.folded,
+    )]
+}
+
 /// The work started inside those events.
 fn handled_rows(k: &EventKinds) -> Vec<(String, u64)> {
     let t = &k.tally;
@@ -91,6 +99,18 @@ fn write_counted(out: &mut dyn Write, c: &Counted) -> Result<()> {
         "event", "count", "per transfer"
     )?;
     for (name, n) in rows(&c.kinds) {
+        writeln!(
+            out,
+            "  {name:<44} {:>12} {:>13}",
+            grouped(n as f64, 0),
+            per(n)
+        )?;
+    }
+    writeln!(
+        out,
+        "  handled inside those events, not events of their own:"
+    )?;
+    for (name, n) in folded_rows(&c.kinds) {
         writeln!(
             out,
             "  {name:<44} {:>12} {:>13}",

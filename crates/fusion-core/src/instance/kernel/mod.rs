@@ -71,6 +71,10 @@ pub struct EventTally {
     pub wakes: u64,
     /// Wake-ups that found no timer and no CPU step due: nothing changed.
     pub wakes_idle: u64,
+    /// Deadlines handled right after the input before them, nothing else
+    /// happening in between: folded into that input's event (not events
+    /// of their own, so not in [`EventTally::inputs`]).
+    pub folded: u64,
 }
 
 impl EventTally {
@@ -93,6 +97,7 @@ impl EventTally {
         self.ios += other.ios;
         self.wakes += other.wakes;
         self.wakes_idle += other.wakes_idle;
+        self.folded += other.folded;
     }
 }
 
@@ -104,6 +109,8 @@ pub(super) enum Input {
     Wake {
         idle: bool,
     },
+    /// A deadline folded into the input before it.
+    Folded,
 }
 
 /// What is due next while time moves (see [`Kernel::next_due`]).
@@ -268,6 +275,12 @@ impl Kernel {
         self.outbox.pop_front()
     }
 
+    /// Whether an action waits for the driver.
+    #[inline(always)]
+    pub fn has_actions(&self) -> bool {
+        !self.outbox.is_empty()
+    }
+
     /// Fire `timer` after `delay`.
     #[inline]
     pub fn arm(&mut self, delay: Nanos, timer: Timer) {
@@ -416,6 +429,7 @@ impl Kernel {
                     t.wakes += 1;
                     t.wakes_idle += u64::from(idle);
                 }
+                Input::Folded => t.folded += 1,
             }
         }
     }
