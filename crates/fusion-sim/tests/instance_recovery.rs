@@ -233,18 +233,22 @@ fn the_recovering_instance_dies_and_another_recovers_both_threads() {
             Fault::DiskLatency {
                 instance: 1,
                 device: fusion_scenario::Device::Data,
-                latency: 400 * NS_PER_MS,
+                latency: 1_500 * NS_PER_MS,
                 jitter: 0,
             },
             Fault::Kill {
                 instance: 4,
                 at: NS_PER_S,
             },
-            // Instance 4's death is detected 5 s later, its recovery
-            // applies redo from 0.4 s after that for another 0.4 s.
+            // Instance 4's death is detected at the third or the fourth
+            // heartbeat tick after it (its last beat on disk is seen just
+            // before or just after a tick: a few microseconds of I/O
+            // decide), so 4 or 5 s later; recovery reads redo from 1.5 s
+            // after that and applies it for another 1.5 s. 5.7 s after
+            // the first kill is inside the recovery either way.
             Fault::Kill {
                 instance: 1,
-                at: 4_600 * NS_PER_MS,
+                at: 6_700 * NS_PER_MS,
             },
         ],
         u64::from(MISSCOUNT_S) + 10,
