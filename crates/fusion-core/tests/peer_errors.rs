@@ -108,3 +108,38 @@ fn ten_thousand_bad_messages_keep_the_error_log_at_its_bound() {
     assert_eq!(errors.len(), ERRORS_MAX);
     assert!(errors[ERRORS_MAX - 1].contains("more problems followed"));
 }
+
+#[test]
+fn a_peer_asking_for_a_block_it_holds_in_x_is_a_protocol_error() {
+    let blk = mastered_here();
+    let mut inst = instance();
+    let asked = |id| Request {
+        requester: INST2,
+        ..request(blk, id)
+    };
+    // Instance 2 reads the block from disk in X and says so ...
+    deliver(&mut inst, NS_PER_MS, Msg::Request(asked(1)));
+    deliver(
+        &mut inst,
+        3 * NS_PER_MS,
+        Msg::Installed {
+            blk,
+            req: 1,
+            mode: Mode::X,
+            prev_holder: None,
+            pi_kept: false,
+        },
+    );
+    assert_eq!(inst.errors(), &[] as &[String]);
+    // ... then asks for it again.
+    deliver(&mut inst, 5 * NS_PER_MS, Msg::Request(asked(2)));
+    let errors = inst.errors();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(errors[0].contains("holds in X"), "{errors:?}");
+    assert!(errors[0].contains(&blk.to_string()), "{errors:?}");
+    assert_eq!(
+        inst.directory_entry(blk).map(|(x, _, _)| x),
+        Some(Some(INST2)),
+        "the directory still names instance 2 the X holder"
+    );
+}

@@ -23,7 +23,7 @@ pub mod timeline;
 
 pub use measured::{Driver, fault_refusal, fault_refusal_through, refusal};
 pub use net::{Interconnect, LinkFault};
-pub use outcome::{Ran, VariantOutcome, phase_result, run_result};
+pub use outcome::{Ran, VariantOutcome, pf_master_rows, phase_result, run_result};
 pub use seq_order::{SEQ_VALUES_MAX, SeqOrder};
 pub use series::{InstantSample, SeriesRecorder};
 pub use settle::{Activity, SETTLE_NS_MAX, quiesce_commands, settled};

@@ -106,6 +106,8 @@ pub fn phase_result(
         // Filled in by the driver once the run is over: a recovery's
         // brownout is measured past the phase (`brownout::recovery_entry`).
         recovery: Vec::new(),
+        // The simulator fills it in from its instances (`pf_master_rows`).
+        pf_masters: Vec::new(),
         name: name.to_string(),
         start_ns,
         elapsed_ns,
@@ -156,4 +158,34 @@ pub fn run_result(
         variants,
         verdicts,
     }
+}
+
+/// `V$GCSPFMASTER_INFO` as the report shows it: `info` (an instance's
+/// `Instance::gcspfmaster_info`) with each object's name from `catalog`
+/// (pkeys are the tables in catalog order, then the indexes).
+pub fn pf_master_rows(
+    catalog: &fusion_core::config::Catalog,
+    info: &[fusion_core::instance::PfMaster],
+) -> Vec<fusion_report::PfMasterRow> {
+    let names: Vec<&str> = catalog
+        .tables
+        .iter()
+        .map(|t| t.name.as_str())
+        .chain(catalog.indexes.iter().map(|i| i.name.as_str()))
+        .collect();
+    let mut rows: Vec<fusion_report::PfMasterRow> = info
+        .iter()
+        .map(|m| fusion_report::PfMasterRow {
+            object: usize::try_from(m.object)
+                .ok()
+                .and_then(|i| names.get(i))
+                .map_or_else(|| format!("pkey {}", m.object), |n| (*n).to_string()),
+            pkey: m.object,
+            current_master: m.current.0,
+            previous_master: m.previous.map(|p| p.0),
+            remaster_count: m.remasters,
+        })
+        .collect();
+    rows.sort_by_key(|r| r.pkey);
+    rows
 }

@@ -178,6 +178,25 @@ fn phase(p: &PhaseResult) -> Value {
     {
         o.insert("recovery".into(), recovery(p));
     }
+    if !p.pf_masters.is_empty()
+        && let Some(o) = v.as_object_mut()
+    {
+        // Masters from 0 as in Oracle's view; null: the hash's.
+        let rows: Vec<Value> = p
+            .pf_masters
+            .iter()
+            .map(|r| {
+                json!({
+                    "object": r.object,
+                    "data_object_id": r.pkey,
+                    "current_master": r.current_master,
+                    "previous_master": r.previous_master,
+                    "remaster_cnt": r.remaster_count,
+                })
+            })
+            .collect();
+        o.insert("gcspfmaster_info".into(), Value::Array(rows));
+    }
     v
 }
 
@@ -326,6 +345,7 @@ mod tests {
         let phase = |name: &str| PhaseResult {
             alert_log: Vec::new(),
             recovery: Vec::new(),
+            pf_masters: Vec::new(),
             name: name.into(),
             start_ns: 0,
             elapsed_ns: 30_000_000_000,

@@ -53,6 +53,25 @@ pub struct PhaseResult {
     /// The instance recoveries that completed in the phase, in the order
     /// they completed (the recovery summary and JSON `recovery`).
     pub recovery: Vec<RecoveryEntry>,
+    /// `V$GCSPFMASTER_INFO` at the end of the phase: the objects dynamic
+    /// remastering moved since the last reconfiguration, in pkey order
+    /// (empty without a DRM, and in a live run).
+    pub pf_masters: Vec<PfMasterRow>,
+}
+
+/// One row of `V$GCSPFMASTER_INFO`: an object dynamic remastering moved.
+/// Masters are numbered from 0, as Oracle's view numbers them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PfMasterRow {
+    /// The segment's name (a table or an index of the scenario).
+    pub object: String,
+    /// Its pkey (`DATA_OBJECT_ID`; the alert log's `transfer pkey`).
+    pub pkey: u32,
+    pub current_master: u8,
+    /// `None` when the master before the last remaster was the hash's
+    /// (Oracle shows 32767).
+    pub previous_master: Option<u8>,
+    pub remaster_count: u32,
 }
 
 /// One instance recovery, as the report shows it. Instances are 1-based;

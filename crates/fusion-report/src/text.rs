@@ -122,6 +122,9 @@ fn phase_section(out: &mut Out, p: &PhaseResult, opts: &TextOptions) {
     if !p.recovery.is_empty() {
         recovery(out, p);
     }
+    if !p.pf_masters.is_empty() {
+        pf_masters(out, p);
+    }
     for i in &p.instances {
         instance_section(out, p, i, opts);
     }
@@ -139,6 +142,25 @@ fn alert_log(out: &mut Out, p: &PhaseResult) {
         );
         let indent = " ".repeat(head.chars().count());
         out.line(wrapped(&a.line, &head, &indent));
+    }
+    out.blank();
+}
+
+/// `V$GCSPFMASTER_INFO` at the phase's end: the objects dynamic
+/// remastering moved, their masters numbered from 0 as Oracle's view does
+/// (32767: the previous master was the hash's).
+fn pf_masters(out: &mut Out, p: &PhaseResult) {
+    out.line("V$GCSPFMASTER_INFO (objects remastered, at the end of the phase)");
+    out.line(format!(
+        "  {:<24}  {:>14}  {:>14}  {:>15}  {:>12}",
+        "OBJECT", "DATA_OBJECT_ID", "CURRENT_MASTER", "PREVIOUS_MASTER", "REMASTER_CNT"
+    ));
+    for r in &p.pf_masters {
+        let previous = r.previous_master.map_or(32767, u32::from);
+        out.line(format!(
+            "  {:<24}  {:>14}  {:>14}  {:>15}  {:>12}",
+            r.object, r.pkey, r.current_master, previous, r.remaster_count
+        ));
     }
     out.blank();
 }
@@ -662,6 +684,7 @@ cr         200       1.000 0.100  10.0% 0.050   5.0%   0.300  30.0% 0.500  50.0%
         let phase = |slow: u64| PhaseResult {
             alert_log: Vec::new(),
             recovery: Vec::new(),
+            pf_masters: Vec::new(),
             name: "starved".into(),
             start_ns: 5_000 * MS,
             elapsed_ns: 5_000 * MS,

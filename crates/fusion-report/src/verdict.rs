@@ -310,6 +310,7 @@ mod tests {
         PhaseResult {
             alert_log: Vec::new(),
             recovery: Vec::new(),
+            pf_masters: Vec::new(),
             name: name.into(),
             start_ns: 0,
             elapsed_ns: 10_000 * MS,

@@ -754,7 +754,7 @@ fn run_phases_with(sim: &mut Sim, name: &str, s: &Scenario, opts: &SimOptions) -
             stopped = Some(format!("phase {:?}: {why}", phase.name));
             break;
         }
-        phases.push(fusion_driver::phase_result(
+        let mut result = fusion_driver::phase_result(
             &phase.name,
             s,
             start,
@@ -762,7 +762,12 @@ fn run_phases_with(sim: &mut Sim, name: &str, s: &Scenario, opts: &SimOptions) -
             &before,
             &sim.snapshot(),
             sim.take_alert_log(),
-        ));
+        );
+        // Every member keeps the same view; a halted instance's is stale.
+        if let Some(inst) = sim.instances.iter().find(|i| i.halted().is_none()) {
+            result.pf_masters = fusion_driver::pf_master_rows(&s.catalog, &inst.gcspfmaster_info());
+        }
+        phases.push(result);
         recoveries.push(sim.take_recoveries());
     }
     fusion_driver::brownout::attach_recoveries(

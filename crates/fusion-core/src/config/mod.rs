@@ -63,11 +63,9 @@ pub struct Params {
     /// `_enable_NUMA_support`: on a server with locality groups the
     /// database places its memory by group (one LRU per group, a process
     /// takes a free buffer of its own group first, state objects near their
-    /// process) and, where the server models DBWR's memory
-    /// (`write_lines_per_buffer`, `io_lines_per_write`), each DBWR writes
-    /// the buffers of its own group (one writer per group when
-    /// `db_writer_processes` is the group count). No effect without a
-    /// `[server]` description.
+    /// process, each DBWR writing the buffers of its own group: one writer
+    /// per group when `db_writer_processes` is the group count). No effect
+    /// without a `[server]` description.
     pub numa_support: bool,
     /// `_gc_policy_time`: dynamic remastering's observation window
     /// (Oracle's unit is minutes, 10 by default; 0 switches DRM and its

@@ -74,9 +74,9 @@ pub struct Server {
     /// Lines the process that submits a write touches in the buffer's
     /// memory (the kernel locking the page and setting up the transfer);
     /// that process's group's I/O controller then moves the block's bytes
-    /// out of the buffer's memory. With both 0 (the default) DBWR's memory
-    /// is not modelled: its writers cost `[costs]` only and split the
-    /// buffers as without a server.
+    /// out of the buffer's memory. Like a buffer get's lines, a write's
+    /// cost wherever a server is described: one memory model for every
+    /// process.
     pub io_lines_per_write: u32,
 }
 
@@ -95,8 +95,8 @@ impl Default for Server {
             buffer_lines_per_get: 8,
             sga_lines_per_get: 2,
             private_lines_per_get: 4,
-            write_lines_per_buffer: 0,
-            io_lines_per_write: 0,
+            write_lines_per_buffer: 36,
+            io_lines_per_write: 78,
         }
     }
 }
@@ -107,11 +107,6 @@ impl Server {
         self.groups
             .saturating_mul(self.cores_per_group)
             .saturating_mul(self.threads_per_core)
-    }
-
-    /// DBWR's memory is modelled (its lines and the blocks' transfers).
-    pub fn models_writes(&self) -> bool {
-        self.write_lines_per_buffer > 0 || self.io_lines_per_write > 0
     }
 
     /// CPUs of one group.

@@ -256,11 +256,6 @@ impl Numa {
         })
     }
 
-    /// The server models DBWR's memory (`Server::models_writes`).
-    pub fn models_writes(&self) -> bool {
-        self.server.models_writes()
-    }
-
     /// The lines a writer reads per buffer, and those the process that
     /// submits a write touches.
     pub fn write_lines(&self) -> (u32, u32) {

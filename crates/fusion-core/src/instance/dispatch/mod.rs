@@ -270,6 +270,18 @@ impl Instance {
                 }
             }
             Route::Grant { req, grant } => self.grant(req, grant),
+            Route::HeldInX { req } => {
+                // A session here asks only for what this cache lacks.
+                debug_assert_ne!(
+                    req.requester, self.id,
+                    "{}: asked its own directory for {} it holds in X",
+                    self.id, req.blk
+                );
+                self.error(format!(
+                    "{} asked for {} (request {}) it holds in X",
+                    req.requester, req.blk, req.id
+                ));
+            }
             Route::Invalidate {
                 holders,
                 blk,
@@ -405,6 +417,13 @@ impl Instance {
             {
                 self.cache.set_state(id, BufState::Xcur);
                 self.k.incr(crate::stats::Stat::GcsPastImagesPromoted);
+                // A session's request for the block, asked again of the
+                // master in this reconfiguration, queues there behind the
+                // promotion: the block is here now, which answers it (the
+                // master drops it on the `Installed` below).
+                if let Some(owner) = self.fg.answered_by_promotion(blk) {
+                    self.fg.ready_owner(&mut self.k, &mut self.obs, owner);
+                }
                 if master == me {
                     self.dir_installed(me, blk, PROMOTE_REQ, Mode::X, None, false);
                 } else {

@@ -376,7 +376,12 @@ impl Instance {
         let blk = req.blk;
         match grant {
             GrantKind::Disk(_) if holds_xcur(&self.cache, blk) => {
-                self.answered_by_promotion(pending.owner, blk, req.id);
+                // The disk's image is older than the current block held here.
+                self.error(format!(
+                    "{} granted a disk read of {blk} held here in X (request {})",
+                    self.block_master(blk),
+                    req.id
+                ));
             }
             GrantKind::Disk(mode) => self.fg.read_granted(&mut self.k, pending, req, mode),
             GrantKind::Upgrade => {
@@ -408,20 +413,6 @@ impl Instance {
         }
     }
 
-    /// A disk read was granted for a request of ours while our own past
-    /// image of the block was made current (a reconfiguration promoted it
-    /// while the request, sent again, waited at the master, which took it for
-    /// a request after a lost relinquish). The disk's image is older than
-    /// ours (found by chaos: installing it threw committed changes away), so
-    /// the request is answered by the buffer we hold: the master learns we
-    /// hold X, and the session looks again.
-    fn answered_by_promotion(&mut self, owner: u32, blk: BlockAddr, req: u64) {
-        self.fg.end_request(blk);
-        self.installed(blk, req, Mode::X, None, false);
-        self.fg.ready_owner(&mut self.k, &mut self.obs, owner);
-        self.wake_block(blk);
-    }
-
     /// A granted disk read completed.
     pub(in crate::instance) fn on_grant_read(
         &mut self,
@@ -435,8 +426,11 @@ impl Instance {
             return;
         };
         if holds_xcur(&self.cache, blk) {
-            // Promoted while the read was under way: see `answered_by_promotion`.
-            self.answered_by_promotion(pending.owner, blk, req);
+            // The master serializes the block: nothing else made it current
+            // here while the read it granted was under way.
+            self.error(format!(
+                "{blk} became current here in X while the disk read granted for request {req} was under way"
+            ));
             return;
         }
         self.fg.end_request(blk);

@@ -39,6 +39,11 @@ pub enum Route {
         blk: BlockAddr,
         req_id: u64,
     },
+    /// The requester is the block's X holder here. No step of the protocol
+    /// asks for a block held in X (a promotion answers its holder's own
+    /// queued request, see [`Directory::installed`]), so the request is
+    /// refused as the requester's protocol error and nothing changes.
+    HeldInX { req: Request },
 }
 
 /// An `InvalidateAck` the directory did not ask for.
@@ -172,8 +177,7 @@ impl Directory {
         let who = req.requester;
         let r = self.res(req.blk);
         if r.x == Some(who) {
-            // The requester gave the block up and asks again; its relinquish was lost in a race.
-            r.x = None;
+            return Route::HeldInX { req };
         }
         match req.kind {
             ReqKind::Cr { .. } => {
@@ -335,6 +339,14 @@ impl Directory {
         }
         if r.busy == Some((from, req)) {
             r.busy = None;
+        }
+        if req == PROMOTE_REQ && mode == Mode::X {
+            // The reconfiguration made `from`'s past image the current
+            // block while `from`'s own request for it, asked again of this
+            // master, queued behind the promotion: the promotion answered
+            // it (the holder ended it when it promoted; see
+            // `Instance::on_promote_checked`).
+            r.queue.retain(|q| q.requester != from);
         }
         r.assert_coherent(blk);
     }
@@ -590,5 +602,109 @@ fn prefer(set: InstSet, me: InstId) -> Option<InstId> {
         Some(me)
     } else {
         set.first()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::msg::Timing;
+    use crate::types::Xid;
+
+    const MASTER: InstId = InstId(0);
+    const INST2: InstId = InstId(1);
+    const INST3: InstId = InstId(2);
+    const BLK: BlockAddr = BlockAddr(19);
+
+    fn request(requester: InstId, id: u64, kind: ReqKind) -> Request {
+        Request {
+            id,
+            blk: BLK,
+            requester,
+            kind,
+            timing: Timing::default(),
+        }
+    }
+
+    fn current(requester: InstId, id: u64) -> Request {
+        request(requester, id, ReqKind::Current { new_block: false })
+    }
+
+    #[test]
+    fn a_promotion_answers_its_holders_own_queued_request_and_the_rest_go_on() {
+        // Seed 21194: nobody holds the block current after the
+        // reconfiguration; instance 3 has the newest past image and asked
+        // for the block again, as did instance 2.
+        let mut dir = Directory::new(MASTER);
+        dir.rebuild(INST3, BLK, Held::Pi { scn: 40 });
+        dir.rebuild(INST2, BLK, Held::Pi { scn: 30 });
+        assert_eq!(dir.finish_rebuild(), vec![(BLK, INST3)]);
+        let own = request(
+            INST3,
+            7,
+            ReqKind::Cr {
+                snapshot: 45,
+                reader: Xid(0),
+            },
+        );
+        assert_eq!(dir.request(own), None, "queued behind the promotion");
+        assert_eq!(dir.request(current(INST2, 3)), None);
+
+        dir.installed(INST3, BLK, PROMOTE_REQ, Mode::X, None, false);
+
+        // Instance 3 holds the block in X: its own request is answered, and
+        // instance 2's goes to it (not a disk read of an older image).
+        assert_eq!(
+            dir.next_queued(BLK),
+            Drained::Route(Route::Forward {
+                holder: INST3,
+                req: current(INST2, 3),
+                shared: false,
+            })
+        );
+        assert_eq!(dir.next_queued(BLK), Drained::Busy);
+    }
+
+    #[test]
+    fn a_failed_promotion_leaves_its_holders_request_to_the_disk() {
+        // The disk was newer than the past image: the holder gave it up.
+        let mut dir = Directory::new(MASTER);
+        dir.rebuild(INST3, BLK, Held::Pi { scn: 40 });
+        assert_eq!(dir.finish_rebuild(), vec![(BLK, INST3)]);
+        assert_eq!(dir.request(current(INST3, 7)), None);
+        dir.relinquish(INST3, BLK, Mode::X);
+        assert_eq!(
+            dir.next_queued(BLK),
+            Drained::Route(Route::Grant {
+                req: current(INST3, 7),
+                grant: GrantKind::Disk(Mode::X),
+            })
+        );
+    }
+
+    #[test]
+    fn a_request_from_the_x_holder_is_refused_and_changes_nothing() {
+        let mut dir = Directory::new(MASTER);
+        let first = current(INST2, 1);
+        assert_eq!(
+            dir.request(first),
+            Some(Route::Grant {
+                req: first,
+                grant: GrantKind::Disk(Mode::X),
+            })
+        );
+        dir.installed(INST2, BLK, 1, Mode::X, None, false);
+        let again = current(INST2, 2);
+        assert_eq!(dir.request(again), Some(Route::HeldInX { req: again }));
+        assert_eq!(dir.view(BLK), Some((Some(INST2), vec![], vec![])));
+        // The X holder still ships the block to the next requester.
+        assert_eq!(
+            dir.request(current(INST3, 1)),
+            Some(Route::Forward {
+                holder: INST2,
+                req: current(INST3, 1),
+                shared: false,
+            })
+        );
     }
 }

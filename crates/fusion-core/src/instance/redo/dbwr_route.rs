@@ -11,8 +11,7 @@
 //!   block when it submits its own writes (true writers);
 //! - with `dbwr_io_slaves`, the one writer hands each write to a slave,
 //!   whose step is `dbwr_io_submit`;
-//! - on a server that models DBWR's memory (`[server]`
-//!   `write_lines_per_buffer`, `io_lines_per_write`), the writer also reads
+//! - on a described server (`[server]`), the writer also reads
 //!   `write_lines_per_buffer` lines of each buffer and the submitter touches
 //!   `io_lines_per_write`, local or remote by where the buffer lives, and
 //!   the block's bytes cross to the submitter's group's I/O controller
@@ -52,11 +51,8 @@ impl Redo {
             })
             .collect();
         // Writers write their own group's buffers when the database places
-        // memory by group and the server models what a write touches.
-        let groups = k
-            .numa()
-            .filter(|n| n.aware() && n.models_writes())
-            .map(|n| n.group_count());
+        // memory by group.
+        let groups = k.numa().filter(|n| n.aware()).map(|n| n.group_count());
         self.dbwr = dbwr::Dbwr::new(procs, groups);
         let slave_procs: Vec<ProcId> = (0..slaves)
             .map(|i| k.add_proc(Proc::DbwrSlave(number(i)), format!("I1{:02}", i + 1)))
@@ -137,7 +133,7 @@ impl Redo {
     /// the CPU.
     pub fn pass(&mut self, k: &mut Kernel, cache: &Cache, candidates: Vec<(Nanos, BufId)>) {
         let lgwr = &self.lgwr;
-        let numa = k.numa().filter(|n| n.models_writes());
+        let numa = k.numa();
         let flush_to = self.dbwr.pass(
             candidates.into_iter().map(|(_, id)| {
                 let b = cache.get(id);
@@ -164,9 +160,9 @@ impl Redo {
         }
     }
 
-    /// What writer `proc`'s batch touches in memory, when the server models it.
+    /// What writer `proc`'s batch touches in memory, on a described server.
     fn batch_touch(&self, k: &Kernel, cache: &Cache, proc: ProcId) -> Option<Touch> {
-        let numa = k.numa().filter(|n| n.models_writes())?;
+        let numa = k.numa()?;
         let Some(Proc::Dbwr(w)) = k.proc(proc) else {
             return None;
         };
@@ -209,7 +205,7 @@ impl Redo {
     /// Idle I/O slaves take the writes handed to them.
     pub fn start_slaves(&mut self, k: &mut Kernel, cache: &Cache) {
         while let Some((_, proc, blk)) = self.slaves.next_start() {
-            if let Some(numa) = k.numa_mut().filter(|n| n.models_writes())
+            if let Some(numa) = k.numa_mut()
                 && let Some(id) = cache.current(blk)
             {
                 let mut blocks_by_group = vec![0u32; numa.group_count()];

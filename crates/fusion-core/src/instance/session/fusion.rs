@@ -366,6 +366,15 @@ impl Foregrounds {
         self.sessions.end_request(blk);
     }
 
+    /// This instance's past image of `blk` became the current block (a
+    /// reconfiguration promoted it): a request of ours for the block is
+    /// answered by it. The session that asked, to wake.
+    pub(in crate::instance) fn answered_by_promotion(&mut self, blk: BlockAddr) -> Option<u32> {
+        let owner = self.sessions.request_for(blk)?.owner;
+        self.sessions.end_request(blk);
+        Some(owner)
+    }
+
     /// The request `req` for `blk`, if it is outstanding.
     #[inline]
     pub(in crate::instance) fn request(&self, blk: BlockAddr, req: u64) -> Option<PendingRequest> {

@@ -314,6 +314,12 @@ impl Sessions {
         self.requests.get(&blk).copied().filter(|r| r.id == id)
     }
 
+    /// The outstanding request for `blk`, whichever it is.
+    #[inline]
+    pub(super) fn request_for(&self, blk: BlockAddr) -> Option<PendingRequest> {
+        self.requests.get(&blk).copied()
+    }
+
     /// The request for `blk` is complete.
     #[inline]
     pub(super) fn end_request(&mut self, blk: BlockAddr) {
