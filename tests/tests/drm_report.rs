@@ -23,7 +23,10 @@ fn drm_affinity_reports_the_objects_remastered_to_the_batchs_instance() {
     assert_eq!(drm.name, "drm");
     let rows = |phase: &str| drm.phase(phase).expect("the phase ran").pf_masters.clone();
     assert_eq!(rows("before"), vec![], "nothing moves in the first window");
-    assert_eq!(rows("remaster"), vec![row("t_batch", 0), row("t_batch_pk", 1)]);
+    assert_eq!(
+        rows("remaster"),
+        vec![row("t_batch", 0), row("t_batch_pk", 1)]
+    );
     assert_eq!(rows("after"), rows("remaster"));
     let off = &r.variants[1];
     assert!(off.phases.iter().all(|p| p.pf_masters.is_empty()));
@@ -45,5 +48,9 @@ fn drm_affinity_reports_the_objects_remastered_to_the_batchs_instance() {
     assert_eq!(phase["gcspfmaster_info"][1]["object"], "t_batch_pk");
     assert_eq!(phase["gcspfmaster_info"][1]["current_master"], 1);
     assert!(phase["gcspfmaster_info"][1]["previous_master"].is_null());
-    assert!(json["variants"][1]["phases"][2].get("gcspfmaster_info").is_none());
+    assert!(
+        json["variants"][1]["phases"][2]
+            .get("gcspfmaster_info")
+            .is_none()
+    );
 }

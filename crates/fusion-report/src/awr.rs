@@ -124,6 +124,30 @@ pub fn workload_characteristics(s: &Stats) -> String {
     out.0
 }
 
+/// The deadlocks LMD broke here, as AWR's Instance Activity Stats show
+/// `enqueue deadlocks` (with how long the victims had waited); empty when
+/// there were none, so a report without deadlocks prints what it always did.
+pub fn deadlocks(s: &Stats) -> String {
+    let count = s.get(Stat::EnqueueDeadlocks);
+    if count == 0 {
+        return String::new();
+    }
+    let waited_ms = s.get(Stat::DeadlockDetectionTime) as f64 / NS_PER_MS;
+    let mut out = Out::default();
+    out.line("Instance Activity Stats - deadlocks (ORA-00060)");
+    out.line(format!(
+        "  {:<44}{:>12}",
+        "enqueue deadlocks",
+        grouped(count as f64, 0)
+    ));
+    out.line(format!(
+        "  {:<44}{:>12.1}",
+        "avg wait of a victim until rolled back (ms)",
+        waited_ms / count as f64
+    ));
+    out.0
+}
+
 /// AWR's "Global Cache Load Profile", per second and per transaction.
 pub fn load_profile(s: &Stats, elapsed_ns: u64, db_block_size: u32) -> String {
     use Stat::*;

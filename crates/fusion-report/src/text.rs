@@ -15,7 +15,7 @@ use fusion_core::stats::Stats;
 pub use crate::awr::{
     TopEvent, background, decomposition, load_profile, tkprof, top_events, workload_characteristics,
 };
-use crate::awr::{pct_db_time, top_events_table};
+use crate::awr::{deadlocks, pct_db_time, top_events_table};
 use crate::fmt::{TEXT_WIDTH, wrapped};
 use crate::model::{InstanceResult, PhaseResult, RunResult, VariantResult};
 use crate::sheet::{NS_PER_S, Out, table};
@@ -232,6 +232,11 @@ fn instance_section(out: &mut Out, p: &PhaseResult, i: &InstanceResult, opts: &T
     out.blank();
     out.0.push_str(&top_events_table(&i.stats, opts.names_9i));
     out.blank();
+    let dl = deadlocks(&i.stats);
+    if !dl.is_empty() {
+        out.0.push_str(&dl);
+        out.blank();
+    }
     out.0.push_str(&decomposition(&i.stats));
     out.blank();
     out.0.push_str(&background(
@@ -459,6 +464,20 @@ Global cache log flushes for current blocks served %:      0.1
       Avg global cache current block flush time (ms):      0.0
 ";
         assert_eq!(text, expected);
+    }
+
+    #[test]
+    fn deadlocks_are_shown_only_when_there_were_some() {
+        let mut s = Stats::default();
+        assert_eq!(deadlocks(&s), "", "nothing printed without a deadlock");
+        s.add(Stat::EnqueueDeadlocks, 2);
+        s.add(Stat::DeadlockDetectionTime, 21_000 * 1_000_000);
+        let text = deadlocks(&s);
+        assert!(text.contains("enqueue deadlocks"), "{text}");
+        assert!(
+            text.contains("10500.0"),
+            "the victims' average wait: {text}"
+        );
     }
 
     #[test]
