@@ -324,7 +324,7 @@ impl Layout {
     /// The master of a global enqueue resource: a fixed hash of its name, so
     /// every instance computes the same (resources spread like blocks).
     pub fn ges_master(&self, res: crate::msg::ResName) -> InstId {
-        let key = (res.kind as u64) << 32 | u64::from(res.id);
+        let key = (res.kind as u64) << 32 | res.id;
         let h = key
             .wrapping_add(0x2545_F491_4F6C_DD1D)
             .wrapping_mul(0x9E37_79B9_7F4A_7C15);

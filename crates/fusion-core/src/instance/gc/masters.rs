@@ -113,7 +113,7 @@ impl Masters {
         if self.all || self.members.contains(home) {
             return home;
         }
-        self.heir((res.kind as u64) << 32 | u64::from(res.id))
+        self.heir((res.kind as u64) << 32 | res.id)
     }
 
     /// The survivor that takes over a departed master's resource `key`.

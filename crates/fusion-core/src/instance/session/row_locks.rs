@@ -329,15 +329,15 @@ mod tests {
         // a waits for b, b for c, c for b: b and c deadlock, a only waits.
         let a = WaitHop {
             holder: Xid::new(InstId(1), 20),
-            ..hop(0, 1, 10, 0, 1)
+            ..hop(0, 1, 10, 99, 1)
         };
         let b = WaitHop {
             holder: Xid::new(InstId(0), 30),
-            ..hop(1, 2, 20, 0, 2)
+            ..hop(1, 2, 20, 99, 2)
         };
         let c = WaitHop {
             holder: Xid::new(InstId(1), 20),
-            ..hop(0, 3, 30, 0, 3)
+            ..hop(0, 3, 30, 99, 3)
         };
         let Search::Forward(to, path) = RowLocks::search(vec![a], Some(b)) else {
             panic!("stopped early");
