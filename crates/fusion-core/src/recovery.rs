@@ -39,13 +39,15 @@ pub struct RecoveryReport {
 }
 
 /// A block of the recovery set: changed in the thread after the last block
-/// written record that covers it.
+/// written record that covers it, or changed by a transaction that did not
+/// commit (written or not, that change is to be rolled back).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RecoveryBlock {
     pub blk: BlockAddr,
-    /// SCN of its first change not covered by a block written record.
+    /// SCN of its first change to redo (not covered by a block written
+    /// record) or to undo (an uncommitted transaction's).
     pub first_dirty: Scn,
-    /// Its changes not covered.
+    /// Its changes to redo or undo.
     pub changes: u32,
 }
 
@@ -65,14 +67,19 @@ pub struct RecoverySet {
     pub uncommitted: Vec<Xid>,
 }
 
-/// The first pass over a thread's redo from its checkpoint on: the blocks
+/// The first pass over a thread's redo from its checkpoint on (or from the
+/// first change of its oldest active transaction, if older): the blocks
 /// changed after the last block written record (BWR) that covers them (a
-/// BWR at SCN s covers the block's changes up to s), sorted by first-dirty
-/// SCN, and the thread's committed and uncommitted transactions.
+/// BWR at SCN s covers the block's changes up to s), and the blocks an
+/// uncommitted transaction changed even where a BWR covers the change
+/// (DBWR wrote the change, which is rolled back all the same; found by
+/// chaos: a transaction that waited long for a row lock had its other
+/// changes written, and they survived on disk), sorted by first-dirty
+/// SCN; and the thread's committed and uncommitted transactions.
 pub fn first_pass<'a>(records: impl IntoIterator<Item = &'a RedoRecord>) -> RecoverySet {
     struct Seen {
         written: Scn,
-        changes: Vec<Scn>,
+        changes: Vec<(Scn, Xid)>,
     }
     let mut blocks: FxHashMap<BlockAddr, Seen> = FxHashMap::default();
     let mut committed: FxHashMap<Xid, Scn> = FxHashMap::default();
@@ -95,13 +102,21 @@ pub fn first_pass<'a>(records: impl IntoIterator<Item = &'a RedoRecord>) -> Reco
         if r.written {
             seen.written = seen.written.max(r.scn);
         } else if r.change.is_some() {
-            seen.changes.push(r.scn);
+            seen.changes.push((r.scn, r.xid));
             changed.push(r.xid);
         }
     }
+    changed.sort_unstable();
+    changed.dedup();
+    set.uncommitted = changed
+        .into_iter()
+        .filter(|x| !committed.contains_key(x))
+        .collect();
     for (blk, seen) in blocks {
-        let uncovered = seen.changes.iter().filter(|&&scn| scn > seen.written);
-        let (first, n) = uncovered.fold((Scn::MAX, 0u32), |(f, n), &scn| {
+        let to_recover = seen.changes.iter().filter(|&&(scn, xid)| {
+            scn > seen.written || set.uncommitted.binary_search(&xid).is_ok()
+        });
+        let (first, n) = to_recover.fold((Scn::MAX, 0u32), |(f, n), &(scn, _)| {
             (f.min(scn), n.saturating_add(1))
         });
         if n > 0 {
@@ -113,12 +128,6 @@ pub fn first_pass<'a>(records: impl IntoIterator<Item = &'a RedoRecord>) -> Reco
         }
     }
     set.blocks.sort_unstable_by_key(|b| (b.first_dirty, b.blk));
-    changed.sort_unstable();
-    changed.dedup();
-    set.uncommitted = changed
-        .into_iter()
-        .filter(|x| !committed.contains_key(x))
-        .collect();
     set.committed = committed.into_iter().collect();
     set.committed.sort_unstable();
     set
@@ -240,6 +249,35 @@ mod tests {
         assert_eq!(blocks, vec![(7, 13, 1), (6, 14, 1), (5, 15, 1)]);
         assert_eq!(set.committed, vec![(x(1), 12)]);
         assert_eq!(set.uncommitted, vec![x(2), x(3)]);
+    }
+
+    #[test]
+    fn a_bwr_does_not_cover_an_uncommitted_change() {
+        let upd = |slot, val| Change::UpdateRow { slot, val };
+        let thread = vec![
+            change(10, x(1), 5, upd(0, 1)),
+            change(11, x(2), 6, upd(0, 2)),
+            // DBWR wrote both blocks: x(1)'s change and x(2)'s are on disk.
+            RedoRecord::block_written(BlockAddr(5), 11),
+            RedoRecord::block_written(BlockAddr(6), 11),
+            RedoRecord::commit(12, x(2), 100),
+        ];
+        let set = first_pass(&thread);
+        // x(2) committed: block 6 needs nothing. x(1) did not: block 5 is
+        // recovered to roll its change back, though no redo is applied.
+        let blocks: Vec<(u32, Scn, u32)> = set
+            .blocks
+            .iter()
+            .map(|b| (b.blk.0, b.first_dirty, b.changes))
+            .collect();
+        assert_eq!(blocks, vec![(5, 10, 1)]);
+        assert_eq!(set.uncommitted, vec![x(1)]);
+        let mut disk = table(5, &[(1, 0)]);
+        assert!(disk.apply(&upd(0, 1), x(1), 10));
+        let (mut image, applied) = roll_forward(disk, &thread).expect("fits");
+        assert_eq!(applied, 0, "the disk image already holds the change");
+        assert_eq!(roll_back_uncommitted(&mut image, &set.uncommitted, 13), 1);
+        assert_eq!(image.row(0).map(|r| (r.val, r.lock)), Some((0, Xid::NONE)));
     }
 
     #[test]
