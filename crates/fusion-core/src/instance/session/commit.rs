@@ -326,9 +326,16 @@ impl Foregrounds {
         obs: &mut Observer,
         sid: u32,
     ) -> Option<RowWait> {
-        let w = self.rows.end(sid)?;
-        debug_assert!(w.abandonable && w.via != Via::Recovery);
-        debug_assert_eq!(self.sessions.session(sid).st, SessionState::WaitTx);
+        // The confirmation checked the wait against this instance's record;
+        // a wait for recovery's word is never part of a cycle.
+        let w = *self.rows.wait_of(sid)?;
+        if !w.abandonable
+            || w.via == Via::Recovery
+            || self.sessions.session(sid).st != SessionState::WaitTx
+        {
+            return None;
+        }
+        self.rows.end(sid);
         if w.via == Via::Local {
             self.txns.cancel_wait(w.holder, sid);
         }

@@ -236,13 +236,11 @@ impl RowLocks {
             .map(|(i, _)| i)
     }
 
-    /// Whether hop `h` of a path is still this instance's same wait.
+    /// Whether hop `h` of a path is still this instance's same wait, as
+    /// this instance records it (a peer's copy of the path is not trusted:
+    /// whether the wait can be rolled back, and since when, must match too).
     pub fn holds(&self, me: InstId, h: &WaitHop) -> bool {
-        h.inst == me
-            && self
-                .waits
-                .get(&h.sid)
-                .is_some_and(|w| w.wait_id == h.wait_id && w.holder == h.holder)
+        h.inst == me && self.hop(me, h.sid, h.xid) == Some(*h)
     }
 
     /// A confirmation reached this instance at hop `at` of `path`.
@@ -384,6 +382,31 @@ mod tests {
         r.end(3);
         r.begin(3, holder, 50, 100, true, Via::Ges);
         assert_eq!(r.confirm(me, &path, 2), Confirm::Stop);
+    }
+
+    #[test]
+    fn a_path_that_misdescribes_a_wait_here_confirms_nothing() {
+        let mut r = RowLocks::default();
+        let me = InstId(0);
+        let holder = Xid::new(InstId(1), 20);
+        // Session 3 waits at a point that cannot be rolled back.
+        r.begin(3, holder, 5, 100, false, Via::Ges);
+        let mine = r.hop(me, 3, Xid::new(me, 10)).expect("waits");
+        let forged = WaitHop {
+            abandonable: true,
+            ..mine
+        };
+        let other = WaitHop {
+            inst: InstId(1),
+            sid: 7,
+            xid: holder,
+            holder: mine.xid,
+            wait_id: 1,
+            since: 9,
+            abandonable: true,
+        };
+        assert_eq!(r.confirm(me, &[forged, other], 2), Confirm::Stop);
+        assert_eq!(r.confirm(me, &[forged, other], 0), Confirm::Stop);
     }
 
     #[test]
