@@ -441,8 +441,12 @@ pub(in crate::instance) fn roll_back_dead_in_cache(
     }
 }
 
-/// Roll back, in one unpinned current buffer held in X, every change of
-/// a dead instance's uncommitted transaction (`dead`, as above).
+/// Roll back, in one unpinned current buffer, every change of a dead
+/// instance's uncommitted transaction (`dead`, as above). A buffer held in
+/// S counts too (found by chaos, seed 40403): the dead instance, holding
+/// the block in X, down-converted it and shipped shared copies; instance
+/// recovery found the block current at a survivor and left it, and the
+/// dead change stayed in every shared copy.
 pub(in crate::instance) fn roll_back_dead_at_unpin(
     k: &mut Kernel,
     cache: &mut Cache,
@@ -453,7 +457,7 @@ pub(in crate::instance) fn roll_back_dead_at_unpin(
     let Some(b) = cache.try_get(buf) else {
         return;
     };
-    if b.state() != BufState::Xcur || b.pinned() || b.leaving() {
+    if !b.is_current() || b.pinned() || b.leaving() {
         return;
     }
     let xids: Vec<Xid> = b
@@ -471,7 +475,11 @@ pub(in crate::instance) fn roll_back_dead_at_unpin(
 /// On-demand rollback: `xid`, a dead instance's uncommitted transaction
 /// (the caller knows), has changes in current buffer `buf`: roll them back
 /// here. Returns whether anything was rolled back (then look at the block
-/// again).
+/// again). The buffer is dirty afterwards if this instance writes the
+/// block (held in X, or a dirty shared copy it down-converted); a clean
+/// shared copy stays clean, as its holder never writes the block: every
+/// holder rolls its own copy back, and the disk's image, if it has the
+/// change, is rolled back by whoever changes the block next.
 pub(in crate::instance) fn roll_back_dead(
     k: &mut Kernel,
     cache: &mut Cache,
@@ -485,8 +493,11 @@ pub(in crate::instance) fn roll_back_dead(
         return false;
     }
     k.add(Stat::RollbackUndoRecordsApplied, u64::from(applied));
-    let now = k.now();
-    cache.dirtied(buf, end_rba, now);
+    let b = cache.get(buf);
+    if b.state() == BufState::Xcur || b.dirty() {
+        let now = k.now();
+        cache.dirtied(buf, end_rba, now);
+    }
     true
 }
 
@@ -674,5 +685,27 @@ mod tests {
         assert_eq!(k.stats().get(Stat::RollbackUndoRecordsApplied), 1);
         // Nothing of it is left: a second rollback does nothing.
         assert!(!roll_back_dead(&mut k, &mut cache, 78, buf, dead_xid(1)));
+    }
+
+    #[test]
+    fn a_dead_transactions_change_in_a_shared_copy_is_rolled_back_and_leaves_it_clean() {
+        let mut k = Kernel::for_instance(ME, &Catalog::default());
+        let mut cache = Cache::new(8, 64);
+        let blk = BlockAddr(3);
+        let mut image = table(blk, 5);
+        assert!(image.apply(&Change::UpdateRow { slot: 0, val: 9 }, dead_xid(1), 4));
+        // A shared copy the dead instance shipped: instance recovery found
+        // the block current here and left it.
+        let buf = cache.insert(blk, BufState::Scur, image);
+        let dead = |x: Xid| x == dead_xid(1);
+        roll_back_dead_in_cache(&mut k, &mut cache, 77, &dead);
+        let b = cache.get(buf);
+        assert_eq!(b.state(), BufState::Scur);
+        assert_eq!(
+            b.image.row(0).map(|r| (r.val, r.lock)),
+            Some((5, Xid::NONE))
+        );
+        assert!(!b.dirty(), "a clean shared copy's holder does not write it");
+        assert_eq!(k.stats().get(Stat::RollbackUndoRecordsApplied), 1);
     }
 }
