@@ -317,6 +317,14 @@ impl Directory {
         pi_kept: bool,
     ) {
         let r = self.res(blk);
+        if r.busy != Some((from, req)) {
+            // Not the transfer in flight here: a late `Installed` of one
+            // routed before this entry was rebuilt (a DRM or a
+            // reconfiguration; seed 40357). The holders' reports say how
+            // the block is held now, and transfers routed since may have
+            // moved it on: recording this one would name a past holder X.
+            return;
+        }
         if let Some(p) = prev
             && p != from
         {
@@ -337,9 +345,7 @@ impl Directory {
             }
             Mode::S => r.s.insert(from),
         }
-        if r.busy == Some((from, req)) {
-            r.busy = None;
-        }
+        r.busy = None;
         if req == PROMOTE_REQ && mode == Mode::X {
             // The reconfiguration made `from`'s past image the current
             // block while `from`'s own request for it, asked again of this
@@ -703,6 +709,55 @@ mod tests {
             Some(Route::Forward {
                 holder: INST2,
                 req: current(INST3, 1),
+                shared: false,
+            })
+        );
+    }
+
+    #[test]
+    fn a_late_installed_from_before_a_remaster_changes_nothing() {
+        // Seed 40357: instance 3 holds the block in X; instance 2's request
+        // goes to it, and the block reaches instance 2, whose `Installed`
+        // is late. DRM rebuilds the entry meanwhile (instance 2 reports X),
+        // and instance 3 takes the block back before the `Installed` comes.
+        let mut dir = Directory::new(MASTER);
+        dir.rebuild(INST3, BLK, Held::X { dirty: true });
+        dir.finish_object(|_| true);
+        let taken = current(INST2, 59);
+        assert_eq!(
+            dir.request(taken),
+            Some(Route::Forward {
+                holder: INST3,
+                req: taken,
+                shared: false,
+            })
+        );
+        assert!(dir.drop_object(|_| true).is_empty());
+        dir.rebuild(INST2, BLK, Held::X { dirty: true });
+        dir.rebuild(INST3, BLK, Held::Pi { scn: 89 });
+        dir.finish_object(|_| true);
+        let back = current(INST3, 125);
+        assert_eq!(
+            dir.request(back),
+            Some(Route::Forward {
+                holder: INST2,
+                req: back,
+                shared: false,
+            })
+        );
+        dir.installed(INST3, BLK, 125, Mode::X, Some(INST2), true);
+        assert_eq!(dir.view(BLK).map(|(x, _, _)| x), Some(Some(INST3)));
+
+        dir.installed(INST2, BLK, 59, Mode::X, Some(INST3), true);
+
+        // Instance 3 still holds it: instance 2's next request goes there.
+        assert_eq!(dir.view(BLK).map(|(x, _, _)| x), Some(Some(INST3)));
+        let again = current(INST2, 86);
+        assert_eq!(
+            dir.request(again),
+            Some(Route::Forward {
+                holder: INST3,
+                req: again,
                 shared: false,
             })
         );
