@@ -192,7 +192,7 @@ fn a_drm_message_that_does_not_fit_is_a_protocol_error() {
         ),
         ("done of no DRM", INST2, vec![DrmMsg::Done { drm: 3 }]),
         (
-            "a second DRM while one runs",
+            "a third DRM while one runs and the next waits for its end",
             INST2,
             vec![
                 DrmMsg::Freeze {
@@ -200,8 +200,14 @@ fn a_drm_message_that_does_not_fit_is_a_protocol_error() {
                     object: 0,
                     to: INST2,
                 },
+                // Held: DRM(1)'s Done may come after it on another link.
                 DrmMsg::Freeze {
                     drm: 2,
+                    object: 1,
+                    to: INST2,
+                },
+                DrmMsg::Freeze {
+                    drm: 3,
                     object: 1,
                     to: INST2,
                 },

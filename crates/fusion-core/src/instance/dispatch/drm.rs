@@ -89,7 +89,8 @@ impl Instance {
                     members,
                     self.k.now(),
                 ) {
-                    Ok(()) => self.drm_check_quiet(),
+                    Ok(true) => self.drm_check_quiet(),
+                    Ok(false) => {}
                     Err(e) => self.error(e),
                 }
             }
@@ -192,6 +193,10 @@ impl Instance {
                 }
                 for req in ended.held {
                     self.drm_release(req);
+                }
+                // The next DRM's freeze, if it came first.
+                if let Some((from, drm, object, to)) = self.gc.drm_take_next_freeze() {
+                    self.on_drm_msg(from, DrmMsg::Freeze { drm, object, to });
                 }
             }
         }

@@ -100,6 +100,10 @@ pub(super) struct Drm {
     /// The last DRM number this member took part in, this incarnation.
     last_seen: u32,
     frozen: Option<Frozen>,
+    /// The coordinator's freeze of the next DRM, come before the new
+    /// master's `Done` of the one still frozen here (they travel on
+    /// different links): taken once that one ends.
+    next_freeze: Option<(InstId, u32, u32, InstId)>,
 }
 
 /// A DRM ended at this member.
@@ -282,7 +286,8 @@ impl GlobalCache {
 
     // ----- every member ------------------------------------------------------------
 
-    /// The coordinator `from` froze `object` for DRM `drm` to `to`.
+    /// The coordinator `from` froze `object` for DRM `drm` to `to`. True
+    /// when frozen now; false when it waits for the DRM frozen here to end.
     pub fn drm_freeze(
         &mut self,
         layout: &Layout,
@@ -291,13 +296,19 @@ impl GlobalCache {
         (drm, object, to): (u32, u32, InstId),
         members: InstSet,
         now: Nanos,
-    ) -> Result<(), String> {
+    ) -> Result<bool, String> {
         if from != coordinator {
             return Err(format!(
                 "{from} began DRM({drm}) but the coordinator is {coordinator}"
             ));
         }
         if let Some(f) = &self.drm.frozen {
+            // The coordinator began it once the one frozen here was done
+            // at the coordinator: its `Done` is on its way here.
+            if drm > f.drm && self.drm.next_freeze.is_none() {
+                self.drm.next_freeze = Some((from, drm, object, to));
+                return Ok(false);
+            }
             return Err(format!("{from} began DRM({drm}) while DRM({}) runs", f.drm));
         }
         if drm <= self.drm.last_seen {
@@ -326,7 +337,16 @@ impl GlobalCache {
             held: Vec::new(),
             held_msgs: Vec::new(),
         });
-        Ok(())
+        Ok(true)
+    }
+
+    /// A freeze that came before the end of the DRM frozen here, to take
+    /// now that it ended (see `Drm::next_freeze`).
+    pub fn drm_take_next_freeze(&mut self) -> Option<(InstId, u32, u32, InstId)> {
+        if self.drm.frozen.is_some() {
+            return None;
+        }
+        self.drm.next_freeze.take()
     }
 
     /// A new request for `blk` waits for the DRM in progress (`gc remaster`).
@@ -564,6 +584,7 @@ impl GlobalCache {
         self.drm.reports.clear();
         let running = self.drm.running.take().map(|r| r.drm);
         let frozen = self.drm.frozen.take().map(|f| f.drm);
+        self.drm.next_freeze = None;
         running.or(frozen)
     }
 
