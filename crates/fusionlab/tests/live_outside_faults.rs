@@ -156,10 +156,11 @@ sleep 5
     // Both recoveries in the summary, with redo read.
     for dead in ["inst2", "inst3"] {
         let row = recovery_row(&out, dead).unwrap_or_else(|| panic!("no {dead} row:\n{out}"));
+        // The report groups thousands (`1,004`).
         let redo_kb: u64 = row
             .split_whitespace()
             .nth(5)
-            .and_then(|v| v.parse().ok())
+            .and_then(|v| v.replace(',', "").parse().ok())
             .unwrap_or_else(|| panic!("no redo figure in {row:?}"));
         assert!(redo_kb > 0, "{row}");
     }
