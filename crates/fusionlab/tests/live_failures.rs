@@ -61,10 +61,11 @@ fn a_killed_instance_is_recovered_from_its_redo_and_nothing_acknowledged_is_lost
         .lines()
         .find(|l| l.trim_start().starts_with("inst3   inst1"))
         .unwrap_or_else(|| panic!("no recovery summary row:\n{out}"));
+    // The report groups thousands (`1,004`).
     let redo_kb: u64 = row
         .split_whitespace()
         .nth(5)
-        .and_then(|v| v.parse().ok())
+        .and_then(|v| v.replace(',', "").parse().ok())
         .unwrap_or_else(|| panic!("no redo figure in {row:?}"));
     assert!(redo_kb > 0, "{row}");
     // Both variants were checked (the "across failures" line shows only
