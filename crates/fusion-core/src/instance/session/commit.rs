@@ -265,8 +265,7 @@ impl Foregrounds {
         let waited = self.rows.end(sid);
         debug_assert!(waited.is_none_or(|w| w.holder == xid && w.via == Via::Ges));
         if self.sessions.session(sid).st == SessionState::WaitTx {
-            self.end_wait(k, obs, sid, None);
-            self.set_ready(k, sid);
+            self.end_session_wait(k, obs, sid);
         }
     }
 
@@ -291,11 +290,13 @@ impl Foregrounds {
     pub(in crate::instance) fn tx_owner_asked(&mut self, xid: Xid) -> Option<TxEnd> {
         match self.txns.state(xid) {
             TxState::Committed(scn) => Some(TxEnd::Committed(scn)),
-            TxState::Active if xid.seq() > self.txns.base() => {
+            TxState::Active if self.txns.began(xid) => {
                 self.txns.wait_for_end(xid, TxWaiter::Ges);
                 None
             }
-            // An earlier life's transaction: recovery rolled it back.
+            // An earlier life's transaction (recovery rolled it back), or
+            // one a peer named that never began: nothing to wait for, and
+            // nothing kept for it.
             TxState::Active | TxState::Unknown => Some(TxEnd::RolledBack),
         }
     }

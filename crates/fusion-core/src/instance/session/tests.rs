@@ -145,3 +145,18 @@ fn ten_thousand_stray_answers_keep_the_error_log_at_its_bound() {
     assert!(errors[ERRORS_MAX - 1].contains("more problems followed"));
     assert_eq!(r.state(), SessionState::Think);
 }
+
+#[test]
+fn a_tx_enqueue_asked_for_a_transaction_never_begun_is_given_back_at_once() {
+    let mut r = Rig::new(false);
+    let me = r.k.id();
+    let begun = r.fg.txns_mut().begin();
+    // Running: given back when it ends, not now.
+    assert_eq!(r.fg.tx_owner_asked(begun), None);
+    // A peer names one of ours that never began: nothing to wait for.
+    let never = Xid::new(me, begun.seq() + 1000);
+    assert_eq!(
+        r.fg.tx_owner_asked(never),
+        Some(crate::msg::TxEnd::RolledBack)
+    );
+}

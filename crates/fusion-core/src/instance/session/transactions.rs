@@ -230,6 +230,11 @@ impl Transactions {
         self.waiters.entry(xid.seq()).or_default().push(waiter);
     }
 
+    /// Whether `xid` is a transaction this life of the instance began.
+    pub(in crate::instance) fn began(&self, xid: Xid) -> bool {
+        xid.inst() == self.me && xid.seq() > self.base && xid.seq() < self.next_seq
+    }
+
     /// Local session `sid` no longer waits for `xid` (its statement failed).
     pub(in crate::instance) fn cancel_wait(&mut self, xid: Xid, sid: u32) {
         if let Some(w) = self.waiters.get_mut(&xid.seq()) {
