@@ -97,9 +97,18 @@ fn a_past_image_older_than_the_disk_is_never_made_current() {
 ///   routed before DRM rebuilt the block's entry came late, after the block
 ///   moved on; the master named the past holder X again and refused its
 ///   next request (`asked for dba 1 ... it holds in X`).
+/// - 40515 (rows taken in drawn order, DRM every second) and 22102
+///   (`split-brain`): a disk read granted before a reconfiguration was
+///   reported as a plain S copy; the new master took it for gone when the
+///   reader had not read it yet, granted X elsewhere, and the read then
+///   installed S beside it. A block being read is reported as such now
+///   (`Held::Reading`), and the new master waits for its `Installed`.
+/// - 40525 (rows taken in drawn order, DRM every second): recovery applied
+///   a cut-off instance's redo without moving the SCN past it, so a
+///   survivor changed a recovered row at an SCN below commits it overwrote.
 #[test]
 fn chaos_found_runs_replay_clean() {
-    for seed in [21104_u64, 21194, 36005, 40403, 40357] {
+    for seed in [21104_u64, 21194, 36005, 40403, 40357, 40515, 40525, 22102] {
         let path = format!(
             "{}/tests/chaos-regressions/seed-{seed}.toml",
             env!("CARGO_MANIFEST_DIR")

@@ -512,6 +512,12 @@ pub enum Held {
     S { dirty: bool },
     /// A past image as of `scn`.
     Pi { scn: Scn },
+    /// Granted in `mode` for request `req` and still being read from disk:
+    /// held as granted, and its `Installed` is still to come. The new master
+    /// waits for it before it routes the block again, as the old one did (a
+    /// holder asked to give up a block it has not read yet would answer as
+    /// if it held nothing, and the read would install it after: seed 40515).
+    Reading { mode: Mode, req: u64 },
 }
 
 /// A reconfiguration report to one master (see [`Msg::Rebuild`]).

@@ -680,14 +680,14 @@ pub(crate) fn lvb_core(l: pb::Lvb) -> Lvb {
     Lvb { lo: l.lo, hi: l.hi }
 }
 
-fn mode_pb(m: Mode) -> pb::Mode {
+pub(crate) fn mode_pb(m: Mode) -> pb::Mode {
     match m {
         Mode::S => pb::Mode::S,
         Mode::X => pb::Mode::X,
     }
 }
 
-fn mode_core(field: &'static str, v: i32) -> Result<Mode, WireError> {
+pub(crate) fn mode_core(field: &'static str, v: i32) -> Result<Mode, WireError> {
     match pb::Mode::try_from(v) {
         Ok(pb::Mode::S) => Ok(Mode::S),
         Ok(pb::Mode::X) => Ok(Mode::X),

@@ -9,7 +9,8 @@ use fusion_core::msg::{DeadThread, Held, Msg, Rebuild, RecoverSource};
 use fusion_core::types::BlockAddr;
 
 use crate::convert::{
-    Codec, WireError, lock_mode_core, lock_mode_pb, lvb_core, lvb_pb, missing, res_core, res_pb,
+    Codec, WireError, lock_mode_core, lock_mode_pb, lvb_core, lvb_pb, missing, mode_core, mode_pb,
+    res_core, res_pb,
 };
 use crate::pb;
 use crate::pb::msg::Kind as K;
@@ -24,6 +25,10 @@ pub(crate) fn held_blocks_pb(blocks: &[(BlockAddr, Held)]) -> Vec<pb::HeldBlock>
                 Held::X { dirty } => pb::held_block::Held::XDirty(dirty),
                 Held::S { dirty } => pb::held_block::Held::SDirty(dirty),
                 Held::Pi { scn } => pb::held_block::Held::PiScn(scn),
+                Held::Reading { mode, req } => pb::held_block::Held::Reading(pb::HeldReading {
+                    mode: mode_pb(mode).into(),
+                    req,
+                }),
             }),
         })
         .collect()
@@ -41,6 +46,10 @@ impl Codec {
                 pb::held_block::Held::XDirty(dirty) => Held::X { dirty },
                 pb::held_block::Held::SDirty(dirty) => Held::S { dirty },
                 pb::held_block::Held::PiScn(scn) => Held::Pi { scn },
+                pb::held_block::Held::Reading(r) => Held::Reading {
+                    mode: mode_core("HeldReading.mode", r.mode)?,
+                    req: r.req,
+                },
             };
             out.push((self.limits.blk("HeldBlock.blk", b.blk)?, held));
         }

@@ -258,6 +258,10 @@ fn drm_msg() -> impl Strategy<Value = Msg> {
         any::<bool>().prop_map(|dirty| Held::X { dirty }),
         any::<bool>().prop_map(|dirty| Held::S { dirty }),
         any::<u64>().prop_map(|scn| Held::Pi { scn }),
+        (any::<bool>(), any::<u64>()).prop_map(|(x, req)| Held::Reading {
+            mode: if x { Mode::X } else { Mode::S },
+            req
+        }),
     ];
     let m = prop_oneof![
         (any::<u64>(), vec((any::<u32>(), any::<u64>()), 0..4))

@@ -16,6 +16,13 @@ impl Instance {
     /// A dead thread was read; once all are, the claims and what recovery
     /// found of the dead transactions join the reports, which go.
     pub(in crate::instance) fn on_redo_read(&mut self, records: Vec<RedoRecord>) {
+        // The dead thread's changes and commits become this instance's to
+        // apply and to tell: its SCN goes past them first, as a message's
+        // would (Lamport), so that nothing done here after recovery is
+        // ordered before them (seed 40525).
+        if let Some(newest) = records.iter().map(|r| r.scn).max() {
+            self.observe_scn(newest);
+        }
         let txns = self.fg.txns();
         let found = self
             .membership

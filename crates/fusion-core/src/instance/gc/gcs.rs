@@ -493,6 +493,18 @@ impl Directory {
                     r.newest_pi = Some((scn, from));
                 }
             }
+            Held::Reading { mode, req } => {
+                match mode {
+                    Mode::X => r.x = Some(from),
+                    Mode::S => r.s.insert(from),
+                }
+                // One grant is in flight per block: a second report of one
+                // (a peer's mistake) keeps the first to wait for; the
+                // holders are recorded either way.
+                if r.busy.is_none() {
+                    r.busy = Some((from, req));
+                }
+            }
         }
     }
 
@@ -760,6 +772,35 @@ mod tests {
                 req: again,
                 shared: false,
             })
+        );
+    }
+
+    #[test]
+    fn a_block_still_being_read_at_a_rebuild_waits_for_its_installed() {
+        // Seed 40515: instance 2 was granted a disk read in S before the
+        // reconfiguration and reports it under way; instance 3 asks for X.
+        let mut dir = Directory::new(MASTER);
+        let read = Held::Reading {
+            mode: Mode::S,
+            req: 4,
+        };
+        dir.rebuild(INST2, BLK, read);
+        assert!(dir.finish_rebuild().is_empty());
+        assert_eq!(dir.view(BLK), Some((None, vec![INST2], vec![])));
+        let x = current(INST3, 24);
+        assert_eq!(dir.request(x), None, "queued until the read is installed");
+        dir.installed(INST2, BLK, 4, Mode::S, None, false);
+        let Drained::Route(route) = dir.next_queued(BLK) else {
+            panic!("the queued request is routed once the read is in");
+        };
+        assert_eq!(
+            route,
+            Route::Forward {
+                holder: INST2,
+                req: x,
+                shared: false,
+            },
+            "the reader, which holds the block now, gives it up before X is granted"
         );
     }
 }

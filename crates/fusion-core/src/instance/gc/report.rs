@@ -9,7 +9,7 @@ use super::super::cache::{BufState, Cache};
 use super::super::events::IoPurpose;
 use super::super::kernel::Kernel;
 use super::GlobalCache;
-use crate::msg::{DeadThread, Held, LockMode, Lvb, Mode, Rebuild, ResName};
+use crate::msg::{DeadThread, Held, LockMode, Lvb, Rebuild, ResName};
 use crate::types::{BlockAddr, InstId, InstSet};
 
 impl GlobalCache {
@@ -87,7 +87,7 @@ impl GlobalCache {
 
 /// Every block this instance holds current or as a past image (a block
 /// granted and still being read from disk is held in the mode granted:
-/// its master recorded it so), by address.
+/// its master recorded it so, and waits for its `Installed`), by address.
 pub(super) fn held_blocks(k: &Kernel, cache: &Cache) -> Vec<(BlockAddr, Held)> {
     let mut blocks: Vec<(BlockAddr, Held)> = Vec::new();
     for (_, b) in cache.iter() {
@@ -100,12 +100,8 @@ pub(super) fn held_blocks(k: &Kernel, cache: &Cache) -> Vec<(BlockAddr, Held)> {
         blocks.push((b.blk, held));
     }
     for purpose in k.io_in_flight() {
-        if let IoPurpose::GrantRead { blk, mode, .. } = *purpose {
-            let held = match mode {
-                Mode::X => Held::X { dirty: false },
-                Mode::S => Held::S { dirty: false },
-            };
-            blocks.push((blk, held));
+        if let IoPurpose::GrantRead { blk, req, mode, .. } = *purpose {
+            blocks.push((blk, Held::Reading { mode, req }));
         }
     }
     blocks.sort_unstable_by_key(|&(b, _)| b);
@@ -117,7 +113,7 @@ mod tests {
     use super::*;
     use crate::block::{Block, Body};
     use crate::config::Catalog;
-    use crate::msg::Io;
+    use crate::msg::{Io, Mode};
 
     const ME: InstId = InstId(0);
 
@@ -168,7 +164,13 @@ mod tests {
             [
                 (BlockAddr(1), Held::X { dirty: true }),
                 (BlockAddr(2), Held::Pi { scn: 0 }),
-                (BlockAddr(4), Held::S { dirty: false }),
+                (
+                    BlockAddr(4),
+                    Held::Reading {
+                        mode: Mode::S,
+                        req: 1
+                    }
+                ),
             ],
             "a CR copy is nobody's business"
         );
