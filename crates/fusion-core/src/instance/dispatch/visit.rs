@@ -8,7 +8,8 @@
 //! searches for those waits are sequenced here too.
 
 use super::super::Instance;
-use super::super::cache::{BufId, BufState, Cache, Victim};
+use super::super::cache::victim::Victim;
+use super::super::cache::{BufId, BufState, Cache};
 use super::super::events::Timer;
 use super::super::execution::{ExecPoint, Purpose};
 use super::super::gc::GesStep;
