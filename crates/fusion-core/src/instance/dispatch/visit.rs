@@ -12,7 +12,7 @@ use super::super::cache::victim::Victim;
 use super::super::cache::{BufId, BufState, Cache};
 use super::super::events::Timer;
 use super::super::execution::{ExecPoint, Purpose};
-use super::super::gc::GesStep;
+use super::super::gc::ges_route::GesStep;
 use super::super::session::{
     Acquired, Changed, Confirm, Foregrounds, PATH_MAX, PendingRequest, RowLockWait, RowLocks,
     Search, Via, dd_interval_ns,
