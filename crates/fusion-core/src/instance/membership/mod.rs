@@ -3,7 +3,8 @@
 //! its decisions routed (lmon.rs, with what that work has in flight), the
 //! reconfiguration (reconfig.rs: freeze, reports, the directory rebuilt),
 //! instance recovery (smon.rs) and reliable delivery over a lossy
-//! interconnect (link.rs, routed in delivery.rs).
+//! interconnect (link.rs, routed in delivery.rs; what the others send
+//! through, net.rs).
 //!
 //! The rest of the instance asks [`Membership`]'s methods who is a member;
 //! only the files here change it.
@@ -12,13 +13,14 @@ mod css;
 mod delivery;
 mod link;
 mod lmon;
+mod net;
 mod reconfig;
 mod smon;
 
 pub(super) use css::{HEARTBEAT_NS, Verdict};
-pub(super) use delivery::Net;
 pub use link::Delivery;
 pub(super) use link::RETRANSMIT_NS;
+pub(super) use net::Net;
 pub(super) use reconfig::{HeldWork, Newer};
 pub(super) use smon::{
     past_image_source, roll_back_dead, roll_back_dead_at_unpin, roll_back_dead_in_cache,
