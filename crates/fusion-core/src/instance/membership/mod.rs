@@ -1,6 +1,7 @@
 //! Membership: who is in the cluster and what follows when that changes.
 //! The membership service (css.rs: heartbeats, the voting file, verdicts),
-//! its decisions routed (lmon.rs, with what that work has in flight), the
+//! its decisions routed (lmon.rs, with what that work has in flight in
+//! standing.rs), the
 //! reconfiguration (reconfig.rs: freeze, reports, the directory rebuilt),
 //! instance recovery (smon.rs) and reliable delivery over a lossy
 //! interconnect (link.rs, routed in delivery.rs; what the others send
@@ -16,6 +17,7 @@ mod lmon;
 mod net;
 mod reconfig;
 mod smon;
+mod standing;
 
 pub(super) use css::{HEARTBEAT_NS, Verdict};
 pub use link::Delivery;
@@ -34,7 +36,7 @@ pub(super) struct Membership {
     /// Heartbeats, who is alive, the incarnation.
     css: css::Css,
     /// The disk heartbeat, fences, admission, recoveries, halt.
-    standing: lmon::Standing,
+    standing: standing::Standing,
     /// A reconfiguration's freeze and what it holds.
     reconfig: reconfig::Reconfig,
     /// Instance recovery, on the recovering instance.
@@ -58,7 +60,7 @@ impl Membership {
             } else {
                 css::Css::joining(id, instances, params.css_misscount)
             },
-            standing: lmon::Standing::new(life > 0),
+            standing: standing::Standing::new(life > 0),
             reconfig: reconfig::Reconfig::default(),
             smon: smon::Smon::default(),
             links: link::Links::new(instances, delivery),
