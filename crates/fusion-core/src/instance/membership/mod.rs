@@ -23,12 +23,12 @@ pub(super) use css::{HEARTBEAT_NS, Verdict};
 pub use link::Delivery;
 pub(super) use link::RETRANSMIT_NS;
 pub(super) use net::Net;
-pub(super) use reconfig::{HeldWork, Newer};
 pub(super) use smon::{
     past_image_source, roll_back_dead, roll_back_dead_at_unpin, roll_back_dead_in_cache,
 };
 
 use crate::config::{Nanos, Params};
+use crate::msg::{Envelope, LockMode, Rebuild, Request, ResName};
 use crate::recovery::RecoveryReport;
 use crate::types::{InstId, InstSet};
 
@@ -38,7 +38,7 @@ pub(super) struct Membership {
     /// The disk heartbeat, fences, admission, recoveries, halt.
     standing: standing::Standing,
     /// A reconfiguration's freeze and what it holds.
-    reconfig: reconfig::Reconfig,
+    reconfig: Reconfig,
     /// Instance recovery, on the recovering instance.
     smon: smon::Smon,
     /// Reliable delivery when the interconnect may lose messages (off otherwise).
@@ -61,7 +61,7 @@ impl Membership {
                 css::Css::joining(id, instances, params.css_misscount)
             },
             standing: standing::Standing::new(life > 0),
-            reconfig: reconfig::Reconfig::default(),
+            reconfig: Reconfig::default(),
             smon: smon::Smon::default(),
             links: link::Links::new(instances, delivery),
         }
@@ -134,6 +134,68 @@ impl Membership {
 
     pub fn take_recoveries(&mut self) -> Vec<RecoveryReport> {
         self.standing.take_recoveries()
+    }
+}
+
+// ----- the reconfiguration's state (its steps: reconfig.rs) -----------------------------
+
+/// Messages held while frozen (or from an incarnation not joined yet) at
+/// most: far more than every session and LMS of a cluster can have
+/// outstanding at once. Past it the rest is dropped and reported.
+pub const HELD_MESSAGES_MAX: usize = 1 << 20;
+
+/// Work held until the directory unfreezes, carried out then in order.
+#[derive(Debug, PartialEq)]
+pub(in crate::instance) enum HeldWork {
+    /// A message of the current incarnation.
+    Message(Envelope),
+    /// A block request for the local master.
+    Request(Request),
+    /// An enqueue conversion for the local master: (resource, mode, token).
+    Convert(ResName, LockMode, u64),
+}
+
+/// What a message of a newer incarnation than this instance's means.
+#[derive(Debug, PartialEq)]
+pub(in crate::instance) enum Newer {
+    /// A member's report of an incarnation that includes this instance: join it.
+    Join { incarnation: u32, members: InstSet },
+    /// A member's report of an incarnation without this instance: it stops.
+    Evicted(String),
+    /// Anything else: kept until this instance joins ([`Membership::keep_early`]).
+    Early,
+}
+
+#[derive(Debug, Default)]
+pub(super) struct Reconfig {
+    /// The members whose report has not come yet, while frozen.
+    waiting: Option<InstSet>,
+    /// When the freeze began.
+    frozen_at: Nanos,
+    held: Vec<HeldWork>,
+    /// Messages of a newer incarnation than this instance's, until it joins.
+    early: Vec<Envelope>,
+    /// This instance's own reports, while the recovering instance reads the
+    /// dead threads before sending them.
+    reports: Vec<(InstId, Rebuild)>,
+    /// Transaction lookups about dead instances, answered once recovery
+    /// says what it found: tokens.
+    dead_lookups: Vec<u64>,
+    /// Messages dropped past [`HELD_MESSAGES_MAX`].
+    dropped: u64,
+}
+
+impl Reconfig {
+    pub(in crate::instance) fn frozen(&self) -> bool {
+        self.waiting.is_some()
+    }
+
+    fn hold(&mut self, work: HeldWork) {
+        if self.held.len() < HELD_MESSAGES_MAX {
+            self.held.push(work);
+        } else {
+            self.dropped += 1;
+        }
     }
 }
 
