@@ -1,14 +1,16 @@
 //! Membership: who is in the cluster and what follows when that changes.
 //! The membership service (css.rs: heartbeats, the voting file, verdicts),
 //! its decisions routed (lmon.rs, with what that work has in flight in
-//! standing.rs), the
-//! reconfiguration (reconfig.rs: freeze, reports, the directory rebuilt),
-//! instance recovery (smon.rs) and reliable delivery over a lossy
+//! standing.rs), the reconfiguration (reconfig.rs: freeze, reports, the
+//! directory rebuilt), instance recovery (smon.rs, and a survivor's side
+//! of it in its cache, survivor.rs) and reliable delivery over a lossy
 //! interconnect (link.rs, routed in delivery.rs; what the others send
 //! through, net.rs).
 //!
 //! The rest of the instance asks [`Membership`]'s methods who is a member;
-//! only the files here change it.
+//! only the files here change it. The state the reconfiguration and SMON
+//! change is defined here, below the files whose `impl Membership` change
+//! it: this file names no type of theirs, so no import goes round.
 
 mod css;
 mod delivery;
@@ -18,19 +20,23 @@ mod net;
 mod reconfig;
 mod smon;
 mod standing;
+mod survivor;
 
 pub(super) use css::{HEARTBEAT_NS, Verdict};
 pub use link::Delivery;
 pub(super) use link::RETRANSMIT_NS;
 pub(super) use net::Net;
-pub(super) use smon::{
+pub(super) use survivor::{
     past_image_source, roll_back_dead, roll_back_dead_at_unpin, roll_back_dead_in_cache,
 };
 
+use rustc_hash::FxHashMap;
+
+use crate::block::Block;
 use crate::config::{Nanos, Params};
-use crate::msg::{Envelope, LockMode, Rebuild, Request, ResName};
+use crate::msg::{Envelope, LockMode, Rebuild, RedoRecord, Request, ResName};
 use crate::recovery::RecoveryReport;
-use crate::types::{InstId, InstSet};
+use crate::types::{BlockAddr, InstId, InstSet, Xid};
 
 pub(super) struct Membership {
     /// Heartbeats, who is alive, the incarnation.
@@ -40,7 +46,7 @@ pub(super) struct Membership {
     /// A reconfiguration's freeze and what it holds.
     reconfig: Reconfig,
     /// Instance recovery, on the recovering instance.
-    smon: smon::Smon,
+    smon: Smon,
     /// Reliable delivery when the interconnect may lose messages (off otherwise).
     links: link::Links,
 }
@@ -62,7 +68,7 @@ impl Membership {
             },
             standing: standing::Standing::new(life > 0),
             reconfig: Reconfig::default(),
-            smon: smon::Smon::default(),
+            smon: Smon::default(),
             links: link::Links::new(instances, delivery),
         }
     }
@@ -197,6 +203,53 @@ impl Reconfig {
             self.dropped += 1;
         }
     }
+}
+
+// ----- instance recovery's state (its steps: smon.rs) ------------------------------------
+
+/// Blocks recovered at once (the reads, applies and writes of Oracle's
+/// parallel recovery processes overlap this much).
+pub const RECOVERY_BLOCKS_IN_FLIGHT_MAX: usize = 16;
+
+#[derive(Debug, Default)]
+pub(super) struct Smon {
+    run: Option<Box<Run>>,
+    /// The number of the run under way (a run started over gets the next).
+    run_no: u32,
+}
+
+impl Smon {
+    /// A recovery runs here.
+    pub(super) fn running(&self) -> bool {
+        self.run.is_some()
+    }
+}
+
+#[derive(Debug)]
+struct Run {
+    dead: InstSet,
+    detected_at: Nanos,
+    /// Threads not read yet.
+    reading: u32,
+    /// The reads were issued (once the dead are fenced).
+    read_started: bool,
+    /// Past images sent for blocks being recovered, until the disk's image
+    /// is read to compare.
+    past_images: FxHashMap<BlockAddr, Block>,
+    /// The dead threads' records, merged by SCN once all are read.
+    records: Vec<RedoRecord>,
+    /// Per block of the recovery set: its change records, in SCN order.
+    changes: FxHashMap<BlockAddr, Vec<usize>>,
+    blocks: Vec<BlockAddr>,
+    next: usize,
+    in_flight: usize,
+    uncommitted: Vec<Xid>,
+    redo_bytes: u64,
+    unfrozen_at: Option<Nanos>,
+    blocks_read: u64,
+    blocks_written: u64,
+    blocks_recovered: u64,
+    applied_bytes: u64,
 }
 
 #[cfg(test)]
