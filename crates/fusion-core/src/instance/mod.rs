@@ -37,7 +37,7 @@ pub use observe::{
     ALERT_LINES_MAX, AlertLine, Hop, Horizon, Observation, TRACE_PENDING_MAX, TraceRecord,
     TransferId,
 };
-pub use session::DeadlockSeen;
+pub use session::{DeadlockSeen, LIFE_XIDS};
 
 use crate::block::Block;
 use crate::config::Server;
@@ -77,9 +77,6 @@ pub struct InstanceConfig {
     /// no memory model.
     pub server: Option<Server>,
 }
-
-/// Transaction numbers each life of an instance has to itself.
-pub const LIFE_XIDS: u64 = 1 << 40;
 
 /// Administrative commands (the admin service in the live runtime, phase
 /// boundaries in the simulator).

@@ -50,6 +50,7 @@ pub(super) use access::{Acquired, Changed};
 pub use row_locks::DeadlockSeen;
 pub(super) use row_locks::{Confirm, PATH_MAX, RowLocks, Search, Via};
 pub(super) use state::{AfterCpu, PendingRequest, SessionState, Sessions};
+pub use transactions::LIFE_XIDS;
 pub(super) use transactions::{Transactions, TxWaiter};
 
 /// Where a session's row lock wait waits (see [`Foregrounds::wait_for_tx`]).
