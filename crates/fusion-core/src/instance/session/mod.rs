@@ -14,7 +14,9 @@
 //! the lookups left to recovery, the request for the master here), applied
 //! by the dispatcher (`dispatch/visit.rs`: a visit, a block's install,
 //! `make_room`). Inserts and splits (`insert.rs`) and sequences
-//! (`sequence.rs`, global enqueues) are still `impl Instance` blocks.
+//! (`sequence.rs`, global enqueues) are still `impl Instance` blocks; the
+//! state they keep is in `insert_points.rs` and `sequences.rs`, which this
+//! file names, so that it names nothing that names the instance.
 //!
 //! - `state.rs`: a session's state, and [`Sessions`], the component that owns
 //!   the sessions, their ready queue, block waiters, requests and lookups;
@@ -35,9 +37,11 @@ mod access;
 mod commit;
 mod fusion;
 mod insert;
+mod insert_points;
 mod maintain;
 mod row_locks;
 mod sequence;
+mod sequences;
 mod state;
 mod transactions;
 mod workload;
@@ -231,8 +235,8 @@ impl Session {
 pub(super) struct Foregrounds {
     sessions: Sessions,
     txns: Transactions,
-    inserts: insert::InsertPoints,
-    seqs: sequence::Sequences,
+    inserts: insert_points::InsertPoints,
+    seqs: sequences::Sequences,
     workloads: workloads::Workloads,
     rows: RowLocks,
 }
@@ -249,8 +253,8 @@ impl Foregrounds {
         Foregrounds {
             sessions: Sessions::default(),
             txns: Transactions::new(me, xid_base),
-            inserts: insert::InsertPoints::new(layout, me, instances),
-            seqs: sequence::Sequences::new(catalog.sequences.clone()),
+            inserts: insert_points::InsertPoints::new(layout, me, instances),
+            seqs: sequences::Sequences::new(catalog.sequences.clone()),
             workloads: workloads::Workloads::new(workloads),
             rows: RowLocks::default(),
         }
