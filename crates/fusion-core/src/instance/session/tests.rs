@@ -10,12 +10,12 @@ use super::super::events::Proc;
 use super::super::kernel::Kernel;
 use super::super::membership::{Delivery, Membership};
 use super::super::observe::Observer;
-use super::{Acquired, Foregrounds, RowLockWait, Session, SessionState};
+use super::{Acquired, Foregrounds, RowLockWait, Session, SessionState, Sessions};
 use crate::config::Catalog;
 use crate::layout::table;
 use crate::msg::TxReport;
 use crate::stats::Wait;
-use crate::types::{InstId, Xid};
+use crate::types::{BlockAddr, InstId, Xid};
 
 /// Instance 1 of 2 with one session (0) and no workload. `joining`: a
 /// restarted instance not admitted yet, to which instance 0 is no member.
@@ -159,4 +159,68 @@ fn a_tx_enqueue_asked_for_a_transaction_never_begun_is_given_back_at_once() {
         r.fg.tx_owner_asked(never),
         Some(crate::msg::TxEnd::RolledBack)
     );
+}
+
+// ----- the session table (Sessions keeps the books) ---------------------------------------
+
+fn session_table(n: u32) -> Sessions {
+    let mut s = Sessions::default();
+    for i in 0..n {
+        s.add(Session::new(i, 0, i));
+    }
+    s
+}
+
+#[test]
+fn the_ready_queue_keeps_order_and_skips_sessions_no_longer_ready() {
+    let mut s = session_table(3);
+    s.set_ready(2, 5);
+    s.set_ready(0, 6);
+    s.set_ready(1, 7);
+    assert_eq!(s.session(2).call_start, Some(5));
+    s.begin_wait(0, Wait::LogFileSync, SessionState::WaitCommit, 8);
+    assert_eq!(s.pop_ready(), Some(2));
+    assert_eq!(s.pop_ready(), Some(0));
+    assert!(!s.is_ready(0));
+    assert_eq!(s.pop_ready(), Some(1));
+    assert!(s.is_ready(1));
+    assert_eq!(s.pop_ready(), None);
+    assert_eq!(s.end_wait(0, 10), Some((Wait::LogFileSync, 2)));
+    assert_eq!(s.end_wait(0, 11), None);
+}
+
+#[test]
+fn block_waiters_are_taken_once_in_order() {
+    let mut s = session_table(3);
+    let blk = BlockAddr(7);
+    assert!(!s.need(blk));
+    s.wait_on_block(2, blk, Wait::BufferBusyWaits, 0);
+    s.wait_on_block(0, blk, Wait::BufferBusyWaits, 0);
+    assert!(s.need(blk));
+    assert_eq!(s.session(2).st, SessionState::WaitBlock);
+    assert_eq!(s.take_block_waiters(blk), Some(vec![2, 0]));
+    assert_eq!(s.take_block_waiters(blk), None);
+    assert!(!s.need(blk));
+}
+
+#[test]
+fn a_request_answers_only_to_its_id() {
+    let mut s = session_table(1);
+    let blk = BlockAddr(3);
+    let id = s.start_request(
+        blk,
+        0,
+        100,
+        true,
+        crate::msg::ReqKind::Current { new_block: false },
+    );
+    assert!(s.has_request(blk) && s.need(blk));
+    assert!(s.request(blk, id + 1).is_none());
+    let r = s.request(blk, id).unwrap();
+    assert_eq!((r.owner, r.sent_at, r.scan), (0, 100, true));
+    s.end_request(blk);
+    assert!(!s.has_request(blk));
+    let token = s.start_lookup(0, 42, Xid::NONE, false);
+    assert_eq!(s.end_lookup(token), Some((0, 42)));
+    assert_eq!(s.end_lookup(token), None);
 }
