@@ -750,16 +750,6 @@ impl Instance {
         self.fg.txns().state(xid)
     }
 
-    /// Delayed block cleanout of a buffer with what this instance knows.
-    fn clean_out_buffer(&mut self, buf: cache::BufId) {
-        // Disjoint borrows: the buffer changes, the transaction table is read.
-        let txns = self.fg.txns();
-        self.cache
-            .get_mut(buf)
-            .image
-            .clean_out_known(&|x| txns.state(x));
-    }
-
     /// Keep an observation for the checkers (when they check). A full log
     /// is an error of the run, reported once.
     // Inlined: with history off (the usual case) the observation is not even built.

@@ -34,13 +34,6 @@ use crate::voting::Vote;
 impl Instance {
     // ----- redo ---------------------------------------------------------------------------
 
-    /// Make sure redo up to `rba` gets written; `waiter` is told when it is.
-    /// Returns true when it already is on disk (nobody is queued then).
-    #[inline]
-    pub(super) fn request_flush(&mut self, rba: u64, waiter: Option<FlushWaiter>) -> bool {
-        self.redo.request_flush(&mut self.k, rba, waiter)
-    }
-
     /// LGWR got its CPU.
     pub(super) fn lgwr_step_done(&mut self) {
         let oldest_active = self.fg.txns().oldest_active_rba();

@@ -13,10 +13,11 @@
 //! back as a value (`Acquired::Ask`, `Acquired::Built`, `Changed::Locked`,
 //! the lookups left to recovery, the request for the master here), applied
 //! by the dispatcher (`dispatch/visit.rs`: a visit, a block's install,
-//! `make_room`). Inserts and splits (`insert.rs`) and sequences
-//! (`sequence.rs`, global enqueues) are still `impl Instance` blocks; the
-//! state they keep is in `insert_points.rs` and `sequences.rs`, which this
-//! file names, so that it names nothing that names the instance.
+//! `make_room`; `seq_step` and `seq_updated`, for `sequence.rs`'s
+//! `SeqNext` and its releases). Inserts and splits (`insert.rs`) are still
+//! an `impl Instance` block; the state they keep is in `insert_points.rs`
+//! and `sequences.rs`, which this file names, so that it names nothing
+//! that names the instance.
 //!
 //! - `state.rs`: a session's state and what a visit comes to (values);
 //!   [`Sessions`], the component that owns the sessions, their ready queue,
@@ -43,7 +44,7 @@ mod insert;
 mod insert_points;
 mod maintain;
 mod row_locks;
-mod sequence;
+pub(super) mod sequence;
 mod sequences;
 mod state;
 mod transactions;

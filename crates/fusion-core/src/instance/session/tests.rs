@@ -7,14 +7,16 @@ use std::sync::Arc;
 
 use super::super::ERRORS_MAX;
 use super::super::events::Proc;
+use super::super::execution::{ExecPoint, SeqStep};
 use super::super::kernel::Kernel;
 use super::super::membership::{Delivery, Membership};
 use super::super::observe::Observer;
+use super::sequence::SeqNext;
 use super::{Acquired, Foregrounds, RowLockWait, Session, SessionState, Sessions};
-use crate::config::Catalog;
+use crate::config::{Catalog, SequenceDef};
 use crate::layout::table;
-use crate::msg::TxReport;
-use crate::stats::Wait;
+use crate::msg::{EnqKind, LockMode, Lvb, ResName, TxReport};
+use crate::stats::{Stat, Wait};
 use crate::types::{BlockAddr, InstId, Xid};
 
 /// Instance 1 of 2 with one session (0) and no workload. `joining`: a
@@ -223,4 +225,113 @@ fn a_request_answers_only_to_its_id() {
     let token = s.start_lookup(0, 42, Xid::NONE, false);
     assert_eq!(s.end_lookup(token), Some((0, 42)));
     assert_eq!(s.end_lookup(token), None);
+}
+
+// ----- sequences: what a `nextval` step asks for ------------------------------------------
+
+/// Foregrounds of instance 0 of 2 with one session (0) and sequence 0,
+/// `cache` values a refill, `order`ed or not.
+fn seq_rig(cache: u32, order: bool) -> (Kernel, Foregrounds) {
+    let catalog = Catalog {
+        tables: vec![table("t", 100, 10)],
+        sequences: vec![SequenceDef {
+            name: "s".into(),
+            cache,
+            order,
+            start: 1,
+            increment: 1,
+        }],
+        ..Catalog::default()
+    };
+    let mut k = Kernel::for_tests(&catalog);
+    let mut fg = Foregrounds::new(InstId(0), 2, k.layout(), &catalog, Arc::new(Vec::new()), 0);
+    let proc = k.add_proc(Proc::Session(0), "oracle0".into());
+    fg.sessions.add(Session::new(proc, 0, 0));
+    (k, fg)
+}
+
+const NO_SV: fn(ResName) -> Lvb = |_| panic!("no SV enqueue is read");
+
+#[test]
+fn a_cached_sequence_takes_sq_refills_under_it_and_hands_out_what_it_cached() {
+    let (mut k, mut fg) = seq_rig(3, false);
+    let sq = ResName {
+        kind: EnqKind::Sq,
+        id: 0,
+    };
+    // Nothing cached: take SQ, and go on at `HaveSq` once it is granted.
+    let next = fg.seq_step(&mut k, NO_SV, 0, 0, SeqStep::Start, None);
+    assert_eq!(next, SeqNext::Get(sq, LockMode::X, Wait::EnqSqContention));
+    assert_eq!(
+        fg.point(0),
+        ExecPoint::Seq {
+            seq: 0,
+            step: SeqStep::HaveSq,
+            insert: None
+        }
+    );
+    // Another session refilled 4..=6 meanwhile (handing 4 out itself):
+    // release SQ, then hand 5 out.
+    fg.seqs.cache(0, 4, 6);
+    let next = fg.seq_step(&mut k, NO_SV, 0, 0, SeqStep::HaveSq, None);
+    let number = 5;
+    assert_eq!(
+        next,
+        SeqNext::ReleaseThenDeliver {
+            res: sq,
+            lvb: None,
+            number
+        }
+    );
+    fg.seq_deliver(&mut k, 0, 0, number, None);
+    // The next `nextval` takes the cached 6 at once, with no enqueue.
+    let next = fg.seq_step(&mut k, NO_SV, 0, 0, SeqStep::Start, Some(0));
+    assert_eq!(next, SeqNext::Go);
+    assert_eq!(fg.point(0), ExecPoint::InsertRow { table: 0, key: 6 });
+    assert_eq!(k.stats().get(Stat::SeqValuesHandedOut), 2);
+}
+
+#[test]
+fn an_ordered_sequence_hands_out_from_the_sv_value_block_or_goes_to_seq_dollar() {
+    let (mut k, mut fg) = seq_rig(10, true);
+    let sv = ResName {
+        kind: EnqKind::Sv,
+        id: 0,
+    };
+    let next = fg.seq_step(&mut k, NO_SV, 0, 0, SeqStep::Start, None);
+    assert_eq!(next, SeqNext::Get(sv, LockMode::X, Wait::DfsLockHandle));
+    // Values 8..=10 are left in the value block: 8 is taken, the block says so.
+    let next = fg.seq_step(
+        &mut k,
+        |_| Lvb { lo: 7, hi: 10 },
+        0,
+        0,
+        SeqStep::HaveSv,
+        None,
+    );
+    assert_eq!(
+        next,
+        SeqNext::ReleaseThenDeliver {
+            res: sv,
+            lvb: Some(Lvb { lo: 8, hi: 10 }),
+            number: 8
+        }
+    );
+    // None left: SEQ$ is updated under the row cache lock.
+    let next = fg.seq_step(
+        &mut k,
+        |_| Lvb { lo: 10, hi: 10 },
+        0,
+        0,
+        SeqStep::HaveSv,
+        None,
+    );
+    let row_cache = ResName {
+        kind: EnqKind::RowCache,
+        id: 0,
+    };
+    assert_eq!(
+        next,
+        SeqNext::Get(row_cache, LockMode::X, Wait::RowCacheLock)
+    );
 }
