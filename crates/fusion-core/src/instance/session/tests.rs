@@ -250,15 +250,17 @@ fn seq_rig(cache: u32, order: bool) -> (Kernel, Foregrounds) {
     (k, fg)
 }
 
+/// Enqueue `kind` of sequence 0.
+fn seq0(kind: EnqKind) -> ResName {
+    ResName { kind, id: 0 }
+}
+
 const NO_SV: fn(ResName) -> Lvb = |_| panic!("no SV enqueue is read");
 
 #[test]
 fn a_cached_sequence_takes_sq_refills_under_it_and_hands_out_what_it_cached() {
     let (mut k, mut fg) = seq_rig(3, false);
-    let sq = ResName {
-        kind: EnqKind::Sq,
-        id: 0,
-    };
+    let sq = seq0(EnqKind::Sq);
     // Nothing cached: take SQ, and go on at `HaveSq` once it is granted.
     let next = fg.seq_step(&mut k, NO_SV, 0, 0, SeqStep::Start, None);
     assert_eq!(next, SeqNext::Get(sq, LockMode::X, Wait::EnqSqContention));
@@ -294,10 +296,7 @@ fn a_cached_sequence_takes_sq_refills_under_it_and_hands_out_what_it_cached() {
 #[test]
 fn an_ordered_sequence_hands_out_from_the_sv_value_block_or_goes_to_seq_dollar() {
     let (mut k, mut fg) = seq_rig(10, true);
-    let sv = ResName {
-        kind: EnqKind::Sv,
-        id: 0,
-    };
+    let sv = seq0(EnqKind::Sv);
     let next = fg.seq_step(&mut k, NO_SV, 0, 0, SeqStep::Start, None);
     assert_eq!(next, SeqNext::Get(sv, LockMode::X, Wait::DfsLockHandle));
     // Values 8..=10 are left in the value block: 8 is taken, the block says so.
@@ -326,10 +325,7 @@ fn an_ordered_sequence_hands_out_from_the_sv_value_block_or_goes_to_seq_dollar()
         SeqStep::HaveSv,
         None,
     );
-    let row_cache = ResName {
-        kind: EnqKind::RowCache,
-        id: 0,
-    };
+    let row_cache = seq0(EnqKind::RowCache);
     assert_eq!(
         next,
         SeqNext::Get(row_cache, LockMode::X, Wait::RowCacheLock)
