@@ -5,9 +5,9 @@
 
 use std::sync::Arc;
 
-use super::super::ERRORS_MAX;
 use super::super::events::Proc;
 use super::super::execution::{ExecPoint, SeqStep};
+use super::super::kernel::ERRORS_MAX;
 use super::super::kernel::Kernel;
 use super::super::membership::{Delivery, Membership};
 use super::super::observe::Observer;
