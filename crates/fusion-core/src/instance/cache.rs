@@ -11,10 +11,7 @@ use crate::types::{BlockAddr, Scn, Xid};
 
 #[cfg(test)]
 mod tests;
-mod victim;
-
-use victim::StuckTail;
-pub use victim::Victim;
+pub(super) mod victim;
 
 pub type BufId = u32;
 const NIL: u32 = u32::MAX;
@@ -140,6 +137,37 @@ impl Buffer {
     #[cfg(any(test, debug_assertions))]
     fn replaceable(&self) -> bool {
         self.reusable() && !self.pinned()
+    }
+}
+
+/// What the last victim scans learnt about the cold end of the LRU: its
+/// `len` coldest buffers, up to `last`, are not reusable. A full cache
+/// with a dirty tail is scanned again and again while DBWR writes; each
+/// scan then starts past this run of buffers instead of walking it (it
+/// still counts them as inspected, as the walk would have). The run stays
+/// true until one of its buffers leaves the list or becomes reusable,
+/// which starts a new epoch: the stamps of the old run no longer match.
+#[derive(Clone, Copy, Debug)]
+struct StuckTail {
+    len: u32,
+    last: u32,
+    epoch: u32,
+}
+
+impl StuckTail {
+    /// Nothing known yet: the first scan walks from the tail.
+    fn new() -> StuckTail {
+        StuckTail {
+            len: 0,
+            last: NIL,
+            epoch: 1,
+        }
+    }
+
+    /// How many of the coldest buffers are known not to be reusable.
+    #[cfg(test)]
+    fn len(&self) -> u32 {
+        self.len
     }
 }
 

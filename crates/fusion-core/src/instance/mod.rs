@@ -37,7 +37,7 @@ pub use observe::{
     ALERT_LINES_MAX, AlertLine, Hop, Horizon, Observation, TRACE_PENDING_MAX, TraceRecord,
     TransferId,
 };
-pub use session::DeadlockSeen;
+pub use session::{DeadlockSeen, LIFE_XIDS};
 
 use crate::block::Block;
 use crate::config::Server;
@@ -77,9 +77,6 @@ pub struct InstanceConfig {
     /// no memory model.
     pub server: Option<Server>,
 }
-
-/// Transaction numbers each life of an instance has to itself.
-pub const LIFE_XIDS: u64 = 1 << 40;
 
 /// Administrative commands (the admin service in the live runtime, phase
 /// boundaries in the simulator).
@@ -751,16 +748,6 @@ impl Instance {
     /// What this instance knows about a transaction right now.
     fn tx_state(&self, xid: Xid) -> crate::block::TxState {
         self.fg.txns().state(xid)
-    }
-
-    /// Delayed block cleanout of a buffer with what this instance knows.
-    fn clean_out_buffer(&mut self, buf: cache::BufId) {
-        // Disjoint borrows: the buffer changes, the transaction table is read.
-        let txns = self.fg.txns();
-        self.cache
-            .get_mut(buf)
-            .image
-            .clean_out_known(&|x| txns.state(x));
     }
 
     /// Keep an observation for the checkers (when they check). A full log

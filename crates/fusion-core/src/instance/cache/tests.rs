@@ -1,3 +1,4 @@
+use super::victim::Victim;
 use super::*;
 use crate::block::Body;
 

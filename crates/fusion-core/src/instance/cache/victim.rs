@@ -1,6 +1,7 @@
 //! Choosing a buffer to replace: the scan from the cold end of the LRU,
 //! and the run of buffers at that end that cannot be reused (dirty, past
-//! images, leaving) which later scans count without walking again.
+//! images, leaving) which later scans count without walking again (the
+//! cache's `StuckTail`).
 
 use super::{BlockAddr, BufId, BufState, Cache, NIL, SCAN_MAX};
 
@@ -12,37 +13,6 @@ pub enum Victim {
     },
     /// Nothing could be replaced.
     None,
-}
-
-/// What the last victim scans learnt about the cold end of the LRU: its
-/// `len` coldest buffers, up to `last`, are not reusable. A full cache
-/// with a dirty tail is scanned again and again while DBWR writes; each
-/// scan then starts past this run of buffers instead of walking it (it
-/// still counts them as inspected, as the walk would have). The run stays
-/// true until one of its buffers leaves the list or becomes reusable,
-/// which starts a new epoch: the stamps of the old run no longer match.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct StuckTail {
-    len: u32,
-    last: u32,
-    epoch: u32,
-}
-
-impl StuckTail {
-    /// Nothing known yet: the first scan walks from the tail.
-    pub(super) fn new() -> StuckTail {
-        StuckTail {
-            len: 0,
-            last: NIL,
-            epoch: 1,
-        }
-    }
-
-    /// How many of the coldest buffers are known not to be reusable.
-    #[cfg(test)]
-    pub(super) fn len(&self) -> u32 {
-        self.len
-    }
 }
 
 impl Cache {

@@ -11,9 +11,9 @@ use super::Instance;
 use super::cache::BufState;
 use super::events::IoPurpose;
 use super::execution::{ExecPoint, Purpose};
-use super::gc::{
-    self, Drained, GesEffect, GesStep, Holder, LmsStep, PROMOTE_REQ, Route, Source, UnexpectedAck,
-};
+use super::gc::ges_route::{GesEffect, GesStep};
+use super::gc::serve::{self, Holder, LmsStep};
+use super::gc::{Drained, PROMOTE_REQ, Route, Source, UnexpectedAck};
 use super::membership::Verdict;
 use super::px::{PS, PxEffect, PxStep, QcStep};
 use super::redo::FlushWaiter;
@@ -33,13 +33,6 @@ use crate::voting::Vote;
 
 impl Instance {
     // ----- redo ---------------------------------------------------------------------------
-
-    /// Make sure redo up to `rba` gets written; `waiter` is told when it is.
-    /// Returns true when it already is on disk (nobody is queued then).
-    #[inline]
-    pub(super) fn request_flush(&mut self, rba: u64, waiter: Option<FlushWaiter>) -> bool {
-        self.redo.request_flush(&mut self.k, rba, waiter)
-    }
 
     /// LGWR got its CPU.
     pub(super) fn lgwr_step_done(&mut self) {
@@ -684,7 +677,7 @@ impl Instance {
     /// The master asks this instance to drop its shared copy.
     pub(super) fn invalidate_local(&mut self, master: InstId, blk: BlockAddr, req: u64) {
         let net = self.membership.net();
-        if gc::invalidate_local(&mut self.k, &mut self.cache, net, master, blk, req) {
+        if serve::invalidate_local(&mut self.k, &mut self.cache, net, master, blk, req) {
             let me = self.id;
             self.dir_invalidate_ack(me, blk);
         }
@@ -693,7 +686,7 @@ impl Instance {
 
     /// A write covered this instance's past images of `blk`.
     pub(super) fn discard_pi(&mut self, blk: BlockAddr, scn: Scn) {
-        gc::discard_pi(&mut self.k, &mut self.cache, &self.redo, blk, scn);
+        serve::discard_pi(&mut self.k, &mut self.cache, &self.redo, blk, scn);
     }
 
     // ----- moving sessions on -----------------------------------------------------------

@@ -8,10 +8,12 @@
 //! searches for those waits are sequenced here too.
 
 use super::super::Instance;
-use super::super::cache::{BufId, BufState, Cache, Victim};
+use super::super::cache::victim::Victim;
+use super::super::cache::{BufId, BufState, Cache};
 use super::super::events::Timer;
-use super::super::execution::{ExecPoint, Purpose};
-use super::super::gc::GesStep;
+use super::super::execution::{ExecPoint, Purpose, SeqStep};
+use super::super::gc::ges_route::GesStep;
+use super::super::session::sequence::SeqNext;
 use super::super::session::{
     Acquired, Changed, Confirm, Foregrounds, PATH_MAX, PendingRequest, RowLockWait, RowLocks,
     Search, Via, dd_interval_ns,
@@ -683,5 +685,54 @@ impl Instance {
         };
         self.obs.alert(now, line);
         self.fg.row_locks_mut().record(now, cycle);
+    }
+}
+
+// ----- sequences (session/sequence.rs decides) ----------------------------------------
+
+impl Instance {
+    /// Advance a `nextval`. True when the session can go on at once.
+    pub(in crate::instance) fn seq_step(
+        &mut self,
+        sid: u32,
+        seq: usize,
+        step: SeqStep,
+        insert: Option<usize>,
+    ) -> bool {
+        let gc = &self.gc;
+        let sv_value = |r| gc.enqueue_value(r);
+        match self
+            .fg
+            .seq_step(&mut self.k, sv_value, sid, seq, step, insert)
+        {
+            SeqNext::Go => true,
+            SeqNext::Get(res, mode, event) => self.enq_get(sid, res, mode, event),
+            SeqNext::ReleaseThenDeliver { res, lvb, number } => {
+                self.enq_release(res, lvb);
+                self.fg.seq_deliver(&mut self.k, sid, seq, number, insert);
+                true
+            }
+            SeqNext::Visit(blk) => self.visit(sid, blk, true),
+        }
+    }
+
+    /// The session holds the SEQ$ block in current mode and the row cache
+    /// lock: allocate, commit the recursive transaction, release the locks.
+    fn seq_updated(
+        &mut self,
+        sid: u32,
+        buf: BufId,
+        seq: usize,
+        insert: Option<usize>,
+    ) -> ExecPoint {
+        let (k, cache, redo) = (&mut self.k, &mut self.cache, &mut self.redo);
+        let Some(a) = self.fg.seq_allocate(k, cache, redo, sid, buf, seq) else {
+            return ExecPoint::None;
+        };
+        self.enq_release(a.row_cache, None);
+        if let Some((res, lvb)) = self.fg.seq_allocated(&mut self.k, sid, seq, &a) {
+            self.enq_release(res, lvb);
+        }
+        self.fg.seq_value(&mut self.k, seq, a.first, insert)
     }
 }

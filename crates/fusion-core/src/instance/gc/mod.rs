@@ -1,28 +1,31 @@
 //! The global cache: the part of the global resource directory mastered
 //! here (gcs.rs, routed in route.rs), who masters what (masters.rs), the
 //! LMS processes and their queues (lms.rs, the holder's side of a
-//! transfer in serve.rs with the boxes reused on that path), and the global
+//! transfer in serve.rs with the boxes reused on that path in spares.rs),
+//! dynamic remastering (drm.rs, its steps in drm/route.rs) and the global
 //! enqueue service (ges.rs, its steps in ges_route.rs).
 //!
 //! The rest of the instance asks [`GlobalCache`]'s methods who masters a
 //! block or an enqueue; the reconfiguration clears, claims and rebuilds
-//! through them; only the files here route requests.
+//! through them; only the files here route requests. This file names no
+//! type of a file that has `impl GlobalCache` (serve.rs, ges_route.rs,
+//! drm/route.rs, ...): those name it, and the dispatcher reaches their
+//! steps by their paths (`gc::serve::Holder`), so no import goes round.
 
 mod drm;
 mod gcs;
 mod ges;
-mod ges_route;
+pub(super) mod ges_route;
 mod lms;
 mod masters;
 mod report;
 mod route;
-mod serve;
+pub(super) mod serve;
+mod spares;
 
 pub(super) use gcs::{Drained, PROMOTE_REQ, Route, Source, UnexpectedAck};
-pub(super) use ges_route::{GesEffect, GesStep};
 pub(super) use lms::CONGESTED_AFTER_NS;
 pub use masters::PfMaster;
-pub(super) use serve::{Holder, LmsStep, discard_pi, invalidate_local};
 
 use crate::cpu::ProcId;
 use crate::layout::Layout;
@@ -40,7 +43,7 @@ pub(super) struct GlobalCache {
     /// Resources mastered here and this instance's locks.
     ges: ges::Ges,
     /// Boxes kept for reuse on the transfer path.
-    spares: serve::Spares,
+    spares: spares::Spares,
 }
 
 impl GlobalCache {
@@ -52,7 +55,7 @@ impl GlobalCache {
             masters: masters::Masters::new(instances),
             drm: drm::Drm::default(),
             ges: ges::Ges::new(me),
-            spares: serve::Spares::default(),
+            spares: spares::Spares::default(),
         }
     }
 

@@ -28,53 +28,6 @@ use crate::msg::{Msg, ReqKind, Request, ShipKind, Shipment};
 use crate::stats::{Stat, Wait};
 use crate::types::{BlockAddr, InstId, Scn, Xid};
 
-/// Boxes kept for reuse on the transfer path. A block ping-pongs, so the
-/// box that carried a shipment here carries the next one from here, rather
-/// than being allocated by one instance and freed by the other every
-/// transfer; likewise the box of a request served here.
-#[derive(Default)]
-pub(super) struct Spares {
-    ships: Spare<Shipment>,
-    serves: Spare<Serve>,
-}
-
-/// Boxes of one kind: a few at most, as the transfer path takes them as
-/// fast as they come.
-struct Spare<T> {
-    // Boxed on purpose: the boxes themselves are what is kept for reuse.
-    #[allow(clippy::vec_box)]
-    boxes: Vec<Box<T>>,
-}
-
-impl<T> Default for Spare<T> {
-    fn default() -> Spare<T> {
-        Spare { boxes: Vec::new() }
-    }
-}
-
-impl<T> Spare<T> {
-    const MAX: usize = 16;
-
-    /// `value` in a box, a spare one if there is one.
-    #[inline]
-    fn wrap(&mut self, value: T) -> Box<T> {
-        match self.boxes.pop() {
-            Some(mut b) => {
-                *b = value;
-                b
-            }
-            None => Box::new(value),
-        }
-    }
-
-    #[inline]
-    fn keep(&mut self, b: Box<T>) {
-        if self.boxes.len() < Self::MAX {
-            self.boxes.push(b);
-        }
-    }
-}
-
 /// What an LMS step leaves to the rest of the instance, in the order it
 /// happens: applied before the worker takes its next job.
 #[derive(Debug, PartialEq)]
@@ -142,7 +95,7 @@ impl<'a, Tx: Fn(Xid) -> TxState> Holder<'a, Tx> {
                 req,
                 master,
                 shared,
-            } => Job::Serve(self.gc.spares.serves.wrap(Serve::new(req, master, shared))),
+            } => Job::Serve(self.gc.spares.wrap_serve(Serve::new(req, master, shared))),
             msg => Job::Msg { from, msg },
         };
         if let Err(full) = self.gc.lms.enqueue(w, job, self.k.now()) {
@@ -159,7 +112,7 @@ impl<'a, Tx: Fn(Xid) -> TxState> Holder<'a, Tx> {
     pub fn serve_here(&mut self, req: Request, shared: bool) {
         let w = self.gc.lms.worker_for(req.blk);
         let me = self.k.id();
-        let job = Job::Serve(self.gc.spares.serves.wrap(Serve::new(req, me, shared)));
+        let job = Job::Serve(self.gc.spares.wrap_serve(Serve::new(req, me, shared)));
         self.gc.lms.enqueue_front(w, job, self.k.now());
         self.kick(w);
     }
@@ -431,8 +384,8 @@ impl<'a, Tx: Fn(Xid) -> TxState> Holder<'a, Tx> {
         };
         let congested = s.congested;
         // Emptied of its CR copy above: kept for the next request served here.
-        self.gc.spares.serves.keep(s);
-        let ship = self.gc.spares.ships.wrap(Shipment {
+        self.gc.spares.keep_serve(s);
+        let ship = self.gc.spares.wrap_ship(Shipment {
             req,
             kind,
             block,
@@ -472,7 +425,7 @@ impl GlobalCache {
     pub fn unbox_shipped_block(&mut self, cache: &Cache, mut b: Box<Shipment>) -> Block {
         let empty = cache.placeholder(b.block.addr);
         let block = std::mem::replace(&mut b.block, empty);
-        self.spares.ships.keep(b);
+        self.spares.keep_ship(b);
         block
     }
 }

@@ -19,65 +19,18 @@
 //! image of each block nobody holds current, unfreezes ("Reconfiguration
 //! complete") and serves what it held.
 //!
-//! `Reconfig` owns the freeze, the held work, this instance's reports and
-//! the questions about dead transactions; [`Membership`]'s methods here
-//! change it. The steps that cross the subsystems (freeze the directory,
+//! `Reconfig` (in mod.rs, below the files that change it) owns the
+//! freeze, the held work, this instance's reports and the questions about
+//! dead transactions; [`Membership`]'s methods here change it. The steps that cross the subsystems (freeze the directory,
 //! report holdings, resubmit requests, rebroadcast) are sequenced by the
 //! dispatcher (dispatch.rs).
 
 use super::super::kernel::Kernel;
 use super::super::observe::Observer;
-use super::Membership;
 use super::css::names;
-use crate::config::Nanos;
+use super::{HELD_MESSAGES_MAX, HeldWork, Membership, Newer};
 use crate::msg::{DeadThread, Envelope, LockMode, Msg, Rebuild, Request, ResName};
 use crate::types::{BlockAddr, InstId, InstSet};
-
-/// Messages held while frozen (or from an incarnation not joined yet) at
-/// most: far more than every session and LMS of a cluster can have
-/// outstanding at once. Past it the rest is dropped and reported.
-pub const HELD_MESSAGES_MAX: usize = 1 << 20;
-
-/// Work held until the directory unfreezes, carried out then in order.
-#[derive(Debug, PartialEq)]
-pub(in crate::instance) enum HeldWork {
-    /// A message of the current incarnation.
-    Message(Envelope),
-    /// A block request for the local master.
-    Request(Request),
-    /// An enqueue conversion for the local master: (resource, mode, token).
-    Convert(ResName, LockMode, u64),
-}
-
-/// What a message of a newer incarnation than this instance's means.
-#[derive(Debug, PartialEq)]
-pub(in crate::instance) enum Newer {
-    /// A member's report of an incarnation that includes this instance: join it.
-    Join { incarnation: u32, members: InstSet },
-    /// A member's report of an incarnation without this instance: it stops.
-    Evicted(String),
-    /// Anything else: kept until this instance joins ([`Membership::keep_early`]).
-    Early,
-}
-
-#[derive(Debug, Default)]
-pub(super) struct Reconfig {
-    /// The members whose report has not come yet, while frozen.
-    waiting: Option<InstSet>,
-    /// When the freeze began.
-    frozen_at: Nanos,
-    held: Vec<HeldWork>,
-    /// Messages of a newer incarnation than this instance's, until it joins.
-    early: Vec<Envelope>,
-    /// This instance's own reports, while the recovering instance reads the
-    /// dead threads before sending them.
-    reports: Vec<(InstId, Rebuild)>,
-    /// Transaction lookups about dead instances, answered once recovery
-    /// says what it found: tokens.
-    dead_lookups: Vec<u64>,
-    /// Messages dropped past [`HELD_MESSAGES_MAX`].
-    dropped: u64,
-}
 
 impl Membership {
     /// The alert log's lines at the start of a reconfiguration.
@@ -315,20 +268,6 @@ impl Membership {
     /// The questions recovery has no answer to yet: asked again later.
     pub fn keep_dead_lookups(&mut self, tokens: Vec<u64>) {
         self.reconfig.dead_lookups = tokens;
-    }
-}
-
-impl Reconfig {
-    pub(in crate::instance) fn frozen(&self) -> bool {
-        self.waiting.is_some()
-    }
-
-    fn hold(&mut self, work: HeldWork) {
-        if self.held.len() < HELD_MESSAGES_MAX {
-            self.held.push(work);
-        } else {
-            self.dropped += 1;
-        }
     }
 }
 

@@ -9,9 +9,8 @@
 //! (a CPU step's `StepDone`, a wait's start and end), so the trace shows the
 //! same waits the report counts.
 
-use super::Observer;
 use crate::config::Nanos;
-use crate::cpu::{ProcId, StepDone};
+use crate::cpu::ProcId;
 use crate::stats::Wait;
 use crate::types::InstId;
 
@@ -100,7 +99,7 @@ pub(super) struct TraceLog {
 }
 
 impl TraceLog {
-    fn push(&mut self, r: TraceRecord) {
+    pub(super) fn push(&mut self, r: TraceRecord) {
         if self.records.len() < TRACE_PENDING_MAX {
             self.records.push(r);
         } else {
@@ -115,176 +114,5 @@ impl TraceLog {
     pub(super) fn drain(&mut self, out: &mut Vec<TraceRecord>) -> u64 {
         out.append(&mut self.records);
         std::mem::take(&mut self.dropped)
-    }
-}
-
-// Each hook below is inlined to one test of `self.trace`; the record is
-// only built when tracing is on.
-impl Observer {
-    /// Keep trace records from now on (`on`), or stop and forget them.
-    pub fn set_tracing(&mut self, on: bool) {
-        self.trace = on.then(Box::default);
-    }
-
-    /// Whether trace records are kept.
-    #[inline(always)]
-    pub fn tracing(&self) -> bool {
-        self.trace.is_some()
-    }
-
-    /// Move the records made since the last drain to `out`; how many were
-    /// dropped since (0 when tracing is off).
-    pub fn drain_trace(&mut self, out: &mut Vec<TraceRecord>) -> u64 {
-        self.trace.as_mut().map_or(0, |log| log.drain(out))
-    }
-
-    #[inline(always)]
-    pub fn trace_cpu(&mut self, d: StepDone) {
-        if let Some(log) = self.trace.as_mut() {
-            log.push(TraceRecord::Cpu {
-                proc: d.proc,
-                requested_at: d.requested_at,
-                started_at: d.started_at,
-                done_at: d.done_at,
-                waited: d.waited,
-            });
-        }
-    }
-
-    /// A foreground wait of `took` ending `now`.
-    #[inline(always)]
-    pub fn trace_wait(&mut self, now: Nanos, proc: ProcId, event: Wait, took: Nanos) {
-        if let Some(log) = self.trace.as_mut() {
-            log.push(TraceRecord::Wait {
-                proc,
-                event,
-                began: now.saturating_sub(took),
-                ended: now,
-            });
-        }
-    }
-
-    /// A background wait of `took` ending `now`.
-    #[inline(always)]
-    pub fn trace_background_wait(&mut self, now: Nanos, proc: ProcId, event: Wait, took: Nanos) {
-        if let Some(log) = self.trace.as_mut() {
-            log.push(TraceRecord::BackgroundWait {
-                proc,
-                event,
-                began: now.saturating_sub(took),
-                ended: now,
-            });
-        }
-    }
-
-    /// A fully-loaded hog began (`busy`) or stopped asking for a CPU `now`.
-    #[inline(always)]
-    pub fn trace_hog(&mut self, now: Nanos, proc: ProcId, busy: bool) {
-        if let Some(log) = self.trace.as_mut() {
-            log.push(TraceRecord::Hog {
-                proc,
-                busy,
-                at: now,
-            });
-        }
-    }
-
-    /// Request `req` of `requester` passed `hop` on `proc` at `now`.
-    #[inline(always)]
-    pub fn trace_hop(&mut self, now: Nanos, requester: InstId, req: u64, hop: Hop, proc: ProcId) {
-        if let Some(log) = self.trace.as_mut() {
-            log.push(TraceRecord::Transfer {
-                id: TransferId { requester, req },
-                hop,
-                proc,
-                at: now,
-            });
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    const P: ProcId = 7;
-
-    fn drained(obs: &mut Observer) -> (Vec<TraceRecord>, u64) {
-        let mut out = Vec::new();
-        let dropped = obs.drain_trace(&mut out);
-        (out, dropped)
-    }
-
-    #[test]
-    fn off_the_hooks_record_nothing() {
-        let mut obs = Observer::new(false);
-        assert!(!obs.tracing());
-        obs.trace_wait(1_000, P, Wait::GcCrRequest, 300);
-        obs.trace_hog(1_000, P, true);
-        assert_eq!(drained(&mut obs), (Vec::new(), 0));
-    }
-
-    #[test]
-    fn a_wait_ends_now_and_began_its_length_before() {
-        let mut obs = Observer::new(false);
-        obs.set_tracing(true);
-        obs.trace_wait(1_000, P, Wait::GcCrRequest, 300);
-        obs.trace_background_wait(2_000, P, Wait::LogFileParallelWrite, 5_000);
-        obs.trace_hop(2_500, InstId(1), 9, Hop::Master, P);
-        let (records, dropped) = drained(&mut obs);
-        assert_eq!(dropped, 0);
-        assert_eq!(
-            records,
-            vec![
-                TraceRecord::Wait {
-                    proc: P,
-                    event: Wait::GcCrRequest,
-                    began: 700,
-                    ended: 1_000
-                },
-                // A wait longer than the time so far began at 0, not before.
-                TraceRecord::BackgroundWait {
-                    proc: P,
-                    event: Wait::LogFileParallelWrite,
-                    began: 0,
-                    ended: 2_000
-                },
-                TraceRecord::Transfer {
-                    id: TransferId {
-                        requester: InstId(1),
-                        req: 9
-                    },
-                    hop: Hop::Master,
-                    proc: P,
-                    at: 2_500
-                },
-            ]
-        );
-        assert_eq!(drained(&mut obs), (Vec::new(), 0), "drained once");
-    }
-
-    #[test]
-    fn a_full_log_counts_what_it_drops_until_the_next_drain() {
-        let mut obs = Observer::new(false);
-        obs.set_tracing(true);
-        for at in 0..TRACE_PENDING_MAX as u64 + 3 {
-            obs.trace_hog(at, P, true);
-        }
-        let (records, dropped) = drained(&mut obs);
-        assert_eq!((records.len(), dropped), (TRACE_PENDING_MAX, 3));
-        assert_eq!(
-            records.last(),
-            Some(&TraceRecord::Hog {
-                proc: P,
-                busy: true,
-                at: TRACE_PENDING_MAX as u64 - 1
-            }),
-            "the newest are the ones dropped"
-        );
-        obs.trace_hog(0, P, false);
-        assert_eq!(drained(&mut obs).1, 0, "the count starts again");
-        obs.set_tracing(false);
-        obs.trace_hog(0, P, false);
-        assert_eq!(drained(&mut obs), (Vec::new(), 0));
     }
 }

@@ -31,7 +31,6 @@ use super::super::cache::{BufId, BufState, Cache};
 use super::super::kernel::Kernel;
 use super::Redo;
 use crate::config::Nanos;
-use crate::stats::Stat;
 use crate::types::BlockAddr;
 
 /// Redo bytes recovery reads and applies per second, the rate
@@ -39,30 +38,6 @@ use crate::types::BlockAddr;
 /// order of the 11.2 recovery in rac-internals §8 (34 MB of redo scanned,
 /// 25 MB applied, in about 56 s).
 pub const RECOVERY_REDO_PER_S: u64 = 1 << 20;
-
-/// Mark a current buffer changed by the `bytes` of redo that end at `rba`.
-pub(in crate::instance) fn dirtied(
-    k: &mut Kernel,
-    cache: &mut Cache,
-    buf: BufId,
-    rba: u64,
-    bytes: u32,
-) {
-    // A change clears the block's fairness counter.
-    if cache.dirtied(buf, rba, k.now()) {
-        k.incr(Stat::GcCrFairnessClears);
-    }
-    if cache.get(buf).first_rba().is_none() {
-        cache.set_first_rba(buf, Some(rba - u64::from(bytes)));
-    }
-    // What is not on disk begins no later than the change just made.
-    debug_assert!(
-        cache.get(buf).first_rba().is_some_and(|first| first <= rba),
-        "{} changed at RBA {rba} while its first change not on disk is later",
-        cache.get(buf).blk
-    );
-    k.incr(Stat::DbBlockChanges);
-}
 
 impl Redo {
     /// The checkpoint position now (see the module's comment).

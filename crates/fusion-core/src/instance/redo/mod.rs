@@ -16,7 +16,6 @@ mod lgwr;
 mod lgwr_route;
 mod pi_writes;
 
-pub(super) use checkpoint::dirtied;
 pub(super) use dbwr::DBWR_TICK_NS;
 pub(super) use lgwr::{FlushWaiter, LGWR_TIMEOUT_NS, Lgwr};
 

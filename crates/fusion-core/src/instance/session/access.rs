@@ -14,44 +14,13 @@ use super::super::kernel::Kernel;
 use super::super::numa;
 use super::super::observe::{Observation, Observer};
 use super::super::redo::Redo;
-use super::state::{AfterCpu, SessionState};
+use super::state::{Acquired, AfterCpu, Changed, SessionState};
 use super::{Foregrounds, record};
 use crate::block::{Body, Change, CrCopy, CrError, TxState};
 use crate::config::Nanos;
 use crate::msg::ReqKind;
 use crate::stats::{Stat, Wait};
 use crate::types::{BlockAddr, InstId, Rowid, Xid};
-
-/// What trying to pin a block for a visit gave.
-pub(in crate::instance) enum Acquired {
-    /// The buffer is pinned; the visit costs `cpu_ns` for the get and
-    /// `extra_ns` for work on top (building a CR copy).
-    Pinned {
-        buf: BufId,
-        extra_ns: Nanos,
-        cpu_ns: Nanos,
-    },
-    /// The session waits (for its request, behind another session, or for an answer).
-    Waiting,
-    /// Snapshot too old: the statement restarts with a new snapshot.
-    Restart,
-    /// Nobody here has it or asked for it: the session asks its master
-    /// (the dispatcher sends the request, or routes it here).
-    Ask { kind: ReqKind, scan: bool },
-    /// A CR copy was built here (or could not be: a transaction's state is
-    /// unknown, or the snapshot is too old): the dispatcher frees a buffer
-    /// for it, or asks the transactions' owners.
-    Built(Result<CrCopy, CrError>),
-}
-
-/// What a visit that changes a row or an index piece came to.
-pub(in crate::instance) enum Changed {
-    /// Done (or nothing to change): the execution goes on at this point.
-    Next(ExecPoint),
-    /// Another transaction holds it: the session waits for `0` to end
-    /// (the caller releases the pin first).
-    Locked(Xid),
-}
 
 impl Foregrounds {
     /// Where session `sid` is in its execution.

@@ -12,9 +12,9 @@ use super::super::execution::{ExecPoint, Purpose};
 use super::super::kernel::Kernel;
 use super::super::membership::{Net, roll_back_dead};
 use super::super::observe::{Observation, Observer};
-use super::super::redo::{FlushWaiter, Redo, dirtied};
-use super::access::Acquired;
+use super::super::redo::{FlushWaiter, Redo};
 use super::row_locks::{RowWait, Via};
+use super::state::Acquired;
 use super::state::{AfterCpu, SessionState};
 use super::workload::unit;
 use super::{Foregrounds, RowLockWait, TxWaiter, dd_interval_ns, record};
@@ -501,4 +501,22 @@ impl Foregrounds {
         }
         roll_back_dead(k, cache, redo.end_rba(), buf, xid)
     }
+}
+
+/// Mark a current buffer changed by the `bytes` of redo that end at `rba`.
+fn dirtied(k: &mut Kernel, cache: &mut Cache, buf: BufId, rba: u64, bytes: u32) {
+    // A change clears the block's fairness counter.
+    if cache.dirtied(buf, rba, k.now()) {
+        k.incr(Stat::GcCrFairnessClears);
+    }
+    if cache.get(buf).first_rba().is_none() {
+        cache.set_first_rba(buf, Some(rba - u64::from(bytes)));
+    }
+    // What is not on disk begins no later than the change just made.
+    debug_assert!(
+        cache.get(buf).first_rba().is_some_and(|first| first <= rba),
+        "{} changed at RBA {rba} while its first change not on disk is later",
+        cache.get(buf).blk
+    );
+    k.incr(Stat::DbBlockChanges);
 }

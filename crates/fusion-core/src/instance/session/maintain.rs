@@ -18,7 +18,7 @@ use super::super::execution::{Change, ExecPoint, IndexChange, Purpose};
 use super::super::kernel::Kernel;
 use super::super::redo::Redo;
 use super::Foregrounds;
-use super::access::Changed;
+use super::state::Changed;
 use crate::bitmap::{chunk_of, count_in, piece_at};
 use crate::block::{Body, Change as BlockChange, TxState};
 use crate::config::{IndexKind, Nanos};

@@ -13,11 +13,16 @@
 //! back as a value (`Acquired::Ask`, `Acquired::Built`, `Changed::Locked`,
 //! the lookups left to recovery, the request for the master here), applied
 //! by the dispatcher (`dispatch/visit.rs`: a visit, a block's install,
-//! `make_room`). Inserts and splits (`insert.rs`) and sequences
-//! (`sequence.rs`, global enqueues) are still `impl Instance` blocks.
+//! `make_room`; `seq_step` and `seq_updated`, for `sequence.rs`'s
+//! `SeqNext` and its releases). Inserts and splits (`insert.rs`) are still
+//! an `impl Instance` block; the state they keep is in `insert_points.rs`
+//! and `sequences.rs`, which this file names, so that it names nothing
+//! that names the instance.
 //!
-//! - `state.rs`: a session's state, and [`Sessions`], the component that owns
-//!   the sessions, their ready queue, block waiters, requests and lookups;
+//! - `state.rs`: a session's state and what a visit comes to (values);
+//!   [`Sessions`], the component that owns the sessions, their ready queue,
+//!   block waiters, requests and lookups, is here beside `Session`, whose
+//!   fields it moves;
 //! - `workload.rs`: the workload interpreter (transactions, steps, keys,
 //!   think time, the statement a session's work is charged to);
 //! - `access.rs`: block visits (`visit`, `acquire_cr`, `acquire_current`,
@@ -28,16 +33,19 @@
 //!   lock waits, lookups of other instances' transactions);
 //! - `tests.rs`: decisions tested on a kernel of their own.
 //!
-//! Here: waits. The loop that moves ready sessions on (`run_ready`,
-//! `drive`) is the dispatcher's.
+//! Here: the state (`Foregrounds`, `Session`, `Sessions`) and waits. The
+//! files above name this one, never the other way round. The loop that
+//! moves ready sessions on (`run_ready`, `drive`) is the dispatcher's.
 
 mod access;
 mod commit;
 mod fusion;
 mod insert;
+mod insert_points;
 mod maintain;
 mod row_locks;
-mod sequence;
+pub(super) mod sequence;
+mod sequences;
 mod state;
 mod transactions;
 mod workload;
@@ -46,10 +54,11 @@ mod workloads;
 #[cfg(test)]
 mod tests;
 
-pub(super) use access::{Acquired, Changed};
 pub use row_locks::DeadlockSeen;
 pub(super) use row_locks::{Confirm, PATH_MAX, RowLocks, Search, Via};
-pub(super) use state::{AfterCpu, PendingRequest, SessionState, Sessions};
+use state::Lookup;
+pub(super) use state::{Acquired, AfterCpu, Changed, PendingRequest, SessionState};
+pub use transactions::LIFE_XIDS;
 pub(super) use transactions::{Transactions, TxWaiter};
 
 /// Where a session's row lock wait waits (see [`Foregrounds::wait_for_tx`]).
@@ -73,6 +82,10 @@ pub(super) fn dd_interval_ns(k: &Kernel) -> Nanos {
         crate::config::SINGLE_INSTANCE_DD_NS
     }
 }
+
+use std::collections::VecDeque;
+
+use rustc_hash::FxHashMap;
 
 use super::cache::BufId;
 use super::execution::ExecPoint;
@@ -230,8 +243,8 @@ impl Session {
 pub(super) struct Foregrounds {
     sessions: Sessions,
     txns: Transactions,
-    inserts: insert::InsertPoints,
-    seqs: sequence::Sequences,
+    inserts: insert_points::InsertPoints,
+    seqs: sequences::Sequences,
     workloads: workloads::Workloads,
     rows: RowLocks,
 }
@@ -248,8 +261,8 @@ impl Foregrounds {
         Foregrounds {
             sessions: Sessions::default(),
             txns: Transactions::new(me, xid_base),
-            inserts: insert::InsertPoints::new(layout, me, instances),
-            seqs: sequence::Sequences::new(catalog.sequences.clone()),
+            inserts: insert_points::InsertPoints::new(layout, me, instances),
+            seqs: sequences::Sequences::new(catalog.sequences.clone()),
             workloads: workloads::Workloads::new(workloads),
             rows: RowLocks::default(),
         }
@@ -434,5 +447,292 @@ impl Foregrounds {
                 self.set_ready(k, sid);
             }
         }
+    }
+}
+
+// ----- the session table ----------------------------------------------------------------
+
+/// The sessions of an instance and their queues.
+///
+/// Bounded by the session count: a session is at most once in the ready
+/// queue and at most once among the block waiters, since it is queued only
+/// when it stops running and taken out before it runs again (asserted in
+/// debug builds). Requests are one per block, lookups one per question.
+#[derive(Debug)]
+pub(in crate::instance) struct Sessions {
+    table: Vec<Session>,
+    /// Sessions ready to go on, in the order they became ready.
+    ready: VecDeque<u32>,
+    /// Sessions waiting for something to happen to a block.
+    block_waiters: FxHashMap<BlockAddr, Vec<u32>>,
+    /// Entries in all of `block_waiters`' lists.
+    block_waiting: usize,
+    /// Requests this instance has outstanding, one per block.
+    requests: FxHashMap<BlockAddr, PendingRequest>,
+    next_request: u64,
+    /// Outstanding transaction lookups: token -> (session, our SCN when asked).
+    tx_lookups: FxHashMap<u64, Lookup>,
+    next_lookup: u64,
+}
+
+impl Default for Sessions {
+    fn default() -> Sessions {
+        Sessions {
+            table: Vec::new(),
+            ready: VecDeque::new(),
+            block_waiters: FxHashMap::default(),
+            block_waiting: 0,
+            requests: FxHashMap::default(),
+            next_request: 1,
+            tx_lookups: FxHashMap::default(),
+            next_lookup: 1,
+        }
+    }
+}
+
+impl Sessions {
+    // ----- the table ----------------------------------------------------------------
+
+    /// The id the next session added gets. An instance runs at most
+    /// SESSIONS_PER_INSTANCE_MAX (60,000) sessions, all workloads together:
+    /// the loader refuses more, so an id always fits 32 bits.
+    pub(in crate::instance) fn next_id(&self) -> u32 {
+        u32::try_from(self.table.len()).expect("at most 60,000 sessions per instance")
+    }
+
+    /// Every session's id, in order.
+    pub(in crate::instance) fn ids(&self) -> std::ops::Range<u32> {
+        0..self.next_id()
+    }
+
+    /// Add a session; returns its id.
+    fn add(&mut self, s: Session) -> u32 {
+        let id = self.next_id();
+        self.table.push(s);
+        id
+    }
+
+    pub(in crate::instance) fn iter(&self) -> impl Iterator<Item = &Session> {
+        self.table.iter()
+    }
+
+    /// The session `sid`, if there is one.
+    pub(in crate::instance) fn get(&self, sid: usize) -> Option<&Session> {
+        self.table.get(sid)
+    }
+
+    #[inline]
+    pub(in crate::instance) fn session(&self, sid: u32) -> &Session {
+        &self.table[sid as usize]
+    }
+
+    #[inline]
+    pub(in crate::instance) fn session_mut(&mut self, sid: u32) -> &mut Session {
+        &mut self.table[sid as usize]
+    }
+
+    /// Move session `sid` to `point` of its execution.
+    #[inline]
+    pub(in crate::instance) fn go_to(&mut self, sid: u32, point: ExecPoint) {
+        self.table[sid as usize].cur = point;
+    }
+
+    // ----- the ready queue ----------------------------------------------------------
+
+    /// Session `sid` may go on; a new database call begins if it was idle or thinking.
+    #[inline]
+    fn set_ready(&mut self, sid: u32, now: Nanos) {
+        let s = &mut self.table[sid as usize];
+        if matches!(s.st, SessionState::Idle | SessionState::Think) {
+            s.call_start = Some(now);
+        }
+        s.st = SessionState::Ready;
+        self.push_ready(sid);
+    }
+
+    /// Session `sid` goes on after a CPU step (its database call goes on).
+    #[inline(always)]
+    fn resume(&mut self, sid: u32) {
+        self.table[sid as usize].st = SessionState::Ready;
+        self.push_ready(sid);
+    }
+
+    #[inline(always)]
+    fn push_ready(&mut self, sid: u32) {
+        self.ready.push_back(sid);
+        debug_assert!(
+            self.ready.len() <= self.table.len(),
+            "ready queue of {} for {} sessions",
+            self.ready.len(),
+            self.table.len()
+        );
+    }
+
+    #[inline]
+    fn has_ready(&self) -> bool {
+        !self.ready.is_empty()
+    }
+
+    /// The session first in the ready queue, taken off it. It may have
+    /// stopped being ready since it was queued: see [`Sessions::is_ready`].
+    #[inline(always)]
+    fn pop_ready(&mut self) -> Option<u32> {
+        self.ready.pop_front()
+    }
+
+    #[inline(always)]
+    fn is_ready(&self, sid: u32) -> bool {
+        self.table
+            .get(sid as usize)
+            .is_some_and(|s| s.st == SessionState::Ready)
+    }
+
+    // ----- waits ----------------------------------------------------------------------
+
+    fn begin_wait(&mut self, sid: u32, event: Wait, state: SessionState, now: Nanos) {
+        let s = &mut self.table[sid as usize];
+        s.wait = Some((event, now));
+        s.st = state;
+    }
+
+    /// End the session's wait, if it waits: the event it began with and how long it took.
+    fn end_wait(&mut self, sid: u32, now: Nanos) -> Option<(Wait, Nanos)> {
+        let (event, since) = self.table[sid as usize].wait.take()?;
+        Some((event, now - since))
+    }
+
+    /// Drop the session's wait unrecorded (it never really happened).
+    fn forget_wait(&mut self, sid: u32) {
+        self.table[sid as usize].wait = None;
+    }
+
+    /// When the session's wait began, if it waits.
+    fn waiting_since(&self, sid: u32) -> Option<Nanos> {
+        self.table[sid as usize].wait.map(|(_, since)| since)
+    }
+
+    /// Session `sid` waits on `event` until something happens to `blk`.
+    fn wait_on_block(&mut self, sid: u32, blk: BlockAddr, event: Wait, now: Nanos) {
+        self.begin_wait(sid, event, SessionState::WaitBlock, now);
+        let list = self.block_waiters.entry(blk).or_default();
+        debug_assert!(!list.contains(&sid), "session {sid} waits twice on {blk}");
+        list.push(sid);
+        self.block_waiting += 1;
+        debug_assert!(
+            self.block_waiting <= self.table.len(),
+            "{} block waiters for {} sessions",
+            self.block_waiting,
+            self.table.len()
+        );
+    }
+
+    /// Whether any session waits on a block at all (a miss on the map would
+    /// still hash and probe).
+    #[inline(always)]
+    fn someone_waits_on_a_block(&self) -> bool {
+        !self.block_waiters.is_empty()
+    }
+
+    /// The sessions waiting on `blk`, in the order they began, taken off the block.
+    fn take_block_waiters(&mut self, blk: BlockAddr) -> Option<Vec<u32>> {
+        let list = self.block_waiters.remove(&blk)?;
+        self.block_waiting -= list.len();
+        Some(list)
+    }
+
+    /// Whether sessions need `blk` (a request for it, or sessions waiting on
+    /// it): its buffers are not to be replaced.
+    fn need(&self, blk: BlockAddr) -> bool {
+        self.requests.contains_key(&blk) || self.block_waiters.contains_key(&blk)
+    }
+
+    // ----- requests and lookups -------------------------------------------------------
+
+    /// Whether a session of this instance already asked for `blk`.
+    #[inline]
+    pub(in crate::instance) fn has_request(&self, blk: BlockAddr) -> bool {
+        self.requests.contains_key(&blk)
+    }
+
+    /// Session `owner` asks for `blk`; returns the request's id.
+    fn start_request(
+        &mut self,
+        blk: BlockAddr,
+        owner: u32,
+        now: Nanos,
+        scan: bool,
+        kind: crate::msg::ReqKind,
+    ) -> u64 {
+        let id = self.next_request;
+        self.next_request += 1;
+        let before = self.requests.insert(
+            blk,
+            PendingRequest {
+                id,
+                owner,
+                sent_at: now,
+                scan,
+                kind,
+            },
+        );
+        // Sessions queue behind a request (`gc buffer busy acquire`) rather than ask twice.
+        debug_assert!(before.is_none(), "a second request for {blk}");
+        id
+    }
+
+    /// The outstanding request for `blk`, if it is request `id`.
+    #[inline(always)]
+    fn request(&self, blk: BlockAddr, id: u64) -> Option<PendingRequest> {
+        self.requests.get(&blk).copied().filter(|r| r.id == id)
+    }
+
+    /// The outstanding request for `blk`, whichever it is.
+    #[inline]
+    fn request_for(&self, blk: BlockAddr) -> Option<PendingRequest> {
+        self.requests.get(&blk).copied()
+    }
+
+    /// The request for `blk` is complete.
+    #[inline]
+    fn end_request(&mut self, blk: BlockAddr) {
+        self.requests.remove(&blk);
+    }
+
+    /// Session `sid` asks another instance about a transaction; returns the question's token.
+    fn start_lookup(&mut self, sid: u32, asked_at: Scn, xid: Xid, wait: bool) -> u64 {
+        let token = self.next_lookup;
+        self.next_lookup += 1;
+        self.tx_lookups.insert(
+            token,
+            Lookup {
+                sid,
+                asked_at,
+                xid,
+                wait,
+            },
+        );
+        token
+    }
+
+    /// The answer to question `token` came: who asked, and our SCN when it did.
+    fn end_lookup(&mut self, token: u64) -> Option<(u32, Scn)> {
+        self.tx_lookups.remove(&token).map(|l| (l.sid, l.asked_at))
+    }
+
+    // ----- reconfiguration ----------------------------------------------------------
+
+    /// Every outstanding block request, by block, to ask the new masters again.
+    pub(in crate::instance) fn outstanding_requests(&self) -> Vec<(BlockAddr, PendingRequest)> {
+        let mut out: Vec<(BlockAddr, PendingRequest)> =
+            self.requests.iter().map(|(&b, &r)| (b, r)).collect();
+        out.sort_unstable_by_key(|&(b, r)| (r.id, b));
+        out
+    }
+
+    /// Every unanswered question about a transaction, by token.
+    pub(in crate::instance) fn outstanding_lookups(&self) -> Vec<(u64, Lookup)> {
+        let mut out: Vec<(u64, Lookup)> = self.tx_lookups.iter().map(|(&t, &l)| (t, l)).collect();
+        out.sort_unstable_by_key(|&(t, _)| t);
+        out
     }
 }

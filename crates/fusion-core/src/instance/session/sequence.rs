@@ -14,19 +14,22 @@
 //! - CACHE n ORDER: the cached range lives in the SV enqueue's lock value
 //!   block, so every `nextval` takes SV in X (waited on as `DFS lock handle`)
 //!   and values follow one order across the cluster.
+//!
+//! [`Foregrounds`]' methods here decide each step and answer what it asks
+//! of the global enqueue service or the cache ([`SeqNext`], the releases
+//! after an allocation); the dispatcher (`dispatch/visit.rs`) asks for the
+//! enqueues, releases them and visits SEQ$, in this order.
 
+use super::super::cache::{BufId, Cache};
 use super::super::execution::{ExecPoint, SeqStep};
-use super::super::{Instance, cache::BufId};
+use super::super::kernel::Kernel;
+use super::super::redo::Redo;
+use super::Foregrounds;
+use super::sequences::slot_of;
 use crate::block::Change;
-use crate::config::SequenceDef;
 use crate::msg::{EnqKind, LockMode, Lvb, ResName};
 use crate::stats::{Stat, Wait};
-
-/// Sequence `seq`'s row slot in the SEQ$ block. The loader allows at most
-/// SEQUENCES_MAX (65,536) sequences because those slots are 16-bit.
-fn slot_of(seq: usize) -> u16 {
-    u16::try_from(seq).expect("at most 65,536 sequences")
-}
+use crate::types::BlockAddr;
 
 fn res(kind: EnqKind, seq: usize) -> ResName {
     ResName {
@@ -35,263 +38,238 @@ fn res(kind: EnqKind, seq: usize) -> ResName {
     }
 }
 
-/// The sequences and this instance's part of them: each one's definition,
-/// the values cached here (CACHE NOORDER), and, when the driver asked, the
-/// values handed out since it last took them.
-#[derive(Debug)]
-pub(super) struct Sequences {
-    defs: Vec<SequenceDef>,
-    /// Per sequence: this instance's cached allocation numbers `(lo, hi]`.
-    cached: Vec<(u64, u64)>,
-    nextvals: Option<Vec<(u32, i64)>>,
+/// What a `nextval` step asks of the rest of the instance.
+#[derive(Debug, PartialEq)]
+pub(in crate::instance) enum SeqNext {
+    /// Nothing: the session goes on at once.
+    Go,
+    /// Take `0` in `1`, waiting on `2` until it is granted.
+    Get(ResName, LockMode, Wait),
+    /// Release `res` (with `lvb`), then hand value number `number` out
+    /// ([`Foregrounds::seq_deliver`]); the session goes on at once.
+    ReleaseThenDeliver {
+        res: ResName,
+        lvb: Option<Lvb>,
+        number: u64,
+    },
+    /// Visit SEQ$ in current mode (the row cache lock is held).
+    Visit(BlockAddr),
 }
 
-impl Sequences {
-    pub fn new(defs: Vec<SequenceDef>) -> Sequences {
-        Sequences {
-            cached: vec![(0, 0); defs.len()],
-            defs,
-            nextvals: None,
-        }
-    }
-
-    pub fn def(&self, seq: usize) -> Option<&SequenceDef> {
-        self.defs.get(seq)
-    }
-
-    /// The next allocation number of this instance's cache, if any is left.
-    fn take_cached(&mut self, seq: usize) -> Option<u64> {
-        let c = self.cached.get_mut(seq)?;
-        (c.0 < c.1).then(|| {
-            c.0 += 1;
-            c.0
-        })
-    }
-
-    /// Allocation numbers `first..=last` are this instance's now; the first
-    /// is handed out at once. Whatever was left of the old range is
-    /// abandoned: a gap.
-    fn cache(&mut self, seq: usize, first: u64, last: u64) {
-        debug_assert!(first <= last, "sequence {seq}: an empty allocation");
-        if let Some(c) = self.cached.get_mut(seq) {
-            *c = (first, last);
-        }
-    }
-
-    /// Keep the values handed out for the driver (or stop keeping them).
-    pub fn log_nextvals(&mut self, on: bool) {
-        self.nextvals = on.then(Vec::new);
-    }
-
-    /// The values handed out since the last call: (sequence, value), in order.
-    pub fn take_nextvals(&mut self) -> Vec<(u32, i64)> {
-        self.nextvals
-            .as_mut()
-            .map(std::mem::take)
-            .unwrap_or_default()
-    }
-
-    fn handed_out(&mut self, seq: usize, value: i64) {
-        if let Some(log) = self.nextvals.as_mut() {
-            log.push((u32::from(slot_of(seq)), value));
-        }
-    }
+/// A refill written to SEQ$: allocation numbers `first..=last` are this
+/// instance's; `row_cache`, the lock it was written under, goes next.
+pub(in crate::instance) struct Allocated {
+    pub row_cache: ResName,
+    pub first: u64,
+    pub last: u64,
 }
 
-impl Instance {
-    fn seq_def(&self, seq: usize) -> Option<&SequenceDef> {
-        self.fg.seqs.def(seq)
-    }
-
-    /// Advance a `nextval`. True when the session can go on at once.
+impl Foregrounds {
+    /// Advance a `nextval`; `sv_value` reads an SV enqueue's value block
+    /// (held here in X at `HaveSv`).
     pub(in crate::instance) fn seq_step(
         &mut self,
+        k: &mut Kernel,
+        sv_value: impl FnOnce(ResName) -> Lvb,
         sid: u32,
         seq: usize,
         step: SeqStep,
         insert: Option<usize>,
-    ) -> bool {
-        let Some(def) = self.seq_def(seq) else {
-            self.fg.sessions.go_to(sid, ExecPoint::None);
-            return true;
+    ) -> SeqNext {
+        let Some(def) = self.seqs.def(seq) else {
+            self.sessions.go_to(sid, ExecPoint::None);
+            return SeqNext::Go;
         };
         let (cache, order) = (def.cache, def.order);
-        let set = |me: &mut Instance, step: SeqStep| {
-            me.fg
-                .sessions
+        let row_cache = SeqNext::Get(res(EnqKind::RowCache, seq), LockMode::X, Wait::RowCacheLock);
+        let mut set = |step: SeqStep| {
+            self.sessions
                 .go_to(sid, ExecPoint::Seq { seq, step, insert });
         };
         match step {
             SeqStep::Start if cache == 0 => {
-                set(self, SeqStep::Update);
-                self.enq_get(
-                    sid,
-                    res(EnqKind::RowCache, seq),
-                    LockMode::X,
-                    Wait::RowCacheLock,
-                )
+                set(SeqStep::Update);
+                row_cache
             }
             SeqStep::Start if order => {
-                set(self, SeqStep::HaveSv);
-                self.enq_get(sid, res(EnqKind::Sv, seq), LockMode::X, Wait::DfsLockHandle)
+                set(SeqStep::HaveSv);
+                SeqNext::Get(res(EnqKind::Sv, seq), LockMode::X, Wait::DfsLockHandle)
             }
             SeqStep::Start => {
-                if let Some(number) = self.fg.seqs.take_cached(seq) {
-                    self.seq_deliver(sid, seq, number, insert);
-                    return true;
+                if let Some(number) = self.seqs.take_cached(seq) {
+                    self.seq_deliver(k, sid, seq, number, insert);
+                    return SeqNext::Go;
                 }
-                set(self, SeqStep::HaveSq);
-                self.enq_get(
-                    sid,
-                    res(EnqKind::Sq, seq),
-                    LockMode::X,
-                    Wait::EnqSqContention,
-                )
+                set(SeqStep::HaveSq);
+                SeqNext::Get(res(EnqKind::Sq, seq), LockMode::X, Wait::EnqSqContention)
             }
             SeqStep::HaveSq => {
                 // Another session may have refilled the cache while this one queued.
-                if let Some(number) = self.fg.seqs.take_cached(seq) {
-                    self.enq_release(res(EnqKind::Sq, seq), None);
-                    self.seq_deliver(sid, seq, number, insert);
-                    return true;
+                if let Some(number) = self.seqs.take_cached(seq) {
+                    return SeqNext::ReleaseThenDeliver {
+                        res: res(EnqKind::Sq, seq),
+                        lvb: None,
+                        number,
+                    };
                 }
-                set(self, SeqStep::Update);
-                self.enq_get(
-                    sid,
-                    res(EnqKind::RowCache, seq),
-                    LockMode::X,
-                    Wait::RowCacheLock,
-                )
+                set(SeqStep::Update);
+                row_cache
             }
             SeqStep::HaveSv => {
                 let r = res(EnqKind::Sv, seq);
-                let lvb = self.gc.enqueue_value(r);
+                let lvb = sv_value(r);
                 if lvb.lo < lvb.hi {
                     let number = lvb.lo + 1;
-                    self.enq_release(
-                        r,
-                        Some(Lvb {
+                    return SeqNext::ReleaseThenDeliver {
+                        res: r,
+                        lvb: Some(Lvb {
                             lo: number,
                             hi: lvb.hi,
                         }),
-                    );
-                    self.seq_deliver(sid, seq, number, insert);
-                    return true;
+                        number,
+                    };
                 }
-                set(self, SeqStep::Update);
-                self.enq_get(
-                    sid,
-                    res(EnqKind::RowCache, seq),
-                    LockMode::X,
-                    Wait::RowCacheLock,
-                )
+                set(SeqStep::Update);
+                row_cache
             }
-            SeqStep::Update => match self.k.layout().seq_block {
+            SeqStep::Update => match k.layout().seq_block {
                 Some(blk) => {
-                    let now = self.k.now();
-                    let recursive_start = &mut self.fg.sessions.session_mut(sid).recursive_start;
+                    let now = k.now();
+                    let recursive_start = &mut self.sessions.session_mut(sid).recursive_start;
                     if recursive_start.is_none() {
                         // The recursive statement starts: parsed and executed each time.
                         *recursive_start = Some(now);
-                        if let Some(st) = self.fg.workloads.update_seq_stmt() {
-                            self.k.stats_mut().statements[st].parses += 1;
-                            self.k.stats_mut().statements[st].executions += 1;
+                        if let Some(st) = self.workloads.update_seq_stmt() {
+                            k.stats_mut().statements[st].parses += 1;
+                            k.stats_mut().statements[st].executions += 1;
                         }
                     }
-                    self.visit(sid, blk, true)
+                    SeqNext::Visit(blk)
                 }
                 None => {
-                    self.fg.sessions.go_to(sid, ExecPoint::None);
-                    true
+                    self.sessions.go_to(sid, ExecPoint::None);
+                    SeqNext::Go
                 }
             },
         }
     }
 
     /// The session holds the SEQ$ block in current mode and the row cache
-    /// lock: allocate, commit the recursive transaction, release the locks.
-    pub(in crate::instance) fn seq_updated(
+    /// lock: allocate and commit the recursive transaction (posting LGWR).
+    /// `None`: nothing was allocated, the execution ends. Then the row
+    /// cache lock goes, and [`Foregrounds::seq_allocated`] says what else.
+    pub(in crate::instance) fn seq_allocate(
         &mut self,
+        k: &mut Kernel,
+        cache: &mut Cache,
+        redo: &mut Redo,
         sid: u32,
         buf: BufId,
         seq: usize,
-        insert: Option<usize>,
-    ) -> ExecPoint {
-        let Some(def) = self.seq_def(seq) else {
-            return ExecPoint::None;
-        };
-        let (batch, cache, order) = (def.batch(), def.cache, def.order);
+    ) -> Option<Allocated> {
+        let batch = self.seqs.def(seq)?.batch();
         let slot = slot_of(seq);
-        let blk = self.cache.get(buf).blk;
-        let (xid, scn) = self.fg.recursive_txn(&mut self.k);
-        self.clean_out_buffer(buf);
-        let old = match self.cache.get(buf).image.row(slot) {
+        let blk = cache.get(buf).blk;
+        let (xid, scn) = self.recursive_txn(k);
+        // Delayed block cleanout with what this instance knows.
+        let txns = &self.txns;
+        cache.get_mut(buf).image.clean_out_known(&|x| txns.state(x));
+        let old = match cache.get(buf).image.row(slot) {
             Some(r) if r.key == seq as u64 + 1 => r.val.max(0) as u64,
             _ => {
-                self.error(format!("SEQ$ has no row for sequence {seq}"));
-                self.fg.sessions.session_mut(sid).recursive_start = None;
-                return ExecPoint::None;
+                k.error(&format!("SEQ$ has no row for sequence {seq}"));
+                self.sessions.session_mut(sid).recursive_start = None;
+                return None;
             }
         };
         let new = old + batch;
         let val = new as i64;
-        self.fg.change_block(
-            &mut self.k,
-            &mut self.cache,
-            &mut self.redo,
+        self.change_block(
+            k,
+            cache,
+            redo,
             buf,
             Change::UpdateRow { slot, val },
             xid,
             scn,
             200,
         );
-        self.k.incr(Stat::RowsUpdated);
-        self.k.add(Stat::SeqValuesAllocated, batch);
+        k.incr(Stat::RowsUpdated);
+        k.add(Stat::SeqValuesAllocated, batch);
         // The commit posts LGWR without waiting for it (no `log file sync`),
         // so the redo is usually on disk when another instance asks for SEQ$.
-        let rba =
-            self.fg
-                .commit_recursive(&mut self.k, &mut self.cache, &mut self.redo, xid, &[blk]);
-        self.request_flush(rba, None);
-        self.enq_release(res(EnqKind::RowCache, seq), None);
-        let now = self.k.now();
-        if let Some(t) = self.fg.sessions.session_mut(sid).recursive_start.take()
-            && let Some(st) = self.fg.workloads.update_seq_stmt()
+        let rba = self.commit_recursive(k, cache, redo, xid, &[blk]);
+        redo.request_flush(k, rba, None);
+        Some(Allocated {
+            row_cache: res(EnqKind::RowCache, seq),
+            first: old + 1,
+            last: new,
+        })
+    }
+
+    /// The row cache lock is released after an allocation: the recursive
+    /// statement ends, and the values go to the SV value block or this
+    /// instance's cache. Returns the enqueue to release now, if any; then
+    /// the first value is handed out ([`Foregrounds::seq_value`]).
+    pub(in crate::instance) fn seq_allocated(
+        &mut self,
+        k: &mut Kernel,
+        sid: u32,
+        seq: usize,
+        a: &Allocated,
+    ) -> Option<(ResName, Option<Lvb>)> {
+        let now = k.now();
+        if let Some(t) = self.sessions.session_mut(sid).recursive_start.take()
+            && let Some(st) = self.workloads.update_seq_stmt()
         {
-            self.k.stats_mut().statements[st].elapsed_ns += now - t;
-            self.k.stats_mut().statements[st].rows += 1;
+            k.stats_mut().statements[st].elapsed_ns += now - t;
+            k.stats_mut().statements[st].rows += 1;
         }
-        // The first of the values just allocated is handed out here.
-        let first = old + 1;
+        let def = self.seqs.def(seq)?;
+        let (cache, order) = (def.cache, def.order);
         if cache > 0 && order {
-            self.enq_release(res(EnqKind::Sv, seq), Some(Lvb { lo: first, hi: new }));
+            Some((
+                res(EnqKind::Sv, seq),
+                Some(Lvb {
+                    lo: a.first,
+                    hi: a.last,
+                }),
+            ))
         } else if cache > 0 {
-            self.fg.seqs.cache(seq, first, new);
-            self.enq_release(res(EnqKind::Sq, seq), None);
+            self.seqs.cache(seq, a.first, a.last);
+            Some((res(EnqKind::Sq, seq), None))
+        } else {
+            None
         }
-        self.seq_value(sid, seq, first, insert)
     }
 
     /// Hand value number `number` out (no CPU step: part of the execute call).
-    fn seq_deliver(&mut self, sid: u32, seq: usize, number: u64, insert: Option<usize>) {
-        let next = self.seq_value(sid, seq, number, insert);
-        self.fg.sessions.go_to(sid, next);
+    pub(in crate::instance) fn seq_deliver(
+        &mut self,
+        k: &mut Kernel,
+        sid: u32,
+        seq: usize,
+        number: u64,
+        insert: Option<usize>,
+    ) {
+        let next = self.seq_value(k, seq, number, insert);
+        self.sessions.go_to(sid, next);
     }
 
     /// Value number `number` of the sequence, and where the execution goes on.
-    fn seq_value(
+    pub(in crate::instance) fn seq_value(
         &mut self,
-        _sid: u32,
+        k: &mut Kernel,
         seq: usize,
         number: u64,
         insert: Option<usize>,
     ) -> ExecPoint {
-        let Some(def) = self.seq_def(seq) else {
+        let Some(def) = self.seqs.def(seq) else {
             return ExecPoint::None;
         };
         let value = def.value(number);
-        self.k.incr(Stat::SeqValuesHandedOut);
-        self.fg.seqs.handed_out(seq, value);
+        k.incr(Stat::SeqValuesHandedOut);
+        self.seqs.handed_out(seq, value);
         match insert {
             Some(table) => ExecPoint::InsertRow {
                 table,

@@ -5,17 +5,19 @@
 
 use std::sync::Arc;
 
-use super::super::ERRORS_MAX;
 use super::super::events::Proc;
+use super::super::execution::{ExecPoint, SeqStep};
+use super::super::kernel::ERRORS_MAX;
 use super::super::kernel::Kernel;
 use super::super::membership::{Delivery, Membership};
 use super::super::observe::Observer;
-use super::{Acquired, Foregrounds, RowLockWait, Session, SessionState};
-use crate::config::Catalog;
+use super::sequence::SeqNext;
+use super::{Acquired, Foregrounds, RowLockWait, Session, SessionState, Sessions};
+use crate::config::{Catalog, SequenceDef};
 use crate::layout::table;
-use crate::msg::TxReport;
-use crate::stats::Wait;
-use crate::types::{InstId, Xid};
+use crate::msg::{EnqKind, LockMode, Lvb, ResName, TxReport};
+use crate::stats::{Stat, Wait};
+use crate::types::{BlockAddr, InstId, Xid};
 
 /// Instance 1 of 2 with one session (0) and no workload. `joining`: a
 /// restarted instance not admitted yet, to which instance 0 is no member.
@@ -158,5 +160,174 @@ fn a_tx_enqueue_asked_for_a_transaction_never_begun_is_given_back_at_once() {
     assert_eq!(
         r.fg.tx_owner_asked(never),
         Some(crate::msg::TxEnd::RolledBack)
+    );
+}
+
+// ----- the session table (Sessions keeps the books) ---------------------------------------
+
+fn session_table(n: u32) -> Sessions {
+    let mut s = Sessions::default();
+    for i in 0..n {
+        s.add(Session::new(i, 0, i));
+    }
+    s
+}
+
+#[test]
+fn the_ready_queue_keeps_order_and_skips_sessions_no_longer_ready() {
+    let mut s = session_table(3);
+    s.set_ready(2, 5);
+    s.set_ready(0, 6);
+    s.set_ready(1, 7);
+    assert_eq!(s.session(2).call_start, Some(5));
+    s.begin_wait(0, Wait::LogFileSync, SessionState::WaitCommit, 8);
+    assert_eq!(s.pop_ready(), Some(2));
+    assert_eq!(s.pop_ready(), Some(0));
+    assert!(!s.is_ready(0));
+    assert_eq!(s.pop_ready(), Some(1));
+    assert!(s.is_ready(1));
+    assert_eq!(s.pop_ready(), None);
+    assert_eq!(s.end_wait(0, 10), Some((Wait::LogFileSync, 2)));
+    assert_eq!(s.end_wait(0, 11), None);
+}
+
+#[test]
+fn block_waiters_are_taken_once_in_order() {
+    let mut s = session_table(3);
+    let blk = BlockAddr(7);
+    assert!(!s.need(blk));
+    s.wait_on_block(2, blk, Wait::BufferBusyWaits, 0);
+    s.wait_on_block(0, blk, Wait::BufferBusyWaits, 0);
+    assert!(s.need(blk));
+    assert_eq!(s.session(2).st, SessionState::WaitBlock);
+    assert_eq!(s.take_block_waiters(blk), Some(vec![2, 0]));
+    assert_eq!(s.take_block_waiters(blk), None);
+    assert!(!s.need(blk));
+}
+
+#[test]
+fn a_request_answers_only_to_its_id() {
+    let mut s = session_table(1);
+    let blk = BlockAddr(3);
+    let id = s.start_request(
+        blk,
+        0,
+        100,
+        true,
+        crate::msg::ReqKind::Current { new_block: false },
+    );
+    assert!(s.has_request(blk) && s.need(blk));
+    assert!(s.request(blk, id + 1).is_none());
+    let r = s.request(blk, id).unwrap();
+    assert_eq!((r.owner, r.sent_at, r.scan), (0, 100, true));
+    s.end_request(blk);
+    assert!(!s.has_request(blk));
+    let token = s.start_lookup(0, 42, Xid::NONE, false);
+    assert_eq!(s.end_lookup(token), Some((0, 42)));
+    assert_eq!(s.end_lookup(token), None);
+}
+
+// ----- sequences: what a `nextval` step asks for ------------------------------------------
+
+/// Foregrounds of instance 0 of 2 with one session (0) and sequence 0,
+/// `cache` values a refill, `order`ed or not.
+fn seq_rig(cache: u32, order: bool) -> (Kernel, Foregrounds) {
+    let catalog = Catalog {
+        tables: vec![table("t", 100, 10)],
+        sequences: vec![SequenceDef {
+            name: "s".into(),
+            cache,
+            order,
+            start: 1,
+            increment: 1,
+        }],
+        ..Catalog::default()
+    };
+    let mut k = Kernel::for_tests(&catalog);
+    let mut fg = Foregrounds::new(InstId(0), 2, k.layout(), &catalog, Arc::new(Vec::new()), 0);
+    let proc = k.add_proc(Proc::Session(0), "oracle0".into());
+    fg.sessions.add(Session::new(proc, 0, 0));
+    (k, fg)
+}
+
+/// Enqueue `kind` of sequence 0.
+fn seq0(kind: EnqKind) -> ResName {
+    ResName { kind, id: 0 }
+}
+
+const NO_SV: fn(ResName) -> Lvb = |_| panic!("no SV enqueue is read");
+
+#[test]
+fn a_cached_sequence_takes_sq_refills_under_it_and_hands_out_what_it_cached() {
+    let (mut k, mut fg) = seq_rig(3, false);
+    let sq = seq0(EnqKind::Sq);
+    // Nothing cached: take SQ, and go on at `HaveSq` once it is granted.
+    let next = fg.seq_step(&mut k, NO_SV, 0, 0, SeqStep::Start, None);
+    assert_eq!(next, SeqNext::Get(sq, LockMode::X, Wait::EnqSqContention));
+    assert_eq!(
+        fg.point(0),
+        ExecPoint::Seq {
+            seq: 0,
+            step: SeqStep::HaveSq,
+            insert: None
+        }
+    );
+    // Another session refilled 4..=6 meanwhile (handing 4 out itself):
+    // release SQ, then hand 5 out.
+    fg.seqs.cache(0, 4, 6);
+    let next = fg.seq_step(&mut k, NO_SV, 0, 0, SeqStep::HaveSq, None);
+    let number = 5;
+    assert_eq!(
+        next,
+        SeqNext::ReleaseThenDeliver {
+            res: sq,
+            lvb: None,
+            number
+        }
+    );
+    fg.seq_deliver(&mut k, 0, 0, number, None);
+    // The next `nextval` takes the cached 6 at once, with no enqueue.
+    let next = fg.seq_step(&mut k, NO_SV, 0, 0, SeqStep::Start, Some(0));
+    assert_eq!(next, SeqNext::Go);
+    assert_eq!(fg.point(0), ExecPoint::InsertRow { table: 0, key: 6 });
+    assert_eq!(k.stats().get(Stat::SeqValuesHandedOut), 2);
+}
+
+#[test]
+fn an_ordered_sequence_hands_out_from_the_sv_value_block_or_goes_to_seq_dollar() {
+    let (mut k, mut fg) = seq_rig(10, true);
+    let sv = seq0(EnqKind::Sv);
+    let next = fg.seq_step(&mut k, NO_SV, 0, 0, SeqStep::Start, None);
+    assert_eq!(next, SeqNext::Get(sv, LockMode::X, Wait::DfsLockHandle));
+    // Values 8..=10 are left in the value block: 8 is taken, the block says so.
+    let next = fg.seq_step(
+        &mut k,
+        |_| Lvb { lo: 7, hi: 10 },
+        0,
+        0,
+        SeqStep::HaveSv,
+        None,
+    );
+    assert_eq!(
+        next,
+        SeqNext::ReleaseThenDeliver {
+            res: sv,
+            lvb: Some(Lvb { lo: 8, hi: 10 }),
+            number: 8
+        }
+    );
+    // None left: SEQ$ is updated under the row cache lock.
+    let next = fg.seq_step(
+        &mut k,
+        |_| Lvb { lo: 10, hi: 10 },
+        0,
+        0,
+        SeqStep::HaveSv,
+        None,
+    );
+    let row_cache = seq0(EnqKind::RowCache);
+    assert_eq!(
+        next,
+        SeqNext::Get(row_cache, LockMode::X, Wait::RowCacheLock)
     );
 }

@@ -11,6 +11,9 @@ use rustc_hash::FxHashMap;
 use crate::block::TxState;
 use crate::types::{InstId, Scn, Xid};
 
+/// Transaction numbers each life of an instance has to itself.
+pub const LIFE_XIDS: u64 = 1 << 40;
+
 /// Who waits for an active transaction of this instance to end.
 #[derive(Clone, Copy, Debug)]
 pub(in crate::instance) enum TxWaiter {
@@ -166,7 +169,7 @@ impl Transactions {
         } else {
             self.member_bases.get(&inst).copied().unwrap_or(0)
         };
-        base.saturating_add(super::super::LIFE_XIDS)
+        base.saturating_add(LIFE_XIDS)
     }
 
     /// This life's first transaction number.
@@ -297,7 +300,7 @@ mod tests {
         assert_eq!(t.state(Xid::new(other, 8)), TxState::Active);
         // It restarted and reported its second life: that life's
         // transactions are its own to answer for.
-        let second = crate::instance::LIFE_XIDS;
+        let second = LIFE_XIDS;
         t.member_base(other, second);
         t.learn_dead(&dead);
         assert_eq!(t.state(Xid::new(other, second + 2)), TxState::Unknown);
