@@ -169,7 +169,9 @@ impl UndoLog {
             };
             capped.max(len + extra)
         };
-        if Arc::get_mut(arc).is_none() {
+        // No `Weak` of a list is ever made: one strong reference is this
+        // image's alone (read with a plain load, not `get_mut`'s exchange).
+        if Arc::strong_count(arc) > 1 {
             let mut own = Vec::with_capacity(room(len));
             own.extend_from_slice(arc);
             *arc = Arc::new(own);
@@ -188,12 +190,10 @@ impl UndoLog {
     /// original, the only holder of its list, travels on to be changed
     /// without copying it again.
     pub fn copy_from(&mut self, src: &UndoLog) {
-        match self.0.as_mut().and_then(Arc::get_mut) {
-            Some(own) => {
-                own.clear();
-                own.extend_from_slice(src);
-            }
-            None => *self = UndoLog::from(src.to_vec()),
+        match (self.0.as_mut().and_then(Arc::get_mut), src.0.as_deref()) {
+            (Some(own), Some(from)) => own.clone_from(from),
+            (Some(own), None) => own.clear(),
+            (None, _) => *self = UndoLog::from(src.to_vec()),
         }
     }
 
