@@ -276,7 +276,7 @@ pub fn decode_block(bytes: &[u8]) -> Result<Block, BlockError> {
         scn,
         body: Arc::new(body),
         itl,
-        undo,
+        undo: undo.into(),
         trimmed_scn,
     })
 }

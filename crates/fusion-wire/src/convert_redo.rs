@@ -38,7 +38,7 @@ fn image(
         scn: 0,
         body: Arc::new(body.clone()),
         itl: itl.to_vec(),
-        undo: undo.to_vec(),
+        undo: undo.to_vec().into(),
         trimmed_scn: 0,
     };
     encode_block(&block, 0)
@@ -149,7 +149,7 @@ impl Codec {
                 Change::SplitNew(Box::new(SplitBlock {
                     body: Arc::unwrap_or_clone(b.body),
                     itl: b.itl,
-                    undo: b.undo,
+                    undo: b.undo.to_vec(),
                 }))
             }
         })

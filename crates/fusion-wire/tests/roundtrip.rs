@@ -122,7 +122,7 @@ fn block() -> impl Strategy<Value = Block> {
             scn,
             body: std::sync::Arc::new(body),
             itl,
-            undo,
+            undo: undo.into(),
             trimmed_scn,
         })
 }

@@ -12,7 +12,7 @@
 use std::sync::Arc;
 
 use super::image::Block;
-use super::parts::{Body, Itl, UndoRec};
+use super::parts::{Body, Itl, UndoLog, UndoRec};
 use crate::types::{BlockAddr, Rowid, Scn, Xid};
 
 /// One change to one block. The transaction and SCN come with it (the redo
@@ -154,7 +154,7 @@ impl Block {
                 // after the moved entries' undo, so a rollback reaches it first.
                 self.body = Arc::new(Body::Unformatted);
                 self.itl = new.itl.clone();
-                self.undo = new.undo.clone();
+                self.undo = UndoLog::from(new.undo.clone());
                 self.replace_body(new.body.clone(), xid, scn);
                 true
             }

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use super::parts::{Body, Itl, LeafEntry, Piece, Row, UndoOp, UndoRec};
+use super::parts::{Body, Itl, LeafEntry, Piece, Row, UndoLog, UndoOp};
 use crate::types::{BlockAddr, Rowid, Scn, Xid};
 
 /// A block image: what the buffer cache, the store and the wire carry.
@@ -20,7 +20,7 @@ pub struct Block {
     pub body: Arc<Body>,
     pub itl: Vec<Itl>,
     /// Oldest first.
-    pub undo: Vec<UndoRec>,
+    pub undo: UndoLog,
     /// Highest commit SCN whose undo was trimmed: reads older than this cannot be built.
     pub trimmed_scn: Scn,
 }
@@ -39,13 +39,15 @@ impl Clone for Block {
 
     /// Shares the body and copies the ITL and undo into this image's own
     /// vectors where they fit (a past image taking over an older one's
-    /// allocations), rather than allocating anew.
+    /// allocations), rather than allocating anew. Unlike `clone`, the undo
+    /// is not shared: the source keeps its list to itself, to change it
+    /// in place.
     fn clone_from(&mut self, src: &Block) {
         self.addr = src.addr;
         self.scn = src.scn;
         self.body = Arc::clone(&src.body);
         self.itl.clone_from(&src.itl);
-        self.undo.clone_from(&src.undo);
+        self.undo.copy_from(&src.undo);
         self.trimmed_scn = src.trimmed_scn;
     }
 }
@@ -66,7 +68,7 @@ impl Block {
             scn: 0,
             body,
             itl: Vec::new(),
-            undo: Vec::new(),
+            undo: UndoLog::default(),
             trimmed_scn: 0,
         }
     }

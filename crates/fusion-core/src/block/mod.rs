@@ -23,5 +23,7 @@ mod xid_set;
 
 pub use change::{Change, SplitBlock};
 pub use image::Block;
-pub use parts::{Body, Itl, LeafEntry, Piece, Row, UNDO_RECORDS_MAX, UndoOp, UndoRec, piece_at};
+pub use parts::{
+    Body, Itl, LeafEntry, Piece, Row, UNDO_RECORDS_MAX, UndoLog, UndoOp, UndoRec, piece_at,
+};
 pub use undo::{CrCopy, CrError, TxState};

@@ -2,6 +2,9 @@
 //! pieces, the body that holds them, the interested transaction list (ITL)
 //! and the undo records that roll its changes back.
 
+use std::ops::Deref;
+use std::sync::Arc;
+
 use crate::types::{BlockAddr, Rowid, Scn, Xid};
 
 /// A table row: the key column, a numeric value and the row lock (the
@@ -137,3 +140,114 @@ pub struct UndoRec {
     pub xid: Xid,
     pub op: UndoOp,
 }
+
+/// A block image's undo records, oldest first. Shared, copy on write,
+/// between the images of one block version as the body is: the copies of a
+/// block shipped for reads into many caches, the one a write or a message
+/// carries, hold one list until one of them changes (a past image keeps a
+/// copy of its own: [`UndoLog::copy_from`]). Empty holds no allocation.
+#[derive(Clone, Debug, Default)]
+pub struct UndoLog(Option<Arc<Vec<UndoRec>>>);
+
+impl UndoLog {
+    /// The records to change: this image's own, copied first if another
+    /// image still shares them. A list grows by doubling up to one record
+    /// over [`UNDO_RECORDS_MAX`] (a change's record is pushed before the
+    /// oldest is trimmed) and no further, so a hot block's list does not
+    /// keep twice the room it can ever use.
+    fn records_mut(&mut self, extra: usize) -> &mut Vec<UndoRec> {
+        let arc = self.0.get_or_insert_with(Default::default);
+        let len = arc.len();
+        let room = |cap: usize| {
+            let doubled = (cap * 2).max(4);
+            // Beyond that bound (transactions still active hold their
+            // records), it doubles as any vector does.
+            let capped = if len + extra <= UNDO_RECORDS_MAX + 1 {
+                doubled.min(UNDO_RECORDS_MAX + 1)
+            } else {
+                doubled
+            };
+            capped.max(len + extra)
+        };
+        // No `Weak` of a list is ever made: one strong reference is this
+        // image's alone (read with a plain load, not `get_mut`'s exchange).
+        if Arc::strong_count(arc) > 1 {
+            let mut own = Vec::with_capacity(room(len));
+            own.extend_from_slice(arc);
+            *arc = Arc::new(own);
+        }
+        // Its own by now: `make_mut` copies nothing.
+        let v = Arc::make_mut(arc);
+        if v.capacity() < len + extra {
+            let want = room(v.capacity());
+            v.reserve_exact(want - len);
+        }
+        v
+    }
+
+    /// Make this list a copy of `src` of its own, in this list's allocation
+    /// when nobody shares it: a past image keeps its copy this way, and the
+    /// original, the only holder of its list, travels on to be changed
+    /// without copying it again.
+    pub fn copy_from(&mut self, src: &UndoLog) {
+        match (self.0.as_mut().and_then(Arc::get_mut), src.0.as_deref()) {
+            (Some(own), Some(from)) => own.clone_from(from),
+            (Some(own), None) => own.clear(),
+            (None, _) => *self = UndoLog::from(src.to_vec()),
+        }
+    }
+
+    pub fn push(&mut self, rec: UndoRec) {
+        self.records_mut(1).push(rec);
+    }
+
+    /// Keep the records `keep` picks.
+    pub fn retain(&mut self, keep: impl FnMut(&UndoRec) -> bool) {
+        if !self.is_empty() {
+            self.records_mut(0).retain(keep);
+        }
+    }
+
+    /// Drop the `n` oldest records.
+    pub fn drop_oldest(&mut self, n: usize) {
+        if n > 0 {
+            self.records_mut(0).drain(..n);
+        }
+    }
+}
+
+impl Deref for UndoLog {
+    type Target = [UndoRec];
+    fn deref(&self) -> &[UndoRec] {
+        self.0.as_deref().map_or(&[], Vec::as_slice)
+    }
+}
+
+impl<'a> IntoIterator for &'a UndoLog {
+    type Item = &'a UndoRec;
+    type IntoIter = std::slice::Iter<'a, UndoRec>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+impl From<Vec<UndoRec>> for UndoLog {
+    fn from(records: Vec<UndoRec>) -> UndoLog {
+        UndoLog((!records.is_empty()).then(|| Arc::new(records)))
+    }
+}
+
+impl FromIterator<UndoRec> for UndoLog {
+    fn from_iter<I: IntoIterator<Item = UndoRec>>(iter: I) -> UndoLog {
+        UndoLog::from(iter.into_iter().collect::<Vec<_>>())
+    }
+}
+
+/// Equal when the records are, however they are held.
+impl PartialEq for UndoLog {
+    fn eq(&self, other: &UndoLog) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for UndoLog {}

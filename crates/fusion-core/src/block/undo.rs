@@ -4,7 +4,7 @@
 //! and the trimming that keeps the history bounded.
 
 use super::image::Block;
-use super::parts::{Body, Itl, Piece, UNDO_RECORDS_MAX, UndoOp, UndoRec};
+use super::parts::{Body, Itl, Piece, UNDO_RECORDS_MAX, UndoLog, UndoOp, UndoRec};
 use super::xid_set::{FewXids, XidIndex, XidSet};
 use std::sync::Arc;
 
@@ -182,7 +182,7 @@ impl Block {
             scn: self.scn,
             body: Arc::clone(&self.body),
             itl: Vec::new(),
-            undo: Vec::new(),
+            undo: UndoLog::default(),
             trimmed_scn: self.trimmed_scn,
         };
         // Every change is visible (the common case): nothing to roll back.
@@ -243,7 +243,7 @@ impl Block {
         }
         // An empty drain still costs its drop: most records trim nothing.
         if drop > 0 {
-            self.undo.drain(..drop);
+            self.undo.drop_oldest(drop);
         }
         if self.itl.len() > 16 {
             self.trim_itl();

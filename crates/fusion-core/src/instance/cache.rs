@@ -585,18 +585,14 @@ impl Cache {
             }
             self.remove_where(blk, |other, b| other != id && b.state == BufState::Pi);
         }
-        let b = self.get_mut(id);
-        b.leaving = false;
-        if b.dirty {
-            // The original, whose vectors have room to grow, travels to the
-            // next holder, which changes it.
-            let copy = match spare {
-                Some(mut copy) => {
-                    copy.clone_from(&b.image);
-                    copy
-                }
-                None => b.image.clone(),
-            };
+        self.get_mut(id).leaving = false;
+        if self.get(id).dirty {
+            // The original, whose vectors have room to grow and whose undo
+            // no other image shares, travels to the next holder, which
+            // changes it; the copy kept here is the past image's own.
+            let mut copy = spare.unwrap_or_else(|| self.placeholder(blk));
+            let b = self.get_mut(id);
+            copy.clone_from(&b.image);
             let image = std::mem::replace(&mut b.image, copy);
             self.set_state(id, BufState::Pi);
             debug_assert!(
