@@ -40,7 +40,7 @@
 mod access;
 mod commit;
 mod fusion;
-mod insert;
+pub(super) mod insert;
 mod insert_points;
 mod maintain;
 mod row_locks;
