@@ -543,10 +543,6 @@ impl Instance {
         self.k.observe_scn(scn);
     }
 
-    fn next_scn(&mut self) -> Scn {
-        self.k.next_scn()
-    }
-
     #[inline(always)]
     fn send(&mut self, to: InstId, msg: Msg) {
         self.membership.net().send(&mut self.k, to, msg);
@@ -748,22 +744,6 @@ impl Instance {
     /// What this instance knows about a transaction right now.
     fn tx_state(&self, xid: Xid) -> crate::block::TxState {
         self.fg.txns().state(xid)
-    }
-
-    /// Keep an observation for the checkers (when they check). A full log
-    /// is an error of the run, reported once.
-    // Inlined: with history off (the usual case) the observation is not even built.
-    #[inline(always)]
-    pub(super) fn record(&mut self, o: Observation) {
-        if let Err(e) = self.obs.record(o) {
-            self.history_full(e);
-        }
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn history_full(&mut self, e: String) {
-        self.error(e);
     }
 }
 

@@ -4,6 +4,7 @@
 //! of the others; the steps here sequence them.
 
 mod drm;
+mod insert;
 mod reconfig;
 mod visit;
 

@@ -206,8 +206,16 @@ impl Instance {
                 run,
                 next,
             ),
-            ExecPoint::InsertRow { table, key } => self.insert_into_block(sid, buf, table, key),
-            ExecPoint::InsertAlloc { table, key } => self.take_new_block(sid, buf, table, key),
+            ExecPoint::InsertRow { table, key } => {
+                let (k, cache, redo, obs) =
+                    (&mut self.k, &mut self.cache, &mut self.redo, &mut self.obs);
+                self.fg
+                    .insert_into_block(k, cache, redo, obs, sid, buf, table, key)
+            }
+            ExecPoint::InsertAlloc { table, key } => {
+                let (k, cache, redo) = (&mut self.k, &mut self.cache, &mut self.redo);
+                self.fg.take_new_block(k, cache, redo, buf, table, key)
+            }
             ExecPoint::IndexLeaf {
                 ix,
                 table,

@@ -16,84 +16,147 @@
 //! waiters queue on the splitting transaction's TX) and then descends again
 //! the ordinary way, since the split it waited for has usually made room.
 
-use super::super::Instance;
-use super::super::cache::{BufId, BufState};
+use super::super::cache::{BufId, BufState, Cache};
 use super::super::execution::{ExecPoint, Purpose};
-use super::super::observe::Observation;
-use super::{Acquired, AfterCpu, SessionState};
+use super::super::kernel::Kernel;
+use super::super::observe::{Observation, Observer};
+use super::super::redo::Redo;
+use super::{AfterCpu, Foregrounds, SessionState, record};
 use crate::block::{Block, Body, Change, Itl, SplitBlock, UndoOp};
+use crate::config::Nanos;
+use crate::cpu::ProcId;
 use crate::layout::Layout;
-use crate::msg::{EnqKind, LockMode, ReqKind, ResName};
-use crate::stats::{Stat, Wait};
+use crate::msg::{EnqKind, ResName};
+use crate::stats::Stat;
 use crate::types::{BlockAddr, Rowid, Scn, Xid};
 
-impl Instance {
-    /// The first B-tree index on `table` after position `after` (`None`:
-    /// from the start). Bitmap indexes take no inserts: the loader refuses
-    /// inserts into a table that has one.
-    fn next_index(&self, table: usize, after: Option<usize>) -> Option<usize> {
-        let start = after.map_or(0, |a| a + 1);
-        (start..self.k.layout().indexes.len()).find(|&i| {
-            let l = &self.k.layout().indexes[i];
-            l.table == table && l.kind == crate::config::IndexKind::BTree
-        })
-    }
+/// A leaf visit's answer ([`Foregrounds::leaf_entry`]).
+#[derive(Debug)]
+pub(in crate::instance) enum Leaf {
+    /// No entry now (the key moved, or the leaf is full): go on at this point.
+    Go(ExecPoint),
+    /// The entry is in the block: the split enqueue goes (if held), then
+    /// [`Foregrounds::leaf_logged`].
+    Entered(Entered),
+}
 
-    fn index_cursor(&self, ix: usize, table: usize, key: u64, rowid: Rowid) -> ExecPoint {
-        ExecPoint::Index {
-            ix,
-            table,
-            key,
-            blk: self.k.layout().index_root(ix, key),
-            purpose: Purpose::Insert(rowid),
-        }
-    }
+/// An index entry applied to its leaf, not logged yet.
+#[derive(Debug)]
+pub(in crate::instance) struct Entered {
+    /// False: the key was there already (a bug or a corrupt index).
+    inserted: bool,
+    entry: Change,
+    xid: Xid,
+    scn: Scn,
+    ix: usize,
+    table: usize,
+    key: u64,
+    rowid: Rowid,
+    buf: BufId,
+    blk: BlockAddr,
+}
 
+impl Entered {
+    pub fn ix(&self) -> usize {
+        self.ix
+    }
+}
+
+/// What a split needs next of its new blocks ([`Foregrounds::next_spare`]).
+#[derive(Debug, PartialEq)]
+pub(in crate::instance) enum Spare {
+    /// The index's free run for this instance is used up (counted): the
+    /// split enqueue goes and the insert ends.
+    OutOfSpace,
+    /// One more block was here in X and taken: the session goes on at once.
+    Taken,
+    /// Ask for this never-used block (the session waits).
+    Ask(BlockAddr),
+}
+
+/// The first B-tree index on `table` after position `after` (`None`: from
+/// the start). Bitmap indexes take no inserts: the loader refuses inserts
+/// into a table that has one.
+fn next_index(layout: &Layout, table: usize, after: Option<usize>) -> Option<usize> {
+    let start = after.map_or(0, |a| a + 1);
+    (start..layout.indexes.len()).find(|&i| {
+        let l = &layout.indexes[i];
+        l.table == table && l.kind == crate::config::IndexKind::BTree
+    })
+}
+
+fn index_cursor(layout: &Layout, ix: usize, table: usize, key: u64, rowid: Rowid) -> ExecPoint {
+    ExecPoint::Index {
+        ix,
+        table,
+        key,
+        blk: layout.index_root(ix, key),
+        purpose: Purpose::Insert(rowid),
+    }
+}
+
+/// Is `blk` held here in X and free to change right now?
+pub(in crate::instance) fn x_ready(cache: &Cache, blk: BlockAddr) -> bool {
+    cache.current(blk).is_some_and(|id| {
+        let b = cache.get(id);
+        b.state() == BufState::Xcur && !b.leaving() && !b.pinned()
+    })
+}
+
+fn capacity(layout: &Layout, ix: usize, block: &Block) -> usize {
+    let l = &layout.indexes[ix];
+    match *block.body {
+        Body::Leaf { .. } => l.entries_per_leaf as usize,
+        _ => l.entries_per_branch as usize,
+    }
+}
+
+impl Foregrounds {
     /// Visit of the insert block (pinned in X): add the row.
+    #[allow(clippy::too_many_arguments)]
     pub(in crate::instance) fn insert_into_block(
         &mut self,
+        k: &mut Kernel,
+        cache: &mut Cache,
+        redo: &mut Redo,
+        obs: &mut Observer,
         sid: u32,
         buf: BufId,
         table: usize,
         key: u64,
     ) -> ExecPoint {
-        let per_block = self.k.layout().tables[table].rows_per_block as usize;
-        let b = self.cache.get(buf);
+        let per_block = k.layout().tables[table].rows_per_block as usize;
+        let b = cache.get(buf);
         if !matches!(*b.image.body, Body::Table { .. }) || b.image.row_slots() >= per_block {
-            self.fg.inserts.insert_into(table, None);
+            self.inserts.insert_into(table, None);
             return ExecPoint::InsertAlloc { table, key };
         }
         let blk = b.blk;
         let slot = u16::try_from(b.image.row_slots()).ok();
-        let xid = self.fg.session_xid(sid);
-        let scn = self.next_scn();
+        let xid = self.session_xid(sid);
+        let scn = k.next_scn();
         let Some(slot) = slot.filter(|&slot| {
             let row = Change::InsertRow { slot, key, val: 0 };
-            self.fg.change_block(
-                &mut self.k,
-                &mut self.cache,
-                &mut self.redo,
-                buf,
-                row,
-                xid,
-                scn,
-                150,
-            )
+            self.change_block(k, cache, redo, buf, row, xid, scn, 150)
         }) else {
-            self.fg.inserts.insert_into(table, None);
+            self.inserts.insert_into(table, None);
             return ExecPoint::InsertAlloc { table, key };
         };
-        self.k.incr(Stat::RowsInserted);
-        self.fg.touch_block(&mut self.cache, sid, blk);
-        self.record(Observation::Write {
-            xid,
-            table,
-            key,
-            val: 0,
-        });
+        k.incr(Stat::RowsInserted);
+        self.touch_block(cache, sid, blk);
+        record(
+            k,
+            obs,
+            Observation::Write {
+                xid,
+                table,
+                key,
+                val: 0,
+            },
+        );
         let rowid = Rowid { blk, slot };
-        match self.next_index(table, None) {
-            Some(ix) => self.index_cursor(ix, table, key, rowid),
+        match next_index(k.layout(), table, None) {
+            Some(ix) => index_cursor(k.layout(), ix, table, key, rowid),
             None => ExecPoint::None,
         }
     }
@@ -101,96 +164,75 @@ impl Instance {
     /// Visit of the segment header (pinned in X): take the next block of this instance's run.
     pub(in crate::instance) fn take_new_block(
         &mut self,
-        sid: u32,
+        k: &mut Kernel,
+        cache: &mut Cache,
+        redo: &mut Redo,
         buf: BufId,
         table: usize,
         key: u64,
     ) -> ExecPoint {
-        let me = self.id.idx();
-        let t = self.k.layout().tables[table].clone();
-        let Body::SegHeader { used } = &*self.cache.get(buf).image.body else {
-            self.error(format!("segment header of table {table} is corrupt"));
+        let me = k.id();
+        let t = k.layout().tables[table].clone();
+        let Body::SegHeader { used } = &*cache.get(buf).image.body else {
+            k.error(&format!("segment header of table {table} is corrupt"));
             return ExecPoint::None;
         };
-        let mine = used.get(me).copied().unwrap_or(u32::MAX);
+        let mine = used.get(me.idx()).copied().unwrap_or(u32::MAX);
         if mine >= t.free_per_instance {
             // ORA-01653: the table's free space for this instance is used up.
-            self.k.incr(Stat::SpaceErrors);
+            k.incr(Stat::SpaceErrors);
             return ExecPoint::None;
         }
-        let header = self.cache.get(buf).blk;
-        let (xid, scn) = self.fg.recursive_txn(&mut self.k);
+        let header = cache.get(buf).blk;
+        let (xid, scn) = self.recursive_txn(k);
         let take = Change::UseBlocks {
-            inst: self.id.0,
+            inst: me.0,
             used: mine + 1,
         };
-        self.fg.change_block(
-            &mut self.k,
-            &mut self.cache,
-            &mut self.redo,
-            buf,
-            take,
-            xid,
-            scn,
-            100,
-        );
-        self.fg
-            .commit_recursive(&mut self.k, &mut self.cache, &mut self.redo, xid, &[header]);
-        let _ = sid;
-        let blk =
-            BlockAddr(Layout::free_range(t.free_base, t.free_per_instance, self.id).start + mine);
+        self.change_block(k, cache, redo, buf, take, xid, scn, 100);
+        self.commit_recursive(k, cache, redo, xid, &[header]);
+        let blk = BlockAddr(Layout::free_range(t.free_base, t.free_per_instance, me).start + mine);
         ExecPoint::InsertNew { table, key, blk }
     }
 
-    /// Format a never-used block for inserts; returns true when the session can go on.
+    /// Format a never-used block for inserts if it is here in X (then the
+    /// session goes on at once); false when it has to be asked for.
+    #[allow(clippy::too_many_arguments)]
     pub(in crate::instance) fn format_new(
         &mut self,
+        k: &mut Kernel,
+        cache: &mut Cache,
+        redo: &mut Redo,
         sid: u32,
         table: usize,
         key: u64,
         blk: BlockAddr,
     ) -> bool {
-        if let Some(id) = self.cache.current(blk)
-            && self.cache.get(id).state() == BufState::Xcur
-        {
-            if matches!(*self.cache.get(id).image.body, Body::Unformatted) {
-                let (xid, scn) = self.fg.recursive_txn(&mut self.k);
-                let format = Change::Format(Box::new(Body::Table { rows: Vec::new() }));
-                self.fg.change_block(
-                    &mut self.k,
-                    &mut self.cache,
-                    &mut self.redo,
-                    id,
-                    format,
-                    xid,
-                    scn,
-                    100,
-                );
-                self.fg
-                    .commit_recursive(&mut self.k, &mut self.cache, &mut self.redo, xid, &[blk]);
-            }
-            self.fg.inserts.insert_into(table, Some(blk));
-            self.fg
-                .sessions
-                .go_to(sid, ExecPoint::InsertRow { table, key });
-            return true;
+        let Some(id) = cache.current(blk) else {
+            return false;
+        };
+        if cache.get(id).state() != BufState::Xcur {
+            return false;
         }
-        self.request_new(sid, blk);
-        false
+        if matches!(*cache.get(id).image.body, Body::Unformatted) {
+            let (xid, scn) = self.recursive_txn(k);
+            let format = Change::Format(Box::new(Body::Table { rows: Vec::new() }));
+            self.change_block(k, cache, redo, id, format, xid, scn, 100);
+            self.commit_recursive(k, cache, redo, xid, &[blk]);
+        }
+        self.inserts.insert_into(table, Some(blk));
+        self.sessions
+            .go_to(sid, ExecPoint::InsertRow { table, key });
+        true
     }
 
-    fn request_new(&mut self, sid: u32, blk: BlockAddr) {
-        if self.fg.sessions.has_request(blk) {
-            self.wait_on_block(sid, blk, Wait::GcBufferBusyAcquire);
-        } else {
-            self.gc_request(sid, blk, ReqKind::Current { new_block: true }, false);
-        }
-    }
-
-    /// Visit of an index leaf (pinned in X): add the entry, or start a split.
+    /// Visit of an index leaf (pinned in X): apply the entry, or go on
+    /// to a split or a fresh descent.
     #[allow(clippy::too_many_arguments)]
-    pub(in crate::instance) fn insert_into_leaf(
+    pub(in crate::instance) fn leaf_entry(
         &mut self,
+        k: &mut Kernel,
+        cache: &mut Cache,
         sid: u32,
         buf: BufId,
         ix: usize,
@@ -198,240 +240,228 @@ impl Instance {
         key: u64,
         rowid: Rowid,
         blk: BlockAddr,
-    ) -> ExecPoint {
-        let cap = self.k.layout().indexes[ix].entries_per_leaf as usize;
-        let ekey = self.k.layout().indexes[ix].entry_key(key);
-        let img = &self.cache.get(buf).image;
+    ) -> Leaf {
+        let cap = k.layout().indexes[ix].entries_per_leaf as usize;
+        let ekey = k.layout().indexes[ix].entry_key(key);
+        let img = &cache.get(buf).image;
         if !img.leaf_covers(ekey) {
             // A split moved the key since our snapshot: descend again with a fresh one.
-            self.fg.sessions.session_mut(sid).snapshot = self.k.scn();
-            return self.index_cursor(ix, table, key, rowid);
+            self.sessions.session_mut(sid).snapshot = k.scn();
+            return Leaf::Go(index_cursor(k.layout(), ix, table, key, rowid));
         }
         if img.entry_count() >= cap {
-            let root = self.k.layout().indexes[ix].root;
-            return ExecPoint::Split {
+            let root = k.layout().indexes[ix].root;
+            return Leaf::Go(ExecPoint::Split {
                 ix,
                 table,
                 key,
                 rowid,
                 parent: None,
                 node: root,
-            };
+            });
         }
-        let xid = self.fg.session_xid(sid);
-        let scn = self.next_scn();
+        let xid = self.session_xid(sid);
+        let scn = k.next_scn();
         let entry = Change::InsertEntry { key: ekey, rowid };
-        let inserted = self.cache.get_mut(buf).image.apply(&entry, xid, scn);
-        self.split_unlock(sid, ix);
-        if !inserted {
-            self.error(format!("duplicate key {key} in index {ix}"));
-            return ExecPoint::None;
-        }
-        self.fg.log_change(
-            &mut self.k,
-            &mut self.cache,
-            &mut self.redo,
-            buf,
+        let inserted = cache.get_mut(buf).image.apply(&entry, xid, scn);
+        Leaf::Entered(Entered {
+            inserted,
             entry,
             xid,
             scn,
-            120,
-        );
-        self.fg.touch_block(&mut self.cache, sid, blk);
-        match self.next_index(table, Some(ix)) {
-            Some(next) => self.index_cursor(next, table, key, rowid),
+            ix,
+            table,
+            key,
+            rowid,
+            buf,
+            blk,
+        })
+    }
+
+    /// Log an entry [`Foregrounds::leaf_entry`] applied; where the insert goes on.
+    pub(in crate::instance) fn leaf_logged(
+        &mut self,
+        k: &mut Kernel,
+        cache: &mut Cache,
+        redo: &mut Redo,
+        sid: u32,
+        e: Entered,
+    ) -> ExecPoint {
+        let Entered {
+            inserted,
+            entry,
+            xid,
+            scn,
+            ix,
+            table,
+            key,
+            rowid,
+            buf,
+            blk,
+        } = e;
+        if !inserted {
+            k.error(&format!("duplicate key {key} in index {ix}"));
+            return ExecPoint::None;
+        }
+        self.log_change(k, cache, redo, buf, entry, xid, scn, 120);
+        self.touch_block(cache, sid, blk);
+        match next_index(k.layout(), table, Some(ix)) {
+            Some(next) => index_cursor(k.layout(), next, table, key, rowid),
             None => ExecPoint::None,
         }
     }
 
-    /// Is `blk` held here in X and free to change right now?
-    fn x_ready(&self, blk: BlockAddr) -> bool {
-        self.cache.current(blk).is_some_and(|id| {
-            let b = self.cache.get(id);
-            b.state() == BufState::Xcur && !b.leaving() && !b.pinned()
-        })
-    }
-
-    /// Get `blk` in X (waiting if needed). True when it is ready now.
-    fn want_x(&mut self, sid: u32, blk: BlockAddr) -> bool {
-        if self.x_ready(blk) {
-            return true;
-        }
-        match self.acquire_current(sid, blk) {
-            Acquired::Pinned { buf, .. } => {
-                self.unpin(buf);
-                true
-            }
-            _ => false,
+    /// Where session `sid`'s split is: the index, the parent and the node
+    /// (`None`: it is not splitting).
+    pub(in crate::instance) fn split_at(
+        &self,
+        sid: u32,
+    ) -> Option<(usize, Option<BlockAddr>, BlockAddr)> {
+        match self.sessions.session(sid).cur {
+            ExecPoint::Split {
+                ix, parent, node, ..
+            } => Some((ix, parent, node)),
+            _ => None,
         }
     }
 
-    fn capacity(&self, ix: usize, block: &Block) -> usize {
-        let l = &self.k.layout().indexes[ix];
-        match *block.body {
-            Body::Leaf { .. } => l.entries_per_leaf as usize,
-            _ => l.entries_per_branch as usize,
-        }
-    }
-
-    /// Let go of the index's split enqueue if this session holds it.
-    fn split_unlock(&mut self, sid: u32, ix: usize) {
-        let res = split_res(ix);
-        if self.enq_holds(sid, res) {
-            self.enq_release(res, None);
-        }
-    }
-
-    /// One step of the splitting descent. True when the session can go on at once.
-    pub(in crate::instance) fn split_step(&mut self, sid: u32) -> bool {
+    /// The session queues for index `ix`'s split enqueue: should it wait,
+    /// it resumes with an ordinary descent; returns the split's point, to
+    /// go on at once should the enqueue be granted now.
+    pub(in crate::instance) fn split_queue(&mut self, k: &Kernel, sid: u32) -> ExecPoint {
+        let s = self.sessions.session_mut(sid);
         let ExecPoint::Split {
             ix,
             table,
             key,
             rowid,
-            parent,
+            ..
+        } = s.cur
+        else {
+            return s.cur;
+        };
+        let again = index_cursor(k.layout(), ix, table, key, rowid);
+        std::mem::replace(&mut s.cur, again)
+    }
+
+    /// The split's node `nbuf` is here in X: if it is not full, the descent
+    /// goes on below it (true); false when it is full and must split.
+    pub(in crate::instance) fn split_descend(
+        &mut self,
+        k: &Kernel,
+        cache: &Cache,
+        sid: u32,
+        nbuf: BufId,
+    ) -> bool {
+        let ExecPoint::Split {
+            ix,
+            table,
+            key,
+            rowid,
             node,
-        } = self.fg.sessions.session(sid).cur
+            ..
+        } = self.sessions.session(sid).cur
         else {
             return true;
         };
-        if !self.split_locked(sid, ix, table, key, rowid) {
+        let img = &cache.get(nbuf).image;
+        if img.entry_count() >= capacity(k.layout(), ix, img) {
             return false;
         }
-        if let Some(p) = parent
-            && !self.want_x(sid, p)
-        {
-            return false;
-        }
-        if !self.want_x(sid, node) {
-            return false;
-        }
-        let Some(nbuf) = self.cache.current(node) else {
-            return false;
+        let next = match img.child_for(k.layout().indexes[ix].entry_key(key)) {
+            Some(child) => ExecPoint::Split {
+                ix,
+                table,
+                key,
+                rowid,
+                parent: Some(node),
+                node: child,
+            },
+            None => ExecPoint::IndexLeaf {
+                ix,
+                table,
+                key,
+                rowid,
+                blk: node,
+            },
         };
-        let img = &self.cache.get(nbuf).image;
-        let full = img.entry_count() >= self.capacity(ix, img);
-        if !full {
-            let next = match img.child_for(self.k.layout().indexes[ix].entry_key(key)) {
-                Some(child) => ExecPoint::Split {
-                    ix,
-                    table,
-                    key,
-                    rowid,
-                    parent: Some(node),
-                    node: child,
-                },
-                None => ExecPoint::IndexLeaf {
-                    ix,
-                    table,
-                    key,
-                    rowid,
-                    blk: node,
-                },
-            };
-            self.fg.sessions.go_to(sid, next);
-            return true;
-        }
-        // A full block: it needs new blocks (two for the root, which never moves).
-        let needed = if parent.is_none() { 2 } else { 1 };
-        let spares: Vec<BlockAddr> = self.fg.sessions.session(sid).spares.clone();
-        if let Some(go_on) = self.gather_spares(sid, ix, &spares, needed) {
-            return go_on;
-        }
-        self.pin_for_split(sid, nbuf, parent, &spares[..needed]);
-        false
-    }
-
-    /// Hold the index's split enqueue, or queue for it. False when the
-    /// session waits; it then resumes with an ordinary descent.
-    fn split_locked(&mut self, sid: u32, ix: usize, table: usize, key: u64, rowid: Rowid) -> bool {
-        let res = split_res(ix);
-        if self.enq_holds(sid, res) {
-            return true;
-        }
-        let again = self.index_cursor(ix, table, key, rowid);
-        let split = std::mem::replace(&mut self.fg.sessions.session_mut(sid).cur, again);
-        if !self.enq_get(sid, res, LockMode::X, Wait::EnqTxIndexContention) {
-            return false;
-        }
-        self.fg.sessions.go_to(sid, split);
+        self.sessions.go_to(sid, next);
         true
     }
 
-    /// Get the `needed` new blocks of a split in X: `None` once they are all
-    /// here, else whether the session can go on at once (it took one more, or
-    /// the index is out of space) or waits.
-    fn gather_spares(
-        &mut self,
-        sid: u32,
-        ix: usize,
-        spares: &[BlockAddr],
-        needed: usize,
-    ) -> Option<bool> {
-        for &s in spares {
-            if !self.x_ready(s) && !self.want_x(sid, s) {
-                return Some(false);
-            }
-        }
-        if spares.len() >= needed {
-            return None;
-        }
-        let l = &self.k.layout().indexes[ix];
-        let range = Layout::free_range(l.free_base, l.free_per_instance, self.id);
-        let next = range.start + self.fg.inserts.index_used(ix);
-        if next >= range.end {
-            self.k.incr(Stat::SpaceErrors);
-            self.split_unlock(sid, ix);
-            self.fg.sessions.go_to(sid, ExecPoint::None);
-            return Some(true);
-        }
-        let blk = BlockAddr(next);
-        if self.x_ready(blk) {
-            self.fg.inserts.index_block_taken(ix);
-            self.fg.sessions.session_mut(sid).spares.push(blk);
-            return Some(true);
-        }
-        self.request_new(sid, blk);
-        Some(false)
+    /// The new blocks session `sid` has gathered for its split.
+    pub(in crate::instance) fn spares(&self, sid: u32) -> Vec<BlockAddr> {
+        self.sessions.session(sid).spares.clone()
     }
 
-    /// Everything is here: pin the node, its parent and the new blocks, and
-    /// split in one CPU step.
-    fn pin_for_split(
+    /// The next new block of a split of index `ix` (the gathered ones are
+    /// here in X, but not enough of them).
+    pub(in crate::instance) fn next_spare(
         &mut self,
+        k: &mut Kernel,
+        cache: &Cache,
+        sid: u32,
+        ix: usize,
+    ) -> Spare {
+        let l = &k.layout().indexes[ix];
+        let range = Layout::free_range(l.free_base, l.free_per_instance, k.id());
+        let next = range.start + self.inserts.index_used(ix);
+        if next >= range.end {
+            k.incr(Stat::SpaceErrors);
+            return Spare::OutOfSpace;
+        }
+        let blk = BlockAddr(next);
+        if x_ready(cache, blk) {
+            self.inserts.index_block_taken(ix);
+            self.sessions.session_mut(sid).spares.push(blk);
+            return Spare::Taken;
+        }
+        Spare::Ask(blk)
+    }
+
+    /// Everything is here: pin the node, its parent and the new blocks for
+    /// one CPU step; the process and the CPU it asks for.
+    pub(in crate::instance) fn pin_for_split(
+        &mut self,
+        k: &Kernel,
+        cache: &mut Cache,
         sid: u32,
         nbuf: BufId,
         parent: Option<BlockAddr>,
         spares: &[BlockAddr],
-    ) {
+    ) -> (ProcId, Nanos) {
         let mut pins = vec![nbuf];
         if let Some(p) = parent
-            && let Some(id) = self.cache.current(p)
+            && let Some(id) = cache.current(p)
         {
             pins.push(id);
         }
         for &s in spares {
-            if let Some(id) = self.cache.current(s) {
+            if let Some(id) = cache.current(s) {
                 pins.push(id);
             }
         }
         for &id in &pins {
-            self.cache.pin_exclusive(id);
+            cache.pin_exclusive(id);
         }
-        let s = self.fg.sessions.session_mut(sid);
+        let s = self.sessions.session_mut(sid);
         s.split_pins = pins;
         s.st = SessionState::Cpu(AfterCpu::Split);
-        let proc = s.proc;
-        self.cpu(
-            proc,
-            self.k.costs().row_change * 4 + self.k.costs().db_block_get * 3,
-        );
+        let costs = k.costs();
+        (s.proc, costs.row_change * 4 + costs.db_block_get * 3)
     }
 
-    /// The split's CPU step is over: do it, then go on descending.
-    pub(in crate::instance) fn split_done(&mut self, sid: u32) {
-        let pins = std::mem::take(&mut self.fg.sessions.session_mut(sid).split_pins);
-        let point = self.fg.sessions.session(sid).cur;
+    /// The split's CPU step is over: split, and answer where the descent
+    /// goes on and the pins to release.
+    pub(in crate::instance) fn split_done(
+        &mut self,
+        k: &mut Kernel,
+        cache: &mut Cache,
+        redo: &mut Redo,
+        sid: u32,
+    ) -> (ExecPoint, Vec<BufId>) {
+        let pins = std::mem::take(&mut self.sessions.session_mut(sid).split_pins);
+        let point = self.sessions.session(sid).cur;
         let next = match point {
             ExecPoint::Split {
                 ix,
@@ -440,14 +470,10 @@ impl Instance {
                 rowid,
                 parent,
                 node,
-            } => self.split(sid, ix, table, key, rowid, parent, node),
+            } => self.split(k, cache, redo, sid, ix, table, key, rowid, parent, node),
             other => other,
         };
-        for id in pins {
-            self.unpin(id);
-        }
-        self.fg.sessions.go_to(sid, next);
-        self.resume(sid);
+        (next, pins)
     }
 
     /// Split the full `node` (pinned, with its parent and the new blocks)
@@ -455,6 +481,9 @@ impl Instance {
     #[allow(clippy::too_many_arguments)]
     fn split(
         &mut self,
+        k: &mut Kernel,
+        cache: &mut Cache,
+        redo: &mut Redo,
         sid: u32,
         ix: usize,
         table: usize,
@@ -469,30 +498,38 @@ impl Instance {
             key,
             rowid,
             parent: None,
-            node: self.k.layout().indexes[ix].root,
+            node: k.layout().indexes[ix].root,
         };
-        let Some(nbuf) = self.cache.current(node) else {
+        let Some(nbuf) = cache.current(node) else {
             return restart;
         };
-        let pbuf = parent.and_then(|p| self.cache.current(p));
-        if !self.split_still_due(ix, node, nbuf, pbuf) {
+        let pbuf = parent.and_then(|p| cache.current(p));
+        if !split_still_due(k.layout(), cache, ix, node, nbuf, pbuf) {
             return restart;
         }
-        let (xid, scn) = self.fg.recursive_txn(&mut self.k);
-        let ekey = self.k.layout().indexes[ix].entry_key(key);
-        let spares = std::mem::take(&mut self.fg.sessions.session_mut(sid).spares);
+        let (xid, scn) = self.recursive_txn(k);
+        let ekey = k.layout().indexes[ix].entry_key(key);
+        let spares = std::mem::take(&mut self.sessions.session_mut(sid).spares);
         let mut changed = vec![node];
-        let halves = split_body(&self.cache.get(nbuf).image.body);
+        let halves = split_body(&cache.get(nbuf).image.body);
         let sep = halves.sep;
+        let mut sp = Splitting {
+            fg: self,
+            k: &mut *k,
+            cache: &mut *cache,
+            redo: &mut *redo,
+            xid,
+            scn,
+        };
         let cont = match pbuf {
             Some(pb) => {
                 let Some(&new) = spares.first() else {
                     return restart;
                 };
-                self.split_under_parent(nbuf, pb, new, halves, xid, scn);
+                sp.under_parent(nbuf, pb, new, halves);
                 changed.push(new);
                 changed.extend(parent);
-                self.fg.sessions.session_mut(sid).spares = spares[1..].to_vec();
+                self.sessions.session_mut(sid).spares = spares[1..].to_vec();
                 let child = if ekey >= sep { new } else { node };
                 ExecPoint::Split {
                     ix,
@@ -507,10 +544,10 @@ impl Instance {
                 let (Some(&a), Some(&b)) = (spares.first(), spares.get(1)) else {
                     return restart;
                 };
-                self.split_root(nbuf, a, b, halves, xid, scn);
+                sp.root(nbuf, a, b, halves);
                 changed.push(a);
                 changed.push(b);
-                self.fg.sessions.session_mut(sid).spares = spares[2..].to_vec();
+                self.sessions.session_mut(sid).spares = spares[2..].to_vec();
                 ExecPoint::Split {
                     ix,
                     table,
@@ -521,73 +558,67 @@ impl Instance {
                 }
             }
         };
-        let leaf = matches!(*self.cache.get(nbuf).image.body, Body::Leaf { .. });
-        self.k.incr(if leaf {
+        let leaf = matches!(*cache.get(nbuf).image.body, Body::Leaf { .. });
+        k.incr(if leaf {
             Stat::LeafNodeSplits
         } else {
             Stat::BranchNodeSplits
         });
-        self.fg
-            .commit_recursive(&mut self.k, &mut self.cache, &mut self.redo, xid, &changed);
+        self.commit_recursive(k, cache, redo, xid, &changed);
         cont
     }
+}
 
-    /// Is the split still as the descent saw it? The node must still be
-    /// full, and its parent must point to it and have room.
-    fn split_still_due(
-        &self,
-        ix: usize,
-        node: BlockAddr,
-        nbuf: BufId,
-        pbuf: Option<BufId>,
-    ) -> bool {
-        let cap = self.capacity(ix, &self.cache.get(nbuf).image);
-        if self.cache.get(nbuf).image.entry_count() < cap {
-            return false;
-        }
-        match pbuf {
-            Some(pb) => {
-                let pimg = &self.cache.get(pb).image;
-                let points = matches!(&*pimg.body, Body::Branch { entries } if entries.iter().any(|e| e.1 == node));
-                points
-                    && pimg.entry_count() < self.k.layout().indexes[ix].entries_per_branch as usize
-            }
-            None => true,
-        }
+/// Is the split still as the descent saw it? The node must still be
+/// full, and its parent must point to it and have room.
+fn split_still_due(
+    layout: &Layout,
+    cache: &Cache,
+    ix: usize,
+    node: BlockAddr,
+    nbuf: BufId,
+    pbuf: Option<BufId>,
+) -> bool {
+    let cap = capacity(layout, ix, &cache.get(nbuf).image);
+    if cache.get(nbuf).image.entry_count() < cap {
+        return false;
     }
+    match pbuf {
+        Some(pb) => {
+            let pimg = &cache.get(pb).image;
+            let points = matches!(&*pimg.body, Body::Branch { entries } if entries.iter().any(|e| e.1 == node));
+            points && pimg.entry_count() < layout.indexes[ix].entries_per_branch as usize
+        }
+        None => true,
+    }
+}
 
+/// One split's changes, in its recursive transaction `xid` at `scn`.
+struct Splitting<'a> {
+    fg: &'a mut Foregrounds,
+    k: &'a mut Kernel,
+    cache: &'a mut Cache,
+    redo: &'a mut Redo,
+    xid: Xid,
+    scn: Scn,
+}
+
+impl Splitting<'_> {
     /// A node below the root: its upper half moves to block `new`, which
     /// the parent now points to as well.
-    fn split_under_parent(
-        &mut self,
-        nbuf: BufId,
-        pbuf: BufId,
-        new: BlockAddr,
-        halves: Halves,
-        xid: Xid,
-        scn: Scn,
-    ) {
+    fn under_parent(&mut self, nbuf: BufId, pbuf: BufId, new: BlockAddr, halves: Halves) {
         let Halves { keep, upper, sep } = halves;
         // Uncommitted entries keep their undo in the block they move to.
         let moved = moved_undo(&self.cache.get(nbuf).image, &upper);
         let lower = lower_of(&self.cache.get(nbuf).image.body, keep, sep, new);
-        self.split_change(nbuf, lower, xid, scn);
-        self.format_index_block(new, upper, moved, xid, scn);
-        let child = Change::AddChild { sep, child: new };
-        self.split_change(pbuf, child, xid, scn);
+        self.change(nbuf, lower);
+        self.format_index_block(new, upper, moved);
+        self.change(pbuf, Change::AddChild { sep, child: new });
     }
 
     /// The root: its halves go to the new blocks `a` and `b`; it stays the
     /// root and points to them.
-    fn split_root(
-        &mut self,
-        nbuf: BufId,
-        a: BlockAddr,
-        b: BlockAddr,
-        halves: Halves,
-        xid: Xid,
-        scn: Scn,
-    ) {
+    fn root(&mut self, nbuf: BufId, a: BlockAddr, b: BlockAddr, halves: Halves) {
         let Halves { keep, upper, sep } = halves;
         let node = &*self.cache.get(nbuf).image.body;
         let lower = node
@@ -600,27 +631,20 @@ impl Instance {
         };
         let moved_a = moved_undo(&self.cache.get(nbuf).image, &lower);
         let moved_b = moved_undo(&self.cache.get(nbuf).image, &upper);
-        self.format_index_block(a, lower, moved_a, xid, scn);
-        self.format_index_block(b, upper, moved_b, xid, scn);
+        self.format_index_block(a, lower, moved_a);
+        self.format_index_block(b, upper, moved_b);
         let root = Body::Branch {
             entries: vec![(first, a), (sep, b)],
         };
-        self.split_change(nbuf, Change::Format(Box::new(root)), xid, scn);
+        self.change(nbuf, Change::Format(Box::new(root)));
     }
 
     /// One block's part of a split, logged as half a block of redo.
-    fn split_change(&mut self, buf: BufId, change: Change, xid: Xid, scn: Scn) {
+    fn change(&mut self, buf: BufId, change: Change) {
         let bytes = self.k.params().db_block_size / 2;
-        self.fg.change_block(
-            &mut self.k,
-            &mut self.cache,
-            &mut self.redo,
-            buf,
-            change,
-            xid,
-            scn,
-            bytes,
-        );
+        let (xid, scn) = (self.xid, self.scn);
+        self.fg
+            .change_block(self.k, self.cache, self.redo, buf, change, xid, scn, bytes);
     }
 
     fn format_index_block(
@@ -628,8 +652,6 @@ impl Instance {
         blk: BlockAddr,
         body: Body,
         moved: (Vec<Itl>, Vec<crate::block::UndoRec>),
-        xid: Xid,
-        scn: Scn,
     ) {
         let Some(id) = self.cache.current(blk) else {
             return;
@@ -638,12 +660,12 @@ impl Instance {
         // entries' undo: it is newest, so a rollback reaches it first.
         let (itl, undo) = moved;
         let new = Change::SplitNew(Box::new(SplitBlock { body, itl, undo }));
-        self.split_change(id, new, xid, scn);
+        self.change(id, new);
     }
 }
 
 /// The enqueue that serializes the splits of index `ix`.
-fn split_res(ix: usize) -> ResName {
+pub(in crate::instance) fn split_res(ix: usize) -> ResName {
     ResName {
         kind: EnqKind::IndexSplit,
         // A position in the catalog's list of indexes (usize fits u64).

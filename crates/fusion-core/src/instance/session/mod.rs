@@ -14,10 +14,10 @@
 //! the lookups left to recovery, the request for the master here), applied
 //! by the dispatcher (`dispatch/visit.rs`: a visit, a block's install,
 //! `make_room`; `seq_step` and `seq_updated`, for `sequence.rs`'s
-//! `SeqNext` and its releases). Inserts and splits (`insert.rs`) are still
-//! an `impl Instance` block; the state they keep is in `insert_points.rs`
-//! and `sequences.rs`, which this file names, so that it names nothing
-//! that names the instance.
+//! `SeqNext` and its releases). Inserts and splits (`insert.rs`) answer a
+//! `Leaf` or a `Spare`, applied in `dispatch/insert.rs`; the state they and
+//! sequences keep is in `insert_points.rs` and `sequences.rs`, which this
+//! file names, so that it names nothing that names the instance.
 //!
 //! - `state.rs`: a session's state and what a visit comes to (values);
 //!   [`Sessions`], the component that owns the sessions, their ready queue,
@@ -40,7 +40,7 @@
 mod access;
 mod commit;
 mod fusion;
-mod insert;
+pub(super) mod insert;
 mod insert_points;
 mod maintain;
 mod row_locks;

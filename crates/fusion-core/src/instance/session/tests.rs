@@ -5,19 +5,24 @@
 
 use std::sync::Arc;
 
+use super::super::cache::{BufId, BufState, Cache};
 use super::super::events::Proc;
+use super::super::execution::Purpose;
 use super::super::execution::{ExecPoint, SeqStep};
 use super::super::kernel::ERRORS_MAX;
 use super::super::kernel::Kernel;
 use super::super::membership::{Delivery, Membership};
 use super::super::observe::Observer;
+use super::super::redo::Redo;
+use super::insert::{Leaf, Spare};
 use super::sequence::SeqNext;
 use super::{Acquired, Foregrounds, RowLockWait, Session, SessionState, Sessions};
+use crate::block::Body;
 use crate::config::{Catalog, SequenceDef};
-use crate::layout::table;
+use crate::layout::{btree, table};
 use crate::msg::{EnqKind, LockMode, Lvb, ResName, TxReport};
 use crate::stats::{Stat, Wait};
-use crate::types::{BlockAddr, InstId, Xid};
+use crate::types::{BlockAddr, InstId, Rowid, Xid};
 
 /// Instance 1 of 2 with one session (0) and no workload. `joining`: a
 /// restarted instance not admitted yet, to which instance 0 is no member.
@@ -329,5 +334,149 @@ fn an_ordered_sequence_hands_out_from_the_sv_value_block_or_goes_to_seq_dollar()
     assert_eq!(
         next,
         SeqNext::Get(row_cache, LockMode::X, Wait::RowCacheLock)
+    );
+}
+
+// ----- inserts and splits: what a visit decides -------------------------------------------
+
+/// Instance 0 of 2 with one session (0), table 0 (20 rows, 10 a block)
+/// and a B-tree index on it; the buffer cache and redo of its own.
+struct InsertRig {
+    k: Kernel,
+    fg: Foregrounds,
+    cache: Cache,
+    redo: Redo,
+    obs: Observer,
+    blocks: Vec<crate::block::Block>,
+}
+
+impl InsertRig {
+    fn new() -> InsertRig {
+        let catalog = Catalog {
+            tables: vec![table("t", 20, 10)],
+            indexes: vec![btree("i", 0, 4, 4)],
+            ..Catalog::default()
+        };
+        let mut k = Kernel::for_instance(InstId(0), &catalog);
+        let mut fg = Foregrounds::new(InstId(0), 2, k.layout(), &catalog, Arc::new(Vec::new()), 0);
+        let proc = k.add_proc(Proc::Session(0), "oracle0".into());
+        fg.sessions.add(Session::new(proc, 0, 0));
+        let lgwr = k.add_proc(Proc::Lgwr, "LGWR".into());
+        let blocks = k.layout().initial_blocks();
+        InsertRig {
+            cache: Cache::new(64, k.layout().total_blocks),
+            redo: Redo::new(lgwr),
+            obs: Observer::new(false),
+            blocks,
+            k,
+            fg,
+        }
+    }
+
+    /// Hold `blk` here in X with its initial image.
+    fn hold(&mut self, blk: BlockAddr) -> BufId {
+        let image = self.blocks[blk.idx()].clone();
+        self.cache.insert(blk, BufState::Xcur, image)
+    }
+}
+
+#[test]
+fn an_insert_fills_its_block_then_takes_the_next_of_its_run_and_formats_it() {
+    let mut r = InsertRig::new();
+    let t = r.k.layout().tables[0].clone();
+    // The last initial block is full: take a new one from the segment header.
+    let full = r.hold(BlockAddr(t.base + t.initial_blocks - 1));
+    let header = r.hold(t.header);
+    let (k, cache, redo, obs) = (&mut r.k, &mut r.cache, &mut r.redo, &mut r.obs);
+    let next = r.fg.insert_into_block(k, cache, redo, obs, 0, full, 0, 21);
+    assert_eq!(next, ExecPoint::InsertAlloc { table: 0, key: 21 });
+    assert_eq!(r.fg.inserts.block(0), None);
+    // The header hands out the first block of instance 0's run, once.
+    let next = r.fg.take_new_block(k, cache, redo, header, 0, 21);
+    let blk = BlockAddr(t.free_base);
+    assert_eq!(
+        next,
+        ExecPoint::InsertNew {
+            table: 0,
+            key: 21,
+            blk
+        }
+    );
+    assert!(
+        matches!(&*cache.get(header).image.body, Body::SegHeader { used } if used[..] == [1, 0])
+    );
+    // Not here: the dispatcher asks its master for it.
+    assert!(!r.fg.format_new(k, cache, redo, 0, 0, 21, blk));
+    // Here in X: formatted, and the row goes in.
+    let new = r.hold(blk);
+    let (k, cache, redo) = (&mut r.k, &mut r.cache, &mut r.redo);
+    assert!(r.fg.format_new(k, cache, redo, 0, 0, 21, blk));
+    assert_eq!(r.fg.point(0), ExecPoint::InsertRow { table: 0, key: 21 });
+    assert_eq!(r.fg.inserts.block(0), Some(blk));
+    let next =
+        r.fg.insert_into_block(k, cache, redo, &mut r.obs, 0, new, 0, 21);
+    let rowid = Rowid { blk, slot: 0 };
+    assert_eq!(
+        next,
+        ExecPoint::Index {
+            ix: 0,
+            table: 0,
+            key: 21,
+            blk: k.layout().index_root(0, 21),
+            purpose: Purpose::Insert(rowid),
+        },
+        "then into the table's index"
+    );
+    assert_eq!(k.stats().get(Stat::RowsInserted), 1);
+    assert!(k.errors().is_empty(), "{:?}", k.errors());
+}
+
+#[test]
+fn a_split_asks_for_the_next_block_of_the_index_run_and_takes_it_once_it_is_here() {
+    let mut r = InsertRig::new();
+    let first = BlockAddr(r.k.layout().indexes[0].free_base);
+    let spare = r.fg.next_spare(&mut r.k, &r.cache, 0, 0);
+    assert_eq!(spare, Spare::Ask(first));
+    r.hold(first);
+    let spare = r.fg.next_spare(&mut r.k, &r.cache, 0, 0);
+    assert_eq!(spare, Spare::Taken);
+    assert_eq!(r.fg.spares(0), vec![first]);
+    let spare = r.fg.next_spare(&mut r.k, &r.cache, 0, 0);
+    assert_eq!(spare, Spare::Ask(BlockAddr(first.0 + 1)), "the next one");
+}
+
+#[test]
+fn a_full_leaf_starts_a_split_from_the_root() {
+    let mut r = InsertRig::new();
+    // Initial leaves are built full (4 entries each here).
+    let root = r.k.layout().indexes[0].root;
+    let leaf_of_1 = {
+        let mut blk = root;
+        while let Some(child) = r.blocks[blk.idx()].child_for(r.k.layout().indexes[0].entry_key(1))
+        {
+            blk = child;
+        }
+        blk
+    };
+    let buf = r.hold(leaf_of_1);
+    let rowid = Rowid {
+        blk: BlockAddr(0),
+        slot: 0,
+    };
+    let leaf =
+        r.fg.leaf_entry(&mut r.k, &mut r.cache, 0, buf, 0, 0, 1, rowid, leaf_of_1);
+    let Leaf::Go(point) = leaf else {
+        panic!("applied to a full leaf: {leaf:?}");
+    };
+    assert_eq!(
+        point,
+        ExecPoint::Split {
+            ix: 0,
+            table: 0,
+            key: 1,
+            rowid,
+            parent: None,
+            node: root
+        }
     );
 }
