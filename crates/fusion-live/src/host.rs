@@ -25,6 +25,7 @@ use fusion_scenario::Fault;
 use crate::clock::Clock;
 use crate::deadline::{DeadlineTimer, absolute};
 use crate::journal::Journal;
+use crate::pace::{Behind, CpuClock, Pace, Sample};
 
 /// What reaches the instance from outside.
 pub enum Input {
@@ -262,6 +263,11 @@ struct Host<O: Outputs> {
     io_in_flight: usize,
     transfers: TransferClock,
     lag_reported: bool,
+    /// The current stretch behind real time, and since when (the clock) it
+    /// was found starved of CPU from outside, while it lasts.
+    pace: Pace,
+    cpu_clock: CpuClock,
+    starved_since: Option<Nanos>,
     /// When the oldest message not yet written was sent.
     unflushed_since: Option<Nanos>,
     /// The scenario's interconnect (`[network]` and the phase's link
@@ -369,6 +375,9 @@ pub fn spawn<O: Outputs>(
         io_in_flight: 0,
         transfers: TransferClock::new(),
         lag_reported: false,
+        pace: Pace::default(),
+        cpu_clock: CpuClock::for_current_runtime(),
+        starved_since: None,
         unflushed_since: None,
         net,
         held: std::collections::BTreeMap::new(),
@@ -486,8 +495,10 @@ impl<O: Outputs> Host<O> {
     /// [`TURN_NS`] of real time, so the network and the admin service get the
     /// thread back even when the model asks for more than this process can
     /// run in real time. Such a host falls behind: its model time lags the
-    /// clock, and past [`LAG_NS_MAX`] that is reported (the run then stops with
-    /// it, instead of hanging or reporting time-dilated figures).
+    /// clock. Past [`LAG_NS_MAX`] it says why (`pace.rs`): a model a whole
+    /// CPU cannot carry stops the run (instead of hanging or reporting
+    /// time-dilated figures); a process starved of CPU from outside goes on
+    /// late, as a real one does, and catches up when the CPU comes back.
     fn catch_up(&mut self) {
         if self.holding.is_some() {
             return;
@@ -501,6 +512,7 @@ impl<O: Outputs> Host<O> {
         let mut first = self.unflushed_since.is_none();
         while let Some(due_at) = self.next_due() {
             if due_at > now {
+                self.caught_up(now);
                 return;
             }
             // Due while the process was frozen: it runs at the thaw.
@@ -522,19 +534,78 @@ impl<O: Outputs> Host<O> {
                 self.flush();
             }
             if now.saturating_sub(start) >= TURN_NS {
-                let lag = now.saturating_sub(at);
-                if lag > LAG_NS_MAX && !self.lag_reported {
-                    self.lag_reported = true;
-                    self.problem(format!(
-                        "{}: the instance runs {} ms behind real time: its workload asks for \
-                         more modeled steps than this process can run (zero-cost loops, \
-                         too many sessions or CPUs for this machine)",
-                        self.inst.id,
-                        lag / 1_000_000
-                    ));
-                }
+                self.behind(now, at);
                 return;
             }
+        }
+        self.caught_up(now);
+    }
+
+    /// A turn ended with work still due: the model's time `at` lags the
+    /// clock's `now`.
+    fn behind(&mut self, now: Nanos, at: Nanos) {
+        if self.lag_reported || !self.pace.wants_sample(now) {
+            return;
+        }
+        let Some(cpu_ns) = self.cpu_clock.now_ns() else {
+            return self.overloaded(now.saturating_sub(at));
+        };
+        let judged = self.pace.note(Sample {
+            wall_ns: now,
+            cpu_ns,
+            model_ns: at,
+        });
+        let lag = now.saturating_sub(at);
+        if lag <= LAG_NS_MAX {
+            return;
+        }
+        match judged {
+            Behind::Undecided => {}
+            Behind::Overloaded { .. } => self.overloaded(lag),
+            Behind::Starved {
+                cpu_permille,
+                window_ns,
+            } => {
+                if self.starved_since.is_none() {
+                    self.starved_since = Some(now);
+                    let _in = self.phase_span.enter();
+                    tracing::warn!(
+                        "{}: the instance runs {} ms behind real time, starved of CPU: the                          process ran {}.{} % of a CPU over the last {} ms (a CPU quota, a                          throttled cgroup or a busy host); it goes on late and catches up                          when the CPU comes back",
+                        self.inst.id,
+                        lag / 1_000_000,
+                        cpu_permille / 10,
+                        cpu_permille % 10,
+                        window_ns / 1_000_000
+                    );
+                }
+            }
+        }
+    }
+
+    fn overloaded(&mut self, lag: Nanos) {
+        if lag <= LAG_NS_MAX || self.lag_reported {
+            return;
+        }
+        self.lag_reported = true;
+        self.problem(format!(
+            "{}: the instance runs {} ms behind real time: its workload asks for \
+             more modeled steps than this process can run (zero-cost loops, \
+             too many sessions or CPUs for this machine)",
+            self.inst.id,
+            lag / 1_000_000
+        ));
+    }
+
+    /// Nothing is due before the clock: a stretch behind is over.
+    fn caught_up(&mut self, now: Nanos) {
+        self.pace.caught_up();
+        if let Some(since) = self.starved_since.take() {
+            let _in = self.phase_span.enter();
+            tracing::info!(
+                "{}: caught up with real time {} ms after it was found starved of CPU",
+                self.inst.id,
+                now.saturating_sub(since) / 1_000_000
+            );
         }
     }
 

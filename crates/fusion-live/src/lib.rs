@@ -17,6 +17,7 @@ pub mod metrics;
 pub mod netfault;
 mod nextvals;
 mod observation_codec;
+mod pace;
 mod phase_watch;
 pub mod process;
 pub mod runner;
