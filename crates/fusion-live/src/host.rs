@@ -25,7 +25,7 @@ use fusion_scenario::Fault;
 use crate::clock::Clock;
 use crate::deadline::{DeadlineTimer, absolute};
 use crate::journal::Journal;
-use crate::pace::{Behind, CpuClock, Pace, Sample};
+use crate::pace::{Behind, CpuClock, Pace};
 
 /// What reaches the instance from outside.
 pub enum Input {
@@ -505,6 +505,11 @@ impl<O: Outputs> Host<O> {
         }
         let start = self.clock.now();
         let mut now = start;
+        let cpu_began_ns = if self.pace.measures_next_turn() && !self.lag_reported {
+            self.cpu_clock.now_ns()
+        } else {
+            None
+        };
         // The first message of a turn leaves at once (a lone answer should
         // not wait for unrelated steps); later ones are written together,
         // but none waits longer than FLUSH_WITHIN_NS (that wait would count
@@ -534,7 +539,7 @@ impl<O: Outputs> Host<O> {
                 self.flush();
             }
             if now.saturating_sub(start) >= TURN_NS {
-                self.behind(now, at);
+                self.behind(now, at, cpu_began_ns);
                 return;
             }
         }
@@ -543,25 +548,23 @@ impl<O: Outputs> Host<O> {
 
     /// A turn ended with work still due: the model's time `at` lags the
     /// clock's `now`.
-    fn behind(&mut self, now: Nanos, at: Nanos) {
-        if self.lag_reported || !self.pace.wants_sample(now) {
+    fn behind(&mut self, now: Nanos, at: Nanos, cpu_began_ns: Option<Nanos>) {
+        if self.lag_reported {
             return;
         }
-        let Some(cpu_ns) = self.cpu_clock.now_ns() else {
-            return self.overloaded(now.saturating_sub(at));
-        };
-        let judged = self.pace.note(Sample {
-            wall_ns: now,
-            cpu_ns,
-            model_ns: at,
-        });
         let lag = now.saturating_sub(at);
+        let Some(cpu_ns) = self.cpu_clock.now_ns() else {
+            return self.overloaded(lag, None);
+        };
+        let judged = self.pace.turn_ended_behind(now, at, cpu_began_ns, cpu_ns);
         if lag <= LAG_NS_MAX {
             return;
         }
         match judged {
             Behind::Undecided => {}
-            Behind::Overloaded { .. } => self.overloaded(lag),
+            Behind::Overloaded { model_ns_per_cpu_s } => {
+                self.overloaded(lag, Some(model_ns_per_cpu_s));
+            }
             Behind::Starved {
                 cpu_permille,
                 window_ns,
@@ -570,7 +573,10 @@ impl<O: Outputs> Host<O> {
                     self.starved_since = Some(now);
                     let _in = self.phase_span.enter();
                     tracing::warn!(
-                        "{}: the instance runs {} ms behind real time, starved of CPU: the                          process ran {}.{} % of a CPU over the last {} ms (a CPU quota, a                          throttled cgroup or a busy host); it goes on late and catches up                          when the CPU comes back",
+                        "{}: the instance runs {} ms behind real time, starved of CPU: the \
+                         process ran {}.{} % of a CPU over the last {} ms (a CPU quota, a \
+                         throttled cgroup or a busy host); it goes on late and catches up \
+                         when the CPU comes back",
                         self.inst.id,
                         lag / 1_000_000,
                         cpu_permille / 10,
@@ -582,14 +588,17 @@ impl<O: Outputs> Host<O> {
         }
     }
 
-    fn overloaded(&mut self, lag: Nanos) {
+    fn overloaded(&mut self, lag: Nanos, model_ns_per_cpu_s: Option<Nanos>) {
         if lag <= LAG_NS_MAX || self.lag_reported {
             return;
         }
         self.lag_reported = true;
+        let measured = model_ns_per_cpu_s.map_or(String::new(), |m| {
+            format!(" (a CPU-second runs {} ms of its model)", m / 1_000_000)
+        });
         self.problem(format!(
             "{}: the instance runs {} ms behind real time: its workload asks for \
-             more modeled steps than this process can run (zero-cost loops, \
+             more modeled steps than this process can run{measured} (zero-cost loops, \
              too many sessions or CPUs for this machine)",
             self.inst.id,
             lag / 1_000_000

@@ -6,8 +6,11 @@
 //! which a real instance survives by being slow, and so does this one —
 //! its steps run late and it catches up when the CPU comes back.
 //!
-//! The two are told apart by the model time one CPU-second carries while
-//! the host is behind: at least a second means a whole CPU would keep up.
+//! The two are told apart by the model time one CPU-second of the host's
+//! turns (its model steps and their sends) carries while it is behind: a
+//! whole CPU keeps up if that is well over a second, with room left for
+//! the network and the admin service, whose cost runs by the clock and
+//! would weigh too much in a process given 1 % of a CPU.
 
 use fusion_core::config::Nanos;
 use std::collections::VecDeque;
@@ -18,16 +21,21 @@ const SAMPLE_EVERY_NS: Nanos = 100_000_000;
 const SAMPLES_MAX: usize = 50;
 /// A judgement needs at least this much real time behind.
 const WINDOW_NS_MIN: Nanos = 1_000_000_000;
+/// A whole CPU keeps up when a CPU-second of turns carries at least 5/4 s
+/// of model: a fifth of the CPU left for the rest of the process.
+const KEEPS_UP_MODEL: u128 = 5;
+const KEEPS_UP_CPU: u128 = 4;
 
-/// One look at the host while it is behind.
+/// One look at the host at the end of a turn behind real time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Sample {
-    /// The clock.
-    pub wall_ns: Nanos,
-    /// CPU time used ([`CpuClock`]).
-    pub cpu_ns: Nanos,
+struct Sample {
+    wall_ns: Nanos,
+    /// The CPU time of the host's thread or process ([`CpuClock`]).
+    cpu_ns: Nanos,
+    /// The CPU time spent in measured turns since the stretch began.
+    turns_cpu_ns: Nanos,
     /// The instance's time: the last step it ran.
-    pub model_ns: Nanos,
+    model_ns: Nanos,
 }
 
 /// What a host behind real time is.
@@ -35,38 +43,65 @@ pub struct Sample {
 pub enum Behind {
     /// Not behind long enough to tell.
     Undecided,
-    /// Even with the whole CPU it could not keep up: one CPU-second carries
-    /// `model_ns_per_cpu_s` of model time (less than a second).
+    /// Even with a whole CPU it could not keep up: one CPU-second of its
+    /// turns carries `model_ns_per_cpu_s` of model time.
     Overloaded { model_ns_per_cpu_s: Nanos },
     /// It got `cpu_permille` of a CPU over `window_ns`, and would keep up
     /// with a whole one.
     Starved { cpu_permille: u64, window_ns: Nanos },
 }
 
-/// The samples of the current stretch behind real time.
+/// The current stretch behind real time.
 #[derive(Debug, Default)]
 pub struct Pace {
     samples: VecDeque<Sample>,
+    /// Whether the last turn ended behind (the next one is measured).
+    behind: bool,
+    turns_cpu_ns: Nanos,
 }
 
 impl Pace {
+    /// Whether the turn about to start is measured: the one before ended
+    /// behind (reading a CPU clock is a system call: only then).
+    pub fn measures_next_turn(&self) -> bool {
+        self.behind
+    }
+
     /// The host caught up: the next stretch behind is judged on its own.
     pub fn caught_up(&mut self) {
         self.samples.clear();
+        self.behind = false;
+        self.turns_cpu_ns = 0;
     }
 
-    /// Whether a sample taken now would be kept (reading the process's CPU
-    /// time is a system call: only then is it read).
-    pub fn wants_sample(&self, wall_ns: Nanos) -> bool {
-        self.samples
-            .back()
-            .is_none_or(|last| wall_ns.saturating_sub(last.wall_ns) >= SAMPLE_EVERY_NS)
-    }
-
-    /// Keep `now` and judge the stretch up to it.
-    pub fn note(&mut self, now: Sample) -> Behind {
+    /// A turn ended with work still due at model time `model_ns`; the
+    /// CPU clock read `cpu_began_ns` when it began (if it was measured) and
+    /// `cpu_ns` now. Judge the stretch up to now.
+    pub fn turn_ended_behind(
+        &mut self,
+        wall_ns: Nanos,
+        model_ns: Nanos,
+        cpu_began_ns: Option<Nanos>,
+        cpu_ns: Nanos,
+    ) -> Behind {
+        self.behind = true;
+        if let Some(began) = cpu_began_ns {
+            debug_assert!(cpu_ns >= began, "a CPU clock went back");
+            self.turns_cpu_ns = self
+                .turns_cpu_ns
+                .saturating_add(cpu_ns.saturating_sub(began));
+        }
+        let now = Sample {
+            wall_ns,
+            cpu_ns,
+            turns_cpu_ns: self.turns_cpu_ns,
+            model_ns,
+        };
         if let Some(last) = self.samples.back() {
-            debug_assert!(now.wall_ns >= last.wall_ns, "the clock went back");
+            debug_assert!(wall_ns >= last.wall_ns, "the clock went back");
+            if wall_ns.saturating_sub(last.wall_ns) < SAMPLE_EVERY_NS {
+                return Behind::Undecided;
+            }
         }
         let behind = self.judge(now);
         if self.samples.len() == SAMPLES_MAX {
@@ -85,20 +120,19 @@ impl Pace {
         if window_ns < WINDOW_NS_MIN {
             return Behind::Undecided;
         }
-        let cpu_ns = now.cpu_ns.saturating_sub(first.cpu_ns);
-        let model_ns = now.model_ns.saturating_sub(first.model_ns);
-        if model_ns >= cpu_ns {
-            let cpu_permille = u64::try_from(u128::from(cpu_ns) * 1000 / u128::from(window_ns))
-                .unwrap_or(u64::MAX);
+        let turns_cpu = u128::from(now.turns_cpu_ns.saturating_sub(first.turns_cpu_ns));
+        let model = u128::from(now.model_ns.saturating_sub(first.model_ns));
+        if model * KEEPS_UP_CPU >= turns_cpu * KEEPS_UP_MODEL {
+            let cpu = u128::from(now.cpu_ns.saturating_sub(first.cpu_ns));
             Behind::Starved {
-                cpu_permille,
+                cpu_permille: u64::try_from(cpu * 1000 / u128::from(window_ns)).unwrap_or(u64::MAX),
                 window_ns,
             }
         } else {
-            // cpu_ns > model_ns >= 0, so the quotient fits below a second.
-            let per_s = u128::from(model_ns) * 1_000_000_000 / u128::from(cpu_ns);
+            // turns_cpu > 0 here, and the quotient is under 5/4 s.
             Behind::Overloaded {
-                model_ns_per_cpu_s: u64::try_from(per_s).unwrap_or(u64::MAX),
+                model_ns_per_cpu_s: u64::try_from(model * 1_000_000_000 / turns_cpu)
+                    .unwrap_or(u64::MAX),
             }
         }
     }
@@ -150,19 +184,31 @@ mod tests {
 
     const MS: Nanos = 1_000_000;
 
-    /// A stretch of `secs` seconds behind, sampled every 100 ms, the
-    /// process getting `cpu_share` of a CPU and running `model_per_cpu`
-    /// seconds of model per CPU-second.
-    fn stretch(pace: &mut Pace, secs: u64, cpu_share: f64, model_per_cpu: f64) -> Behind {
+    /// A stretch of `secs` seconds behind, a turn ending every 10 ms: the
+    /// process gets `cpu_share` of a CPU, of which `turns_share` goes to
+    /// its turns, each CPU-second of turns running `model_per_cpu` seconds
+    /// of model.
+    fn stretch(
+        pace: &mut Pace,
+        secs: u64,
+        cpu_share: f64,
+        turns_share: f64,
+        model_per_cpu: f64,
+    ) -> Behind {
         let mut last = Behind::Undecided;
-        for i in 0..=secs * 10 {
-            let wall_ns = 5_000 * MS + i * 100 * MS;
-            let cpu = (i as f64) * 100.0 * (MS as f64) * cpu_share;
-            last = pace.note(Sample {
-                wall_ns,
-                cpu_ns: 700 * MS + cpu as u64,
-                model_ns: 3_000 * MS + (cpu * model_per_cpu) as u64,
-            });
+        let turn = 10.0 * (MS as f64);
+        for i in 0..=secs * 100 {
+            let began = 700.0 * (MS as f64) + (i as f64) * turn * cpu_share;
+            let measured = pace.measures_next_turn().then_some(began as u64);
+            let ended = began + turn * cpu_share * turns_share;
+            let model =
+                3_000.0 * (MS as f64) + (i as f64) * turn * cpu_share * turns_share * model_per_cpu;
+            last = pace.turn_ended_behind(
+                5_000 * MS + i * 10 * MS,
+                model as u64,
+                measured,
+                ended as u64,
+            );
         }
         last
     }
@@ -170,12 +216,14 @@ mod tests {
     #[test]
     fn a_throttled_process_whose_model_fits_a_cpu_is_starved() {
         let mut pace = Pace::default();
-        match stretch(&mut pace, 3, 0.02, 3.0) {
+        // 1 % of a CPU, half of it taken by the network and the admin
+        // service: a CPU-second of turns still carries 3 s of model.
+        match stretch(&mut pace, 3, 0.01, 0.5, 3.0) {
             Behind::Starved {
                 cpu_permille,
                 window_ns,
             } => {
-                assert_eq!(cpu_permille, 20);
+                assert_eq!(cpu_permille, 10);
                 assert_eq!(window_ns, 3_000 * MS);
             }
             other => panic!("{other:?}"),
@@ -186,9 +234,12 @@ mod tests {
     fn a_model_a_whole_cpu_cannot_carry_is_overloaded_however_little_cpu_it_got() {
         for share in [1.0, 0.3, 0.05] {
             let mut pace = Pace::default();
-            match stretch(&mut pace, 3, share, 0.25) {
+            match stretch(&mut pace, 3, share, 0.95, 1.1) {
                 Behind::Overloaded { model_ns_per_cpu_s } => {
-                    assert!((240 * MS..=260 * MS).contains(&model_ns_per_cpu_s));
+                    assert!(
+                        (1_090 * MS..=1_110 * MS).contains(&model_ns_per_cpu_s),
+                        "{model_ns_per_cpu_s}"
+                    );
                 }
                 other => panic!("share {share}: {other:?}"),
             }
@@ -196,31 +247,38 @@ mod tests {
     }
 
     #[test]
+    fn a_process_given_no_cpu_at_all_is_starved() {
+        let mut pace = Pace::default();
+        assert!(matches!(
+            stretch(&mut pace, 2, 0.0, 1.0, 3.0),
+            Behind::Starved {
+                cpu_permille: 0,
+                ..
+            }
+        ));
+    }
+
+    #[test]
     fn under_a_second_behind_nothing_is_judged_and_catching_up_starts_over() {
         let mut pace = Pace::default();
-        assert_eq!(stretch(&mut pace, 0, 0.02, 3.0), Behind::Undecided);
-        assert!(!pace.wants_sample(5_050 * MS));
-        assert!(pace.wants_sample(5_100 * MS));
-        assert!(matches!(
-            stretch(&mut pace, 2, 0.02, 3.0),
-            Behind::Starved { .. }
-        ));
-        pace.caught_up();
-        assert!(pace.wants_sample(5_050 * MS));
+        assert!(!pace.measures_next_turn());
+        assert_eq!(stretch(&mut pace, 0, 0.02, 1.0, 3.0), Behind::Undecided);
+        assert!(pace.measures_next_turn());
         assert_eq!(
-            pace.note(Sample {
-                wall_ns: 9_000 * MS,
-                cpu_ns: 0,
-                model_ns: 0
-            }),
-            Behind::Undecided
+            stretch(&mut pace, 0, 0.02, 1.0, 3.0),
+            Behind::Undecided,
+            "sampled at most every 100 ms"
         );
+        pace.caught_up();
+        assert!(!pace.measures_next_turn());
+        assert!(pace.samples.is_empty());
+        assert_eq!(stretch(&mut pace, 0, 0.02, 1.0, 3.0), Behind::Undecided);
     }
 
     #[test]
     fn the_window_is_bounded() {
         let mut pace = Pace::default();
-        stretch(&mut pace, 30, 0.5, 2.0);
+        stretch(&mut pace, 30, 0.5, 1.0, 2.0);
         assert_eq!(pace.samples.len(), SAMPLES_MAX);
     }
 

@@ -275,15 +275,16 @@ fn throttling_inst2s_container_slows_inst1s_gc_waits_and_lifting_it_ends_that() 
     let cluster = up.cluster_file(dir.path());
     let c = fusion_live::cluster::ClusterFile::read(&cluster).expect("cluster file");
     let inst2 = c.instances[1].container.clone();
+    let inst2_logs = inst2.clone();
     let (address, token) = (c.instances[1].admin.clone(), c.token.clone());
-    // The chaos user: 2 % of a CPU for inst2's container while `throttled`
+    // The chaos user: 1 % of a CPU for inst2's container while `throttled`
     // runs, no quota once `after` begins (a quota of -1: the cgroup's
     // "max"; `--cpus 0` would leave the last one).
     let chaos = std::thread::spawn(move || {
         let quick = Duration::from_secs(20);
         let admin = Inst2::new(&address, &token);
         admin.wait_for_phase("throttled", Duration::from_secs(120));
-        docker(&["docker", "update", "--cpus", "0.02", &inst2], &[], quick).expect("throttled");
+        docker(&["docker", "update", "--cpus", "0.01", &inst2], &[], quick).expect("throttled");
         admin.wait_for_phase("after", Duration::from_secs(60));
         docker(
             &["docker", "update", "--cpu-quota", "-1", &inst2],
@@ -301,6 +302,24 @@ fn throttling_inst2s_container_slows_inst1s_gc_waits_and_lifting_it_ends_that() 
         out.status.code()
     );
     chaos.join().expect("the throttle was set and lifted");
+    // Starved for 10 s, inst2 fell seconds behind real time: it said why,
+    // went on late and caught up, and the run went on.
+    let logs = Command::new("docker")
+        .args(["logs", &inst2_logs])
+        .output()
+        .expect("docker logs");
+    let logs =
+        String::from_utf8_lossy(&logs.stderr).into_owned() + &String::from_utf8_lossy(&logs.stdout);
+    for line in logs
+        .lines()
+        .filter(|l| l.contains("starved of CPU") || l.contains("caught up with real time"))
+    {
+        println!("inst2: {line}");
+    }
+    assert!(
+        logs.contains("starved of CPU") && logs.contains("caught up with real time"),
+        "inst2's log:\n{logs}"
+    );
     let report: Value = serde_json::from_slice(&out.stdout).expect("the JSON report");
     let (base, _) = cr_receive_ms(&report, "baseline", "lms cpu wait");
     let (throttled, lms_cpu_wait) = cr_receive_ms(&report, "throttled", "lms cpu wait");
