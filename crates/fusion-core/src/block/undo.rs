@@ -5,7 +5,7 @@
 
 use super::image::Block;
 use super::parts::{Body, Itl, Piece, UNDO_RECORDS_MAX, UndoLog, UndoOp, UndoRec};
-use super::xid_set::{FewXids, XidIndex, XidSet};
+use super::xid_set::{FewXids, XidSet};
 use std::sync::Arc;
 
 use crate::types::{Scn, Xid};
@@ -256,50 +256,47 @@ impl Block {
         if self.itl.len() > 64 {
             return self.trim_itl_large();
         }
-        // Only committed entries can go, so only they are indexed (by
-        // position); each reference marks the entry it keeps as a bit.
-        let mut committed = 0u64;
-        let mut index = XidIndex::default();
+        // The ITL lists its transactions in the order of their first undo
+        // records (both are appended by the same change), so one walk of the
+        // two side by side finds most references: an entry whose xid starts
+        // the next run of undo records is referenced. The committed entries
+        // the walk leaves (mostly those only a row lock keeps) are checked
+        // in full below, so any order gives the same result; hashing every
+        // entry cost more than this.
+        let undo: &[UndoRec] = &self.undo;
+        let mut left = 0u64;
+        let mut next = 0;
         for (i, e) in self.itl.iter().enumerate() {
-            if e.commit.is_some() {
-                committed |= 1 << i;
-                // A repeated xid (never made here) takes the general path.
-                if !index.insert(e.xid, i as u8) {
-                    return self.trim_itl_large();
-                }
+            let start = next;
+            while let Some(u) = undo.get(next)
+                && u.xid == e.xid
+            {
+                next += 1;
+            }
+            if next == start && e.commit.is_some() {
+                left |= 1 << i;
             }
         }
-        if committed == 0 {
+        if left == 0 {
             return;
         }
-        let mut marked = 0u64;
-        // Consecutive undo records mostly share a transaction: look each run up once.
-        let mut last = None;
-        for u in &self.undo {
-            if last != Some(u.xid) {
-                last = Some(u.xid);
-                marked |= index.bit(u.xid);
+        // A lock in the body or any undo record keeps an entry.
+        let mut doomed = 0u64;
+        while left != 0 {
+            let i = left.trailing_zeros() as usize;
+            left &= left - 1;
+            let xid = self.itl[i].xid;
+            let locked = match &*self.body {
+                Body::Table { rows } => rows.iter().flatten().any(|r| r.lock == xid),
+                Body::Leaf { entries, .. } => entries.iter().any(|e| e.lock == xid),
+                Body::Bitmap { pieces, .. } => pieces.iter().any(|p| p.lock == xid),
+                _ => false,
+            };
+            if !locked && !undo.iter().any(|u| u.xid == xid) {
+                doomed |= 1 << i;
             }
         }
-        if marked == committed {
-            return;
-        }
-        // Stop as soon as every committed entry is kept.
-        let mut mark = |lock: Xid| {
-            marked |= index.bit(lock);
-            marked != committed
-        };
-        let all_kept = match &*self.body {
-            Body::Table { rows } => !rows.iter().flatten().all(|r| mark(r.lock)),
-            Body::Leaf { entries, .. } => !entries.iter().all(|e| mark(e.lock)),
-            Body::Bitmap { pieces, .. } => !pieces.iter().all(|p| mark(p.lock)),
-            _ => false,
-        };
-        if all_kept {
-            return;
-        }
-        // Usually one entry or none goes: remove them one by one, the last first.
-        let mut doomed = committed & !marked;
+        // Remove them one by one, the last first.
         while doomed != 0 {
             let i = 63 - doomed.leading_zeros() as usize;
             doomed &= !(1 << i);

@@ -49,69 +49,6 @@ impl FewXids {
     }
 }
 
-/// ITL positions (up to 64) by transaction id, for [`Block::trim_itl`]:
-/// an open-addressing table of 128 slots, at most half full.
-pub(super) struct XidIndex {
-    /// Zero marks an empty slot; `Xid::NONE`'s position is `none`.
-    keys: [u64; 128],
-    pos: [u8; 128],
-    none: Option<u8>,
-}
-
-impl Default for XidIndex {
-    fn default() -> XidIndex {
-        XidIndex {
-            keys: [0; 128],
-            pos: [0; 128],
-            none: None,
-        }
-    }
-}
-
-impl XidIndex {
-    fn home(x: u64) -> usize {
-        (x.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 57) as usize
-    }
-
-    /// Index `x` at `pos`; false if it is there already.
-    pub(super) fn insert(&mut self, x: Xid, pos: u8) -> bool {
-        // Positions are bits of a u64, which also keeps the table half empty.
-        debug_assert!(pos < 64, "ITL position {pos} indexed");
-        let x = x.0;
-        if x == 0 {
-            return self.none.replace(pos).is_none();
-        }
-        let mut i = Self::home(x);
-        loop {
-            match self.keys[i] {
-                0 => {
-                    self.keys[i] = x;
-                    self.pos[i] = pos;
-                    return true;
-                }
-                k if k == x => return false,
-                _ => i = (i + 1) % 128,
-            }
-        }
-    }
-
-    /// The position of `x` as a bit (0 if not indexed).
-    pub(super) fn bit(&self, x: Xid) -> u64 {
-        let x = x.0;
-        if x == 0 {
-            return self.none.map_or(0, |p| 1 << p);
-        }
-        let mut i = Self::home(x);
-        loop {
-            match self.keys[i] {
-                k if k == x => return 1 << self.pos[i],
-                0 => return 0,
-                _ => i = (i + 1) % 128,
-            }
-        }
-    }
-}
-
 /// A set of transaction ids for the per-block loops above: an open-addressing
 /// table of `N` slots (a power of two) on the stack (no allocation, no
 /// sorting, and small enough that clearing it is cheap), spilling to a
