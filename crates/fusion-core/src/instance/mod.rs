@@ -44,9 +44,9 @@ use crate::config::Server;
 use crate::config::{Catalog, Costs, Nanos, ParamValue, Params, WorkloadSpec};
 use crate::cpu::{ProcId, StepDone};
 use crate::layout::Layout;
-use crate::msg::{Action, Envelope, Io, IoResult, Msg};
+use crate::msg::{Action, Envelope, IoResult, Msg};
 use crate::stats::Stat;
-use crate::types::{BlockAddr, InstId, Scn, Xid};
+use crate::types::InstId;
 
 /// Everything an instance needs at start.
 #[derive(Clone, Debug)]
@@ -184,9 +184,9 @@ impl Instance {
         if !inst.membership.sessions_wait() {
             inst.fg.start_sessions(&mut inst.k);
         }
-        inst.arm(redo::LGWR_TIMEOUT_NS, Timer::LgwrTimeout);
-        inst.arm(redo::DBWR_TICK_NS, Timer::DbwrTick);
-        inst.arm(membership::HEARTBEAT_NS, Timer::CssTick);
+        inst.k.arm(redo::LGWR_TIMEOUT_NS, Timer::LgwrTimeout);
+        inst.k.arm(redo::DBWR_TICK_NS, Timer::DbwrTick);
+        inst.k.arm(membership::HEARTBEAT_NS, Timer::CssTick);
         inst
     }
 
@@ -206,7 +206,7 @@ impl Instance {
         }
         self.advance(now);
         if env.to != self.id || env.from.0 >= self.k.instance_count() || env.from == self.id {
-            self.error(format!(
+            self.k.error(&format!(
                 "rejected a message addressed to {} from {} (cluster of {})",
                 env.to,
                 env.from,
@@ -220,7 +220,7 @@ impl Instance {
         } = env.msg
         {
             // Clusterware's, not the database's: it carries no SCN to observe.
-            self.on_heartbeat(env.from, incarnation, members);
+            self.dispatch().on_heartbeat(env.from, incarnation, members);
             return;
         }
         if !self.membership.is_member(env.from)
@@ -256,15 +256,15 @@ impl Instance {
         if self.membership.links_on() || env.link.seq != 0 || matches!(env.msg, Msg::LinkAck { .. })
         {
             for env in self.membership.link_receive(&mut self.k, env) {
-                self.observe_scn(env.scn);
-                self.receive(env);
+                self.k.observe_scn(env.scn);
+                self.dispatch().receive(env);
             }
         } else {
-            self.observe_scn(env.scn);
-            self.receive(env);
+            self.k.observe_scn(env.scn);
+            self.dispatch().receive(env);
         }
-        self.run_ready();
-        self.drm_after_input();
+        self.dispatch().run_ready();
+        self.dispatch().drm_after_input();
     }
 
     /// An I/O the instance asked for completed.
@@ -291,7 +291,7 @@ impl Instance {
             ) => {
                 self.k.incr(Stat::PhysicalReads);
                 self.k.incr(Stat::PhysicalReadsCache);
-                self.on_grant_read(blk, req, mode, *block, scan);
+                self.dispatch().on_grant_read(blk, req, mode, *block, scan);
             }
             (
                 IoPurpose::DbwrWrite {
@@ -302,49 +302,53 @@ impl Instance {
                     started,
                 },
                 IoResult::Written,
-            ) => self.on_block_written(blk, scn, rba, writer, started),
+            ) => self
+                .dispatch()
+                .on_block_written(blk, scn, rba, writer, started),
             (IoPurpose::RedoWrite { upto, started }, IoResult::Written) => {
-                self.on_redo_written(upto, started)
+                self.dispatch().on_redo_written(upto, started)
             }
             (IoPurpose::PxRead { worker, seq }, IoResult::ReadMany(blocks)) => {
-                self.px_read_done(worker, seq, blocks)
+                self.dispatch().px_read_done(worker, seq, blocks)
             }
             (IoPurpose::BackupRead { channel }, IoResult::ReadMany(blocks)) => self
                 .maint
                 .backup_read_done(&mut self.k, channel, blocks.len()),
-            (IoPurpose::Vote, IoResult::Votes(votes)) => self.on_votes(&votes),
+            (IoPurpose::Vote, IoResult::Votes(votes)) => self.dispatch().on_votes(&votes),
             (IoPurpose::Fence, IoResult::Written) => {
                 self.membership.fence_done();
                 self.membership.smon_read_threads(&mut self.k);
             }
-            (IoPurpose::Unfence, IoResult::Written) => self.on_unfenced(),
+            (IoPurpose::Unfence, IoResult::Written) => self.dispatch().on_unfenced(),
             (IoPurpose::PromoteCheck { blk }, IoResult::Read(disk)) => {
                 self.k.incr(Stat::PhysicalReads);
-                self.on_promote_checked(blk, disk.scn);
+                self.dispatch().on_promote_checked(blk, disk.scn);
             }
-            (_, IoResult::Fenced) => self.on_fenced(),
+            (_, IoResult::Fenced) => self.dispatch().on_fenced(),
             // A recovery started over drops its earlier run's I/O.
             (IoPurpose::RedoScan { run }, IoResult::Redo(records)) => {
                 if self.membership.smon_current(run) {
-                    self.on_redo_read(records);
+                    self.dispatch().on_redo_read(records);
                 }
             }
             (IoPurpose::RecoverRead { run }, IoResult::Read(block)) => {
                 self.k.incr(Stat::PhysicalReads);
                 if self.membership.smon_current(run) {
-                    self.smon_disk_read(*block);
+                    self.dispatch().smon_disk_read(*block);
                 }
             }
             (IoPurpose::RecoverWrite { blk, scn, run }, IoResult::Written) => {
                 self.k.incr(Stat::PhysicalWrites);
                 if self.membership.smon_current(run) {
-                    self.smon_block_done(blk, scn, true);
+                    self.dispatch().smon_block_done(blk, scn, true);
                 }
             }
-            (p, r) => self.error(format!("I/O {id} ({p:?}) completed with {r:?}")),
+            (p, r) => self
+                .k
+                .error(&format!("I/O {id} ({p:?}) completed with {r:?}")),
         }
-        self.run_ready();
-        self.drm_after_input();
+        self.dispatch().run_ready();
+        self.dispatch().drm_after_input();
     }
 
     /// Time reached [`Instance::next_deadline`] (calling it early is harmless).
@@ -356,8 +360,8 @@ impl Instance {
             return;
         }
         self.advance(now);
-        self.run_ready();
-        self.drm_after_input();
+        self.dispatch().run_ready();
+        self.dispatch().drm_after_input();
     }
 
     /// A deadline the driver hands over right after the input before it,
@@ -381,8 +385,8 @@ impl Instance {
             }
             if self.membership.halted().is_none() {
                 self.advance(at);
-                self.run_ready();
-                self.drm_after_input();
+                self.dispatch().run_ready();
+                self.dispatch().drm_after_input();
             }
             handled += 1;
             if self.k.has_actions() {
@@ -409,8 +413,8 @@ impl Instance {
         self.k.tally_input(Input::Wake { idle });
         if self.membership.halted().is_none() {
             self.advance(now);
-            self.run_ready();
-            self.drm_after_input();
+            self.dispatch().run_ready();
+            self.dispatch().drm_after_input();
         }
     }
 
@@ -444,14 +448,15 @@ impl Instance {
             self.k.now(),
             "Instance terminated due to an I/O error on the block store",
         );
-        self.stop(format!("terminated: I/O error on the block store: {error}"));
+        self.dispatch()
+            .stop(format!("terminated: I/O error on the block store: {error}"));
     }
 
     /// The instance was killed (SIGKILL of every process): it stops at once.
     pub fn crash(&mut self, now: Nanos) {
         if self.membership.halted().is_none() {
             self.k.catch_up(now);
-            self.stop("killed".into());
+            self.dispatch().stop("killed".into());
         }
     }
 
@@ -491,7 +496,7 @@ impl Instance {
                 self.fg.wake_enabled_sessions(&mut self.k);
             }
             Command::ResetPeaks => self.k.stats_mut().reset_peaks(),
-            Command::Checkpoint => self.begin_checkpoint(),
+            Command::Checkpoint => self.dispatch().begin_checkpoint(),
             Command::Backup {
                 channels,
                 section_size_mb,
@@ -499,7 +504,7 @@ impl Instance {
                 .maint
                 .begin_backup(&mut self.k, &mut self.obs, channels, section_size_mb),
         }
-        self.run_ready();
+        self.dispatch().run_ready();
     }
 
     /// The next action to perform, if any.
@@ -521,48 +526,6 @@ impl Instance {
 
     // ----- internals --------------------------------------------------------------
 
-    /// Every process stops; what was only in memory (the buffer cache, the
-    /// undo in it) is gone, what was written is in the store.
-    fn stop(&mut self, why: String) {
-        self.membership.halt(why);
-        self.k.stop();
-        self.cache = Cache::new(self.cache.capacity, self.k.layout().total_blocks);
-    }
-
-    /// The master of a block now (see gc/masters.rs).
-    fn block_master(&self, blk: BlockAddr) -> InstId {
-        self.gc.block_master(self.k.layout(), blk)
-    }
-
-    /// The master of a global enqueue resource now.
-    fn enqueue_master(&self, res: crate::msg::ResName) -> InstId {
-        self.gc.enqueue_master(self.k.layout(), res)
-    }
-
-    fn observe_scn(&mut self, scn: Scn) {
-        self.k.observe_scn(scn);
-    }
-
-    #[inline(always)]
-    fn send(&mut self, to: InstId, msg: Msg) {
-        self.membership.net().send(&mut self.k, to, msg);
-    }
-
-    #[inline(always)]
-    fn start_io(&mut self, io: Io, purpose: IoPurpose) {
-        self.k.start_io(io, purpose);
-    }
-
-    #[inline(always)]
-    fn arm(&mut self, delay: Nanos, timer: Timer) {
-        self.k.arm(delay, timer);
-    }
-
-    #[inline(always)]
-    fn cpu(&mut self, proc: ProcId, demand: Nanos) {
-        self.k.cpu(proc, demand);
-    }
-
     /// Move time to `now`: finish CPU steps and fire timers in time order.
     fn advance(&mut self, now: Nanos) {
         self.k.begin_advance(now);
@@ -580,7 +543,7 @@ impl Instance {
                 }
                 Due::Timer(timer) => self.on_timer(timer),
             }
-            self.run_ready();
+            self.dispatch().run_ready();
         }
         self.k.end_advance(now);
     }
@@ -598,13 +561,13 @@ impl Instance {
         }
         self.account_cpu(proc, d);
         match proc {
-            Proc::Session(s) => self.session_cpu_done(s, d),
-            Proc::Lms(w) => self.lms_step_done(w, d),
-            Proc::Lgwr => self.lgwr_step_done(),
+            Proc::Session(s) => self.dispatch().session_cpu_done(s, d),
+            Proc::Lms(w) => self.dispatch().lms_step_done(w, d),
+            Proc::Lgwr => self.dispatch().lgwr_step_done(),
             Proc::Dbwr(w) => self.redo.dbwr_step_done(&mut self.k, &self.cache, w),
-            Proc::DbwrSlave(i) => self.dbwr_slave_step_done(i),
+            Proc::DbwrSlave(i) => self.dispatch().dbwr_slave_step_done(i),
             Proc::Hog(h) => self.maint.hog_step_done(&mut self.k, h),
-            Proc::PxServer(i) => self.px_server_step_done(i, d),
+            Proc::PxServer(i) => self.dispatch().px_server_step_done(i, d),
             Proc::RmanChannel(c) => self.maint.backup_step_done(&mut self.k, &mut self.obs, c),
         }
     }
@@ -660,90 +623,40 @@ impl Instance {
             Timer::SessionWake(s) => self.fg.session_wake(&mut self.k, s),
             Timer::LgwrTimeout => {
                 self.redo.lgwr_timeout(&mut self.k);
-                self.arm(redo::LGWR_TIMEOUT_NS, Timer::LgwrTimeout);
+                self.k.arm(redo::LGWR_TIMEOUT_NS, Timer::LgwrTimeout);
             }
             Timer::DbwrTick => {
-                self.dbwr_tick();
-                self.arm(redo::DBWR_TICK_NS, Timer::DbwrTick);
+                self.dispatch().dbwr_tick();
+                self.k.arm(redo::DBWR_TICK_NS, Timer::DbwrTick);
             }
             Timer::CssTick => self.membership.css_tick(&mut self.k),
             Timer::LinkResend(peer, epoch) => self.membership.link_resend(&mut self.k, peer, epoch),
             Timer::GcLost(blk, req) => {
-                let master = self.block_master(blk);
+                let master = self.gc.block_master(self.k.layout(), blk);
                 let net = self.membership.net();
                 self.fg
                     .gc_lost(&mut self.k, &mut self.obs, net, master, blk, req);
             }
             Timer::HogWake(h, epoch) => self.maint.hog_wake(&mut self.k, h, epoch),
-            Timer::DeadlockScan(at) => self.deadlock_scan(at),
+            Timer::DeadlockScan(at) => self.dispatch().deadlock_scan(at),
         }
     }
 
-    fn on_message(&mut self, env: Envelope) {
-        let from = env.from;
-        if let Some(res) = env.msg.enqueue()
-            && res
-                .xid()
-                .is_some_and(|x| x.is_none() || x.inst().0 >= self.k.instance_count())
-        {
-            self.error(format!("{from} named a TX enqueue of no instance: {res:?}"));
-            return;
-        }
-        match env.msg {
-            // Replies to this instance's own requests are handled at once by the
-            // receiving foreground; requests for others go through an LMS.
-            Msg::Ship(ship) => self.on_ship(from, env.sent_at, env.scn, ship),
-            Msg::Grant { req, grant } => self.on_grant(from, env.sent_at, req, grant),
-            Msg::TxStatus { xid, token, report } => {
-                self.fg
-                    .on_tx_status(&mut self.k, &mut self.obs, xid, token, report)
-            }
-            // Global enqueues are LMD's work, not LMS's; it is not charged CPU here.
-            Msg::EnqConvert { res, mode, token } => {
-                if self.enqueue_master(res) == self.id {
-                    self.ges_master_convert(from, res, mode, token);
-                } else {
-                    self.error(format!("{from} asked a non-master for {res:?}"));
-                }
-            }
-            Msg::EnqDown { res, mode, lvb } => self.ges_master_down(from, res, mode, lvb),
-            Msg::EnqGrant {
-                res,
-                mode,
-                token,
-                lvb,
-            } => self.on_enq_grant(res, mode, token, lvb),
-            Msg::EnqBast { res, .. } => self.on_enq_bast(res),
-            Msg::Px(m) => self.on_px(from, m),
-            // Reconfiguration and recovery: LMON's and SMON's, not LMS's.
-            Msg::Promote { blk } => self.on_promote(blk),
-            Msg::RecoverBlock { blk } => self.dir_recover(from, blk),
-            Msg::SendPi { blk, to } => self.send_pi(blk, to),
-            Msg::RecoverImage { blk, source } => self.on_recover_image(blk, source),
-            Msg::BlockRecovered { blk, scn } => self.dir_block_recovered(from, blk, scn),
-            Msg::ThreadsRecovered { threads } => {
-                self.membership.recovered(threads);
-                self.roll_back_dead_in_cache();
-            }
-            // Dynamic remastering and deadlock searches: LMD's.
-            msg @ Msg::Drm(_) => self.on_drm(from, msg),
-            Msg::Deadlock(m) => self.on_deadlock(from, *m),
-            msg => self.lms_enqueue(from, env.sent_at, msg),
-        }
-    }
-
-    /// Record a problem with a peer's message or an I/O (reported by the
-    /// driver, never panicked on). Kept up to [`ERRORS_MAX`]: a peer that
-    /// sends garbage for ever must not grow the instance without bound.
-    pub(super) fn error(&mut self, problem: String) {
-        self.k.error(&problem);
-    }
-
-    // ----- transactions ---------------------------------------------------------------
-
-    /// What this instance knows about a transaction right now.
-    fn tx_state(&self, xid: Xid) -> crate::block::TxState {
-        self.fg.txns().state(xid)
+    /// The parts the dispatcher sequences, borrowed for one step: every
+    /// part but maintenance, which no other part asks anything of.
+    #[inline(always)]
+    fn dispatch(&mut self) -> dispatch::Dispatch<'_> {
+        dispatch::Dispatch::new(
+            self.id,
+            &mut self.k,
+            &mut self.cache,
+            &mut self.gc,
+            &mut self.redo,
+            &mut self.fg,
+            &mut self.px,
+            &mut self.membership,
+            &mut self.obs,
+        )
     }
 }
 
