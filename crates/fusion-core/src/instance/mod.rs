@@ -14,7 +14,7 @@ mod dispatch;
 mod events;
 mod execution;
 mod gc;
-mod inspect;
+mod input;
 mod kernel;
 mod maintenance;
 mod membership;
@@ -32,6 +32,7 @@ use std::sync::Arc;
 use cache::Cache;
 pub use cache::{BufState, Buffer};
 pub use gc::PfMaster;
+pub use input::{Command, InstanceConfig};
 pub use membership::Delivery;
 pub use observe::{
     ALERT_LINES_MAX, AlertLine, Hop, Horizon, Observation, TRACE_PENDING_MAX, TraceRecord,
@@ -40,72 +41,11 @@ pub use observe::{
 pub use session::{DeadlockSeen, LIFE_XIDS};
 
 use crate::block::Block;
-use crate::config::Server;
-use crate::config::{Catalog, Costs, Nanos, ParamValue, Params, WorkloadSpec};
+use crate::config::{Nanos, Params};
 use crate::cpu::{ProcId, StepDone};
-use crate::layout::Layout;
 use crate::msg::{Action, Envelope, IoResult, Msg};
-use crate::stats::Stat;
-use crate::types::InstId;
-
-/// Everything an instance needs at start.
-#[derive(Clone, Debug)]
-pub struct InstanceConfig {
-    pub id: InstId,
-    pub instances: u8,
-    pub params: Params,
-    pub costs: Costs,
-    pub catalog: Arc<Catalog>,
-    pub layout: Arc<Layout>,
-    pub workloads: Arc<Vec<WorkloadSpec>>,
-    pub seed: u64,
-    /// Record reads and writes for the correctness checkers (tests).
-    pub record_history: bool,
-    /// How the database's messages reach the peers (`link.rs`): straight
-    /// through, or numbered, acknowledged and sent again when a transport's
-    /// connection comes back (live) or after 500 ms (a phase has a `loss`
-    /// or a `partition` fault; then a block not received within 500 ms is
-    /// `lost`).
-    pub delivery: Delivery,
-    /// How many times this instance started before (0: with the cluster).
-    /// A restarted instance joins the running cluster (a reconfiguration)
-    /// before its sessions start, and numbers its transactions after its
-    /// earlier lives' (`LIFE_XIDS`).
-    pub life: u32,
-    /// The server the instance runs on (`[server]`): locality groups,
-    /// hardware threads, memory costs. `None`: `cpu_count` plain CPUs and
-    /// no memory model.
-    pub server: Option<Server>,
-}
-
-/// Administrative commands (the admin service in the live runtime, phase
-/// boundaries in the simulator).
-#[derive(Clone, Debug, PartialEq)]
-pub enum Command {
-    /// Change a parameter that may change online (see [`Params::PHASE_CHANGEABLE`]).
-    SetParameter { name: String, value: ParamValue },
-    /// Start `workers` CPU-bound processes busy `load_pct` of the time (0 workers stops them).
-    StressCpu { workers: u32, load_pct: u32 },
-    /// Enable exactly these workloads (by name; `None`: all). A session of
-    /// another workload finishes the execution it is in, ends its
-    /// transaction there (committing what it changed) and idles.
-    EnableWorkloads(Option<Vec<String>>),
-    /// A measured interval starts (a phase): forget the largest waits seen so
-    /// far, so the next snapshot's `max_ns` is the interval's own
-    /// ([`Stats::reset_peaks`]).
-    ResetPeaks,
-    /// `ALTER SYSTEM CHECKPOINT`: DBWR writes every buffer dirty now, its
-    /// writers going from one batch straight to the next until none is
-    /// left (`DBWR checkpoints` counts the checkpoints completed).
-    Checkpoint,
-    /// RMAN `BACKUP DATABASE` with `CONFIGURE DEVICE TYPE DISK PARALLELISM
-    /// channels` and, when given, `SECTION SIZE section_size_mb M`
-    /// (multisection): see `backup.rs`.
-    Backup {
-        channels: u32,
-        section_size_mb: Option<u32>,
-    },
-}
+use crate::stats::{Stat, Stats};
+use crate::types::{BlockAddr, InstId, Scn, Xid};
 
 /// The instance.
 pub struct Instance {
@@ -657,6 +597,269 @@ impl Instance {
             &mut self.membership,
             &mut self.obs,
         )
+    }
+}
+
+// ----- what drivers, checkers and `status` read ----------------------------------
+//
+// Nothing here changes the instance, except taking the lines and reports
+// handed out once. What takes more than a field's read is the subsystem's
+// own (`Kernel::stats_now`, `session/views.rs`).
+
+impl Instance {
+    /// Counters as `v$sysstat` / `v$system_event` would show them now.
+    pub fn stats(&self) -> Stats {
+        self.k.stats_now()
+    }
+
+    pub fn params(&self) -> &Params {
+        self.k.params()
+    }
+
+    pub fn scn(&self) -> Scn {
+        self.k.scn()
+    }
+
+    /// Why this instance stopped (evicted by the cluster), if it did.
+    pub fn halted(&self) -> Option<&str> {
+        self.membership.halted()
+    }
+
+    /// The cluster incarnation and its members as this instance sees them.
+    pub fn membership(&self) -> (u32, crate::types::InstSet) {
+        (self.membership.incarnation(), self.membership.members())
+    }
+
+    /// Alert log lines written since the last call.
+    pub fn take_alert_log(&mut self) -> Vec<AlertLine> {
+        self.obs.take_alert_log(self.k.now())
+    }
+
+    /// Alert log lines written since the last [`take_alert_log`](Self::take_alert_log),
+    /// left for it (a live host logs them as they come).
+    pub fn alert_log(&self) -> &[AlertLine] {
+        self.obs.alert_lines()
+    }
+
+    /// The deadlocks LMD broke here (the newest 64): when, and each
+    /// cycle's waits as they were confirmed.
+    pub fn deadlocks(&self) -> Vec<DeadlockSeen> {
+        self.fg.row_locks().deadlocks().cloned().collect()
+    }
+
+    /// The row lock waits now, as edges of the wait-for graph: (session,
+    /// the transaction it runs, the transaction it waits for).
+    pub fn row_lock_waits(&self) -> Vec<(u32, crate::types::Xid, crate::types::Xid)> {
+        self.fg.row_lock_waits()
+    }
+
+    /// Global enqueue locks kept: this instance's, and the resources it masters.
+    pub fn enqueue_sizes(&self) -> (usize, usize) {
+        self.gc.enqueue_sizes()
+    }
+
+    /// `V$GCSPFMASTER_INFO`: the objects dynamic remastering moved since
+    /// the last reconfiguration (by pkey, `Layout::object_of`), with their
+    /// current and previous masters and remaster counts.
+    pub fn gcspfmaster_info(&self) -> Vec<PfMaster> {
+        self.gc.remastered().to_vec()
+    }
+
+    /// Whether a reconfiguration holds the resource directory frozen.
+    pub fn reconfiguring(&self) -> bool {
+        self.membership.reconfiguring()
+    }
+
+    /// Instance recoveries this instance performed since the last call.
+    pub fn take_recoveries(&mut self) -> Vec<crate::recovery::RecoveryReport> {
+        self.membership.take_recoveries()
+    }
+
+    /// Problems with peers' messages or I/O seen so far.
+    pub fn errors(&self) -> &[String] {
+        self.k.errors()
+    }
+
+    /// Count the timers and CPU steps time handles, by kind (the
+    /// benchmark's events by kind; off by default: it costs a map update
+    /// per timer and step).
+    pub fn count_events(&mut self) {
+        self.k.count_events();
+    }
+
+    /// What [`Instance::count_events`] counted so far.
+    pub fn event_tally(&self) -> Option<&EventTally> {
+        self.k.event_tally()
+    }
+
+    /// Keep the sequence values handed out for [`Instance::take_nextvals`]
+    /// (the simulator checks them; off by default so nothing grows unread).
+    pub fn log_nextvals(&mut self, on: bool) {
+        self.fg.log_nextvals(on);
+    }
+
+    /// Sequence values handed out since the last call: (sequence, value), in order.
+    pub fn take_nextvals(&mut self) -> Vec<(u32, i64)> {
+        self.fg.take_nextvals()
+    }
+
+    // ----- parallel execution (k-px) -----------------------------------------------------
+
+    /// Keep every parallel statement's result for [`Instance::take_px_results`].
+    pub fn log_px_results(&mut self, on: bool) {
+        self.px.log_results(on);
+    }
+
+    /// Results of the statements this instance coordinated since the last call.
+    pub fn take_px_results(&mut self) -> Vec<crate::px::PxResult> {
+        self.px.take_results()
+    }
+
+    /// PX servers in use now, and the most ever in use at once.
+    pub fn px_servers_busy(&self) -> (u32, u32) {
+        self.px.servers_busy()
+    }
+
+    /// Whether any parallel statement is coordinated or hosted here.
+    pub fn px_active(&self) -> bool {
+        self.px.active()
+    }
+
+    /// The master's view of a global enqueue this instance masters: holders and queue length.
+    pub fn enqueue_entry(
+        &self,
+        res: crate::msg::ResName,
+    ) -> Option<(Vec<(InstId, crate::msg::LockMode)>, usize)> {
+        self.gc.enqueue_view(res)
+    }
+
+    /// The buffers of a block in this cache (for checkers and `status`).
+    pub fn buffers_of(&self, blk: BlockAddr) -> impl Iterator<Item = &Buffer> {
+        self.cache.buffers_of(blk).map(|id| self.cache.get(id))
+    }
+
+    /// All buffers (for checkers).
+    pub fn buffers(&self) -> impl Iterator<Item = &Buffer> {
+        self.cache.iter().map(|(_, b)| b)
+    }
+
+    /// The blocks whose current holding changed since the last call (for a
+    /// checker's coherence check); false when `out` may miss some (the first
+    /// call, or too many changes between two), see [`Cache::take_current_changes`].
+    ///
+    /// [`Cache::take_current_changes`]: cache::Cache::take_current_changes
+    pub fn take_current_changes(&mut self, out: &mut Vec<BlockAddr>) -> bool {
+        self.cache.take_current_changes(out)
+    }
+
+    /// Buffers in use and the cache's capacity.
+    pub fn cache_usage(&self) -> (usize, usize) {
+        (self.cache.used(), self.cache.capacity)
+    }
+
+    /// The master's view of a block this instance masters: (X holder, S holders, PI holders).
+    pub fn directory_entry(
+        &self,
+        blk: BlockAddr,
+    ) -> Option<(Option<InstId>, Vec<InstId>, Vec<InstId>)> {
+        self.gc.block_view(blk)
+    }
+
+    /// Whether a transaction of this instance has committed, and at which SCN.
+    pub fn commit_scn(&self, xid: Xid) -> Option<Scn> {
+        self.fg.txns().commit_scn(xid)
+    }
+
+    pub fn lms_count(&self) -> usize {
+        self.gc.lms_count()
+    }
+
+    /// Processes waiting for a CPU now (the run queue, both classes).
+    pub fn run_queue_len(&self) -> usize {
+        self.k.cpus().queued()
+    }
+
+    /// LMS work not done yet: jobs queued, running, and set aside for a
+    /// flush or a pin, over every LMS worker.
+    pub fn lms_backlog(&self) -> usize {
+        self.gc.lms_backlog()
+    }
+
+    /// Every session has stopped (its workload is disabled or done) and holds nothing.
+    pub fn sessions_at_rest(&self) -> bool {
+        self.fg.all_at_rest()
+    }
+
+    /// Sessions that are not idle.
+    pub fn active_sessions(&self) -> usize {
+        self.fg.active()
+    }
+
+    /// What sessions wait on right now: (event, sessions), by event.
+    pub fn current_waits(&self) -> Vec<(crate::stats::Wait, u32)> {
+        self.fg.current_waits()
+    }
+
+    /// Sessions that finished their iterations (finite workloads).
+    pub fn sessions_finished(&self) -> bool {
+        self.fg.all_finished()
+    }
+
+    // ----- the checkers' history and the timeline trace ----------------------------------
+
+    /// Reads, writes and commits recorded since the last drain (when enabled).
+    pub fn take_history(&mut self) -> Vec<Observation> {
+        let mut out = Vec::new();
+        self.obs.drain_history(&mut out, usize::MAX);
+        out
+    }
+
+    /// Move at most `max` of the oldest observations not yet drained to the
+    /// end of `out`, in the order they were recorded. Returns the instance's
+    /// [`Horizon`] when that emptied the log (nothing recorded is left
+    /// behind), `None` when more are left.
+    pub fn drain_history(&mut self, out: &mut Vec<Observation>, max: usize) -> Option<Horizon> {
+        self.obs
+            .drain_history(out, max)
+            .then(|| self.history_horizon())
+    }
+
+    /// The instance's [`Horizon`] now, for a driver that drained the whole
+    /// log (see [`Instance::drain_history`]). Looks at every session: the
+    /// simulator asks only now and then (a horizon stays true as the run
+    /// goes on, only less tight), and takes [`Instance::scn`] otherwise.
+    pub fn history_horizon(&self) -> Horizon {
+        let open = self.fg.oldest_open_snapshot();
+        Horizon {
+            scn: self.k.scn(),
+            snapshot: open.map_or(self.k.scn(), |s| s.min(self.k.scn())),
+        }
+    }
+
+    /// How this instance's messages reach its peers.
+    pub fn delivery(&self) -> Delivery {
+        self.membership.delivery()
+    }
+
+    /// Keep trace records from now on (`on`), or stop and forget them.
+    pub fn set_tracing(&mut self, on: bool) {
+        self.obs.set_tracing(on);
+    }
+
+    /// Whether trace records are kept.
+    pub fn tracing(&self) -> bool {
+        self.obs.tracing()
+    }
+
+    /// Move the records made since the last drain to `out`, in the order
+    /// they were made; returns how many were dropped since (the log full).
+    pub fn drain_trace(&mut self, out: &mut Vec<TraceRecord>) -> u64 {
+        self.obs.drain_trace(out)
+    }
+
+    /// The name of a process (`oracle3`, `LMS0`, `LGWR`, `DBW0`, `stress1`, `P000`).
+    pub fn process_name(&self, proc: ProcId) -> Option<&str> {
+        self.k.proc_name(proc)
     }
 }
 

@@ -205,6 +205,14 @@ impl Kernel {
         &self.stats
     }
 
+    /// The counters as `v$sysstat` would show them now: the CPUs' busy
+    /// time as of now added.
+    pub fn stats_now(&self) -> Stats {
+        let mut s = self.stats.clone();
+        s.add(Stat::OsBusyTime, self.cpus().busy());
+        s
+    }
+
     #[inline(always)]
     pub fn stats_mut(&mut self) -> &mut Stats {
         &mut self.stats
