@@ -16,7 +16,7 @@ use crate::msg::{GrantKind, Io, Mode, Msg, RecoverSource, Request, Shipment, TxR
 use crate::stats::Stat;
 use crate::types::{BlockAddr, InstId, Scn, Xid};
 
-impl Dispatch<'_> {
+impl Dispatch {
     // ----- the directory (this instance as master) ---------------------------------------
 
     /// A block request reached its master (this instance), which is not frozen.

@@ -10,7 +10,7 @@ use crate::msg::{DrmMsg, Msg, ReqKind, Request};
 use crate::stats::{Stat, Wait};
 use crate::types::{BlockAddr, InstId};
 
-impl Dispatch<'_> {
+impl Dispatch {
     /// The coordinator of DRM: the lowest member, as for a reconfiguration.
     fn drm_coordinator(&self) -> InstId {
         self.membership.members().first().unwrap_or(self.id)

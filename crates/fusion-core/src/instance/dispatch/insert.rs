@@ -12,7 +12,7 @@ use crate::msg::{LockMode, ReqKind};
 use crate::stats::Wait;
 use crate::types::{BlockAddr, Rowid};
 
-impl Dispatch<'_> {
+impl Dispatch {
     /// Format a never-used block for inserts; returns true when the session can go on.
     pub(in crate::instance) fn format_new(
         &mut self,

@@ -10,7 +10,7 @@ use crate::msg::{Envelope, Msg, Rebuild, RecoverSource, RedoRecord, Request};
 use crate::stats::Stat;
 use crate::types::{BlockAddr, InstId, InstSet, Scn};
 
-impl Dispatch<'_> {
+impl Dispatch {
     // ----- instance recovery (membership/smon.rs) ---------------------------------
 
     /// A dead thread was read; once all are, the claims and what recovery

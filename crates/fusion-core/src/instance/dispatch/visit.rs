@@ -28,7 +28,7 @@ use crate::msg::{
 use crate::stats::Stat;
 use crate::types::{BlockAddr, InstId, InstSet, Scn, Xid};
 
-impl Dispatch<'_> {
+impl Dispatch {
     /// Try to visit `blk`; returns true if the session can go on at once (it
     /// never can: a visit always takes CPU), false when it waits.
     pub(in crate::instance) fn visit(&mut self, sid: u32, blk: BlockAddr, current: bool) -> bool {
@@ -253,7 +253,7 @@ fn holds_xcur(cache: &Cache, blk: BlockAddr) -> bool {
         .is_some_and(|id| cache.get(id).state() == BufState::Xcur)
 }
 
-impl Dispatch<'_> {
+impl Dispatch {
     /// A block arrived for one of our requests. The foreground that asked
     /// installs it; the wait is renamed by what happened on the way.
     #[allow(clippy::too_many_arguments)]
@@ -505,7 +505,7 @@ impl Dispatch<'_> {
 
 // ----- row lock waits and LMD's deadlock detection (session/row_locks.rs) ---------------
 
-impl Dispatch<'_> {
+impl Dispatch {
     /// Session `sid` waits until transaction `holder` ends: here, on its
     /// TX enqueue at the GES, or for recovery's word.
     pub(in crate::instance) fn wait_for_tx(&mut self, sid: u32, holder: Xid) {
@@ -698,7 +698,7 @@ impl Dispatch<'_> {
 
 // ----- sequences (session/sequence.rs decides) ----------------------------------------
 
-impl Dispatch<'_> {
+impl Dispatch {
     /// Advance a `nextval`. True when the session can go on at once.
     pub(in crate::instance) fn seq_step(
         &mut self,
