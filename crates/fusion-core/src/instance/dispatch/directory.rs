@@ -274,6 +274,7 @@ impl Dispatch {
 
     /// An LMS worker's CPU step ended: what its job left to do is done
     /// before the worker takes its next job.
+    #[inline]
     pub(in crate::instance) fn lms_step_done(&mut self, w: u8, d: StepDone) {
         let step = self.holder().step_done(w, d);
         match step {

@@ -449,6 +449,7 @@ impl Dispatch {
     }
 
     /// A session's CPU step ended: go on with what it was for.
+    #[inline]
     pub(super) fn session_cpu_done(&mut self, sid: u32, d: StepDone) {
         let SessionState::Cpu(after) = self.fg.sessions().session(sid).state() else {
             return;
