@@ -9,7 +9,7 @@
 
 use fusion_core::config::{NS_PER_MS, NS_PER_S, Nanos};
 use fusion_core::stats::{Stat, Stats, Wait, WaitClass};
-use fusion_report::series::{SERIES_WAIT_CLASSES, TOP_WAITS_KEPT};
+use fusion_report::series::{SERIES_WAIT_CLASSES, TOP_WAITS_MAX};
 use fusion_report::{InstanceSeries, Series, SeriesPoint, TopWait};
 
 /// The interval when none is asked for (`--interval-ms`).
@@ -186,7 +186,7 @@ fn point(
         });
     }
     top.sort_by(|a, b| b.time_ns.cmp(&a.time_ns).then(a.event.cmp(b.event)));
-    top.truncate(TOP_WAITS_KEPT);
+    top.truncate(TOP_WAITS_MAX);
     SeriesPoint {
         end_ns,
         length_ns,

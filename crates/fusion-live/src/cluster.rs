@@ -382,10 +382,10 @@ fn instance_args(
 
 /// Start the store and the instances; returns once every one listens.
 pub fn up(opts: &UpOptions) -> Result<ClusterFile, String> {
-    if opts.instances == 0 || u32::from(opts.instances) > fusion_wire::MAX_INSTANCES {
+    if opts.instances == 0 || u32::from(opts.instances) > fusion_wire::INSTANCES_MAX {
         return Err(format!(
             "--instances must be between 1 and {}",
-            fusion_wire::MAX_INSTANCES
+            fusion_wire::INSTANCES_MAX
         ));
     }
     create_private_dir(&opts.dir)?;

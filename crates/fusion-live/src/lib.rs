@@ -25,7 +25,7 @@ mod rx_stamp;
 mod variant_run;
 
 /// Most instances a cluster may have (the wire protocol's limit).
-pub const MAX_INSTANCES: u32 = fusion_wire::MAX_INSTANCES;
+pub const INSTANCES_MAX: u32 = fusion_wire::INSTANCES_MAX;
 mod stats_codec;
 pub mod store_client;
 

@@ -445,17 +445,17 @@ async fn write_frame(s: &mut TcpStream, f: &pb::Frame) -> std::io::Result<()> {
 }
 
 /// Read one handshake frame (`Hello` or `Refusal`, before the peer is
-/// known): at most [`framing::PRE_AUTH_MAX_FRAME`] bytes, whatever the
+/// known): at most [`framing::PRE_AUTH_FRAME_BYTES_MAX`] bytes, whatever the
 /// length the peer announces.
 async fn read_handshake(s: &mut TcpStream) -> Result<pb::Frame, String> {
     let announced = s.read_u32().await.map_err(|e| e.to_string())?;
     let len = usize::try_from(announced)
         .ok()
-        .filter(|&len| len <= framing::PRE_AUTH_MAX_FRAME)
+        .filter(|&len| len <= framing::PRE_AUTH_FRAME_BYTES_MAX)
         .ok_or_else(|| {
             format!(
                 "a handshake frame of {announced} bytes (at most {})",
-                framing::PRE_AUTH_MAX_FRAME
+                framing::PRE_AUTH_FRAME_BYTES_MAX
             )
         })?;
     let mut body = vec![0u8; len];

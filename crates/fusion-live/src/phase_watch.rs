@@ -14,7 +14,7 @@ pub(crate) const WATCH_EVERY: Duration = Duration::from_millis(250);
 /// Longest a running cluster may go without any progress (no logical read,
 /// commit or message anywhere) while sessions are active before the run is
 /// declared hung.
-pub(crate) const STALL_LIMIT: Duration = Duration::from_secs(20);
+pub(crate) const STALL_MAX: Duration = Duration::from_secs(20);
 
 /// An open-ended phase: it runs until `end` turns true (the operator's
 /// Ctrl-C or SIGTERM, or `--duration`); the phases and variants after it do

@@ -170,11 +170,11 @@ where
 }
 
 /// How long a cluster may take to come up (containers start in any order).
-const READY_LIMIT: Duration = Duration::from_secs(30);
+const READY_WAIT_MAX: Duration = Duration::from_secs(30);
 
 /// Wait until every instance answers (the store is retried at format).
 async fn wait_ready(admins: &[Admin]) -> Result<(), String> {
-    let limit = tokio::time::Instant::now() + READY_LIMIT;
+    let limit = tokio::time::Instant::now() + READY_WAIT_MAX;
     loop {
         match on_all(
             admins,
@@ -186,7 +186,7 @@ async fn wait_ready(admins: &[Admin]) -> Result<(), String> {
             Err(e) if tokio::time::Instant::now() > limit => {
                 return Err(format!(
                     "the cluster did not answer within {} s:\n{e}",
-                    READY_LIMIT.as_secs()
+                    READY_WAIT_MAX.as_secs()
                 ));
             }
             Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
@@ -220,7 +220,7 @@ async fn run_variant(name: &str, s: &Scenario, r: &LiveRun<'_>) -> Result<Varian
     // The run: the cluster clock's origin, also what the store is formatted
     // for (the last variant's hosts may still write: refused from now on).
     let (epoch, epoch_realtime_ns) = crate::clock::now_both();
-    let limit = tokio::time::Instant::now() + READY_LIMIT;
+    let limit = tokio::time::Instant::now() + READY_WAIT_MAX;
     while let Err(e) = store
         .format(
             s.block_size(),

@@ -29,7 +29,7 @@ use crate::lives::{LiveLife, Lives, ProcessControl};
 use crate::nextvals::Nextvals;
 use crate::pb;
 use crate::phase_watch::{
-    self, Hold, PhaseSnapshots, STALL_LIMIT, StallWatch, WATCH_EVERY, phase_bar,
+    self, Hold, PhaseSnapshots, STALL_MAX, StallWatch, WATCH_EVERY, phase_bar,
 };
 use crate::stats_codec;
 use crate::store_client::Store;
@@ -80,11 +80,11 @@ pub struct VariantRun<'a> {
 
 /// How long the block store may not answer the runner before the run
 /// stops (exit 4).
-const STORE_SILENCE_LIMIT: Duration = Duration::from_secs(5);
+const STORE_SILENCE_MAX: Duration = Duration::from_secs(5);
 
 /// How long the runner goes on with no instance answering it before it
 /// says it is cut off from the cluster (exit status 4).
-const NONE_ANSWER_LIMIT: Duration = Duration::from_secs(30);
+const NONE_ANSWER_MAX: Duration = Duration::from_secs(30);
 /// A held phase's longest run (a year: until the operator ends it).
 const HELD_PHASE_MAX: Duration = Duration::from_secs(365 * 24 * 3600);
 /// The deadline of the status call that probes a lost instance.
@@ -162,7 +162,7 @@ impl VariantRun<'_> {
         };
         let timeline = fusion_driver::timeline_of(start_ns, &phase.faults);
         let mut next_event = 0;
-        let mut stall = StallWatch::new(STALL_LIMIT);
+        let mut stall = StallWatch::new(STALL_MAX);
         let mut next_look = start + WATCH_EVERY;
         loop {
             let now = tokio::time::Instant::now();
@@ -256,7 +256,7 @@ impl VariantRun<'_> {
         if self.undecided {
             // The survivors may wait for a lost member until they evict it
             // (`css_misscount`): no progress then is not a hang.
-            *stall = StallWatch::new(STALL_LIMIT);
+            *stall = StallWatch::new(STALL_MAX);
         } else {
             stall.check(&st, std::time::Instant::now())?;
         }
@@ -395,11 +395,11 @@ impl VariantRun<'_> {
             let since = *self
                 .none_answer_since
                 .get_or_insert_with(std::time::Instant::now);
-            if since.elapsed() > NONE_ANSWER_LIMIT {
+            if since.elapsed() > NONE_ANSWER_MAX {
                 return Err(format!(
                     "no instance has answered the runner for {} s: the runner is cut off \
                      from the cluster, or every instance is gone",
-                    NONE_ANSWER_LIMIT.as_secs()
+                    NONE_ANSWER_MAX.as_secs()
                 ));
             }
         } else {
@@ -428,7 +428,7 @@ impl VariantRun<'_> {
     }
 
     /// The block store answers the runner; Err once it has not for
-    /// [`STORE_SILENCE_LIMIT`]: without it the cluster has nothing to run
+    /// [`STORE_SILENCE_MAX`]: without it the cluster has nothing to run
     /// on (its instances terminate on their I/O errors).
     async fn store_answers(&mut self, store: &Store) -> Result<(), String> {
         match store.ping().await {
@@ -440,10 +440,10 @@ impl VariantRun<'_> {
                 let since = *self
                     .store_silent_since
                     .get_or_insert_with(std::time::Instant::now);
-                if since.elapsed() >= STORE_SILENCE_LIMIT {
+                if since.elapsed() >= STORE_SILENCE_MAX {
                     Err(format!(
                         "the block store has not answered for {} s: {e}",
-                        STORE_SILENCE_LIMIT.as_secs()
+                        STORE_SILENCE_MAX.as_secs()
                     ))
                 } else {
                     Ok(())

@@ -24,7 +24,7 @@ pub const SERIES_WAIT_CLASSES: [WaitClass; 9] = [
 ];
 
 /// Waits a point names at most (the interval's largest by time).
-pub const TOP_WAITS_KEPT: usize = 5;
+pub const TOP_WAITS_MAX: usize = 5;
 
 /// One variant's series.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -63,7 +63,7 @@ pub struct SeriesPoint {
     /// Time waited per class, indexed like [`SERIES_WAIT_CLASSES`].
     pub wait_class_ns: [u64; SERIES_WAIT_CLASSES.len()],
     /// The interval's largest waits by time (non-idle, every session's),
-    /// at most [`TOP_WAITS_KEPT`], largest first.
+    /// at most [`TOP_WAITS_MAX`], largest first.
     pub top_waits: Vec<TopWait>,
     /// Processes waiting for a CPU at the end of the interval.
     pub run_queue: u32,

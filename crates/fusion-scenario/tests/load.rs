@@ -48,12 +48,12 @@ fn full_file_round_trips() {
 
     // Costs in ns; unset ones keep their defaults.
     let d = fusion_core::config::Costs::default();
-    assert_eq!(sc.costs.execute, 15 * NS_PER_US);
-    assert_eq!(sc.costs.row_examined, 50);
-    assert_eq!(sc.costs.cr_build, 60_500);
-    assert_eq!(sc.costs.time_slice, 20 * NS_PER_MS);
-    assert_eq!(sc.costs.consistent_get, d.consistent_get);
-    assert_eq!(sc.costs.lms_send, d.lms_send);
+    assert_eq!(sc.costs.execute_ns, 15 * NS_PER_US);
+    assert_eq!(sc.costs.row_examined_ns, 50);
+    assert_eq!(sc.costs.cr_build_ns, 60_500);
+    assert_eq!(sc.costs.time_slice_ns, 20 * NS_PER_MS);
+    assert_eq!(sc.costs.consistent_get_ns, d.consistent_get_ns);
+    assert_eq!(sc.costs.lms_send_ns, d.lms_send_ns);
 
     assert_eq!(sc.network.latency, 40 * NS_PER_US);
     assert_eq!(sc.network.jitter, 5 * NS_PER_US);
@@ -307,7 +307,7 @@ fn set_changes_values() {
     assert_eq!(sc.seed, 7);
     // A key the file does not have is created.
     let s = ok(MIN, &["costs.commit_us=40", "parameters.inst1.cpu_count=2"]);
-    assert_eq!(s.variants[0].scenario.costs.commit, 40 * NS_PER_US);
+    assert_eq!(s.variants[0].scenario.costs.commit_ns, 40 * NS_PER_US);
     assert_eq!(s.variants[0].scenario.instances[0].cpu_count, 2);
 }
 
@@ -367,7 +367,7 @@ fn set_values_parse_as_toml_or_text() {
     assert_eq!(sc.instances[0].high_priority_processes, "LMS*");
     assert_eq!(sc.workloads[0].instances, vec![2]);
     assert_eq!(sc.phases[0].workloads.as_ref().map(Vec::len), Some(2));
-    assert_eq!(sc.costs.row_examined, 100);
+    assert_eq!(sc.costs.row_examined_ns, 100);
 }
 
 // ---- variants ---------------------------------------------------------------
@@ -450,7 +450,7 @@ fn variant_set_accepts_dotted_and_header_forms() {
     let s = ok(&text, &[]);
     assert_eq!(s.variants[0].scenario.instances.len(), 1);
     assert_eq!(s.variants[1].scenario.instances.len(), 2);
-    assert_eq!(s.variants[1].scenario.costs.commit, NS_PER_US);
+    assert_eq!(s.variants[1].scenario.costs.commit_ns, NS_PER_US);
     assert_eq!(s.variants[1].scenario.network.latency, 7 * NS_PER_US);
 }
 

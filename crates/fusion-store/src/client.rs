@@ -19,7 +19,7 @@ use tonic::{Code, Request, Status};
 
 use crate::disk::Geometry;
 use crate::latency::Device;
-use crate::server::MAX_MESSAGE_BYTES;
+use crate::server::MESSAGE_BYTES_MAX;
 
 /// Blocks per `WriteBlocks` call when loading initial images, by encoded size.
 const LOAD_BATCH_BYTES: usize = 4 << 20;
@@ -166,8 +166,8 @@ impl StoreClient {
             Ok(Ok(c)) => c,
         };
         let inner = BlockStoreClient::new(channel)
-            .max_decoding_message_size(MAX_MESSAGE_BYTES)
-            .max_encoding_message_size(MAX_MESSAGE_BYTES);
+            .max_decoding_message_size(MESSAGE_BYTES_MAX)
+            .max_encoding_message_size(MESSAGE_BYTES_MAX);
         Ok(StoreClient {
             addr,
             token,

@@ -40,11 +40,11 @@ const DATAFILE: &str = "datafile.dbf";
 const OVERFLOW: &str = "overflow.dat";
 const OVERFLOW_MAGIC: &[u8; 4] = b"FLO1";
 /// Smallest slot that can hold an overflow pointer (and a block header).
-pub const MIN_BLOCK_SIZE: u32 = 64;
+pub const BLOCK_SIZE_MIN: u32 = 64;
 /// Largest slot: no real `db_block_size` is larger (Oracle's maximum is 32 KiB).
-pub const MAX_BLOCK_SIZE: u32 = 1 << 20;
+pub const BLOCK_SIZE_MAX: u32 = 1 << 20;
 /// Most blocks a store holds (the SCN cache is 8 bytes a block).
-pub const MAX_TOTAL_BLOCKS: u32 = 1 << 24;
+pub const TOTAL_BLOCKS_MAX: u32 = 1 << 24;
 /// Per-block locks are striped: writes of different blocks rarely share one.
 const STRIPES: usize = 256;
 /// Not yet known: read from the slot on first need.
@@ -60,23 +60,23 @@ pub struct Geometry {
 
 impl Geometry {
     pub fn check(&self) -> Result<(), StoreError> {
-        if !(MIN_BLOCK_SIZE..=MAX_BLOCK_SIZE).contains(&self.block_size) {
+        if !(BLOCK_SIZE_MIN..=BLOCK_SIZE_MAX).contains(&self.block_size) {
             return Err(StoreError::invalid(format!(
-                "block_size {} is outside {MIN_BLOCK_SIZE}..={MAX_BLOCK_SIZE}",
+                "block_size {} is outside {BLOCK_SIZE_MIN}..={BLOCK_SIZE_MAX}",
                 self.block_size
             )));
         }
-        if self.total_blocks == 0 || self.total_blocks > MAX_TOTAL_BLOCKS {
+        if self.total_blocks == 0 || self.total_blocks > TOTAL_BLOCKS_MAX {
             return Err(StoreError::invalid(format!(
-                "total_blocks {} is outside 1..={MAX_TOTAL_BLOCKS}",
+                "total_blocks {} is outside 1..={TOTAL_BLOCKS_MAX}",
                 self.total_blocks
             )));
         }
-        if self.instances == 0 || u32::from(self.instances) > fusion_wire::MAX_INSTANCES {
+        if self.instances == 0 || u32::from(self.instances) > fusion_wire::INSTANCES_MAX {
             return Err(StoreError::invalid(format!(
                 "instances {} is outside 1..={}",
                 self.instances,
-                fusion_wire::MAX_INSTANCES
+                fusion_wire::INSTANCES_MAX
             )));
         }
         Ok(())

@@ -77,7 +77,7 @@ impl Delay {
 
 impl Latency {
     pub fn new(model: LatencyModel, seed: u64) -> Latency {
-        let n = fusion_wire::MAX_INSTANCES as usize;
+        let n = fusion_wire::INSTANCES_MAX as usize;
         Latency {
             state: Mutex::new(State {
                 model,

@@ -28,10 +28,10 @@ mod latency;
 mod server;
 
 pub use client::{ClientError, ClientErrorKind, StoreClient, StoreInfo, StorePing};
-pub use disk::{Disk, Durability, Geometry, MAX_BLOCK_SIZE, MAX_TOTAL_BLOCKS, MIN_BLOCK_SIZE};
+pub use disk::{BLOCK_SIZE_MAX, BLOCK_SIZE_MIN, Disk, Durability, Geometry, TOTAL_BLOCKS_MAX};
 pub use error::StoreError;
 pub use latency::{Device, LatencyModel};
 pub use server::{
-    AuthedStore, FENCED, MAX_MESSAGE_BYTES, STORE_CALL_TIMEOUT, STORE_CALLS_PER_CONNECTION_MAX,
+    AuthedStore, FENCED, MESSAGE_BYTES_MAX, STORE_CALL_TIMEOUT, STORE_CALLS_PER_CONNECTION_MAX,
     STORE_CONNECTIONS_MAX, StoreConfig, StoreHandle, StoreService, TokenCheck, serve, spawn,
 };

@@ -36,7 +36,7 @@ pub const STORE_CALL_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Largest gRPC message either side accepts: a batch of blocks (tonic's
 /// default of 4 MiB is 512 blocks of 8 KiB).
-pub const MAX_MESSAGE_BYTES: usize = 64 << 20;
+pub const MESSAGE_BYTES_MAX: usize = 64 << 20;
 
 /// How to run a store.
 #[derive(Clone, Debug)]
@@ -146,7 +146,7 @@ impl StoreService {
                 formatting: tokio::sync::Mutex::new(()),
                 // Sized for the largest cluster: the store is formatted later.
                 voting: std::sync::Mutex::new(VotingFile::new(64)),
-                io_gates: (0..fusion_wire::MAX_INSTANCES)
+                io_gates: (0..fusion_wire::INSTANCES_MAX)
                     .map(|_| std::sync::RwLock::new(()))
                     .collect(),
                 run: Arc::new(std::sync::atomic::AtomicU64::new(0)),
@@ -158,8 +158,8 @@ impl StoreService {
     pub fn into_server(self, token: &str) -> AuthedStore {
         let run = self.inner.run.clone();
         let server = BlockStoreServer::new(self)
-            .max_decoding_message_size(MAX_MESSAGE_BYTES)
-            .max_encoding_message_size(MAX_MESSAGE_BYTES);
+            .max_decoding_message_size(MESSAGE_BYTES_MAX)
+            .max_encoding_message_size(MESSAGE_BYTES_MAX);
         InterceptedService::new(
             server,
             TokenCheck {
@@ -318,7 +318,7 @@ impl BlockStore for StoreService {
         let disk = self.disk()?;
         let inst = disk.check_instance(req.instance)?;
         self.unfenced(inst)?;
-        let most = MAX_MESSAGE_BYTES / disk.geometry().block_size as usize / 2;
+        let most = MESSAGE_BYTES_MAX / disk.geometry().block_size as usize / 2;
         if req.blks.len() > most {
             return Err(Status::invalid_argument(format!(
                 "ReadBlocksRequest.blks: {} blocks, at most {most} per call",

@@ -14,7 +14,7 @@ use crate::block::{BlockError, decode_block, encode_block};
 use crate::pb;
 
 /// Clusters have at most 64 instances (`InstSet` is a 64-bit mask).
-pub const MAX_INSTANCES: u32 = 64;
+pub const INSTANCES_MAX: u32 = 64;
 
 /// A message from a peer that cannot be turned into a core type.
 #[derive(Clone, Debug, Error, PartialEq, Eq)]
@@ -66,15 +66,15 @@ pub struct Limits {
 }
 
 impl Limits {
-    /// Only the type's own ranges (and [`MAX_INSTANCES`]).
+    /// Only the type's own ranges (and [`INSTANCES_MAX`]).
     pub const ANY: Limits = Limits {
-        instances: MAX_INSTANCES,
+        instances: INSTANCES_MAX,
         total_blocks: u32::MAX,
     };
 
     /// A set of instances, each below the cluster's size.
     pub(crate) fn inst_set(&self, field: &'static str, v: u64) -> Result<InstSet, WireError> {
-        let limit = self.instances.min(MAX_INSTANCES);
+        let limit = self.instances.min(INSTANCES_MAX);
         if limit >= 64 || v >> limit == 0 {
             Ok(InstSet(v))
         } else {
@@ -89,7 +89,7 @@ impl Limits {
     }
 
     pub(crate) fn inst(&self, field: &'static str, v: u32) -> Result<InstId, WireError> {
-        if v < self.instances.min(MAX_INSTANCES) {
+        if v < self.instances.min(INSTANCES_MAX) {
             Ok(InstId(v as u8))
         } else {
             Err(WireError::OutOfRange {
@@ -116,7 +116,7 @@ impl Limits {
     /// A transaction id: zero, or owned by an instance of the cluster.
     pub(crate) fn xid(&self, field: &'static str, v: u64) -> Result<Xid, WireError> {
         let x = Xid(v);
-        if x.is_none() || u32::from(x.inst().0) < self.instances.min(MAX_INSTANCES) {
+        if x.is_none() || u32::from(x.inst().0) < self.instances.min(INSTANCES_MAX) {
             Ok(x)
         } else {
             Err(WireError::OutOfRange {

@@ -12,12 +12,12 @@ use crate::convert::{Codec, WireError, missing};
 use crate::pb;
 
 /// `parallel_execution_message_size` is at most 64 KiB.
-const MAX_BUFFER: u32 = 65_536;
+const BUFFER_BYTES_MAX: u32 = 65_536;
 /// Longest group name (`instance_groups` names have at most 30 characters).
-const MAX_GROUP: usize = 30;
+const GROUP_CHARS_MAX: usize = 30;
 /// An instance's CPU-derived degree: `cpu_count` (at most 1,024) x
 /// `parallel_threads_per_cpu` (at most 64).
-const MAX_CPU_DOP: u32 = 1024 * 64;
+const CPU_DOP_MAX: u32 = 1024 * 64;
 
 /// `v` if it is at most `max`, else an error naming `field`. The QC adds
 /// up the instances' figures and multiplies them by the number of server
@@ -117,7 +117,8 @@ impl Codec {
                     let len = u32::try_from(batch.encoded_len())
                         .unwrap_or(u32::MAX)
                         .saturating_add(4);
-                    batch.padding = vec![0; b.bytes.min(MAX_BUFFER).saturating_sub(len) as usize];
+                    batch.padding =
+                        vec![0; b.bytes.min(BUFFER_BYTES_MAX).saturating_sub(len) as usize];
                 }
                 K::Batch(batch)
             }
@@ -161,7 +162,7 @@ impl Codec {
         use pb::px::Kind as K;
         Ok(match p.kind.ok_or(missing("Px.kind"))? {
             K::Probe(x) => {
-                if x.group.len() > MAX_GROUP {
+                if x.group.len() > GROUP_CHARS_MAX {
                     return Err(out_of_range(
                         "PxProbe.group",
                         x.group.len() as u64,
@@ -176,7 +177,7 @@ impl Codec {
             K::ProbeReply(x) => PxMsg::ProbeReply {
                 exec: self.exec("PxProbeReply.exec", x.exec)?,
                 member: x.member,
-                cpu_dop: at_most("PxProbeReply.cpu_dop", x.cpu_dop, MAX_CPU_DOP)?,
+                cpu_dop: at_most("PxProbeReply.cpu_dop", x.cpu_dop, CPU_DOP_MAX)?,
                 free: at_most("PxProbeReply.free", x.free, SERVERS_MAX)?,
                 room: at_most("PxProbeReply.room", x.room, SERVERS_MAX)?,
                 target: at_most("PxProbeReply.target", x.target, SERVERS_MAX)?,
@@ -209,7 +210,7 @@ impl Codec {
                 exec: self.exec("Px.execute", Some(e))?,
             },
             K::Batch(b) => {
-                if b.bytes > MAX_BUFFER {
+                if b.bytes > BUFFER_BYTES_MAX {
                     return Err(out_of_range(
                         "PxBatch.bytes",
                         u64::from(b.bytes),
@@ -219,7 +220,7 @@ impl Codec {
                 if b.side > 1 {
                     return Err(out_of_range("PxBatch.side", u64::from(b.side), "0 or 1"));
                 }
-                if b.values.len() > MAX_BUFFER as usize {
+                if b.values.len() > BUFFER_BYTES_MAX as usize {
                     return Err(out_of_range(
                         "PxBatch.values",
                         b.values.len() as u64,

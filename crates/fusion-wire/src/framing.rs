@@ -10,22 +10,22 @@ use crate::pb;
 
 /// The largest frame a peer may send (a shipped block is `db_block_size`
 /// plus a few hundred bytes; a parallel-query row batch is bigger).
-pub const MAX_FRAME: usize = 64 << 20;
+pub const FRAME_BYTES_MAX: usize = 64 << 20;
 
 /// The largest frame read before a peer's `Hello` is accepted (a `Hello`,
 /// or a callee's `Refusal`, is a few dozen bytes plus the token): a stranger
-/// cannot make an instance allocate [`MAX_FRAME`] by announcing it.
-pub const PRE_AUTH_MAX_FRAME: usize = 4 << 10;
+/// cannot make an instance allocate [`FRAME_BYTES_MAX`] by announcing it.
+pub const PRE_AUTH_FRAME_BYTES_MAX: usize = 4 << 10;
 
 /// Length of the prefix in front of every frame.
 pub const PREFIX: usize = 4;
 
 /// The decoder of a connection's byte stream into frames (refuses frames
-/// longer than [`MAX_FRAME`]).
+/// longer than [`FRAME_BYTES_MAX`]).
 pub fn frame_codec() -> LengthDelimitedCodec {
     LengthDelimitedCodec::builder()
         .length_field_length(PREFIX)
-        .max_frame_length(MAX_FRAME)
+        .max_frame_length(FRAME_BYTES_MAX)
         .new_codec()
 }
 

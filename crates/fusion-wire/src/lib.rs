@@ -39,7 +39,7 @@ pub use block::{
     BLOCK_FORMAT_VERSION, BLOCK_HEADER_LEN, BlockError, BlockProblem, decode_block, encode_block,
     encode_block_into, image_len, is_blank, oversize_blocks,
 };
-pub use convert::{Codec, Limits, MAX_INSTANCES, WireError};
+pub use convert::{Codec, INSTANCES_MAX, Limits, WireError};
 pub use crc::crc32;
 
 /// Version of this protocol, exchanged in `Hello`; peers must agree.

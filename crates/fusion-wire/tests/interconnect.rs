@@ -6,7 +6,8 @@ use fusion_core::block::{Block, Body};
 use fusion_core::msg::{Envelope, Msg, ReqKind, Request, ShipKind, Shipment, Timing};
 use fusion_core::types::{BlockAddr, InstId};
 use fusion_wire::framing::{
-    MAX_FRAME, decode_frame, encode_frame, envelope_frame, frame_codec, hello_frame, refusal_frame,
+    FRAME_BYTES_MAX, decode_frame, encode_frame, envelope_frame, frame_codec, hello_frame,
+    refusal_frame,
 };
 use fusion_wire::{Codec, pb};
 use tokio::io::AsyncWriteExt;
@@ -156,7 +157,7 @@ async fn a_wrong_cluster_token_is_refused_with_the_reason() {
 async fn an_oversized_or_garbled_frame_is_an_error_not_a_panic() {
     let (mut a, b) = tokio::io::duplex(1 << 16);
     let mut frames = FramedRead::new(b, frame_codec());
-    a.write_all(&((MAX_FRAME as u32) + 1).to_be_bytes())
+    a.write_all(&((FRAME_BYTES_MAX as u32) + 1).to_be_bytes())
         .await
         .unwrap();
     let e = frames.next().await.unwrap().unwrap_err();

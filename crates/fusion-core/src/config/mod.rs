@@ -317,85 +317,85 @@ fn glob_match(pattern: &str, name: &str) -> bool {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Costs {
     /// Parse/execute overhead of one SQL execution.
-    pub execute: Nanos,
+    pub execute_ns: Nanos,
     /// One consistent get (a buffer visited in CR mode).
-    pub consistent_get: Nanos,
+    pub consistent_get_ns: Nanos,
     /// One db block get (a buffer visited in current mode).
-    pub db_block_get: Nanos,
+    pub db_block_get_ns: Nanos,
     /// Examining one row in a block (full scans).
-    pub row_examined: Nanos,
+    pub row_examined_ns: Nanos,
     /// Changing one row or index entry, redo and undo generation included.
-    pub row_change: Nanos,
+    pub row_change_ns: Nanos,
     /// The commit call (before the log file sync wait).
-    pub commit: Nanos,
+    pub commit_ns: Nanos,
     /// Building a CR copy: the clone.
-    pub cr_build: Nanos,
+    pub cr_build_ns: Nanos,
     /// Applying one undo record while building a CR copy.
-    pub undo_apply: Nanos,
+    pub undo_apply_ns: Nanos,
     /// LMS handling one GCS message (lookup, forward, grant).
-    pub lms_message: Nanos,
+    pub lms_message_ns: Nanos,
     /// LMS pinning a current block to ship it.
-    pub lms_pin: Nanos,
+    pub lms_pin_ns: Nanos,
     /// LMS sending one block.
-    pub lms_send: Nanos,
+    pub lms_send_ns: Nanos,
     /// LGWR CPU for one write.
-    pub lgwr_write: Nanos,
+    pub lgwr_write_ns: Nanos,
     /// DBWR CPU for one block written: building the write batch, freeing
     /// the buffer and posting its waiters.
-    pub dbwr_write: Nanos,
+    pub dbwr_write_ns: Nanos,
     /// Submitting one write to the operating system (the system call and
     /// the driver's set-up): the writer's CPU, or an I/O slave's with
     /// `dbwr_io_slaves`. 0 by default (folded into `dbwr_write`).
-    pub dbwr_io_submit: Nanos,
+    pub dbwr_io_submit_ns: Nanos,
     /// Installing a received block in the buffer cache.
-    pub block_install: Nanos,
+    pub block_install_ns: Nanos,
     /// Reading or rewriting one bitmap piece of a bitmap index (counting
     /// its bits, or changing one bit).
-    pub bitmap_piece: Nanos,
+    pub bitmap_piece_ns: Nanos,
     /// The OS time slice of the time-sharing class.
-    pub time_slice: Nanos,
+    pub time_slice_ns: Nanos,
     /// A PX producer hashing or ranging one row and copying it into a table-queue buffer.
-    pub px_row_send: Nanos,
+    pub px_row_send_ns: Nanos,
     /// A PX consumer or QC taking one row from a buffer (hash build or probe, group, sort input).
-    pub px_row_receive: Nanos,
+    pub px_row_receive_ns: Nanos,
     /// Passing one table-queue buffer to a process of the same instance (each end).
-    pub px_message_local: Nanos,
+    pub px_message_local_ns: Nanos,
     /// Sending or receiving one table-queue buffer over the interconnect (each end).
-    pub px_message_remote: Nanos,
+    pub px_message_remote_ns: Nanos,
     /// Starting a PX server process beyond `parallel_min_servers`.
-    pub px_server_start: Nanos,
+    pub px_server_start_ns: Nanos,
     /// An RMAN channel backing up one block it read: checking it (the
     /// block checksum, skipping unused blocks) and compressing it into the
     /// backup piece's buffer.
-    pub rman_block: Nanos,
+    pub rman_block_ns: Nanos,
 }
 
 impl Default for Costs {
     fn default() -> Self {
         Costs {
-            execute: 15 * NS_PER_US,
-            consistent_get: 5 * NS_PER_US,
-            db_block_get: 6 * NS_PER_US,
-            row_examined: 50,
-            row_change: 20 * NS_PER_US,
-            commit: 20 * NS_PER_US,
-            cr_build: 60 * NS_PER_US,
-            undo_apply: 5 * NS_PER_US,
-            lms_message: 20 * NS_PER_US,
-            lms_pin: 10 * NS_PER_US,
-            lms_send: 30 * NS_PER_US,
-            lgwr_write: 50 * NS_PER_US,
-            dbwr_write: 30 * NS_PER_US,
-            dbwr_io_submit: 0,
-            rman_block: 100 * NS_PER_US,
-            block_install: 10 * NS_PER_US,
-            bitmap_piece: 2 * NS_PER_US,
-            time_slice: 10 * NS_PER_MS,
-            px_row_send: 100,
-            px_row_receive: 250,
-            px_message_local: 5 * NS_PER_US,
-            px_message_remote: 20 * NS_PER_US,
-            px_server_start: 5 * NS_PER_MS,
+            execute_ns: 15 * NS_PER_US,
+            consistent_get_ns: 5 * NS_PER_US,
+            db_block_get_ns: 6 * NS_PER_US,
+            row_examined_ns: 50,
+            row_change_ns: 20 * NS_PER_US,
+            commit_ns: 20 * NS_PER_US,
+            cr_build_ns: 60 * NS_PER_US,
+            undo_apply_ns: 5 * NS_PER_US,
+            lms_message_ns: 20 * NS_PER_US,
+            lms_pin_ns: 10 * NS_PER_US,
+            lms_send_ns: 30 * NS_PER_US,
+            lgwr_write_ns: 50 * NS_PER_US,
+            dbwr_write_ns: 30 * NS_PER_US,
+            dbwr_io_submit_ns: 0,
+            rman_block_ns: 100 * NS_PER_US,
+            block_install_ns: 10 * NS_PER_US,
+            bitmap_piece_ns: 2 * NS_PER_US,
+            time_slice_ns: 10 * NS_PER_MS,
+            px_row_send_ns: 100,
+            px_row_receive_ns: 250,
+            px_message_local_ns: 5 * NS_PER_US,
+            px_message_remote_ns: 20 * NS_PER_US,
+            px_server_start_ns: 5 * NS_PER_MS,
         }
     }
 }

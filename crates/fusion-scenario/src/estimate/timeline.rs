@@ -77,15 +77,16 @@ fn txn_work(s: &Scenario, sizes: &[SegmentSize], steps: &[Step]) -> TxnWork {
             } => match access {
                 Access::Index(ix) => {
                     let r = f64::from(*rows);
-                    w.cpu += r * (ns(c.execute) + (height(*ix) + 1.0) * ns(c.consistent_get));
+                    w.cpu += r * (ns(c.execute_ns) + (height(*ix) + 1.0) * ns(c.consistent_get_ns));
                 }
                 Access::FullScan => {
                     let (blocks, rows) = sizes
                         .iter()
                         .find(|x| x.segment == Segment::Table(*table))
                         .map_or((1.0, 1.0), |x| (x.formatted as f64, x.items as f64));
-                    w.cpu +=
-                        ns(c.execute) + blocks * ns(c.consistent_get) + rows * ns(c.row_examined);
+                    w.cpu += ns(c.execute_ns)
+                        + blocks * ns(c.consistent_get_ns)
+                        + rows * ns(c.row_examined_ns);
                 }
             },
             Step::Update {
@@ -100,10 +101,10 @@ fn txn_work(s: &Scenario, sizes: &[SegmentSize], steps: &[Step]) -> TxnWork {
                     Access::FullScan => 2.0,
                 };
                 w.cpu += r
-                    * (ns(c.execute)
-                        + (h + 1.0) * ns(c.consistent_get)
-                        + ns(c.db_block_get)
-                        + ns(c.row_change));
+                    * (ns(c.execute_ns)
+                        + (h + 1.0) * ns(c.consistent_get_ns)
+                        + ns(c.db_block_get_ns)
+                        + ns(c.row_change_ns));
                 changes += r * (1.0 + on_update(*table));
                 if let Some(u) = w.updated.get_mut(*table) {
                     *u += r;
@@ -112,7 +113,9 @@ fn txn_work(s: &Scenario, sizes: &[SegmentSize], steps: &[Step]) -> TxnWork {
             Step::Insert { table, rows } | Step::InsertSeq { table, rows, .. } => {
                 let r = f64::from(*rows);
                 let ix = indexes_on(*table);
-                w.cpu += r * (ns(c.execute) + (1.0 + ix) * (ns(c.row_change) + ns(c.db_block_get)));
+                w.cpu += r
+                    * (ns(c.execute_ns)
+                        + (1.0 + ix) * (ns(c.row_change_ns) + ns(c.db_block_get_ns)));
                 changes += r * (1.0 + ix);
                 if let Some(x) = w.inserted.get_mut(*table) {
                     *x += r;
@@ -124,15 +127,16 @@ fn txn_work(s: &Scenario, sizes: &[SegmentSize], steps: &[Step]) -> TxnWork {
             }
             Step::NextVal { sequence, rows } => {
                 let r = f64::from(*rows);
-                w.cpu += r * ns(c.execute);
+                w.cpu += r * ns(c.execute_ns);
                 w.nextvals += r;
                 changes += r * seq_updates(s, *sequence);
             }
             Step::Count { rows, .. } => {
                 let r = f64::from(*rows);
-                w.cpu += r * (ns(c.execute) + 2.0 * ns(c.consistent_get) + ns(c.bitmap_piece));
+                w.cpu +=
+                    r * (ns(c.execute_ns) + 2.0 * ns(c.consistent_get_ns) + ns(c.bitmap_piece_ns));
             }
-            Step::ParallelQuery(_) => w.cpu += ns(c.execute),
+            Step::ParallelQuery(_) => w.cpu += ns(c.execute_ns),
             Step::Think { time } => w.wait += ns(*time),
             // Memory only: at least a local line's latency per write (nothing grows).
             Step::MemoryWrites { ops } => {
@@ -142,7 +146,7 @@ fn txn_work(s: &Scenario, sizes: &[SegmentSize], steps: &[Step]) -> TxnWork {
             Step::Commit => {}
         }
     }
-    w.cpu += ns(c.commit);
+    w.cpu += ns(c.commit_ns);
     if changes > 0.0 {
         // A commit record, and the log file sync that waits for its write.
         w.redo = changes + 1.0;

@@ -64,7 +64,7 @@ impl Validator<'_> {
             // A session that neither thinks nor pays for its calls and block
             // visits would run forever at one instant: the simulator would
             // never reach the end of the phase, a live instance would spin.
-            if think_time == 0 && costs.execute == 0 && costs.consistent_get == 0 {
+            if think_time == 0 && costs.execute_ns == 0 && costs.consistent_get_ns == 0 {
                 let at = workload.get("think_time_ms").unwrap_or(item);
                 self.err(
                     at,

@@ -170,7 +170,7 @@ pub fn instance(
 }
 
 fn fusion_wire_max() -> u32 {
-    fusion_live::MAX_INSTANCES
+    fusion_live::INSTANCES_MAX
 }
 
 /// `fusionlab up`: start a local cluster and write its cluster file.

@@ -2,7 +2,7 @@
 //! the policy statistics sent to the coordinator, the DRM's messages, the
 //! requests held under `gc remaster`, and the messages a move leaves late.
 
-use crate::instance::Instance;
+use super::Dispatch;
 use crate::instance::events::Timer;
 use crate::instance::membership::RETRANSMIT_NS;
 use crate::instance::session::SessionState;
@@ -10,7 +10,7 @@ use crate::msg::{DrmMsg, Msg, ReqKind, Request};
 use crate::stats::{Stat, Wait};
 use crate::types::{BlockAddr, InstId};
 
-impl Instance {
+impl Dispatch {
     /// The coordinator of DRM: the lowest member, as for a reconfiguration.
     fn drm_coordinator(&self) -> InstId {
         self.membership.members().first().unwrap_or(self.id)

@@ -3,16 +3,16 @@
 //! the split enqueue is taken and released, blocks are asked for, pins go
 //! and the CPU is asked for, in the order the work happens.
 
-use super::super::Instance;
 use super::super::cache::BufId;
 use super::super::execution::ExecPoint;
 use super::super::session::Acquired;
 use super::super::session::insert::{Leaf, Spare, split_res, x_ready};
+use super::Dispatch;
 use crate::msg::{LockMode, ReqKind};
 use crate::stats::Wait;
 use crate::types::{BlockAddr, Rowid};
 
-impl Instance {
+impl Dispatch {
     /// Format a never-used block for inserts; returns true when the session can go on.
     pub(in crate::instance) fn format_new(
         &mut self,

@@ -1,8 +1,8 @@
 //! The dispatcher's steps of a reconfiguration and of instance recovery:
 //! the sequencing across subsystems that `Membership` asks for.
 
+use super::Dispatch;
 use crate::block::Block;
-use crate::instance::Instance;
 use crate::instance::cache::BufId;
 use crate::instance::events::IoPurpose;
 use crate::instance::membership::{self, HeldWork, Newer};
@@ -10,7 +10,7 @@ use crate::msg::{Envelope, Msg, Rebuild, RecoverSource, RedoRecord, Request};
 use crate::stats::Stat;
 use crate::types::{BlockAddr, InstId, InstSet, Scn};
 
-impl Instance {
+impl Dispatch {
     // ----- instance recovery (membership/smon.rs) ---------------------------------
 
     /// A dead thread was read; once all are, the claims and what recovery

@@ -7,7 +7,6 @@
 //! waits for its transaction: the GES's TX enqueues and LMD's deadlock
 //! searches for those waits are sequenced here too.
 
-use super::super::Instance;
 use super::super::cache::victim::Victim;
 use super::super::cache::{BufId, BufState, Cache};
 use super::super::events::Timer;
@@ -18,6 +17,7 @@ use super::super::session::{
     Acquired, Changed, Confirm, Foregrounds, PATH_MAX, PendingRequest, RowLockWait, RowLocks,
     Search, Via, dd_interval_ns,
 };
+use super::Dispatch;
 use crate::block::{Block, Body, CrCopy, CrError};
 use crate::config::Nanos;
 use crate::metrics::BlockKind;
@@ -28,7 +28,7 @@ use crate::msg::{
 use crate::stats::Stat;
 use crate::types::{BlockAddr, InstId, InstSet, Scn, Xid};
 
-impl Instance {
+impl Dispatch {
     /// Try to visit `blk`; returns true if the session can go on at once (it
     /// never can: a visit always takes CPU), false when it waits.
     pub(in crate::instance) fn visit(&mut self, sid: u32, blk: BlockAddr, current: bool) -> bool {
@@ -253,7 +253,7 @@ fn holds_xcur(cache: &Cache, blk: BlockAddr) -> bool {
         .is_some_and(|id| cache.get(id).state() == BufState::Xcur)
 }
 
-impl Instance {
+impl Dispatch {
     /// A block arrived for one of our requests. The foreground that asked
     /// installs it; the wait is renamed by what happened on the way.
     #[allow(clippy::too_many_arguments)]
@@ -505,7 +505,7 @@ impl Instance {
 
 // ----- row lock waits and LMD's deadlock detection (session/row_locks.rs) ---------------
 
-impl Instance {
+impl Dispatch {
     /// Session `sid` waits until transaction `holder` ends: here, on its
     /// TX enqueue at the GES, or for recovery's word.
     pub(in crate::instance) fn wait_for_tx(&mut self, sid: u32, holder: Xid) {
@@ -698,7 +698,7 @@ impl Instance {
 
 // ----- sequences (session/sequence.rs decides) ----------------------------------------
 
-impl Instance {
+impl Dispatch {
     /// Advance a `nextval`. True when the session can go on at once.
     pub(in crate::instance) fn seq_step(
         &mut self,

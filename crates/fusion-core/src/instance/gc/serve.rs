@@ -209,7 +209,7 @@ impl<'a, Tx: Fn(Xid) -> TxState> Holder<'a, Tx> {
                 };
                 self.k.add(
                     Stat::GcCrBlockBuildTime,
-                    run.saturating_sub(self.k.costs().lms_send),
+                    run.saturating_sub(self.k.costs().lms_send_ns),
                 );
                 if let Ok(cp) = &built
                     && cp.undo_applied > 0
@@ -223,7 +223,7 @@ impl<'a, Tx: Fn(Xid) -> TxState> Holder<'a, Tx> {
                 if self.redo.redo_pending(self.cache.get(buf).last_rba) {
                     self.park_for_flush(w, s, buf)
                 } else {
-                    let send_time = self.k.costs().lms_send.min(run);
+                    let send_time = self.k.costs().lms_send_ns.min(run);
                     self.ship(s, buf, send_time)
                 }
             }
@@ -250,7 +250,7 @@ impl<'a, Tx: Fn(Xid) -> TxState> Holder<'a, Tx> {
                 if self.redo.redo_pending(self.cache.get(buf).last_rba) {
                     self.park_for_flush(w, s, buf)
                 } else {
-                    let send_time = self.k.costs().lms_send.min(run);
+                    let send_time = self.k.costs().lms_send_ns.min(run);
                     self.ship(s, buf, send_time)
                 }
             }
@@ -486,15 +486,15 @@ impl HolderView<'_> {
     fn job_demand(&self, job: &mut Job, tx: &impl Fn(Xid) -> TxState) -> Nanos {
         let c = self.costs;
         let s = match job {
-            Job::Msg { .. } => return c.lms_message,
+            Job::Msg { .. } => return c.lms_message_ns,
             Job::Serve(s) => s,
         };
         match s.stage {
-            Stage::Send => c.lms_send,
-            Stage::AfterPin => c.lms_pin + self.send_cost_unless_flush(s.req.blk),
+            Stage::Send => c.lms_send_ns,
+            Stage::AfterPin => c.lms_pin_ns + self.send_cost_unless_flush(s.req.blk),
             Stage::Start => {
                 let Some(buf) = self.cache.current(s.req.blk) else {
-                    return c.lms_message;
+                    return c.lms_message_ns;
                 };
                 match (s.req.kind, s.shared) {
                     (ReqKind::Cr { .. }, false)
@@ -502,7 +502,7 @@ impl HolderView<'_> {
                             || self.cache.fairness_due(buf, self.fairness_threshold) =>
                     {
                         // No copy is built: the master is told to route it again.
-                        c.lms_message
+                        c.lms_message_ns
                     }
                     (ReqKind::Cr { snapshot, reader }, false) => {
                         let b = self.cache.get(buf);
@@ -510,13 +510,13 @@ impl HolderView<'_> {
                         let built = b.image.build_cr(snapshot, reader, self.scn, tx);
                         let undo = built.as_ref().map_or(0, |cp| cp.undo_applied);
                         s.built = Some((scn, built));
-                        c.cr_build
-                            + c.undo_apply * Nanos::from(undo)
+                        c.cr_build_ns
+                            + c.undo_apply_ns * Nanos::from(undo)
                             + self.send_cost_unless_flush(s.req.blk)
                     }
                     (ReqKind::Cr { .. }, true) => self.send_cost_unless_flush(s.req.blk),
                     (ReqKind::Current { .. }, _) => {
-                        c.lms_pin + self.send_cost_unless_flush(s.req.blk)
+                        c.lms_pin_ns + self.send_cost_unless_flush(s.req.blk)
                     }
                 }
             }
@@ -528,7 +528,7 @@ impl HolderView<'_> {
     fn send_cost_unless_flush(&self, blk: BlockAddr) -> Nanos {
         match self.cache.current(blk) {
             Some(b) if self.lgwr.redo_pending(self.cache.get(b).last_rba) => 0,
-            _ => self.costs.lms_send,
+            _ => self.costs.lms_send_ns,
         }
     }
 }

@@ -132,7 +132,7 @@ impl Kernel {
     ) -> Kernel {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         rng.set_stream(u64::from(id.0) + 1);
-        let cpus = Cpus::new(params.cpu_count, costs.time_slice, server.as_ref());
+        let cpus = Cpus::new(params.cpu_count, costs.time_slice_ns, server.as_ref());
         let numa = server.map(|s| {
             Numa::new(
                 s,
@@ -203,6 +203,14 @@ impl Kernel {
     #[inline(always)]
     pub fn stats(&self) -> &Stats {
         &self.stats
+    }
+
+    /// The counters as `v$sysstat` would show them now: the CPUs' busy
+    /// time as of now added.
+    pub fn stats_now(&self) -> Stats {
+        let mut s = self.stats.clone();
+        s.add(Stat::OsBusyTime, self.cpus().busy());
+        s
     }
 
     #[inline(always)]

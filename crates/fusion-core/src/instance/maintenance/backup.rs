@@ -142,7 +142,7 @@ impl Maintenance {
             return;
         };
         k.add(Stat::RmanBlocksBackedUp, blocks);
-        k.cpu(proc, (k.costs().rman_block * blocks).max(1));
+        k.cpu(proc, (k.costs().rman_block_ns * blocks).max(1));
     }
 
     /// Channel `c` compressed what it read.

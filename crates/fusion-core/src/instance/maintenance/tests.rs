@@ -113,7 +113,7 @@ fn a_channel_checks_what_it_read_then_reads_on_until_the_backup_is_done() {
         assert_eq!(Some(d.proc), k.find_proc("ORA_DISK_1"));
         assert_eq!(
             d.done_at - d.requested_at,
-            k.costs().rman_block * u64::from(count)
+            k.costs().rman_block_ns * u64::from(count)
         );
         m.backup_step_done(&mut k, &mut obs, 0);
         steps += 1;

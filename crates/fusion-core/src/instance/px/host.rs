@@ -206,7 +206,7 @@ impl PxStep<'_, '_> {
             if start {
                 self.px.servers[server].starting = Some(exec);
                 starting += 1;
-                let cost = self.k.costs().px_server_start;
+                let cost = self.k.costs().px_server_start_ns;
                 self.k.cpu(proc, cost);
             }
             self.worker_begin_wait(w, Wait::PxDeqExecutionMsg);

@@ -673,11 +673,11 @@ impl<'a, 'n> PxStep<'a, 'n> {
         }
         let waited = self.session_state(sid) == SessionState::WaitPx;
         let msg = if remote {
-            self.k.costs().px_message_remote
+            self.k.costs().px_message_remote_ns
         } else {
-            self.k.costs().px_message_local
+            self.k.costs().px_message_local_ns
         };
-        let cpu = rows * self.k.costs().px_row_receive + msg;
+        let cpu = rows * self.k.costs().px_row_receive_ns + msg;
         let proc = self.session_mut(sid).run_px_step();
         self.k.cpu(proc, cpu);
         if waited {

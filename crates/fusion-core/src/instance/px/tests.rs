@@ -176,7 +176,7 @@ fn a_hosted_slave_starts_a_server_joins_reads_its_granules_and_frees_it_for_the_
     assert_eq!(r.k.proc_name(done[0].proc), Some("P000"));
     assert_eq!(
         done[0].done_at - done[0].requested_at,
-        r.k.costs().px_server_start
+        r.k.costs().px_server_start_ns
     );
     r.step(|p| p.server_step_done(0, done[0]));
     assert_eq!(r.sent(), [(InstId(0), PxMsg::Joined { exec: EXEC })]);

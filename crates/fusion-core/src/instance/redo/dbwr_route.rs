@@ -144,11 +144,11 @@ impl Redo {
         if flush_to > 0 {
             self.request_flush(k, flush_to, Some(FlushWaiter::Dbwr));
         }
-        let per_block = k.costs().dbwr_write
+        let per_block = k.costs().dbwr_write_ns
             + if self.slaves.any() {
                 0
             } else {
-                k.costs().dbwr_io_submit
+                k.costs().dbwr_io_submit_ns
             };
         for start in self.dbwr.start_writers() {
             if let Some(touch) = self.batch_touch(k, cache, start.proc)
@@ -221,7 +221,7 @@ impl Redo {
                     },
                 );
             }
-            let cost = k.costs().dbwr_io_submit.max(1);
+            let cost = k.costs().dbwr_io_submit_ns.max(1);
             k.cpu(proc, cost);
         }
     }

@@ -308,6 +308,7 @@ impl Lgwr {
 
     /// The next waiter whose redo is on disk (and, for a committer, known to
     /// every instance). One at a time: releasing one may queue others.
+    #[inline]
     pub fn next_released(&mut self) -> Option<FlushWaiter> {
         while let Some(Reverse((rba, _, w))) = self.waiters.peek().copied() {
             if rba > self.flushed {

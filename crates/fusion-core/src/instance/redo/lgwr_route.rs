@@ -44,7 +44,7 @@ impl Redo {
     }
 
     fn lgwr_run(&mut self, k: &mut Kernel) {
-        let (proc, cost) = (self.lgwr.proc(), k.costs().lgwr_write);
+        let (proc, cost) = (self.lgwr.proc(), k.costs().lgwr_write_ns);
         k.cpu(proc, cost);
     }
 

@@ -71,7 +71,7 @@ fn a_commit_is_released_once_its_redo_is_on_disk_and_every_peer_acknowledged_it(
     );
     assert_eq!(
         cpu_step(&mut r.k),
-        (r.redo.lgwr().proc(), r.k.costs().lgwr_write)
+        (r.redo.lgwr().proc(), r.k.costs().lgwr_write_ns)
     );
     r.redo.lgwr_step_done(&mut r.k, &mut r.m.net(), None);
     let actions = r.k.take_actions();

@@ -61,7 +61,7 @@ impl Foregrounds {
             let s = self.sessions.session(sid);
             (s.snapshot, s.xid)
         };
-        let get_ns = k.costs().consistent_get;
+        let get_ns = k.costs().consistent_get_ns;
         // 1. The current buffer, as it is or rolled back here.
         if let Some(current_buf) = cache.current(blk) {
             // A buffer another session is changing right now (exclusive
@@ -156,7 +156,7 @@ impl Foregrounds {
         k.incr(Stat::CrBlocksCreated);
         k.add(Stat::UndoRecordsApplied, u64::from(cp.undo_applied));
         k.add(Stat::ConsistentChanges, u64::from(cp.undo_applied));
-        k.costs().cr_build + k.costs().undo_apply * Nanos::from(cp.undo_applied)
+        k.costs().cr_build_ns + k.costs().undo_apply_ns * Nanos::from(cp.undo_applied)
     }
 
     /// The CR copy built here goes into the cache (a buffer is free for
@@ -181,7 +181,7 @@ impl Foregrounds {
         Acquired::Pinned {
             buf: id,
             extra_ns,
-            cpu_ns: k.costs().consistent_get,
+            cpu_ns: k.costs().consistent_get_ns,
         }
     }
 
@@ -209,7 +209,7 @@ impl Foregrounds {
                 return Acquired::Pinned {
                     buf: current_buf,
                     extra_ns: 0,
-                    cpu_ns: k.costs().db_block_get + k.costs().row_change,
+                    cpu_ns: k.costs().db_block_get_ns + k.costs().row_change_ns,
                 };
             }
         }
@@ -238,12 +238,12 @@ impl Foregrounds {
         let point = self.sessions.session(sid).cur;
         if matches!(point, ExecPoint::Scan { .. } | ExecPoint::ScanHeader { .. }) {
             // Examining the block's rows is part of a scan's work.
-            extra_ns += k.costs().row_examined * cache.get(buf).image.row_slots() as Nanos;
+            extra_ns += k.costs().row_examined_ns * cache.get(buf).image.row_slots() as Nanos;
         }
         extra_ns += self.bitmap_work(k, cache, sid, buf);
         if matches!(point, ExecPoint::Seq { .. }) {
             // The recursive `update seq$`: its execute call, the change and its commit.
-            extra_ns += k.costs().execute + k.costs().row_change + k.costs().commit;
+            extra_ns += k.costs().execute_ns + k.costs().row_change_ns + k.costs().commit_ns;
         }
         let s = self.sessions.session_mut(sid);
         s.st = SessionState::Cpu(AfterCpu::Visit(buf));

@@ -82,7 +82,7 @@ impl Foregrounds {
         let s = self.sessions.session_mut(sid);
         s.st = SessionState::Cpu(AfterCpu::Commit);
         let proc = s.proc;
-        k.cpu(proc, k.costs().commit);
+        k.cpu(proc, k.costs().commit_ns);
         false
     }
 

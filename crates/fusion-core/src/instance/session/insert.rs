@@ -448,7 +448,7 @@ impl Foregrounds {
         s.split_pins = pins;
         s.st = SessionState::Cpu(AfterCpu::Split);
         let costs = k.costs();
-        (s.proc, costs.row_change * 4 + costs.db_block_get * 3)
+        (s.proc, costs.row_change_ns * 4 + costs.db_block_get_ns * 3)
     }
 
     /// The split's CPU step is over: split, and answer where the descent

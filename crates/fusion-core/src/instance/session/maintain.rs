@@ -142,8 +142,8 @@ impl Foregrounds {
             ExecPoint::Index {
                 purpose: Purpose::Count { value },
                 ..
-            } => k.costs().bitmap_piece * Nanos::from(count_in(img, *value).1),
-            ExecPoint::MaintLeaf { .. } => k.costs().bitmap_piece,
+            } => k.costs().bitmap_piece_ns * Nanos::from(count_in(img, *value).1),
+            ExecPoint::MaintLeaf { .. } => k.costs().bitmap_piece_ns,
             _ => 0,
         }
     }

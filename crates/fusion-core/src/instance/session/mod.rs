@@ -48,6 +48,7 @@ pub(super) mod sequence;
 mod sequences;
 mod state;
 mod transactions;
+mod views;
 mod workload;
 mod workloads;
 

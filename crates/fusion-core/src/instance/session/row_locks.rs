@@ -33,7 +33,7 @@ use crate::types::{InstId, Xid};
 pub(in crate::instance) const PATH_MAX: usize = 4096;
 
 /// Deadlocks an instance keeps the record of (the newest).
-pub(in crate::instance) const DEADLOCKS_KEPT: usize = 64;
+pub(in crate::instance) const DEADLOCKS_MAX: usize = 64;
 
 /// Where a row lock wait waits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -269,14 +269,14 @@ impl RowLocks {
     /// A deadlock was broken here at `at`.
     pub fn record(&mut self, at: Nanos, cycle: Vec<WaitHop>) {
         self.broken += 1;
-        if self.deadlocks.len() == DEADLOCKS_KEPT {
+        if self.deadlocks.len() == DEADLOCKS_MAX {
             self.deadlocks.pop_front();
         }
         self.deadlocks.push_back(DeadlockSeen { at, cycle });
-        debug_assert!(self.deadlocks.len() <= DEADLOCKS_KEPT);
+        debug_assert!(self.deadlocks.len() <= DEADLOCKS_MAX);
     }
 
-    /// The deadlocks broken here, the newest last (up to [`DEADLOCKS_KEPT`]).
+    /// The deadlocks broken here, the newest last (up to [`DEADLOCKS_MAX`]).
     pub fn deadlocks(&self) -> impl Iterator<Item = &DeadlockSeen> {
         self.deadlocks.iter()
     }

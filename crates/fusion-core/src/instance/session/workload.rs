@@ -264,7 +264,7 @@ impl Foregrounds {
             k.stats_mut().statements[st].executions += 1;
             k.stats_mut().statements[st].rows += 1;
         }
-        let cost = k.costs().execute;
+        let cost = k.costs().execute_ns;
         k.incr(Stat::ExecuteCount);
         let first = self.first_point(k, sid, w, template, at, step);
         let s = self.sessions.session_mut(sid);

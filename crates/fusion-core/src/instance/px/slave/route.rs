@@ -267,14 +267,14 @@ impl PxStep<'_, '_> {
             let mut fin = Final::new(plan, 1);
             fin.apply(0, &out);
             wk.fin = Some(fin);
-            let cost = work.rows * self.k.costs().px_row_receive
-                + work.compares * self.k.costs().row_examined;
+            let cost = work.rows * self.k.costs().px_row_receive_ns
+                + work.compares * self.k.costs().row_examined_ns;
             self.worker_cpu(w, cost, After::SerialDone);
             return false;
         }
         // One set: the partial result goes to the QC.
         let buffers = self.output_to_qc(w, out, width);
-        let cost = work.rows * self.k.costs().px_row_send + self.send_cost(w, buffers);
+        let cost = work.rows * self.k.costs().px_row_send_ns + self.send_cost(w, buffers);
         self.worker_cpu(w, cost, After::Continue);
         false
     }
@@ -311,11 +311,11 @@ impl PxStep<'_, '_> {
                 .unwrap_or(me);
             self.worker_end_wait_if(w, Wait::PxDeqTableQNormal);
             let msg = if remote {
-                self.k.costs().px_message_remote
+                self.k.costs().px_message_remote_ns
             } else {
-                self.k.costs().px_message_local
+                self.k.costs().px_message_local_ns
             };
-            let cost = work.rows * self.k.costs().px_row_receive + msg;
+            let cost = work.rows * self.k.costs().px_row_receive_ns + msg;
             self.worker_cpu(w, cost, After::Credit(producer, from_inst));
             return false;
         }
@@ -324,8 +324,8 @@ impl PxStep<'_, '_> {
             wk.finished = true;
             let (out, width, work) = wk.stage.finish();
             let buffers = self.output_to_qc(w, out, width);
-            let cost = work.rows * self.k.costs().px_row_send
-                + work.compares * self.k.costs().row_examined
+            let cost = work.rows * self.k.costs().px_row_send_ns
+                + work.compares * self.k.costs().row_examined_ns
                 + self.send_cost(w, buffers);
             self.worker_end_wait_if(w, Wait::PxDeqTableQNormal);
             self.worker_cpu(w, cost, After::Continue);
@@ -356,8 +356,8 @@ impl PxStep<'_, '_> {
             .take(buffers as usize)
             .filter(|b| self.dest_inst(b) != Some(me))
             .count() as u64;
-        remote * self.k.costs().px_message_remote
-            + (buffers - remote.min(buffers)) * self.k.costs().px_message_local
+        remote * self.k.costs().px_message_remote_ns
+            + (buffers - remote.min(buffers)) * self.k.costs().px_message_local_ns
     }
 
     /// The instance a buffer goes to.
@@ -466,7 +466,8 @@ impl PxStep<'_, '_> {
             rows += rows::project(plan, b, &mut values);
         }
         self.k.add(Stat::TableScanRowsGotten, rows);
-        let per_block = self.k.costs().consistent_get * n + self.k.costs().row_examined * rows;
+        let per_block =
+            self.k.costs().consistent_get_ns * n + self.k.costs().row_examined_ns * rows;
         let feeds = wk.feeds_consumers();
         if !feeds {
             let Some(wk) = self.px.worker_mut(w) else {
@@ -474,7 +475,7 @@ impl PxStep<'_, '_> {
             };
             let work = wk.stage.apply(side, &values);
             wk.rows += rows;
-            let cost = per_block + work.rows * self.k.costs().px_row_receive;
+            let cost = per_block + work.rows * self.k.costs().px_row_receive_ns;
             self.worker_cpu(w, cost, After::Continue);
             return;
         }
@@ -515,7 +516,7 @@ impl PxStep<'_, '_> {
         for (c, v) in full {
             self.queue_buffer(w, Dest::Slave(SlaveId::consumer(c)), side, v, false);
         }
-        let cost = per_block + rows * self.k.costs().px_row_send + self.send_cost(w, msgs);
+        let cost = per_block + rows * self.k.costs().px_row_send_ns + self.send_cost(w, msgs);
         self.worker_cpu(w, cost, After::Continue);
     }
 
