@@ -239,7 +239,7 @@ mod tests {
     use fusion_core::config::{Catalog, TableDef};
     use fusion_core::instance::{Horizon, Observation};
     use fusion_core::layout::Layout;
-    use fusion_core::types::{InstId, Xid};
+    use fusion_core::types::{InstId, Scn, Xid};
 
     use crate::{CheckReport, ConsistencyChecker};
 
@@ -273,7 +273,7 @@ mod tests {
     }
 
     fn commit(xid: Xid, scn: u64) -> Observation {
-        Observation::Commit { xid, scn }
+        Observation::Commit { xid, scn: Scn(scn) }
     }
 
     fn ack(xid: Xid) -> Observation {
@@ -283,7 +283,7 @@ mod tests {
     fn read(snapshot: u64, key: u64, val: i64) -> Observation {
         Observation::Read {
             xid: Xid::NONE,
-            snapshot,
+            snapshot: Scn(snapshot),
             table: 0,
             key,
             val: Some(val),
@@ -291,7 +291,10 @@ mod tests {
     }
 
     fn horizon(scn: u64) -> Option<Horizon> {
-        Some(Horizon { scn, snapshot: scn })
+        Some(Horizon {
+            scn: Scn(scn),
+            snapshot: Scn(scn),
+        })
     }
 
     /// Finish with the store holding `images`: (key, value) of table 0's
@@ -306,7 +309,7 @@ mod tests {
                 slot: rowid.slot,
                 val,
             };
-            assert!(block.apply(&change, Xid::new(InstId(0), 999), 1));
+            assert!(block.apply(&change, Xid::new(InstId(0), 999), Scn(1)));
         }
         c.finish_with(|blk| {
             stored

@@ -326,7 +326,7 @@ impl ConsistencyChecker {
                     // Too many wait: the one with the oldest snapshot is
                     // verified now, and a commit it should have seen that
                     // arrives later is reported then.
-                    let e = self.early.entry((r.table, r.key)).or_insert(0);
+                    let e = self.early.entry((r.table, r.key)).or_insert(Scn::ZERO);
                     *e = (*e).max(r.snapshot);
                     self.verify(&r);
                 }
@@ -699,13 +699,25 @@ mod tests {
     fn a_read_waits_for_the_commits_a_lagging_instance_may_still_send() {
         for (returned, violations) in [(2, 0), (1, 1)] {
             let mut c = ConsistencyChecker::new(layout(2));
-            c.take_drained(InstId(0), &[write(0, 1, 1), commit(0, 1, 10)], horizon(12));
-            c.take_drained(InstId(1), &[read(25, returned)], horizon(30));
+            c.take_drained(
+                InstId(0),
+                &[write(0, 1, 1), commit(0, 1, Scn(10))],
+                horizon(Scn(12)),
+            );
+            c.take_drained(InstId(1), &[read(Scn(25), returned)], horizon(Scn(30)));
             assert_eq!(c.kept().0, 1, "inst1's read waits: inst0 is at 12");
             // inst0 commits at 20 <= 25: the read must see it.
-            c.take_drained(InstId(0), &[write(0, 2, 2), commit(0, 2, 20)], horizon(31));
+            c.take_drained(
+                InstId(0),
+                &[write(0, 2, 2), commit(0, 2, Scn(20))],
+                horizon(Scn(31)),
+            );
             assert_eq!(c.kept().0, 0, "verified once inst0 passed 25");
-            c.take_drained(InstId(0), &[write(0, 3, 0), commit(0, 3, 40)], horizon(41));
+            c.take_drained(
+                InstId(0),
+                &[write(0, 3, 0), commit(0, 3, Scn(40))],
+                horizon(Scn(41)),
+            );
             let r = finish(c);
             assert_eq!(r.violations.len(), violations, "{:?}", r.violations);
             if violations > 0 {
@@ -732,18 +744,22 @@ mod tests {
             let val = (i % 1000) as i64;
             c.take_drained(
                 InstId(0),
-                &[write(0, i, val), commit(0, i, scn)],
-                horizon(scn + 1),
+                &[write(0, i, val), commit(0, i, Scn(scn))],
+                horizon(Scn(scn + 1)),
             );
             let seen = if i == n / 2 { val + 1 } else { val };
-            c.take_drained(InstId(1), &[read(scn + 5, seen)], horizon(scn + 6));
+            c.take_drained(
+                InstId(1),
+                &[read(Scn(scn + 5), seen)],
+                horizon(Scn(scn + 6)),
+            );
             let k = c.kept();
             most = (most.0.max(k.0), most.1.max(k.1));
         }
         c.take_drained(
             InstId(0),
-            &[write(0, n + 1, 0), commit(0, n + 1, 10 * n + 10)],
-            horizon(10 * n + 11),
+            &[write(0, n + 1, 0), commit(0, n + 1, Scn(10 * n + 10))],
+            horizon(Scn(10 * n + 11)),
         );
         assert!(most.0 <= 1, "reads waiting: {}", most.0);
         assert!(most.1 <= 1 << 17, "versions kept: {}", most.1);
@@ -762,13 +778,13 @@ mod tests {
     #[test]
     fn past_the_pending_limit_reads_are_verified_early_and_a_late_commit_is_caught() {
         let mut c = ConsistencyChecker::with_pending_limit(layout(2), 2);
-        c.take(&[write(0, 1, 1), commit(0, 1, 10)]);
+        c.take(&[write(0, 1, 1), commit(0, 1, Scn(10))]);
         // Nobody drained: the reads wait, the third pushes the oldest out.
-        c.take(&[read(15, 1), read(16, 1), read(17, 1)]);
+        c.take(&[read(Scn(15), 1), read(Scn(16), 1), read(Scn(17), 1)]);
         assert_eq!(c.kept().0, 2);
         // Fine so far; then a commit at 14 <= 15 arrives.
-        c.take(&[write(0, 2, 2), commit(0, 2, 14)]);
-        c.take(&[write(0, 3, 0), commit(0, 3, 40)]);
+        c.take(&[write(0, 2, 2), commit(0, 2, Scn(14))]);
+        c.take(&[write(0, 3, 0), commit(0, 3, Scn(40))]);
         let r = finish(c);
         assert_eq!(r.reads_checked, 3);
         let late: Vec<&String> = r

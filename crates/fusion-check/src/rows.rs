@@ -200,23 +200,23 @@ mod tests {
         let x = Xid::NONE;
         for (scn, val) in [(10, 1), (20, 2), (30, 3), (40, 4)] {
             rows.written((0, 5), x);
-            rows.committed((0, 5), scn, val);
+            rows.committed((0, 5), Scn(scn), val);
         }
-        rows.committed((0, 6), 5, 7);
+        rows.committed((0, 6), Scn(5), 7);
         let seen = |rows: &Rows| -> Vec<Option<i64>> {
             let r = rows.get(&(0, 5)).expect("written");
-            (0..50).map(|s| r.seen_at(s)).collect()
+            (0..50).map(|s| r.seen_at(Scn(s))).collect()
         };
         let before = seen(&rows);
-        rows.trim(25);
+        rows.trim(Scn(25));
         let r = rows.get(&(0, 5)).expect("kept");
-        assert_eq!(r.versions(), [(20, 2), (30, 3), (40, 4)]);
+        assert_eq!(r.versions(), [(Scn(20), 2), (Scn(30), 3), (Scn(40), 4)]);
         assert_eq!(seen(&rows)[25..], before[25..]);
         assert_eq!(rows.versions(), 4, "the lone version of key 6 stays");
         assert_eq!(r.newest(), Some(4));
-        rows.trim(45);
+        rows.trim(Scn(45));
         let r = rows.get(&(0, 5)).expect("kept");
-        assert!(matches!(r.versions, Versions::One((40, 4))));
+        assert!(matches!(r.versions, Versions::One((Scn(40), 4))));
         assert_eq!(seen(&rows)[45..], before[45..]);
     }
 
@@ -230,13 +230,20 @@ mod tests {
     #[test]
     fn a_late_version_goes_in_its_place() {
         let mut rows = Rows::default();
-        rows.committed((0, 1), 30, 3);
-        rows.committed((0, 1), 10, 1);
-        rows.committed((0, 1), 20, 2);
-        rows.committed((0, 1), 20, 1);
+        rows.committed((0, 1), Scn(30), 3);
+        rows.committed((0, 1), Scn(10), 1);
+        rows.committed((0, 1), Scn(20), 2);
+        rows.committed((0, 1), Scn(20), 1);
         let r = rows.get(&(0, 1)).expect("kept");
-        assert_eq!(r.versions(), [(10, 1), (20, 1), (20, 2), (30, 3)]);
-        assert_eq!(r.seen_at(25), Some(2), "the highest value among equal SCNs");
-        assert_eq!(r.seen_at(9), None);
+        assert_eq!(
+            r.versions(),
+            [(Scn(10), 1), (Scn(20), 1), (Scn(20), 2), (Scn(30), 3)]
+        );
+        assert_eq!(
+            r.seen_at(Scn(25)),
+            Some(2),
+            "the highest value among equal SCNs"
+        );
+        assert_eq!(r.seen_at(Scn(9)), None);
     }
 }

@@ -198,6 +198,7 @@ pub fn count_in(block: &Block, value: i64) -> (u64, u32, Option<BlockAddr>) {
 mod tests {
     use super::*;
     use crate::config::initial_value;
+    use crate::types::Scn;
 
     #[test]
     fn pieces_hold_exactly_the_rows_of_their_value() {
@@ -277,11 +278,13 @@ mod tests {
             key: 3,
             on: false,
         };
-        assert!(leaf.apply(&clear, Xid(7), 5));
+        assert!(leaf.apply(&clear, Xid(7), Scn(5)));
         assert_eq!(leaf.piece(at).map(Piece::count), Some(4));
         assert_eq!(leaf.piece(at).map(|p| p.lock), Some(Xid(7)));
         let cr = leaf
-            .build_cr(4, Xid::NONE, 10, &|_| crate::block::TxState::Active)
+            .build_cr(Scn(4), Xid::NONE, Scn(10), &|_| {
+                crate::block::TxState::Active
+            })
             .expect("a CR copy");
         assert_eq!(cr.image.piece(at).map(Piece::count), Some(5));
     }

@@ -198,7 +198,7 @@ impl Lvb {
     pub fn tx_end(end: TxEnd) -> Lvb {
         match end {
             TxEnd::Committed(scn) => Lvb {
-                lo: scn,
+                lo: scn.0,
                 hi: Lvb::TX_COMMITTED,
             },
             TxEnd::RolledBack => Lvb {
@@ -211,7 +211,7 @@ impl Lvb {
     /// What a TX enqueue's value block says (`None`: nothing, or garbage).
     pub fn as_tx_end(self) -> Option<TxEnd> {
         match self.hi {
-            Lvb::TX_COMMITTED => Some(TxEnd::Committed(self.lo)),
+            Lvb::TX_COMMITTED => Some(TxEnd::Committed(Scn(self.lo))),
             Lvb::TX_ROLLED_BACK => Some(TxEnd::RolledBack),
             _ => None,
         }

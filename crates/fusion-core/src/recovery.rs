@@ -96,7 +96,7 @@ pub fn first_pass<'a>(records: impl IntoIterator<Item = &'a RedoRecord>) -> Reco
             continue;
         };
         let seen = blocks.entry(blk).or_insert(Seen {
-            written: 0,
+            written: Scn::ZERO,
             changes: Vec::new(),
         });
         if r.written {
@@ -227,27 +227,27 @@ mod tests {
     fn first_pass_finds_blocks_not_covered_by_a_bwr() {
         let upd = |slot, val| Change::UpdateRow { slot, val };
         let thread = vec![
-            change(10, x(1), 5, upd(0, 1)),
-            change(11, x(1), 6, upd(0, 1)),
-            RedoRecord::commit(12, x(1), 100),
-            change(13, x(2), 7, upd(0, 2)),
+            change(Scn(10), x(1), 5, upd(0, 1)),
+            change(Scn(11), x(1), 6, upd(0, 1)),
+            RedoRecord::commit(Scn(12), x(1), 100),
+            change(Scn(13), x(2), 7, upd(0, 2)),
             // Block 5 written at 10: its change is on disk.
-            RedoRecord::block_written(BlockAddr(5), 10),
-            change(14, x(3), 6, upd(1, 3)),
+            RedoRecord::block_written(BlockAddr(5), Scn(10)),
+            change(Scn(14), x(3), 6, upd(1, 3)),
             // Written at 13 while block 6 changed again at 14: 6 stays.
-            RedoRecord::block_written(BlockAddr(6), 13),
-            change(15, x(2), 5, upd(1, 4)),
+            RedoRecord::block_written(BlockAddr(6), Scn(13)),
+            change(Scn(15), x(2), 5, upd(1, 4)),
         ];
         let set = first_pass(&thread);
         assert_eq!(set.records, 8);
         assert_eq!(set.redo_bytes, 5 * 200 + 100);
-        let blocks: Vec<(u32, Scn, u32)> = set
+        let blocks: Vec<(u32, u64, u32)> = set
             .blocks
             .iter()
-            .map(|b| (b.blk.0, b.first_dirty, b.changes))
+            .map(|b| (b.blk.0, b.first_dirty.0, b.changes))
             .collect();
         assert_eq!(blocks, vec![(7, 13, 1), (6, 14, 1), (5, 15, 1)]);
-        assert_eq!(set.committed, vec![(x(1), 12)]);
+        assert_eq!(set.committed, vec![(x(1), Scn(12))]);
         assert_eq!(set.uncommitted, vec![x(2), x(3)]);
     }
 
@@ -255,28 +255,31 @@ mod tests {
     fn a_bwr_does_not_cover_an_uncommitted_change() {
         let upd = |slot, val| Change::UpdateRow { slot, val };
         let thread = vec![
-            change(10, x(1), 5, upd(0, 1)),
-            change(11, x(2), 6, upd(0, 2)),
+            change(Scn(10), x(1), 5, upd(0, 1)),
+            change(Scn(11), x(2), 6, upd(0, 2)),
             // DBWR wrote both blocks: x(1)'s change and x(2)'s are on disk.
-            RedoRecord::block_written(BlockAddr(5), 11),
-            RedoRecord::block_written(BlockAddr(6), 11),
-            RedoRecord::commit(12, x(2), 100),
+            RedoRecord::block_written(BlockAddr(5), Scn(11)),
+            RedoRecord::block_written(BlockAddr(6), Scn(11)),
+            RedoRecord::commit(Scn(12), x(2), 100),
         ];
         let set = first_pass(&thread);
         // x(2) committed: block 6 needs nothing. x(1) did not: block 5 is
         // recovered to roll its change back, though no redo is applied.
-        let blocks: Vec<(u32, Scn, u32)> = set
+        let blocks: Vec<(u32, u64, u32)> = set
             .blocks
             .iter()
-            .map(|b| (b.blk.0, b.first_dirty, b.changes))
+            .map(|b| (b.blk.0, b.first_dirty.0, b.changes))
             .collect();
         assert_eq!(blocks, vec![(5, 10, 1)]);
         assert_eq!(set.uncommitted, vec![x(1)]);
         let mut disk = table(5, &[(1, 0)]);
-        assert!(disk.apply(&upd(0, 1), x(1), 10));
+        assert!(disk.apply(&upd(0, 1), x(1), Scn(10)));
         let (mut image, applied) = roll_forward(disk, &thread).expect("fits");
         assert_eq!(applied, 0, "the disk image already holds the change");
-        assert_eq!(roll_back_uncommitted(&mut image, &set.uncommitted, 13), 1);
+        assert_eq!(
+            roll_back_uncommitted(&mut image, &set.uncommitted, Scn(13)),
+            1
+        );
         assert_eq!(image.row(0).map(|r| (r.val, r.lock)), Some((0, Xid::NONE)));
     }
 
@@ -286,10 +289,10 @@ mod tests {
         // What the session did, from the same image.
         let mut live = disk.clone();
         let thread = vec![
-            change(10, x(1), 5, Change::UpdateRow { slot: 0, val: 11 }),
-            change(11, x(1), 6, Change::UpdateRow { slot: 0, val: 99 }),
+            change(Scn(10), x(1), 5, Change::UpdateRow { slot: 0, val: 11 }),
+            change(Scn(11), x(1), 6, Change::UpdateRow { slot: 0, val: 99 }),
             change(
-                12,
+                Scn(12),
                 x(2),
                 5,
                 Change::InsertRow {
@@ -298,7 +301,7 @@ mod tests {
                     val: 0,
                 },
             ),
-            change(13, x(2), 5, Change::UpdateRow { slot: 1, val: 21 }),
+            change(Scn(13), x(2), 5, Change::UpdateRow { slot: 1, val: 21 }),
         ];
         for r in thread.iter().filter(|r| r.blk == Some(BlockAddr(5))) {
             assert!(live.apply(r.change.as_ref().unwrap(), r.xid, r.scn));
@@ -316,18 +319,23 @@ mod tests {
         let (got, n) = roll_forward(at12, &thread).unwrap();
         assert_eq!((n, &got), (1, &live));
         // A change that does not fit is an error, not a panic.
-        let bad = vec![change(20, x(3), 5, Change::UpdateRow { slot: 9, val: 0 })];
+        let bad = vec![change(
+            Scn(20),
+            x(3),
+            5,
+            Change::UpdateRow { slot: 9, val: 0 },
+        )];
         let err = roll_forward(disk, &bad).unwrap_err();
-        assert_eq!((err.scn, err.change), (20, "update_row"));
+        assert_eq!((err.scn, err.change), (Scn(20), "update_row"));
     }
 
     #[test]
     fn rollback_undoes_one_transaction_and_keeps_the_others() {
         let mut b = table(5, &[(1, 10), (2, 20)]);
-        b.apply(&Change::UpdateRow { slot: 0, val: 11 }, x(1), 5);
-        b.clean_out(x(1), 6);
-        b.apply(&Change::UpdateRow { slot: 0, val: 12 }, x(2), 7);
-        b.apply(&Change::UpdateRow { slot: 1, val: 21 }, x(2), 8);
+        b.apply(&Change::UpdateRow { slot: 0, val: 11 }, x(1), Scn(5));
+        b.clean_out(x(1), Scn(6));
+        b.apply(&Change::UpdateRow { slot: 0, val: 12 }, x(2), Scn(7));
+        b.apply(&Change::UpdateRow { slot: 1, val: 21 }, x(2), Scn(8));
         b.apply(
             &Change::InsertRow {
                 slot: 2,
@@ -335,9 +343,9 @@ mod tests {
                 val: 0,
             },
             x(3),
-            9,
+            Scn(9),
         );
-        let n = roll_back_uncommitted(&mut b, &[x(2)], 20);
+        let n = roll_back_uncommitted(&mut b, &[x(2)], Scn(20));
         assert_eq!(n, 2);
         assert_eq!(
             b.row(0),
@@ -351,19 +359,19 @@ mod tests {
         assert_eq!(b.row(2).map(|r| r.key), Some(3), "x(3)'s insert stays");
         assert!(b.itl.iter().all(|e| e.xid != x(2)));
         assert!(b.undo.iter().all(|u| u.xid != x(2)));
-        assert_eq!(b.scn, 20);
+        assert_eq!(b.scn, Scn(20));
         // Nobody needs to ask about x(2) here any more.
         let lookup = |xid: Xid| {
             if xid == x(3) {
-                TxState::Committed(10)
+                TxState::Committed(Scn(10))
             } else {
                 TxState::Unknown
             }
         };
         assert!(b.unknown_txns(&lookup).is_empty());
         // A transaction the block never saw: nothing to do.
-        assert_eq!(b.roll_back(x(9), 21), 0);
-        assert_eq!(b.scn, 20);
+        assert_eq!(b.roll_back(x(9), Scn(21)), 0);
+        assert_eq!(b.scn, Scn(20));
     }
 
     #[test]
@@ -387,16 +395,16 @@ mod tests {
                 high: None,
             },
         );
-        leaf.apply(&Change::InsertEntry { key: 3, rowid: rid }, x(1), 5);
+        leaf.apply(&Change::InsertEntry { key: 3, rowid: rid }, x(1), Scn(5));
         // A committed split (another transaction) keeps the lower half.
         let split = Change::SplitLower {
             keep: 3,
             high: 4,
             next: Some(BlockAddr(9)),
         };
-        assert!(leaf.apply(&split, x(2), 6));
-        leaf.clean_out(x(2), 7);
-        assert_eq!(leaf.roll_back(x(1), 8), 1);
+        assert!(leaf.apply(&split, x(2), Scn(6)));
+        leaf.clean_out(x(2), Scn(7));
+        assert_eq!(leaf.roll_back(x(1), Scn(8)), 1);
         assert_eq!(leaf.leaf_lookup(3), None);
         assert_eq!(leaf.entry_count(), 2);
         assert!(leaf.leaf_covers(3) && !leaf.leaf_covers(4));

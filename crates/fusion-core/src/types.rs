@@ -42,8 +42,38 @@ impl fmt::Display for BlockAddr {
 }
 
 /// System change number. Each instance keeps its own and they are kept in
-/// step Lamport-style: every message carries the sender's SCN.
-pub type Scn = u64;
+/// step Lamport-style: every message carries the sender's SCN. A type of
+/// its own so an SCN never meets a time or a count unnoticed.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Scn(pub u64);
+
+impl Scn {
+    pub const ZERO: Scn = Scn(0);
+    pub const MAX: Scn = Scn(u64::MAX);
+
+    /// The next SCN.
+    pub fn next(self) -> Scn {
+        Scn(self.0 + 1)
+    }
+
+    pub fn saturating_sub(self, n: u64) -> Scn {
+        Scn(self.0.saturating_sub(n))
+    }
+}
+
+/// The bare number, as before SCNs had a type: debug output and reports
+/// print `5`, not `Scn(5)`.
+impl fmt::Debug for Scn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.0, f)
+    }
+}
+
+impl fmt::Display for Scn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.0, f)
+    }
+}
 
 /// A transaction id: the owning instance and a sequence within it. Zero is "none".
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]

@@ -9,6 +9,7 @@ use fusion_core::config::{NS_PER_MS, Nanos, Step};
 use fusion_core::instance::{Command, Observation};
 use fusion_core::msg::{Envelope, Msg, ReqKind, ShipKind};
 use fusion_core::stats::{Stat, Wait};
+use fusion_core::types::Scn;
 use fusion_core::types::{BlockAddr, InstId};
 use harness::{Cluster, Latencies, configs, key_mastered_by, read, think_ms, update, workload};
 
@@ -69,7 +70,7 @@ fn reads_of(cluster: &Cluster, inst: InstId, key: u64) -> Vec<(u64, Option<i64>)
                 key: k,
                 val,
                 ..
-            } if *from == inst && *k == key => Some((*snapshot, *val)),
+            } if *from == inst && *k == key => Some((snapshot.0, *val)),
             _ => None,
         })
         .collect()
@@ -81,7 +82,7 @@ fn commits_of(cluster: &Cluster, inst: InstId) -> Vec<u64> {
         .history
         .iter()
         .filter_map(|(from, o)| match o {
-            Observation::Commit { scn, .. } if *from == inst => Some(*scn),
+            Observation::Commit { scn, .. } if *from == inst => Some(scn.0),
             _ => None,
         })
         .collect()
@@ -280,7 +281,7 @@ fn the_harness_fails_when_an_instance_reports_an_error() {
         from: InstId(5),
         to: INST2,
         incarnation: 1,
-        scn: 1,
+        scn: Scn(1),
         sent_at: 0,
         msg: Msg::ScnAck { seq: 1 },
         link: Default::default(),

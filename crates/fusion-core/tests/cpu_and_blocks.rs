@@ -12,6 +12,7 @@
 //!   newest change that is R's own or committed at or before S, and the
 //!   original value otherwise (compared with a reference model written here).
 
+use fusion_core::types::Scn;
 use std::collections::BTreeMap;
 
 use fusion_core::block::{Block, Body, Change, CrError, Row, TxState, UNDO_RECORDS_MAX};
@@ -484,7 +485,7 @@ struct Model {
 impl Model {
     fn lookup(&self, x: Xid) -> TxState {
         match self.txs.iter().find(|t| t.0 == x).map(|t| t.1) {
-            Some(Tx::Committed(s)) => TxState::Committed(s),
+            Some(Tx::Committed(s)) => TxState::Committed(Scn(s)),
             _ => TxState::Active,
         }
     }
@@ -565,7 +566,7 @@ fn build(initial: &[i64], ops: &[Op]) -> (Block, Model) {
                     val: next_val,
                 };
                 assert!(
-                    b.apply(&change, m.txs[t].0, m.scn),
+                    b.apply(&change, m.txs[t].0, Scn(m.scn)),
                     "update of slot {slot} refused"
                 );
                 m.chain[slot].push((t, next_val));
@@ -584,7 +585,7 @@ fn build(initial: &[i64], ops: &[Op]) -> (Block, Model) {
                     key,
                     val: next_val,
                 };
-                assert!(b.apply(&change, m.txs[t].0, m.scn), "insert");
+                assert!(b.apply(&change, m.txs[t].0, Scn(m.scn)), "insert");
                 m.base.push(None);
                 m.chain.push(vec![(t, next_val)]);
             }
@@ -595,7 +596,7 @@ fn build(initial: &[i64], ops: &[Op]) -> (Block, Model) {
                 m.scn += 1;
                 m.txs[t].1 = Tx::Committed(m.scn);
                 if cleanout {
-                    b.clean_out(m.txs[t].0, m.scn);
+                    b.clean_out(m.txs[t].0, Scn(m.scn));
                 }
             }
             Op::CleanoutKnown => {
@@ -633,31 +634,31 @@ proptest! {
         let reader_xid = reader.map_or(Xid::NONE, |t| m.txs[t].0);
         let lookup = |x: Xid| m.lookup(x);
         let horizon = m.scn;
-        match b.build_cr(snapshot, reader_xid, horizon, &lookup) {
+        match b.build_cr(Scn(snapshot), reader_xid, Scn(horizon), &lookup) {
             Err(CrError::SnapshotTooOld) => {
-                prop_assert!(b.trimmed_scn > snapshot, "snapshot too old at {} though trimmed only to {}", snapshot, b.trimmed_scn);
+                prop_assert!(b.trimmed_scn > Scn(snapshot), "snapshot too old at {} though trimmed only to {}", snapshot, b.trimmed_scn);
             }
             Err(e) => prop_assert!(false, "every transaction is known, yet {:?}", e),
             Ok(cp) => {
-                prop_assert!(b.trimmed_scn <= snapshot);
+                prop_assert!(b.trimmed_scn <= Scn(snapshot));
                 let got = rows_of(&cp.image);
                 let want = m.all(snapshot, reader);
                 prop_assert_eq!(&got, &want, "snapshot {} reader {:?} block scn {} undo {}", snapshot, reader, b.scn, b.undo.len());
                 // The copy says which snapshots it serves.
-                prop_assert!(cp.lo <= snapshot && snapshot <= cp.hi, "snapshot {} outside {}..={}", snapshot, cp.lo, cp.hi);
+                prop_assert!(cp.lo <= Scn(snapshot) && snapshot <= cp.hi.0, "snapshot {} outside {}..={}", snapshot, cp.lo, cp.hi);
                 let private = reader.is_some_and(|t| b.itl.iter().any(|e| e.xid == m.txs[t].0));
                 prop_assert_eq!(cp.private_to.is_some(), private);
                 // ...and it is the right copy for every one of them.
                 for p in &probes {
-                    let hi = cp.hi.min(horizon + 2);
-                    let s2 = cp.lo + p % (hi - cp.lo + 1);
-                    let want2 = m.all(s2, reader);
+                    let hi = cp.hi.min(Scn(horizon + 2));
+                    let s2 = Scn(cp.lo.0 + p % (hi.0 - cp.lo.0 + 1));
+                    let want2 = m.all(s2.0, reader);
                     prop_assert_eq!(&got, &want2, "copy for {} claims {}..={} but differs at {}", snapshot, cp.lo, cp.hi, s2);
                 }
             }
         }
         // Reading the current image as it is must give the same answer.
-        if let Ok(true) = b.visible_as_is(snapshot, reader_xid, &lookup) {
+        if let Ok(true) = b.visible_as_is(Scn(snapshot), reader_xid, &lookup) {
             prop_assert_eq!(rows_of(&b), m.all(snapshot, reader), "current image declared visible as is at {}", snapshot);
         }
     }
@@ -675,7 +676,7 @@ proptest! {
         let Some(&(hide, _)) = m.txs.get(hidden) else { return Ok(()) };
         let lookup = |x: Xid| if x == hide { TxState::Unknown } else { m.lookup(x) };
         let needs_lookup = b.itl.iter().any(|e| e.xid == hide && e.commit.is_none());
-        match b.build_cr(snapshot, Xid::NONE, m.scn, &lookup) {
+        match b.build_cr(Scn(snapshot), Xid::NONE, Scn(m.scn), &lookup) {
             Err(CrError::Unknown(xs)) => {
                 prop_assert!(needs_lookup, "asked about {:?} though the block resolves it", xs);
                 prop_assert_eq!(xs, vec![hide]);
@@ -706,19 +707,24 @@ fn long_histories_trim_undo_but_stay_exact_for_recent_snapshots() {
         "{} undo records kept",
         b.undo.len()
     );
-    assert!(b.trimmed_scn > 1);
+    assert!(b.trimmed_scn > Scn(1));
     let lookup = |x: Xid| m.lookup(x);
     assert_eq!(
-        b.build_cr(1, Xid::NONE, m.scn, &lookup).unwrap_err(),
+        b.build_cr(Scn(1), Xid::NONE, Scn(m.scn), &lookup)
+            .unwrap_err(),
         CrError::SnapshotTooOld
     );
-    for snapshot in [b.trimmed_scn, (b.trimmed_scn + m.scn) / 2, m.scn] {
+    for snapshot in [
+        b.trimmed_scn,
+        Scn((b.trimmed_scn.0 + m.scn) / 2),
+        Scn(m.scn),
+    ] {
         let cp = b
-            .build_cr(snapshot, Xid::NONE, m.scn, &lookup)
+            .build_cr(snapshot, Xid::NONE, Scn(m.scn), &lookup)
             .expect("recent snapshot");
         assert_eq!(
             rows_of(&cp.image),
-            m.all(snapshot, None),
+            m.all(snapshot.0, None),
             "snapshot {snapshot}"
         );
     }

@@ -15,6 +15,7 @@ use fusion_core::config::{
 use fusion_core::instance::{Instance, InstanceConfig, Observation};
 use fusion_core::stats::Stat;
 use fusion_core::types::InstId;
+use fusion_core::types::Scn;
 use harness::{BY_KEY, Cluster, Latencies, think_ms, update};
 use proptest::prelude::*;
 
@@ -285,7 +286,7 @@ fn a_peer_s_malformed_deadlock_search_is_a_protocol_error_not_a_panic() {
             from: InstId(1),
             to: InstId(0),
             incarnation: 1,
-            scn: 1,
+            scn: Scn(1),
             sent_at: 0,
             msg,
             link: Default::default(),

@@ -8,6 +8,7 @@ mod harness;
 use fusion_core::config::{KeyDist, KeySpec, NS_PER_MS, Nanos, Step};
 use fusion_core::instance::{Instance, InstanceConfig, PfMaster};
 use fusion_core::msg::{DrmMsg, Envelope, Held, Msg};
+use fusion_core::types::Scn;
 use fusion_core::types::{BlockAddr, InstId};
 use harness::{BY_KEY, Cluster, Latencies, workload};
 
@@ -135,7 +136,7 @@ fn deliver(inst: &mut Instance, me: InstId, at: Nanos, msg: DrmMsg) {
             from,
             to: me,
             incarnation: 1,
-            scn: 1,
+            scn: Scn(1),
             sent_at: 0,
             msg: Msg::Drm(Box::new(msg)),
             link: Default::default(),

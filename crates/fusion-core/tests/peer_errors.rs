@@ -9,6 +9,7 @@ use fusion_core::block::{Block, Body};
 use fusion_core::config::{NS_PER_MS, Nanos};
 use fusion_core::instance::{ERRORS_MAX, Instance};
 use fusion_core::msg::{Envelope, GrantKind, Mode, Msg, ReqKind, Request, ShipKind, Shipment};
+use fusion_core::types::Scn;
 use fusion_core::types::{BlockAddr, InstId};
 
 const INST1: InstId = InstId(0);
@@ -40,7 +41,7 @@ fn from_peer(msg: Msg) -> Envelope {
         from: INST2,
         to: INST1,
         incarnation: 1,
-        scn: 1,
+        scn: Scn(1),
         sent_at: 0,
         msg,
         link: Default::default(),

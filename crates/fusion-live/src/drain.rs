@@ -3,7 +3,7 @@
 
 use fusion_check::ConsistencyChecker;
 use fusion_core::instance::{Horizon, Observation};
-use fusion_core::types::InstId;
+use fusion_core::types::{InstId, Scn};
 
 use crate::admin_client::Admin;
 use crate::observation_codec::decode_observation;
@@ -43,8 +43,8 @@ pub(crate) async fn drain_one(
             .collect::<Result<_, _>>()?;
         caught_up = h.caught_up;
         let horizon = caught_up.then_some(Horizon {
-            scn: h.scn,
-            snapshot: h.snapshot,
+            scn: Scn(h.scn),
+            snapshot: Scn(h.snapshot),
         });
         taken += obs.len() as u64;
         if new_life && !obs.is_empty() && c.is_down(id) {

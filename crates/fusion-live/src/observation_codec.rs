@@ -3,6 +3,7 @@
 //! died reads back as the process would have answered.
 
 use fusion_core::instance::Observation;
+use fusion_core::types::Scn;
 
 use crate::pb;
 
@@ -17,7 +18,7 @@ pub fn encode_observation(o: &Observation) -> pb::Observation {
         } => pb::Observation {
             kind: 0,
             xid: xid.0,
-            snapshot,
+            snapshot: snapshot.0,
             table: table as u32,
             key,
             has_val: val.is_some(),
@@ -40,7 +41,7 @@ pub fn encode_observation(o: &Observation) -> pb::Observation {
         Observation::Commit { xid, scn } => pb::Observation {
             kind: 2,
             xid: xid.0,
-            snapshot: scn,
+            snapshot: scn.0,
             ..Default::default()
         },
         Observation::Acknowledged { xid } => pb::Observation {
@@ -58,7 +59,7 @@ pub fn decode_observation(o: &pb::Observation, from: &str) -> Result<Observation
     Ok(match o.kind {
         0 => Observation::Read {
             xid,
-            snapshot: o.snapshot,
+            snapshot: Scn(o.snapshot),
             table: o.table as usize,
             key: o.key,
             val: o.has_val.then_some(o.val),
@@ -71,7 +72,7 @@ pub fn decode_observation(o: &pb::Observation, from: &str) -> Result<Observation
         },
         2 => Observation::Commit {
             xid,
-            scn: o.snapshot,
+            scn: Scn(o.snapshot),
         },
         3 => Observation::Acknowledged { xid },
         k => return Err(format!("{from}: unknown observation kind {k}")),
@@ -89,7 +90,7 @@ mod tests {
         for o in [
             Observation::Read {
                 xid,
-                snapshot: 9,
+                snapshot: Scn(9),
                 table: 2,
                 key: 5,
                 val: None,
@@ -100,7 +101,7 @@ mod tests {
                 key: 5,
                 val: -3,
             },
-            Observation::Commit { xid, scn: 11 },
+            Observation::Commit { xid, scn: Scn(11) },
             Observation::Acknowledged { xid },
         ] {
             assert_eq!(decode_observation(&encode_observation(&o), "inst2"), Ok(o));

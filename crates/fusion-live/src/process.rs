@@ -621,8 +621,8 @@ impl Admin for AdminService {
         Ok(Response::new(pb::HistoryResponse {
             observations: obs.iter().map(encode_observation).collect(),
             caught_up: horizon.is_some(),
-            scn: horizon.map_or(0, |h| h.scn),
-            snapshot: horizon.map_or(0, |h| h.snapshot),
+            scn: horizon.map_or(0, |h| h.scn.0),
+            snapshot: horizon.map_or(0, |h| h.snapshot.0),
         }))
     }
 

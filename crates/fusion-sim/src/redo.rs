@@ -93,10 +93,10 @@ impl RedoThread {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use fusion_core::types::{BlockAddr, Xid};
+    use fusion_core::types::{BlockAddr, Scn, Xid};
 
     fn commit(bytes: u32) -> RedoRecord {
-        RedoRecord::commit(1, Xid::NONE, bytes)
+        RedoRecord::commit(Scn(1), Xid::NONE, bytes)
     }
 
     #[test]
@@ -105,7 +105,7 @@ mod tests {
         t.write(vec![commit(100), commit(50)], 0);
         assert_eq!((t.len(), t.kept_bytes()), (2, 150));
         // A block written record counts no bytes and sits at its address.
-        let bwr = RedoRecord::block_written(BlockAddr(3), 7);
+        let bwr = RedoRecord::block_written(BlockAddr(3), Scn(7));
         t.write(vec![bwr, commit(10)], 100);
         let at: Vec<u64> = t.records().map(|(rba, _)| rba).collect();
         assert_eq!(at, vec![100, 150, 150]);

@@ -29,6 +29,7 @@ use fusion_core::config::{
 use fusion_core::instance::{BufState, Instance, InstanceConfig, Observation};
 use fusion_core::layout::Layout;
 use fusion_core::msg::{Action, Envelope, Io, IoResult};
+use fusion_core::types::Scn;
 use fusion_core::types::{InstId, Xid};
 use fusion_scenario::Scenario;
 use fusion_sim::{Sim, SimOptions, run_variant};
@@ -136,7 +137,7 @@ fn committed_history() -> Vec<Observation> {
         },
         Observation::Commit {
             xid: xid(0, 1),
-            scn: 10,
+            scn: Scn(10),
         },
         Observation::Write {
             xid: xid(0, 2),
@@ -146,7 +147,7 @@ fn committed_history() -> Vec<Observation> {
         },
         Observation::Commit {
             xid: xid(0, 2),
-            scn: 20,
+            scn: Scn(20),
         },
     ]
 }
@@ -161,7 +162,7 @@ fn back_to_zero() -> Vec<Observation> {
         },
         Observation::Commit {
             xid: xid(0, 3),
-            scn: 30,
+            scn: Scn(30),
         },
     ]
 }
@@ -169,7 +170,7 @@ fn back_to_zero() -> Vec<Observation> {
 fn read(snapshot: u64, val: i64) -> Observation {
     Observation::Read {
         xid: Xid::NONE,
-        snapshot,
+        snapshot: Scn(snapshot),
         table: 0,
         key: 5,
         val: Some(val),
@@ -265,7 +266,7 @@ fn a_read_of_a_missing_row_is_reported() {
     let mut h = committed_history();
     h.push(Observation::Read {
         xid: Xid::NONE,
-        snapshot: 25,
+        snapshot: Scn(25),
         table: 0,
         key: 6,
         val: None,
@@ -288,19 +289,22 @@ fn a_transaction_that_misses_its_own_change_is_reported() {
     // At snapshot 25 the committed value is 2, but the reader changed the row to 3.
     h.push(Observation::Read {
         xid: me,
-        snapshot: 25,
+        snapshot: Scn(25),
         table: 0,
         key: 5,
         val: Some(2),
     });
     h.push(Observation::Read {
         xid: me,
-        snapshot: 25,
+        snapshot: Scn(25),
         table: 0,
         key: 5,
         val: Some(3),
     }); // right
-    h.push(Observation::Commit { xid: me, scn: 26 });
+    h.push(Observation::Commit {
+        xid: me,
+        scn: Scn(26),
+    });
     h.extend(back_to_zero());
     let r = check(&h);
     let v = with(&r, "its own change");
@@ -338,7 +342,7 @@ fn a_committed_key_missing_from_the_index_is_reported() {
     });
     h.push(Observation::Commit {
         xid: xid(0, 4),
-        scn: 40,
+        scn: Scn(40),
     });
     let r = check(&h);
     let v = with(&r, "index 0");
@@ -784,7 +788,7 @@ fn a_wrong_read_in_the_middle_of_a_checked_run_is_caught() {
     // Key 7 at snapshot 0 is the initial 0, whatever the run did since.
     let wrong = Observation::Read {
         xid: Xid::NONE,
-        snapshot: 0,
+        snapshot: Scn(0),
         table: 0,
         key: 7,
         val: Some(12_345),

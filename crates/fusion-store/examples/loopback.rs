@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use fusion_core::block::{Block, Body, Change, Row};
 use fusion_core::msg::RedoRecord;
-use fusion_core::types::{BlockAddr, InstId, Xid};
+use fusion_core::types::{BlockAddr, InstId, Scn, Xid};
 use fusion_store::{Geometry, StoreClient, StoreConfig, spawn};
 use tokio::net::TcpListener;
 
@@ -23,7 +23,7 @@ fn table_block(addr: u32, scn: u64) -> Block {
         })
         .collect();
     let mut b = Block::new(BlockAddr(addr), Body::Table { rows });
-    b.scn = scn;
+    b.scn = Scn(scn);
     b
 }
 
@@ -108,7 +108,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     report("WriteBlocks (1, fsync)", took);
 
     let rec = RedoRecord::change(
-        1,
+        Scn(1),
         Xid::new(InstId(1), 1),
         BlockAddr(1),
         200,

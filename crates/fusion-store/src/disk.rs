@@ -29,7 +29,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use fusion_core::block::{Block, Body};
 use fusion_core::msg::RedoRecord;
-use fusion_core::types::BlockAddr;
+use fusion_core::types::{BlockAddr, Scn};
 use fusion_wire::{Codec, crc32, decode_block, encode_block_into, is_blank, pb};
 use prost::Message;
 
@@ -446,11 +446,11 @@ impl Disk {
             Ok((_, b)) => b.scn,
             // A torn slot (the store died mid-write) must not block every
             // later write of the block: any image replaces it.
-            Err(StoreError::Corrupt { .. }) => 0,
+            Err(StoreError::Corrupt { .. }) => Scn(0),
             Err(e) => return Err(e),
         };
-        cell.store(scn, Ordering::Release);
-        Ok(scn)
+        cell.store(scn.0, Ordering::Release);
+        Ok(scn.0)
     }
 
     /// Write images (decoded and checked by the caller) and make them
@@ -468,7 +468,7 @@ impl Disk {
         let mut buf = Vec::with_capacity(size);
         for b in blocks {
             let _guard = lock(&self.stripes[b.addr.idx() % STRIPES]);
-            if !initial && b.scn < self.stored_scn(b.addr)? {
+            if !initial && b.scn < Scn(self.stored_scn(b.addr)?) {
                 applied.push(false);
                 continue;
             }
@@ -506,7 +506,7 @@ impl Disk {
             self.datafile
                 .write_all_at(&buf, self.slot_offset(b.addr))
                 .map_err(io_err(&dpath, "write block"))?;
-            self.scns[b.addr.idx()].store(b.scn, Ordering::Release);
+            self.scns[b.addr.idx()].store(b.scn.0, Ordering::Release);
             applied.push(true);
         }
         if self.fsync() && applied.iter().any(|&a| a) {

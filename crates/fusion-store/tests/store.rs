@@ -7,7 +7,7 @@ use fusion_core::block::{Block, Body, Change, Row};
 use fusion_core::config::{Catalog, IndexDef, IndexKind};
 use fusion_core::layout::{Layout, table};
 use fusion_core::msg::{Io, IoResult, RedoRecord};
-use fusion_core::types::{BlockAddr, InstId, Rowid, Xid};
+use fusion_core::types::{BlockAddr, InstId, Rowid, Scn, Xid};
 use fusion_store::{
     ClientErrorKind, Device, Disk, Durability, Geometry, LatencyModel, StoreClient, StoreConfig,
     StoreHandle, spawn,
@@ -70,9 +70,9 @@ async fn loaded(dir: &std::path::Path) -> (StoreHandle, StoreClient, Layout) {
 fn changed(mut b: Block, val: i64, scn: u64) -> Block {
     if b.row(0).is_some() {
         let xid = Xid::new(InstId(0), val as u64 + 1);
-        assert!(b.apply(&Change::UpdateRow { slot: 0, val }, xid, scn));
+        assert!(b.apply(&Change::UpdateRow { slot: 0, val }, xid, Scn(scn)));
     } else {
-        b.scn = scn;
+        b.scn = Scn(scn);
     }
     b
 }
@@ -81,9 +81,9 @@ fn changed(mut b: Block, val: i64, scn: u64) -> Block {
 fn redo(scn: u64) -> RedoRecord {
     let xid = Xid::new(InstId(2), scn);
     if scn.is_multiple_of(5) {
-        RedoRecord::block_written(BlockAddr(3), scn)
+        RedoRecord::block_written(BlockAddr(3), Scn(scn))
     } else if scn.is_multiple_of(2) {
-        RedoRecord::commit(scn, xid, 200)
+        RedoRecord::commit(Scn(scn), xid, 200)
     } else {
         let change = Change::InsertEntry {
             key: scn,
@@ -92,7 +92,7 @@ fn redo(scn: u64) -> RedoRecord {
                 slot: 2,
             },
         };
-        RedoRecord::change(scn, xid, BlockAddr(3), 200, change)
+        RedoRecord::change(Scn(scn), xid, BlockAddr(3), 200, change)
     }
 }
 
@@ -337,7 +337,7 @@ async fn an_image_larger_than_a_slot_goes_to_overflow() {
         })
         .collect();
     let mut big = Block::new(BlockAddr(5), Body::Table { rows });
-    big.scn = 3;
+    big.scn = Scn(3);
     c.write_blocks(InstId(1), std::slice::from_ref(&big))
         .await
         .unwrap();

@@ -25,7 +25,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use fusion_core::block::{Block, Body, Itl, LeafEntry, Piece, Row, UndoOp, UndoRec};
-use fusion_core::types::{BlockAddr, Rowid, Xid};
+use fusion_core::types::{BlockAddr, Rowid, Scn, Xid};
 use thiserror::Error;
 
 use crate::crc::crc32;
@@ -120,13 +120,13 @@ pub fn encode_block_into(block: &Block, block_size: u32, out: &mut Vec<u8>) -> b
     out.extend_from_slice(&[0; 8]); // length and checksum, filled in below
     let body_at = out.len();
     out.extend_from_slice(&block.addr.0.to_le_bytes());
-    put(out, block.scn);
-    put(out, block.trimmed_scn);
+    put(out, block.scn.0);
+    put(out, block.trimmed_scn.0);
     put_body(out, &block.body);
     put(out, block.itl.len() as u64);
     for e in &block.itl {
         put(out, e.xid.0);
-        put_opt(out, e.commit);
+        put_opt(out, e.commit.map(|s| s.0));
     }
     put(out, block.undo.len() as u64);
     for u in &block.undo {
@@ -241,7 +241,7 @@ pub fn decode_block(bytes: &[u8]) -> Result<Block, BlockError> {
     for _ in 0..n {
         itl.push(Itl {
             xid: Xid(r.var("itl.xid")?),
-            commit: r.opt_var("itl.commit")?,
+            commit: (r.opt_var("itl.commit")?).map(Scn),
         });
     }
     let n = r.count("undo")?;
@@ -273,11 +273,11 @@ pub fn decode_block(bytes: &[u8]) -> Result<Block, BlockError> {
     }
     Ok(Block {
         addr,
-        scn,
+        scn: Scn(scn),
         body: Arc::new(body),
         itl,
         undo: undo.into(),
-        trimmed_scn,
+        trimmed_scn: Scn(trimmed_scn),
     })
 }
 

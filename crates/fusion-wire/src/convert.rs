@@ -7,7 +7,7 @@ use fusion_core::msg::{
     EnqKind, Envelope, GrantKind, LockMode, Lvb, Mode, Msg, RedoRecord, ReqKind, Request, ResName,
     ShipKind, Shipment, Timing, TxReport,
 };
-use fusion_core::types::{BlockAddr, InstId, InstSet, Xid};
+use fusion_core::types::{BlockAddr, InstId, InstSet, Scn, Xid};
 use thiserror::Error;
 
 use crate::block::{BlockError, decode_block, encode_block};
@@ -227,7 +227,7 @@ impl Codec {
         pb::Envelope {
             from: u32::from(env.from.0),
             to: u32::from(env.to.0),
-            scn: env.scn,
+            scn: env.scn.0,
             sent_at: env.sent_at,
             msg: Some(self.encode_msg(&env.msg)),
             incarnation: env.incarnation,
@@ -242,7 +242,7 @@ impl Codec {
             from: l.inst("Envelope.from", env.from)?,
             to: l.inst("Envelope.to", env.to)?,
             incarnation: env.incarnation,
-            scn: env.scn,
+            scn: Scn(env.scn),
             sent_at: env.sent_at,
             msg: self.decode_msg(env.msg.ok_or(missing("Envelope.msg"))?)?,
             // Any numbers: the receiving instance checks them against its link.
@@ -323,11 +323,11 @@ impl Codec {
             }),
             Msg::Written { blk, scn } => K::Written(pb::Written {
                 blk: blk.0,
-                scn: *scn,
+                scn: scn.0,
             }),
             Msg::DiscardPi { blk, scn } => K::DiscardPi(pb::DiscardPi {
                 blk: blk.0,
-                scn: *scn,
+                scn: scn.0,
             }),
             Msg::TxQuery { xid, token } => K::TxQuery(pb::TxQuery {
                 xid: xid.0,
@@ -338,7 +338,7 @@ impl Codec {
                 token: *token,
                 report: Some(match report {
                     TxReport::Active => pb::tx_status::Report::Active(pb::Unit {}),
-                    TxReport::Committed(scn) => pb::tx_status::Report::Committed(*scn),
+                    TxReport::Committed(scn) => pb::tx_status::Report::Committed(scn.0),
                 }),
             }),
             Msg::TxWait { xid, token } => K::TxWait(pb::TxWait {
@@ -416,8 +416,8 @@ impl Codec {
             K::Ship(s) => {
                 let kind = match s.kind.ok_or(missing("Ship.kind"))? {
                     pb::ship::Kind::Cr(c) => ShipKind::Cr {
-                        lo: c.lo,
-                        hi: c.hi,
+                        lo: Scn(c.lo),
+                        hi: Scn(c.hi),
                         private: c.private,
                     },
                     pb::ship::Kind::Raw(_) => ShipKind::Raw,
@@ -463,11 +463,11 @@ impl Codec {
             },
             K::Written(w) => Msg::Written {
                 blk: l.blk("Written.blk", w.blk)?,
-                scn: w.scn,
+                scn: Scn(w.scn),
             },
             K::DiscardPi(d) => Msg::DiscardPi {
                 blk: l.blk("DiscardPi.blk", d.blk)?,
-                scn: d.scn,
+                scn: Scn(d.scn),
             },
             K::TxQuery(q) => Msg::TxQuery {
                 xid: l.xid("TxQuery.xid", q.xid)?,
@@ -478,7 +478,7 @@ impl Codec {
                 token: s.token,
                 report: match s.report.ok_or(missing("TxStatus.report"))? {
                     pb::tx_status::Report::Active(_) => TxReport::Active,
-                    pb::tx_status::Report::Committed(scn) => TxReport::Committed(scn),
+                    pb::tx_status::Report::Committed(scn) => TxReport::Committed(Scn(scn)),
                 },
             },
             K::TxWait(w) => Msg::TxWait {
@@ -538,7 +538,7 @@ impl Codec {
         let l = &self.limits;
         let kind = match r.kind.ok_or(missing("Request.kind"))? {
             pb::request::Kind::Cr(c) => ReqKind::Cr {
-                snapshot: c.snapshot,
+                snapshot: Scn(c.snapshot),
                 reader: l.xid("CrRequest.reader", c.reader)?,
             },
             pb::request::Kind::Current(c) => ReqKind::Current {
@@ -598,7 +598,7 @@ fn request_pb(r: &Request) -> pb::Request {
         requester: u32::from(r.requester.0),
         kind: Some(match r.kind {
             ReqKind::Cr { snapshot, reader } => pb::request::Kind::Cr(pb::CrRequest {
-                snapshot,
+                snapshot: snapshot.0,
                 reader: reader.0,
             }),
             ReqKind::Current { new_block } => {
@@ -719,7 +719,11 @@ fn grant_core(v: i32) -> Result<GrantKind, WireError> {
 
 fn ship_kind_pb(k: ShipKind) -> pb::ship::Kind {
     match k {
-        ShipKind::Cr { lo, hi, private } => pb::ship::Kind::Cr(pb::ShipCr { lo, hi, private }),
+        ShipKind::Cr { lo, hi, private } => pb::ship::Kind::Cr(pb::ShipCr {
+            lo: lo.0,
+            hi: hi.0,
+            private,
+        }),
         ShipKind::Raw => pb::ship::Kind::Raw(pb::Unit {}),
         ShipKind::Shared => pb::ship::Kind::Shared(pb::Unit {}),
         ShipKind::Current => pb::ship::Kind::Current(pb::Unit {}),

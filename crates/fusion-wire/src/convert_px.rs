@@ -265,6 +265,7 @@ impl Codec {
 mod tests {
     use super::*;
     use fusion_core::msg::{Envelope, Msg};
+    use fusion_core::types::Scn;
 
     fn codec() -> Codec {
         Codec::new(8192, 3, 1000)
@@ -288,7 +289,7 @@ mod tests {
             from: InstId(1),
             to: InstId(2),
             incarnation: 1,
-            scn: 9,
+            scn: Scn(9),
             sent_at: 10,
             msg: Msg::Px(PxMsg::Batch(Box::new(b))),
             link: Default::default(),

@@ -6,7 +6,7 @@
 //! numbers, block addresses, transaction ids within the cluster's limits).
 
 use fusion_core::msg::{DeadThread, Held, Msg, Rebuild, RecoverSource};
-use fusion_core::types::BlockAddr;
+use fusion_core::types::{BlockAddr, Scn};
 
 use crate::convert::{
     Codec, WireError, lock_mode_core, lock_mode_pb, lvb_core, lvb_pb, missing, mode_core, mode_pb,
@@ -24,7 +24,7 @@ pub(crate) fn held_blocks_pb(blocks: &[(BlockAddr, Held)]) -> Vec<pb::HeldBlock>
             held: Some(match held {
                 Held::X { dirty } => pb::held_block::Held::XDirty(dirty),
                 Held::S { dirty } => pb::held_block::Held::SDirty(dirty),
-                Held::Pi { scn } => pb::held_block::Held::PiScn(scn),
+                Held::Pi { scn } => pb::held_block::Held::PiScn(scn.0),
                 Held::Reading { mode, req } => pb::held_block::Held::Reading(pb::HeldReading {
                     mode: mode_pb(mode).into(),
                     req,
@@ -45,7 +45,7 @@ impl Codec {
             let held = match b.held.ok_or(missing("HeldBlock.held"))? {
                 pb::held_block::Held::XDirty(dirty) => Held::X { dirty },
                 pb::held_block::Held::SDirty(dirty) => Held::S { dirty },
-                pb::held_block::Held::PiScn(scn) => Held::Pi { scn },
+                pb::held_block::Held::PiScn(scn) => Held::Pi { scn: Scn(scn) },
                 pb::held_block::Held::Reading(r) => Held::Reading {
                     mode: mode_core("HeldReading.mode", r.mode)?,
                     req: r.req,
@@ -80,10 +80,13 @@ impl Codec {
                         committed: d
                             .committed
                             .iter()
-                            .map(|&(xid, scn)| pb::CommittedTxn { xid: xid.0, scn })
+                            .map(|&(xid, scn)| pb::CommittedTxn {
+                                xid: xid.0,
+                                scn: scn.0,
+                            })
                             .collect(),
                         uncommitted: d.uncommitted.iter().map(|x| x.0).collect(),
-                        floor_scn: d.floor_scn,
+                        floor_scn: d.floor_scn.0,
                         xids_below: d.xids_below,
                     })
                     .collect(),
@@ -107,7 +110,7 @@ impl Codec {
             }),
             Msg::BlockRecovered { blk, scn } => K::BlockRecovered(pb::BlockRecovered {
                 blk: blk.0,
-                scn: *scn,
+                scn: scn.0,
             }),
             Msg::WriteRequest { blk } => K::WriteRequest(pb::WriteRequest { blk: blk.0 }),
             Msg::ThreadsRecovered { threads } => {
@@ -143,7 +146,7 @@ impl Codec {
                     let committed = d
                         .committed
                         .into_iter()
-                        .map(|c| Ok((l.xid("CommittedTxn.xid", c.xid)?, c.scn)))
+                        .map(|c| Ok((l.xid("CommittedTxn.xid", c.xid)?, Scn(c.scn))))
                         .collect::<Result<Vec<_>, WireError>>()?;
                     let uncommitted = d
                         .uncommitted
@@ -154,7 +157,7 @@ impl Codec {
                         inst: l.inst("DeadThread.inst", d.inst)?,
                         committed,
                         uncommitted,
-                        floor_scn: d.floor_scn,
+                        floor_scn: Scn(d.floor_scn),
                         xids_below: d.xids_below,
                     });
                 }
@@ -189,7 +192,7 @@ impl Codec {
             },
             K::BlockRecovered(b) => Msg::BlockRecovered {
                 blk: l.blk("BlockRecovered.blk", b.blk)?,
-                scn: b.scn,
+                scn: Scn(b.scn),
             },
             K::ThreadsRecovered(t) => Msg::ThreadsRecovered {
                 threads: l.inst_set("ThreadsRecovered.threads", t.threads)?,

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use fusion_core::block::{Block, Body, Change, SplitBlock};
 use fusion_core::msg::RedoRecord;
-use fusion_core::types::{BlockAddr, Rowid};
+use fusion_core::types::{BlockAddr, Rowid, Scn};
 
 use crate::block::encode_block;
 use crate::convert::{Codec, WireError, missing};
@@ -35,11 +35,11 @@ fn image(
 ) -> Vec<u8> {
     let block = Block {
         addr: BlockAddr(0),
-        scn: 0,
+        scn: Scn(0),
         body: Arc::new(body.clone()),
         itl: itl.to_vec(),
         undo: undo.to_vec().into(),
-        trimmed_scn: 0,
+        trimmed_scn: Scn(0),
     };
     encode_block(&block, 0)
 }
@@ -47,7 +47,7 @@ fn image(
 impl Codec {
     pub fn encode_redo(&self, r: &RedoRecord) -> pb::RedoRecord {
         pb::RedoRecord {
-            scn: r.scn,
+            scn: r.scn.0,
             xid: r.xid.0,
             blk: r.blk.map(|b| b.0),
             bytes: r.bytes,
@@ -80,7 +80,7 @@ impl Codec {
             ));
         }
         Ok(RedoRecord {
-            scn: r.scn,
+            scn: Scn(r.scn),
             xid: l.xid("RedoRecord.xid", r.xid)?,
             blk,
             bytes: r.bytes,

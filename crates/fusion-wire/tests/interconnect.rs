@@ -4,6 +4,7 @@
 
 use fusion_core::block::{Block, Body};
 use fusion_core::msg::{Envelope, Msg, ReqKind, Request, ShipKind, Shipment, Timing};
+use fusion_core::types::Scn;
 use fusion_core::types::{BlockAddr, InstId};
 use fusion_wire::framing::{
     FRAME_BYTES_MAX, decode_frame, encode_frame, envelope_frame, frame_codec, hello_frame,
@@ -71,12 +72,12 @@ async fn serve() -> std::net::SocketAddr {
 
 fn ship(i: u64) -> Envelope {
     let mut block = Block::new(BlockAddr(7), Body::Unformatted);
-    block.scn = i;
+    block.scn = Scn(i);
     Envelope {
         from: InstId(0),
         to: InstId(1),
         incarnation: 1,
-        scn: 100 + i,
+        scn: Scn(100 + i),
         sent_at: 1_000 * i,
         msg: Msg::Ship(Box::new(Shipment {
             req: Request {

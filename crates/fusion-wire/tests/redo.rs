@@ -4,6 +4,7 @@
 
 use fusion_core::block::{Block, Body, Change, Itl, LeafEntry, Row, SplitBlock, UndoOp, UndoRec};
 use fusion_core::msg::RedoRecord;
+use fusion_core::types::Scn;
 use fusion_core::types::{BlockAddr, InstId, Rowid, Xid};
 use fusion_wire::{Codec, WireError, encode_block, pb};
 use proptest::prelude::*;
@@ -105,7 +106,7 @@ fn every_change_kind_round_trips() {
     let mut kinds = Vec::new();
     for (i, change) in every_change().into_iter().enumerate() {
         kinds.push(change.kind());
-        let r = RedoRecord::change(100 + i as u64, x(3), BlockAddr(9), 200, change);
+        let r = RedoRecord::change(Scn(100 + i as u64), x(3), BlockAddr(9), 200, change);
         assert_eq!(through_bytes(&c, &r), Ok(r.clone()), "{:?}", r.change);
         // And through the From/TryFrom impls (no limits).
         let p: pb::RedoRecord = (&r).into();
@@ -114,14 +115,14 @@ fn every_change_kind_round_trips() {
     kinds.dedup();
     assert_eq!(kinds.len(), 10, "one of each kind: {kinds:?}");
     // Commits and block written records carry no change.
-    let commit = RedoRecord::commit(7, x(3), 100);
+    let commit = RedoRecord::commit(Scn(7), x(3), 100);
     assert_eq!(through_bytes(&c, &commit), Ok(commit));
-    let bwr = RedoRecord::block_written(BlockAddr(999), 8);
+    let bwr = RedoRecord::block_written(BlockAddr(999), Scn(8));
     assert_eq!(through_bytes(&c, &bwr), Ok(bwr));
 }
 
 fn encoded(change: Change) -> pb::RedoRecord {
-    codec().encode_redo(&RedoRecord::change(5, x(3), BlockAddr(9), 200, change))
+    codec().encode_redo(&RedoRecord::change(Scn(5), x(3), BlockAddr(9), 200, change))
 }
 
 fn kind_mut(r: &mut pb::RedoRecord) -> &mut pb::redo_change::Kind {
@@ -234,10 +235,10 @@ fn malformed_records_name_the_field() {
     r.blk = None;
     assert_eq!(field_of(r), "RedoRecord.blk");
     // A block written record counts no bytes.
-    let mut r = codec().encode_redo(&RedoRecord::block_written(BlockAddr(1), 3));
+    let mut r = codec().encode_redo(&RedoRecord::block_written(BlockAddr(1), Scn(3)));
     r.bytes = 10;
     assert_eq!(field_of(r), "RedoRecord.bytes");
-    let mut r = codec().encode_redo(&RedoRecord::commit(3, x(1), 100));
+    let mut r = codec().encode_redo(&RedoRecord::commit(Scn(3), x(1), 100));
     r.xid = Xid::new(InstId(4), 1).0;
     assert_eq!(field_of(r), "RedoRecord.xid");
 }
@@ -289,9 +290,9 @@ proptest! {
     #[test]
     fn redo_records_round_trip(scn in any::<u64>(), seq in 0u64..(1 << 56), blk in 0u32..1000, bytes in any::<u32>(), c in proptest::option::of(change()), commit in any::<bool>()) {
         let r = match (c, commit) {
-            (Some(c), _) => RedoRecord::change(scn, x(seq), BlockAddr(blk), bytes, c),
-            (None, true) => RedoRecord::commit(scn, x(seq), bytes),
-            (None, false) => RedoRecord::block_written(BlockAddr(blk), scn),
+            (Some(c), _) => RedoRecord::change(Scn(scn), x(seq), BlockAddr(blk), bytes, c),
+            (None, true) => RedoRecord::commit(Scn(scn), x(seq), bytes),
+            (None, false) => RedoRecord::block_written(BlockAddr(blk), Scn(scn)),
         };
         prop_assert_eq!(through_bytes(&codec(), &r), Ok(r));
     }

@@ -6,6 +6,7 @@ use fusion_core::msg::{
     DeadlockMsg, DrmMsg, EnqKind, Envelope, GrantKind, Held, LockMode, Lvb, Mode, Msg, ReqKind,
     Request, ResName, ShipKind, Shipment, Timing, TxReport, WaitHop,
 };
+use fusion_core::types::Scn;
 use fusion_core::types::{BlockAddr, InstId, Rowid, Xid};
 use fusion_wire::{
     BlockProblem, Codec, WireError, decode_block, encode_block, oversize_blocks, pb,
@@ -111,7 +112,10 @@ fn block() -> impl Strategy<Value = Block> {
         any::<u64>(),
         body(),
         vec(
-            (xid(), option::of(any::<u64>())).prop_map(|(xid, commit)| Itl { xid, commit }),
+            (xid(), option::of(any::<u64>())).prop_map(|(xid, commit)| Itl {
+                xid,
+                commit: commit.map(Scn),
+            }),
             0..8,
         ),
         vec(undo(), 0..8),
@@ -119,11 +123,11 @@ fn block() -> impl Strategy<Value = Block> {
     )
         .prop_map(|(addr, scn, body, itl, undo, trimmed_scn)| Block {
             addr,
-            scn,
+            scn: Scn(scn),
             body: std::sync::Arc::new(body),
             itl,
             undo: undo.into(),
-            trimmed_scn,
+            trimmed_scn: Scn(trimmed_scn),
         })
 }
 
@@ -150,7 +154,10 @@ fn mode() -> impl Strategy<Value = Mode> {
 
 fn request() -> impl Strategy<Value = Request> {
     let kind = prop_oneof![
-        (any::<u64>(), xid()).prop_map(|(snapshot, reader)| ReqKind::Cr { snapshot, reader }),
+        (any::<u64>(), xid()).prop_map(|(snapshot, reader)| ReqKind::Cr {
+            snapshot: Scn(snapshot),
+            reader
+        }),
         any::<bool>().prop_map(|new_block| ReqKind::Current { new_block }),
     ];
     (any::<u64>(), addr(), inst(), kind, timing()).prop_map(|(id, blk, requester, kind, timing)| {
@@ -257,7 +264,7 @@ fn drm_msg() -> impl Strategy<Value = Msg> {
     let held = prop_oneof![
         any::<bool>().prop_map(|dirty| Held::X { dirty }),
         any::<bool>().prop_map(|dirty| Held::S { dirty }),
-        any::<u64>().prop_map(|scn| Held::Pi { scn }),
+        any::<u64>().prop_map(|scn| Held::Pi { scn: Scn(scn) }),
         (any::<bool>(), any::<u64>()).prop_map(|(x, req)| Held::Reading {
             mode: if x { Mode::X } else { Mode::S },
             req
@@ -286,17 +293,19 @@ fn msg() -> impl Strategy<Value = Msg> {
         Just(GrantKind::Upgrade),
         Just(GrantKind::New),
     ];
-    let ship_kind =
-        prop_oneof![
-            (any::<u64>(), any::<u64>(), any::<bool>())
-                .prop_map(|(lo, hi, private)| ShipKind::Cr { lo, hi, private }),
-            Just(ShipKind::Raw),
-            Just(ShipKind::Shared),
-            Just(ShipKind::Current),
-        ];
+    let ship_kind = prop_oneof![
+        (any::<u64>(), any::<u64>(), any::<bool>()).prop_map(|(lo, hi, private)| ShipKind::Cr {
+            lo: Scn(lo),
+            hi: Scn(hi),
+            private
+        }),
+        Just(ShipKind::Raw),
+        Just(ShipKind::Shared),
+        Just(ShipKind::Current),
+    ];
     let report = prop_oneof![
         Just(TxReport::Active),
-        any::<u64>().prop_map(TxReport::Committed),
+        any::<u64>().prop_map(|s| TxReport::Committed(Scn(s))),
     ];
     prop_oneof![
         request().prop_map(Msg::Request),
@@ -343,8 +352,8 @@ fn msg() -> impl Strategy<Value = Msg> {
         request().prop_map(|req| Msg::NotHeld { req }),
         request().prop_map(|req| Msg::DownConverted { req }),
         (addr(), mode()).prop_map(|(blk, mode)| Msg::Relinquish { blk, mode }),
-        (addr(), any::<u64>()).prop_map(|(blk, scn)| Msg::Written { blk, scn }),
-        (addr(), any::<u64>()).prop_map(|(blk, scn)| Msg::DiscardPi { blk, scn }),
+        (addr(), any::<u64>()).prop_map(|(blk, scn)| Msg::Written { blk, scn: Scn(scn) }),
+        (addr(), any::<u64>()).prop_map(|(blk, scn)| Msg::DiscardPi { blk, scn: Scn(scn) }),
         (xid(), any::<u64>()).prop_map(|(xid, token)| Msg::TxQuery { xid, token }),
         (xid(), any::<u64>(), report).prop_map(|(xid, token, report)| Msg::TxStatus {
             xid,
@@ -372,7 +381,7 @@ fn envelope() -> impl Strategy<Value = Envelope> {
             from,
             to,
             incarnation: 1,
-            scn,
+            scn: Scn(scn),
             sent_at,
             msg,
             link: fusion_core::msg::LinkStamp { seq, after },
@@ -444,7 +453,7 @@ fn sample_block() -> Block {
         },
     );
     let change = Change::UpdateRow { slot: 0, val: 7 };
-    assert!(b.apply(&change, Xid::new(InstId(1), 3), 42));
+    assert!(b.apply(&change, Xid::new(InstId(1), 3), Scn(42)));
     b
 }
 
@@ -454,7 +463,7 @@ fn sample_request() -> Request {
         blk: BlockAddr(9),
         requester: InstId(1),
         kind: ReqKind::Cr {
-            snapshot: 10,
+            snapshot: Scn(10),
             reader: Xid::NONE,
         },
         timing: Timing::default(),
@@ -466,7 +475,7 @@ fn sample_envelope(msg: Msg) -> pb::Envelope {
         from: InstId(0),
         to: InstId(1),
         incarnation: 1,
-        scn: 5,
+        scn: Scn(5),
         sent_at: 6,
         msg,
         link: Default::default(),
@@ -593,7 +602,7 @@ fn missing_oneofs_name_the_field() {
     let mut env = sample_envelope(Msg::TxStatus {
         xid: Xid::new(InstId(2), 4),
         token: 1,
-        report: TxReport::Committed(3),
+        report: TxReport::Committed(Scn(3)),
     });
     if let Some(pb::msg::Kind::TxStatus(s)) = env.msg.as_mut().and_then(|m| m.kind.as_mut()) {
         s.report = None;
@@ -702,7 +711,7 @@ fn out_of_range_ids_name_the_field() {
 
     let mut env = sample_envelope(Msg::Written {
         blk: BlockAddr(3),
-        scn: 1,
+        scn: Scn(1),
     });
     if let Some(pb::msg::Kind::Written(w)) = env.msg.as_mut().and_then(|m| m.kind.as_mut()) {
         w.blk = 1000;

@@ -212,7 +212,7 @@ mod tests {
                 rowid: rid(1)
             },
             x(1),
-            7
+            Scn(7)
         ));
         assert!(!Arc::ptr_eq(&buffer.body, &past_image.body));
         assert_eq!(
@@ -223,14 +223,14 @@ mod tests {
         assert_eq!(buffer.entry_count(), 3);
 
         // A CR copy that rolls nothing back shares the body it was built from.
-        let committed = |_: Xid| TxState::Committed(7);
+        let committed = |_: Xid| TxState::Committed(Scn(7));
         let same = buffer
-            .build_cr(9, Xid::NONE, 9, &committed)
+            .build_cr(Scn(9), Xid::NONE, Scn(9), &committed)
             .expect("buildable");
         assert!(Arc::ptr_eq(&same.image.body, &buffer.body));
         // One that rolls a change back has its own, and the buffer keeps the change.
         let older = buffer
-            .build_cr(9, Xid::NONE, 9, &|_| TxState::Active)
+            .build_cr(Scn(9), Xid::NONE, Scn(9), &|_| TxState::Active)
             .expect("buildable");
         assert!(!Arc::ptr_eq(&older.image.body, &buffer.body));
         assert_eq!(older.image.entry_count(), 2);
@@ -238,7 +238,7 @@ mod tests {
 
         // Rolling the transaction back in the buffer leaves the CR copy alone.
         let shared = buffer.clone();
-        assert_eq!(buffer.roll_back(x(1), 10), 1);
+        assert_eq!(buffer.roll_back(x(1), Scn(10)), 1);
         assert_eq!(buffer.entry_count(), 2);
         assert_eq!(shared.entry_count(), 3);
     }
@@ -253,7 +253,7 @@ mod tests {
                 val: 1
             },
             x(1),
-            3
+            Scn(3)
         ));
         assert!(
             !t.apply(
@@ -263,12 +263,12 @@ mod tests {
                     val: 1
                 },
                 x(1),
-                4
+                Scn(4)
             ),
             "slot 0 is taken"
         );
-        assert!(t.apply(&Change::UpdateRow { slot: 0, val: 9 }, x(2), 5));
-        assert!(!t.apply(&Change::UpdateRow { slot: 3, val: 9 }, x(2), 6));
+        assert!(t.apply(&Change::UpdateRow { slot: 0, val: 9 }, x(2), Scn(5)));
+        assert!(!t.apply(&Change::UpdateRow { slot: 3, val: 9 }, x(2), Scn(6)));
         assert_eq!(
             t.row(0),
             Some(&Row {
@@ -277,7 +277,7 @@ mod tests {
                 lock: x(2)
             })
         );
-        assert_eq!(t.scn, 5);
+        assert_eq!(t.scn, Scn(5));
         assert_eq!(t.undo.len(), 2);
 
         let mut l = leaf(&[10, 20, 30, 40]);
@@ -287,9 +287,9 @@ mod tests {
                 rowid: rid(4)
             },
             x(3),
-            7
+            Scn(7)
         ));
-        assert!(l.apply(&Change::UpdateEntry { key: 30, val: -2 }, x(3), 8));
+        assert!(l.apply(&Change::UpdateEntry { key: 30, val: -2 }, x(3), Scn(8)));
         assert!(l.apply(
             &Change::SplitLower {
                 keep: 2,
@@ -297,7 +297,7 @@ mod tests {
                 next: Some(BlockAddr(9))
             },
             x(4),
-            9
+            Scn(9)
         ));
         assert_eq!(
             *l.body,
@@ -338,7 +338,7 @@ mod tests {
                 child: BlockAddr(9)
             },
             x(4),
-            9
+            Scn(9)
         ));
         assert_eq!(b.child_for(30), Some(BlockAddr(9)));
         assert!(!l.apply(
@@ -347,12 +347,12 @@ mod tests {
                 child: BlockAddr(8)
             },
             x(4),
-            9
+            Scn(9)
         ));
 
         let mut h = Block::new(BlockAddr(0), Body::SegHeader { used: vec![0, 0] });
-        assert!(h.apply(&Change::UseBlocks { inst: 1, used: 3 }, x(5), 10));
-        assert!(!h.apply(&Change::UseBlocks { inst: 2, used: 1 }, x(5), 11));
+        assert!(h.apply(&Change::UseBlocks { inst: 1, used: 3 }, x(5), Scn(10)));
+        assert!(!h.apply(&Change::UseBlocks { inst: 2, used: 1 }, x(5), Scn(11)));
         assert_eq!(*h.body, Body::SegHeader { used: vec![0, 3] });
 
         let mut bm = Block::new(
@@ -377,7 +377,7 @@ mod tests {
                 on: false
             },
             x(6),
-            12
+            Scn(12)
         ));
         assert_eq!(bm.piece(at).map(|p| p.bits.clone()), Some(vec![1]));
     }
@@ -397,7 +397,7 @@ mod tests {
             }],
             undo: vec![moved.clone()],
         }));
-        assert!(spare.apply(&new, x(2), 9));
+        assert!(spare.apply(&new, x(2), Scn(9)));
         assert_eq!(spare.undo.first(), Some(&moved));
         assert!(matches!(
             spare.undo.last().map(|u| &u.op),
@@ -406,12 +406,12 @@ mod tests {
         // Before the split the block did not exist for any reader.
         let lookup = |xid: Xid| {
             if xid == x(2) {
-                TxState::Committed(10)
+                TxState::Committed(Scn(10))
             } else {
                 TxState::Active
             }
         };
-        let cr = spare.build_cr(8, Xid::NONE, 20, &lookup).unwrap();
+        let cr = spare.build_cr(Scn(8), Xid::NONE, Scn(20), &lookup).unwrap();
         assert_eq!(*cr.image.body, Body::Unformatted);
     }
 }

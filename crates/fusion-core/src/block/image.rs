@@ -65,11 +65,11 @@ impl Block {
     fn with_body(addr: BlockAddr, body: Arc<Body>) -> Block {
         Block {
             addr,
-            scn: 0,
+            scn: Scn::ZERO,
             body,
             itl: Vec::new(),
             undo: UndoLog::default(),
-            trimmed_scn: 0,
+            trimmed_scn: Scn::ZERO,
         }
     }
 

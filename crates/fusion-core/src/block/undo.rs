@@ -153,7 +153,7 @@ impl Block {
             {
                 TxState::Committed(c) if c <= snapshot => lo = lo.max(c),
                 TxState::Committed(c) => {
-                    hi = hi.min(c - 1);
+                    hi = hi.min(Scn(c.0 - 1));
                     invisible.insert(e.xid);
                 }
                 TxState::Active => {
@@ -512,9 +512,9 @@ mod tests {
     #[test]
     fn cr_rolls_back_uncommitted_and_later_commits() {
         let mut b = table(&[(1, 10), (2, 20)]);
-        b.update_row(0, x(1), 11, 5);
-        b.clean_out(x(1), 6);
-        b.update_row(1, x(2), 21, 7); // still active
+        b.update_row(0, x(1), 11, Scn(5));
+        b.clean_out(x(1), Scn(6));
+        b.update_row(1, x(2), 21, Scn(7)); // still active
         let lookup = |xid: Xid| {
             if xid == x(2) {
                 TxState::Active
@@ -522,26 +522,29 @@ mod tests {
                 TxState::Unknown
             }
         };
-        let at5 = b.build_cr(5, Xid::NONE, 100, &lookup).unwrap();
+        let at5 = b.build_cr(Scn(5), Xid::NONE, Scn(100), &lookup).unwrap();
         assert_eq!(at5.image.row(0).unwrap().val, 10);
         assert_eq!(at5.image.row(1).unwrap().val, 20);
-        let at6 = b.build_cr(6, Xid::NONE, 100, &lookup).unwrap();
+        let at6 = b.build_cr(Scn(6), Xid::NONE, Scn(100), &lookup).unwrap();
         assert_eq!(at6.image.row(0).unwrap().val, 11);
         assert_eq!(at6.image.row(1).unwrap().val, 20);
         assert_eq!(
-            at6.hi, 6,
+            at6.hi,
+            Scn(6),
             "an active transaction bounds the copy to its snapshot"
         );
-        assert_eq!(at6.lo, 6);
+        assert_eq!(at6.lo, Scn(6));
     }
 
     #[test]
     fn reader_sees_its_own_changes_over_invisible_older_ones() {
         let mut b = table(&[(1, 10)]);
-        b.update_row(0, x(1), 11, 5);
-        b.clean_out(x(1), 9); // committed after the reader's snapshot
-        b.update_row(0, x(2), 12, 10); // the reader's own change
-        let copy = b.build_cr(8, x(2), 100, &|_| TxState::Unknown).unwrap();
+        b.update_row(0, x(1), 11, Scn(5));
+        b.clean_out(x(1), Scn(9)); // committed after the reader's snapshot
+        b.update_row(0, x(2), 12, Scn(10)); // the reader's own change
+        let copy = b
+            .build_cr(Scn(8), x(2), Scn(100), &|_| TxState::Unknown)
+            .unwrap();
         assert_eq!(copy.image.row(0).unwrap().val, 12);
         assert_eq!(copy.private_to, Some(x(2)));
     }
@@ -550,25 +553,25 @@ mod tests {
     fn unknown_owner_and_trimmed_undo_are_reported() {
         let mut b = table(&[(1, 10)]);
         let remote = Xid::new(InstId(1), 3);
-        b.update_row(0, remote, 11, 5);
+        b.update_row(0, remote, 11, Scn(5));
         assert_eq!(
-            b.build_cr(4, Xid::NONE, 10, &|_| TxState::Unknown)
+            b.build_cr(Scn(4), Xid::NONE, Scn(10), &|_| TxState::Unknown)
                 .unwrap_err(),
             CrError::Unknown(vec![remote])
         );
         let mut b = table(&[(1, 0)]);
         for i in 1..=(UNDO_RECORDS_MAX as u64 + 5) {
-            b.update_row(0, x(i), i as i64, i * 10);
-            b.clean_out(x(i), i * 10 + 1);
+            b.update_row(0, x(i), i as i64, Scn(i * 10));
+            b.clean_out(x(i), Scn(i * 10 + 1));
         }
-        assert!(b.trimmed_scn > 0);
+        assert!(b.trimmed_scn > Scn(0));
         assert_eq!(
-            b.build_cr(3, Xid::NONE, 1000, &|_| TxState::Unknown)
+            b.build_cr(Scn(3), Xid::NONE, Scn(1000), &|_| TxState::Unknown)
                 .unwrap_err(),
             CrError::SnapshotTooOld
         );
         let latest = b
-            .build_cr(10_000, Xid::NONE, 20_000, &|_| TxState::Unknown)
+            .build_cr(Scn(10_000), Xid::NONE, Scn(20_000), &|_| TxState::Unknown)
             .unwrap();
         assert_eq!(
             latest.image.row(0).unwrap().val,
@@ -596,10 +599,10 @@ mod tests {
                 high: None,
             },
         );
-        assert!(leaf.update_entry(4, 11, x(1), 5));
-        leaf.clean_out(x(1), 6);
-        assert!(leaf.update_entry(4, 12, x(2), 7)); // still active
-        assert!(!leaf.update_entry(5, 1, x(2), 7), "no entry for key 5");
+        assert!(leaf.update_entry(4, 11, x(1), Scn(5)));
+        leaf.clean_out(x(1), Scn(6));
+        assert!(leaf.update_entry(4, 12, x(2), Scn(7))); // still active
+        assert!(!leaf.update_entry(5, 1, x(2), Scn(7)), "no entry for key 5");
         let lookup = |xid: Xid| {
             if xid == x(2) {
                 TxState::Active
@@ -607,9 +610,13 @@ mod tests {
                 TxState::Unknown
             }
         };
-        let at = |scn| leaf.build_cr(scn, Xid::NONE, 100, &lookup).unwrap().image;
-        assert_eq!(at(5).leaf_lookup(4).map(|e| e.val), Some(10));
-        assert_eq!(at(6).leaf_lookup(4).map(|e| e.val), Some(11));
+        let at = |scn| {
+            leaf.build_cr(scn, Xid::NONE, Scn(100), &lookup)
+                .unwrap()
+                .image
+        };
+        assert_eq!(at(Scn(5)).leaf_lookup(4).map(|e| e.val), Some(10));
+        assert_eq!(at(Scn(6)).leaf_lookup(4).map(|e| e.val), Some(11));
         assert_eq!(
             leaf.leaf_lookup(4).map(|e| (e.val, e.lock)),
             Some((12, x(2)))
@@ -646,7 +653,7 @@ mod tests {
                     } else {
                         x(1 + next(150))
                     },
-                    commit: (next(4) != 0).then_some(i as u64),
+                    commit: (next(4) != 0).then_some(Scn(i as u64)),
                 })
                 .collect();
             // Up to 90 undo records: sometimes more transactions than the set holds inline.
@@ -677,7 +684,7 @@ mod tests {
             plain.itl.retain(|e| {
                 let keep = e.commit.is_none() || referenced.contains(&e.xid);
                 if !keep {
-                    trimmed = trimmed.max(e.commit.unwrap_or(0));
+                    trimmed = trimmed.max(e.commit.unwrap_or(Scn(0)));
                 }
                 keep
             });
@@ -702,9 +709,9 @@ mod tests {
             blk: BlockAddr(1),
             slot: 0,
         };
-        leaf.insert_entry(5, rid, x(1), 2);
-        leaf.clean_out(x(1), 3);
-        leaf.insert_entry(9, rid, x(2), 4);
+        leaf.insert_entry(5, rid, x(1), Scn(2));
+        leaf.clean_out(x(1), Scn(3));
+        leaf.insert_entry(9, rid, x(2), Scn(4));
         leaf.replace_body(
             Body::Leaf {
                 entries: vec![],
@@ -713,21 +720,21 @@ mod tests {
                 high: None,
             },
             x(3),
-            5,
+            Scn(5),
         );
-        leaf.clean_out(x(3), 6);
-        let before_split = leaf.build_cr(5, Xid::NONE, 10, &|x2| {
+        leaf.clean_out(x(3), Scn(6));
+        let before_split = leaf.build_cr(Scn(5), Xid::NONE, Scn(10), &|x2| {
             if x2 == x(2) {
-                TxState::Committed(4)
+                TxState::Committed(Scn(4))
             } else {
                 TxState::Unknown
             }
         });
         let img = before_split.unwrap().image;
         assert_eq!(img.entry_count(), 2);
-        let old = leaf.build_cr(3, Xid::NONE, 10, &|x2| {
+        let old = leaf.build_cr(Scn(3), Xid::NONE, Scn(10), &|x2| {
             if x2 == x(2) {
-                TxState::Committed(4)
+                TxState::Committed(Scn(4))
             } else {
                 TxState::Unknown
             }

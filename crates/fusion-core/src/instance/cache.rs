@@ -538,8 +538,8 @@ impl Cache {
                     self.set_state(
                         at,
                         BufState::Cr {
-                            lo: 1,
-                            hi: 0,
+                            lo: Scn(1),
+                            hi: Scn::ZERO,
                             private_to: Some(xid),
                         },
                     );
@@ -724,8 +724,8 @@ impl Cache {
             self.set_state(
                 id,
                 BufState::Cr {
-                    lo: 1,
-                    hi: 0,
+                    lo: Scn(1),
+                    hi: Scn::ZERO,
                     private_to: None,
                 },
             );
@@ -751,8 +751,8 @@ impl Cache {
             self.set_state(
                 id,
                 BufState::Cr {
-                    lo: 1,
-                    hi: 0,
+                    lo: Scn(1),
+                    hi: Scn::ZERO,
                     private_to: None,
                 },
             );

@@ -13,8 +13,8 @@ fn chains_lru_and_victims() {
     let b = c.insert(
         BlockAddr(1),
         BufState::Cr {
-            lo: 0,
-            hi: 5,
+            lo: Scn(0),
+            hi: Scn(5),
             private_to: None,
         },
         img(1),
@@ -58,8 +58,8 @@ fn current_changes_name_every_change_of_holding() {
     let cr = c.insert(
         BlockAddr(2),
         BufState::Cr {
-            lo: 0,
-            hi: 5,
+            lo: Scn(0),
+            hi: Scn(5),
             private_to: None,
         },
         img(2),
@@ -67,8 +67,8 @@ fn current_changes_name_every_change_of_holding() {
     c.set_state(
         cr,
         BufState::Cr {
-            lo: 0,
-            hi: 6,
+            lo: Scn(0),
+            hi: Scn(6),
             private_to: None,
         },
     );
@@ -165,8 +165,8 @@ fn the_stuck_tail_agrees_with_a_plain_walk() {
                     0 | 1 if c.current(blk).is_none() => BufState::Xcur,
                     2 => BufState::Pi,
                     _ => BufState::Cr {
-                        lo: 0,
-                        hi: 9,
+                        lo: Scn(0),
+                        hi: Scn(9),
                         private_to: None,
                     },
                 };
@@ -293,7 +293,9 @@ fn cr(lo: Scn, hi: Scn) -> BufState {
 fn limit_cr_drops_the_oldest_unpinned_copies_and_keeps_a_pinned_one() {
     let blk = BlockAddr(3);
     let mut c = Cache::new(16, 10);
-    let copies: Vec<BufId> = (0..8).map(|k| c.insert(blk, cr(k, k), img(3))).collect();
+    let copies: Vec<BufId> = (0..8)
+        .map(|k| c.insert(blk, cr(Scn(k), Scn(k)), img(3)))
+        .collect();
     c.pin_shared(copies[0]);
     c.limit_cr(blk);
     let kept: Vec<BufId> = c.buffers_of(blk).collect();

@@ -62,14 +62,14 @@ impl Dispatch {
     /// Where the newest image of a claimed block is came back.
     pub(in crate::instance) fn on_recover_image(&mut self, blk: BlockAddr, source: RecoverSource) {
         if self.membership.smon_image(&mut self.k, blk, source) {
-            self.smon_block_done(blk, 0, false);
+            self.smon_block_done(blk, Scn::ZERO, false);
         }
     }
 
     /// A block of the recovery set was read from disk.
     pub(in crate::instance) fn smon_disk_read(&mut self, disk: Block) {
         if let Some(blk) = self.membership.smon_disk_read(&mut self.k, disk) {
-            self.smon_block_done(blk, 0, false);
+            self.smon_block_done(blk, Scn::ZERO, false);
         }
     }
 
@@ -114,7 +114,7 @@ impl Dispatch {
         blk: BlockAddr,
         scn: Scn,
     ) {
-        let holders = self.gc.recovered(blk, scn > 0);
+        let holders = self.gc.recovered(blk, scn > Scn::ZERO);
         for h in holders.iter() {
             if h == self.id {
                 self.discard_pi(blk, scn);

@@ -654,14 +654,14 @@ mod tests {
         // reconfiguration; instance 3 has the newest past image and asked
         // for the block again, as did instance 2.
         let mut dir = Directory::new(MASTER);
-        dir.rebuild(INST3, BLK, Held::Pi { scn: 40 });
-        dir.rebuild(INST2, BLK, Held::Pi { scn: 30 });
+        dir.rebuild(INST3, BLK, Held::Pi { scn: Scn(40) });
+        dir.rebuild(INST2, BLK, Held::Pi { scn: Scn(30) });
         assert_eq!(dir.finish_rebuild(), vec![(BLK, INST3)]);
         let own = request(
             INST3,
             7,
             ReqKind::Cr {
-                snapshot: 45,
+                snapshot: Scn(45),
                 reader: Xid(0),
             },
         );
@@ -687,7 +687,7 @@ mod tests {
     fn a_failed_promotion_leaves_its_holders_request_to_the_disk() {
         // The disk was newer than the past image: the holder gave it up.
         let mut dir = Directory::new(MASTER);
-        dir.rebuild(INST3, BLK, Held::Pi { scn: 40 });
+        dir.rebuild(INST3, BLK, Held::Pi { scn: Scn(40) });
         assert_eq!(dir.finish_rebuild(), vec![(BLK, INST3)]);
         assert_eq!(dir.request(current(INST3, 7)), None);
         dir.relinquish(INST3, BLK, Mode::X);
@@ -746,7 +746,7 @@ mod tests {
         );
         assert!(dir.drop_object(|_| true).is_empty());
         dir.rebuild(INST2, BLK, Held::X { dirty: true });
-        dir.rebuild(INST3, BLK, Held::Pi { scn: 89 });
+        dir.rebuild(INST3, BLK, Held::Pi { scn: Scn(89) });
         dir.finish_object(|_| true);
         let back = current(INST3, 125);
         assert_eq!(

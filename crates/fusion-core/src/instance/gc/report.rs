@@ -114,6 +114,7 @@ mod tests {
     use crate::block::{Block, Body};
     use crate::config::Catalog;
     use crate::msg::{Io, Mode};
+    use crate::types::Scn;
 
     const ME: InstId = InstId(0);
 
@@ -127,8 +128,8 @@ mod tests {
         cache.set_dirty(x, true, 0);
         cache.insert(BlockAddr(2), BufState::Pi, image(2));
         let cr = BufState::Cr {
-            lo: 0,
-            hi: 5,
+            lo: Scn(0),
+            hi: Scn(5),
             private_to: None,
         };
         cache.insert(BlockAddr(3), cr, image(3));
@@ -163,7 +164,7 @@ mod tests {
             reported,
             [
                 (BlockAddr(1), Held::X { dirty: true }),
-                (BlockAddr(2), Held::Pi { scn: 0 }),
+                (BlockAddr(2), Held::Pi { scn: Scn(0) }),
                 (
                     BlockAddr(4),
                     Held::Reading {

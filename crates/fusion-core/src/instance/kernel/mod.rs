@@ -145,7 +145,7 @@ impl Kernel {
             id,
             instance_count,
             now: 0,
-            scn: 1,
+            scn: Scn(1),
             stats: Stats::default(),
             rng,
             params,
@@ -186,7 +186,7 @@ impl Kernel {
 
     #[inline]
     pub fn next_scn(&mut self) -> Scn {
-        self.scn += 1;
+        self.scn = self.scn.next();
         self.scn
     }
 

@@ -277,6 +277,7 @@ mod tests {
     use super::*;
     use crate::config::Catalog;
     use crate::msg::{Action, EnqKind, Io, Mode, ReqKind, Timing};
+    use crate::types::Scn;
 
     const ME: InstId = InstId(0);
     const PEER: InstId = InstId(1);
@@ -292,7 +293,7 @@ mod tests {
             from: PEER,
             to: ME,
             incarnation,
-            scn: 1,
+            scn: Scn(1),
             sent_at: 0,
             msg,
             link: Default::default(),

@@ -436,10 +436,10 @@ mod tests {
         // 20 blocks changed by a transaction that never committed, one by
         // one that did.
         let mut records: Vec<RedoRecord> = (0..20)
-            .map(|b| update(10 + u64::from(b), dead_xid(1), 100 + b, 9))
+            .map(|b| update(Scn(10 + u64::from(b)), dead_xid(1), 100 + b, 9))
             .collect();
-        records.push(update(40, dead_xid(2), 200, 7));
-        records.push(RedoRecord::commit(41, dead_xid(2), 10));
+        records.push(update(Scn(40), dead_xid(2), 200, 7));
+        records.push(RedoRecord::commit(Scn(41), dead_xid(2), 10));
         let (claims, found) = m
             .smon_redo_read(&k, &mut obs, records, |_| 3)
             .expect("the only dead thread was read");
@@ -449,9 +449,9 @@ mod tests {
             panic!("{found:?}")
         };
         assert_eq!(thread.inst, DEAD);
-        assert_eq!(thread.committed, vec![(dead_xid(2), 41)]);
+        assert_eq!(thread.committed, vec![(dead_xid(2), Scn(41))]);
         assert_eq!(thread.uncommitted, vec![dead_xid(1)]);
-        assert_eq!((thread.floor_scn, thread.xids_below), (10, 3));
+        assert_eq!((thread.floor_scn, thread.xids_below), (Scn(10), 3));
         // Unfrozen: the first window of blocks goes to their masters.
         assert!(m.smon_unfrozen(&k, &mut obs));
         assert!(
@@ -525,7 +525,7 @@ mod tests {
         let mut cache = Cache::new(8, 64);
         let blk = BlockAddr(3);
         let mut image = table(blk, 5);
-        assert!(image.apply(&Change::UpdateRow { slot: 0, val: 9 }, dead_xid(1), 4));
+        assert!(image.apply(&Change::UpdateRow { slot: 0, val: 9 }, dead_xid(1), Scn(4)));
         let buf = cache.insert(blk, BufState::Xcur, image);
         let dead = |x: Xid| x == dead_xid(1);
         // In use: left for its last unpin.
@@ -552,7 +552,7 @@ mod tests {
         let mut cache = Cache::new(8, 64);
         let blk = BlockAddr(3);
         let mut image = table(blk, 5);
-        assert!(image.apply(&Change::UpdateRow { slot: 0, val: 9 }, dead_xid(1), 4));
+        assert!(image.apply(&Change::UpdateRow { slot: 0, val: 9 }, dead_xid(1), Scn(4)));
         // A shared copy the dead instance shipped: instance recovery found
         // the block current here and left it.
         let buf = cache.insert(blk, BufState::Scur, image);

@@ -133,7 +133,7 @@ mod tests {
     fn commit(scn: u64) -> Observation {
         Observation::Commit {
             xid: crate::types::Xid::new(crate::types::InstId(0), 1),
-            scn,
+            scn: Scn(scn),
         }
     }
 

@@ -11,6 +11,7 @@ use super::{FlushWaiter, Redo};
 use crate::config::Catalog;
 use crate::msg::{Action, Io, Msg, RedoRecord};
 use crate::stats::Stat;
+use crate::types::Scn;
 use crate::types::{InstId, Xid};
 
 struct Rig {
@@ -42,7 +43,7 @@ fn rig(broadcast: bool) -> Rig {
 }
 
 fn commit(bytes: u32) -> RedoRecord {
-    RedoRecord::commit(5, Xid::new(InstId(1), 1), bytes)
+    RedoRecord::commit(Scn(5), Xid::new(InstId(1), 1), bytes)
 }
 
 /// The one CPU step that ends next: (process, its length).

@@ -175,7 +175,7 @@ impl Session {
             xid: Xid::NONE,
             touched: Vec::new(),
             update_keys: Vec::new(),
-            snapshot: 0,
+            snapshot: Scn::ZERO,
             cur: ExecPoint::None,
             wait: None,
             iterations: 0,

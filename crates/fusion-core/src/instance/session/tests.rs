@@ -3,6 +3,7 @@
 //! session's questions about other instances' transactions, and the stray
 //! answers a peer may send.
 
+use crate::types::Scn;
 use std::sync::Arc;
 
 use super::super::cache::{BufId, BufState, Cache};
@@ -88,13 +89,13 @@ fn a_row_lock_of_a_member_waits_on_its_tx_enqueue_and_the_grant_ends_the_wait() 
         "no TxWait to the owner any more"
     );
     assert!(r.fg.row_locks().wait_of(0).is_some());
-    let lvb = crate::msg::Lvb::tx_end(crate::msg::TxEnd::Committed(5));
+    let lvb = crate::msg::Lvb::tx_end(crate::msg::TxEnd::Committed(Scn(5)));
     r.fg.tx_enqueue_granted(&mut r.k, &mut r.obs, 0, res, lvb);
     assert_eq!(r.state(), SessionState::Ready);
     assert!(r.fg.row_locks().wait_of(0).is_none());
     assert_eq!(
         r.fg.txns().state(THEIRS),
-        crate::block::TxState::Committed(5),
+        crate::block::TxState::Committed(Scn(5)),
         "the grant's value block says how it ended"
     );
     assert!(r.k.errors().is_empty(), "{:?}", r.k.errors());
@@ -114,7 +115,7 @@ fn a_lookup_of_an_instance_no_longer_a_member_is_asked_of_recovery_once_the_sess
         panic!("asked recovery {dead:?}");
     };
     assert_eq!(r.state(), SessionState::WaitTx);
-    r.answer(THEIRS, *token, TxReport::Committed(3));
+    r.answer(THEIRS, *token, TxReport::Committed(Scn(3)));
     assert_eq!(r.state(), SessionState::Ready);
     assert!(r.k.errors().is_empty(), "{:?}", r.k.errors());
 }
@@ -123,8 +124,8 @@ fn a_lookup_of_an_instance_no_longer_a_member_is_asked_of_recovery_once_the_sess
 fn an_answer_for_a_session_that_asked_nothing_is_a_protocol_error() {
     let mut r = Rig::new(false);
     // A question on the books whose session no longer counts it pending.
-    let token = r.fg.sessions.start_lookup(0, 0, THEIRS, false);
-    r.answer(THEIRS, token, TxReport::Committed(9));
+    let token = r.fg.sessions.start_lookup(0, Scn(0), THEIRS, false);
+    r.answer(THEIRS, token, TxReport::Committed(Scn(9)));
     assert_eq!(r.k.errors().len(), 1, "{:?}", r.k.errors());
     assert!(r.k.errors()[0].contains("asked nothing"));
     assert_eq!(r.state(), SessionState::Think, "the session is untouched");
@@ -143,7 +144,7 @@ fn ten_thousand_stray_answers_keep_the_error_log_at_its_bound() {
             // a reconfiguration dropped looks the same).
             r.answer(THEIRS, u64::MAX - k, TxReport::Active);
         } else {
-            let token = r.fg.sessions.start_lookup(0, 0, THEIRS, false);
+            let token = r.fg.sessions.start_lookup(0, Scn(0), THEIRS, false);
             r.answer(THEIRS, token, TxReport::Active);
         }
     }
@@ -227,8 +228,8 @@ fn a_request_answers_only_to_its_id() {
     assert_eq!((r.owner, r.sent_at, r.scan), (0, 100, true));
     s.end_request(blk);
     assert!(!s.has_request(blk));
-    let token = s.start_lookup(0, 42, Xid::NONE, false);
-    assert_eq!(s.end_lookup(token), Some((0, 42)));
+    let token = s.start_lookup(0, Scn(42), Xid::NONE, false);
+    assert_eq!(s.end_lookup(token), Some((0, Scn(42))));
     assert_eq!(s.end_lookup(token), None);
 }
 

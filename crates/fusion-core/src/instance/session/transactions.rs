@@ -111,7 +111,7 @@ impl Transactions {
         self.next_seq += 1;
         let seq = self.slot(xid);
         if self.commit_scns.len() <= seq {
-            self.commit_scns.resize(seq + 1, 0);
+            self.commit_scns.resize(seq + 1, Scn::ZERO);
         }
         xid
     }
@@ -126,7 +126,7 @@ impl Transactions {
     pub(in crate::instance) fn state(&self, xid: Xid) -> TxState {
         if xid.inst() == self.me && xid.seq() > self.base {
             match self.commit_scns.get(self.slot(xid)) {
-                Some(&s) if s > 0 => TxState::Committed(s),
+                Some(&s) if s > Scn::ZERO => TxState::Committed(s),
                 _ => TxState::Active,
             }
         } else {
@@ -205,7 +205,7 @@ impl Transactions {
         (xid.inst() == self.me && xid.seq() > self.base)
             .then(|| self.commit_scns.get(self.slot(xid)).copied())
             .flatten()
-            .filter(|&s| s > 0)
+            .filter(|&s| s > Scn::ZERO)
     }
 
     /// A transaction this instance began commits at `scn`. Its waiters are
@@ -213,13 +213,13 @@ impl Transactions {
     pub(in crate::instance) fn commit(&mut self, xid: Xid, scn: Scn) {
         // Only `begin` makes transactions of ours, and each commits once.
         assert!(
-            xid.inst() == self.me && scn > 0,
+            xid.inst() == self.me && scn > Scn::ZERO,
             "{}: commit of {xid} at {scn}",
             self.me
         );
         let i = self.slot(xid);
         let slot = &mut self.commit_scns[i];
-        assert!(*slot == 0, "{}: {xid} committed twice", self.me);
+        assert!(*slot == Scn::ZERO, "{}: {xid} committed twice", self.me);
         *slot = scn;
         if let Some(rba) = self.first_rba_of.remove(&xid) {
             self.first_rba.remove(&(rba, xid));
@@ -268,9 +268,9 @@ mod tests {
         assert_eq!(t.commit_scn(x), None);
         t.wait_for_end(x, TxWaiter::Session(3));
         t.wait_for_end(x, TxWaiter::Remote(InstId(1), 7));
-        t.commit(x, 42);
-        assert_eq!(t.state(x), TxState::Committed(42));
-        assert_eq!(t.commit_scn(x), Some(42));
+        t.commit(x, Scn(42));
+        assert_eq!(t.state(x), TxState::Committed(Scn(42)));
+        assert_eq!(t.commit_scn(x), Some(Scn(42)));
         let w = t.take_waiters(x);
         assert!(matches!(
             w.as_slice(),
@@ -289,14 +289,14 @@ mod tests {
         // Instance 1 died in its first life: recovery covers that life.
         let dead = crate::msg::DeadThread {
             inst: other,
-            committed: vec![(Xid::new(other, 7), 70)],
+            committed: vec![(Xid::new(other, 7), Scn(70))],
             uncommitted: vec![Xid::new(other, 8)],
-            floor_scn: 50,
+            floor_scn: Scn(50),
             xids_below: t.xids_below(other),
         };
         t.learn_dead(&dead);
-        assert_eq!(t.state(Xid::new(other, 3)), TxState::Committed(50));
-        assert_eq!(t.state(Xid::new(other, 7)), TxState::Committed(70));
+        assert_eq!(t.state(Xid::new(other, 3)), TxState::Committed(Scn(50)));
+        assert_eq!(t.state(Xid::new(other, 7)), TxState::Committed(Scn(70)));
         assert_eq!(t.state(Xid::new(other, 8)), TxState::Active);
         // It restarted and reported its second life: that life's
         // transactions are its own to answer for.
@@ -304,16 +304,19 @@ mod tests {
         t.member_base(other, second);
         t.learn_dead(&dead);
         assert_eq!(t.state(Xid::new(other, second + 2)), TxState::Unknown);
-        assert_eq!(t.state(Xid::new(other, 3)), TxState::Committed(50));
+        assert_eq!(t.state(Xid::new(other, 3)), TxState::Committed(Scn(50)));
         // When the second life dies too, its recovery covers it.
         t.learn_dead(&crate::msg::DeadThread {
             inst: other,
             committed: Vec::new(),
             uncommitted: Vec::new(),
-            floor_scn: 90,
+            floor_scn: Scn(90),
             xids_below: t.xids_below(other),
         });
-        assert_eq!(t.state(Xid::new(other, second + 2)), TxState::Committed(90));
+        assert_eq!(
+            t.state(Xid::new(other, second + 2)),
+            TxState::Committed(Scn(90))
+        );
     }
 
     #[test]
@@ -322,8 +325,8 @@ mod tests {
         let theirs = Xid::new(InstId(1), 5);
         assert_eq!(t.state(theirs), TxState::Unknown);
         assert_eq!(t.commit_scn(theirs), None);
-        t.learn_commit(theirs, 9);
-        assert_eq!(t.state(theirs), TxState::Committed(9));
+        t.learn_commit(theirs, Scn(9));
+        assert_eq!(t.state(theirs), TxState::Committed(Scn(9)));
     }
 
     #[test]
@@ -331,7 +334,7 @@ mod tests {
     fn a_transaction_commits_once() {
         let mut t = Transactions::new(InstId(0), 0);
         let x = t.begin();
-        t.commit(x, 1);
-        t.commit(x, 2);
+        t.commit(x, Scn(1));
+        t.commit(x, Scn(2));
     }
 }

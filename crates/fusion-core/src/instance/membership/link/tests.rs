@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::msg::{Mode, Msg};
+use crate::types::Scn;
 
 const A: InstId = InstId(0);
 const B: InstId = InstId(1);
@@ -12,7 +13,7 @@ fn env(from: InstId, to: InstId, msg: Msg) -> Envelope {
         from,
         to,
         incarnation: 1,
-        scn: 1,
+        scn: Scn(1),
         sent_at: 0,
         msg,
         link: LinkStamp::default(),
