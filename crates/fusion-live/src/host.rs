@@ -562,6 +562,11 @@ impl<O: Outputs> Host<O> {
         }
         match judged {
             Behind::Undecided => {}
+            // A stretch that began starved is a backlog from outside: the
+            // catch-up after it (the peers' retries, the requests queued
+            // meanwhile) can cost more per model second than steady work
+            // and is no sign of a model too big for the machine.
+            Behind::Overloaded { .. } if self.starved_since.is_some() => {}
             Behind::Overloaded { model_ns_per_cpu_s } => {
                 self.overloaded(lag, Some(model_ns_per_cpu_s));
             }
