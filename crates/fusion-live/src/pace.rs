@@ -6,11 +6,11 @@
 //! which a real instance survives by being slow, and so does this one —
 //! its steps run late and it catches up when the CPU comes back.
 //!
-//! The two are told apart by the model time one CPU-second of the host's
-//! turns (its model steps and their sends) carries while it is behind: a
-//! whole CPU keeps up if that is well over a second, with room left for
-//! the network and the admin service, whose cost runs by the clock and
-//! would weigh too much in a process given 1 % of a CPU.
+//! The two are told apart by the CPU the process got while behind (under
+//! half a CPU: starved) and, given at least that, by the model time one
+//! CPU-second of the host's turns (its model steps and their sends)
+//! carries: a whole CPU keeps up if that is well over a second, with room
+//! left for the network and the admin service.
 
 use fusion_core::config::Nanos;
 use std::collections::VecDeque;
@@ -25,6 +25,9 @@ const WINDOW_NS_MIN: Nanos = 1_000_000_000;
 /// of model: a fifth of the CPU left for the rest of the process.
 const KEEPS_UP_MODEL: u128 = 5;
 const KEEPS_UP_CPU: u128 = 4;
+/// A process given less of a CPU than this (per mille) while behind is
+/// starved from outside.
+const STARVED_BELOW_PERMILLE: u64 = 500;
 
 /// One look at the host at the end of a turn behind real time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -122,10 +125,17 @@ impl Pace {
         }
         let turns_cpu = u128::from(now.turns_cpu_ns.saturating_sub(first.turns_cpu_ns));
         let model = u128::from(now.model_ns.saturating_sub(first.model_ns));
-        if model * KEEPS_UP_CPU >= turns_cpu * KEEPS_UP_MODEL {
-            let cpu = u128::from(now.cpu_ns.saturating_sub(first.cpu_ns));
+        let cpu = u128::from(now.cpu_ns.saturating_sub(first.cpu_ns));
+        let cpu_permille = u64::try_from(cpu * 1000 / u128::from(window_ns)).unwrap_or(u64::MAX);
+        // Given less than half a CPU, a process is starved whatever its
+        // model: one that runs a millisecond in a hundred (a CFS quota)
+        // finds its caches cold every time and carries little model per
+        // CPU-second, so the ratio says nothing there.
+        if cpu_permille < STARVED_BELOW_PERMILLE
+            || model * KEEPS_UP_CPU >= turns_cpu * KEEPS_UP_MODEL
+        {
             Behind::Starved {
-                cpu_permille: u64::try_from(cpu * 1000 / u128::from(window_ns)).unwrap_or(u64::MAX),
+                cpu_permille,
                 window_ns,
             }
         } else {
@@ -231,8 +241,8 @@ mod tests {
     }
 
     #[test]
-    fn a_model_a_whole_cpu_cannot_carry_is_overloaded_however_little_cpu_it_got() {
-        for share in [1.0, 0.3, 0.05] {
+    fn a_model_a_whole_cpu_cannot_carry_is_overloaded_once_it_gets_half_a_cpu() {
+        for share in [1.0, 0.6] {
             let mut pace = Pace::default();
             match stretch(&mut pace, 3, share, 0.95, 1.1) {
                 Behind::Overloaded { model_ns_per_cpu_s } => {
@@ -243,6 +253,21 @@ mod tests {
                 }
                 other => panic!("share {share}: {other:?}"),
             }
+        }
+    }
+
+    #[test]
+    fn a_process_given_under_half_a_cpu_is_starved_even_where_its_turns_run_slow() {
+        // A CFS quota of 1 %: its caches are cold each time it runs.
+        for share in [0.3, 0.01] {
+            let mut pace = Pace::default();
+            assert!(
+                matches!(
+                    stretch(&mut pace, 3, share, 0.95, 0.7),
+                    Behind::Starved { .. }
+                ),
+                "share {share}"
+            );
         }
     }
 
