@@ -229,23 +229,23 @@ fn cr_receive_ms(report: &Value, phase: &str, part: &str) -> (f64, f64) {
     (time / 1e3 / blocks, part / 1e3 / blocks)
 }
 
-/// inst2's admin service, asked what phase it runs.
-struct Inst2 {
+/// An instance's admin service, asked what phase it runs.
+struct PhaseWatch {
     rt: tokio::runtime::Runtime,
     admin: fusion_live::admin_client::Admin,
 }
 
-impl Inst2 {
-    fn new(address: &str, token: &str) -> Inst2 {
+impl PhaseWatch {
+    fn new(name: &str, address: &str, token: &str) -> PhaseWatch {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .expect("runtime");
         let admin = {
             let _in = rt.enter();
-            fusion_live::admin_client::Admin::new("inst2", address, token).expect("admin")
+            fusion_live::admin_client::Admin::new(name, address, token).expect("admin")
         };
-        Inst2 { rt, admin }
+        PhaseWatch { rt, admin }
     }
 
     /// Wait (at most `within`) until it says it runs `phase`.
@@ -277,15 +277,19 @@ fn throttling_inst2s_container_slows_inst1s_gc_waits_and_lifting_it_ends_that() 
     let inst2 = c.instances[1].container.clone();
     let inst2_logs = inst2.clone();
     let (address, token) = (c.instances[1].admin.clone(), c.token.clone());
+    let inst1_address = c.instances[0].admin.clone();
     // The chaos user: 1 % of a CPU for inst2's container while `throttled`
     // runs, no quota once `after` begins (a quota of -1: the cgroup's
     // "max"; `--cpus 0` would leave the last one).
     let chaos = std::thread::spawn(move || {
         let quick = Duration::from_secs(20);
-        let admin = Inst2::new(&address, &token);
+        let admin = PhaseWatch::new("inst2", &address, &token);
         admin.wait_for_phase("throttled", Duration::from_secs(120));
         docker(&["docker", "update", "--cpus", "0.01", &inst2], &[], quick).expect("throttled");
-        admin.wait_for_phase("after", Duration::from_secs(60));
+        // inst1 says when `after` begins: starved, inst2 reaches it late
+        // (its phase is its model's), and its admin service answers slowly.
+        let inst1 = PhaseWatch::new("inst1", &inst1_address, &token);
+        inst1.wait_for_phase("after", Duration::from_secs(60));
         docker(
             &["docker", "update", "--cpu-quota", "-1", &inst2],
             &[],
