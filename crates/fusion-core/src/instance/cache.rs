@@ -195,7 +195,7 @@ pub struct Cache {
     /// Buffers that are CR copies private to a transaction, so that
     /// [`Cache::forget_private`] walks no chain when there are none.
     private_crs: usize,
-    pub capacity: usize,
+    capacity: usize,
     /// Blocks whose current holding (xcur, scur or none) changed, kept only
     /// once a checker asked for them ([`Cache::take_current_changes`]).
     current_changes: Option<CurrentChanges>,
@@ -280,6 +280,11 @@ impl Cache {
 
     pub fn used(&self) -> usize {
         self.used
+    }
+
+    /// Buffers the cache holds at most (`db_cache_size` in buffers).
+    pub fn capacity(&self) -> usize {
+        self.capacity
     }
 
     pub fn get(&self, id: BufId) -> &Buffer {

@@ -7,9 +7,11 @@
 //! of every step.
 
 mod directory;
+mod driver;
 mod drm;
 mod insert;
 mod reconfig;
+mod views;
 mod visit;
 
 use super::cache::Cache;
@@ -45,22 +47,22 @@ use crate::voting::Vote;
 /// methods did (borrowed for each input, the transfer run took 6 % more
 /// instructions).
 pub(super) struct Dispatch {
-    pub(super) id: InstId,
+    id: InstId,
     /// The services every part shares (kernel/).
-    pub(super) k: Kernel,
-    pub(super) cache: Cache,
+    k: Kernel,
+    cache: Cache,
     /// Directory, LMS, masters, GES (gc/).
-    pub(super) gc: GlobalCache,
+    gc: GlobalCache,
     /// LGWR, DBWR and its slaves, past-image writes (redo/).
-    pub(super) redo: Redo,
+    redo: Redo,
     /// Sessions, transactions, inserts, sequences, workloads (session/).
-    pub(super) fg: Foregrounds,
+    fg: Foregrounds,
     /// Parallel execution: PX servers, hosted slaves, coordinated statements.
-    pub(super) px: PxState,
+    px: PxState,
     /// CSS, reconfiguration, SMON, links (membership/).
-    pub(super) membership: Membership,
+    membership: Membership,
     /// The checkers' history, the alert log, the trace (observe/).
-    pub(super) obs: Observer,
+    obs: Observer,
 }
 
 impl Dispatch {
@@ -624,7 +626,7 @@ impl Dispatch {
     pub(super) fn stop(&mut self, why: String) {
         self.membership.halt(why);
         self.k.stop();
-        self.cache = Cache::new(self.cache.capacity, self.k.layout().total_blocks);
+        self.cache = Cache::new(self.cache.capacity(), self.k.layout().total_blocks);
     }
 
     /// The master of a block now (see gc/masters.rs).

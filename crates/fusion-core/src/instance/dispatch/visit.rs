@@ -464,7 +464,7 @@ impl Dispatch {
     pub(in crate::instance) fn make_room(&mut self, taker: u32) {
         self.k.incr(Stat::FreeBufferRequested);
         let group = self.fg.taker_group(&self.k, taker);
-        while self.cache.used() >= self.cache.capacity {
+        while self.cache.used() >= self.cache.capacity() {
             let fg = &self.fg;
             let numa = self.k.numa();
             let (victim, inspected) = self.cache.victim(

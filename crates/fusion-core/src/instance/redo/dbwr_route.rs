@@ -69,7 +69,7 @@ impl Redo {
     /// DBWR's tick: the checkpoint moves to where the cache is; whether
     /// the pass that follows is urgent (the cache is nearly full).
     pub fn dbwr_tick(&mut self, cache: &mut Cache) -> bool {
-        let nearly_full = cache.used() * 10 >= cache.capacity * 9;
+        let nearly_full = cache.used() * 10 >= cache.capacity() * 9;
         let urgent = self.dbwr.tick(nearly_full);
         let checkpoint = self.checkpoint_position(cache);
         self.dbwr.advance_checkpoint(checkpoint);
