@@ -161,7 +161,9 @@ pub struct UndoLog(Option<Arc<UndoList>>);
 #[derive(Clone, Debug, Default)]
 struct UndoList {
     records: Vec<UndoRec>,
-    bodies: Vec<Body>,
+    /// A boxed slice, not a vector: one word less in every list, and a
+    /// body is added rarely (rebuilt then).
+    bodies: Box<[Body]>,
 }
 
 impl UndoList {
@@ -184,7 +186,7 @@ impl UndoList {
             }
         }
         let old = std::mem::take(&mut self.bodies);
-        let mut moved: Vec<Option<Body>> = old.into_iter().map(Some).collect();
+        let mut moved: Vec<Option<Body>> = old.into_vec().into_iter().map(Some).collect();
         let mut order: Vec<(u32, usize)> = kept
             .iter()
             .enumerate()
@@ -248,7 +250,7 @@ impl UndoLog {
             }
             (Some(own), None) => {
                 own.records.clear();
-                own.bodies.clear();
+                own.bodies = Box::default();
             }
             (None, None) => *self = UndoLog::default(),
             (None, Some(from)) => *self = UndoLog(Some(Arc::new(from.clone()))),
@@ -269,7 +271,9 @@ impl UndoLog {
     pub fn push_body(&mut self, xid: Xid, body: Body) {
         let list = self.list_mut(1);
         let at = u32::try_from(list.bodies.len()).expect("fewer than 2^32 bodies in one undo list");
-        list.bodies.push(body);
+        let mut bodies = std::mem::take(&mut list.bodies).into_vec();
+        bodies.push(body);
+        list.bodies = bodies.into_boxed_slice();
         list.records.push(UndoRec {
             xid,
             op: UndoOp::Body(BodyRef(at)),
@@ -329,7 +333,7 @@ impl From<Vec<UndoRec>> for UndoLog {
         UndoLog((!records.is_empty()).then(|| {
             Arc::new(UndoList {
                 records,
-                bodies: Vec::new(),
+                bodies: Box::default(),
             })
         }))
     }
