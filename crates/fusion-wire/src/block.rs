@@ -24,7 +24,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use fusion_core::block::{Block, Body, Itl, LeafEntry, Piece, Row, UndoOp, UndoRec};
+use fusion_core::block::{Block, Body, Itl, LeafEntry, Piece, Row, UndoLog, UndoOp, UndoRec};
 use fusion_core::types::{BlockAddr, Rowid, Scn, Xid};
 use thiserror::Error;
 
@@ -143,7 +143,7 @@ pub fn encode_block_into(block: &Block, block_size: u32, out: &mut Vec<u8>) -> b
             }
             UndoOp::Body(b) => {
                 out.push(2);
-                put_body(out, b);
+                put_body(out, block.undo.body(*b));
             }
             UndoOp::Entry { before } => {
                 out.push(3);
@@ -245,7 +245,7 @@ pub fn decode_block(bytes: &[u8]) -> Result<Block, BlockError> {
         });
     }
     let n = r.count("undo")?;
-    let mut undo = Vec::with_capacity(n);
+    let mut undo = UndoLog::default();
     for _ in 0..n {
         let xid = Xid(r.var("undo.xid")?);
         let op = match r.byte("undo.op")? {
@@ -256,7 +256,10 @@ pub fn decode_block(bytes: &[u8]) -> Result<Block, BlockError> {
             1 => UndoOp::EntryInsert {
                 key: r.var("undo.op.key")?,
             },
-            2 => UndoOp::Body(Box::new(r.body("undo.op.body")?)),
+            2 => {
+                undo.push_body(xid, r.body("undo.op.body")?);
+                continue;
+            }
             3 => UndoOp::Entry { before: r.entry()? },
             4 => UndoOp::Bit {
                 at: r.var("undo.op.at")?,
@@ -276,7 +279,7 @@ pub fn decode_block(bytes: &[u8]) -> Result<Block, BlockError> {
         scn: Scn(scn),
         body: Arc::new(body),
         itl,
-        undo: undo.into(),
+        undo,
         trimmed_scn: Scn(trimmed_scn),
     })
 }

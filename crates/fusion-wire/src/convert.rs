@@ -145,7 +145,7 @@ impl Limits {
                 } => {
                     self.xid("Block.undo.before.lock", r.lock.0)?;
                 }
-                fusion_core::block::UndoOp::Body(body) => self.check_body(body)?,
+                fusion_core::block::UndoOp::Body(body) => self.check_body(b.undo.body(*body))?,
                 fusion_core::block::UndoOp::Entry { before } => {
                     self.blk("Block.undo.before.rowid.blk", before.rowid.blk.0)?;
                     self.xid("Block.undo.before.lock", before.lock.0)?;

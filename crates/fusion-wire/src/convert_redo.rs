@@ -146,6 +146,15 @@ impl Codec {
             }
             K::SplitNew(bytes) => {
                 let b = self.decode_block("RedoChange.split_new", &bytes)?;
+                if b.undo
+                    .iter()
+                    .any(|u| matches!(u.op, fusion_core::block::UndoOp::Body(_)))
+                {
+                    return Err(WireError::Rejected {
+                        field: "RedoChange.split_new",
+                        reason: "a split's new block restores no whole body".to_string(),
+                    });
+                }
                 Change::SplitNew(Box::new(SplitBlock {
                     body: Arc::unwrap_or_clone(b.body),
                     itl: b.itl,

@@ -1,7 +1,9 @@
 //! Round trips (core -> proto -> bytes -> proto -> core) for every message
 //! variant and for random blocks, and what malformed input from a peer gives.
 
-use fusion_core::block::{Block, Body, Change, Itl, LeafEntry, Piece, Row, UndoOp, UndoRec};
+use fusion_core::block::{
+    Block, Body, Change, Itl, LeafEntry, Piece, Row, UndoLog, UndoOp, UndoRec,
+};
 use fusion_core::msg::{
     DeadlockMsg, DrmMsg, EnqKind, Envelope, GrantKind, Held, LockMode, Lvb, Mode, Msg, ReqKind,
     Request, ResName, ShipKind, Shipment, Timing, TxReport, WaitHop,
@@ -94,16 +96,29 @@ fn body() -> impl Strategy<Value = Body> {
     ]
 }
 
-fn undo() -> impl Strategy<Value = UndoRec> {
+/// An undo record: its op, or (`Err`) the whole body it restores.
+fn undo() -> impl Strategy<Value = (Xid, Result<UndoOp, Body>)> {
     let op = prop_oneof![
-        (any::<u16>(), option::of(row())).prop_map(|(slot, before)| UndoOp::Row { slot, before }),
-        any::<u64>().prop_map(|key| UndoOp::EntryInsert { key }),
-        body().prop_map(|b| UndoOp::Body(Box::new(b))),
-        entry().prop_map(|before| UndoOp::Entry { before }),
+        (any::<u16>(), option::of(row()))
+            .prop_map(|(slot, before)| Ok(UndoOp::Row { slot, before })),
+        any::<u64>().prop_map(|key| Ok(UndoOp::EntryInsert { key })),
+        body().prop_map(Err),
+        entry().prop_map(|before| Ok(UndoOp::Entry { before })),
         (any::<u64>(), any::<u64>(), any::<bool>(), xid())
-            .prop_map(|(at, key, was, lock)| UndoOp::Bit { at, key, was, lock }),
+            .prop_map(|(at, key, was, lock)| Ok(UndoOp::Bit { at, key, was, lock })),
     ];
-    (xid(), op).prop_map(|(xid, op)| UndoRec { xid, op })
+    (xid(), op)
+}
+
+fn undo_log(records: Vec<(Xid, Result<UndoOp, Body>)>) -> UndoLog {
+    let mut log = UndoLog::default();
+    for (xid, op) in records {
+        match op {
+            Ok(op) => log.push(UndoRec { xid, op }),
+            Err(body) => log.push_body(xid, body),
+        }
+    }
+    log
 }
 
 fn block() -> impl Strategy<Value = Block> {
@@ -126,7 +141,7 @@ fn block() -> impl Strategy<Value = Block> {
             scn: Scn(scn),
             body: std::sync::Arc::new(body),
             itl,
-            undo: undo.into(),
+            undo: undo_log(undo),
             trimmed_scn: Scn(trimmed_scn),
         })
 }

@@ -395,13 +395,13 @@ mod tests {
                 xid: x(1),
                 commit: None,
             }],
-            undo: vec![moved.clone()],
+            undo: vec![moved],
         }));
         assert!(spare.apply(&new, x(2), Scn(9)));
         assert_eq!(spare.undo.first(), Some(&moved));
         assert!(matches!(
             spare.undo.last().map(|u| &u.op),
-            Some(UndoOp::Body(b)) if **b == Body::Unformatted
+            Some(UndoOp::Body(b)) if *spare.undo.body(*b) == Body::Unformatted
         ));
         // Before the split the block did not exist for any reader.
         let lookup = |xid: Xid| {

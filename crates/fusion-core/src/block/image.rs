@@ -202,11 +202,7 @@ impl Block {
     pub(super) fn replace_body(&mut self, body: Body, xid: Xid, scn: Scn) {
         let before = std::mem::replace(&mut self.body, Arc::new(body));
         // Moved out when no other image shares it, copied otherwise.
-        self.record(
-            xid,
-            UndoOp::Body(Box::new(Arc::unwrap_or_clone(before))),
-            scn,
-        );
+        self.record_body(xid, Arc::unwrap_or_clone(before), scn);
     }
 
     /// Entries in a leaf or branch (for split decisions).

@@ -24,6 +24,6 @@ mod xid_set;
 pub use change::{Change, SplitBlock};
 pub use image::Block;
 pub use parts::{
-    Body, Itl, LeafEntry, Piece, Row, UNDO_RECORDS_MAX, UndoLog, UndoOp, UndoRec, piece_at,
+    Body, BodyRef, Itl, LeafEntry, Piece, Row, UNDO_RECORDS_MAX, UndoLog, UndoOp, UndoRec, piece_at,
 };
 pub use undo::{CrCopy, CrError, TxState};

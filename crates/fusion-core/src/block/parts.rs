@@ -114,15 +114,17 @@ pub struct Itl {
 /// Undo records a block keeps before the oldest committed ones are trimmed.
 pub const UNDO_RECORDS_MAX: usize = 32;
 
-/// How to undo one change.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// How to undo one change. Plain data (`Copy`): a list of records is
+/// copied as one block of memory; the one record that holds a whole body
+/// names it in its list's store ([`UndoLog::body`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum UndoOp {
     /// Restore a table slot (`None`: the slot did not exist, it was an insert).
     Row { slot: u16, before: Option<Row> },
     /// Remove the leaf entry with this key (it was inserted).
     EntryInsert { key: u64 },
-    /// Restore the whole body (index block splits).
-    Body(Box<Body>),
+    /// Restore the whole body (index block splits): the body its list keeps.
+    Body(BodyRef),
     /// Restore a leaf entry whose value changed (index on key and value).
     Entry { before: LeafEntry },
     /// Undo one bit of a bitmap piece: the bit of row `key` in the piece
@@ -135,7 +137,12 @@ pub enum UndoOp {
     },
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Where an [`UndoOp::Body`] record's body is: its place in the store of
+/// the [`UndoLog`] that holds the record (meaningless outside it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BodyRef(u32);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct UndoRec {
     pub xid: Xid,
     pub op: UndoOp,
@@ -147,7 +154,51 @@ pub struct UndoRec {
 /// carries, hold one list until one of them changes (a past image keeps a
 /// copy of its own: [`UndoLog::copy_from`]). Empty holds no allocation.
 #[derive(Clone, Debug, Default)]
-pub struct UndoLog(Option<Arc<Vec<UndoRec>>>);
+pub struct UndoLog(Option<Arc<UndoList>>);
+
+/// The records, and the bodies the [`UndoOp::Body`] records restore (an
+/// index split's, rare): the records stay plain data, copied in one go.
+#[derive(Clone, Debug, Default)]
+struct UndoList {
+    records: Vec<UndoRec>,
+    /// A boxed slice, not a vector: one word less in every list, and a
+    /// body is added rarely (rebuilt then).
+    bodies: Box<[Body]>,
+}
+
+impl UndoList {
+    /// Records were dropped: drop the bodies no record names any more,
+    /// and name the rest where they move to.
+    fn collect_bodies(&mut self) {
+        if self.bodies.is_empty() {
+            return;
+        }
+        let mut kept: Vec<Option<u32>> = vec![None; self.bodies.len()];
+        let mut next = 0u32;
+        for u in &mut self.records {
+            if let UndoOp::Body(BodyRef(at)) = &mut u.op {
+                let slot = &mut kept[*at as usize];
+                let to = *slot.get_or_insert_with(|| {
+                    next += 1;
+                    next - 1
+                });
+                *at = to;
+            }
+        }
+        let old = std::mem::take(&mut self.bodies);
+        let mut moved: Vec<Option<Body>> = old.into_vec().into_iter().map(Some).collect();
+        let mut order: Vec<(u32, usize)> = kept
+            .iter()
+            .enumerate()
+            .filter_map(|(from, to)| to.map(|to| (to, from)))
+            .collect();
+        order.sort_unstable();
+        self.bodies = order
+            .into_iter()
+            .filter_map(|(_, from)| moved[from].take())
+            .collect();
+    }
+}
 
 impl UndoLog {
     /// The records to change: this image's own, copied first if another
@@ -155,9 +206,9 @@ impl UndoLog {
     /// over [`UNDO_RECORDS_MAX`] (a change's record is pushed before the
     /// oldest is trimmed) and no further, so a hot block's list does not
     /// keep twice the room it can ever use.
-    fn records_mut(&mut self, extra: usize) -> &mut Vec<UndoRec> {
+    fn list_mut(&mut self, extra: usize) -> &mut UndoList {
         let arc = self.0.get_or_insert_with(Default::default);
-        let len = arc.len();
+        let len = arc.records.len();
         let room = |cap: usize| {
             let doubled = (cap * 2).max(4);
             // Beyond that bound (transactions still active hold their
@@ -172,17 +223,19 @@ impl UndoLog {
         // No `Weak` of a list is ever made: one strong reference is this
         // image's alone (read with a plain load, not `get_mut`'s exchange).
         if Arc::strong_count(arc) > 1 {
-            let mut own = Vec::with_capacity(room(len));
-            own.extend_from_slice(arc);
-            *arc = Arc::new(own);
+            let mut records = Vec::with_capacity(room(len));
+            records.extend_from_slice(&arc.records);
+            let bodies = arc.bodies.clone();
+            *arc = Arc::new(UndoList { records, bodies });
         }
         // Its own by now: `make_mut` copies nothing.
-        let v = Arc::make_mut(arc);
+        let list = Arc::make_mut(arc);
+        let v = &mut list.records;
         if v.capacity() < len + extra {
             let want = room(v.capacity());
             v.reserve_exact(want - len);
         }
-        v
+        list
     }
 
     /// Make this list a copy of `src` of its own, in this list's allocation
@@ -191,27 +244,65 @@ impl UndoLog {
     /// without copying it again.
     pub fn copy_from(&mut self, src: &UndoLog) {
         match (self.0.as_mut().and_then(Arc::get_mut), src.0.as_deref()) {
-            (Some(own), Some(from)) => own.clone_from(from),
-            (Some(own), None) => own.clear(),
-            (None, _) => *self = UndoLog::from(src.to_vec()),
+            (Some(own), Some(from)) => {
+                own.records.clone_from(&from.records);
+                own.bodies.clone_from(&from.bodies);
+            }
+            (Some(own), None) => {
+                own.records.clear();
+                own.bodies = Box::default();
+            }
+            (None, None) => *self = UndoLog::default(),
+            (None, Some(from)) => *self = UndoLog(Some(Arc::new(from.clone()))),
         }
     }
 
+    /// Append a record (one that restores a whole body goes in with
+    /// [`UndoLog::push_body`]).
     pub fn push(&mut self, rec: UndoRec) {
-        self.records_mut(1).push(rec);
+        assert!(
+            !matches!(rec.op, UndoOp::Body(_)),
+            "an undo record of a whole body is pushed with its body"
+        );
+        self.list_mut(1).records.push(rec);
+    }
+
+    /// Append a record of `xid` that restores `body`.
+    pub fn push_body(&mut self, xid: Xid, body: Body) {
+        let list = self.list_mut(1);
+        let at = u32::try_from(list.bodies.len()).expect("fewer than 2^32 bodies in one undo list");
+        let mut bodies = std::mem::take(&mut list.bodies).into_vec();
+        bodies.push(body);
+        list.bodies = bodies.into_boxed_slice();
+        list.records.push(UndoRec {
+            xid,
+            op: UndoOp::Body(BodyRef(at)),
+        });
+    }
+
+    /// The body an [`UndoOp::Body`] record of this list restores.
+    pub fn body(&self, r: BodyRef) -> &Body {
+        match self.0.as_deref().and_then(|l| l.bodies.get(r.0 as usize)) {
+            Some(b) => b,
+            None => panic!("undo body {} is not in its list", r.0),
+        }
     }
 
     /// Keep the records `keep` picks.
     pub fn retain(&mut self, keep: impl FnMut(&UndoRec) -> bool) {
         if !self.is_empty() {
-            self.records_mut(0).retain(keep);
+            let list = self.list_mut(0);
+            list.records.retain(keep);
+            list.collect_bodies();
         }
     }
 
     /// Drop the `n` oldest records.
     pub fn drop_oldest(&mut self, n: usize) {
         if n > 0 {
-            self.records_mut(0).drain(..n);
+            let list = self.list_mut(0);
+            list.records.drain(..n);
+            list.collect_bodies();
         }
     }
 }
@@ -219,7 +310,7 @@ impl UndoLog {
 impl Deref for UndoLog {
     type Target = [UndoRec];
     fn deref(&self) -> &[UndoRec] {
-        self.0.as_deref().map_or(&[], Vec::as_slice)
+        self.0.as_deref().map_or(&[], |l| l.records.as_slice())
     }
 }
 
@@ -231,9 +322,20 @@ impl<'a> IntoIterator for &'a UndoLog {
     }
 }
 
+/// Records that restore no whole body (those go in with
+/// [`UndoLog::push_body`]: a `BodyRef` names a body of its own list only).
 impl From<Vec<UndoRec>> for UndoLog {
     fn from(records: Vec<UndoRec>) -> UndoLog {
-        UndoLog((!records.is_empty()).then(|| Arc::new(records)))
+        assert!(
+            records.iter().all(|u| !matches!(u.op, UndoOp::Body(_))),
+            "an undo record of a whole body is pushed with its body"
+        );
+        UndoLog((!records.is_empty()).then(|| {
+            Arc::new(UndoList {
+                records,
+                bodies: Box::default(),
+            })
+        }))
     }
 }
 
@@ -243,11 +345,93 @@ impl FromIterator<UndoRec> for UndoLog {
     }
 }
 
-/// Equal when the records are, however they are held.
+/// Equal when the records are, however they are held: a record that
+/// restores a body compares the body.
 impl PartialEq for UndoLog {
     fn eq(&self, other: &UndoLog) -> bool {
-        **self == **other
+        self.len() == other.len()
+            && self
+                .iter()
+                .zip(other.iter())
+                .all(|(a, b)| match (a.op, b.op) {
+                    (UndoOp::Body(x), UndoOp::Body(y)) => {
+                        a.xid == b.xid && self.body(x) == other.body(y)
+                    }
+                    _ => a == b,
+                })
     }
 }
 
 impl Eq for UndoLog {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(xid: u64, key: u64) -> UndoRec {
+        UndoRec {
+            xid: Xid(xid),
+            op: UndoOp::EntryInsert { key },
+        }
+    }
+
+    fn body(used: u32) -> Body {
+        Body::SegHeader { used: vec![used] }
+    }
+
+    /// The bodies a list's records restore, oldest first.
+    fn bodies(log: &UndoLog) -> Vec<(Xid, Body)> {
+        log.iter()
+            .filter_map(|u| match u.op {
+                UndoOp::Body(r) => Some((u.xid, log.body(r).clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn body_records_keep_their_bodies_through_drops_and_copies() {
+        let mut log = UndoLog::default();
+        log.push(rec(1, 10));
+        log.push_body(Xid(2), body(2));
+        log.push(rec(3, 30));
+        log.push_body(Xid(4), body(4));
+        log.push_body(Xid(5), body(5));
+        assert_eq!(
+            bodies(&log),
+            vec![(Xid(2), body(2)), (Xid(4), body(4)), (Xid(5), body(5))]
+        );
+        // A copy shared, then changed: the original keeps its bodies.
+        let shared = log.clone();
+        log.drop_oldest(2);
+        assert_eq!(log.len(), 3);
+        assert_eq!(bodies(&log), vec![(Xid(4), body(4)), (Xid(5), body(5))]);
+        assert_eq!(bodies(&shared).len(), 3);
+        log.retain(|u| u.xid != Xid(4));
+        assert_eq!(bodies(&log), vec![(Xid(5), body(5))]);
+        // A past image's copy, into a list of its own with other bodies.
+        let mut copy = UndoLog::default();
+        copy.push_body(Xid(9), body(9));
+        copy.copy_from(&shared);
+        assert_eq!(copy, shared);
+        assert_ne!(copy, log);
+        // Equal records naming different bodies are not equal.
+        let mut a = UndoLog::default();
+        a.push_body(Xid(1), body(1));
+        let mut b = UndoLog::default();
+        b.push_body(Xid(1), body(2));
+        assert_ne!(a, b);
+        b.drop_oldest(1);
+        b.push_body(Xid(1), body(1));
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    #[should_panic(expected = "pushed with its body")]
+    fn a_body_record_is_not_pushed_without_its_body() {
+        let mut a = UndoLog::default();
+        a.push_body(Xid(1), body(1));
+        let mut b = UndoLog::default();
+        b.push(a[0]);
+    }
+}

@@ -347,6 +347,15 @@ impl Block {
         self.scn = self.scn.max(scn);
         self.trim();
     }
+
+    /// [`Block::record`] of a change that replaced the whole body: `before`
+    /// is the body it restores.
+    pub(super) fn record_body(&mut self, xid: Xid, before: Body, scn: Scn) {
+        self.ensure_itl(xid);
+        self.undo.push_body(xid, before);
+        self.scn = self.scn.max(scn);
+        self.trim();
+    }
 }
 
 /// Roll `body` back through `undo` (oldest first), newest first, undoing
@@ -355,7 +364,7 @@ impl Block {
 /// not pick, so the other transactions' changes survive. Returns the records
 /// applied. Consistent reads (`Block::build_cr`) and transaction rollback
 /// (`Block::roll_back`) both undo this way.
-fn roll_back_body(undo: &[UndoRec], body: &mut Body, hidden: impl Fn(Xid) -> bool) -> u32 {
+fn roll_back_body(undo: &UndoLog, body: &mut Body, hidden: impl Fn(Xid) -> bool) -> u32 {
     let mut applied = 0;
     // Rows (by slot) and entries (by key) whose newest change is visible.
     let mut settled_slots = SlotSet::default();
@@ -396,7 +405,7 @@ fn roll_back_body(undo: &[UndoRec], body: &mut Body, hidden: impl Fn(Xid) -> boo
             }
             UndoOp::Body(before) => {
                 if hidden {
-                    *body = (**before).clone();
+                    *body = undo.body(*before).clone();
                     applied += 1;
                     settled_slots.clear();
                     settled_keys.clear();
