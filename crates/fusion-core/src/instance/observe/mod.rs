@@ -5,7 +5,7 @@
 //!
 //! The rest of the instance writes through [`Observer`]'s methods, giving
 //! the time itself (the observer keeps no clock and asks nothing of the
-//! instance); the driver reads through `Instance`'s views (`instance/mod.rs`).
+//! instance); the driver reads through `Instance`'s views (`dispatch/views.rs`).
 
 mod alert;
 mod history;

@@ -1,5 +1,5 @@
 //! What the driver and the checkers read of the foregrounds (through the
-//! instance's thin views in `instance/mod.rs`): the row lock waits, the
+//! instance's views, `dispatch/views.rs`): the row lock waits, the
 //! sessions' states and waits, the oldest snapshot still in use.
 
 use super::Foregrounds;
