@@ -38,6 +38,21 @@ pub enum ReqKind {
     Current { new_block: bool },
 }
 
+/// What a requester tells the block's master once it installed what it
+/// was sent or granted (`Msg::Installed`, or a call when it masters the
+/// block itself).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Installed {
+    pub blk: BlockAddr,
+    /// The request the transfer answered.
+    pub req: u64,
+    pub mode: Mode,
+    /// Who held the block X before, when it was shipped from a holder.
+    pub prev_holder: Option<InstId>,
+    /// Whether that holder kept a past image.
+    pub pi_kept: bool,
+}
+
 /// A block request as the master sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Request {
@@ -237,13 +252,7 @@ pub enum Msg {
     /// envelope the simulator moves) 32 bytes larger.
     Ship(Box<Shipment>),
     /// Requester to master: the transfer is complete, record the new holder.
-    Installed {
-        blk: BlockAddr,
-        req: u64,
-        mode: Mode,
-        prev_holder: Option<InstId>,
-        pi_kept: bool,
-    },
+    Installed(Installed),
     /// Master to an S holder: give up your shared copy.
     Invalidate {
         blk: BlockAddr,
@@ -468,7 +477,7 @@ impl Msg {
             Msg::Forward { .. } => "Forward",
             Msg::Grant { .. } => "Grant",
             Msg::Ship(..) => "Ship",
-            Msg::Installed { .. } => "Installed",
+            Msg::Installed(_) => "Installed",
             Msg::Invalidate { .. } => "Invalidate",
             Msg::InvalidateAck { .. } => "InvalidateAck",
             Msg::NotHeld { .. } => "NotHeld",
@@ -601,7 +610,7 @@ impl Msg {
             | Msg::NotHeld { req: r }
             | Msg::DownConverted { req: r } => Some(r.blk),
             Msg::Ship(s) => Some(s.req.blk),
-            Msg::Installed { blk, .. }
+            Msg::Installed(Installed { blk, .. })
             | Msg::Invalidate { blk, .. }
             | Msg::InvalidateAck { blk, .. }
             | Msg::Relinquish { blk, .. }

@@ -8,7 +8,9 @@ mod harness;
 use fusion_core::block::{Block, Body};
 use fusion_core::config::{NS_PER_MS, Nanos};
 use fusion_core::instance::{ERRORS_MAX, Instance};
-use fusion_core::msg::{Envelope, GrantKind, Mode, Msg, ReqKind, Request, ShipKind, Shipment};
+use fusion_core::msg::{
+    Envelope, GrantKind, Installed, Mode, Msg, ReqKind, Request, ShipKind, Shipment,
+};
 use fusion_core::types::Scn;
 use fusion_core::types::{BlockAddr, InstId};
 
@@ -123,13 +125,13 @@ fn a_peer_asking_for_a_block_it_holds_in_x_is_a_protocol_error() {
     deliver(
         &mut inst,
         3 * NS_PER_MS,
-        Msg::Installed {
+        Msg::Installed(Installed {
             blk,
             req: 1,
             mode: Mode::X,
             prev_holder: None,
             pi_kept: false,
-        },
+        }),
     );
     assert_eq!(inst.errors(), &[] as &[String]);
     // ... then asks for it again.

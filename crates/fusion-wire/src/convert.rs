@@ -4,8 +4,8 @@
 
 use fusion_core::block::{Block, Body};
 use fusion_core::msg::{
-    EnqKind, Envelope, GrantKind, LockMode, Lvb, Mode, Msg, RedoRecord, ReqKind, Request, ResName,
-    ShipKind, Shipment, Timing, TxReport,
+    EnqKind, Envelope, GrantKind, Installed, LockMode, Lvb, Mode, Msg, RedoRecord, ReqKind,
+    Request, ResName, ShipKind, Shipment, Timing, TxReport,
 };
 use fusion_core::types::{BlockAddr, InstId, InstSet, Scn, Xid};
 use thiserror::Error;
@@ -290,18 +290,12 @@ impl Codec {
                 hops: u32::from(s.hops),
                 congested: s.congested,
             }),
-            Msg::Installed {
-                blk,
-                req,
-                mode,
-                prev_holder,
-                pi_kept,
-            } => K::Installed(pb::Installed {
-                blk: blk.0,
-                req: *req,
-                mode: mode_pb(*mode) as i32,
-                prev_holder: prev_holder.map(|i| u32::from(i.0)),
-                pi_kept: *pi_kept,
+            Msg::Installed(i) => K::Installed(pb::Installed {
+                blk: i.blk.0,
+                req: i.req,
+                mode: mode_pb(i.mode) as i32,
+                prev_holder: i.prev_holder.map(|p| u32::from(p.0)),
+                pi_kept: i.pi_kept,
             }),
             Msg::Invalidate { blk, req } => K::Invalidate(pb::Invalidate {
                 blk: blk.0,
@@ -433,7 +427,7 @@ impl Codec {
                     congested: s.congested,
                 }))
             }
-            K::Installed(i) => Msg::Installed {
+            K::Installed(i) => Msg::Installed(Installed {
                 blk: l.blk("Installed.blk", i.blk)?,
                 req: i.req,
                 mode: mode_core("Installed.mode", i.mode)?,
@@ -442,7 +436,7 @@ impl Codec {
                     .map(|p| l.inst("Installed.prev_holder", p))
                     .transpose()?,
                 pi_kept: i.pi_kept,
-            },
+            }),
             K::Invalidate(i) => Msg::Invalidate {
                 blk: l.blk("Invalidate.blk", i.blk)?,
                 req: i.req,

@@ -5,8 +5,8 @@ use fusion_core::block::{
     Block, Body, Change, Itl, LeafEntry, Piece, Row, UndoLog, UndoOp, UndoRec,
 };
 use fusion_core::msg::{
-    DeadlockMsg, DrmMsg, EnqKind, Envelope, GrantKind, Held, LockMode, Lvb, Mode, Msg, ReqKind,
-    Request, ResName, ShipKind, Shipment, Timing, TxReport, WaitHop,
+    DeadlockMsg, DrmMsg, EnqKind, Envelope, GrantKind, Held, Installed, LockMode, Lvb, Mode, Msg,
+    ReqKind, Request, ResName, ShipKind, Shipment, Timing, TxReport, WaitHop,
 };
 use fusion_core::types::Scn;
 use fusion_core::types::{BlockAddr, InstId, Rowid, Xid};
@@ -355,13 +355,15 @@ fn msg() -> impl Strategy<Value = Msg> {
             option::of(inst()),
             any::<bool>()
         )
-            .prop_map(|(blk, req, mode, prev_holder, pi_kept)| Msg::Installed {
-                blk,
-                req,
-                mode,
-                prev_holder,
-                pi_kept
-            }),
+            .prop_map(
+                |(blk, req, mode, prev_holder, pi_kept)| Msg::Installed(Installed {
+                    blk,
+                    req,
+                    mode,
+                    prev_holder,
+                    pi_kept
+                })
+            ),
         (addr(), any::<u64>()).prop_map(|(blk, req)| Msg::Invalidate { blk, req }),
         (addr(), any::<u64>()).prop_map(|(blk, req)| Msg::InvalidateAck { blk, req }),
         request().prop_map(|req| Msg::NotHeld { req }),
@@ -635,13 +637,13 @@ fn missing_oneofs_name_the_field() {
 
 #[test]
 fn bad_enum_values_name_the_field() {
-    let mut env = sample_envelope(Msg::Installed {
+    let mut env = sample_envelope(Msg::Installed(Installed {
         blk: BlockAddr(3),
         req: 1,
         mode: Mode::X,
         prev_holder: None,
         pi_kept: false,
-    });
+    }));
     if let Some(pb::msg::Kind::Installed(i)) = env.msg.as_mut().and_then(|m| m.kind.as_mut()) {
         i.mode = 7;
     }

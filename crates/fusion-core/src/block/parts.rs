@@ -270,6 +270,9 @@ impl UndoLog {
     /// Append a record of `xid` that restores `body`.
     pub fn push_body(&mut self, xid: Xid, body: Body) {
         let list = self.list_mut(1);
+        // A list holds at most `UNDO_RECORDS_MAX + 1` records between
+        // trims, and one decoded from a peer fits a 64 MiB frame: far
+        // fewer bodies than a `u32` counts.
         let at = u32::try_from(list.bodies.len()).expect("fewer than 2^32 bodies in one undo list");
         let mut bodies = std::mem::take(&mut list.bodies).into_vec();
         bodies.push(body);

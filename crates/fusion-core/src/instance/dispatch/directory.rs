@@ -12,7 +12,7 @@ use super::Dispatch;
 use crate::block::Block;
 use crate::config::Nanos;
 use crate::cpu::StepDone;
-use crate::msg::{GrantKind, Io, Mode, Msg, RecoverSource, Request, Shipment, TxReport};
+use crate::msg::{GrantKind, Installed, Io, Mode, Msg, RecoverSource, Request, Shipment, TxReport};
 use crate::stats::Stat;
 use crate::types::{BlockAddr, InstId, Scn, Xid};
 
@@ -99,16 +99,9 @@ impl Dispatch {
 
     /// The requester installed what it was sent or granted: requests queued
     /// behind the transfer go on, one by one.
-    pub(in crate::instance) fn dir_installed(
-        &mut self,
-        from: InstId,
-        blk: BlockAddr,
-        req: u64,
-        mode: Mode,
-        prev: Option<InstId>,
-        pi_kept: bool,
-    ) {
-        self.gc.dir_installed(from, blk, req, mode, prev, pi_kept);
+    pub(in crate::instance) fn dir_installed(&mut self, from: InstId, done: Installed) {
+        let blk = done.blk;
+        self.gc.dir_installed(from, done);
         while let Drained::Route(route) = self.gc.dir_next_queued(blk) {
             self.follow(route);
         }
@@ -207,20 +200,13 @@ impl Dispatch {
                 if let Some(owner) = self.fg.answered_by_promotion(blk) {
                     self.fg.ready_owner(&mut self.k, &mut self.obs, owner);
                 }
-                if master == me {
-                    self.dir_installed(me, blk, PROMOTE_REQ, Mode::X, None, false);
-                } else {
-                    self.send(
-                        master,
-                        Msg::Installed {
-                            blk,
-                            req: PROMOTE_REQ,
-                            mode: Mode::X,
-                            prev_holder: None,
-                            pi_kept: false,
-                        },
-                    );
-                }
+                self.installed(Installed {
+                    blk,
+                    req: PROMOTE_REQ,
+                    mode: Mode::X,
+                    prev_holder: None,
+                    pi_kept: false,
+                });
                 self.wake_block(blk);
             }
             _ => {
@@ -305,13 +291,7 @@ impl Dispatch {
         };
         match msg {
             Msg::Request(req) => self.dir_request(req),
-            Msg::Installed {
-                blk,
-                req,
-                mode,
-                prev_holder,
-                pi_kept,
-            } => self.dir_installed(from, blk, req, mode, prev_holder, pi_kept),
+            Msg::Installed(done) => self.dir_installed(from, done),
             Msg::NotHeld { req } => self.dir_not_held(from, req),
             Msg::DownConverted { req } => self.dir_down_converted(from, req),
             Msg::Relinquish { blk, mode } => self.dir_relinquish(from, blk, mode),

@@ -286,7 +286,7 @@ impl Dispatch {
     pub(in crate::instance) fn drm_screen(&mut self, from: InstId, msg: Msg) -> Option<Msg> {
         let blk: BlockAddr = match &msg {
             Msg::Request(req) | Msg::NotHeld { req } | Msg::DownConverted { req } => req.blk,
-            Msg::Installed { blk, .. }
+            Msg::Installed(crate::msg::Installed { blk, .. })
             | Msg::Relinquish { blk, .. }
             | Msg::InvalidateAck { blk, .. }
             | Msg::Written { blk, .. }
@@ -309,7 +309,7 @@ impl Dispatch {
                 self.send(master, msg)
             }
             // The holder reported its copy as it is now.
-            Msg::Installed { .. } | Msg::Relinquish { .. } => {}
+            Msg::Installed(_) | Msg::Relinquish { .. } => {}
             other => self.error(format!(
                 "{from} sent {} for {blk} to its master before DRM moved it: no transfer of it was in flight",
                 other.kind()

@@ -22,8 +22,8 @@ use crate::block::{Block, Body, CrCopy, CrError};
 use crate::config::Nanos;
 use crate::metrics::BlockKind;
 use crate::msg::{
-    DeadlockMsg, GrantKind, LockMode, Lvb, Mode, Msg, ReqKind, Request, ResName, ShipKind,
-    Shipment, WaitHop,
+    DeadlockMsg, GrantKind, Installed, LockMode, Lvb, Mode, Msg, ReqKind, Request, ResName,
+    ShipKind, Shipment, WaitHop,
 };
 use crate::stats::Stat;
 use crate::types::{BlockAddr, InstId, InstSet, Scn, Xid};
@@ -295,11 +295,23 @@ impl Dispatch {
             ShipKind::Raw => self.fg.keep_raw(owner, block, sender_scn),
             ShipKind::Shared => {
                 self.install_current(owner, blk, Mode::S, block, false);
-                self.installed(blk, req.id, Mode::S, None, false);
+                self.installed(Installed {
+                    blk,
+                    req: req.id,
+                    mode: Mode::S,
+                    prev_holder: None,
+                    pi_kept: false,
+                });
             }
             ShipKind::Current => {
                 self.install_current(owner, blk, Mode::X, block, pi_kept);
-                self.installed(blk, req.id, Mode::X, Some(from), pi_kept);
+                self.installed(Installed {
+                    blk,
+                    req: req.id,
+                    mode: Mode::X,
+                    prev_holder: Some(from),
+                    pi_kept,
+                });
             }
         }
         self.wake_block(blk);
@@ -334,29 +346,13 @@ impl Dispatch {
     }
 
     /// Tell the master the transfer is complete.
-    fn installed(
-        &mut self,
-        blk: BlockAddr,
-        req: u64,
-        mode: Mode,
-        prev: Option<InstId>,
-        pi_kept: bool,
-    ) {
-        let master = self.block_master(blk);
+    pub(super) fn installed(&mut self, done: Installed) {
+        let master = self.block_master(done.blk);
         if master == self.id {
             let me = self.id;
-            self.dir_installed(me, blk, req, mode, prev, pi_kept);
+            self.dir_installed(me, done);
         } else {
-            self.send(
-                master,
-                Msg::Installed {
-                    blk,
-                    req,
-                    mode,
-                    prev_holder: prev,
-                    pi_kept,
-                },
-            );
+            self.send(master, Msg::Installed(done));
         }
     }
 
@@ -400,7 +396,13 @@ impl Dispatch {
                     Some(id) => self.cache.set_state(id, BufState::Xcur),
                     None => self.error(format!("upgrade granted for {blk} but no S copy here")),
                 }
-                self.installed(blk, req.id, Mode::X, None, false);
+                self.installed(Installed {
+                    blk,
+                    req: req.id,
+                    mode: Mode::X,
+                    prev_holder: None,
+                    pi_kept: false,
+                });
                 self.fg
                     .ready_owner(&mut self.k, &mut self.obs, pending.owner);
                 self.wake_block(blk);
@@ -415,7 +417,13 @@ impl Dispatch {
                     Block::new(blk, Body::Unformatted),
                     false,
                 );
-                self.installed(blk, req.id, Mode::X, None, false);
+                self.installed(Installed {
+                    blk,
+                    req: req.id,
+                    mode: Mode::X,
+                    prev_holder: None,
+                    pi_kept: false,
+                });
                 self.fg
                     .ready_owner(&mut self.k, &mut self.obs, pending.owner);
                 self.wake_block(blk);
@@ -451,7 +459,13 @@ impl Dispatch {
             // The block came through the reader's group's I/O controller.
             numa.read_into(buf);
         }
-        self.installed(blk, req, mode, None, false);
+        self.installed(Installed {
+            blk,
+            req,
+            mode,
+            prev_holder: None,
+            pi_kept: false,
+        });
         self.fg
             .ready_owner(&mut self.k, &mut self.obs, pending.owner);
         self.wake_block(blk);

@@ -12,7 +12,7 @@ use std::collections::VecDeque;
 
 use rustc_hash::FxHashMap;
 
-use crate::msg::{GrantKind, Held, Mode, ReqKind, Request};
+use crate::msg::{GrantKind, Held, Installed, Mode, ReqKind, Request};
 use crate::types::{BlockAddr, InstId, InstSet, Scn};
 
 /// The request id a promotion is recorded under in `busy` (the holder's
@@ -307,15 +307,14 @@ impl Directory {
 
     /// The requester installed what it was sent or granted: record the new
     /// state. Then call [`Directory::next_queued`] until it stops routing.
-    pub fn installed(
-        &mut self,
-        from: InstId,
-        blk: BlockAddr,
-        req: u64,
-        mode: Mode,
-        prev: Option<InstId>,
-        pi_kept: bool,
-    ) {
+    pub fn installed(&mut self, from: InstId, done: Installed) {
+        let Installed {
+            blk,
+            req,
+            mode,
+            prev_holder: prev,
+            pi_kept,
+        } = done;
         let r = self.res(blk);
         if r.busy != Some((from, req)) {
             // Not the transfer in flight here: a late `Installed` of one
@@ -668,7 +667,16 @@ mod tests {
         assert_eq!(dir.request(own), None, "queued behind the promotion");
         assert_eq!(dir.request(current(INST2, 3)), None);
 
-        dir.installed(INST3, BLK, PROMOTE_REQ, Mode::X, None, false);
+        dir.installed(
+            INST3,
+            Installed {
+                blk: BLK,
+                req: PROMOTE_REQ,
+                mode: Mode::X,
+                prev_holder: None,
+                pi_kept: false,
+            },
+        );
 
         // Instance 3 holds the block in X: its own request is answered, and
         // instance 2's goes to it (not a disk read of an older image).
@@ -711,7 +719,16 @@ mod tests {
                 grant: GrantKind::Disk(Mode::X),
             })
         );
-        dir.installed(INST2, BLK, 1, Mode::X, None, false);
+        dir.installed(
+            INST2,
+            Installed {
+                blk: BLK,
+                req: 1,
+                mode: Mode::X,
+                prev_holder: None,
+                pi_kept: false,
+            },
+        );
         let again = current(INST2, 2);
         assert_eq!(dir.request(again), Some(Route::HeldInX { req: again }));
         assert_eq!(dir.view(BLK), Some((Some(INST2), vec![], vec![])));
@@ -757,10 +774,28 @@ mod tests {
                 shared: false,
             })
         );
-        dir.installed(INST3, BLK, 125, Mode::X, Some(INST2), true);
+        dir.installed(
+            INST3,
+            Installed {
+                blk: BLK,
+                req: 125,
+                mode: Mode::X,
+                prev_holder: Some(INST2),
+                pi_kept: true,
+            },
+        );
         assert_eq!(dir.view(BLK).map(|(x, _, _)| x), Some(Some(INST3)));
 
-        dir.installed(INST2, BLK, 59, Mode::X, Some(INST3), true);
+        dir.installed(
+            INST2,
+            Installed {
+                blk: BLK,
+                req: 59,
+                mode: Mode::X,
+                prev_holder: Some(INST3),
+                pi_kept: true,
+            },
+        );
 
         // Instance 3 still holds it: instance 2's next request goes there.
         assert_eq!(dir.view(BLK).map(|(x, _, _)| x), Some(Some(INST3)));
@@ -789,7 +824,16 @@ mod tests {
         assert_eq!(dir.view(BLK), Some((None, vec![INST2], vec![])));
         let x = current(INST3, 24);
         assert_eq!(dir.request(x), None, "queued until the read is installed");
-        dir.installed(INST2, BLK, 4, Mode::S, None, false);
+        dir.installed(
+            INST2,
+            Installed {
+                blk: BLK,
+                req: 4,
+                mode: Mode::S,
+                prev_holder: None,
+                pi_kept: false,
+            },
+        );
         let Drained::Route(route) = dir.next_queued(BLK) else {
             panic!("the queued request is routed once the read is in");
         };

@@ -6,7 +6,7 @@
 
 use super::GlobalCache;
 use super::gcs::{Drained, Route, UnexpectedAck};
-use crate::msg::{Mode, Request};
+use crate::msg::{Installed, Mode, Request};
 use crate::types::{BlockAddr, InstId, InstSet};
 
 impl GlobalCache {
@@ -31,17 +31,8 @@ impl GlobalCache {
     /// The requester installed what it was sent or granted (the requests
     /// queued behind the transfer follow from [`GlobalCache::dir_next_queued`]).
     #[inline]
-    pub fn dir_installed(
-        &mut self,
-        from: InstId,
-        blk: BlockAddr,
-        req: u64,
-        mode: Mode,
-        prev: Option<InstId>,
-        pi_kept: bool,
-    ) {
-        self.directory
-            .installed(from, blk, req, mode, prev, pi_kept);
+    pub fn dir_installed(&mut self, from: InstId, done: Installed) {
+        self.directory.installed(from, done);
     }
 
     /// The next request queued on `blk` to route, while nothing is in flight.
