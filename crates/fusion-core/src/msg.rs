@@ -53,6 +53,20 @@ pub struct Installed {
     pub pi_kept: bool,
 }
 
+impl Installed {
+    /// A block installed without a holder shipping it (a grant, an
+    /// upgrade, a new block, a promoted past image): no previous holder.
+    pub fn unshipped(blk: BlockAddr, req: u64, mode: Mode) -> Installed {
+        Installed {
+            blk,
+            req,
+            mode,
+            prev_holder: None,
+            pi_kept: false,
+        }
+    }
+}
+
 /// A block request as the master sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Request {

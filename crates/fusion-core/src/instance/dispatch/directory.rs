@@ -200,13 +200,7 @@ impl Dispatch {
                 if let Some(owner) = self.fg.answered_by_promotion(blk) {
                     self.fg.ready_owner(&mut self.k, &mut self.obs, owner);
                 }
-                self.installed(Installed {
-                    blk,
-                    req: PROMOTE_REQ,
-                    mode: Mode::X,
-                    prev_holder: None,
-                    pi_kept: false,
-                });
+                self.installed(Installed::unshipped(blk, PROMOTE_REQ, Mode::X));
                 self.wake_block(blk);
             }
             _ => {

@@ -295,13 +295,7 @@ impl Dispatch {
             ShipKind::Raw => self.fg.keep_raw(owner, block, sender_scn),
             ShipKind::Shared => {
                 self.install_current(owner, blk, Mode::S, block, false);
-                self.installed(Installed {
-                    blk,
-                    req: req.id,
-                    mode: Mode::S,
-                    prev_holder: None,
-                    pi_kept: false,
-                });
+                self.installed(Installed::unshipped(blk, req.id, Mode::S));
             }
             ShipKind::Current => {
                 self.install_current(owner, blk, Mode::X, block, pi_kept);
@@ -396,13 +390,7 @@ impl Dispatch {
                     Some(id) => self.cache.set_state(id, BufState::Xcur),
                     None => self.error(format!("upgrade granted for {blk} but no S copy here")),
                 }
-                self.installed(Installed {
-                    blk,
-                    req: req.id,
-                    mode: Mode::X,
-                    prev_holder: None,
-                    pi_kept: false,
-                });
+                self.installed(Installed::unshipped(blk, req.id, Mode::X));
                 self.fg
                     .ready_owner(&mut self.k, &mut self.obs, pending.owner);
                 self.wake_block(blk);
@@ -417,13 +405,7 @@ impl Dispatch {
                     Block::new(blk, Body::Unformatted),
                     false,
                 );
-                self.installed(Installed {
-                    blk,
-                    req: req.id,
-                    mode: Mode::X,
-                    prev_holder: None,
-                    pi_kept: false,
-                });
+                self.installed(Installed::unshipped(blk, req.id, Mode::X));
                 self.fg
                     .ready_owner(&mut self.k, &mut self.obs, pending.owner);
                 self.wake_block(blk);
@@ -459,13 +441,7 @@ impl Dispatch {
             // The block came through the reader's group's I/O controller.
             numa.read_into(buf);
         }
-        self.installed(Installed {
-            blk,
-            req,
-            mode,
-            prev_holder: None,
-            pi_kept: false,
-        });
+        self.installed(Installed::unshipped(blk, req, mode));
         self.fg
             .ready_owner(&mut self.k, &mut self.obs, pending.owner);
         self.wake_block(blk);

@@ -667,16 +667,7 @@ mod tests {
         assert_eq!(dir.request(own), None, "queued behind the promotion");
         assert_eq!(dir.request(current(INST2, 3)), None);
 
-        dir.installed(
-            INST3,
-            Installed {
-                blk: BLK,
-                req: PROMOTE_REQ,
-                mode: Mode::X,
-                prev_holder: None,
-                pi_kept: false,
-            },
-        );
+        dir.installed(INST3, Installed::unshipped(BLK, PROMOTE_REQ, Mode::X));
 
         // Instance 3 holds the block in X: its own request is answered, and
         // instance 2's goes to it (not a disk read of an older image).
@@ -719,16 +710,7 @@ mod tests {
                 grant: GrantKind::Disk(Mode::X),
             })
         );
-        dir.installed(
-            INST2,
-            Installed {
-                blk: BLK,
-                req: 1,
-                mode: Mode::X,
-                prev_holder: None,
-                pi_kept: false,
-            },
-        );
+        dir.installed(INST2, Installed::unshipped(BLK, 1, Mode::X));
         let again = current(INST2, 2);
         assert_eq!(dir.request(again), Some(Route::HeldInX { req: again }));
         assert_eq!(dir.view(BLK), Some((Some(INST2), vec![], vec![])));
@@ -824,16 +806,7 @@ mod tests {
         assert_eq!(dir.view(BLK), Some((None, vec![INST2], vec![])));
         let x = current(INST3, 24);
         assert_eq!(dir.request(x), None, "queued until the read is installed");
-        dir.installed(
-            INST2,
-            Installed {
-                blk: BLK,
-                req: 4,
-                mode: Mode::S,
-                prev_holder: None,
-                pi_kept: false,
-            },
-        );
+        dir.installed(INST2, Installed::unshipped(BLK, 4, Mode::S));
         let Drained::Route(route) = dir.next_queued(BLK) else {
             panic!("the queued request is routed once the read is in");
         };
