@@ -168,35 +168,29 @@ struct UndoList {
 
 impl UndoList {
     /// Records were dropped: drop the bodies no record names any more,
-    /// and name the rest where they move to.
+    /// and name the rest where they move to. Each body has one record
+    /// (`push_body`), and records keep their order, so the kept bodies
+    /// keep theirs.
     fn collect_bodies(&mut self) {
         if self.bodies.is_empty() {
             return;
         }
-        let mut kept: Vec<Option<u32>> = vec![None; self.bodies.len()];
+        let mut old: Vec<Option<Body>> = std::mem::take(&mut self.bodies)
+            .into_vec()
+            .into_iter()
+            .map(Some)
+            .collect();
+        let mut kept = Vec::new();
         let mut next = 0u32;
         for u in &mut self.records {
             if let UndoOp::Body(BodyRef(at)) = &mut u.op {
-                let slot = &mut kept[*at as usize];
-                let to = *slot.get_or_insert_with(|| {
-                    next += 1;
-                    next - 1
-                });
-                *at = to;
+                let body = old[*at as usize].take();
+                kept.push(body.expect("each body of a list has one record"));
+                *at = next;
+                next += 1;
             }
         }
-        let old = std::mem::take(&mut self.bodies);
-        let mut moved: Vec<Option<Body>> = old.into_vec().into_iter().map(Some).collect();
-        let mut order: Vec<(u32, usize)> = kept
-            .iter()
-            .enumerate()
-            .filter_map(|(from, to)| to.map(|to| (to, from)))
-            .collect();
-        order.sort_unstable();
-        self.bodies = order
-            .into_iter()
-            .filter_map(|(_, from)| moved[from].take())
-            .collect();
+        self.bodies = kept.into_boxed_slice();
     }
 }
 
