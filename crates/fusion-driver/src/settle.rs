@@ -7,7 +7,7 @@
 
 use fusion_core::config::{NS_PER_S, Nanos};
 use fusion_core::instance::Command;
-use fusion_core::types::InstId;
+use fusion_core::types::{InstId, InstSet};
 use fusion_scenario::Phase;
 
 /// The longest a cluster may take to come to rest after a run (simulated
@@ -96,6 +96,61 @@ pub fn settled(activity: &[Activity], waited: &str) -> Result<(), String> {
     ))
 }
 
+/// What an instance that answers says of the cluster at the end of a run
+/// (the live runtime's view of it: its status).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemberView {
+    pub instance: InstId,
+    /// It runs: it answered and has not stopped itself (evicted).
+    pub running: bool,
+    pub incarnation: u32,
+    pub members: InstSet,
+    /// Dead instances whose redo threads no recovery has finished, as it knows.
+    pub unrecovered: InstSet,
+}
+
+/// The dead instances of a cluster of `instances` whose committed changes
+/// may still be only in their redo threads, as the instances that answer
+/// tell it (`views`; an instance with no view does not answer): a dead one
+/// the newest incarnation still counts a member (not evicted yet, so not
+/// recovered yet), and those a member of it has not seen recovered. Until
+/// this is empty the store and the caches do not hold every acknowledged
+/// commit, and end-of-run checks would report a commit merely not
+/// recovered yet as lost. With nobody running, every dead instance.
+pub fn unrecovered(views: &[MemberView], instances: usize) -> InstSet {
+    let mut dead = InstSet::default();
+    // A cluster has at most 64 instances (an InstSet's bits).
+    for id in (0..64u8)
+        .filter(|&i| usize::from(i) < instances)
+        .map(InstId)
+    {
+        if !views.iter().any(|v| v.instance == id && v.running) {
+            dead.insert(id);
+        }
+    }
+    let running = || views.iter().filter(|v| v.running);
+    let Some(newest) = running().max_by_key(|v| (v.incarnation, std::cmp::Reverse(v.instance)))
+    else {
+        return dead;
+    };
+    let mut left = InstSet(newest.members.0 & dead.0);
+    for v in running().filter(|v| newest.members.contains(v.instance)) {
+        left = InstSet(left.0 | v.unrecovered.0);
+    }
+    left
+}
+
+/// The error of a cluster whose dead instances were not recovered within
+/// `waited` after the run.
+pub fn not_recovered(dead: InstSet, waited: &str) -> String {
+    let names: Vec<String> = dead.iter().map(|i| i.to_string()).collect();
+    format!(
+        "the cluster did not come to rest within {waited} after the run: no survivor \
+         recovered {} (its blocks are only in its redo), so the end-of-run checks were not run",
+        names.join(", ")
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -112,6 +167,53 @@ mod tests {
                 },
                 Command::EnableWorkloads(Some(Vec::new())),
             ]
+        );
+    }
+
+    fn view(i: u8, incarnation: u32, members: u64, unrecovered: u64) -> MemberView {
+        MemberView {
+            instance: InstId(i),
+            running: true,
+            incarnation,
+            members: InstSet(members),
+            unrecovered: InstSet(unrecovered),
+        }
+    }
+
+    #[test]
+    fn a_dead_instance_counts_until_a_member_of_the_newest_incarnation_saw_it_recovered() {
+        // Inst3 (bit 2) killed: nobody evicted it yet.
+        let before = [view(0, 1, 0b111, 0), view(1, 1, 0b111, 0)];
+        assert_eq!(unrecovered(&before, 3), InstSet(0b100));
+        // Evicted, its thread being recovered.
+        let evicted = [view(0, 2, 0b011, 0b100), view(1, 2, 0b011, 0b100)];
+        assert_eq!(unrecovered(&evicted, 3), InstSet(0b100));
+        // Inst1 recovered it; inst2 has not heard yet.
+        let told_one = [view(0, 2, 0b011, 0), view(1, 2, 0b011, 0b100)];
+        assert_eq!(unrecovered(&told_one, 3), InstSet(0b100));
+        let recovered = [view(0, 2, 0b011, 0), view(1, 2, 0b011, 0)];
+        assert!(unrecovered(&recovered, 3).is_empty());
+        // An evicted instance that woke and stopped itself still answers,
+        // with its old incarnation: it does not run, and does not count.
+        let halted = MemberView {
+            running: false,
+            ..view(2, 1, 0b111, 0)
+        };
+        let woke = [view(0, 2, 0b011, 0), view(1, 2, 0b011, 0), halted];
+        assert!(unrecovered(&woke, 3).is_empty());
+        // A restarted life not admitted yet knows nothing: the members decide.
+        let joining = [
+            view(0, 2, 0b011, 0b100),
+            view(1, 2, 0b011, 0b100),
+            view(2, 0, 0, 0),
+        ];
+        assert_eq!(unrecovered(&joining, 3), InstSet(0b100));
+        // Nobody runs: every instance is dead and nobody recovers it.
+        assert_eq!(unrecovered(&[], 2), InstSet(0b11));
+        let e = not_recovered(InstSet(0b100), "60 s");
+        assert!(
+            e.contains("no survivor recovered inst3") && e.contains("60 s"),
+            "{e}"
         );
     }
 

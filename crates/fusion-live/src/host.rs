@@ -133,6 +133,8 @@ pub struct HostStatus {
     /// The cluster incarnation and its members as the instance sees them.
     pub incarnation: u32,
     pub members: u64,
+    /// Dead instances whose redo threads no recovery has finished yet.
+    pub unrecovered: u64,
     pub user_commits: u64,
     /// The instance's clock when the status was taken.
     pub now: Nanos,
@@ -823,6 +825,7 @@ impl<O: Outputs> Host<O> {
                     halted: self.inst.halted().map(str::to_string),
                     incarnation: self.inst.membership().0,
                     members: self.inst.membership().1.0,
+                    unrecovered: self.inst.unrecovered().0,
                     user_commits: self.inst.stats().get(fusion_core::stats::Stat::UserCommits),
                     now,
                     run_queue: self.inst.run_queue_len(),

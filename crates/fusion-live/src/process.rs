@@ -600,6 +600,7 @@ impl Admin for AdminService {
         out.halted = s.halted.unwrap_or_default();
         out.incarnation = s.incarnation;
         out.members = s.members;
+        out.unrecovered = s.unrecovered;
         out.user_commits = s.user_commits;
         out.now_ns = s.now;
         out.run_queue = u32::try_from(s.run_queue).unwrap_or(u32::MAX);

@@ -927,8 +927,7 @@ impl VariantRun<'_> {
         let limit = tokio::time::Instant::now() + Duration::from_nanos(limit_ns);
         loop {
             let st = self.watch().await?;
-            // Recovered: a member reports a newest incarnation without the
-            // dead and nothing left to recover is visible as sessions at rest.
+            // At rest: every session stopped, nothing in flight to anyone.
             let activity: Vec<Activity> = st
                 .iter()
                 .map(|st| Activity {
@@ -951,11 +950,30 @@ impl VariantRun<'_> {
                     },
                 })
                 .collect();
-            if activity.iter().all(Activity::at_rest) {
+            // A dead instance's committed changes are only in its redo until
+            // a survivor recovered it: the checks wait for that too (chaos
+            // --live found a kill late in a run checked before its eviction).
+            let views: Vec<fusion_driver::MemberView> = st
+                .iter()
+                .filter_map(|s| {
+                    Some(fusion_driver::MemberView {
+                        instance: InstId(u8::try_from(s.instance).ok()?),
+                        running: s.halted.is_empty(),
+                        incarnation: s.incarnation,
+                        members: InstSet(s.members),
+                        unrecovered: InstSet(s.unrecovered),
+                    })
+                })
+                .collect();
+            let unrecovered = fusion_driver::unrecovered(&views, self.admins.len());
+            if activity.iter().all(Activity::at_rest) && unrecovered.is_empty() {
                 return Ok(Ok(()));
             }
             if tokio::time::Instant::now() > limit {
                 let waited = format!("{} s", limit_ns / 1_000_000_000);
+                if !unrecovered.is_empty() {
+                    return Ok(Err(fusion_driver::not_recovered(unrecovered, &waited)));
+                }
                 return Ok(fusion_driver::settled(&activity, &waited));
             }
             tokio::time::sleep(Duration::from_millis(50)).await;

@@ -562,7 +562,11 @@ impl Sim {
                     fusion_driver::SETTLE_NS_MAX / NS_PER_S
                 );
                 if !unrecovered.is_empty() {
-                    return Err(lifecycle::not_recovered(&unrecovered, &waited));
+                    let mut dead = fusion_core::types::InstSet::default();
+                    for i in unrecovered.iter().filter_map(|&i| u8::try_from(i).ok()) {
+                        dead.insert(InstId(i));
+                    }
+                    return Err(fusion_driver::not_recovered(dead, &waited));
                 }
                 return fusion_driver::settled(&activity, &waited);
             }

@@ -79,16 +79,6 @@ impl Lives {
     }
 }
 
-/// The error of a cluster whose dead instances were not recovered in time.
-pub(crate) fn not_recovered(dead: &[usize], waited: &str) -> String {
-    let names: Vec<String> = dead.iter().map(|i| format!("inst{}", i + 1)).collect();
-    format!(
-        "the cluster did not come to rest within {waited} after the run: no survivor \
-         recovered {} (its blocks are only in its redo), so the end-of-run checks were not run",
-        names.join(", ")
-    )
-}
-
 /// An instance the cluster evicted has stopped: it is gone.
 #[inline(always)]
 pub(crate) fn note_halt(x: &Instance, life: &mut Life, armed: &mut Option<Nanos>) {

@@ -173,6 +173,13 @@ impl Instance {
         self.d.membership()
     }
 
+    /// Dead instances whose redo threads no recovery has finished yet, as
+    /// this instance knows (its own recoveries, its peers' word): their
+    /// blocks are whole again only once this is empty.
+    pub fn unrecovered(&self) -> crate::types::InstSet {
+        self.d.unrecovered()
+    }
+
     /// Alert log lines written since the last call.
     pub fn take_alert_log(&mut self) -> Vec<AlertLine> {
         self.d.take_alert_log()

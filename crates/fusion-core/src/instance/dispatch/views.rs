@@ -37,6 +37,10 @@ impl Dispatch {
         (self.membership.incarnation(), self.membership.members())
     }
 
+    pub(in crate::instance) fn unrecovered(&self) -> crate::types::InstSet {
+        self.membership.unrecovered()
+    }
+
     pub(in crate::instance) fn take_alert_log(&mut self) -> Vec<AlertLine> {
         self.obs.take_alert_log(self.k.now())
     }

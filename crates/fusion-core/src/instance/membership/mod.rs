@@ -133,6 +133,12 @@ impl Membership {
         self.standing.fence_done();
     }
 
+    /// Dead instances whose redo threads no recovery has finished yet (as
+    /// far as this instance knows: its own recoveries and its peers' word).
+    pub fn unrecovered(&self) -> InstSet {
+        self.standing.unrecovered()
+    }
+
     /// A peer finished recovering these threads.
     pub fn recovered(&mut self, threads: InstSet) {
         self.standing.recovered(threads);

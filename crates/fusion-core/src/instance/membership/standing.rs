@@ -114,6 +114,11 @@ impl Standing {
         self.unrecovered = InstSet(self.unrecovered.0 & !threads.0);
     }
 
+    /// Dead instances whose threads no recovery has finished yet.
+    pub fn unrecovered(&self) -> InstSet {
+        self.unrecovered
+    }
+
     pub fn report_recovery(&mut self, report: RecoveryReport) {
         self.recoveries.push(report);
     }
