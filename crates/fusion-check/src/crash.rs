@@ -98,13 +98,15 @@ impl Crashes {
 }
 
 /// What one instance says of the cluster: whether it stopped (evicted),
-/// and the incarnation and members it sees.
+/// the incarnation and members it sees, and the dead instances whose redo
+/// threads no recovery has finished as it knows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MemberView {
     pub inst: InstId,
     pub halted: bool,
     pub incarnation: u32,
     pub members: fusion_core::types::InstSet,
+    pub unrecovered: fusion_core::types::InstSet,
 }
 
 /// A change of an instance's life that the cluster's membership shows.
@@ -405,6 +407,7 @@ mod tests {
             halted: false,
             incarnation,
             members: fusion_core::types::InstSet(members),
+            unrecovered: fusion_core::types::InstSet::default(),
         };
         // Still a member: a short freeze is nothing.
         c.note_membership(&[survivor(1, 0b11)]);

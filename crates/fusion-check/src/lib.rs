@@ -562,6 +562,7 @@ impl ConsistencyChecker {
                     halted: i.halted().is_some(),
                     incarnation,
                     members,
+                    unrecovered: i.unrecovered(),
                 }
             })
             .collect();

@@ -26,7 +26,5 @@ pub use net::{Interconnect, LinkFault};
 pub use outcome::{Ran, VariantOutcome, pf_master_rows, phase_result, run_result};
 pub use seq_order::{SEQ_VALUES_MAX, SeqOrder};
 pub use series::{InstantSample, SeriesRecorder};
-pub use settle::{
-    Activity, MemberView, SETTLE_NS_MAX, not_recovered, quiesce_commands, settled, unrecovered,
-};
+pub use settle::{Activity, SETTLE_NS_MAX, not_recovered, quiesce_commands, settled, unrecovered};
 pub use timeline::{LifeEvent, timeline_of};

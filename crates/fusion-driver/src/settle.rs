@@ -5,6 +5,7 @@
 //! says what is still going on, never a silent give-up: checks over it
 //! would report what is merely in flight as lost.
 
+use fusion_check::MemberView;
 use fusion_core::config::{NS_PER_S, Nanos};
 use fusion_core::instance::Command;
 use fusion_core::types::{InstId, InstSet};
@@ -96,19 +97,6 @@ pub fn settled(activity: &[Activity], waited: &str) -> Result<(), String> {
     ))
 }
 
-/// What an instance that answers says of the cluster at the end of a run
-/// (the live runtime's view of it: its status).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct MemberView {
-    pub instance: InstId,
-    /// It runs: it answered and has not stopped itself (evicted).
-    pub running: bool,
-    pub incarnation: u32,
-    pub members: InstSet,
-    /// Dead instances whose redo threads no recovery has finished, as it knows.
-    pub unrecovered: InstSet,
-}
-
 /// The dead instances of a cluster of `instances` whose committed changes
 /// may still be only in their redo threads, as the instances that answer
 /// tell it (`views`; an instance with no view does not answer): a dead one
@@ -124,17 +112,16 @@ pub fn unrecovered(views: &[MemberView], instances: usize) -> InstSet {
         .filter(|&i| usize::from(i) < instances)
         .map(InstId)
     {
-        if !views.iter().any(|v| v.instance == id && v.running) {
+        if !views.iter().any(|v| v.inst == id && !v.halted) {
             dead.insert(id);
         }
     }
-    let running = || views.iter().filter(|v| v.running);
-    let Some(newest) = running().max_by_key(|v| (v.incarnation, std::cmp::Reverse(v.instance)))
-    else {
+    let running = || views.iter().filter(|v| !v.halted);
+    let Some(newest) = running().max_by_key(|v| (v.incarnation, std::cmp::Reverse(v.inst))) else {
         return dead;
     };
     let mut left = InstSet(newest.members.0 & dead.0);
-    for v in running().filter(|v| newest.members.contains(v.instance)) {
+    for v in running().filter(|v| newest.members.contains(v.inst)) {
         left = InstSet(left.0 | v.unrecovered.0);
     }
     left
@@ -172,8 +159,8 @@ mod tests {
 
     fn view(i: u8, incarnation: u32, members: u64, unrecovered: u64) -> MemberView {
         MemberView {
-            instance: InstId(i),
-            running: true,
+            inst: InstId(i),
+            halted: false,
             incarnation,
             members: InstSet(members),
             unrecovered: InstSet(unrecovered),
@@ -196,7 +183,7 @@ mod tests {
         // An evicted instance that woke and stopped itself still answers,
         // with its old incarnation: it does not run, and does not count.
         let halted = MemberView {
-            running: false,
+            halted: true,
             ..view(2, 1, 0b111, 0)
         };
         let woke = [view(0, 2, 0b011, 0), view(1, 2, 0b011, 0), halted];

@@ -354,17 +354,7 @@ impl VariantRun<'_> {
                 }
             }
         }
-        let views: Vec<MemberView> = out
-            .iter()
-            .filter_map(|s| {
-                Some(MemberView {
-                    inst: InstId(u8::try_from(s.instance).ok()?),
-                    halted: !s.halted.is_empty(),
-                    incarnation: s.incarnation,
-                    members: InstSet(s.members),
-                })
-            })
-            .collect();
+        let views = member_views(&out);
         // The newest view of the cluster among those that run in it.
         let newest = views
             .iter()
@@ -953,19 +943,7 @@ impl VariantRun<'_> {
             // A dead instance's committed changes are only in its redo until
             // a survivor recovered it: the checks wait for that too (chaos
             // --live found a kill late in a run checked before its eviction).
-            let views: Vec<fusion_driver::MemberView> = st
-                .iter()
-                .filter_map(|s| {
-                    Some(fusion_driver::MemberView {
-                        instance: InstId(u8::try_from(s.instance).ok()?),
-                        running: s.halted.is_empty(),
-                        incarnation: s.incarnation,
-                        members: InstSet(s.members),
-                        unrecovered: InstSet(s.unrecovered),
-                    })
-                })
-                .collect();
-            let unrecovered = fusion_driver::unrecovered(&views, self.admins.len());
+            let unrecovered = fusion_driver::unrecovered(&member_views(&st), self.admins.len());
             if activity.iter().all(Activity::at_rest) && unrecovered.is_empty() {
                 return Ok(Ok(()));
             }
@@ -979,6 +957,23 @@ impl VariantRun<'_> {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
+}
+
+/// What each instance that answered says of the cluster (a status naming
+/// no instance the model can have is left out).
+fn member_views(statuses: &[pb::StatusResponse]) -> Vec<MemberView> {
+    statuses
+        .iter()
+        .filter_map(|s| {
+            Some(MemberView {
+                inst: InstId(u8::try_from(s.instance).ok()?),
+                halted: !s.halted.is_empty(),
+                incarnation: s.incarnation,
+                members: InstSet(s.members),
+                unrecovered: InstSet(s.unrecovered),
+            })
+        })
+        .collect()
 }
 
 /// Alert lines and recoveries of instance `i` (0-based) from its answer.
