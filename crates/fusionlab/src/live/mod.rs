@@ -5,8 +5,12 @@ pub mod bench;
 pub mod interrupt;
 pub mod logs;
 pub mod probe;
+mod status;
 pub mod swarm;
 pub mod tour;
+
+use status::STATUS_PATIENCE;
+pub use status::status;
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -14,7 +18,6 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use comfy_table::{Table, presets::ASCII_FULL_CONDENSED};
 use fusion_core::types::InstId;
 use fusion_driver::Driver;
 use fusion_live::admin_client::Admin;
@@ -218,126 +221,6 @@ pub fn up(instances: u8, cluster_dir: &Path, base_port: u16, out: &mut dyn Write
     writeln!(out, "cluster file {}", file.display())?;
     writeln!(out, "logs         {}", cluster_dir.display())?;
     Ok(exit::OK)
-}
-
-/// How long `status` waits for each process's answer.
-const STATUS_PATIENCE: Duration = Duration::from_secs(2);
-
-/// `fusionlab status`: one line per instance, and whether the store answers.
-pub fn status(file: &Path, out: &mut dyn Write) -> Result<u8> {
-    let c = ClusterFile::read(file).map_err(Failure::input)?;
-    let rt = runtime()?;
-    let rows = rt.block_on(async {
-        let mut rows = Vec::new();
-        for m in &c.instances {
-            let name = format!("inst{}", m.id);
-            let a = Admin::new(&name, &m.admin, &c.token);
-            let s = match a {
-                Ok(a) => a.status(STATUS_PATIENCE).await,
-                Err(e) => Err(e),
-            };
-            rows.push((m.clone(), s));
-        }
-        rows
-    });
-    let mut t = Table::new();
-    t.load_style(ASCII_FULL_CONDENSED);
-    t.set_header(vec![
-        "instance",
-        "pid",
-        "alive",
-        "scenario",
-        "buffers",
-        "LMS",
-        "active",
-        "waiting on",
-        "links",
-        "problems",
-    ]);
-    let mut down = 0;
-    for (m, s) in rows {
-        match s {
-            Ok(s) => {
-                let waits = s
-                    .waits
-                    .iter()
-                    .map(|w| format!("{} ({})", w.event, w.sessions))
-                    .collect::<Vec<_>>()
-                    .join(", ");
-                let up = s.links.iter().filter(|l| l.up).count();
-                t.add_row(vec![
-                    format!("inst{}", m.id),
-                    s.pid.to_string(),
-                    "yes".into(),
-                    if s.loaded {
-                        s.scenario.clone()
-                    } else {
-                        "(none loaded)".into()
-                    },
-                    format!("{}/{}", s.buffers_used, s.buffers),
-                    s.lms.to_string(),
-                    s.active_sessions.to_string(),
-                    waits,
-                    format!("{up}/{}", s.links.len()),
-                    s.errors.len().to_string(),
-                ]);
-            }
-            Err(e) => {
-                down += 1;
-                t.add_row(vec![
-                    format!("inst{}", m.id),
-                    m.pid.to_string(),
-                    "NO".into(),
-                    e,
-                    String::new(),
-                    String::new(),
-                    String::new(),
-                    String::new(),
-                    String::new(),
-                    String::new(),
-                ]);
-            }
-        }
-    }
-    writeln!(out, "{t}")?;
-    // Asked, not looked up by pid: a process that is there but does not
-    // serve (stopped, its port taken by another) is not alive either.
-    let store = rt.block_on(async {
-        let client =
-            fusion_store::StoreClient::connect(&c.store.address, &c.token, STATUS_PATIENCE).await?;
-        client.ping().await
-    });
-    let store_answers = store.is_ok();
-    match store {
-        Ok(p) => {
-            let moved = if c.store.pid != 0 && p.pid != c.store.pid {
-                format!(" (the cluster file says pid {})", c.store.pid)
-            } else {
-                String::new()
-            };
-            writeln!(
-                out,
-                "block store {} (pid {}{moved}): answering, {}",
-                c.store.address,
-                p.pid,
-                if p.formatted {
-                    "formatted"
-                } else {
-                    "not formatted yet (no run has loaded it)"
-                }
-            )?;
-        }
-        Err(e) => writeln!(
-            out,
-            "block store {} (pid {}): NOT ANSWERING: {e}",
-            c.store.address, c.store.pid
-        )?,
-    }
-    Ok(if down == 0 && store_answers {
-        exit::OK
-    } else {
-        exit::LIVE_FAILED
-    })
 }
 
 /// `fusionlab down`: stop every process of the cluster and remove its file.
