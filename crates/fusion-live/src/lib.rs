@@ -4,6 +4,7 @@
 //! (`fusionlab run --live`). See docs/live-cluster.md.
 
 pub mod admin_client;
+mod answers;
 pub mod clock;
 pub mod cluster;
 pub mod command;

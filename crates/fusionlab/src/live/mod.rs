@@ -1,6 +1,7 @@
 //! The live cluster commands: `store` and `instance` (the processes `up`
 //! starts, or containers run), `up`, `status`, `down`, and `run --live`.
 
+mod async_runtime;
 pub mod bench;
 pub mod interrupt;
 pub mod logs;
@@ -9,6 +10,7 @@ mod status;
 pub mod swarm;
 pub mod tour;
 
+pub(crate) use async_runtime::runtime;
 use status::STATUS_PATIENCE;
 pub use status::status;
 
@@ -40,14 +42,6 @@ pub const DEFAULT_DIR: &str = ".fusionlab";
 /// The cluster file of a cluster directory.
 pub fn cluster_file(cluster_dir: &Path) -> PathBuf {
     cluster_dir.join("cluster.toml")
-}
-
-pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")
 }
 
 fn token_from_env() -> Result<String, Failure> {

@@ -13,7 +13,7 @@ use fusion_live::admin_client::Admin;
 use fusion_live::cluster::ClusterFile;
 use fusion_live::pb;
 
-use super::runtime;
+use super::async_runtime::runtime;
 use crate::{Failure, exit};
 
 /// How long `status` waits for each process's answer.
