@@ -109,6 +109,17 @@ pub struct MemberView {
     pub unrecovered: fusion_core::types::InstSet,
 }
 
+impl MemberView {
+    /// The newest view of the cluster among the instances that run in it
+    /// (not halted): the highest incarnation, the lowest instance on a tie.
+    pub fn newest(views: &[MemberView]) -> Option<&MemberView> {
+        views
+            .iter()
+            .filter(|v| !v.halted)
+            .max_by_key(|v| (v.incarnation, std::cmp::Reverse(v.inst)))
+    }
+}
+
 /// A change of an instance's life that the cluster's membership shows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum LifeChange {

@@ -116,12 +116,14 @@ pub fn unrecovered(views: &[MemberView], instances: usize) -> InstSet {
             dead.insert(id);
         }
     }
-    let running = || views.iter().filter(|v| !v.halted);
-    let Some(newest) = running().max_by_key(|v| (v.incarnation, std::cmp::Reverse(v.inst))) else {
+    let Some(newest) = MemberView::newest(views) else {
         return dead;
     };
     let mut left = InstSet(newest.members.0 & dead.0);
-    for v in running().filter(|v| newest.members.contains(v.inst)) {
+    for v in views
+        .iter()
+        .filter(|v| !v.halted && newest.members.contains(v.inst))
+    {
         left = InstSet(left.0 | v.unrecovered.0);
     }
     left

@@ -12,9 +12,11 @@ use crate::pb;
 
 /// What each instance that answered says of the cluster (a status naming
 /// no instance the model can have is left out).
-pub(crate) fn member_views(statuses: &[pb::StatusResponse]) -> Vec<MemberView> {
+pub(crate) fn member_views<'a>(
+    statuses: impl IntoIterator<Item = &'a pb::StatusResponse>,
+) -> Vec<MemberView> {
     statuses
-        .iter()
+        .into_iter()
         .filter_map(|s| {
             Some(MemberView {
                 inst: InstId(u8::try_from(s.instance).ok()?),

@@ -13,10 +13,10 @@
 
 use std::time::Duration;
 
-use fusion_check::ConsistencyChecker;
+use fusion_check::{ConsistencyChecker, MemberView};
 use fusion_core::recovery::RecoveryReport;
 use fusion_core::stats::Stats;
-use fusion_core::types::{InstId, InstSet};
+use fusion_core::types::InstId;
 use fusion_driver::brownout::CommitSeries;
 use fusion_driver::{Activity, InstantSample, LifeEvent, SeriesRecorder};
 use fusion_report::AlertEntry;
@@ -299,12 +299,8 @@ impl VariantRun<'_> {
         }
         got.sort_by_key(|(i, _)| *i);
         // The cluster as those that run in it see it, before any change here.
-        let members_now = got
-            .iter()
-            .filter_map(|(_, r)| r.as_ref().ok())
-            .filter(|s| s.halted.is_empty())
-            .max_by_key(|s| (s.incarnation, std::cmp::Reverse(s.instance)))
-            .map(|s| InstSet(s.members));
+        let answered = member_views(got.iter().filter_map(|(_, r)| r.as_ref().ok()));
+        let members_now = MemberView::newest(&answered).map(|v| v.members);
         let mut lines = Vec::new();
         let mut out = Vec::new();
         let mut back = Vec::new();
@@ -356,12 +352,7 @@ impl VariantRun<'_> {
             }
         }
         let views = member_views(&out);
-        // The newest view of the cluster among those that run in it.
-        let newest = views
-            .iter()
-            .filter(|v| !v.halted)
-            .max_by_key(|v| (v.incarnation, std::cmp::Reverse(v.inst.0)))
-            .map(|v| v.members);
+        let newest = MemberView::newest(&views).map(|v| v.members);
         let lost: Vec<usize> = (0..self.admins.len())
             .filter(|&i| self.lives.lost(i))
             .collect();
